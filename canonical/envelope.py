@@ -1,0 +1,217 @@
+"""The Envelope: every message on the bus is a body (bytes) and standard headers.
+
+Serialised with the Avro schema of the envelope itself (``coupler.Envelope`` version 1,
+``schemas/coupler/envelope/v1.avsc``), preceded by one byte giving that version so that a
+later envelope version can still read messages written by this one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import fastavro
+
+from coupler.schemas import SCHEMA_DIR
+
+from .errors import EnvelopeError
+from .format import FormatIndicator
+
+ENVELOPE_VERSION = 1
+
+
+class MessageKind(str, Enum):
+    """Command, Document, Event and Reply Messages."""
+
+    COMMAND = "command"
+    DOCUMENT = "document"
+    EVENT = "event"
+    REPLY = "reply"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def utc_now() -> datetime:
+    return to_millis(datetime.now(UTC))
+
+
+def to_millis(ts: datetime) -> datetime:
+    """``ts`` in UTC, truncated to whole milliseconds (the envelope's resolution)."""
+    if ts.tzinfo is None:
+        raise EnvelopeError(f"timestamp {ts.isoformat()} has no time zone; use UTC")
+    ts = ts.astimezone(UTC)
+    return ts.replace(microsecond=ts.microsecond - ts.microsecond % 1000)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """Message History: a component did an action to the message at a time."""
+
+    component: str
+    action: str
+    timestamp: datetime = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timestamp", to_millis(self.timestamp))
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """Message Sequence: ``position`` (0-based) in sequence ``id`` of ``size`` parts, or ``end``."""
+
+    id: str
+    position: int
+    size: int | None = None
+    end: bool = False
+
+
+@dataclass
+class Envelope:
+    """A canonical message: standard headers (DESIGN.md) and a body."""
+
+    format: FormatIndicator
+    body: bytes = b""
+    kind: MessageKind = MessageKind.DOCUMENT
+    message_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    timestamp: datetime = field(default_factory=utc_now)
+    correlation_id: str | None = None
+    return_address: str | None = None
+    expires_at: datetime | None = None
+    sequence: Sequence | None = None
+    history: list[HistoryEntry] = field(default_factory=list)
+    attempt: int = 0
+    origin: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.format, str):
+            self.format = FormatIndicator.parse(self.format)
+        self.kind = MessageKind(self.kind)
+        if not isinstance(self.body, bytes):
+            raise EnvelopeError(f"body must be bytes, not {type(self.body).__name__}")
+        self.timestamp = to_millis(self.timestamp)
+        if self.expires_at is not None:
+            self.expires_at = to_millis(self.expires_at)
+        for key, value in self.properties.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise EnvelopeError(f"property {key!r}: properties are strings, got {value!r}")
+
+    # -- behaviour ---------------------------------------------------------------------------
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and (now or utc_now()) >= self.expires_at
+
+    def record_hop(self, component: str, action: str) -> Envelope:
+        """Append a Message History entry (in place) and return the envelope."""
+        self.history.append(HistoryEntry(component, action))
+        return self
+
+    def replace(self, **changes: Any) -> Envelope:
+        """A copy with some headers changed (history and properties are copied, not shared)."""
+        changes.setdefault("history", list(self.history))
+        changes.setdefault("properties", dict(self.properties))
+        return dataclasses.replace(self, **changes)
+
+    def reply(self, body: bytes, format: FormatIndicator | str, **headers: Any) -> Envelope:
+        """A Reply Message correlated to this one (``correlation_id`` = this ``message_id``)."""
+        return Envelope(
+            format=format,
+            body=body,
+            kind=MessageKind.REPLY,
+            correlation_id=self.message_id,
+            **headers,
+        )
+
+    # -- serialisation -----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The envelope as the Avro record of ``coupler.Envelope`` v1."""
+        return {
+            "message_id": self.message_id,
+            "timestamp": self.timestamp,
+            "kind": self.kind.value,
+            "format": {
+                "name": self.format.name,
+                "version": self.format.version,
+                "content_type": self.format.content_type,
+            },
+            "correlation_id": self.correlation_id,
+            "return_address": self.return_address,
+            "expires_at": self.expires_at,
+            "sequence": dataclasses.asdict(self.sequence) if self.sequence else None,
+            "history": [dataclasses.asdict(h) for h in self.history],
+            "attempt": self.attempt,
+            "origin": self.origin,
+            "properties": dict(self.properties),
+            "body": self.body,
+        }
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Envelope:
+        fmt = record["format"]
+        return cls(
+            format=FormatIndicator(fmt["name"], fmt["version"], fmt["content_type"]),
+            body=record["body"],
+            kind=MessageKind(record["kind"]),
+            message_id=record["message_id"],
+            timestamp=record["timestamp"],
+            correlation_id=record.get("correlation_id"),
+            return_address=record.get("return_address"),
+            expires_at=record.get("expires_at"),
+            sequence=Sequence(**record["sequence"]) if record.get("sequence") else None,
+            history=[HistoryEntry(**h) for h in record.get("history", [])],
+            attempt=record.get("attempt", 0),
+            origin=record.get("origin"),
+            properties=dict(record.get("properties", {})),
+        )
+
+    def to_bytes(self) -> bytes:
+        out = io.BytesIO()
+        out.write(bytes([ENVELOPE_VERSION]))
+        try:
+            fastavro.schemaless_writer(out, envelope_schema(), self.to_dict())
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise EnvelopeError(f"envelope {self.message_id} cannot be serialised: {exc}") from exc
+        return out.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Envelope:
+        if not data:
+            raise EnvelopeError("empty input is not an envelope", where="byte 0")
+        if data[0] != ENVELOPE_VERSION:
+            raise EnvelopeError(
+                f"unknown envelope version {data[0]} (this Coupler reads version {ENVELOPE_VERSION})",
+                where="byte 0",
+            )
+        stream = io.BytesIO(data)
+        stream.seek(1)
+        try:
+            record = fastavro.schemaless_reader(stream, envelope_schema(), None)
+        except (EOFError, ValueError, UnicodeDecodeError, IndexError, OverflowError) as exc:
+            raise EnvelopeError(
+                f"not a valid envelope: {exc or type(exc).__name__}", where=f"byte {stream.tell()}"
+            ) from exc
+        if stream.tell() != len(data):
+            raise EnvelopeError(
+                f"{len(data) - stream.tell()} trailing bytes after the envelope",
+                where=f"byte {stream.tell()}",
+            )
+        try:
+            return cls.from_dict(record)
+        except (ValueError, TypeError) as exc:
+            raise EnvelopeError(f"envelope has an invalid header: {exc}") from exc
+
+
+@functools.cache
+def envelope_schema() -> Any:
+    """The parsed Avro schema of ``coupler.Envelope`` v1 (a constant, loaded once)."""
+    text = (SCHEMA_DIR / "coupler" / "envelope" / "v1.avsc").read_text()
+    return fastavro.parse_schema(json.loads(text))

@@ -1,0 +1,64 @@
+"""Errors a user can cause.
+
+Every error a user can provoke (a bad copybook, a bad configuration, a bad record, an
+unreachable host) is a :class:`CouplerError`. Its message says what went wrong, where
+(file:line, key path or byte offset) and, when there is one, what to do about it. The
+CLI prints ``str(error)`` on one line and exits non-zero without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class CouplerError(Exception):
+    """Base class of every error a user can cause.
+
+    ``where`` is the place (``file:line``, ``key.path``, ``byte 1234``) and ``hint`` what to
+    do; both are optional and are joined into the one-line message.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        self.message = message
+        self.where = where
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        if self.hint:
+            text = f"{text} ({self.hint})"
+        return " ".join(text.split("\n"))
+
+
+class UsageError(CouplerError):
+    """The command line itself is wrong (exit code 2)."""
+
+    exit_code = 2
+
+
+class FormatIndicatorError(CouplerError):
+    """A format indicator that is not ``name@version``."""
+
+
+class EnvelopeError(CouplerError):
+    """Bytes that are not a serialised envelope, or an envelope with an invalid header."""
+
+
+class SchemaError(CouplerError):
+    """A schema that cannot be loaded or parsed, or a subject or version that does not exist."""
+
+
+class IncompatibleSchemaError(SchemaError):
+    """A schema change refused by a compatibility check; ``reasons`` lists every problem."""
+
+    def __init__(self, subject: str, reasons: list[str], *, where: str | None = None):
+        self.subject = subject
+        self.reasons = list(reasons)
+        super().__init__(
+            f"{subject}: incompatible: " + "; ".join(self.reasons), where=where
+        )
+
+
+class ConversionError(SchemaError):
+    """A record that cannot be converted between two versions of a canonical entity."""

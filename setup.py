@@ -1,0 +1,26 @@
+"""Install the top-level folders as the import package ``coupler`` (DESIGN.md).
+
+``coupler.bus`` <- ``bus/``, ``coupler.canonical`` <- ``canonical/`` and so on;
+``coupler`` itself is an implicit namespace package. Every subpackage below a
+folder is found automatically, and every schema file ships as package data.
+"""
+
+from setuptools import find_namespace_packages, setup
+
+FOLDERS = ("bus", "adapters", "canonical", "translators", "schemas")
+
+packages: list[str] = []
+package_dir: dict[str, str] = {}
+for folder in FOLDERS:
+    package_dir[f"coupler.{folder}"] = folder
+    packages.append(f"coupler.{folder}")
+    packages += [
+        f"coupler.{folder}.{sub}"
+        for sub in find_namespace_packages(folder, exclude=["*__pycache__*"])
+    ]
+
+setup(
+    packages=packages,
+    package_dir=package_dir,
+    package_data={pkg: ["*.avsc", "*.xsd", "*.wsdl", "*.cpy", "*.toml"] for pkg in packages},
+)
