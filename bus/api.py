@@ -3,42 +3,178 @@
 Adapters import this module and ``coupler.canonical`` / ``coupler.translators`` only, never
 the daemon or a transport (DESIGN.md). An adapter type is a subclass of :class:`Adapter`
 contributed through the ``coupler_adapter_types`` hook.
+
+Lifecycle, as the daemon drives it::
+
+    adapter = AdapterType(name, options, context)   # options: the site's [adapters.options]
+    adapter.targets, adapter.identity, adapter.channel, adapter.format = ...  # from site.toml
+    adapter.start()            # open connections, start polling threads (inbound)
+    adapter.handle(command)    # a common command for it -> Reply (or raise CommandFault)
+    adapter.deliver(envelope)  # outbound: a document from its channel, to the legacy system
+    adapter.stop()             # close; called once, also after a failed start
+
+``handle`` and ``deliver`` of one adapter are called from one thread at a time. An inbound
+adapter publishes what it reads with ``context.publish(envelope)``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from coupler.canonical import Envelope
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.errors import CouplerError
 
 #: the common command set (DESIGN.md)
 COMMON_COMMANDS = ("send", "fetch", "request", "ping", "describe")
+
+#: fault codes of a :class:`CommandFault` (the ``code`` of a ``coupler.commands.Fault`` reply)
+FAULT_CODES = ("unserved", "unsupported", "invalid", "failed", "paused", "timeout")
+
+
+@dataclass
+class Document:
+    """A document carried inside a command or a reply."""
+
+    format: FormatIndicator
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def to_envelope(self, **headers: Any) -> Envelope:
+        return Envelope(format=self.format, body=self.body, properties=dict(self.properties), **headers)
+
+    @classmethod
+    def from_envelope(cls, envelope: Envelope) -> Document:
+        return cls(envelope.format, envelope.body, dict(envelope.properties))
+
+
+@dataclass
+class Command:
+    """A common command addressed to an adapter (decoded from its Command Message).
+
+    Which fields are set depends on ``name``: ``document`` for send and request, ``query``
+    and ``max`` for fetch, ``operation`` and ``timeout`` for request, ``payload`` for ping.
+    """
+
+    name: str
+    target: str
+    envelope: Envelope
+    document: Document | None = None
+    query: dict[str, str] = field(default_factory=dict)
+    max: int | None = None
+    operation: str = ""
+    timeout: float | None = None
+    payload: str = ""
+
+
+@dataclass
+class Reply:
+    """What an adapter answers to a command: documents and command-specific details."""
+
+    documents: list[Document] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)
+
+
+class CommandFault(CouplerError):
+    """An adapter cannot carry out a command; becomes a Fault reply with ``code``."""
+
+    def __init__(self, message: str, *, code: str = "failed", where: str | None = None, hint: str | None = None):
+        if code not in FAULT_CODES:
+            raise ValueError(f"unknown fault code {code!r}")
+        self.code = code
+        super().__init__(message, where=where, hint=hint)
 
 
 class AdapterContext(Protocol):
     """What the bus gives an adapter: publish, reply, request, logger, config, data dir."""
 
     name: str
+    #: the adapter's options (``[adapters.options]`` of site.toml)
     config: dict[str, Any]
+    #: a directory of its own for state (offsets, temporary files)
+    data_dir: Path
+    logger: logging.Logger
 
-    def publish(self, envelope: Envelope, channel: str | None = None) -> None: ...
+    def publish(self, envelope: Envelope, channel: str | None = None) -> str:
+        """Send a message durably (to ``channel`` or the adapter's channel); returns its id."""
+        ...
+
+    def reply(self, request: Envelope, reply: Envelope) -> None:
+        """Send ``reply`` to ``request``'s return address, correlated to it."""
+        ...
+
+    def request(self, envelope: Envelope, channel: str, timeout: float | None = None) -> Envelope:
+        """Request-reply: send ``envelope`` to ``channel`` and wait for the correlated reply."""
+        ...
+
+    def heartbeat(self) -> None:
+        """Record that the adapter is alive (shown by ``coupler ctl adapters``)."""
+        ...
 
 
 class Adapter:
     """Base class of Channel Adapters.
 
     ``commands`` are the common commands it serves; ``directions`` is a subset of
-    ``{"inbound", "outbound"}``.
+    ``{"inbound", "outbound"}``. Serve a command by overriding ``on_<command>`` (``on_send``
+    delivers the command's document through :meth:`deliver` by default).
     """
 
     type_name: ClassVar[str] = ""
     commands: ClassVar[tuple[str, ...]] = ("ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ()
 
+    #: command targets it serves besides its name (site.toml ``targets``)
+    targets: tuple[str, ...] = ()
+    #: application identity ``{class, provider, name, version}`` (site.toml ``identity``)
+    identity: dict[str, str] | None = None
+    #: inbound: where it publishes; outbound: whose documents it delivers
+    channel: str | None = None
+    #: format indicator of the documents it produces or reads (site.toml ``format``)
+    format: FormatIndicator | None = None
+
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         self.name = name
         self.options = dict(options)
         self.context = context
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open connections and start work; raise :class:`CouplerError` when it cannot."""
+
+    def stop(self) -> None:
+        """Finish in-flight work and release resources."""
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def handle(self, command: Command) -> Reply:
+        """Carry out a common command; the base class calls ``on_<command.name>``."""
+        if command.name not in self.commands:
+            raise CommandFault(f"adapter {self.name!r} does not serve {command.name!r}", code="unsupported")
+        method = getattr(self, f"on_{command.name}", None)
+        if method is None:
+            raise CommandFault(f"adapter {self.name!r} declares {command.name!r} but has no on_{command.name}", code="unsupported")
+        return method(command)
+
+    def on_ping(self, command: Command) -> Reply:
+        """Health check; override to exercise the legacy system (a Test Message)."""
+        return Reply(details={"status": "ok", "payload": command.payload})
+
+    def on_describe(self, command: Command) -> Reply:
+        return Reply(details={"description": json.dumps(self.describe(), sort_keys=True)})
+
+    def on_send(self, command: Command) -> Reply:
+        assert command.document is not None
+        self.deliver(command.document.to_envelope(origin=command.envelope.origin))
+        return Reply(details={"status": "delivered"})
+
+    def deliver(self, envelope: Envelope) -> None:
+        """Outbound: hand one document to the legacy system (raise to have it redelivered)."""
+        raise CommandFault(f"adapter {self.name!r} cannot deliver documents", code="unsupported")
 
     def describe(self) -> dict[str, Any]:
         """What this adapter can do (the ``describe`` command's reply)."""
@@ -47,4 +183,8 @@ class Adapter:
             "type": self.type_name,
             "commands": list(self.commands),
             "directions": list(self.directions),
+            "targets": [self.name, *self.targets],
+            "identity": dict(self.identity) if self.identity else None,
+            "channel": self.channel,
+            "format": str(self.format) if self.format else None,
         }

@@ -14,7 +14,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import fastavro
@@ -27,16 +27,13 @@ from .format import FormatIndicator
 ENVELOPE_VERSION = 1
 
 
-class MessageKind(str, Enum):
+class MessageKind(StrEnum):
     """Command, Document, Event and Reply Messages."""
 
     COMMAND = "command"
     DOCUMENT = "document"
     EVENT = "event"
     REPLY = "reply"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def utc_now() -> datetime:
