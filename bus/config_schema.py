@@ -1,0 +1,315 @@
+"""The schema of ``site.toml``, as data.
+
+Every key a site can set is a :class:`Field` here: its type, default, allowed values and
+documentation. :mod:`coupler.bus.config` validates a site file against it, ``coupler init``
+writes the commented template from it and :func:`coupler.bus.config_doc.render_markdown`
+generates ``docs/configuration.md`` from it, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: kinds of values a field holds
+STRING, INTEGER, NUMBER, BOOLEAN = "string", "integer", "number", "boolean"
+STRINGS = "array of strings"
+TABLE = "table"  # a table with the fields listed in ``fields``
+TABLES = "array of tables"  # ``[[name]]``, each with the fields listed in ``fields``
+FREE_TABLE = "free-form table"  # any keys, passed through (adapter options)
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: the default of a field the site must set
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of ``site.toml``."""
+
+    name: str
+    kind: str
+    doc: str
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    fields: tuple[Field, ...] = ()
+    #: a TOML snippet showing the field (or the whole section) in use
+    example: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def child(self, name: str) -> Field | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+_REDELIVERY = Field(
+    "redelivery",
+    TABLE,
+    "Redelivery of messages that failed (a negative acknowledgement or an exception): "
+    "exponential backoff, then the Dead Letter Channel.",
+    default={},
+    fields=(
+        Field("initial_delay", NUMBER, "Seconds before the first redelivery.", 1.0, minimum=0),
+        Field("multiplier", NUMBER, "Each further delay is the previous one times this.", 2.0, minimum=1),
+        Field("max_delay", NUMBER, "Upper bound of a delay, in seconds.", 60.0, minimum=0),
+        Field("max_attempts", INTEGER, "Deliveries before a message goes to the dead letters.", 5, minimum=1),
+        Field("jitter", NUMBER, "Random fraction (0..1) added to or taken from each delay.", 0.1, minimum=0),
+    ),
+)
+
+SITE_SCHEMA = Field(
+    "",
+    TABLE,
+    "A Coupler site: one store, the adapters connecting legacy systems, the routes between channels.",
+    fields=(
+        Field(
+            "site",
+            TABLE,
+            "The site itself.",
+            default={},
+            fields=(
+                Field("name", STRING, "Name of the site, shown by `coupler ctl status`.", "coupler-site"),
+                Field(
+                    "data_dir",
+                    STRING,
+                    "Directory of the store, the control socket, the daemon lock, claim-checked "
+                    "bodies and adapter state. Relative paths are relative to site.toml.",
+                    "data",
+                ),
+            ),
+        ),
+        Field(
+            "store",
+            TABLE,
+            "The messaging infrastructure: the embedded SQLite store by default.",
+            default={},
+            fields=(
+                Field("type", STRING, "Transport type.", "sqlite", choices=("sqlite",)),
+                Field("path", STRING, "Database file, relative to the data directory.", "store.db"),
+                Field(
+                    "synchronous",
+                    STRING,
+                    "SQLite `synchronous` setting: FULL makes every send durable before it "
+                    "returns; NORMAL is faster and may lose the last commits on power loss.",
+                    "FULL",
+                    choices=("FULL", "NORMAL"),
+                ),
+                Field("lease_seconds", NUMBER, "How long a received, unacknowledged message stays invisible.", 30.0, minimum=0.001),
+                Field(
+                    "claim_check_bytes",
+                    INTEGER,
+                    "Bodies larger than this are stored as files in the data directory (Claim Check).",
+                    1048576,
+                    minimum=1,
+                ),
+                Field("dead_letter_channel", STRING, "Site-wide Dead Letter Channel.", "dead-letters"),
+                Field("invalid_channel", STRING, "Invalid Message Channel.", "invalid"),
+                Field(
+                    "idempotency_window_seconds",
+                    NUMBER,
+                    "How long an Idempotent Receiver remembers message ids.",
+                    86400.0,
+                    minimum=0,
+                ),
+                Field("journal_retention_days", NUMBER, "Message Store journal retention.", 7.0, minimum=0),
+                _REDELIVERY,
+            ),
+        ),
+        Field(
+            "schemas",
+            TABLE,
+            "Canonical schemas of this site, in addition to the built-in ones and those of plugins.",
+            default={},
+            fields=(
+                Field(
+                    "paths",
+                    STRINGS,
+                    "Directories of `<name>/v<N>.avsc` files, relative to site.toml.",
+                    [],
+                ),
+            ),
+        ),
+        Field(
+            "commands",
+            TABLE,
+            "The common command set (send, fetch, request, ping, describe).",
+            default={},
+            fields=(
+                Field("channel", STRING, "Channel the command dispatcher consumes.", "coupler.commands"),
+                Field("reply_timeout_seconds", NUMBER, "How long `coupler send` and `ctl ping` wait for replies.", 30.0, minimum=0),
+            ),
+        ),
+        Field(
+            "control",
+            TABLE,
+            "The Control Bus endpoint.",
+            default={},
+            fields=(
+                Field(
+                    "socket",
+                    STRING,
+                    "Unix socket of the control endpoint (mode 0600), relative to the data directory.",
+                    "control.sock",
+                ),
+            ),
+        ),
+        Field(
+            "monitor",
+            TABLE,
+            "Stuck-message monitoring and heartbeats.",
+            default={},
+            fields=(
+                Field("stuck_after_seconds", NUMBER, "Alert when a channel's oldest message is older than this.", 300.0, minimum=0),
+                Field("interval_seconds", NUMBER, "How often the daemon checks channels and records heartbeats.", 5.0, minimum=0.01),
+            ),
+        ),
+        Field(
+            "logging",
+            TABLE,
+            "Daemon logs (the `--log-format` and `--log-level` options override these).",
+            default={},
+            fields=(
+                Field("level", STRING, "Log level.", "INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+                Field("format", STRING, "`text` for people, `json` for JSON lines.", "text", choices=("text", "json")),
+            ),
+        ),
+        Field(
+            "channels",
+            TABLES,
+            "Channels with settings of their own. Channels not listed here are point-to-point "
+            "queues created on first use.",
+            default=[],
+            example=(
+                "[[channels]]\n"
+                'name = "orders"\n'
+                'kind = "queue"\n'
+                'format = "acme.Order"\n'
+                "stuck_after_seconds = 600\n"
+            ),
+            fields=(
+                Field("name", STRING, "Channel name.", REQUIRED),
+                Field("kind", STRING, "`queue` (point-to-point) or `topic` (publish-subscribe).", "queue", choices=("queue", "topic")),
+                Field("format", STRING, "Datatype Channel: the canonical format name it carries (without version).", None),
+                Field("dead_letter_channel", STRING, "Dead Letter Channel of this channel (default: the site-wide one).", None),
+                Field("max_attempts", INTEGER, "Overrides store.redelivery.max_attempts for this channel.", None, minimum=1),
+                Field("stuck_after_seconds", NUMBER, "Overrides monitor.stuck_after_seconds for this channel.", None, minimum=0),
+            ),
+        ),
+        Field(
+            "adapters",
+            TABLES,
+            "Channel Adapters connecting legacy systems. The type comes from an installed plugin "
+            "(`coupler plugins` lists them).",
+            default=[],
+            example=(
+                "[[adapters]]\n"
+                'name = "orders-in"\n'
+                'type = "filedrop"\n'
+                'direction = "inbound"\n'
+                'channel = "orders"\n'
+                'targets = ["orders"]\n'
+                'identity = { class = "orders", provider = "acme", name = "orders-in", version = "1" }\n'
+                "[adapters.options]\n"
+                'directory = "/srv/drop/orders"\n'
+            ),
+            fields=(
+                Field("name", STRING, "Unique adapter name.", REQUIRED),
+                Field("type", STRING, "Adapter type, from a plugin.", REQUIRED),
+                Field("direction", STRING, "Which way documents flow.", "both", choices=("inbound", "outbound", "both")),
+                Field(
+                    "channel",
+                    STRING,
+                    "Inbound: where the adapter publishes; outbound: the channel whose documents it delivers.",
+                    None,
+                ),
+                Field("targets", STRINGS, "Command targets it serves (its name is always one).", []),
+                Field("commands", STRINGS, "Restrict the commands it serves (default: all its type supports).", None),
+                Field(
+                    "identity",
+                    TABLE,
+                    "Application identity for queue-less addressing (class, provider, name, version).",
+                    None,
+                    fields=(
+                        Field("class", STRING, "Application class.", REQUIRED),
+                        Field("provider", STRING, "Provider name.", ""),
+                        Field("name", STRING, "Application name.", ""),
+                        Field("version", STRING, "Application version.", ""),
+                    ),
+                ),
+                Field("format", STRING, "Format indicator (NAME@V) of the documents it produces or reads.", None),
+                Field("translator", STRING, "Translator type used between the legacy format and the canonical one.", None),
+                Field("mapping", STRING, "Field mapping file, relative to site.toml.", None),
+                Field("enabled", BOOLEAN, "Start this adapter with the daemon.", True),
+                Field("options", FREE_TABLE, "Options of the adapter type (see the adapter's documentation).", {}),
+            ),
+        ),
+        Field(
+            "routes",
+            TABLES,
+            "Content-based routes and recipient lists from one channel to others. Conditions are "
+            "message selectors over headers (`format`, `kind`, `origin`, ...), properties and the format.",
+            default=[],
+            example=(
+                "[[routes]]\n"
+                'name = "orders-by-region"\n'
+                'from = "orders"\n'
+                'mode = "first"\n'
+                'otherwise = "orders.other"\n'
+                "[[routes.rules]]\n"
+                "when = \"region = 'EU'\"\n"
+                'to = ["orders.eu", "orders.audit"]\n'
+            ),
+            fields=(
+                Field("name", STRING, "Route name (default: route-<index>).", None),
+                Field("from", STRING, "Input channel.", REQUIRED),
+                Field(
+                    "mode",
+                    STRING,
+                    "`first`: Content-Based Router, the first matching rule wins; `all`: every matching rule's channels (Recipient List).",
+                    "first",
+                    choices=("first", "all"),
+                ),
+                Field(
+                    "otherwise",
+                    STRING,
+                    "Channel for messages no rule matches (default: the dead letters, reason `unroutable`).",
+                    None,
+                ),
+                Field(
+                    "rules",
+                    TABLES,
+                    "The rules, in order.",
+                    REQUIRED,
+                    fields=(
+                        Field("when", STRING, "Message selector; a rule without one always matches.", None),
+                        Field("to", STRINGS, "Channels the message goes to (a Recipient List when several).", REQUIRED),
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+
+
+def walk(root: Field = SITE_SCHEMA, prefix: str = "") -> list[tuple[str, Field]]:
+    """Every field with its dotted path (``adapters[].identity.class``), depth first."""
+    rows: list[tuple[str, Field]] = []
+    for f in root.fields:
+        path = f"{prefix}{f.name}"
+        rows.append((path, f))
+        if f.kind == TABLE:
+            rows.extend(walk(f, path + "."))
+        elif f.kind == TABLES:
+            rows.extend(walk(f, path + "[]."))
+    return rows
