@@ -4,7 +4,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SYSSTAMP := $(VENV)/.system-packages
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint bench wheel system-deps venv clean
@@ -19,8 +18,8 @@ $(STAMP): pyproject.toml setup.py
 venv: $(STAMP)
 
 # system packages the tests need: a Java 17 runtime for Spark, OpenSSH's sshd for SFTP
-system-deps: $(SYSSTAMP)
-$(SYSSTAMP): | $(STAMP)
+# (checked on every run: it takes milliseconds when they are present)
+system-deps:
 	@missing=""; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
@@ -32,7 +31,6 @@ $(SYSSTAMP): | $(STAMP)
 	    echo "missing system packages:$$missing (run as root or install them: apt-get install$$missing)"; exit 1; \
 	  fi; \
 	fi
-	touch $(SYSSTAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check bus adapters canonical translators tests benchmarks examples
