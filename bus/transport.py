@@ -134,6 +134,8 @@ class Delivery:
     token: int
     attempt: int
     lease_expires_at: float
+    #: the claim-check reference of the stored body (transport internal; None for most)
+    claim: str | None = None
 
     @property
     def message_id(self) -> str:
