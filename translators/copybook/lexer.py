@@ -112,7 +112,7 @@ def source_lines(
             # As Cobrix does, a copybook written from column 7 (no indicator) is read as
             # text starting in column 7.
             start = _TEXT_START - 1
-        body = line[start:_TEXT_END]
+        body = line[start:_TEXT_END].ljust(_TEXT_END - start)  # a literal continues to column 72
         tail = line[_TEXT_END:]
         if had_tab and tail.strip():
             raise CopybookSyntaxError(
@@ -170,7 +170,7 @@ def tokenize(
             quote, sofar, lline, lcol = open_literal
             raise CopybookSyntaxError(
                 "unterminated alphanumeric literal",
-                file=file, line=lline, column=lcol, token=quote + sofar[:20],
+                file=file, line=lline, column=lcol, token=(quote + sofar[:20]).rstrip(),
                 expected=f"a closing {quote}",
             )
         while True:
@@ -241,7 +241,7 @@ def tokenize(
         quote, sofar, lline, lcol = open_literal
         raise CopybookSyntaxError(
             "unterminated alphanumeric literal", file=file, line=lline, column=lcol,
-            token=quote + sofar[:20], expected=f"a closing {quote}",
+            token=(quote + sofar[:20]).rstrip(), expected=f"a closing {quote}",
         )
     return tokens
 

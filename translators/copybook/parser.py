@@ -255,9 +255,14 @@ def _apply_replacing(
                     text = rep + text[len(pat):]
                 elif mode == "trailing" and text.upper().endswith(pat.upper()):
                     text = text[: len(text) - len(pat)] + rep
-                elif mode == "full" and not pat[:1].isalnum() and pat.upper() in text.upper():
-                    # partial-word replacement of tags such as :PREFIX: or (TAG)
-                    text = re.sub(re.escape(pat), lambda _m, r=rep: r, text, flags=re.IGNORECASE)
+                elif mode == "full" and pat.upper() in text.upper():
+                    if not pat[:1].isalnum():
+                        # partial-word replacement of tags such as :PREFIX:
+                        rx = re.escape(pat)
+                    else:
+                        # parentheses separate text words: X(LEN) -> X(20)
+                        rx = r"(?:(?<=\()|^)" + re.escape(pat) + r"(?=\)|$)"
+                    text = re.sub(rx, lambda _m, r=rep: r, text, flags=re.IGNORECASE)
             if text != tok.text:
                 if text:
                     out.append(Token(text, "word", tok.file, tok.line, tok.column))
@@ -455,7 +460,10 @@ class _Parser:
         return nxt is None or nxt.kind in ("word", "period")
 
     def name_ref(self, what: str) -> str:
-        tok = self.expect_word(what)
+        tok = self.peek()
+        if tok is None or tok.kind != "word":
+            self.fail(f"missing {what}", f"a data name ({what})")
+        self.i += 1
         if not _NAME_RE.match(tok.text) or tok.upper in _CLAUSE_WORDS:
             self.i -= 1
             self.fail(f"invalid {what}", f"a data name ({what})")

@@ -1,0 +1,388 @@
+"""Record layout: a parsed copybook with byte offsets, sizes and Cobrix-style names.
+
+:func:`build_layout` turns a :class:`~.parser.Copybook` into a :class:`Layout`, a tree of
+:class:`Group` and :class:`Field` nodes. Every node has its name as written, its
+identifier as Cobrix makes it (``-`` becomes ``_``, ``:`` and ``'`` are removed), its path
+of identifiers from the record, level, 0-based ``offset`` inside the record, the ``size``
+of one occurrence, ``occurs`` (min, max, depending on), ``redefines`` / ``is_redefined``
+and, for elementary items, the :class:`~.picture.FieldType` that decodes its bytes.
+
+Offsets follow Cobrix (and COBOL): a REDEFINES item starts where the item it redefines
+starts and the items of a redefinition block all span the largest of them; OCCURS items
+take ``size * max`` bytes; a SYNCHRONIZED binary item is aligned on its natural boundary
+(counted from the start of the record) by inserting slack bytes before it, and an
+occurring group that contains such items is padded to a multiple of its alignment, as
+IBM COBOL does. Several 01 records in one copybook all start at offset 0 (they describe
+the same record area).
+
+:meth:`Layout.layout_text` prints the layout exactly as Cobrix's
+``Copybook.generateRecordLayoutPositions()`` does; :meth:`Layout.rows` gives the same
+information as JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CopybookLayoutError
+from .parser import Condition, Copybook, Item
+
+
+def identifier(name: str) -> str:
+    """A copybook name as Cobrix turns it into a column name: ``-`` -> ``_``, no ``:`` or ``'``."""
+    return name.replace("-", "_").replace(":", "").replace("'", "")
+
+
+@dataclass(frozen=True)
+class Occurs:
+    """An OCCURS clause: ``min``..``max`` times, ``depending_on`` the identifier of the counter."""
+
+    min: int
+    max: int
+    depending_on: str | None = None
+
+
+@dataclass(eq=False, kw_only=True)
+class Node:
+    """What groups and elementary fields share."""
+
+    name: str
+    identifier: str
+    level: int
+    path: tuple[str, ...]
+    offset: int = 0
+    size: int = 0  # bytes of one occurrence (slack bytes included)
+    span: int = 0  # bytes taken in the parent, as Cobrix reports them (redefinition blocks share the largest)
+    slack: int = 0  # SYNCHRONIZED slack bytes inserted before this node
+    occurs: Occurs | None = None
+    redefines: str | None = None  # identifier of the redefined item
+    is_redefined: bool = False
+    is_filler: bool = False
+    conditions: list[Condition] = field(default_factory=list)
+    item: Item | None = None
+
+    @property
+    def is_group(self) -> bool:
+        return False
+
+    @property
+    def total_size(self) -> int:
+        """Bytes of all occurrences."""
+        return self.size * (self.occurs.max if self.occurs else 1)
+
+    @property
+    def end(self) -> int:
+        """Offset just after the last occurrence."""
+        return self.offset + self.total_size
+
+    @property
+    def dotted_path(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def where(self) -> str:
+        return self.item.where if self.item else "<copybook>"
+
+
+@dataclass(eq=False, kw_only=True)
+class Group(Node):
+    """A group item: its subordinate nodes in order."""
+
+    children: list[Node] = field(default_factory=list)
+    alignment: int = 1
+
+    @property
+    def is_group(self) -> bool:
+        return True
+
+
+@dataclass(eq=False, kw_only=True)
+class Field(Node):
+    """An elementary item with the type that decodes and encodes its bytes."""
+
+    field_type: Any = None  # picture.FieldType
+    picture: str | None = None
+    usage: str = "DISPLAY"
+    is_dependee: bool = False  # the counter of an OCCURS DEPENDING ON
+
+
+FieldTypeFactory = Callable[[Item], Any]
+
+
+def default_field_type(item: Item, **options: Any) -> Any:
+    """The :class:`~.picture.FieldType` of an elementary item (through ``picture.field_type``)."""
+    from . import picture  # the elementary-item half; imported late to keep the parser usable alone
+
+    return picture.field_type(
+        item.picture,
+        item.usage or "DISPLAY",
+        sign_position=item.sign_position,
+        sign_separate=item.sign_separate,
+        synchronized=item.synchronized,
+        blank_when_zero=item.blank_when_zero,
+        justified_right=item.justified_right,
+        where=item.where,
+        **options,
+    )
+
+
+@dataclass
+class Layout:
+    """The layout of a copybook: its records (top-level nodes) and the record size."""
+
+    records: list[Node]
+    size: int
+    file: str = "<copybook>"
+    renames: list[Any] = field(default_factory=list)
+
+    def walk(self) -> Iterator[Node]:
+        """Every node, depth first, in copybook order."""
+
+        def rec(node: Node) -> Iterator[Node]:
+            yield node
+            if isinstance(node, Group):
+                for child in node.children:
+                    yield from rec(child)
+
+        for r in self.records:
+            yield from rec(r)
+
+    def fields(self) -> Iterator[Field]:
+        return (n for n in self.walk() if isinstance(n, Field))
+
+    def find(self, name: str) -> Node:
+        """The node called ``name`` (copybook name or identifier, any case, or a dotted path)."""
+        key = identifier(name).upper()
+        found = [
+            n for n in self.walk()
+            if n.identifier.upper() == key or n.dotted_path.upper() == key
+        ]
+        if not found:
+            raise CopybookLayoutError(f"no field named {name!r} in the copybook", where=self.file)
+        if len(found) > 1:
+            raise CopybookLayoutError(
+                f"{len(found)} fields are named {name!r}", where=self.file,
+                hint="qualify it with its path, e.g. " + found[0].dotted_path,
+            )
+        return found[0]
+
+    @property
+    def has_depending_on(self) -> bool:
+        return any(n.occurs and n.occurs.depending_on for n in self.walk())
+
+    def layout_text(self) -> str:
+        """The layout as Cobrix's ``generateRecordLayoutPositions()`` prints it."""
+        counter = 0
+
+        def line(node: Node, indent: str) -> str:
+            mods = ("r" if node.is_redefined else "") + ("R" if node.redefines else "") + (
+                "[]" if node.occurs else ""
+            )
+            if isinstance(node, Field) and node.is_dependee:
+                mods = "D" + mods
+            start = node.offset + 1
+            length = node.span
+            end = start + length - 1
+            return (
+                f"{indent}{node.level} {node.identifier}".ljust(39)
+                + mods.ljust(11)
+                + str(counter).rjust(5)
+                + str(start).rjust(7)
+                + str(end).rjust(7)
+                + str(length).rjust(7)
+            )
+
+        def group_text(children: list[Node], indent: str) -> str:
+            nonlocal counter
+            parts = []
+            for child in children:
+                counter += 1
+                text = line(child, indent)
+                if isinstance(child, Group):
+                    text += "\n" + group_text(child.children, indent + "  ")
+                parts.append(text)
+            return "\n".join(parts)
+
+        header = "-------- FIELD LEVEL/NAME --------- --ATTRIBS--    FLD  START     END  LENGTH\n\n"
+        return header + group_text(self.records, "")
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per node: level, name, path, start, end (1-based inclusive), length,
+        usage, picture, attributes."""
+        out = []
+        for node in self.walk():
+            attrs = ""
+            if isinstance(node, Field) and node.is_dependee:
+                attrs += "D"
+            attrs += ("r" if node.is_redefined else "") + ("R" if node.redefines else "")
+            attrs += "[]" if node.occurs else ""
+            out.append({
+                "level": node.level,
+                "name": node.name,
+                "path": node.dotted_path,
+                "start": node.offset + 1,
+                "end": node.offset + node.span,
+                "length": node.span,
+                "usage": node.usage if isinstance(node, Field) else (
+                    node.item.usage if node.item and node.item.usage else None
+                ),
+                "picture": node.picture if isinstance(node, Field) else None,
+                "attributes": attrs,
+            })
+        return out
+
+
+class _Builder:
+    def __init__(self, factory: FieldTypeFactory, file: str):
+        self.factory = factory
+        self.file = file
+
+    def node(self, item: Item, path: tuple[str, ...], offset: int) -> Node:
+        ident = identifier(item.name)
+        occurs = None
+        if item.occurs_max is not None:
+            occurs = Occurs(
+                item.occurs_min if item.occurs_min is not None else item.occurs_max,
+                item.occurs_max,
+                identifier(item.depending_on) if item.depending_on else None,
+            )
+        common: dict[str, Any] = {
+            "name": item.name,
+            "identifier": ident,
+            "level": item.level,
+            "path": (*path, ident),
+            "occurs": occurs,
+            "redefines": identifier(item.redefines) if item.redefines else None,
+            "is_filler": item.is_filler,
+            "conditions": list(item.conditions),
+            "item": item,
+        }
+        if item.children:
+            group = Group(**common)
+            self.place_children(group, item.children, offset)
+            return group
+        try:
+            ftype = self.factory(item)
+        except CopybookLayoutError:
+            raise
+        except Exception as exc:  # a CouplerError from picture.py passes through unchanged
+            from coupler.canonical.errors import CouplerError
+
+            if isinstance(exc, CouplerError):
+                raise
+            raise CopybookLayoutError(
+                f"cannot type {item.name}: {exc}", where=item.where
+            ) from exc
+        fld = Field(
+            **common,
+            field_type=ftype,
+            picture=item.picture,
+            usage=item.usage or "DISPLAY",
+        )
+        align = int(getattr(ftype, "alignment", 1) or 1) if item.synchronized else 1
+        fld.slack = (-offset) % align if align > 1 else 0
+        fld.offset = offset + fld.slack
+        fld.size = int(ftype.size)
+        if occurs and align > 1:
+            fld.size += (-fld.size) % align
+        return fld
+
+    def place_children(self, group: Group, items: list[Item], offset: int) -> None:
+        cursor = offset
+        block: list[Node] = []  # the current redefinition block
+        block_start = offset
+        align = 1
+        for child_item in items:
+            if child_item.redefines:
+                if not block:
+                    raise CopybookLayoutError(
+                        f"{child_item.name} REDEFINES {child_item.redefines} but is the first item of its group",
+                        where=child_item.where,
+                    )
+                target = identifier(child_item.redefines).upper()
+                if target not in {b.identifier.upper() for b in block}:
+                    raise CopybookLayoutError(
+                        f"{child_item.name} REDEFINES {child_item.redefines}, which is not the item just before it",
+                        where=child_item.where,
+                        hint="a REDEFINES must follow the item it redefines at the same level",
+                    )
+                child = self.node(child_item, group.path, block_start)
+                block[-1].is_redefined = True  # as Cobrix marks it
+                for b in block:
+                    if b.identifier.upper() == target:
+                        b.is_redefined = True
+                block.append(child)
+            else:
+                self._close_block(block)
+                if block:
+                    cursor = block[0].offset - block[0].slack + block[0].span
+                block_start = cursor
+                child = self.node(child_item, group.path, cursor)
+                block = [child]
+            group.children.append(child)
+            if isinstance(child, Group):
+                align = max(align, child.alignment)
+            elif child_item.synchronized:
+                align = max(align, int(getattr(child.field_type, "alignment", 1) or 1))
+        self._close_block(block)
+        if block:
+            cursor = block[0].offset - block[0].slack + block[0].span
+        size = cursor - offset
+        if group.occurs and align > 1:
+            size += (-size) % align
+        group.offset = offset
+        group.size = size
+        group.alignment = align
+
+    @staticmethod
+    def _close_block(block: list[Node]) -> None:
+        if not block:
+            return
+        widest = max(b.slack + b.total_size for b in block)
+        for b in block:
+            b.span = widest - b.slack
+
+
+def build_layout(
+    copybook: Copybook, *, field_type: FieldTypeFactory | None = None
+) -> Layout:
+    """Compute offsets and sizes for every item of ``copybook``."""
+    builder = _Builder(field_type or default_field_type, copybook.file)
+    records: list[Node] = []
+    cursor = 0
+    for item in copybook.records:
+        start = 0 if item.level in (1, 77) else cursor
+        node = builder.node(item, (), start)
+        _Builder._close_block([node])
+        records.append(node)
+        cursor = node.offset + node.span
+    size = max((r.offset + r.span for r in records), default=0)
+    layout = Layout(records, size, copybook.file, list(copybook.renames))
+    _mark_dependees(layout)
+    return layout
+
+
+def _mark_dependees(layout: Layout) -> None:
+    fields = list(layout.fields())
+    for node in layout.walk():
+        if not (node.occurs and node.occurs.depending_on):
+            continue
+        target = node.occurs.depending_on.upper()
+        candidates = [f for f in fields if f.identifier.upper() == target]
+        if not candidates:
+            raise CopybookLayoutError(
+                f"{node.name} OCCURS DEPENDING ON {node.item.depending_on if node.item else target},"
+                " which is not a field of the copybook",
+                where=node.where,
+            )
+        before = [f for f in candidates if f.offset <= node.offset] or candidates
+        counter = before[-1]
+        kind = getattr(counter.field_type, "kind", "integer")
+        if kind not in ("integer", "decimal"):
+            raise CopybookLayoutError(
+                f"{node.name} OCCURS DEPENDING ON {counter.name}, which is not numeric",
+                where=node.where,
+            )
+        counter.is_dependee = True
