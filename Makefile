@@ -33,7 +33,7 @@ system-deps:
 	fi
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check bus adapters canonical translators tests benchmarks examples
+	$(VENV)/bin/ruff check .
 
 test: $(STAMP) system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
