@@ -1,0 +1,364 @@
+"""XML -> records: converters compiled from the XSD model, for whole documents or streams.
+
+A whole document is validated with xmlschema first (errors name the line and the path), then
+converted. A stream (``iter_records``) walks a repeated element with lxml ``iterparse`` in
+constant memory; each record is checked as it is converted (unknown and missing elements and
+attributes, lexical forms, facets), errors again naming the line and the path.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from lxml import etree
+
+from .errors import XmlValidationError, XsdError
+from .model import XSI, Field, Poly, Record
+from .naming import local_name
+from .scalars import Scalar
+from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document
+
+if TYPE_CHECKING:
+    from .model import XsdModel
+
+XSI_NIL = f"{{{XSI}}}nil"
+XSI_TYPE = f"{{{XSI}}}type"
+_IGNORED_ATTRIBUTE_NS = ("{http://www.w3.org/2001/XMLSchema-instance}", "{http://www.w3.org/XML/1998/namespace}")
+_MISSING = object()
+#: the key naming the chosen branch in a record of a polymorphic (xsi:type) element
+TYPE_KEY = "-type"
+
+Source = str | Path | bytes | IO[bytes]
+
+
+def element_path(elem: Any) -> str:
+    """``/order/line[2]/quantity``-style path of an lxml element (local names)."""
+    parts = []
+    while elem is not None:
+        parent = elem.getparent()
+        name = local_name(elem.tag) if isinstance(elem.tag, str) else "?"
+        if parent is not None:
+            same = [c for c in parent if c.tag == elem.tag]
+            if len(same) > 1:
+                name = f"{name}[{same.index(elem) + 1}]"
+        parts.append(name)
+        elem = parent
+    return "/" + "/".join(reversed(parts))
+
+
+def _fail(message: str, elem: Any, source: str | None) -> XmlValidationError:
+    return XmlValidationError(message, path=element_path(elem), line=elem.sourceline, source=source)
+
+
+class RecordDecoder:
+    """Converts one lxml element of a complex type into a dict shaped like its Avro record."""
+
+    def __init__(self, record: Record, compiler: Decoder):
+        self.record = record
+        self.compiler = compiler
+        self.template: dict[str, Any] = {}
+        self.arrays: list[str] = []
+        self.singles: list[tuple[str, bool]] = []  # (name, required)
+        self.required_arrays: list[str] = []
+        self.attributes: dict[str, tuple[str, Callable[[str], Any]]] = {}
+        self.required_attributes: list[str] = []
+        self.children: dict[str, tuple[str, Callable[[Any], Any], bool]] = {}
+        self.wildcards: list[tuple[Field, Any]] = []
+        self.text: tuple[str, Callable[[str], Any]] | None = None
+
+    def compile(self) -> None:
+        for f in self.record.fields:
+            self.template[f.name] = [] if f.repeated else _MISSING
+            if f.repeated:
+                self.arrays.append(f.name)
+                if f.min_occurs > 0:
+                    self.required_arrays.append(f.name)
+            else:
+                self.singles.append((f.name, f.required))
+            if f.kind == "attribute":
+                self.attributes[f.qname] = (f.name, f.value.decode)
+            elif f.kind == "text":
+                self.text = (f.name, f.value.decode)
+            elif f.kind == "any":
+                self.wildcards.append((f, f.wildcard))
+            else:
+                self.children[f.qname] = (f.name, self.compiler.element_converter(f), f.repeated)
+
+    def __call__(self, elem: Any) -> dict[str, Any]:
+        source = self.compiler.source_name
+        out = dict(self.template)
+        for name in self.arrays:
+            out[name] = []
+        if len(elem.attrib):
+            for key, text in elem.attrib.items():
+                slot = self.attributes.get(key)
+                if slot is None:
+                    if key.startswith(_IGNORED_ATTRIBUTE_NS):
+                        continue
+                    raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, source)
+                try:
+                    out[slot[0]] = slot[1](text)
+                except ValueError as exc:
+                    raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, source) from None
+        text = elem.text
+        if self.text is not None:
+            try:
+                out[self.text[0]] = self.text[1](text or "")
+            except ValueError as exc:
+                raise _fail(str(exc), elem, source) from None
+        elif text and not text.isspace():
+            raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+        children = self.children
+        for child in elem:
+            slot = children.get(child.tag)
+            if slot is None:
+                if not isinstance(child.tag, str):
+                    continue  # comment or processing instruction
+                self._wildcard(out, child, source)
+                continue
+            name, convert, repeated = slot
+            if repeated:
+                out[name].append(convert(child))
+            elif out[name] is _MISSING:
+                out[name] = convert(child)
+            else:
+                raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child, source)
+            tail = child.tail
+            if tail and not tail.isspace() and self.text is None:
+                raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+        for name, required in self.singles:
+            if out[name] is _MISSING:
+                if required:
+                    raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
+                out[name] = None
+        for name in self.required_arrays:
+            if not out[name]:
+                raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
+        return out
+
+    def _what(self, name: str) -> str:
+        for f in self.record.fields:
+            if f.name == name:
+                return f"{f.kind} {local_name(f.qname)!r}" if f.qname else f"{f.kind} content"
+        return name
+
+    def _wildcard(self, out: dict[str, Any], child: Any, source: str | None) -> None:
+        for f, wildcard in self.wildcards:
+            if wildcard.is_matching(child.tag, self.record.xsd_type.schema.target_namespace):
+                text = xml_text(child)
+                if f.repeated:
+                    out[f.name].append(text)
+                elif out[f.name] is _MISSING:
+                    out[f.name] = text
+                else:
+                    continue
+                return
+        raise _fail(f"unexpected element {local_name(child.tag)!r} in {self.record.name}", child, source)
+
+
+def xml_text(elem: Any) -> str:
+    """One element as a self-contained XML string (unused namespace declarations removed)."""
+    clone = copy.deepcopy(elem)
+    clone.tail = None
+    etree.cleanup_namespaces(clone)
+    return etree.tostring(clone, encoding="unicode")
+
+
+def inner_xml(elem: Any) -> str:
+    """The content of an element (text and children) as an XML string."""
+    parts = [elem.text or ""]
+    for child in elem:
+        parts.append(etree.tostring(child, encoding="unicode", with_tail=True))
+    return "".join(parts)
+
+
+class Decoder:
+    """Decodes documents (or a stream of repeated elements) of one global element to records."""
+
+    def __init__(self, model: XsdModel, element_name: str):
+        self.model = model
+        self.element = model.element(element_name)
+        self.value = model.root_value(element_name)
+        self.source_name: str | None = None
+        self._records: dict[int, RecordDecoder] = {}
+        self.root = self.value_converter(self.value)
+
+    # -- compilation -----------------------------------------------------------------------
+
+    def record_decoder(self, record: Record) -> RecordDecoder:
+        known = self._records.get(id(record))
+        if known is None:
+            known = self._records[id(record)] = RecordDecoder(record, self)
+            known.compile()
+        return known
+
+    def value_converter(self, value: Any) -> Callable[[Any], Any]:
+        if isinstance(value, Record):
+            return self.record_decoder(value)
+        if isinstance(value, Poly):
+            return self._poly_converter(value)
+        raise XsdError(f"no element converter for {value!r}")
+
+    def _poly_converter(self, poly: Poly) -> Callable[[Any], Any]:
+        decoders = {r.type_qname: self.record_decoder(r) for r in poly.branches}
+        default = self.record_decoder(poly.declared) if poly.declared else None
+        tagged = len(poly.branches) > 1
+
+        def convert(elem: Any) -> Any:
+            type_name = elem.get(XSI_TYPE)
+            if type_name is None:
+                if default is None:
+                    raise _fail("the element's type is abstract: xsi:type is required", elem, self.source_name)
+                decoder = default
+            else:
+                prefix, _, local = type_name.strip().rpartition(":")
+                uri = elem.nsmap.get(prefix or None, "")
+                decoder = decoders.get(f"{{{uri}}}{local}" if uri else local)
+                if decoder is None:
+                    allowed = ", ".join(local_name(k or "") for k in decoders)
+                    raise _fail(f"xsi:type {type_name!r} is not allowed here (allowed: {allowed})", elem, self.source_name)
+            out = decoder(elem)
+            if tagged:
+                out[TYPE_KEY] = decoder.record.fullname
+            return out
+
+        return convert
+
+    def element_converter(self, f: Field) -> Callable[[Any], Any]:
+        value = f.value
+        source = lambda: self.source_name  # noqa: E731
+        nillable = f.nillable
+        if isinstance(value, Scalar):
+            if value.kind == "xml":
+                return inner_xml
+            decode = value.decode
+
+            def convert_scalar(child: Any) -> Any:
+                if nillable and child.get(XSI_NIL) in ("true", "1"):
+                    return None
+                if len(child) and any(isinstance(c.tag, str) for c in child):
+                    raise _fail("element content is not allowed in a simple-typed element", child, source())
+                try:
+                    return decode(child.text or "")
+                except ValueError as exc:
+                    raise _fail(str(exc), child, source()) from None
+
+            return convert_scalar
+        inner = self.value_converter(value)
+        if not nillable:
+            return inner
+
+        def convert_nillable(child: Any) -> Any:
+            if child.get(XSI_NIL) in ("true", "1"):
+                return None
+            return inner(child)
+
+        return convert_nillable
+
+    # -- decoding --------------------------------------------------------------------------
+
+    def decode_element(self, elem: Any, *, source: str | None = None) -> dict[str, Any]:
+        """Convert an lxml element of this decoder's element (not validated by xmlschema)."""
+        self.source_name = source
+        return self.root(elem)
+
+    def decode_document(self, source: Source, *, name: str | None = None, validate: bool = True) -> dict[str, Any]:
+        """Decode a whole document to one record, validating it against the XSD first."""
+        label = name or (str(source) if isinstance(source, str | Path) else "<input>")
+        tree = parse_document(source, name=label)
+        root = tree.getroot()
+        if root.tag != self.element.name:
+            raise XmlValidationError(
+                f"root element is {local_name(root.tag)!r}, expected {self.element.local_name!r}",
+                source=label, line=root.sourceline, path="/" + local_name(root.tag),
+                hint="choose the element with --element",
+            )
+        if validate:
+            self.validate(tree, label)
+        return self.decode_element(root, source=label)
+
+    def validate(self, tree: Any, label: str) -> None:
+        """Validate a parsed document with xmlschema; the first error names the line and path."""
+        for error in self.model.schema.iter_errors(tree):
+            elem = error.elem if getattr(error, "elem", None) is not None else None
+            line = getattr(elem, "sourceline", None)
+            raise XmlValidationError(error.reason or error.message, source=label, line=line, path=error.path)
+
+    def iter_records(self, source: Source, record_path: str, *, name: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stream the records at ``record_path`` (``orders/order``) in constant memory."""
+        label = name or (str(source) if isinstance(source, str | Path) else "<input>")
+        steps = self.resolve_path(record_path)
+        ancestors = [tags for tags, _ in steps[:-1]]
+        last_tags, convert = steps[-1]
+        self.source_name = label
+        stream = source if not isinstance(source, bytes) else _bytes_io(source)
+        if isinstance(stream, Path):
+            stream = str(stream)
+        context = etree.iterparse(stream, events=("end",), tag=sorted(last_tags), **SAFE_PARSE_OPTIONS)
+        checked = False
+        try:
+            for _, elem in context:
+                if not checked:
+                    check_docinfo(elem.getroottree(), label)
+                    checked = True
+                parent = elem.getparent()
+                matched = True
+                for tags in reversed(ancestors):
+                    if parent is None or parent.tag not in tags:
+                        matched = False
+                        break
+                    parent = parent.getparent()
+                if not matched or parent is not None:
+                    continue  # the same tag elsewhere (nested deeper): not a record
+                record = convert(elem)
+                elem.clear(keep_tail=False)
+                grand = elem.getparent()
+                while elem.getprevious() is not None:
+                    del grand[0]
+                yield record
+            if not checked and context.root is not None:
+                check_docinfo(context.root.getroottree(), label)
+        except etree.XMLSyntaxError as exc:
+            raise XmlValidationError(f"not well-formed XML: {exc.msg}", source=label, line=exc.lineno or None) from exc
+        except OSError as exc:
+            raise XmlValidationError(f"cannot read the document: {exc}", source=label) from exc
+
+    def resolve_path(self, record_path: str) -> list[tuple[set[str], Callable[[Any], Any]]]:
+        """Each step of ``record_path``: the tags it may have and the converter of its value."""
+        names = [p for p in record_path.strip().strip("/").split("/") if p]
+        if not names:
+            raise XsdError("the record path is empty", hint="give a path such as orders/order")
+        if local_name(names[0]) != self.element.local_name:
+            raise XsdError(
+                f"record path {record_path!r} must start at the root element {self.element.local_name!r}",
+                hint=f"e.g. {self.element.local_name}/CHILD",
+            )
+        steps: list[tuple[set[str], Callable[[Any], Any]]] = [({self.element.name}, self.root)]
+        values: list[Any] = [self.value]
+        for step in names[1:]:
+            found: list[Field] = []
+            for value in values:
+                records = value.branches if isinstance(value, Poly) else [value] if isinstance(value, Record) else []
+                for record in records:
+                    found += [f for f in record.fields if f.kind == "element" and f.qname
+                              and (f.qname == step or local_name(f.qname) == local_name(step))]
+            if not found:
+                raise XsdError(f"record path {record_path!r}: no element {step!r} at this level")
+            tags = {f.qname for f in found if f.qname}
+            first = found[0]
+            steps.append((tags, self.element_converter(first) if len(found) == 1 else self._by_tag(found)))
+            values = [f.value for f in found]
+        return steps
+
+    def _by_tag(self, found: list[Field]) -> Callable[[Any], Any]:
+        table = {f.qname: self.element_converter(f) for f in found}
+        return lambda elem: table[elem.tag](elem)
+
+
+def _bytes_io(data: bytes) -> IO[bytes]:
+    import io
+
+    return io.BytesIO(data)

@@ -1,0 +1,275 @@
+"""Records -> XML: elements built from the XSD model, then validated with xmlschema.
+
+Values are written in the lexical forms the schema needs (a decimal with scale 2 always has
+two fraction digits, times and date-times in UTC with ``Z``); JSON-friendly inputs are
+accepted too (decimals, dates and times as strings, bytes as base64 strings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lxml import etree
+
+from .decoder import TYPE_KEY, XSI_NIL, XSI_TYPE
+from .errors import XmlValidationError, XsdError
+from .model import XSI, Field, Poly, Record
+from .naming import local_name, namespace_of
+from .scalars import Scalar
+from .security import safe_parser
+
+if TYPE_CHECKING:
+    from .model import XsdModel
+
+
+class RecordError(ValueError):
+    """A record value that cannot be written; ``path`` is the key path inside the record."""
+
+    def __init__(self, message: str, path: list[str]):
+        super().__init__(message)
+        self.path = path
+
+
+class Encoder:
+    """Builds XML elements of one global element from records shaped like its Avro schema."""
+
+    def __init__(self, model: XsdModel, element_name: str):
+        self.model = model
+        self.element = model.element(element_name)
+        self.value = model.root_value(element_name)
+        self.nsmap = _namespace_map(model)
+
+    # -- public ----------------------------------------------------------------------------
+
+    def encode(self, record: dict[str, Any], *, validate: bool = True, label: str = "record") -> bytes:
+        """One record -> a complete XML document (UTF-8 bytes with a declaration)."""
+        root = self.build(record, label=label)
+        if validate:
+            self.validate(root, label)
+        return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+    def build(self, record: dict[str, Any], *, label: str = "record", tag: str | None = None) -> Any:
+        root = etree.Element(tag or self.element.name, nsmap=self.nsmap)
+        try:
+            self._value(self.value, record, root, [])
+        except RecordError as exc:
+            raise XmlValidationError(str(exc), source=label, path="." + ".".join(exc.path) if exc.path else None) from None
+        return root
+
+    def validate(self, root: Any, label: str) -> None:
+        for error in self.model.schema.iter_errors(etree.ElementTree(root)):
+            raise XmlValidationError(f"the XML written does not validate: {error.reason}", source=label, path=error.path)
+
+    def write_stream(self, records: Iterable[dict[str, Any]], output: str | Path, record_path: str,
+                     *, validate: bool = True, wrapper: dict[str, Any] | None = None) -> int:
+        """Write many records as the repeated element at ``record_path`` (``orders/order``).
+
+        The enclosing elements are written empty (their other content is not known); each
+        record element is validated against its declaration. Returns the record count.
+        """
+        from .decoder import Decoder
+
+        decoder = Decoder(self.model, self.element.name)
+        steps = decoder.resolve_path(record_path)
+        fields = self._path_fields(record_path)
+        count = 0
+        with etree.xmlfile(str(output), encoding="UTF-8") as xf:
+            xf.write_declaration()
+            opened = []
+            tags = [sorted(tags)[0] for tags, _ in steps]
+            for depth, tag in enumerate(tags[:-1]):
+                ctx = xf.element(tag, nsmap=self.nsmap if depth == 0 else None)
+                ctx.__enter__()
+                opened.append(ctx)
+            last = fields[-1]
+            for index, record in enumerate(records, 1):
+                label = f"record {index}"
+                elem = etree.Element(tags[-1], nsmap=self.nsmap)
+                try:
+                    self._value(last.value, record, elem, [])
+                except RecordError as exc:
+                    raise XmlValidationError(str(exc), source=label, path="." + ".".join(exc.path)) from None
+                if validate:
+                    self._validate_part(elem, last, label)
+                xf.write(elem, pretty_print=True)
+                count += 1
+            for ctx in reversed(opened):
+                ctx.__exit__(None, None, None)
+        return count
+
+    # -- building --------------------------------------------------------------------------
+
+    def _value(self, value: Any, data: Any, elem: Any, path: list[str]) -> None:
+        if isinstance(value, Poly):
+            record = self._branch(value, data, path)
+            if record is not value.declared:
+                elem.set(XSI_TYPE, self._qname_text(record.type_qname or "", elem))
+            self._record(record, data, elem, path)
+        elif isinstance(value, Record):
+            self._record(value, data, elem, path)
+        else:
+            self._scalar(value, data, elem, path)
+
+    def _record(self, record: Record, data: Any, elem: Any, path: list[str]) -> None:
+        if not isinstance(data, dict):
+            raise RecordError(f"expected a record {record.name}, got {type(data).__name__}", path)
+        known = record.field_names() | {TYPE_KEY}
+        for key in data:
+            if key not in known:
+                raise RecordError(f"unknown field {key!r} in {record.name}", [*path, key])
+        for f in record.fields:
+            here = [*path, f.name]
+            item = data.get(f.name)
+            if f.kind == "attribute":
+                if item is None:
+                    if f.required:
+                        raise RecordError(f"missing required attribute field {f.name!r}", here)
+                    continue
+                elem.set(f.qname, self._text(f.value, item, here))
+            elif f.kind == "text":
+                elem.text = self._text(f.value, item, here)
+            elif f.kind == "any":
+                for text in _as_list(item, f, here):
+                    elem.append(_parse_fragment(text, here))
+            else:
+                self._element(f, item, elem, here)
+
+    def _element(self, f: Field, item: Any, parent: Any, path: list[str]) -> None:
+        if f.repeated:
+            for index, entry in enumerate(_as_list(item, f, path)):
+                child = etree.SubElement(parent, f.qname)
+                self._value(f.value, entry, child, [*path[:-1], f"{path[-1]}[{index}]"])
+            return
+        if item is None:
+            if f.nillable and f.min_occurs > 0:
+                etree.SubElement(parent, f.qname).set(XSI_NIL, "true")
+            elif f.required:
+                raise RecordError(f"missing required field {f.name!r}", path)
+            return
+        child = etree.SubElement(parent, f.qname)
+        self._value(f.value, item, child, path)
+
+    def _scalar(self, scalar: Scalar, item: Any, elem: Any, path: list[str]) -> None:
+        if scalar.kind == "xml":
+            holder = _parse_fragment(f"<x>{item}</x>", path)
+            elem.text = holder.text
+            for child in holder:
+                elem.append(child)
+            return
+        elem.text = self._text(scalar, item, path)
+
+    @staticmethod
+    def _text(scalar: Scalar, item: Any, path: list[str]) -> str:
+        try:
+            return scalar.encode(item)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise RecordError(str(exc), path) from None
+
+    def _branch(self, poly: Poly, data: Any, path: list[str]) -> Record:
+        if not isinstance(data, dict):
+            raise RecordError(f"expected a record, got {type(data).__name__}", path)
+        wanted = data.get(TYPE_KEY)
+        if wanted is not None:
+            for record in poly.branches:
+                if wanted in (record.fullname, record.name, record.type_qname):
+                    return record
+            names = ", ".join(r.fullname for r in poly.branches)
+            raise RecordError(f"{TYPE_KEY} {wanted!r} is not one of {names}", path)
+        keys = set(data) - {TYPE_KEY}
+        fitting = [r for r in poly.branches if keys <= r.field_names()]
+        if not fitting:
+            raise RecordError(f"the fields {sorted(keys)} match no type of this element", path)
+        return min(fitting, key=lambda r: len(r.field_names() - keys))
+
+    def _qname_text(self, qname: str, elem: Any) -> str:
+        uri, local = namespace_of(qname), local_name(qname)
+        if not uri:
+            return local
+        for prefix, bound in elem.nsmap.items():
+            if bound == uri:
+                return f"{prefix}:{local}" if prefix else local
+        elem.nsmap  # noqa: B018 - nsmap is read-only; fall back to a local declaration
+        raise RecordError(f"no namespace prefix for {uri}", [])
+
+    # -- streaming helpers -----------------------------------------------------------------
+
+    def _path_fields(self, record_path: str) -> list[Field]:
+        names = [p for p in record_path.strip("/").split("/") if p][1:]
+        fields: list[Field] = []
+        value: Any = self.value
+        for step in names:
+            records = value.branches if isinstance(value, Poly) else [value]
+            match = [f for r in records for f in r.fields if f.kind == "element" and local_name(f.qname or "") == local_name(step)]
+            if not match:
+                raise XsdError(f"record path {record_path!r}: no element {step!r}")
+            fields.append(match[0])
+            value = match[0].value
+        if not fields:
+            raise XsdError("a record path for encoding needs at least two steps (root/record)")
+        return fields
+
+    def _validate_part(self, elem: Any, f: Field, label: str) -> None:
+        decl = self._declaration(f.qname or "")
+        if decl is None:
+            return
+        for error in decl.iter_errors(elem):
+            raise XmlValidationError(f"the XML written does not validate: {error.reason}", source=label, path=error.path)
+
+    def _declaration(self, qname: str) -> Any:
+        for xsd_elem in self.model.schema.maps.elements.values():
+            if xsd_elem.name == qname:
+                return xsd_elem
+        for component in self.model.schema.iter_components():
+            if getattr(component, "name", None) == qname and hasattr(component, "iter_errors") and hasattr(component, "min_occurs"):
+                return component
+        return None
+
+
+def _as_list(item: Any, f: Field, path: list[str]) -> list[Any]:
+    if item is None:
+        if f.repeated and f.min_occurs > 0:
+            raise RecordError(f"missing required field {f.name!r}", path)
+        return []
+    if f.repeated:
+        if not isinstance(item, list | tuple):
+            raise RecordError(f"expected a list, got {type(item).__name__}", path)
+        return list(item)
+    return [item]
+
+
+def _parse_fragment(text: Any, path: list[str]) -> Any:
+    if not isinstance(text, str):
+        raise RecordError(f"expected a string holding XML, got {type(text).__name__}", path)
+    try:
+        root = etree.fromstring(text.encode("utf-8"), safe_parser())
+    except etree.XMLSyntaxError as exc:
+        raise RecordError(f"not well-formed XML: {exc.msg}", path) from None
+    return root
+
+
+def _namespace_map(model: XsdModel) -> dict[str | None, str]:
+    """Prefixes for the output: the user schemas' own prefixes for their namespaces, plus ``xsi``."""
+    targets = {
+        s.target_namespace
+        for s in model.schema.maps.iter_schemas()
+        if s.target_namespace and not s.target_namespace.startswith("http://www.w3.org/")
+    }
+    nsmap: dict[str | None, str] = {}
+    for schema in model.schema.maps.iter_schemas():
+        for prefix, uri in schema.namespaces.items():
+            if uri in targets and uri not in nsmap.values() and (prefix or None) not in nsmap:
+                nsmap[prefix or None] = uri
+    for n, uri in enumerate(sorted(targets - set(nsmap.values())), 1):
+        nsmap[f"ns{n}"] = uri
+    nsmap.setdefault("xsi", XSI)
+    return nsmap
+
+
+def iter_encoded(encoder: Encoder, records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    for index, record in enumerate(records, 1):
+        yield encoder.encode(record, label=f"record {index}")
+
+
+TextEncoder = Callable[[Any], str]

@@ -1,0 +1,381 @@
+"""Simple types: XSD simple type -> Avro type, lexical form <-> typed Python value.
+
+The converters are compiled once per simple type; decoding raises ``ValueError`` with a
+message naming the offending value, which the record decoder turns into an
+:class:`XmlValidationError` carrying the line and the path.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+XS = "http://www.w3.org/2001/XMLSchema"
+
+#: XSD built-in type (local name) -> scalar kind
+BUILTIN_KINDS: dict[str, str] = {
+    "boolean": "boolean",
+    "byte": "int", "short": "int", "int": "int", "unsignedByte": "int", "unsignedShort": "int",
+    "long": "long", "integer": "long", "nonNegativeInteger": "long", "positiveInteger": "long",
+    "negativeInteger": "long", "nonPositiveInteger": "long", "unsignedInt": "long",
+    "unsignedLong": "long",
+    "float": "float", "double": "double",
+    "decimal": "decimal",
+    "date": "date", "time": "time", "dateTime": "datetime", "dateTimeStamp": "datetime",
+    "base64Binary": "base64", "hexBinary": "hex",
+}  # fmt: skip
+
+#: inclusive bounds of the bounded XSD integer types
+INTEGER_BOUNDS: dict[str, tuple[int | None, int | None]] = {
+    "byte": (-(2**7), 2**7 - 1), "short": (-(2**15), 2**15 - 1), "int": (-(2**31), 2**31 - 1),
+    "long": (-(2**63), 2**63 - 1), "integer": (-(2**63), 2**63 - 1),
+    "unsignedByte": (0, 2**8 - 1), "unsignedShort": (0, 2**16 - 1),
+    "unsignedInt": (0, 2**32 - 1), "unsignedLong": (0, 2**63 - 1),
+    "nonNegativeInteger": (0, 2**63 - 1), "positiveInteger": (1, 2**63 - 1),
+    "negativeInteger": (-(2**63), -1), "nonPositiveInteger": (-(2**63), 0),
+}  # fmt: skip
+
+AVRO_TYPES: dict[str, Any] = {
+    "string": "string", "xml": "string", "decimal_text": "string", "boolean": "boolean",
+    "int": "int", "long": "long", "float": "float", "double": "double",
+    "date": {"type": "int", "logicalType": "date"},
+    "time": {"type": "long", "logicalType": "time-micros"},
+    "datetime": {"type": "long", "logicalType": "timestamp-micros"},
+    "base64": "bytes", "hex": "bytes",
+}  # fmt: skip
+
+
+@dataclass(eq=False)
+class Scalar:
+    """A simple type as the translator sees it."""
+
+    kind: str  # a value of BUILTIN_KINDS, "string", "decimal_text", "enum", "list" or "xml"
+    builtin: str = "string"  # the nearest XSD built-in type (local name)
+    white_space: str = "preserve"
+    precision: int | None = None
+    scale: int | None = None
+    symbols: tuple[str, ...] = ()
+    enum_name: str | None = None
+    enum_namespace: str | None = None
+    item: Scalar | None = None
+    xsd_type: Any = None  # the xmlschema type, kept for facet checks (None for built-ins)
+    check_facets: bool = False
+    decode: Callable[[str], Any] = field(init=False, repr=False)
+    encode: Callable[[Any], str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.decode = _decoder(self)
+        self.encode = _encoder(self)
+
+    @property
+    def enum_fullname(self) -> str:
+        return f"{self.enum_namespace}.{self.enum_name}" if self.enum_namespace else str(self.enum_name)
+
+
+# -- decoding -------------------------------------------------------------------------------
+
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_DATE = re.compile(r"^(-?\d{4,})-(\d\d)-(\d\d)(Z|[+-]\d\d:\d\d)?$")
+_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$")
+_DATETIME = re.compile(r"^(-?\d{4,}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$")
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+_FLOATS = {"INF": float("inf"), "+INF": float("inf"), "-INF": float("-inf"), "NaN": float("nan")}
+
+
+def _tz(text: str | None) -> timezone | None:
+    if not text:
+        return None
+    if text == "Z":
+        return UTC
+    sign = -1 if text[0] == "-" else 1
+    hours, minutes = int(text[1:3]), int(text[4:6])
+    return timezone(sign * timedelta(hours=hours, minutes=minutes))
+
+
+def parse_date(text: str) -> date:
+    m = _DATE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not an xs:date (YYYY-MM-DD)")
+    return date(int(m[1]), int(m[2]), int(m[3]))
+
+
+def parse_time(text: str) -> time:
+    m = _TIME.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not an xs:time (hh:mm:ss)")
+    micros = int((m[4] or ".0")[1:7].ljust(6, "0"))
+    tz = _tz(m[5])
+    value = time(int(m[1]), int(m[2]), int(m[3]), micros)
+    if tz is None:
+        return value
+    moment = datetime.combine(date(2000, 1, 1), value, tz).astimezone(UTC)
+    return moment.timetz()
+
+
+def parse_datetime(text: str) -> datetime:
+    m = _DATETIME.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not an xs:dateTime (YYYY-MM-DDThh:mm:ss)")
+    y, mo, d = m[1].rsplit("-", 2) if not m[1].startswith("-") else ("-1", "1", "1")
+    hh, mm, ss = m[2].split(":")
+    micros = int((m[3] or ".0")[1:7].ljust(6, "0"))
+    value = datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4]))
+    return value.astimezone(UTC) if value.tzinfo is not None else value
+
+
+def _integer(name: str) -> Callable[[str], int]:
+    low, high = INTEGER_BOUNDS.get(name, (None, None))
+
+    def decode(text: str) -> int:
+        if not _INTEGER.match(text):
+            raise ValueError(f"{text!r} is not an xs:{name}")
+        value = int(text)
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"{text} is out of the range of xs:{name} ({low}..{high})")
+        return value
+
+    return decode
+
+
+def _decimal(scalar: Scalar) -> Callable[[str], Any]:
+    quantum = Decimal(1).scaleb(-(scalar.scale or 0))
+    precision = scalar.precision
+
+    def decode(text: str) -> Decimal:
+        if not _DECIMAL.match(text):
+            raise ValueError(f"{text!r} is not an xs:decimal")
+        value = Decimal(text)
+        try:
+            scaled = value.quantize(quantum)
+        except InvalidOperation:
+            raise ValueError(f"{text} has more than {precision} digits") from None
+        if scaled != value:
+            raise ValueError(f"{text} has more than {scalar.scale} fraction digits")
+        if precision is not None and len(scaled.as_tuple().digits) > precision and scaled:
+            raise ValueError(f"{text} has more than {precision} digits")
+        return scaled
+
+    return decode
+
+
+def _float(text: str) -> float:
+    special = _FLOATS.get(text)
+    if special is not None:
+        return special
+    if not text or text.strip("+-.0123456789eE"):
+        raise ValueError(f"{text!r} is not an xs:double")
+    return float(text)
+
+
+def _boolean(text: str) -> bool:
+    try:
+        return _BOOLEANS[text]
+    except KeyError:
+        raise ValueError(f"{text!r} is not an xs:boolean (true, false, 1, 0)") from None
+
+
+def _base64(text: str) -> bytes:
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except binascii.Error:
+        raise ValueError(f"{text[:40]!r} is not xs:base64Binary") from None
+
+
+def _hex(text: str) -> bytes:
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise ValueError(f"{text[:40]!r} is not xs:hexBinary") from None
+
+
+def _normaliser(white_space: str) -> Callable[[str], str] | None:
+    if white_space == "collapse":
+        return lambda text: " ".join(text.split())
+    if white_space == "replace":
+        return lambda text: text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+    return None
+
+
+def _decoder(scalar: Scalar) -> Callable[[str], Any]:
+    kind = scalar.kind
+    base: Callable[[str], Any]
+    if kind == "list":
+        item = scalar.item
+        assert item is not None
+        base = lambda text: [item.decode(part) for part in text.split()]  # noqa: E731
+    elif kind in ("int", "long"):
+        base = _integer(scalar.builtin)
+    elif kind == "decimal":
+        base = _decimal(scalar)
+    elif kind == "decimal_text":
+        def base(text: str) -> str:
+            if not _DECIMAL.match(text):
+                raise ValueError(f"{text!r} is not an xs:decimal")
+            return text
+    elif kind in ("float", "double"):
+        base = _float
+    elif kind == "boolean":
+        base = _boolean
+    elif kind == "date":
+        base = parse_date
+    elif kind == "time":
+        base = parse_time
+    elif kind == "datetime":
+        base = parse_datetime
+    elif kind == "base64":
+        base = _base64
+    elif kind == "hex":
+        base = _hex
+    elif kind == "enum":
+        symbols = frozenset(scalar.symbols)
+
+        def base(text: str) -> str:
+            if text not in symbols:
+                raise ValueError(f"{text!r} is not one of {', '.join(scalar.symbols)}")
+            return text
+    else:
+        base = str
+    normalise = _normaliser(scalar.white_space)
+    xsd_type = scalar.xsd_type if scalar.check_facets else None
+
+    if normalise is None and xsd_type is None:
+        return base
+
+    def decode(text: str) -> Any:
+        if normalise is not None:
+            text = normalise(text)
+        if xsd_type is not None and not xsd_type.is_valid(text):
+            reason = next(iter(xsd_type.iter_errors(text)), None)
+            raise ValueError(getattr(reason, "reason", None) or f"{text!r} is not valid for {xsd_type}")
+        return base(text)
+
+    return decode
+
+
+# -- encoding -------------------------------------------------------------------------------
+
+
+def _fraction(micros: int) -> str:
+    return f".{micros:06d}".rstrip("0") if micros else ""
+
+
+def format_time(value: time) -> str:
+    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{_fraction(value.microsecond)}"
+    return text + _format_offset(value.utcoffset())
+
+
+def format_datetime(value: datetime) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(value.microsecond)
+    return text + ("Z" if value.tzinfo is not None else "")
+
+
+def _format_offset(offset: timedelta | None) -> str:
+    if offset is None:
+        return ""
+    if not offset:
+        return "Z"
+    minutes = int(offset.total_seconds() // 60)
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _encoder(scalar: Scalar) -> Callable[[Any], str]:  # noqa: C901 - one branch per kind
+    kind = scalar.kind
+    if kind == "list":
+        item = scalar.item
+        assert item is not None
+        return lambda value: " ".join(item.encode(v) for v in value)
+    if kind in ("int", "long"):
+        def encode_int(value: Any) -> str:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError(f"{value!r} is not an integer")
+            return str(int(value))
+        return encode_int
+    if kind == "decimal":
+        quantum = Decimal(1).scaleb(-(scalar.scale or 0))
+
+        def encode_decimal(value: Any) -> str:
+            if isinstance(value, bool):
+                raise ValueError(f"{value!r} is not a decimal")
+            number = value if isinstance(value, Decimal) else Decimal(str(value))
+            try:
+                return format(number.quantize(quantum), "f")
+            except InvalidOperation:
+                raise ValueError(f"{value!r} is not a decimal with scale {scalar.scale}") from None
+        return encode_decimal
+    if kind == "decimal_text":
+        return lambda value: value if isinstance(value, str) else format(Decimal(str(value)), "f")
+    if kind in ("float", "double"):
+        def encode_float(value: Any) -> str:
+            number = float(value)
+            if number != number:
+                return "NaN"
+            if number in (float("inf"), float("-inf")):
+                return "INF" if number > 0 else "-INF"
+            return repr(number)
+        return encode_float
+    if kind == "boolean":
+        def encode_bool(value: Any) -> str:
+            if isinstance(value, str):
+                return "true" if _boolean(value) else "false"
+            if not isinstance(value, bool):
+                raise ValueError(f"{value!r} is not a boolean")
+            return "true" if value else "false"
+        return encode_bool
+    if kind == "date":
+        return lambda value: (parse_date(value) if isinstance(value, str) else value).isoformat()
+    if kind == "time":
+        return lambda value: format_time(parse_time(value) if isinstance(value, str) else value)
+    if kind == "datetime":
+        def encode_datetime(value: Any) -> str:
+            if isinstance(value, str):
+                value = parse_datetime(value)
+            if not isinstance(value, datetime):
+                raise ValueError(f"{value!r} is not a date-time")
+            return format_datetime(value)
+        return encode_datetime
+    if kind == "base64":
+        def encode_b64(value: Any) -> str:
+            raw = _base64(value) if isinstance(value, str) else bytes(value)
+            return base64.b64encode(raw).decode("ascii")
+        return encode_b64
+    if kind == "hex":
+        def encode_hex(value: Any) -> str:
+            raw = _hex(value) if isinstance(value, str) else bytes(value)
+            return raw.hex().upper()
+        return encode_hex
+
+    def encode_str(value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not a string")
+        return value
+    return encode_str
+
+
+def avro_type(scalar: Scalar, defined: set[str]) -> Any:
+    """The Avro type of ``scalar``; named types (enums) are defined once, then referenced."""
+    if scalar.kind == "list":
+        assert scalar.item is not None
+        return {"type": "array", "items": avro_type(scalar.item, defined)}
+    if scalar.kind == "decimal":
+        return {"type": "bytes", "logicalType": "decimal", "precision": scalar.precision or 38,
+                "scale": scalar.scale or 0}
+    if scalar.kind == "enum":
+        full = scalar.enum_fullname
+        if full in defined:
+            return full
+        defined.add(full)
+        schema: dict[str, Any] = {"type": "enum", "name": scalar.enum_name, "symbols": list(scalar.symbols)}
+        if scalar.enum_namespace:
+            schema["namespace"] = scalar.enum_namespace
+        return schema
+    return AVRO_TYPES[scalar.kind]
