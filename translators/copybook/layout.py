@@ -317,7 +317,7 @@ class _Builder:
             else:
                 self._close_block(block)
                 if block:
-                    cursor = block[0].offset - block[0].slack + block[0].span
+                    cursor = block[0].offset + block[0].span
                 block_start = cursor
                 child = self.node(child_item, group.path, cursor)
                 block = [child]
@@ -328,7 +328,7 @@ class _Builder:
                 align = max(align, int(getattr(child.field_type, "alignment", 1) or 1))
         self._close_block(block)
         if block:
-            cursor = block[0].offset - block[0].slack + block[0].span
+            cursor = block[0].offset + block[0].span
         size = cursor - offset
         if group.occurs and align > 1:
             size += (-size) % align

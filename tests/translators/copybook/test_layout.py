@@ -1,0 +1,175 @@
+"""Layout: offsets and sizes against Cobrix's layout files, REDEFINES, OCCURS, SYNC slack."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from coupler.translators.copybook.errors import CopybookLayoutError
+from coupler.translators.copybook.layout import Field, Group, build_layout, identifier
+from coupler.translators.copybook.parser import parse_copybook, parse_file
+
+REPO = Path(__file__).resolve().parents[3]
+CORPUS = REPO.parent / "shared" / "corpus" / "cobrix"
+
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
+
+
+def layout_of(*lines: str):
+    text = "\n".join(f"       {line}" for line in lines) + "\n"
+    return build_layout(parse_copybook(text))
+
+
+@needs_corpus
+def test_layout_text_is_byte_identical_to_cobrix_test6() -> None:
+    case = CORPUS / "05_test6_type_variety"
+    expected = (case / "test6_expected" / "test6_layout.txt").read_text()
+    layout = build_layout(parse_file(case / "test6_copybook.cob"))
+    assert layout.layout_text() == expected
+    assert layout.size == 1493
+
+
+@needs_corpus
+def test_offsets_equal_every_corpus_layout_file() -> None:
+    """test19's layout file is in an older format (no FLD column on the record line):
+    compare names, start, end and length of every line in order."""
+    layouts = sorted(CORPUS.glob("*/*/*_layout.txt"))
+    assert layouts, "no *_layout.txt in the corpus"
+    for path in layouts:
+        case = path.parent.parent
+        copybook = next(p for p in case.glob("*.cob") if p.stem.split("_")[0] == path.stem.split("_")[0])
+        layout = build_layout(parse_file(copybook))
+        expected = []
+        for line in path.read_text().splitlines()[2:]:
+            if not line.strip():
+                continue
+            numbers = re.findall(r"\d+", line[39:])
+            name = next(t for t in line.split() if not t.isdigit())
+            expected.append((name, *map(int, numbers[-3:])))
+        got = [(r["path"].split(".")[-1], r["start"], r["end"], r["length"]) for r in layout.rows()]
+        assert got == expected, path
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    ("copybook", "size"),
+    [
+        ("01_test1_fixed_comp3_odo/test1_copybook.cob", 2202),
+        ("01_test1_fixed_comp3_odo/test1a_copybook.cob", 2202 - 2 - 27),
+        ("02_test3_segment_filter_trimming/test3_copybook.cob", 45),
+        ("04_test5_ebcdic_rdw_multiseg/test5_copybook.cob", 64),
+        ("08_test9_codepages/test9_copybook.cob", 45),
+        ("15_test21_ascii_nested_odo/test21_copybook.cob", 1 + 2 * (1 + 3)),
+    ],
+)
+def test_record_sizes_match_the_corpus_data(copybook: str, size: int) -> None:
+    assert build_layout(parse_file(CORPUS / copybook)).size == size
+
+
+def test_identifiers_are_cobrix_column_names() -> None:
+    assert identifier("CUST-NAME") == "CUST_NAME"
+    assert identifier("A:B'C") == "ABC"
+
+
+def test_redefines_block_spans_the_largest_item() -> None:
+    layout = layout_of(
+        "01 R.",
+        "   05 A PIC X(2).",
+        "   05 B REDEFINES A PIC X(5).",
+        "   05 C REDEFINES A PIC X(3).",
+        "   05 D PIC X.",
+    )
+    a, b, c, d = layout.records[0].children
+    assert (a.offset, b.offset, c.offset, d.offset) == (0, 0, 0, 5)
+    assert (a.span, b.span, c.span) == (5, 5, 5)
+    assert (a.is_redefined, b.is_redefined, b.redefines, c.redefines) == (True, True, "A", "A")
+    assert layout.size == 6
+    # the real data size of A is still 2 bytes
+    assert isinstance(a, Field) and a.size == 2
+
+
+def test_redefines_must_follow_the_redefined_item() -> None:
+    with pytest.raises(CopybookLayoutError, match="not the item just before it"):
+        layout_of("01 R.", "   05 A PIC X.", "   05 B PIC X.", "   05 C REDEFINES Z PIC X.")
+    with pytest.raises(CopybookLayoutError, match="first item"):
+        layout_of("01 R.", "   05 A REDEFINES B PIC X.")
+
+
+def test_occurs_and_depending_on() -> None:
+    layout = layout_of(
+        "01 R.",
+        "   05 N PIC 9(2).",
+        "   05 T OCCURS 1 TO 4 DEPENDING ON N.",
+        "      10 X PIC X(3).",
+        "   05 AFTER PIC X.",
+    )
+    n, t, after = layout.records[0].children
+    assert isinstance(t, Group) and t.occurs is not None
+    assert (t.occurs.min, t.occurs.max, t.occurs.depending_on) == (1, 4, "N")
+    assert (t.offset, t.size, t.total_size, after.offset) == (2, 3, 12, 14)
+    assert isinstance(n, Field) and n.is_dependee
+    rows = {r["name"]: r for r in layout.rows()}
+    assert rows["N"]["attributes"] == "D"
+    assert rows["T"]["attributes"] == "[]"
+    assert layout.has_depending_on
+    with pytest.raises(CopybookLayoutError, match="not a field"):
+        layout_of("01 R.", "   05 T OCCURS 1 TO 4 DEPENDING ON NOPE PIC X.")
+    with pytest.raises(CopybookLayoutError, match="not numeric"):
+        layout_of("01 R.", "   05 N PIC X.", "   05 T OCCURS 1 TO 4 DEPENDING ON N PIC X.")
+
+
+def test_synchronized_items_get_slack_bytes() -> None:
+    layout = layout_of(
+        "01 R.",
+        "   05 A PIC X.",
+        "   05 B PIC S9(4) COMP SYNC.",
+        "   05 C PIC X.",
+        "   05 D PIC S9(9) COMP SYNC.",
+        "   05 E PIC S9(9) COMP.",
+    )
+    a, b, c, d, e = layout.records[0].children
+    assert [(n.offset, n.slack) for n in (a, b, c, d, e)] == [(0, 0), (2, 1), (4, 0), (8, 3), (12, 0)]
+    assert layout.size == 16
+
+
+def test_occurring_group_with_sync_items_is_padded_per_occurrence() -> None:
+    layout = layout_of(
+        "01 R.",
+        "   05 T OCCURS 2.",
+        "      10 X PIC X.",
+        "      10 Y PIC S9(9) COMP SYNC.",
+    )
+    t = layout.records[0].children[0]
+    assert isinstance(t, Group)
+    x, y = t.children
+    assert (x.offset, y.offset, y.slack, t.size, t.total_size) == (0, 4, 3, 8, 16)
+
+
+def test_several_01_records_share_the_record_area() -> None:
+    layout = layout_of(
+        "01 HEADER.", "   05 H PIC X(10).", "01 DETAIL.", "   05 D PIC X(30).", "77 FLAG PIC X."
+    )
+    assert [r.offset for r in layout.records] == [0, 0, 0]
+    assert layout.size == 30
+
+
+def test_rows_are_one_based_inclusive() -> None:
+    layout = layout_of("01 R.", "   05 A PIC X(4).", "   05 B PIC S9(5)V99 COMP-3.")
+    rows = layout.rows()
+    assert rows[0] == {
+        "level": 1, "name": "R", "path": "R", "start": 1, "end": 8, "length": 8,
+        "usage": None, "picture": None, "attributes": "",
+    }
+    assert rows[2] == {
+        "level": 5, "name": "B", "path": "R.B", "start": 5, "end": 8, "length": 4,
+        "usage": "COMP-3", "picture": "S9(5)V99", "attributes": "",
+    }
+
+
+def test_find_by_name_or_path() -> None:
+    layout = layout_of("01 R.", "   05 G1.", "      10 X PIC X.", "   05 G2.", "      10 X PIC X.")
+    assert layout.find("R.G2.X").offset == 1
+    with pytest.raises(CopybookLayoutError, match="2 fields"):
+        layout.find("X")
