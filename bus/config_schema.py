@@ -96,7 +96,7 @@ SITE_SCHEMA = Field(
             default={},
             fields=(
                 Field("type", STRING, "Transport type.", "sqlite", choices=("sqlite",)),
-                Field("path", STRING, "Database file, relative to the data directory.", "store.db"),
+                Field("path", STRING, "Database file name, in the data directory.", "coupler.db"),
                 Field(
                     "synchronous",
                     STRING,
@@ -110,7 +110,7 @@ SITE_SCHEMA = Field(
                     "claim_check_bytes",
                     INTEGER,
                     "Bodies larger than this are stored as files in the data directory (Claim Check).",
-                    1048576,
+                    262144,
                     minimum=1,
                 ),
                 Field("dead_letter_channel", STRING, "Site-wide Dead Letter Channel.", "dead-letters"),
@@ -119,7 +119,7 @@ SITE_SCHEMA = Field(
                     "idempotency_window_seconds",
                     NUMBER,
                     "How long an Idempotent Receiver remembers message ids.",
-                    86400.0,
+                    604800.0,
                     minimum=0,
                 ),
                 Field("journal_retention_days", NUMBER, "Message Store journal retention.", 7.0, minimum=0),

@@ -59,7 +59,7 @@ def test_empty_site_gets_every_default(tmp_path: Path) -> None:
     assert site.store["synchronous"] == "FULL"
     assert site.store["redelivery"]["max_attempts"] == 5
     assert site.control_socket == tmp_path / "data" / "control.sock"
-    assert site.store_path == tmp_path / "data" / "store.db"
+    assert site.store_path == tmp_path / "data" / "coupler.db"
     assert site.adapters == [] and site.routes == [] and site.channels == []
     assert site.command_channel == "coupler.commands"
 

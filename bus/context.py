@@ -1,0 +1,215 @@
+"""The :class:`~coupler.bus.api.AdapterContext` the daemon gives each adapter, and statistics."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coupler.canonical import Envelope
+from coupler.canonical.errors import CouplerError
+
+from .api import CommandFault
+from .transport import Transport
+
+#: the channel on which an adapter's ``context.request`` waits for replies
+REPLY_CHANNEL_PREFIX = "coupler.replies."
+
+
+@dataclass
+class AdapterStats:
+    """Counters of one adapter (``coupler ctl adapters``)."""
+
+    name: str
+    type: str
+    state: str = "created"  # created | running | paused | failed | stopped
+    received: int = 0  # messages in: commands and documents handed to it
+    sent: int = 0  # messages out: published and replied
+    failed: int = 0
+    last_heartbeat: float | None = None
+    error: str | None = None
+
+    def to_json(self, now: float | None = None) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        return {
+            "name": self.name,
+            "type": self.type,
+            "state": self.state,
+            "in": self.received,
+            "out": self.sent,
+            "failed": self.failed,
+            "last_heartbeat_age": None if self.last_heartbeat is None else round(now - self.last_heartbeat, 3),
+            "error": self.error,
+        }
+
+
+@dataclass
+class Statistics:
+    """Thread-safe counters of every adapter."""
+
+    adapters: dict[str, AdapterStats] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str, type_name: str) -> AdapterStats:
+        with self._lock:
+            self.adapters[name] = AdapterStats(name, type_name)
+            return self.adapters[name]
+
+    def count(self, adapter: str, what: str, n: int = 1) -> None:
+        with self._lock:
+            stats = self.adapters.get(adapter)
+            if stats is not None:
+                setattr(stats, what, getattr(stats, what) + n)
+                stats.last_heartbeat = time.time()
+
+    def beat(self, adapter: str) -> None:
+        with self._lock:
+            if adapter in self.adapters:
+                self.adapters[adapter].last_heartbeat = time.time()
+
+    def set_state(self, adapter: str, state: str, error: str | None = None) -> None:
+        with self._lock:
+            stats = self.adapters[adapter]
+            stats.state = state
+            stats.error = error
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            now = time.time()
+            return [s.to_json(now) for s in self.adapters.values()]
+
+
+class BusContext:
+    """What one adapter gets from the bus (implements :class:`~coupler.bus.api.AdapterContext`)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        config: dict[str, Any],
+        data_dir: Path,
+        transport: Transport,
+        statistics: Statistics,
+        channel: str | None = None,
+        paused: threading.Event | None = None,
+        stopping: threading.Event | None = None,
+        reply_timeout: float = 30.0,
+    ):
+        self.name = name
+        self.config = config
+        self.data_dir = data_dir
+        self.logger = logging.getLogger(f"coupler.adapter.{name}")
+        self.channel = channel
+        self._transport = transport
+        self._stats = statistics
+        self._paused = paused or threading.Event()
+        self._stopping = stopping or threading.Event()
+        self._reply_timeout = reply_timeout
+
+    @property
+    def component(self) -> str:
+        return f"adapter:{self.name}"
+
+    def _wait_while_paused(self) -> None:
+        while self._paused.is_set():
+            if self._stopping.is_set():
+                raise CouplerError(f"adapter {self.name!r} is paused and the daemon is stopping")
+            self._stopping.wait(0.05)
+
+    def publish(self, envelope: Envelope, channel: str | None = None) -> str:
+        """Send durably to ``channel`` or the adapter's channel (blocks while it is paused)."""
+        target = channel or self.channel
+        if not target:
+            raise CouplerError(
+                f"adapter {self.name!r} published without a channel",
+                where=f"adapter {self.name}",
+                hint="set `channel` of the adapter in site.toml",
+            )
+        self._wait_while_paused()
+        if envelope.origin is None:
+            envelope = envelope.replace(origin=self.name)
+        (message_id,) = self._transport.send(target, envelope, component=self.component)
+        self._stats.count(self.name, "sent")
+        return message_id
+
+    def reply(self, request: Envelope, reply: Envelope) -> None:
+        """Send ``reply`` to ``request.return_address``, correlated to ``request``."""
+        if not request.return_address:
+            raise CouplerError(
+                f"message {request.message_id} has no return address to reply to", where=f"adapter {self.name}"
+            )
+        reply = reply.replace(correlation_id=request.message_id, origin=reply.origin or self.name)
+        self._transport.send(request.return_address, reply, component=self.component)
+        self._stats.count(self.name, "sent")
+
+    def request(self, envelope: Envelope, channel: str, timeout: float | None = None) -> Envelope:
+        """Request-Reply: send to ``channel`` with a return address, wait for the correlated reply."""
+        return request_reply(
+            self._transport,
+            envelope,
+            channel,
+            reply_channel=REPLY_CHANNEL_PREFIX + self.name,
+            consumer=self.name,
+            timeout=self._reply_timeout if timeout is None else timeout,
+            component=self.component,
+            stopping=self._stopping,
+        )[0]
+
+    def heartbeat(self) -> None:
+        self._stats.beat(self.name)
+
+
+def request_reply(
+    transport: Transport,
+    envelope: Envelope,
+    channel: str,
+    *,
+    reply_channel: str,
+    consumer: str,
+    timeout: float,
+    component: str,
+    count: int | None = 1,
+    stopping: threading.Event | None = None,
+) -> list[Envelope]:
+    """Send ``envelope`` to ``channel`` and collect its correlated replies on ``reply_channel``.
+
+    Waits until ``count`` replies came (``None``: as many as the first reply's
+    ``coupler.reply-count`` property says, see :mod:`coupler.bus.commands`) or ``timeout``
+    passed; raises :class:`CommandFault` (code ``timeout``) when no reply came at all.
+    """
+    from .commands import REPLY_COUNT
+
+    envelope = envelope.replace(return_address=reply_channel)
+    transport.send(channel, envelope, component=component)
+    selector = f"correlation_id = '{envelope.message_id}'"
+    deadline = time.monotonic() + timeout
+    replies: list[Envelope] = []
+    expected = count
+    while expected is None or len(replies) < expected:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or (stopping is not None and stopping.is_set()):
+            break
+        batch = transport.receive_wait(
+            reply_channel, consumer, max=10, selector=selector, wait=min(remaining, 0.5)
+        )
+        if batch:
+            transport.ack(batch)
+        for d in batch:
+            replies.append(d.envelope)
+            if expected is None:
+                expected = int(d.envelope.properties.get(REPLY_COUNT, "1") or 1)
+    if not replies:
+        raise CommandFault(
+            f"no reply to {envelope.message_id} on {reply_channel} within {timeout:g} s",
+            code="timeout",
+            hint="is the daemon running and the target's adapter started?",
+        )
+    return replies
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
