@@ -1,0 +1,25 @@
+"""The ``transport`` fixture: every contract test runs against every transport in TRANSPORTS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from coupler.bus.backoff import BackoffPolicy
+from coupler.bus.transport import Transport
+
+from .support import TRANSPORTS
+
+
+@pytest.fixture(params=sorted(TRANSPORTS))
+def transport(request: pytest.FixtureRequest, tmp_path) -> Iterator[Transport]:
+    factory = TRANSPORTS[request.param]
+    t = factory(
+        tmp_path / "data",
+        backoff=BackoffPolicy(initial_delay=0.05, multiplier=2, max_delay=0.2, max_attempts=3, jitter=0),
+    )
+    try:
+        yield t
+    finally:
+        t.close()

@@ -1,0 +1,215 @@
+"""Transport contract: what every transport (embedded SQLite, brokers) must do.
+
+These tests use real (short) leases and backoff delays and wait for messages to come back;
+they assert what is delivered, never how fast.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from coupler.bus.transport import LeaseLostError, Transport, UnknownDeadLetterError
+
+from .support import bodies, doc, drain
+
+
+def test_send_receive_ack_in_order(transport: Transport) -> None:
+    ids = transport.send("orders", [doc(b"a"), doc(b"b"), doc(b"c")])
+    assert len(set(ids)) == 3
+    got = transport.receive("orders", "worker", max=2)
+    assert bodies(got) == [b"a", b"b"]
+    assert [d.message_id for d in got] == ids[:2]
+    transport.ack(got)
+    rest = transport.receive("orders", "worker", max=10)
+    assert bodies(rest) == [b"c"]
+    transport.ack(rest)
+    assert transport.receive("orders", "worker") == []
+    [stats] = transport.stats("orders")
+    assert (stats.depth, stats.sent, stats.acked) == (0, 3, 3)
+
+
+def test_competing_consumers_get_different_messages(transport: Transport) -> None:
+    transport.send("work", [doc(str(i).encode()) for i in range(10)])
+    first = transport.receive("work", "worker-1", max=4)
+    second = transport.receive("work", "worker-2", max=10)
+    assert len(first) == 4 and len(second) == 6
+    assert set(bodies(first)).isdisjoint(bodies(second))
+    assert sorted(bodies(first) + bodies(second)) == sorted(str(i).encode() for i in range(10))
+
+
+def test_unacknowledged_message_returns_after_its_lease(transport: Transport) -> None:
+    transport.send("q", doc(b"x"))
+    [first] = transport.receive("q", "slow", lease_seconds=0.2)
+    assert first.attempt == 1 and first.envelope.attempt == 1
+    assert transport.receive("q", "other") == []  # leased: invisible
+    [again] = transport.receive_wait("q", "other", wait=5)
+    assert again.envelope.body == b"x"
+    assert again.attempt == 2 and again.envelope.attempt == 2
+    with pytest.raises(LeaseLostError):
+        transport.ack(first)  # the lease went to another consumer
+    transport.ack(again)
+    assert transport.stats("q")[0].depth == 0
+
+
+def test_nack_redelivers_then_dead_letters_with_error_component_attempts(transport: Transport) -> None:
+    transport.send("q", doc(b"poison", properties={"k": "v"}))
+    outcomes = []
+    for expected_attempt in (1, 2, 3):  # backoff policy of the fixture: max_attempts=3
+        [d] = transport.receive_wait("q", "handler", wait=5)
+        assert d.attempt == expected_attempt
+        outcomes.append(transport.nack(d, ValueError(f"bad record {expected_attempt}"), "translator"))
+    assert outcomes == ["retry", "retry", "dead"]
+    assert transport.receive_wait("q", "handler", wait=0.5) == []
+    [dead] = transport.dead_letters()
+    assert dead.kind == "dead" and dead.channel == "q"
+    assert dead.envelope is not None and dead.envelope.body == b"poison"
+    assert dead.envelope.properties == {"k": "v"}
+    assert dead.error == "ValueError: bad record 3"
+    assert dead.component == "translator"
+    assert dead.attempts == 3
+    assert transport.stats("q")[0].failed == 3
+
+
+def test_nack_dead_goes_straight_to_dead_letters(transport: Transport) -> None:
+    transport.send("q", doc(b"refused"))
+    [d] = transport.receive("q", "c")
+    assert transport.nack(d, "cannot handle", "router", dead=True) == "dead"
+    [dead] = transport.dead_letters()
+    assert (dead.reason, dead.error, dead.component, dead.attempts) == ("rejected", "cannot handle", "router", 1)
+
+
+def test_dead_letter_channel_per_channel_or_site_wide(transport: Transport) -> None:
+    transport.declare("orders", dead_letter="orders.dead")
+    transport.send("orders", doc(b"o"))
+    transport.send("misc", doc(b"m"))
+    for ch in ("orders", "misc"):
+        [d] = transport.receive(ch, "c")
+        transport.nack(d, "no", "c", dead=True)
+    assert [x.envelope.body for x in transport.dead_letters("orders.dead")] == [b"o"]
+    assert [x.envelope.body for x in transport.dead_letters("dead-letters")] == [b"m"]
+
+
+def test_replay_sends_a_dead_letter_back_with_fresh_attempts(transport: Transport) -> None:
+    transport.send("q", doc(b"again"))
+    [d] = transport.receive("q", "c")
+    transport.nack(d, "later", "c", dead=True)
+    [dead] = transport.dead_letters()
+    message_id = transport.replay(dead.id)
+    assert message_id == d.message_id
+    assert transport.dead_letters() == []
+    [back] = transport.receive("q", "c")
+    assert back.envelope.body == b"again" and back.attempt == 1
+    with pytest.raises(UnknownDeadLetterError):
+        transport.dead_letter(dead.id)
+
+
+def test_invalid_message_channel_keeps_the_reason(transport: Transport) -> None:
+    transport.send("in", doc(b"garbage"))
+    [d] = transport.receive("in", "translator")
+    transport.invalid(d.envelope, "field 'amount': not a number", "translator", delivery=d)
+    assert transport.receive_wait("in", "translator", wait=0.3) == []
+    [bad] = transport.dead_letters(kind="invalid")
+    assert bad.queue == "invalid" and bad.channel == "in"
+    assert bad.reason == "field 'amount': not a number"
+    assert bad.envelope is not None and bad.envelope.body == b"garbage"
+    assert transport.dead_letters(kind="dead") == []
+    raw_id = transport.invalid(b"\x00not an envelope", "cannot decode", "socket-in", channel="in")
+    assert transport.dead_letter(raw_id).raw == b"\x00not an envelope"
+
+
+def test_expired_message_is_never_delivered(transport: Transport) -> None:
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    transport.send("q", [doc(b"stale", expires_at=past), doc(b"fresh")])
+    got = transport.receive("q", "c", max=10)
+    assert bodies(got) == [b"fresh"]
+    [dead] = transport.dead_letters()
+    assert dead.reason == "expired" and dead.envelope is not None and dead.envelope.body == b"stale"
+
+
+def test_transaction_commits_receive_send_ack_together(transport: Transport) -> None:
+    transport.send("in", doc(b"1"))
+    with transport.transaction() as tx:
+        [d] = tx.receive("in", "mover")
+        tx.send("out", doc(d.envelope.body + b"!"))
+        tx.ack(d)
+    assert transport.receive("in", "c") == []
+    assert bodies(drain(transport, "out")) == [b"1!"]
+
+
+def test_transaction_rolls_back_everything_on_error(transport: Transport) -> None:
+    transport.send("in", doc(b"1"))
+    with pytest.raises(RuntimeError), transport.transaction() as tx:
+        [d] = tx.receive("in", "mover")
+        tx.send("out", doc(b"should vanish"))
+        tx.ack(d)
+        raise RuntimeError("crash before commit")
+    assert bodies(transport.receive("in", "c")) == [b"1"]  # visible again at once
+    assert transport.receive("out", "c") == []
+
+
+def test_publish_subscribe_durable_subscriptions(transport: Transport) -> None:
+    transport.declare("events", kind="topic")
+    billing = transport.subscribe("events", "billing")
+    audit = transport.subscribe("events", "audit", selector="kind = 'event'")
+    transport.send("events", [doc(b"e1", kind="event"), doc(b"d1")])
+    late = transport.subscribe("events", "late")
+    transport.send("events", doc(b"e2", kind="event"))
+    assert bodies(drain(transport, billing)) == [b"e1", b"d1", b"e2"]
+    assert bodies(drain(transport, audit)) == [b"e1", b"e2"]
+    assert bodies(drain(transport, late)) == [b"e2"]
+    assert transport.stats("events")[0].subscriptions == ("audit", "billing", "late")
+
+
+def test_selector_receives_only_matching_messages(transport: Transport) -> None:
+    transport.send("q", [doc(b"eu", properties={"region": "EU"}), doc(b"us", properties={"region": "US"})])
+    got = transport.receive("q", "c", max=10, selector="region in ('US', 'APAC')")
+    assert bodies(got) == [b"us"]
+    assert bodies(transport.receive("q", "c", max=10)) == [b"eu"]
+
+
+def test_message_history_has_every_hop(transport: Transport) -> None:
+    transport.send("a", doc(b"h"), component="inbound")
+    with transport.transaction() as tx:
+        [d] = tx.receive("a", "router")
+        tx.send("b", d.envelope, component="router")
+        tx.ack(d)
+    [final] = transport.receive("b", "outbound")
+    assert [(h.component, h.action) for h in final.envelope.history] == [
+        ("inbound", "send a"),
+        ("router", "receive a"),
+        ("router", "send b"),
+        ("outbound", "receive b"),
+    ]
+
+
+def test_journal_records_every_state_change(transport: Transport) -> None:
+    [mid] = transport.send("q", doc(b"j"))
+    [d] = transport.receive("q", "c")
+    transport.nack(d, "oops", "c", delay=0)
+    [d] = transport.receive_wait("q", "c", wait=5)
+    transport.ack(d)
+    events = [e.event for e in transport.journal(message_id=mid)]
+    assert events == ["sent", "received", "nacked", "received", "acked"]
+
+
+def test_peek_and_purge(transport: Transport) -> None:
+    transport.send("q", [doc(b"1"), doc(b"2")])
+    assert [e.body for e in transport.peek("q")] == [b"1", b"2"]
+    assert bodies(transport.receive("q", "c")) == [b"1"]  # peek leased nothing
+    assert transport.purge("q") == 2
+    assert transport.peek("q") == []
+
+
+def test_sent_messages_survive_reopening(transport: Transport, tmp_path) -> None:
+    transport.send("q", doc(b"durable"))
+    transport.close()
+    transport.open()
+    assert bodies(transport.receive("q", "c")) == [b"durable"]
+
+
+def test_seen_keys_are_per_consumer(transport: Transport) -> None:
+    transport.mark_seen("a", ["k1", "k2"])
+    assert transport.seen("a", ["k1", "k3"]) == {"k1"}
+    assert transport.seen("b", ["k1"]) == set()
