@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal
 from functools import cached_property
 from typing import Any, Literal
 
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 Kind = Literal["string", "integer", "decimal", "float", "bytes"]
+
+# Exact decimal arithmetic for pictures of any length (the default context keeps 28 digits).
+_EXACT = Context(prec=100_000)
 
 
 class PictureError(CopybookError):
@@ -595,7 +599,7 @@ def unscaled(value: Any, ft: FieldType) -> int:
         raise FieldEncodeError(f"{value!r} is not a number (picture {ft.picture})") from None
     if not dec.is_finite():
         raise FieldEncodeError(f"{value!r} is not a finite number (picture {ft.picture})")
-    scaled = dec.scaleb(ft.scale)
+    scaled = dec.scaleb(ft.scale, _EXACT)
     n = int(scaled)
     if scaled != n:
         raise FieldEncodeError(
@@ -606,9 +610,446 @@ def unscaled(value: Any, ft: FieldType) -> int:
     return n
 
 
+# --------------------------------------------------------------------------------------
+# codecs: one small pure function per storage form
+
+_TEXT_USAGES = frozenset({"DISPLAY", "NATIONAL", "DISPLAY-1"})
+_JAVA_SPACE = "".join(chr(i) for i in range(0x21))  # what Java's String.trim() removes
+_DIGIT_ROLES = ("digit", "zero", "star", "float")
+_SUPPRESSING = ("zero", "star", "float")
+
+
+def _numeric_tables() -> tuple[bytes, bytes]:
+    """EBCDIC bytes <-> the characters of numeric text (zone-based, the same in every page).
+
+    Overpunched digits read as the ASCII overpunch letters: C0-C9 -> { A-I, D0-D9 -> } J-R.
+    """
+    to_text = bytearray(b"?" * 256)
+    to_ebcdic = bytearray(b"\x6f" * 256)
+    pairs = {0x40: " ", 0x4E: "+", 0x60: "-", 0x4B: ".", 0x6B: ",", 0x5C: "*", 0x5B: "$", 0x61: "/"}
+    for i in range(10):
+        pairs[0xF0 + i] = str(i)
+        pairs[0xC0 + i] = "{ABCDEFGHI"[i]
+        pairs[0xD0 + i] = "}JKLMNOPQR"[i]
+    for b, ch in pairs.items():
+        to_text[b] = ord(ch)
+        to_ebcdic[ord(ch)] = b
+    to_text[0x00] = ord(" ")
+    return bytes(to_text), bytes(to_ebcdic)
+
+
+_EBCDIC_TO_TEXT, _TEXT_TO_EBCDIC = _numeric_tables()
+_OVERPUNCH: dict[str, tuple[int, bool]] = {}
+for _i in range(10):
+    _OVERPUNCH["{ABCDEFGHI"[_i]] = (_i, False)
+    _OVERPUNCH["}JKLMNOPQR"[_i]] = (_i, True)
+    _OVERPUNCH[chr(0x70 + _i)] = (_i, True)  # p-y: negative overpunch of some ASCII compilers
+_PUNCH_POS = "{ABCDEFGHI"
+_PUNCH_NEG = "}JKLMNOPQR"
+
+
+def _fail(reason: str, raw: bytes) -> FieldDecodeError:
+    return FieldDecodeError(reason, raw=raw)
+
+
+def _make(ft: FieldType, n: int) -> int | Decimal:
+    """The value of the unscaled integer ``n``."""
+    if ft.scale > 0:
+        return Decimal(n).scaleb(-ft.scale, _EXACT)
+    if ft.scale < 0:
+        return n * 10 ** (-ft.scale)
+    return n
+
+
 def _decode(ft: FieldType, raw: bytes, ctx: DecodeContext) -> Any:
-    raise NotImplementedError
+    if len(raw) != ft.size:
+        raise _fail(f"field needs {ft.size} bytes, got {len(raw)}", raw)
+    if ctx.improved_null_detection and ft.usage in _TEXT_USAGES and not any(raw):
+        return None
+    if ft.kind == "string":
+        return _decode_text(ft, raw, ctx)
+    if ft.kind == "bytes":
+        return bytes(raw)
+    usage = ft.usage
+    if usage in ("COMP-1", "COMP-2"):
+        return _decode_float(ft, raw, ctx)
+    if usage in ("COMP", "COMP-5"):
+        n = int.from_bytes(raw, "big", signed=ft.signed)
+        if usage == "COMP" and abs(n) >= ft.max_abs_unscaled:
+            raise _fail(
+                f"binary value {n} has more than the {ft.digits} digits of the picture", raw
+            )
+        return _make(ft, n)
+    if usage == "COMP-3":
+        return _decode_packed(ft, raw)
+    if usage == "COMP-6":
+        h = raw.hex()
+        if not h.isdigit():
+            raise _fail("invalid digit nibble in unsigned packed decimal", raw)
+        n = int(h)
+        if n >= ft.max_abs_unscaled:
+            raise _fail(f"packed value {n} has more than {ft.digits} digits", raw)
+        return _make(ft, n)
+    text = _numeric_text(ft, raw, ctx)
+    if ft.category == "numeric-edited":
+        return _decode_edited(ft, text, raw)
+    return _decode_zoned(ft, text, raw, ctx)
 
 
 def _encode(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:
-    raise NotImplementedError
+    if value is None:
+        if ft.usage in _TEXT_USAGES:
+            return ft.null_bytes()
+        raise FieldEncodeError(f"null cannot be stored in a USAGE {ft.usage} field")
+    if ft.kind == "string":
+        return _encode_text(ft, value, ctx)
+    if ft.kind == "bytes":
+        if not isinstance(value, (bytes, bytearray)) or len(value) != ft.size:
+            raise FieldEncodeError(f"a PIC {ft.picture} field needs {ft.size} bytes, got {value!r}")
+        return bytes(value)
+    usage = ft.usage
+    if usage in ("COMP-1", "COMP-2"):
+        return _encode_float(ft, value, ctx)
+    n = unscaled(value, ft)
+    if usage == "COMP-5":
+        try:
+            return n.to_bytes(ft.size, "big", signed=ft.signed)
+        except OverflowError:
+            raise FieldEncodeError(f"{value} does not fit {ft.size} bytes of COMP-5") from None
+    if abs(n) >= ft.max_abs_unscaled:
+        raise FieldEncodeError(f"{value} has more digits than picture {ft.picture} holds")
+    if usage == "COMP":
+        return n.to_bytes(ft.size, "big", signed=ft.signed)
+    if usage == "COMP-3":
+        sign = ("d" if n < 0 else "c") if ft.signed else "f"
+        return bytes.fromhex(str(abs(n)).rjust(2 * ft.size - 1, "0") + sign)
+    if usage == "COMP-6":
+        return bytes.fromhex(str(n).rjust(2 * ft.size, "0"))
+    if ft.category == "numeric-edited":
+        text = _encode_edited(ft, n)
+    elif n == 0 and ft.blank_when_zero:
+        text = " " * (ft.size // (2 if usage == "NATIONAL" else 1))
+    else:
+        text = _encode_zoned(ft, n)
+    return _numeric_bytes(ft, text, ctx)
+
+
+# --- text -----------------------------------------------------------------------------
+
+
+def _trim(text: str, policy: str) -> str:
+    if policy == "both":
+        return text.strip(_JAVA_SPACE)
+    if policy == "right":
+        return text.rstrip(_JAVA_SPACE)
+    if policy == "left":
+        return text.lstrip(_JAVA_SPACE)
+    return text
+
+
+def _decode_text(ft: FieldType, raw: bytes, ctx: DecodeContext) -> str:
+    if ft.usage == "NATIONAL":
+        try:
+            text = raw.decode("utf-16-be")
+        except UnicodeDecodeError as exc:
+            raise _fail(f"invalid UTF-16 in a national field: {exc.reason}", raw) from None
+    else:
+        text = ctx.text_codec.decode(raw)
+        if not ctx.is_ebcdic and ctx.string_trimming_policy != "keep_all":
+            text = "".join(ch for ch in text if ch >= " ")
+    return _trim(text, ctx.string_trimming_policy)
+
+
+def _encode_text(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:
+    if not isinstance(value, str):
+        raise FieldEncodeError(f"a PIC {ft.picture} field holds text, got {value!r}")
+    if ft.usage == "NATIONAL":
+        data, pad = value.encode("utf-16-be", errors="surrogatepass"), b"\x00\x20"
+    else:
+        codec = ctx.text_codec
+        try:
+            data = codec.encode(value)
+        except UnicodeEncodeError as exc:
+            raise FieldEncodeError(
+                f"character {value[exc.start]!r} of {value!r} is not in code page {codec.name}"
+            ) from None
+        pad = codec.pad
+    if len(data) > ft.size:
+        raise FieldEncodeError(
+            f"{value!r} needs {len(data)} bytes but PIC {ft.picture} holds {ft.size}"
+        )
+    fill = pad * ((ft.size - len(data)) // len(pad))
+    return fill + data if ft.justified_right else data + fill
+
+
+# --- zoned and edited numbers (DISPLAY) ------------------------------------------------
+
+
+def _numeric_text(ft: FieldType, raw: bytes, ctx: DecodeContext) -> str:
+    if ft.usage == "NATIONAL":
+        try:
+            return raw.decode("utf-16-be").replace("\x00", " ")
+        except UnicodeDecodeError:
+            raise _fail("invalid UTF-16 in a national number", raw) from None
+    if ctx.is_ebcdic:
+        return raw.translate(_EBCDIC_TO_TEXT).decode("latin-1")
+    return raw.decode("latin-1").replace("\x00", " ")
+
+
+def _numeric_bytes(ft: FieldType, text: str, ctx: DecodeContext) -> bytes:
+    if ft.usage == "NATIONAL":
+        return text.encode("utf-16-be")
+    data = text.encode("latin-1")
+    return data.translate(_TEXT_TO_EBCDIC) if ctx.is_ebcdic else data
+
+
+def _decode_zoned(ft: FieldType, text: str, raw: bytes, ctx: DecodeContext) -> int | Decimal | None:
+    s = text.strip(" ")
+    if not s:
+        if ft.blank_when_zero or (ft.scale > 0 and not ft.explicit_point):
+            return _make(ft, 0)  # Cobrix reads a blank implied-decimal number as zero
+        return None
+    sign: str | None = None
+    if s[0] in "+-":
+        sign, s = s[0], s[1:].strip(" ")
+    elif s[-1] in "+-":
+        sign, s = s[-1], s[:-1].strip(" ")
+    if not s:
+        raise _fail("a sign without digits", raw)
+    neg = sign == "-"
+    punched = False
+    digits: list[str] = []
+    point_at: int | None = None
+    last = len(s) - 1
+    for i, ch in enumerate(s):
+        if "0" <= ch <= "9":
+            digits.append(ch)
+            continue
+        op = _OVERPUNCH.get(ch)
+        if op is not None:
+            if sign is not None or punched:
+                raise _fail("more than one sign", raw)
+            if ctx.strict_sign_overpunching:
+                if not ft.signed or ft.sign_separate:
+                    raise _fail("sign overpunch in a field without an overpunched sign", raw)
+                if i != (0 if ft.sign_position == "leading" else last):
+                    raise _fail("sign overpunch away from the sign position", raw)
+            digits.append(str(op[0]))
+            neg, punched = op[1], True
+            continue
+        if ch in ".," and ft.explicit_point and point_at is None:
+            point_at = len(digits)
+            continue
+        raise _fail(f"invalid character {ch!r} in a number", raw)
+    if not digits:
+        raise _fail("no digits in a number", raw)
+    if neg and not ft.signed:
+        raise _fail("negative value in an unsigned field", raw)
+    n = int("".join(digits))
+    if ft.explicit_point:
+        frac = len(digits) - point_at if point_at is not None else 0
+        if frac > ft.scale:
+            raise _fail(f"{frac} decimals where the picture has {ft.scale}", raw)
+        n *= 10 ** (ft.scale - frac)
+    if n >= ft.max_abs_unscaled:
+        raise _fail(f"more than the {ft.digits} digits of the picture", raw)
+    return _make(ft, -n if neg else n)
+
+
+def _encode_zoned(ft: FieldType, n: int) -> str:
+    neg = n < 0
+    s = str(abs(n)).rjust(ft.digits, "0")
+    if ft.explicit_point:
+        k = ft.digits - ft.scale
+        s = s[:k] + ("," if ft.decimal_point_is_comma else ".") + s[k:]
+    if ft.sign_separate:
+        c = "-" if neg else "+"
+        return c + s if ft.sign_position == "leading" else s + c
+    if ft.signed:
+        idx = 0 if ft.sign_position == "leading" else len(s) - 1
+        if not s[idx].isdigit():  # "999." with trailing sign: punch the last digit
+            idx -= 1
+        punch = (_PUNCH_NEG if neg else _PUNCH_POS)[int(s[idx])]
+        s = s[:idx] + punch + s[idx + 1 :]
+    return s
+
+
+def _decode_edited(ft: FieldType, text: str, raw: bytes) -> int | Decimal | None:
+    if not text.strip(" *"):
+        digit_roles = [p.role for p in ft.edit if p.role in _DIGIT_ROLES]
+        if ft.blank_when_zero or all(r in _SUPPRESSING for r in digit_roles):
+            return _make(ft, 0)
+        return None
+    neg = False
+    digits: list[str] = []
+    i = 0
+    for p in ft.edit:
+        chunk = text[i : i + p.width]
+        i += p.width
+        role = p.role
+        if role == "digit":
+            if not chunk.isdigit():
+                raise _fail(f"invalid character {chunk!r} at a digit position", raw)
+            digits.append(chunk)
+        elif role in ("zero", "star", "float"):
+            if chunk.isdigit():
+                digits.append(chunk)
+            elif chunk in (" ", "*") or (role == "float" and chunk == p.symbol):
+                digits.append("0")
+            elif role == "float" and p.symbol in "+-" and chunk in "+-":
+                digits.append("0")
+                neg = chunk == "-"
+            else:
+                raise _fail(f"invalid character {chunk!r} at a digit position", raw)
+        elif role in ("float_lead", "sign"):
+            if chunk == "-":
+                neg = True
+            elif chunk not in (" ", "+", "$", "*"):
+                raise _fail(f"invalid character {chunk!r} at a sign position", raw)
+        elif role == "crdb":
+            if chunk in ("CR", "DB"):
+                neg = True
+            elif chunk.strip(" *"):
+                raise _fail(f"invalid {chunk!r} where CR/DB or spaces belong", raw)
+    n = int("".join(digits))
+    if neg and not ft.signed:
+        raise _fail("negative value in an unsigned field", raw)
+    return _make(ft, -n if neg else n)
+
+
+def _encode_edited(ft: FieldType, n: int) -> str:
+    if n == 0 and ft.blank_when_zero:
+        return " " * ft.size
+    neg = n < 0
+    ds = str(abs(n)).rjust(ft.digits, "0")
+    comma = ft.decimal_point_is_comma
+    point_char = "," if comma else "."
+    star = any(p.role == "star" for p in ft.edit)
+    fill = "*" if star else " "
+    digit_roles = [p.role for p in ft.edit if p.role in _DIGIT_ROLES]
+    if n == 0 and all(r in _SUPPRESSING for r in digit_roles):
+        if not star:
+            return " " * ft.size
+        return "".join(point_char if p.role == "point" else "*" * p.width for p in ft.edit)
+    floating = next((p.symbol for p in ft.edit if p.role == "float_lead"), None)
+    out: list[str] = []
+    k = 0
+    suppressing = True
+    float_at: int | None = None
+    for p in ft.edit:
+        role = p.role
+        if role in _DIGIT_ROLES:
+            d = ds[k]
+            k += 1
+            if suppressing and role in _SUPPRESSING and d == "0" and not p.after_point:
+                if role == "float":
+                    float_at = len(out)
+                out.append(" " if role == "float" else fill)
+                continue
+            suppressing = False
+            out.append(d)
+        elif role == "float_lead":
+            float_at = len(out)
+            out.append(" ")
+        elif role == "point":
+            suppressing = False
+            out.append(point_char)
+        elif role == "insert":
+            if suppressing:
+                if floating is not None and float_at is not None:
+                    float_at = len(out)
+                    out.append(" ")
+                else:
+                    out.append(fill)
+            else:
+                out.append({"B": " ", "0": "0", "/": "/"}.get(p.symbol, "." if comma else ","))
+        elif role == "sign":
+            out.append(("-" if neg else "+") if p.symbol == "+" else ("-" if neg else " "))
+        elif role == "crdb":
+            out.append(p.symbol if neg else "  ")
+        elif role == "currency":
+            out.append("$")
+    if floating is not None and float_at is not None:
+        if floating == "+":
+            out[float_at] = "-" if neg else "+"
+        elif floating == "-":
+            out[float_at] = "-" if neg else " "
+        else:
+            out[float_at] = "$"
+    return "".join(out)
+
+
+# --- packed decimal --------------------------------------------------------------------
+
+
+def _decode_packed(ft: FieldType, raw: bytes) -> int | Decimal:
+    h = raw.hex()
+    body, sign = h[:-1], h[-1]
+    if not body.isdigit():
+        raise _fail("invalid digit nibble in packed decimal", raw)
+    if sign in "cfae":
+        neg = False
+    elif sign in "db":
+        neg = True
+    else:
+        raise _fail(f"invalid sign nibble {sign.upper()} in packed decimal", raw)
+    if neg and not ft.signed:
+        raise _fail("negative value in an unsigned field", raw)
+    n = int(body)
+    if n >= ft.max_abs_unscaled:
+        raise _fail(f"packed value {n} has more than the {ft.digits} digits of the picture", raw)
+    return _make(ft, -n if neg else n)
+
+
+# --- floating point --------------------------------------------------------------------
+
+
+def _decode_float(ft: FieldType, raw: bytes, ctx: DecodeContext) -> float:
+    fmt = ctx.floating_point_format
+    data = raw[::-1] if fmt.endswith("little_endian") else raw
+    if fmt.startswith("IEEE"):
+        return struct.unpack(">f" if ft.size == 4 else ">d", data)[0]
+    bits = 8 * ft.size
+    fbits = bits - 8
+    w = int.from_bytes(data, "big")
+    exp = (w >> fbits) & 0x7F
+    frac = w & ((1 << fbits) - 1)
+    v = math.ldexp(frac, 4 * (exp - 64) - fbits)
+    return -v if w >> (bits - 1) else v
+
+
+def _encode_float(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise FieldEncodeError(f"a USAGE {ft.usage} field holds a number, got {value!r}")
+    v = float(value)
+    fmt = ctx.floating_point_format
+    if fmt.startswith("IEEE"):
+        try:
+            data = struct.pack(">f" if ft.size == 4 else ">d", v)
+        except OverflowError:
+            raise FieldEncodeError(f"{value} is out of range of a {ft.usage} float") from None
+    else:
+        data = _ibm_float(v, ft.size, ft.usage)
+    return data[::-1] if fmt.endswith("little_endian") else data
+
+
+def _ibm_float(v: float, size: int, usage: str) -> bytes:
+    """IBM System/360 hexadecimal floating point (sign, excess-64 base-16 exponent)."""
+    if not math.isfinite(v):
+        raise FieldEncodeError(f"{v} has no IBM hexadecimal floating-point form")
+    bits = 8 * size
+    fbits = bits - 8
+    sign = 1 if math.copysign(1.0, v) < 0 else 0
+    if v == 0:
+        return (sign << (bits - 1)).to_bytes(size, "big")
+    m, e = math.frexp(abs(v))  # abs(v) = m * 2**e, 0.5 <= m < 1
+    exp16 = -(-e // 4)  # ceil(e / 4)
+    shift = 4 * exp16 - e  # 0..3: the fraction is m / 2**shift, in [1/16, 1)
+    frac = round(math.ldexp(m, fbits - shift))
+    if frac >> fbits:  # rounding carried into a new hex digit
+        frac >>= 4
+        exp16 += 1
+    biased = exp16 + 64
+    if not 0 <= biased <= 127:
+        raise FieldEncodeError(f"{v} is out of the range of an IBM {usage} float")
+    return ((sign << (bits - 1)) | (biased << fbits) | frac).to_bytes(size, "big")
