@@ -386,3 +386,96 @@ def _mark_dependees(layout: Layout) -> None:
                 where=node.where,
             )
         counter.is_dependee = True
+
+
+# ---------------------------------------------------------------------------------------
+# the output view: which nodes become keys of decoded records, and under which names
+
+
+@dataclass(eq=False)
+class OutputNode:
+    """A node as it appears in decoded records and in the Avro schema.
+
+    ``name`` is the key (the Cobrix identifier, or ``FILLER_n`` / ``FILLER_Pn`` /
+    ``FILLER_AFTER_x`` for kept fillers); ``children`` is ``None`` for a field.
+    """
+
+    name: str
+    node: Node
+    children: list[OutputNode] | None = None
+
+    @property
+    def is_group(self) -> bool:
+        return self.children is not None
+
+
+def output_tree(
+    layout: Layout,
+    *,
+    drop_group_fillers: bool = False,
+    drop_value_fillers: bool = True,
+    filler_naming_policy: str = "sequence_numbers",
+) -> list[OutputNode]:
+    """The top-level output nodes of ``layout`` with FILLERs dropped or renamed as Cobrix does.
+
+    Value (elementary) FILLERs are dropped by default, or kept as ``FILLER_P1``, ``FILLER_P2``
+    ...; group FILLERs that hold non-filler items are kept as ``FILLER_1``, ``FILLER_2`` ...
+    (numbered after their own children) unless ``drop_group_fillers``; groups left without
+    children disappear. ``filler_naming_policy="previous_field_name"`` names a kept filler
+    ``FILLER_AFTER_<previous name>`` instead.
+    """
+    if filler_naming_policy not in ("sequence_numbers", "previous_field_name"):
+        raise CopybookLayoutError(
+            f"unknown filler_naming_policy {filler_naming_policy!r}",
+            hint="use sequence_numbers or previous_field_name",
+        )
+    counters = {"group": 0, "value": 0}
+
+    def group_children(group: Group) -> tuple[list[OutputNode], bool]:
+        out: list[OutputNode] = []
+        previous = group.identifier
+        has_non_fillers = False
+        for child in group.children:
+            if isinstance(child, Group):
+                kids, kid_has = group_children(child)
+                is_filler = child.is_filler or not kid_has
+                name = child.identifier
+                if child.is_filler and kid_has and not drop_group_fillers:
+                    counters["group"] += 1
+                    name = (
+                        f"FILLER_{counters['group']}"
+                        if filler_naming_policy == "sequence_numbers"
+                        else f"FILLER_AFTER_{previous}"
+                    )
+                    is_filler = False
+                keep = bool(kids) and not (is_filler and (drop_group_fillers or child.is_filler))
+                if keep:
+                    out.append(OutputNode(name, child, kids))
+                if not is_filler:
+                    has_non_fillers = True
+                previous = name
+            else:
+                name = child.identifier
+                if child.is_filler:
+                    if drop_value_fillers:
+                        previous = name
+                        continue
+                    counters["value"] += 1
+                    name = (
+                        f"FILLER_P{counters['value']}"
+                        if filler_naming_policy == "sequence_numbers"
+                        else f"FILLER_AFTER_{previous}"
+                    )
+                has_non_fillers = True
+                out.append(OutputNode(name, child, None))
+                previous = name
+        return out, has_non_fillers
+
+    root = Group(name="", identifier="", level=0, path=(), children=list(layout.records))
+    top, has_non_fillers = group_children(root)
+    if not has_non_fillers or not top:
+        raise CopybookLayoutError(
+            "the copybook is empty once FILLERs are dropped", where=layout.file,
+            hint="set drop_value_fillers=false to keep them",
+        )
+    return top
