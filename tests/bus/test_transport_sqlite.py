@@ -1,0 +1,215 @@
+"""The embedded SQLite transport: durability settings, leases and backoff on a controlled clock,
+claim check, retention, errors."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from coupler.bus.backoff import BackoffPolicy
+from coupler.bus.sqlite_transport import CLAIM_PROPERTY, SqliteTransport
+from coupler.bus.transport import TransportError
+from coupler.canonical.errors import CouplerError
+
+from .contract.support import FakeClock, bodies, doc
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def transport(tmp_path, clock):
+    t = SqliteTransport(
+        tmp_path,
+        clock=clock,
+        backoff=BackoffPolicy(initial_delay=1, multiplier=3, max_delay=5, max_attempts=4, jitter=0),
+        claim_threshold=1000,
+    ).open()
+    yield t
+    t.close()
+
+
+def _pragma(t: SqliteTransport, name: str) -> int | str:
+    return t._conn().execute(f"PRAGMA {name}").fetchone()[0]
+
+
+def test_full_synchronous_by_default_and_wal(tmp_path) -> None:
+    with SqliteTransport(tmp_path) as t:
+        assert _pragma(t, "synchronous") == 2  # FULL
+        assert _pragma(t, "journal_mode") == "wal"
+
+
+def test_normal_synchronous_is_configurable(tmp_path) -> None:
+    with SqliteTransport(tmp_path, synchronous="normal") as t:
+        assert _pragma(t, "synchronous") == 1
+
+
+def test_unknown_synchronous_setting_is_refused(tmp_path) -> None:
+    with pytest.raises(TransportError, match="synchronous"):
+        SqliteTransport(tmp_path, synchronous="sometimes")
+
+
+def test_send_returns_after_commit(transport: SqliteTransport) -> None:
+    [mid] = transport.send("q", doc(b"x"))
+    other = sqlite3.connect(transport.path)  # an independent reader sees it at once
+    try:
+        assert other.execute("SELECT message_id FROM messages").fetchall() == [(mid,)]
+    finally:
+        other.close()
+
+
+def test_lease_expiry_on_the_clock(transport: SqliteTransport, clock: FakeClock) -> None:
+    transport.send("q", doc(b"x"))
+    [d] = transport.receive("q", "a", lease_seconds=10)
+    clock.advance(9.9)
+    assert transport.receive("q", "b") == []
+    clock.advance(0.2)
+    [again] = transport.receive("q", "b")
+    assert again.attempt == 2
+
+
+def test_backoff_delays_grow_and_cap(transport: SqliteTransport, clock: FakeClock) -> None:
+    transport.send("q", doc(b"x"))
+    waits = []
+    for _ in range(3):
+        [d] = transport.receive("q", "c")
+        transport.nack(d, "fail", "c")
+        start = clock.now
+        while not transport._anything_ready("q"):
+            clock.advance(0.25)
+        waits.append(round(clock.now - start, 2))
+    assert waits == [1.0, 3.0, 5.0]  # 1, 1*3, min(9, 5)
+    [d] = transport.receive("q", "c")
+    assert d.attempt == 4
+    assert transport.nack(d, "fail", "c") == "dead"
+
+
+def test_channel_backoff_overrides_the_default(transport: SqliteTransport) -> None:
+    transport.declare("strict", backoff={"max_attempts": 1})
+    transport.send("strict", doc())
+    [d] = transport.receive("strict", "c")
+    assert transport.nack(d, "fail", "c") == "dead"
+    assert transport.channel_config("strict").backoff == BackoffPolicy(max_attempts=1)
+
+
+def test_lease_expired_after_the_last_attempt_dead_letters(transport: SqliteTransport, clock: FakeClock) -> None:
+    transport.declare("q", backoff={"max_attempts": 2})
+    transport.send("q", doc(b"crashy"))
+    for _ in range(2):  # the consumer dies holding it, twice
+        assert transport.receive("q", "c", lease_seconds=1)
+        clock.advance(2)
+    assert transport.receive("q", "c") == []
+    [dead] = transport.dead_letters()
+    assert dead.reason == "lease expired" and dead.attempts == 2
+
+
+def test_expired_messages_are_swept_by_maintenance(transport: SqliteTransport, clock: FakeClock) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    soon = datetime.fromtimestamp(clock.now, UTC) + timedelta(seconds=5)
+    transport.send("q", doc(b"short-lived", expires_at=soon))
+    clock.advance(6)
+    assert transport.maintain()["expired"] == 1
+    assert transport.stats("q")[0].expired == 1
+    assert transport.dead_letters()[0].reason == "expired"
+
+
+def test_claim_check_stores_large_bodies_as_files(transport: SqliteTransport) -> None:
+    big = bytes(range(256)) * 20  # 5120 bytes > threshold 1000
+    transport.send("q", [doc(big), doc(b"small")])
+    [ref] = transport.claim_files()
+    stored = transport._conn().execute("SELECT claim, envelope FROM messages ORDER BY id").fetchall()
+    assert stored[0][0] == ref and len(stored[0][1]) < 1000  # the row holds only the reference
+    assert stored[1][0] is None
+    got = transport.receive("q", "c", max=2)
+    assert bodies(got) == [big, b"small"]
+    assert CLAIM_PROPERTY not in got[0].envelope.properties
+    transport.ack(got)
+    assert transport.claim_files() == []
+
+
+def test_claim_check_file_lives_until_no_message_refers_to_it(transport: SqliteTransport) -> None:
+    transport.declare("t", kind="topic")
+    a = transport.subscribe("t", "a")
+    b = transport.subscribe("t", "b")
+    transport.send("t", doc(b"z" * 5000))
+    assert len(transport.claim_files()) == 1
+    transport.ack(transport.receive(a, "c"))
+    assert len(transport.claim_files()) == 1  # b still holds it
+    [d] = transport.receive(b, "c")
+    transport.nack(d, "no", "c", dead=True)
+    assert len(transport.claim_files()) == 1  # the dead letter holds it
+    assert transport.dead_letters()[0].envelope.body == b"z" * 5000
+    transport.purge_dead_letters()
+    assert transport.claim_files() == []
+
+
+def test_claim_file_of_a_rolled_back_send_is_removed(transport: SqliteTransport) -> None:
+    with pytest.raises(RuntimeError), transport.transaction() as tx:
+        tx.send("q", doc(b"y" * 5000))
+        raise RuntimeError
+    assert transport.claim_files() == []
+
+
+def test_journal_and_idempotency_records_are_purged_by_retention(tmp_path, clock: FakeClock) -> None:
+    with SqliteTransport(tmp_path, clock=clock, journal_retention=100, idempotency_retention=50) as t:
+        t.send("q", doc())
+        t.mark_seen("c", ["k"])
+        clock.advance(60)
+        assert t.maintain()["seen"] == 1 and t.seen("c", ["k"]) == set()
+        assert len(t.journal()) == 1
+        clock.advance(60)
+        assert t.maintain()["journal"] == 1
+        assert t.journal() == []
+
+
+def test_journal_is_queryable_by_channel_and_event(transport: SqliteTransport) -> None:
+    transport.send("a", doc())
+    transport.send("b", [doc(), doc()])
+    assert len(transport.journal(channel="b", event="sent")) == 2
+    assert transport.journal(channel="a", event="acked") == []
+
+
+def test_undecodable_row_goes_to_the_invalid_channel(transport: SqliteTransport) -> None:
+    transport.send("q", doc())
+    with transport.transaction() as tx:
+        tx.conn.execute("UPDATE messages SET envelope = x'09ff'")
+    assert transport.receive("q", "c") == []
+    [bad] = transport.dead_letters(kind="invalid")
+    assert bad.reason == "undecodable envelope" and bad.raw == b"\x09\xff"
+
+
+def test_bad_channel_name_is_refused(transport: SqliteTransport) -> None:
+    with pytest.raises(TransportError, match="bad channel name 'has space'"):
+        transport.send("has space", doc())
+
+
+def test_subscribing_to_a_queue_is_refused(transport: SqliteTransport) -> None:
+    transport.declare("plain")
+    with pytest.raises(TransportError, match="is a queue, not a topic"):
+        transport.subscribe("plain", "s")
+
+
+def test_backoff_policy_validation_and_jitter() -> None:
+    with pytest.raises(CouplerError, match="multiplier"):
+        BackoffPolicy(multiplier=0.5)
+    import random
+
+    policy = BackoffPolicy(initial_delay=10, multiplier=2, max_delay=100, jitter=0.2)
+    rng = random.Random(1)
+    delays = [policy.delay(2, rng) for _ in range(200)]
+    assert all(16 <= d <= 24 for d in delays) and len(set(delays)) > 100
+    with pytest.raises(CouplerError, match="unknown backoff setting"):
+        BackoffPolicy.from_dict({"retries": 3})
+
+
+def test_stats_report_depth_in_flight_and_oldest_age(transport: SqliteTransport, clock: FakeClock) -> None:
+    transport.send("q", [doc(), doc(), doc()])
+    clock.advance(30)
+    transport.receive("q", "c")
+    [st] = transport.stats("q")
+    assert (st.depth, st.ready, st.in_flight, st.received) == (3, 2, 1, 1)
+    assert st.oldest_age == pytest.approx(30)
