@@ -19,7 +19,7 @@ from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record
 from .naming import local_name
 from .scalars import Scalar
-from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document
+from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, syntax_error
 
 if TYPE_CHECKING:
     from .model import XsdModel
@@ -299,6 +299,7 @@ class Decoder:
             stream = str(stream)
         context = etree.iterparse(stream, events=("end",), tag=sorted(last_tags), **SAFE_PARSE_OPTIONS)
         checked = False
+        index = 0
         try:
             for _, elem in context:
                 if not checked:
@@ -313,7 +314,11 @@ class Decoder:
                     parent = parent.getparent()
                 if not matched or parent is not None:
                     continue  # the same tag elsewhere (nested deeper): not a record
-                record = convert(elem)
+                index += 1
+                try:
+                    record = convert(elem)
+                except XmlValidationError as exc:
+                    raise _numbered(exc, ancestors, index) from None
                 elem.clear(keep_tail=False)
                 grand = elem.getparent()
                 while elem.getprevious() is not None:
@@ -322,7 +327,7 @@ class Decoder:
             if not checked and context.root is not None:
                 check_docinfo(context.root.getroottree(), label)
         except etree.XMLSyntaxError as exc:
-            raise XmlValidationError(f"not well-formed XML: {exc.msg}", source=label, line=exc.lineno or None) from exc
+            raise syntax_error(exc, label) from exc
         except OSError as exc:
             raise XmlValidationError(f"cannot read the document: {exc}", source=label) from exc
 
@@ -356,6 +361,15 @@ class Decoder:
     def _by_tag(self, found: list[Field]) -> Callable[[Any], Any]:
         table = {f.qname: self.element_converter(f) for f in found}
         return lambda elem: table[elem.tag](elem)
+
+
+def _numbered(exc: XmlValidationError, ancestors: list[set[str]], index: int) -> XmlValidationError:
+    """The error with the record's position in the stream in its path (``/orders/order[7]/...``)."""
+    parts = (exc.path or "").split("/")
+    depth = len(ancestors) + 1
+    if len(parts) > depth:
+        parts[depth] = parts[depth].split("[")[0] + f"[{index}]"
+    return XmlValidationError(exc.message, path="/".join(parts), line=exc.line, source=exc.source, hint=exc.hint)
 
 
 def _bytes_io(data: bytes) -> IO[bytes]:

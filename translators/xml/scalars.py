@@ -350,7 +350,7 @@ def _encoder(scalar: Scalar) -> Callable[[Any], str]:  # noqa: C901 - one branch
         return encode_b64
     if kind == "hex":
         def encode_hex(value: Any) -> str:
-            raw = _hex(value) if isinstance(value, str) else bytes(value)
+            raw = _base64(value) if isinstance(value, str) else bytes(value)  # JSON: base64
             return raw.hex().upper()
         return encode_hex
 

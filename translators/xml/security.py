@@ -62,6 +62,18 @@ def check_docinfo(tree: etree._ElementTree, source: str) -> None:
             )
 
 
+def syntax_error(exc: etree.XMLSyntaxError, label: str) -> XmlValidationError | XmlSecurityError:
+    """The error for a parse failure; entity abuse caught by libxml2 is a security error."""
+    msg = exc.msg or str(exc)
+    if "entit" in msg.lower() or "amplification" in msg.lower():
+        return XmlSecurityError(
+            f"document refused: {msg} (entity declarations and expansion are refused)",
+            where=f"{label}:{exc.lineno}" if exc.lineno else label,
+            hint="remove the DOCTYPE declaration",
+        )
+    return XmlValidationError(f"not well-formed XML: {msg}", source=label, line=exc.lineno or None)
+
+
 def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None = None) -> etree._ElementTree:
     """Parse a whole XML document safely; ``name`` is used in error messages."""
     label = name or (str(source) if isinstance(source, str | Path) else "<input>")
@@ -72,10 +84,7 @@ def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None =
         else:
             tree = etree.parse(str(source) if isinstance(source, Path) else source, parser)
     except etree.XMLSyntaxError as exc:
-        line = exc.lineno if exc.lineno else None
-        raise XmlValidationError(
-            f"not well-formed XML: {exc.msg}", source=label, line=line
-        ) from exc
+        raise syntax_error(exc, label) from exc
     except OSError as exc:
         raise XmlValidationError(f"cannot read the document: {exc}", source=label) from exc
     check_docinfo(tree, label)

@@ -1,0 +1,197 @@
+"""XML -> records -> XML: typed decoding, validation errors, streaming, lexical forms, round trips."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+import xmlschema
+from elementpath.datatypes import AbstractDateTime
+
+from coupler.bus.cli import main
+from coupler.translators.xml import XmlValidationError, XsdModel
+from coupler.translators.xml.jsonio import dumps, read_jsonl
+
+DATA = Path(__file__).parent / "data" / "orders"
+ORDERS = DATA / "orders.xsd"
+INSTANCES = [("order", "order-1.xml"), ("order", "order-2.xml"), ("orders", "orders-batch.xml")]
+
+
+@pytest.fixture(scope="module")
+def model() -> XsdModel:
+    return XsdModel.load(ORDERS)
+
+
+def canonical(schema: xmlschema.XMLSchema, source: Any) -> Any:
+    """A document's content as xmlschema decodes it, independent of prefixes and time zones."""
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: (v.rpartition(":")[2] if k == "@type" else norm(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [norm(v) for v in value]
+        if isinstance(value, AbstractDateTime):
+            return value.todelta() if value.tzinfo is not None else str(value)
+        return value
+
+    return norm(schema.to_dict(source, datetime_types=True, strip_namespaces=True))
+
+
+@pytest.mark.parametrize(("element", "name"), INSTANCES)
+def test_every_instance_round_trips_and_validates(model: XsdModel, element: str, name: str) -> None:
+    record = model.decoder(element).decode_document(DATA / name)
+    xml = model.encoder(element).encode(record)
+    assert model.schema.is_valid(xml)
+    assert canonical(model.schema, xml) == canonical(model.schema, str(DATA / name))
+    # and the record survives an Avro container file and JSON lines unchanged
+    schema = fastavro.parse_schema(model.avro_schema(element))
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, schema, [record])
+    buffer.seek(0)
+    (from_avro,) = fastavro.reader(buffer)
+    assert canonical(model.schema, model.encoder(element).encode(from_avro)) == canonical(model.schema, xml)
+    (from_json,) = read_jsonl(io.StringIO(dumps(record)))
+    assert model.encoder(element).encode(from_json) == xml
+
+
+def test_values_are_typed_as_in_the_avro_schema(model: XsdModel) -> None:
+    record = model.decoder("order").decode_document(DATA / "order-1.xml")
+    assert record["orderDate"] == date(2024, 3, 15)
+    assert record["createdAt"] == datetime(2024, 3, 15, 9, 30, 12, 250000, tzinfo=UTC)
+    assert record["deliverBy"] == time(17, 0)
+    assert record["priority"] == 2 and record["line"][0]["quantity"] == 3
+    assert record["total"] == {"currency": "EUR", "value": Decimal("159.70")}
+    assert record["discountRate"] == Decimal("0.0525")
+    assert record["signature"] == b"Hello, world!" and record["checksum"] == bytes.fromhex("0A1B2C3D")
+    assert record["line"][0]["giftWrap"] is True and record["line"][0]["weightKg"] == 1.25
+    assert record["line"][0]["substitutes"] == ["SKU-1A", "SKU-1B"]
+    assert record["line"][1]["bundle"][0]["bundle"][0]["sku"] == "SCREW"  # recursion
+    assert record["buyer"]["-type"] == "com.example.acme.orders.v1.Company"  # xsi:type
+    assert record["buyer"]["name_attr"] == "ACME Trading"
+    assert record["giftNote"] == ["Happy birthday!"]
+    assert record["internalNote"] == [{"author": "ops", "value": "Check stock"}]
+    assert record["card"]["holder"] == "J. Smith" and record["invoiceRef"] is None
+    assert record["approvedBy"] is None  # xsi:nil
+    (loyalty,) = record["extensions"]["any"]
+    assert loyalty == '<x:loyalty xmlns:x="urn:example:extension" points="120">gold</x:loyalty>'
+    second = model.decoder("order").decode_document(DATA / "order-2.xml")
+    assert second["createdAt"] == datetime(2024, 3, 16, 21, 59, 59, tzinfo=UTC)  # +02:00 -> UTC
+    assert second["prepaid"] == {}
+
+
+def test_times_with_a_zone_are_kept_in_utc(model: XsdModel) -> None:
+    text = (DATA / "order-2.xml").read_text().replace("<o:status>", "<o:deliverBy>10:15:30.5+02:00</o:deliverBy>\n  <o:status>")
+    record = model.decoder("order").decode_document(text.encode())
+    assert record["deliverBy"] == time(8, 15, 30, 500000, tzinfo=UTC)
+    assert ">08:15:30.5Z</deliverBy>" in model.encoder("order").encode(record).decode()
+
+
+def test_decimal_keeps_the_lexical_form_the_pattern_requires(model: XsdModel) -> None:
+    record = model.decoder("order").decode_document(DATA / "order-2.xml")
+    record["total"]["value"] = Decimal("12.5")
+    record["line"][0]["unitPrice"]["value"] = 7
+    xml = model.encoder("order").encode(record).decode()
+    assert '<total currency="USD">12.50</total>' in xml
+    assert ">7.00</" in xml
+
+
+def test_validation_errors_name_the_line_and_the_path(model: XsdModel, tmp_path: Path) -> None:
+    bad = (DATA / "order-1.xml").read_text().replace("<quantity>3</quantity>", "<quantity>three</quantity>")
+    path = tmp_path / "bad.xml"
+    path.write_text(bad)
+    with pytest.raises(XmlValidationError) as info:
+        model.decoder("order").decode_document(path)
+    line = next(n for n, text in enumerate(bad.splitlines(), 1) if "three" in text)
+    assert f"bad.xml:{line}" in str(info.value)
+    assert "quantity" in str(info.value) and "line" in str(info.value)
+
+
+def test_streaming_errors_name_the_line_and_the_path(model: XsdModel, tmp_path: Path) -> None:
+    text = (DATA / "orders-batch.xml").read_text().replace("<quantity>2</quantity>", "<quantity>-2</quantity>")
+    path = tmp_path / "batch.xml"
+    path.write_text(text)
+    records = model.decoder("orders").iter_records(path, "orders/order")
+    assert next(records)["id"] == "B-1"
+    with pytest.raises(XmlValidationError) as info:
+        next(records)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "-2</quantity>" in t)
+    assert info.value.line == line
+    assert info.value.path == "/orders/order[2]/line[2]/quantity"
+    assert "positiveInteger" in str(info.value)
+
+
+def test_streaming_catches_missing_and_unknown_elements(model: XsdModel, tmp_path: Path) -> None:
+    text = (DATA / "orders-batch.xml").read_text()
+    missing = tmp_path / "missing.xml"
+    missing.write_text(text.replace("<status>SHIPPED</status>", ""))
+    with pytest.raises(XmlValidationError, match="missing element 'status'"):
+        list(model.decoder("orders").iter_records(missing, "orders/order"))
+    unknown = tmp_path / "unknown.xml"
+    unknown.write_text(text.replace("<status>SHIPPED</status>", "<status>SHIPPED</status><colour>red</colour>"))
+    with pytest.raises(XmlValidationError, match="unexpected element 'colour'"):
+        list(model.decoder("orders").iter_records(unknown, "orders/order"))
+    bad_enum = tmp_path / "enum.xml"
+    bad_enum.write_text(text.replace("<status>SHIPPED</status>", "<status>LOST</status>"))
+    with pytest.raises(XmlValidationError, match="'LOST' is not one of"):
+        list(model.decoder("orders").iter_records(bad_enum, "orders/order"))
+
+
+def test_streaming_equals_whole_document_decoding(model: XsdModel) -> None:
+    whole = model.decoder("orders").decode_document(DATA / "orders-batch.xml")
+    streamed = list(model.decoder("orders").iter_records(DATA / "orders-batch.xml", "/orders/order"))
+    assert streamed == whole["order"]
+
+
+def test_streaming_memory_stays_flat(model: XsdModel, tmp_path: Path) -> None:
+    """Earlier records are removed from the tree as the stream advances."""
+    text = (DATA / "orders-batch.xml").read_text()
+    start, end = text.index("<order "), text.index("</orders>")
+    path = tmp_path / "many.xml"
+    path.write_text(text[:start] + text[start:end] * 500 + text[end:])
+    decoder = model.decoder("orders")
+    retained = []
+    records = decoder.iter_records(path, "orders/order")
+    for n, _ in enumerate(records):
+        frame = records.gi_frame
+        if frame is not None and n % 100 == 0:
+            elem = frame.f_locals["elem"]
+            retained.append(sum(1 for _ in elem.itersiblings(preceding=True)))
+    assert n == 999
+    assert max(retained) <= 1  # at most the previous record, already cleared
+
+
+def test_encode_refuses_records_that_do_not_fit(model: XsdModel) -> None:
+    record = model.decoder("order").decode_document(DATA / "order-2.xml")
+    with pytest.raises(XmlValidationError, match="unknown field 'colour'"):
+        model.encoder("order").encode({**record, "colour": "red"})
+    with pytest.raises(XmlValidationError, match="missing required field 'status'"):
+        model.encoder("order").encode({**record, "status": None})
+    with pytest.raises(XmlValidationError, match="does not validate"):
+        model.encoder("order").encode({**record, "status": "LOST"})
+
+
+def test_cli_decode_encode_and_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["xsd", "schema", str(ORDERS), "--element", "order"]) == 0
+    fastavro.parse_schema(json.loads(capsys.readouterr().out))
+    out = tmp_path / "orders.jsonl"
+    assert main(["xml", "decode", str(ORDERS), str(DATA / "orders-batch.xml"), "--record-path", "orders/order", "--output", str(out)]) == 0
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["B-1", "B-2"]
+    avro = tmp_path / "orders.avro"
+    assert main(["xml", "decode", str(ORDERS), str(DATA / "orders-batch.xml"), "--record-path", "orders/order", "--to", "avro", "--output", str(avro)]) == 0
+    with avro.open("rb") as f:
+        assert [r["total"]["value"] for r in fastavro.reader(f)] == [Decimal("10.00"), Decimal("7.00")]
+    single = tmp_path / "one.jsonl"
+    assert main(["xml", "decode", str(ORDERS), str(DATA / "order-1.xml"), "--output", str(single)]) == 0
+    xml = tmp_path / "one.xml"
+    assert main(["xml", "encode", str(ORDERS), str(single), "--output", str(xml), "--element", "order"]) == 0
+    assert canonical(XsdModel.load(ORDERS).schema, str(xml)) == canonical(XsdModel.load(ORDERS).schema, str(DATA / "order-1.xml"))
+    assert main(["xml", "encode", str(ORDERS), str(out), "--output", str(xml), "--element", "order"]) == 2
+    assert "several records" in capsys.readouterr().err
+    assert main(["xml", "decode", str(ORDERS), str(DATA / "order-1.xml"), "--element", "orders"]) == 1
+    assert "root element is 'order'" in capsys.readouterr().err
