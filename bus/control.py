@@ -21,18 +21,21 @@ import os
 import socket
 import socketserver
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coupler.canonical import Envelope
+from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError
 
-from .api import COMMON_COMMANDS
+from .api import COMMON_COMMANDS, Document
 from .commands import command_envelope, parse_reply
 from .context import request_reply
 
 if TYPE_CHECKING:
+    from .config import SiteConfig
     from .daemon import Daemon
 
 log = logging.getLogger("coupler.control")
@@ -55,49 +58,30 @@ def decode_envelope(text: str) -> Envelope:
     return Envelope.from_bytes(base64.b64decode(text))
 
 
-class ControlService:
-    """The operations of the control endpoint, over a running :class:`Daemon`."""
+class StoreService:
+    """Control operations that need only the store: they also work without a daemon."""
 
-    def __init__(self, daemon: Daemon):
-        self.daemon = daemon
+    def __init__(self, transport: Any):
+        self._transport = transport
 
     @property
     def transport(self) -> Any:
-        assert self.daemon.transport is not None
-        return self.daemon.transport
+        return self._transport
 
-    def call(self, op: str, args: dict[str, Any]) -> Any:
+    def call(self, op: str, **args: Any) -> Any:
         method: Callable[..., Any] | None = getattr(self, "op_" + op.replace(".", "_").replace("-", "_"), None)
         if method is None:
             raise ControlError(f"unknown control operation {op!r}")
-        return method(**args)
-
-    def op_status(self) -> dict[str, Any]:
-        status = self.daemon.status()
-        status["channels"] = self.op_channels()
-        return status
+        try:
+            return method(**args)
+        except TypeError as exc:
+            raise ControlError(f"bad arguments for {op!r}: {exc}") from exc
 
     def op_channels(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.transport.stats()]
 
-    def op_adapters(self) -> list[dict[str, Any]]:
-        out = []
-        snapshot = {s["name"]: s for s in self.daemon.statistics.snapshot()}
-        for name, ra in self.daemon.adapters.items():
-            row = dict(snapshot.get(name, {}))
-            row.update(
-                direction=ra.config.direction,
-                channel=ra.config.channel,
-                commands=list(ra.servant().commands),
-                targets=[name, *ra.config.targets],
-                identity=ra.config.identity,
-                paused=ra.paused.is_set(),
-            )
-            out.append(row)
-        return out
-
     def op_identities(self) -> list[dict[str, Any]]:
-        return self.daemon.identities()
+        return [r.to_json() for r in self.transport.identities.list()]
 
     def op_dlq_list(self, queue: str | None = None, kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return [d.to_json() for d in self.transport.dead_letters(queue, kind=kind, limit=limit)]
@@ -115,6 +99,49 @@ class ControlService:
     def op_dlq_purge(self, queue: str | None = None, kind: str | None = None) -> dict[str, Any]:
         return {"purged": self.transport.purge_dead_letters(queue, kind=kind)}
 
+    def op_channel_put(self, channel: str, envelopes: list[str]) -> dict[str, Any]:
+        envs = [decode_envelope(e) for e in envelopes]
+        return {"message_ids": self.transport.send(channel, envs, component="cli")}
+
+    def op_channel_get(self, channel: str, max: int = 1, wait: float = 0.0, peek: bool = False) -> list[str]:
+        return [encode_envelope(e) for e in channel_get(self.transport, channel, max=max, wait=wait, peek=peek)]
+
+    def op_channel_purge(self, channel: str) -> dict[str, Any]:
+        return {"purged": self.transport.purge(channel)}
+
+
+class ControlService(StoreService):
+    """Every operation of the control endpoint, over a running :class:`Daemon`."""
+
+    def __init__(self, daemon: Daemon):
+        self.daemon = daemon
+
+    @property
+    def transport(self) -> Any:
+        assert self.daemon.transport is not None
+        return self.daemon.transport
+
+    def op_status(self) -> dict[str, Any]:
+        status = self.daemon.status()
+        status["channels"] = self.op_channels()
+        return status
+
+    def op_adapters(self) -> list[dict[str, Any]]:
+        out = []
+        snapshot = {s["name"]: s for s in self.daemon.statistics.snapshot()}
+        for name, ra in self.daemon.adapters.items():
+            row = dict(snapshot.get(name, {}))
+            row.update(
+                direction=ra.config.direction,
+                channel=ra.config.channel,
+                commands=list(ra.servant().commands),
+                targets=[name, *ra.config.targets],
+                identity=ra.config.identity,
+                paused=ra.paused.is_set(),
+            )
+            out.append(row)
+        return out
+
     def op_pause(self, adapter: str) -> dict[str, Any]:
         self.daemon.pause(adapter)
         return {"adapter": adapter, "paused": True}
@@ -131,27 +158,22 @@ class ControlService:
         command: str,
         target: str,
         *,
-        document: dict[str, Any] | None = None,
+        document: str | None = None,
         query: dict[str, str] | None = None,
         max: int | None = None,
         operation: str = "",
         payload: str = "",
         timeout: float | None = None,
     ) -> list[dict[str, Any]]:
-        """Issue a common command through the bus and return its replies (JSON)."""
+        """Issue a common command through the bus and return its replies (JSON).
+
+        ``document`` is an envelope (base64) whose format, body and properties the command
+        carries.
+        """
         if command not in COMMON_COMMANDS:
             raise ControlError(f"unknown command {command!r}", hint=f"use one of {', '.join(COMMON_COMMANDS)}")
-        from datetime import timedelta
-
-        from coupler.canonical.envelope import utc_now
-
-        from .api import Document
-
         timeout = self.daemon.site.reply_timeout if timeout is None else float(timeout)
-        doc = None
-        if document is not None:
-            env = decode_envelope(document["envelope"])
-            doc = Document.from_envelope(env)
+        doc = Document.from_envelope(decode_envelope(document)) if document is not None else None
         env = command_envelope(
             command,
             target,
@@ -180,18 +202,6 @@ class ControlService:
         self.daemon.request_stop()
         return {"stopping": True}
 
-    # -- channel tools -----------------------------------------------------------------------
-
-    def op_channel_put(self, channel: str, envelopes: list[str]) -> dict[str, Any]:
-        envs = [decode_envelope(e) for e in envelopes]
-        return {"message_ids": self.transport.send(channel, envs, component="cli")}
-
-    def op_channel_get(self, channel: str, max: int = 1, wait: float = 0.0, peek: bool = False) -> list[str]:
-        return [encode_envelope(e) for e in channel_get(self.transport, channel, max=max, wait=wait, peek=peek)]
-
-    def op_channel_purge(self, channel: str) -> dict[str, Any]:
-        return {"purged": self.transport.purge(channel)}
-
 
 def max_(a: float, b: float) -> float:
     return a if a > b else b
@@ -216,7 +226,7 @@ class _Handler(socketserver.StreamRequestHandler):
             request = json.loads(line)
             op = request["op"]
             args = request.get("args") or {}
-            result = self.server.service.call(op, args)
+            result = self.server.service.call(op, **args)
             answer: dict[str, Any] = {"ok": True, "result": result}
         except CouplerError as exc:
             answer = {"ok": False, "error": str(exc)}
@@ -309,3 +319,27 @@ class ControlClient:
         if not answer.get("ok"):
             raise ControlError(answer.get("error", "unknown error"))
         return answer.get("result")
+
+
+@contextlib.contextmanager
+def site_service(site: SiteConfig, *, need_daemon: bool = False) -> Iterator[ControlClient | StoreService]:
+    """The running daemon's control endpoint, or, when none runs, the store itself.
+
+    ``need_daemon``: operations only a daemon can do (status, pause, commands) fail with a
+    clear message when none runs.
+    """
+    from .site import daemon_running, open_transport
+
+    if daemon_running(site):
+        yield ControlClient(site.control_socket)
+        return
+    if need_daemon:
+        raise ControlError(
+            f"no daemon runs for site {site.path}",
+            hint=f"start it with `coupler daemon --site {site.path}`",
+        )
+    transport = open_transport(site)
+    try:
+        yield StoreService(transport)
+    finally:
+        transport.close()

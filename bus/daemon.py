@@ -257,10 +257,6 @@ class Daemon:
             except CouplerError as exc:
                 log.error("adapter %s: cannot unregister its identity: %s", ra.name, exc)
 
-    def identities(self) -> list[dict[str, Any]]:
-        assert self.transport is not None
-        return [r.to_json() for r in self.transport.identities.list()]
-
     def pause(self, name: str) -> None:
         ra = self._adapter(name)
         ra.paused.set()
