@@ -21,6 +21,7 @@ from coupler.canonical.errors import CouplerError
 COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli_schema",
     "coupler.bus.cli_plugins",
+    "coupler.bus.cli_xml",
     "coupler.bus.cli_site",
     "coupler.bus.cli_ctl",
     "coupler.bus.cli_channel",
