@@ -1,0 +1,154 @@
+"""Atomic output for the writer data sources: stage, then publish by renaming.
+
+A write job gets an id on the driver. Each task writes its partition to
+``<staging>/<job id>/part-<partition>-<attempt>.<ext>`` where ``<staging>`` is a hidden
+folder beside the output (``.<name>.staging``), never inside it. When every task has
+succeeded, :meth:`OutputCommitter.commit` on the driver moves the files of the successful
+attempts into place:
+
+* the output folder does not exist yet (the usual case): the staged job folder, holding
+  exactly the committed files and ``_SUCCESS``, is renamed to the output path in one
+  ``rename`` -- the output appears complete or not at all;
+* ``overwrite``: the old output is first renamed aside, the new one renamed in, the old one
+  removed;
+* ``append``: the committed files are renamed into the existing folder one by one (each
+  rename is atomic; the job id in their names keeps them from colliding).
+
+:meth:`OutputCommitter.abort` (a task failed) removes the job's staging folder. A driver
+killed before commit leaves only the hidden staging folder, which the next job on the same
+output removes (``cleanup_stale``). Readers look for ``_SUCCESS``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from coupler.canonical.errors import CouplerError
+
+SUCCESS_MARKER = "_SUCCESS"
+
+
+class OutputExistsError(CouplerError):
+    """The output path exists and the write mode is neither overwrite nor append."""
+
+
+@dataclass
+class TaskFile:
+    """The commit message of one task: the staged file and the name it is published under."""
+
+    staged: str
+    final_name: str
+    records: int
+    bytes: int
+
+
+def _task_ids() -> tuple[int, int]:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:  # called outside a Spark task (tests of the committer itself)
+        return 0, 0
+    return ctx.partitionId(), ctx.attemptNumber()
+
+
+@dataclass
+class OutputCommitter:
+    """Stages task files for ``output`` and publishes them on commit (picklable)."""
+
+    output: str
+    mode: str = "append"  # overwrite | append | error (refuse an existing output)
+    extension: str = "dat"
+    job_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.job_id:
+            self.job_id = uuid.uuid4().hex[:12]
+
+    @property
+    def staging_root(self) -> Path:
+        out = Path(self.output)
+        return out.parent / f".{out.name}.staging"
+
+    @property
+    def job_dir(self) -> Path:
+        return self.staging_root / self.job_id
+
+    def check_target(self) -> None:
+        """Refuse an existing output unless overwriting or appending (on the driver, before the job)."""
+        out = Path(self.output)
+        if self.mode not in ("overwrite", "append") and out.exists():
+            raise OutputExistsError(
+                f"output {out} already exists",
+                where=str(out),
+                hint="remove it, or write with mode overwrite or append",
+            )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.cleanup_all()
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+
+    def task_path(self) -> tuple[Path, str]:
+        """The staging file of the running task attempt and its published name."""
+        partition, attempt = _task_ids()
+        final = f"part-{partition:05d}-{self.job_id}.{self.extension}"
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+        return self.job_dir / f"{final}.attempt-{attempt}", final
+
+    def commit(self, messages: Sequence[TaskFile | None]) -> list[str]:
+        """Publish the files of the successful task attempts; the published paths."""
+        out = Path(self.output)
+        files = [m for m in messages if m is not None]
+        keep = {Path(m.staged).name for m in files}
+        for leftover in self.job_dir.iterdir() if self.job_dir.exists() else ():
+            if leftover.name not in keep:  # a failed or speculative attempt
+                _remove(leftover)
+        for m in files:
+            os.replace(m.staged, self.job_dir / m.final_name)
+        published = [str(out / m.final_name) for m in files]
+        if self.mode == "append" and out.exists():
+            for m in files:
+                os.replace(self.job_dir / m.final_name, out / m.final_name)
+            (out / SUCCESS_MARKER).touch()
+            _remove(self.job_dir)
+        else:
+            (self.job_dir / SUCCESS_MARKER).touch()
+            self.job_dir.parent.mkdir(parents=True, exist_ok=True)
+            old = None
+            if out.exists():
+                old = self.staging_root / f"old-{self.job_id}"
+                os.replace(out, old)
+            os.replace(self.job_dir, out)
+            if old is not None:
+                _remove(old)
+        self.cleanup_stale()
+        return published
+
+    def abort(self, messages: Sequence[TaskFile | None] = ()) -> None:
+        """Remove everything this job staged."""
+        _remove(self.job_dir)
+        self.cleanup_stale()
+
+    def cleanup_stale(self) -> None:
+        """Remove the staging folder when no job uses it any more."""
+        root = self.staging_root
+        if root.exists() and not any(root.iterdir()):
+            _remove(root)
+
+    def cleanup_all(self) -> None:
+        """Remove the staging folders of earlier jobs (a driver killed before commit)."""
+        root = self.staging_root
+        if root.exists():
+            for p in root.iterdir():
+                if p.name != self.job_id:
+                    _remove(p)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
