@@ -1,0 +1,225 @@
+"""The connecting side: a small pool of connections to one legacy server.
+
+Replies are correlated in one of two ways:
+
+``connection``
+    one request at a time per connection; the next frame on it is the reply. A connection
+    whose reply timed out is closed (a late reply must not answer the next request).
+``field``
+    requests share the connections; a reader task per connection matches each incoming
+    frame to the waiting request by a correlation field (a byte slice of the payload).
+
+Connections are opened lazily and again after a failure; connecting and writing are retried
+(transport errors only), a request is never sent twice once it has been written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import ssl
+from collections import deque
+from collections.abc import Callable
+
+from coupler.bus.api import CommandFault
+
+from .framing import FrameDecoder, FrameError, Framing
+from .server import CHUNK
+
+
+class Connection:
+    """One open connection with its frame decoder."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, framing: Framing):
+        self.reader = reader
+        self.writer = writer
+        self.framing = framing
+        self.decoder: FrameDecoder = framing.decoder()
+        self.ready: deque[bytes] = deque()
+        self.lock = asyncio.Lock()
+        self.closed = False
+        self.reader_task: asyncio.Task[None] | None = None
+
+    async def read_frame(self) -> bytes:
+        while not self.ready:
+            data = await self.reader.read(min(CHUNK, self.decoder.room()))
+            if not data:
+                raise ConnectionResetError("the server closed the connection")
+            self.ready.extend(self.decoder.feed(data))
+        return self.ready.popleft()
+
+    async def write(self, payload: bytes) -> None:
+        self.writer.write(self.framing.encode(payload))
+        await self.writer.drain()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.reader_task is not None:
+            self.reader_task.cancel()
+        self.writer.close()
+
+
+class FrameClient:
+    """Requests over a pool of ``size`` connections to ``host:port``."""
+
+    def __init__(
+        self,
+        framing: Framing,
+        host: str,
+        port: int,
+        *,
+        size: int = 1,
+        connect_timeout: float = 10.0,
+        retries: int = 2,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        correlate: Callable[[bytes], bytes] | None = None,
+        logger: logging.Logger,
+    ):
+        self.framing = framing
+        self.host, self.port = host, port
+        self.size = size
+        self.connect_timeout = connect_timeout
+        self.retries = retries
+        self.ssl_context = ssl_context
+        self.server_hostname = server_hostname
+        self.correlate = correlate
+        self.logger = logger
+        self._slots: list[Connection | None] = [None] * size
+        self._idle: asyncio.Queue[int] | None = None
+        self._next = itertools.cycle(range(size))
+        self._pending: dict[bytes, asyncio.Future[bytes]] = {}
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _queue(self) -> asyncio.Queue[int]:
+        if self._idle is None:
+            self._idle = asyncio.Queue()
+            for i in range(self.size):
+                self._idle.put_nowait(i)
+        return self._idle
+
+    async def _connect(self, slot: int) -> Connection:
+        conn = self._slots[slot]
+        if conn is not None and not conn.closed:
+            return conn
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    ssl=self.ssl_context,
+                    server_hostname=self.server_hostname if self.ssl_context else None,
+                    limit=CHUNK,
+                ),
+                self.connect_timeout,
+            )
+        except TimeoutError as exc:
+            raise ConnectionError(f"connecting to {self.address} timed out after {self.connect_timeout:g} s") from exc
+        conn = Connection(reader, writer, self.framing)
+        if self.correlate is not None:
+            conn.reader_task = asyncio.create_task(self._read_replies(conn))
+        self._slots[slot] = conn
+        return conn
+
+    def _drop(self, slot: int) -> None:
+        conn = self._slots[slot]
+        if conn is not None:
+            conn.close()
+        self._slots[slot] = None
+
+    async def _send(self, slot: int, payload: bytes) -> Connection:
+        """Write ``payload`` on ``slot``'s connection, reconnecting on transport errors."""
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                conn = await self._connect(slot)
+                await conn.write(payload)
+                return conn
+            except (OSError, ssl.SSLError) as exc:
+                last = exc
+                self._drop(slot)
+                self.logger.info("send to %s failed (attempt %d): %s", self.address, attempt + 1, exc)
+                if attempt < self.retries:
+                    await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+        raise CommandFault(
+            f"cannot send to {self.address}: {last}",
+            code="failed",
+            hint="is the legacy server running and reachable?",
+        )
+
+    async def exchange(self, payload: bytes, *, reply: bool, timeout: float) -> bytes | None:
+        """Send ``payload``; with ``reply``, wait up to ``timeout`` s for the correlated reply."""
+        if self.correlate is not None and reply:
+            return await self._exchange_by_field(payload, timeout)
+        idle = self._queue()
+        slot = await idle.get()
+        try:
+            conn = await self._send(slot, payload)
+            if not reply:
+                return None
+            try:
+                return await asyncio.wait_for(conn.read_frame(), timeout)
+            except TimeoutError:
+                self._drop(slot)
+                raise CommandFault(f"no reply from {self.address} within {timeout:g} s", code="timeout") from None
+            except (OSError, FrameError) as exc:
+                self._drop(slot)
+                raise CommandFault(f"reading the reply from {self.address} failed: {exc}", code="failed") from None
+        finally:
+            idle.put_nowait(slot)
+
+    async def _exchange_by_field(self, payload: bytes, timeout: float) -> bytes:
+        assert self.correlate is not None
+        key = self.correlate(payload)
+        if key in self._pending:
+            raise CommandFault(f"a request with correlation key {key!r} is already waiting", code="invalid")
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            await self._send(next(self._next), payload)
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise CommandFault(
+                f"no reply with correlation key {key!r} from {self.address} within {timeout:g} s", code="timeout"
+            ) from None
+        finally:
+            self._pending.pop(key, None)
+
+    async def _read_replies(self, conn: Connection) -> None:
+        try:
+            while True:
+                frame = await conn.read_frame()
+                try:
+                    key = self.correlate(frame) if self.correlate else b""
+                except Exception as exc:  # a reply we cannot correlate is logged, not fatal
+                    self.logger.warning("reply from %s without a correlation field: %s", self.address, exc)
+                    continue
+                future = self._pending.get(key)
+                if future is None or future.done():
+                    self.logger.warning("reply from %s with unknown correlation key %r dropped", self.address, key)
+                    continue
+                future.set_result(frame)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, FrameError) as exc:
+            self.logger.info("connection to %s lost: %s", self.address, exc)
+            conn.closed = True
+            conn.writer.close()
+
+    async def probe(self) -> None:
+        """Open (or reuse) the first connection: is the server reachable?"""
+        await self._connect(0)
+
+    async def close(self) -> None:
+        for slot in range(self.size):
+            conn = self._slots[slot]
+            if conn is not None:
+                conn.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(conn.writer.wait_closed(), 2)
+            self._slots[slot] = None

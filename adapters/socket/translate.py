@@ -1,0 +1,158 @@
+"""Message Translators of the socket adapter: frame payload <-> bus document.
+
+One translator per adapter (site.toml ``[adapters.options] translator = ...``):
+
+``raw``
+    the payload bytes are the document body (format: the adapter's ``format``, default
+    ``socket.Payload@1;application/octet-stream``).
+``text``
+    like raw, but checks that the payload is text in ``encoding`` (default utf-8).
+``hl7``
+    an HL7 v2 message (format ``hl7.V2@1;application/hl7-v2``); it must start with MSH.
+``copybook``
+    a fixed-width record described by a copybook (``copybook``, ``record`` options), read
+    and written through :mod:`coupler.translators.copybook`; the document is the record as
+    JSON.
+``module:attribute``
+    any object with ``decode(payload: bytes) -> Document`` and
+    ``encode(document: Document) -> bytes``, or a factory called with the adapter options
+    that returns one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from coupler.bus.api import Document
+from coupler.canonical import FormatIndicator
+from coupler.canonical.errors import CouplerError
+
+from .hl7v2 import read_header
+
+DEFAULT_FORMAT = FormatIndicator("socket.Payload", 1, "application/octet-stream")
+HL7_FORMAT = FormatIndicator("hl7.V2", 1, "application/hl7-v2")
+
+
+class TranslationError(CouplerError):
+    """A payload or document the adapter's translator cannot translate."""
+
+
+@runtime_checkable
+class PayloadTranslator(Protocol):
+    def decode(self, payload: bytes) -> Document:
+        """A frame payload from the legacy system -> the document put on the bus."""
+        ...
+
+    def encode(self, document: Document) -> bytes:
+        """A document from the bus -> the payload written to the legacy system."""
+        ...
+
+
+@dataclass(frozen=True)
+class RawTranslator:
+    format: FormatIndicator = DEFAULT_FORMAT
+
+    def decode(self, payload: bytes) -> Document:
+        return Document(self.format, payload)
+
+    def encode(self, document: Document) -> bytes:
+        return document.body
+
+
+@dataclass(frozen=True)
+class TextTranslator:
+    format: FormatIndicator = DEFAULT_FORMAT.with_content_type("text/plain")
+    encoding: str = "utf-8"
+
+    def decode(self, payload: bytes) -> Document:
+        try:
+            payload.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            raise TranslationError(
+                f"payload is not {self.encoding} text: {exc.reason}", where=f"payload byte {exc.start}"
+            ) from None
+        return Document(self.format, payload)
+
+    def encode(self, document: Document) -> bytes:
+        return document.body
+
+
+@dataclass(frozen=True)
+class HL7Translator:
+    format: FormatIndicator = HL7_FORMAT
+    encoding: str = "utf-8"
+
+    def decode(self, payload: bytes) -> Document:
+        header = read_header(payload, self.encoding)
+        props = {"hl7.message_type": header.message_type, "hl7.control_id": header.control_id}
+        return Document(self.format, payload, props)
+
+    def encode(self, document: Document) -> bytes:
+        read_header(document.body, self.encoding)
+        return document.body
+
+
+class CopybookTranslator:
+    """A fixed-width record <-> the record as JSON, through the copybook translator."""
+
+    def __init__(self, options: dict[str, Any], fmt: FormatIndicator):
+        try:
+            codec_mod = importlib.import_module("coupler.translators.copybook.codec")
+        except ImportError as exc:  # the copybook record codec is not installed
+            raise TranslationError(
+                "the copybook translator needs coupler.translators.copybook.codec", hint=str(exc)
+            ) from exc
+        path = options.get("copybook")
+        if not path:
+            raise TranslationError("translator 'copybook' needs the option copybook (a .cpy file)", where="options.copybook")
+        self.format = fmt if fmt.content_type == "application/json" else fmt.with_content_type("application/json")
+        self.codec = codec_mod.RecordCodec.from_file(Path(path), **dict(options.get("copybook_options") or {}))
+
+    def decode(self, payload: bytes) -> Document:
+        record = self.codec.decode(payload)
+        return Document(self.format, json.dumps(record, default=str, sort_keys=True).encode())
+
+    def encode(self, document: Document) -> bytes:
+        try:
+            record = json.loads(document.body)
+        except ValueError as exc:
+            raise TranslationError(f"document {document.format} is not JSON: {exc}") from None
+        return bytes(self.codec.encode(record))
+
+
+def make_translator(options: dict[str, Any], fmt: FormatIndicator | None) -> PayloadTranslator:
+    """The translator named by ``options['translator']`` (default ``raw``)."""
+    kind = str(options.get("translator") or "raw")
+    encoding = str(options.get("encoding") or "utf-8")
+    if kind == "raw":
+        return RawTranslator(fmt or DEFAULT_FORMAT)
+    if kind == "text":
+        return TextTranslator(fmt or DEFAULT_FORMAT.with_content_type("text/plain"), encoding)
+    if kind == "hl7":
+        return HL7Translator(fmt or HL7_FORMAT, encoding)
+    if kind == "copybook":
+        return CopybookTranslator(options, fmt or DEFAULT_FORMAT.with_content_type("application/json"))
+    if ":" in kind:
+        module_name, _, attr = kind.partition(":")
+        try:
+            obj: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise TranslationError(f"cannot load translator {kind!r}: {exc}", where="options.translator") from exc
+        if not isinstance(obj, PayloadTranslator) and callable(obj):
+            obj = obj(options)
+        if not isinstance(obj, PayloadTranslator):
+            raise TranslationError(
+                f"translator {kind!r} has no decode(payload) and encode(document)", where="options.translator"
+            )
+        return obj
+    raise TranslationError(
+        f"unknown translator {kind!r}",
+        where="options.translator",
+        hint="use raw, text, hl7, copybook or module:attribute",
+    )

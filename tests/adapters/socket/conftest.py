@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import pytest
+
+from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
+
+from .bus_harness import BusHarness
+
+
+class UpperService(Adapter):
+    """A system behind the bus: answers request commands with the document upper-cased.
+
+    A document starting with ``REJECT`` is refused as invalid, ``FAIL`` fails.
+    """
+
+    type_name = "upper"
+    commands = ("request", "ping", "describe")
+
+    def on_request(self, command: Command) -> Reply:
+        assert command.document is not None
+        body = command.document.body
+        if body.startswith(b"REJECT"):
+            raise CommandFault("this service refuses rejects", code="invalid")
+        if body.startswith(b"FAIL"):
+            raise CommandFault("the service broke down", code="failed")
+        return Reply(documents=[Document(command.document.format, body.upper())])
+
+
+@pytest.fixture
+def bus(tmp_path):
+    harness = BusHarness(tmp_path, reply_timeout=10)
+    harness.start_dispatcher()
+    yield harness
+    harness.close()
+
+
+@pytest.fixture
+def upper(bus):
+    service = UpperService("upper", {}, bus.context("upper"))
+    service.targets = ("uppercase",)
+    bus.add(service)
+    return service
