@@ -58,6 +58,7 @@ def collapse_root(top: list[OutputNode], policy: str) -> list[OutputNode]:
 
 def output_fields(layout: Layout, options: Any = None) -> list[OutputNode]:
     """The top-level output nodes of decoded records under ``options``."""
+    options = as_options(options)
     top = output_tree(
         layout,
         drop_group_fillers=bool(option(options, "drop_group_fillers", False)),
@@ -116,7 +117,7 @@ class _SchemaBuilder:
     def __init__(self, options: Any):
         self.options = options
         self.names: set[str] = set()
-        self.debug = str(option(options, "debug", "false")).lower() not in ("false", "none", "0", "")
+        self.debug = str(option(options, "debug", "none")).lower() not in ("false", "none", "0", "")
         self.strict = bool(option(options, "strict_integral_precision", False))
 
     def record_name(self, path: tuple[str, ...]) -> str:
@@ -156,7 +157,7 @@ class _SchemaBuilder:
 def generated_fields(options: Any) -> list[dict[str, Any]]:
     """The ``File_Id``/``Record_Id``/``Record_Byte_Length`` and ``Seg_Id*`` fields."""
     out: list[dict[str, Any]] = []
-    if str(option(options, "generate_record_id", False)).lower() in ("true", "1"):
+    if option(options, "generate_record_id", False) is True:
         out += [
             {"name": "File_Id", "type": "int"},
             {"name": "Record_Id", "type": "long"},
@@ -169,27 +170,27 @@ def generated_fields(options: Any) -> list[dict[str, Any]]:
 
 def segment_levels(options: Any) -> list[str]:
     """The segment ids of ``segment_id_level0``, ``segment_id_level1``... (or ``segment_id_root``)."""
-    levels: list[str] = []
+    levels = [str(v) for v in (option(options, "segment_id_levels", ()) or ())]
     root = option(options, "segment_id_root", None)
-    if root:
-        levels.append(str(root))
-    i = 0
-    while True:
-        value = option(options, f"segment_id_level{i}", None)
-        if value is None:
-            break
-        if i == 0 and root:
-            levels[0] = str(value)
-        else:
-            levels.append(str(value))
-        i += 1
+    if root and not levels:
+        levels = [str(root)]
     return levels
+
+
+def as_options(options: Any) -> Any:
+    """A mapping of Cobrix-named options -> :class:`~.options.CopybookOptions` (objects pass through)."""
+    if options is None or isinstance(options, Mapping):
+        from .options import CopybookOptions
+
+        return CopybookOptions.from_mapping(options or {})
+    return options
 
 
 def avro_schema(
     layout: Layout, options: Any = None, *, name: str | None = None, namespace: str | None = None
 ) -> dict[str, Any]:
     """The Avro schema (a JSON-ready dict) of records decoded from ``layout`` under ``options``."""
+    options = as_options(options)
     builder = _SchemaBuilder(options)
     outs = output_fields(layout, options)
     top_name = name or (

@@ -1,0 +1,632 @@
+"""Record decoder: layout + field codecs -> Python dicts, one per record.
+
+:class:`RecordDecoder` decodes the bytes of one record into a dict whose keys are the
+ones of the Avro schema (``avro.py``): groups are nested dicts, OCCURS are lists truncated
+to their DEPENDING ON count, null values are ``None`` (omitted by :func:`to_json`).
+``variable_size_occurs`` makes arrays take only ``count`` elements, so the fields after
+them move (truly variable-length records). Multisegment files: ``segment_field`` with
+``redefine_segment_id_map:N = "GROUP => ID1,ID2"`` keeps only the REDEFINES branch of the
+record's segment; ``segment_filter`` drops the other records; ``generate_record_id``
+adds ``File_Id``, ``Record_Id``, ``Record_Byte_Length`` and ``segment_id_level0..N``
+(``segment_id_root``) with ``segment_id_prefix`` add ``Seg_Id0..N`` as Cobrix does;
+``debug`` adds ``<FIELD>_debug`` with the raw bytes of each field in hex.
+
+Bad data never stops a file. The ``lenient`` policy (the default, as Cobrix) makes a
+field that cannot be decoded null and counts it; ``strict`` turns the record into a
+:class:`BadRecord` carrying a :class:`~.errors.RecordDecodeError` (file, record number,
+byte offset, field, raw bytes in hex, reason) for an error output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from .avro import as_options, option, output_fields, segment_levels
+from .errors import CopybookError, RecordDecodeError
+from .layout import Field, Group, Layout, Node, OutputNode
+
+
+def _flag(options: Any, key: str, default: bool) -> bool:
+    value = option(options, key, default)
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "y")
+    return bool(value)
+
+
+def parse_options(pairs: Mapping[str, str] | None = None) -> Any:
+    """Cobrix options (``{"ebcdic_code_page": "cp273", ...}``) -> the validated options object.
+
+    Unknown names are an error that suggests the nearest known name (``options.py``).
+    """
+    from .options import CopybookOptions
+
+    return CopybookOptions.from_mapping(dict(pairs or {}))
+
+
+def decode_context(options: Any) -> Any:
+    """The :class:`~.picture.DecodeContext` of ``options`` (a mapping or an options object)."""
+    from .picture import DecodeContext
+
+    if options is not None and not isinstance(options, Mapping):
+        return DecodeContext.from_options(options)
+    defaults = DecodeContext()
+    return DecodeContext(
+        encoding=str(option(options, "encoding", defaults.encoding)).lower(),  # type: ignore[arg-type]
+        ebcdic_code_page=str(option(options, "ebcdic_code_page", defaults.ebcdic_code_page)),
+        ascii_charset=option(options, "ascii_charset", None),
+        string_trimming_policy=str(option(options, "string_trimming_policy", "both")).lower(),  # type: ignore[arg-type]
+        improved_null_detection=_flag(options, "improved_null_detection", True),
+        floating_point_format=str(option(options, "floating_point_format", "IBM")),  # type: ignore[arg-type]
+        strict_sign_overpunching=_flag(options, "strict_sign_overpunching", True),
+    )
+
+
+class Float32(float):
+    """A COMP-1 value: printed with the shortest digits of a 32-bit float (as Java does)."""
+
+
+@dataclass
+class BadRecord:
+    """A record rejected under the strict policy (or truncated), with the reason."""
+
+    error: RecordDecodeError
+
+
+@dataclass
+class DecodeStats:
+    """Counters of a decoding run."""
+
+    records: int = 0
+    errors: int = 0
+    bad_fields: int = 0
+    filtered: int = 0
+    bytes: int = 0
+    bad_field_names: dict[str, int] = field(default_factory=dict)
+
+
+class _BadField(Exception):
+    def __init__(self, node: Node, raw: bytes, reason: str, offset: int):
+        self.node = node
+        self.raw = raw
+        self.reason = reason
+        self.offset = offset
+
+
+def _segment_map(options: Any) -> dict[str, set[str]]:
+    """``redefine_segment_id_map:N`` / ``redefine-segment-id-map:N`` -> {GROUP: {ids}}."""
+    out: dict[str, set[str]] = {}
+    items: Iterable[tuple[str, Any]]
+    if isinstance(options, Mapping):
+        items = options.items()
+    else:
+        raw = getattr(options, "redefine_segment_id_map", None) or {}
+        items = [(f"redefine_segment_id_map:{i}", v) for i, v in enumerate(raw.items() if isinstance(raw, Mapping) else raw)]
+    for key, value in items:
+        norm = key.lower().replace("-", "_")
+        if not norm.startswith("redefine_segment_id_map"):
+            continue
+        if isinstance(value, tuple):  # (group, ids) from an options object
+            group, ids = value
+            out.setdefault(str(group).replace("-", "_").upper(), set()).update(
+                [ids] if isinstance(ids, str) else ids
+            )
+            continue
+        if "=>" not in str(value):
+            raise CopybookError(
+                f"{key}: {value!r} is not 'GROUP => ID1,ID2'", where=key,
+                hint="e.g. redefine_segment_id_map:0=STATIC-DETAILS => C,D",
+            )
+        group, ids = str(value).split("=>", 1)
+        out.setdefault(group.strip().replace("-", "_").upper(), set()).update(
+            i.strip() for i in ids.split(",") if i.strip()
+        )
+    return out
+
+
+class RecordDecoder:
+    """Decodes records of one layout under one set of options."""
+
+    def __init__(self, layout: Layout, options: Any = None, *, policy: str = "lenient"):
+        if policy not in ("lenient", "strict"):
+            raise CopybookError(f"unknown bad-data policy {policy!r}", hint="use lenient or strict")
+        options = as_options(options)
+        self.layout = layout
+        self.options = options
+        self.ctx = decode_context(options)
+        self.outputs = output_fields(layout, options)
+        self.variable_occurs = _flag(options, "variable_size_occurs", False)
+        self.debug = str(option(options, "debug", "none")).lower() not in ("false", "none", "0", "")
+        self.strict = policy == "strict"
+        self.generate_ids = _flag(options, "generate_record_id", False)
+        self.levels = segment_levels(options)
+        self.prefix = str(option(options, "segment_id_prefix", "") or "")
+        seg = option(options, "segment_field", None)
+        self.segment_field = layout.find(seg) if seg else None
+        flt = option(options, "segment_filter", None)
+        if isinstance(flt, str):
+            flt = [s.strip() for s in flt.split(",") if s.strip()]
+        self.segment_filter = set(flt) if flt else None
+        self.segment_map = _segment_map(options)
+        self._seg_ids: list[str | None] = [None] * len(self.levels)
+        self._seg_counters = [0] * len(self.levels)
+        # which output names belong to which layout node
+        self._out_by_node: dict[int, OutputNode] = {}
+
+        def index(outs: list[OutputNode]) -> None:
+            for out in outs:
+                self._out_by_node[id(out.node)] = out
+                if out.children:
+                    index(out.children)
+
+        index(self.outputs)
+        self._wanted = self._wanted_nodes()
+
+    def _wanted_nodes(self) -> set[int]:
+        """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
+        wanted: set[int] = set(self._out_by_node)
+        counters = {n.identifier.upper() for n in self.layout.walk() if n.occurs and n.occurs.depending_on}
+        for f in self.layout.fields():
+            if f.is_dependee or f.identifier.upper() in counters:
+                wanted.add(id(f))
+
+        def mark(node: Node) -> bool:
+            hit = id(node) in wanted
+            if isinstance(node, Group):
+                for child in node.children:
+                    hit = mark(child) or hit
+            if hit:
+                wanted.add(id(node))
+            return hit
+
+        for r in self.layout.records:
+            mark(r)
+        return wanted
+
+    # -- public
+    def segment_id(self, data: bytes) -> str | None:
+        if self.segment_field is None or not isinstance(self.segment_field, Field):
+            return None
+        f = self.segment_field
+        raw = data[f.offset:f.offset + f.size]
+        try:
+            value = f.field_type.decode(raw, self.ctx)
+        except CopybookError:
+            return None
+        return None if value is None else str(value).strip()
+
+    def decode(
+        self,
+        data: bytes,
+        *,
+        file: str = "<data>",
+        file_id: int = 0,
+        record_id: int = 0,
+        offset: int = 0,
+        stats: DecodeStats | None = None,
+    ) -> dict[str, Any] | BadRecord | None:
+        """The record as a dict; ``None`` when ``segment_filter`` drops it; a
+        :class:`BadRecord` under the strict policy when a field cannot be decoded."""
+        stats = stats if stats is not None else DecodeStats()
+        seg = self.segment_id(data) if self.segment_field is not None else None
+        seg_ids = self._advance_segments(seg, file_id, record_id) if self.levels else []
+        if self.segment_filter is not None and seg not in self.segment_filter:
+            stats.filtered += 1
+            return None
+        out: dict[str, Any] = {}
+        if self.generate_ids:
+            out["File_Id"] = file_id
+            out["Record_Id"] = record_id
+            out["Record_Byte_Length"] = len(data)
+        for k, sid in enumerate(seg_ids):
+            out[f"Seg_Id{k}"] = sid
+        self._counters: dict[str, Any] = {}
+        self._seg = seg
+        self._stats = stats
+        try:
+            for rec in self.layout.records:
+                value, _used = self._node(rec, data, rec.offset)
+                self._emit(out, rec, value)
+        except _BadField as bad:
+            stats.errors += 1
+            return BadRecord(RecordDecodeError(
+                bad.reason, file=file, record=record_id, offset=offset + bad.offset,
+                field=bad.node.dotted_path, raw=bad.raw,
+            ))
+        stats.records += 1
+        return out
+
+    def record_size(self, data: bytes) -> int:
+        """How many bytes the record at the start of ``data`` takes (variable-size OCCURS)."""
+        self._counters = {}
+        self._seg = None
+        saved, self.strict = self.strict, False
+        saved_stats, self._stats = getattr(self, "_stats", None), DecodeStats()
+        try:
+            total = 0
+            for rec in self.layout.records:
+                _value, used = self._node(rec, data, rec.offset)
+                total = max(total, rec.offset + used)
+            return total
+        finally:
+            self.strict = saved
+            if saved_stats is not None:
+                self._stats = saved_stats
+
+    # -- internals
+    def _advance_segments(self, seg: str | None, file_id: int, record_id: int) -> list[str | None]:
+        if seg is not None and seg in self.levels:
+            level = self.levels.index(seg)
+            if level == 0:
+                self._seg_ids = [None] * len(self.levels)
+                self._seg_counters = [0] * len(self.levels)
+                self._seg_ids[0] = f"{self.prefix}_{file_id}_{record_id}"
+            elif self._seg_ids[level - 1] is not None:
+                self._seg_counters[level] += 1
+                for deeper in range(level + 1, len(self.levels)):
+                    self._seg_ids[deeper] = None
+                    self._seg_counters[deeper] = 0
+                self._seg_ids[level] = f"{self._seg_ids[level - 1]}_L{level}_{self._seg_counters[level]}"
+            ids = list(self._seg_ids)
+            for deeper in range(level + 1, len(ids)):
+                ids[deeper] = None
+            return ids
+        # a segment of no configured level belongs to the current root
+        return list(self._seg_ids)
+
+    def _emit(self, out: dict[str, Any], node: Node, value: Any) -> None:
+        """Put a decoded top-level node into the record (collapsing the root if asked)."""
+        o = self._out_by_node.get(id(node))
+        if o is not None:
+            if value is not None:
+                out[o.name] = value
+            return
+        # a collapsed root: its children are top-level outputs
+        if isinstance(node, Group) and isinstance(value, dict):
+            out.update(value)
+
+    def _node(self, node: Node, data: bytes, pos: int) -> tuple[Any, int]:
+        """Decode ``node`` (all its occurrences) at ``pos``: (value, bytes used)."""
+        if id(node) not in self._wanted:
+            return None, node.total_size
+        if node.occurs:
+            count = node.occurs.max
+            if node.occurs.depending_on:
+                count = self._count(node, pos, data)
+            items = []
+            at = pos
+            for _ in range(count):
+                value, used = self._one(node, data, at)
+                items.append(value)
+                at += used if self.variable_occurs else node.size
+            used_total = (at - pos) if self.variable_occurs else node.total_size
+            return items, used_total
+        return self._one(node, data, pos)
+
+    def _count(self, node: Node, pos: int, data: bytes) -> int:
+        assert node.occurs and node.occurs.depending_on
+        raw = self._counters.get(node.occurs.depending_on.upper())
+        try:
+            count = int(raw) if raw is not None else 0
+        except (TypeError, ValueError):
+            count = 0
+        if count < 0 or count > node.occurs.max or count < node.occurs.min:
+            reason = (
+                f"OCCURS DEPENDING ON {node.occurs.depending_on} = {raw} is outside"
+                f" {node.occurs.min}..{node.occurs.max}"
+            )
+            self._bad(node, data[pos:pos + 0], reason, pos)
+            count = min(max(count, 0), node.occurs.max)
+        return count
+
+    def _bad(self, node: Node, raw: bytes, reason: str, pos: int) -> None:
+        if self.strict:
+            raise _BadField(node, raw, reason, pos)
+        self._stats.bad_fields += 1
+        key = node.dotted_path
+        self._stats.bad_field_names[key] = self._stats.bad_field_names.get(key, 0) + 1
+
+    def _one(self, node: Node, data: bytes, pos: int) -> tuple[Any, int]:
+        if isinstance(node, Field):
+            return self._field(node, data, pos), node.size
+        assert isinstance(node, Group)
+        result: dict[str, Any] = {}
+        shift = 0  # bytes the variable-size arrays so far did not use
+        for child in node.children:
+            start = pos + (child.offset - node.offset) + shift
+            if not self._segment_allows(child):
+                value, used = None, child.total_size
+            else:
+                value, used = self._node(child, data, start)
+            if child.redefines is None and self.variable_occurs:
+                shift += used - child.total_size
+            o = self._out_by_node.get(id(child))
+            if o is not None and value is not None:
+                result[o.name] = value
+                if self.debug and isinstance(child, Field):
+                    result[o.name + "_debug"] = data[start:start + child.total_size].hex().upper()
+        size = node.size + shift
+        return (result if result else None), size
+
+    def _segment_allows(self, node: Node) -> bool:
+        if not self.segment_map:
+            return True
+        ids = self.segment_map.get(node.identifier.upper())
+        if ids is None:
+            return True
+        return self._seg is not None and self._seg in ids
+
+    def _field(self, node: Field, data: bytes, pos: int) -> Any:
+        ft = node.field_type
+        size = ft.size
+        raw = data[pos:pos + size]
+        if len(raw) < size:
+            # the record ends inside this field (a short variable-length record): text is
+            # decoded from the bytes there are, as Cobrix does; other fields are null
+            if not raw or ft.kind != "string":
+                return None
+            ft = dataclasses.replace(ft, size=len(raw))
+        try:
+            value = ft.decode(raw, self.ctx)
+        except CopybookError as exc:
+            self._bad(node, raw, getattr(exc, "reason", None) or exc.message, pos)
+            value = None
+        self._counters[node.identifier.upper()] = value
+        if isinstance(value, float) and ft.size == 4:
+            value = Float32(value)
+        return value
+
+
+# ---------------------------------------------------------------------------------------
+# files
+
+
+def decode_files(
+    layout: Layout,
+    paths: Iterable[Path],
+    options: Any = None,
+    *,
+    stats: DecodeStats | None = None,
+    policy: str = "lenient",
+) -> Iterator[dict[str, Any] | BadRecord]:
+    """Decode data files record by record (streamed), framing them as ``options`` say."""
+    from . import framing
+
+    stats = stats if stats is not None else DecodeStats()
+    decoder = RecordDecoder(layout, options, policy=policy)
+    options = decoder.options
+    for file_id, path in enumerate(paths):
+        name = str(path)
+        try:
+            with open(path, "rb") as stream:
+                if (
+                    options.variable_size_occurs and options.record_format == "F"
+                    and options.record_length is None and not options.record_length_field
+                    and layout.has_depending_on
+                ):
+                    frames: Iterable[Any] = _variable_records(stream, decoder)
+                else:
+                    frames = framing.iter_records(
+                        stream, options, record_size=layout.size, file=name,
+                        **_length_field(layout, decoder),
+                    )
+                for frame in frames:
+                    stats.bytes += len(frame.payload)
+                    if isinstance(frame, framing.TruncatedRecord):
+                        stats.errors += 1
+                        err = frame.error(name)
+                        yield BadRecord(RecordDecodeError(
+                            err.message, file=name, record=frame.number, offset=frame.offset,
+                            raw=frame.payload[:64],
+                        ))
+                        continue
+                    rec = decoder.decode(
+                        frame.payload, file=name, file_id=file_id, record_id=frame.number,
+                        offset=frame.offset, stats=stats,
+                    )
+                    if rec is not None:
+                        yield rec
+        except framing.FramingError as exc:
+            stats.errors += 1
+            yield BadRecord(RecordDecodeError(
+                exc.message, file=name, record=getattr(exc, "record", None) or 0,
+                offset=getattr(exc, "offset", 0) or 0,
+            ))
+        except OSError as exc:
+            raise CopybookError(f"cannot read {name}: {exc.strerror or exc}", where=name) from exc
+
+
+def _length_field(layout: Layout, decoder: RecordDecoder) -> dict[str, Any]:
+    """``length_reader``/``length_prefix`` for ``record_length_field``."""
+    name = decoder.options.record_length_field
+    if not name:
+        return {}
+    node = layout.find(name)
+    if not isinstance(node, Field) or node.field_type.kind not in ("integer", "decimal"):
+        raise CopybookError(
+            f"record_length_field {name} is not a numeric field", where="option record_length_field"
+        )
+
+    def reader(head: bytes) -> int:
+        value = node.field_type.decode(head[node.offset:node.offset + node.size], decoder.ctx)
+        if value is None:
+            raise CopybookError(f"record length field {name} is null")
+        return int(value)
+
+    return {"length_reader": reader, "length_prefix": node.offset + node.size}
+
+
+class _Frame:
+    """A record cut by decoding (variable-size OCCURS in a fixed-format file)."""
+
+    __slots__ = ("number", "offset", "payload")
+
+    def __init__(self, number: int, offset: int, payload: bytes):
+        self.number = number
+        self.offset = offset
+        self.payload = payload
+
+
+def _variable_records(stream: Any, decoder: RecordDecoder) -> Iterator[_Frame]:
+    """Records whose length is what their OCCURS DEPENDING ON counters make it (Cobrix's
+    ``variable_size_occurs`` on a fixed-format file): each record ends where decoding ends."""
+    window = max(decoder.layout.size, 1)
+    buf = b""
+    base = 0
+    number = 0
+    eof = False
+    start = decoder.options.file_start_offset
+    if start:
+        stream.read(start)
+        base = start
+    while True:
+        if not eof and len(buf) < window:
+            more = stream.read(max(window * 64, 1 << 16))
+            eof = not more
+            buf += more
+        if not buf:
+            return
+        used = decoder.record_size(buf[:window])
+        used = max(1, min(used, len(buf)))
+        yield _Frame(number, base, buf[:used])
+        buf = buf[used:]
+        base += used
+        number += 1
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex().upper()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def to_json(record: Mapping[str, Any]) -> str:
+    """One JSON line: nulls omitted, decimals printed exactly with their scale."""
+    return _dump(_clean(record))
+
+
+_UNICODE_ESCAPE = re.compile(r"(\\+)u00([0-9a-f]{2})")
+
+
+def _json_str(text: str) -> str:
+    """A JSON string as Spark/Jackson writes it (``\\u001A`` with upper-case hex)."""
+    out = json.dumps(text, ensure_ascii=False)
+    if "\\u00" not in out:
+        return out
+    return _UNICODE_ESCAPE.sub(
+        lambda m: m.group(1) + "u00" + (m.group(2).upper() if len(m.group(1)) % 2 else m.group(2)), out
+    )
+
+
+def java_float_text(value: float, *, single: bool = False) -> str:
+    """``value`` as Java's ``Float.toString``/``Double.toString`` print it (Spark's JSON)."""
+    import numpy as np
+
+    if math.isnan(value):
+        return '"NaN"'
+    if math.isinf(value):
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    x = np.float32(value) if single else np.float64(value)
+    magnitude = abs(float(x))
+    if magnitude == 0 or 1e-3 <= magnitude < 1e7:
+        return np.format_float_positional(x, unique=True, trim="0")
+    mantissa, exponent = np.format_float_scientific(x, unique=True, trim="0").split("e")
+    return f"{mantissa}E{int(exponent)}"
+
+
+def _dump(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_json_str(k)}:{_dump(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_dump(v) for v in value) + "]"
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_float_text(value, single=isinstance(value, Float32))
+    if isinstance(value, bytes):
+        return _json_str(value.hex().upper())
+    if isinstance(value, str):
+        return _json_str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def write_avro(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], path: Path) -> int:
+    """Write records into an Avro container file; returns the number written."""
+    import fastavro
+
+    parsed = fastavro.parse_schema(schema)
+    count = 0
+
+    def counted() -> Iterator[Mapping[str, Any]]:
+        nonlocal count
+        for r in records:
+            count += 1
+            yield r
+
+    with open(path, "wb") as out:
+        fastavro.writer(out, parsed, counted())
+    return count
+
+
+def write_parquet(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], path: Path, *, batch: int = 10_000) -> int:
+    """Write records into a Parquet file (in batches, streamed); returns the number written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow_schema = _arrow_schema(schema)
+    count = 0
+    writer = pq.ParquetWriter(str(path), arrow_schema)
+    try:
+        chunk: list[Mapping[str, Any]] = []
+        for r in records:
+            chunk.append(r)
+            if len(chunk) >= batch:
+                writer.write_table(pa.Table.from_pylist(chunk, schema=arrow_schema))
+                count += len(chunk)
+                chunk = []
+        if chunk:
+            writer.write_table(pa.Table.from_pylist(chunk, schema=arrow_schema))
+            count += len(chunk)
+    finally:
+        writer.close()
+    return count
+
+
+def _arrow_schema(schema: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
+    def conv(t: Any) -> Any:
+        if isinstance(t, list):
+            return conv(next(x for x in t if x != "null"))
+        if isinstance(t, dict):
+            if t.get("logicalType") == "decimal":
+                p = int(t["precision"])
+                return pa.decimal128(p, int(t["scale"])) if p <= 38 else pa.decimal256(p, int(t["scale"]))
+            if t["type"] == "record":
+                return pa.struct([pa.field(f["name"], conv(f["type"])) for f in t["fields"]])
+            if t["type"] == "array":
+                return pa.list_(conv(t["items"]))
+            return conv(t["type"])
+        return {
+            "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
+            "double": pa.float64(), "bytes": pa.binary(), "boolean": pa.bool_(),
+        }[t]
+
+    return pa.schema([pa.field(f["name"], conv(f["type"])) for f in schema["fields"]])
