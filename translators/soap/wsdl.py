@@ -1,0 +1,316 @@
+"""WSDL 1.1 reading: services, ports, bindings (SOAP 1.1/1.2, document or rpc, literal),
+operations with their input, output and fault messages, SOAPAction, one-way operations and
+the SOAP headers declared in the binding.
+
+Imported WSDLs and XSDs are resolved relative to the WSDL file, never over the network; the
+schemas (inline and imported) are loaded with xmlschema so that a part naming an element that
+no schema declares is an error naming the part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xmlschema
+
+from coupler.translators.xml.errors import XsdError
+from coupler.translators.xml.security import parse_document
+
+WSDL = "http://schemas.xmlsoap.org/wsdl/"
+SOAP11_BINDING = "http://schemas.xmlsoap.org/wsdl/soap/"
+SOAP12_BINDING = "http://schemas.xmlsoap.org/wsdl/soap12/"
+XS = "http://www.w3.org/2001/XMLSchema"
+SOAP_NS = {SOAP11_BINDING: "1.1", SOAP12_BINDING: "1.2"}
+
+
+class WsdlError(XsdError):
+    """A WSDL that cannot be read: bad structure, unknown reference, blocked import."""
+
+
+@dataclass
+class Part:
+    name: str
+    element: str | None = None  # Clark name of the element (document style)
+    type: str | None = None  # Clark name of the type (rpc style)
+
+
+@dataclass
+class HeaderInfo:
+    message: str
+    part: str
+    element: str | None
+
+
+@dataclass
+class MessageInfo:
+    message: str  # Clark name of the wsdl:message
+    parts: list[Part] = field(default_factory=list)
+    use: str = "literal"
+    namespace: str | None = None  # rpc: the wrapper element's namespace
+    headers: list[HeaderInfo] = field(default_factory=list)
+
+
+@dataclass
+class FaultInfo:
+    name: str
+    message: str
+    element: str | None
+
+
+@dataclass
+class Operation:
+    name: str
+    soap_action: str | None
+    style: str
+    input: MessageInfo | None
+    output: MessageInfo | None
+    faults: list[FaultInfo] = field(default_factory=list)
+
+    @property
+    def one_way(self) -> bool:
+        return self.output is None
+
+
+@dataclass
+class Port:
+    name: str
+    binding: str
+    address: str | None
+    soap_version: str
+    style: str
+    transport: str | None
+    operations: list[Operation] = field(default_factory=list)
+
+
+@dataclass
+class Service:
+    name: str
+    ports: list[Port] = field(default_factory=list)
+
+
+@dataclass
+class WsdlDescription:
+    source: str
+    target_namespace: str | None
+    services: list[Service] = field(default_factory=list)
+    schemas: list[Any] = field(default_factory=list, repr=False)  # xmlschema schemas of the types
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("schemas")
+        for service in data["services"]:
+            for port in service["ports"]:
+                for op in port["operations"]:
+                    op["one_way"] = op["output"] is None
+        return data
+
+    def port(self, name: str) -> Port:
+        for service in self.services:
+            for port in service.ports:
+                if port.name == name:
+                    return port
+        raise WsdlError(f"no port {name!r}", where=self.source)
+
+    def render_text(self) -> str:
+        lines = []
+        for service in self.services:
+            lines.append(f"service {service.name}")
+            for port in service.ports:
+                lines.append(f"  port {port.name}: SOAP {port.soap_version}, {port.style}/literal, binding {_short(port.binding)}")
+                lines.append(f"    address {port.address}")
+                for op in port.operations:
+                    kind = "one-way" if op.one_way else "request-response"
+                    lines.append(f"    operation {op.name} ({kind}, {op.style}) SOAPAction {op.soap_action!r}")
+                    for label, msg in (("input", op.input), ("output", op.output)):
+                        if msg is not None:
+                            parts = ", ".join(f"{p.name}={_short(p.element or p.type or '')}" for p in msg.parts)
+                            lines.append(f"      {label}: {parts}")
+                            for h in msg.headers:
+                                lines.append(f"      {label} header: {h.part}={_short(h.element or '')}")
+                    for fault in op.faults:
+                        lines.append(f"      fault {fault.name}: {_short(fault.element or '')}")
+        return "\n".join(lines)
+
+
+def _short(qname: str) -> str:
+    return qname.rsplit("}", 1)[-1]
+
+
+def read_wsdl(path: str | Path) -> WsdlDescription:
+    """Read a WSDL 1.1 file (and the WSDLs and XSDs it imports, from local files only)."""
+    path = Path(path)
+    if not path.is_file():
+        raise WsdlError(f"WSDL file not found: {path}")
+    reader = _Reader(path)
+    return reader.read()
+
+
+class _Reader:
+    def __init__(self, path: Path):
+        self.path = path
+        self.messages: dict[str, Any] = {}
+        self.port_types: dict[str, Any] = {}
+        self.bindings: dict[str, Any] = {}
+        self.services: list[Any] = []
+        self.schemas: list[Any] = []
+        self.seen: set[Path] = set()
+
+    def read(self) -> WsdlDescription:
+        root = self._load(self.path)
+        description = WsdlDescription(str(self.path), root.get("targetNamespace"), schemas=self.schemas)
+        elements = self._declared_elements()
+        for service_elem in self.services:
+            service = Service(service_elem.get("name"))
+            for port_elem in service_elem.findall(f"{{{WSDL}}}port"):
+                port = self._port(port_elem, elements)
+                if port is not None:
+                    service.ports.append(port)
+            description.services.append(service)
+        return description
+
+    def _load(self, path: Path) -> Any:
+        path = path.resolve()
+        self.seen.add(path)
+        root = parse_document(path).getroot()
+        if root.tag != f"{{{WSDL}}}definitions":
+            raise WsdlError(f"root element {root.tag} is not wsdl:definitions", where=str(path))
+        tns = root.get("targetNamespace", "")
+        for imp in root.findall(f"{{{WSDL}}}import"):
+            location = imp.get("location", "")
+            target = self._local(location, path, "wsdl:import")
+            if target not in self.seen:
+                if target.suffix.lower() == ".xsd":
+                    self.schemas.append(self._schema_file(target))
+                else:
+                    self._load(target)
+        types = root.find(f"{{{WSDL}}}types")
+        if types is not None:
+            for schema_elem in types.findall(f"{{{XS}}}schema"):
+                self.schemas.append(self._inline_schema(schema_elem, path))
+        for kind, table in (("message", self.messages), ("portType", self.port_types), ("binding", self.bindings)):
+            for elem in root.findall(f"{{{WSDL}}}{kind}"):
+                table[f"{{{tns}}}{elem.get('name')}"] = elem
+        self.services += root.findall(f"{{{WSDL}}}service")
+        return root
+
+    def _local(self, location: str, base: Path, what: str) -> Path:
+        if "://" in location and not location.startswith("file:"):
+            raise WsdlError(
+                f"{what} {location!r} needs the network; imports are resolved from local files only",
+                where=str(base), hint="download it next to the WSDL and use a relative location",
+            )
+        target = (base.parent / location.removeprefix("file://")).resolve()
+        if not target.is_file():
+            raise WsdlError(f"{what} {location!r}: file not found ({target})", where=str(base))
+        return target
+
+    def _schema_file(self, path: Path) -> Any:
+        from coupler.translators.xml.security import load_schema
+
+        return load_schema(path)
+
+    def _inline_schema(self, schema_elem: Any, base: Path) -> Any:
+        for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
+            location = imp.get("schemaLocation")
+            if location:
+                self._local(location, base, "xs:import" if imp.tag.endswith("import") else "xs:include")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return xmlschema.XMLSchema(schema_elem, base_url=str(base.parent), allow="local", defuse="always")
+            except xmlschema.XMLSchemaException as exc:
+                raise WsdlError(f"schema in wsdl:types: {str(exc).splitlines()[0]}", where=str(base)) from exc
+
+    def _declared_elements(self) -> set[str]:
+        names: set[str] = set()
+        for schema in self.schemas:
+            names.update(schema.maps.elements.keys())
+        return names
+
+    def _qname(self, elem: Any, text: str | None) -> str:
+        if not text:
+            return ""
+        prefix, _, local = text.partition(":") if ":" in text else ("", "", text)
+        uri = elem.nsmap.get(prefix or None)
+        if uri is None and prefix:
+            raise WsdlError(f"undeclared namespace prefix {prefix!r} in {text!r}", where=f"{self.path}:{elem.sourceline}")
+        return f"{{{uri}}}{local}" if uri else local
+
+    def _port(self, port_elem: Any, elements: set[str]) -> Port | None:
+        binding_name = self._qname(port_elem, port_elem.get("binding"))
+        binding = self.bindings.get(binding_name)
+        if binding is None:
+            raise WsdlError(f"port {port_elem.get('name')!r}: unknown binding {binding_name}", where=f"{self.path}:{port_elem.sourceline}")
+        soap_binding = next((c for c in binding if isinstance(c.tag, str) and c.tag.endswith("}binding") and c.tag[1:].split("}")[0] in SOAP_NS), None)
+        if soap_binding is None:
+            return None  # an HTTP or other non-SOAP binding
+        ns = soap_binding.tag[1:].split("}")[0]
+        address = port_elem.find(f"{{{ns}}}address")
+        port = Port(
+            name=port_elem.get("name"),
+            binding=binding_name,
+            address=address.get("location") if address is not None else None,
+            soap_version=SOAP_NS[ns],
+            style=soap_binding.get("style", "document"),
+            transport=soap_binding.get("transport"),
+        )
+        port_type = self.port_types.get(self._qname(binding, binding.get("type")))
+        if port_type is None:
+            raise WsdlError(f"binding {binding_name}: unknown portType {binding.get('type')}", where=f"{self.path}:{binding.sourceline}")
+        abstract = {op.get("name"): op for op in port_type.findall(f"{{{WSDL}}}operation")}
+        for op_elem in binding.findall(f"{{{WSDL}}}operation"):
+            port.operations.append(self._operation(op_elem, abstract, ns, port.style, elements))
+        return port
+
+    def _operation(self, op_elem: Any, abstract: dict[str, Any], ns: str, default_style: str, elements: set[str]) -> Operation:
+        name = op_elem.get("name")
+        op_abstract = abstract.get(name)
+        if op_abstract is None:
+            raise WsdlError(f"operation {name!r} is bound but not in the portType", where=f"{self.path}:{op_elem.sourceline}")
+        soap_op = op_elem.find(f"{{{ns}}}operation")
+        style = (soap_op.get("style") if soap_op is not None else None) or default_style
+        operation = Operation(name, soap_op.get("soapAction") if soap_op is not None else None, style, None, None)
+        for direction in ("input", "output"):
+            abstract_msg = op_abstract.find(f"{{{WSDL}}}{direction}")
+            if abstract_msg is None:
+                continue
+            bound = op_elem.find(f"{{{WSDL}}}{direction}")
+            info = self._message(abstract_msg, abstract_msg.get("message"), elements)
+            if bound is not None:
+                body = bound.find(f"{{{ns}}}body")
+                if body is not None:
+                    info.use = body.get("use", "literal")
+                    info.namespace = body.get("namespace")
+                    if body.get("parts"):
+                        wanted = body.get("parts").split()
+                        info.parts = [p for p in info.parts if p.name in wanted]
+                for header in bound.findall(f"{{{ns}}}header"):
+                    hmsg = self._message(header, header.get("message"), elements)
+                    part = next((p for p in hmsg.parts if p.name == header.get("part")), None)
+                    info.headers.append(HeaderInfo(hmsg.message, header.get("part"), part.element if part else None))
+            setattr(operation, direction, info)
+        for fault in op_abstract.findall(f"{{{WSDL}}}fault"):
+            fmsg = self._message(fault, fault.get("message"), elements)
+            element = fmsg.parts[0].element if fmsg.parts else None
+            operation.faults.append(FaultInfo(fault.get("name"), fmsg.message, element))
+        return operation
+
+    def _message(self, ref_elem: Any, ref: str | None, elements: set[str]) -> MessageInfo:
+        qname = self._qname(ref_elem, ref)
+        message = self.messages.get(qname)
+        if message is None:
+            raise WsdlError(f"unknown message {ref!r}", where=f"{self.path}:{ref_elem.sourceline}")
+        info = MessageInfo(qname)
+        for part in message.findall(f"{{{WSDL}}}part"):
+            element = self._qname(part, part.get("element")) or None
+            if element and element not in elements:
+                raise WsdlError(
+                    f"message {message.get('name')!r} part {part.get('name')!r}: element {part.get('element')} is not declared by any schema",
+                    where=f"{self.path}:{part.sourceline}",
+                )
+            info.parts.append(Part(part.get("name"), element, self._qname(part, part.get("type")) or None))
+        return info
