@@ -1,0 +1,157 @@
+"""What the file drop and SFTP adapters share as Channel Adapters: options, state, poller."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Reply
+
+from .claims import prune_claims
+from .errors import AdapterConfigError
+from .inbound import InboundPipeline, InboundSettings, read_inbound_settings
+from .options import Options
+from .outbound import FileWriter, OutboundSettings, read_outbound_settings
+from .poller import Poller
+from .state import FileStateStore
+
+DIRECTIONS = ("inbound", "outbound", "both")
+
+
+class FileAdapterBase(Adapter):
+    """A Channel Adapter moving files: an inbound poller and/or an outbound writer."""
+
+    commands = ("send", "fetch", "ping", "describe")
+    directions = ("inbound", "outbound")
+
+    def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
+        super().__init__(name, options, context)
+        opts = Options(name, options)
+        self.opts = opts
+        self.direction_option: str | None = opts.string("direction", None, choices=DIRECTIONS)
+        self.inbound: InboundSettings = read_inbound_settings(opts)
+        self.outbound: OutboundSettings = read_outbound_settings(opts)
+        self.poll_interval = opts.number("poll_interval", 5.0, minimum=0.01)
+        self.max_interval = opts.number("max_poll_interval", 60.0, minimum=0.01)
+        self.idle_backoff = opts.number("idle_backoff", 2.0, minimum=1)
+        self.autopoll = opts.boolean("autopoll", True)
+        self.state_retention = opts.number("state_retention_days", 30.0, minimum=0) * 86400
+        self.claim_retention = opts.number("claim_retention_hours", 168.0, minimum=0) * 3600
+        self.read_options(opts)
+        opts.check_unknown()
+        self.state: FileStateStore | None = None
+        self.pipeline: InboundPipeline | None = None
+        self.poller: Poller | None = None
+        self.writer: FileWriter | None = None
+
+    # -- to be provided by the adapter types ----------------------------------------------------
+
+    def read_options(self, opts: Options) -> None:
+        """Read the options of the adapter type (``opts`` raises for bad values)."""
+
+    def open_inbound(self) -> InboundPipeline:
+        raise NotImplementedError
+
+    def open_outbound(self) -> FileWriter:
+        raise NotImplementedError
+
+    def check(self) -> dict[str, str]:
+        """Ping: exercise the legacy side; raise CommandFault when it is not healthy."""
+        return {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def log(self) -> logging.Logger:
+        return self.context.logger if self.context is not None else logging.getLogger(f"coupler.adapter.{self.name}")
+
+    @property
+    def data_dir(self) -> Path:
+        if self.context is None:
+            raise AdapterConfigError(f"adapter {self.name!r} runs without a bus context")
+        return Path(self.context.data_dir)
+
+    def resolved_direction(self) -> str:
+        direction = getattr(self, "direction", None) or self.direction_option
+        if direction is None:
+            raise AdapterConfigError(
+                "say which way files flow", where=f"adapters[{self.name}].options.direction",
+                hint='set direction = "inbound" or "outbound" in the adapter options',
+            )
+        return direction
+
+    def start(self) -> None:
+        direction = self.resolved_direction()
+        self.state = FileStateStore(self.data_dir / "files.db")
+        self.state.prune(self.state_retention)
+        prune_claims(self.data_dir / "claims", self.claim_retention)
+        if direction in ("outbound", "both"):
+            self.writer = self.open_outbound()
+        if direction in ("inbound", "both"):
+            if not self.channel and getattr(self.context, "channel", None) is None:
+                raise AdapterConfigError(
+                    "an inbound adapter needs a channel to publish to", where=f"adapters[{self.name}].channel"
+                )
+            self.pipeline = self.open_inbound()
+            if not self.autopoll:  # polled by the fetch command only
+                return
+            heartbeat = self.context.heartbeat if self.context is not None else None
+            self.poller = Poller(
+                self.name, self.pipeline.poll, interval=self.poll_interval, max_interval=self.max_interval,
+                idle_backoff=self.idle_backoff, heartbeat=heartbeat, logger=self.log,
+            )
+            self.poller.start()
+
+    def stop(self) -> None:
+        if self.poller is not None:
+            self.poller.stop()
+            self.poller = None
+        self.close_connections()
+        if self.state is not None:
+            self.state.close()
+            self.state = None
+
+    def close_connections(self) -> None:
+        """Release the adapter type's own resources (connections)."""
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def deliver(self, envelope: Any) -> None:
+        if self.writer is None:
+            raise CommandFault(f"adapter {self.name!r} is not an outbound adapter", code="unsupported")
+        self.writer.deliver(envelope)
+
+    def on_send(self, command: Command) -> Reply:
+        if self.writer is None:
+            raise CommandFault(f"adapter {self.name!r} is not an outbound adapter", code="unsupported")
+        if command.document is None:
+            raise CommandFault("send without a document", code="invalid")
+        envelope = command.document.to_envelope(origin=command.envelope.origin)
+        envelope = envelope.replace(message_id=command.envelope.message_id)  # a resent command: written once
+        written = self.writer.deliver(envelope)
+        return Reply(details={"status": "delivered" if written else "skipped", "file": written or ""})
+
+    def on_fetch(self, command: Command) -> Reply:
+        if self.pipeline is None:
+            raise CommandFault(f"adapter {self.name!r} is not an inbound adapter", code="unsupported")
+        result = self.pipeline.poll(command.max)
+        return Reply(details={"status": "polled", **{k: str(v) for k, v in result.to_json().items()}})
+
+    def on_ping(self, command: Command) -> Reply:
+        details = self.check()
+        return Reply(details={"status": "ok", "payload": command.payload, **details})
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["direction"] = getattr(self, "direction", None) or self.direction_option
+        if self.poller is not None:
+            info["health"] = self.poller.health()
+        if self.pipeline is not None:
+            info["inbound"] = self.pipeline.totals.to_json()
+        if self.writer is not None:
+            info["outbound"] = {"written": self.writer.written, "refused": self.writer.refused, "duplicates": self.writer.duplicates}
+        if self.state is not None:
+            info["files"] = self.state.counts()
+        return json.loads(json.dumps(info, default=str))

@@ -1,0 +1,179 @@
+"""A small file-system interface, so that one pipeline and one writer serve both adapters.
+
+Paths are relative POSIX names under the file system's root (already checked by
+:mod:`.jail`). :class:`LocalFS` is the local implementation; the SFTP adapter provides a
+remote one with the same methods.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import errno
+import os
+import posixpath
+import stat as stat_module
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from .jail import local_path
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file seen in a listing: relative path, size and modification time (ns)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+class FileSystem(abc.ABC):
+    """What the inbound pipeline and the outbound writer need from a file system."""
+
+    #: how to show the root in messages (``/srv/drop`` or ``sftp://host:22/in``)
+    label: str = ""
+
+    @abc.abstractmethod
+    def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
+        """Regular files under ``directory`` ("" is the root); ``skip`` are directories to skip."""
+
+    @abc.abstractmethod
+    def stat(self, path: str) -> FileInfo | None:
+        """The file, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def open_read(self, path: str, offset: int = 0) -> BinaryIO: ...
+
+    @abc.abstractmethod
+    def open_write(self, path: str, *, append: bool = False) -> BinaryIO: ...
+
+    @abc.abstractmethod
+    def flush(self, handle: BinaryIO) -> None:
+        """Make what was written to ``handle`` durable."""
+
+    @abc.abstractmethod
+    def replace(self, src: str, dst: str) -> None:
+        """Rename ``src`` to ``dst`` atomically, replacing ``dst``."""
+
+    @abc.abstractmethod
+    def rename_noreplace(self, src: str, dst: str) -> bool:
+        """Rename unless ``dst`` exists (then return False and leave both alone)."""
+
+    @abc.abstractmethod
+    def remove(self, path: str) -> None: ...
+
+    @abc.abstractmethod
+    def makedirs(self, path: str) -> None: ...
+
+    @abc.abstractmethod
+    def chmod(self, path: str, mode: int) -> None: ...
+
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def sync_dir(self, directory: str) -> None:  # noqa: B027 - optional for implementations
+        """Make renames in ``directory`` durable (no-op where the protocol has no such thing)."""
+
+
+class LocalFS(FileSystem):
+    """A local directory tree; symbolic links leading out of the root are refused."""
+
+    def __init__(self, root: Path, *, durable: bool = True):
+        self.root = Path(root)
+        self.label = str(self.root)
+        self.durable = durable
+
+    def path(self, rel: str) -> Path:
+        return self.root if rel in ("", ".") else local_path(self.root, rel, where=self.label)
+
+    def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
+        stack = [directory]
+        while stack:
+            current = stack.pop()
+            try:
+                it = os.scandir(self.path(current))
+            except FileNotFoundError:
+                continue
+            with it:
+                for entry in it:
+                    rel = posixpath.join(current, entry.name) if current else entry.name
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if recursive and rel not in skip:
+                                stack.append(rel)
+                            continue
+                        if not entry.is_file(follow_symlinks=False):
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    yield FileInfo(rel, st.st_size, st.st_mtime_ns)
+
+    def stat(self, path: str) -> FileInfo | None:
+        try:
+            st = os.stat(self.path(path), follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not stat_module.S_ISREG(st.st_mode):
+            return None
+        return FileInfo(path, st.st_size, st.st_mtime_ns)
+
+    def open_read(self, path: str, offset: int = 0) -> BinaryIO:
+        f = open(self.path(path), "rb")  # noqa: SIM115 - returned to the caller
+        if offset:
+            f.seek(offset)
+        return f
+
+    def open_write(self, path: str, *, append: bool = False) -> BinaryIO:
+        return open(self.path(path), "ab" if append else "xb")  # noqa: SIM115
+
+    def flush(self, handle: BinaryIO) -> None:
+        handle.flush()
+        if self.durable:
+            os.fsync(handle.fileno())
+
+    def replace(self, src: str, dst: str) -> None:
+        os.replace(self.path(src), self.path(dst))
+
+    def rename_noreplace(self, src: str, dst: str) -> bool:
+        s, d = self.path(src), self.path(dst)
+        try:
+            os.link(s, d)
+        except FileExistsError:
+            return False
+        except OSError as exc:  # a file system without hard links: check, then rename
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV):
+                raise
+            if d.exists():
+                return False
+            os.rename(s, d)
+            return True
+        os.unlink(s)
+        return True
+
+    def remove(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path(path))
+
+    def makedirs(self, path: str) -> None:
+        if path:
+            self.path(path).mkdir(parents=True, exist_ok=True)
+
+    def chmod(self, path: str, mode: int) -> None:
+        os.chmod(self.path(path), mode)
+
+    def sync_dir(self, directory: str) -> None:
+        if not self.durable:
+            return
+        fd = os.open(self.path(directory), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

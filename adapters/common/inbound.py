@@ -1,0 +1,413 @@
+"""The inbound pipeline both file adapters run: list, check readiness, take, publish, finish.
+
+One poll:
+
+1. list the files (``FileSystem.scan``), keep those the :class:`Selection` admits;
+2. keep those that are ready (a done marker beside them, or size and mtime stable), plus
+   those the seen-state already knows;
+3. take up to ``max_files`` of them in name or mtime order, and for each:
+   record ``PROCESSING`` → get a local copy (the file itself, or an SFTP download) →
+   check the whole payload (a bad file publishes nothing) → publish its messages, recording
+   progress after each → ``PUBLISHED`` → archive, move or delete it → ``DONE``.
+   A payload error sends it to the error directory with a ``.reason`` file (``FAILED``);
+   a file over ``batch_threshold_bytes`` is handed to the batch job (``STAGED``).
+
+Message ids are derived from the file key and the record index, so a message published
+again after a crash (between the publish and the progress record) carries the same id and
+an Idempotent Receiver drops it. A restart resumes a ``PROCESSING`` file after its last
+published message and finishes a ``PUBLISHED`` one without publishing it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import posixpath
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from coupler.bus.api import AdapterContext
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.envelope import MessageKind, Sequence
+from coupler.canonical.errors import CouplerError
+
+from .claims import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, store_claim
+from .errors import PayloadError, RemoteError
+from .fs import FileInfo, FileSystem
+from .jail import safe_relative
+from .options import Options
+from .payload import MODES, PayloadSettings, Splitter, WholeSplitter, splitter_for
+from .readiness import StabilityCheck
+from .selection import ORDERS, Selection, order_files
+from .state import DONE, FAILED, PUBLISHED, STAGED, FileKey, FileStateStore
+from .writer import write_file
+
+_NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
+AFTER = ("archive", "delete", "keep")
+
+
+@dataclass
+class InboundSettings:
+    selection: Selection = field(default_factory=Selection)
+    recursive: bool = False
+    order: str = "name"
+    max_files: int = 100
+    stable_seconds: float = 2.0
+    checksum: bool = False
+    after: str = "archive"
+    archive_dir: str = "archive"
+    archive_dated: bool = False
+    error_dir: str = "error"
+    payload: PayloadSettings = field(default_factory=PayloadSettings)
+    validate_first: bool = True
+    claim_check_bytes: int = 8 << 20
+    batch_threshold_bytes: int | None = None
+    batch_dir: Path | None = None
+    batch_format: str = "coupler.batch.StagedFile@1"
+    format: str | None = None
+
+
+def read_inbound_settings(opts: Options, base_dir: Path | None = None) -> InboundSettings:
+    """The inbound options shared by the file drop and SFTP adapters (see docs/adapters/)."""
+    where = f"adapters[{opts.adapter}].options"
+    done = opts.string("done_suffix", None)
+    s = InboundSettings(
+        selection=Selection(opts.strings("include", ["*"]), opts.strings("exclude", []), done or None),
+        recursive=opts.boolean("recursive", False),
+        order=opts.string("order", "name", choices=ORDERS),
+        max_files=opts.integer("max_files_per_poll", 100, minimum=1),
+        stable_seconds=opts.number("stable_seconds", 2.0, minimum=0),
+        checksum=opts.boolean("checksum", False),
+        after=opts.string("after", "archive", choices=AFTER),
+        archive_dir=safe_relative(opts.string("archive_dir", "archive"), where=f"{where}.archive_dir"),
+        archive_dated=opts.boolean("archive_dated", False),
+        error_dir=safe_relative(opts.string("error_dir", "error"), where=f"{where}.error_dir"),
+        validate_first=opts.boolean("validate_first", True),
+        claim_check_bytes=opts.integer("claim_check_bytes", 8 << 20, minimum=1),
+        batch_threshold_bytes=opts.integer("batch_threshold_bytes", None, minimum=1),
+        batch_format=opts.string("batch_format", "coupler.batch.StagedFile@1"),
+        format=opts.string("format", None),
+    )
+    batch_dir = opts.string("batch_dir", None)
+    if s.batch_threshold_bytes and not batch_dir:
+        raise CouplerError("batch_threshold_bytes needs batch_dir (where the batch job reads)", where=where)
+    if batch_dir:
+        s.batch_dir = Path(batch_dir) if base_dir is None else base_dir / batch_dir
+    copybook = opts.string("copybook", None)
+    s.payload = PayloadSettings(
+        mode=opts.string("payload", "whole", choices=MODES),
+        record_length=opts.integer("record_length", None, minimum=1),
+        copybook=(Path(copybook) if base_dir is None else base_dir / copybook) if copybook else None,
+        element=opts.string("element", None),
+        encoding_check=opts.string("encoding", None),
+        skip_empty_lines=opts.boolean("skip_empty_lines", True),
+        content_type=opts.string("content_type", None),
+    )
+    return s
+
+
+class LocalCopy(Protocol):
+    """Where the pipeline reads a file from: the file itself, or a downloaded copy."""
+
+    #: True when the copy belongs to the adapter (a download) and may be moved or deleted
+    owned: bool
+
+    def fetch(self, info: FileInfo) -> Path: ...
+
+    def discard(self, info: FileInfo) -> None: ...
+
+
+@dataclass
+class PollResult:
+    listed: int = 0
+    ready: int = 0
+    done: int = 0
+    failed: int = 0
+    staged: int = 0
+    messages: int = 0
+    errors: int = 0
+    waiting: float | None = None  # seconds until a watched file may become ready
+
+    @property
+    def taken(self) -> int:
+        return self.done + self.failed + self.staged
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "waiting"}
+
+
+class InboundPipeline:
+    """Polls one file system and publishes what it finds (see the module documentation)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fs: FileSystem,
+        settings: InboundSettings,
+        state: FileStateStore,
+        context: AdapterContext,
+        local: LocalCopy,
+        format: Callable[[], FormatIndicator | None],
+        claims_dir: Path,
+    ):
+        self.name = name
+        self.fs = fs
+        self.s = settings
+        self.state = state
+        self.context = context
+        self.local = local
+        self._format = format
+        self.claims_dir = claims_dir
+        self.log = context.logger if context is not None else logging.getLogger(f"coupler.adapter.{name}")
+        self.stability = StabilityCheck(settings.stable_seconds)
+        self.splitter: Splitter = splitter_for(settings.payload, where=f"adapters[{name}].options")
+        self.lock = threading.Lock()  # one poll at a time (poller thread and fetch command)
+        self.totals = PollResult()
+        self.skip = frozenset({settings.archive_dir, settings.error_dir})
+
+    # -- the poll ---------------------------------------------------------------------------
+
+    def poll(self, max_files: int | None = None) -> PollResult:
+        with self.lock:
+            result = PollResult()
+            present: set[str] = set()
+            candidates: list[FileInfo] = []
+            for info in self.fs.scan("", recursive=self.s.recursive, skip=self.skip):
+                present.add(info.path)
+                if self.s.selection.matches(info.path):
+                    candidates.append(info)
+            result.listed = len(candidates)
+            ready = [f for f in candidates if self._ready(f, present)]
+            self.stability.prune(present)
+            result.ready = len(ready)
+            result.waiting = self.stability.next_check_in() if len(ready) < len(candidates) else None
+            for info in order_files(ready, self.s.order, max_files or self.s.max_files):
+                try:
+                    self._take(info, result)
+                except (ConnectionError, EOFError, RemoteError):
+                    raise  # the server is gone: the whole poll is retried after a backoff
+                except (OSError, CouplerError) as exc:  # one bad file does not stop the others
+                    result.errors += 1
+                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path, exc)
+            for k in ("done", "failed", "staged", "messages", "listed", "errors"):
+                setattr(self.totals, k, getattr(self.totals, k) + getattr(result, k))
+            return result
+
+    def _ready(self, info: FileInfo, present: set[str]) -> bool:
+        if self._known(info) is not None:
+            return True  # seen before (e.g. a restart in the middle): no need to wait again
+        done = self.s.selection.done_suffix
+        if done:
+            return info.path + done in present
+        return self.stability.ready(info)
+
+    def _known(self, info: FileInfo) -> Any:
+        records = self.state.find(info.path, info.size, info.mtime_ns)
+        return records[0] if records else None
+
+    def _take(self, info: FileInfo, result: PollResult) -> None:
+        record = self._known(info)
+        if record is not None and not self.s.checksum:
+            if self._finish_known(info, record.key, record.state, record.detail):
+                return
+        local = self.local.fetch(info)
+        key = FileKey(info.path, info.size, info.mtime_ns, _sha256(local) if self.s.checksum else "")
+        record = self.state.get(key)
+        if record is not None and self._finish_known(info, key, record.state, record.detail):
+            self.local.discard(info)
+            return
+        record = self.state.begin(key)
+        try:
+            if self.s.batch_threshold_bytes and info.size > self.s.batch_threshold_bytes:
+                self._stage_for_batch(info, key, local)
+                result.staged += 1
+                return
+            if self.s.validate_first and not isinstance(self.splitter, WholeSplitter) and record.published == 0:
+                with open(local, "rb") as f:
+                    for _ in self.splitter.split(f, f"{self.fs.label}/{info.path}"):
+                        pass
+            result.messages += self._publish(info, key, local, record.published)
+        except PayloadError as exc:
+            self.log.warning("%s: %s goes to %s/: %s", self.name, info.path, self.s.error_dir, exc)
+            self.state.set_state(key, FAILED, str(exc))
+            self._after_failure(info, key, str(exc))
+            self.local.discard(info)
+            result.failed += 1
+            return
+        self.state.set_state(key, PUBLISHED)
+        self._after_success(info)
+        self.state.set_state(key, DONE)
+        self.local.discard(info)
+        result.done += 1
+        self.log.info("%s: took %s", self.name, key)
+
+    def _finish_known(self, info: FileInfo, key: FileKey, state: str, detail: str | None) -> bool:
+        """A file the state knows: finish what a crash interrupted; True when nothing is left."""
+        if state in (DONE, PUBLISHED):
+            self.log.info("%s: %s was published before; finishing it without publishing again", self.name, key)
+            self._after_success(info)
+            self.state.set_state(key, DONE)
+            return True
+        if state == FAILED:
+            self._after_failure(info, key, detail or "failed before")
+            return True
+        if state == STAGED:
+            if self.fs.exists(info.path):  # staged, then interrupted before the source was finished
+                self._after_success(info)
+            return True
+        return False  # PROCESSING: resume
+
+    # -- publishing -------------------------------------------------------------------------
+
+    def _format_for(self) -> FormatIndicator:
+        fmt = self._format()
+        content_type = self.s.payload.content_type or self.splitter.content_type
+        if fmt is None:
+            text = self.s.format or "coupler.File@1"
+            fmt = FormatIndicator.parse(text, content_type)
+        elif self.s.payload.content_type or fmt.content_type == "avro/binary":
+            fmt = fmt.with_content_type(content_type)
+        return fmt
+
+    def _properties(self, info: FileInfo, key: FileKey) -> dict[str, str]:
+        props = {
+            "file.name": info.name,
+            "file.path": info.path,
+            "file.size": str(info.size),
+            "file.mtime": datetime.fromtimestamp(info.mtime_ns / 1e9, UTC).isoformat(),
+            "file.source": self.fs.label,
+        }
+        if key.checksum:
+            props["file.sha256"] = key.checksum
+        return props
+
+    def message_id(self, key: FileKey, index: int) -> str:
+        return str(uuid.uuid5(_NAMESPACE, f"{self.name}|{key.path}|{key.size}|{key.mtime_ns}|{key.checksum}|{index}"))
+
+    def _publish(self, info: FileInfo, key: FileKey, local: Path, start: int) -> int:
+        fmt = self._format_for()
+        props = self._properties(info, key)
+        sequence_id = self.message_id(key, -1)
+        if isinstance(self.splitter, WholeSplitter):
+            if start > 0:
+                return 0
+            if info.size > self.s.claim_check_bytes:
+                claim = store_claim(self.claims_dir, local, move=self.local.owned)
+                props |= {CLAIM_PROPERTY: str(claim), CLAIM_SIZE_PROPERTY: str(info.size)}
+                body = b""
+            else:
+                body = local.read_bytes()
+            self.context.publish(Envelope(format=fmt, body=body, message_id=self.message_id(key, 0), properties=props))
+            self.state.progress(key, 1)
+            return 1
+        published = 0
+        with open(local, "rb") as f:
+            it = self.splitter.split(f, f"{self.fs.label}/{info.path}")
+            current = next(it, None)
+            index = 0
+            while current is not None:
+                following = next(it, None)
+                if index >= start:
+                    env = Envelope(
+                        format=fmt,
+                        body=current,
+                        message_id=self.message_id(key, index),
+                        sequence=Sequence(sequence_id, index, end=following is None),
+                        properties={**props, "record.index": str(index)},
+                    )
+                    self.context.publish(env)
+                    self.state.progress(key, index + 1)
+                    published += 1
+                current = following
+                index += 1
+        return published
+
+    def _stage_for_batch(self, info: FileInfo, key: FileKey, local: Path) -> None:
+        assert self.s.batch_dir is not None
+        batch_dir = self.s.batch_dir
+        staged = store_claim(batch_dir, local, move=self.local.owned)
+        staged = staged.rename(staged.with_name(f"{staged.name}-{info.name}"))
+        detail = {
+            "path": str(staged), "source": f"{self.fs.label}/{info.path}", "size": info.size,
+            "payload": self.s.payload.mode,
+            "copybook": str(self.s.payload.copybook) if self.s.payload.copybook else None,
+            "record_length": self.s.payload.record_length,
+        }
+        self.context.publish(Envelope(
+            format=FormatIndicator.parse(self.s.batch_format, "application/json"),
+            body=json.dumps(detail, sort_keys=True).encode(),
+            kind=MessageKind.EVENT,
+            message_id=self.message_id(key, 0),
+            properties={**self._properties(info, key), "batch.path": str(staged)},
+        ))
+        self.state.set_state(key, STAGED, str(staged))
+        self._after_success(info)
+        self.local.discard(info)
+        self.log.info("%s: %s staged for batch as %s", self.name, key, staged)
+
+    # -- after the file ---------------------------------------------------------------------
+
+    def _after_success(self, info: FileInfo) -> None:
+        done = self.s.selection.done_suffix
+        if self.s.after == "keep":
+            return
+        if self.s.after == "delete":
+            self.fs.remove(info.path)
+            if done:
+                self.fs.remove(info.path + done)
+            return
+        folder = self.s.archive_dir
+        if self.s.archive_dated:
+            folder = posixpath.join(folder, time.strftime("%Y-%m-%d", time.gmtime()))
+        target = self._move(info.path, folder)
+        if done and target is not None:
+            self.fs.remove(info.path + done)
+
+    def _after_failure(self, info: FileInfo, key: FileKey, reason: str) -> None:
+        target = self._move(info.path, self.s.error_dir)
+        if target is None:
+            return
+        text = (
+            f"file: {self.fs.label}/{info.path}\nsize: {key.size}\nmtime_ns: {key.mtime_ns}\n"
+            f"failed_at: {datetime.now(UTC).isoformat()}\nadapter: {self.name}\nreason: {reason}\n"
+        )
+        write_file(self.fs, target + self.s.selection.reason_suffix, [text.encode()], policy="unique")
+        done = self.s.selection.done_suffix
+        if done:
+            self.fs.remove(info.path + done)
+
+    def _move(self, path: str, folder: str) -> str | None:
+        """Move ``path`` into ``folder`` under a free name; None when it is gone already."""
+        if not self.fs.exists(path):
+            return None
+        self.fs.makedirs(folder)
+        rel_in_root = path if self.s.recursive else posixpath.basename(path)
+        target = posixpath.join(folder, rel_in_root)
+        parent = posixpath.dirname(target)
+        if parent != folder:
+            self.fs.makedirs(parent)
+        from .writer import unique_candidates
+
+        for candidate in unique_candidates(target):  # a name clash never stops the adapter
+            if self.fs.rename_noreplace(path, candidate):
+                self.fs.sync_dir(parent)
+                return candidate
+            if not self.fs.exists(path):
+                return None
+        return None  # pragma: no cover - unique_candidates is endless
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()

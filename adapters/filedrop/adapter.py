@@ -1,0 +1,90 @@
+"""The file drop adapter: polls a local directory (inbound) and writes files (outbound).
+
+Options (``[adapters.options]``): see docs/adapters/filedrop.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from coupler.bus.api import CommandFault
+
+from ..common.base import FileAdapterBase
+from ..common.errors import AdapterConfigError
+from ..common.fs import FileInfo, LocalFS
+from ..common.inbound import InboundPipeline
+from ..common.options import Options
+from ..common.outbound import FileWriter
+
+
+class _InPlace:
+    """A local file is read where it lies."""
+
+    owned = False
+
+    def __init__(self, fs: LocalFS):
+        self.fs = fs
+
+    def fetch(self, info: FileInfo) -> Path:
+        return self.fs.path(info.path)
+
+    def discard(self, info: FileInfo) -> None:
+        pass
+
+
+class FileDropAdapter(FileAdapterBase):
+    """Files in a local directory to the bus, and documents from the bus to files."""
+
+    type_name = "filedrop"
+
+    def read_options(self, opts: Options) -> None:
+        self.directory = Path(opts.string("directory"))
+        out = opts.string("output_directory", None)
+        self.output_directory = Path(out) if out else None
+        self.create_directories = opts.boolean("create_directories", True)
+        self.durable = opts.boolean("fsync", True)
+
+    def _root(self, path: Path) -> LocalFS:
+        if not path.is_dir():
+            if not self.create_directories:
+                raise AdapterConfigError(
+                    f"directory {path} does not exist", where=f"adapters[{self.name}].options.directory",
+                    hint="create it, or set create_directories = true",
+                )
+            path.mkdir(parents=True, exist_ok=True)
+        return LocalFS(path, durable=self.durable)
+
+    def resolved_direction(self) -> str:
+        direction = super().resolved_direction()
+        if direction == "both" and self.output_directory is None:
+            raise AdapterConfigError(
+                "direction both needs output_directory (else the adapter would read its own output)",
+                where=f"adapters[{self.name}].options.output_directory",
+            )
+        return direction
+
+    def open_inbound(self) -> InboundPipeline:
+        assert self.state is not None and self.context is not None
+        fs = self._root(self.directory)
+        return InboundPipeline(
+            name=self.name, fs=fs, settings=self.inbound, state=self.state, context=self.context,
+            local=_InPlace(fs), format=lambda: self.format, claims_dir=self.data_dir / "claims",
+        )
+
+    def open_outbound(self) -> FileWriter:
+        assert self.state is not None
+        fs = self._root(self.output_directory or self.directory)
+        return FileWriter(self.name, fs, self.outbound, self.state, self.log)
+
+    def check(self) -> dict[str, str]:
+        details = {}
+        for role, path in (("directory", self.directory), ("output_directory", self.output_directory)):
+            if path is None:
+                continue
+            if not path.is_dir():
+                raise CommandFault(f"{role} {path} does not exist", code="failed")
+            if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+                raise CommandFault(f"{role} {path} is not readable and writable by this process", code="failed")
+            details[role] = str(path)
+        return details

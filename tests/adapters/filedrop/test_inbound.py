@@ -1,0 +1,246 @@
+"""File drop inbound against a real directory and the real embedded store."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from coupler.adapters.common.errors import AdapterConfigError
+from coupler.adapters.filedrop import FileDropAdapter
+from coupler.canonical import FormatIndicator
+
+from ..filebus import Bus, adapter
+
+
+def make(bus: Bus, drop: Path, **options):
+    opts = {"directory": str(drop), "direction": "inbound", "stable_seconds": 0, "autopoll": False, **options}
+    a = adapter(FileDropAdapter, "drop", opts, bus.context("drop"), format=FormatIndicator.parse("acme.Order@1"))
+    return a
+
+
+def started(a):
+    a.start()
+    return a
+
+
+def test_whole_file_archived_and_taken_once(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "a.txt").write_bytes(b"alpha")
+    (drop / ".hidden").write_bytes(b"no")
+    (drop / "b.tmp").write_bytes(b"excluded")
+    a = started(make(bus, drop, exclude=["*.tmp"]))
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.messages) == (1, 1)
+        [msg] = bus.drain()
+        assert msg.body == b"alpha"
+        assert msg.format == FormatIndicator("acme.Order", 1, "application/octet-stream")
+        assert msg.properties["file.name"] == "a.txt"
+        assert (drop / "archive" / "a.txt").read_bytes() == b"alpha"
+        assert not (drop / "a.txt").exists()
+        assert (drop / ".hidden").exists() and (drop / "b.tmp").exists()
+        assert a.pipeline.poll().taken == 0
+        assert bus.drain() == []
+    finally:
+        a.stop()
+
+
+def test_restart_neither_loses_nor_repeats_and_changed_file_taken_again(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "x.txt").write_bytes(b"one")
+    a = started(make(bus, drop, after="keep"))
+    a.pipeline.poll()
+    a.stop()
+    assert [m.body for m in bus.drain()] == [b"one"]
+    b = started(make(bus, drop, after="keep"))  # a restart: same data dir, file still there
+    try:
+        assert b.pipeline.poll().messages == 0
+        assert bus.drain() == []
+        (drop / "x.txt").write_bytes(b"one, changed")
+        os.utime(drop / "x.txt", ns=(1, 1_000_000_000))
+        assert b.pipeline.poll().messages == 1
+        assert [m.body for m in bus.drain()] == [b"one, changed"]
+    finally:
+        b.stop()
+
+
+def test_slow_writer_is_not_taken_while_growing(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    a = started(make(bus, drop, stable_seconds=0.6))
+    stop = threading.Event()
+    writes = []
+
+    def writer() -> None:
+        with open(drop / "slow.dat", "wb") as f:
+            for i in range(12):
+                f.write(b"%03d\n" % i)
+                f.flush()
+                writes.append(i)
+                time.sleep(0.1)
+        stop.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        while not stop.is_set():
+            assert a.pipeline.poll().taken == 0, "a file still being written was taken"
+            time.sleep(0.05)
+        t.join()
+        deadline = time.monotonic() + 10
+        while a.pipeline.poll().taken == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [msg] = bus.drain()
+        assert msg.body == b"".join(b"%03d\n" % i for i in range(12))
+    finally:
+        t.join()
+        a.stop()
+
+
+def test_done_file_marks_readiness(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "orders.csv").write_bytes(b"1\n2\n3\n")
+    a = started(make(bus, drop, done_suffix=".done", payload="lines", stable_seconds=3600))
+    try:
+        assert a.pipeline.poll().taken == 0
+        (drop / "orders.csv.done").touch()
+        result = a.pipeline.poll()
+        assert (result.done, result.messages) == (1, 3)
+        msgs = bus.drain()
+        assert [m.body for m in msgs] == [b"1", b"2", b"3"]
+        assert [m.sequence.position for m in msgs] == [0, 1, 2]
+        assert [m.sequence.end for m in msgs] == [False, False, True]
+        assert len({m.sequence.id for m in msgs}) == 1
+        assert not (drop / "orders.csv.done").exists()
+        assert (drop / "archive" / "orders.csv").exists()
+    finally:
+        a.stop()
+
+
+def test_bad_file_goes_to_error_with_reason_and_publishes_nothing(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "recs.dat").write_bytes(b"AAAABBBBCC")  # 2.5 records of 4 bytes
+    (drop / "good.dat").write_bytes(b"AAAABBBB")
+    a = started(make(bus, drop, payload="fixed", record_length=4))
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.failed) == (1, 1)
+        assert [m.body for m in bus.drain()] == [b"AAAA", b"BBBB"]
+        assert (drop / "error" / "recs.dat").read_bytes() == b"AAAABBBBCC"
+        reason = (drop / "error" / "recs.dat.reason").read_text()
+        assert "byte 8" in reason and "2 of 4 bytes" in reason
+    finally:
+        a.stop()
+
+
+def test_name_clash_in_archive_does_not_stop_the_adapter(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    (drop / "archive").mkdir(parents=True)
+    (drop / "archive" / "r.txt").write_bytes(b"older")
+    (drop / "r.txt").write_bytes(b"newer")
+    a = started(make(bus, drop, archive_dated=False))
+    try:
+        assert a.pipeline.poll().done == 1
+        assert (drop / "archive" / "r.txt").read_bytes() == b"older"
+        assert (drop / "archive" / "r-1.txt").read_bytes() == b"newer"
+    finally:
+        a.stop()
+
+
+def test_recursion_order_and_max_files(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    (drop / "sub").mkdir(parents=True)
+    for i, name in enumerate(["c.txt", "a.txt", "sub/b.txt"]):
+        (drop / name).write_bytes(name.encode())
+        os.utime(drop / name, ns=(1, (10 - i) * 1_000_000_000))
+    a = started(make(bus, drop, recursive=True, include=["*.txt"], max_files_per_poll=2, order="mtime", after="delete"))
+    try:
+        assert a.pipeline.poll().done == 2
+        assert [m.body for m in bus.drain()] == [b"sub/b.txt", b"a.txt"]
+        assert a.pipeline.poll().done == 1
+        assert [m.body for m in bus.drain()] == [b"c.txt"]
+        assert sorted(p.name for p in drop.rglob("*") if p.is_file()) == []
+    finally:
+        a.stop()
+
+
+def test_large_whole_file_goes_through_a_claim_check(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    data = os.urandom(300_000)
+    (drop / "big.bin").write_bytes(data)
+    a = started(make(bus, drop, claim_check_bytes=100_000))
+    try:
+        a.pipeline.poll()
+        [msg] = bus.drain()
+        assert msg.body == b""
+        assert Path(msg.properties["coupler.claim-file"]).read_bytes() == data
+        assert msg.properties["coupler.claim-size"] == "300000"
+    finally:
+        a.stop()
+
+
+def test_files_over_the_batch_threshold_are_staged_for_the_batch_job(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "small.dat").write_bytes(b"AAAA")
+    (drop / "huge.dat").write_bytes(b"B" * 4000)
+    a = started(make(bus, drop, payload="fixed", record_length=4, batch_threshold_bytes=1000, batch_dir=str(tmp_path / "batch")))
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.staged) == (1, 1)
+        msgs = bus.drain()
+        staged = [m for m in msgs if m.kind == "event"]
+        assert len(staged) == 1 and len(msgs) == 2
+        path = Path(staged[0].properties["batch.path"])
+        assert path.parent == tmp_path / "batch" and path.read_bytes() == b"B" * 4000
+        assert a.state.counts() == {"DONE": 1, "STAGED": 1}
+    finally:
+        a.stop()
+
+
+def test_xml_repeated_element_one_message_each(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "o.xml").write_bytes(b"<orders><order id='1'><q>2</q></order><order id='2'/></orders>")
+    a = started(make(bus, drop, payload="xml", element="order"))
+    try:
+        a.pipeline.poll()
+        assert [m.body for m in bus.drain()] == [b'<order id="1"><q>2</q></order>', b'<order id="2"/>']
+    finally:
+        a.stop()
+
+
+def test_poller_thread_takes_files_and_stops(bus: Bus, tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    a = make(bus, drop, autopoll=True, poll_interval=0.05, max_poll_interval=0.2)
+    a.start()
+    try:
+        (drop / "t.txt").write_bytes(b"threaded")
+        deadline = time.monotonic() + 10
+        msgs = []
+        while not msgs and time.monotonic() < deadline:
+            msgs = bus.drain()
+            time.sleep(0.05)
+        assert [m.body for m in msgs] == [b"threaded"]
+        described = a.describe()
+        assert described["files"] == {"DONE": 1} and described["health"]["polls"] >= 1
+    finally:
+        a.stop()
+
+
+def test_unknown_option_and_missing_direction_are_errors(bus: Bus, tmp_path: Path) -> None:
+    with pytest.raises(AdapterConfigError, match=r"adapters\[drop\]\.options: unknown option stable_secs"):
+        FileDropAdapter("drop", {"directory": str(tmp_path), "stable_secs": 1}, bus.context("drop"))
+    a = FileDropAdapter("drop", {"directory": str(tmp_path)}, bus.context("drop"))
+    with pytest.raises(AdapterConfigError, match="direction"):
+        a.start()
