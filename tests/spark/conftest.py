@@ -1,0 +1,17 @@
+"""One Spark session (``local[2]``) for the whole test session, with Coupler's data sources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from coupler.bus.batch import spark_session
+
+    session = spark_session("local[2]", app_name="coupler-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

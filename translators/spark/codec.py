@@ -1,0 +1,269 @@
+"""The copybook translator as the Spark data sources see it: one picklable object.
+
+:class:`CopybookCodec` holds a copybook (its path and text) and the Cobrix-named options;
+on first use in a process it parses the copybook, builds the layout, the Avro schema and a
+record decoder. It answers the three questions the data sources ask:
+
+* :meth:`CopybookCodec.arrow_schema` -- the columns (derived from the translator's Avro
+  schema, plus the ``_corrupt_record`` column);
+* :meth:`CopybookCodec.framing` -- how a file splits (:mod:`.splits`);
+* :meth:`CopybookCodec.read_split` -- the Arrow record batches of one split.
+
+This is the only module of the data sources that calls the copybook translator's decoding
+functions; the per-record decoder's dicts become Arrow batches in :func:`records_to_batch`,
+the single place to swap in the vectorised batch decoder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from coupler.canonical.errors import CouplerError
+
+from .splits import FileSplit, Framing
+from .types import arrow_schema
+
+#: options of the Spark data source that are not copybook options
+SPARK_ONLY_OPTIONS = (
+    "path",
+    "paths",
+    "copybook_contents",
+    "copy_paths",
+    "input_split_size_mb",
+    "policy",
+    "corrupt_record_column",
+    "batch_size",
+    "format",
+)
+DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
+DEFAULT_BATCH_ROWS = 8192
+
+
+class CopybookSourceError(CouplerError):
+    """The copybook data source is misconfigured."""
+
+
+class _RangeReader(io.RawIOBase):
+    """Bytes ``start``..``end`` of a file as a stream of their own."""
+
+    def __init__(self, path: str, start: int, end: int):
+        self._fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._fh.seek(start)
+        self._left = end - start
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0 or n > self._left:
+            n = self._left
+        data = self._fh.read(n)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def _import_translator() -> Any:
+    from coupler.translators.copybook import avro, decoder, framing, layout, options, parser
+
+    return avro, decoder, framing, layout, options, parser
+
+
+class CopybookCodec:
+    """A copybook and its options, decoded lazily in each process (picklable)."""
+
+    def __init__(self, copybook: str | None, options: Mapping[str, Any], *, copybook_text: str | None = None):
+        self.options = {str(k).lower(): v for k, v in options.items()}
+        if copybook_text is None:
+            if not copybook:
+                raise CopybookSourceError(
+                    "the copybook data source needs a copybook",
+                    hint='use .option("copybook", PATH) or .option("copybook_contents", TEXT)',
+                )
+            try:
+                copybook_text = Path(copybook).read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise CopybookSourceError(f"cannot read copybook {copybook}: {exc.strerror}", where=copybook) from exc
+        self.copybook = copybook or "<copybook_contents>"
+        self.copybook_text = copybook_text
+        self.policy = str(self.options.get("policy", "lenient")).lower()
+        if self.policy not in ("lenient", "strict"):
+            raise CopybookSourceError(f"unknown policy {self.policy!r}", where="option policy", hint="use lenient or strict")
+        self.corrupt_column = str(self.options.get("corrupt_record_column", DEFAULT_CORRUPT_COLUMN))
+        self.batch_rows = int(self.options.get("batch_size", DEFAULT_BATCH_ROWS))
+        _ = self.parsed_options  # validate on the driver, where errors reach the user
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> CopybookCodec:
+        opts = {str(k).lower(): v for k, v in options.items()}
+        return cls(opts.get("copybook"), opts, copybook_text=opts.get("copybook_contents"))
+
+    def __getstate__(self) -> dict[str, Any]:
+        keep = ("options", "copybook", "copybook_text", "policy", "corrupt_column", "batch_rows")
+        return {k: self.__dict__[k] for k in keep}
+
+    # -- the translator, built once per process -----------------------------------------
+
+    @cached_property
+    def parsed_options(self) -> Any:
+        _avro, _dec, _fr, _lay, options, _par = _import_translator()
+        return options.CopybookOptions.from_mapping(self.options, ignore=SPARK_ONLY_OPTIONS)
+
+    @cached_property
+    def layout(self) -> Any:
+        _avro, _dec, _fr, layout, _opt, parser = _import_translator()
+        copy_paths = [p for p in str(self.options.get("copy_paths", "")).split(":") if p]
+        if self.copybook != "<copybook_contents>":
+            copy_paths.append(str(Path(self.copybook).parent))
+        cb = parser.parse_copybook(self.copybook_text, file=self.copybook, copy_paths=copy_paths)
+        return layout.build_layout(cb)
+
+    @cached_property
+    def avro_schema(self) -> dict[str, Any]:
+        avro, *_ = _import_translator()
+        return avro.avro_schema(self.layout, self.parsed_options)
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        schema = arrow_schema(self.avro_schema)
+        if self.corrupt_column:
+            schema = schema.append(pa.field(self.corrupt_column, pa.string()))
+        return schema
+
+    @cached_property
+    def decoder(self) -> Any:
+        _avro, decoder, *_ = _import_translator()
+        return decoder.RecordDecoder(self.layout, self.parsed_options, policy=self.policy)
+
+    # -- splitting -----------------------------------------------------------------------
+
+    def framing(self, path: str) -> Framing:
+        """How ``path`` splits: at record boundaries when the records can be found without decoding."""
+        o = self.parsed_options
+        base = {"start": o.file_start_offset, "end_trim": o.file_end_offset}
+        whole = Framing("whole", **base)
+        if (
+            o.record_length_field
+            or o.segment_id_levels
+            or o.segment_id_root
+            or (o.variable_size_occurs and o.record_format in ("F", "FB") and o.record_length is None and self.layout.has_depending_on)
+        ):
+            return whole
+        if o.record_format == "F" or (o.record_format == "FB" and not self._has_bdw(path)):
+            length = o.record_length or (self.layout.size + o.record_start_offset + o.record_end_offset)
+            return Framing("fixed", record_length=length, **base)
+        if o.record_format in ("V", "VB"):
+            return Framing(
+                "rdw" if o.record_format == "V" else "bdw",
+                big_endian=o.is_rdw_big_endian,
+                rdw_adjustment=o.rdw_adjustment,
+                rdw_includes_header=o.is_rdw_part_of_record_length,
+                bdw_big_endian=o.is_rdw_big_endian,
+                **base,
+            )
+        return whole
+
+    def _has_bdw(self, path: str) -> bool:
+        _a, _d, framing, *_ = _import_translator()
+        o = self.parsed_options
+        length = o.record_length or (self.layout.size + o.record_start_offset + o.record_end_offset)
+        with open(path, "rb") as fh:
+            fh.seek(o.file_start_offset)
+            return bool(framing._looks_like_bdw(fh.read(4), length, o))
+
+    def split_size(self) -> tuple[int, int | None]:
+        """(bytes, records) per split from ``input_split_size_mb`` / ``input_split_records``."""
+        from .splits import DEFAULT_SPLIT_BYTES
+
+        mb = self.options.get("input_split_size_mb")
+        size = int(float(mb) * 1024 * 1024) if mb else DEFAULT_SPLIT_BYTES
+        return max(size, 1), self.parsed_options.input_split_records
+
+    # -- decoding ------------------------------------------------------------------------
+
+    def frames(self, split: FileSplit, framing: Framing) -> Iterator[Any]:
+        """The framed records of a split, numbered and placed as in the whole file."""
+        _avro, decoder, fr, *_ = _import_translator()
+        o = self.parsed_options
+        name = split.path
+        if framing.kind == "whole":
+            with open(name, "rb") as stream:
+                if (
+                    o.variable_size_occurs and o.record_format in ("F", "FB") and o.record_length is None
+                    and not o.record_length_field and self.layout.has_depending_on
+                ):
+                    yield from decoder._variable_records(stream, self.decoder)
+                else:
+                    yield from fr.iter_records(
+                        stream, o, record_size=self.layout.size, file=name,
+                        **decoder._length_field(self.layout, self.decoder),
+                    )
+            return
+        local = dataclasses.replace(o, file_start_offset=0, file_end_offset=0)
+        stream = _RangeReader(name, split.start, split.end)
+        try:
+            for frame in fr.iter_records(stream, local, record_size=self.layout.size, file=name):
+                yield frame._replace(number=frame.number + split.first_record, offset=frame.offset + split.start)
+        finally:
+            stream.close()
+
+    def read_split(self, split: FileSplit, framing: Framing) -> Iterator[pa.RecordBatch]:
+        """Decode one split into Arrow record batches (bad records in the corrupt column)."""
+        _avro, decoder, fr, *_ = _import_translator()
+        dec = self.decoder
+        stats = decoder.DecodeStats()
+        rows: list[dict[str, Any]] = []
+        name = split.path
+        try:
+            for frame in self.frames(split, framing):
+                if isinstance(frame, fr.TruncatedRecord):
+                    err = frame.error(name)
+                    rows.append(self._corrupt(decoder.RecordDecodeError(
+                        err.message, file=name, record=frame.number, offset=frame.offset, raw=frame.payload[:64],
+                    )))
+                else:
+                    rec = dec.decode(
+                        frame.payload, file=name, file_id=split.file_id, record_id=frame.number,
+                        offset=frame.offset, stats=stats,
+                    )
+                    if rec is None:
+                        continue
+                    rows.append(self._corrupt(rec.error) if isinstance(rec, decoder.BadRecord) else rec)
+                if len(rows) >= self.batch_rows:
+                    yield records_to_batch(rows, self.arrow_schema)
+                    rows = []
+        except fr.FramingError as exc:
+            rows.append(self._corrupt(decoder.RecordDecodeError(
+                exc.message, file=name, record=getattr(exc, "record", None) or 0, offset=getattr(exc, "offset", 0) or 0,
+            )))
+        if rows:
+            yield records_to_batch(rows, self.arrow_schema)
+
+    def _corrupt(self, error: Any) -> dict[str, Any]:
+        if not self.corrupt_column:
+            return {}
+        info = error.to_dict() if hasattr(error, "to_dict") else {"reason": str(error)}
+        return {self.corrupt_column: json.dumps(info, default=str, sort_keys=True)}
+
+    def decode_file_sequentially(self, path: str, file_id: int = 0) -> Iterator[dict[str, Any]]:
+        """Every record of one file in one pass (the reference the splits are checked against)."""
+        split = FileSplit(path, file_id, 0, 0, 0)
+        framing = Framing("whole", start=self.parsed_options.file_start_offset)
+        for batch in self.read_split(split, framing):
+            yield from batch.to_pylist()
+
+
+def records_to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """Decoded records (dicts) as one Arrow record batch of ``schema``."""
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
