@@ -894,11 +894,11 @@ def _decode_edited(ft: FieldType, text: str, raw: bytes) -> int | Decimal | None
         elif role in ("zero", "star", "float"):
             if chunk.isdigit():
                 digits.append(chunk)
-            elif chunk in (" ", "*") or (role == "float" and chunk == p.symbol):
-                digits.append("0")
             elif role == "float" and p.symbol in "+-" and chunk in "+-":
                 digits.append("0")
                 neg = chunk == "-"
+            elif chunk in (" ", "*") or (role == "float" and chunk == p.symbol):
+                digits.append("0")
             else:
                 raise _fail(f"invalid character {chunk!r} at a digit position", raw)
         elif role in ("float_lead", "sign"):
