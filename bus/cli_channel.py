@@ -26,9 +26,24 @@ DEFAULT_FORMAT = "coupler.Bytes@1;application/octet-stream"
 _PUT_BATCH = 500
 
 
+class _IntermixedParser(argparse.ArgumentParser):
+    """Options may follow ``CHANNEL FILE...`` (``put q --format X a.txt``)."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        if self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("channel", help="put messages on a channel, get them, purge it")
-    ops = p.add_subparsers(dest="channel_command", metavar="ACTION", required=True)
+    ops = p.add_subparsers(dest="channel_command", metavar="ACTION", required=True, parser_class=_IntermixedParser)
 
     q = ops.add_parser("put", help="send messages: one per FILE, or one per line of standard input with --lines")
     add_site_argument(q)

@@ -5,7 +5,8 @@ A command is an envelope of kind ``command`` whose format is ``coupler.commands.
 of ``schemas/coupler/commands/<name>/v1.avsc``. Every command gets an answer on its return
 address: one ``coupler.commands.Reply@1`` per adapter that served it, or a
 ``coupler.commands.Fault@1`` (when nobody serves it, when it is invalid, when the adapter
-fails). Replies carry ``correlation_id`` = the command's ``message_id`` and the property
+fails). Replies carry ``correlation_id`` = the command's ``message_id``, the command's
+``expires_at`` (a reply nobody waits for any more expires) and the property
 ``coupler.reply-count``: how many replies the command gets in all.
 """
 
@@ -167,7 +168,9 @@ def reply_envelope(command: Command, reply: Reply, adapter: str, *, count: int =
             "details": {str(k): str(v) for k, v in reply.details.items()},
         },
     )
-    return command.envelope.reply(body, REPLY_FORMAT, origin=adapter, properties={REPLY_COUNT: str(count)})
+    return command.envelope.reply(
+        body, REPLY_FORMAT, origin=adapter, expires_at=command.envelope.expires_at, properties={REPLY_COUNT: str(count)}
+    )
 
 
 def fault_envelope(
@@ -184,7 +187,9 @@ def fault_envelope(
         "fault",
         {"command": name, "target": _target_of(command), "adapter": adapter, "code": code, "reason": reason},
     )
-    return command.reply(body, FAULT_FORMAT, origin=adapter or "dispatcher", properties={REPLY_COUNT: str(count)})
+    return command.reply(
+        body, FAULT_FORMAT, origin=adapter or "dispatcher", expires_at=command.expires_at, properties={REPLY_COUNT: str(count)}
+    )
 
 
 @dataclass

@@ -101,7 +101,8 @@ def render_markdown() -> str:
         if section.example:
             out += ["```toml", section.example.rstrip("\n"), "```", ""]
         out += ["| key | type | default | description |", "|---|---|---|---|"]
-        for path, f in walk(section, ""):
+        prefix = f"{section.name}[]." if section.kind == TABLES else f"{section.name}."
+        for path, f in walk(section, prefix):
             if f.kind == TABLE and not f.fields:
                 continue
             out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")

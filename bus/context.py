@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,8 @@ class AdapterStats:
     name: str
     type: str
     state: str = "created"  # created | running | paused | failed | stopped
-    received: int = 0  # messages in: commands and documents handed to it
-    sent: int = 0  # messages out: published and replied
+    received: int = 0  # in: commands and documents it took from the bus
+    sent: int = 0  # out: messages it put on the bus (published, replies)
     failed: int = 0
     last_heartbeat: float | None = None
     error: str | None = None
@@ -210,6 +209,3 @@ def request_reply(
         )
     return replies
 
-
-def new_id() -> str:
-    return uuid.uuid4().hex

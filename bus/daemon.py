@@ -131,9 +131,9 @@ class Daemon:
         self._lock.acquire()
         try:
             self.transport = open_transport(self.site)
-            self._start_control()
             self._start_adapters(classes)
             self._start_workers()
+            self._start_control()  # last: once the socket exists, the site is up
         except BaseException:
             self.shutdown()
             raise
@@ -325,6 +325,13 @@ class Daemon:
                 log.error("%s: cannot receive from %s: %s", name, channel, exc, extra={"worker": name})
                 self.stopping.wait(1.0)
                 continue
+            if paused is not None and deliveries and paused.is_set():
+                # paused while this receive was waiting: hold the message until resumed; on a
+                # stop it is left to its lease and delivered again after the restart
+                while paused.is_set() and not self.stopping.is_set():
+                    self.stopping.wait(0.05)
+                if paused.is_set():
+                    return
             for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
                 try:
                     handle(d)
@@ -428,7 +435,6 @@ class Daemon:
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
             self.transport.ack(d)
-            self.statistics.count(ra.name, "sent")
 
         return handle
 
