@@ -3,7 +3,7 @@ encode(decode(raw)) == raw for canonical raw forms; random bytes never crash a c
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Context, Decimal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -60,7 +60,7 @@ def _value_for(ft: FieldType, draw) -> int | Decimal:
         lo, hi = (-limit if ft.signed else 0), limit
     n = draw(st.integers(lo, hi))
     if ft.scale > 0:
-        return Decimal(n).scaleb(-ft.scale)
+        return Decimal(n).scaleb(-ft.scale, Context(prec=100))
     return n * 10 ** (-ft.scale)
 
 
