@@ -1,0 +1,224 @@
+"""The vectorised batch decoder: many fixed-length records into one Arrow record batch.
+
+:class:`BatchDecoder` walks the layout's output tree once per *batch*, not once per record:
+each elementary field becomes one column computed by a NumPy kernel (:mod:`.kernels`)
+over a ``(records, size)`` view of the batch, OCCURS become list arrays over the same
+bytes reshaped, groups become struct arrays. The keys, types and values are those of the
+per-record decoder and of :func:`~.avro.avro_schema`.
+
+It serves layouts whose fields sit at fixed offsets: fixed-length records, with OCCURS
+DEPENDING ON counters outside any OCCURS when the arrays keep their maximum size
+(``variable_size_occurs=false``, the default). Segment-dependent REDEFINES, segment ids
+and debug fields are left to the per-record decoder; :meth:`BatchDecoder.supports` says
+which applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .avro import field_avro_type, output_fields
+from .kernels import arrow_type, decode_column
+from .layout import Field, Layout, OutputNode
+from .options import CopybookOptions
+from .picture import DecodeContext
+
+
+@dataclass(frozen=True)
+class BadField:
+    """A field of one record that cannot be decoded (its value is null in the batch)."""
+
+    record: int  # index of the record in the input, from 0
+    path: str  # dotted path of the field
+    offset: int  # byte offset of the field inside the record
+    raw: bytes
+    reason: str
+
+
+@dataclass
+class DecodedBatch:
+    batch: pa.RecordBatch
+    bad: list[BadField]
+
+
+def _as_options(options: CopybookOptions | Mapping[str, Any] | None) -> CopybookOptions:
+    if isinstance(options, CopybookOptions):
+        return options
+    return CopybookOptions.from_mapping(options or {})
+
+
+class BatchDecoder:
+    """Decodes ``(records, record_size)`` byte arrays into Arrow record batches."""
+
+    def __init__(self, layout: Layout, options: CopybookOptions | Mapping[str, Any] | None = None):
+        self.layout = layout
+        self.options = _as_options(options)
+        reason = self.unsupported_reason(layout, self.options)
+        if reason:
+            raise ValueError(f"the batch decoder cannot decode this layout: {reason}")
+        self.ctx = DecodeContext.from_options(self.options)
+        self.outputs = output_fields(layout, self.options)
+        self.record_size = self.options.record_length or layout.size
+        self.schema = pa.schema([self._arrow_field(o) for o in self.outputs])
+
+    # -- capability --------------------------------------------------------------------------
+
+    @staticmethod
+    def unsupported_reason(layout: Layout, options: CopybookOptions) -> str | None:
+        """Why the batch decoder cannot serve this layout and these options (None if it can)."""
+        if options.record_format not in ("F", "FB") or options.record_length_field:
+            return f"record_format {options.record_format} has variable-length records"
+        if options.variable_size_occurs and layout.has_depending_on:
+            return "variable_size_occurs moves fields after an OCCURS DEPENDING ON"
+        if options.redefine_segment_id_map or options.segment_id_levels or options.segment_id_root:
+            return "segment-dependent REDEFINES and segment ids"
+        if options.segment_filter or options.debug != "none":
+            return "segment filters and debug fields"
+        if options.record_start_offset or options.record_end_offset:
+            return "record start/end offsets"
+        if options.occurs_mappings:
+            return "occurs_mappings"
+        for node in layout.walk():
+            if node.occurs and node.occurs.depending_on:
+                counter = layout.find(node.occurs.depending_on)
+                if any(a.occurs for a in _ancestors(layout, counter)) or counter.occurs:
+                    return f"DEPENDING ON counter {counter.identifier} inside an OCCURS"
+        return None
+
+    @classmethod
+    def supports(cls, layout: Layout, options: CopybookOptions | Mapping[str, Any] | None = None) -> bool:
+        return cls.unsupported_reason(layout, _as_options(options)) is None
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def _arrow_field(self, out: OutputNode) -> pa.Field:
+        return pa.field(out.name, self._arrow_type(out), nullable=True)
+
+    def _arrow_type(self, out: OutputNode, *, element: bool = False) -> pa.DataType:
+        node = out.node
+        if out.children is None:
+            assert isinstance(node, Field)
+            typ = arrow_type(node.field_type, field_avro_type(node, strict_integral_precision=self.options.strict_integral_precision))
+        else:
+            typ = pa.struct([self._arrow_field(c) for c in out.children])
+        if node.occurs and not element:
+            typ = pa.list_(typ)
+        return typ
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def decode(self, data: bytes | np.ndarray, *, first_record: int = 0, file_id: int = 0) -> DecodedBatch:
+        """Decode whole records; ``data`` holds ``n * record_size`` bytes."""
+        rows = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray, memoryview)) else data
+        if rows.ndim == 1:
+            if len(rows) % self.record_size:
+                raise ValueError(f"{len(rows)} bytes are not a whole number of {self.record_size}-byte records")
+            rows = rows.reshape(-1, self.record_size)
+        bad: list[BadField] = []
+        arrays = [self._column(o, rows, np.arange(len(rows)), 0, bad) for o in self.outputs]
+        fields = list(self.schema)
+        if self.options.generate_record_id:
+            n = len(rows)
+            ids = [
+                pa.array(np.full(n, file_id, dtype=np.int32)),
+                pa.array(np.arange(first_record, first_record + n, dtype=np.int64)),
+                pa.array(np.full(n, self.record_size, dtype=np.int32)),
+            ]
+            fields = [pa.field("File_Id", pa.int32(), False), pa.field("Record_Id", pa.int64(), False),
+                      pa.field("Record_Byte_Length", pa.int32(), False), *fields]
+            arrays = ids + arrays
+        for b in bad:
+            object.__setattr__(b, "record", b.record + first_record)
+        return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
+
+    def _column(self, out: OutputNode, rows: np.ndarray, record_of_row: np.ndarray, base: int,
+                bad: list[BadField]) -> pa.Array:
+        """The array of ``out`` for every row; ``rows`` hold bytes from offset ``base``."""
+        node = out.node
+        start = node.offset - base
+        if not node.occurs:
+            return self._element(out, rows, record_of_row, start, base, bad)
+        count = node.occurs.max
+        size = node.size
+        n = len(rows)
+        items = rows[:, start : start + count * size].reshape(n * count, size)
+        item_records = np.repeat(record_of_row, count)
+        values = self._element(out, items, item_records, 0, node.offset, bad)
+        lengths = np.full(n, count, dtype=np.int64)
+        if node.occurs.depending_on:
+            lengths = np.clip(self._counter(node.occurs.depending_on, rows, base), node.occurs.min, count)
+        if (lengths != count).any():
+            keep = (np.arange(count)[None, :] < lengths[:, None]).reshape(-1)
+            values = values.filter(pa.array(keep))
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        return pa.ListArray.from_arrays(pa.array(offsets), values)
+
+    def _element(self, out: OutputNode, rows: np.ndarray, record_of_row: np.ndarray, start: int,
+                 base: int, bad: list[BadField]) -> pa.Array:
+        node = out.node
+        if out.children is None:
+            assert isinstance(node, Field)
+            typ = self._arrow_type(out, element=True)
+            block = rows[:, start : start + node.size]
+            arr, errors = decode_column(node.field_type, block, self.ctx, typ)
+            for i, exc in errors.items():
+                bad.append(BadField(int(record_of_row[i]), node.dotted_path, base + start,
+                                    block[i].tobytes(), exc.reason))
+            return arr
+        children = [self._column(c, rows, record_of_row, base, bad) for c in out.children]
+        return pa.StructArray.from_arrays(children, fields=[self._arrow_field(c) for c in out.children])
+
+    def _counter(self, name: str, rows: np.ndarray, base: int) -> np.ndarray:
+        node = self.layout.find(name)
+        assert isinstance(node, Field)
+        block = rows[:, node.offset - base : node.offset - base + node.size]
+        typ = arrow_type(node.field_type, field_avro_type(node))
+        arr, _ = decode_column(node.field_type, block, self.ctx, typ)
+        return np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+    # -- files ------------------------------------------------------------------------------
+
+    def iter_file(self, path: str | Path, *, batch_records: int = 65_536, file_id: int = 0) -> Iterator[DecodedBatch]:
+        """Decode a file of fixed-length records chunk by chunk (memory stays flat).
+
+        ``file_start_offset`` and ``file_end_offset`` bytes are skipped; a truncated last
+        record is reported as a :class:`BadField` with path ``<record>``.
+        """
+        size = self.record_size
+        start = self.options.file_start_offset
+        total = max(Path(path).stat().st_size - start - self.options.file_end_offset, 0)
+        whole = total - total % size
+        with open(path, "rb") as stream:
+            stream.seek(start)
+            for first in range(0, whole // size, batch_records):
+                count = min(batch_records, whole // size - first)
+                yield self.decode(stream.read(count * size), first_record=first, file_id=file_id)
+            if whole < total:
+                tail = stream.read(total - whole)
+                done = self.decode(b"", first_record=whole // size, file_id=file_id)
+                done.bad.append(BadField(whole // size, "<record>", 0, tail,
+                                         f"truncated record at byte {start + whole}: {len(tail)} of {size} bytes"))
+                yield done
+
+
+def _ancestors(layout: Layout, target: Any) -> list[Any]:
+    """The groups that contain ``target``, outermost first."""
+    path: list[Any] = []
+
+    def walk(node: Any, trail: list[Any]) -> bool:
+        if node is target:
+            path.extend(trail)
+            return True
+        return any(walk(c, [*trail, node]) for c in getattr(node, "children", []) or [])
+
+    for record in layout.records:
+        if walk(record, []):
+            break
+    return path
