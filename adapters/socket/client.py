@@ -91,6 +91,7 @@ class FrameClient:
         self._idle: asyncio.Queue[int] | None = None
         self._next = itertools.cycle(range(size))
         self._pending: dict[bytes, asyncio.Future[bytes]] = {}
+        self._connecting: dict[int, asyncio.Lock] = {}
 
     @property
     def address(self) -> str:
@@ -107,6 +108,13 @@ class FrameClient:
         conn = self._slots[slot]
         if conn is not None and not conn.closed:
             return conn
+        async with self._connecting.setdefault(slot, asyncio.Lock()):  # one connect per slot
+            conn = self._slots[slot]
+            if conn is not None and not conn.closed:
+                return conn
+            return await self._open(slot)
+
+    async def _open(self, slot: int) -> Connection:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(
