@@ -617,7 +617,8 @@ class _Parser:
             self.i -= 1
             self.fail(f"{it.name} has two OCCURS clauses", "one OCCURS clause")
         first = self.expect_int("OCCURS count")
-        if self.is_word("TO"):
+        explicit_min = self.is_word("TO")
+        if explicit_min:
             self.i += 1
             it.occurs_min = first
             it.occurs_max = self.expect_int("OCCURS maximum")
@@ -644,6 +645,8 @@ class _Parser:
                 it.indexed_by.extend(self._names("index name"))
             else:
                 break
+        if it.depending_on and first == it.occurs_max and not explicit_min:
+            it.occurs_min = 0  # OCCURS n DEPENDING ON: 0 to n
 
     def _names(self, what: str) -> list[str]:
         names = [self.name_ref(what)]
