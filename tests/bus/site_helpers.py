@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from coupler.bus.config import load_site
+from coupler.bus.control import ControlClient, ControlError
 from coupler.bus.daemon import Daemon
 from coupler.bus.plugins import plugin_manager
 
@@ -47,17 +48,21 @@ def coupler_env() -> dict[str, str]:
 
 
 def start_daemon_process(site_file: Path, *extra: str) -> subprocess.Popen[str]:
-    """``coupler daemon --site SITE`` as a child process; returns once its control socket answers."""
+    """``coupler daemon --site SITE`` as a child process; returns once its control endpoint answers."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(site_file), *extra],
         env=coupler_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    sock = load_site(site_file).control_socket
+    client = ControlClient(load_site(site_file).control_socket)
     deadline = time.monotonic() + 30
-    while not sock.exists():
+    while True:
+        try:
+            if client.call("status")["pid"] == proc.pid:
+                return proc
+        except ControlError:
+            pass  # not up yet, or a stale socket of a killed daemon
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            out, err = proc.communicate()
+            _, err = proc.communicate()
             raise AssertionError(f"daemon did not start (rc={proc.returncode}): {err}")
         time.sleep(0.05)
-    return proc

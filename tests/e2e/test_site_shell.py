@@ -1,0 +1,85 @@
+"""A new user's first site, from a shell: init, channel put/get, daemon, ctl status, send, stop.
+
+Runs the installed ``coupler`` command in ``bash`` as subprocesses, nothing in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+
+
+def sh(script: str, cwd: Path, *, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("COUPLER_SITE", None)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script!r} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def test_first_site_from_a_shell(tmp_path: Path) -> None:
+    out = sh("coupler init acme", tmp_path).stdout
+    assert "created site 'acme'" in out
+    site = "acme/site.toml"
+
+    # the channel tools work before any daemon runs (they use the store directly)
+    sh(f"printf 'one\\ntwo\\nthree\\n' | coupler channel put --site {site} inbox --lines", tmp_path)
+    peek = sh(f"coupler channel get --site {site} inbox --peek --max 10", tmp_path).stdout
+    assert peek.splitlines() == ["one", "two", "three"]
+    status = sh(f"coupler ctl --site {site} status --json", tmp_path, check=False)
+    assert status.returncode == 1 and "no daemon runs for site" in status.stderr
+
+    daemon = subprocess.Popen(
+        ["bash", "-c", f"exec coupler daemon --site {site}"], cwd=tmp_path,
+        env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while sh(f"coupler ctl --site {site} status --json", tmp_path, check=False).returncode != 0:
+            assert daemon.poll() is None, daemon.communicate()[1]
+            assert time.monotonic() < deadline, "the daemon did not come up"
+            time.sleep(0.1)
+
+        # with the daemon running the same tools go through its control endpoint
+        got = sh(f"coupler channel get --site {site} inbox --max 2 --json", tmp_path).stdout
+        assert [json.loads(line)["body"] for line in got.splitlines()] == ["one", "two"]
+        (tmp_path / "order.json").write_text('{"id": 7}')
+        sh(f"coupler channel put --site {site} orders order.json --format 'acme.Order@1;application/json'", tmp_path)
+
+        status = json.loads(sh(f"coupler ctl --site {site} status --json", tmp_path).stdout)
+        assert status["state"] == "running" and status["site"] == "acme" and status["adapters"] == []
+        channels = {c["channel"]: c for c in status["channels"]}
+        assert channels["inbox"]["depth"] == 1 and channels["orders"]["depth"] == 1
+        assert channels["inbox"]["oldest_age"] >= 0
+
+        # a command nobody serves is answered with a fault, not silence
+        sent = sh(f"coupler send --site {site} --command ping --target billing", tmp_path, check=False)
+        assert sent.returncode == 1
+        assert sent.stdout.startswith("bus: fault unserved: no adapter serves 'ping' for target 'billing'")
+
+        order = json.loads(sh(f"coupler channel get --site {site} orders --json", tmp_path).stdout)
+        assert order["format"] == "acme.Order@1;application/json" and json.loads(order["body"]) == {"id": 7}
+
+        assert "daemon stopped" in sh(f"coupler ctl --site {site} stop", tmp_path).stdout
+        daemon.communicate(timeout=30)
+        assert daemon.returncode == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.communicate()
+
+    # what the daemon left is still there
+    assert sh(f"coupler channel get --site {site} inbox", tmp_path).stdout == "three\n"
