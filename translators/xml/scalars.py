@@ -243,18 +243,22 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
     else:
         base = str
     normalise = _normaliser(scalar.white_space)
-    xsd_type = scalar.xsd_type if scalar.check_facets else None
+    check = None
+    if scalar.check_facets and scalar.xsd_type is not None:
+        from .facets import compile_checks
 
-    if normalise is None and xsd_type is None:
+        check = compile_checks(scalar.xsd_type)
+
+    if normalise is None and check is None:
         return base
 
     def decode(text: str) -> Any:
         if normalise is not None:
             text = normalise(text)
-        if xsd_type is not None and not xsd_type.is_valid(text):
-            reason = next(iter(xsd_type.iter_errors(text)), None)
-            raise ValueError(getattr(reason, "reason", None) or f"{text!r} is not valid for {xsd_type}")
-        return base(text)
+        value = base(text)
+        if check is not None:
+            check(text, value)
+        return value
 
     return decode
 
