@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli_ctl",
     "coupler.bus.cli_channel",
     "coupler.bus.cli_send",
+    "coupler.bus.cli_copybook",
 )
 
 

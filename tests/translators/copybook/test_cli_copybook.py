@@ -1,0 +1,81 @@
+"""``coupler copybook``: layout, schema, decode and encode through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fastavro
+import pytest
+
+from coupler.bus.cli import main
+
+CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "cobrix"
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
+T21 = CORPUS / "15_test21_ascii_nested_odo"
+T1 = CORPUS / "01_test1_fixed_comp3_odo"
+T21_OPTS = ["-o", "record_format=F", "-o", "encoding=ascii", "-o", "variable_size_occurs=true",
+            "-o", "schema_retention_policy=keep_original"]
+
+
+def test_layout_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    case = CORPUS / "05_test6_type_variety"
+    assert main(["copybook", "layout", str(case / "test6_copybook.cob")]) == 0
+    assert capsys.readouterr().out == (case / "test6_expected" / "test6_layout.txt").read_text() + "\n"
+    assert main(["copybook", "layout", "--json", str(T21 / "test21_copybook.cob")]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert set(rows[0]) == {"level", "name", "path", "start", "end", "length", "usage", "picture", "attributes"}
+    assert [(r["name"], r["start"], r["end"], r["attributes"]) for r in rows][1:3] == [
+        ("COUNT", 1, 1, "D"), ("GROUP", 2, 9, "[]")]
+
+
+def test_schema_is_valid_avro(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["copybook", "schema", str(T1 / "test1_copybook.cob"), "-o", "generate_record_id=true"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    fastavro.parse_schema(schema)
+    assert [f["name"] for f in schema["fields"]][:4] == ["File_Id", "Record_Id", "Record_Byte_Length", "ID"]
+
+
+def test_decode_jsonl_matches_the_corpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["copybook", "decode", str(T21 / "test21_copybook.cob"), str(T21 / "test21_data" / "data.dat"), *T21_OPTS])
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert out == (T21 / "test21_expected" / "test21.txt").read_text()
+    assert "5 records, 0 errors" in err
+
+
+def test_decode_to_avro_and_encode_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    avro_file = tmp_path / "out.avro"
+    code = main(["copybook", "decode", str(T1 / "test1_copybook.cob"), str(T1 / "test1_data" / "example.bin"),
+                 "-o", "ebcdic_code_page=common", "--to", "avro", "--output", str(avro_file)])
+    assert code == 0
+    with open(avro_file, "rb") as fh:
+        records = list(fastavro.reader(fh))
+    assert [r["ID"] for r in records] == list(range(1, 11))
+    jsonl = tmp_path / "in.jsonl"
+    main(["copybook", "decode", str(T21 / "test21_copybook.cob"), str(T21 / "test21_data" / "data.dat"), *T21_OPTS])
+    jsonl.write_text(capsys.readouterr().out)
+    data = tmp_path / "data.dat"
+    assert main(["copybook", "encode", str(T21 / "test21_copybook.cob"), str(jsonl), "--output", str(data), *T21_OPTS]) == 0
+    assert data.read_bytes() == (T21 / "test21_data" / "data.dat").read_bytes()
+
+
+def test_unknown_option_suggests_the_nearest_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["copybook", "schema", str(T1 / "test1_copybook.cob"), "-o", "ebcdic_code_pag=cp037"])
+    assert code == 1
+    assert "did you mean ebcdic_code_page" in capsys.readouterr().err
+
+
+def test_truncated_last_record_goes_to_the_errors_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "short.bin"
+    data.write_bytes((T1 / "test1_data" / "example.bin").read_bytes()[: 2202 * 2 + 100])
+    errors = tmp_path / "errors.jsonl"
+    code = main(["copybook", "decode", str(T1 / "test1_copybook.cob"), str(data), "-o", "ebcdic_code_page=common",
+                 "--errors", str(errors)])
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 2
+    report = json.loads(errors.read_text())
+    assert (report["record"], report["offset"]) == (2, 4404)
+    assert "truncated" in report["reason"]
+    assert "2 records, 1 errors" in err
