@@ -274,6 +274,12 @@ def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: 
             if name in seen:
                 problems.append(f"{section}[{i}].{key}: {name!r} is already used by {section}[{seen[name]}]")
             seen[name] = i
+    from .backoff import BackoffPolicy
+
+    try:
+        BackoffPolicy(**data["store"]["redelivery"])
+    except CouplerError as exc:
+        problems.append(f"store.redelivery: {exc.message.removeprefix('bad backoff policy: ')}")
     for i, ch in enumerate(data["channels"]):
         _check_channel(ch["name"], f"channels[{i}].name", problems)
         if ch["format"] is not None and not _NAME.match(ch["format"]):

@@ -120,7 +120,12 @@ class Daemon:
         return 0
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        log.info("received %s: draining", signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if self.stopping.is_set():  # a second signal: give up draining (leases bring the work back)
+            log.warning("received %s again: exiting without waiting for in-flight work", name)
+            logging.shutdown()
+            os._exit(1)
+        log.info("received %s: draining", name)
         self.stopping.set()
 
     def request_stop(self) -> None:

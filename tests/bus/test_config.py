@@ -106,6 +106,8 @@ def test_full_site_is_typed(tmp_path: Path) -> None:
         ('[[channels]]\nname = "bad name"\n', "channels[0].name: 'bad name' is not a valid channel name"),
         ('[[channels]]\nname = "c"\nformat = "acme.Order@1"\n', "channels[0].format: 'acme.Order@1' is not a canonical format name"),
         ("adapters = 3\n", "adapters: expected an array of tables"),
+        ("[store.redelivery]\ninitial_delay = 10\nmax_delay = 5\n", "store.redelivery: max_delay 5.0 is below initial_delay 10.0"),
+        ("[store.redelivery]\njitter = 1.5\n", "store.redelivery: jitter must be in [0, 1), got 1.5"),
     ],
 )
 def test_errors_name_the_key_path(tmp_path: Path, text: str, expected: str) -> None:

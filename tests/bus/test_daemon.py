@@ -201,3 +201,13 @@ def test_unknown_adapter_type_names_the_key_path(tmp_path: Path) -> None:
     site = load_site(make_site(tmp_path, '[[adapters]]\nname = "x"\ntype = "nosuch"\n'))
     with pytest.raises(ConfigError, match=r"adapters\[0\]\.type: no installed plugin provides adapter type 'nosuch'"):
         Daemon(site, pm=plugin_manager(entry_points=False, extra=(plugin_echo,))).start()
+
+
+def test_adapter_context_request_waits_for_the_correlated_reply(daemon: Daemon) -> None:
+    context = daemon.adapters["echo1"].context
+    reply = context.request(command_envelope("ping", "echo2", payload="via context"), "coupler.commands", timeout=10)
+    info = parse_reply(reply)
+    assert info.ok and info.adapter == "echo2" and info.details["payload"] == "via context"
+    assert reply.correlation_id is not None
+    with pytest.raises(Exception, match="no reply"):
+        context.request(command_envelope("ping", "echo2"), "nobody.listens", timeout=0.3)
