@@ -1,0 +1,85 @@
+"""The SFTP adapter (paramiko): polls a remote directory (inbound), uploads files (outbound).
+
+Options (``[adapters.options]``): see docs/adapters/sftp.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coupler.bus.api import CommandFault
+from coupler.canonical.errors import CouplerError
+
+from ..common.base import FileAdapterBase
+from ..common.inbound import InboundPipeline
+from ..common.options import Options
+from ..common.outbound import FileWriter
+from .connection import SftpConnection, read_connection_settings
+from .remote import SftpFS, Staging
+
+
+class SftpAdapter(FileAdapterBase):
+    """Files on an SFTP server to the bus, and documents from the bus to files on it."""
+
+    type_name = "sftp"
+
+    def read_options(self, opts: Options) -> None:
+        self.settings = read_connection_settings(opts)
+        self.remote_directory = opts.string("remote_directory", ".")
+        self.remote_output_directory = opts.string("remote_output_directory", None)
+        self.page_size = opts.integer("list_page_size", 100, minimum=1)
+        self.poll_timeout = opts.number("poll_timeout", 600.0, minimum=1)
+        self.conn: SftpConnection | None = None
+
+    def _connection(self) -> SftpConnection:
+        if self.conn is None:
+            self.conn = SftpConnection(self.settings, self.log)
+        return self.conn
+
+    def resolved_direction(self) -> str:
+        direction = super().resolved_direction()
+        if direction == "both" and self.remote_output_directory is None:
+            raise CouplerError(
+                "direction both needs remote_output_directory (else the adapter would read its own uploads)",
+                where=f"adapters[{self.name}].options.remote_output_directory",
+            )
+        return direction
+
+    def open_inbound(self) -> InboundPipeline:
+        assert self.state is not None and self.context is not None
+        fs = SftpFS(self._connection(), self.remote_directory, page_size=self.page_size)
+        return InboundPipeline(
+            name=self.name, fs=fs, settings=self.inbound, state=self.state, context=self.context,
+            local=Staging(fs, self.data_dir / "staging"), format=lambda: self.format,
+            claims_dir=self.data_dir / "claims",
+        )
+
+    def open_outbound(self) -> FileWriter:
+        assert self.state is not None
+        fs = SftpFS(self._connection(), self.remote_output_directory or self.remote_directory, page_size=self.page_size)
+        return FileWriter(self.name, fs, self.outbound, self.state, self.log)
+
+    def close_connections(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+    def check(self) -> dict[str, str]:
+        """Ping: connect (verifying the host key) and stat the remote directories."""
+        conn = self._connection()
+        try:
+            for directory in filter(None, (self.remote_directory, self.remote_output_directory)):
+                conn.call(f"stat {directory}", lambda sftp, d=directory: sftp.stat(d))
+        except (CouplerError, OSError) as exc:
+            raise CommandFault(f"{self.settings.label}: {exc}", code="failed") from exc
+        return {"server": self.settings.label}
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["server"] = self.settings.label
+        if self.conn is not None:
+            info["connection"] = self.conn.health()
+        health = info.get("health")
+        if health is not None:
+            running = health.get("poll_running_for")
+            health["poll_overdue"] = bool(running is not None and running > self.poll_timeout)
+        return info

@@ -1,0 +1,231 @@
+"""One SFTP connection: connect with timeouts, verify the host key, log in, reconnect.
+
+A broken connection is dropped and the next operation reconnects, waiting with an
+exponential backoff (``reconnect_delay`` doubling up to ``reconnect_max_delay``) after a
+failed attempt. Every SFTP request has ``read_timeout``, so no operation hangs forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import paramiko
+
+from ..common.errors import AdapterConfigError, HostKeyError, RemoteError
+from ..common.options import Options
+from . import hostkeys
+
+T = TypeVar("T")
+
+
+@dataclass
+class ConnectionSettings:
+    host: str
+    port: int = 22
+    username: str = ""
+    password: str | None = None
+    private_key: Path | None = None
+    passphrase: str | None = None
+    known_hosts: Path | None = None
+    host_key_fingerprint: str | None = None
+    trust_on_first_use: bool = False
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    reconnect_delay: float = 1.0
+    reconnect_max_delay: float = 60.0
+
+    @property
+    def label(self) -> str:
+        return f"sftp://{self.username}@{self.host}:{self.port}"
+
+
+def _secret(opts: Options, key: str) -> str | None:
+    value = opts.string(key, None)
+    env = opts.string(f"{key}_env", None)
+    if env:
+        if env not in os.environ:
+            raise AdapterConfigError(f"environment variable {env} is not set", where=f"adapters[{opts.adapter}].options.{key}_env")
+        value = os.environ[env]
+    return value
+
+
+def read_connection_settings(opts: Options) -> ConnectionSettings:
+    where = f"adapters[{opts.adapter}].options"
+    s = ConnectionSettings(
+        host=opts.string("host"),
+        port=opts.integer("port", 22, minimum=1),
+        username=opts.string("username"),
+        password=_secret(opts, "password"),
+        passphrase=_secret(opts, "passphrase"),
+        host_key_fingerprint=opts.string("host_key_fingerprint", None),
+        trust_on_first_use=opts.boolean("trust_on_first_use", False),
+        connect_timeout=opts.number("connect_timeout", 10.0, minimum=0.1),
+        read_timeout=opts.number("read_timeout", 30.0, minimum=0.1),
+        reconnect_delay=opts.number("reconnect_delay", 1.0, minimum=0),
+        reconnect_max_delay=opts.number("reconnect_max_delay", 60.0, minimum=0),
+    )
+    key = opts.string("private_key", None)
+    s.private_key = Path(key).expanduser() if key else None
+    kh = opts.string("known_hosts", None)
+    s.known_hosts = Path(kh).expanduser() if kh else None
+    if s.private_key is None and s.password is None:
+        raise AdapterConfigError("set private_key or password (or password_env)", where=where)
+    if s.known_hosts is None and not s.host_key_fingerprint:
+        raise AdapterConfigError(
+            "host-key verification is always on: set known_hosts or host_key_fingerprint", where=where,
+            hint="trust_on_first_use = true with a known_hosts path records the key on first connection",
+        )
+    if s.trust_on_first_use and s.known_hosts is None:
+        raise AdapterConfigError("trust_on_first_use needs known_hosts (where to record the key)", where=where)
+    return s
+
+
+def load_private_key(path: Path, passphrase: str | None) -> paramiko.PKey:
+    """An RSA, ECDSA or Ed25519 private key (OpenSSH or PEM format), decrypted with ``passphrase``."""
+    try:
+        return paramiko.PKey.from_path(path, password=passphrase.encode() if passphrase else None)  # type: ignore[arg-type]
+    except FileNotFoundError as exc:
+        raise AdapterConfigError(f"private key {path} does not exist", where="options.private_key") from exc
+    except paramiko.PasswordRequiredException as exc:
+        raise AdapterConfigError(f"private key {path} is encrypted: set passphrase (or passphrase_env)", where="options.private_key") from exc
+    except (paramiko.SSHException, ValueError) as exc:
+        raise AdapterConfigError(f"cannot load private key {path}: {exc} (wrong passphrase?)", where="options.private_key") from exc
+
+
+class SftpConnection:
+    """A lazily opened, self-healing SFTP session (thread-safe: one operation at a time)."""
+
+    def __init__(self, settings: ConnectionSettings, logger: logging.Logger | None = None):
+        self.s = settings
+        self.log = logger or logging.getLogger("coupler.adapter.sftp")
+        self._lock = threading.RLock()
+        self._transport: paramiko.Transport | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._pkey = load_private_key(settings.private_key, settings.passphrase) if settings.private_key else None
+        self._delay = 0.0
+        self._next_attempt = 0.0
+        self.connects = 0
+        self.failures = 0
+        self.last_error: str | None = None
+        self.connected_since: float | None = None
+
+    # -- connecting --------------------------------------------------------------------------
+
+    def _open(self) -> paramiko.SFTPClient:
+        s = self.s
+        try:
+            sock = socket.create_connection((s.host, s.port), timeout=s.connect_timeout)
+        except OSError as exc:
+            raise RemoteError(f"cannot connect: {exc.strerror or exc}", where=s.label, hint="is the server up and the port right?") from exc
+        transport = paramiko.Transport(sock)
+        try:
+            transport.banner_timeout = s.connect_timeout
+            transport.handshake_timeout = s.connect_timeout
+            transport.auth_timeout = s.connect_timeout
+            known_types = hostkeys.known_key_types(s.known_hosts, s.host, s.port)
+            if known_types:  # negotiate a key type known_hosts can vouch for
+                options = transport.get_security_options()
+                options.key_types = tuple(known_types) + tuple(t for t in options.key_types if t not in known_types)
+            transport.start_client(timeout=s.connect_timeout)
+            hostkeys.verify(
+                transport.get_remote_server_key(), host=s.host, port=s.port, known_hosts=s.known_hosts,
+                pinned=s.host_key_fingerprint, trust_on_first_use=s.trust_on_first_use, log=self.log,
+            )
+            try:
+                if self._pkey is not None:
+                    transport.auth_publickey(s.username, self._pkey)
+                else:
+                    transport.auth_password(s.username, s.password or "")
+            except paramiko.AuthenticationException as exc:
+                raise RemoteError(f"login of {s.username!r} refused: {exc}", where=s.label, hint="check username, key or password") from exc
+            sftp = paramiko.SFTPClient.from_transport(transport)
+            assert sftp is not None
+            sftp.get_channel().settimeout(s.read_timeout)
+        except BaseException as exc:
+            transport.close()
+            if isinstance(exc, HostKeyError | RemoteError):
+                raise
+            if isinstance(exc, paramiko.SSHException | OSError | EOFError):
+                raise RemoteError(f"SSH handshake failed: {exc}", where=s.label) from exc
+            raise
+        self._transport, self._sftp = transport, sftp
+        return sftp
+
+    def sftp(self) -> paramiko.SFTPClient:
+        """The open session, reconnecting (after the backoff delay) when needed."""
+        with self._lock:
+            if self._sftp is not None and self._transport is not None and self._transport.is_active():
+                return self._sftp
+            self.close()
+            wait = self._next_attempt - time.monotonic()
+            if wait > 0:
+                raise RemoteError(
+                    f"not connected; next reconnection attempt in {wait:.1f} s (last error: {self.last_error})",
+                    where=self.s.label,
+                )
+            try:
+                sftp = self._open()
+            except HostKeyError as exc:
+                self._failed(exc)
+                raise
+            except RemoteError as exc:
+                self._failed(exc)
+                raise
+            self._delay = 0.0
+            self.connects += 1
+            self.connected_since = time.time()
+            self.last_error = None
+            self.log.info("connected to %s", self.s.label)
+            return sftp
+
+    def _failed(self, exc: Exception) -> None:
+        self.failures += 1
+        self.last_error = str(exc)
+        self._delay = min(max(self._delay * 2, self.s.reconnect_delay), self.s.reconnect_max_delay)
+        self._next_attempt = time.monotonic() + self._delay
+
+    def call(self, what: str, fn: Callable[[paramiko.SFTPClient], T]) -> T:
+        """Run ``fn`` on the session; a broken connection becomes a :class:`RemoteError`."""
+        with self._lock:
+            sftp = self.sftp()
+            try:
+                return fn(sftp)
+            except (EOFError, paramiko.SSHException, OSError) as exc:
+                alive = self._transport is not None and self._transport.is_active()
+                if alive and not isinstance(exc, TimeoutError | ConnectionError | paramiko.SSHException):
+                    raise  # an SFTP status (no such file, permission denied): the connection is fine
+                self._lost(exc, what)
+                raise RemoteError(f"{what}: connection lost: {exc or type(exc).__name__}", where=self.s.label) from exc
+
+    def _lost(self, exc: BaseException, what: str) -> None:
+        self.log.warning("%s: %s: connection lost: %s", self.s.label, what, exc)
+        self.close()
+        self._failed(exc if isinstance(exc, Exception) else Exception(str(exc)))
+
+    def close(self) -> None:
+        with self._lock:
+            for thing in (self._sftp, self._transport):
+                if thing is not None:
+                    try:
+                        thing.close()
+                    except Exception:  # noqa: BLE001 - closing a broken connection
+                        pass
+            self._sftp = self._transport = None
+            self.connected_since = None
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "connected": self._transport is not None and self._transport.is_active(),
+            "connects": self.connects,
+            "connect_failures": self.failures,
+            "last_connect_error": self.last_error,
+            "reconnect_delay": self._delay,
+        }
