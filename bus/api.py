@@ -23,10 +23,13 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+
+if TYPE_CHECKING:
+    from .commands import ReplyInfo
 
 #: the common command set (DESIGN.md)
 COMMON_COMMANDS = ("send", "fetch", "request", "ping", "describe")
@@ -97,6 +100,8 @@ class AdapterContext(Protocol):
     #: a directory of its own for state (offsets, temporary files)
     data_dir: Path
     logger: logging.Logger
+    #: where common commands go (site.toml ``commands.channel``)
+    command_channel: str
 
     def publish(self, envelope: Envelope, channel: str | None = None) -> str:
         """Send a message durably (to ``channel`` or the adapter's channel); returns its id."""
@@ -188,3 +193,20 @@ class Adapter:
             "channel": self.channel,
             "format": str(self.format) if self.format else None,
         }
+
+
+# -- the command codec, for adapters that issue commands themselves ---------------------------
+
+
+def command_envelope(name: str, target: str, **fields: Any) -> Envelope:
+    """A Command Message (see :func:`coupler.bus.commands.command_envelope`)."""
+    from .commands import command_envelope as make
+
+    return make(name, target, **fields)
+
+
+def parse_reply(envelope: Envelope) -> ReplyInfo:
+    """Decode a Reply or Fault message (see :func:`coupler.bus.commands.parse_reply`)."""
+    from .commands import parse_reply as parse
+
+    return parse(envelope)

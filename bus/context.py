@@ -97,8 +97,10 @@ class BusContext:
         paused: threading.Event | None = None,
         stopping: threading.Event | None = None,
         reply_timeout: float = 30.0,
+        command_channel: str = "coupler.commands",
     ):
         self.name = name
+        self.command_channel = command_channel
         self.config = config
         self.data_dir = data_dir
         self.logger = logging.getLogger(f"coupler.adapter.{name}")

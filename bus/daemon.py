@@ -209,6 +209,7 @@ class Daemon:
                 paused=paused,
                 stopping=self.stopping,
                 reply_timeout=self.site.reply_timeout,
+                command_channel=self.site.command_channel,
             )
             self.statistics.add(ad.name, ad.type)
             try:

@@ -204,9 +204,12 @@ def test_unknown_adapter_type_names_the_key_path(tmp_path: Path) -> None:
 
 
 def test_adapter_context_request_waits_for_the_correlated_reply(daemon: Daemon) -> None:
+    from coupler.bus import api
+
     context = daemon.adapters["echo1"].context
-    reply = context.request(command_envelope("ping", "echo2", payload="via context"), "coupler.commands", timeout=10)
-    info = parse_reply(reply)
+    assert context.command_channel == "coupler.commands"
+    reply = context.request(api.command_envelope("ping", "echo2", payload="via context"), context.command_channel, timeout=10)
+    info = api.parse_reply(reply)
     assert info.ok and info.adapter == "echo2" and info.details["payload"] == "via context"
     assert reply.correlation_id is not None
     with pytest.raises(Exception, match="no reply"):
