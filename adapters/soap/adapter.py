@@ -1,0 +1,387 @@
+"""The SOAP Channel Adapter: serve a WSDL's operations (inbound) or call them (outbound).
+
+Inbound (``mode = "server"``): an aiohttp server answers ``GET PATH?wsdl`` with the WSDL
+(every SOAP port's address rewritten to the real endpoint, imported XSDs served at
+``PATH?xsd=FILE``) and ``POST PATH`` with SOAP 1.1 or 1.2. A request's body is translated
+to a record through the WSDL's XSD types and becomes a ``request`` command for ``target``
+(operation = the WSDL operation, document = the record as JSON); the Reply's first document
+becomes the SOAP response; a Fault becomes a SOAP fault (``invalid``, ``unsupported`` and
+``unserved`` -> Sender/Client, others -> Receiver/Server, with the Coupler fault code in the
+detail). A Reply with the detail ``soap.fault = NAME`` answers with the operation's declared
+fault NAME, its document as the fault detail. One-way operations are published on the
+adapter's channel (HTTP 202).
+
+Outbound (``mode = "client"``): ``request`` and ``send`` commands call the remote
+operation named by the command's ``operation`` through the WSDL, with a timeout and retries
+on transport errors only; SOAP faults become error replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar
+
+import aiohttp
+from aiohttp import web
+from lxml import etree
+
+from coupler.adapters.socket.bus import request_command
+from coupler.adapters.socket.loop import LoopThread
+from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
+from coupler.canonical import FormatIndicator
+from coupler.canonical.errors import CouplerError
+from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
+from coupler.translators.soap.envelope import CONTENT_TYPES
+from coupler.translators.soap.wsdl import SOAP11_BINDING, SOAP12_BINDING, XS, Port
+from coupler.translators.xml.security import parse_document
+
+from .codec import BoundOperation, Schemas, SoapCodecError, bind_port, from_document, to_document
+
+SENDER_CODES = ("invalid", "unsupported", "unserved")
+FAULT_NS = "urn:coupler:fault"
+WSSE_FAILED = "wsse:FailedAuthentication"
+
+
+class SoapConfigError(CouplerError):
+    """An option of the SOAP adapter that is missing or wrong."""
+
+
+def _opt(adapter: str, options: dict[str, Any], key: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
+    value = options.get(key, default)
+    if value is None and required:
+        raise SoapConfigError("missing", where=f"adapter {adapter}: options.{key}")
+    if value is not None and kind is float and isinstance(value, int):
+        value = float(value)
+    if value is not None and not isinstance(value, kind):
+        raise SoapConfigError(f"expected {kind.__name__}, got {value!r}", where=f"adapter {adapter}: options.{key}")
+    return value
+
+
+class SoapAdapter(Adapter):
+    """Channel Adapter for SOAP over HTTP (site.toml ``type = "soap"``)."""
+
+    type_name: ClassVar[str] = "soap"
+    commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
+    directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
+
+    def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
+        super().__init__(name, options, context)
+        o = self.options
+        self.mode = _opt(name, o, "mode", str, required=True)
+        if self.mode not in ("server", "client"):
+            raise SoapConfigError(f"{self.mode!r} is not server or client", where=f"adapter {name}: options.mode")
+        self.wsdl_path = Path(_opt(name, o, "wsdl", str, required=True))
+        self.description = read_wsdl(self.wsdl_path)
+        self.schemas = Schemas(self.description)
+        service_name = _opt(name, o, "service", str)
+        services = [s for s in self.description.services if service_name in (None, s.name) and s.ports]
+        if not services:
+            raise SoapConfigError(f"no SOAP service {service_name or ''} in {self.wsdl_path}", where=f"adapter {name}: options.service")
+        self.service = services[0]
+        port_name = _opt(name, o, "port", str)
+        self.ports: dict[str, Port] = {}
+        for port in self.service.ports:
+            if port_name in (None, port.name):
+                self.ports.setdefault(port.soap_version, port)
+        if not self.ports:
+            raise SoapConfigError(f"no port {port_name!r} in service {self.service.name}", where=f"adapter {name}: options.port")
+        self.operations = {v: {op.name: op for op in bind_port(self.schemas, p)} for v, p in self.ports.items()}
+        self.target = _opt(name, o, "target", str)
+        self.timeout = _opt(name, o, "timeout", float, 30.0)
+        self.retries = _opt(name, o, "retries", int, 2)
+        self.command_channel = _opt(name, o, "command_channel", str, "coupler.commands")
+        self.users: dict[str, str] = dict(_opt(name, o, "users", dict, {}) or {})
+        self.username = _opt(name, o, "username", str)
+        self.password = _opt(name, o, "password", str)
+        self.digest = bool(_opt(name, o, "password_digest", bool, False))
+        self.addressing = bool(_opt(name, o, "addressing", bool, False))
+        self.formats = {k: FormatIndicator.parse(v, "application/json") for k, v in (_opt(name, o, "formats", dict, {}) or {}).items()}
+        self.version = _opt(name, o, "soap_version", str, "1.1" if "1.1" in self.ports else "1.2")
+        if self.mode == "server" and not self.target:
+            raise SoapConfigError("the command target that serves the requests is required", where=f"adapter {name}: options.target")
+        self.host = _opt(name, o, "host", str, "127.0.0.1")
+        self.listen_port = _opt(name, o, "listen_port", int, 0)
+        self.path = _opt(name, o, "path", str, f"/{self.service.name}")
+        self.endpoint = _opt(name, o, "address", str)
+        self.max_request_bytes = _opt(name, o, "max_request_bytes", int, 1024 * 1024)
+        self.url: str | None = None
+        self._loop: LoopThread | None = None
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def logger(self) -> logging.Logger:
+        return self.context.logger if self.context is not None else logging.getLogger(f"coupler.adapter.{self.name}")
+
+    def _format(self, op: str, suffix: str) -> FormatIndicator:
+        """The format of an operation's request (suffix "") or response documents."""
+        fmt = self.formats.get(f"{op}{suffix}")
+        if fmt is None and suffix == "" and self.format is not None:
+            fmt = self.format
+        return fmt or FormatIndicator(f"soap.{op}{suffix}", 1, "application/json")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop = LoopThread(f"soap-{self.name}").start()
+        if self.mode == "server":
+            self._executor = ThreadPoolExecutor(16, thread_name_prefix=f"soap-{self.name}-bus")
+            self.url = self._loop.run(self._start_server(), timeout=30)
+            self.logger.info("SOAP adapter %s serving %s (WSDL at %s?wsdl)", self.name, self.url, self.url)
+        else:
+            address = self.endpoint or self.ports[self.version].address
+            if not address:
+                raise SoapConfigError("the WSDL port has no address; set options.address", where=f"adapter {self.name}: options.address")
+            self.url = address
+
+    def stop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        try:
+            if self._runner is not None:
+                loop.run(self._runner.cleanup(), timeout=15)
+            if self._session is not None:
+                loop.run(self._session.close(), timeout=15)
+        finally:
+            loop.stop()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True, cancel_futures=True)
+
+    # -- server ------------------------------------------------------------------------------
+
+    async def _start_server(self) -> str:
+        app = web.Application(client_max_size=self.max_request_bytes)
+        app.router.add_get(self.path, self._get)
+        app.router.add_post(self.path, self._post)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.listen_port)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise CouplerError(f"cannot listen on {self.host}:{self.listen_port}: {exc.strerror or exc}") from exc
+        server = site._server
+        assert server is not None
+        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        return self.endpoint or f"http://{host}:{port}{self.path}"
+
+    async def _get(self, request: web.Request) -> web.Response:
+        if "xsd" in request.query:
+            return self._xsd(request.query["xsd"])
+        if "wsdl" not in request.query:
+            return web.Response(status=404, text="GET ?wsdl for the service description\n")
+        return web.Response(body=self._wsdl_text(), content_type="text/xml", charset="utf-8")
+
+    def _wsdl_text(self) -> bytes:
+        tree = parse_document(self.wsdl_path)
+        for tag in (f"{{{SOAP11_BINDING}}}address", f"{{{SOAP12_BINDING}}}address"):
+            for elem in tree.iter(tag):
+                elem.set("location", self.url or "")
+        for elem in tree.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
+            location = elem.get("schemaLocation")
+            if location and "://" not in location:
+                elem.set("schemaLocation", f"{self.url}?xsd={location}")
+        return etree.tostring(tree, xml_declaration=True, encoding="UTF-8")
+
+    def _xsd(self, name: str) -> web.Response:
+        """A schema the WSDL imports, from beside the WSDL (only files it names)."""
+        base = self.wsdl_path.parent.resolve()
+        target = (base / name).resolve()
+        known = {e.get("schemaLocation") for e in parse_document(self.wsdl_path).iter(f"{{{XS}}}import", f"{{{XS}}}include")}
+        if name not in known or base not in target.parents or not target.is_file():
+            return web.Response(status=404, text="no such schema\n")
+        tree = parse_document(target)
+        for elem in tree.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
+            location = elem.get("schemaLocation")
+            if location and "://" not in location:
+                elem.set("schemaLocation", f"{self.url}?xsd={location}")
+        return web.Response(body=etree.tostring(tree, xml_declaration=True, encoding="UTF-8"), content_type="text/xml", charset="utf-8")
+
+    async def _post(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
+        try:
+            message = unwrap(body, name="request")
+        except CouplerError as exc:
+            return self._fault_response(version, SoapFault("Sender", f"not a SOAP envelope: {exc}"))
+        version = message.version
+        if version not in self.operations:
+            return self._fault_response(version, SoapFault("VersionMismatch", f"this endpoint speaks SOAP {', '.join(self.operations)}"))
+        if self.users:
+            token = message.security
+            if token is None or token.username not in self.users or not token.verify(self.users[token.username]):
+                self.logger.warning("SOAP request refused: authentication failed (%s)", token.username if token else "no UsernameToken")
+                return self._fault_response(version, SoapFault("Sender", "authentication failed", subcode=WSSE_FAILED))
+        op = self._find_operation(version, message.body, request.headers.get("SOAPAction", "").strip('"'))
+        if op is None:
+            got = message.body[0].tag if message.body else "an empty body"
+            return self._fault_response(version, SoapFault("Sender", f"no operation of this service takes {got}"))
+        try:
+            assert op.input is not None
+            record = op.input.decode(message.body)
+        except CouplerError as exc:
+            return self._fault_response(version, SoapFault("Sender", f"{op.name}: invalid request: {exc}"))
+        document = to_document(record, self._format(op.name, ""))
+        document.properties["soap.operation"] = op.name
+        loop = asyncio.get_running_loop()
+        try:
+            if op.output is None:
+                await loop.run_in_executor(self._executor, self._publish, document)
+                return web.Response(status=202)
+            answer = await loop.run_in_executor(self._executor, self._ask, document, op.name)
+        except CommandFault as fault:
+            return self._fault_response(version, self._bus_fault(fault))
+        except CouplerError as exc:
+            return self._fault_response(version, SoapFault("Receiver", f"the bus failed: {exc}"))
+        reply_addressing = None
+        if message.addressing is not None:
+            reply_addressing = Addressing(
+                message_id=f"urn:uuid:{uuid.uuid4()}",
+                relates_to=message.addressing.message_id,
+                action=(op.operation.soap_action or op.name) + "Response",
+            )
+        try:
+            if answer.details.get("soap.fault"):
+                detail = op.fault_detail(answer.details["soap.fault"], answer.documents[0]) if answer.documents else None
+                fault = SoapFault(answer.details.get("soap.fault_code", "Sender"), answer.details.get("soap.fault_reason", answer.details["soap.fault"]), detail=detail)
+                return self._fault_response(version, fault)
+            if not answer.documents:
+                raise SoapCodecError(f"the reply to {op.name} carries no document")
+            assert op.output is not None
+            elements = op.output.encode(from_document(answer.documents[0]))
+        except CouplerError as exc:
+            self.logger.error("reply to %s cannot be written as SOAP: %s", op.name, exc)
+            return self._fault_response(version, SoapFault("Receiver", f"the reply cannot be written: {exc}"))
+        payload = wrap(elements, version=version, addressing=reply_addressing)
+        return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPES[version]})
+
+    def _find_operation(self, version: str, body: list[Any], action: str) -> BoundOperation | None:
+        ops = self.operations[version].values()
+        tag = body[0].tag if body else None
+        for op in ops:
+            if tag is not None and op.request_element == tag:
+                return op
+        return next((op for op in ops if action and op.operation.soap_action == action), None)
+
+    def _publish(self, document: Document) -> None:
+        assert self.context is not None
+        self.context.publish(document.to_envelope(origin=self.name), self.channel)
+
+    def _ask(self, document: Document, operation: str) -> Any:
+        assert self.context is not None and self.target
+        return request_command(
+            self.context, document, target=self.target, operation=operation,
+            timeout=self.timeout, command_channel=self.command_channel,
+        )
+
+    def _bus_fault(self, fault: CommandFault) -> SoapFault:
+        code = "Sender" if fault.code in SENDER_CODES else "Receiver"
+        detail = f'<cf:fault xmlns:cf="{FAULT_NS}"><cf:code>{fault.code}</cf:code></cf:fault>'
+        return SoapFault(code, fault.message, detail=detail)
+
+    def _fault_response(self, version: str, fault: SoapFault) -> web.Response:
+        status = 400 if version == "1.2" and fault.code == "Sender" else 500
+        return web.Response(status=status, body=wrap(fault=fault, version=version), headers={"Content-Type": CONTENT_TYPES[version]})
+
+    # -- client ------------------------------------------------------------------------------
+
+    def _client_op(self, name: str) -> BoundOperation:
+        if self.mode != "client" or self._loop is None:
+            raise CommandFault(f"SOAP adapter {self.name!r} is a server; it cannot call operations", code="unsupported")
+        ops = self.operations[self.version]
+        if not name and len(ops) == 1:
+            return next(iter(ops.values()))
+        if name not in ops:
+            raise CommandFault(f"the service has no operation {name!r} (it has {', '.join(ops)})", code="invalid")
+        return ops[name]
+
+    def on_request(self, command: Command) -> Reply:
+        op = self._client_op(command.operation)
+        if command.document is None:
+            raise CommandFault("a request command needs a document", code="invalid")
+        timeout = min(command.timeout or self.timeout, self.timeout)
+        body = self._call(op, command.document, timeout)
+        if op.output is None:
+            return Reply(details={"status": "sent"})
+        try:
+            record = op.output.decode(body)
+        except CouplerError as exc:
+            raise CommandFault(f"the response of {op.name} does not fit the WSDL: {exc}", code="failed") from None
+        return Reply(documents=[to_document(record, self._format(op.name, "Response"))], details={"status": "answered"})
+
+    def on_send(self, command: Command) -> Reply:
+        assert command.document is not None
+        op = self._client_op(command.operation or command.document.properties.get("soap.operation", ""))
+        self._call(op, command.document, self.timeout)
+        return Reply(details={"status": "delivered"})
+
+    def deliver(self, envelope: Any) -> None:
+        document = Document.from_envelope(envelope)
+        op = self._client_op(document.properties.get("soap.operation", ""))
+        self._call(op, document, self.timeout)
+
+    def _call(self, op: BoundOperation, document: Document, timeout: float) -> list[Any]:
+        assert op.input is not None and self._loop is not None
+        try:
+            elements = op.input.encode(from_document(document))
+        except CouplerError as exc:
+            raise CommandFault(f"{op.name}: the document does not fit the request message: {exc}", code="invalid") from None
+        security = UsernameToken(self.username, self.password, digest=self.digest) if self.username else None
+        addressing = Addressing(message_id=f"urn:uuid:{uuid.uuid4()}", action=op.operation.soap_action or op.name, to=self.url) if self.addressing else None
+        payload = wrap(elements, version=self.version, security=security, addressing=addressing)
+        headers = {"Content-Type": CONTENT_TYPES[self.version]}
+        action = op.operation.soap_action or ""
+        if self.version == "1.1":
+            headers["SOAPAction"] = f'"{action}"'
+        elif action:
+            headers["Content-Type"] += f'; action="{action}"'
+        status, body = self._loop.run(self._post_with_retries(payload, headers, timeout), timeout=timeout * (self.retries + 1) + 5)
+        try:
+            message = unwrap(body, name=f"response of {op.name}")
+        except CouplerError as exc:
+            raise CommandFault(f"{self.url} answered HTTP {status} without a SOAP envelope: {exc}", code="failed") from None
+        if message.fault is not None:
+            f = message.fault
+            code = "invalid" if f.code == "Sender" else "failed"
+            detail = f" (detail: {f.detail})" if f.detail else ""
+            raise CommandFault(f"SOAP fault {f.code}: {f.reason}{detail}", code=code)
+        if status >= 300:
+            raise CommandFault(f"{self.url} answered HTTP {status}", code="failed")
+        return message.body
+
+    async def _post_with_retries(self, payload: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                async with self._session.post(
+                    self.url or "", data=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+                ) as response:
+                    return response.status, await response.read()
+            except TimeoutError:
+                raise CommandFault(f"no answer from {self.url} within {timeout:g} s", code="timeout") from None
+            except aiohttp.ClientConnectionError as exc:  # transport errors only are retried
+                last = exc
+                self.logger.info("calling %s failed (attempt %d): %s", self.url, attempt + 1, exc)
+                if attempt < self.retries:
+                    await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
+        raise CommandFault(f"cannot reach {self.url}: {last}", code="failed", hint="is the SOAP service running?")
+
+    def describe(self) -> dict[str, Any]:
+        data = super().describe()
+        data.update(
+            mode=self.mode,
+            url=self.url,
+            wsdl=str(self.wsdl_path),
+            service=self.service.name,
+            operations=sorted({name for ops in self.operations.values() for name in ops}),
+            soap_versions=sorted(self.operations),
+        )
+        return data

@@ -1,0 +1,188 @@
+"""The operations of a WSDL port, with their bodies translated to and from records.
+
+document/literal: the body is one element declared in the WSDL's schemas; it is decoded and
+encoded by the XML translator (:class:`coupler.translators.xml.XsdModel`) through its XSD
+type. rpc/literal: the body is a wrapper element named after the operation (``...Response``
+for the answer) in the binding's namespace, holding one unqualified child per part; parts of
+simple types are converted by their XSD type, parts of global element type by the XML
+translator. A record is a dict; on the bus it travels as JSON (``translators.xml.jsonio``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from lxml import etree
+
+from coupler.bus.api import CommandFault, Document
+from coupler.canonical import FormatIndicator
+from coupler.canonical.errors import CouplerError
+from coupler.translators.soap.wsdl import MessageInfo, Operation, Port, WsdlDescription
+from coupler.translators.xml import XsdModel
+from coupler.translators.xml.jsonio import dumps
+
+JSON = "application/json"
+
+
+class SoapCodecError(CouplerError):
+    """A SOAP body or a document that does not fit the operation's message."""
+
+
+def _local(qname: str) -> str:
+    return qname.rsplit("}", 1)[-1]
+
+
+class Schemas:
+    """The XSD models of a WSDL's schemas, by global element."""
+
+    def __init__(self, description: WsdlDescription):
+        self.description = description
+        self._models = [XsdModel(s, description.source) for s in description.schemas]
+
+    def model_for(self, element: str) -> XsdModel:
+        for model in self._models:
+            if element in model.schema.maps.elements:
+                return model
+        raise SoapCodecError(f"element {element} is not declared by the WSDL's schemas", where=self.description.source)
+
+    def simple_type(self, qname: str) -> Any:
+        for model in self._models:
+            t = model.schema.maps.types.get(qname)
+            if t is not None:
+                return t
+        raise SoapCodecError(f"type {qname} is not declared by the WSDL's schemas", where=self.description.source)
+
+
+@dataclass
+class MessageCodec:
+    """Body elements of one message <-> a record."""
+
+    schemas: Schemas
+    message: MessageInfo
+    style: str
+    wrapper: str | None = None  # rpc: the Clark name of the wrapper element
+
+    def decode(self, body: list[Any]) -> dict[str, Any]:
+        if self.style == "document":
+            part = self.message.parts[0]
+            elem = body[0] if body else None
+            if elem is None or elem.tag != part.element:
+                got = elem.tag if elem is not None else "an empty body"
+                raise SoapCodecError(f"expected body element {part.element}, got {got}")
+            model = self.schemas.model_for(part.element or "")
+            errors = list(model.schema.iter_errors(etree.ElementTree(_copy(elem))))
+            if errors:
+                raise SoapCodecError(f"{_local(part.element or '')}: {errors[0].reason}", where=errors[0].path)
+            return model.decoder(part.element).decode_element(elem)
+        wrapper = body[0] if body else None
+        if wrapper is None or wrapper.tag != self.wrapper:
+            raise SoapCodecError(f"expected the rpc wrapper {self.wrapper}, got {wrapper.tag if wrapper is not None else 'nothing'}")
+        record: dict[str, Any] = {}
+        for part in self.message.parts:
+            child = next((c for c in wrapper if isinstance(c.tag, str) and _local(c.tag) == part.name), None)
+            if child is None:
+                raise SoapCodecError(f"rpc part {part.name!r} is missing", where=f"{_local(self.wrapper or '')}/{part.name}")
+            if part.type:
+                try:
+                    record[part.name] = self.schemas.simple_type(part.type).decode(child.text or "")
+                except Exception as exc:  # xmlschema's decode errors have several classes
+                    raise SoapCodecError(f"rpc part {part.name!r}: {exc}".splitlines()[0]) from None
+            else:
+                record[part.name] = self.schemas.model_for(part.element or "").decoder(part.element).decode_element(child)
+        return record
+
+    def encode(self, record: dict[str, Any]) -> list[Any]:
+        try:
+            if self.style == "document":
+                part = self.message.parts[0]
+                model = self.schemas.model_for(part.element or "")
+                encoder = model.encoder(part.element)
+                elem = encoder.build(record, label=_local(part.element or ""))
+                encoder.validate(elem, _local(part.element or ""))
+                return [elem]
+            wrapper = etree.Element(self.wrapper or "result")
+            for part in self.message.parts:
+                if part.name not in record:
+                    raise SoapCodecError(f"the record has no field {part.name!r} for rpc part {part.name!r}")
+                if part.type:
+                    child = etree.SubElement(wrapper, part.name)
+                    value = record[part.name]
+                    child.text = value if isinstance(value, str) else self.schemas.simple_type(part.type).encode(value)
+                else:
+                    model = self.schemas.model_for(part.element or "")
+                    wrapper.append(model.encoder(part.element).build(record[part.name], tag=part.name))
+            return [wrapper]
+        except SoapCodecError:
+            raise
+        except CouplerError as exc:
+            raise SoapCodecError(exc.message, where=exc.where, hint=exc.hint) from None
+
+
+@dataclass
+class BoundOperation:
+    """One operation of a port, ready to read requests and write responses."""
+
+    operation: Operation
+    port: Port
+    input: MessageCodec | None
+    output: MessageCodec | None
+    faults: dict[str, tuple[str, XsdModel]]  # name -> (element, model)
+
+    @property
+    def name(self) -> str:
+        return self.operation.name
+
+    @property
+    def request_element(self) -> str | None:
+        if self.input is None:
+            return None
+        if self.operation.style == "rpc":
+            return self.input.wrapper
+        return self.input.message.parts[0].element if self.input.message.parts else None
+
+    def fault_detail(self, name: str, document: Document) -> str:
+        """The detail XML of declared fault ``name`` from a JSON document."""
+        if name not in self.faults:
+            raise SoapCodecError(f"operation {self.name} declares no fault {name!r}", hint=f"declared: {', '.join(self.faults) or 'none'}")
+        element, model = self.faults[name]
+        record = json.loads(document.body)
+        elem = model.encoder(element).build(record, label=name)
+        return etree.tostring(elem, encoding="unicode")
+
+
+def bind_port(schemas: Schemas, port: Port) -> list[BoundOperation]:
+    out = []
+    for op in port.operations:
+        def codec(msg: MessageInfo | None, suffix: str, op: Operation = op) -> MessageCodec | None:
+            if msg is None:
+                return None
+            if op.style == "rpc":
+                return MessageCodec(schemas, msg, "rpc", f"{{{msg.namespace or ''}}}{op.name}{suffix}" if msg.namespace else f"{op.name}{suffix}")
+            if len(msg.parts) != 1 or not msg.parts[0].element:
+                raise SoapCodecError(f"operation {op.name}: a document/literal message needs exactly one element part")
+            return MessageCodec(schemas, msg, "document")
+
+        faults = {f.name: (f.element, schemas.model_for(f.element)) for f in op.faults if f.element}
+        out.append(BoundOperation(op, port, codec(op.input, ""), codec(op.output, "Response"), faults))
+    return out
+
+
+def to_document(record: dict[str, Any], fmt: FormatIndicator) -> Document:
+    return Document(fmt if fmt.content_type == JSON else fmt.with_content_type(JSON), dumps(record).encode("utf-8"))
+
+
+def from_document(document: Document) -> dict[str, Any]:
+    try:
+        record = json.loads(document.body)
+    except ValueError as exc:
+        raise CommandFault(f"document {document.format} is not JSON: {exc}", code="invalid") from None
+    if not isinstance(record, dict):
+        raise CommandFault(f"document {document.format} is not a JSON object", code="invalid")
+    return record
+
+
+def _copy(elem: Any) -> Any:
+    """A standalone copy of ``elem`` (validation needs its own tree, namespaces included)."""
+    return etree.fromstring(etree.tostring(elem))
