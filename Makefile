@@ -42,6 +42,7 @@ demo: $(STAMP)
 	$(PY) -m coupler.bus.demo
 
 bench: $(STAMP) system-deps
+	$(PY) -m pip install -q -e '.[bench]'
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 wheel: $(STAMP)

@@ -121,7 +121,7 @@ class BatchDecoder:
                 raise ValueError(f"{len(rows)} bytes are not a whole number of {self.record_size}-byte records")
             rows = rows.reshape(-1, self.record_size)
         bad: list[BadField] = []
-        arrays = [self._column(o, rows, np.arange(len(rows)), 0, bad) for o in self.outputs]
+        arrays = [self._column(o, rows, 1, 0, bad) for o in self.outputs]
         fields = list(self.schema)
         if self.options.generate_record_id:
             n = len(rows)
@@ -137,19 +137,19 @@ class BatchDecoder:
             object.__setattr__(b, "record", b.record + first_record)
         return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
 
-    def _column(self, out: OutputNode, rows: np.ndarray, record_of_row: np.ndarray, base: int,
+    def _column(self, out: OutputNode, rows: np.ndarray, per_record: int, base: int,
                 bad: list[BadField]) -> pa.Array:
-        """The array of ``out`` for every row; ``rows`` hold bytes from offset ``base``."""
+        """The array of ``out`` for every row; ``rows`` hold bytes from offset ``base``, and
+        ``per_record`` consecutive rows come from one record (OCCURS items)."""
         node = out.node
         start = node.offset - base
         if not node.occurs:
-            return self._element(out, rows, record_of_row, start, base, bad)
+            return self._element(out, rows, per_record, start, base, bad)
         count = node.occurs.max
         size = node.size
         n = len(rows)
         items = rows[:, start : start + count * size].reshape(n * count, size)
-        item_records = np.repeat(record_of_row, count)
-        values = self._element(out, items, item_records, 0, node.offset, bad)
+        values = self._element(out, items, per_record * count, 0, node.offset, bad)
         lengths = np.full(n, count, dtype=np.int64)
         if node.occurs.depending_on:
             lengths = np.clip(self._counter(node.occurs.depending_on, rows, base), node.occurs.min, count)
@@ -160,7 +160,7 @@ class BatchDecoder:
         np.cumsum(lengths, out=offsets[1:])
         return pa.ListArray.from_arrays(pa.array(offsets), values)
 
-    def _element(self, out: OutputNode, rows: np.ndarray, record_of_row: np.ndarray, start: int,
+    def _element(self, out: OutputNode, rows: np.ndarray, per_record: int, start: int,
                  base: int, bad: list[BadField]) -> pa.Array:
         node = out.node
         if out.children is None:
@@ -169,10 +169,10 @@ class BatchDecoder:
             block = rows[:, start : start + node.size]
             arr, errors = decode_column(node.field_type, block, self.ctx, typ)
             for i, exc in errors.items():
-                bad.append(BadField(int(record_of_row[i]), node.dotted_path, base + start,
+                bad.append(BadField(i // per_record, node.dotted_path, base + start,
                                     block[i].tobytes(), exc.reason))
             return arr
-        children = [self._column(c, rows, record_of_row, base, bad) for c in out.children]
+        children = [self._column(c, rows, per_record, base, bad) for c in out.children]
         return pa.StructArray.from_arrays(children, fields=[self._arrow_field(c) for c in out.children])
 
     def _counter(self, name: str, rows: np.ndarray, base: int) -> np.ndarray:

@@ -136,37 +136,40 @@ _PACKED_LAST = _table({**{(h << 4) | s: h for h in range(10) for s in (0xA, 0xC,
                        **{(h << 4) | s: 10 + h for h in range(10) for s in (0xB, 0xD)}})
 
 
-def _horner(values: np.ndarray, radix: int) -> np.ndarray:
-    """Rows of digits (uint8 columns, most significant first) in ``radix`` as int64."""
+def _horner(values: np.ndarray, radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of digits (uint8 columns, most significant first) in ``radix`` as int64, and
+    which rows hold no :data:`_INVALID` digit (one pass over the columns)."""
     acc = np.zeros(len(values), dtype=np.int64)
+    worst = np.zeros(len(values), dtype=np.uint8)
     for col in range(values.shape[1]):
+        column = values[:, col]
+        np.maximum(worst, column, out=worst)
         acc *= radix
-        acc += values[:, col]
-    return acc
+        acc += column
+    return acc, worst != _INVALID
 
 
 def _zoned(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType) -> tuple[pa.Array, Bad]:
+    digits = _ZONED[block]
     if not ft.signed:
-        digits = _ZONED[block]
-        ok = (digits != _INVALID).all(axis=1)
-        return _finish(ft, block, ctx, typ, _horner(digits, 10), ok)
+        value, ok = _horner(digits, 10)
+        return _finish(ft, block, ctx, typ, value, ok)
     pos = 0 if ft.sign_position == "leading" else ft.size - 1
     sign = _PUNCHED[block[:, pos]]
-    digits = _ZONED[block]
-    digits[:, pos] = sign % 10
-    ok = (digits != _INVALID).all(axis=1) & (sign != _INVALID)
-    value = _horner(digits, 10)
+    digits[:, pos] = np.where(sign == _INVALID, _INVALID, sign % 10)
+    value, ok = _horner(digits, 10)
     return _finish(ft, block, ctx, typ, np.where(sign >= 10, -value, value), ok)
 
 
 def _packed(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType) -> tuple[pa.Array, Bad]:
     pairs = _PACKED_PAIR[block[:, :-1]]
     last = _PACKED_LAST[block[:, -1]]
-    ok = (pairs != _INVALID).all(axis=1) & (last != _INVALID)
-    neg = (last >= 10) & (last != _INVALID)
+    value, ok = _horner(pairs, 100)
+    ok &= last != _INVALID
+    neg = (last >= 10) & ok
     if not ft.signed:
         ok &= ~neg
-    value = _horner(pairs, 100) * 10 + (last % 10)
+    value = value * 10 + (last % 10)
     ok &= value < ft.max_abs_unscaled
     return _finish(ft, block, ctx, typ, np.where(neg, -value, value), ok)
 
@@ -213,7 +216,7 @@ def _text(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType
             arr, _ = _fallback(ft, block, ctx, typ, has_nul & ~nulled, arr)
     else:
         arr = _ascii_strings(chars, policy)
-    if ctx.improved_null_detection:
+    if ctx.improved_null_detection and not block.all():  # some byte is 0x00: maybe a null row
         null = _all_zero(block)
         if null.any():
             arr = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), arr)
