@@ -21,11 +21,10 @@ Every splitter reads its input as a stream and yields bodies one at a time.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from .errors import AdapterConfigError, PayloadError
 
@@ -84,7 +83,7 @@ class LineSplitter(Splitter):
 class FixedSplitter(Splitter):
     content_type = "application/x-cobol-record"
 
-    def __init__(self, record_length: int, decode: Callable[[bytes, int], bytes] | None = None):
+    def __init__(self, record_length: int, decode: Callable[[bytes, int], bytes | None] | None = None):
         self.record_length = record_length
         self.decode = decode
         if decode is not None:
@@ -106,7 +105,9 @@ class FixedSplitter(Splitter):
                         hint="the file is truncated, or record_length / the copybook does not match it",
                     )
                 record += more
-            yield self.decode(record, offset) if self.decode else record
+            body = self.decode(record, offset) if self.decode else record
+            if body is not None:
+                yield body
             offset += n
 
 
@@ -161,38 +162,22 @@ def splitter_for(settings: PayloadSettings, *, where: str) -> Splitter:
     raise AdapterConfigError(f"unknown payload mode {mode!r}; one of {', '.join(MODES)}", where=where)
 
 
-def copybook_codec(path: Path, record_length: int | None) -> tuple[int, Callable[[bytes, int], bytes] | None]:
-    """Record length of copybook ``path`` and, when the translator has one, a record decoder."""
+def copybook_codec(path: Path, record_length: int | None) -> tuple[int, Callable[[bytes, int], bytes | None] | None]:
+    """Record length of copybook ``path`` and a strict record decoder (record -> JSON bytes)."""
+    from coupler.translators.copybook import decoder as decoder_module
     from coupler.translators.copybook import layout as layout_module
     from coupler.translators.copybook import parser
 
-    copybook = parser.parse_file(path)
-    lay = layout_module.build_layout(copybook)
+    lay = layout_module.build_layout(parser.parse_file(path))
     length = record_length or lay.size
-    decoder = _record_decoder(lay)
-    if decoder is None:
-        return length, None
+    decoder = decoder_module.RecordDecoder(lay, None, policy="strict")
 
-    def decode(record: bytes, offset: int) -> bytes:
-        try:
-            value = decoder(record)
-        except Exception as exc:
-            raise PayloadError(f"record cannot be decoded: {exc}", where=f"byte {offset}") from exc
-        return json.dumps(value, default=str, separators=(",", ":")).encode()
+    def decode(record: bytes, offset: int) -> bytes | None:
+        value = decoder.decode(record, file=str(path), offset=offset)
+        if value is None:  # dropped by a segment filter
+            return None
+        if isinstance(value, decoder_module.BadRecord):
+            raise PayloadError(f"record cannot be decoded: {value.error}", where=f"byte {offset}")
+        return decoder_module.to_json(value).encode()
 
     return length, decode
-
-
-def _record_decoder(lay: Any) -> Callable[[bytes], Any] | None:
-    try:
-        from coupler.translators.copybook import decoder as decoder_module
-    except ImportError:
-        return None
-    factory = getattr(decoder_module, "RecordDecoder", None)
-    if factory is not None:
-        dec = factory(lay)
-        return dec.decode if hasattr(dec, "decode") else dec
-    fn = getattr(decoder_module, "decode_record", None)
-    if fn is not None:
-        return lambda record: fn(lay, record)
-    return None

@@ -244,3 +244,34 @@ def test_unknown_option_and_missing_direction_are_errors(bus: Bus, tmp_path: Pat
     a = FileDropAdapter("drop", {"directory": str(tmp_path)}, bus.context("drop"))
     with pytest.raises(AdapterConfigError, match="direction"):
         a.start()
+
+
+COPYBOOK = """\
+       01  CUSTOMER.
+           05  CUST-ID      PIC 9(4).
+           05  CUST-NAME    PIC X(6).
+"""
+
+
+def ebcdic(text: str) -> bytes:
+    return text.encode("cp037")
+
+
+def test_copybook_records_one_json_message_each(bus: Bus, tmp_path: Path) -> None:
+    import json
+
+    cpy = tmp_path / "customer.cpy"
+    cpy.write_text(COPYBOOK)
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "cust.dat").write_bytes(ebcdic("0001ALICE 0002BOB   "))
+    a = started(make(bus, drop, payload="copybook", copybook=str(cpy)))
+    try:
+        assert a.pipeline.poll().messages == 2
+        msgs = bus.drain()
+        assert [json.loads(m.body) for m in msgs] == [
+            {"CUST_ID": 1, "CUST_NAME": "ALICE"}, {"CUST_ID": 2, "CUST_NAME": "BOB"},
+        ]
+        assert msgs[0].format.content_type == "application/json"
+    finally:
+        a.stop()
