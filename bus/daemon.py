@@ -291,12 +291,21 @@ class Daemon:
                 continue
             self._spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self._command_handler(ra), ra.paused)
             if ra.config.channel and ra.config.direction in ("outbound", "both") and "outbound" in ra.adapter.directions:
-                self._spawn(f"deliver:{ra.name}", ra.config.channel, ra.name, self._delivery_handler(ra), ra.paused)
+                source = self._source(ra.config.channel, ra.name)
+                self._spawn(f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra), ra.paused)
         for route in self.router.routes:
-            self._spawn(f"route:{route.name}", route.source, f"route:{route.name}", self._route_handler(route))
+            consumer = f"route:{route.name}"
+            self._spawn(consumer, self._source(route.source, consumer), consumer, self._route_handler(route))
         t = threading.Thread(target=self._monitor, name="monitor", daemon=True)
         t.start()
         self._threads.append(t)
+
+    def _source(self, channel: str, consumer: str) -> str:
+        """The queue to receive ``channel`` from: itself, or a durable subscription of a topic."""
+        assert self.transport is not None
+        if self.transport.channel_config(channel).kind == "topic":
+            return self.transport.subscribe(channel, consumer)
+        return channel
 
     def _spawn(
         self,

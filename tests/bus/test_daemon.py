@@ -214,3 +214,33 @@ def test_adapter_context_request_waits_for_the_correlated_reply(daemon: Daemon) 
     assert reply.correlation_id is not None
     with pytest.raises(Exception, match="no reply"):
         context.request(command_envelope("ping", "echo2"), "nobody.listens", timeout=0.3)
+
+
+def test_adapters_and_routes_reading_a_topic_get_a_durable_subscription_each(tmp_path: Path) -> None:
+    text = """
+[[channels]]
+name = "news"
+kind = "topic"
+
+[[adapters]]
+name = "reader"
+type = "echo"
+direction = "outbound"
+channel = "news"
+[adapters.options]
+forward_to = "read"
+
+[[routes]]
+from = "news"
+[[routes.rules]]
+to = ["archive"]
+"""
+    d = Daemon(load_site(make_site(tmp_path, text)), pm=plugin_manager(entry_points=False, extra=(plugin_echo,)))
+    d.start()
+    try:
+        assert d.transport is not None
+        d.transport.send("news", Envelope(format=TEXT, body=b"extra"))
+        assert [x.envelope.body for x in d.transport.receive_wait("read", "t", wait=10)] == [b"extra"]
+        assert [x.envelope.body for x in d.transport.receive_wait("archive", "t", wait=10)] == [b"extra"]
+    finally:
+        d.shutdown()
