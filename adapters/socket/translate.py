@@ -10,9 +10,10 @@ One translator per adapter (site.toml ``[adapters.options] translator = ...``):
 ``hl7``
     an HL7 v2 message (format ``hl7.V2@1;application/hl7-v2``); it must start with MSH.
 ``copybook``
-    a fixed-width record described by a copybook (``copybook``, ``record`` options), read
-    and written through :mod:`coupler.translators.copybook`; the document is the record as
-    JSON.
+    a fixed-width record described by a copybook (``copybook``; or ``copybook_in`` for the
+    records read from the socket and ``copybook_out`` for those written, when request and
+    reply layouts differ), through :mod:`coupler.translators.copybook`; the document is the
+    record as JSON.
 ``module:attribute``
     any object with ``decode(payload: bytes) -> Document`` and
     ``encode(document: Document) -> bytes``, or a factory called with the adapter options
@@ -97,23 +98,34 @@ class HL7Translator:
 
 
 class CopybookTranslator:
-    """A fixed-width record <-> the record as JSON, through the copybook translator."""
+    """A fixed-width record <-> the record as JSON, through the copybook translator.
+
+    Options: ``copybook`` (the .cpy file) and ``copybook_options`` (the copybook
+    translator's options, e.g. ``{encoding = "ascii"}``).
+    """
 
     def __init__(self, options: dict[str, Any], fmt: FormatIndicator):
-        try:
-            codec_mod = importlib.import_module("coupler.translators.copybook.codec")
-        except ImportError as exc:  # the copybook record codec is not installed
-            raise TranslationError(
-                "the copybook translator needs coupler.translators.copybook.codec", hint=str(exc)
-            ) from exc
+        from coupler.translators.copybook.decoder import RecordDecoder
+        from coupler.translators.copybook.encoder import RecordEncoder
+        from coupler.translators.copybook.layout import build_layout
+        from coupler.translators.copybook.parser import parse_file
+
         path = options.get("copybook")
-        if not path:
-            raise TranslationError("translator 'copybook' needs the option copybook (a .cpy file)", where="options.copybook")
+        path_in, path_out = options.get("copybook_in") or path, options.get("copybook_out") or path
+        if not (path_in and path_out):
+            raise TranslationError(
+                "translator 'copybook' needs the option copybook (a .cpy file), or copybook_in and copybook_out",
+                where="options.copybook",
+            )
         self.format = fmt if fmt.content_type == "application/json" else fmt.with_content_type("application/json")
-        self.codec = codec_mod.RecordCodec.from_file(Path(path), **dict(options.get("copybook_options") or {}))
+        copybook_options = dict(options.get("copybook_options") or {})
+        self.decoder = RecordDecoder(build_layout(parse_file(Path(path_in))), copybook_options, policy="strict")
+        self.encoder = RecordEncoder(build_layout(parse_file(Path(path_out))), copybook_options)
 
     def decode(self, payload: bytes) -> Document:
-        record = self.codec.decode(payload)
+        record = self.decoder.decode(payload)
+        if not isinstance(record, dict):
+            raise TranslationError(f"the record cannot be decoded: {record}")
         return Document(self.format, json.dumps(record, default=str, sort_keys=True).encode())
 
     def encode(self, document: Document) -> bytes:
@@ -121,7 +133,7 @@ class CopybookTranslator:
             record = json.loads(document.body)
         except ValueError as exc:
             raise TranslationError(f"document {document.format} is not JSON: {exc}") from None
-        return bytes(self.codec.encode(record))
+        return bytes(self.encoder.encode(record))
 
 
 def make_translator(options: dict[str, Any], fmt: FormatIndicator | None) -> PayloadTranslator:
