@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger(__name__)
 
@@ -54,3 +61,259 @@ def spark_session(
     spark.sparkContext.setLogLevel(log_level)
     register_data_sources(spark)
     return spark
+
+
+# ---------------------------------------------------------------------------------------
+# format specs
+
+
+class BatchError(CouplerError):
+    """A batch job cannot run as asked (bad spec, missing input, unknown adapter)."""
+
+
+SPEC_KINDS = ("copybook", "xml", "avro", "jsonl", "parquet")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A data format: ``copybook:FILE.cpy``, ``xml:FILE.xsd[#element]``, ``avro:NAME@V``,
+    ``jsonl`` or ``parquet``."""
+
+    kind: str
+    path: str | None = None
+    element: str | None = None
+    format: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, *, where: str = "spec") -> Spec:
+        kind, _, rest = text.partition(":")
+        kind = kind.strip().lower()
+        if kind not in SPEC_KINDS:
+            raise BatchError(
+                f"unknown format {text!r}", where=where,
+                hint="use copybook:FILE.cpy, xml:FILE.xsd[#element], avro:NAME@VERSION, jsonl or parquet",
+            )
+        if kind in ("jsonl", "parquet"):
+            if rest:
+                raise BatchError(f"{kind} takes no argument (got {text!r})", where=where)
+            return cls(kind)
+        if not rest:
+            raise BatchError(f"{kind} needs an argument: {kind}:...", where=where,
+                             hint="copybook:FILE.cpy, xml:FILE.xsd[#element], avro:NAME@VERSION")
+        if kind == "avro":
+            from coupler.canonical.format import FormatIndicator
+
+            return cls(kind, format=FormatIndicator.parse(rest).ref)
+        path, _, element = rest.partition("#")
+        if not Path(path).is_file():
+            raise BatchError(f"{kind} file {path} does not exist", where=where)
+        return cls(kind, path=str(Path(path).resolve()), element=element or None)
+
+    def __str__(self) -> str:
+        if self.kind == "avro":
+            return f"avro:{self.format}"
+        if self.path:
+            return f"{self.kind}:{self.path}" + (f"#{self.element}" if self.element else "")
+        return self.kind
+
+
+def _xml_row_tag(spec: Spec) -> str:
+    if spec.element:
+        return spec.element
+    from lxml import etree
+
+    tree = etree.parse(spec.path)  # noqa: S320 - the user's own XSD
+    names = [e.get("name") for e in tree.getroot() if isinstance(e.tag, str) and e.tag.endswith("}element")]
+    if len(names) != 1:
+        raise BatchError(
+            f"{spec.path} declares {len(names)} global elements; name the record element",
+            where=str(spec.path), hint=f"use xml:{spec.path}#ELEMENT (one of: {', '.join(n for n in names if n)})",
+        )
+    return str(names[0])
+
+
+def read_input(spark: Any, spec: Spec, inputs: Sequence[str], options: Mapping[str, str], *, errors_path: str | None = None) -> Any:
+    """The DataFrame of ``inputs`` read as ``spec``."""
+    paths = [str(Path(p).resolve()) if "://" not in p else p for p in inputs]
+    for p in paths:
+        if "://" not in p and not Path(p).exists():
+            raise BatchError(f"input {p} does not exist", where=p)
+    if spec.kind == "copybook":
+        reader = spark.read.format("copybook").option("copybook", spec.path)
+        if errors_path:
+            reader = reader.option("errors_path", errors_path)
+        return reader.options(**options).load(paths)
+    if spec.kind == "xml":
+        reader = spark.read.format("xml").option("rowTag", _xml_row_tag(spec))
+        return reader.option("rowValidationXSDPath", spec.path).options(**options).load(paths)
+    if spec.kind == "jsonl":
+        return spark.read.options(**options).json(paths)
+    if spec.kind == "parquet":
+        return spark.read.options(**options).parquet(*paths)
+    raise BatchError(
+        "reading canonical Avro on Spark is not supported yet", where=str(spec),
+        hint="decode it with `coupler schema`, or keep the data as parquet",
+    )
+
+
+def write_output(df: Any, spec: Spec, output: str, options: Mapping[str, str]) -> None:
+    """Write ``df`` to ``output`` as ``spec`` (replacing what was there, atomically for Coupler's writers)."""
+    writer = df.write.mode("overwrite").options(**options)
+    if spec.kind == "avro":
+        writer.format("canonical-avro").option("format", spec.format).save(output)
+    elif spec.kind == "copybook":
+        writer.format("copybook").option("copybook", spec.path).save(output)
+    elif spec.kind == "parquet":
+        writer.parquet(output)
+    elif spec.kind == "jsonl":
+        writer.json(output)
+    elif spec.kind == "xml":
+        writer.format("xml").option("rowTag", _xml_row_tag(spec)).save(output)
+
+
+def count_output(spark: Any, spec: Spec, output: str) -> int:
+    """Records in a committed output."""
+    from coupler.translators.spark.commit import read_manifest
+
+    if spec.kind in ("avro", "copybook"):
+        manifest = read_manifest(output)
+        return int(manifest.get("records", 0)) if manifest else 0  # type: ignore[call-overload]
+    if spec.kind == "parquet":
+        return int(spark.read.parquet(output).count())
+    if spec.kind == "jsonl":
+        return int(spark.read.json(output).count())
+    return int(spark.read.format("xml").option("rowTag", _xml_row_tag(spec)).load(output).count())
+
+
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+Error): (.+)$")
+
+
+def spark_error(exc: BaseException, where: str) -> BatchError:
+    """A failed Spark job as one line: the Coupler error raised in a task when there was one."""
+    text = str(exc)
+    found = [m for line in text.splitlines() if (m := _ERROR_LINE.match(line.strip()))]
+    coupler = [m for m in found if m.group(1) != "PythonException"]
+    message = (coupler or found)[-1].group(2) if (coupler or found) else text.strip().splitlines()[0]
+    return BatchError(f"Spark job failed: {message}", where=where, hint="run with --debug for Spark's log")
+
+
+def count_errors(errors_path: str | None) -> int:
+    if not errors_path or not Path(errors_path).is_dir():
+        return 0
+    total = 0
+    for f in Path(errors_path).glob("*.jsonl"):
+        with open(f, "rb") as fh:
+            total += sum(1 for _ in fh)
+    return total
+
+
+# ---------------------------------------------------------------------------------------
+# bulk translation
+
+
+@dataclass
+class BatchResult:
+    """What a batch job did."""
+
+    inputs: list[str]
+    from_spec: str
+    to_spec: str
+    output: str
+    records: int = 0
+    errors: int = 0
+    errors_output: str | None = None
+    bytes_in: int = 0
+    duration: float = 0.0
+    started_at: float = 0.0
+    batch_id: str | None = None
+    archived: list[str] = field(default_factory=list)
+    event_id: str | None = None
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes_in / 1e6 / self.duration if self.duration > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["mb_per_s"] = round(self.mb_per_s, 2)
+        return data
+
+
+def _apply_mapping(df: Any, mapping: str | None) -> Any:
+    if not mapping:
+        return df
+    try:
+        from coupler.translators import mapping as mapping_module  # type: ignore[attr-defined]
+    except ImportError:
+        raise BatchError(
+            "field mappings are not available in this installation", where=mapping,
+            hint="translate without --map, or install a Coupler with coupler.translators.mapping",
+        ) from None
+    load = getattr(mapping_module, "load_mapping", None)
+    if load is None:
+        raise BatchError("coupler.translators.mapping has no load_mapping()", where=mapping)
+    mapper = load(mapping)
+    out_schema = getattr(mapper, "spark_schema", None)
+    if out_schema is None:
+        raise BatchError("the mapping does not declare its output schema", where=mapping)
+
+    def apply(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for batch in batches:
+            rows = [mapper.apply(r) for r in batch.to_pylist()]
+            yield pa.RecordBatch.from_pylist(rows)
+
+    return df.mapInArrow(apply, out_schema)
+
+
+def translate(
+    spark: Any,
+    from_spec: Spec | str,
+    to_spec: Spec | str,
+    inputs: Sequence[str],
+    output: str,
+    *,
+    options: Mapping[str, str] | None = None,
+    write_options: Mapping[str, str] | None = None,
+    mapping: str | None = None,
+    errors_output: str | None = None,
+) -> BatchResult:
+    """Read ``inputs`` as ``from_spec``, write them to ``output`` as ``to_spec``.
+
+    Bad records (copybook input) go to ``errors_output`` (default ``OUTPUT.errors``) as JSON
+    lines with file, record, byte offset, field, raw bytes and reason. The output is replaced
+    as a whole; Coupler's own writers publish it atomically.
+    """
+    src = from_spec if isinstance(from_spec, Spec) else Spec.parse(from_spec, where="--from")
+    dst = to_spec if isinstance(to_spec, Spec) else Spec.parse(to_spec, where="--to")
+    if not inputs:
+        raise BatchError("no input files", hint="name the files to translate")
+    started = time.time()
+    errors_path = errors_output or (output.rstrip("/") + ".errors" if src.kind == "copybook" else None)
+    if errors_path and "://" not in errors_path:
+        shutil.rmtree(errors_path, ignore_errors=True)
+    try:
+        df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
+        if src.kind == "copybook" and "_corrupt_record" in df.columns:
+            df = df.drop("_corrupt_record")
+        df = _apply_mapping(df, mapping)
+        log.info("batch translate %s -> %s: %d inputs", src, dst, len(inputs))
+        write_output(df, dst, output, dict(write_options or {}))
+    except CouplerError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise spark_error(exc, f"{src} -> {dst}") from exc
+        raise
+    result = BatchResult(
+        inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=output, started_at=started,
+    )
+    result.records = count_output(spark, dst, output)
+    result.errors = count_errors(errors_path)
+    result.errors_output = errors_path if result.errors else None
+    if errors_path and not result.errors:
+        shutil.rmtree(errors_path, ignore_errors=True)
+    result.bytes_in = sum(Path(p).stat().st_size for p in inputs if "://" not in p and Path(p).is_file())
+    result.duration = time.time() - started
+    return result

@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli_channel",
     "coupler.bus.cli_send",
     "coupler.bus.cli_copybook",
+    "coupler.bus.cli_batch",
 )
 
 

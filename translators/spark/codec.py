@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
+import os
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +33,8 @@ from coupler.canonical.errors import CouplerError
 from .splits import FileSplit, Framing
 from .types import arrow_schema
 
+log = logging.getLogger(__name__)
+
 #: options of the Spark data source that are not copybook options
 SPARK_ONLY_OPTIONS = (
     "path",
@@ -41,7 +45,7 @@ SPARK_ONLY_OPTIONS = (
     "policy",
     "corrupt_record_column",
     "batch_size",
-    "format",
+    "errors_path",
 )
 DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
 DEFAULT_BATCH_ROWS = 8192
@@ -102,6 +106,7 @@ class CopybookCodec:
             raise CopybookSourceError(f"unknown policy {self.policy!r}", where="option policy", hint="use lenient or strict")
         self.corrupt_column = str(self.options.get("corrupt_record_column", DEFAULT_CORRUPT_COLUMN))
         self.batch_rows = int(self.options.get("batch_size", DEFAULT_BATCH_ROWS))
+        self.errors_path = str(self.options.get("errors_path") or "")
         _ = self.parsed_options  # validate on the driver, where errors reach the user
 
     @classmethod
@@ -110,7 +115,7 @@ class CopybookCodec:
         return cls(opts.get("copybook"), opts, copybook_text=opts.get("copybook_contents"))
 
     def __getstate__(self) -> dict[str, Any]:
-        keep = ("options", "copybook", "copybook_text", "policy", "corrupt_column", "batch_rows")
+        keep = ("options", "copybook", "copybook_text", "policy", "corrupt_column", "batch_rows", "errors_path")
         return {k: self.__dict__[k] for k in keep}
 
     # -- the translator, built once per process -----------------------------------------
@@ -224,6 +229,7 @@ class CopybookCodec:
         dec = self.decoder
         stats = decoder.DecodeStats()
         rows: list[dict[str, Any]] = []
+        bad: list[str] = []
         name = split.path
         try:
             for frame in self.frames(split, framing):
@@ -241,20 +247,51 @@ class CopybookCodec:
                         continue
                     rows.append(self._corrupt(rec.error) if isinstance(rec, decoder.BadRecord) else rec)
                 if len(rows) >= self.batch_rows:
-                    yield records_to_batch(rows, self.arrow_schema)
+                    rows = self._route_bad(rows, bad)
+                    if rows:
+                        yield records_to_batch(rows, self.arrow_schema)
                     rows = []
         except fr.FramingError as exc:
             rows.append(self._corrupt(decoder.RecordDecodeError(
                 exc.message, file=name, record=getattr(exc, "record", None) or 0, offset=getattr(exc, "offset", 0) or 0,
             )))
+        rows = self._route_bad(rows, bad)
         if rows:
             yield records_to_batch(rows, self.arrow_schema)
+        self._write_errors(split, bad)
 
     def _corrupt(self, error: Any) -> dict[str, Any]:
-        if not self.corrupt_column:
-            return {}
         info = error.to_dict() if hasattr(error, "to_dict") else {"reason": str(error)}
-        return {self.corrupt_column: json.dumps(info, default=str, sort_keys=True)}
+        return {self.corrupt_column or DEFAULT_CORRUPT_COLUMN: json.dumps(info, default=str, sort_keys=True)}
+
+    def _route_bad(self, rows: list[dict[str, Any]], bad: list[str]) -> list[dict[str, Any]]:
+        """Keep bad records out of the rows when they go to ``errors_path`` or nowhere."""
+        key = self.corrupt_column or DEFAULT_CORRUPT_COLUMN
+        if self.corrupt_column and not self.errors_path:
+            return rows
+        good = []
+        for row in rows:
+            if key in row and len(row) == 1:
+                bad.append(row[key])
+            else:
+                good.append(row)
+        return good
+
+    def _write_errors(self, split: FileSplit, bad: list[str]) -> None:
+        """One JSON-lines file per split under ``errors_path`` (rewritten whole on a retry)."""
+        if not self.errors_path:
+            if bad:
+                log.warning("%s: %d bad records dropped (no corrupt column, no errors_path)", split.path, len(bad))
+            return
+        folder = Path(self.errors_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"errors-{split.file_id:05d}-{split.index:05d}.jsonl"
+        if not bad:
+            target.unlink(missing_ok=True)
+            return
+        tmp = folder / f".{target.name}.tmp"
+        tmp.write_text("".join(line + "\n" for line in bad), encoding="utf-8")
+        os.replace(tmp, target)
 
     def decode_file_sequentially(self, path: str, file_id: int = 0) -> Iterator[dict[str, Any]]:
         """Every record of one file in one pass (the reference the splits are checked against)."""

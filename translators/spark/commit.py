@@ -16,11 +16,12 @@ attempts into place:
 
 :meth:`OutputCommitter.abort` (a task failed) removes the job's staging folder. A driver
 killed before commit leaves only the hidden staging folder, which the next job on the same
-output removes (``cleanup_stale``). Readers look for ``_SUCCESS``.
+output removes (``cleanup_stale``). Readers look for ``_SUCCESS``, which lists the job's files and its record count.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -109,13 +110,19 @@ class OutputCommitter:
         for m in files:
             os.replace(m.staged, self.job_dir / m.final_name)
         published = [str(out / m.final_name) for m in files]
+        manifest = json.dumps({
+            "job": self.job_id,
+            "files": [m.final_name for m in files],
+            "records": sum(m.records for m in files),
+            "bytes": sum(m.bytes for m in files),
+        }, indent=1)
         if self.mode == "append" and out.exists():
             for m in files:
                 os.replace(self.job_dir / m.final_name, out / m.final_name)
-            (out / SUCCESS_MARKER).touch()
+            (out / SUCCESS_MARKER).write_text(manifest)
             _remove(self.job_dir)
         else:
-            (self.job_dir / SUCCESS_MARKER).touch()
+            (self.job_dir / SUCCESS_MARKER).write_text(manifest)
             self.job_dir.parent.mkdir(parents=True, exist_ok=True)
             old = None
             if out.exists():
@@ -145,6 +152,15 @@ class OutputCommitter:
             for p in root.iterdir():
                 if p.name != self.job_id:
                     _remove(p)
+
+
+def read_manifest(output: str | Path) -> dict[str, object] | None:
+    """What a committed job wrote (``_SUCCESS``): files, records, bytes; None when not committed."""
+    marker = Path(output) / SUCCESS_MARKER
+    try:
+        return dict(json.loads(marker.read_text() or "{}"))
+    except (OSError, ValueError):
+        return None
 
 
 def _remove(path: Path) -> None:
