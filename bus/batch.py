@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,26 @@ from typing import Any
 from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger(__name__)
+
+#: Spark's JVM log configuration for Coupler's sessions: errors only, on standard error
+LOG4J_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _log4j_config() -> Path:
+    path = Path(tempfile.gettempdir()) / f"coupler-log4j2-{os.getuid()}.properties"
+    if not path.exists() or path.read_text() != LOG4J_PROPERTIES:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J_PROPERTIES)
+        os.replace(tmp, path)
+    return path
 
 #: settings every Coupler Spark session gets unless the caller overrides them
 DEFAULT_CONF: dict[str, str] = {
@@ -48,6 +69,8 @@ def spark_session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master and master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     from coupler.translators.spark import register_data_sources
@@ -55,7 +78,8 @@ def spark_session(
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for key, value in {**DEFAULT_CONF, **dict(conf or {})}.items():
+    quiet = f"-Dlog4j2.configurationFile=file:{_log4j_config()}"
+    for key, value in {**DEFAULT_CONF, "spark.driver.extraJavaOptions": quiet, **dict(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)

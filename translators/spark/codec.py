@@ -223,8 +223,26 @@ class CopybookCodec:
         finally:
             stream.close()
 
+    @cached_property
+    def vectorised(self) -> Any:
+        """The vectorised batch decoder's parts (None when the layout or options need the per-record one)."""
+        from coupler.translators.copybook import batch_files
+
+        if not batch_files.BatchDecoder.supports(self.layout, self.parsed_options):
+            return None
+        bd = batch_files.BatchDecoder(self.layout, self.parsed_options)
+        oracle = self.decoder
+        return bd, oracle, batch_files._counters(self.layout, bd, oracle)
+
     def read_split(self, split: FileSplit, framing: Framing) -> Iterator[pa.RecordBatch]:
-        """Decode one split into Arrow record batches (bad records in the corrupt column)."""
+        """Decode one split into Arrow record batches (bad records in the corrupt column).
+
+        Fixed-length splits go through the vectorised batch decoder when it supports the
+        layout; everything else through the per-record decoder.
+        """
+        if framing.kind == "fixed" and self.vectorised is not None and self.vectorised[0].record_size == framing.record_length:
+            yield from self._read_vectorised(split)
+            return
         _avro, decoder, fr, *_ = _import_translator()
         dec = self.decoder
         stats = decoder.DecodeStats()
@@ -258,6 +276,42 @@ class CopybookCodec:
         rows = self._route_bad(rows, bad)
         if rows:
             yield records_to_batch(rows, self.arrow_schema)
+        self._write_errors(split, bad)
+
+    def _read_vectorised(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
+        from coupler.translators.copybook import batch_files, decoder, framing
+
+        bd, oracle, counters = self.vectorised
+        size = bd.record_size
+        stats = decoder.DecodeStats()
+        span = split.end - split.start
+        whole, tail = divmod(span, size)
+        per_batch = int(self.options.get("batch_size", 65_536))
+        bad: list[str] = []
+        with open(split.path, "rb") as fh:
+            fh.seek(split.start)
+            for first in range(0, whole, per_batch):
+                count = min(per_batch, whole - first)
+                data = fh.read(count * size)
+                if len(data) < count * size:
+                    raise CopybookSourceError(f"{split.path} ended early (changed while being read)", where=split.path)
+                fb = batch_files._chunk(
+                    bd, oracle, counters, data, split.path, split.file_id, split.first_record + first,
+                    self.parsed_options, stats,
+                )
+                rows = self._route_bad([self._corrupt(b.error) for b in fb.bad], bad)
+                yield conform(fb.batch, self.arrow_schema)
+                if rows:
+                    yield records_to_batch(rows, self.arrow_schema)
+            if tail:
+                payload = fh.read(tail)
+                number, offset = split.first_record + whole, split.start + whole * size
+                err = framing.TruncatedRecord(number, offset, payload, size, len(payload)).error(split.path)
+                rows = self._route_bad([self._corrupt(decoder.RecordDecodeError(
+                    err.message, file=split.path, record=number, offset=offset, raw=payload[:64],
+                ))], bad)
+                if rows:
+                    yield records_to_batch(rows, self.arrow_schema)
         self._write_errors(split, bad)
 
     def _corrupt(self, error: Any) -> dict[str, Any]:
@@ -304,3 +358,18 @@ class CopybookCodec:
 def records_to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     """Decoded records (dicts) as one Arrow record batch of ``schema``."""
     return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A decoder's record batch with exactly the columns and types of ``schema``."""
+    if batch.schema.equals(schema):
+        return batch
+    columns = []
+    for f in schema:
+        i = batch.schema.get_field_index(f.name)
+        if i < 0:
+            columns.append(pa.nulls(batch.num_rows, f.type))
+        else:
+            col = batch.column(i)
+            columns.append(col if col.type.equals(f.type) else col.cast(f.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
