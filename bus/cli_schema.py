@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=run_list)
 
     show = s.add_parser("show", help="print one schema version (the latest without @V)")
-    show.add_argument("ref", metavar="NAME[@V]")
+    show.add_argument("ref", metavar="NAME[@V]", help="subject, optionally with a version")
     add_schemas_option(show)
     show.set_defaults(func=run_show)
 
@@ -40,16 +40,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Exit 0 when FILE is compatible with every existing version the mode "
         "requires; exit 1 with one line per incompatibility otherwise.",
     )
-    check.add_argument("file", type=Path, metavar="FILE.avsc")
-    check.add_argument("--subject", required=True, metavar="NAME")
-    check.add_argument("--mode", choices=("backward", "forward", "full", "none"), default="backward")
+    check.add_argument("file", type=Path, metavar="FILE.avsc", help="the candidate next version")
+    check.add_argument("--subject", required=True, metavar="NAME", help="the subject it would join")
+    check.add_argument("--mode", choices=("backward", "forward", "full", "none"), default="backward",
+                       help="compatibility mode, checked against every existing version")
     check.add_argument("--json", action="store_true", help="machine-readable output")
     add_schemas_option(check)
     check.set_defaults(func=run_check)
 
     conv = s.add_parser("convert", help="convert a JSON record between versions of an entity")
-    conv.add_argument("--from", dest="from_ref", required=True, metavar="NAME@V")
-    conv.add_argument("--to", dest="to_ref", required=True, metavar="NAME@W")
+    conv.add_argument("--from", dest="from_ref", required=True, metavar="NAME@V", help="the record's version")
+    conv.add_argument("--to", dest="to_ref", required=True, metavar="NAME@W", help="the version to convert to")
     conv.add_argument("file", type=Path, metavar="FILE.json", help="the record as JSON ('-' for standard input)")
     add_schemas_option(conv)
     conv.set_defaults(func=run_convert)
