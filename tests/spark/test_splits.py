@@ -1,0 +1,131 @@
+"""Splitting record files: fixed-length arithmetic and the sparse index of RDW/BDW files."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coupler.translators.copybook import decoder, layout, parser
+from coupler.translators.copybook.options import CopybookOptions
+from coupler.translators.spark.splits import Framing, SplitError, plan_splits, sparse_index
+
+COPYBOOK = """\
+       01  REC.
+           05  NUM     PIC 9(6).
+           05  AMOUNT  PIC S9(7)V99 COMP-3.
+           05  TEXT    PIC X(40).
+"""
+
+
+def _rdw(n: int, big_endian: bool) -> bytes:
+    return bytes((n >> 8, n & 0xFF, 0, 0)) if big_endian else bytes((0, 0, n & 0xFF, n >> 8))
+
+
+def _payload(i: int, rng: random.Random) -> bytes:
+    """A record of the copybook, cut short at a random length (variable-length records)."""
+    num = f"{i:06d}".encode("cp037")
+    packed = bytes.fromhex(f"{i % 10**9:09d}C".rjust(10, "0"))[-5:]
+    text = "".join(rng.choice("ABCDEFGHIJ ") for _ in range(40)).encode("cp037")
+    return (num + packed + text)[: rng.randint(12, 51)]
+
+
+def write_rdw_file(path: Path, records: int, *, big_endian: bool, seed: int = 7) -> list[int]:
+    """RDW records; returns the offset of every record header."""
+    rng = random.Random(seed)
+    offsets = []
+    with open(path, "wb") as fh:
+        for i in range(records):
+            offsets.append(fh.tell())
+            data = _payload(i, rng)
+            fh.write(_rdw(len(data), big_endian) + data)
+    return offsets
+
+
+def write_vb_file(path: Path, records: int, *, per_block: int = 5, seed: int = 7) -> list[int]:
+    """Blocks (big-endian BDW) of big-endian RDW records; returns the offset of every block."""
+    rng = random.Random(seed)
+    blocks = []
+    with open(path, "wb") as fh:
+        for start in range(0, records, per_block):
+            body = b"".join(
+                _rdw(len(d), True) + d for d in (_payload(i, rng) for i in range(start, min(records, start + per_block)))
+            )
+            blocks.append(fh.tell())
+            fh.write(bytes(((len(body) + 4) >> 8, (len(body) + 4) & 0xFF, 0, 0)) + body)
+    return blocks
+
+
+def test_sparse_index_entries_fall_on_record_headers(tmp_path: Path) -> None:
+    path = tmp_path / "v.dat"
+    offsets = write_rdw_file(path, 500, big_endian=False)
+    index = list(sparse_index(str(path), Framing("rdw"), split_records=37))
+    assert [off for off, _ in index] == [offsets[n] for _, n in index]
+    assert [n for _, n in index] == list(range(0, 500, 37))
+    by_bytes = list(sparse_index(str(path), Framing("rdw"), split_bytes=1000))
+    assert all(off == offsets[n] for off, n in by_bytes)
+    assert len(by_bytes) == pytest.approx(path.stat().st_size / 1000, abs=2)
+
+
+def test_sparse_index_of_blocked_file_counts_records_of_whole_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "vb.dat"
+    blocks = write_vb_file(path, 103, per_block=5)
+    index = list(sparse_index(str(path), Framing("bdw", big_endian=True, bdw_big_endian=True), split_records=12))
+    assert [off for off, _ in index] == [blocks[n // 5] for _, n in index]
+    assert all(n % 5 == 0 for _, n in index)
+
+
+def test_fixed_splits_are_whole_records_and_keep_the_trailing_part(tmp_path: Path) -> None:
+    path = tmp_path / "f.dat"
+    path.write_bytes(b"x" * (10 * 7 + 3))  # 7 records of 10 bytes and 3 bytes of a truncated one
+    splits = plan_splits([str(path)], Framing("fixed", record_length=10, start=0), split_records=3)
+    assert [(s.start, s.end, s.first_record) for s in splits] == [(0, 30, 0), (30, 60, 3), (60, 73, 6)]
+
+
+def test_a_corrupt_rdw_names_its_byte_offset(tmp_path: Path) -> None:
+    path = tmp_path / "bad.dat"
+    offsets = write_rdw_file(path, 20, big_endian=True)
+    data = bytearray(path.read_bytes())
+    data[offsets[11] : offsets[11] + 4] = b"\x00\x00\x00\x00"
+    path.write_bytes(bytes(data))
+    with pytest.raises(SplitError) as info:
+        list(sparse_index(str(path), Framing("rdw", big_endian=True), split_records=5))
+    assert f"byte {offsets[11]}" in str(info.value)
+
+
+def _sequential(cpy: Path, data: Path, options: dict[str, str]) -> list[dict[str, Any]]:
+    lay = layout.build_layout(parser.parse_file(cpy))
+    return [r for r in decoder.decode_files(lay, [data], CopybookOptions.from_mapping(options))]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "options"),
+    [
+        ("rdw_le", {"record_format": "V"}),
+        ("rdw_be", {"record_format": "V", "is_rdw_big_endian": "true"}),
+        ("vb", {"record_format": "VB", "is_rdw_big_endian": "true"}),
+    ],
+)
+def test_one_variable_length_file_read_in_parallel_equals_the_sequential_decoder(
+    spark: Any, tmp_path: Path, fmt: str, options: dict[str, str]
+) -> None:
+    cpy = tmp_path / "rec.cpy"
+    cpy.write_text(COPYBOOK)
+    data = tmp_path / f"{fmt}.dat"
+    if fmt == "vb":
+        write_vb_file(data, 3000)
+    else:
+        write_rdw_file(data, 3000, big_endian=fmt == "rdw_be")
+    opts = {**options, "generate_record_id": "true"}
+    expected = _sequential(cpy, data, opts)
+    df = (
+        spark.read.format("copybook").option("copybook", str(cpy)).options(**opts)
+        .option("input_split_size_mb", "0.02")  # ~20 KB splits: a 150 KB file in several partitions
+        .load(str(data))
+    )
+    assert df.rdd.getNumPartitions() >= 6
+    got = [r.asDict(recursive=True) for r in df.drop("_corrupt_record").collect()]
+    assert len(got) == len(expected) == 3000
+    assert got == expected
