@@ -23,3 +23,6 @@ def transport(request: pytest.FixtureRequest, tmp_path) -> Iterator[Transport]:
         yield t
     finally:
         t.close()
+        cleanup = getattr(factory, "cleanup", None)  # a broker transport deletes its queues
+        if cleanup is not None:
+            cleanup(t)

@@ -32,6 +32,10 @@ def sqlite_transport(data_dir: Path, **options: Any) -> SqliteTransport:
 #: a broker transport adds itself here (its factory may skip when its server is missing)
 TRANSPORTS: dict[str, Any] = {"sqlite": sqlite_transport}
 
+from tests.bus.amqp.broker import amqp_transport  # noqa: E402  (RabbitMQ + PostgreSQL)
+
+TRANSPORTS["amqp"] = amqp_transport
+
 
 def doc(body: bytes = b"payload", **headers: Any) -> Envelope:
     headers.setdefault("format", "acme.Customer@1")

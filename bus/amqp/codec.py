@@ -1,0 +1,134 @@
+"""The envelope as an AMQP 0-9-1 message: the body stays the body, headers become properties.
+
+Standard AMQP properties carry what they have a slot for, so that any AMQP client can read
+them: ``message_id``, ``correlation_id``, ``reply_to`` (return address), ``type`` (message
+kind), ``content_type`` (of the format), ``timestamp`` (seconds), ``app_id`` (origin),
+``expiration`` (the time to live left, in ms), ``delivery_mode`` 2 (persistent). The rest
+travels in ``headers`` under ``coupler-*`` keys: the format's name and version, the
+timestamp and expiry in milliseconds, the Message Sequence and Message History (JSON), the
+string properties (a table), and the number of attempts already made.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pika
+
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.envelope import HistoryEntry, MessageKind, Sequence
+from coupler.canonical.errors import EnvelopeError
+
+H_FORMAT = "coupler-format"
+H_VERSION = "coupler-version"
+H_TIMESTAMP = "coupler-timestamp"
+H_EXPIRES = "coupler-expires-at"
+H_SEQUENCE = "coupler-sequence"
+H_HISTORY = "coupler-history"
+H_PROPERTIES = "coupler-properties"
+H_ATTEMPTS = "coupler-attempts"
+H_LEASE_LOST = "coupler-lease-lost"
+#: dead letters: the record of why the message died, next to its envelope headers
+H_DEAD = "coupler-dead"
+H_RAW = "coupler-raw"
+
+
+def _ms(ts: datetime) -> int:
+    return int(round(ts.timestamp() * 1000))
+
+
+def _from_ms(ms: Any) -> datetime:
+    return datetime.fromtimestamp(int(ms) / 1000, UTC)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def to_amqp(
+    env: Envelope, *, attempts: int = 0, now: datetime | None = None, extra: dict[str, Any] | None = None
+) -> tuple[bytes, pika.BasicProperties]:
+    """The AMQP body and properties of ``env``; ``attempts`` deliveries were already made."""
+    headers: dict[str, Any] = {
+        H_FORMAT: env.format.name,
+        H_VERSION: env.format.version,
+        H_TIMESTAMP: _ms(env.timestamp),
+        H_ATTEMPTS: attempts,
+    }
+    expiration = None
+    if env.expires_at is not None:
+        headers[H_EXPIRES] = _ms(env.expires_at)
+        left = _ms(env.expires_at) - _ms(now or datetime.now(UTC))
+        expiration = str(max(0, left))
+    if env.sequence is not None:
+        s = env.sequence
+        headers[H_SEQUENCE] = json.dumps({"id": s.id, "position": s.position, "size": s.size, "end": s.end})
+    if env.history:
+        headers[H_HISTORY] = json.dumps([[h.component, h.action, _ms(h.timestamp)] for h in env.history])
+    if env.properties:
+        headers[H_PROPERTIES] = dict(env.properties)
+    if extra:
+        headers.update(extra)
+    props = pika.BasicProperties(
+        message_id=env.message_id,
+        correlation_id=env.correlation_id,
+        reply_to=env.return_address,
+        type=env.kind.value,
+        content_type=env.format.content_type,
+        timestamp=int(env.timestamp.timestamp()),
+        app_id=env.origin,
+        expiration=expiration,
+        delivery_mode=2,
+        headers=headers,
+    )
+    return env.body, props
+
+
+@dataclass
+class Received:
+    """An AMQP message read back: its envelope (None when it is raw bytes) and its headers."""
+
+    envelope: Envelope | None
+    body: bytes
+    headers: dict[str, Any] = field(default_factory=dict)
+    properties: pika.BasicProperties | None = None
+
+    @property
+    def attempts(self) -> int:
+        """Deliveries made before this one: republished attempts plus broker requeues."""
+        return int(self.headers.get(H_ATTEMPTS) or 0) + int(self.headers.get("x-delivery-count") or 0)
+
+
+def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:
+    """Decode a message written by :func:`to_amqp`; raises EnvelopeError when it is not one."""
+    headers = dict(props.headers or {})
+    if headers.get(H_RAW):
+        return Received(None, body, headers, props)
+    name = _text(headers.get(H_FORMAT))
+    if not name:
+        raise EnvelopeError("AMQP message without a coupler-format header: not a Coupler envelope")
+    try:
+        seq = headers.get(H_SEQUENCE)
+        history = json.loads(_text(headers.get(H_HISTORY)) or "[]")
+        env = Envelope(
+            format=FormatIndicator(name, int(headers.get(H_VERSION) or 1), _text(props.content_type) or "avro/binary"),
+            body=body,
+            kind=MessageKind(_text(props.type) or "document"),
+            message_id=_text(props.message_id) or "",
+            timestamp=_from_ms(headers[H_TIMESTAMP]) if H_TIMESTAMP in headers else datetime.now(UTC),
+            correlation_id=_text(props.correlation_id),
+            return_address=_text(props.reply_to),
+            expires_at=_from_ms(headers[H_EXPIRES]) if H_EXPIRES in headers else None,
+            sequence=Sequence(**json.loads(_text(seq) or "")) if seq else None,
+            history=[HistoryEntry(c, a, _from_ms(t)) for c, a, t in history],
+            origin=_text(props.app_id),
+            properties={str(k): _text(v) or "" for k, v in (headers.get(H_PROPERTIES) or {}).items()},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EnvelopeError(f"AMQP message has a bad coupler header: {exc}") from exc
+    return Received(env, body, headers, props)

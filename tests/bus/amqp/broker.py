@@ -1,0 +1,54 @@
+"""The RabbitMQ and PostgreSQL of this machine for the broker transport tests.
+
+Every transport made here gets a prefix and a PostgreSQL schema of its own (unique per test
+run and test), and :func:`cleanup` deletes its queues, exchanges and tables afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AMQP_URL = os.environ.get("COUPLER_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
+PG_DSN = os.environ.get("COUPLER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+RUN = uuid.uuid4().hex[:8]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def servers_or_skip() -> None:
+    missing = [name for name, port in (("RabbitMQ", 5672), ("PostgreSQL", 5432)) if not _listening(port)]
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} not running on 127.0.0.1")
+
+
+def unique_names() -> dict[str, str]:
+    tag = uuid.uuid4().hex[:8]
+    return {"prefix": f"test.{RUN}.{tag}.", "postgres_schema": f"t_{RUN}_{tag}"}
+
+
+def amqp_transport(data_dir: Path, **options: Any) -> Any:
+    """Contract-test factory: an open AmqpTransport with names of its own."""
+    servers_or_skip()
+    from coupler.bus.amqp_transport import AmqpTransport
+
+    options = {**unique_names(), **options}
+    options.setdefault("reconnect_timeout", 30.0)
+    return AmqpTransport(AMQP_URL, postgres=PG_DSN, **options).open()
+
+
+def cleanup(transport: Any) -> None:
+    """Delete the broker objects and the PostgreSQL schema of a test transport."""
+    transport.destroy()
+
+
+amqp_transport.cleanup = cleanup  # type: ignore[attr-defined]
