@@ -629,4 +629,8 @@ def _arrow_schema(schema: dict[str, Any]) -> Any:
             "double": pa.float64(), "bytes": pa.binary(), "boolean": pa.bool_(),
         }[t]
 
-    return pa.schema([pa.field(f["name"], conv(f["type"])) for f in schema["fields"]])
+    # a field without a null branch (File_Id, Record_Id...) is not nullable, as in the batch decoder
+    return pa.schema([
+        pa.field(f["name"], conv(f["type"]), nullable=isinstance(f["type"], list) and "null" in f["type"])
+        for f in schema["fields"]
+    ])

@@ -1,0 +1,236 @@
+"""Whole files through the vectorised decoder, with the per-record decoder's bad-data policy.
+
+:func:`decode_file_batches` reads fixed-length files in chunks, decodes each chunk with
+:class:`~.batch.BatchDecoder` into an Arrow record batch and applies the same policy as
+:func:`~.decoder.decode_files`: the records, the values, the bad-record reports (file,
+record number, byte offset, field, raw bytes, reason), the counters of
+:class:`~.decoder.DecodeStats` and the truncated last record are those of the per-record
+path. Records the kernels flag (a field that cannot be read, an OCCURS DEPENDING ON counter
+out of range) are decoded again by the per-record decoder, which decides: under ``strict``
+its :class:`~.decoder.BadRecord` replaces the row (the row leaves the batch), under
+``lenient`` its counts of bad fields are kept. Bad data is rare, so this costs nothing on
+good files and keeps one definition of the policy.
+
+Use :func:`batch_supported` to know whether a layout and options can take this path
+(:meth:`BatchDecoder.supports`, and no block descriptor words in an FB file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .arrow_json import normalize_groups
+from .avro import as_options
+from .batch import BatchDecoder
+from .decoder import BadRecord, DecodeStats, RecordDecoder
+from .errors import CopybookError, RecordDecodeError
+from .framing import TruncatedRecord, _looks_like_bdw
+from .kernels import arrow_type, decode_column
+from .layout import Field, Layout, Node
+from .options import CopybookOptions
+
+__all__ = ["FileBatch", "batch_supported", "decode_file_batches"]
+
+
+@dataclass
+class FileBatch:
+    """Decoded records of one chunk of one file: ``batch`` holds the good ones (in file
+    order), ``bad`` the rejected and truncated ones."""
+
+    file: str
+    batch: pa.RecordBatch
+    bad: list[BadRecord] = field(default_factory=list)
+    bytes: int = 0  # file bytes of the chunk's records
+
+
+def _framing(layout: Layout, options: CopybookOptions) -> tuple[int, CopybookOptions]:
+    """(bytes per record in the file, the options of the batch decoder for the payload).
+
+    ``record_start_offset``/``record_end_offset`` are cut here, as the framing does."""
+    start, end = options.record_start_offset, options.record_end_offset
+    stride = options.record_length or (layout.size + start + end)
+    if not start and not end:
+        return stride, options
+    payload = stride - start - end
+    return stride, replace(
+        options, record_start_offset=0, record_end_offset=0,
+        record_length=payload if options.record_length else None,
+    )
+
+
+def batch_supported(layout: Layout, options: Any = None, paths: Iterable[str | Path] = ()) -> bool:
+    """Whether :func:`decode_file_batches` can decode ``paths`` with ``layout`` and ``options``."""
+    options = as_options(options)
+    length, inner = _framing(layout, options)
+    if length - options.record_start_offset - options.record_end_offset < layout.size:
+        return False  # short records: the per-record decoder reads what there is
+    if not BatchDecoder.supports(layout, inner):
+        return False
+    if options.record_format == "FB":
+        for path in paths:
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(options.file_start_offset)
+                    if _looks_like_bdw(fh.read(4), length, options):
+                        return False
+            except OSError:
+                continue  # reported when the file is decoded
+    return True
+
+
+class _Counter:
+    """An OCCURS DEPENDING ON item the per-record decoder checks, and its counter field."""
+
+    def __init__(self, node: Node, counter: Field, decoder: BatchDecoder):
+        assert node.occurs is not None
+        self.node = node
+        self.counter = counter
+        self.low = node.occurs.min
+        self.high = node.occurs.max
+        from .avro import field_avro_type
+
+        self.typ = arrow_type(counter.field_type, field_avro_type(counter))
+        self.ctx = decoder.ctx
+
+    def out_of_range(self, rows: np.ndarray) -> np.ndarray:
+        block = rows[:, self.counter.offset : self.counter.offset + self.counter.size]
+        arr, _bad = decode_column(self.counter.field_type, block, self.ctx, self.typ)
+        if pa.types.is_integer(arr.type):
+            counts = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        else:  # the per-record decoder's int(value): truncation toward zero
+            counts = np.array([int(v) if v is not None else 0 for v in arr.to_pylist()], dtype=object)
+        return np.asarray((counts < max(self.low, 0)) | (counts > self.high), dtype=bool)
+
+
+def _counters(layout: Layout, batch: BatchDecoder, record: RecordDecoder) -> list[_Counter]:
+    out = []
+    for node in layout.walk():
+        if node.occurs and node.occurs.depending_on and id(node) in record._wanted:
+            counter = layout.find(node.occurs.depending_on)
+            assert isinstance(counter, Field)
+            out.append(_Counter(node, counter, batch))
+    return out
+
+
+def decode_file_batches(
+    layout: Layout,
+    paths: Iterable[str | Path],
+    options: Any = None,
+    *,
+    stats: DecodeStats | None = None,
+    policy: str = "lenient",
+    batch_records: int = 65_536,
+) -> Iterator[FileBatch]:
+    """Decode fixed-length data files chunk by chunk into Arrow batches (memory stays flat).
+
+    Raises :class:`ValueError` when :func:`batch_supported` is false for the layout and
+    options; a file that cannot be read raises :class:`~.errors.CopybookError`.
+    """
+    stats = stats if stats is not None else DecodeStats()
+    options = as_options(options)
+    if not batch_supported(layout, options):
+        raise ValueError("the vectorised decoder cannot decode this layout with these options")
+    size, inner = _framing(layout, options)
+    decoder = BatchDecoder(layout, inner)
+    oracle = RecordDecoder(layout, options, policy=policy)
+    counters = _counters(layout, decoder, oracle)
+    for file_id, path in enumerate(paths):
+        name = str(path)
+        try:
+            total = max(Path(path).stat().st_size - options.file_start_offset - options.file_end_offset, 0)
+            with open(path, "rb") as stream:
+                stream.seek(options.file_start_offset)
+                whole = total // size
+                for first in range(0, whole, batch_records):
+                    count = min(batch_records, whole - first)
+                    data = stream.read(count * size)
+                    if len(data) < count * size:  # the file shrank while being read
+                        raise OSError(f"{name} ended early")
+                    yield _chunk(decoder, oracle, counters, data, count, name, file_id, first, options, stats)
+                tail = total - whole * size
+                if tail:
+                    payload = stream.read(tail)
+                    number, offset = whole, options.file_start_offset + whole * size
+                    err = TruncatedRecord(number, offset, payload, size, len(payload)).error(name)
+                    stats.bytes += len(payload)
+                    stats.errors += 1
+                    bad = BadRecord(RecordDecodeError(err.message, file=name, record=number, offset=offset,
+                                                      raw=payload[:64]))
+                    empty = decoder.decode(b"", first_record=number, file_id=file_id).batch
+                    yield FileBatch(name, normalize_groups(empty), [bad], len(payload))
+        except OSError as exc:
+            raise CopybookError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}", where=name) from exc
+
+
+def _chunk(
+    decoder: BatchDecoder,
+    oracle: RecordDecoder,
+    counters: list[_Counter],
+    data: bytes,
+    count: int,
+    name: str,
+    file_id: int,
+    first: int,
+    options: Any,
+    stats: DecodeStats,
+) -> FileBatch:
+    stride, size = len(data) // count, decoder.record_size
+    start = options.record_start_offset
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(count, stride)
+    if stride != size:
+        rows = np.ascontiguousarray(rows[:, start : start + size])
+    decoded = decoder.decode(rows, first_record=first, file_id=file_id)
+    batch = decoded.batch
+    flagged = {b.record - first for b in decoded.bad}
+    odo = np.zeros(len(rows), dtype=bool)
+    for c in counters:
+        odo |= c.out_of_range(rows)
+    flagged.update(np.flatnonzero(odo).tolist())
+    stats.bytes += count * size  # payload bytes, as the per-record path counts them
+    bad: list[BadRecord] = []
+    if flagged:
+        drop: set[int] = set()
+        replace: dict[int, dict[str, Any]] = {}
+        for i in sorted(flagged):
+            scratch = DecodeStats()
+            result = oracle.decode(
+                rows[i].tobytes(), file=name, file_id=file_id, record_id=first + i,
+                offset=options.file_start_offset + (first + i) * stride + start, stats=scratch,
+            )
+            stats.bad_fields += scratch.bad_fields
+            for key, n in scratch.bad_field_names.items():
+                stats.bad_field_names[key] = stats.bad_field_names.get(key, 0) + n
+            if isinstance(result, BadRecord):
+                bad.append(result)
+                drop.add(i)
+            elif odo[i] and result is not None:
+                replace[i] = result
+        batch = _rebuild(batch, drop, replace)
+    stats.errors += len(bad)
+    stats.records += batch.num_rows
+    return FileBatch(name, normalize_groups(batch), bad, len(data))
+
+
+def _rebuild(batch: pa.RecordBatch, drop: set[int], replace: dict[int, dict[str, Any]]) -> pa.RecordBatch:
+    """``batch`` without the rows ``drop`` and with the rows ``replace`` decoded anew."""
+    if not drop and not replace:
+        return batch
+    pieces: list[pa.RecordBatch] = []
+    start = 0
+    for i in sorted(drop | set(replace)):
+        if i > start:
+            pieces.append(batch.slice(start, i - start))
+        if i in replace:
+            pieces.append(pa.RecordBatch.from_pylist([replace[i]], schema=batch.schema))
+        start = i + 1
+    if start < batch.num_rows:
+        pieces.append(batch.slice(start))
+    if not pieces:
+        return batch.slice(0, 0)
+    return pa.Table.from_batches(pieces, schema=batch.schema).combine_chunks().to_batches()[0]
