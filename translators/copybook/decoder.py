@@ -168,6 +168,10 @@ class RecordDecoder:
 
         index(self.outputs)
         self._wanted = self._wanted_nodes()
+        self._plans: dict[int, list[tuple[Any, ...]]] = {}
+        targets = {n.occurs.depending_on.upper() for n in layout.walk() if n.occurs and n.occurs.depending_on}
+        #: fields whose value an OCCURS DEPENDING ON reads (id -> counter key)
+        self._counter_keys = {id(f): f.identifier.upper() for f in layout.fields() if f.identifier.upper() in targets}
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -333,25 +337,44 @@ class RecordDecoder:
         key = node.dotted_path
         self._stats.bad_field_names[key] = self._stats.bad_field_names.get(key, 0) + 1
 
+    def _plan(self, group: Group) -> list[tuple[Any, ...]]:
+        """What decoding ``group`` takes, computed once per group: for each child its offset
+        in the group, output name, whether it is decoded, its segment ids and whether it is
+        a plain (non-OCCURS) field."""
+        plan = []
+        for child in group.children:
+            out = self._out_by_node.get(id(child))
+            seg_ids = self.segment_map.get(child.identifier.upper()) if self.segment_map else None
+            plan.append((
+                child, child.offset - group.offset, out.name if out is not None else None,
+                id(child) in self._wanted, seg_ids,
+                isinstance(child, Field) and not child.occurs, child.redefines is None, child.total_size,
+            ))
+        self._plans[id(group)] = plan
+        return plan
+
     def _one(self, node: Node, data: bytes, pos: int) -> tuple[Any, int]:
         if isinstance(node, Field):
             return self._field(node, data, pos), node.size
         assert isinstance(node, Group)
         result: dict[str, Any] = {}
         shift = 0  # bytes the variable-size arrays so far did not use
-        for child in node.children:
-            start = pos + (child.offset - node.offset) + shift
-            if not self._segment_allows(child):
-                value, used = None, child.total_size
+        variable = self.variable_occurs
+        plan = self._plans.get(id(node)) or self._plan(node)
+        for child, delta, name, wanted, seg_ids, plain, not_redefines, total in plan:
+            start = pos + delta + shift
+            if not wanted or (seg_ids is not None and (self._seg is None or self._seg not in seg_ids)):
+                value, used = None, total
+            elif plain:
+                value, used = self._field(child, data, start), total
             else:
                 value, used = self._node(child, data, start)
-            if child.redefines is None and self.variable_occurs:
-                shift += used - child.total_size
-            o = self._out_by_node.get(id(child))
-            if o is not None and value is not None:
-                result[o.name] = value
+            if variable and not_redefines:
+                shift += used - total
+            if name is not None and value is not None:
+                result[name] = value
                 if self.debug and isinstance(child, Field):
-                    result[o.name + "_debug"] = data[start:start + child.total_size].hex().upper()
+                    result[name + "_debug"] = data[start:start + total].hex().upper()
         size = node.size + shift
         return (result if result else None), size
 
@@ -367,6 +390,18 @@ class RecordDecoder:
         ft = node.field_type
         size = ft.size
         raw = data[pos:pos + size]
+        if len(raw) == size:
+            try:
+                value = ft.decode(raw, self.ctx)
+            except CopybookError as exc:
+                self._bad(node, raw, getattr(exc, "reason", None) or exc.message, pos)
+                value = None
+            key = self._counter_keys.get(id(node))
+            if key is not None:
+                self._counters[key] = value
+            if size == 4 and isinstance(value, float):
+                value = Float32(value)
+            return value
         if len(raw) < size:
             # the record ends inside this field (a short variable-length record): text is
             # decoded from the bytes there are, as Cobrix does; other fields are null
