@@ -1029,6 +1029,29 @@ class AmqpTransport(Transport):
         return self._identities
 
 
+def amqp_transport_for_site(site: Any) -> AmqpTransport:
+    """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
+    from .site import backoff_policy
+
+    store = site.store
+    amqp = store["amqp"]
+    return AmqpTransport(
+        amqp["url"],
+        postgres=amqp["postgres"],
+        postgres_schema=amqp["postgres_schema"],
+        prefix=amqp["prefix"],
+        delivery_limit=amqp["delivery_limit"],
+        reconnect_timeout=amqp["reconnect_timeout_seconds"],
+        backoff=backoff_policy(store["redelivery"]),
+        lease_seconds=store["lease_seconds"],
+        journal_retention=store["journal_retention_days"] * 86400.0,
+        idempotency_retention=store["idempotency_window_seconds"],
+        dead_letter=store["dead_letter_channel"],
+        invalid=store["invalid_channel"],
+        name=f"coupler {site.name}",
+    ).open()
+
+
 class _AmqpTx(TransactionOps):
     """A Transactional Client on AMQP: receives now, the rest when the block ends."""
 
@@ -1139,4 +1162,4 @@ class _AmqpTx(TransactionOps):
             t._call(run, retry=False)
 
 
-__all__ = ["DEFAULT_URL", "AmqpTransport", "H_ATTEMPTS"]
+__all__ = ["DEFAULT_URL", "AmqpTransport", "H_ATTEMPTS", "amqp_transport_for_site"]

@@ -68,6 +68,32 @@ _REDELIVERY = Field(
     ),
 )
 
+_AMQP = Field(
+    "amqp",
+    TABLE,
+    "The broker transport (`type = \"amqp\"`): channels on RabbitMQ, the state every daemon of "
+    "a multi-node site shares (journal, idempotency keys, identities, configurations) in "
+    "PostgreSQL. See docs/operations.md.",
+    default={},
+    fields=(
+        Field("url", STRING, "AMQP URL of the RabbitMQ broker (or of a load balancer in front of its cluster).",
+              "amqp://guest:guest@127.0.0.1:5672/%2F"),
+        Field("postgres", STRING, "PostgreSQL connection string (libpq DSN or URL) of the shared state.",
+              "postgresql://127.0.0.1:5432/coupler"),
+        Field("postgres_schema", STRING, "PostgreSQL schema holding the site's tables.", "coupler"),
+        Field("prefix", STRING, "Prefix of the name of every queue and exchange of the site.", "coupler."),
+        Field("delivery_limit", INTEGER,
+              "Times the broker returns an unacknowledged message (crashed consumers) before dead-lettering it.",
+              50, minimum=1),
+        Field("reconnect_timeout_seconds", NUMBER,
+              "How long an operation waits for the broker to come back before it fails.", 60.0, minimum=1),
+    ),
+    example=(
+        '[store]\ntype = "amqp"\n\n[store.amqp]\nurl = "amqp://coupler:secret@rabbit.example:5672/%2F"\n'
+        'postgres = "postgresql://coupler@db.example:5432/coupler"'
+    ),
+)
+
 SITE_SCHEMA = Field(
     "",
     TABLE,
@@ -95,7 +121,8 @@ SITE_SCHEMA = Field(
             "The messaging infrastructure: the embedded SQLite store by default.",
             default={},
             fields=(
-                Field("type", STRING, "Transport type.", "sqlite", choices=("sqlite",)),
+                Field("type", STRING, "Transport type: the embedded SQLite store, or RabbitMQ + PostgreSQL for "
+                      "multi-node sites.", "sqlite", choices=("sqlite", "amqp")),
                 Field("path", STRING, "Database file name, in the data directory.", "coupler.db"),
                 Field(
                     "synchronous",
@@ -124,6 +151,7 @@ SITE_SCHEMA = Field(
                 ),
                 Field("journal_retention_days", NUMBER, "Message Store journal retention.", 7.0, minimum=0),
                 _REDELIVERY,
+                _AMQP,
             ),
         ),
         Field(

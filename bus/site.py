@@ -64,14 +64,11 @@ def backoff_policy(settings: dict[str, Any], max_attempts: int | None = None) ->
     return policy
 
 
-def open_transport(site: SiteConfig) -> Transport:
-    """The site's transport, opened, with the channels of ``[[channels]]`` declared."""
-    store = site.store
-    if store["type"] != "sqlite":  # pragma: no cover - the schema admits only sqlite today
-        raise ConfigError([f"store.type: unknown transport {store['type']!r}"], where=str(site.path))
+def _sqlite_transport(site: SiteConfig) -> Transport:
     from .sqlite_transport import SqliteTransport
 
-    transport = SqliteTransport(
+    store = site.store
+    return SqliteTransport(
         site.data_dir,
         filename=store["path"],
         synchronous=store["synchronous"],
@@ -83,6 +80,19 @@ def open_transport(site: SiteConfig) -> Transport:
         dead_letter=store["dead_letter_channel"],
         invalid=store["invalid_channel"],
     ).open()
+
+
+def open_transport(site: SiteConfig) -> Transport:
+    """The site's transport, opened, with the channels of ``[[channels]]`` declared."""
+    store = site.store
+    if store["type"] == "amqp":
+        from .amqp_transport import amqp_transport_for_site
+
+        transport: Transport = amqp_transport_for_site(site)
+    elif store["type"] != "sqlite":  # pragma: no cover - the schema admits sqlite and amqp
+        raise ConfigError([f"store.type: unknown transport {store['type']!r}"], where=str(site.path))
+    else:
+        transport = _sqlite_transport(site)
     try:
         for ch in site.channels:
             transport.declare(

@@ -1,0 +1,180 @@
+"""What only the broker transport has: broker restarts, broker-side expiry, AMQP interop,
+state shared through PostgreSQL by several transports (daemons), the site configuration."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pika
+import pytest
+
+from coupler.bus.amqp_transport import AmqpTransport
+from coupler.bus.config import load_site
+from coupler.bus.site import open_transport
+from coupler.bus.transport import LeaseLostError, TransportError
+from tests.bus.contract.support import doc, drain
+
+from .broker import AMQP_URL, PG_DSN, servers_or_skip, unique_names
+
+
+@pytest.fixture
+def names() -> Iterator[dict[str, str]]:
+    servers_or_skip()
+    names = unique_names()
+    yield names
+    AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).destroy()
+
+
+def _transport(names: dict[str, str], **options) -> AmqpTransport:  # noqa: ANN003
+    return AmqpTransport(AMQP_URL, postgres=PG_DSN, **names, **options).open()
+
+
+def _rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
+
+
+def test_broker_restart_during_traffic_reconnects_and_loses_nothing(names) -> None:
+    producer = _transport(names, reconnect_timeout=45)
+    consumer = _transport(names, reconnect_timeout=45)
+    total = 300
+    sent: list[str] = []
+    received: set[str] = set()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def produce() -> None:
+        try:
+            for i in range(total):
+                sent.extend(producer.send("traffic", doc(str(i).encode())))
+                time.sleep(0.005)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    def consume() -> None:
+        deadline = time.monotonic() + 90
+        while not done.is_set() and time.monotonic() < deadline:
+            try:
+                got = consumer.receive_wait("traffic", "c", max=20, wait=0.5)
+                consumer.ack(got)
+                received.update(d.message_id for d in got)
+            except LeaseLostError:
+                pass  # received before the restart: it is back in the queue, comes again
+            except TransportError as exc:
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for th in threads:
+        th.start()
+    try:
+        while len(sent) < total // 3 and threads[0].is_alive():
+            time.sleep(0.01)
+        _rabbitmqctl("stop_app")
+        time.sleep(2)
+    finally:
+        _rabbitmqctl("start_app")  # whatever happened, the broker comes back
+    try:
+        threads[0].join(timeout=60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not set(sent) <= received and not errors:
+            time.sleep(0.1)
+    finally:
+        done.set()
+        threads[1].join(timeout=10)
+        producer.close()
+        consumer.close()
+    assert errors == []
+    assert len(sent) == total  # every send returned (after the broker came back)
+    assert set(sent) <= received  # and nothing was lost
+
+
+def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(names) -> None:
+    t = _transport(names)
+    try:
+        soon = datetime.now(UTC) + timedelta(milliseconds=300)
+        t.send("slow", [doc(b"short-lived", expires_at=soon), doc(b"keeps")])
+        time.sleep(1.0)  # the broker's per-message TTL runs out while it waits in the queue
+        [dead] = t.dead_letters()
+        assert (dead.reason, dead.channel, dead.envelope.body) == ("expired", "slow", b"short-lived")
+        assert [d.envelope.body for d in drain(t, "slow")] == [b"keeps"]
+        assert t.stats("slow")[0].expired == 1
+    finally:
+        t.close()
+
+
+def test_envelope_headers_are_amqp_properties_any_client_reads(names) -> None:
+    t = _transport(names)
+    try:
+        env = doc(b"<order/>", correlation_id="corr-1", return_address="replies", kind="command",
+                  properties={"region": "EU"}, format="acme.Order@2;application/xml")
+        t.send("interop", env, component="inbound")
+    finally:
+        t.close()
+    conn = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    try:
+        method, props, body = conn.channel().basic_get(f"{names['prefix']}q:interop", auto_ack=True)
+    finally:
+        conn.close()
+    assert method is not None and body == b"<order/>"
+    assert (props.message_id, props.correlation_id, props.reply_to, props.type, props.content_type) == (
+        env.message_id, "corr-1", "replies", "command", "application/xml")
+    assert props.delivery_mode == 2  # persistent
+    assert props.headers["coupler-format"] == "acme.Order"
+    assert props.headers["coupler-version"] == 2
+    assert props.headers["coupler-properties"] == {"region": "EU"}
+
+
+def test_two_daemons_share_identities_idempotency_journal_and_channels(names) -> None:
+    one, two = _transport(names), _transport(names)
+    try:
+        one.identities.register("crm/acme/customers@2", "crm.in", adapter="crm")
+        assert two.identities.resolve("crm/*/customers").channel == "crm.in"
+        one.mark_seen("loader", ["order-7"])
+        assert two.seen("loader", ["order-7", "order-8"]) == {"order-7"}
+        one.declare("orders", dead_letter="orders.dead")
+        [mid] = one.send("orders", doc(b"o"))
+        [d] = two.receive("orders", "c")
+        two.nack(d, "no", "c", dead=True)
+        assert [x.envelope.body for x in one.dead_letters("orders.dead")] == [b"o"]
+        assert [e.event for e in one.journal(message_id=mid)] == ["sent", "received", "dead-lettered"]
+    finally:
+        one.close()
+        two.close()
+
+
+def test_site_toml_selects_the_broker_transport(names, tmp_path: Path) -> None:
+    (tmp_path / "site.toml").write_text(
+        f"""
+[store]
+type = "amqp"
+
+[store.amqp]
+url = "{AMQP_URL}"
+postgres = "{PG_DSN}"
+prefix = "{names['prefix']}"
+postgres_schema = "{names['postgres_schema']}"
+
+[[channels]]
+name = "events"
+kind = "topic"
+"""
+    )
+    t = open_transport(load_site(tmp_path / "site.toml"))
+    try:
+        assert isinstance(t, AmqpTransport)
+        assert t.channel_config("events").kind == "topic"
+        sub = t.subscribe("events", "audit")
+        t.send("events", doc(b"e"))
+        assert [d.envelope.body for d in drain(t, sub)] == [b"e"]
+    finally:
+        t.close()
+
+
+def test_unreachable_broker_is_a_clear_error(names) -> None:
+    with pytest.raises(TransportError, match="cannot connect to RabbitMQ at 127.0.0.1:1"):
+        AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", postgres=PG_DSN, **names).open()

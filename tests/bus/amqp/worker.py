@@ -1,0 +1,39 @@
+"""A competing consumer in a process of its own (a stand-in for a second daemon).
+
+    python -m tests.bus.amqp.worker PREFIX SCHEMA CHANNEL MODE OUT
+
+MODE ``consume``: receive, append ``message_id attempt`` to OUT, acknowledge; forever.
+MODE ``hold``: receive up to 20 messages with a long lease, write their ids to OUT and
+never acknowledge (the test kills this process).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from coupler.bus.amqp_transport import AmqpTransport
+from tests.bus.amqp.broker import AMQP_URL, PG_DSN
+
+
+def main() -> None:
+    prefix, schema, channel, mode, out = sys.argv[1:6]
+    t = AmqpTransport(AMQP_URL, postgres=PG_DSN, prefix=prefix, postgres_schema=schema,
+                      lease_seconds=120).open()
+    with open(out, "a", buffering=1) as f:
+        if mode == "hold":
+            held = []
+            while len(held) < 20:
+                held += t.receive_wait(channel, "holder", max=20 - len(held), wait=1)
+            f.write("".join(f"{d.message_id} {d.attempt}\n" for d in held))
+            f.write("HOLDING\n")
+            time.sleep(600)
+        while True:
+            for d in t.receive_wait(channel, "worker", max=10, wait=1):
+                time.sleep(0.002)  # some work
+                t.ack(d)
+                f.write(f"{d.message_id} {d.attempt}\n")
+
+
+if __name__ == "__main__":
+    main()
