@@ -6,7 +6,8 @@ contributed through the ``coupler_adapter_types`` hook.
 
 Lifecycle, as the daemon drives it::
 
-    adapter = AdapterType(name, options, context)   # options: the site's [adapters.options]
+    adapter = AdapterType(name, options, context)   # options: the site's [adapters.options],
+                                                    # path options resolved (see path_options)
     adapter.targets, adapter.identity, adapter.channel, adapter.format = ...  # from site.toml
     adapter.start()            # open connections, start polling threads (inbound)
     adapter.handle(command)    # a common command for it -> Reply (or raise CommandFault)
@@ -14,7 +15,13 @@ Lifecycle, as the daemon drives it::
     adapter.stop()             # close; called once, also after a failed start
 
 ``handle`` and ``deliver`` of one adapter are called from one thread at a time. An inbound
-adapter publishes what it reads with ``context.publish(envelope)``.
+adapter publishes what it reads with ``context.publish(envelope)`` and sends what it cannot
+read to the Invalid Message Channel with ``context.invalid(payload, reason)``.
+
+Relative file paths in options are relative to the directory of site.toml: an adapter type
+names its path options in :attr:`Adapter.path_options` (``"wsdl"``, ``"tls.cert"``) and the
+daemon resolves them before the adapter is created; other paths can be resolved with
+``context.resolve_path``.
 """
 
 from __future__ import annotations
@@ -99,6 +106,8 @@ class AdapterContext(Protocol):
     config: dict[str, Any]
     #: a directory of its own for state (offsets, temporary files)
     data_dir: Path
+    #: the directory of site.toml: relative paths in options are relative to it
+    site_dir: Path
     logger: logging.Logger
     #: where common commands go (site.toml ``commands.channel``)
     command_channel: str
@@ -119,6 +128,15 @@ class AdapterContext(Protocol):
         """Record that the adapter is alive (shown by ``coupler ctl adapters``)."""
         ...
 
+    def invalid(self, message: Envelope | bytes, reason: str) -> int:
+        """Send what the adapter cannot read (an envelope, or the raw bytes it received) to the
+        Invalid Message Channel with ``reason``; returns the dead letter's id."""
+        ...
+
+    def resolve_path(self, path: str | Path) -> Path:
+        """``path`` (``~`` expanded) made absolute against :attr:`site_dir`."""
+        ...
+
 
 class Adapter:
     """Base class of Channel Adapters.
@@ -131,6 +149,9 @@ class Adapter:
     type_name: ClassVar[str] = ""
     commands: ClassVar[tuple[str, ...]] = ("ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ()
+    #: option keys holding file or directory paths, dotted for nested tables (``"tls.cert"``);
+    #: the daemon makes relative ones absolute against the directory of site.toml
+    path_options: ClassVar[tuple[str, ...]] = ()
 
     #: command targets it serves besides its name (site.toml ``targets``)
     targets: tuple[str, ...] = ()
@@ -193,6 +214,32 @@ class Adapter:
             "channel": self.channel,
             "format": str(self.format) if self.format else None,
         }
+
+
+def resolve_path(base: Path, path: str | Path) -> Path:
+    """``path`` with ``~`` expanded, made absolute against ``base`` when it is relative."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def resolve_path_options(options: dict[str, Any], keys: tuple[str, ...], base: Path) -> dict[str, Any]:
+    """A copy of ``options`` whose ``keys`` (dotted for nested tables) hold absolute paths.
+
+    A key that is absent or not a string (or a list of strings) is left as it is; the
+    adapter's own option checks report bad values.
+    """
+    out = dict(options)
+    for key in keys:
+        head, _, rest = key.partition(".")
+        value = out.get(head)
+        if rest:
+            if isinstance(value, dict):
+                out[head] = resolve_path_options(value, (rest,), base)
+        elif isinstance(value, str) and value:
+            out[head] = str(resolve_path(base, value))
+        elif isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            out[head] = [str(resolve_path(base, v)) for v in value]
+    return out
 
 
 # -- the command codec, for adapters that issue commands themselves ---------------------------

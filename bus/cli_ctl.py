@@ -1,7 +1,8 @@
 """``coupler ctl``: the operator's side of the Control Bus.
 
-``status``, ``adapters``, ``pause``, ``resume``, ``ping`` and ``stop`` talk to the running
-daemon; ``channels``, ``identities`` and ``dlq`` use the store directly when no daemon runs.
+``adapters``, ``pause``, ``resume``, ``ping`` and ``stop`` talk to the running daemon;
+``channels``, ``identities`` and ``dlq`` use the store directly when no daemon runs, and
+``status`` then reports the site as ``stopped`` with the store's channel statistics.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .config import load_site, site_path
 from .control import ControlClient, ControlError, decode_envelope, site_service
 from .site import daemon_running
 
-_NEEDS_DAEMON = {"status", "adapters", "pause", "resume", "ping", "stop"}
+_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -108,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
 def _age(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -139,14 +144,17 @@ def _print_adapters(adapters: list[dict[str, Any]]) -> None:
         print("no adapters")
         return
     _table(
-        [[a["name"], a["type"], a["state"], a["in"], a["out"], a["failed"], _age(a["last_heartbeat_age"]), a.get("error") or ""] for a in adapters],
+        [[a["name"], a["type"], a["state"], _count(a["in"]), _count(a["out"]), _count(a["failed"]), _age(a["last_heartbeat_age"]), a.get("error") or ""] for a in adapters],
         ["ADAPTER", "TYPE", "STATE", "IN", "OUT", "FAILED", "HEARTBEAT", "ERROR"],
     )
 
 
 def _print_human(op: str, result: Any) -> None:
     if op == "status":
-        print(f"site {result['site']}: {result['state']} (pid {result['pid']}, up {_age(result['uptime_seconds'])})")
+        if result["pid"] is None:
+            print(f"site {result['site']}: {result['state']} (no daemon runs)")
+        else:
+            print(f"site {result['site']}: {result['state']} (pid {result['pid']}, up {_age(result['uptime_seconds'])})")
         print(f"data directory: {result['data_dir']}")
         for alert in result["alerts"]:
             print(f"ALERT channel {alert['channel']}: {alert['alert']}")

@@ -13,6 +13,7 @@ from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
 from .api import CommandFault
+from .api import resolve_path as _resolve_path
 from .transport import Transport
 
 #: the channel on which an adapter's ``context.request`` waits for replies
@@ -98,8 +99,11 @@ class BusContext:
         stopping: threading.Event | None = None,
         reply_timeout: float = 30.0,
         command_channel: str = "coupler.commands",
+        site_dir: Path | None = None,
     ):
         self.name = name
+        #: the directory of site.toml (default: the working directory, for embedding)
+        self.site_dir = (site_dir or Path.cwd()).resolve()
         self.command_channel = command_channel
         self.config = config
         self.data_dir = data_dir
@@ -162,6 +166,27 @@ class BusContext:
 
     def heartbeat(self) -> None:
         self._stats.beat(self.name)
+
+    def invalid(self, message: Envelope | bytes, reason: str) -> int:
+        """Move what the adapter cannot read to the Invalid Message Channel with ``reason``.
+
+        ``message`` is an envelope, or the raw bytes received from the legacy system. The dead
+        letter records the adapter as the failing component and its channel, if it has one.
+        """
+        if isinstance(message, Envelope) and message.origin is None:
+            message = message.replace(origin=self.name)
+        payload = message if isinstance(message, Envelope) else bytes(message)
+        dead_id = self._transport.invalid(payload, reason, self.component, channel=self.channel)
+        self._stats.count(self.name, "failed")
+        self.logger.warning(
+            "adapter %s: message sent to the Invalid Message Channel: %s", self.name, reason,
+            extra={"adapter": self.name, "dead_letter": dead_id},
+        )
+        return dead_id
+
+    def resolve_path(self, path: str | Path) -> Path:
+        """``path`` (``~`` expanded) made absolute against the directory of site.toml."""
+        return _resolve_path(self.site_dir, path)
 
 
 def request_reply(

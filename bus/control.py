@@ -59,10 +59,15 @@ def decode_envelope(text: str) -> Envelope:
 
 
 class StoreService:
-    """Control operations that need only the store: they also work without a daemon."""
+    """Control operations that need only the store: they also work without a daemon.
 
-    def __init__(self, transport: Any):
+    With ``site``, ``status`` reports the site as ``stopped``: its configured adapters and the
+    store's channel statistics.
+    """
+
+    def __init__(self, transport: Any, site: SiteConfig | None = None):
         self._transport = transport
+        self._site = site
 
     @property
     def transport(self) -> Any:
@@ -79,6 +84,31 @@ class StoreService:
 
     def op_channels(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.transport.stats()]
+
+    def op_status(self) -> dict[str, Any]:
+        site = self._site
+        if site is None:
+            raise ControlError("unknown control operation 'status'")
+        return {
+            "site": site.name,
+            "site_file": str(site.path),
+            "data_dir": str(site.data_dir),
+            "pid": None,
+            "state": "stopped",
+            "started_at": None,
+            "uptime_seconds": None,
+            "transport": repr(self.transport),
+            "adapters": [
+                {"name": a.name, "type": a.type, "state": "stopped" if a.enabled else "disabled",
+                 "in": None, "out": None, "failed": None, "last_heartbeat_age": None, "error": None}
+                for a in site.adapters
+            ],
+            "routes": [r.name for r in site.routes],
+            "command_channel": site.command_channel,
+            "commands": list(COMMON_COMMANDS),
+            "alerts": [],
+            "channels": self.op_channels(),
+        }
 
     def op_identities(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self.transport.identities.list()]
@@ -325,8 +355,8 @@ class ControlClient:
 def site_service(site: SiteConfig, *, need_daemon: bool = False) -> Iterator[ControlClient | StoreService]:
     """The running daemon's control endpoint, or, when none runs, the store itself.
 
-    ``need_daemon``: operations only a daemon can do (status, pause, commands) fail with a
-    clear message when none runs.
+    ``need_daemon``: operations only a daemon can do (pause, commands) fail with a clear
+    message when none runs.
     """
     from .site import daemon_running, open_transport
 
@@ -340,6 +370,6 @@ def site_service(site: SiteConfig, *, need_daemon: bool = False) -> Iterator[Con
         )
     transport = open_transport(site)
     try:
-        yield StoreService(transport)
+        yield StoreService(transport, site)
     finally:
         transport.close()

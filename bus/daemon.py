@@ -8,6 +8,10 @@ thread per job, each receiving one message at a time under a lease:
   queue ``coupler.adapter.<name>`` of every adapter serving it (or answers with a fault);
 * one **command worker** per adapter calls ``adapter.handle`` and sends the reply;
 * one **delivery worker** per outbound adapter with a channel calls ``adapter.deliver``;
+  when the channel is a Datatype Channel (``[[channels]] format``) and the adapter declares
+  the version it reads (its ``format``), it receives through
+  :class:`~coupler.bus.channels.DatatypeChannel`: messages converted to that version by the
+  schema registry, those that cannot be converted moved to the Invalid Message Channel;
 * one **route worker** per ``[[routes]]`` entry sends messages on (Content-Based Router,
   Recipient List);
 * the **monitor** records heartbeats, flags stuck channels and runs store maintenance;
@@ -35,7 +39,8 @@ import pluggy
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
-from .api import COMMON_COMMANDS, Adapter, CommandFault
+from .api import COMMON_COMMANDS, Adapter, CommandFault, resolve_path_options
+from .channels import DatatypeChannel
 from .commands import (
     REPLY_COUNT,
     Dispatcher,
@@ -58,6 +63,9 @@ log = logging.getLogger("coupler.daemon")
 #: each adapter's own command queue
 ADAPTER_QUEUE_PREFIX = "coupler.adapter."
 _RECEIVE_WAIT = 0.2
+
+#: how a worker receives: ``receive(wait)`` -> at most one delivery
+Receiver = Callable[[float], list[Delivery]]
 
 
 def adapter_queue(name: str) -> str:
@@ -102,6 +110,9 @@ class Daemon:
         self._lock = DaemonLock(site.lock_path)
         self._threads: list[threading.Thread] = []
         self._control: Any = None
+        self._registry: Any = None
+        #: adapter name -> (the canonical format name of its Datatype Channel, the version it reads)
+        self._datatype_readers: dict[str, tuple[str, int]] = {}
         self.dispatcher = Dispatcher(self._servants, self._resolve_identity)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -136,6 +147,7 @@ class Daemon:
         self._lock.acquire()
         try:
             self.transport = open_transport(self.site)
+            self._check_datatype_readers(classes)
             self._start_adapters(classes)
             self._start_workers()
             self._start_control()  # last: once the socket exists, the site is up
@@ -199,9 +211,10 @@ class Daemon:
             paused = threading.Event()
             data_dir = self.site.data_dir / "adapters" / ad.name
             data_dir.mkdir(parents=True, exist_ok=True)
+            options = resolve_path_options(ad.options, tuple(cls.path_options), self.site.path.parent)
             context = BusContext(
                 name=ad.name,
-                config=dict(ad.options),
+                config=dict(options),
                 data_dir=data_dir,
                 transport=self.transport,
                 statistics=self.statistics,
@@ -210,10 +223,11 @@ class Daemon:
                 stopping=self.stopping,
                 reply_timeout=self.site.reply_timeout,
                 command_channel=self.site.command_channel,
+                site_dir=self.site.path.parent,
             )
             self.statistics.add(ad.name, ad.type)
             try:
-                adapter = cls(ad.name, dict(ad.options), context)
+                adapter = cls(ad.name, dict(options), context)
                 adapter.targets = tuple(ad.targets)
                 adapter.identity = dict(ad.identity) if ad.identity else None
                 adapter.channel = ad.channel
@@ -232,6 +246,58 @@ class Daemon:
             self.statistics.set_state(ad.name, "running")
             self.statistics.beat(ad.name)
             self._register_identity(ra)
+
+    # datatype channels ------------------------------------------------------------------
+
+    def registry(self) -> Any:
+        """The site's schema registry (built-in, plugin and ``schemas.paths`` schemas), loaded once."""
+        if self._registry is None:
+            from coupler.canonical.registry import SchemaRegistry
+
+            self._registry = SchemaRegistry.default(self.site.schema_paths, pm=self.pm)
+        return self._registry
+
+    def _check_datatype_readers(self, classes: dict[str, type[Adapter]]) -> None:
+        """Outbound adapters reading a Datatype Channel: their declared version must exist."""
+        assert self.transport is not None
+        problems = []
+        for ad in self.site.adapters:
+            if not (ad.enabled and ad.channel and ad.format and ad.direction in ("outbound", "both")):
+                continue
+            if "outbound" not in classes[ad.type].directions:
+                continue
+            carried = self.transport.channel_config(ad.channel).format
+            if carried is None:
+                continue
+            fmt = FormatIndicator.parse(ad.format)
+            if fmt.name != carried:
+                problems.append(
+                    f"{ad.key_path}.format: the adapter reads {fmt.ref} but its channel "
+                    f"{ad.channel!r} is a Datatype Channel of {carried}"
+                )
+                continue
+            try:
+                self.registry().get(fmt.name, fmt.version)
+            except CouplerError as exc:
+                problems.append(f"{ad.key_path}.format: {exc.message}")
+                continue
+            self._datatype_readers[ad.name] = (fmt.name, fmt.version)
+        if problems:
+            raise ConfigError(problems, where=str(self.site.path), hint="`coupler schema list` shows the known versions")
+
+    def _datatype_receiver(self, name: str, source: str) -> Receiver | None:
+        """How ``name`` receives ``source`` converted to the version it reads (None: as sent)."""
+        if name not in self._datatype_readers:
+            return None
+        assert self.transport is not None
+        format_name, version = self._datatype_readers[name]
+        settings = {k: v for k, v in self.transport.channel_config(source).__dict__.items() if k != "format"}
+        channel = DatatypeChannel(self.transport, source, format_name, self.registry(), **settings)
+        log.info(
+            "adapter %s reads Datatype Channel %s as %s@%d", name, source, format_name, version,
+            extra={"adapter": name, "channel": source},
+        )
+        return lambda wait: channel.receive(name, version, max=1, wait=wait)
 
     def _servants(self) -> list[Servant]:
         return [ra.servant() for ra in self.adapters.values()]
@@ -292,7 +358,10 @@ class Daemon:
             self._spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self._command_handler(ra), ra.paused)
             if ra.config.channel and ra.config.direction in ("outbound", "both") and "outbound" in ra.adapter.directions:
                 source = self._source(ra.config.channel, ra.name)
-                self._spawn(f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra), ra.paused)
+                self._spawn(
+                    f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra), ra.paused,
+                    receive=self._datatype_receiver(ra.name, source),
+                )
         for route in self.router.routes:
             consumer = f"route:{route.name}"
             self._spawn(consumer, self._source(route.source, consumer), consumer, self._route_handler(route))
@@ -314,9 +383,17 @@ class Daemon:
         consumer: str,
         handle: Callable[[Delivery], None],
         paused: threading.Event | None = None,
+        *,
+        receive: Receiver | None = None,
     ) -> None:
+        assert self.transport is not None
+        transport = self.transport
+        if receive is None:
+            def receive(wait: float) -> list[Delivery]:
+                return transport.receive_wait(channel, consumer, max=1, wait=wait)
+
         t = threading.Thread(
-            target=self._worker, args=(name, channel, consumer, handle, paused), name=name, daemon=True
+            target=self._worker, args=(name, channel, receive, handle, paused), name=name, daemon=True
         )
         t.start()
         self._threads.append(t)
@@ -325,7 +402,7 @@ class Daemon:
         self,
         name: str,
         channel: str,
-        consumer: str,
+        receive: Receiver,
         handle: Callable[[Delivery], None],
         paused: threading.Event | None,
     ) -> None:
@@ -335,7 +412,7 @@ class Daemon:
                 self.stopping.wait(0.1)
                 continue
             try:
-                deliveries = self.transport.receive_wait(channel, consumer, max=1, wait=_RECEIVE_WAIT)
+                deliveries = receive(_RECEIVE_WAIT)
             except CouplerError as exc:
                 log.error("%s: cannot receive from %s: %s", name, channel, exc, extra={"worker": name})
                 self.stopping.wait(1.0)

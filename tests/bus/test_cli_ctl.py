@@ -107,6 +107,22 @@ def test_send_prints_replies_and_faults(tmp_path: Path, capsys: pytest.CaptureFi
         assert rc == 2 and "needs a document" in err
 
 
-def test_ctl_status_without_daemon_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, _, err = run(capsys, "ctl", "--site", str(write_site(tmp_path, "")), "status")
-    assert rc == 1 and "no daemon runs for site" in err
+def test_ctl_status_without_daemon_reports_stopped_with_store_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = str(write_site(tmp_path, SITE))
+    (tmp_path / "one.txt").write_text("one")
+    (tmp_path / "two.txt").write_text("two")
+    assert run(capsys, "channel", "put", "--site", s, "inbox", str(tmp_path / "one.txt"), str(tmp_path / "two.txt"))[0] == 0
+    rc, out, err = run(capsys, "ctl", "--site", s, "status", "--json")
+    assert rc == 0, err
+    status = json.loads(out)
+    assert status["state"] == "stopped" and status["pid"] is None and status["site"] == "coupler-site"
+    assert [(a["name"], a["state"]) for a in status["adapters"]] == [("echo1", "stopped")]
+    channels = {c["channel"]: c for c in status["channels"]}
+    assert channels["inbox"]["depth"] == 2 and channels["inbox"]["oldest_age"] >= 0
+    rc, out, _ = run(capsys, "ctl", "--site", s, "status")
+    assert rc == 0 and out.splitlines()[0] == "site coupler-site: stopped (no daemon runs)"
+    assert any(line.split()[:3] == ["inbox", "queue", "2"] for line in out.splitlines())
+    # operations that need the daemon still say so
+    for op in (["adapters"], ["pause", "echo1"], ["ping", "echo1"], ["stop"]):
+        rc, _, err = run(capsys, "ctl", "--site", s, *op)
+        assert rc == 1 and "no daemon runs for site" in err, op

@@ -43,8 +43,10 @@ def test_store_operations_work_without_a_daemon(tmp_path: Path) -> None:
         service.call("dlq.replay", id=dl["id"])
         assert service.call("dlq.list") == []
         assert service.call("channel.purge", channel="q") == {"purged": 1}
-        with pytest.raises(ControlError, match="unknown control operation 'status'"):
-            service.call("status")
+        status = service.call("status")  # without a daemon: stopped, with the store's channels
+        assert status["state"] == "stopped" and [c["channel"] for c in status["channels"]] == ["q"]
+        with pytest.raises(ControlError, match="unknown control operation 'pause'"):
+            service.call("pause", adapter="x")
 
 
 def test_operations_that_need_the_daemon_say_so(tmp_path: Path) -> None:

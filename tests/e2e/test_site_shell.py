@@ -38,8 +38,10 @@ def test_first_site_from_a_shell(tmp_path: Path) -> None:
     sh(f"printf 'one\\ntwo\\nthree\\n' | coupler channel put --site {site} inbox --lines", tmp_path)
     peek = sh(f"coupler channel get --site {site} inbox --peek --max 10", tmp_path).stdout
     assert peek.splitlines() == ["one", "two", "three"]
-    status = sh(f"coupler ctl --site {site} status --json", tmp_path, check=False)
-    assert status.returncode == 1 and "no daemon runs for site" in status.stderr
+    stopped = json.loads(sh(f"coupler ctl --site {site} status --json", tmp_path).stdout)
+    assert stopped["state"] == "stopped" and {c["channel"]: c["depth"] for c in stopped["channels"]} == {"inbox": 3}
+    ping = sh(f"coupler ctl --site {site} ping anyone", tmp_path, check=False)
+    assert ping.returncode == 1 and "no daemon runs for site" in ping.stderr
 
     daemon = subprocess.Popen(
         ["bash", "-c", f"exec coupler daemon --site {site}"], cwd=tmp_path,
@@ -48,7 +50,7 @@ def test_first_site_from_a_shell(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 30
-        while sh(f"coupler ctl --site {site} status --json", tmp_path, check=False).returncode != 0:
+        while json.loads(sh(f"coupler ctl --site {site} status --json", tmp_path).stdout)["state"] != "running":
             assert daemon.poll() is None, daemon.communicate()[1]
             assert time.monotonic() < deadline, "the daemon did not come up"
             time.sleep(0.1)
