@@ -228,7 +228,15 @@ SITE_SCHEMA = Field(
             fields=(
                 Field("name", STRING, "Channel name.", REQUIRED),
                 Field("kind", STRING, "`queue` (point-to-point) or `topic` (publish-subscribe).", "queue", choices=("queue", "topic")),
-                Field("format", STRING, "Datatype Channel: the canonical format name it carries (without version).", None),
+                Field(
+                    "format",
+                    STRING,
+                    "Datatype Channel: the canonical format name it carries (without version). An "
+                    "outbound adapter reading it that declares a `format` (NAME@V) receives every "
+                    "message converted to that version by the schema registry (Avro binary bodies); "
+                    "a message that cannot be converted goes to the Invalid Message Channel with the reason.",
+                    None,
+                ),
                 Field("dead_letter_channel", STRING, "Dead Letter Channel of this channel (default: the site-wide one).", None),
                 Field("max_attempts", INTEGER, "Overrides store.redelivery.max_attempts for this channel.", None, minimum=1),
                 Field("stuck_after_seconds", NUMBER, "Overrides monitor.stuck_after_seconds for this channel.", None, minimum=0),
@@ -275,11 +283,24 @@ SITE_SCHEMA = Field(
                         Field("version", STRING, "Application version.", ""),
                     ),
                 ),
-                Field("format", STRING, "Format indicator (NAME@V) of the documents it produces or reads.", None),
+                Field(
+                    "format",
+                    STRING,
+                    "Format indicator (NAME@V) of the documents it produces or reads. On a Datatype "
+                    "Channel this is the version the adapter reads (it must exist in the schema registry).",
+                    None,
+                ),
                 Field("translator", STRING, "Translator type used between the legacy format and the canonical one.", None),
                 Field("mapping", STRING, "Field mapping file, relative to site.toml.", None),
                 Field("enabled", BOOLEAN, "Start this adapter with the daemon.", True),
-                Field("options", FREE_TABLE, "Options of the adapter type (see the adapter's documentation).", {}),
+                Field(
+                    "options",
+                    FREE_TABLE,
+                    "Options of the adapter type (see the adapter's documentation). Relative file and "
+                    "directory paths in options (those the adapter type declares as paths, such as "
+                    "`wsdl`, `copybook`, `tls.cert`) are relative to the directory of site.toml.",
+                    {},
+                ),
             ),
         ),
         Field(

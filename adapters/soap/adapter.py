@@ -67,6 +67,7 @@ class SoapAdapter(Adapter):
     type_name: ClassVar[str] = "soap"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
+    path_options: ClassVar[tuple[str, ...]] = ("wsdl",)
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
@@ -209,6 +210,7 @@ class SoapAdapter(Adapter):
         try:
             message = unwrap(body, name="request")
         except CouplerError as exc:
+            await self._invalid(body, f"SOAP request from {request.remote}: not a SOAP envelope: {exc}")
             return self._fault_response(version, SoapFault("Sender", f"not a SOAP envelope: {exc}"))
         version = message.version
         if version not in self.operations:
@@ -221,11 +223,13 @@ class SoapAdapter(Adapter):
         op = self._find_operation(version, message.body, request.headers.get("SOAPAction", "").strip('"'))
         if op is None:
             got = message.body[0].tag if message.body else "an empty body"
+            await self._invalid(body, f"SOAP request from {request.remote}: no operation of this service takes {got}")
             return self._fault_response(version, SoapFault("Sender", f"no operation of this service takes {got}"))
         try:
             assert op.input is not None
             record = op.input.decode(message.body)
         except CouplerError as exc:
+            await self._invalid(body, f"SOAP request from {request.remote}: {op.name}: invalid request: {exc}")
             return self._fault_response(version, SoapFault("Sender", f"{op.name}: invalid request: {exc}"))
         document = to_document(record, self._format(op.name, ""))
         document.properties["soap.operation"] = op.name
@@ -268,6 +272,15 @@ class SoapAdapter(Adapter):
             if tag is not None and op.request_element == tag:
                 return op
         return next((op for op in ops if action and op.operation.soap_action == action), None)
+
+    async def _invalid(self, body: bytes, reason: str) -> None:
+        """Keep a request the adapter cannot read in the Invalid Message Channel (never fails)."""
+        if self.context is None:
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self.context.invalid, body, reason)
+        except CouplerError as exc:
+            self.logger.error("cannot record an invalid SOAP request: %s", exc)
 
     def _publish(self, document: Document) -> None:
         assert self.context is not None

@@ -42,6 +42,9 @@ class SocketAdapter(Adapter):
     type_name: ClassVar[str] = "socket"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
+    path_options: ClassVar[tuple[str, ...]] = (
+        "copybook", "copybook_in", "copybook_out", "tls.cert", "tls.key", "tls.ca",
+    )
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
@@ -138,6 +141,7 @@ class SocketAdapter(Adapter):
             document = self.translator.decode(payload)
         except CouplerError as exc:
             self.logger.warning("frame from %s refused: %s", peer, exc, extra={"peer": peer})
+            self._invalid(payload, f"frame from {peer} cannot be translated: {exc}")
             if mllp:
                 return hl7v2.acknowledgement(payload, hl7v2.REJECT, str(exc))
             raise CloseConnection(f"untranslatable frame: {exc}", self._fault_payload("invalid", str(exc))) from None
@@ -171,6 +175,15 @@ class SocketAdapter(Adapter):
                 return hl7v2.acknowledgement(payload, hl7v2.ERROR, str(exc))
             raise CloseConnection(f"untranslatable reply: {exc}", self._fault_payload("failed", str(exc))) from None
         return out
+
+    def _invalid(self, payload: bytes, reason: str) -> None:
+        """Keep what could not be translated in the Invalid Message Channel (never fails)."""
+        if self.context is None:
+            return
+        try:
+            self.context.invalid(payload, reason)
+        except CouplerError as exc:
+            self.logger.error("cannot record an invalid frame: %s", exc)
 
     def _ask(self, document: Document) -> list[Document]:
         s = self.settings
@@ -228,8 +241,12 @@ class SocketAdapter(Adapter):
         assert reply is not None and self.translator is not None
         try:
             document = self.translator.decode(reply)
+        except CommandFault:
+            raise  # the translator read the reply as a refusal of the request
         except CouplerError as exc:
-            raise CommandFault(f"the reply from {self._client.address if self._client else '?'} cannot be translated: {exc}", code="failed") from None
+            reason = f"the reply from {self._client.address if self._client else '?'} cannot be translated: {exc}"
+            self._invalid(reply, reason)
+            raise CommandFault(reason, code="failed") from None
         return Reply(documents=[document], details={"status": "answered"})
 
     def deliver(self, envelope: Envelope) -> None:

@@ -4,17 +4,20 @@ An inbound request either becomes a common ``request`` command to a target (the 
 hands it to the adapter serving that target and its Reply comes back), or a plain
 Request-Reply on a channel (whoever consumes the channel answers with
 ``context.reply``). Shared by the socket and SOAP adapters.
-
-The command codec lives in ``coupler.bus.commands``; ``coupler.bus.api`` does not yet
-re-export ``command_envelope`` / ``parse_reply``, so they are imported here, in this one
-place, until it does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coupler.bus.api import FAULT_CODES, AdapterContext, CommandFault, Document
+from coupler.bus.api import (
+    FAULT_CODES,
+    AdapterContext,
+    CommandFault,
+    Document,
+    command_envelope,
+    parse_reply,
+)
 from coupler.canonical import Envelope, MessageKind
 
 DEFAULT_COMMAND_CHANNEL = "coupler.commands"
@@ -44,8 +47,6 @@ def request_command(
     (nobody serves the target, the serving adapter failed, ...) or ``timeout`` when no
     answer comes in time.
     """
-    from coupler.bus.commands import command_envelope, parse_reply  # see the module docstring
-
     envelope = command_envelope(
         "request",
         target,
