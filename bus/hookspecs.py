@@ -40,3 +40,13 @@ def coupler_schema_dirs() -> list[Path]:
 @hookspec
 def coupler_commands() -> dict[str, str]:
     """Commands this plugin adds beyond the common command set: ``{name: description}``."""
+
+
+@hookspec
+def coupler_mapping_functions() -> dict[str, Any]:
+    """Custom transforms for field mappings: ``{name: callable}``.
+
+    A mapping rule names one with ``function = "name"`` (and its inverse with
+    ``inverse = "name"``); it is called with the source field values and returns the
+    target value (or a tuple, one value per target field). See ``docs/mappings.md``.
+    """

@@ -60,6 +60,11 @@ def translator_types(pm: pluggy.PluginManager) -> dict[str, Any]:
     return _merge(pm, "coupler_translator_types")
 
 
+def mapping_functions(pm: pluggy.PluginManager) -> dict[str, Any]:
+    """Custom mapping transforms of every plugin (``coupler_mapping_functions``)."""
+    return _merge(pm, "coupler_mapping_functions")
+
+
 def schema_dirs(pm: pluggy.PluginManager) -> list[Path]:
     dirs: list[Path] = []
     for result in pm.hook.coupler_schema_dirs():
