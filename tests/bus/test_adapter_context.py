@@ -1,0 +1,100 @@
+"""What the daemon gives every adapter: option paths relative to site.toml, ``site_dir`` and
+``resolve_path``, and ``invalid`` (the Invalid Message Channel with a reason)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+from coupler.bus.api import Adapter
+from coupler.bus.config import load_site
+from coupler.bus.daemon import Daemon
+from coupler.bus.hookspecs import hookimpl
+from coupler.bus.plugins import plugin_manager
+from coupler.canonical import Envelope, FormatIndicator
+
+
+class PathProbe(Adapter):
+    """Declares path options; keeps what it was created with."""
+
+    type_name = "pathprobe"
+    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "tls.cert", "tls.ca", "dirs", "missing")
+
+    def start(self) -> None:
+        self.seen = dict(self.options)
+
+
+@hookimpl
+def coupler_adapter_types() -> dict[str, type]:
+    return {"pathprobe": PathProbe}
+
+
+SITE = """
+[site]
+data_dir = "/DATA"
+
+[[adapters]]
+name = "probe"
+type = "pathprobe"
+channel = "in"
+[adapters.options]
+wsdl = "legacy/policy.wsdl"
+copybook = "not/declared.cpy"
+dirs = ["drop", "/srv/abs"]
+home = "~/x"
+port = 7
+[adapters.options.tls]
+cert = "certs/server.pem"
+ca = "/etc/ssl/ca.pem"
+key = "certs/server.key"
+"""
+
+
+def _daemon(tmp_path: Path) -> Daemon:
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "site.toml").write_text(SITE.replace("/DATA", str(tmp_path / "data")))
+    return Daemon(load_site(site_dir / "site.toml"), pm=plugin_manager(entry_points=False, extra=(sys.modules[__name__],)))
+
+
+def test_declared_path_options_are_relative_to_site_toml(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # not the site's directory: the working directory does not matter
+    d = _daemon(tmp_path)
+    d.start()
+    try:
+        ra = d.adapters["probe"]
+        site_dir = (tmp_path / "site").resolve()
+        seen = ra.adapter.seen  # type: ignore[attr-defined]
+        assert seen["wsdl"] == str(site_dir / "legacy" / "policy.wsdl")
+        assert seen["tls"] == {"cert": str(site_dir / "certs" / "server.pem"), "ca": "/etc/ssl/ca.pem", "key": "certs/server.key"}
+        assert seen["dirs"] == [str(site_dir / "drop"), "/srv/abs"]
+        assert seen["copybook"] == "not/declared.cpy" and seen["port"] == 7 and "missing" not in seen
+        assert ra.context.config == seen
+        # for paths an adapter finds elsewhere: the context resolves them the same way
+        assert ra.context.site_dir == site_dir
+        assert ra.context.resolve_path("not/declared.cpy") == site_dir / "not" / "declared.cpy"
+        assert ra.context.resolve_path("/abs/file") == Path("/abs/file")
+        assert ra.context.resolve_path("~/x") == Path.home() / "x"
+    finally:
+        d.shutdown()
+
+
+def test_context_invalid_keeps_raw_bytes_and_envelopes_with_the_reason(tmp_path: Path) -> None:
+    d = _daemon(tmp_path)
+    d.start()
+    try:
+        ctx = d.adapters["probe"].context
+        raw_id = ctx.invalid(b"\x00\x01garbage", "record of 10 bytes, the layout needs 42")
+        env = Envelope(format=FormatIndicator("acme.Thing", 1, "application/json"), body=b"{")
+        env_id = ctx.invalid(env, "not JSON")
+        assert d.transport is not None
+        raw = d.transport.dead_letter(raw_id)
+        assert (raw.kind, raw.raw, raw.envelope, raw.channel) == ("invalid", b"\x00\x01garbage", None, "in")
+        assert raw.reason == "record of 10 bytes, the layout needs 42" and raw.component == "adapter:probe"
+        kept = d.transport.dead_letter(env_id)
+        assert kept.envelope is not None and kept.envelope.message_id == env.message_id
+        assert kept.envelope.origin == "probe" and kept.reason == "not JSON"
+        assert {s["name"]: s["failed"] for s in d.statistics.snapshot()} == {"probe": 2}
+    finally:
+        d.shutdown()
