@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli_send",
     "coupler.bus.cli_copybook",
     "coupler.bus.cli_batch",
+    "coupler.bus.cli_translate",
 )
 
 

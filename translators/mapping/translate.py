@@ -51,10 +51,14 @@ class Translation:
     def describe(self) -> list[str]:
         return [name for name, _ in self.stages]
 
-    def records(self, path: Path, report: Callable[[int, CouplerError | str], None]) -> Iterator[dict[str, Any]]:
-        """The translated records of the input at ``path`` (bad ones reported, skipped)."""
+    def records(self, path: Path, report: Callable[[int, CouplerError | str], None],
+                tick: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
+        """The translated records of the input at ``path`` (bad ones reported, skipped);
+        ``tick(n)`` is called after each input record (progress)."""
         for n, item in enumerate(self.source.read(path), 1):
             self.summary.read = n
+            if tick is not None:
+                tick(n)
             if isinstance(item, InputError):
                 report(n, item.message)
                 continue
@@ -67,7 +71,8 @@ class Translation:
                 continue
             yield record
 
-    def run(self, path: Path, output: Path, report: Callable[[int, CouplerError | str], None] | None = None) -> Summary:
+    def run(self, path: Path, output: Path, report: Callable[[int, CouplerError | str], None] | None = None,
+            tick: Callable[[int], None] | None = None) -> Summary:
         """Translate the file at ``path`` into ``output``."""
 
         def counted(n: int, error: CouplerError | str) -> None:
@@ -77,7 +82,7 @@ class Translation:
             else:
                 log.warning("record %d: %s", n, error)
 
-        self.summary.written = self.sink.write(self.records(path, counted), output, counted)
+        self.summary.written = self.sink.write(self.records(path, counted, tick), output, counted)
         return self.summary
 
 
