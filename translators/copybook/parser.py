@@ -43,6 +43,8 @@ USAGES: dict[str, str] = {
     "PACKED-DECIMAL": "COMP-3",
     "COMP-5": "COMP-5",
     "COMPUTATIONAL-5": "COMP-5",
+    "COMP-6": "COMP-6",
+    "COMPUTATIONAL-6": "COMP-6",
     "COMP-9": "COMP-9",
     "COMPUTATIONAL-9": "COMP-9",
     "INDEX": "INDEX",
@@ -543,7 +545,7 @@ class _Parser:
             self.skip("IS")
             u = self.peek()
             if u is None or u.kind != "word" or u.upper not in USAGES:
-                self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-5, BINARY, PACKED-DECIMAL, NATIONAL, INDEX or POINTER")
+                self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-6, BINARY, PACKED-DECIMAL, NATIONAL, INDEX or POINTER")
             self.i += 1
             self._set_usage(it, u.upper)  # type: ignore[union-attr]
         elif word in USAGES:

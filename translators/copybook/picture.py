@@ -1015,7 +1015,13 @@ def _decode_float(ft: FieldType, raw: bytes, ctx: DecodeContext) -> float:
     exp = (w >> fbits) & 0x7F
     frac = w & ((1 << fbits) - 1)
     v = math.ldexp(frac, 4 * (exp - 64) - fbits)
+    if ft.size == 4 and v > _FLOAT32_MAX:
+        # IBM single precision reaches 7.2E75; the canonical type (Avro float) does not
+        raise _fail(f"COMP-1 value {v:.7G} is beyond the range of a 32-bit float", raw)
     return -v if w >> (bits - 1) else v
+
+
+_FLOAT32_MAX = struct.unpack(">f", b"\x7f\x7f\xff\xff")[0]
 
 
 def _encode_float(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:

@@ -69,6 +69,7 @@ ODO_COPYBOOK = """\
                10  PRICE      PIC S9(3)V99.
            05  TOTAL          PIC S9(5)V99 COMP-3.
            05  RATE           COMP-2.
+           05  RATIO          COMP-1.
            05  COUNT          PIC S9(4) COMP.
 """
 
