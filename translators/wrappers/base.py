@@ -1,0 +1,75 @@
+"""What every envelope wrapper shares: the headers it reads and writes, its errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from coupler.canonical.envelope import Envelope
+from coupler.canonical.errors import CouplerError
+
+#: the envelope headers a wrapper can carry (besides free-form properties)
+HEADER_NAMES = ("correlation_id", "return_address", "message_id")
+
+
+class WrapperError(CouplerError):
+    """A wrapper that cannot be built (bad options) or bytes it cannot wrap or unwrap."""
+
+
+@dataclass
+class Headers:
+    """Envelope headers carried by a legacy wrapper (a protocol header, a SOAP header)."""
+
+    correlation_id: str | None = None
+    return_address: str | None = None
+    message_id: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_envelope(cls, envelope: Envelope) -> Headers:
+        return cls(envelope.correlation_id, envelope.return_address, envelope.message_id, dict(envelope.properties))
+
+    def get(self, name: str) -> str | None:
+        return getattr(self, name) if name in HEADER_NAMES else self.properties.get(name)
+
+    def set(self, name: str, value: str | None) -> None:
+        if name in HEADER_NAMES:
+            setattr(self, name, value)
+        elif value is not None:
+            self.properties[name] = value
+
+    def merge(self, inner: Headers) -> Headers:
+        """These headers with the ones ``inner`` has and these lack."""
+        out = Headers(self.correlation_id, self.return_address, self.message_id, dict(inner.properties))
+        out.properties.update(self.properties)
+        for name in HEADER_NAMES:
+            if getattr(out, name) is None:
+                setattr(out, name, getattr(inner, name))
+        return out
+
+    def envelope_changes(self) -> dict[str, Any]:
+        """Keyword arguments for :meth:`Envelope.replace` (only the headers that are set)."""
+        changes: dict[str, Any] = {n: getattr(self, n) for n in HEADER_NAMES if getattr(self, n)}
+        if self.properties:
+            changes["properties"] = dict(self.properties)
+        return changes
+
+    def apply(self, envelope: Envelope) -> Envelope:
+        """``envelope`` with these headers (properties added to its own)."""
+        changes = self.envelope_changes()
+        if "properties" in changes:
+            changes["properties"] = {**envelope.properties, **changes["properties"]}
+        return envelope.replace(**changes)
+
+
+@runtime_checkable
+class Wrapper(Protocol):
+    """An Envelope Wrapper: puts a payload into a legacy envelope and takes it out."""
+
+    def wrap(self, payload: bytes, headers: Headers) -> bytes:
+        """The wrapped bytes of ``payload``, with what ``headers`` says in the envelope."""
+        ...
+
+    def unwrap(self, data: bytes) -> tuple[bytes, Headers]:
+        """The payload inside ``data`` and the headers its envelope carried."""
+        ...

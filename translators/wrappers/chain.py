@@ -1,0 +1,128 @@
+"""Wrapper chains (Pipes and Filters): wrapping runs the wrappers in order, unwrapping
+runs them backwards.
+
+A chain is declared per adapter in ``site.toml``, innermost wrapper first::
+
+    [[adapters.wrappers]]
+    type = "copybook"
+    options = { copybook = "txn-header.cpy", correlation_id = "CORR-ID", length = "DATA-LEN" }
+
+    [[adapters.wrappers]]
+    type = "length"
+    options = { size = 4 }
+
+so a payload becomes ``length prefix + (header + payload)`` on the way out, and the same
+chain takes it apart on the way in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import Headers, Wrapper, WrapperError
+
+Factory = Callable[[dict[str, Any], Path], Wrapper]
+
+
+@dataclass
+class WrapperChain:
+    """Wrappers applied in order (innermost first); unwrapping in reverse order."""
+
+    wrappers: Sequence[Wrapper]
+
+    def wrap(self, payload: bytes, headers: Headers | None = None) -> bytes:
+        headers = headers or Headers()
+        data = payload
+        for n, wrapper in enumerate(self.wrappers):
+            try:
+                data = wrapper.wrap(data, headers)
+            except WrapperError as exc:
+                raise WrapperError(exc.message, where=f"wrapper {n + 1} ({_name(wrapper)})" + (f", {exc.where}" if exc.where else ""), hint=exc.hint) from None
+        return data
+
+    def unwrap(self, data: bytes) -> tuple[bytes, Headers]:
+        headers = Headers()
+        for n in range(len(self.wrappers) - 1, -1, -1):
+            wrapper = self.wrappers[n]
+            try:
+                data, found = wrapper.unwrap(data)
+            except WrapperError as exc:
+                raise WrapperError(exc.message, where=f"wrapper {n + 1} ({_name(wrapper)})" + (f", {exc.where}" if exc.where else ""), hint=exc.hint) from None
+            headers = headers.merge(found)
+        return data, headers
+
+    def __len__(self) -> int:
+        return len(self.wrappers)
+
+
+def builtin_types() -> dict[str, Factory]:
+    """The wrapper types Coupler provides, by the name ``type = "..."`` uses."""
+    from .record import CopybookHeader
+    from .soap import SoapWrapper
+    from .xml import XmlWrapper
+
+    types: dict[str, Factory] = {
+        "copybook": CopybookHeader.from_options,
+        "xml": XmlWrapper.from_options,
+        "soap": SoapWrapper.from_options,
+    }
+    for kind in ("length", "delimited", "mllp", "stx_etx"):
+        types[kind] = _framing(kind)
+    return types
+
+
+def _framing(kind: str) -> Factory:
+    from .framing import framing_wrapper
+
+    return lambda options, base_dir: framing_wrapper(kind, options)
+
+
+def build_chain(entries: Iterable[Mapping[str, Any]], *, base_dir: Path | str = ".",
+                types: Mapping[str, Factory] | None = None, where: str = "wrappers") -> WrapperChain:
+    """The chain of ``entries`` (``[{"type": ..., "options": {...}}]`` as in site.toml);
+    relative files in options are resolved against ``base_dir``."""
+    known = dict(builtin_types())
+    known.update(types or {})
+    wrappers = []
+    for n, entry in enumerate(entries):
+        kind = entry.get("type")
+        factory = known.get(kind) if isinstance(kind, str) else None
+        if factory is None:
+            raise WrapperError(f"unknown wrapper type {kind!r}", where=f"{where}[{n}].type",
+                               hint=f"known types: {', '.join(sorted(known))}")
+        options = dict(entry.get("options") or {})
+        try:
+            wrappers.append(factory(options, Path(base_dir)))
+        except WrapperError as exc:
+            raise WrapperError(exc.message, where=f"{where}[{n}].options" + (f".{exc.where}" if exc.where else ""), hint=exc.hint) from None
+    return WrapperChain(wrappers)
+
+
+def _name(wrapper: Any) -> str:
+    return getattr(wrapper, "kind", type(wrapper).__name__)
+
+
+def take(options: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
+    """An option of a wrapper, type-checked (WrapperError naming the key)."""
+    if key not in options:
+        if required:
+            raise WrapperError("required option is missing", where=key)
+        return default
+    value = options.pop(key)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise WrapperError(f"expected {names}, got {value!r}", where=key)
+    return value
+
+
+def no_more(options: dict[str, Any], allowed: Iterable[str]) -> None:
+    """Unknown options left over are an error naming them."""
+    if options:
+        import difflib
+
+        key = sorted(options)[0]
+        close = difflib.get_close_matches(key, list(allowed), n=1)
+        raise WrapperError("unknown option", where=key, hint=f"did you mean {close[0]!r}?" if close else f"options: {', '.join(sorted(allowed))}")
