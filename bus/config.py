@@ -79,6 +79,7 @@ class AdapterConfig:
     mapping: str | None = None
     enabled: bool = True
     options: dict[str, Any] = field(default_factory=dict)
+    wrappers: list[dict[str, Any]] = field(default_factory=list)  # envelope wrapper chain (translators/wrappers)
 
     @property
     def key_path(self) -> str:

@@ -292,6 +292,25 @@ SITE_SCHEMA = Field(
                 ),
                 Field("translator", STRING, "Translator type used between the legacy format and the canonical one.", None),
                 Field("mapping", STRING, "Field mapping file, relative to site.toml.", None),
+                Field(
+                    "wrappers",
+                    TABLES,
+                    "Envelope wrapper chain around the payload, innermost first; unwrapping runs it "
+                    "backwards (see docs/mappings.md). Types: copybook, xml, soap, length, delimited, mllp, stx_etx.",
+                    default=[],
+                    example=(
+                        "[[adapters.wrappers]]\n"
+                        'type = "copybook"\n'
+                        'options = { copybook = "txn-header.cpy", correlation_id = "CORR-ID", length = "DATA-LEN" }\n'
+                        "[[adapters.wrappers]]\n"
+                        'type = "length"\n'
+                        "options = { size = 4 }\n"
+                    ),
+                    fields=(
+                        Field("type", STRING, "Wrapper type.", REQUIRED),
+                        Field("options", FREE_TABLE, "Options of the wrapper type.", {}),
+                    ),
+                ),
                 Field("enabled", BOOLEAN, "Start this adapter with the daemon.", True),
                 Field(
                     "options",
