@@ -223,16 +223,11 @@ class CopybookCodec:
         finally:
             stream.close()
 
-    @cached_property
-    def vectorised(self) -> Any:
-        """The vectorised batch decoder's parts (None when the layout or options need the per-record one)."""
+    def vectorised(self, path: str, framing: Framing) -> bool:
+        """Whether the vectorised batch decoder reads this file (fixed-length records only)."""
         from coupler.translators.copybook import batch_files
 
-        if not batch_files.BatchDecoder.supports(self.layout, self.parsed_options):
-            return None
-        bd = batch_files.BatchDecoder(self.layout, self.parsed_options)
-        oracle = self.decoder
-        return bd, oracle, batch_files._counters(self.layout, bd, oracle)
+        return framing.kind == "fixed" and batch_files.batch_supported(self.layout, self.parsed_options, [path])
 
     def read_split(self, split: FileSplit, framing: Framing) -> Iterator[pa.RecordBatch]:
         """Decode one split into Arrow record batches (bad records in the corrupt column).
@@ -240,7 +235,7 @@ class CopybookCodec:
         Fixed-length splits go through the vectorised batch decoder when it supports the
         layout; everything else through the per-record decoder.
         """
-        if framing.kind == "fixed" and self.vectorised is not None and self.vectorised[0].record_size == framing.record_length:
+        if self.vectorised(split.path, framing):
             yield from self._read_vectorised(split)
             return
         _avro, decoder, fr, *_ = _import_translator()
@@ -279,39 +274,25 @@ class CopybookCodec:
         self._write_errors(split, bad)
 
     def _read_vectorised(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
-        from coupler.translators.copybook import batch_files, decoder, framing
+        """The split through ``decode_file_batches``: the split is the file between a start and an end offset."""
+        from coupler.translators.copybook import batch_files
 
-        bd, oracle, counters = self.vectorised
-        size = bd.record_size
-        stats = decoder.DecodeStats()
-        span = split.end - split.start
-        whole, tail = divmod(span, size)
+        size = os.path.getsize(split.path)
+        options = dataclasses.replace(self.parsed_options, file_start_offset=split.start, file_end_offset=size - split.end)
         per_batch = int(self.options.get("batch_size", 65_536))
         bad: list[str] = []
-        with open(split.path, "rb") as fh:
-            fh.seek(split.start)
-            for first in range(0, whole, per_batch):
-                count = min(per_batch, whole - first)
-                data = fh.read(count * size)
-                if len(data) < count * size:
-                    raise CopybookSourceError(f"{split.path} ended early (changed while being read)", where=split.path)
-                fb = batch_files._chunk(
-                    bd, oracle, counters, data, split.path, split.file_id, split.first_record + first,
-                    self.parsed_options, stats,
-                )
-                rows = self._route_bad([self._corrupt(b.error) for b in fb.bad], bad)
-                yield conform(fb.batch, self.arrow_schema)
-                if rows:
-                    yield records_to_batch(rows, self.arrow_schema)
-            if tail:
-                payload = fh.read(tail)
-                number, offset = split.first_record + whole, split.start + whole * size
-                err = framing.TruncatedRecord(number, offset, payload, size, len(payload)).error(split.path)
-                rows = self._route_bad([self._corrupt(decoder.RecordDecodeError(
-                    err.message, file=split.path, record=number, offset=offset, raw=payload[:64],
-                ))], bad)
-                if rows:
-                    yield records_to_batch(rows, self.arrow_schema)
+        for fb in batch_files.decode_file_batches(self.layout, [split.path], options, policy=self.policy, batch_records=per_batch):
+            if fb.batch.num_rows:
+                yield conform(_renumber(fb.batch, split), self.arrow_schema)
+            rows = []
+            for b in fb.bad:
+                info = b.error.to_dict()
+                if isinstance(info.get("record"), int):
+                    info["record"] += split.first_record
+                rows.append({self.corrupt_column or DEFAULT_CORRUPT_COLUMN: json.dumps(info, default=str, sort_keys=True)})
+            rows = self._route_bad(rows, bad)
+            if rows:
+                yield records_to_batch(rows, self.arrow_schema)
         self._write_errors(split, bad)
 
     def _corrupt(self, error: Any) -> dict[str, Any]:
@@ -358,6 +339,22 @@ class CopybookCodec:
 def records_to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     """Decoded records (dicts) as one Arrow record batch of ``schema``."""
     return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _renumber(batch: pa.RecordBatch, split: FileSplit) -> pa.RecordBatch:
+    """``File_Id`` / ``Record_Id`` of a split decoded as if it were a file of its own, made the file's."""
+    names = batch.schema.names
+    if "Record_Id" not in names or (split.first_record == 0 and split.file_id == 0):
+        return batch
+    import pyarrow.compute as pc
+
+    columns = list(batch.columns)
+    i = names.index("Record_Id")
+    columns[i] = pc.add(columns[i], pa.scalar(split.first_record, columns[i].type))
+    if "File_Id" in names:
+        j = names.index("File_Id")
+        columns[j] = pa.array([split.file_id] * batch.num_rows, columns[j].type)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

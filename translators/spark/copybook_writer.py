@@ -29,11 +29,6 @@ def _encoder(codec: CopybookCodec) -> Any:
     return encoder.RecordEncoder(codec.layout, codec.parsed_options)
 
 
-def _rdw(length: int, big_endian: bool) -> bytes:
-    n = length + 4
-    return bytes((n >> 8, n & 0xFF, 0, 0)) if big_endian else bytes((0, 0, n & 0xFF, n >> 8))
-
-
 class CopybookWriter(DataSourceArrowWriter):
     def __init__(self, codec: CopybookCodec, committer: OutputCommitter):
         self.codec = codec
@@ -53,8 +48,6 @@ class CopybookWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[Any]) -> TaskFileMessage:
         enc = _encoder(self.codec)
-        options = self.codec.parsed_options
-        variable = options.record_format == "V"
         drop = {*_GENERATED, self.codec.corrupt_column}
         path, final = self.committer.task_path()
         count = 0
@@ -62,10 +55,7 @@ class CopybookWriter(DataSourceArrowWriter):
             for batch in iterator:
                 for row in batch.to_pylist():
                     record = {k: v for k, v in row.items() if k not in drop and not k.startswith("Seg_Id")}
-                    data = enc.encode(record)
-                    if variable:
-                        fh.write(_rdw(len(data), options.is_rdw_big_endian))
-                    fh.write(data)
+                    fh.write(enc.framed(record))  # with its RDW when record_format is V
                     count += 1
         return TaskFileMessage(str(path), final, count, os.path.getsize(path))
 
