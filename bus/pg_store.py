@@ -277,12 +277,11 @@ class PgStore:
             return
         with self.conn() as c:
             if rows:
-                with c.cursor() as cur:
-                    cur.executemany(
-                        f"INSERT INTO {self.schema}.journal (at, channel, message_id, event, detail) "
-                        "VALUES (%s, %s, %s, %s, %s)",
-                        rows,
-                    )
+                with c.cursor() as cur, cur.copy(
+                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail) FROM STDIN"
+                ) as copy:
+                    for row in rows:
+                        copy.write_row(row)
             for (channel, counter), n in sorted((counts or {}).items()):
                 if counter not in COUNTERS:
                     raise ValueError(counter)

@@ -88,6 +88,8 @@ class Link:
         self._seq = 0
         self._down_since: float | None = None
         self._last_error: str = ""
+        #: the channel's current basic.qos prefetch count (0: unlimited)
+        self.prefetch = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -107,7 +109,7 @@ class Link:
 
     def stop(self) -> None:
         self._stopping.set()
-        self._wake()
+        self.wake()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         self._thread = None
@@ -134,7 +136,7 @@ class Link:
         limit = timeout if timeout is not None else self.reconnect_timeout + self.confirm_timeout
         with self._jobs_lock:
             self._jobs.append((fn, fut, retry, time.monotonic() + limit))
-        self._wake()
+        self.wake()
         try:
             return fut.result(timeout=limit + 5)
         except TimeoutError as exc:
@@ -144,7 +146,8 @@ class Link:
                 hint="check the broker; the operation may or may not have happened",
             ) from exc
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Make the connection thread's ``process_data_events`` return (from any thread)."""
         conn = self.conn
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -225,6 +228,7 @@ class Link:
         self._pending.clear()
         self._nacked.clear()
         self._seq = 0
+        self.prefetch = 0
         ready: list[bool] = []
         self.ch._impl.confirm_delivery(ack_nack_callback=self._on_confirm, callback=lambda _f: ready.append(True))
         deadline = time.monotonic() + self.confirm_timeout
@@ -278,7 +282,7 @@ class Link:
         self._pending -= done
         if isinstance(method, pika.spec.Basic.Nack):
             self._nacked |= done
-        self._wake()  # process_data_events returns: the publisher looks at what is left
+        self.wake()  # process_data_events returns: the publisher looks at what is left
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.
