@@ -48,6 +48,8 @@ class Op:
                     f"{self.label}: {path_text(steps)} is required ({atype.describe()}) but the value is null",
                     where=self.where, hint="give the rule a default",
                 )
+            if value is None:
+                continue  # a null is what completing the record gives a field nobody set
             set_path(target, steps, value)
 
 
