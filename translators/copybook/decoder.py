@@ -430,14 +430,17 @@ def decode_files(
     *,
     stats: DecodeStats | None = None,
     policy: str = "lenient",
+    first_file_id: int = 0,
 ) -> Iterator[dict[str, Any] | BadRecord]:
-    """Decode data files record by record (streamed), framing them as ``options`` say."""
+    """Decode data files record by record (streamed), framing them as ``options`` say.
+
+    ``File_Id`` (``generate_record_id``) counts the files from ``first_file_id``."""
     from . import framing
 
     stats = stats if stats is not None else DecodeStats()
     decoder = RecordDecoder(layout, options, policy=policy)
     options = decoder.options
-    for file_id, path in enumerate(paths):
+    for file_id, path in enumerate(paths, start=first_file_id):
         name = str(path)
         try:
             with open(path, "rb") as stream:

@@ -378,7 +378,8 @@ def _length_field_records(
             value = length_reader(head)
         except CopybookError as exc:
             raise FramingError(
-                f"cannot read the record length field {options.record_length_field}: {exc}",
+                f"cannot read the record length"
+                f"{' field ' + options.record_length_field if options.record_length_field else ''}: {exc.message}",
                 offset=offset,
                 record=number,
                 file=file,
