@@ -19,7 +19,6 @@ from coupler.translators.copybook.batch_files import batch_supported, decode_fil
 from coupler.translators.copybook.decoder import BadRecord, DecodeStats, decode_files, to_json
 from coupler.translators.copybook.layout import build_layout
 from coupler.translators.copybook.parser import parse_copybook, parse_file
-
 from tests.translators.copybook.test_corpus import CASES, CORPUS
 
 FIXED_CASES = [c for c in CASES if c.id.startswith(("test1", "test3", "test6", "test9", "test19"))]
