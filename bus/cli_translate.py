@@ -88,10 +88,9 @@ class Progress:
         self.shown = True
 
     def close(self, records: int) -> None:
-        if self.shown:
-            self.draw(records)
-            self.stream.write("\n")
-            self.stream.flush()
+        self.draw(records)
+        self.stream.write("\n")
+        self.stream.flush()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.input.is_file():
         raise UsageError(f"input file {args.input} does not exist")
     options = _options(args.option)
-    pm = site_plugin_manager()
-    registry = SchemaRegistry.default(extra_dirs=args.schemas, pm=pm)
-    functions = mapping_functions(pm)
     source_spec = parse_spec(args.from_spec, options=options)
     sink_spec = parse_spec(args.to_spec, options=options)
     if options and "copybook" not in (source_spec.kind, sink_spec.kind):
         raise UsageError("-o options are copybook options, but neither --from nor --to is a copybook")
+    pm = site_plugin_manager()
+    registry = SchemaRegistry.default(extra_dirs=args.schemas, pm=pm)
+    functions = mapping_functions(pm)
     policy = "strict" if args.strict else "lenient"
     source = record_format(source_spec, registry=registry, policy=policy)
     sink = record_format(sink_spec, registry=registry, policy=policy)

@@ -1,0 +1,164 @@
+"""``coupler translate`` run as a user runs it: copybook, XML, Avro and JSON lines through
+the canonical model with mappings."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import fastavro
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "translators" / "mapping" / "data"
+CPY = f"copybook:{DATA / 'account.cpy'}"
+XML = f"xml:{DATA / 'accounts.xsd'}@accounts/account"
+MAPS = ["--map", str(DATA / "account-copybook.toml"), "--map", str(DATA / "account-xml.toml")]
+COMMON = ["-o", "encoding=ascii", "--schemas", str(DATA / "schemas")]
+
+#: three 92-byte ACCOUNT-REC records (ASCII display numbers, COMP-3 balance)
+RECORDS = [
+    b"000042John      Smith       A20240131" + bytes.fromhex("00000123450d")
+    + b"B01 Leeds     AB1   0030001250X     0010000099   ",
+    b"000107Cher                  I19991231" + bytes.fromhex("00000000000c")
+    + b"Z9  York      P-77  0990099999QQ    0000000000   ",
+    b"999999Ada       Lovelace    C18151210" + bytes.fromhex("09999999999c")
+    + b"LDN1London    ENGINE0010000001      0000000000   ",
+]
+
+
+def coupler(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "coupler.bus.cli", *args], capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+@pytest.fixture()
+def data_file(tmp_path: Path) -> Path:
+    assert all(len(r) == 92 for r in RECORDS)
+    path = tmp_path / "accounts.dat"
+    path.write_bytes(b"".join(RECORDS))
+    return path
+
+
+def test_copybook_to_xml_to_copybook_is_byte_for_byte(tmp_path: Path, data_file: Path) -> None:
+    xml = tmp_path / "accounts.xml"
+    out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml), "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert (summary["read"], summary["written"], summary["errors"]) == (3, 3, 0)
+    assert summary["stages"] == ["map account-copybook.toml legacy -> canonical", "map account-xml.toml canonical -> legacy"]
+    assert "3 records read, 3 written, 0 errors" in out.stderr
+    text = xml.read_text()
+    assert '<account' in text and 'id="000042"' in text and "<state>Inactive</state>" in text
+    assert "<openedOn>1815-12-10</openedOn>" in text and "<balance>-1234.50</balance>" in text
+
+    back = tmp_path / "back.dat"
+    out = coupler("translate", "--from", XML, "--to", CPY, *MAPS, *COMMON, str(xml), "--output", str(back))
+    assert out.returncode == 0, out.stderr
+    assert back.read_bytes() == data_file.read_bytes()
+
+
+def test_copybook_to_avro_of_a_newer_version_and_back(tmp_path: Path, data_file: Path) -> None:
+    avro = tmp_path / "accounts.avro"
+    out = coupler("translate", "--from", CPY, "--to", "avro:demo.Account@2", "--map", str(DATA / "account-copybook.toml"),
+                  *COMMON, str(data_file), "--output", str(avro), "--json")
+    assert out.returncode == 0, out.stderr
+    assert "convert demo.Account@1 -> demo.Account@2" in json.loads(out.stdout)["stages"]
+    with open(avro, "rb") as f:
+        reader = fastavro.reader(f)
+        assert reader.metadata["coupler.format"] == "demo.Account@2"
+        records = list(reader)
+    assert [r["account_id"] for r in records] == ["000042", "000107", "999999"]
+    assert records[2]["name"] == "Ada Lovelace" and records[2]["status"] == "CLOSED"
+    assert str(records[2]["balance"]) == "99999999.99" and records[0]["note"] == ""
+
+    back = tmp_path / "back.dat"
+    out = coupler("translate", "--from", "avro:demo.Account@2", "--to", CPY, "--map", str(DATA / "account-copybook.toml"),
+                  *COMMON, str(avro), "--output", str(back))
+    assert out.returncode == 0, out.stderr
+    assert back.read_bytes() == data_file.read_bytes()
+
+
+def test_json_lines_both_ways(tmp_path: Path, data_file: Path) -> None:
+    jsonl = tmp_path / "accounts.jsonl"
+    out = coupler("translate", "--from", CPY, "--to", "jsonl", "--map", str(DATA / "account-copybook.toml"),
+                  *COMMON, str(data_file), "--output", str(jsonl))
+    assert out.returncode == 0, out.stderr
+    first = json.loads(jsonl.read_text().splitlines()[0])
+    assert first["opened"] == "2024-01-31" and first["branch"] == {"code": "B01", "city": "Leeds"}
+    assert '"balance":-1234.50' in jsonl.read_text()  # exact decimal, scale kept
+
+    back = tmp_path / "back.dat"
+    out = coupler("translate", "--from", "jsonl", "--to", CPY, "--map", str(DATA / "account-copybook.toml"),
+                  *COMMON, str(jsonl), "--output", str(back))
+    assert out.returncode == 0, out.stderr
+    assert back.read_bytes() == data_file.read_bytes()
+
+
+def test_bad_records_are_counted_reported_and_skipped(tmp_path: Path, data_file: Path) -> None:
+    bad = bytearray(data_file.read_bytes())
+    bad[92 + 28] = ord("X")  # STATUS-CODE of record 2: not in the lookup table
+    data_file.write_bytes(bytes(bad))
+    xml = tmp_path / "out.xml"
+    out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml))
+    assert out.returncode == 1
+    assert "record 2:" in out.stderr and "'X' is not in lookup table 'status'" in out.stderr
+    assert "account-copybook.toml:" in out.stderr
+    assert "3 records read, 2 written, 1 errors" in out.stderr
+    assert xml.read_text().count("<account ") == 2
+
+    errors = tmp_path / "errors.jsonl"
+    out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml),
+                  "--errors", str(errors))
+    assert out.returncode == 1
+    assert [json.loads(line)["record"] for line in errors.read_text().splitlines()] == [2]
+
+    out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml), "--strict")
+    assert out.returncode == 1 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith("coupler: error: ") and "record 2:" in out.stderr
+
+
+def test_mapping_errors_and_usage_errors_are_one_line(tmp_path: Path, data_file: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    text = (DATA / "account-copybook.toml").read_text().replace('"BRANCH-CITY"', '"BRANCH-TOWN"')
+    text = text.replace('"copybook:account.cpy"', f'"copybook:{DATA / "account.cpy"}"')
+    broken.write_text(text)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "BRANCH-TOWN" in t)
+    out = coupler("translate", "--from", CPY, "--to", "jsonl", "--map", str(broken), *COMMON, str(data_file),
+                  "--output", str(tmp_path / "o"))
+    assert out.returncode == 1 and out.stderr.count("\n") == 1
+    assert f"{broken}:{line}: legacy field 'BRANCH-TOWN'" in out.stderr
+
+    out = coupler("translate", "--from", "cobol:x.cpy", "--to", "jsonl", str(data_file), "--output", str(tmp_path / "o"))
+    assert out.returncode == 1 and "unknown format 'cobol:x.cpy'" in out.stderr
+
+    out = coupler("translate", "--from", "jsonl", "--to", "jsonl", str(tmp_path / "missing"), "--output", str(tmp_path / "o"))
+    assert out.returncode == 2 and "does not exist" in out.stderr
+
+
+def test_progress_bar_on_a_terminal(tmp_path: Path, data_file: Path) -> None:
+    data_file.write_bytes(b"".join(RECORDS) * 100)
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coupler.bus.cli", "translate", "--from", CPY, "--to", "jsonl",
+         "--map", str(DATA / "account-copybook.toml"), *COMMON, str(data_file), "--output", str(tmp_path / "o.jsonl")],
+        stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL,
+    )
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert proc.wait(timeout=60) == 0
+    os.close(main)
+    shown = b"".join(chunks).decode()
+    assert "100.0% 300 records" in shown and "[" + "#" * 30 + "]" in shown
+    assert "300 records read, 300 written, 0 errors" in shown
