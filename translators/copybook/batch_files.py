@@ -32,7 +32,7 @@ from .decoder import BadRecord, DecodeStats, RecordDecoder
 from .errors import CopybookError, RecordDecodeError
 from .framing import TruncatedRecord, _looks_like_bdw
 from .kernels import arrow_type, decode_column
-from .layout import Field, Layout, Node
+from .layout import Field, Layout, Node, depending_on_counter
 from .options import CopybookOptions
 
 __all__ = ["FileBatch", "batch_supported", "decode_file_batches"]
@@ -72,6 +72,10 @@ def batch_supported(layout: Layout, options: Any = None, paths: Iterable[str | P
         return False  # short records: the per-record decoder reads what there is
     if not BatchDecoder.supports(layout, inner):
         return False
+    for node in layout.walk():  # a text counter (occurs_mappings) is the per-record decoder's
+        if node.occurs and node.occurs.depending_on:
+            if depending_on_counter(layout, node).field_type.kind not in ("integer", "decimal"):
+                return False
     if options.record_format == "FB":
         for path in paths:
             try:

@@ -172,6 +172,8 @@ class RecordDecoder:
         targets = {n.occurs.depending_on.upper() for n in layout.walk() if n.occurs and n.occurs.depending_on}
         #: fields whose value an OCCURS DEPENDING ON reads (id -> counter key)
         self._counter_keys = {id(f): f.identifier.upper() for f in layout.fields() if f.identifier.upper() in targets}
+        #: OCCURS DEPENDING ON item (id) -> {counter value: count} from occurs_mappings
+        self._occurs_maps = occurs_maps(layout, options)
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -317,6 +319,14 @@ class RecordDecoder:
     def _count(self, node: Node, pos: int, data: bytes) -> int:
         assert node.occurs and node.occurs.depending_on
         raw = self._counters.get(node.occurs.depending_on.upper())
+        mapping = self._occurs_maps.get(id(node))
+        if mapping is not None:
+            key = "" if raw is None else str(raw).strip()
+            if key not in mapping:
+                self._bad(node, b"", f"{node.occurs.depending_on} = {key!r} is not in occurs_mappings"
+                          f" for {node.identifier} (known: {', '.join(map(repr, mapping))})", pos)
+                return 0
+            raw = mapping[key]
         try:
             count = int(raw) if raw is not None else 0
         except (TypeError, ValueError):
@@ -417,6 +427,41 @@ class RecordDecoder:
         if isinstance(value, float) and ft.size == 4:
             value = Float32(value)
         return value
+
+
+def occurs_maps(layout: Layout, options: Any) -> dict[int, dict[str, int]]:
+    """``occurs_mappings`` resolved against the layout: id of each OCCURS DEPENDING ON item ->
+    {counter value: count}. A key names the OCCURS item (as Cobrix) or its counter field
+    (then it applies to every array that counter sizes). A text counter without a mapping,
+    or a key that names neither, is an error."""
+    from .errors import CopybookLayoutError
+    from .layout import depending_on_counter, identifier
+
+    raw = dict(getattr(options, "occurs_mapping", None) or {})
+    arrays = [n for n in layout.walk() if n.occurs and n.occurs.depending_on]
+    out: dict[int, dict[str, int]] = {}
+    for name, mapping in raw.items():
+        key = identifier(name).upper()
+        hits = [n for n in arrays if n.identifier.upper() == key] or [
+            n for n in arrays if n.occurs and n.occurs.depending_on and n.occurs.depending_on.upper() == key
+        ]
+        if not hits:
+            known = sorted({n.name for n in arrays})
+            raise CopybookLayoutError(
+                f"occurs_mappings names {name!r}, which is no OCCURS DEPENDING ON item (or counter) of the copybook",
+                where="option occurs_mappings",
+                hint=f"OCCURS DEPENDING ON items: {', '.join(known) or 'none'}",
+            )
+        for n in hits:
+            out[id(n)] = {str(k).strip(): int(v) for k, v in mapping.items()}
+    for n in arrays:
+        counter = depending_on_counter(layout, n)
+        if id(n) not in out and counter.field_type.kind not in ("integer", "decimal"):
+            raise CopybookLayoutError(
+                f"{n.name} OCCURS DEPENDING ON {counter.name}, which is not numeric",
+                where=n.where, hint=f'map its values to counts: -o occurs_mappings={{"{n.name}": {{"A": 1}}}}',
+            )
+    return out
 
 
 # ---------------------------------------------------------------------------------------

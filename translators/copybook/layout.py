@@ -379,13 +379,17 @@ def _mark_dependees(layout: Layout) -> None:
             )
         before = [f for f in candidates if f.offset <= node.offset] or candidates
         counter = before[-1]
-        kind = getattr(counter.field_type, "kind", "integer")
-        if kind not in ("integer", "decimal"):
-            raise CopybookLayoutError(
-                f"{node.name} OCCURS DEPENDING ON {counter.name}, which is not numeric",
-                where=node.where,
-            )
+        # a text counter needs occurs_mappings (value -> count): the decoder checks that
         counter.is_dependee = True
+
+
+def depending_on_counter(layout: Layout, node: Node) -> Field:
+    """The counter field of an OCCURS DEPENDING ON item (the last one so named before it)."""
+    assert node.occurs is not None and node.occurs.depending_on
+    target = node.occurs.depending_on.upper()
+    candidates = [f for f in layout.fields() if f.identifier.upper() == target]
+    before = [f for f in candidates if f.offset <= node.offset] or candidates
+    return before[-1]
 
 
 # ---------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ class CopybookOptions:
     string_trimming_policy: str = "both"
     floating_point_format: str = "IBM"
     variable_size_occurs: bool = False
-    #: (DEPENDING ON field, ((value, count), ...)) pairs from the ``occurs_mappings`` JSON
+    #: (OCCURS item, ((counter value, count), ...)) pairs from the ``occurs_mappings`` JSON
     occurs_mappings: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     improved_null_detection: bool = True
     schema_retention_policy: str = "collapse_root"
@@ -177,7 +177,7 @@ class CopybookOptions:
 
     @property
     def occurs_mapping(self) -> dict[str, dict[str, int]]:
-        """DEPENDING ON field -> {value: element count} (from ``occurs_mappings``)."""
+        """OCCURS DEPENDING ON item -> {counter value: element count} (from ``occurs_mappings``)."""
         return {name: dict(pairs) for name, pairs in self.occurs_mappings}
 
     def to_dict(self) -> dict[str, str]:
@@ -360,13 +360,18 @@ def _occurs_mappings(key: str, value: Any) -> tuple[tuple[str, tuple[tuple[str, 
             ) from None
     if not isinstance(data, Mapping) or not all(isinstance(v, Mapping) for v in data.values()):
         raise _bad(key, value, 'JSON like {"FIELD": {"A": 1, "B": 2}}')
-    try:
-        return tuple(
-            (str(name), tuple((str(k), int(n)) for k, n in mapping.items()))
-            for name, mapping in data.items()
-        )
-    except (TypeError, ValueError):
-        raise _bad(key, value, "integer element counts") from None
+    out = []
+    for name, mapping in data.items():
+        pairs = []
+        for k, n in mapping.items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise OptionsError(
+                    f"{name}: {k!r} maps to {n!r}, which is not an element count",
+                    where=f"option {key}", hint="counts are integers >= 0, e.g. {\"A\": 0, \"B\": 1}",
+                )
+            pairs.append((str(k), n))
+        out.append((str(name), tuple(pairs)))
+    return tuple(out)
 
 
 def _optional_int(minimum: int) -> Any:

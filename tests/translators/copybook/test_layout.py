@@ -116,8 +116,15 @@ def test_occurs_and_depending_on() -> None:
     assert layout.has_depending_on
     with pytest.raises(CopybookLayoutError, match="not a field"):
         layout_of("01 R.", "   05 T OCCURS 1 TO 4 DEPENDING ON NOPE PIC X.")
-    with pytest.raises(CopybookLayoutError, match="not numeric"):
-        layout_of("01 R.", "   05 N PIC X.", "   05 T OCCURS 1 TO 4 DEPENDING ON N PIC X.")
+    # a text counter is laid out (occurs_mappings may map its values to counts) ...
+    text_counter = layout_of("01 R.", "   05 N PIC X.", "   05 T OCCURS 1 TO 4 DEPENDING ON N PIC X.")
+    assert text_counter.records[0].children[0].is_dependee
+    # ... but cannot be decoded without a mapping
+    from coupler.translators.copybook.decoder import RecordDecoder
+
+    with pytest.raises(CopybookLayoutError, match="not numeric") as err:
+        RecordDecoder(text_counter)
+    assert "occurs_mappings" in (err.value.hint or "")
 
 
 def test_synchronized_items_get_slack_bytes() -> None:
