@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
 from coupler.bus.hookspecs import hookimpl
@@ -14,12 +12,19 @@ LEGACY = {"type": "record", "name": "L", "fields": [{"name": "CODE", "type": ["n
 CANONICAL = {"type": "record", "name": "C", "fields": [{"name": "code", "type": ["null", "string"], "default": None}]}
 
 
-def plugin(name: str, functions: dict) -> types.SimpleNamespace:
-    @hookimpl
-    def coupler_mapping_functions() -> dict:
-        return functions
+class Plugin:
+    """A plugin object contributing mapping functions."""
 
-    return types.SimpleNamespace(__name__=name, coupler_mapping_functions=coupler_mapping_functions)
+    def __init__(self, functions: dict):
+        self.functions = functions
+
+    @hookimpl
+    def coupler_mapping_functions(self) -> dict:
+        return self.functions
+
+
+def plugin(name: str, functions: dict) -> Plugin:
+    return Plugin(functions)
 
 
 def test_plugin_functions_are_used_by_a_mapping() -> None:
