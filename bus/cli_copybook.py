@@ -255,11 +255,13 @@ def _decode_batches(args, layout, options, paths, policy, stats, errors_out, pro
                 if batch.num_rows:
                     writer.write_batch(batch)
     else:
-        from coupler.translators.copybook import decoder
+        from coupler.translators.copybook.arrow_avro import AvroBatchWriter
         from coupler.translators.copybook.avro import avro_schema
 
-        rows = (row for batch in reported() for row in batch.to_pylist())
-        decoder.write_avro(rows, avro_schema(layout, options), Path(args.output))
+        with open(args.output, "wb") as out:
+            writer = AvroBatchWriter(out, avro_schema(layout, options))
+            for batch in reported():
+                writer.write_batch(batch)
 
 
 class _Progress:

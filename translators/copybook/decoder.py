@@ -656,16 +656,54 @@ def write_avro(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], pat
 
     parsed = fastavro.parse_schema(schema)
     count = 0
+    fix = _decimal_fixer(schema)
 
     def counted() -> Iterator[Mapping[str, Any]]:
         nonlocal count
         for r in records:
             count += 1
-            yield r
+            yield fix(r) if fix else r
 
     with open(path, "wb") as out:
         fastavro.writer(out, parsed, counted())
     return count
+
+
+def _decimal_fixer(schema: dict[str, Any]) -> Any:
+    """A function making the integers of ``decimal`` fields Decimals (integers of more than
+    18 digits decode to ``int``; fastavro writes the decimal type from Decimals only), or
+    None when the schema has no such field."""
+
+    def plan(t: Any) -> Any:
+        if isinstance(t, list):
+            return next((p for p in map(plan, t) if p is not None), None)
+        if isinstance(t, dict):
+            if t.get("logicalType") == "decimal":
+                return "decimal"
+            if t.get("type") == "record":
+                inner = {f["name"]: plan(f["type"]) for f in t["fields"]}
+                inner = {k: v for k, v in inner.items() if v is not None}
+                return inner or None
+            if t.get("type") == "array":
+                item = plan(t["items"])
+                return ("array", item) if item is not None else None
+        return None
+
+    def apply(value: Any, p: Any) -> Any:
+        if value is None:
+            return None
+        if p == "decimal":
+            return Decimal(value) if isinstance(value, int) else value
+        if isinstance(p, tuple):
+            return [apply(v, p[1]) for v in value]
+        out = dict(value)
+        for key, sub in p.items():
+            if key in out:
+                out[key] = apply(out[key], sub)
+        return out
+
+    top = plan(schema)
+    return (lambda record: apply(record, top)) if top else None
 
 
 def write_parquet(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], path: Path, *, batch: int = 10_000) -> int:
