@@ -19,6 +19,14 @@ Rating rules (tariff year 2025), applied to every request:
   rounded half up to cents, at least 250.00 USD; risk class ``A`` when the product of the
   factors is below 1.10, ``B`` below 1.50, else ``C``.
 
+Address changes (transaction ``AC01``, ``copybooks/autoac-request.cpy``, 90 bytes): the
+service keeps a register of the auto policies it holds (customer, driver, vehicle, garaging
+address; ``--register FILE``, JSON, or the built-in :data:`DEMO_REGISTER`); a change moves the
+policy of that customer to the new address and re-rates it with the rules above at the new
+state, answering an AUTOQ-REPLY record: status ``00``, the new premium, and the old and new
+premium in the message. A customer without an auto policy is refused (``RJ``); a state that is
+not two letters or a ZIP that is not five digits is not understood (``ER``).
+
 Run it with ``python -m examples.legacy.auto_policy_service --port 7070`` (from the
 repository root), or embed it with :class:`AutoPolicyService` / :func:`running_service`.
 """
@@ -28,17 +36,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import struct
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 log = logging.getLogger("auto_policy_service")
 
 CODEPAGE = "cp037"
 TRAN_CODE = "AQ01"
+ADDRESS_TRAN_CODE = "AC01"
+ADDRESS_LENGTH = 90
 TARIFF_YEAR = 2025
 REQUEST_LENGTH = 40
 REPLY_LENGTH = 61
@@ -165,6 +176,90 @@ def rate(request: QuoteRequest) -> QuoteReply:
     return QuoteReply(policy, "00", max(premium, MINIMUM_PREMIUM), CURRENCY, risk, "QUOTED")
 
 
+# -- address changes (AC01) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AutoPolicy:
+    """A policy of the register: who drives what, garaged where."""
+
+    policy_id: str
+    customer_id: str
+    driver_age: int
+    vehicle_year: int
+    vehicle_value: Decimal
+    claims: int
+    street: str
+    city: str
+    state: str
+    zip: str
+
+    def quote_request(self) -> QuoteRequest:
+        return QuoteRequest(TRAN_CODE, self.policy_id, self.driver_age, self.vehicle_year, self.vehicle_value,
+                            self.claims, self.state)
+
+
+@dataclass(frozen=True)
+class AddressChange:
+    customer_id: str
+    street: str
+    city: str
+    state: str
+    zip: str
+    effective_date: str
+
+
+#: the policies the service holds when it is given no register file
+DEMO_REGISTER = (
+    AutoPolicy("A-7730019", "C-100234", 41, 2021, Decimal("28500.00"), 1, "12 Harbour Road", "Springfield", "IL", "62701"),
+    AutoPolicy("A-7730020", "C-100871", 23, 2012, Decimal("9400.00"), 0, "4 Elm Street", "Albany", "NY", "12207"),
+)
+
+
+def load_register(path: str | None) -> dict[str, AutoPolicy]:
+    """Policies by customer id, from a JSON list of objects with the fields of :class:`AutoPolicy`."""
+    if path is None:
+        return {p.customer_id: p for p in DEMO_REGISTER}
+    with open(path, encoding="utf-8") as f:
+        rows = json.load(f)
+    policies = [AutoPolicy(**{**row, "vehicle_value": Decimal(str(row["vehicle_value"]))}) for row in rows]
+    return {p.customer_id: p for p in policies}
+
+
+def read_address_change(record: bytes) -> AddressChange:
+    """Parse an AUTOAC-REQUEST record (see ``copybooks/autoac-request.cpy``)."""
+    if len(record) != ADDRESS_LENGTH:
+        raise RecordError(f"RECORD OF {len(record)} BYTES, EXPECTED {ADDRESS_LENGTH}")
+    change = AddressChange(
+        customer_id=_text(record, 4, 10),
+        street=_text(record, 14, 30),
+        city=_text(record, 44, 20),
+        state=_text(record, 64, 2),
+        zip=_text(record, 66, 5),
+        effective_date=_text(record, 71, 10),
+    )
+    if not (len(change.state) == 2 and change.state.isalpha()):
+        raise RecordError(f"STATE {change.state!r} IS NOT A STATE CODE")
+    if not (len(change.zip) == 5 and change.zip.isdigit()):
+        raise RecordError(f"ZIP {change.zip!r} IS NOT 5 DIGITS")
+    return change
+
+
+def change_address(register: dict[str, AutoPolicy], change: AddressChange) -> QuoteReply:
+    """Move the customer's policy to the new address and re-rate it there."""
+    policy = register.get(change.customer_id)
+    if policy is None:
+        return QuoteReply(change.customer_id, "RJ", message=f"NO AUTO POLICY FOR CUSTOMER {change.customer_id}")
+    before = rate(policy.quote_request())
+    moved = replace(policy, street=change.street, city=change.city, state=change.state, zip=change.zip)
+    after = rate(moved.quote_request())
+    if after.status != "00":
+        return replace(after, policy_id=policy.policy_id)
+    register[change.customer_id] = moved
+    message = f"MOVED TO {change.state}: {before.premium} -> {after.premium}"
+    return replace(after, message=message)
+
+
 def answer(record: bytes) -> QuoteReply:
     """The reply to one request record, whatever it holds."""
     try:
@@ -180,9 +275,31 @@ def answer(record: bytes) -> QuoteReply:
 class AutoPolicyService:
     """The service on an asyncio TCP server. ``requests`` lists every request it read."""
 
-    def __init__(self) -> None:
+    def __init__(self, register: dict[str, AutoPolicy] | None = None) -> None:
         self.requests: list[QuoteRequest | bytes] = []
+        #: address changes applied, in order
+        self.changes: list[AddressChange] = []
+        self.register = dict(register) if register is not None else load_register(None)
         self._server: asyncio.Server | None = None
+
+    def answer(self, record: bytes) -> QuoteReply:
+        """The reply to one record: an address change (AC01) or a quote (anything else)."""
+        if record[:4] == ADDRESS_TRAN_CODE.encode(CODEPAGE):
+            try:
+                change = read_address_change(record)
+            except (RecordError, UnicodeDecodeError) as exc:
+                customer = record[4:14].decode(CODEPAGE, "replace").rstrip(" ")
+                return QuoteReply(customer, "ER", message=str(exc).upper())
+            reply = change_address(self.register, change)
+            if reply.status == "00":
+                self.changes.append(change)
+            return reply
+        reply = answer(record)
+        try:
+            self.requests.append(read_request(record))
+        except (RecordError, UnicodeDecodeError, InvalidOperation):
+            self.requests.append(record)
+        return reply
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port)
@@ -206,11 +323,7 @@ class AutoPolicyService:
                     log.warning("%s sent a record of %d bytes: closing", peer, size)
                     return
                 record = await reader.readexactly(size)
-                reply = answer(record)
-                try:
-                    self.requests.append(read_request(record))
-                except (RecordError, UnicodeDecodeError, InvalidOperation):
-                    self.requests.append(record)
+                reply = self.answer(record)
                 log.info("%s: policy %s -> %s %s", peer, reply.policy_id, reply.status, reply.message)
                 out = write_reply(reply)
                 writer.write(struct.pack(">H", len(out)) + out)
@@ -224,9 +337,11 @@ class AutoPolicyService:
 
 
 @contextlib.contextmanager
-def running_service(host: str = "127.0.0.1", port: int = 0) -> Iterator[tuple[AutoPolicyService, tuple[str, int]]]:
+def running_service(
+    host: str = "127.0.0.1", port: int = 0, register: dict[str, AutoPolicy] | None = None
+) -> Iterator[tuple[AutoPolicyService, tuple[str, int]]]:
     """The service on a thread of its own (its own event loop); yields it and its address."""
-    service = AutoPolicyService()
+    service = AutoPolicyService(register)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="auto-policy-service", daemon=True)
     thread.start()
@@ -245,11 +360,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The auto policy rating service (fixed-width EBCDIC over TCP).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7070, help="0 picks a free port")
+    parser.add_argument("--register", help="JSON file of the auto policies held (default: the built-in demo register)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     async def serve() -> None:
-        service = AutoPolicyService()
+        service = AutoPolicyService(load_register(args.register))
         host, port = await service.start(args.host, args.port)
         print(f"auto policy rating service listening on {host}:{port}", flush=True)
         try:
