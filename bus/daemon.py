@@ -81,6 +81,8 @@ class RunningAdapter:
         self.context = context
         self.paused = paused
         self.started = False
+        #: canonical -> legacy translation of the documents it is handed (bus/translation.py)
+        self.translation: Any = None
 
     @property
     def name(self) -> str:
@@ -235,6 +237,10 @@ class Daemon:
             except CouplerError as exc:
                 raise CouplerError(f"adapter {ad.name!r} cannot be created: {exc}", where=f"{self.site.path}: {ad.key_path}") from exc
             ra = RunningAdapter(ad, adapter, context, paused)
+            if "outbound" in cls.directions and ad.direction in ("outbound", "both"):
+                from .translation import OutboundTranslation
+
+                ra.translation = OutboundTranslation.for_adapter(ad, self.registry(), self.site.path.parent)
             self.adapters[ad.name] = ra
             try:
                 adapter.start()
@@ -491,6 +497,8 @@ class Daemon:
             self.statistics.count(ra.name, "received")
             try:
                 cmd = parse_command(env)
+                if cmd.document is not None and ra.translation is not None:
+                    cmd.document = ra.translation.document(cmd.document)
                 reply = reply_envelope(cmd, ra.adapter.handle(cmd), ra.name, count=count)
             except CommandFault as exc:
                 self.statistics.count(ra.name, "failed")
@@ -512,7 +520,7 @@ class Daemon:
             assert self.transport is not None
             self.statistics.count(ra.name, "received")
             try:
-                ra.adapter.deliver(d.envelope)
+                ra.adapter.deliver(d.envelope if ra.translation is None else ra.translation.envelope(d.envelope))
             except CommandFault as exc:
                 self.statistics.count(ra.name, "failed")
                 if exc.code == "invalid":
