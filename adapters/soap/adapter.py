@@ -331,8 +331,14 @@ class SoapAdapter(Adapter):
     def on_send(self, command: Command) -> Reply:
         assert command.document is not None
         op = self._client_op(command.operation or command.document.properties.get("soap.operation", ""))
-        self._call(op, command.document, self.timeout)
-        return Reply(details={"status": "delivered"})
+        body = self._call(op, command.document, self.timeout)
+        if op.output is None:
+            return Reply(details={"status": "delivered"})
+        try:  # a request-response operation: its response is the reply document
+            record = op.output.decode(body)
+        except CouplerError as exc:
+            raise CommandFault(f"the response of {op.name} does not fit the WSDL: {exc}", code="failed") from None
+        return Reply(documents=[to_document(record, self._format(op.name, "Response"))], details={"status": "delivered"})
 
     def deliver(self, envelope: Any) -> None:
         document = Document.from_envelope(envelope)

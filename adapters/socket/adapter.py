@@ -249,6 +249,15 @@ class SocketAdapter(Adapter):
             raise CommandFault(reason, code="failed") from None
         return Reply(documents=[document], details={"status": "answered"})
 
+    def on_send(self, command: Command) -> Reply:
+        """One-way; a client with ``exchange = "request-reply"`` (a legacy service that answers
+        every record) reads the answer and returns it as the reply document."""
+        if self.settings.mode == "client" and self.settings.exchange == "request-reply":
+            reply = self.on_request(command)
+            reply.details["status"] = "delivered"
+            return reply
+        return super().on_send(command)
+
     def deliver(self, envelope: Envelope) -> None:
         payload = self._encode(Document.from_envelope(envelope))
         want_ack = self.settings.is_mllp and self.settings.acknowledge
