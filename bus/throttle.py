@@ -58,8 +58,8 @@ class Throttle:
                 now = self._clock()
                 self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
                 self._last = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
+                if self._tokens >= 1 - 1e-9:  # float rounding of the refill
+                    self._tokens = max(0.0, self._tokens - 1)
                     return
                 wait = (1 - self._tokens) / self.rate
             self._sleep(wait)

@@ -1,0 +1,281 @@
+"""Bus throughput and latency: the embedded SQLite transport against RabbitMQ, same run.
+
+Workload: durable send + receive + acknowledge of 1 KiB bodies, one producer process and one
+consumer process.
+
+* throughput: the producer sends COUNT messages in batches of 1 or 100 (one durable commit /
+  one confirmed publish window per batch), the consumer receives up to the batch size at a
+  time and acknowledges each batch at once; msg/s = COUNT / (first send -> last ack).
+* latency: the producer offers 1,000 msg/s, one message per send; the consumer acknowledges
+  what it received; latency = time from before the send to after the acknowledgement.
+
+SQLite runs with ``synchronous`` FULL and NORMAL. RabbitMQ (127.0.0.1:5672, guest/guest):
+durable queue, persistent messages (delivery_mode=2), publisher confirms (a window of the
+batch size, confirmed before the next window), manual acks (``multiple`` per batch).
+
+Usage: .venv/bin/python benchmarks/bus_throughput.py [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from typing import Any
+
+BODY_SIZE = 1024
+
+
+def _body(seq: int) -> bytes:
+    head = struct.pack("<dq", time.monotonic(), seq)
+    return head + b"x" * (BODY_SIZE - len(head))
+
+
+def _stamp(body: bytes) -> float:
+    return struct.unpack_from("<d", body)[0]
+
+
+# -- SQLite -------------------------------------------------------------------------------
+
+
+def _sqlite_producer(data_dir: str, sync: str, count: int, batch: int, rate: float | None, go: Any) -> None:
+    from coupler.bus.sqlite_transport import SqliteTransport
+    from coupler.canonical import Envelope
+
+    t = SqliteTransport(data_dir, synchronous=sync).open()
+    go.wait()
+    start = time.monotonic()
+    for i in range(0, count, batch):
+        if rate:
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        t.send("bench", [Envelope(format="bench.Item@1", body=_body(i + j)) for j in range(min(batch, count - i))])
+    t.close()
+
+
+def _sqlite_consumer(data_dir: str, sync: str, count: int, batch: int, out: Any, go: Any) -> None:
+    from coupler.bus.sqlite_transport import SqliteTransport
+
+    t = SqliteTransport(data_dir, synchronous=sync).open()
+    latencies = []
+    got = 0
+    go.wait()
+    start = time.monotonic()
+    while got < count:
+        ds = t.receive_wait("bench", "consumer", max=batch, wait=5)
+        if not ds:
+            continue
+        t.ack(ds)
+        done = time.monotonic()
+        latencies.extend(done - _stamp(d.envelope.body) for d in ds)
+        got += len(ds)
+    out.put((start, time.monotonic(), latencies))
+    t.close()
+
+
+def run_sqlite(sync: str, count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
+    data_dir = tempfile.mkdtemp(prefix="coupler-bench-")
+    try:
+        from coupler.bus.sqlite_transport import SqliteTransport
+
+        SqliteTransport(data_dir, synchronous=sync).open().close()
+        ctx = mp.get_context("spawn")
+        go, out = ctx.Event(), ctx.Queue()
+        consumer_batch = 100 if rate else batch
+        procs = [
+            ctx.Process(target=_sqlite_consumer, args=(data_dir, sync, count, consumer_batch, out, go)),
+            ctx.Process(target=_sqlite_producer, args=(data_dir, sync, count, batch, rate, go)),
+        ]
+        return _run(procs, go, out, count)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+# -- RabbitMQ -----------------------------------------------------------------------------
+
+_RMQ_QUEUE = "coupler-bench"
+
+
+def _rmq_params() -> Any:
+    import pika
+
+    return pika.ConnectionParameters("127.0.0.1", 5672, credentials=pika.PlainCredentials("guest", "guest"))
+
+
+def _rmq_producer(count: int, batch: int, rate: float | None, go: Any) -> None:
+    """Publishes windows of ``batch`` persistent messages, each window confirmed before the next."""
+    import pika
+
+    props = pika.BasicProperties(delivery_mode=2)
+    state = {"sent": 0, "confirmed": 0, "start": 0.0}
+
+    def publish_window(channel: Any) -> None:
+        i = state["sent"]
+        if i >= count:
+            channel.connection.close()
+            return
+        if rate:
+            delay = state["start"] + i / rate - time.monotonic()
+            if delay > 0:
+                channel.connection.ioloop.call_later(delay, lambda: publish_window(channel))
+                return
+        n = min(batch, count - i)
+        for j in range(n):
+            channel.basic_publish("", _RMQ_QUEUE, _body(i + j), props)
+        state["sent"] += n
+
+    def on_confirm(frame: Any, channel: Any) -> None:
+        tag = frame.method.delivery_tag
+        if frame.method.NAME != "Basic.Ack":
+            raise RuntimeError(f"broker refused message {tag}")
+        state["confirmed"] = tag if frame.method.multiple else max(state["confirmed"], tag)
+        if state["confirmed"] >= state["sent"]:
+            publish_window(channel)
+
+    def on_channel(channel: Any) -> None:
+        channel.confirm_delivery(lambda frame: on_confirm(frame, channel))
+        go.wait()
+        state["start"] = time.monotonic()
+        publish_window(channel)
+
+    conn = pika.SelectConnection(
+        _rmq_params(),
+        on_open_callback=lambda c: c.channel(on_open_callback=on_channel),
+        on_close_callback=lambda c, reason: c.ioloop.stop(),
+    )
+    conn.ioloop.start()
+
+
+def _rmq_consumer(count: int, batch: int, out: Any, go: Any) -> None:
+    import pika
+
+    conn = pika.BlockingConnection(_rmq_params())
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=max(batch, 1) * 2)
+    latencies = []
+    got = 0
+    go.wait()
+    start = time.monotonic()
+    pending = 0
+    for method, _props, body in ch.consume(_RMQ_QUEUE, auto_ack=False, inactivity_timeout=0.005):
+        if method is None:  # nothing more right now: acknowledge what we hold
+            if pending:
+                ch.basic_ack(last_tag, multiple=True)
+                done = time.monotonic()
+                latencies.extend(done - s for s in stamps)
+                pending, stamps = 0, []
+            continue
+        if pending == 0:
+            stamps = []
+        last_tag = method.delivery_tag
+        stamps.append(_stamp(body))
+        pending += 1
+        got += 1
+        if pending >= batch or got >= count:
+            ch.basic_ack(last_tag, multiple=True)
+            done = time.monotonic()
+            latencies.extend(done - s for s in stamps)
+            pending = 0
+        if got >= count:
+            break
+    out.put((start, time.monotonic(), latencies))
+    ch.cancel()
+    conn.close()
+
+
+def rabbitmq_available() -> bool:
+    try:
+        import pika
+
+        conn = pika.BlockingConnection(_rmq_params())
+    except Exception:  # noqa: BLE001 - any failure means no baseline
+        return False
+    ch = conn.channel()
+    ch.queue_declare(_RMQ_QUEUE, durable=True)
+    ch.queue_purge(_RMQ_QUEUE)
+    conn.close()
+    return True
+
+
+def run_rabbitmq(count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
+    rabbitmq_available()  # declare + purge
+    ctx = mp.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=_rmq_consumer, args=(count, 100 if rate else batch, out, go)),
+        ctx.Process(target=_rmq_producer, args=(count, batch, rate, go)),
+    ]
+    return _run(procs, go, out, count)
+
+
+# -- driver -------------------------------------------------------------------------------
+
+
+def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # both connected and waiting
+    go.set()
+    t0 = time.monotonic()
+    start, end, latencies = out.get(timeout=600)
+    for p in procs:
+        p.join(60)
+        if p.exitcode != 0:
+            raise RuntimeError(f"{p.name} exited with {p.exitcode}")
+    latencies.sort()
+    elapsed = end - min(start, t0)
+    return {
+        "count": count,
+        "seconds": round(elapsed, 3),
+        "msg_per_s": round(count / elapsed),
+        "p50_ms": round(latencies[len(latencies) // 2] * 1000, 3),
+        "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run)")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+    scale = 0.1 if args.quick else 1.0
+    n100, n1, nlat = int(100_000 * scale), int(20_000 * scale), int(5_000 * scale)
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "runs": {},
+    }
+    runs = results["runs"]
+    have_rmq = rabbitmq_available()
+    for sync in ("FULL", "NORMAL"):
+        runs[f"sqlite {sync} batch 100"] = run_sqlite(sync, n100, 100)
+        runs[f"sqlite {sync} batch 1"] = run_sqlite(sync, n1, 1)
+        runs[f"sqlite {sync} latency @1000/s"] = run_sqlite(sync, nlat, 1, rate=1000)
+    if have_rmq:
+        runs["rabbitmq batch 100"] = run_rabbitmq(n100, 100)
+        runs["rabbitmq batch 1"] = run_rabbitmq(n1, 1)
+        runs["rabbitmq latency @1000/s"] = run_rabbitmq(nlat, 1, rate=1000)
+    else:
+        print("RabbitMQ on 127.0.0.1:5672 not reachable: no baseline", file=sys.stderr)
+    print(f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+    for name, r in runs.items():
+        print(f"{name:32} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}")
+    if have_rmq:
+        for b in ("batch 100", "batch 1"):
+            ratio = runs[f"sqlite FULL {b}"]["msg_per_s"] / runs[f"rabbitmq {b}"]["msg_per_s"]
+            print(f"sqlite FULL / rabbitmq, {b}: {ratio:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
