@@ -16,7 +16,7 @@ which applies.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class BatchDecoder:
                 raise ValueError(f"{len(rows)} bytes are not a whole number of {self.record_size}-byte records")
             rows = rows.reshape(-1, self.record_size)
         bad: list[BadField] = []
-        arrays = [self._column(o, rows, 1, 0, bad) for o in self.outputs]
+        arrays = [self._column(o, rows, 0, bad) for o in self.outputs]
         fields = list(self.schema)
         if self.options.generate_record_id:
             n = len(rows)
@@ -133,35 +133,43 @@ class BatchDecoder:
             fields = [pa.field("File_Id", pa.int32(), False), pa.field("Record_Id", pa.int64(), False),
                       pa.field("Record_Byte_Length", pa.int32(), False), *fields]
             arrays = ids + arrays
-        for b in bad:
-            object.__setattr__(b, "record", b.record + first_record)
+        bad = sorted((replace(b, record=b.record + first_record) for b in bad), key=lambda b: (b.record, b.offset))
         return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
 
-    def _column(self, out: OutputNode, rows: np.ndarray, per_record: int, base: int,
-                bad: list[BadField]) -> pa.Array:
-        """The array of ``out`` for every row; ``rows`` hold bytes from offset ``base``, and
-        ``per_record`` consecutive rows come from one record (OCCURS items)."""
+    def _column(self, out: OutputNode, rows: np.ndarray, base: int, bad: list[BadField]) -> pa.Array:
+        """The array of ``out`` for every row; ``rows`` hold bytes from record offset ``base``.
+
+        Bad fields are reported with ``record`` = the index of the row they come from.
+        """
         node = out.node
         start = node.offset - base
         if not node.occurs:
-            return self._element(out, rows, per_record, start, base, bad)
-        count = node.occurs.max
-        size = node.size
-        n = len(rows)
+            return self._element(out, rows, start, base, bad)
+        count, size, n = node.occurs.max, node.size, len(rows)
         items = rows[:, start : start + count * size].reshape(n * count, size)
-        values = self._element(out, items, per_record * count, 0, node.offset, bad)
+        item_bad: list[BadField] = []
+        values = self._element(out, items, 0, node.offset, item_bad)
         lengths = np.full(n, count, dtype=np.int64)
         if node.occurs.depending_on:
-            lengths = np.clip(self._counter(node.occurs.depending_on, rows, base), node.occurs.min, count)
+            wanted = self._counter(node.occurs.depending_on, rows, base)
+            for r in np.flatnonzero((wanted < node.occurs.min) | (wanted > count)).tolist():
+                bad.append(BadField(r, node.dotted_path, node.offset, b"",
+                                    f"OCCURS DEPENDING ON {node.occurs.depending_on} = {wanted[r]} is outside "
+                                    f"{node.occurs.min}..{count}"))
+            lengths = np.clip(wanted, 0, count)  # as the per-record decoder: out of range is bad, not clipped to min
         if (lengths != count).any():
             keep = (np.arange(count)[None, :] < lengths[:, None]).reshape(-1)
             values = values.filter(pa.array(keep))
+        for b in item_bad:  # only the items the record holds count; report them on their record
+            parent, k = divmod(b.record, count)
+            if k < lengths[parent]:
+                bad.append(replace(b, record=parent, offset=b.offset + k * size))
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lengths, out=offsets[1:])
         return pa.ListArray.from_arrays(pa.array(offsets), values)
 
-    def _element(self, out: OutputNode, rows: np.ndarray, per_record: int, start: int,
-                 base: int, bad: list[BadField]) -> pa.Array:
+    def _element(self, out: OutputNode, rows: np.ndarray, start: int, base: int,
+                 bad: list[BadField]) -> pa.Array:
         node = out.node
         if out.children is None:
             assert isinstance(node, Field)
@@ -169,10 +177,9 @@ class BatchDecoder:
             block = rows[:, start : start + node.size]
             arr, errors = decode_column(node.field_type, block, self.ctx, typ)
             for i, exc in errors.items():
-                bad.append(BadField(i // per_record, node.dotted_path, base + start,
-                                    block[i].tobytes(), exc.reason))
+                bad.append(BadField(i, node.dotted_path, base + start, block[i].tobytes(), exc.reason))
             return arr
-        children = [self._column(c, rows, per_record, base, bad) for c in out.children]
+        children = [self._column(c, rows, base, bad) for c in out.children]
         return pa.StructArray.from_arrays(children, fields=[self._arrow_field(c) for c in out.children])
 
     def _counter(self, name: str, rows: np.ndarray, base: int) -> np.ndarray:

@@ -201,3 +201,29 @@ def test_unsupported_layouts_say_why() -> None:
         BatchDecoder(layout, {"variable_size_occurs": "true"})
     assert not BatchDecoder.supports(layout, {"record_format": "V"})
     assert pa.types.is_list(BatchDecoder(layout).schema.field("ITEM").type)
+
+
+def test_depending_on_counts_as_the_per_record_decoder() -> None:
+    """Bad bytes in slots beyond the count are not the record's; a count out of range is bad
+    and is not raised to the minimum."""
+    from coupler.translators.copybook.decoder import RecordDecoder
+
+    layout = build_layout(parse_copybook(COPYBOOK_WITH_ODO.replace("0 TO 4", "1 TO 4")))
+    fields = {f.identifier: f for f in layout.fields()}
+    ctx = DecodeContext()
+    record = bytearray(b"\x40" * layout.size)
+    for ident, value in (("NAME", "ANN"), ("N_ITEMS", 1), ("CODE", "XYZ"), ("QTY", 5), ("TOTAL", 0)):
+        f = fields[ident]
+        record[f.offset : f.offset + f.size] = f.field_type.encode(value, ctx)
+    item = fields["CODE"].size + fields["QTY"].size
+    qty2 = fields["QTY"].offset + item  # QTY of the second slot: garbage, but beyond the count
+    record[qty2 : qty2 + fields["QTY"].size] = b"\xff\xff"
+    zero = bytearray(record)
+    n = fields["N_ITEMS"]
+    zero[n.offset : n.offset + n.size] = n.field_type.encode(0, ctx)
+
+    decoded = BatchDecoder(layout).decode(bytes(record) + bytes(zero))
+    per_record = RecordDecoder(layout)
+    assert decoded.batch.to_pylist() == [per_record.decode(bytes(record)), per_record.decode(bytes(zero))]
+    assert [(b.record, b.path.rsplit(".", 1)[-1]) for b in decoded.bad] == [(1, "ITEM")]
+    assert "outside 1..4" in decoded.bad[0].reason
