@@ -181,14 +181,18 @@ def read_input(spark: Any, spec: Spec, inputs: Sequence[str], options: Mapping[s
 
 
 def write_output(df: Any, spec: Spec, output: str, options: Mapping[str, str]) -> None:
-    """Write ``df`` to ``output`` as ``spec`` (replacing what was there, atomically for Coupler's writers)."""
+    """Write ``df`` to ``output`` as ``spec``, replacing what was there.
+
+    Avro, Parquet and copybook outputs go through Coupler's writers (published atomically);
+    JSON lines and XML through Spark's (Hadoop's commit protocol: ``_SUCCESS`` marks completion).
+    """
     writer = df.write.mode("overwrite").options(**options)
     if spec.kind == "avro":
         writer.format("canonical-avro").option("format", spec.format).save(output)
     elif spec.kind == "copybook":
         writer.format("copybook").option("copybook", spec.path).save(output)
     elif spec.kind == "parquet":
-        writer.parquet(output)
+        writer.format("coupler-parquet").save(output)
     elif spec.kind == "jsonl":
         writer.json(output)
     elif spec.kind == "xml":
@@ -199,11 +203,9 @@ def count_output(spark: Any, spec: Spec, output: str) -> int:
     """Records in a committed output."""
     from coupler.translators.spark.commit import read_manifest
 
-    if spec.kind in ("avro", "copybook"):
+    if spec.kind in ("avro", "copybook", "parquet"):
         manifest = read_manifest(output)
         return int(manifest.get("records", 0)) if manifest else 0  # type: ignore[call-overload]
-    if spec.kind == "parquet":
-        return int(spark.read.parquet(output).count())
     if spec.kind == "jsonl":
         return int(spark.read.json(output).count())
     return int(spark.read.format("xml").option("rowTag", _xml_row_tag(spec)).load(output).count())
@@ -263,32 +265,41 @@ class BatchResult:
         return data
 
 
-def _apply_mapping(df: Any, mapping: str | None) -> Any:
-    if not mapping:
-        return df
-    try:
-        from coupler.translators import mapping as mapping_module  # type: ignore[attr-defined]
-    except ImportError:
-        raise BatchError(
-            "field mappings are not available in this installation", where=mapping,
-            hint="translate without --map, or install a Coupler with coupler.translators.mapping",
-        ) from None
-    load = getattr(mapping_module, "load_mapping", None)
-    if load is None:
-        raise BatchError("coupler.translators.mapping has no load_mapping()", where=mapping)
-    mapper = load(mapping)
-    out_schema = getattr(mapper, "spark_schema", None)
-    if out_schema is None:
-        raise BatchError("the mapping does not declare its output schema", where=mapping)
+class MapBatches:
+    """A mapping applied to Arrow batches on the executors (picklable; loads the file once per worker)."""
 
-    def apply(batches: Any) -> Any:
+    def __init__(self, path: str, direction: str, schema: Any):
+        self.path = path
+        self.direction = direction
+        self.schema = schema
+        self._dir: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "direction": self.direction, "schema": self.schema, "_dir": None}
+
+    def __call__(self, batches: Any) -> Any:
         import pyarrow as pa
 
-        for batch in batches:
-            rows = [mapper.apply(r) for r in batch.to_pylist()]
-            yield pa.RecordBatch.from_pylist(rows)
+        if self._dir is None:
+            from coupler.translators.mapping import load_mapping
 
-    return df.mapInArrow(apply, out_schema)
+            self._dir = load_mapping(self.path).direction(self.direction)
+        for batch in batches:
+            rows = [self._dir.apply(r) for r in batch.to_pylist()]
+            yield pa.RecordBatch.from_pylist(rows, schema=self.schema)
+
+
+def _apply_mapping(df: Any, mapping: str | None, src: Spec, dst: Spec) -> Any:
+    """``df`` through the field mapping ``mapping`` (legacy -> canonical, or back)."""
+    if not mapping:
+        return df
+    from coupler.translators.mapping import load_mapping
+    from coupler.translators.spark.types import arrow_schema, spark_schema
+
+    direction = "to_canonical" if src.kind in ("copybook", "xml") else "to_legacy"
+    mapped = load_mapping(mapping).direction(direction)
+    target = arrow_schema(mapped.target_schema)
+    return df.mapInArrow(MapBatches(str(Path(mapping).resolve()), direction, target), spark_schema(target))
 
 
 def translate(
@@ -321,7 +332,7 @@ def translate(
         df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
         if src.kind == "copybook" and "_corrupt_record" in df.columns:
             df = df.drop("_corrupt_record")
-        df = _apply_mapping(df, mapping)
+        df = _apply_mapping(df, mapping, src, dst)
         log.info("batch translate %s -> %s: %d inputs", src, dst, len(inputs))
         write_output(df, dst, output, dict(write_options or {}))
     except CouplerError:

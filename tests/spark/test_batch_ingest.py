@@ -122,7 +122,7 @@ def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_on
     batch_root = tmp_path / "data" / "batch" / "cards-in"
     try:
         deadline = time.monotonic() + 120
-        while not list(batch_root.glob("*/data/_temporary/*/_temporary/*")):  # tasks are writing
+        while not list(batch_root.glob("*/.data.staging/*/part-*")):  # tasks are writing
             assert proc.poll() is None, f"the job ended before it could be killed: {proc.stderr.read()!r}"
             assert time.monotonic() < deadline, "the job did not start"
             time.sleep(0.05)
@@ -132,7 +132,7 @@ def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_on
         proc.stderr.close()  # type: ignore[union-attr]
     assert staged.exists(), "the input was archived before the job succeeded"
     assert not (tmp_path / "staged" / "archive").exists()
-    assert not list(batch_root.glob("*/data/_SUCCESS")) and not list(batch_root.glob("*/batch.json"))
+    assert not list(batch_root.glob("*/data")) and not list(batch_root.glob("*/batch.json"))  # nothing published
     assert events(site) == []
 
     (result,) = ingest(site, "cards-in", spark=spark, options={"input_split_size_mb": "4", "generate_record_id": "true"})

@@ -1,0 +1,132 @@
+"""Spark ingestion throughput: a generated fixed-length EBCDIC file -> Parquet.
+
+    .venv/bin/python benchmarks/spark_ingest.py [--gb 1.0] [--workdir DIR]
+
+Runs, on the same file (207-byte records of ``datagen.py``: PIC X, zoned, COMP-3, COMP, an
+OCCURS 5 group):
+
+* the single-process CLI decoder: ``coupler copybook decode CPY DATA --to parquet``;
+* ``coupler batch translate --from copybook:CPY --to parquet`` through the Spark ``copybook``
+  source on ``local[2]`` and on ``local[1]``.
+
+Each Spark run is its own process (one master per JVM); the job time excludes the session
+start-up, which is reported separately. Record counts are checked to agree. Prints a Markdown
+table for ``docs/performance.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import datagen  # noqa: E402
+
+MB = 1e6
+
+
+def run_one(master: str, copybook: str, data: str, out: str) -> dict[str, float]:
+    """One Spark run in this process (called through ``--run-one``)."""
+    from coupler.bus.batch import spark_session, translate
+
+    t0 = time.perf_counter()
+    spark = spark_session(master, app_name="bench-spark-ingest")
+    spark.range(1).count()  # the Python workers are up
+    started = time.perf_counter()
+    result = translate(spark, f"copybook:{copybook}", "parquet", [data], out)
+    done = time.perf_counter()
+    partitions = spark.read.format("copybook").option("copybook", copybook).load(data).rdd.getNumPartitions()
+    spark.stop()
+    return {"startup": started - t0, "job": done - started, "records": result.records, "partitions": partitions}
+
+
+def cli_baseline(copybook: Path, data: Path, out: Path) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "coupler.bus.cli", "copybook", "decode", str(copybook), str(data),
+         "--to", "parquet", "--output", str(out)],
+        capture_output=True, text=True,
+    )
+    elapsed = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"CLI decoder failed: {proc.stderr.strip()}")
+    import pyarrow.parquet as pq
+
+    return elapsed, pq.ParquetFile(out).metadata.num_rows
+
+
+def spark_run(master: str, copybook: Path, data: Path, out: Path) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--run-one", master, str(copybook), str(data), str(out)],
+        capture_output=True, text=True,
+    )
+    if proc.returncode:
+        raise SystemExit(f"Spark run on {master} failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gb", type=float, default=1.0, help="size of the generated file (default 1.0)")
+    ap.add_argument("--workdir", help="where to put the file and outputs (default: a temporary folder)")
+    ap.add_argument("--run-one", nargs=4, metavar=("MASTER", "COPYBOOK", "DATA", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.run_one:
+        print(json.dumps(run_one(*args.run_one)))
+        return 0
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="coupler-spark-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        copybook = datagen.write_copybook(work / "txn.cpy")
+        data = work / "txn.dat"
+        records = int(args.gb * 1e9 / datagen.RECORD_SIZE)
+        t0 = time.perf_counter()
+        datagen.write_fixed_file(data, records)
+        size = data.stat().st_size
+        print(f"generated {size / MB:.0f} MB ({records} records) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+        base_time, base_rows = cli_baseline(copybook, data, work / "cli.parquet")
+        print(f"CLI decoder: {base_time:.1f}s", file=sys.stderr)
+        runs = {}
+        for master in ("local[2]", "local[1]"):
+            runs[master] = spark_run(master, copybook, data, work / f"spark-{master[6]}")
+            print(f"{master}: {runs[master]}", file=sys.stderr)
+            shutil.rmtree(work / f"spark-{master[6]}", ignore_errors=True)
+        for master, r in runs.items():
+            if r["records"] != base_rows != records:
+                raise SystemExit(f"record counts differ: CLI {base_rows}, {master} {r['records']}, generated {records}")
+
+        rate = size / MB / base_time
+        print(f"\nFile: {size / MB:.0f} MB, {records} records of {datagen.RECORD_SIZE} bytes; "
+              f"{runs['local[2]']['partitions']} partitions.\n")
+        print("| run | time (s) | MB/s | vs CLI decoder |")
+        print("|---|---|---|---|")
+        print(f"| CLI decoder, one process (`coupler copybook decode --to parquet`) | {base_time:.1f} | {rate:.1f} | 1.00× |")
+        for master in ("local[1]", "local[2]"):
+            r = runs[master]
+            mbs = size / MB / r["job"]
+            print(f"| Spark `copybook` source → Parquet, `{master}` (job) | {r['job']:.1f} | {mbs:.1f} | {mbs / rate:.2f}× |")
+        for master in ("local[1]", "local[2]"):
+            r = runs[master]
+            total = r["job"] + r["startup"]
+            print(f"| same, `{master}`, with session start-up ({r['startup']:.1f} s) | {total:.1f} | "
+                  f"{size / MB / total:.1f} | {size / MB / total / rate:.2f}× |")
+        print(f"\nScaling local[1] → local[2]: {runs['local[1]']['job'] / runs['local[2]']['job']:.2f}×")
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())
