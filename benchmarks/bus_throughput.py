@@ -165,6 +165,8 @@ def _rmq_consumer(count: int, batch: int, out: Any, go: Any) -> None:
     go.wait()
     start = time.monotonic()
     pending = 0
+    last_tag = 0
+    stamps: list[float] = []
     for method, _props, body in ch.consume(_RMQ_QUEUE, auto_ack=False, inactivity_timeout=0.005):
         if method is None:  # nothing more right now: acknowledge what we hold
             if pending:
