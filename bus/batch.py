@@ -265,28 +265,22 @@ class BatchResult:
         return data
 
 
-class MapBatches:
-    """A mapping applied to Arrow batches on the executors (picklable; loads the file once per worker)."""
+class MapRows:
+    """A mapping applied to the rows of a partition (picklable; loads the file once per task).
 
-    def __init__(self, path: str, direction: str, schema: Any):
+    Rows travel as Python objects (``rdd.mapPartitions``), which needs no pandas, unlike
+    ``mapInArrow``."""
+
+    def __init__(self, path: str, direction: str):
         self.path = path
         self.direction = direction
-        self.schema = schema
-        self._dir: Any = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "direction": self.direction, "schema": self.schema, "_dir": None}
+    def __call__(self, rows: Any) -> Any:
+        from coupler.translators.mapping import load_mapping
 
-    def __call__(self, batches: Any) -> Any:
-        import pyarrow as pa
-
-        if self._dir is None:
-            from coupler.translators.mapping import load_mapping
-
-            self._dir = load_mapping(self.path).direction(self.direction)
-        for batch in batches:
-            rows = [self._dir.apply(r) for r in batch.to_pylist()]
-            yield pa.RecordBatch.from_pylist(rows, schema=self.schema)
+        mapped = load_mapping(self.path).direction(self.direction)
+        for row in rows:
+            yield mapped.apply(row.asDict(recursive=True))
 
 
 def _apply_mapping(df: Any, mapping: str | None, src: Spec, dst: Spec) -> Any:
@@ -298,8 +292,9 @@ def _apply_mapping(df: Any, mapping: str | None, src: Spec, dst: Spec) -> Any:
 
     direction = "to_canonical" if src.kind in ("copybook", "xml") else "to_legacy"
     mapped = load_mapping(mapping).direction(direction)
-    target = arrow_schema(mapped.target_schema)
-    return df.mapInArrow(MapBatches(str(Path(mapping).resolve()), direction, target), spark_schema(target))
+    target = spark_schema(arrow_schema(mapped.target_schema))
+    rows = df.rdd.mapPartitions(MapRows(str(Path(mapping).resolve()), direction))
+    return df.sparkSession.createDataFrame(rows, target)
 
 
 def translate(
