@@ -249,26 +249,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     scale = 0.1 if args.quick else 1.0
-    n100, n1, nlat = int(100_000 * scale), int(20_000 * scale), int(5_000 * scale)
+    n100, n1, nlat = int(50_000 * scale), int(5_000 * scale), int(5_000 * scale)
     results: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "runs": {},
     }
     runs = results["runs"]
     have_rmq = rabbitmq_available()
-    for sync in ("FULL", "NORMAL"):
-        runs[f"sqlite {sync} batch 100"] = run_sqlite(sync, n100, 100)
-        runs[f"sqlite {sync} batch 1"] = run_sqlite(sync, n1, 1)
-        runs[f"sqlite {sync} latency @1000/s"] = run_sqlite(sync, nlat, 1, rate=1000)
-    if have_rmq:
-        runs["rabbitmq batch 100"] = run_rabbitmq(n100, 100)
-        runs["rabbitmq batch 1"] = run_rabbitmq(n1, 1)
-        runs["rabbitmq latency @1000/s"] = run_rabbitmq(nlat, 1, rate=1000)
-    else:
+    if not have_rmq:
         print("RabbitMQ on 127.0.0.1:5672 not reachable: no baseline", file=sys.stderr)
-    print(f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
-    for name, r in runs.items():
-        print(f"{name:32} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}")
+    print(f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}", flush=True)
+
+    def record(name: str, r: dict[str, Any]) -> None:
+        runs[name] = r
+        print(f"{name:32} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}", flush=True)
+
+    # interleaved so that both sides see the same machine load
+    for batch, n in ((100, n100), (1, n1)):
+        for sync in ("FULL", "NORMAL"):
+            record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
+        if have_rmq:
+            record(f"rabbitmq batch {batch}", run_rabbitmq(n, batch))
+    for sync in ("FULL", "NORMAL"):
+        record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
+    if have_rmq:
+        record("rabbitmq latency @1000/s", run_rabbitmq(nlat, 1, rate=1000))
     if have_rmq:
         for b in ("batch 100", "batch 1"):
             ratio = runs[f"sqlite FULL {b}"]["msg_per_s"] / runs[f"rabbitmq {b}"]["msg_per_s"]
