@@ -112,10 +112,8 @@ class OutboundTranslation:
         except CommandFault:
             raise
         except CouplerError as exc:
-            raise CommandFault(
-                f"adapter {self.adapter!r} cannot take {doc.format.ref}: {exc.message}", code="invalid",
-                where=exc.where, hint=exc.hint,
-            ) from None
+            raise CommandFault(f"adapter {self.adapter!r} cannot take {doc.format.ref}: {exc}", code="invalid",
+                               hint=exc.hint) from None
 
     def envelope(self, env: Envelope) -> Envelope:
         doc = self.document(Document.from_envelope(env))
@@ -174,7 +172,7 @@ class OutboundTranslation:
 
         assert spec.path is not None
         xml_encoder = XsdModel.load(spec.path).encoder(spec.element)
-        return lambda record: xml_encoder.encode(record, label=f"record for adapter {self.adapter}")
+        return lambda record: xml_encoder.encode(record, label="record")
 
 
 def _json_record(body: bytes, fmt: FormatIndicator) -> dict[str, Any]:
