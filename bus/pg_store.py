@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +44,7 @@ except ImportError:  # pragma: no cover - reported when a PgStore is opened
     psycopg = None  # type: ignore[assignment]
 
 COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
+log = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 _DDL = """
@@ -134,6 +137,7 @@ class PgStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
+        self._journal_writer: _JournalWriter | None = None
 
     def __repr__(self) -> str:
         return f"PgStore(schema={self.schema!r})"
@@ -148,6 +152,10 @@ class PgStore:
         return self
 
     def close(self) -> None:
+        with self._lock:
+            writer, self._journal_writer = self._journal_writer, None
+        if writer is not None:
+            writer.stop()
         with self._lock:
             conns, self._connections = self._connections, []
         for conn in conns:
@@ -271,10 +279,32 @@ class PgStore:
         journal: Iterable[tuple[str | None, str | None, str, str | None]] = (),
         counts: dict[tuple[str, str], int] | None = None,
     ) -> None:
-        """Append journal entries ``(channel, message_id, event, detail)`` and add to counters."""
+        """Append journal entries ``(channel, message_id, event, detail)`` and add to counters.
+
+        They are written by a writer thread, in batches, in the order they were recorded
+        (one round trip to PostgreSQL per batch instead of one per operation); queries of
+        this process (:meth:`journal`, :meth:`counters`) wait until what it recorded before
+        is written. Another process sees them a few milliseconds later.
+        """
         rows = [(time.time(), *entry) for entry in journal]
         if not rows and not counts:
             return
+        self._writer().add(rows, counts or {})
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every journal entry and counter recorded so far is written."""
+        writer = self._journal_writer
+        if writer is not None:
+            writer.flush(timeout)
+
+    def _writer(self) -> _JournalWriter:
+        with self._lock:
+            if self._journal_writer is None:
+                self._journal_writer = _JournalWriter(self)
+            return self._journal_writer
+
+    def write(self, rows: list[tuple[Any, ...]], counts: dict[tuple[str, str], int]) -> None:
+        """Write journal rows and counter increments now, in one transaction."""
         with self.conn() as c:
             if rows:
                 with c.cursor() as cur, cur.copy(
@@ -310,6 +340,7 @@ class PgStore:
             clauses.append("at >= %s")
             args.append(since.timestamp())
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        self.flush()
         with self.conn() as c:
             rows = c.execute(
                 f"SELECT id, at, channel, message_id, event, detail FROM {self.schema}.journal "
@@ -320,6 +351,7 @@ class PgStore:
 
     def counters(self, channel: str | None = None) -> dict[str, dict[str, int]]:
         where, args = ("WHERE channel = %s", (channel,)) if channel else ("", ())
+        self.flush()
         with self.conn() as c:
             rows = c.execute(
                 f"SELECT channel, {', '.join(COUNTERS)} FROM {self.schema}.counters {where}", args
@@ -377,6 +409,76 @@ class PgStore:
     def next_dead_letter_id(self) -> int:
         with self.conn() as c:
             return int(c.execute(f"SELECT nextval('{self.schema}.dead_letter_ids')").fetchone()[0])
+
+
+class _JournalWriter:
+    """The thread that writes a store's journal entries and counters in batches."""
+
+    def __init__(self, store: PgStore):
+        self.store = store
+        self.cond = threading.Condition()
+        self.rows: list[tuple[Any, ...]] = []
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.queued = 0  # batches added
+        self.written = 0  # batches written
+        self.error: str | None = None
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, name=f"journal-{store.schema}", daemon=True)
+        self.thread.start()
+
+    def add(self, rows: list[tuple[Any, ...]], counts: dict[tuple[str, str], int]) -> None:
+        with self.cond:
+            self.rows.extend(rows)
+            self.counts.update(counts)
+            self.queued += 1
+            self.cond.notify_all()
+
+    def flush(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            target = self.queued
+            while self.written < target and self.thread.is_alive():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PgStoreError(
+                        f"the journal could not be written to PostgreSQL within {timeout:g} s: "
+                        f"{self.error or 'no answer'}", where="store.amqp.postgres",
+                    )
+                self.cond.wait(min(left, 0.1))
+
+    def stop(self) -> None:
+        with contextlib.suppress(PgStoreError):
+            self.flush(10.0)
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.thread.join(timeout=10)
+
+    def run(self) -> None:
+        while True:
+            with self.cond:
+                while not self.rows and not self.counts and not self.stopping:
+                    self.cond.wait()
+                if self.stopping and not self.rows and not self.counts:
+                    return
+                rows, counts, upto = self.rows, dict(self.counts), self.queued
+                self.rows, self.counts = [], Counter()
+            try:
+                self.store.write(rows, counts)
+            except Exception as exc:  # noqa: BLE001 - kept, logged, and tried again
+                log.warning("journal: cannot write %d entries to PostgreSQL: %s; retrying", len(rows), exc)
+                with self.cond:
+                    self.error = str(exc)
+                    self.rows[:0] = rows
+                    self.counts.update(counts)
+                    if self.stopping:
+                        return
+                    self.cond.wait(1.0)
+                continue
+            with self.cond:
+                self.error = None
+                self.written = upto
+                self.cond.notify_all()
 
 
 class PgIdentityRepository(IdentityRepository):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,29 @@ def amqp_transport(data_dir: Path, **options: Any) -> Any:
 
 def cleanup(transport: Any) -> None:
     """Delete the broker objects and the PostgreSQL schema of a test transport."""
-    transport.destroy()
+    retry(transport.destroy)
+
+
+def destroy(names: dict[str, str]) -> None:
+    """Delete what a test made under ``names`` (prefix and schema)."""
+    from coupler.bus.amqp_transport import AmqpTransport
+
+    retry(lambda: AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).destroy())
+
+
+def retry(fn: Any, timeout: float = 30.0) -> None:
+    """Run ``fn`` again while the broker is away (another run's restart test may be running)."""
+    from coupler.bus.transport import TransportError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fn()
+            return
+        except TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 amqp_transport.cleanup = cleanup  # type: ignore[attr-defined]

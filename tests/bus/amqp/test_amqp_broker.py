@@ -19,7 +19,7 @@ from coupler.bus.site import open_transport
 from coupler.bus.transport import LeaseLostError, TransportError
 from tests.bus.contract.support import doc, drain
 
-from .broker import AMQP_URL, PG_DSN, servers_or_skip, unique_names
+from .broker import AMQP_URL, PG_DSN, destroy, servers_or_skip, unique_names
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def names() -> Iterator[dict[str, str]]:
     servers_or_skip()
     names = unique_names()
     yield names
-    AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).destroy()
+    destroy(names)
 
 
 def _transport(names: dict[str, str], **options) -> AmqpTransport:  # noqa: ANN003
@@ -140,6 +140,7 @@ def test_two_daemons_share_identities_idempotency_journal_and_channels(names) ->
         [mid] = one.send("orders", doc(b"o"))
         [d] = two.receive("orders", "c")
         two.nack(d, "no", "c", dead=True)
+        two.store.flush()  # journal entries of another daemon are written in the background
         assert [x.envelope.body for x in one.dead_letters("orders.dead")] == [b"o"]
         assert [e.event for e in one.journal(message_id=mid)] == ["sent", "received", "dead-lettered"]
     finally:

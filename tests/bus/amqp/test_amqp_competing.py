@@ -15,7 +15,7 @@ import pytest
 from coupler.bus.amqp_transport import AmqpTransport
 from tests.bus.contract.support import doc
 
-from .broker import AMQP_URL, PG_DSN, servers_or_skip, unique_names
+from .broker import AMQP_URL, PG_DSN, destroy, servers_or_skip, unique_names
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -28,7 +28,8 @@ def site() -> Iterator[tuple[AmqpTransport, dict[str, str]]]:
     try:
         yield t, names
     finally:
-        t.destroy()
+        t.close()
+        destroy(names)
 
 
 def _worker(names: dict[str, str], channel: str, mode: str, out: Path) -> subprocess.Popen[bytes]:

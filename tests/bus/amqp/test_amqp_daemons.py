@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.amqp_transport import AmqpTransport
 from coupler.bus.config import load_site
 from coupler.bus.site import open_transport
 from tests.bus.contract.support import doc
 from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
 
-from .broker import AMQP_URL, PG_DSN, servers_or_skip, unique_names
+from .broker import AMQP_URL, PG_DSN, destroy, servers_or_skip, unique_names
 
 SITE = """
 [site]
@@ -47,7 +46,7 @@ def names() -> Iterator[dict[str, str]]:
     servers_or_skip()
     names = unique_names()
     yield names
-    AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).destroy()
+    destroy(names)
 
 
 def test_two_daemons_of_one_site_share_the_work(names, tmp_path: Path) -> None:
@@ -66,9 +65,13 @@ def test_two_daemons_of_one_site_share_the_work(names, tmp_path: Path) -> None:
                 got = t.receive_wait("echo.out", "test", max=60, wait=1)
                 t.ack(got)
                 out += [d.message_id for d in got]
-            handled = {
-                e.message_id: e.detail for e in t.journal(channel="to-echo", event="acked", limit=1000)
-            }
+            # the daemons acknowledge after forwarding and journal a moment later
+            deadline = time.monotonic() + 20
+            while True:
+                handled = {e.message_id for e in t.journal(channel="to-echo", event="acked", limit=1000)}
+                if handled >= set(ids) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
         status = [
             json.loads(subprocess.run(
                 [sys.executable, "-m", "coupler.bus.cli", "ctl", "--site", str(s), "status", "--json"],
