@@ -71,6 +71,8 @@ class DatatypeChannel:
     """A channel that carries one canonical entity (``format_name``), in any of its versions."""
 
     def __init__(self, transport: Transport, name: str, format_name: str, registry: Any, **settings: Any):
+        """Bind ``name`` to ``format_name``; ``settings`` change the channel's other settings
+        (``dead_letter``, ``backoff``...), the ones not given keep their current values."""
         self.transport = transport
         self.name = name
         self.format_name = format_name
@@ -82,7 +84,11 @@ class DatatypeChannel:
                 f"datatype channel {name}: unknown canonical format {format_name}: {exc}",
                 hint="register the schema or bind the channel to a known format",
             ) from exc
-        transport.declare(name, format=format_name, **settings)
+        # merge with what the channel already is (kind, dead-letter queues, backoff, lease):
+        # binding a format must not reset the rest of its configuration
+        current = transport.channel_config(name)
+        if settings or current.format != format_name:
+            transport.declare(name, current, format=format_name, **settings)
 
     def send(self, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
         """Send; envelopes of another entity are refused (Invalid Message Channel) right away."""
@@ -109,12 +115,15 @@ class DatatypeChannel:
         max: int = 1,
         wait: float = 0.0,
         lease_seconds: float | None = None,
+        component: str | None = None,
     ) -> list[Delivery]:
         """Receive messages converted to ``format_name@version``.
 
         A message that cannot be converted is moved to the Invalid Message Channel with the
-        reason (and not returned); the others come back converted, their format header set to
-        the consumer's version and a Message History entry recording the conversion.
+        reason (and not returned), recorded as failed in ``component`` (the consumer's name
+        when not given; the daemon passes ``adapter:<name>``); the others come back
+        converted, their format header set to the consumer's version and a Message History
+        entry recording the conversion.
         """
         target = FormatIndicator(self.format_name, version)
         self.registry.get(self.format_name, version)  # the consumer's version must exist
@@ -126,7 +135,9 @@ class DatatypeChannel:
             env = delivery.envelope
             reason = self._convert(env, target)
             if reason is not None:
-                self.transport.invalid(env, reason, consumer, channel=self.name, delivery=delivery)
+                self.transport.invalid(
+                    env, reason, component or consumer, channel=self.name, delivery=delivery
+                )
                 continue
             out.append(delivery)
         return out

@@ -297,13 +297,12 @@ class Daemon:
             return None
         assert self.transport is not None
         format_name, version = self._datatype_readers[name]
-        settings = {k: v for k, v in self.transport.channel_config(source).__dict__.items() if k != "format"}
-        channel = DatatypeChannel(self.transport, source, format_name, self.registry(), **settings)
+        channel = DatatypeChannel(self.transport, source, format_name, self.registry())
         log.info(
             "adapter %s reads Datatype Channel %s as %s@%d", name, source, format_name, version,
             extra={"adapter": name, "channel": source},
         )
-        return lambda wait: channel.receive(name, version, max=1, wait=wait)
+        return lambda wait: channel.receive(name, version, max=1, wait=wait, component=f"adapter:{name}")
 
     def _servants(self) -> list[Servant]:
         return [ra.servant() for ra in self.adapters.values()]

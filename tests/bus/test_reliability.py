@@ -264,6 +264,25 @@ def test_datatype_channel_sends_incompatible_versions_to_invalid(transport: Sqli
     assert reasons[1].startswith("incompatible version:") and "loyalty_tier" in reasons[1]
 
 
+def test_datatype_channel_keeps_the_channels_other_settings(transport: SqliteTransport, registry) -> None:
+    transport.declare("customers", dead_letter="customers.dead", backoff={"max_attempts": 2}, lease_seconds=7)
+    DatatypeChannel(transport, "customers", "acme.Customer", registry)
+    cfg = transport.channel_config("customers")
+    assert cfg.format == "acme.Customer"
+    assert (cfg.dead_letter, cfg.backoff.max_attempts, cfg.lease_seconds) == ("customers.dead", 2, 7)
+    DatatypeChannel(transport, "customers", "acme.Customer", registry, invalid="customers.bad")
+    cfg = transport.channel_config("customers")
+    assert (cfg.format, cfg.dead_letter, cfg.invalid) == ("acme.Customer", "customers.dead", "customers.bad")
+
+
+def test_datatype_channel_records_the_callers_component(transport: SqliteTransport, registry) -> None:
+    channel = DatatypeChannel(transport, "customers", "acme.Customer", registry)
+    transport.send("customers", Envelope(format="acme.Order@1", body=b""))
+    assert channel.receive("crm", version=1, component="adapter:crm") == []
+    [bad] = transport.dead_letters(kind="invalid")
+    assert bad.component == "adapter:crm"
+
+
 def test_publish_subscribe_keeps_copies_while_a_subscriber_is_down(tmp_path) -> None:
     with SqliteTransport(tmp_path) as t:
         topic = PublishSubscribeChannel(t, "prices")
