@@ -287,11 +287,29 @@ SITE_SCHEMA = Field(
                     "format",
                     STRING,
                     "Format indicator (NAME@V) of the documents it produces or reads. On a Datatype "
-                    "Channel this is the version the adapter reads (it must exist in the schema registry).",
+                    "Channel this is the version the adapter reads (it must exist in the schema registry); an "
+                    "outbound adapter also gets command documents of another version of that entity converted to it.",
                     None,
                 ),
-                Field("translator", STRING, "Translator type used between the legacy format and the canonical one.", None),
-                Field("mapping", STRING, "Field mapping file, relative to site.toml.", None),
+                Field(
+                    "translator",
+                    STRING,
+                    "How an outbound adapter with a `mapping` gets each mapped document: `copybook` "
+                    "(fixed-width record bytes), `xml` (an XML document validated against the XSD) or "
+                    "`json` (the legacy record as JSON, for adapters that encode it themselves: SOAP, "
+                    "the socket adapter's copybook translator). Default: the kind of the mapping's legacy side.",
+                    None,
+                ),
+                Field(
+                    "mapping",
+                    STRING,
+                    "Outbound: the field mapping file (docs/mappings.md), relative to site.toml, that turns "
+                    "each document of its canonical entity (a command's document or a channel message; "
+                    "other versions are converted first) into the legacy record before the adapter gets "
+                    "it. A document that cannot be mapped gets a fault `invalid` (commands) or goes to "
+                    "the Invalid Message Channel (channel messages).",
+                    None,
+                ),
                 Field(
                     "wrappers",
                     TABLES,
