@@ -1,5 +1,11 @@
 """Framings: how messages are delimited on a byte stream, as small pure classes.
 
+The stream codecs of the bus: length prefix, delimiter, fixed length, STX/ETX and MLLP. The
+socket adapter frames its connections with them and the envelope wrappers
+(:mod:`coupler.translators.wrappers.framing`) put one payload into one frame with them;
+they live here, with the translators, because they know a legacy format and nothing of a
+transport.
+
 A :class:`Framing` knows how to ``encode`` one payload into the bytes put on the wire and
 how to ``split`` one frame off the front of a buffer. A :class:`FrameDecoder` keeps the
 buffer of one connection and enforces the maximum frame size: it never holds more than
@@ -25,6 +31,15 @@ DELIMITERS = {"LF": b"\n", "CRLF": b"\r\n", "CR": b"\r", "NUL": b"\x00"}
 #: MLLP block characters (HL7 v2 minimal lower layer protocol)
 MLLP_START, MLLP_END = b"\x0b", b"\x1c\r"
 STX, ETX = b"\x02", b"\x03"
+
+
+def parse_delimiter(text: str) -> bytes:
+    """``LF``, ``CRLF``, ``CR``, ``NUL``, ``hex:0d0a`` or a literal string (UTF-8)."""
+    if text.upper() in DELIMITERS:
+        return DELIMITERS[text.upper()]
+    if text.lower().startswith("hex:"):
+        return bytes.fromhex(text[4:])
+    return text.encode("utf-8")
 
 
 class FrameError(CouplerError):

@@ -5,11 +5,14 @@ Registered through the ``coupler`` entry-point group (``soap = "coupler.adapters
 
 from __future__ import annotations
 
-from coupler.bus.hookspecs import hookimpl
+import pluggy
 
 from .adapter import SoapAdapter
 
 __all__ = ["SoapAdapter"]
+
+#: the marker of ``coupler`` hook implementations (adapters import no bus module but the API)
+hookimpl = pluggy.HookimplMarker("coupler")
 
 
 @hookimpl

@@ -1,39 +1,20 @@
 """The socket Channel Adapter (TCP/TLS, server or client), a ``coupler`` plugin.
 
 Registered through the ``coupler`` entry-point group (``socket = "coupler.adapters.socket"``).
+Its framings (length prefix, delimiter, fixed length, STX/ETX, MLLP) are stream codecs of
+:mod:`coupler.translators.framing`.
 """
 
 from __future__ import annotations
 
-from coupler.bus.hookspecs import hookimpl
+import pluggy
 
 from .adapter import SocketAdapter
-from .framing import (
-    Bracketed,
-    Delimited,
-    FixedLength,
-    FrameDecoder,
-    FrameError,
-    FrameTooLarge,
-    Framing,
-    LengthPrefixed,
-    mllp,
-    stx_etx,
-)
 
-__all__ = [
-    "Bracketed",
-    "Delimited",
-    "FixedLength",
-    "FrameDecoder",
-    "FrameError",
-    "FrameTooLarge",
-    "Framing",
-    "LengthPrefixed",
-    "SocketAdapter",
-    "mllp",
-    "stx_etx",
-]
+__all__ = ["SocketAdapter"]
+
+#: the marker of ``coupler`` hook implementations (adapters import no bus module but the API)
+hookimpl = pluggy.HookimplMarker("coupler")
 
 
 @hookimpl

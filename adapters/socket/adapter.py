@@ -22,11 +22,11 @@ from typing import Any, ClassVar
 from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
+from coupler.translators.framing import FrameError
 
 from . import hl7v2
 from .bus import request_channel, request_command
 from .client import FrameClient
-from .framing import FrameError
 from .loop import LoopThread
 from .options import SocketOptions, parse_options
 from .server import CloseConnection, FrameServer, ServerLimits

@@ -24,8 +24,8 @@ from collections import deque
 from collections.abc import Callable
 
 from coupler.bus.api import CommandFault
+from coupler.translators.framing import FrameDecoder, FrameError, Framing
 
-from .framing import FrameDecoder, FrameError, Framing
 from .server import CHUNK
 
 

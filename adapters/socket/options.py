@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import CouplerError
-
-from .framing import (
+from coupler.translators.framing import (
     DEFAULT_MAX_FRAME,
-    DELIMITERS,
     Delimited,
     FixedLength,
     Framing,
     LengthPrefixed,
     mllp,
+    parse_delimiter,
     stx_etx,
 )
 
@@ -59,15 +58,6 @@ class _Reader:
         if value <= 0:
             raise SocketConfigError(f"must be greater than 0, got {value}", where=_where(self.adapter, key))
         return value
-
-
-def parse_delimiter(text: str) -> bytes:
-    """``LF``, ``CRLF``, ``CR``, ``NUL``, ``hex:0d0a`` or a literal string (UTF-8)."""
-    if text.upper() in DELIMITERS:
-        return DELIMITERS[text.upper()]
-    if text.lower().startswith("hex:"):
-        return bytes.fromhex(text[4:])
-    return text.encode("utf-8")
 
 
 @dataclass(frozen=True)

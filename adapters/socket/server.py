@@ -17,8 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from coupler.canonical.errors import CouplerError
-
-from .framing import FrameError, FrameTooLarge, Framing
+from coupler.translators.framing import FrameError, FrameTooLarge, Framing
 
 CHUNK = 64 * 1024
 

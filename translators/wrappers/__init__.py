@@ -6,7 +6,8 @@
 - :class:`~.record.CopybookHeader` a fixed-width header described by a copybook;
   :class:`~.xml.XmlWrapper` an XML envelope described by an XSD;
   :class:`~.soap.SoapWrapper` SOAP 1.1/1.2 with WS-Addressing;
-  :class:`~.framing.FramingWrapper` the socket adapter's framings (length prefix, MLLP, ...);
+  :class:`~.framing.FramingWrapper` the stream framings of :mod:`coupler.translators.framing`
+  (length prefix, MLLP, ...);
 - :class:`WrapperChain` and :func:`build_chain` (from an adapter's ``wrappers`` in site.toml).
 """
 

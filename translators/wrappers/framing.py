@@ -1,7 +1,7 @@
 """Stream framings as wrappers: a length prefix, a delimiter, MLLP, STX/ETX.
 
-The framings are the socket adapter's (:mod:`coupler.adapters.socket.framing`), reused
-rather than duplicated: :class:`FramingWrapper` puts one payload into one frame and takes
+The framings are the stream codecs of :mod:`coupler.translators.framing` (the socket
+adapter frames its connections with the same ones): :class:`FramingWrapper` puts one payload into one frame and takes
 it out of exactly one frame.
 """
 
@@ -42,8 +42,7 @@ class FramingWrapper:
 
 def framing_wrapper(kind: str, options: dict[str, Any]) -> FramingWrapper:
     """A framing wrapper from site.toml options (the socket adapter's option names)."""
-    from coupler.adapters.socket import framing as f
-    from coupler.adapters.socket.options import parse_delimiter
+    from coupler.translators import framing as f
 
     opts = dict(options)
     max_frame = take(opts, "max_frame_bytes", int, f.DEFAULT_MAX_FRAME)
@@ -55,7 +54,7 @@ def framing_wrapper(kind: str, options: dict[str, Any]) -> FramingWrapper:
             )
             allowed = ("max_frame_bytes", "size", "byteorder", "includes_header")
         elif kind == "delimited":
-            framing = f.Delimited(max_frame=max_frame, delimiter=parse_delimiter(take(opts, "delimiter", str, "LF")))
+            framing = f.Delimited(max_frame=max_frame, delimiter=f.parse_delimiter(take(opts, "delimiter", str, "LF")))
             allowed = ("max_frame_bytes", "delimiter")
         elif kind == "mllp":
             framing, allowed = f.mllp(max_frame), ("max_frame_bytes",)
@@ -65,7 +64,7 @@ def framing_wrapper(kind: str, options: dict[str, Any]) -> FramingWrapper:
             raise WrapperError(f"unknown framing {kind!r}")
     except WrapperError:
         raise
-    except Exception as exc:  # FrameError or a socket option error
+    except Exception as exc:  # FrameError or a bad delimiter
         raise WrapperError(getattr(exc, "message", str(exc))) from None
     no_more(opts, allowed)
     return FramingWrapper(framing, kind)

@@ -9,10 +9,10 @@ import threading
 import pytest
 
 from coupler.adapters.socket import SocketAdapter
-from coupler.adapters.socket.framing import LengthPrefixed
 from coupler.bus.api import CommandFault, Document
 from coupler.bus.commands import command_envelope, parse_command
 from coupler.canonical import FormatIndicator
+from coupler.translators.framing import LengthPrefixed
 
 FMT = FormatIndicator("test.Text", 1, "text/plain")
 FRAMING = LengthPrefixed(size=2)

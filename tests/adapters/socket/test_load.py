@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 
 from coupler.adapters.socket import SocketAdapter
-from coupler.adapters.socket.framing import LengthPrefixed
+from coupler.translators.framing import LengthPrefixed
 
 CLIENTS, REQUESTS = 500, 20
 

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from coupler.adapters.socket import SocketAdapter
-from coupler.adapters.socket.framing import LengthPrefixed
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.translators.framing import LengthPrefixed
 
 
 def _server(bus, name="sock-in", channel="inbox", **options):

@@ -1,19 +1,21 @@
+"""The stream framings (coupler.translators.framing) the socket adapter and the wrappers share."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coupler.adapters.socket.framing import (
+from coupler.translators.framing import (
     Delimited,
     FixedLength,
     FrameError,
     FrameTooLarge,
     LengthPrefixed,
     mllp,
+    parse_delimiter,
     stx_etx,
 )
-from coupler.adapters.socket.options import SocketConfigError, parse_delimiter, parse_options
 
 FRAMINGS = [
     LengthPrefixed(size=1, max_frame=200),
@@ -115,18 +117,3 @@ def test_delimiter_names_and_hex():
     assert parse_delimiter("nul") == b"\x00"
     assert parse_delimiter("hex:0d0a") == b"\r\n"
     assert parse_delimiter("||") == b"||"
-
-
-def test_options_errors_name_the_key():
-    with pytest.raises(SocketConfigError, match=r"options\.mode"):
-        parse_options("a", {"port": 1})
-    with pytest.raises(SocketConfigError, match=r"options\.framing.*not one of"):
-        parse_options("a", {"mode": "server", "port": 1, "framing": "smoke"})
-    with pytest.raises(SocketConfigError, match=r"options\.framing.*1, 2 or 4"):
-        parse_options("a", {"mode": "server", "port": 1, "length_bytes": 3})
-    with pytest.raises(SocketConfigError, match=r"options\.target"):
-        parse_options("a", {"mode": "server", "port": 1, "exchange": "request-reply"})
-    with pytest.raises(SocketConfigError, match=r"options\.frame_length"):
-        parse_options("a", {"mode": "server", "port": 1, "framing": "fixed"})
-    with pytest.raises(SocketConfigError, match=r"options\.correlation_length"):
-        parse_options("a", {"mode": "client", "port": 1, "correlation": "field"})

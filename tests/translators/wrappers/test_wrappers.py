@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from coupler.adapters.socket.framing import LengthPrefixed
 from coupler.canonical.envelope import Envelope
+from coupler.translators.framing import LengthPrefixed
 from coupler.translators.soap import Addressing, SoapFault, unwrap, wrap
 from coupler.translators.wrappers import Headers, WrapperChain, WrapperError, build_chain
 from coupler.translators.wrappers.framing import FramingWrapper
