@@ -9,6 +9,7 @@ translates them, archives the inputs after success and publishes ``coupler.Batch
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -271,29 +272,39 @@ class MapRows:
     Rows travel as Python objects (``rdd.mapPartitions``), which needs no pandas, unlike
     ``mapInArrow``."""
 
-    def __init__(self, path: str, direction: str):
+    def __init__(self, path: str, direction: str, schema_dirs: Sequence[str] = ()):
         self.path = path
         self.direction = direction
+        self.schema_dirs = list(schema_dirs)
 
     def __call__(self, rows: Any) -> Any:
+        from coupler.canonical.registry import SchemaRegistry
         from coupler.translators.mapping import load_mapping
 
-        mapped = load_mapping(self.path).direction(self.direction)
+        registry = SchemaRegistry.default(self.schema_dirs)
+        mapped = load_mapping(self.path, registry=registry).direction(self.direction)
         for row in rows:
             yield mapped.apply(row.asDict(recursive=True))
 
 
-def _apply_mapping(df: Any, mapping: str | None, src: Spec, dst: Spec) -> Any:
+def _mapping_direction(mapping: str, src: Spec, schema_dirs: Sequence[str]) -> tuple[str, Any]:
+    from coupler.canonical.registry import SchemaRegistry
+    from coupler.translators.mapping import load_mapping
+
+    direction = "to_canonical" if src.kind in ("copybook", "xml") else "to_legacy"
+    loaded = load_mapping(mapping, registry=SchemaRegistry.default(list(schema_dirs)))
+    return direction, loaded
+
+
+def _apply_mapping(df: Any, mapping: str | None, src: Spec, schema_dirs: Sequence[str] = ()) -> Any:
     """``df`` through the field mapping ``mapping`` (legacy -> canonical, or back)."""
     if not mapping:
         return df
-    from coupler.translators.mapping import load_mapping
     from coupler.translators.spark.types import arrow_schema, spark_schema
 
-    direction = "to_canonical" if src.kind in ("copybook", "xml") else "to_legacy"
-    mapped = load_mapping(mapping).direction(direction)
-    target = spark_schema(arrow_schema(mapped.target_schema))
-    rows = df.rdd.mapPartitions(MapRows(str(Path(mapping).resolve()), direction))
+    direction, loaded = _mapping_direction(mapping, src, schema_dirs)
+    target = spark_schema(arrow_schema(loaded.direction(direction).target_schema))
+    rows = df.rdd.mapPartitions(MapRows(str(Path(mapping).resolve()), direction, schema_dirs))
     return df.sparkSession.createDataFrame(rows, target)
 
 
@@ -308,38 +319,83 @@ def translate(
     write_options: Mapping[str, str] | None = None,
     mapping: str | None = None,
     errors_output: str | None = None,
+    schema_dirs: Sequence[str] = (),
 ) -> BatchResult:
     """Read ``inputs`` as ``from_spec``, write them to ``output`` as ``to_spec``.
 
     Bad records (copybook input) go to ``errors_output`` (default ``OUTPUT.errors``) as JSON
     lines with file, record, byte offset, field, raw bytes and reason. The output is replaced
-    as a whole; Coupler's own writers publish it atomically.
+    as a whole; Coupler's own writers publish it atomically. ``mapping`` (a mapping TOML
+    file) maps every record, legacy -> canonical (or back for canonical input); its
+    ``legacy_options`` are the default reader options. ``schema_dirs`` add schema folders
+    to the registry (canonical entities of ``avro:`` specs and mappings).
     """
     src = from_spec if isinstance(from_spec, Spec) else Spec.parse(from_spec, where="--from")
     dst = to_spec if isinstance(to_spec, Spec) else Spec.parse(to_spec, where="--to")
     if not inputs:
         raise BatchError("no input files", hint="name the files to translate")
     started = time.time()
+    schema_dirs = [str(Path(d).resolve()) for d in schema_dirs]
+    if mapping and src.kind == "copybook":
+        _direction, loaded = _mapping_direction(mapping, src, schema_dirs)
+        options = {**{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in loaded.legacy_options.items()}, **dict(options or {})}
+    write_options = dict(write_options or {})
+    if schema_dirs and dst.kind == "avro":
+        write_options.setdefault("schema_dirs", os.pathsep.join(schema_dirs))
     errors_path = errors_output or (output.rstrip("/") + ".errors" if src.kind == "copybook" else None)
     if errors_path and "://" not in errors_path:
         shutil.rmtree(errors_path, ignore_errors=True)
+    result = BatchResult(
+        inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=output, started_at=started,
+    )
+    if src.kind == "copybook" and not mapping and dst.kind in ("parquet", "avro") and "://" not in output:
+        result.records = _translate_direct(spark, src, dst, inputs, output, dict(options or {}), write_options, errors_path)
+        return _finish_result(result, errors_path, inputs, started)
     try:
         df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
         if src.kind == "copybook" and "_corrupt_record" in df.columns:
             df = df.drop("_corrupt_record")
-        df = _apply_mapping(df, mapping, src, dst)
+        df = _apply_mapping(df, mapping, src, schema_dirs)
         log.info("batch translate %s -> %s: %d inputs", src, dst, len(inputs))
-        write_output(df, dst, output, dict(write_options or {}))
+        write_output(df, dst, output, write_options)
     except CouplerError:
         raise
     except Exception as exc:
         if type(exc).__module__.startswith(("pyspark", "py4j")):
             raise spark_error(exc, f"{src} -> {dst}") from exc
         raise
-    result = BatchResult(
-        inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=output, started_at=started,
-    )
     result.records = count_output(spark, dst, output)
+    return _finish_result(result, errors_path, inputs, started)
+
+
+def _translate_direct(
+    spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str,
+    options: dict[str, str], write_options: dict[str, str], errors_path: str | None,
+) -> int:
+    """Copybook files to Parquet or canonical Avro as one task per split (no DataFrame rows)."""
+    from coupler.translators.spark.avro_writer import resolve_schema
+    from coupler.translators.spark.codec import CopybookCodec
+    from coupler.translators.spark.direct import translate_splits
+    from coupler.translators.spark.reader import input_paths
+
+    paths = input_paths({"paths": json.dumps([str(Path(p).resolve()) for p in inputs])})
+    codec = CopybookCodec(src.path, {**options, **({"errors_path": errors_path} if errors_path else {})})
+    avro = indicator = None
+    if dst.kind == "avro":
+        avro, indicator = resolve_schema({**write_options, "format": dst.format}, None)
+    try:
+        manifest = translate_splits(spark, codec, paths, output, kind=dst.kind, avro_schema=avro, indicator=indicator)
+    except CouplerError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise spark_error(exc, f"{src} -> {dst}") from exc
+        raise
+    log.info("batch translate %s -> %s: %d splits, %d records", src, dst, manifest["partitions"], manifest["records"])
+    return int(manifest["records"])
+
+
+def _finish_result(result: BatchResult, errors_path: str | None, inputs: Sequence[str], started: float) -> BatchResult:
     result.errors = count_errors(errors_path)
     result.errors_output = errors_path if result.errors else None
     if errors_path and not result.errors:

@@ -161,6 +161,7 @@ def ingest(
     options: Mapping[str, str] | None = None,
     channel: str | None = None,
     mapping: str | None = None,
+    schema_dirs: list[str] | None = None,
 ) -> list[BatchResult]:
     """Ingest what adapter ``source`` of the site staged for batch; one result per batch run."""
     site = load_site(site_path)
@@ -205,6 +206,7 @@ def ingest(
         spark, Spec.parse(from_spec, where="--from"), Spec.parse(to_spec, where="--to"),
         [str(f) for f in files], out, options=options, mapping=mapping,
         errors_output=str(ledger_dir / "errors"),
+        schema_dirs=[*map(str, site.schema_paths), *(schema_dirs or [])],
     )
     result.batch_id = batch_id
     result.started_at = started

@@ -12,8 +12,10 @@ output as JSON); Spark's progress bar shows while a job runs on a terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from coupler.canonical.errors import CouplerError
@@ -37,6 +39,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-w", "--write-option", action="append", metavar="KEY=VALUE", help="writer option (repeatable)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark configuration (repeatable)")
     p.add_argument("--map", dest="mapping", metavar="MAP.toml", help="field mapping applied to every record")
+    p.add_argument("--schemas", action="append", default=[], metavar="DIR",
+                   help="extra schema folder for avro: specs and mappings (repeatable)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
 
 
@@ -64,13 +68,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=run_ingest)
 
 
-def _session(args: argparse.Namespace, name: str) -> Any:
+@contextlib.contextmanager
+def _session(args: argparse.Namespace, name: str) -> Iterator[Any]:
+    """The Spark session of one command, stopped at the end unless it was already running
+    (``coupler`` called from a program that has a session)."""
+    from pyspark.sql import SparkSession
+
     from .batch import spark_session
 
     conf = _pairs(args.conf, "--conf")
     if sys.stderr.isatty() and not args.json:
         conf.setdefault("spark.ui.showConsoleProgress", "true")
-    return spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf)
+    existing = SparkSession.getActiveSession()
+    spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf)
+    try:
+        yield spark
+    finally:
+        if existing is None:
+            spark.stop()
 
 
 def _summary(results: list[Any], as_json: bool) -> None:
@@ -98,14 +113,11 @@ def run_translate(args: argparse.Namespace) -> int:
     dst = Spec.parse(args.to_spec, where="--to")
     options = _pairs(args.option, "-o")
     write_options = _pairs(args.write_option, "-w")
-    spark = _session(args, "coupler-batch-translate")
-    try:
+    with _session(args, "coupler-batch-translate") as spark:
         result = translate(
             spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
-            mapping=args.mapping, errors_output=args.errors,
+            mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,
         )
-    finally:
-        spark.stop()
     _summary([result], args.json)
     return 0
 
@@ -113,13 +125,11 @@ def run_translate(args: argparse.Namespace) -> int:
 def run_ingest(args: argparse.Namespace) -> int:
     from .batch_ingest import ingest
 
-    spark = _session(args, f"coupler-batch-ingest-{args.source}")
-    try:
+    with _session(args, f"coupler-batch-ingest-{args.source}") as spark:
         results = ingest(
             args.site, args.source, spark=spark, from_spec=args.from_spec, to_spec=args.to_spec,
             output=args.output, options=_pairs(args.option, "-o"), channel=args.channel, mapping=args.mapping,
+            schema_dirs=args.schemas,
         )
-    finally:
-        spark.stop()
     _summary(results, args.json)
     return 0

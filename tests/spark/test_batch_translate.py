@@ -1,0 +1,84 @@
+"""``coupler batch translate``: formats, mappings, bad records, CLI errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from coupler.bus import cli
+from coupler.bus.batch import BatchError, Spec, translate
+from coupler.canonical.registry import SchemaRegistry
+from coupler.translators.copybook import decoder, encoder, layout, parser
+from coupler.translators.copybook.options import CopybookOptions
+from coupler.translators.mapping import load_mapping
+
+MAPPING_DATA = Path(__file__).resolve().parents[1] / "translators" / "mapping" / "data"
+
+
+def _accounts(tmp_path: Path, count: int) -> tuple[Path, Path, Path]:
+    """The mapping test data (copybook, mapping, schemas) and ``count`` ASCII account records."""
+    for name in ("account.cpy", "account-copybook.toml"):
+        shutil.copy(MAPPING_DATA / name, tmp_path / name)
+    shutil.copytree(MAPPING_DATA / "schemas", tmp_path / "schemas")
+    lay = layout.build_layout(parser.parse_file(tmp_path / "account.cpy"))
+    enc = encoder.RecordEncoder(lay, CopybookOptions.from_mapping({"encoding": "ascii"}))
+    data = tmp_path / "accounts.dat"
+    with open(data, "wb") as fh:
+        for i in range(count):
+            fh.write(enc.encode({
+                "ACCT_ID": i, "FIRST_NAME": f"ANN{i % 7}", "LAST_NAME": "SMITH", "STATUS_CODE": "AIC"[i % 3],
+                "OPEN_DATE": 20240101 + i % 28, "BALANCE": f"{i}.25", "BRANCH_CODE": "B001", "BRANCH_CITY": "LYON",
+                "LINES": [{"SKU": f"S{i:05d}", "QTY": i % 999, "PRICE": "12.50"}, {"SKU": "X", "QTY": 1, "PRICE": "0.99"}],
+            }))
+    return tmp_path / "account.cpy", tmp_path / "account-copybook.toml", data
+
+
+def test_mapped_translation_to_canonical_avro_equals_the_mapping_applied_record_by_record(spark: Any, tmp_path: Path) -> None:
+    cpy, mapping, data = _accounts(tmp_path, 300)
+    out = tmp_path / "accounts"
+    result = translate(
+        spark, f"copybook:{cpy}", "avro:demo.Account@1", [str(data)], str(out),
+        mapping=str(mapping), schema_dirs=[str(tmp_path / "schemas")], options={"input_split_records": "100"},
+    )
+    got = []
+    for f in sorted(out.glob("part-*.avro")):
+        with open(f, "rb") as fh:
+            got.extend(fastavro.reader(fh))
+    registry = SchemaRegistry.default([tmp_path / "schemas"])
+    to_canonical = load_mapping(mapping, registry=registry).direction("to_canonical")
+    lay = layout.build_layout(parser.parse_file(cpy))
+    decoded = decoder.decode_files(lay, [data], CopybookOptions.from_mapping({"encoding": "ascii"}))
+    expected = [registry.decode(registry.encode(to_canonical.apply(r), "demo.Account@1"), "demo.Account@1") for r in decoded]
+    assert result.records == 300
+    assert got == expected
+    assert got[4]["status"] == "INACTIVE" and got[4]["name"] == "ANN4 SMITH"
+
+
+def test_cli_translate_to_jsonl_reports_bad_records_with_reasons(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cpy, _mapping, data = _accounts(tmp_path, 50)
+    with open(data, "ab") as fh:
+        fh.write(b"12")  # a truncated last record
+    out = tmp_path / "json"
+    code = cli.main([
+        "batch", "translate", "--from", f"copybook:{cpy}", "--to", "jsonl",
+        "-o", "encoding=ascii", str(data), "--output", str(out), "--json",
+    ])
+    assert code == 0
+    (summary,) = json.loads(capsys.readouterr().out)
+    assert (summary["records"], summary["errors"]) == (50, 1)
+    lines = [json.loads(line) for f in out.glob("part-*.json") for line in f.read_text().splitlines()]
+    assert sorted(r["ACCT_ID"] for r in lines) == list(range(50))
+    (error,) = [json.loads(line) for f in Path(summary["errors_output"]).glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert error["record"] == 50 and "truncated" in error["reason"] and error["file"] == str(data)
+
+
+def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["batch", "translate", "--from", "cobol:x", "--to", "jsonl", "in", "--output", "o"]) == 1
+    assert "unknown format 'cobol:x'" in capsys.readouterr().err
+    with pytest.raises(BatchError, match="does not exist"):
+        Spec.parse("copybook:/nonexistent.cpy")
