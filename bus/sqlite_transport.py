@@ -1,12 +1,14 @@
 """The embedded default transport: one SQLite database (WAL) in the site's data directory.
 
-Schema (see ``_SCHEMA``): ``messages`` holds every message waiting on a channel, one row per
-channel copy, found through the index ``(channel, visible_at)``; a row is *ready* when
-``visible_at <= now``, *leased* while ``lease_token`` is set and ``visible_at`` (then the
-lease expiry) is in the future, *delayed* when a nack pushed ``visible_at`` forward. Ack
-deletes the row. ``dead_letters`` keeps dead and invalid messages, ``journal`` every state
-change (the Message Store), ``seen`` the keys of the Idempotent Receiver, ``counters`` the
-per-channel statistics, ``identities`` the Application Repository.
+Schema (:mod:`coupler.bus.sqlite_schema`, version 2): ``messages`` holds the state of every
+message waiting on a channel, one row per channel copy, found through the index
+``(channel, visible_at)``; its serialised envelope is in ``bodies`` under the same rowid,
+written once. A row is *ready* when ``visible_at <= now``, *leased* while ``lease_token`` is
+set and ``visible_at`` (then the lease expiry) is in the future, *delayed* when a nack pushed
+``visible_at`` forward. Ack deletes both rows. ``dead_letters`` keeps dead and invalid
+messages, ``journal`` every state change (the Message Store), ``seen`` the keys of the
+Idempotent Receiver, ``counters`` the per-channel statistics, ``identities`` the Application
+Repository. The write transaction and the hot paths are in :mod:`coupler.bus.sqlite_ops`.
 
 Every process and every thread has its own connection. Writes take the write lock up front
 (``BEGIN IMMEDIATE``) and retry with short sleeps while another writer holds it, so that a
@@ -20,12 +22,10 @@ import json
 import logging
 import os
 import random
-import re
 import sqlite3
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coupler.canonical import Envelope
-from coupler.canonical.envelope import HistoryEntry
-from coupler.canonical.errors import CouplerError
 
 from .backoff import BackoffPolicy
-from .envelope_codec import decode, encode
+from .envelope_codec import decode
 from .identities import IdentityRepository
 from .selectors import Selector, as_selector
+from .sqlite_ops import _CHANNEL_NAME, CLAIM_PROPERTY, Leased, StoreTx, check_channel_name, prepare
+from .sqlite_schema import SCHEMA_VERSION, StoreVersionError, ensure_schema
 from .transport import (
     DEFAULT_DEAD_LETTER,
     DEFAULT_INVALID,
@@ -49,7 +49,6 @@ from .transport import (
     DeadLetter,
     Delivery,
     JournalEntry,
-    LeaseLostError,
     TransactionOps,
     Transport,
     TransportError,
@@ -59,109 +58,13 @@ from .transport import (
 log = logging.getLogger(__name__)
 
 DB_FILENAME = "coupler.db"
-CLAIM_PROPERTY = "coupler.claim"
-_CHANNEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS channels (
-    name TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT 'queue',
-    config TEXT NOT NULL DEFAULT '{}',
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS subscriptions (
-    topic TEXT NOT NULL,
-    name TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    selector TEXT,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (topic, name)
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY,
-    channel TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    visible_at REAL NOT NULL,
-    enqueued_at REAL NOT NULL,
-    expires_at REAL,
-    attempt INTEGER NOT NULL DEFAULT 0,
-    lease_token INTEGER,
-    lease_owner TEXT,
-    claim TEXT,
-    envelope BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_ready ON messages (channel, visible_at);
-CREATE INDEX IF NOT EXISTS messages_expiring ON messages (expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_claim ON messages (claim) WHERE claim IS NOT NULL;
-CREATE TABLE IF NOT EXISTS dead_letters (
-    id INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    queue TEXT NOT NULL,
-    channel TEXT,
-    message_id TEXT,
-    reason TEXT NOT NULL,
-    error TEXT NOT NULL DEFAULT '',
-    component TEXT NOT NULL DEFAULT '',
-    attempts INTEGER NOT NULL DEFAULT 0,
-    dead_at REAL NOT NULL,
-    claim TEXT,
-    envelope BLOB,
-    raw BLOB
-);
-CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, id);
-CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL;
-CREATE TABLE IF NOT EXISTS journal (
-    id INTEGER PRIMARY KEY,
-    at REAL NOT NULL,
-    channel TEXT,
-    message_id TEXT,
-    event TEXT NOT NULL,
-    detail TEXT
-);
-CREATE TABLE IF NOT EXISTS counters (
-    channel TEXT PRIMARY KEY,
-    sent INTEGER NOT NULL DEFAULT 0,
-    received INTEGER NOT NULL DEFAULT 0,
-    acked INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    dead INTEGER NOT NULL DEFAULT 0,
-    invalid INTEGER NOT NULL DEFAULT 0,
-    expired INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS seen (
-    consumer TEXT NOT NULL,
-    key TEXT NOT NULL,
-    seen_at REAL NOT NULL,
-    PRIMARY KEY (consumer, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS seen_age ON seen (seen_at);
-CREATE TABLE IF NOT EXISTS identities (
-    id INTEGER PRIMARY KEY,
-    class TEXT NOT NULL,
-    provider TEXT,
-    name TEXT,
-    version TEXT,
-    channel TEXT NOT NULL,
-    adapter TEXT,
-    registered_at REAL NOT NULL,
-    UNIQUE (class, provider, name, version, channel)
-);
-"""
 _COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
 
 
 def _ts(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
-
-
-def check_channel_name(channel: str) -> str:
-    if not isinstance(channel, str) or not _CHANNEL_NAME.match(channel):
-        raise TransportError(
-            f"bad channel name {channel!r}",
-            hint="use 1 to 200 characters without spaces or control characters, e.g. orders.in",
-        )
-    return channel
 
 
 class SqliteTransport(Transport):
@@ -217,6 +120,7 @@ class SqliteTransport(Transport):
         self._pid = os.getpid()
         self._rng = random.Random()
         self._identities = IdentityRepository(self)
+        self._configs: dict[str, ChannelConfig] = {}
 
     def __repr__(self) -> str:
         return f"SqliteTransport({str(self.data_dir)!r}, synchronous={self.synchronous})"
@@ -236,11 +140,21 @@ class SqliteTransport(Transport):
         self._opened = True
         conn = self._conn()
         self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
-        with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    tx.conn.execute(statement)
+        try:
+            with self.transaction() as tx:
+                assert isinstance(tx, StoreTx)
+                migrated = ensure_schema(tx.conn, str(self.path))
+        except StoreVersionError:
+            self.close()
+            raise
+        except (sqlite3.Error, TransportError) as exc:
+            self.close()
+            raise TransportError(
+                f"cannot create or migrate the store's schema: {exc}", where=str(self.path),
+                hint="restore the data directory from a backup or use a new one",
+            ) from exc
+        if migrated is not None:
+            log.info("store %s migrated from schema version %d to %d", self.path, migrated, SCHEMA_VERSION)
         return self
 
     def close(self) -> None:
@@ -313,7 +227,7 @@ class SqliteTransport(Transport):
             return
         conn = self._conn()
         self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-        tx = _Tx(self, conn)
+        tx = StoreTx(self, conn)
         self._local.tx = tx
         try:
             yield tx
@@ -348,7 +262,7 @@ class SqliteTransport(Transport):
         prepared, paths = prepare(self, channel, envs, component)
         try:
             with self.transaction() as tx:
-                assert isinstance(tx, _Tx)
+                assert isinstance(tx, StoreTx)
                 return tx.send_prepared(channel, envs, prepared, component)
         except BaseException:
             for path in paths:
@@ -380,10 +294,20 @@ class SqliteTransport(Transport):
             conn.execute("PRAGMA synchronous=NORMAL")
         try:
             with self.transaction() as tx:
-                return tx.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
+                assert isinstance(tx, StoreTx)
+                leased = tx.lease(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
         finally:
             if relax:
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        if not isinstance(leased, Leased):
+            return leased or []  # nothing, or deliveries already decoded to match the selector
+        # decoded after the commit: the write lock is not held while Python works
+        got, bad = leased.deliveries(self)
+        if bad:
+            with self.transaction() as tx:
+                assert isinstance(tx, StoreTx)
+                tx.dead_undecodable(channel, leased.token, bad)
+        return got
 
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
         with self.transaction() as tx:
@@ -472,7 +396,7 @@ class SqliteTransport(Transport):
                 f"channel {channel}: unknown kind {cfg.kind!r}", hint="use queue or topic"
             )
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
+            assert isinstance(tx, StoreTx)
             tx.conn.execute(
                 "INSERT INTO channels (name, kind, config, created_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, config = excluded.config",
@@ -491,9 +415,22 @@ class SqliteTransport(Transport):
                 lambda: conn.execute("SELECT config FROM channels WHERE name = ?", (topic,)).fetchone()
             )
             if row is not None:
-                cfg = ChannelConfig.from_dict(json.loads(row[0]))
+                cfg = self._parse_config(row[0])
                 return ChannelConfig(**{**cfg.__dict__, "kind": "queue"})
-        return ChannelConfig.from_dict(json.loads(row[0])) if row else ChannelConfig()
+        return self._parse_config(row[0]) if row else ChannelConfig()
+
+    def _parse_config(self, text: str) -> ChannelConfig:
+        """The stored JSON of a channel's config, parsed once per distinct text."""
+        cfg = self._configs.get(text)
+        if cfg is None:
+            if len(self._configs) > 1000:
+                self._configs.clear()
+            cfg = self._configs[text] = ChannelConfig.from_dict(json.loads(text))
+        return cfg
+
+    def _kind(self, channel: str) -> str | None:
+        row = self._conn().execute("SELECT kind FROM channels WHERE name = ?", (channel,)).fetchone()
+        return row[0] if row else None
 
     def channels(self) -> list[str]:
         conn = self._conn()
@@ -515,7 +452,7 @@ class SqliteTransport(Transport):
             Selector.parse(selector)
         channel = self.subscription_channel(topic, subscription)
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
+            assert isinstance(tx, StoreTx)
             row = tx.conn.execute("SELECT kind FROM channels WHERE name = ?", (topic,)).fetchone()
             if row is None:
                 tx.conn.execute(
@@ -538,7 +475,7 @@ class SqliteTransport(Transport):
     def unsubscribe(self, topic: str, subscription: str) -> None:
         channel = self.subscription_channel(topic, subscription)
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
+            assert isinstance(tx, StoreTx)
             tx.conn.execute(
                 "DELETE FROM subscriptions WHERE topic = ? AND name = ?", (topic, subscription)
             )
@@ -602,21 +539,21 @@ class SqliteTransport(Transport):
         conn = self._conn()
         rows = self._retry(
             lambda: conn.execute(
-                "SELECT attempt, claim, envelope FROM messages WHERE channel = ? "
-                "ORDER BY visible_at, id LIMIT ?",
+                "SELECT m.attempt, m.claim, b.envelope FROM messages m JOIN bodies b ON b.id = m.id "
+                "WHERE m.channel = ? ORDER BY m.visible_at, m.id LIMIT ?",
                 (channel, max),
             ).fetchall()
         )
         out = []
         for attempt, claim, blob in rows:
-            env = Envelope.from_bytes(blob)
+            env = decode(blob)
             env.attempt = attempt
             out.append(self._restore_claim(env, claim))
         return out
 
     def purge(self, channel: str) -> int:
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
+            assert isinstance(tx, StoreTx)
             return tx.purge(channel)
 
     # -- dead letters ----------------------------------------------------------------------
@@ -668,7 +605,7 @@ class SqliteTransport(Transport):
 
     def replay(self, id: int, channel: str | None = None) -> str:
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
+            assert isinstance(tx, StoreTx)
             row = tx.conn.execute(
                 "SELECT channel, claim, envelope FROM dead_letters WHERE id = ?", (id,)
             ).fetchone()
@@ -702,7 +639,7 @@ class SqliteTransport(Transport):
             args.append(kind)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
+            assert isinstance(tx, StoreTx)
             claims = [
                 r[0]
                 for r in tx.conn.execute(
@@ -750,12 +687,8 @@ class SqliteTransport(Transport):
         now = self.clock()
         counts: dict[str, int] = {}
         with self.transaction() as tx:
-            assert isinstance(tx, _Tx)
-            rows = tx.conn.execute(
-                "SELECT id, channel, attempt, claim, envelope FROM messages "
-                "WHERE expires_at IS NOT NULL AND expires_at <= ?",
-                (now,),
-            ).fetchall()
+            assert isinstance(tx, StoreTx)
+            rows = tx.rows("m.expires_at IS NOT NULL AND m.expires_at <= ?", (now,))
             for row in rows:
                 tx.dead(row, "dead", "expired", "message expired before delivery", "transport")
             counts["expired"] = len(rows)
@@ -831,367 +764,3 @@ class SqliteTransport(Transport):
 _DL_COLUMNS = (
     "id, kind, queue, channel, reason, error, component, attempts, dead_at, claim, envelope, raw"
 )
-
-
-def prepare(
-    t: SqliteTransport, channel: str, envs: list[Envelope], component: str
-) -> tuple[list[tuple[Envelope, bytes, str | None]], list[Path]]:
-    """Serialise envelopes for storage (with the send hop); large bodies become claim checks."""
-    for env in envs:
-        if not isinstance(env, Envelope):
-            raise TransportError(f"send to {channel}: expected an Envelope, got {type(env).__name__}")
-    hop = HistoryEntry(component, f"send {channel}")
-    prepared: list[tuple[Envelope, bytes, str | None]] = []
-    paths: list[Path] = []
-    threshold = t.claim_threshold
-    for env in envs:
-        if len(env.body) > threshold:
-            claim, path = t._store_claim(env.body)
-            paths.append(path)
-            props = {**env.properties, CLAIM_PROPERTY: claim}
-            prepared.append((env, encode(env, extra_hop=hop, body=b"", properties=props), claim))
-        else:
-            prepared.append((env, encode(env, extra_hop=hop), None))
-    return prepared, paths
-
-
-class _Tx(TransactionOps):
-    """One open write transaction on one connection."""
-
-    def __init__(self, transport: SqliteTransport, conn: sqlite3.Connection):
-        self.t = transport
-        self.conn = conn
-        self.now = transport.clock()
-        self.written_claims: list[Path] = []
-        self.unreferenced_claims: list[str] = []
-        self._journal: list[tuple[Any, ...]] = []
-        self._counts: Counter[tuple[str, str]] = Counter()
-
-    # -- bookkeeping -----------------------------------------------------------------------
-
-    def journal(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
-        self.conn.execute(
-            "INSERT INTO journal (at, channel, message_id, event, detail) VALUES (?, ?, ?, ?, ?)",
-            (self.now, channel, message_id, event, detail),
-        )
-
-    def journal_many(self, rows: list[tuple[Any, ...]]) -> None:
-        self.conn.executemany(
-            "INSERT INTO journal (at, channel, message_id, event, detail) VALUES (?, ?, ?, ?, ?)",
-            rows,
-        )
-
-    def count(self, channel: str, counter: str, n: int = 1) -> None:
-        self.conn.execute(
-            f"INSERT INTO counters (channel, {counter}) VALUES (?, ?) "
-            f"ON CONFLICT (channel) DO UPDATE SET {counter} = {counter} + excluded.{counter}",
-            (channel, n),
-        )
-
-    def release_claims(self, claims: Iterable[str]) -> None:
-        """Schedule claim files no row refers to any more for deletion after commit."""
-        for ref in set(claims):
-            used = self.conn.execute(
-                "SELECT 1 FROM messages WHERE claim = ? UNION ALL "
-                "SELECT 1 FROM dead_letters WHERE claim = ? LIMIT 1",
-                (ref, ref),
-            ).fetchone()
-            if used is None:
-                self.unreferenced_claims.append(ref)
-
-    # -- send ------------------------------------------------------------------------------
-
-    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
-        check_channel_name(channel)
-        envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
-        prepared, paths = prepare(self.t, channel, envs, component)
-        self.written_claims.extend(paths)
-        return self.send_prepared(channel, envs, prepared, component)
-
-    def send_prepared(
-        self,
-        channel: str,
-        envs: list[Envelope],
-        prepared: list[tuple[Envelope, bytes, str | None]],
-        component: str,
-    ) -> list[str]:
-        if not prepared:
-            return []
-        subs = self.conn.execute(
-            "SELECT channel, selector FROM subscriptions WHERE topic = ?", (channel,)
-        ).fetchall()
-        kind = self.conn.execute("SELECT kind FROM channels WHERE name = ?", (channel,)).fetchone()
-        if subs or (kind and kind[0] == "topic"):
-            self.count(channel, "sent", len(prepared))
-            self.journal_many([(self.now, channel, e.message_id, "published", component) for e, _, _ in prepared])
-            for sub_channel, selector in subs:
-                sel = Selector.parse(selector) if selector else None
-                chosen = [p for p in prepared if sel is None or sel(p[0])]
-                if chosen:
-                    self.insert(sub_channel, chosen, event_detail=f"from {channel}")
-            if not subs:
-                log.info("topic %s has no subscriptions; %d message(s) dropped", channel, len(prepared))
-            return [env.message_id for env in envs]
-        self.insert(channel, prepared, event_detail=component)
-        return [env.message_id for env in envs]
-
-    def insert(
-        self,
-        channel: str,
-        prepared: list[tuple[Envelope, bytes, str | None]],
-        event_detail: str | None = None,
-    ) -> None:
-        now = self.now
-        self.conn.executemany(
-            "INSERT INTO messages (channel, message_id, visible_at, enqueued_at, expires_at, claim, envelope) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    channel,
-                    env.message_id,
-                    now,
-                    now,
-                    env.expires_at.timestamp() if env.expires_at else None,
-                    claim,
-                    blob,
-                )
-                for env, blob, claim in prepared
-            ],
-        )
-        self.journal_many([(now, channel, env.message_id, "sent", event_detail) for env, _, _ in prepared])
-        self.count(channel, "sent", len(prepared))
-
-    # -- receive ---------------------------------------------------------------------------
-
-    def receive(
-        self,
-        channel: str,
-        consumer: str,
-        *,
-        max: int = 1,
-        lease_seconds: float | None = None,
-        selector: Selector | str | None = None,
-    ) -> list[Delivery]:
-        check_channel_name(channel)
-        if max < 1:
-            return []
-        sel = as_selector(selector)
-        cfg = self.t.channel_config(channel)
-        lease = lease_seconds or cfg.lease_seconds or self.t.lease_seconds
-        policy = cfg.backoff or self.t.backoff
-        now = self.now
-        token = self.t._rng.getrandbits(62)
-        until = now + lease
-        taken: list[Delivery] = []
-        updates: list[tuple[Any, ...]] = []
-        cursor: tuple[float, int] = (float("-inf"), -1)
-        page = max if sel is None else 200
-        while len(taken) < max:
-            rows = self.conn.execute(
-                "SELECT id, visible_at, attempt, expires_at, lease_token, claim, envelope, channel "
-                "FROM messages WHERE channel = ? AND visible_at <= ? AND (visible_at, id) > (?, ?) "
-                "ORDER BY visible_at, id LIMIT ?",
-                (channel, now, cursor[0], cursor[1], page),
-            ).fetchall()
-            if not rows:
-                break
-            cursor = (rows[-1][1], rows[-1][0])
-            for id_, _vis, attempt, expires_at, lease_token, claim, blob, _ch in rows:
-                if expires_at is not None and expires_at <= now:
-                    self.dead(
-                        (id_, channel, attempt, claim, blob), "dead", "expired",
-                        "message expired before delivery", "transport",
-                    )
-                    continue
-                if lease_token is not None and policy.exhausted(attempt):
-                    self.dead(
-                        (id_, channel, attempt, claim, blob), "dead", "lease expired",
-                        f"not acknowledged within the lease after {attempt} attempt(s)",
-                        "transport",
-                    )
-                    continue
-                try:
-                    env = decode(blob)
-                except CouplerError as exc:
-                    self.conn.execute("DELETE FROM messages WHERE id = ?", (id_,))
-                    self._dead_row(channel, None, "invalid", "undecodable envelope", str(exc),
-                                   "transport", attempt, claim, None, blob)
-                    continue
-                if sel is not None and not sel(env):
-                    continue
-                env.attempt = attempt + 1
-                self.t._restore_claim(env, claim)
-                env.record_hop(consumer, f"receive {channel}")
-                taken.append(Delivery(channel, consumer, env, id_, token, attempt + 1, until, claim))
-                updates.append((until, token, consumer, id_))
-                if len(taken) >= max:
-                    break
-        if updates:
-            self.conn.executemany(
-                "UPDATE messages SET visible_at = ?, attempt = attempt + 1, lease_token = ?, "
-                "lease_owner = ? WHERE id = ?",
-                updates,
-            )
-            self.journal_many([(now, channel, d.message_id, "received", consumer) for d in taken])
-            self.count(channel, "received", len(taken))
-        return taken
-
-    # -- settle ----------------------------------------------------------------------------
-
-    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
-        ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
-        if not ds:
-            return
-        before = self.conn.total_changes
-        self.conn.executemany(
-            "DELETE FROM messages WHERE id = ? AND lease_token = ?", [(d.tag, d.token) for d in ds]
-        )
-        settled = self.conn.total_changes - before
-        if settled != len(ds):
-            raise LeaseLostError(
-                f"cannot acknowledge {len(ds) - settled} of {len(ds)} message(s) on "
-                f"{ds[0].channel}: the lease expired and another consumer took it, or it was "
-                "already settled",
-                hint="acknowledge within lease_seconds or use a longer lease",
-            )
-        by_channel = Counter(d.channel for d in ds)
-        for channel, n in by_channel.items():
-            self.count(channel, "acked", n)
-        self.journal_many([(self.now, d.channel, d.message_id, "acked", d.consumer) for d in ds])
-        refs = [d.claim for d in ds if d.claim]
-        if refs:
-            self.release_claims(refs)
-
-    def nack(
-        self,
-        delivery: Delivery,
-        error: str | BaseException,
-        component: str,
-        *,
-        delay: float | None = None,
-        dead: bool = False,
-    ) -> Literal["retry", "dead"]:
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        row = self.conn.execute(
-            "SELECT id, channel, attempt, claim, envelope FROM messages WHERE id = ? AND lease_token = ?",
-            (delivery.tag, delivery.token),
-        ).fetchone()
-        if row is None:
-            raise LeaseLostError(
-                f"cannot reject message {delivery.message_id} on {delivery.channel}: the lease "
-                "expired and another consumer took it, or it was already settled",
-                hint="settle within lease_seconds or use a longer lease",
-            )
-        policy = self.t.channel_config(delivery.channel).backoff or self.t.backoff
-        self.count(delivery.channel, "failed")
-        if dead or policy.exhausted(delivery.attempt):
-            reason = "rejected" if dead else f"failed {delivery.attempt} attempt(s)"
-            self.dead(row, "dead", reason, text, component)
-            return "dead"
-        wait = policy.delay(delivery.attempt, self.t._rng) if delay is None else delay
-        self.conn.execute(
-            "UPDATE messages SET visible_at = ?, lease_token = NULL, lease_owner = NULL WHERE id = ?",
-            (self.now + wait, delivery.tag),
-        )
-        self.journal(delivery.channel, delivery.message_id, "nacked",
-                     f"{component}: {text} (attempt {delivery.attempt}, retry in {wait:.3f} s)")
-        return "retry"
-
-    def dead(self, row: tuple[Any, ...], kind: DeadKind, reason: str, error: str, component: str) -> None:
-        """Move message row ``(id, channel, attempt, claim, envelope)`` to its dead-letter queue."""
-        id_, channel, attempt, claim, blob = row
-        self.conn.execute("DELETE FROM messages WHERE id = ?", (id_,))
-        message_id = None
-        with contextlib.suppress(CouplerError):
-            message_id = Envelope.from_bytes(blob).message_id
-        self._dead_row(channel, message_id, kind, reason, error, component, attempt, claim, blob, None)
-
-    def _dead_row(
-        self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str,
-        error: str, component: str, attempts: int, claim: str | None, blob: bytes | None,
-        raw: bytes | None,
-    ) -> int:
-        cfg = self.t.channel_config(channel) if channel else ChannelConfig()
-        if kind == "dead":
-            queue = cfg.dead_letter or self.t.dead_letter_default
-        else:
-            queue = cfg.invalid or self.t.invalid_default
-        cur = self.conn.execute(
-            "INSERT INTO dead_letters (kind, queue, channel, message_id, reason, error, component, "
-            "attempts, dead_at, claim, envelope, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (kind, queue, channel, message_id, reason, error, component, attempts, self.now,
-             claim, blob, raw),
-        )
-        counter = "expired" if reason == "expired" else kind
-        if channel:
-            self.count(channel, counter)
-        self.journal(channel, message_id, counter if counter != "dead" else "dead-lettered",
-                     f"{queue}: {reason}: {error} ({component})")
-        log.warning(
-            "message %s on %s -> %s: %s: %s (component %s, attempts %d)",
-            message_id, channel, queue, reason, error, component, attempts,
-        )
-        return int(cur.lastrowid or 0)
-
-    def invalid(
-        self,
-        envelope: Envelope | bytes,
-        reason: str,
-        component: str,
-        *,
-        channel: str | None = None,
-        delivery: Delivery | None = None,
-    ) -> int:
-        if delivery is not None:
-            row = self.conn.execute(
-                "SELECT id, channel, attempt, claim, envelope FROM messages WHERE id = ? AND lease_token = ?",
-                (delivery.tag, delivery.token),
-            ).fetchone()
-            if row is None:
-                raise LeaseLostError(
-                    f"cannot move message {delivery.message_id} to the invalid channel: its lease "
-                    "expired and another consumer took it, or it was already settled"
-                )
-            self.conn.execute("DELETE FROM messages WHERE id = ?", (row[0],))
-            return self._dead_row(row[1], delivery.message_id, "invalid", reason, reason,
-                                  component, row[2], row[3], row[4], None)
-        if isinstance(envelope, Envelope):
-            return self._dead_row(channel, envelope.message_id, "invalid", reason, reason,
-                                  component, envelope.attempt, None, envelope.to_bytes(), None)
-        return self._dead_row(channel, None, "invalid", reason, reason, component, 0, None, None,
-                              bytes(envelope))
-
-    def purge(self, channel: str) -> int:
-        claims = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT DISTINCT claim FROM messages WHERE channel = ? AND claim IS NOT NULL", (channel,)
-            )
-        ]
-        n = self.conn.execute("DELETE FROM messages WHERE channel = ?", (channel,)).rowcount
-        self.release_claims(claims)
-        self.journal(channel, None, "purged", f"{n} message(s)")
-        return n
-
-    # -- idempotency -----------------------------------------------------------------------
-
-    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
-        keys = list(keys)
-        found: set[str] = set()
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                r[0]
-                for r in self.conn.execute(
-                    f"SELECT key FROM seen WHERE consumer = ? AND key IN ({marks})", (consumer, *chunk)
-                )
-            )
-        return found
-
-    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
-        self.conn.executemany(
-            "INSERT INTO seen (consumer, key, seen_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at",
-            [(consumer, k, self.now) for k in keys],
-        )

@@ -121,7 +121,9 @@ def test_claim_check_stores_large_bodies_as_files(transport: SqliteTransport) ->
     big = bytes(range(256)) * 20  # 5120 bytes > threshold 1000
     transport.send("q", [doc(big), doc(b"small")])
     [ref] = transport.claim_files()
-    stored = transport._conn().execute("SELECT claim, envelope FROM messages ORDER BY id").fetchall()
+    stored = transport._conn().execute(
+        "SELECT m.claim, b.envelope FROM messages m JOIN bodies b ON b.id = m.id ORDER BY m.id"
+    ).fetchall()
     assert stored[0][0] == ref and len(stored[0][1]) < 1000  # the row holds only the reference
     assert stored[1][0] is None
     got = transport.receive("q", "c", max=2)
@@ -176,7 +178,7 @@ def test_journal_is_queryable_by_channel_and_event(transport: SqliteTransport) -
 def test_undecodable_row_goes_to_the_invalid_channel(transport: SqliteTransport) -> None:
     transport.send("q", doc())
     with transport.transaction() as tx:
-        tx.conn.execute("UPDATE messages SET envelope = x'09ff'")
+        tx.conn.execute("UPDATE bodies SET envelope = x'09ff'")
     assert transport.receive("q", "c") == []
     [bad] = transport.dead_letters(kind="invalid")
     assert bad.reason == "undecodable envelope" and bad.raw == b"\x09\xff"
