@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 
 from coupler.bus.backoff import BackoffPolicy
+from coupler.bus.sqlite_schema import StoreVersionError
 from coupler.bus.sqlite_transport import CLAIM_PROPERTY, SqliteTransport
 from coupler.bus.transport import TransportError
 from coupler.canonical.errors import CouplerError
@@ -215,3 +216,65 @@ def test_stats_report_depth_in_flight_and_oldest_age(transport: SqliteTransport,
     [st] = transport.stats("q")
     assert (st.depth, st.ready, st.in_flight, st.received) == (3, 2, 1, 1)
     assert st.oldest_age == pytest.approx(30)
+
+
+# -- schema versions ---------------------------------------------------------------------------
+
+#: the tables of a store written by schema version 1 (before envelopes had their own table)
+_V1_MESSAGES = """
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY, channel TEXT NOT NULL, message_id TEXT NOT NULL,
+    visible_at REAL NOT NULL, enqueued_at REAL NOT NULL, expires_at REAL,
+    attempt INTEGER NOT NULL DEFAULT 0, lease_token INTEGER, lease_owner TEXT, claim TEXT,
+    envelope BLOB NOT NULL
+);
+CREATE INDEX messages_ready ON messages (channel, visible_at);
+CREATE TABLE counters (channel TEXT PRIMARY KEY, sent INTEGER NOT NULL DEFAULT 0,
+    received INTEGER NOT NULL DEFAULT 0, acked INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0, dead INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0, expired INTEGER NOT NULL DEFAULT 0);
+"""
+
+
+def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> None:
+    old = sqlite3.connect(tmp_path / "coupler.db")
+    old.executescript(_V1_MESSAGES)
+    waiting = [doc(b"first"), doc(b"second")]
+    old.executemany(
+        "INSERT INTO messages (channel, message_id, visible_at, enqueued_at, envelope) VALUES (?, ?, 0, 0, ?)",
+        [("q", e.message_id, e.to_bytes()) for e in waiting],
+    )
+    old.commit()
+    old.close()
+    with caplog.at_level("INFO", logger="coupler.bus.sqlite_transport"), SqliteTransport(tmp_path) as t:
+        assert "migrated from schema version 1 to 2" in caplog.text
+        assert _pragma(t, "user_version") == 2
+        got = t.receive("q", "c", max=10)
+        assert [d.envelope.body for d in got] == [b"first", b"second"]
+        assert [d.message_id for d in got] == [e.message_id for e in waiting]
+        t.ack(got)
+        t.send("q", doc(b"new"))
+        assert bodies(t.receive("q", "c")) == [b"new"]
+    with SqliteTransport(tmp_path) as t:  # opening again migrates nothing
+        assert _pragma(t, "user_version") == 2
+
+
+def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
+    with SqliteTransport(tmp_path) as t:
+        t.send("q", doc())
+    conn = sqlite3.connect(tmp_path / "coupler.db")
+    conn.execute("PRAGMA user_version = 9")
+    conn.close()
+    with pytest.raises(StoreVersionError, match="schema version 9, this Coupler reads versions up to 2"):
+        SqliteTransport(tmp_path).open()
+
+
+def test_invalid_message_log_line_gives_the_reason_once(transport: SqliteTransport, caplog) -> None:
+    transport.send("in", doc())
+    [d] = transport.receive("in", "translator")
+    with caplog.at_level("WARNING", logger="coupler.bus.sqlite_transport"):
+        transport.invalid(d.envelope, "field 'amount': not a number", "translator", delivery=d)
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.count("not a number") == 1, line
+    [entry] = transport.journal(event="invalid")
+    assert entry.detail is not None and entry.detail.count("not a number") == 1
