@@ -1,16 +1,20 @@
 """Fast envelope (de)serialisation for the transports' hot path.
 
 Produces and reads exactly the bytes of :meth:`Envelope.to_bytes` / :meth:`Envelope.from_bytes`
-(``coupler.Envelope`` v1, one version byte first), but builds the Avro record directly instead
-of through ``dataclasses.asdict`` and rebuilds the envelope without re-validating what this
-process or another Coupler process already validated before writing it. Anything unexpected
-falls back to the canonical implementation, which raises the proper :class:`EnvelopeError`.
+(``coupler.Envelope`` v1, one version byte first). The Avro binary encoding of that one record
+schema is written out by hand here (a generic Avro library spends most of its time on
+per-field dispatch and dict building), and the envelope is rebuilt without re-validating what
+this process or another Coupler process already validated before writing it. Anything
+unexpected falls back to fastavro and then to the canonical implementation, which raises the
+proper :class:`EnvelopeError`. ``tests/bus/test_envelope_codec.py`` checks the bytes against
+fastavro's.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import fastavro
@@ -21,6 +25,68 @@ from coupler.canonical.envelope import ENVELOPE_VERSION, HistoryEntry, Sequence,
 _HEADER = bytes([ENVELOPE_VERSION])
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_KINDS = tuple(MessageKind)
+_KIND_INDEX = {k: i for i, k in enumerate(_KINDS)}
+#: zig-zag varints of the small numbers
+_SMALL = [bytes([(n << 1) ^ (n >> 63)]) if -64 <= n < 64 else b"" for n in range(-64, 64)]
+
+
+def _long(n: int) -> bytes:
+    if -64 <= n < 64:
+        return _SMALL[n + 64]
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _millis(ts: datetime) -> int:
+    if ts.tzinfo is None:
+        raise TypeError("naive timestamp")
+    delta = ts - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def _text(value: str) -> bytes:
+    data = value.encode()
+    return _long(len(data)) + data
+
+
+def _fast_encode(
+    env: Envelope, extra_hop: HistoryEntry | None, body: bytes, properties: dict[str, str]
+) -> bytes:
+    fmt = env.format
+    out = [_HEADER, _text(env.message_id), _long(_millis(env.timestamp)), _SMALL[64 + _KIND_INDEX[env.kind]],
+           _text(fmt.name), _long(fmt.version), _text(fmt.content_type)]
+    for optional in (env.correlation_id, env.return_address):
+        out.append(_SMALL[64] if optional is None else _SMALL[65] + _text(optional))
+    out.append(_SMALL[64] if env.expires_at is None else _SMALL[65] + _long(_millis(env.expires_at)))
+    seq = env.sequence
+    if seq is None:
+        out.append(_SMALL[64])
+    else:
+        out += (_SMALL[65], _text(seq.id), _long(seq.position),
+                _SMALL[64] if seq.size is None else _SMALL[65] + _long(seq.size),
+                b"\x01" if seq.end else b"\x00")
+    history = env.history if extra_hop is None else [*env.history, extra_hop]
+    if history:
+        out.append(_long(len(history)))
+        for h in history:
+            out += (_text(h.component), _text(h.action), _long(_millis(h.timestamp)))
+    out += (_SMALL[64], _long(env.attempt))
+    out.append(_SMALL[64] if env.origin is None else _SMALL[65] + _text(env.origin))
+    if properties:
+        out.append(_long(len(properties)))
+        for key, value in properties.items():
+            out += (_text(key), _text(value))
+    out += (_SMALL[64], _long(len(body)), body)
+    return b"".join(out)
+
+
 def encode(
     env: Envelope,
     *,
@@ -29,6 +95,21 @@ def encode(
     properties: dict[str, str] | None = None,
 ) -> bytes:
     """``env.to_bytes()``, optionally with one more history entry, another body or properties."""
+    try:
+        return _fast_encode(
+            env, extra_hop, env.body if body is None else body,
+            env.properties if properties is None else properties,
+        )
+    except (TypeError, AttributeError, KeyError, ValueError, OverflowError, UnicodeError):
+        return _record_encode(env, extra_hop, body, properties)  # reports the problem
+
+
+def _record_encode(
+    env: Envelope,
+    extra_hop: HistoryEntry | None,
+    body: bytes | None,
+    properties: dict[str, str] | None,
+) -> bytes:
     fmt = env.format
     seq = env.sequence
     history = [{"component": h.component, "action": h.action, "timestamp": h.timestamp} for h in env.history]
@@ -73,10 +154,136 @@ def _frozen(cls: type, values: dict[str, Any]) -> Any:
     return obj
 
 
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    n = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (n >> 1) ^ -(n & 1), pos + 1
+        shift += 7
+
+
+def _str(buf: bytes, pos: int) -> tuple[str, int]:
+    n, pos = _varint(buf, pos)
+    end = pos + n
+    if n < 0 or end > len(buf):
+        raise ValueError("string past the end")
+    return buf[pos:end].decode(), end
+
+
+def _union(buf: bytes, pos: int) -> tuple[bool, int]:
+    """(present, pos) of a ``["null", T]`` union."""
+    b = buf[pos]
+    if b == 0:
+        return False, pos + 1
+    if b == 2:
+        return True, pos + 1
+    raise ValueError("bad union branch")
+
+
+def _fast_decode(buf: bytes) -> Envelope:
+    millis = timedelta(milliseconds=1)
+    message_id, pos = _str(buf, 1)
+    ts, pos = _varint(buf, pos)
+    kind, pos = _varint(buf, pos)
+    name, pos = _str(buf, pos)
+    version, pos = _varint(buf, pos)
+    content_type, pos = _str(buf, pos)
+    correlation_id = return_address = origin = None
+    expires_at = sequence = None
+    present, pos = _union(buf, pos)
+    if present:
+        correlation_id, pos = _str(buf, pos)
+    present, pos = _union(buf, pos)
+    if present:
+        return_address, pos = _str(buf, pos)
+    present, pos = _union(buf, pos)
+    if present:
+        expires, pos = _varint(buf, pos)
+        expires_at = _EPOCH + expires * millis
+    present, pos = _union(buf, pos)
+    if present:
+        seq_id, pos = _str(buf, pos)
+        position, pos = _varint(buf, pos)
+        size = None
+        present, pos = _union(buf, pos)
+        if present:
+            size, pos = _varint(buf, pos)
+        end = buf[pos]
+        if end > 1:
+            raise ValueError("bad boolean")
+        pos += 1
+        sequence = _frozen(Sequence, {"id": seq_id, "position": position, "size": size, "end": end == 1})
+    history = []
+    while True:
+        count, pos = _varint(buf, pos)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _varint(buf, pos)  # block size in bytes
+        for _ in range(count):
+            component, pos = _str(buf, pos)
+            action, pos = _str(buf, pos)
+            hts, pos = _varint(buf, pos)
+            history.append(_frozen(HistoryEntry, {
+                "component": component, "action": action, "timestamp": _EPOCH + hts * millis,
+            }))
+    attempt, pos = _varint(buf, pos)
+    present, pos = _union(buf, pos)
+    if present:
+        origin, pos = _str(buf, pos)
+    properties = {}
+    while True:
+        count, pos = _varint(buf, pos)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _varint(buf, pos)
+        for _ in range(count):
+            key, pos = _str(buf, pos)
+            properties[key], pos = _str(buf, pos)
+    size, pos = _varint(buf, pos)
+    body = buf[pos : pos + size]
+    if size < 0 or pos + size != len(buf) or not 0 <= kind < len(_KINDS):
+        raise ValueError("not a whole envelope")
+    env = object.__new__(Envelope)
+    env.__dict__.update(
+        format=_format(name, version, content_type),
+        body=body,
+        kind=_KINDS[kind],
+        message_id=message_id,
+        timestamp=_EPOCH + ts * millis,
+        correlation_id=correlation_id,
+        return_address=return_address,
+        expires_at=expires_at,
+        sequence=sequence,
+        history=history,
+        attempt=attempt,
+        origin=origin,
+        properties=properties,
+    )
+    return env
+
+
 def decode(blob: bytes) -> Envelope:
     """``Envelope.from_bytes(blob)`` without re-validating headers written by Coupler."""
     if not blob or blob[0] != ENVELOPE_VERSION:
         return Envelope.from_bytes(blob)
+    try:
+        return _fast_decode(blob)
+    except (IndexError, ValueError, UnicodeDecodeError, OverflowError):
+        return _record_decode(blob)  # the generic reader; reports a broken envelope properly
+
+
+def _record_decode(blob: bytes) -> Envelope:
     stream = io.BytesIO(blob)
     stream.seek(1)
     try:
