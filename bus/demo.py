@@ -165,8 +165,6 @@ class Demo:
         self.dead_letters()
         self.step(f"the nightly batch: {self.extract_mb:g} MB policy master extract -> Spark -> Parquet")
         self.nightly_batch()
-        self.step("stopping the bus")
-        self.cli("ctl", *self.site_args(), "stop", show=True)
         self.print_summary()
         return 0
 
@@ -413,6 +411,8 @@ class Demo:
         staged = self.wait_for(staged_file, 600)
         transfer = time.monotonic() - t0
         self.say(f"life-nightly staged {staged} ({size / 1e6:.1f} MB) for the batch job")
+        self.say("the day's traffic is done: the bus stops and leaves the machine to Spark (the event is durable)")
+        self.cli("ctl", *self.site_args(), "stop", show=True)
         parquet = self.out / "nightly" / "policy-master.parquet"
         args = ["batch", "ingest", "--site", str(self.site), "--source", "life-nightly", "--to", "parquet",
                 "--output", str(parquet), "--master", "local[2]", "--json"]
