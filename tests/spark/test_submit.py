@@ -1,0 +1,48 @@
+"""``spark-submit`` with the wheel on a ``local-cluster`` master: separate executor JVMs and
+Python workers, the code path of a real cluster."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import coupler.bus.spark_main as spark_main
+from coupler.translators.copybook import decoder, layout, parser
+from coupler.translators.copybook.options import CopybookOptions
+
+REPO = Path(__file__).resolve().parents[2]
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SPARK_SUBMIT.exists(), reason="spark-submit is not installed beside the interpreter")
+def test_spark_submit_with_the_wheel_on_a_local_cluster(cobrix_corpus: Path, tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(REPO)],
+        check=True, capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("coupler-*.whl")
+    case = cobrix_corpus / "04_test5_ebcdic_rdw_multiseg"
+    cpy, data = case / "test5_copybook.cob", case / "test5_data" / "COMP.DETAILS.SEP30.DATA.dat"
+    out = tmp_path / "out"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run(
+        [str(SPARK_SUBMIT), "--master", "local-cluster[2,1,1024]", "--py-files", str(wheel),
+         "--conf", "spark.ui.enabled=false", spark_main.__file__,
+         "batch", "translate", "--master", "submit", "--from", f"copybook:{cpy}", "--to", "parquet",
+         "-o", "record_format=V", "-o", "input_split_records=100", str(data), "--output", str(out), "--json"],
+        env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parts = sorted(out.glob("part-*.parquet"))
+    assert len(parts) == 10  # 1000 records in splits of 100, one file per task
+    got = [r for p in parts for r in pq.read_table(p).to_pylist()]
+    lay = layout.build_layout(parser.parse_file(cpy))
+    expected = list(decoder.decode_files(lay, [data], CopybookOptions.from_mapping({"record_format": "V"})))
+    assert len(got) == len(expected) == 1000
+    assert got == expected
