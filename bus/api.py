@@ -8,7 +8,8 @@ Lifecycle, as the daemon drives it::
 
     adapter = AdapterType(name, options, context)   # options: the site's [adapters.options],
                                                     # path options resolved (see path_options)
-    adapter.targets, adapter.identity, adapter.channel, adapter.format = ...  # from site.toml
+    adapter.direction, adapter.targets, adapter.identity, adapter.channel, adapter.format = ...
+                                                    # from the [[adapters]] entry of site.toml
     adapter.start()            # open connections, start polling threads (inbound)
     adapter.handle(command)    # a common command for it -> Reply (or raise CommandFault)
     adapter.deliver(envelope)  # outbound: a document from its channel, to the legacy system
@@ -153,6 +154,9 @@ class Adapter:
     #: the daemon makes relative ones absolute against the directory of site.toml
     path_options: ClassVar[tuple[str, ...]] = ()
 
+    #: which way documents flow for this instance: ``inbound``, ``outbound`` or ``both``
+    #: (site.toml ``direction``, the one source of it; the daemon sets it before ``start``)
+    direction: str = "both"
     #: command targets it serves besides its name (site.toml ``targets``)
     targets: tuple[str, ...] = ()
     #: application identity ``{class, provider, name, version}`` (site.toml ``identity``)
@@ -209,6 +213,7 @@ class Adapter:
             "type": self.type_name,
             "commands": list(self.commands),
             "directions": list(self.directions),
+            "direction": self.direction,
             "targets": [self.name, *self.targets],
             "identity": dict(self.identity) if self.identity else None,
             "channel": self.channel,

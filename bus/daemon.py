@@ -230,6 +230,7 @@ class Daemon:
             self.statistics.add(ad.name, ad.type)
             try:
                 adapter = cls(ad.name, dict(options), context)
+                adapter.direction = ad.direction
                 adapter.targets = tuple(ad.targets)
                 adapter.identity = dict(ad.identity) if ad.identity else None
                 adapter.channel = ad.channel

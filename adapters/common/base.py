@@ -30,7 +30,12 @@ class FileAdapterBase(Adapter):
         super().__init__(name, options, context)
         opts = Options(name, options)
         self.opts = opts
-        self.direction_option: str | None = opts.string("direction", None, choices=DIRECTIONS)
+        if "direction" in options:
+            raise AdapterConfigError(
+                "options.direction is not an option: the adapter's `direction` in site.toml says which way files flow",
+                where=f"adapters[{name}].options.direction",
+                hint="move it up to the [[adapters]] entry (direction = \"inbound\", \"outbound\" or \"both\")",
+            )
         self.inbound: InboundSettings = read_inbound_settings(opts)
         self.outbound: OutboundSettings = read_outbound_settings(opts)
         self.poll_interval = opts.number("poll_interval", 5.0, minimum=0.01)
@@ -74,13 +79,13 @@ class FileAdapterBase(Adapter):
         return Path(self.context.data_dir)
 
     def resolved_direction(self) -> str:
-        direction = getattr(self, "direction", None) or self.direction_option
-        if direction is None:
+        """The direction of this instance (site.toml ``direction``, set by the daemon)."""
+        if self.direction not in DIRECTIONS:
             raise AdapterConfigError(
-                "say which way files flow", where=f"adapters[{self.name}].options.direction",
-                hint='set direction = "inbound" or "outbound" in the adapter options',
+                f"direction {self.direction!r} is not one of {', '.join(DIRECTIONS)}",
+                where=f"adapters[{self.name}].direction",
             )
-        return direction
+        return self.direction
 
     def start(self) -> None:
         direction = self.resolved_direction()
@@ -145,7 +150,6 @@ class FileAdapterBase(Adapter):
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
-        info["direction"] = getattr(self, "direction", None) or self.direction_option
         if self.poller is not None:
             info["health"] = self.poller.health()
         if self.pipeline is not None:

@@ -59,8 +59,9 @@ class FileDropAdapter(FileAdapterBase):
         direction = super().resolved_direction()
         if direction == "both" and self.output_directory is None:
             raise AdapterConfigError(
-                "direction both needs output_directory (else the adapter would read its own output)",
+                "direction \"both\" needs output_directory (else the adapter would read its own output)",
                 where=f"adapters[{self.name}].options.output_directory",
+                hint='or set the direction of the adapter to "inbound" or "outbound" in site.toml',
             )
         return direction
 

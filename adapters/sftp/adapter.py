@@ -40,8 +40,9 @@ class SftpAdapter(FileAdapterBase):
         direction = super().resolved_direction()
         if direction == "both" and self.remote_output_directory is None:
             raise CouplerError(
-                "direction both needs remote_output_directory (else the adapter would read its own uploads)",
+                "direction \"both\" needs remote_output_directory (else the adapter would read its own uploads)",
                 where=f"adapters[{self.name}].options.remote_output_directory",
+                hint='or set the direction of the adapter to "inbound" or "outbound" in site.toml',
             )
         return direction
 

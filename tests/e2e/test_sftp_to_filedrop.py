@@ -52,7 +52,6 @@ direction = "inbound"
 channel = "customers"
 format = "acme.Customer@1"
 [adapters.options]
-direction = "inbound"
 host = "127.0.0.1"
 port = {sshd.port}
 username = "root"
@@ -73,7 +72,6 @@ type = "filedrop"
 direction = "outbound"
 channel = "customers"
 [adapters.options]
-direction = "outbound"
 directory = "{out}"
 file_name = "customers.jsonl"
 file_exists = "append"

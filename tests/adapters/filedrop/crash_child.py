@@ -23,8 +23,8 @@ def main(site: str, drop: str, kill: str) -> None:
     ctx = bus.context("drop")
     a = adapter(
         FileDropAdapter, "drop",
-        {"directory": drop, "direction": "inbound", "autopoll": False, "stable_seconds": 0, "payload": "lines"},
-        ctx, format=FormatIndicator.parse("acme.Line@1"),
+        {"directory": drop, "autopoll": False, "stable_seconds": 0, "payload": "lines"},
+        ctx, format=FormatIndicator.parse("acme.Line@1"), direction="inbound",
     )
     if kill == "before-archive":
         def die(self: InboundPipeline, info: object) -> None:

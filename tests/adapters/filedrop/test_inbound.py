@@ -17,8 +17,9 @@ from ..filebus import Bus, adapter
 
 
 def make(bus: Bus, drop: Path, **options):
-    opts = {"directory": str(drop), "direction": "inbound", "stable_seconds": 0, "autopoll": False, **options}
-    a = adapter(FileDropAdapter, "drop", opts, bus.context("drop"), format=FormatIndicator.parse("acme.Order@1"))
+    opts = {"directory": str(drop), "stable_seconds": 0, "autopoll": False, **options}
+    a = adapter(FileDropAdapter, "drop", opts, bus.context("drop"), format=FormatIndicator.parse("acme.Order@1"),
+                direction="inbound")
     return a
 
 
@@ -238,11 +239,16 @@ def test_poller_thread_takes_files_and_stops(bus: Bus, tmp_path: Path) -> None:
         a.stop()
 
 
-def test_unknown_option_and_missing_direction_are_errors(bus: Bus, tmp_path: Path) -> None:
+def test_unknown_option_and_a_direction_option_are_errors(bus: Bus, tmp_path: Path) -> None:
     with pytest.raises(AdapterConfigError, match=r"adapters\[drop\]\.options: unknown option stable_secs"):
         FileDropAdapter("drop", {"directory": str(tmp_path), "stable_secs": 1}, bus.context("drop"))
+    # the direction is the adapter's (site.toml [[adapters]] direction), not an option
+    with pytest.raises(AdapterConfigError, match=r"adapters\[drop\]\.options\.direction: .*site\.toml"):
+        FileDropAdapter("drop", {"directory": str(tmp_path), "direction": "inbound"}, bus.context("drop"))
+    # both ways without an output directory would read its own output
     a = FileDropAdapter("drop", {"directory": str(tmp_path)}, bus.context("drop"))
-    with pytest.raises(AdapterConfigError, match="direction"):
+    assert a.direction == "both"
+    with pytest.raises(AdapterConfigError, match="output_directory"):
         a.start()
 
 

@@ -19,7 +19,7 @@ FMT = FormatIndicator.parse("acme.Order@2;application/json")
 
 
 def make(bus: Bus, out: Path, **options):
-    a = adapter(FileDropAdapter, "out", {"directory": str(out), "direction": "outbound", **options}, bus.context("out"))
+    a = adapter(FileDropAdapter, "out", {"directory": str(out), **options}, bus.context("out"), direction="outbound")
     a.start()
     return a
 

@@ -31,8 +31,8 @@ def options(sshd: Sshd, remote: Path, **extra) -> dict:
 
 
 def inbound(bus: Bus, sshd: Sshd, remote: Path, **extra) -> SftpAdapter:
-    a = adapter(SftpAdapter, "sftp-in", options(sshd, remote, direction="inbound", **extra), bus.context("sftp-in"),
-                format=FormatIndicator.parse("acme.File@1"))
+    a = adapter(SftpAdapter, "sftp-in", options(sshd, remote, **extra), bus.context("sftp-in"),
+                format=FormatIndicator.parse("acme.File@1"), direction="inbound")
     a.start()
     return a
 
@@ -97,9 +97,9 @@ def test_large_directory_is_listed_page_by_page_and_limited_per_poll(bus: Bus, s
 
 
 def test_outbound_upload_temp_then_rename_mkdirs_chmod_policy(bus: Bus, sshd: Sshd, remote: Path) -> None:
-    opts = options(sshd, remote, direction="outbound", file_name="{prop.dir}/{prop.name}", chmod="0604",
+    opts = options(sshd, remote, file_name="{prop.dir}/{prop.name}", chmod="0604",
                    file_exists="unique", done_file_suffix=".done")
-    a = adapter(SftpAdapter, "sftp-out", opts, bus.context("sftp-out", channel="out"))
+    a = adapter(SftpAdapter, "sftp-out", opts, bus.context("sftp-out", channel="out"), direction="outbound")
     a.start()
     try:
         fmt = FormatIndicator.parse("acme.Doc@1;application/json")
