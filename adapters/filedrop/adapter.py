@@ -37,6 +37,8 @@ class FileDropAdapter(FileAdapterBase):
     """Files in a local directory to the bus, and documents from the bus to files."""
 
     type_name = "filedrop"
+    #: relative ones are relative to the directory of site.toml (the daemon resolves them)
+    path_options = ("directory", "output_directory", "copybook", "batch_dir")
 
     def read_options(self, opts: Options) -> None:
         self.directory = Path(opts.string("directory"))

@@ -22,6 +22,9 @@ class SftpAdapter(FileAdapterBase):
     """Files on an SFTP server to the bus, and documents from the bus to files on it."""
 
     type_name = "sftp"
+    #: local files only (remote directories are paths on the server); relative ones are
+    #: relative to the directory of site.toml (the daemon resolves them)
+    path_options = ("private_key", "known_hosts", "copybook", "batch_dir")
 
     def read_options(self, opts: Options) -> None:
         self.settings = read_connection_settings(opts)

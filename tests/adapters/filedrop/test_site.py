@@ -1,5 +1,5 @@
 """File drop adapters run by the daemon from a site.toml: the site-level `direction` is the
-only one."""
+only one, and relative paths in options are relative to the directory of site.toml."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ direction = "inbound"
 channel = "lines"
 format = "test.Line@1"
 [adapters.options]
-directory = "{root}/drop"
+directory = "drop"
 payload = "lines"
 stable_seconds = 0
 poll_interval = 0.05
@@ -38,7 +38,7 @@ type = "filedrop"
 direction = "outbound"
 channel = "lines"
 [adapters.options]
-directory = "{root}/out"
+directory = "out"
 file_name = "all.txt"
 file_exists = "append"
 line_terminator = "\\n"
@@ -65,9 +65,28 @@ def wait_for(predicate, what: str, timeout: float = 30.0):  # type: ignore[no-un
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def test_relative_directories_and_the_site_level_direction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "site.toml").write_text(SITE)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # relative to site.toml, not to the working directory
+    with running(site_dir / "site.toml") as daemon:
+        inbound, outbound = daemon.adapters["lines-in"].adapter, daemon.adapters["lines-out"].adapter
+        assert inbound.describe()["direction"] == "inbound" and outbound.describe()["direction"] == "outbound"
+        assert inbound.pipeline is not None and inbound.writer is None
+        assert outbound.writer is not None and outbound.pipeline is None
+        (site_dir / "drop" / "batch.txt").write_text("one\ntwo\n")
+        target = site_dir / "out" / "all.txt"
+        wait_for(lambda: target.exists() and target.read_text() == "one\ntwo\n", "the lines written out")
+        assert (site_dir / "drop" / "archive" / "batch.txt").exists()
+    assert not (elsewhere / "drop").exists() and not (elsewhere / "out").exists()
+
+
 def test_direction_in_the_options_is_refused_with_where_it_belongs(tmp_path: Path) -> None:
-    text = SITE.replace('[adapters.options]\ndirectory = "{root}/out"', '[adapters.options]\ndirection = "outbound"\ndirectory = "{root}/out"')
-    (tmp_path / "site.toml").write_text(text.replace("{root}", str(tmp_path)))
+    text = SITE.replace('[adapters.options]\ndirectory = "out"', '[adapters.options]\ndirection = "outbound"\ndirectory = "out"')
+    (tmp_path / "site.toml").write_text(text)
     daemon = Daemon(load_site(tmp_path / "site.toml"))
     with pytest.raises(CouplerError, match=r"lines-out.*options\.direction.*direction. in site\.toml") as info:
         daemon.start()
