@@ -12,6 +12,13 @@ consumer process.
 SQLite runs with ``synchronous`` FULL and NORMAL. RabbitMQ (127.0.0.1:5672, guest/guest):
 durable queue, persistent messages (delivery_mode=2), publisher confirms (a window of the
 batch size, confirmed before the next window), manual acks (``multiple`` per batch).
+"raw sqlite3" is the floor of the embedded store: the same workload on one table with plain
+``sqlite3`` calls (insert, ``UPDATE ... RETURNING`` lease, delete), no envelopes, no journal.
+
+Every run reports the 1-minute load average when it started and the CPU time (not wall
+time) the producer and the consumer spent per message: on a shared machine the wall-clock
+rate depends on what else runs, the CPU cost does much less. Before the runs the script
+measures what one fsync'd commit costs on the disk of the temporary directory.
 
 Usage: .venv/bin/python benchmarks/bus_throughput.py [--quick] [--json FILE]
 """
@@ -45,19 +52,23 @@ def _stamp(body: bytes) -> float:
 # -- SQLite -------------------------------------------------------------------------------
 
 
-def _sqlite_producer(data_dir: str, sync: str, count: int, batch: int, rate: float | None, go: Any) -> None:
+def _sqlite_producer(
+    data_dir: str, sync: str, count: int, batch: int, rate: float | None, out: Any, go: Any
+) -> None:
     from coupler.bus.sqlite_transport import SqliteTransport
     from coupler.canonical import Envelope
 
     t = SqliteTransport(data_dir, synchronous=sync).open()
     go.wait()
     start = time.monotonic()
+    cpu = time.process_time()
     for i in range(0, count, batch):
         if rate:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
         t.send("bench", [Envelope(format="bench.Item@1", body=_body(i + j)) for j in range(min(batch, count - i))])
+    out.put(("producer", time.process_time() - cpu))
     t.close()
 
 
@@ -69,6 +80,7 @@ def _sqlite_consumer(data_dir: str, sync: str, count: int, batch: int, out: Any,
     got = 0
     go.wait()
     start = time.monotonic()
+    cpu = time.process_time()
     while got < count:
         ds = t.receive_wait("bench", "consumer", max=batch, wait=5)
         if not ds:
@@ -77,7 +89,7 @@ def _sqlite_consumer(data_dir: str, sync: str, count: int, batch: int, out: Any,
         done = time.monotonic()
         latencies.extend(done - _stamp(d.envelope.body) for d in ds)
         got += len(ds)
-    out.put((start, time.monotonic(), latencies))
+    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
     t.close()
 
 
@@ -92,9 +104,130 @@ def run_sqlite(sync: str, count: int, batch: int, rate: float | None = None) -> 
         consumer_batch = 100 if rate else batch
         procs = [
             ctx.Process(target=_sqlite_consumer, args=(data_dir, sync, count, consumer_batch, out, go)),
-            ctx.Process(target=_sqlite_producer, args=(data_dir, sync, count, batch, rate, go)),
+            ctx.Process(target=_sqlite_producer, args=(data_dir, sync, count, batch, rate, out, go)),
         ]
         return _run(procs, go, out, count)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+# -- raw sqlite3: the floor of the embedded store ------------------------------------------
+
+
+def _raw_connect(path: str, sync: str) -> Any:
+    import sqlite3
+
+    db = sqlite3.connect(path, timeout=0, isolation_level=None)
+    db.execute(f"PRAGMA synchronous={sync}")
+    return db
+
+
+def _raw_locked(db: Any, sql: str) -> None:
+    """Run ``sql`` (BEGIN IMMEDIATE) again while another process holds the write lock."""
+    import sqlite3
+
+    while True:
+        try:
+            db.execute(sql)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            time.sleep(0.0001)
+
+
+def _raw_producer(path: str, sync: str, count: int, batch: int, out: Any, go: Any) -> None:
+    db = _raw_connect(path, sync)
+    go.wait()
+    cpu = time.process_time()
+    for i in range(0, count, batch):
+        rows = [(time.time(), _body(i + j)) for j in range(min(batch, count - i))]
+        _raw_locked(db, "BEGIN IMMEDIATE")
+        db.executemany("INSERT INTO q (visible_at, body) VALUES (?, ?)", rows)
+        db.execute("COMMIT")
+    out.put(("producer", time.process_time() - cpu))
+
+
+def _raw_consumer(path: str, sync: str, count: int, batch: int, out: Any, go: Any) -> None:
+    db = _raw_connect(path, sync)
+    latencies: list[float] = []
+    got = 0
+    go.wait()
+    start = time.monotonic()
+    cpu = time.process_time()
+    while got < count:
+        now = time.time()
+        if db.execute("SELECT 1 FROM q WHERE visible_at <= ? LIMIT 1", (now,)).fetchone() is None:
+            time.sleep(0.0002)
+            continue
+        db.execute("PRAGMA synchronous=NORMAL")  # the lease needs no fsync (as in the store)
+        _raw_locked(db, "BEGIN IMMEDIATE")
+        rows = db.execute(
+            "UPDATE q SET visible_at = ? WHERE id IN "
+            "(SELECT id FROM q WHERE visible_at <= ? ORDER BY visible_at, id LIMIT ?) RETURNING id, body",
+            (now + 30, now, batch),
+        ).fetchall()
+        db.execute("COMMIT")
+        db.execute(f"PRAGMA synchronous={sync}")
+        _raw_locked(db, "BEGIN IMMEDIATE")
+        db.executemany("DELETE FROM q WHERE id = ?", [(r[0],) for r in rows])
+        db.execute("COMMIT")
+        done = time.monotonic()
+        latencies.extend(done - _stamp(r[1]) for r in rows)
+        got += len(rows)
+    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
+
+
+def run_raw(sync: str, count: int, batch: int) -> dict[str, Any]:
+    data_dir = tempfile.mkdtemp(prefix="coupler-bench-raw-")
+    try:
+        path = os.path.join(data_dir, "raw.db")
+        db = _raw_connect(path, sync)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE q (id INTEGER PRIMARY KEY, visible_at REAL NOT NULL, body BLOB NOT NULL)")
+        db.execute("CREATE INDEX q_ready ON q (visible_at)")
+        db.close()
+        ctx = mp.get_context("spawn")
+        go, out = ctx.Event(), ctx.Queue()
+        procs = [
+            ctx.Process(target=_raw_consumer, args=(path, sync, count, batch, out, go)),
+            ctx.Process(target=_raw_producer, args=(path, sync, count, batch, out, go)),
+        ]
+        return _run(procs, go, out, count)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def commit_cost(n: int = 300) -> dict[str, Any]:
+    """What one fsync'd commit costs here: ``os.fsync`` of 4 KiB, a SQLite WAL commit (FULL)."""
+    import sqlite3
+
+    data_dir = tempfile.mkdtemp(prefix="coupler-bench-fsync-")
+    try:
+        load = os.getloadavg()[0]
+        fd = os.open(os.path.join(data_dir, "f"), os.O_WRONLY | os.O_CREAT)
+        w, c = time.perf_counter(), time.process_time()
+        for i in range(n):
+            os.pwrite(fd, b"x" * 4096, (i % 16) * 4096)
+            os.fsync(fd)
+        fsync = ((time.perf_counter() - w) / n, (time.process_time() - c) / n)
+        os.close(fd)
+        db = sqlite3.connect(os.path.join(data_dir, "c.db"), isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)")
+        w, c = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO t (b) VALUES (?)", (b"y" * 1024,))
+            db.execute("COMMIT")
+        commit = ((time.perf_counter() - w) / n, (time.process_time() - c) / n)
+        db.close()
+        return {
+            "fsync_us": round(fsync[0] * 1e6), "fsync_cpu_us": round(fsync[1] * 1e6),
+            "commit_full_us": round(commit[0] * 1e6), "commit_full_cpu_us": round(commit[1] * 1e6),
+            "load": round(load, 2),
+        }
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -110,16 +243,17 @@ def _rmq_params() -> Any:
     return pika.ConnectionParameters("127.0.0.1", 5672, credentials=pika.PlainCredentials("guest", "guest"))
 
 
-def _rmq_producer(count: int, batch: int, rate: float | None, go: Any) -> None:
+def _rmq_producer(count: int, batch: int, rate: float | None, out: Any, go: Any) -> None:
     """Publishes windows of ``batch`` persistent messages, each window confirmed before the next."""
     import pika
 
     props = pika.BasicProperties(delivery_mode=2)
-    state = {"sent": 0, "confirmed": 0, "start": 0.0}
+    state = {"sent": 0, "confirmed": 0, "start": 0.0, "cpu": 0.0}
 
     def publish_window(channel: Any) -> None:
         i = state["sent"]
         if i >= count:
+            out.put(("producer", time.process_time() - state["cpu"]))
             channel.connection.close()
             return
         if rate:
@@ -144,6 +278,7 @@ def _rmq_producer(count: int, batch: int, rate: float | None, go: Any) -> None:
         channel.confirm_delivery(lambda frame: on_confirm(frame, channel))
         go.wait()
         state["start"] = time.monotonic()
+        state["cpu"] = time.process_time()
         publish_window(channel)
 
     conn = pika.SelectConnection(
@@ -164,6 +299,7 @@ def _rmq_consumer(count: int, batch: int, out: Any, go: Any) -> None:
     got = 0
     go.wait()
     start = time.monotonic()
+    cpu = time.process_time()
     pending = 0
     last_tag = 0
     stamps: list[float] = []
@@ -188,7 +324,7 @@ def _rmq_consumer(count: int, batch: int, out: Any, go: Any) -> None:
             pending = 0
         if got >= count:
             break
-    out.put((start, time.monotonic(), latencies))
+    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
     ch.cancel()
     conn.close()
 
@@ -213,7 +349,7 @@ def run_rabbitmq(count: int, batch: int, rate: float | None = None) -> dict[str,
     go, out = ctx.Event(), ctx.Queue()
     procs = [
         ctx.Process(target=_rmq_consumer, args=(count, 100 if rate else batch, out, go)),
-        ctx.Process(target=_rmq_producer, args=(count, batch, rate, go)),
+        ctx.Process(target=_rmq_producer, args=(count, batch, rate, out, go)),
     ]
     return _run(procs, go, out, count)
 
@@ -225,13 +361,15 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
     for p in procs:
         p.start()
     time.sleep(1.0)  # both connected and waiting
+    load = os.getloadavg()[0]
     go.set()
     t0 = time.monotonic()
-    start, end, latencies = out.get(timeout=600)
+    reports = dict(out.get(timeout=600) for _ in range(2))
     for p in procs:
         p.join(60)
         if p.exitcode != 0:
             raise RuntimeError(f"{p.name} exited with {p.exitcode}")
+    start, end, latencies, consumer_cpu = reports["consumer"]
     latencies.sort()
     elapsed = end - min(start, t0)
     return {
@@ -240,6 +378,9 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
         "msg_per_s": round(count / elapsed),
         "p50_ms": round(latencies[len(latencies) // 2] * 1000, 3),
         "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 3),
+        "producer_cpu_us": round(reports["producer"] / count * 1e6, 1),
+        "consumer_cpu_us": round(consumer_cpu / count * 1e6, 1),
+        "load": round(load, 2),
     }
 
 
@@ -258,14 +399,30 @@ def main(argv: list[str] | None = None) -> int:
     have_rmq = rabbitmq_available()
     if not have_rmq:
         print("RabbitMQ on 127.0.0.1:5672 not reachable: no baseline", file=sys.stderr)
-    print(f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}", flush=True)
+    cost = results["commit_cost"] = commit_cost()
+    print(
+        f"one fsync'd commit here: os.fsync {cost['fsync_us']} us (cpu {cost['fsync_cpu_us']} us), "
+        f"SQLite WAL FULL commit {cost['commit_full_us']} us (cpu {cost['commit_full_cpu_us']} us), "
+        f"load {cost['load']}",
+        flush=True,
+    )
+    print(
+        f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'prod us':>8} {'cons us':>8} {'load':>6}",
+        flush=True,
+    )
 
     def record(name: str, r: dict[str, Any]) -> None:
         runs[name] = r
-        print(f"{name:32} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}", flush=True)
+        print(
+            f"{name:32} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
+            f"{r['producer_cpu_us']:8.1f} {r['consumer_cpu_us']:8.1f} {r['load']:6.2f}",
+            flush=True,
+        )
 
-    # interleaved so that both sides see the same machine load
+    # interleaved so that all sides see the same machine load
     for batch, n in ((100, n100), (1, n1)):
+        record(f"raw sqlite3 FULL batch {batch}", run_raw("FULL", n, batch))
         for sync in ("FULL", "NORMAL"):
             record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
         if have_rmq:
@@ -274,9 +431,12 @@ def main(argv: list[str] | None = None) -> int:
         record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
     if have_rmq:
         record("rabbitmq latency @1000/s", run_rabbitmq(nlat, 1, rate=1000))
-    if have_rmq:
-        for b in ("batch 100", "batch 1"):
-            ratio = runs[f"sqlite FULL {b}"]["msg_per_s"] / runs[f"rabbitmq {b}"]["msg_per_s"]
+    for b in ("batch 100", "batch 1"):
+        full = runs[f"sqlite FULL {b}"]
+        ratio = full["msg_per_s"] / runs[f"raw sqlite3 FULL {b}"]["msg_per_s"]
+        print(f"sqlite FULL / raw sqlite3, {b}: {ratio:.2f}x")
+        if have_rmq:
+            ratio = full["msg_per_s"] / runs[f"rabbitmq {b}"]["msg_per_s"]
             print(f"sqlite FULL / rabbitmq, {b}: {ratio:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
