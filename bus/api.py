@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 #: the common command set (DESIGN.md)
 COMMON_COMMANDS = ("send", "fetch", "request", "ping", "describe")
 
+#: values of ``health()["status"]``, from good to bad
+HEALTH_STATES = ("ok", "degraded", "down")
+
 #: fault codes of a :class:`CommandFault` (the ``code`` of a ``coupler.commands.Fault`` reply)
 FAULT_CODES = ("unserved", "unsupported", "invalid", "failed", "paused", "timeout")
 
@@ -206,6 +209,16 @@ class Adapter:
         """Outbound: hand one document to the legacy system (raise to have it redelivered)."""
         raise CommandFault(f"adapter {self.name!r} cannot deliver documents", code="unsupported")
 
+    def health(self) -> dict[str, Any]:
+        """How the adapter is doing, for ``coupler ctl status`` and ``ctl adapters``.
+
+        ``status`` is ``ok``, ``degraded`` (working, but something needs a look: a poll taking
+        too long, failing polls) or ``down`` (it cannot reach its legacy system); ``problems``
+        says what, one line each. Adapter types add details of their own (connection, poll).
+        Called from the Control Bus thread: keep it cheap and never block on I/O.
+        """
+        return {"status": "ok", "problems": []}
+
     def describe(self) -> dict[str, Any]:
         """What this adapter can do (the ``describe`` command's reply)."""
         return {
@@ -218,6 +231,7 @@ class Adapter:
             "identity": dict(self.identity) if self.identity else None,
             "channel": self.channel,
             "format": str(self.format) if self.format else None,
+            "health": self.health(),
         }
 
 

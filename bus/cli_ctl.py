@@ -27,9 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_site_argument(p)
     ops = p.add_subparsers(dest="ctl_command", metavar="OPERATION", required=True)
     for name, text in (
-        ("status", "the daemon, its adapters, channels and alerts"),
+        ("status", "the daemon, its adapters (state, health), channels and alerts"),
         ("channels", "every channel: depth, oldest message age, counters"),
-        ("adapters", "every adapter: state, in/out/failed counts, last heartbeat"),
+        ("adapters", "every adapter: state, health, in/out/failed counts, last heartbeat"),
         ("identities", "registered application identities"),
     ):
         q = ops.add_parser(name, help=text)
@@ -144,9 +144,21 @@ def _print_adapters(adapters: list[dict[str, Any]]) -> None:
         print("no adapters")
         return
     _table(
-        [[a["name"], a["type"], a["state"], _count(a["in"]), _count(a["out"]), _count(a["failed"]), _age(a["last_heartbeat_age"]), a.get("error") or ""] for a in adapters],
-        ["ADAPTER", "TYPE", "STATE", "IN", "OUT", "FAILED", "HEARTBEAT", "ERROR"],
+        [[a["name"], a["type"], a["state"], _health(a.get("health")), _count(a["in"]), _count(a["out"]), _count(a["failed"]),
+          _age(a["last_heartbeat_age"]), a.get("error") or ""] for a in adapters],
+        ["ADAPTER", "TYPE", "STATE", "HEALTH", "IN", "OUT", "FAILED", "HEARTBEAT", "ERROR"],
     )
+
+
+def _health(health: dict[str, Any] | None) -> str:
+    """``ok``, or the status with the first problem (``degraded: poll overdue: ...``)."""
+    if not health:
+        return "-"
+    problems = health.get("problems") or []
+    if not problems:
+        return str(health.get("status", "ok"))
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{health.get('status', 'degraded')}: {problems[0]}{more}"
 
 
 def _print_human(op: str, result: Any) -> None:
@@ -157,7 +169,8 @@ def _print_human(op: str, result: Any) -> None:
             print(f"site {result['site']}: {result['state']} (pid {result['pid']}, up {_age(result['uptime_seconds'])})")
         print(f"data directory: {result['data_dir']}")
         for alert in result["alerts"]:
-            print(f"ALERT channel {alert['channel']}: {alert['alert']}")
+            subject = f"adapter {alert['adapter']}" if "adapter" in alert else f"channel {alert['channel']}"
+            print(f"ALERT {subject}: {alert['alert']}")
         print()
         _print_adapters(result["adapters"])
         print()

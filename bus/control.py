@@ -100,7 +100,8 @@ class StoreService:
             "transport": repr(self.transport),
             "adapters": [
                 {"name": a.name, "type": a.type, "state": "stopped" if a.enabled else "disabled",
-                 "in": None, "out": None, "failed": None, "last_heartbeat_age": None, "error": None}
+                 "in": None, "out": None, "failed": None, "last_heartbeat_age": None, "error": None,
+                 "health": None}
                 for a in site.adapters
             ],
             "routes": [r.name for r in site.routes],
@@ -158,7 +159,7 @@ class ControlService(StoreService):
 
     def op_adapters(self) -> list[dict[str, Any]]:
         out = []
-        snapshot = {s["name"]: s for s in self.daemon.statistics.snapshot()}
+        snapshot = {s["name"]: s for s in self.daemon.adapter_rows()}
         for name, ra in self.daemon.adapters.items():
             row = dict(snapshot.get(name, {}))
             row.update(

@@ -602,9 +602,32 @@ class Daemon:
         self._control = ControlServer(self.site.control_socket, ControlService(self))
         self._control.start()
 
+    def adapter_health(self, name: str) -> dict[str, Any] | None:
+        """``adapter.health()`` of a started adapter (None when it is not running)."""
+        ra = self.adapters.get(name)
+        if ra is None or not ra.started:
+            return None
+        try:
+            return ra.adapter.health()
+        except Exception as exc:  # a broken health() must not break ctl status
+            log.exception("adapter %s: health() failed", name, extra={"adapter": name})
+            return {"status": "degraded", "problems": [f"health() failed: {type(exc).__name__}: {exc}"]}
+
+    def adapter_rows(self) -> list[dict[str, Any]]:
+        """The statistics of every adapter with its health (``ctl status``/``ctl adapters``)."""
+        rows = self.statistics.snapshot()
+        for row in rows:
+            row["health"] = self.adapter_health(row["name"])
+        return rows
+
     def status(self) -> dict[str, Any]:
         assert self.transport is not None
         self._check_stuck()
+        adapters = self.adapter_rows()
+        alerts: list[dict[str, Any]] = [{"channel": c, "alert": a} for c, a in sorted(self.alerts.items())]
+        for row in adapters:
+            for problem in (row["health"] or {}).get("problems", []):
+                alerts.append({"adapter": row["name"], "alert": problem})
         return {
             "site": self.site.name,
             "site_file": str(self.site.path),
@@ -614,11 +637,11 @@ class Daemon:
             "started_at": datetime.fromtimestamp(self.started_at or time.time(), UTC).isoformat(),
             "uptime_seconds": round(time.time() - (self.started_at or time.time()), 3),
             "transport": repr(self.transport),
-            "adapters": self.statistics.snapshot(),
+            "adapters": adapters,
             "routes": [r.name for r in self.router.routes],
             "command_channel": self.site.command_channel,
             "commands": list(COMMON_COMMANDS),
-            "alerts": [{"channel": c, "alert": a} for c, a in sorted(self.alerts.items())],
+            "alerts": alerts,
         }
 
 

@@ -42,6 +42,7 @@ class FileAdapterBase(Adapter):
         self.max_interval = opts.number("max_poll_interval", 60.0, minimum=0.01)
         self.idle_backoff = opts.number("idle_backoff", 2.0, minimum=1)
         self.autopoll = opts.boolean("autopoll", True)
+        self.poll_timeout = opts.number("poll_timeout", 600.0, minimum=0.01)
         self.state_retention = opts.number("state_retention_days", 30.0, minimum=0) * 86400
         self.claim_retention = opts.number("claim_retention_hours", 168.0, minimum=0) * 3600
         self.read_options(opts)
@@ -148,10 +149,27 @@ class FileAdapterBase(Adapter):
         details = self.check()
         return Reply(details={"status": "ok", "payload": command.payload, **details})
 
+    def health(self) -> dict[str, Any]:
+        """The poll's health: ``poll_overdue`` when a poll runs longer than ``poll_timeout``,
+        the last poll error; ``status`` degraded when either is the case."""
+        health = super().health()
+        problems: list[str] = health["problems"]
+        if self.poller is not None:
+            poll = self.poller.health()
+            running = poll.get("poll_running_for")
+            poll["poll_overdue"] = bool(running is not None and running > self.poll_timeout)
+            poll["poll_timeout"] = self.poll_timeout
+            if poll["poll_overdue"]:
+                problems.append(f"poll overdue: running for {running:.1f} s (poll_timeout {self.poll_timeout:g} s)")
+            if poll.get("last_error"):
+                problems.append(f"last poll failed: {poll['last_error']}")
+            health["poll"] = poll
+        if problems:
+            health["status"] = "degraded"
+        return health
+
     def describe(self) -> dict[str, Any]:
         info = super().describe()
-        if self.poller is not None:
-            info["health"] = self.poller.health()
         if self.pipeline is not None:
             info["inbound"] = self.pipeline.totals.to_json()
         if self.writer is not None:

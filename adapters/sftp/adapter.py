@@ -31,7 +31,6 @@ class SftpAdapter(FileAdapterBase):
         self.remote_directory = opts.string("remote_directory", ".")
         self.remote_output_directory = opts.string("remote_output_directory", None)
         self.page_size = opts.integer("list_page_size", 100, minimum=1)
-        self.poll_timeout = opts.number("poll_timeout", 600.0, minimum=1)
         self.conn: SftpConnection | None = None
 
     def _connection(self) -> SftpConnection:
@@ -77,13 +76,19 @@ class SftpAdapter(FileAdapterBase):
             raise CommandFault(f"{self.settings.label}: {exc}", code="failed") from exc
         return {"server": self.settings.label}
 
+    def health(self) -> dict[str, Any]:
+        """The poll's health and the connection's: ``down`` while the server cannot be reached
+        (the last attempt failed or the connection was lost and not re-opened yet)."""
+        health = super().health()
+        if self.conn is not None:
+            conn = self.conn.health()
+            health["connection"] = conn
+            if not conn["connected"] and conn["last_connect_error"]:
+                health["problems"].append(f"disconnected from {self.settings.label}: {conn['last_connect_error']}")
+                health["status"] = "down"
+        return health
+
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info["server"] = self.settings.label
-        if self.conn is not None:
-            info["connection"] = self.conn.health()
-        health = info.get("health")
-        if health is not None:
-            running = health.get("poll_running_for")
-            health["poll_overdue"] = bool(running is not None and running > self.poll_timeout)
         return info

@@ -234,7 +234,8 @@ def test_poller_thread_takes_files_and_stops(bus: Bus, tmp_path: Path) -> None:
             time.sleep(0.05)
         assert [m.body for m in msgs] == [b"threaded"]
         described = a.describe()
-        assert described["files"] == {"DONE": 1} and described["health"]["polls"] >= 1
+        assert described["files"] == {"DONE": 1} and described["health"]["poll"]["polls"] >= 1
+        assert described["health"]["status"] == "ok" and not described["health"]["poll"]["poll_overdue"]
     finally:
         a.stop()
 
