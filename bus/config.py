@@ -100,6 +100,8 @@ class RouteConfig:
     mode: str = "first"
     otherwise: str | None = None
     index: int = 0
+    #: the version it reads (``NAME@V``): messages are converted to it (a Datatype Channel)
+    format: str | None = None
 
     @property
     def key_path(self) -> str:
@@ -313,6 +315,11 @@ def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: 
         sources[rt["from"]] = i
         if rt["otherwise"] is not None:
             _check_channel(rt["otherwise"], f"routes[{i}].otherwise", problems)
+        if rt["format"] is not None:
+            try:
+                FormatIndicator.parse(rt["format"])
+            except FormatIndicatorError as exc:
+                problems.append(f"routes[{i}].format: {exc}")
         for j, rule in enumerate(rt["rules"]):
             at = f"routes[{i}].rules[{j}]"
             if not rule["to"]:
@@ -380,6 +387,7 @@ def _typed(data: dict[str, Any], raw: dict[str, Any], path: Path) -> SiteConfig:
                 mode=r["mode"],
                 otherwise=r["otherwise"],
                 index=i,
+                format=r["format"],
             )
             for i, r in enumerate(data["routes"])
         ],

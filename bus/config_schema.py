@@ -360,6 +360,15 @@ SITE_SCHEMA = Field(
                 Field("name", STRING, "Route name (default: route-<index>).", None),
                 Field("from", STRING, "Input channel.", REQUIRED),
                 Field(
+                    "format",
+                    STRING,
+                    "The version the route reads (NAME@V), as an outbound adapter declares it: every "
+                    "message of entity NAME is converted to version V by the schema registry before "
+                    "the rules see it (the input channel becomes a Datatype Channel of NAME); a "
+                    "message that cannot be converted goes to the Invalid Message Channel with the reason.",
+                    None,
+                ),
+                Field(
                     "mode",
                     STRING,
                     "`first`: Content-Based Router, the first matching rule wins; `all`: every matching rule's channels (Recipient List).",

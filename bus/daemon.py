@@ -13,7 +13,8 @@ thread per job, each receiving one message at a time under a lease:
   :class:`~coupler.bus.channels.DatatypeChannel`: messages converted to that version by the
   schema registry, those that cannot be converted moved to the Invalid Message Channel;
 * one **route worker** per ``[[routes]]`` entry sends messages on (Content-Based Router,
-  Recipient List);
+  Recipient List); a route declaring the version it reads (``format = "NAME@V"``) receives
+  through a :class:`~coupler.bus.channels.DatatypeChannel` as delivery workers do;
 * the **monitor** records heartbeats, flags stuck channels and runs store maintenance;
 * the **Control Bus** endpoint answers ``coupler ctl`` on a Unix socket.
 
@@ -115,6 +116,8 @@ class Daemon:
         self._registry: Any = None
         #: adapter name -> (the canonical format name of its Datatype Channel, the version it reads)
         self._datatype_readers: dict[str, tuple[str, int]] = {}
+        #: route name -> (the canonical format name it reads, the version)
+        self._route_readers: dict[str, tuple[str, int]] = {}
         self.dispatcher = Dispatcher(self._servants, self._resolve_identity)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -289,21 +292,57 @@ class Daemon:
                 problems.append(f"{ad.key_path}.format: {exc.message}")
                 continue
             self._datatype_readers[ad.name] = (fmt.name, fmt.version)
+        problems += self._check_route_readers()
         if problems:
             raise ConfigError(problems, where=str(self.site.path), hint="`coupler schema list` shows the known versions")
 
+    def _check_route_readers(self) -> list[str]:
+        """Routes declaring the version they read (``[[routes]] format``): it must exist, and
+        their input channel must carry that entity (a channel without a format becomes its
+        Datatype Channel)."""
+        assert self.transport is not None
+        problems = []
+        for route in self.site.routes:
+            if route.format is None:
+                continue
+            fmt = FormatIndicator.parse(route.format)
+            carried = self.transport.channel_config(route.source).format
+            if carried is not None and carried != fmt.name:
+                problems.append(
+                    f"{route.key_path}.format: the route reads {fmt.ref} but its channel "
+                    f"{route.source!r} is a Datatype Channel of {carried}"
+                )
+                continue
+            try:
+                self.registry().get(fmt.name, fmt.version)
+            except CouplerError as exc:
+                problems.append(f"{route.key_path}.format: {exc.message}")
+                continue
+            self._route_readers[route.name] = (fmt.name, fmt.version)
+        return problems
+
     def _datatype_receiver(self, name: str, source: str) -> Receiver | None:
-        """How ``name`` receives ``source`` converted to the version it reads (None: as sent)."""
+        """How adapter ``name`` receives ``source`` converted to the version it reads (None: as sent)."""
         if name not in self._datatype_readers:
             return None
+        return self._converting_receiver(name, source, *self._datatype_readers[name], component=f"adapter:{name}")
+
+    def _route_receiver(self, route: Route, consumer: str, source: str) -> Receiver | None:
+        """How a route receives ``source`` converted to the version it reads (None: as sent)."""
+        if route.name not in self._route_readers:
+            return None
+        return self._converting_receiver(consumer, source, *self._route_readers[route.name], component=consumer)
+
+    def _converting_receiver(self, consumer: str, source: str, format_name: str, version: int, *, component: str) -> Receiver:
+        """Receive ``source`` through a :class:`DatatypeChannel`: converted to ``format_name@version``,
+        what cannot be converted moved to the Invalid Message Channel by ``component``."""
         assert self.transport is not None
-        format_name, version = self._datatype_readers[name]
         channel = DatatypeChannel(self.transport, source, format_name, self.registry())
         log.info(
-            "adapter %s reads Datatype Channel %s as %s@%d", name, source, format_name, version,
-            extra={"adapter": name, "channel": source},
+            "%s reads Datatype Channel %s as %s@%d", component, source, format_name, version,
+            extra={"component": component, "channel": source},
         )
-        return lambda wait: channel.receive(name, version, max=1, wait=wait, component=f"adapter:{name}")
+        return lambda wait: channel.receive(consumer, version, max=1, wait=wait, component=component)
 
     def _servants(self) -> list[Servant]:
         return [ra.servant() for ra in self.adapters.values()]
@@ -370,7 +409,9 @@ class Daemon:
                 )
         for route in self.router.routes:
             consumer = f"route:{route.name}"
-            self._spawn(consumer, self._source(route.source, consumer), consumer, self._route_handler(route))
+            source = self._source(route.source, consumer)
+            self._spawn(consumer, source, consumer, self._route_handler(route),
+                        receive=self._route_receiver(route, consumer, source))
         t = threading.Thread(target=self._monitor, name="monitor", daemon=True)
         t.start()
         self._threads.append(t)

@@ -41,6 +41,8 @@ class Route:
     rules: tuple[CompiledRule, ...]
     mode: str = "first"
     otherwise: str | None = None
+    #: the version it reads (``NAME@V``): the daemon converts messages to it before routing
+    format: str | None = None
 
     @classmethod
     def from_config(cls, config: RouteConfig) -> Route:
@@ -52,6 +54,7 @@ class Route:
             ),
             mode=config.mode,
             otherwise=config.otherwise,
+            format=config.format,
         )
 
     def destinations(self, envelope: Envelope) -> list[str]:
