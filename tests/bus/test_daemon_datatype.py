@@ -144,7 +144,7 @@ def test_what_cannot_be_converted_goes_to_the_invalid_channel(daemon: Daemon, re
     assert "value" in dead[incompatible.message_id].reason
     assert "carries test.Reading, not acme.Address" in dead[other_entity.message_id].reason
     assert "only avro/binary bodies are converted" in dead[json_body.message_id].reason
-    assert all(d.component == "meter-v1" and d.envelope is not None for d in dead.values())
+    assert all(d.component == "adapter:meter-v1" and d.envelope is not None for d in dead.values())
     assert t.receive_wait("meter.out", "test", wait=0.3) == []
 
 
