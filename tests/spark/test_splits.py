@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,20 @@ def test_one_variable_length_file_read_in_parallel_equals_the_sequential_decoder
     got = [r.asDict(recursive=True) for r in df.drop("_corrupt_record").collect()]
     assert len(got) == len(expected) == 3000
     assert got == expected
+
+
+def test_a_corrupt_rdw_in_a_split_file_becomes_a_bad_record_after_the_good_ones(spark: Any, tmp_path: Path) -> None:
+    cpy = tmp_path / "rec.cpy"
+    cpy.write_text(COPYBOOK)
+    data = tmp_path / "bad.dat"
+    offsets = write_rdw_file(data, 400, big_endian=True)
+    raw = bytearray(data.read_bytes())
+    raw[offsets[250] : offsets[250] + 4] = b"\xff\xff\xff\xff"
+    data.write_bytes(bytes(raw))
+    df = (spark.read.format("copybook").option("copybook", str(cpy)).option("record_format", "V")
+          .option("is_rdw_big_endian", "true").option("input_split_records", "60").load(str(data)))
+    rows = df.collect()
+    good = [r for r in rows if r["_corrupt_record"] is None]
+    bad = [json.loads(r["_corrupt_record"]) for r in rows if r["_corrupt_record"] is not None]
+    assert [int(r["NUM"]) for r in good] == list(range(250))
+    assert len(bad) == 1 and bad[0]["offset"] == offsets[250] and "record descriptor word" in bad[0]["reason"]
