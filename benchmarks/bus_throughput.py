@@ -12,8 +12,9 @@ consumer process.
 SQLite runs with ``synchronous`` FULL and NORMAL. RabbitMQ (127.0.0.1:5672, guest/guest):
 durable queue, persistent messages (delivery_mode=2), publisher confirms (a window of the
 batch size, confirmed before the next window), manual acks (``multiple`` per batch).
-"raw sqlite3" is the floor of the embedded store: the same workload on one table with plain
-``sqlite3`` calls (insert, ``UPDATE ... RETURNING`` lease, delete), no envelopes, no journal.
+"raw sqlite3" is the same workload with plain ``sqlite3`` calls on one table holding the
+bodies (insert, ``UPDATE ... RETURNING`` lease, delete): no envelopes, no journal, no
+counters, but the single-table layout of the store's schema version 1.
 
 Every run reports the 1-minute load average when it started and the CPU time (not wall
 time) the producer and the consumer spent per message: on a shared machine the wall-clock
@@ -431,6 +432,15 @@ def main(argv: list[str] | None = None) -> int:
         record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
     if have_rmq:
         record("rabbitmq latency @1000/s", run_rabbitmq(nlat, 1, rate=1000))
+    after = results["commit_cost_after"] = commit_cost()
+    print(
+        f"after the runs: os.fsync {after['fsync_us']} us, SQLite WAL FULL commit "
+        f"{after['commit_full_us']} us, load {after['load']}"
+    )
+    # each message of the FULL batch-1 run needs two fsync'd commits (send, ack), one after
+    # the other under the write lock: the run's own upper bound of what a commit cost
+    one = runs["sqlite FULL batch 1"]
+    print(f"sqlite FULL batch 1: at most {one['seconds'] / one['count'] / 2 * 1e6:.0f} us per fsync'd commit")
     for b in ("batch 100", "batch 1"):
         full = runs[f"sqlite FULL {b}"]
         ratio = full["msg_per_s"] / runs[f"raw sqlite3 FULL {b}"]["msg_per_s"]
