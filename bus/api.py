@@ -19,6 +19,11 @@ Lifecycle, as the daemon drives it::
 adapter publishes what it reads with ``context.publish(envelope)`` and sends what it cannot
 read to the Invalid Message Channel with ``context.invalid(payload, reason)``.
 
+Adapters stay transport- and format-agnostic: the envelope wrapper chain and the field
+mapping of site.toml (``wrappers``, ``mapping``) are applied by the bus, on ``publish``
+(unwrap, legacy -> canonical) and before ``deliver`` / ``handle`` (canonical -> legacy,
+wrap); see :mod:`coupler.bus.adapter_stages`.
+
 Relative file paths in options are relative to the directory of site.toml: an adapter type
 names its path options in :attr:`Adapter.path_options` (``"wsdl"``, ``"tls.cert"``) and the
 daemon resolves them before the adapter is created; other paths can be resolved with
@@ -102,6 +107,16 @@ class CommandFault(CouplerError):
         super().__init__(message, where=where, hint=hint)
 
 
+class InvalidMessage(CommandFault):
+    """``context.publish`` refused a message the bus cannot translate (site.toml ``wrappers``
+    or ``mapping`` of the adapter): it is in the Invalid Message Channel with the reason
+    already. An adapter goes on with its next message (and may tell its peer, e.g. an HL7
+    ``AR``)."""
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(message, code="invalid", where=where, hint=hint)
+
+
 class AdapterContext(Protocol):
     """What the bus gives an adapter: publish, reply, request, logger, config, data dir."""
 
@@ -117,7 +132,12 @@ class AdapterContext(Protocol):
     command_channel: str
 
     def publish(self, envelope: Envelope, channel: str | None = None) -> str:
-        """Send a message durably (to ``channel`` or the adapter's channel); returns its id."""
+        """Send a message durably (to ``channel`` or the adapter's channel); returns its id.
+
+        The body is what the adapter read from its legacy system; when site.toml declares
+        ``wrappers`` or a ``mapping`` for the adapter, the bus unwraps and translates it to
+        the canonical entity first. Raises :class:`InvalidMessage` when it cannot (the message
+        is then in the Invalid Message Channel with the reason)."""
         ...
 
     def reply(self, request: Envelope, reply: Envelope) -> None:

@@ -288,7 +288,9 @@ SITE_SCHEMA = Field(
                     STRING,
                     "Format indicator (NAME@V) of the documents it produces or reads. On a Datatype "
                     "Channel this is the version the adapter reads (it must exist in the schema registry); an "
-                    "outbound adapter also gets command documents of another version of that entity converted to it.",
+                    "outbound adapter also gets command documents of another version of that entity converted to it. "
+                    "An inbound adapter with a `mapping` publishes this version of the mapping's entity "
+                    "(default: the mapping's own).",
                     None,
                 ),
                 Field(
@@ -303,18 +305,25 @@ SITE_SCHEMA = Field(
                 Field(
                     "mapping",
                     STRING,
-                    "Outbound: the field mapping file (docs/mappings.md), relative to site.toml, that turns "
-                    "each document of its canonical entity (a command's document or a channel message; "
-                    "other versions are converted first) into the legacy record before the adapter gets "
-                    "it. A document that cannot be mapped gets a fault `invalid` (commands) or goes to "
-                    "the Invalid Message Channel (channel messages).",
+                    "The field mapping file (docs/mappings.md), relative to site.toml, between the adapter's "
+                    "legacy records and a canonical entity; the bus applies it, the adapter only moves bytes. "
+                    "Inbound: each message the adapter publishes (the record's bytes, read by the mapping's "
+                    "`legacy` spec, or the record as JSON) is mapped legacy -> canonical and goes on the "
+                    "channel as the entity in Avro binary (NAME@V); one that cannot be mapped goes to the "
+                    "Invalid Message Channel with the reason. Outbound: each document of its canonical entity "
+                    "(a command's document or a channel message; other versions are converted first) is "
+                    "mapped into the legacy record before the adapter gets it; one that cannot be mapped gets "
+                    "a fault `invalid` (commands) or goes to the Invalid Message Channel (channel messages).",
                     None,
                 ),
                 Field(
                     "wrappers",
                     TABLES,
-                    "Envelope wrapper chain around the payload, innermost first; unwrapping runs it "
-                    "backwards (see docs/mappings.md). Types: copybook, xml, soap, length, delimited, mllp, stx_etx.",
+                    "Envelope wrapper chain around the payload, innermost first, applied by the bus: what an "
+                    "inbound adapter publishes is unwrapped (the chain backwards, before the `mapping`), what "
+                    "an outbound adapter is handed is wrapped (after the `mapping`); see docs/mappings.md. "
+                    "Types: copybook, xml, soap, length, delimited, mllp, stx_etx. Relative files in their "
+                    "options are relative to site.toml.",
                     default=[],
                     example=(
                         "[[adapters.wrappers]]\n"

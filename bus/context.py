@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
-from .api import CommandFault
+from .api import CommandFault, InvalidMessage
 from .api import resolve_path as _resolve_path
 from .transport import Transport
 
@@ -100,6 +101,7 @@ class BusContext:
         reply_timeout: float = 30.0,
         command_channel: str = "coupler.commands",
         site_dir: Path | None = None,
+        inbound: Callable[[Envelope], Envelope] | None = None,
     ):
         self.name = name
         #: the directory of site.toml (default: the working directory, for embedding)
@@ -114,6 +116,8 @@ class BusContext:
         self._paused = paused or threading.Event()
         self._stopping = stopping or threading.Event()
         self._reply_timeout = reply_timeout
+        #: unwrap and translate what the adapter publishes (bus/adapter_stages.py), if declared
+        self._inbound = inbound
 
     @property
     def component(self) -> str:
@@ -137,9 +141,21 @@ class BusContext:
         self._wait_while_paused()
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
+        if self._inbound is not None:
+            envelope = self._translate(envelope)
         (message_id,) = self._transport.send(target, envelope, component=self.component)
         self._stats.count(self.name, "sent")
         return message_id
+
+    def _translate(self, envelope: Envelope) -> Envelope:
+        """The inbound stage; what it cannot translate goes to the Invalid Message Channel."""
+        assert self._inbound is not None
+        try:
+            return self._inbound(envelope)
+        except CouplerError as exc:
+            reason = f"cannot translate {envelope.format.ref} from adapter {self.name}: {exc}"
+            self.invalid(envelope, reason)
+            raise InvalidMessage(reason, hint=exc.hint) from None
 
     def reply(self, request: Envelope, reply: Envelope) -> None:
         """Send ``reply`` to ``request.return_address``, correlated to ``request``."""

@@ -40,7 +40,7 @@ import pluggy
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
-from .api import COMMON_COMMANDS, Adapter, CommandFault, resolve_path_options
+from .api import COMMON_COMMANDS, Adapter, CommandFault, Document, resolve_path_options
 from .channels import DatatypeChannel
 from .commands import (
     REPLY_COUNT,
@@ -84,10 +84,28 @@ class RunningAdapter:
         self.started = False
         #: canonical -> legacy translation of the documents it is handed (bus/translation.py)
         self.translation: Any = None
+        #: then the envelope wrapper chain around them (bus/adapter_stages.py)
+        self.wrapping: Any = None
 
     @property
     def name(self) -> str:
         return self.config.name
+
+    def outbound_envelope(self, envelope: Envelope) -> Envelope:
+        """A channel message as the adapter takes it: translated, then wrapped."""
+        if self.translation is not None:
+            envelope = self.translation.envelope(envelope)
+        if self.wrapping is not None:
+            envelope = self.wrapping.envelope(envelope)
+        return envelope
+
+    def outbound_document(self, document: Document, command: Envelope) -> Document:
+        """A command's document as the adapter takes it: translated, then wrapped."""
+        if self.translation is not None:
+            document = self.translation.document(document)
+        if self.wrapping is not None:
+            document = self.wrapping.document(document, command)
+        return document
 
     def servant(self) -> Servant:
         declared = tuple(self.adapter.commands)
@@ -217,6 +235,7 @@ class Daemon:
             data_dir = self.site.data_dir / "adapters" / ad.name
             data_dir.mkdir(parents=True, exist_ok=True)
             options = resolve_path_options(ad.options, tuple(cls.path_options), self.site.path.parent)
+            inbound = self._inbound_stage(ad, cls)
             context = BusContext(
                 name=ad.name,
                 config=dict(options),
@@ -229,6 +248,7 @@ class Daemon:
                 reply_timeout=self.site.reply_timeout,
                 command_channel=self.site.command_channel,
                 site_dir=self.site.path.parent,
+                inbound=inbound,
             )
             self.statistics.add(ad.name, ad.type)
             try:
@@ -242,9 +262,7 @@ class Daemon:
                 raise CouplerError(f"adapter {ad.name!r} cannot be created: {exc}", where=f"{self.site.path}: {ad.key_path}") from exc
             ra = RunningAdapter(ad, adapter, context, paused)
             if "outbound" in cls.directions and ad.direction in ("outbound", "both"):
-                from .translation import OutboundTranslation
-
-                ra.translation = OutboundTranslation.for_adapter(ad, self.registry(), self.site.path.parent)
+                self._outbound_stages(ra)
             self.adapters[ad.name] = ra
             try:
                 adapter.start()
@@ -256,6 +274,35 @@ class Daemon:
             self.statistics.set_state(ad.name, "running")
             self.statistics.beat(ad.name)
             self._register_identity(ra)
+
+    # translation stages (bus/adapter_stages.py, bus/translation.py) ---------------------
+
+    def _inbound_stage(self, ad: AdapterConfig, cls: type[Adapter]) -> Any:
+        """Unwrap + legacy -> canonical for what an inbound adapter publishes (None: as it is)."""
+        if not ("inbound" in cls.directions and ad.direction in ("inbound", "both") and (ad.mapping or ad.wrappers)):
+            return None
+        from .adapter_stages import InboundTranslation
+        from .plugins import mapping_functions
+
+        try:
+            return InboundTranslation.for_adapter(
+                ad, self.registry() if ad.mapping else None, self.site.path.parent, mapping_functions(self.pm)
+            )
+        except ConfigError as exc:
+            raise ConfigError(exc.problems, where=str(self.site.path), hint=exc.hint) from None
+
+    def _outbound_stages(self, ra: RunningAdapter) -> None:
+        """Canonical -> legacy (translation), then the wrapper chain, before an outbound adapter."""
+        from .adapter_stages import OutboundWrapping, wrapper_chain
+        from .translation import OutboundTranslation
+
+        ad = ra.config
+        try:
+            ra.translation = OutboundTranslation.for_adapter(ad, self.registry(), self.site.path.parent)
+            chain = wrapper_chain(ad, self.site.path.parent)
+        except ConfigError as exc:
+            raise ConfigError(exc.problems, where=str(self.site.path), hint=exc.hint) from None
+        ra.wrapping = OutboundWrapping(ad.name, chain) if chain is not None else None
 
     # datatype channels ------------------------------------------------------------------
 
@@ -538,8 +585,8 @@ class Daemon:
             self.statistics.count(ra.name, "received")
             try:
                 cmd = parse_command(env)
-                if cmd.document is not None and ra.translation is not None:
-                    cmd.document = ra.translation.document(cmd.document)
+                if cmd.document is not None:
+                    cmd.document = ra.outbound_document(cmd.document, env)
                 reply = reply_envelope(cmd, ra.adapter.handle(cmd), ra.name, count=count)
             except CommandFault as exc:
                 self.statistics.count(ra.name, "failed")
@@ -561,7 +608,7 @@ class Daemon:
             assert self.transport is not None
             self.statistics.count(ra.name, "received")
             try:
-                ra.adapter.deliver(d.envelope if ra.translation is None else ra.translation.envelope(d.envelope))
+                ra.adapter.deliver(ra.outbound_envelope(d.envelope))
             except CommandFault as exc:
                 self.statistics.count(ra.name, "failed")
                 if exc.code == "invalid":

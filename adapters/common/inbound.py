@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from coupler.bus.api import AdapterContext
+from coupler.bus.api import AdapterContext, InvalidMessage
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import MessageKind, Sequence
 from coupler.canonical.errors import CouplerError
@@ -132,6 +132,7 @@ class PollResult:
     failed: int = 0
     staged: int = 0
     messages: int = 0
+    invalid: int = 0  # messages the bus refused as untranslatable (in the Invalid Message Channel)
     errors: int = 0
     waiting: float | None = None  # seconds until a watched file may become ready
 
@@ -197,7 +198,7 @@ class InboundPipeline:
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
                     self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path, exc)
-            for k in ("done", "failed", "staged", "messages", "listed", "errors"):
+            for k in ("done", "failed", "staged", "messages", "invalid", "listed", "errors"):
                 setattr(self.totals, k, getattr(self.totals, k) + getattr(result, k))
             return result
 
@@ -234,7 +235,7 @@ class InboundPipeline:
                 with open(local, "rb") as f:
                     for _ in self.splitter.split(f, f"{self.fs.label}/{info.path}"):
                         pass
-            result.messages += self._publish(info, key, local, record.published)
+            result.messages += self._publish(info, key, local, record.published, result)
         except PayloadError as exc:
             self.log.warning("%s: %s goes to %s/: %s", self.name, info.path, self.s.error_dir, exc)
             self.state.set_state(key, FAILED, str(exc))
@@ -292,7 +293,19 @@ class InboundPipeline:
     def message_id(self, key: FileKey, index: int) -> str:
         return str(uuid.uuid5(_NAMESPACE, f"{self.name}|{key.path}|{key.size}|{key.mtime_ns}|{key.checksum}|{index}"))
 
-    def _publish(self, info: FileInfo, key: FileKey, local: Path, start: int) -> int:
+    def _send(self, envelope: Envelope, info: FileInfo, result: PollResult | None) -> int:
+        """Publish one message; 0 when the bus refused it as invalid (it is in the Invalid
+        Message Channel with the reason: the file goes on)."""
+        try:
+            self.context.publish(envelope)
+        except InvalidMessage as exc:
+            self.log.warning("%s: a message of %s is invalid: %s", self.name, info.path, exc)
+            if result is not None:
+                result.invalid += 1
+            return 0
+        return 1
+
+    def _publish(self, info: FileInfo, key: FileKey, local: Path, start: int, result: PollResult | None = None) -> int:
         fmt = self._format_for()
         props = self._properties(info, key)
         sequence_id = self.message_id(key, -1)
@@ -305,9 +318,9 @@ class InboundPipeline:
                 body = b""
             else:
                 body = local.read_bytes()
-            self.context.publish(Envelope(format=fmt, body=body, message_id=self.message_id(key, 0), properties=props))
+            sent = self._send(Envelope(format=fmt, body=body, message_id=self.message_id(key, 0), properties=props), info, result)
             self.state.progress(key, 1)
-            return 1
+            return sent
         published = 0
         with open(local, "rb") as f:
             it = self.splitter.split(f, f"{self.fs.label}/{info.path}")
@@ -323,9 +336,8 @@ class InboundPipeline:
                         sequence=Sequence(sequence_id, index, end=following is None),
                         properties={**props, "record.index": str(index)},
                     )
-                    self.context.publish(env)
+                    published += self._send(env, info, result)
                     self.state.progress(key, index + 1)
-                    published += 1
                 current = following
                 index += 1
         return published
