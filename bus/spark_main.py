@@ -6,9 +6,15 @@ Runs the ``coupler`` command line inside the driver ``spark-submit`` starts; use
 
 from __future__ import annotations
 
+import os
 import sys
 
-from coupler.bus.cli import main
+# run as a script, this file's folder is sys.path[0], where bus/selectors.py would shadow
+# the standard library's selectors: take it out before importing anything else
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+from coupler.bus.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
