@@ -278,3 +278,20 @@ def test_invalid_message_log_line_gives_the_reason_once(transport: SqliteTranspo
     assert line.count("not a number") == 1, line
     [entry] = transport.journal(event="invalid")
     assert entry.detail is not None and entry.detail.count("not a number") == 1
+
+
+def test_background_checkpoints_copy_the_wal_and_stop_with_the_transport(tmp_path) -> None:
+    import os
+    import threading
+    import time
+
+    t = SqliteTransport(tmp_path, checkpoint_interval=0.02).open()
+    t.send("q", [doc(bytes(1024)) for _ in range(100)])
+    deadline = time.monotonic() + 30
+    while os.path.getsize(t.path) < 100 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.02)  # only a checkpoint writes pages into the database file
+    assert os.path.getsize(t.path) >= 100 * 1024
+    t.close()
+    assert not [th for th in threading.enumerate() if th.name == "checkpoint coupler.db"]
+    with SqliteTransport(tmp_path, checkpoint_interval=0) as again:
+        assert len(again.receive("q", "c", max=200)) == 100
