@@ -142,13 +142,17 @@ class Spec:
         return self.kind
 
 
-def _xml_row_tag(spec: Spec) -> str:
-    if spec.element:
-        return spec.element
+def _xsd_global_elements(spec: Spec) -> list[str]:
     from lxml import etree
 
     tree = etree.parse(spec.path)  # noqa: S320 - the user's own XSD
-    names = [e.get("name") for e in tree.getroot() if isinstance(e.tag, str) and e.tag.endswith("}element")]
+    return [str(e.get("name")) for e in tree.getroot() if isinstance(e.tag, str) and e.tag.endswith("}element")]
+
+
+def _xml_row_tag(spec: Spec) -> str:
+    if spec.element:
+        return spec.element
+    names = _xsd_global_elements(spec)
     if len(names) != 1:
         raise BatchError(
             f"{spec.path} declares {len(names)} global elements; name the record element",
@@ -169,8 +173,17 @@ def read_input(spark: Any, spec: Spec, inputs: Sequence[str], options: Mapping[s
             reader = reader.option("errors_path", errors_path)
         return reader.options(**options).load(paths)
     if spec.kind == "xml":
-        reader = spark.read.format("xml").option("rowTag", _xml_row_tag(spec))
-        return reader.option("rowValidationXSDPath", spec.path).options(**options).load(paths)
+        tag = _xml_row_tag(spec)
+        # Spark validates rows (-o rowValidationXSDPath=...) as stand-alone documents, which
+        # fails for namespaced vocabularies; so the XSD names the record element, and rows
+        # are validated only when asked
+        df = spark.read.format("xml").option("rowTag", tag).options(**options).load(paths)
+        if df.columns == ["_corrupt_record"]:
+            raise BatchError(
+                f"no <{tag}> element of the input could be read", where=str(spec),
+                hint="check the record element after # and that the files are valid against the XSD",
+            )
+        return df
     if spec.kind == "jsonl":
         return spark.read.options(**options).json(paths)
     if spec.kind == "parquet":

@@ -82,3 +82,13 @@ def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path
     assert "unknown format 'cobol:x'" in capsys.readouterr().err
     with pytest.raises(BatchError, match="does not exist"):
         Spec.parse("copybook:/nonexistent.cpy")
+
+
+def test_xml_records_named_by_the_xsd_element_are_read_with_sparks_xml_reader(spark: Any, tmp_path: Path) -> None:
+    orders = Path(__file__).resolve().parents[1] / "translators" / "xml" / "data" / "orders"
+    out = tmp_path / "orders"
+    result = translate(spark, f"xml:{orders / 'orders.xsd'}#order", "jsonl",
+                       [str(orders / "orders-batch.xml"), str(orders / "order-1.xml")], str(out))
+    rows = [json.loads(line) for f in out.glob("part-*.json") for line in f.read_text().splitlines()]
+    assert result.records == len(rows) == 3
+    assert sorted(r["_id"] for r in rows) == ["B-1", "B-2", "PO-1001"]
