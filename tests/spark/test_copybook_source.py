@@ -67,3 +67,34 @@ def test_corpus_case_matches_the_decoder(spark: Any, cobrix_corpus: Path, case: 
         assert _same(g, e), f"{case}: row {i} differs:\nspark:  {g}\ndecoder: {e}"
     if case.startswith(("test1", "test5_split", "test6", "test9")):
         assert partitions > 1, "a splittable file was read by one partition"
+
+
+BAD_COPYBOOK = """\
+       01  REC.
+           05  ID      PIC 9(4).
+           05  AMOUNT  PIC S9(5)V99 COMP-3.
+"""
+
+
+@pytest.mark.parametrize("policy", ["strict", "lenient"])
+def test_bad_field_follows_the_policy_in_every_split(spark: Any, tmp_path: Path, policy: str) -> None:
+    cpy = tmp_path / "rec.cpy"
+    cpy.write_text(BAD_COPYBOOK)
+    records = [f"{i:04d}".encode("cp037") + bytes.fromhex(f"{i * 3:07d}C") for i in range(30)]
+    records[17] = records[17][:4] + bytes.fromhex("0000AB0C")  # not a packed decimal
+    data = tmp_path / "recs.dat"
+    data.write_bytes(b"".join(records))
+    df = (spark.read.format("copybook").option("copybook", str(cpy)).option("policy", policy)
+          .option("input_split_records", "8").load(str(data)))
+    assert df.rdd.getNumPartitions() == 4
+    rows = df.collect()
+    corrupt = [json.loads(r[CORRUPT]) for r in rows if r[CORRUPT]]
+    if policy == "strict":
+        assert len(rows) == 30 and len(corrupt) == 1
+        assert corrupt[0]["record"] == 17 and corrupt[0]["offset"] == 17 * 8 + 4
+        assert corrupt[0]["field"].endswith("AMOUNT") and corrupt[0]["raw_hex"] == "0000AB0C"
+        assert [r["ID"] for r in rows if not r[CORRUPT]] == [i for i in range(30) if i != 17]
+    else:
+        assert corrupt == []
+        assert [r["ID"] for r in rows] == list(range(30))
+        assert rows[17]["AMOUNT"] is None and rows[16]["AMOUNT"] == Decimal("0.48")
