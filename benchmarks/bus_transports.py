@@ -41,18 +41,20 @@ def _transport(names: dict[str, str]) -> Any:
     return AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
 
 
-def _amqp_producer(names: dict[str, str], count: int, batch: int, rate: float | None, go: Any) -> None:
+def _amqp_producer(names: dict[str, str], count: int, batch: int, rate: float | None, out: Any, go: Any) -> None:
     from coupler.canonical import Envelope
 
     t = _transport(names)
     go.wait()
     start = time.monotonic()
+    cpu = time.process_time()
     for i in range(0, count, batch):
         if rate:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
         t.send("bench", [Envelope(format="bench.Item@1", body=_body(i + j)) for j in range(min(batch, count - i))])
+    out.put(("producer", time.process_time() - cpu))
     t.close()
 
 
@@ -62,6 +64,7 @@ def _amqp_consumer(names: dict[str, str], count: int, batch: int, out: Any, go: 
     got = 0
     go.wait()
     start = time.monotonic()
+    cpu = time.process_time()
     while got < count:
         ds = t.receive_wait("bench", "consumer", max=batch, wait=5)
         if not ds:
@@ -70,7 +73,7 @@ def _amqp_consumer(names: dict[str, str], count: int, batch: int, out: Any, go: 
         done = time.monotonic()
         latencies.extend(done - _stamp(d.envelope.body) for d in ds)
         got += len(ds)
-    out.put((start, time.monotonic(), latencies))
+    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
     t.close()
 
 
@@ -85,7 +88,7 @@ def run_amqp(count: int, batch: int, rate: float | None = None) -> dict[str, Any
         go, out = ctx.Event(), ctx.Queue()
         procs = [
             ctx.Process(target=_amqp_consumer, args=(names, count, 100 if rate else batch, out, go)),
-            ctx.Process(target=_amqp_producer, args=(names, count, batch, rate, go)),
+            ctx.Process(target=_amqp_producer, args=(names, count, batch, rate, out, go)),
         ]
         return _run(procs, go, out, count)
     finally:
@@ -109,9 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         runs[f"sqlite FULL {label}"] = run_sqlite("FULL", count, batch, rate=rate)
         runs[f"amqp {label}"] = run_amqp(count, batch, rate=rate)
         runs[f"raw rabbitmq {label}"] = run_rabbitmq(count, batch, rate=rate)
-    print(f"{'run':34} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"{'run':34} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'cpu us/msg':>10} {'load':>5}")
     for name, r in runs.items():
-        print(f"{name:34} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}")
+        cpu = r.get("producer_cpu_us", 0) + r.get("consumer_cpu_us", 0)
+        print(f"{name:34} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
+              f"{cpu:10.0f} {r.get('load', 0):5.1f}")
     for b in ("batch 100", "batch 1"):
         amqp = runs[f"amqp {b}"]["msg_per_s"]
         print(f"{b}: sqlite FULL / amqp {runs[f'sqlite FULL {b}']['msg_per_s'] / amqp:.2f}x, "

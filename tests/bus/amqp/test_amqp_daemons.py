@@ -82,11 +82,12 @@ def test_two_daemons_of_one_site_share_the_work(names, tmp_path: Path) -> None:
     finally:
         for p in daemons:
             p.terminate()
-        for p in daemons:
-            p.communicate(timeout=30)
+        logs = [p.communicate(timeout=30)[1] for p in daemons]
     assert sorted(out) == sorted(ids)  # each message forwarded once
     assert set(handled) == set(ids)
     assert [s["site"] for s in status] == ["host-a", "host-b"]
     taken = [next(a["in"] for a in s["adapters"] if a["name"] == "echo") for s in status]
-    assert sum(taken) == 60 and min(taken) > 0  # both daemons competed for the work
+    # both daemons competed for the work (a delivery interrupted by a lost connection is
+    # received again, hence >=)
+    assert sum(taken) >= 60 and min(taken) > 0, logs
     assert all(p.returncode == 0 for p in daemons)
