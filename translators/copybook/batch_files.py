@@ -30,7 +30,7 @@ from .avro import as_options
 from .batch import BatchDecoder
 from .decoder import BadRecord, DecodeStats, RecordDecoder
 from .errors import CopybookError, RecordDecodeError
-from .framing import TruncatedRecord, _looks_like_bdw
+from .framing import TruncatedRecord, looks_like_bdw
 from .kernels import arrow_type, decode_column
 from .layout import Field, Layout, Node, depending_on_counter
 from .options import CopybookOptions
@@ -81,7 +81,7 @@ def batch_supported(layout: Layout, options: Any = None, paths: Iterable[str | P
             try:
                 with open(path, "rb") as fh:
                     fh.seek(options.file_start_offset)
-                    if _looks_like_bdw(fh.read(4), length, options):
+                    if looks_like_bdw(fh.read(4), length, options):
                         return False
             except OSError:
                 continue  # reported when the file is decoded

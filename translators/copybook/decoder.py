@@ -15,6 +15,11 @@ Bad data never stops a file. The ``lenient`` policy (the default, as Cobrix) mak
 field that cannot be decoded null and counts it; ``strict`` turns the record into a
 :class:`BadRecord` carrying a :class:`~.errors.RecordDecodeError` (file, record number,
 byte offset, field, raw bytes in hex, reason) for an error output.
+
+Files: :func:`decode_files` frames and decodes whole files. Other readers that frame
+records themselves (the multi-version reader, the Spark data source) use the two framing
+helpers it uses: :func:`variable_size_records` (records cut by decoding, for
+``variable_size_occurs``) and :func:`length_field_framing` (``record_length_field``).
 """
 
 from __future__ import annotations
@@ -494,11 +499,11 @@ def decode_files(
                     and options.record_length is None and not options.record_length_field
                     and layout.has_depending_on
                 ):
-                    frames: Iterable[Any] = _variable_records(stream, decoder)
+                    frames: Iterable[Any] = variable_size_records(stream, decoder)
                 else:
                     frames = framing.iter_records(
                         stream, options, record_size=layout.size, file=name,
-                        **_length_field(layout, decoder),
+                        **length_field_framing(layout, decoder),
                     )
                 for frame in frames:
                     stats.bytes += len(frame.payload)
@@ -526,8 +531,16 @@ def decode_files(
             raise CopybookError(f"cannot read {name}: {exc.strerror or exc}", where=name) from exc
 
 
-def _length_field(layout: Layout, decoder: RecordDecoder) -> dict[str, Any]:
-    """``length_reader``/``length_prefix`` for ``record_length_field``."""
+def length_field_framing(layout: Layout, decoder: RecordDecoder) -> dict[str, Any]:
+    """The keyword arguments of :func:`~coupler.translators.copybook.framing.iter_records`
+    that take each record's length from the ``record_length_field`` option: a
+    ``length_reader`` decoding that field from the record's first ``length_prefix`` bytes.
+    Empty when the option is not set, so the result can always be passed on::
+
+        framing.iter_records(stream, options, record_size=layout.size, **length_field_framing(layout, decoder))
+
+    Raises :class:`CopybookError` when the named field is not numeric.
+    """
     name = decoder.options.record_length_field
     if not name:
         return {}
@@ -546,8 +559,10 @@ def _length_field(layout: Layout, decoder: RecordDecoder) -> dict[str, Any]:
     return {"length_reader": reader, "length_prefix": node.offset + node.size}
 
 
-class _Frame:
-    """A record cut by decoding (variable-size OCCURS in a fixed-format file)."""
+class DecodedFrame:
+    """A record cut by decoding (variable-size OCCURS in a fixed-format file): its 0-based
+    ``number``, the file byte ``offset`` of its first byte and its ``payload``, as
+    :class:`~coupler.translators.copybook.framing.FramedRecord` has them."""
 
     __slots__ = ("number", "offset", "payload")
 
@@ -557,9 +572,11 @@ class _Frame:
         self.payload = payload
 
 
-def _variable_records(stream: Any, decoder: RecordDecoder) -> Iterator[_Frame]:
-    """Records whose length is what their OCCURS DEPENDING ON counters make it (Cobrix's
-    ``variable_size_occurs`` on a fixed-format file): each record ends where decoding ends."""
+def variable_size_records(stream: Any, decoder: RecordDecoder) -> Iterator[DecodedFrame]:
+    """The records of ``stream`` (a binary file object) when their length is what their OCCURS
+    DEPENDING ON counters make it (Cobrix's ``variable_size_occurs`` on a fixed-format file,
+    without ``record_length``): each record ends where ``decoder`` finds the end of its
+    layout. ``file_start_offset`` is skipped; read in chunks, never whole."""
     window = max(decoder.layout.size, 1)
     buf = b""
     base = 0
@@ -578,7 +595,7 @@ def _variable_records(stream: Any, decoder: RecordDecoder) -> Iterator[_Frame]:
             return
         used = decoder.record_size(buf[:window])
         used = max(1, min(used, len(buf)))
-        yield _Frame(number, base, buf[:used])
+        yield DecodedFrame(number, base, buf[:used])
         buf = buf[used:]
         base += used
         number += 1

@@ -50,7 +50,13 @@ from coupler.canonical.errors import CouplerError
 from coupler.canonical.format import FormatIndicator
 
 from .avro import as_options, avro_schema
-from .decoder import BadRecord, DecodeStats, RecordDecoder, _length_field, _variable_records
+from .decoder import (
+    BadRecord,
+    DecodeStats,
+    RecordDecoder,
+    length_field_framing,
+    variable_size_records,
+)
 from .errors import CopybookError, CopybookLayoutError, RecordDecodeError
 from .layout import Field, Layout, build_layout
 from .options import CopybookOptions
@@ -366,9 +372,9 @@ class LayoutFamily:
         decoder = decoders[version or min(decoders)]
         if (opts.variable_size_occurs and opts.record_format == "F" and opts.record_length is None
                 and not opts.record_length_field and decoder.layout.has_depending_on):
-            return _variable_records(stream, decoder)
+            return variable_size_records(stream, decoder)
         return framing.iter_records(stream, opts, record_size=max(sizes), file=name,
-                                    **_length_field(decoder.layout, decoder))
+                                    **length_field_framing(decoder.layout, decoder))
 
     def _decode_file(self, path: str | Path, decoders: Mapping[int, RecordDecoder], stats: DecodeStats,
                      file_id: int, fixed: int | None) -> Iterator[VersionedRecord | BadRecord]:

@@ -34,7 +34,7 @@ from typing import BinaryIO, NamedTuple
 from coupler.translators.copybook.errors import CopybookError
 from coupler.translators.copybook.options import CopybookOptions
 
-__all__ = ["FramedRecord", "FramingError", "TruncatedRecord", "iter_records"]
+__all__ = ["FramedRecord", "FramingError", "TruncatedRecord", "iter_records", "looks_like_bdw"]
 
 CHUNK = 1 << 20
 
@@ -226,7 +226,7 @@ def _fixed_records(
     src: _Source, options: CopybookOptions, record_size: int | None, file: str | None
 ) -> Iterator[FramedRecord | TruncatedRecord]:
     length = _fixed_length(options, record_size)
-    if options.record_format == "FB" and _looks_like_bdw(src.peek(4), length, options):
+    if options.record_format == "FB" and looks_like_bdw(src.peek(4), length, options):
         yield from _fixed_blocks(src, options, length, file)
         return
     number = 0
@@ -249,7 +249,11 @@ def _descriptor_length(word: bytes, big_endian: bool) -> tuple[int, bool]:
     return word[2] + 256 * word[3], word[0] == 0 and word[1] == 0
 
 
-def _looks_like_bdw(word: bytes, length: int, options: CopybookOptions) -> bool:
+def looks_like_bdw(word: bytes, length: int, options: CopybookOptions) -> bool:
+    """Whether ``word`` (the first 4 bytes of an ``FB`` file's data) is a block descriptor
+    word of a block of whole ``length``-byte records: its reserved bytes are zero and its
+    length (byte order as ``is_rdw_big_endian``) is 4 plus a positive multiple of
+    ``length``. Such a file is read block by block; otherwise as plain fixed-length records."""
     if len(word) < 4:
         return False
     block, zero = _descriptor_length(word, options.is_rdw_big_endian)

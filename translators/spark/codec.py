@@ -185,7 +185,7 @@ class CopybookCodec:
         length = o.record_length or (self.layout.size + o.record_start_offset + o.record_end_offset)
         with open(path, "rb") as fh:
             fh.seek(o.file_start_offset)
-            return bool(framing._looks_like_bdw(fh.read(4), length, o))
+            return bool(framing.looks_like_bdw(fh.read(4), length, o))
 
     def split_size(self) -> tuple[int, int | None]:
         """(bytes, records) per split from ``input_split_size_mb`` / ``input_split_records``."""
@@ -208,11 +208,11 @@ class CopybookCodec:
                     o.variable_size_occurs and o.record_format in ("F", "FB") and o.record_length is None
                     and not o.record_length_field and self.layout.has_depending_on
                 ):
-                    yield from decoder._variable_records(stream, self.decoder)
+                    yield from decoder.variable_size_records(stream, self.decoder)
                 else:
                     yield from fr.iter_records(
                         stream, o, record_size=self.layout.size, file=name,
-                        **decoder._length_field(self.layout, self.decoder),
+                        **decoder.length_field_framing(self.layout, self.decoder),
                     )
             return
         local = dataclasses.replace(o, file_start_offset=0, file_end_offset=0)
