@@ -17,18 +17,22 @@ they move them into their ``batch_dir`` (state ``STAGED``) and publish a
 
 A job killed at any point leaves the inputs where they were (or, after step 3, a ledger
 that the next run completes first: publish, archive), so running it again produces the
-complete output once.
+complete output once. One ingestion per source runs at a time (a lock file in
+``<data_dir>/batch/<adapter>/``); the Spark session starts only when there is work.
+:func:`pending` tells, without Spark, whether a run would have anything to do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +71,59 @@ def _adapter(site: SiteConfig, name: str) -> Any:
             return ad
     known = ", ".join(a.name for a in site.adapters) or "none"
     raise BatchError(f"no adapter named {name!r} in {site.path}", where="--source", hint=f"adapters: {known}")
+
+
+def batch_root(site: SiteConfig, source: str) -> Path:
+    """Where the batches of ``source`` keep their outputs, ledgers and lock."""
+    return site.data_dir / "batch" / source
+
+
+def batch_dir_of(site: SiteConfig, source: str) -> Path:
+    """The staging folder (``batch_dir``) of adapter ``source``."""
+    adapter = _adapter(site, source)
+    if not adapter.options.get("batch_dir"):
+        raise BatchError(
+            f"adapter {source!r} stages nothing for batch", where=f"{adapter.key_path}.options.batch_dir",
+            hint="set batch_dir and batch_threshold_bytes on the adapter",
+        )
+    return _site_relative(site, str(adapter.options["batch_dir"]))
+
+
+def _committed(root: Path) -> list[Path]:
+    """Ledgers of batches an earlier run committed but did not publish and archive."""
+    return [
+        ledger for ledger in sorted(root.glob(f"*/{LEDGER}"))
+        if json.loads(ledger.read_text()).get("state") == "committed"
+    ]
+
+
+def pending(site: SiteConfig, source: str) -> list[Path]:
+    """What a run for ``source`` would take: the staged files, and the ledgers of committed
+    batches it would complete first (no Spark needed)."""
+    return [*_committed(batch_root(site, source)), *staged_files(batch_dir_of(site, source))]
+
+
+@contextlib.contextmanager
+def source_lock(site: SiteConfig, source: str) -> Iterator[None]:
+    """Hold the lock of ``source``'s ingestion; a second one fails at once naming the holder."""
+    root = batch_root(site, source)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise BatchError(
+                f"a batch ingestion of {source!r} is already running (pid {holder})", where=str(path),
+                hint="wait for it to finish; the daemon runs one job per source at a time",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _site_relative(site: SiteConfig, value: str) -> Path:
@@ -154,6 +211,7 @@ def ingest(
     source: str,
     *,
     spark: Any = None,
+    session: Callable[[], Any] | None = None,
     master: str | None = "local[*]",
     from_spec: str | None = None,
     to_spec: str = "parquet",
@@ -163,57 +221,60 @@ def ingest(
     mapping: str | None = None,
     schema_dirs: list[str] | None = None,
 ) -> list[BatchResult]:
-    """Ingest what adapter ``source`` of the site staged for batch; one result per batch run."""
+    """Ingest what adapter ``source`` of the site staged for batch; one result per batch run.
+
+    Spark is used only when files are staged: ``spark`` (a session), else ``session()``
+    (a function returning one), else a new local session on ``master``. Raises
+    :class:`BatchError` when another ingestion of ``source`` holds its lock.
+    """
     site = load_site(site_path)
     adapter = _adapter(site, source)
     opts = adapter.options
-    if not opts.get("batch_dir"):
-        raise BatchError(
-            f"adapter {source!r} stages nothing for batch", where=f"adapters[{source}].options.batch_dir",
-            hint="set batch_dir and batch_threshold_bytes on the adapter",
-        )
-    batch_dir = _site_relative(site, str(opts["batch_dir"]))
-    root = site.data_dir / "batch" / source
+    batch_dir = batch_dir_of(site, source)
+    root = batch_root(site, source)
     channel = channel or adapter.channel or "batch.events"
-    results: list[BatchResult] = []
-    # complete batches an earlier run committed but did not archive
-    for ledger in sorted(root.glob(f"*/{LEDGER}")):
-        if json.loads(ledger.read_text()).get("state") == "committed":
+    with source_lock(site, source):
+        results: list[BatchResult] = []
+        # complete batches an earlier run committed but did not archive
+        for ledger in _committed(root):
             log.info("completing batch %s committed by an earlier run", ledger.parent.name)
             results.append(_finish(site, ledger.parent, channel))
-    files = staged_files(batch_dir)
-    if not files:
-        return results
-    if from_spec is None:
-        copybook = opts.get("copybook")
-        if not copybook:
-            raise BatchError(
-                f"adapter {source!r} has no copybook; say what the staged files are", where="--from",
-                hint="pass --from copybook:FILE.cpy (or another SPEC)",
-            )
-        from_spec = f"copybook:{_site_relative(site, str(copybook))}"
-        if opts.get("record_length") and not (options or {}).get("record_length"):
-            options = {**(options or {}), "record_length": str(opts["record_length"])}
-    batch_id = batch_id_of(files)
-    ledger_dir = root / batch_id
-    out = output.rstrip("/") + f"/{batch_id}" if output else str(ledger_dir / "data")
-    started = time.time()
-    if spark is None:
-        from .batch import spark_session
+        files = staged_files(batch_dir)
+        if not files:
+            return results
+        if from_spec is None:
+            copybook = opts.get("copybook")
+            if not copybook:
+                raise BatchError(
+                    f"adapter {source!r} has no copybook; say what the staged files are", where="--from",
+                    hint="pass --from copybook:FILE.cpy (or another SPEC)",
+                )
+            from_spec = f"copybook:{_site_relative(site, str(copybook))}"
+            if opts.get("record_length") and not (options or {}).get("record_length"):
+                options = {**(options or {}), "record_length": str(opts["record_length"])}
+        src, dst = Spec.parse(from_spec, where="--from"), Spec.parse(to_spec, where="--to")
+        batch_id = batch_id_of(files)
+        ledger_dir = root / batch_id
+        out = output.rstrip("/") + f"/{batch_id}" if output else str(ledger_dir / "data")
+        started = time.time()
+        if spark is None:
+            if session is None:
+                from .batch import spark_session
 
-        spark = spark_session(master, app_name=f"coupler-ingest-{source}")
-    result = translate(
-        spark, Spec.parse(from_spec, where="--from"), Spec.parse(to_spec, where="--to"),
-        [str(f) for f in files], out, options=options, mapping=mapping,
-        errors_output=str(ledger_dir / "errors"),
-        schema_dirs=[*map(str, site.schema_paths), *(schema_dirs or [])],
-    )
-    result.batch_id = batch_id
-    result.started_at = started
-    result.duration = time.time() - started
-    _write_ledger(ledger_dir, {
-        "state": "committed", "batch_id": batch_id, "source": source,
-        "archive_dir": str(batch_dir / "archive" / batch_id), "result": result.to_json(),
-    })
-    results.append(_finish(site, ledger_dir, channel))
-    return results
+                spark = spark_session(master, app_name=f"coupler-ingest-{source}")
+            else:
+                spark = session()
+        result = translate(
+            spark, src, dst, [str(f) for f in files], out, options=options, mapping=mapping,
+            errors_output=str(ledger_dir / "errors"),
+            schema_dirs=[*map(str, site.schema_paths), *(schema_dirs or [])],
+        )
+        result.batch_id = batch_id
+        result.started_at = started
+        result.duration = time.time() - started
+        _write_ledger(ledger_dir, {
+            "state": "committed", "batch_id": batch_id, "source": source,
+            "archive_dir": str(batch_dir / "archive" / batch_id), "result": result.to_json(),
+        })
+        results.append(_finish(site, ledger_dir, channel))
+        return results

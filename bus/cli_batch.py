@@ -125,11 +125,11 @@ def run_translate(args: argparse.Namespace) -> int:
 def run_ingest(args: argparse.Namespace) -> int:
     from .batch_ingest import ingest
 
-    with _session(args, f"coupler-batch-ingest-{args.source}") as spark:
+    with contextlib.ExitStack() as stack:  # Spark starts only when something is staged
         results = ingest(
-            args.site, args.source, spark=spark, from_spec=args.from_spec, to_spec=args.to_spec,
-            output=args.output, options=_pairs(args.option, "-o"), channel=args.channel, mapping=args.mapping,
-            schema_dirs=args.schemas,
+            args.site, args.source, session=lambda: stack.enter_context(_session(args, f"coupler-batch-ingest-{args.source}")),
+            from_spec=args.from_spec, to_spec=args.to_spec, output=args.output, options=_pairs(args.option, "-o"),
+            channel=args.channel, mapping=args.mapping, schema_dirs=args.schemas,
         )
     _summary(results, args.json)
     return 0

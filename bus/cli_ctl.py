@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_site_argument(p)
     ops = p.add_subparsers(dest="ctl_command", metavar="OPERATION", required=True)
     for name, text in (
-        ("status", "the daemon, its adapters (state, health), channels and alerts"),
+        ("status", "the daemon, its adapters (state, health), batch jobs (last run), channels and alerts"),
         ("channels", "every channel: depth, oldest message age, counters"),
         ("adapters", "every adapter: state, health, in/out/failed counts, last heartbeat"),
         ("identities", "registered application identities"),
@@ -150,6 +150,20 @@ def _print_adapters(adapters: list[dict[str, Any]]) -> None:
     )
 
 
+def _print_batch(jobs: list[dict[str, Any]]) -> None:
+    """The ``[[batch]]`` jobs: state, triggers and the last run's outcome."""
+    rows = []
+    for j in jobs:
+        last = j.get("last_run") or {}
+        duration = last.get("duration_seconds")
+        rows.append([
+            j["source"], j["state"], ", ".join(j["triggers"]), last.get("started") or "-",
+            last.get("outcome") or "-", _count(last.get("records")), _count(last.get("errors")),
+            "-" if duration is None else f"{duration:.1f}s", j.get("next_run") or "-", last.get("error") or "",
+        ])
+    _table(rows, ["BATCH", "STATE", "TRIGGERS", "LAST RUN", "OUTCOME", "RECORDS", "ERRORS", "DURATION", "NEXT", "ERROR"])
+
+
 def _health(health: dict[str, Any] | None) -> str:
     """``ok``, or the status with the first problem (``degraded: poll overdue: ...``)."""
     if not health:
@@ -169,10 +183,14 @@ def _print_human(op: str, result: Any) -> None:
             print(f"site {result['site']}: {result['state']} (pid {result['pid']}, up {_age(result['uptime_seconds'])})")
         print(f"data directory: {result['data_dir']}")
         for alert in result["alerts"]:
-            subject = f"adapter {alert['adapter']}" if "adapter" in alert else f"channel {alert['channel']}"
+            kind = next((k for k in ("adapter", "batch", "channel") if k in alert), "channel")
+            subject = f"{'batch job' if kind == 'batch' else kind} {alert.get(kind)}"
             print(f"ALERT {subject}: {alert['alert']}")
         print()
         _print_adapters(result["adapters"])
+        if result.get("batch"):
+            print()
+            _print_batch(result["batch"])
         print()
         _print_channels(result["channels"])
     elif op == "channels":

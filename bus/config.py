@@ -108,6 +108,33 @@ class RouteConfig:
         return f"routes[{self.index}]"
 
 
+@dataclass(frozen=True)
+class BatchJobConfig:
+    """A ``[[batch]]`` entry: when the daemon runs ``coupler batch ingest`` for ``source``."""
+
+    source: str
+    index: int = 0
+    on_staged: bool = False
+    interval_seconds: float | None = None
+    at: tuple[str, ...] = ()
+    poll_seconds: float = 5.0
+    retry_seconds: float = 300.0
+    timeout_seconds: float | None = None
+    from_spec: str | None = None
+    to_spec: str = "parquet"
+    output: str | None = None
+    channel: str | None = None
+    mapping: Path | None = None
+    master: str = "local[*]"
+    options: dict[str, Any] = field(default_factory=dict)
+    conf: dict[str, Any] = field(default_factory=dict)
+    enabled: bool = True
+
+    @property
+    def key_path(self) -> str:
+        return f"batch[{self.index}]"
+
+
 @dataclass
 class SiteConfig:
     """A validated site: every value has its default filled in and paths are absolute."""
@@ -126,6 +153,8 @@ class SiteConfig:
     adapters: list[AdapterConfig]
     routes: list[RouteConfig]
     raw: dict[str, Any]
+    #: ``[[batch]]``: batch ingestion jobs the daemon runs
+    batch: list[BatchJobConfig] = field(default_factory=list)
 
     @property
     def lock_path(self) -> Path:
@@ -304,6 +333,7 @@ def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: 
             for j, c in enumerate(ad["commands"]):
                 if c not in COMMON_COMMANDS:
                     problems.append(f"adapters[{i}].commands[{j}]: {c!r} is not one of {', '.join(COMMON_COMMANDS)}")
+    _check_batch(data, problems)
     sources: dict[str, int] = {}
     for i, rt in enumerate(data["routes"]):
         _check_channel(rt["from"], f"routes[{i}].from", problems)
@@ -338,6 +368,30 @@ def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: 
                     check_selector(rule["when"])
                 except CouplerError as exc:
                     problems.append(f"{at}.when: {exc}")
+
+
+_DAILY_TIME = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+
+
+def _check_batch(data: dict[str, Any], problems: list[str]) -> None:
+    adapters = {a["name"] for a in data["adapters"]}
+    sources: dict[str, int] = {}
+    for i, job in enumerate(data["batch"]):
+        at = f"batch[{i}]"
+        if job["source"] not in adapters:
+            problems.append(
+                f"{at}.source: no adapter named {job['source']!r} (adapters: {', '.join(sorted(adapters)) or 'none'})"
+            )
+        if job["source"] in sources:
+            problems.append(f"{at}.source: {job['source']!r} is already ingested by batch[{sources[job['source']]}]")
+        sources[job["source"]] = i
+        if not (job["on_staged"] or job["interval_seconds"] or job["at"]):
+            problems.append(f"{at}: no trigger (set on_staged = true, interval_seconds or at)")
+        for j, t in enumerate(job["at"]):
+            if not _DAILY_TIME.match(t):
+                problems.append(f"{at}.at[{j}]: {t!r} is not a time of day HH:MM (24-hour, e.g. \"02:30\")")
+        if job["channel"] is not None:
+            _check_channel(job["channel"], f"{at}.channel", problems)
 
 
 def _check_channel(name: str, where: str, problems: list[str]) -> None:
@@ -392,6 +446,17 @@ def _typed(data: dict[str, Any], raw: dict[str, Any], path: Path) -> SiteConfig:
             for i, r in enumerate(data["routes"])
         ],
         raw=raw,
+        batch=[
+            BatchJobConfig(
+                index=i,
+                **{k: v for k, v in b.items() if k not in ("from", "to", "at", "mapping")},
+                at=tuple(b["at"]),
+                from_spec=b["from"],
+                to_spec=b["to"],
+                mapping=_resolve(root, b["mapping"]) if b["mapping"] else None,
+            )
+            for i, b in enumerate(data["batch"])
+        ],
     )
 
 

@@ -94,6 +94,64 @@ _AMQP = Field(
     ),
 )
 
+_BATCH = Field(
+    "batch",
+    TABLES,
+    "Batch ingestion run by the daemon (docs/batch.md): `coupler batch ingest` of the files an "
+    "inbound adapter staged for batch (its `batch_dir`), when files are staged and/or on a "
+    "schedule. Each run is a child process (Spark's JVM never lives in the daemon), one at a "
+    "time per source, and only when something is staged; `coupler ctl status` shows the last "
+    "run. Give at least one trigger: `on_staged`, `interval_seconds` or `at`.",
+    default=[],
+    example=(
+        "[[batch]]\n"
+        'source = "orders-in"\n'
+        "on_staged = true\n"
+        'at = ["02:30"]\n'
+        'to = "parquet"\n'
+        'options = { record_format = "F" }\n'
+    ),
+    fields=(
+        Field("source", STRING, "The inbound adapter whose `batch_dir` is ingested (one [[batch]] per adapter).", REQUIRED),
+        Field(
+            "on_staged",
+            BOOLEAN,
+            "Run as soon as files are staged: `batch_dir` is checked every `poll_seconds`, and a run "
+            "starts once what is staged has not changed between two checks.",
+            False,
+        ),
+        Field("interval_seconds", NUMBER, "Run every this many seconds (counted from the last run's start).", None, minimum=1),
+        Field("at", STRINGS, "Run daily at these local times of the daemon's host (`HH:MM`, 24-hour).", []),
+        Field("poll_seconds", NUMBER, "How often `on_staged` looks at `batch_dir`.", 5.0, minimum=0.05),
+        Field(
+            "retry_seconds",
+            NUMBER,
+            "After a failed run, how long to wait before running again while files are still staged "
+            "(whatever the triggers say).",
+            300.0,
+            minimum=0,
+        ),
+        Field(
+            "timeout_seconds",
+            NUMBER,
+            "A run taking longer is killed (and counts as failed; its inputs stay staged).",
+            None,
+            minimum=1,
+        ),
+        Field("from", STRING, "What the staged files are, a SPEC (default: `copybook:` the adapter's copybook); "
+              "a relative file in it is relative to site.toml.", None),
+        Field("to", STRING, "The output format, a SPEC (`parquet`, `avro:NAME@V`, `jsonl`, ...).", "parquet"),
+        Field("output", STRING, "Output folder (relative to site.toml) or URI; each batch writes BATCH_ID in it "
+              "(default: DATA_DIR/batch/SOURCE/BATCH_ID/data).", None),
+        Field("channel", STRING, "Where `coupler.BatchCompleted@1` goes (default: the adapter's channel).", None),
+        Field("mapping", STRING, "Field mapping applied to every record, relative to site.toml.", None),
+        Field("master", STRING, "Spark master of the job.", "local[*]"),
+        Field("options", FREE_TABLE, "Reader options (the copybook options for copybook input), as `-o KEY=VALUE`.", {}),
+        Field("conf", FREE_TABLE, "Spark configuration of the job, as `--conf KEY=VALUE`.", {}),
+        Field("enabled", BOOLEAN, "Let the daemon run this job.", True),
+    ),
+)
+
 SITE_SCHEMA = Field(
     "",
     TABLE,
@@ -402,6 +460,7 @@ SITE_SCHEMA = Field(
                 ),
             ),
         ),
+        _BATCH,
     ),
 )
 

@@ -89,6 +89,8 @@ class StoreService:
         site = self._site
         if site is None:
             raise ControlError("unknown control operation 'status'")
+        from .batch_schedule import recorded_runs
+
         return {
             "site": site.name,
             "site_file": str(site.path),
@@ -109,6 +111,7 @@ class StoreService:
             "commands": list(COMMON_COMMANDS),
             "alerts": [],
             "channels": self.op_channels(),
+            "batch": recorded_runs(site),
         }
 
     def op_identities(self) -> list[dict[str, Any]]:

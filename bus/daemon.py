@@ -16,6 +16,8 @@ thread per job, each receiving one message at a time under a lease:
   Recipient List); a route declaring the version it reads (``format = "NAME@V"``) receives
   through a :class:`~coupler.bus.channels.DatatypeChannel` as delivery workers do;
 * the **monitor** records heartbeats, flags stuck channels and runs store maintenance;
+* the **batch scheduler** runs the ``[[batch]]`` ingestion jobs as child processes
+  (:mod:`coupler.bus.batch_schedule`);
 * the **Control Bus** endpoint answers ``coupler ctl`` on a Unix socket.
 
 SIGTERM and SIGINT drain: no new message is received, the messages in flight are finished,
@@ -132,6 +134,8 @@ class Daemon:
         self._threads: list[threading.Thread] = []
         self._control: Any = None
         self._registry: Any = None
+        #: the ``[[batch]]`` jobs (bus/batch_schedule.py), when the site has any
+        self.batch: Any = None
         #: adapter name -> (the canonical format name of its Datatype Channel, the version it reads)
         self._datatype_readers: dict[str, tuple[str, int]] = {}
         #: route name -> (the canonical format name it reads, the version)
@@ -173,6 +177,7 @@ class Daemon:
             self._check_datatype_readers(classes)
             self._start_adapters(classes)
             self._start_workers()
+            self._start_batch()
             self._start_control()  # last: once the socket exists, the site is up
         except BaseException:
             self.shutdown()
@@ -682,6 +687,20 @@ class Daemon:
                 log.info("channel %s is no longer stuck", st.channel, extra={"channel": st.channel})
                 del self.alerts[st.channel]
 
+    # -- batch jobs --------------------------------------------------------------------------
+
+    def _start_batch(self) -> None:
+        """``[[batch]]``: ``coupler batch ingest`` in child processes, on schedule or when
+        files are staged (bus/batch_schedule.py)."""
+        if not self.site.batch:
+            return
+        from .batch_schedule import BatchScheduler
+
+        self.batch = BatchScheduler(self.site)
+        t = threading.Thread(target=self.batch.run, args=(self.stopping,), name="batch", daemon=True)
+        t.start()
+        self._threads.append(t)
+
     # -- control -----------------------------------------------------------------------------
 
     def _start_control(self) -> None:
@@ -713,6 +732,7 @@ class Daemon:
         self._check_stuck()
         adapters = self.adapter_rows()
         alerts: list[dict[str, Any]] = [{"channel": c, "alert": a} for c, a in sorted(self.alerts.items())]
+        alerts += self.batch.alerts() if self.batch is not None else []
         for row in adapters:
             for problem in (row["health"] or {}).get("problems", []):
                 alerts.append({"adapter": row["name"], "alert": problem})
@@ -730,6 +750,7 @@ class Daemon:
             "command_channel": self.site.command_channel,
             "commands": list(COMMON_COMMANDS),
             "alerts": alerts,
+            "batch": self.batch.status() if self.batch is not None else [],
         }
 
 
