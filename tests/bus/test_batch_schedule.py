@@ -217,3 +217,51 @@ def test_one_ingestion_per_source_at_a_time(tmp_path: Path) -> None:
         with pytest.raises(BatchError, match=rf"already running \(pid {os.getpid()}\)"):
             ingest(site.path, "extracts", spark=object())
     assert (tmp_path / "staged" / "a.dat").exists()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_job_over_its_time_limit_is_killed_and_a_shutdown_interrupts_the_running_one(tmp_path: Path) -> None:
+    # a job that starts Spark cannot finish within a second: the first run is killed at its
+    # limit, the retry (retry_seconds = 0) is interrupted by the daemon's shutdown
+    (tmp_path / "c.cpy").write_text("       01  R.\n           05  A  PIC X(10).\n")
+    site_path = site_file(tmp_path, """
+[[batch]]
+source = "extracts"
+on_staged = true
+poll_seconds = 0.1
+timeout_seconds = 1
+retry_seconds = 0
+from = "copybook:c.cpy"
+master = "local[1]"
+""")
+    site = load_site(site_path)
+    stage(tmp_path, "a.dat")
+    daemon = Daemon(site)
+    daemon.start()
+    try:
+        killed = wait_for(
+            lambda: (r := daemon.status()["batch"][0])["last_run"] and r["last_run"]["outcome"] == "failed" and r, "the time limit",
+        )
+        assert killed["last_run"]["error"].startswith("killed after the time limit of 1s")
+        retry = wait_for(lambda: (r := daemon.status()["batch"][0])["state"] == "running" and r, "the retry to start")
+        assert retry["last_run"]["trigger"] == "retry"
+        pid = retry["pid"]
+    finally:
+        daemon.shutdown()
+    assert _gone(pid), "the job's process group outlived the daemon"
+    (row,) = load_and_status(site_path)
+    assert row["last_run"]["outcome"] == "interrupted" and row["last_run"]["error"] == "terminated by the daemon's shutdown"
+    assert (tmp_path / "staged" / "a.dat").exists()
+
+
+def load_and_status(site_path: Path) -> list[dict[str, Any]]:
+    from coupler.bus.batch_schedule import recorded_runs
+
+    return recorded_runs(load_site(site_path))

@@ -1,0 +1,149 @@
+"""The daemon runs batch ingestion by itself (``[[batch]]``): when the file drop stages a file
+over its threshold (``on_staged``), and on an interval schedule. Each run is a
+``coupler batch ingest`` child process with its own Spark (one JVM per run: the two jobs
+here run side by side, so the test pays for one start)."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from coupler.bus.batch_ingest import EVENT_FORMAT
+from coupler.bus.cli import main
+from coupler.bus.config import load_site
+from coupler.bus.control import ControlClient
+from coupler.bus.daemon import Daemon
+from coupler.canonical.registry import SchemaRegistry
+
+from .test_batch_ingest import COPYBOOK, RECORD, write_cards
+
+#: relative paths throughout: they are relative to site.toml, not to the working directory
+SITE = """
+[site]
+data_dir = "data"
+
+[[adapters]]
+name = "cards-in"
+type = "filedrop"
+direction = "inbound"
+channel = "cards"
+[adapters.options]
+directory = "drop"
+payload = "copybook"
+copybook = "card.cpy"
+batch_threshold_bytes = 1000
+batch_dir = "staged"
+stable_seconds = 0
+poll_interval = 0.05
+
+[[adapters]]
+name = "ledger-in"
+type = "filedrop"
+direction = "inbound"
+channel = "ledger"
+[adapters.options]
+directory = "ledger-drop"
+payload = "copybook"
+copybook = "card.cpy"
+batch_threshold_bytes = 1000
+batch_dir = "ledger-staged"
+
+[[batch]]
+source = "cards-in"
+on_staged = true
+poll_seconds = 0.2
+master = "local[1]"
+options = { generate_record_id = true }
+
+[[batch]]
+source = "ledger-in"
+interval_seconds = 1
+master = "local[1]"
+to = "jsonl"
+output = "out/ledger"
+"""
+
+
+def completed(daemon: Daemon, channel: str) -> list[dict[str, Any]]:
+    assert daemon.transport is not None
+    registry = SchemaRegistry.default()
+    return [
+        registry.decode(e.body, EVENT_FORMAT) for e in daemon.transport.peek(channel, max=100)
+        if e.format.ref == EVENT_FORMAT
+    ]
+
+
+def wait_for(predicate: Any, what: str, timeout: float = 180.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: Path) -> None:
+    (tmp_path / "card.cpy").write_text(COPYBOOK)
+    site_file = tmp_path / "site.toml"
+    site_file.write_text(SITE)
+    site = load_site(site_file)
+    daemon = Daemon(site)
+    daemon.start()
+    try:
+        # the file drop stages a file over its threshold; nobody runs anything by hand
+        (tmp_path / "drop").mkdir(exist_ok=True)
+        write_cards(tmp_path / "drop" / ".cards.tmp", 0, 30)
+        os.replace(tmp_path / "drop" / ".cards.tmp", tmp_path / "drop" / "cards.dat")
+        # files staged by hand for the scheduled job (the staging folder is the contract)
+        (tmp_path / "ledger-staged").mkdir()
+        write_cards(tmp_path / "ledger-staged" / ".l.tmp", 100, 12)
+        os.replace(tmp_path / "ledger-staged" / ".l.tmp", tmp_path / "ledger-staged" / "l.dat")
+
+        (cards,) = wait_for(lambda: completed(daemon, "cards"), "BatchCompleted of cards-in")
+        (ledger,) = wait_for(lambda: completed(daemon, "ledger"), "BatchCompleted of ledger-in")
+        status = wait_for(
+            lambda: (s := ControlClient(site.control_socket).call("status"))
+            and all(r["state"] == "idle" for r in s["batch"]) and s,
+            "both jobs to be collected",
+        )
+        assert [p.name for p in (tmp_path / "staged").iterdir() if p.is_file()] == []
+        assert [p.name for p in (tmp_path / "ledger-staged").iterdir() if p.is_file()] == []
+        other_events = [e.format.ref for e in daemon.transport.peek("cards", max=100)]  # type: ignore[union-attr]
+    finally:
+        daemon.shutdown()
+
+    assert "coupler.batch.StagedFile@1" in other_events
+    assert (cards["source"], cards["records"], cards["errors"]) == ("cards-in", 30, 0)
+    rows = pq.read_table(cards["outputs"][0]).to_pylist()
+    assert sorted(r["CARD_ID"] for r in rows) == list(range(30))
+    assert {r["Record_Byte_Length"] for r in rows} == {RECORD}  # the job's options reached the reader
+    (archived,) = (tmp_path / "staged" / "archive" / cards["batch_id"]).iterdir()
+    assert archived.name.endswith("-cards.dat")
+
+    assert (ledger["source"], ledger["records"]) == ("ledger-in", 12)
+    assert ledger["outputs"] == [str(tmp_path / "out" / "ledger" / ledger["batch_id"])]
+    lines = [line for f in Path(ledger["outputs"][0]).glob("part-*.json") for line in f.read_text().splitlines()]
+    assert len(lines) == 12 and '"CARD_ID":100' in "".join(lines)
+
+    runs = {r["source"]: r for r in status["batch"]}
+    cards_run, ledger_run = runs["cards-in"]["last_run"], runs["ledger-in"]["last_run"]
+    assert (cards_run["outcome"], cards_run["trigger"], cards_run["records"], cards_run["errors"]) == ("succeeded", "staged", 30, 0)
+    assert (ledger_run["outcome"], ledger_run["trigger"], ledger_run["records"], ledger_run["batches"]) == ("succeeded", "interval", 12, 1)
+    assert cards_run["duration_seconds"] > 0 and cards_run["events"] and not status["alerts"]
+
+    # and as an operator reads it, the daemon stopped: the last runs are on record
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["ctl", "--site", str(site_file), "status"]) == 0
+    lines = out.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("BATCH "))
+    batch_rows = {line.split()[0]: line.split() for line in lines[start + 1:] if line.strip()[:1].isalpha() and not line.startswith("CHANNEL")}
+    cards_row = batch_rows["cards-in"]
+    assert cards_row[1] == "stopped" and cards_row[cards_row.index("succeeded") + 1] == "30"
