@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench wheel system-deps venv clean
+.PHONY: demo test lint bench wheel system-deps services venv clean
 
 # the virtual environment, reinstalled only when the packaging files change
 $(STAMP): pyproject.toml setup.py
@@ -32,10 +32,25 @@ system-deps:
 	  fi; \
 	fi
 
+# the machine's RabbitMQ and PostgreSQL (the broker transport's tests talk to them on
+# loopback): started with their own commands when installed but stopped
+services:
+	@nc_ok() { (exec 3<>/dev/tcp/127.0.0.1/$$1) 2>/dev/null; }; \
+	if ! nc_ok 5672 && command -v rabbitmq-server >/dev/null; then \
+	  echo "starting RabbitMQ"; rabbitmq-server -detached; \
+	  for i in $$(seq 60); do nc_ok 5672 && break; sleep 1; done; \
+	fi; \
+	if ! nc_ok 5432 && command -v pg_ctlcluster >/dev/null; then \
+	  echo "starting PostgreSQL"; pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start; \
+	  for i in $$(seq 30); do nc_ok 5432 && break; sleep 1; done; \
+	fi; \
+	nc_ok 5672 || { echo "RabbitMQ is not reachable on 127.0.0.1:5672"; exit 1; }; \
+	nc_ok 5432 || { echo "PostgreSQL is not reachable on 127.0.0.1:5432"; exit 1; }
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) system-deps lint
+test: $(STAMP) system-deps services lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)

@@ -10,6 +10,14 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The Cobrix corpus is the copybook translator's acceptance oracle: without it the run
+    fails at once instead of skipping the tests that prove decoding right."""
+    corpus = SHARED / "corpus" / "cobrix"
+    if not corpus.is_dir():
+        pytest.exit(f"the Cobrix corpus is missing at {corpus}: clone the project beside shared/", returncode=1)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -26,10 +26,12 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def servers_or_skip() -> None:
+def servers_or_fail() -> None:
+    """The tests run against this machine's real servers (``make test`` starts them when
+    they are installed but stopped); a missing server fails the test, never skips it."""
     missing = [name for name, port in (("RabbitMQ", 5672), ("PostgreSQL", 5432)) if not _listening(port)]
     if missing:
-        pytest.skip(f"{' and '.join(missing)} not running on 127.0.0.1")
+        pytest.fail(f"{' and '.join(missing)} not running on 127.0.0.1 (make services starts them)")
 
 
 def unique_names() -> dict[str, str]:
@@ -39,7 +41,7 @@ def unique_names() -> dict[str, str]:
 
 def amqp_transport(data_dir: Path, **options: Any) -> Any:
     """Contract-test factory: an open AmqpTransport with names of its own."""
-    servers_or_skip()
+    servers_or_fail()
     from coupler.bus.amqp_transport import AmqpTransport
 
     options = {**unique_names(), **options}

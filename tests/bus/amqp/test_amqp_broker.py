@@ -19,12 +19,12 @@ from coupler.bus.site import open_transport
 from coupler.bus.transport import LeaseLostError, TransportError
 from tests.bus.contract.support import doc, drain
 
-from .broker import AMQP_URL, PG_DSN, destroy, servers_or_skip, unique_names
+from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 
 
 @pytest.fixture
 def names() -> Iterator[dict[str, str]]:
-    servers_or_skip()
+    servers_or_fail()
     names = unique_names()
     yield names
     destroy(names)

@@ -15,14 +15,14 @@ import pytest
 from coupler.bus.amqp_transport import AmqpTransport
 from tests.bus.contract.support import doc
 
-from .broker import AMQP_URL, PG_DSN, destroy, servers_or_skip, unique_names
+from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def site() -> Iterator[tuple[AmqpTransport, dict[str, str]]]:
-    servers_or_skip()
+    servers_or_fail()
     names = unique_names()
     t = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
     try:

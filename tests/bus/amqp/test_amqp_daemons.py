@@ -16,7 +16,7 @@ from coupler.bus.site import open_transport
 from tests.bus.contract.support import doc
 from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
 
-from .broker import AMQP_URL, PG_DSN, destroy, servers_or_skip, unique_names
+from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 
 SITE = """
 [site]
@@ -43,7 +43,7 @@ forward_to = "echo.out"
 
 @pytest.fixture
 def names() -> Iterator[dict[str, str]]:
-    servers_or_skip()
+    servers_or_fail()
     names = unique_names()
     yield names
     destroy(names)

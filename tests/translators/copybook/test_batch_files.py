@@ -76,7 +76,6 @@ def both_paths(layout, paths, options, policy, *, batch_records=65_536):
     return (lines1, bad1, s1), (lines2, bad2, s2)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
 @pytest.mark.parametrize("policy", ["lenient", "strict"])
 @pytest.mark.parametrize("case", FIXED_CASES, ids=[c.id for c in FIXED_CASES])
 def test_fixed_length_corpus_cases_decode_the_same_on_both_paths(case, policy) -> None:
@@ -94,7 +93,6 @@ def test_fixed_length_corpus_cases_decode_the_same_on_both_paths(case, policy) -
         assert [b["record"] for b in bad1] == [6]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
 @pytest.mark.parametrize("case", [c for c in FIXED_CASES if not c.id.startswith("test3")], ids=lambda c: c.id)
 def test_avro_written_from_arrow_batches_reads_as_the_per_record_avro(case, tmp_path: Path) -> None:
     layout = build_layout(parse_file(CORPUS / case.copybook))
@@ -135,7 +133,6 @@ def test_random_bytes_decode_the_same_on_both_paths(tmp_path_factory, data, poli
         assert vectorised == per_record
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
 def test_cli_outputs_are_the_same_on_both_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     case = next(c for c in CASES if c.id == "test19")
     data = tmp_path / "data.bin"

@@ -11,7 +11,6 @@ import pytest
 from coupler.bus.cli import main
 
 CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "cobrix"
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
 T21 = CORPUS / "15_test21_ascii_nested_odo"
 T1 = CORPUS / "01_test1_fixed_comp3_odo"
 T21_OPTS = ["-o", "record_format=F", "-o", "encoding=ascii", "-o", "variable_size_occurs=true",

@@ -24,7 +24,6 @@ FIELDS = {
 }
 
 
-@pytest.mark.skipif(not T9.exists(), reason="Cobrix corpus not available")
 @pytest.mark.parametrize(
     ("page", "expected", "trim"),
     [

@@ -24,7 +24,6 @@ from coupler.translators.copybook.parser import parse_file
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO.parent / "shared" / "corpus" / "cobrix"
 
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
 
 
 @dataclass

@@ -20,7 +20,6 @@ from coupler.translators.copybook.picture import DecodeContext, field_type
 CORPUS = Path("/work/shared/corpus/cobrix")
 T5 = CORPUS / "04_test5_ebcdic_rdw_multiseg"
 T1 = CORPUS / "01_test1_fixed_comp3_odo" / "test1_data" / "example.bin"
-corpus = pytest.mark.skipif(not CORPUS.exists(), reason="Cobrix corpus not available")
 
 
 def opts(**kw) -> CopybookOptions:
@@ -46,7 +45,6 @@ class OneWayStream(io.RawIOBase):
         return out
 
 
-@corpus
 @pytest.mark.parametrize(
     ("path", "big_endian"),
     [
@@ -66,7 +64,6 @@ def test_rdw_files_of_the_corpus(path, big_endian):
     assert sum(len(r.payload) + 4 for r in records) == (T5 / path).stat().st_size
 
 
-@corpus
 def test_wrong_endianness_is_a_corrupt_rdw_naming_the_offset():
     with open(T5 / "test5_data/COMP.DETAILS.SEP30.DATA.dat", "rb") as f:
         with pytest.raises(FramingError, match="corrupt record descriptor word 00004000") as err:
@@ -75,7 +72,6 @@ def test_wrong_endianness_is_a_corrupt_rdw_naming_the_offset():
     assert "byte 0" in str(err.value)
 
 
-@corpus
 def test_record_length_field_with_adjustment():
     with open(T5 / "test5b_data/COMP.DETAILS.FEB02.DATA.RDW.BE.dat", "rb") as f:
         records = list(
@@ -90,7 +86,6 @@ def test_record_length_field_with_adjustment():
     assert Counter(len(r.payload) for r in records) == {64: 684, 68: 316}
 
 
-@corpus
 def test_fixed_records_and_record_offsets_of_test1():
     with open(T1, "rb") as f:
         plain = list(iter_records(f, opts(), record_size=2202))

@@ -14,7 +14,6 @@ from coupler.translators.copybook.parser import parse_copybook, parse_file
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO.parent / "shared" / "corpus" / "cobrix"
 
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="Cobrix corpus not beside the repo")
 
 
 def layout_of(*lines: str):
@@ -22,7 +21,6 @@ def layout_of(*lines: str):
     return build_layout(parse_copybook(text))
 
 
-@needs_corpus
 def test_layout_text_is_byte_identical_to_cobrix_test6() -> None:
     case = CORPUS / "05_test6_type_variety"
     expected = (case / "test6_expected" / "test6_layout.txt").read_text()
@@ -31,7 +29,6 @@ def test_layout_text_is_byte_identical_to_cobrix_test6() -> None:
     assert layout.size == 1493
 
 
-@needs_corpus
 def test_offsets_equal_every_corpus_layout_file() -> None:
     """test19's layout file is in an older format (no FLD column on the record line):
     compare names, start, end and length of every line in order."""
@@ -52,7 +49,6 @@ def test_offsets_equal_every_corpus_layout_file() -> None:
         assert got == expected, path
 
 
-@needs_corpus
 @pytest.mark.parametrize(
     ("copybook", "size"),
     [

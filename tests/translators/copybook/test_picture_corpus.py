@@ -8,7 +8,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from coupler.translators.copybook.picture import (
     DecodeContext,
@@ -23,7 +22,6 @@ if not CORPUS.exists():
 T6 = CORPUS / "05_test6_type_variety"
 T19 = CORPUS / "14_test19_display_numbers"
 
-pytestmark = pytest.mark.skipif(not T6.exists(), reason="Cobrix corpus not available")
 
 
 def _flat_fields(copybook: Path) -> list[tuple[str, FieldType]]:
