@@ -26,10 +26,12 @@ CLAIM_SIZE_PROPERTY = "coupler.claim-size"
 _CHUNK = 1 << 20
 
 
-def store_claim(claims_dir: Path, source: Path, *, move: bool) -> Path:
-    """Put ``source`` (a local file) in ``claims_dir``; moved when ``move`` (same file system)."""
+def store_claim(claims_dir: Path, source: Path, *, move: bool, suffix: str = "") -> Path:
+    """Put ``source`` (a local file) in ``claims_dir`` under a new unique name (ending with
+    ``-suffix`` when given), moved when ``move`` (same file system). The file appears under
+    its final name at once, complete: a copy is written as ``.part`` first."""
     claims_dir.mkdir(parents=True, exist_ok=True)
-    target = claims_dir / uuid.uuid4().hex
+    target = claims_dir / (uuid.uuid4().hex + (f"-{suffix}" if suffix else ""))
     if move:
         os.replace(source, target)
     else:

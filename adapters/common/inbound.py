@@ -345,8 +345,7 @@ class InboundPipeline:
     def _stage_for_batch(self, info: FileInfo, key: FileKey, local: Path) -> None:
         assert self.s.batch_dir is not None
         batch_dir = self.s.batch_dir
-        staged = store_claim(batch_dir, local, move=self.local.owned)
-        staged = staged.rename(staged.with_name(f"{staged.name}-{info.name}"))
+        staged = store_claim(batch_dir, local, move=self.local.owned, suffix=info.name)
         detail = {
             "path": str(staged), "source": f"{self.fs.label}/{info.path}", "size": info.size,
             "payload": self.s.payload.mode,
