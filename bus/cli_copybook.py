@@ -245,15 +245,13 @@ def _decode_batches(args, layout, options, paths, policy, stats, errors_out, pro
             if out is not sys.stdout:
                 out.close()
     elif args.to == "parquet":
-        import pyarrow.parquet as pq
-
+        from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
         from coupler.translators.copybook.batch import BatchDecoder
 
         schema = BatchDecoder(layout, options).decode(b"").batch.schema
-        with pq.ParquetWriter(args.output, schema) as writer:
+        with ParquetBatchWriter(args.output, schema) as writer:
             for batch in reported():
-                if batch.num_rows:
-                    writer.write_batch(batch)
+                writer.write_batch(batch)
     else:
         from coupler.translators.copybook.arrow_avro import AvroBatchWriter
         from coupler.translators.copybook.avro import avro_schema

@@ -29,6 +29,11 @@ from .layout import Field, Layout, OutputNode
 from .options import CopybookOptions
 from .picture import DecodeContext
 
+#: records per batch: small enough that a batch's columns stay in the CPU caches (on the
+#: benchmark layout 8,192 records decode ~25 % faster than 65,536), large enough to
+#: amortise the per-column overhead
+DEFAULT_BATCH_RECORDS = 8_192
+
 
 @dataclass(frozen=True)
 class BadField:
@@ -192,7 +197,7 @@ class BatchDecoder:
 
     # -- files ------------------------------------------------------------------------------
 
-    def iter_file(self, path: str | Path, *, batch_records: int = 65_536, file_id: int = 0) -> Iterator[DecodedBatch]:
+    def iter_file(self, path: str | Path, *, batch_records: int = DEFAULT_BATCH_RECORDS, file_id: int = 0) -> Iterator[DecodedBatch]:
         """Decode a file of fixed-length records chunk by chunk (memory stays flat).
 
         ``file_start_offset`` and ``file_end_offset`` bytes are skipped; a truncated last

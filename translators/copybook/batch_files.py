@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from .arrow_json import normalize_groups
 from .avro import as_options
-from .batch import BatchDecoder
+from .batch import DEFAULT_BATCH_RECORDS, BatchDecoder
 from .decoder import BadRecord, DecodeStats, RecordDecoder
 from .errors import CopybookError, RecordDecodeError
 from .framing import TruncatedRecord, looks_like_bdw
@@ -129,7 +129,7 @@ def decode_file_batches(
     *,
     stats: DecodeStats | None = None,
     policy: str = "lenient",
-    batch_records: int = 65_536,
+    batch_records: int = DEFAULT_BATCH_RECORDS,
 ) -> Iterator[FileBatch]:
     """Decode fixed-length data files chunk by chunk into Arrow batches (memory stays flat).
 

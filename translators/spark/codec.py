@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from coupler.canonical.errors import CouplerError
+from coupler.translators.copybook.batch import DEFAULT_BATCH_RECORDS
 
 from .splits import FileSplit, Framing
 from .types import arrow_schema
@@ -282,7 +283,7 @@ class CopybookCodec:
 
         size = os.path.getsize(split.path)
         options = dataclasses.replace(self.parsed_options, file_start_offset=split.start, file_end_offset=size - split.end)
-        per_batch = int(self.options.get("batch_size", 65_536))
+        per_batch = int(self.options.get("batch_size", DEFAULT_BATCH_RECORDS))
         bad: list[str] = []
         for fb in batch_files.decode_file_batches(self.layout, [split.path], options, policy=self.policy, batch_records=per_batch):
             if fb.batch.num_rows:

@@ -48,13 +48,13 @@ class _SplitTask:
         path, final = self.committer.task_path()
         count = 0
         if self.kind == "parquet":
-            import pyarrow.parquet as pq
+            from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
 
             writer = None
             try:
                 for batch in self._batches(split, framing):
                     if writer is None:
-                        writer = pq.ParquetWriter(path, batch.schema, compression="snappy")
+                        writer = ParquetBatchWriter(path, batch.schema)
                     writer.write_batch(batch)
                     count += batch.num_rows
             finally:

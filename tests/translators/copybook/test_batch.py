@@ -227,3 +227,22 @@ def test_depending_on_counts_as_the_per_record_decoder() -> None:
     assert decoded.batch.to_pylist() == [per_record.decode(bytes(record)), per_record.decode(bytes(zero))]
     assert [(b.record, b.path.rsplit(".", 1)[-1]) for b in decoded.bad] == [(1, "ITEM")]
     assert "outside 1..4" in decoded.bad[0].reason
+
+
+def test_parquet_writer_gathers_small_batches_into_row_groups(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import datagen
+
+    decoder = BatchDecoder(build_layout(parse_copybook(datagen.COPYBOOK)))
+    batches = [decoder.decode(datagen.make_records(1000, seed=k)).batch for k in range(9)]
+    path = tmp_path / "out.parquet"
+    with ParquetBatchWriter(path, decoder.schema, row_group_rows=4000) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    meta = pq.ParquetFile(path).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4000, 4000, 1000]
+    assert pq.read_table(path).to_pylist() == [row for b in batches for row in b.to_pylist()]
