@@ -73,7 +73,6 @@ from .backoff import BackoffPolicy
 from .identities import IdentityRepository
 from .pg_store import PgIdentityRepository, PgStore
 from .selectors import Selector, as_selector
-from .sqlite_transport import check_channel_name
 from .transport import (
     DEFAULT_DEAD_LETTER,
     DEFAULT_INVALID,
@@ -87,7 +86,13 @@ from .transport import (
     TransactionOps,
     Transport,
     TransportError,
-    UnknownDeadLetterError,
+    check_channel_name,
+    declared_config,
+    envelope_list,
+    error_text,
+    not_replayable,
+    purged_dead_letters_detail,
+    unknown_dead_letter,
 )
 
 log = logging.getLogger(__name__)
@@ -127,10 +132,6 @@ class _Journal:
     def merge(self, other: _Journal) -> None:
         self.rows.extend(other.rows)
         self.counts.update(other.counts)
-
-
-def _error_text(error: str | BaseException) -> str:
-    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"
 
 
 class AmqpTransport(Transport):
@@ -353,7 +354,7 @@ class AmqpTransport(Transport):
         outcome, wait = self._nack_plan(delivery, dead, delay)
         journal = _Journal()
         self._call(
-            lambda link: self._nack(link, delivery, _error_text(error), component, outcome, wait, dead, journal),
+            lambda link: self._nack(link, delivery, error_text(error), component, outcome, wait, dead, journal),
             retry=False,
         )
         self._record(journal)
@@ -415,11 +416,7 @@ class AmqpTransport(Transport):
 
     def _check_envelopes(self, channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
         check_channel_name(channel)
-        envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
-        for env in envs:
-            if not isinstance(env, Envelope):
-                raise TransportError(f"send to {channel}: expected an Envelope, got {type(env).__name__}")
-        return envs
+        return envelope_list(channel, envelopes)
 
     def _record(self, journal: _Journal) -> None:
         self.store.record(journal.rows, journal.counts)
@@ -755,16 +752,7 @@ class AmqpTransport(Transport):
     # -- channels --------------------------------------------------------------------------
 
     def declare(self, channel: str, config: ChannelConfig | None = None, **settings: Any) -> ChannelConfig:
-        check_channel_name(channel)
-        if "backoff" in settings and isinstance(settings["backoff"], dict):
-            settings["backoff"] = BackoffPolicy.from_dict(settings["backoff"])
-        try:
-            base = config or ChannelConfig()
-            cfg = ChannelConfig(**{**base.__dict__, **settings})
-        except TypeError as exc:
-            raise TransportError(f"channel {channel}: {exc}", where=f"channels.{channel}") from exc
-        if cfg.kind not in ("queue", "topic"):
-            raise TransportError(f"channel {channel}: unknown kind {cfg.kind!r}", hint="use queue or topic")
+        cfg = declared_config(channel, config, settings)
         self.store.save_channel(channel, cfg)
         self._configs.pop(channel, None)
 
@@ -1001,17 +989,13 @@ class AmqpTransport(Transport):
         for dl in self.dead_letters(limit=_BROWSE_LIMIT):
             if dl.id == id:
                 return dl
-        raise UnknownDeadLetterError(f"no dead letter with id {id}", hint="list them with `coupler ctl dlq list`")
+        raise unknown_dead_letter(id)
 
     def replay(self, id: int, channel: str | None = None) -> str:
         target_dl = self.dead_letter(id)
         journal = _Journal()
         if target_dl.envelope is None or (channel or target_dl.channel) is None:
-            raise TransportError(
-                f"dead letter {id} cannot be replayed: "
-                + ("its bytes are not an envelope" if target_dl.envelope is None else "it names no channel"),
-                hint="inspect it with `coupler ctl dlq show` and purge it",
-            )
+            raise not_replayable(id, has_envelope=target_dl.envelope is not None)
         target = channel or target_dl.channel
         assert target is not None
         env = target_dl.envelope
@@ -1052,7 +1036,7 @@ class AmqpTransport(Transport):
 
         self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names], retry=False)
         n = len(counted)
-        self._record(_Journal(rows=[(queue, None, "dead-letters purged", f"{n} {kind or 'dead and invalid'}")]))
+        self._record(_Journal(rows=[(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))]))
         return n
 
     # -- message store ---------------------------------------------------------------------
@@ -1147,7 +1131,7 @@ class _AmqpTx(TransactionOps):
         dead: bool = False,
     ) -> Literal["retry", "dead"]:
         outcome, wait = self.t._nack_plan(delivery, dead, delay)
-        self.nacks.append((delivery, _error_text(error), component, outcome, wait, dead))
+        self.nacks.append((delivery, error_text(error), component, outcome, wait, dead))
         return outcome
 
     def invalid(

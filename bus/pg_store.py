@@ -32,10 +32,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from .identities import Identity, IdentityError, IdentityRepository, Registration
+from .sql_filters import journal_entries, journal_query
 from .transport import ChannelConfig, JournalEntry, TransportError
 
 try:  # psycopg is a dependency of the broker transport only
@@ -111,10 +112,6 @@ CREATE TABLE IF NOT EXISTS {s}.broker_objects (
 
 class PgStoreError(TransportError):
     """PostgreSQL cannot be reached or refused a statement."""
-
-
-def _ts(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
 
 
 class PgStore:
@@ -331,23 +328,13 @@ class PgStore:
         since: datetime | None = None,
         limit: int = 1000,
     ) -> list[JournalEntry]:
-        clauses, args = [], []
-        for column, value in (("message_id", message_id), ("channel", channel), ("event", event)):
-            if value is not None:
-                clauses.append(f"{column} = %s")
-                args.append(value)
-        if since is not None:
-            clauses.append("at >= %s")
-            args.append(since.timestamp())
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql, args = journal_query(
+            f"{self.schema}.journal", "%s",
+            message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+        )
         self.flush()
         with self.conn() as c:
-            rows = c.execute(
-                f"SELECT id, at, channel, message_id, event, detail FROM {self.schema}.journal "
-                f"{where} ORDER BY id LIMIT %s",
-                (*args, limit),
-            ).fetchall()
-        return [JournalEntry(r[0], _ts(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+            return journal_entries(c.execute(sql, args).fetchall())
 
     def counters(self, channel: str | None = None) -> dict[str, dict[str, int]]:
         where, args = ("WHERE channel = %s", (channel,)) if channel else ("", ())

@@ -11,7 +11,6 @@ its consumers share, is held for SQL only.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -32,6 +31,9 @@ from .transport import (
     LeaseLostError,
     TransactionOps,
     TransportError,
+    check_channel_name,
+    envelope_list,
+    error_text,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("coupler.bus.sqlite_transport")
 
 CLAIM_PROPERTY = "coupler.claim"
-_CHANNEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
 
 #: a message row with its envelope: (id, channel, attempt, claim, envelope, message_id)
 _ROW = "m.id, m.channel, m.attempt, m.claim, b.envelope, m.message_id"
@@ -50,22 +51,13 @@ _IN_CHUNK = 500
 Prepared = tuple[Envelope, bytes, "str | None"]
 
 
-def check_channel_name(channel: str) -> str:
-    if not isinstance(channel, str) or not _CHANNEL_NAME.match(channel):
-        raise TransportError(
-            f"bad channel name {channel!r}",
-            hint="use 1 to 200 characters without spaces or control characters, e.g. orders.in",
-        )
-    return channel
-
-
 def prepare(
     t: SqliteTransport, channel: str, envs: list[Envelope], component: str
 ) -> tuple[list[Prepared], list[Path]]:
-    """Serialise envelopes for storage (with the send hop); large bodies become claim checks."""
-    for env in envs:
-        if not isinstance(env, Envelope):
-            raise TransportError(f"send to {channel}: expected an Envelope, got {type(env).__name__}")
+    """Serialise envelopes for storage (with the send hop); large bodies become claim checks.
+
+    ``envs`` are checked already (:func:`~coupler.bus.transport.envelope_list`).
+    """
     hop = HistoryEntry(component, f"send {channel}")
     prepared: list[Prepared] = []
     paths: list[Path] = []
@@ -183,7 +175,7 @@ class StoreTx(TransactionOps):
 
     def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
         check_channel_name(channel)
-        envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
+        envs = envelope_list(channel, envelopes)
         prepared, paths = prepare(self.t, channel, envs, component)
         self.written_claims.extend(paths)
         return self.send_prepared(channel, envs, prepared, component)
@@ -383,7 +375,7 @@ class StoreTx(TransactionOps):
         delay: float | None = None,
         dead: bool = False,
     ) -> Literal["retry", "dead"]:
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        text = error_text(error)
         row = self.leased_row(delivery)
         if row is None:
             raise LeaseLostError(

@@ -38,7 +38,8 @@ from .backoff import BackoffPolicy
 from .envelope_codec import decode
 from .identities import IdentityRepository
 from .selectors import Selector, as_selector
-from .sqlite_ops import _CHANNEL_NAME, CLAIM_PROPERTY, Leased, StoreTx, check_channel_name, prepare
+from .sql_filters import dead_letter_where, journal_entries, journal_query
+from .sqlite_ops import CLAIM_PROPERTY, Leased, StoreTx, prepare
 from .sqlite_schema import SCHEMA_VERSION, StoreVersionError, ensure_schema
 from .transport import (
     DEFAULT_DEAD_LETTER,
@@ -52,7 +53,13 @@ from .transport import (
     TransactionOps,
     Transport,
     TransportError,
-    UnknownDeadLetterError,
+    check_channel_name,
+    declared_config,
+    envelope_list,
+    is_channel_name,
+    not_replayable,
+    purged_dead_letters_detail,
+    unknown_dead_letter,
 )
 
 log = logging.getLogger(__name__)
@@ -269,7 +276,7 @@ class SqliteTransport(Transport):
             with self.transaction() as tx:
                 return tx.send(channel, envelopes, component=component)
         check_channel_name(channel)
-        envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
+        envs = envelope_list(channel, envelopes)
         # serialise before taking the write lock: the lock is held for the SQL only
         prepared, paths = prepare(self, channel, envs, component)
         try:
@@ -399,18 +406,7 @@ class SqliteTransport(Transport):
     # -- channels --------------------------------------------------------------------------
 
     def declare(self, channel: str, config: ChannelConfig | None = None, **settings: Any) -> ChannelConfig:
-        check_channel_name(channel)
-        if "backoff" in settings and isinstance(settings["backoff"], dict):
-            settings["backoff"] = BackoffPolicy.from_dict(settings["backoff"])
-        try:
-            base = config or ChannelConfig()
-            cfg = ChannelConfig(**{**base.__dict__, **settings})
-        except TypeError as exc:
-            raise TransportError(f"channel {channel}: {exc}", where=f"channels.{channel}") from exc
-        if cfg.kind not in ("queue", "topic"):
-            raise TransportError(
-                f"channel {channel}: unknown kind {cfg.kind!r}", hint="use queue or topic"
-            )
+        cfg = declared_config(channel, config, settings)
         with self.transaction() as tx:
             assert isinstance(tx, StoreTx)
             tx.conn.execute(
@@ -460,7 +456,7 @@ class SqliteTransport(Transport):
 
     def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
         check_channel_name(topic)
-        if not subscription or "#" in subscription or not _CHANNEL_NAME.match(subscription):
+        if not subscription or "#" in subscription or not is_channel_name(subscription):
             raise TransportError(
                 f"bad subscription name {subscription!r}", hint="no spaces and no '#'"
             )
@@ -577,14 +573,7 @@ class SqliteTransport(Transport):
     def dead_letters(
         self, queue: str | None = None, *, kind: DeadKind | None = None, limit: int = 100
     ) -> list[DeadLetter]:
-        clauses, args = [], []
-        if queue is not None:
-            clauses.append("queue = ?")
-            args.append(queue)
-        if kind is not None:
-            clauses.append("kind = ?")
-            args.append(kind)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, args = dead_letter_where(queue, kind, "?")
         conn = self._conn()
         rows = self._retry(
             lambda: conn.execute(
@@ -602,9 +591,7 @@ class SqliteTransport(Transport):
             ).fetchone()
         )
         if row is None:
-            raise UnknownDeadLetterError(
-                f"no dead letter with id {id}", hint="list them with `coupler ctl dlq list`"
-            )
+            raise unknown_dead_letter(id)
         return self._dead_letter(row)
 
     def _dead_letter(self, row: tuple[Any, ...]) -> DeadLetter:
@@ -626,17 +613,11 @@ class SqliteTransport(Transport):
                 "SELECT channel, claim, envelope FROM dead_letters WHERE id = ?", (id,)
             ).fetchone()
             if row is None:
-                raise UnknownDeadLetterError(
-                    f"no dead letter with id {id}", hint="list them with `coupler ctl dlq list`"
-                )
+                raise unknown_dead_letter(id)
             original, claim, blob = row
             target = channel or original
             if blob is None or target is None:
-                raise TransportError(
-                    f"dead letter {id} cannot be replayed: "
-                    + ("its bytes are not an envelope" if blob is None else "it names no channel"),
-                    hint="inspect it with `coupler ctl dlq show` and purge it",
-                )
+                raise not_replayable(id, has_envelope=blob is not None)
             env = Envelope.from_bytes(blob)
             env.attempt = 0
             env.record_hop("dead-letter", f"replay {id}")
@@ -646,14 +627,7 @@ class SqliteTransport(Transport):
             return env.message_id
 
     def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
-        clauses, args = [], []
-        if queue is not None:
-            clauses.append("queue = ?")
-            args.append(queue)
-        if kind is not None:
-            clauses.append("kind = ?")
-            args.append(kind)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, args = dead_letter_where(queue, kind, "?")
         with self.transaction() as tx:
             assert isinstance(tx, StoreTx)
             claims = [
@@ -666,7 +640,7 @@ class SqliteTransport(Transport):
             ]
             n = tx.conn.execute(f"DELETE FROM dead_letters {where}", args).rowcount
             tx.release_claims(claims)
-            tx.journal(queue, None, "dead-letters purged", f"{n} {kind or 'dead and invalid'}")
+            tx.journal(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))
             return n
 
     # -- message store ---------------------------------------------------------------------
@@ -680,24 +654,11 @@ class SqliteTransport(Transport):
         since: datetime | None = None,
         limit: int = 1000,
     ) -> list[JournalEntry]:
-        clauses, args = [], []
-        for column, value in (("message_id", message_id), ("channel", channel), ("event", event)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                args.append(value)
-        if since is not None:
-            clauses.append("at >= ?")
-            args.append(since.timestamp())
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        conn = self._conn()
-        rows = self._retry(
-            lambda: conn.execute(
-                f"SELECT id, at, channel, message_id, event, detail FROM journal {where} "
-                "ORDER BY id LIMIT ?",
-                (*args, limit),
-            ).fetchall()
+        sql, args = journal_query(
+            "journal", "?", message_id=message_id, channel=channel, event=event, since=since, limit=limit
         )
-        return [JournalEntry(r[0], _ts(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+        conn = self._conn()
+        return journal_entries(self._retry(lambda: conn.execute(sql, args).fetchall()))
 
     def maintain(self) -> dict[str, int]:
         now = self.clock()

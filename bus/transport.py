@@ -46,6 +46,7 @@ Threads: a Transport object may be shared by threads (each gets its own connecti
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
 DEFAULT_DEAD_LETTER = "dead-letters"
 DEFAULT_INVALID = "invalid"
 
+_CHANNEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
+
 ChannelKind = Literal["queue", "topic"]
 DeadKind = Literal["dead", "invalid"]
 
@@ -79,6 +82,55 @@ class LeaseLostError(TransportError):
 
 class UnknownDeadLetterError(TransportError):
     """A dead letter id that does not exist (any more)."""
+
+
+def check_channel_name(channel: str) -> str:
+    """``channel`` when it is a valid channel (or subscription) name, else :class:`TransportError`."""
+    if not isinstance(channel, str) or not _CHANNEL_NAME.match(channel):
+        raise TransportError(
+            f"bad channel name {channel!r}",
+            hint="use 1 to 200 characters without spaces or control characters, e.g. orders.in",
+        )
+    return channel
+
+
+def is_channel_name(name: str) -> bool:
+    """Whether ``name`` would pass :func:`check_channel_name`."""
+    return bool(_CHANNEL_NAME.match(name))
+
+
+def envelope_list(channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
+    """The envelopes of a send to ``channel`` as a list; :class:`TransportError` for anything
+    that is not an :class:`Envelope`."""
+    envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
+    for env in envs:
+        if not isinstance(env, Envelope):
+            raise TransportError(f"send to {channel}: expected an Envelope, got {type(env).__name__}")
+    return envs
+
+
+def error_text(error: str | BaseException) -> str:
+    """The text a nack records for ``error``: the string itself, or ``Type: message``."""
+    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+
+
+def unknown_dead_letter(id: int) -> UnknownDeadLetterError:
+    """The error for a dead letter id that does not exist (any more)."""
+    return UnknownDeadLetterError(f"no dead letter with id {id}", hint="list them with `coupler ctl dlq list`")
+
+
+def not_replayable(id: int, *, has_envelope: bool) -> TransportError:
+    """The error for a dead letter that has no envelope or names no channel to go back to."""
+    return TransportError(
+        f"dead letter {id} cannot be replayed: "
+        + ("its bytes are not an envelope" if not has_envelope else "it names no channel"),
+        hint="inspect it with `coupler ctl dlq show` and purge it",
+    )
+
+
+def purged_dead_letters_detail(n: int, kind: DeadKind | None) -> str:
+    """The journal detail of a purge of dead letters."""
+    return f"{n} {kind or 'dead and invalid'}"
 
 
 @dataclass(frozen=True)
@@ -117,6 +169,22 @@ class ChannelConfig:
         if data.get("backoff") is not None:
             data["backoff"] = BackoffPolicy.from_dict(data["backoff"])
         return cls(**data)
+
+
+def declared_config(channel: str, config: ChannelConfig | None, settings: dict[str, Any]) -> ChannelConfig:
+    """The configuration a ``declare(channel, config, **settings)`` stores: ``settings``
+    (``backoff`` may be a dict) over ``config`` (or the defaults), checked."""
+    check_channel_name(channel)
+    if "backoff" in settings and isinstance(settings["backoff"], dict):
+        settings["backoff"] = BackoffPolicy.from_dict(settings["backoff"])
+    try:
+        base = config or ChannelConfig()
+        cfg = ChannelConfig(**{**base.__dict__, **settings})
+    except TypeError as exc:
+        raise TransportError(f"channel {channel}: {exc}", where=f"channels.{channel}") from exc
+    if cfg.kind not in ("queue", "topic"):
+        raise TransportError(f"channel {channel}: unknown kind {cfg.kind!r}", hint="use queue or topic")
+    return cfg
 
 
 @dataclass
