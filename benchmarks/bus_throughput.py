@@ -1,4 +1,4 @@
-"""Bus throughput and latency: the embedded SQLite transport against RabbitMQ, same run.
+"""Bus throughput and latency on each transport side by side: embedded SQLite, AMQP, RabbitMQ.
 
 Workload: durable send + receive + acknowledge of 1 KiB bodies, one producer process and one
 consumer process.
@@ -9,12 +9,20 @@ consumer process.
 * latency: the producer offers 1,000 msg/s, one message per send; the consumer acknowledges
   what it received; latency = time from before the send to after the acknowledgement.
 
-SQLite runs with ``synchronous`` FULL and NORMAL. RabbitMQ (127.0.0.1:5672, guest/guest):
-durable queue, persistent messages (delivery_mode=2), publisher confirms (a window of the
-batch size, confirmed before the next window), manual acks (``multiple`` per batch).
-"raw sqlite3" is the same workload with plain ``sqlite3`` calls on one table holding the
-bodies (insert, ``UPDATE ... RETURNING`` lease, delete): no envelopes, no journal, no
-counters, but the single-table layout of the store's schema version 1.
+Stacks, interleaved in the same run so that all see the same machine load:
+
+* ``sqlite FULL`` / ``sqlite NORMAL`` -- the embedded transport (``SqliteTransport``);
+* ``amqp`` -- Coupler's broker transport (``AmqpTransport``: quorum queue, persistent
+  messages, publisher confirms per batch, manual acks, journal and counters in PostgreSQL);
+  run when RabbitMQ and PostgreSQL (``COUPLER_BENCH_AMQP_URL``, ``COUPLER_BENCH_POSTGRES``;
+  127.0.0.1:5672 and 127.0.0.1:5432 by default) are reachable;
+* ``rabbitmq`` -- pika alone (127.0.0.1:5672, guest/guest), no Coupler: durable queue,
+  persistent messages (delivery_mode=2), publisher confirms (a window of the batch size,
+  confirmed before the next window), manual acks (``multiple`` per batch); the ceiling of
+  what the broker gives one producer and one consumer here;
+* ``raw sqlite3`` -- the same workload with plain ``sqlite3`` calls on one table holding the
+  bodies (insert, ``UPDATE ... RETURNING`` lease, delete): no envelopes, no journal, no
+  counters, but the single-table layout of the store's schema version 1.
 
 Every run reports the 1-minute load average when it started and the CPU time (not wall
 time) the producer and the consumer spent per message: on a shared machine the wall-clock
@@ -36,6 +44,7 @@ import struct
 import sys
 import tempfile
 import time
+import uuid
 from typing import Any
 
 BODY_SIZE = 1024
@@ -50,16 +59,27 @@ def _stamp(body: bytes) -> float:
     return struct.unpack_from("<d", body)[0]
 
 
-# -- SQLite -------------------------------------------------------------------------------
+# -- Coupler's transports: embedded SQLite and AMQP (RabbitMQ + PostgreSQL) ---------------
+
+AMQP_URL = os.environ.get("COUPLER_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
+PG_DSN = os.environ.get("COUPLER_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-def _sqlite_producer(
-    data_dir: str, sync: str, count: int, batch: int, rate: float | None, out: Any, go: Any
-) -> None:
-    from coupler.bus.sqlite_transport import SqliteTransport
+def _open_transport(spec: tuple[Any, ...]) -> Any:
+    """``("sqlite", data_dir, synchronous)`` or ``("amqp", names)``, opened."""
+    if spec[0] == "sqlite":
+        from coupler.bus.sqlite_transport import SqliteTransport
+
+        return SqliteTransport(spec[1], synchronous=spec[2]).open()
+    from coupler.bus.amqp_transport import AmqpTransport
+
+    return AmqpTransport(AMQP_URL, postgres=PG_DSN, **spec[1]).open()
+
+
+def _producer(spec: tuple[Any, ...], count: int, batch: int, rate: float | None, out: Any, go: Any) -> None:
     from coupler.canonical import Envelope
 
-    t = SqliteTransport(data_dir, synchronous=sync).open()
+    t = _open_transport(spec)
     go.wait()
     start = time.monotonic()
     cpu = time.process_time()
@@ -73,10 +93,8 @@ def _sqlite_producer(
     t.close()
 
 
-def _sqlite_consumer(data_dir: str, sync: str, count: int, batch: int, out: Any, go: Any) -> None:
-    from coupler.bus.sqlite_transport import SqliteTransport
-
-    t = SqliteTransport(data_dir, synchronous=sync).open()
+def _consumer(spec: tuple[Any, ...], count: int, batch: int, out: Any, go: Any) -> None:
+    t = _open_transport(spec)
     latencies = []
     got = 0
     go.wait()
@@ -94,22 +112,50 @@ def _sqlite_consumer(data_dir: str, sync: str, count: int, batch: int, out: Any,
     t.close()
 
 
+def _run_transport(spec: tuple[Any, ...], count: int, batch: int, rate: float | None) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    consumer_batch = 100 if rate else batch
+    procs = [
+        ctx.Process(target=_consumer, args=(spec, count, consumer_batch, out, go)),
+        ctx.Process(target=_producer, args=(spec, count, batch, rate, out, go)),
+    ]
+    return _run(procs, go, out, count)
+
+
 def run_sqlite(sync: str, count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
+    """The embedded transport (``SqliteTransport``) with ``synchronous=sync``."""
     data_dir = tempfile.mkdtemp(prefix="coupler-bench-")
     try:
-        from coupler.bus.sqlite_transport import SqliteTransport
-
-        SqliteTransport(data_dir, synchronous=sync).open().close()
-        ctx = mp.get_context("spawn")
-        go, out = ctx.Event(), ctx.Queue()
-        consumer_batch = 100 if rate else batch
-        procs = [
-            ctx.Process(target=_sqlite_consumer, args=(data_dir, sync, count, consumer_batch, out, go)),
-            ctx.Process(target=_sqlite_producer, args=(data_dir, sync, count, batch, rate, out, go)),
-        ]
-        return _run(procs, go, out, count)
+        spec = ("sqlite", data_dir, sync)
+        _open_transport(spec).close()
+        return _run_transport(spec, count, batch, rate)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def run_amqp(count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
+    """Coupler's broker transport (``AmqpTransport``: quorum queue, persistent messages,
+    publisher confirms per batch, manual acks, journal and counters in PostgreSQL)."""
+    tag = uuid.uuid4().hex[:8]
+    spec = ("amqp", {"prefix": f"bench.{tag}.", "postgres_schema": f"bench_{tag}"})
+    t = _open_transport(spec)
+    t.declare("bench")
+    t.close()
+    try:
+        return _run_transport(spec, count, batch, rate)
+    finally:
+        _open_transport(spec).destroy()
+
+
+def postgres_available() -> bool:
+    try:
+        import psycopg
+
+        psycopg.connect(PG_DSN, connect_timeout=3).close()
+    except Exception:  # noqa: BLE001 - any failure means no AMQP transport run
+        return False
+    return True
 
 
 # -- raw sqlite3: the floor of the embedded store ------------------------------------------
@@ -400,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     have_rmq = rabbitmq_available()
     if not have_rmq:
         print("RabbitMQ on 127.0.0.1:5672 not reachable: no baseline", file=sys.stderr)
+    have_amqp = have_rmq and postgres_available()
+    if have_rmq and not have_amqp:
+        print(f"PostgreSQL ({PG_DSN}) not reachable: no amqp transport runs", file=sys.stderr)
     cost = results["commit_cost"] = commit_cost()
     print(
         f"one fsync'd commit here: os.fsync {cost['fsync_us']} us (cpu {cost['fsync_cpu_us']} us), "
@@ -426,10 +475,14 @@ def main(argv: list[str] | None = None) -> int:
         record(f"raw sqlite3 FULL batch {batch}", run_raw("FULL", n, batch))
         for sync in ("FULL", "NORMAL"):
             record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
+        if have_amqp:
+            record(f"amqp batch {batch}", run_amqp(n, batch))
         if have_rmq:
             record(f"rabbitmq batch {batch}", run_rabbitmq(n, batch))
     for sync in ("FULL", "NORMAL"):
         record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
+    if have_amqp:
+        record("amqp latency @1000/s", run_amqp(nlat, 1, rate=1000))
     if have_rmq:
         record("rabbitmq latency @1000/s", run_rabbitmq(nlat, 1, rate=1000))
     after = results["commit_cost_after"] = commit_cost()
@@ -448,6 +501,10 @@ def main(argv: list[str] | None = None) -> int:
         if have_rmq:
             ratio = full["msg_per_s"] / runs[f"rabbitmq {b}"]["msg_per_s"]
             print(f"sqlite FULL / rabbitmq, {b}: {ratio:.2f}x")
+        if have_amqp:
+            amqp = runs[f"amqp {b}"]["msg_per_s"]
+            print(f"sqlite FULL / amqp, {b}: {full['msg_per_s'] / amqp:.2f}x, "
+                  f"amqp / rabbitmq, {b}: {amqp / runs[f'rabbitmq {b}']['msg_per_s']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
