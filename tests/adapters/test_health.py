@@ -7,42 +7,19 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from coupler.bus.cli import main
-from coupler.bus.config import load_site
-from coupler.bus.daemon import Daemon
-
-
-@contextmanager
-def running(site_file: Path) -> Iterator[Daemon]:
-    daemon = Daemon(load_site(site_file))
-    daemon.start()
-    try:
-        yield daemon
-    finally:
-        daemon.shutdown()
+from tests.bus.site_helpers import running_daemon, wait_for
 
 
 def ctl(capsys: pytest.CaptureFixture[str], site: Path, *argv: str) -> str:
     assert main(["ctl", "--site", str(site), *argv]) == 0
     return capsys.readouterr().out
-
-
-def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def adapter_row(capsys: pytest.CaptureFixture[str], site: Path, name: str) -> dict[str, Any]:
@@ -73,7 +50,7 @@ poll_timeout = 0.3
 def test_an_overdue_file_drop_poll_shows_in_ctl_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site = tmp_path / "site.toml"
     site.write_text(FILEDROP_SITE)
-    with running(site) as daemon:
+    with running_daemon(site, plugins=None) as daemon:
         row = adapter_row(capsys, site, "drop-in")
         assert row["health"]["status"] == "ok" and row["health"]["problems"] == []
         assert row["health"]["poll"]["poll_overdue"] is False and row["_alerts"] == []
@@ -85,7 +62,7 @@ def test_an_overdue_file_drop_poll_shows_in_ctl_status(tmp_path: Path, capsys: p
             r = adapter_row(capsys, site, "drop-in")
             return r if r["health"]["poll"]["poll_overdue"] else None
 
-        row = until(overdue, "the poll to be overdue")
+        row = wait_for(overdue, "the poll to be overdue")
         assert row["health"]["status"] == "degraded"
         assert row["health"]["problems"][0].startswith("poll overdue: running for ")
         assert {"adapter": "drop-in", "alert": row["health"]["problems"][0]} in row["_alerts"]
@@ -95,8 +72,8 @@ def test_an_overdue_file_drop_poll_shows_in_ctl_status(tmp_path: Path, capsys: p
         assert json.loads(ctl(capsys, site, "adapters", "--json"))[0]["health"]["status"] == "degraded"
         ctl(capsys, site, "resume", "drop-in")
         assert daemon.transport is not None
-        until(lambda: len(daemon.transport.peek("lines", 10)) == 2, "the lines published")
-        row = until(lambda: (r := adapter_row(capsys, site, "drop-in"))["health"]["status"] == "ok" and r,
+        wait_for(lambda: len(daemon.transport.peek("lines", 10)) == 2, "the lines published")
+        row = wait_for(lambda: (r := adapter_row(capsys, site, "drop-in"))["health"]["status"] == "ok" and r,
                     "the health back to ok")
         assert row["_alerts"] == []
 
@@ -154,11 +131,11 @@ poll_interval = 0.05
 max_poll_interval = 0.1
 poll_timeout = 0.5
 """)
-    with running(site):
-        row = until(lambda: (r := adapter_row(capsys, site, "sftp-in"))["health"]["poll"]["poll_overdue"] and r,
+    with running_daemon(site, plugins=None):
+        row = wait_for(lambda: (r := adapter_row(capsys, site, "sftp-in"))["health"]["poll"]["poll_overdue"] and r,
                     "the poll waiting for the banner to be overdue")
         assert any(p.startswith("poll overdue") for p in row["health"]["problems"])
-        row = until(lambda: (r := adapter_row(capsys, site, "sftp-in"))["health"]["status"] == "down" and r,
+        row = wait_for(lambda: (r := adapter_row(capsys, site, "sftp-in"))["health"]["status"] == "down" and r,
                     "the failed connection to show")
         port = silent_server
         disconnected = [p for p in row["health"]["problems"] if p.startswith("disconnected from ")]

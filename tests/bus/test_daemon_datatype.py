@@ -3,21 +3,20 @@ message converted to it; what cannot be converted goes to the Invalid Message Ch
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from coupler.bus import builtin
-from coupler.bus.config import ConfigError, load_site
+from coupler.bus.config import ConfigError
 from coupler.bus.daemon import Daemon
-from coupler.bus.plugins import plugin_manager
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
 from coupler.schemas import SCHEMA_DIR
 
 from . import plugin_echo
+from .site_helpers import make_daemon, running_daemon, write_reading_site
 
 SITE = """
 [schemas]
@@ -59,12 +58,6 @@ channel = "readings"
 forward_to = "any.out"
 """
 
-READING_V1 = {"type": "record", "name": "Reading", "namespace": "test",
-              "fields": [{"name": "meter", "type": "string"}, {"name": "value", "type": "int"}]}
-# version 2 changed the type of value: a v1 reader cannot read it
-READING_V2 = {"type": "record", "name": "Reading", "namespace": "test",
-              "fields": [{"name": "meter", "type": "string"}, {"name": "value", "type": "string"}]}
-
 CUSTOMER_V2 = {
     "customer_id": "C-42", "name": "Ada Lovelace", "email": "ada@example.org",
     "address": {"street": "1 Analytical Way", "city": "London", "postal_code": "N1 1AA", "country": "GB"},
@@ -73,25 +66,17 @@ CUSTOMER_V2 = {
 
 
 def _site(tmp_path: Path, text: str = SITE) -> Path:
-    for version, schema in ((1, READING_V1), (2, READING_V2)):
-        path = tmp_path / "schemas" / "test" / "reading" / f"v{version}.avsc"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(schema))
-    site = tmp_path / "site.toml"
-    site.write_text(text)
-    return site
+    return write_reading_site(tmp_path, text)
 
 
 def _daemon(site: Path) -> Daemon:
-    return Daemon(load_site(site), pm=plugin_manager(entry_points=False, extra=(plugin_echo, builtin)))
+    return make_daemon(site, (plugin_echo, builtin))
 
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = _daemon(_site(tmp_path))
-    d.start()
-    yield d
-    d.shutdown()
+    with running_daemon(_site(tmp_path), (plugin_echo, builtin)) as d:
+        yield d
 
 
 @pytest.fixture

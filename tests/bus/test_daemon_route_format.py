@@ -4,19 +4,19 @@ be converted goes to the Invalid Message Channel with the reason."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from coupler.bus import builtin
-from coupler.bus.config import ConfigError, load_site, parse_site
+from coupler.bus.config import ConfigError, parse_site
 from coupler.bus.daemon import Daemon
-from coupler.bus.plugins import plugin_manager
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
 from coupler.schemas import SCHEMA_DIR
+
+from .site_helpers import make_daemon, running_daemon, write_reading_site
 
 SITE = """
 [schemas]
@@ -44,10 +44,6 @@ format = "test.Reading@1"
 to = ["readings.v1"]
 """
 
-READING_V1 = {"type": "record", "name": "Reading", "namespace": "test",
-              "fields": [{"name": "meter", "type": "string"}, {"name": "value", "type": "int"}]}
-READING_V2 = {"type": "record", "name": "Reading", "namespace": "test",  # value changed type
-              "fields": [{"name": "meter", "type": "string"}, {"name": "value", "type": "string"}]}
 CUSTOMER_V2 = {
     "customer_id": "C-7", "name": "Grace Hopper", "email": "grace@example.org",
     "address": {"street": "1 Harbor Rd", "city": "Arlington", "postal_code": "22201", "country": "US"},
@@ -56,25 +52,17 @@ CUSTOMER_V2 = {
 
 
 def _site(tmp_path: Path, text: str = SITE) -> Path:
-    for version, schema in ((1, READING_V1), (2, READING_V2)):
-        path = tmp_path / "schemas" / "test" / "reading" / f"v{version}.avsc"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(schema))
-    site = tmp_path / "site.toml"
-    site.write_text(text)
-    return site
+    return write_reading_site(tmp_path, text)
 
 
 def _daemon(site: Path) -> Daemon:
-    return Daemon(load_site(site), pm=plugin_manager(entry_points=False, extra=(builtin,)))
+    return make_daemon(site, (builtin,))
 
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = _daemon(_site(tmp_path))
-    d.start()
-    yield d
-    d.shutdown()
+    with running_daemon(_site(tmp_path), (builtin,)) as d:
+        yield d
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.adapters.sftp.sshd import PASSPHRASE, Sshd
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.bus.site_helpers import REPO
 
 COPYBOOK = """\
        01  CUSTOMER.

@@ -3,9 +3,6 @@ only one, and relative paths in options are relative to the directory of site.to
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from coupler.adapters.common.errors import AdapterConfigError
 from coupler.bus.config import load_site
 from coupler.bus.daemon import Daemon
 from coupler.canonical.errors import CouplerError
+from tests.bus.site_helpers import running_daemon, wait_for
 
 SITE = """
 [site]
@@ -45,26 +43,6 @@ line_terminator = "\\n"
 """
 
 
-@contextmanager
-def running(site_file: Path) -> Iterator[Daemon]:
-    daemon = Daemon(load_site(site_file))
-    daemon.start()
-    try:
-        yield daemon
-    finally:
-        daemon.shutdown()
-
-
-def wait_for(predicate, what: str, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_relative_directories_and_the_site_level_direction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site_dir = tmp_path / "site"
     site_dir.mkdir()
@@ -72,7 +50,7 @@ def test_relative_directories_and_the_site_level_direction(tmp_path: Path, monke
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # relative to site.toml, not to the working directory
-    with running(site_dir / "site.toml") as daemon:
+    with running_daemon(site_dir / "site.toml", plugins=None) as daemon:
         inbound, outbound = daemon.adapters["lines-in"].adapter, daemon.adapters["lines-out"].adapter
         assert inbound.describe()["direction"] == "inbound" and outbound.describe()["direction"] == "outbound"
         assert inbound.pipeline is not None and inbound.writer is None

@@ -6,12 +6,8 @@ before delivery. The adapters only move bytes."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,6 +15,7 @@ from coupler.bus.config import ConfigError, load_site
 from coupler.bus.daemon import Daemon
 from coupler.canonical import FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
+from tests.bus.site_helpers import running_daemon, wait_for
 
 COPYBOOK = """\
        01  ACCOUNT.
@@ -119,35 +116,15 @@ def make_site(root: Path, text: str = SITE) -> Path:
     return root / "site.toml"
 
 
-@contextmanager
-def running(site_file: Path) -> Iterator[Daemon]:
-    daemon = Daemon(load_site(site_file))
-    daemon.start()
-    try:
-        yield daemon
-    finally:
-        daemon.shutdown()
-
-
-def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_copybook_records_mapped_to_canonical_and_back_byte_for_byte(tmp_path: Path) -> None:
     site = make_site(tmp_path)
     registry = SchemaRegistry.from_dirs([tmp_path / "schemas"])
-    with running(site) as daemon:
+    with running_daemon(site, plugins=None) as daemon:
         t = daemon.transport
         assert t is not None
         daemon.pause("accounts-out")  # hold the writer to look at the channel first
         (tmp_path / "drop" / "accounts.dat").write_bytes(b"".join(RECORDS))
-        on_channel = until(lambda: (got := t.peek("accounts", 10)) and len(got) == 3 and got, "3 messages")
+        on_channel = wait_for(lambda: (got := t.peek("accounts", 10)) and len(got) == 3 and got, "3 messages")
         on_channel.sort(key=lambda e: int(e.properties["record.index"]))
         assert {e.format for e in on_channel} == {FormatIndicator("test.Account", 1, "avro/binary")}
         assert [registry.decode(e.body, "test.Account@1") for e in on_channel] == [
@@ -160,7 +137,7 @@ def test_copybook_records_mapped_to_canonical_and_back_byte_for_byte(tmp_path: P
         assert on_channel[0].properties["file.name"] == "accounts.dat"
         daemon.resume("accounts-out")
         target = tmp_path / "out" / "accounts.dat"
-        until(lambda: target.exists() and target.stat().st_size == 66, "the file written back")
+        wait_for(lambda: target.exists() and target.stat().st_size == 66, "the file written back")
         assert target.read_bytes() == b"".join(RECORDS)
         assert t.dead_letters(kind="invalid") == []
 
@@ -168,14 +145,14 @@ def test_copybook_records_mapped_to_canonical_and_back_byte_for_byte(tmp_path: P
 def test_a_record_the_mapping_cannot_take_goes_to_the_invalid_channel_and_the_file_goes_on(tmp_path: Path) -> None:
     site = make_site(tmp_path)
     bad = b"0009MALLORY   X0000000"  # status X is not in the lookup table
-    with running(site) as daemon:
+    with running_daemon(site, plugins=None) as daemon:
         t = daemon.transport
         assert t is not None
         (tmp_path / "drop" / "accounts.dat").write_bytes(RECORDS[0] + bad + RECORDS[1])
         target = tmp_path / "out" / "accounts.dat"
-        until(lambda: target.exists() and target.stat().st_size == 44, "the good records written back")
+        wait_for(lambda: target.exists() and target.stat().st_size == 44, "the good records written back")
         assert target.read_bytes() == RECORDS[0] + RECORDS[1]
-        (dead,) = until(lambda: t.dead_letters(kind="invalid"), "the invalid record")
+        (dead,) = wait_for(lambda: t.dead_letters(kind="invalid"), "the invalid record")
         assert dead.component == "adapter:accounts-in" and dead.envelope is not None
         assert dead.envelope.body == bad and dead.envelope.properties["record.index"] == "1"
         assert "cannot translate coupler.File@1 from adapter accounts-in" in dead.reason and "'X'" in dead.reason
@@ -218,19 +195,19 @@ options = { size = 2 }
 
 def test_wrapper_chains_unwrap_on_publish_and_wrap_before_delivery(tmp_path: Path) -> None:
     (tmp_path / "site.toml").write_text(WRAPPED_SITE)
-    with running(tmp_path / "site.toml") as daemon:
+    with running_daemon(tmp_path / "site.toml", plugins=None) as daemon:
         t = daemon.transport
         assert t is not None
         daemon.pause("framed-out")
         (tmp_path / "drop" / "note.txt").write_bytes(b"\x02hello\x03")
         (tmp_path / "drop" / "broken.txt").write_bytes(b"hello")  # no STX/ETX frame
-        (msg,) = until(lambda: t.peek("notes", 10), "the unwrapped note")
+        (msg,) = wait_for(lambda: t.peek("notes", 10), "the unwrapped note")
         assert msg.body == b"hello" and msg.format == FormatIndicator("test.Note", 1, "text/plain")
-        (dead,) = until(lambda: t.dead_letters(kind="invalid"), "the unframed file")
+        (dead,) = wait_for(lambda: t.dead_letters(kind="invalid"), "the unframed file")
         assert dead.envelope is not None and dead.envelope.body == b"hello" and "wrapper 1 (stx_etx)" in dead.reason
         daemon.resume("framed-out")
         target = tmp_path / "out" / "note.txt"
-        until(target.exists, "the wrapped note")
+        wait_for(target.exists, "the wrapped note")
         assert target.read_bytes() == b"\x00\x05hello"
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import load_site
-from coupler.bus.daemon import Daemon
+from tests.bus.site_helpers import running_daemon
 
 from .sshd import PASSPHRASE, Sshd
 
@@ -45,9 +44,7 @@ max_poll_interval = 0.5
 """)
     monkeypatch.chdir(tmp_path)  # not the site directory: the paths are relative to site.toml
     (remote / "hello.txt").write_bytes(b"hello")
-    daemon = Daemon(load_site(site_dir / "site.toml"))
-    daemon.start()
-    try:
+    with running_daemon(site_dir / "site.toml", plugins=None) as daemon:
         adapter = daemon.adapters["sftp-in"].adapter
         assert adapter.settings.known_hosts == site_dir / "keys" / "known_hosts"
         assert adapter.settings.private_key == site_dir / "keys" / "id_ed25519"
@@ -56,5 +53,3 @@ max_poll_interval = 0.5
         while not (got := daemon.transport.peek("files", 10)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert [e.body for e in got] == [b"hello"], adapter.describe()
-    finally:
-        daemon.shutdown()

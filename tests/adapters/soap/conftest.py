@@ -9,7 +9,7 @@ import pytest
 from coupler.adapters.soap import SoapAdapter
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
 from coupler.canonical import FormatIndicator
-from tests.adapters.socket.bus_harness import BusHarness
+from tests.adapters.socket.bus_harness import harness_fixture
 
 WSDL = Path(__file__).parent / "data" / "policy.wsdl"
 
@@ -45,12 +45,7 @@ class QuoteService(Adapter):
         return Reply(documents=[Document(FormatIndicator("acme.Quote", 1, "application/json"), json.dumps(answer).encode())])
 
 
-@pytest.fixture
-def bus(tmp_path):
-    harness = BusHarness(tmp_path, reply_timeout=10)
-    harness.start_dispatcher()
-    yield harness
-    harness.close()
+bus = pytest.fixture(harness_fixture, name="bus")
 
 
 @pytest.fixture

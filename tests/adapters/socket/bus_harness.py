@@ -9,7 +9,7 @@ address, exactly as :mod:`coupler.bus.commands` defines them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +131,12 @@ class BusHarness:
         for t in self._threads:
             t.join(5)
         self.transport.close()
+
+
+def harness_fixture(tmp_path: Path) -> Iterator[BusHarness]:
+    """The ``bus`` fixture of the socket and SOAP adapter tests: a harness with its command
+    dispatcher running (``bus = pytest.fixture(harness_fixture, name="bus")`` in a conftest)."""
+    harness = BusHarness(tmp_path, reply_timeout=10)
+    harness.start_dispatcher()
+    yield harness
+    harness.close()

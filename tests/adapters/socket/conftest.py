@@ -4,7 +4,7 @@ import pytest
 
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
 
-from .bus_harness import BusHarness
+from .bus_harness import harness_fixture
 
 
 class UpperService(Adapter):
@@ -26,12 +26,7 @@ class UpperService(Adapter):
         return Reply(documents=[Document(command.document.format, body.upper())])
 
 
-@pytest.fixture
-def bus(tmp_path):
-    harness = BusHarness(tmp_path, reply_timeout=10)
-    harness.start_dispatcher()
-    yield harness
-    harness.close()
+bus = pytest.fixture(harness_fixture, name="bus")
 
 
 @pytest.fixture
