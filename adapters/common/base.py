@@ -79,12 +79,25 @@ class FileAdapterBase(Adapter):
             raise AdapterConfigError(f"adapter {self.name!r} runs without a bus context")
         return Path(self.context.data_dir)
 
+    #: the option (and attribute) naming where the outbound side writes when it is not where
+    #: the inbound side reads: direction "both" needs it, else the adapter would read back
+    #: its own ``output_what``; None when the adapter has no such option
+    output_option: str | None = None
+    output_what: str = "output"
+
     def resolved_direction(self) -> str:
         """The direction of this instance (site.toml ``direction``, set by the daemon)."""
         if self.direction not in DIRECTIONS:
             raise AdapterConfigError(
                 f"direction {self.direction!r} is not one of {', '.join(DIRECTIONS)}",
                 where=f"adapters[{self.name}].direction",
+            )
+        option = self.output_option
+        if self.direction == "both" and option is not None and getattr(self, option) is None:
+            raise AdapterConfigError(
+                f"direction \"both\" needs {option} (else the adapter would read its own {self.output_what})",
+                where=f"adapters[{self.name}].options.{option}",
+                hint='or set the direction of the adapter to "inbound" or "outbound" in site.toml',
             )
         return self.direction
 

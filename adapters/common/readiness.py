@@ -29,9 +29,6 @@ class StabilityCheck:
             return self.stable_seconds <= 0
         return now - prev[2] >= self.stable_seconds
 
-    def forget(self, path: str) -> None:
-        self._seen.pop(path, None)
-
     def prune(self, present: set[str]) -> None:
         """Forget files that disappeared (keeps the table as small as the directory)."""
         for path in [p for p in self._seen if p not in present]:

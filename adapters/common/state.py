@@ -104,15 +104,6 @@ class FileStateStore:
             ).fetchall()
         return [self._row(r) for r in rows]
 
-    def in_state(self, *states: str) -> list[FileRecord]:
-        marks = ",".join("?" * len(states))
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT path, size, mtime_ns, checksum, state, published, detail, updated FROM files "
-                f"WHERE state IN ({marks}) ORDER BY created", states,
-            ).fetchall()
-        return [self._row(r) for r in rows]
-
     def begin(self, key: FileKey) -> FileRecord:
         """The file's record, created in state PROCESSING when it has none."""
         now = time.time()

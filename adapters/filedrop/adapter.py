@@ -39,6 +39,7 @@ class FileDropAdapter(FileAdapterBase):
     type_name = "filedrop"
     #: relative ones are relative to the directory of site.toml (the daemon resolves them)
     path_options = ("directory", "output_directory", "copybook", "batch_dir")
+    output_option = "output_directory"
 
     def read_options(self, opts: Options) -> None:
         self.directory = Path(opts.string("directory"))
@@ -56,16 +57,6 @@ class FileDropAdapter(FileAdapterBase):
                 )
             path.mkdir(parents=True, exist_ok=True)
         return LocalFS(path, durable=self.durable)
-
-    def resolved_direction(self) -> str:
-        direction = super().resolved_direction()
-        if direction == "both" and self.output_directory is None:
-            raise AdapterConfigError(
-                "direction \"both\" needs output_directory (else the adapter would read its own output)",
-                where=f"adapters[{self.name}].options.output_directory",
-                hint='or set the direction of the adapter to "inbound" or "outbound" in site.toml',
-            )
-        return direction
 
     def open_inbound(self) -> InboundPipeline:
         assert self.state is not None and self.context is not None

@@ -25,6 +25,8 @@ class SftpAdapter(FileAdapterBase):
     #: local files only (remote directories are paths on the server); relative ones are
     #: relative to the directory of site.toml (the daemon resolves them)
     path_options = ("private_key", "known_hosts", "copybook", "batch_dir")
+    output_option = "remote_output_directory"
+    output_what = "uploads"
 
     def read_options(self, opts: Options) -> None:
         self.settings = read_connection_settings(opts)
@@ -37,16 +39,6 @@ class SftpAdapter(FileAdapterBase):
         if self.conn is None:
             self.conn = SftpConnection(self.settings, self.log)
         return self.conn
-
-    def resolved_direction(self) -> str:
-        direction = super().resolved_direction()
-        if direction == "both" and self.remote_output_directory is None:
-            raise CouplerError(
-                "direction \"both\" needs remote_output_directory (else the adapter would read its own uploads)",
-                where=f"adapters[{self.name}].options.remote_output_directory",
-                hint='or set the direction of the adapter to "inbound" or "outbound" in site.toml',
-            )
-        return direction
 
     def open_inbound(self) -> InboundPipeline:
         assert self.state is not None and self.context is not None
