@@ -44,6 +44,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from .serving import configure_logging, serve
+
 log = logging.getLogger("auto_policy_service")
 
 CODEPAGE = "cp037"
@@ -362,20 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=7070, help="0 picks a free port")
     parser.add_argument("--register", help="JSON file of the auto policies held (default: the built-in demo register)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    async def serve() -> None:
-        service = AutoPolicyService(load_register(args.register))
-        host, port = await service.start(args.host, args.port)
-        print(f"auto policy rating service listening on {host}:{port}", flush=True)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await service.close()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
-    return 0
+    configure_logging()
+    return serve(
+        lambda: AutoPolicyService(load_register(args.register)), args.host, args.port,
+        lambda host, port: f"auto policy rating service listening on {host}:{port}",
+    )
 
 
 if __name__ == "__main__":

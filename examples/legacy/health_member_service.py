@@ -22,7 +22,6 @@ naming the problem. Run it with ``python -m examples.legacy.health_member_servic
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import zlib
@@ -32,6 +31,8 @@ from pathlib import Path
 
 from aiohttp import web
 from lxml import etree
+
+from .serving import configure_logging, serve
 
 log = logging.getLogger("health_member_service")
 
@@ -200,22 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8081, help="0 picks a free port")
     parser.add_argument("--register", help="JSON file of the members (default: the built-in demo members)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    async def serve() -> None:
-        service = HealthMemberService(load_members(args.register))
-        host, port = await service.start(args.host, args.port)
-        print(f"health member service listening on http://{host}:{port}{PATH}", flush=True)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await service.close()
-
-    try:
-        asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
-    return 0
+    configure_logging()
+    return serve(
+        lambda: HealthMemberService(load_members(args.register)), args.host, args.port,
+        lambda host, port: f"health member service listening on http://{host}:{port}{PATH}",
+    )
 
 
 if __name__ == "__main__":

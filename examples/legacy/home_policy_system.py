@@ -22,13 +22,13 @@ import argparse
 import json
 import logging
 import os
-import signal
-import threading
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from lxml import etree
+
+from .serving import PollingSystem, configure_logging, poll_until_stopped
 
 log = logging.getLogger("home_policy_system")
 
@@ -64,7 +64,7 @@ def _parser() -> etree.XMLParser:
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
 
 
-class HomePolicySystem:
+class HomePolicySystem(PollingSystem):
     def __init__(self, inbox: Path, outbox: Path, homes: list[HomePolicy] | None = None):
         self.inbox, self.outbox, self.processed = inbox, outbox, inbox / "processed"
         for d in (inbox, outbox, self.processed):
@@ -116,10 +116,6 @@ class HomePolicySystem:
             done += 1
         return done
 
-    def run(self, stop: threading.Event, interval: float = 0.2) -> None:
-        while not stop.is_set():
-            self.poll()
-            stop.wait(interval)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,20 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--register", help="JSON list of home policies (default: the built-in demo policies)")
     parser.add_argument("--interval", type=float, default=0.2)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     homes = None
     if args.register:
         rows = json.loads(Path(args.register).read_text(encoding="utf-8"))
         homes = [HomePolicy(**{**r, "base_rate": Decimal(str(r["base_rate"]))}) for r in rows]
     system = HomePolicySystem(args.inbox, args.outbox, homes)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print(f"homeowners system polling {args.inbox}", flush=True)
-    try:
-        system.run(stop, args.interval)
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return poll_until_stopped(system, args.interval, f"homeowners system polling {args.inbox}")
 
 
 if __name__ == "__main__":

@@ -29,12 +29,11 @@ import json
 import logging
 import os
 import random
-import signal
-import threading
-import time
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
+
+from .serving import PollingSystem, configure_logging, poll_until_stopped
 
 log = logging.getLogger("life_batch_system")
 
@@ -120,7 +119,7 @@ def write_confirm(customer: str, status: str, state: str, message: str, policies
     return bytes(out)
 
 
-class LifeBatchJob:
+class LifeBatchJob(PollingSystem):
     """Job LIFADR01 over a drop box directory."""
 
     def __init__(self, dropbox: Path, policies: list[LifePolicy] | None = None):
@@ -162,10 +161,6 @@ class LifeBatchJob:
             done += 1
         return done
 
-    def run(self, stop: threading.Event, interval: float = 0.2) -> None:
-        while not stop.is_set():
-            self.poll()
-            stop.wait(interval)
 
 
 # -- the nightly extract -----------------------------------------------------------------------
@@ -217,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--output", required=True, type=Path)
     e.add_argument("--size-mb", type=float, default=300.0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     if args.command == "extract":
         n = write_extract(args.output, int(args.size_mb * 1024 * 1024))
         print(f"{n} records, {args.output.stat().st_size} bytes: {args.output}", flush=True)
@@ -228,15 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         policies = [LifePolicy(**{**p, "face_amount": Decimal(str(p["face_amount"])),
                                   "net_premium": Decimal(str(p["net_premium"]))}) for p in rows]
     job = LifeBatchJob(args.dropbox, policies)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print(f"life batch job LIFADR01 polling {job.inbox}", flush=True)
-    try:
-        job.run(stop, args.interval)
-    except KeyboardInterrupt:
-        pass
-    time.sleep(0)
-    return 0
+    return poll_until_stopped(job, args.interval, f"life batch job LIFADR01 polling {job.inbox}")
 
 
 if __name__ == "__main__":
