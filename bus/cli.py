@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli_xml",
     "coupler.bus.cli_site",
     "coupler.bus.cli_ctl",
+    "coupler.bus.cli_store",
     "coupler.bus.cli_channel",
     "coupler.bus.cli_send",
     "coupler.bus.cli_copybook",
