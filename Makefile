@@ -53,7 +53,7 @@ lint: $(STAMP)
 test: $(STAMP) system-deps services lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-demo: $(STAMP)
+demo: $(STAMP) system-deps
 	$(PY) -m coupler.bus.demo
 
 bench: $(STAMP) system-deps
