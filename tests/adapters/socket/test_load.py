@@ -15,7 +15,7 @@ CLIENTS, REQUESTS = 500, 20
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_500_concurrent_clients_times_20_request_replies_all_answered(bus, upper):
     server = SocketAdapter(
         "load-in",
@@ -50,7 +50,7 @@ def test_500_concurrent_clients_times_20_request_replies_all_answered(bus, upper
         return pairs
 
     async def run() -> list[list[tuple[bytes, bytes]]]:
-        return await asyncio.wait_for(asyncio.gather(*(client(n) for n in range(CLIENTS))), 100)
+        return await asyncio.wait_for(asyncio.gather(*(client(n) for n in range(CLIENTS))), 240)  # a hang guard, not a speed check
 
     results = asyncio.run(run())
     answered = [pair for pairs in results for pair in pairs]
