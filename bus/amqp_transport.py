@@ -71,6 +71,7 @@ from .amqp.link import CHANNEL_ERRORS, Link
 from .amqp.names import Names
 from .backoff import BackoffPolicy
 from .identities import IdentityRepository
+from .pg_file_state import PgFileState
 from .pg_store import PgIdentityRepository, PgStore
 from .selectors import Selector, as_selector
 from .transport import (
@@ -142,7 +143,9 @@ class AmqpTransport(Transport):
     ``prefix`` the name prefix of every broker object of the site, ``postgres_schema`` the
     PostgreSQL schema of its tables. ``delivery_limit`` is the number of times the broker
     returns a message to its queue (consumer crashes, lost connections) before it gives up
-    on it (dead letter with reason ``delivery limit``).
+    on it (dead letter with reason ``delivery limit``). ``file_lease_seconds`` is how long a
+    daemon's claim on a polled file lasts without progress before another daemon may take
+    the file over (:class:`~coupler.bus.pg_file_state.PgFileState`).
     """
 
     def __init__(
@@ -160,6 +163,7 @@ class AmqpTransport(Transport):
         invalid: str = DEFAULT_INVALID,
         delivery_limit: int = 50,
         reconnect_timeout: float = 60.0,
+        file_lease_seconds: float = 300.0,
         name: str = "coupler",
     ):
         self.url = url
@@ -172,6 +176,7 @@ class AmqpTransport(Transport):
         self.dead_letter_default = dead_letter
         self.invalid_default = invalid
         self.reconnect_timeout = reconnect_timeout
+        self.file_lease_seconds = file_lease_seconds
         self.name = name
         self._link: Link | None = None
         self._local = threading.local()
@@ -217,6 +222,10 @@ class AmqpTransport(Transport):
         self._leases.clear()
         self._configs.clear()
         self.store.close()
+
+    def file_state(self, adapter: str, owner: str) -> PgFileState:
+        """The seen-state of polling adapter ``adapter``, shared by every daemon of the site."""
+        return PgFileState(self.store, adapter, owner, lease_seconds=self.file_lease_seconds)
 
     def destroy(self) -> None:
         """Delete every broker object of the site and its PostgreSQL schema (decommission)."""
@@ -1078,6 +1087,7 @@ def amqp_transport_for_site(site: Any) -> AmqpTransport:
         prefix=amqp["prefix"],
         delivery_limit=amqp["delivery_limit"],
         reconnect_timeout=amqp["reconnect_timeout_seconds"],
+        file_lease_seconds=amqp["file_lease_seconds"],
         backoff=backoff_policy(store["redelivery"]),
         lease_seconds=store["lease_seconds"],
         journal_retention=store["journal_retention_days"] * 86400.0,

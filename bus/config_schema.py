@@ -72,7 +72,8 @@ _AMQP = Field(
     "amqp",
     TABLE,
     "The broker transport (`type = \"amqp\"`): channels on RabbitMQ, the state every daemon of "
-    "a multi-node site shares (journal, idempotency keys, identities, configurations) in "
+    "a multi-node site shares (journal, idempotency keys, identities, configurations, the "
+    "polling adapters' file seen-state) in "
     "PostgreSQL. See docs/operations.md.",
     default={},
     fields=(
@@ -87,6 +88,10 @@ _AMQP = Field(
               50, minimum=1),
         Field("reconnect_timeout_seconds", NUMBER,
               "How long an operation waits for the broker to come back before it fails.", 60.0, minimum=1),
+        Field("file_lease_seconds", NUMBER,
+              "How long a daemon's claim on a file it polls (file drop, SFTP) lasts without progress "
+              "before another daemon may take the file over (a daemon that died in the middle of it).",
+              300.0, minimum=1),
     ),
     example=(
         '[store]\ntype = "amqp"\n\n[store.amqp]\nurl = "amqp://coupler:secret@rabbit.example:5672/%2F"\n'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from typing import Any
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
-from .api import CommandFault, InvalidMessage
+from .api import CommandFault, FileState, InvalidMessage, embedded_file_state
 from .api import resolve_path as _resolve_path
 from .transport import Transport
 
@@ -203,6 +204,18 @@ class BusContext:
     def resolve_path(self, path: str | Path) -> Path:
         """``path`` (``~`` expanded) made absolute against the directory of site.toml."""
         return _resolve_path(self.site_dir, path)
+
+    def file_state(self, name: str | None = None) -> FileState:
+        """The seen-state of adapter ``name`` (default: this one): shared by every daemon when
+        the transport keeps one (a multi-node site), else ``files.db`` in its data directory.
+
+        Claims are made as this host and data directory: one daemon per data directory, so a
+        restarted daemon resumes its own files at once."""
+        name = name or self.name
+        data_dir = Path(self.data_dir) if name == self.name else Path(self.data_dir).parent / name
+        owner = f"{socket.gethostname()}:{data_dir.resolve()}"
+        shared = self._transport.file_state(name, owner)
+        return shared if shared is not None else embedded_file_state(data_dir / "files.db")
 
 
 def request_reply(

@@ -9,6 +9,8 @@ tables the embedded store has for the same purpose (see ``coupler.bus.sqlite_tra
 * ``counters`` — per-channel statistics,
 * ``seen`` — the Idempotent Receiver's keys,
 * ``identities`` — the Application Repository (:class:`PgIdentityRepository`),
+* ``files`` / ``files_delivered`` — the seen-state of polling adapters
+  (:class:`~coupler.bus.pg_file_state.PgFileState`),
 * the sequence ``dead_letter_ids`` — site-wide ids of dead letters.
 
 All tables live in one PostgreSQL schema (``coupler`` by default), so that several sites (or
@@ -102,6 +104,29 @@ CREATE TABLE IF NOT EXISTS {s}.identities (
     registered_at DOUBLE PRECISION NOT NULL
 );
 CREATE SEQUENCE IF NOT EXISTS {s}.dead_letter_ids;
+CREATE TABLE IF NOT EXISTS {s}.files (
+    adapter TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    checksum TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL,
+    published BIGINT NOT NULL DEFAULT 0,
+    detail TEXT,
+    owner TEXT NOT NULL,
+    lease_until DOUBLE PRECISION NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (adapter, path, size, mtime_ns, checksum)
+);
+CREATE INDEX IF NOT EXISTS files_state ON {s}.files (adapter, state, updated);
+CREATE TABLE IF NOT EXISTS {s}.files_delivered (
+    adapter TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    name TEXT,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (adapter, message_id)
+);
 CREATE TABLE IF NOT EXISTS {s}.broker_objects (
     name TEXT NOT NULL,
     kind TEXT NOT NULL,

@@ -59,6 +59,7 @@ from coupler.canonical.errors import CouplerError
 from .backoff import BackoffPolicy
 
 if TYPE_CHECKING:
+    from .api import FileState
     from .identities import IdentityRepository
     from .selectors import Selector
 
@@ -516,3 +517,11 @@ class Transport(TransactionOps):
     @abc.abstractmethod
     def identities(self) -> IdentityRepository:
         """The Application Repository of this store (see :mod:`coupler.bus.identities`)."""
+
+    # -- the seen-state of polling adapters ------------------------------------------------
+
+    def file_state(self, adapter: str, owner: str) -> FileState | None:
+        """The file seen-state of ``adapter`` shared by every daemon of the site, claims made
+        as ``owner`` (one daemon's adapter instance); None when the store keeps none (a
+        single-node site: the adapter keeps ``files.db`` in its data directory)."""
+        return None

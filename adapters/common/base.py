@@ -15,7 +15,7 @@ from .inbound import InboundPipeline, InboundSettings, read_inbound_settings
 from .options import Options
 from .outbound import FileWriter, OutboundSettings, read_outbound_settings
 from .poller import Poller
-from .state import FileStateStore
+from .state import FileState, open_file_state
 
 DIRECTIONS = ("inbound", "outbound", "both")
 
@@ -47,7 +47,7 @@ class FileAdapterBase(Adapter):
         self.claim_retention = opts.number("claim_retention_hours", 168.0, minimum=0) * 3600
         self.read_options(opts)
         opts.check_unknown()
-        self.state: FileStateStore | None = None
+        self.state: FileState | None = None
         self.pipeline: InboundPipeline | None = None
         self.poller: Poller | None = None
         self.writer: FileWriter | None = None
@@ -103,7 +103,7 @@ class FileAdapterBase(Adapter):
 
     def start(self) -> None:
         direction = self.resolved_direction()
-        self.state = FileStateStore(self.data_dir / "files.db")
+        self.state = open_file_state(self.name, self.context, self.data_dir)
         self.state.prune(self.state_retention)
         prune_claims(self.data_dir / "claims", self.claim_retention)
         if direction in ("outbound", "both"):

@@ -6,7 +6,8 @@ One poll:
 2. keep those that are ready (a done marker beside them, or size and mtime stable), plus
    those the seen-state already knows;
 3. take up to ``max_files`` of them in name or mtime order, and for each:
-   record ``PROCESSING`` → get a local copy (the file itself, or an SFTP download) →
+   claim it and record ``PROCESSING`` (on a multi-node site the seen-state is shared and
+   one daemon only wins the claim; the others leave the file alone) → get a local copy (the file itself, or an SFTP download) →
    check the whole payload (a bad file publishes nothing) → publish its messages, recording
    progress after each → ``PUBLISHED`` → archive, move or delete it → ``DONE``.
    A payload error sends it to the error directory with a ``.reason`` file (``FAILED``);
@@ -46,7 +47,7 @@ from .options import Options
 from .payload import MODES, PayloadSettings, Splitter, WholeSplitter, splitter_for
 from .readiness import StabilityCheck
 from .selection import ORDERS, Selection, order_files
-from .state import DONE, FAILED, PUBLISHED, STAGED, FileKey, FileStateStore
+from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileState
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
@@ -153,7 +154,7 @@ class InboundPipeline:
         name: str,
         fs: FileSystem,
         settings: InboundSettings,
-        state: FileStateStore,
+        state: FileState,
         context: AdapterContext,
         local: LocalCopy,
         format: Callable[[], FormatIndicator | None],
@@ -215,17 +216,31 @@ class InboundPipeline:
         return records[0] if records else None
 
     def _take(self, info: FileInfo, result: PollResult) -> None:
-        record = self._known(info)
-        if record is not None and not self.s.checksum:
-            if self._finish_known(info, record.key, record.state, record.detail):
+        known = self._known(info)
+        local: Path | None = None
+        if known is not None and not self.s.checksum:
+            key = known.key
+        elif not self.s.checksum:
+            key = FileKey(info.path, info.size, info.mtime_ns)
+        else:
+            try:
+                local = self.local.fetch(info)
+                key = FileKey(info.path, info.size, info.mtime_ns, _sha256(local))
+            except FileNotFoundError:  # taken and moved away by another daemon meanwhile
+                self.local.discard(info)
                 return
-        local = self.local.fetch(info)
-        key = FileKey(info.path, info.size, info.mtime_ns, _sha256(local) if self.s.checksum else "")
-        record = self.state.get(key)
-        if record is not None and self._finish_known(info, key, record.state, record.detail):
-            self.local.discard(info)
+        record = self.state.begin(key)  # a claim: on a multi-node site, one daemon wins it
+        if record is None:
+            self.log.debug("%s: %s is being taken by another daemon", self.name, key)
+            if local is not None:
+                self.local.discard(info)
             return
-        record = self.state.begin(key)
+        if record.state != PROCESSING and self._finish_known(info, key, record.state, record.detail):
+            if local is not None:
+                self.local.discard(info)
+            return
+        if local is None:
+            local = self.local.fetch(info)
         try:
             if self.s.batch_threshold_bytes and info.size > self.s.batch_threshold_bytes:
                 self._stage_for_batch(info, key, local)

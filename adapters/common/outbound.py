@@ -21,7 +21,7 @@ from .fs import FileSystem
 from .jail import safe_relative
 from .naming import check_template, render
 from .options import Options
-from .state import FileStateStore
+from .state import FileState
 from .writer import FILE_EXISTS_POLICIES, write_file
 
 
@@ -52,7 +52,7 @@ def read_outbound_settings(opts: Options) -> OutboundSettings:
 class FileWriter:
     """Writes delivered messages as files under a file system's root."""
 
-    def __init__(self, name: str, fs: FileSystem, settings: OutboundSettings, state: FileStateStore, logger: logging.Logger):
+    def __init__(self, name: str, fs: FileSystem, settings: OutboundSettings, state: FileState, logger: logging.Logger):
         self.name = name
         self.fs = fs
         self.s = settings
