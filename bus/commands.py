@@ -237,32 +237,18 @@ def _text_or_b64(body: bytes) -> dict[str, str]:
 
 def parse_reply(envelope: Envelope) -> ReplyInfo:
     """Decode a Reply or Fault message."""
-    count = int(envelope.properties.get(REPLY_COUNT, "1") or 1)
-    if envelope.format.name == REPLY_FORMAT.name:
-        rec = _decode("reply", envelope.body)
-        return ReplyInfo(
-            ok=True,
-            command=rec["command"],
-            target=rec["target"],
-            adapter=rec["adapter"],
-            correlation_id=envelope.correlation_id,
-            count=count,
-            documents=[_doc_from(d) for d in rec["documents"]],
-            details=dict(rec["details"]),
-        )
-    if envelope.format.name == FAULT_FORMAT.name:
-        rec = _decode("fault", envelope.body)
-        return ReplyInfo(
-            ok=False,
-            command=rec["command"],
-            target=rec["target"],
-            adapter=rec["adapter"],
-            correlation_id=envelope.correlation_id,
-            count=count,
-            code=rec["code"],
-            reason=rec["reason"],
-        )
-    raise CommandFault(f"message {envelope.message_id} ({envelope.format}) is not a command reply", code="invalid")
+    ok = envelope.format.name == REPLY_FORMAT.name
+    if not ok and envelope.format.name != FAULT_FORMAT.name:
+        raise CommandFault(f"message {envelope.message_id} ({envelope.format}) is not a command reply", code="invalid")
+    rec = _decode("reply" if ok else "fault", envelope.body)
+    common = {
+        "ok": ok, "command": rec["command"], "target": rec["target"], "adapter": rec["adapter"],
+        "correlation_id": envelope.correlation_id,
+        "count": int(envelope.properties.get(REPLY_COUNT, "1") or 1),
+    }
+    if ok:
+        return ReplyInfo(**common, documents=[_doc_from(d) for d in rec["documents"]], details=dict(rec["details"]))
+    return ReplyInfo(**common, code=rec["code"], reason=rec["reason"])
 
 
 # -- dispatching ---------------------------------------------------------------------------
