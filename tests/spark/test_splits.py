@@ -147,3 +147,16 @@ def test_a_corrupt_rdw_in_a_split_file_becomes_a_bad_record_after_the_good_ones(
     bad = [json.loads(r["_corrupt_record"]) for r in rows if r["_corrupt_record"] is not None]
     assert [int(r["NUM"]) for r in good] == list(range(250))
     assert len(bad) == 1 and bad[0]["offset"] == offsets[250] and "record descriptor word" in bad[0]["reason"]
+
+
+@pytest.mark.parametrize("records, reclen, slots", [(4_830_917, 207, 2), (1_000_003, 100, 4), (10, 207, 2), (999, 2202, 3)])
+def test_split_count_is_a_multiple_of_the_cores(records: int, reclen: int, slots: int) -> None:
+    """Whole records per split, and every core busy in the last wave of tasks."""
+    from coupler.translators.spark.splits import balanced_split_bytes
+
+    size = balanced_split_bytes(records * reclen, 64 << 20, slots, reclen)
+    per_split = size // reclen
+    count = -(-records // per_split)
+    assert size % reclen == 0
+    assert count % slots == 0 or count < slots
+    assert size <= (64 << 20) + reclen  # never much larger than asked

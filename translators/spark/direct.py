@@ -19,7 +19,7 @@ from typing import Any
 
 from .codec import CopybookCodec
 from .commit import OutputCommitter, TaskFile
-from .splits import FileSplit, Framing, plan_splits
+from .splits import FileSplit, Framing, balanced_split_bytes, plan_splits
 
 
 class _SplitTask:
@@ -92,9 +92,13 @@ def translate_splits(
     committer = OutputCommitter(output, "overwrite", ext)
     committer.check_target()
     split_bytes, split_records = codec.split_size()
+    framings = [codec.framing(path) for path in paths]
+    if not codec.options.get("input_split_size_mb") and split_records is None:
+        total = sum(os.path.getsize(p) for p in paths)
+        unit = framings[0].record_length if framings and framings[0].kind == "fixed" else 1
+        split_bytes = balanced_split_bytes(total, split_bytes, spark.sparkContext.defaultParallelism, unit)
     work: list[tuple[FileSplit, Framing]] = []
-    for file_id, path in enumerate(paths):
-        framing = codec.framing(path)
+    for file_id, (path, framing) in enumerate(zip(paths, framings, strict=True)):
         for s in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records):
             work.append((FileSplit(s.path, file_id, s.start, s.end, s.first_record, s.index), framing))
     task = _SplitTask(codec, committer, kind, avro_schema, indicator)

@@ -107,6 +107,19 @@ class FileSplit:
         return self.end - self.start
 
 
+def balanced_split_bytes(total_bytes: int, split_bytes: int, slots: int, unit: int = 1) -> int:
+    """A split size near ``split_bytes`` that cuts ``total_bytes`` into a multiple of
+    ``slots`` splits, so that the last wave of tasks keeps every core busy (15 splits on 2
+    cores leave one core idle for the last one; 16 do not). ``unit`` is the record length
+    of fixed-length records: splits hold whole records, so the size is rounded up to it."""
+    if total_bytes <= 0 or slots <= 1:
+        return split_bytes
+    count = -(-total_bytes // split_bytes)
+    count = -(-count // slots) * slots
+    size = -(-total_bytes // count)
+    return max(unit, -(-size // unit) * unit)
+
+
 def plan_splits(
     paths: Sequence[str],
     framing: Framing,
