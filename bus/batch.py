@@ -268,6 +268,8 @@ class BatchResult:
     batch_id: str | None = None
     archived: list[str] = field(default_factory=list)
     event_id: str | None = None
+    #: Spark tasks the input was cut into (0 where Spark chose the DataFrame's partitions)
+    partitions: int = 0
 
     @property
     def mb_per_s(self) -> float:
@@ -362,7 +364,8 @@ def translate(
         inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=output, started_at=started,
     )
     if src.kind == "copybook" and not mapping and dst.kind in ("parquet", "avro") and "://" not in output:
-        result.records = _translate_direct(spark, src, dst, inputs, output, dict(options or {}), write_options, errors_path)
+        result.records, result.partitions = _translate_direct(
+            spark, src, dst, inputs, output, dict(options or {}), write_options, errors_path)
         return _finish_result(result, errors_path, inputs, started)
     try:
         df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
@@ -384,8 +387,9 @@ def translate(
 def _translate_direct(
     spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str,
     options: dict[str, str], write_options: dict[str, str], errors_path: str | None,
-) -> int:
-    """Copybook files to Parquet or canonical Avro as one task per split (no DataFrame rows)."""
+) -> tuple[int, int]:
+    """Copybook files to Parquet or canonical Avro as one task per split (no DataFrame rows);
+    returns the records written and the number of splits."""
     from coupler.translators.spark.avro_writer import resolve_schema
     from coupler.translators.spark.codec import CopybookCodec
     from coupler.translators.spark.direct import translate_splits
@@ -405,7 +409,7 @@ def _translate_direct(
             raise spark_error(exc, f"{src} -> {dst}") from exc
         raise
     log.info("batch translate %s -> %s: %d splits, %d records", src, dst, manifest["partitions"], manifest["records"])
-    return int(manifest["records"])
+    return int(manifest["records"]), int(manifest["partitions"])
 
 
 def _finish_result(result: BatchResult, errors_path: str | None, inputs: Sequence[str], started: float) -> BatchResult:
