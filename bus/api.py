@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
+from .hookspecs import hookimpl  # noqa: F401  (re-exported: plugins mark their hooks with it)
+
 if TYPE_CHECKING:
     from .commands import ReplyInfo
 

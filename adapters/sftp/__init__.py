@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import pluggy
+from coupler.bus.api import hookimpl
 
 from .adapter import SftpAdapter
 
 __all__ = ["SftpAdapter"]
 
-#: the marker of ``coupler`` hook implementations (adapters import no bus module but the API)
-hookimpl = pluggy.HookimplMarker("coupler")
 
 
 @hookimpl

@@ -5,14 +5,12 @@ Registered through the ``coupler`` entry-point group (``soap = "coupler.adapters
 
 from __future__ import annotations
 
-import pluggy
+from coupler.bus.api import hookimpl
 
 from .adapter import SoapAdapter
 
 __all__ = ["SoapAdapter"]
 
-#: the marker of ``coupler`` hook implementations (adapters import no bus module but the API)
-hookimpl = pluggy.HookimplMarker("coupler")
 
 
 @hookimpl

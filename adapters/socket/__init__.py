@@ -7,14 +7,12 @@ Its framings (length prefix, delimiter, fixed length, STX/ETX, MLLP) are stream 
 
 from __future__ import annotations
 
-import pluggy
+from coupler.bus.api import hookimpl
 
 from .adapter import SocketAdapter
 
 __all__ = ["SocketAdapter"]
 
-#: the marker of ``coupler`` hook implementations (adapters import no bus module but the API)
-hookimpl = pluggy.HookimplMarker("coupler")
 
 
 @hookimpl

@@ -21,7 +21,6 @@ SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SPARK_SUBMIT.exists(), reason="spark-submit is not installed beside the interpreter")
 def test_spark_submit_with_the_wheel_on_a_local_cluster(cobrix_corpus: Path, tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(REPO)],

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coupler.bus.api import Adapter
-from coupler.bus.hookspecs import hookimpl
+from coupler.bus.api import Adapter, hookimpl
 
 
 class HelloAdapter(Adapter):
