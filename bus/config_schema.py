@@ -195,6 +195,16 @@ SITE_SCHEMA = Field(
                     "FULL",
                     choices=("FULL", "NORMAL"),
                 ),
+                Field(
+                    "sync_acks",
+                    BOOLEAN,
+                    "With FULL, also fsync every acknowledgement and negative acknowledgement "
+                    "before it returns. Off, they are written at once (a crashed process loses "
+                    "none) and reach the disk with the next send or background checkpoint, "
+                    "within a second: a power cut may deliver again what was acknowledged in "
+                    "that second, as RabbitMQ may; it never loses a message.",
+                    False,
+                ),
                 Field("lease_seconds", NUMBER, "How long a received, unacknowledged message stays invisible.", 30.0, minimum=0.001),
                 Field(
                     "claim_check_bytes",

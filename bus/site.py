@@ -72,6 +72,7 @@ def _sqlite_transport(site: SiteConfig) -> Transport:
         site.data_dir,
         filename=store["path"],
         synchronous=store["synchronous"],
+        sync_acks=store["sync_acks"],
         backoff=backoff_policy(store["redelivery"]),
         lease_seconds=store["lease_seconds"],
         claim_threshold=store["claim_check_bytes"],

@@ -115,8 +115,15 @@ class StoreTx(TransactionOps):
         self.t = transport
         self.conn = conn
         self.now = transport.clock()
+        #: whether the commit must be on disk before the call returns (synchronous=FULL);
+        #: set by every transaction that adds a message
+        self.durable = True
         self.written_claims: list[Path] = []
         self.unreferenced_claims: list[str] = []
+        #: statistics counted by this transaction, ``(channel, counter) -> n``
+        self.counts: dict[tuple[str, str], int] = {}
+        #: add every pending statistic of the transport to ``counters`` at commit
+        self.write_all_counts = False
 
     # -- bookkeeping -----------------------------------------------------------------------
 
@@ -133,11 +140,19 @@ class StoreTx(TransactionOps):
         )
 
     def count(self, channel: str, counter: str, n: int = 1) -> None:
-        self.conn.execute(
-            f"INSERT INTO counters (channel, {counter}) VALUES (?, ?) "
-            f"ON CONFLICT (channel) DO UPDATE SET {counter} = {counter} + excluded.{counter}",
-            (channel, n),
-        )
+        """Add to a channel's statistics: kept by the transport after this transaction commits
+        and written to ``counters`` by a later one (:meth:`write_counts`)."""
+        key = (channel, counter)
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def write_counts(self, pending: dict[tuple[str, str], int]) -> None:
+        """Add ``pending`` counts (``(channel, counter) -> n``) to the ``counters`` table."""
+        for (channel, counter), n in pending.items():
+            self.conn.execute(
+                f"INSERT INTO counters (channel, {counter}) VALUES (?, ?) "
+                f"ON CONFLICT (channel) DO UPDATE SET {counter} = {counter} + excluded.{counter}",
+                (channel, n),
+            )
 
     def release_claims(self, claims: Iterable[str]) -> None:
         """Schedule claim files no row refers to any more for deletion after commit."""
@@ -204,6 +219,7 @@ class StoreTx(TransactionOps):
 
     def insert(self, channel: str, prepared: list[Prepared], event_detail: str | None = None) -> None:
         """Store messages: a state row and an envelope row each, with the same new rowid."""
+        self.durable = True  # a new message: on disk before the call returns (FULL)
         now = self.now
         # rowids are max + 1, max + 2...: the write lock is held, nobody else inserts now
         base = self.conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0

@@ -10,14 +10,27 @@ messages, ``journal`` every state change (the Message Store), ``seen`` the keys 
 Idempotent Receiver, ``counters`` the per-channel statistics, ``identities`` the Application
 Repository. The write transaction and the hot paths are in :mod:`coupler.bus.sqlite_ops`.
 
-Every process and every thread has its own connection. Writes take the write lock up front
-(``BEGIN IMMEDIATE``) and retry with short sleeps while another writer holds it, so that a
-busy store costs tens of microseconds, not the milliseconds of SQLite's own busy handler.
+Every process and every thread has its own connection. Coupler's writers queue on an
+exclusive ``flock`` of ``coupler.db-writer`` before they take SQLite's write lock
+(``BEGIN IMMEDIATE``): the kernel wakes the next writer the moment the lock is released,
+where SQLite's busy handler (and a retry loop) would sleep. Writers that are not Coupler's
+(the ``sqlite3`` shell) still meet SQLite's own lock and are retried with short sleeps.
+
+Group commit (``synchronous=FULL``): a transaction is committed without an fsync inside the
+write lock; after releasing it the committing call waits until an fsync of the WAL that
+started after its commit has finished, running one itself unless another process's fsync
+already covered it (:mod:`coupler.bus.group_commit`). A send or acknowledgement therefore
+still returns only once its commit is on disk, but the other process commits while this one
+waits for the disk, and one fsync serves the commits of both. As with a broker
+that delivers a persistent message before its publisher confirm, a consumer may see a
+message whose send has not returned yet; a power failure in that window can lose the send
+that never returned (its producer retries it), never one that did.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -36,6 +49,7 @@ from coupler.canonical import Envelope
 
 from .backoff import BackoffPolicy
 from .envelope_codec import decode
+from .group_commit import GroupCommit
 from .identities import IdentityRepository
 from .selectors import Selector, as_selector
 from .sql_filters import dead_letter_where, journal_entries, journal_query
@@ -70,6 +84,22 @@ _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
 
 
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _process() -> int:
+    """This process's id, without a system call on every store operation."""
+    return _pid
+
+
 def _ts(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
@@ -77,10 +107,16 @@ def _ts(seconds: float) -> datetime:
 class SqliteTransport(Transport):
     """Durable channels in ``DATA_DIR/coupler.db`` (SQLite, WAL).
 
-    ``synchronous`` is ``FULL`` (every commit of a send, ack or nack is fsync'd) or
-    ``NORMAL`` (the WAL is fsync'd at checkpoints only: a power failure may lose the last
-    commits, a process crash loses nothing). Lease grants are always committed without an
-    fsync of their own: losing one only makes a message visible again early.
+    ``synchronous`` is ``FULL`` (every commit that adds a message -- send, publish, replay --
+    is fsync'd before the call returns, by group commit: see the module's notes), ``EXTRA``
+    (every commit fsync'd by SQLite itself inside the write lock) or ``NORMAL`` (the WAL is
+    fsync'd at checkpoints only: a power failure may lose the last commits, a process crash
+    loses nothing). Lease grants are committed without an fsync of their own: losing one only
+    makes a message visible again early. So are acknowledgements and negative ones unless
+    ``sync_acks``: they reach the disk with the next fsync'd commit or background checkpoint
+    (``checkpoint_interval``), so a power failure may deliver again a message acknowledged
+    in that last interval -- the at-least-once delivery every consumer already handles
+    (a crash between its work and its ack does the same) -- and never loses one.
     ``claim_threshold`` is the body size (bytes) above which a body is stored as a file in
     ``DATA_DIR/claims`` (Claim Check). ``clock`` gives the time in seconds (tests pass a
     controllable clock). ``checkpoint_interval`` is how often (seconds) a background thread
@@ -94,6 +130,7 @@ class SqliteTransport(Transport):
         data_dir: str | os.PathLike[str],
         *,
         synchronous: str = "FULL",
+        sync_acks: bool = False,
         busy_timeout: float = 30.0,
         backoff: BackoffPolicy | None = None,
         lease_seconds: float = 30.0,
@@ -127,8 +164,16 @@ class SqliteTransport(Transport):
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
+        self._descriptors: list[int] = []
+        self._group_commit = self.synchronous == "FULL"
+        self.sync_acks = sync_acks
+        self._group: GroupCommit | None = None
+        # statistics counted by committed transactions, not yet in the counters table
+        self._counts: dict[tuple[str, str], int] = {}
+        self._counts_lock = threading.Lock()
+        self._counts_written = time.monotonic()
         self._opened = False
-        self._pid = os.getpid()
+        self._pid = _process()
         self._rng = random.Random()
         self._identities = IdentityRepository(self)
         self._configs: dict[str, ChannelConfig] = {}
@@ -150,6 +195,13 @@ class SqliteTransport(Transport):
             raise TransportError(
                 f"cannot create the data directory: {exc.strerror}", where=str(self.data_dir)
             ) from exc
+        if self._group_commit:
+            try:
+                self._group = GroupCommit(self.path.with_name(self.path.name + _SYNC_SUFFIX))
+            except OSError as exc:
+                raise TransportError(
+                    f"cannot open the group-commit counters: {exc.strerror}", where=str(self.path)
+                ) from exc
         self._opened = True
         conn = self._conn()
         self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
@@ -169,27 +221,44 @@ class SqliteTransport(Transport):
         if migrated is not None:
             log.info("store %s migrated from schema version %d to %d", self.path, migrated, SCHEMA_VERSION)
         if self.checkpoint_interval > 0:
-            self._checkpointer = _Checkpointer(self.path, self.synchronous, self.checkpoint_interval)
+            self._checkpointer = _Checkpointer(
+                self.path, self.synchronous, self.checkpoint_interval, self._write_counts_if_due
+            )
         return self
 
     def close(self) -> None:
+        if self._opened and self._counts and _process() == self._pid:
+            try:
+                self.write_counts()
+            except TransportError as exc:
+                log.warning("statistics of %s not written at close: %s", self.path, exc)
         checkpointer, self._checkpointer = self._checkpointer, None
-        if checkpointer is not None and os.getpid() == self._pid:
+        if checkpointer is not None and _process() == self._pid:
             checkpointer.stop()
         with self._lock:
             conns, self._connections = self._connections, []
         for conn in conns:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
+        with self._lock:
+            fds, self._descriptors = self._descriptors, []
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self._group is not None:
+            self._group.close()
+            self._group = None
         self._local = threading.local()
         self._opened = False
 
     def _conn(self) -> sqlite3.Connection:
-        if os.getpid() != self._pid:  # forked: the parent's connections must not be used
-            self._pid = os.getpid()
+        if _process() != self._pid:  # forked: the parent's connections must not be used
+            self._pid = _process()
             self._local = threading.local()
             self._connections = []
+            self._descriptors = []  # the parent's: a child must take its own locks
             self._checkpointer = None
+            self._counts = {}  # the parent's to write
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
@@ -203,7 +272,9 @@ class SqliteTransport(Transport):
             raise TransportError(f"cannot open the store: {exc}", where=str(self.path)) from exc
 
         def setup() -> None:
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            # with group commit SQLite commits without its own fsync (NORMAL, which in WAL
+            # mode still fsyncs checkpoints) and transaction() fsyncs the WAL after the lock
+            conn.execute(f"PRAGMA synchronous={'NORMAL' if self._group_commit else self.synchronous}")
             conn.execute("PRAGMA foreign_keys=OFF")
             conn.execute("PRAGMA cache_size=-32000")
             # checkpoints run in the background (_checkpointer); this is only the safety net
@@ -211,10 +282,33 @@ class SqliteTransport(Transport):
             conn.execute(f"PRAGMA wal_autocheckpoint={_SAFETY_CHECKPOINT_PAGES}")
 
         self._retry(setup)
+        try:
+            # this connection's own descriptors: a flock is held per open file, so two
+            # threads sharing one descriptor would not exclude each other
+            self._local.writer = os.open(self.path.with_name(self.path.name + _WRITER_SUFFIX), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            conn.close()
+            raise TransportError(f"cannot open the writer lock: {exc.strerror}", where=str(self.path)) from exc
+        self._local.wal = None
+        self._local.sync_lock = self._group.lock_descriptor() if self._group is not None else None
         self._local.conn = conn
         with self._lock:
             self._connections.append(conn)
+            self._descriptors.append(self._local.writer)
+            if self._local.sync_lock is not None:
+                self._descriptors.append(self._local.sync_lock)
         return conn
+
+    def _sync_wal(self) -> None:
+        """fsync the WAL (group commit): opened on first use, when the WAL surely exists;
+        it stays the same file while this connection is open (SQLite deletes the WAL only
+        when the last connection closes)."""
+        fd = self._local.wal
+        if fd is None:
+            fd = self._local.wal = os.open(self.path.with_name(self.path.name + "-wal"), os.O_RDWR)
+            with self._lock:
+                self._descriptors.append(fd)
+        os.fdatasync(fd)
 
     def _retry(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` again while the database is busy (short sleeps, then longer ones)."""
@@ -240,34 +334,100 @@ class SqliteTransport(Transport):
 
     @contextmanager
     def transaction(self) -> Iterator[TransactionOps]:
+        with self._write(durable=True) as tx:
+            yield tx
+
+    @contextmanager
+    def _write(self, *, durable: bool) -> Iterator[StoreTx]:
+        """One write transaction, or the one this thread already has open. ``durable=False``
+        (a lease grant, an acknowledgement) skips the group commit's fsync unless the
+        transaction adds a message."""
         current = getattr(self._local, "tx", None)
-        if current is not None and os.getpid() == self._pid:
+        if current is not None and _process() == self._pid:
+            if durable:
+                current.durable = True
             yield current
             return
         conn = self._conn()
-        self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-        tx = StoreTx(self, conn)
-        self._local.tx = tx
+        writer = self._local.writer
+        fcntl.flock(writer, fcntl.LOCK_EX)
         try:
-            yield tx
-        except BaseException:
+            self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+            tx = StoreTx(self, conn)
+            tx.durable = durable
+            self._local.tx = tx
+            try:
+                yield tx
+            except BaseException:
+                self._local.tx = None
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                for path in tx.written_claims:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                raise
             self._local.tx = None
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            for path in tx.written_claims:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            raise
-        self._local.tx = None
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise TransportError(f"commit failed: {exc}", where=str(self.path)) from exc
+            written = self._take_counts(tx, force=tx.write_all_counts)
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise TransportError(f"commit failed: {exc}", where=str(self.path)) from exc
+            seq = self._group.committed() if tx.durable and self._group is not None else 0
+        finally:
+            fcntl.flock(writer, fcntl.LOCK_UN)
+        self._counted(tx.counts, written)
+        if seq:
+            assert self._group is not None
+            self._group.make_durable(seq, self._local.sync_lock, self._sync_wal)
         for ref in tx.unreferenced_claims:
             with contextlib.suppress(OSError):
                 (self.claims_dir / ref).unlink()
+
+    # -- statistics ------------------------------------------------------------------------
+    # Channel counters are kept in memory when a transaction commits and added to the
+    # counters table by a later transaction at most COUNTS_INTERVAL seconds later (or by the
+    # checkpoint thread, or when statistics are read or the transport closes): a send, lease
+    # or ack then writes no counters page of its own. A killed process loses at most its last
+    # COUNTS_INTERVAL of statistics; messages and the journal are never behind.
+
+    def _take_counts(self, tx: StoreTx, force: bool = False) -> dict[tuple[str, str], int]:
+        """Write the pending counts in ``tx`` when they are due; returns what it wrote."""
+        if not self._counts or not (force or time.monotonic() - self._counts_written >= COUNTS_INTERVAL):
+            return {}
+        with self._counts_lock:
+            pending = dict(self._counts)
+        tx.write_counts(pending)
+        return pending
+
+    def _counted(self, counts: dict[tuple[str, str], int], written: dict[tuple[str, str], int]) -> None:
+        """After a commit: keep what it counted, forget what it wrote."""
+        if not counts and not written:
+            return
+        with self._counts_lock:
+            pending = self._counts
+            for key, n in written.items():
+                left = pending.get(key, 0) - n
+                if left:
+                    pending[key] = left
+                else:
+                    pending.pop(key, None)
+            for key, n in counts.items():
+                pending[key] = pending.get(key, 0) + n
+            if written:
+                self._counts_written = time.monotonic()
+
+    def write_counts(self) -> None:
+        """Write every pending statistic to the store now."""
+        if not self._counts:
+            return
+        with self._write(durable=False) as tx:
+            tx.write_all_counts = True
+
+    def _write_counts_if_due(self) -> None:
+        if self._counts and time.monotonic() - self._counts_written >= COUNTS_INTERVAL:
+            self.write_counts()
 
     # -- TransactionOps on the transport itself --------------------------------------------
 
@@ -308,12 +468,11 @@ class SqliteTransport(Transport):
         # A lease grant on its own needs no fsync: losing one on power failure only makes the
         # message visible again early (its attempt count one lower); nothing is lost.
         conn = self._conn()
-        relax = self.synchronous in ("FULL", "EXTRA")
+        relax = self.synchronous == "EXTRA"
         if relax:
             conn.execute("PRAGMA synchronous=NORMAL")
         try:
-            with self.transaction() as tx:
-                assert isinstance(tx, StoreTx)
+            with self._write(durable=False) as tx:
                 leased = tx.lease(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
         finally:
             if relax:
@@ -329,7 +488,7 @@ class SqliteTransport(Transport):
         return got
 
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
-        with self.transaction() as tx:
+        with self._write(durable=self.sync_acks) as tx:
             tx.ack(deliveries)
 
     def nack(
@@ -341,7 +500,8 @@ class SqliteTransport(Transport):
         delay: float | None = None,
         dead: bool = False,
     ) -> Literal["retry", "dead"]:
-        with self.transaction() as tx:
+        # a lost nack or dead-lettering leaves the message in its channel: nothing is lost
+        with self._write(durable=self.sync_acks) as tx:
             return tx.nack(delivery, error, component, delay=delay, dead=dead)
 
     def invalid(
@@ -445,6 +605,7 @@ class SqliteTransport(Transport):
         return row[0] if row else None
 
     def channels(self) -> list[str]:
+        self.write_counts()
         conn = self._conn()
         rows = self._retry(
             lambda: conn.execute(
@@ -495,6 +656,7 @@ class SqliteTransport(Transport):
             tx.journal(topic, None, "unsubscribed", subscription)
 
     def stats(self, channel: str | None = None) -> list[ChannelStats]:
+        self.write_counts()
         conn = self._conn()
         now = self.clock()
         where, args = ("WHERE channel = ?", (channel,)) if channel else ("", ())
@@ -738,6 +900,14 @@ class SqliteTransport(Transport):
         return ref, path
 
 
+#: seconds a process keeps channel statistics in memory before adding them to ``counters``
+COUNTS_INTERVAL = 0.2
+
+#: beside the database: Coupler's writers queue on an exclusive flock of this file
+_WRITER_SUFFIX = "-writer"
+#: beside the database: the group commit's shared counters (:mod:`coupler.bus.group_commit`)
+_SYNC_SUFFIX = "-sync"
+
 _DL_COLUMNS = (
     "id, kind, queue, channel, reason, error, component, attempts, dead_at, claim, envelope, raw"
 )
@@ -753,10 +923,12 @@ class _Checkpointer:
     connection, so that no send, lease or acknowledgement pays for one (a checkpoint copies
     pages into the database file and fsyncs it: milliseconds on a busy disk, which showed as
     the p99 latency). Passive checkpoints never block writers; several processes may each run
-    one (a checkpoint already running elsewhere is simply skipped)."""
+    one (a checkpoint already running elsewhere is simply skipped). ``tick`` runs after each
+    checkpoint (the transport writes its pending statistics)."""
 
-    def __init__(self, path: Path, synchronous: str, interval: float):
+    def __init__(self, path: Path, synchronous: str, interval: float, tick: Callable[[], None]):
         self._path = path
+        self._tick = tick
         self._synchronous = synchronous
         self._interval = interval
         self._stopping = threading.Event()
@@ -773,6 +945,10 @@ class _Checkpointer:
             while not self._stopping.wait(self._interval):
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                try:
+                    self._tick()
+                except TransportError as exc:
+                    log.warning("statistics of %s not written: %s", self._path, exc)
         except sqlite3.Error as exc:
             log.warning("background checkpoints of %s stopped: %s", self._path, exc)
         finally:

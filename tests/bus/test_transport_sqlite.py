@@ -3,7 +3,11 @@ claim check, retention, errors."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import threading
+import time
 
 import pytest
 
@@ -39,8 +43,129 @@ def _pragma(t: SqliteTransport, name: str) -> int | str:
 
 def test_full_synchronous_by_default_and_wal(tmp_path) -> None:
     with SqliteTransport(tmp_path) as t:
-        assert _pragma(t, "synchronous") == 2  # FULL
+        assert t.synchronous == "FULL"
         assert _pragma(t, "journal_mode") == "wal"
+
+
+def _fsync_spy(tmp_path, monkeypatch) -> list[tuple[str, bool]]:
+    """Record every fdatasync: the file, and whether the writer lock was free meanwhile."""
+    synced: list[tuple[str, bool]] = []
+    real = os.fdatasync
+
+    def spy(fd: int) -> None:
+        probe = os.open(tmp_path / "coupler.db-writer", os.O_RDWR)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
+            fcntl.flock(probe, fcntl.LOCK_UN)
+            free = True
+        except BlockingIOError:
+            free = False
+        finally:
+            os.close(probe)
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), free))
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", spy)
+    return synced
+
+
+def test_full_fsyncs_a_send_after_releasing_the_write_lock(tmp_path, monkeypatch) -> None:
+    """Group commit: a send returns only after an fsync of the WAL, taken outside the
+    writer lock so that the other process can commit meanwhile; a lease grant and an
+    acknowledgement are not fsync'd on their own (the next send's fsync takes them along)."""
+    with SqliteTransport(tmp_path, checkpoint_interval=0) as t:
+        synced = _fsync_spy(tmp_path, monkeypatch)
+        t.send("q", doc(b"x"))
+        assert synced == [(str(tmp_path / "coupler.db-wal"), True)]
+        [d] = t.receive("q", "c")
+        t.ack(d)
+        t.send("q", doc(b"y"))
+        [d] = t.receive("q", "c")
+        assert t.nack(d, "failed", "c") == "retry"
+        assert len(synced) == 2
+        t.send("q", doc(b"z"))
+        with t.transaction() as tx:  # Transactional Client: one fsync for the whole
+            got = tx.receive("q", "c", max=5)
+            tx.send("r", doc(b"out"))
+            tx.ack(got)
+        assert len(synced) == 4
+        assert all(free for _, free in synced)
+
+
+def test_sync_acks_fsyncs_acks_and_nacks_too(tmp_path, monkeypatch) -> None:
+    with SqliteTransport(tmp_path, sync_acks=True, checkpoint_interval=0) as t:
+        synced = _fsync_spy(tmp_path, monkeypatch)
+        t.send("q", doc(b"x"))
+        t.send("q", doc(b"y"))
+        [a, b] = t.receive("q", "c", max=2)
+        assert len(synced) == 2  # still none for the lease grant
+        t.ack(a)
+        assert len(synced) == 3
+        t.nack(b, "failed", "c")
+        assert len(synced) == 4
+
+
+def test_one_fsync_covers_the_commits_made_while_the_previous_one_ran(tmp_path) -> None:
+    """The group commit counters: an fsync publishes every commit counted before it began."""
+    from coupler.bus.group_commit import GroupCommit
+
+    group = GroupCommit(tmp_path / "sync")
+    lock = group.lock_descriptor()
+    fsyncs: list[int] = []
+    try:
+        first, second = group.committed(), group.committed()
+        assert group.make_durable(first, lock, lambda: fsyncs.append(1)) is True
+        assert group.make_durable(second, lock, lambda: fsyncs.append(2)) is False  # covered
+        third = group.committed()
+        assert group.make_durable(third, lock, lambda: fsyncs.append(3)) is True
+        assert fsyncs == [1, 3]
+        # the counters are shared through the file: another opening sees them
+        other = GroupCommit(tmp_path / "sync")
+        assert other.committed() == 4
+        assert other.make_durable(3, lock, lambda: fsyncs.append(4)) is False
+        other.close()
+    finally:
+        os.close(lock)
+        group.close()
+
+
+def test_normal_never_fsyncs_a_commit(tmp_path, monkeypatch) -> None:
+    calls: list[int] = []
+    with SqliteTransport(tmp_path, synchronous="NORMAL", checkpoint_interval=0) as t:
+        monkeypatch.setattr(os, "fdatasync", calls.append)
+        t.send("q", doc(b"x"))
+        t.ack(t.receive("q", "c"))
+    assert calls == []
+
+
+def test_a_writer_waits_for_the_one_holding_the_lock(tmp_path) -> None:
+    """Writers queue on the writer lock (no busy error, no lost write) and are let in the
+    moment it is released."""
+    with SqliteTransport(tmp_path) as t:
+        entered, release = threading.Event(), threading.Event()
+        done: list[float] = []
+
+        def hold() -> None:
+            with t.transaction() as tx:
+                tx.send("q", doc(b"first"))
+                entered.set()
+                release.wait(5)
+
+        def send() -> None:
+            entered.wait(5)
+            t.send("q", doc(b"second"))
+            done.append(time.monotonic())
+
+        holder, sender = threading.Thread(target=hold), threading.Thread(target=send)
+        holder.start(), sender.start()
+        entered.wait(5)
+        time.sleep(0.2)
+        assert done == []  # still queued behind the open transaction
+        released = time.monotonic()
+        release.set()
+        holder.join(5), sender.join(5)
+        assert done and done[0] - released < 0.1
+        assert sorted(bodies(t.receive("q", "c", max=10))) == [b"first", b"second"]
 
 
 def test_normal_synchronous_is_configurable(tmp_path) -> None:
@@ -295,3 +420,40 @@ def test_background_checkpoints_copy_the_wal_and_stop_with_the_transport(tmp_pat
     assert not [th for th in threading.enumerate() if th.name == "checkpoint coupler.db"]
     with SqliteTransport(tmp_path, checkpoint_interval=0) as again:
         assert len(again.receive("q", "c", max=200)) == 100
+
+
+def _sent(t: SqliteTransport, channel: str) -> int:
+    return next((s.sent for s in t.stats(channel)), 0)
+
+
+def test_statistics_of_another_process_arrive_within_a_second_and_at_close(tmp_path) -> None:
+    """A transport keeps its channel counters in memory for a moment (no counters page in
+    every commit); its own statistics are exact at once, another's arrive with its next
+    background tick and, at the latest, when it closes."""
+    reader = SqliteTransport(tmp_path, checkpoint_interval=0).open()
+    writer = SqliteTransport(tmp_path, checkpoint_interval=0.1).open()
+    try:
+        writer.send("q", doc(b"one"))
+        writer.ack(writer.receive("q", "c"))
+        deadline = time.monotonic() + 5
+        while _sent(reader, "q") == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        [s] = reader.stats("q")
+        assert (s.sent, s.received, s.acked) == (1, 1, 1)
+        writer.send("q", doc(b"two"))
+        assert _sent(writer, "q") == 2  # its own statistics: written when read
+        writer.send("q", doc(b"three"))
+        writer.close()
+        assert _sent(reader, "q") == 3
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_a_rolled_back_transaction_counts_nothing(transport: SqliteTransport) -> None:
+    with pytest.raises(RuntimeError), transport.transaction() as tx:
+        tx.send("q", doc(b"x"))
+        raise RuntimeError("abandoned")
+    transport.send("q", doc(b"y"))
+    [s] = transport.stats("q")
+    assert (s.depth, s.sent) == (1, 1)
