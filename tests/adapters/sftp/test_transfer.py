@@ -147,6 +147,9 @@ def test_200_mb_file_streams_with_flat_memory(bus: Bus, sshd: Sshd, remote: Path
         a.stop()
 
 
+# paramiko's read-ahead thread fails with "Socket is closed" when the server dies under it:
+# that is the situation under test, not a fault of the adapter
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_server_killed_mid_transfer_delivers_once_and_never_a_partial_file(bus: Bus, tmp_path: Path, remote: Path) -> None:
     server = Sshd(tmp_path / "sshd-kill").start()
     data = os.urandom(1 << 20) * 80  # 80 MiB
