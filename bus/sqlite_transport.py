@@ -19,9 +19,9 @@ where SQLite's busy handler (and a retry loop) would sleep. Writers that are not
 Group commit (``synchronous=FULL``): a transaction is committed without an fsync inside the
 write lock; after releasing it the committing call waits until an fsync of the WAL that
 started after its commit has finished, running one itself unless another process's fsync
-already covered it (:mod:`coupler.bus.group_commit`). A send or acknowledgement therefore
-still returns only once its commit is on disk, but the other process commits while this one
-waits for the disk, and one fsync serves the commits of both. As with a broker
+already covered it (:mod:`coupler.bus.group_commit`). A send (and, with ``sync_acks``, an
+acknowledgement) therefore still returns only once its commit is on disk, but the other
+process commits while this one waits for the disk, and one fsync can serve both. As with a broker
 that delivers a persistent message before its publisher confirm, a consumer may see a
 message whose send has not returned yet; a power failure in that window can lose the send
 that never returned (its producer retries it), never one that did.
