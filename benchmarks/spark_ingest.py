@@ -145,6 +145,9 @@ def main() -> int:
         records = int(args.gb * 1e9 / datagen.RECORD_SIZE)
         t0 = time.perf_counter()
         datagen.write_fixed_file(data, records)
+        # the generated file on disk before anything is timed: its writeback would otherwise
+        # run during the first runs, on the core local[1] leaves free and local[2] does not
+        os.sync()
         size = data.stat().st_size
         print(f"generated {size / MB:.0f} MB ({records} records) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
 
