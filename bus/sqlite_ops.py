@@ -111,13 +111,13 @@ class Leased:
 class StoreTx(TransactionOps):
     """One open write transaction (``BEGIN IMMEDIATE``) on one connection."""
 
-    def __init__(self, transport: SqliteTransport, conn: sqlite3.Connection):
+    def __init__(self, transport: SqliteTransport, conn: sqlite3.Connection, *, durable: bool):
         self.t = transport
         self.conn = conn
         self.now = transport.clock()
-        #: whether the commit must be on disk before the call returns (synchronous=FULL);
-        #: set by every transaction that adds a message
-        self.durable = True
+        #: whether the commit must be on disk before the call returns (synchronous=FULL):
+        #: as asked by the caller, and always once the transaction adds a message
+        self.durable = durable
         self.written_claims: list[Path] = []
         self.unreferenced_claims: list[str] = []
         #: statistics counted by this transaction, ``(channel, counter) -> n``

@@ -197,7 +197,7 @@ class SqliteTransport(Transport):
             ) from exc
         if self._group_commit:
             try:
-                self._group = GroupCommit(self.path.with_name(self.path.name + _SYNC_SUFFIX))
+                self._group = GroupCommit(self._beside(_SYNC_SUFFIX))
             except OSError as exc:
                 raise TransportError(
                     f"cannot open the group-commit counters: {exc.strerror}", where=str(self.path)
@@ -285,7 +285,7 @@ class SqliteTransport(Transport):
         try:
             # this connection's own descriptors: a flock is held per open file, so two
             # threads sharing one descriptor would not exclude each other
-            self._local.writer = os.open(self.path.with_name(self.path.name + _WRITER_SUFFIX), os.O_RDWR | os.O_CREAT, 0o600)
+            self._local.writer = os.open(self._beside(_WRITER_SUFFIX), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             conn.close()
             raise TransportError(f"cannot open the writer lock: {exc.strerror}", where=str(self.path)) from exc
@@ -299,13 +299,17 @@ class SqliteTransport(Transport):
                 self._descriptors.append(self._local.sync_lock)
         return conn
 
+    def _beside(self, suffix: str) -> Path:
+        """A file beside the database, named after it (``coupler.db-wal``, ``coupler.db-writer``)."""
+        return self.path.with_name(self.path.name + suffix)
+
     def _sync_wal(self) -> None:
         """fsync the WAL (group commit): opened on first use, when the WAL surely exists;
         it stays the same file while this connection is open (SQLite deletes the WAL only
         when the last connection closes)."""
         fd = self._local.wal
         if fd is None:
-            fd = self._local.wal = os.open(self.path.with_name(self.path.name + "-wal"), os.O_RDWR)
+            fd = self._local.wal = os.open(self._beside("-wal"), os.O_RDWR)
             with self._lock:
                 self._descriptors.append(fd)
         os.fdatasync(fd)
@@ -353,8 +357,7 @@ class SqliteTransport(Transport):
         fcntl.flock(writer, fcntl.LOCK_EX)
         try:
             self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-            tx = StoreTx(self, conn)
-            tx.durable = durable
+            tx = StoreTx(self, conn, durable=durable)
             self._local.tx = tx
             try:
                 yield tx
