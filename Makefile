@@ -54,7 +54,7 @@ test: $(STAMP) system-deps services lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP) system-deps
-	$(PY) -m coupler.bus.demo
+	$(PY) examples/demo/demo.py
 
 bench: $(STAMP) system-deps
 	$(PY) -m pip install -q -e '.[bench]'

@@ -71,10 +71,10 @@ PG_DSN = os.environ.get("COUPLER_BENCH_POSTGRES", "postgresql://postgres@127.0.0
 def _open_transport(spec: tuple[Any, ...]) -> Any:
     """``("sqlite", data_dir, synchronous, sync_acks)`` or ``("amqp", names)``, opened."""
     if spec[0] == "sqlite":
-        from coupler.bus.sqlite_transport import SqliteTransport
+        from coupler.bus.transport.sqlite.transport import SqliteTransport
 
         return SqliteTransport(spec[1], synchronous=spec[2], sync_acks=spec[3]).open()
-    from coupler.bus.amqp_transport import AmqpTransport
+    from coupler.bus.transport.amqp.transport import AmqpTransport
 
     return AmqpTransport(AMQP_URL, postgres=PG_DSN, **spec[1]).open()
 

@@ -49,7 +49,7 @@ def _warm_worker(_: object) -> list[int]:
 
 def run_one(master: str, copybook: str, data: str, out: str) -> dict[str, float]:
     """One Spark run in this process (called through ``--run-one``)."""
-    from coupler.bus.batch import spark_session, translate
+    from coupler.bus.batch.jobs import spark_session, translate
 
     t0 = time.perf_counter()
     spark = spark_session(master, app_name="bench-spark-ingest")
@@ -102,7 +102,7 @@ def pool_run(processes: int, copybook: Path, data: Path, out: Path) -> dict[str,
 def cli_baseline(copybook: Path, data: Path, out: Path) -> tuple[float, int]:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "coupler.bus.cli", "copybook", "decode", str(copybook), str(data),
+        [sys.executable, "-m", "coupler.bus.cli.main", "copybook", "decode", str(copybook), str(data),
          "--to", "parquet", "--output", str(out)],
         capture_output=True, text=True,
     )

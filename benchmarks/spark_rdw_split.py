@@ -107,7 +107,7 @@ def main() -> int:
         size = data.stat().st_size
         print(f"generated {size / MB:.0f} MB, {records} RDW records in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
 
-        from coupler.bus.batch import spark_session
+        from coupler.bus.batch.jobs import spark_session
         from coupler.translators.spark.codec import CopybookCodec
 
         spark = spark_session(args.master, app_name="bench-rdw-split")

@@ -22,7 +22,7 @@ read to the Invalid Message Channel with ``context.invalid(payload, reason)``.
 Adapters stay transport- and format-agnostic: the envelope wrapper chain and the field
 mapping of site.toml (``wrappers``, ``mapping``) are applied by the bus, on ``publish``
 (unwrap, legacy -> canonical) and before ``deliver`` / ``handle`` (canonical -> legacy,
-wrap); see :mod:`coupler.bus.adapter_stages`.
+wrap); see :mod:`coupler.bus.runtime.stages`.
 
 Relative file paths in options are relative to the directory of site.toml: an adapter type
 names its path options in :attr:`Adapter.path_options` (``"wsdl"``, ``"tls.cert"``) and the
@@ -38,13 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from coupler.bus.plugins.hookspecs import hookimpl  # noqa: F401  (re-exported: plugins mark their hooks with it)
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
-from .hookspecs import hookimpl  # noqa: F401  (re-exported: plugins mark their hooks with it)
-
 if TYPE_CHECKING:
-    from .commands import ReplyInfo
+    from coupler.bus.model.commands import ReplyInfo
 
 #: the common command set (DESIGN.md)
 COMMON_COMMANDS = ("send", "fetch", "request", "ping", "describe")
@@ -209,7 +208,7 @@ class FileState(Protocol):
 def embedded_file_state(path: Path, *, synchronous: str = "FULL") -> FileState:
     """The embedded seen-state: a SQLite database at ``path`` (WAL), for adapters run
     without a bus context (tests, tools) and on single-node sites."""
-    from .file_state import SqliteFileState
+    from coupler.bus.transport.sqlite.file_state import SqliteFileState
 
     return SqliteFileState(path, synchronous=synchronous)
 
@@ -388,14 +387,14 @@ def resolve_path_options(options: dict[str, Any], keys: tuple[str, ...], base: P
 
 
 def command_envelope(name: str, target: str, **fields: Any) -> Envelope:
-    """A Command Message (see :func:`coupler.bus.commands.command_envelope`)."""
-    from .commands import command_envelope as make
+    """A Command Message (see :func:`coupler.bus.model.commands.command_envelope`)."""
+    from coupler.bus.model.commands import command_envelope as make
 
     return make(name, target, **fields)
 
 
 def parse_reply(envelope: Envelope) -> ReplyInfo:
-    """Decode a Reply or Fault message (see :func:`coupler.bus.commands.parse_reply`)."""
-    from .commands import parse_reply as parse
+    """Decode a Reply or Fault message (see :func:`coupler.bus.model.commands.parse_reply`)."""
+    from coupler.bus.model.commands import parse_reply as parse
 
     return parse(envelope)

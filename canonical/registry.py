@@ -79,7 +79,7 @@ class SchemaRegistry:
     @classmethod
     def default(cls, extra_dirs: Iterable[str | Path] = (), pm: Any = None) -> SchemaRegistry:
         """Coupler's own schemas, those of every installed plugin, then ``extra_dirs``."""
-        from coupler.bus.plugins import plugin_manager, schema_dirs  # the bus owns plugins
+        from coupler.bus.plugins.manager import plugin_manager, schema_dirs  # the bus owns plugins
 
         return cls.from_dirs([*schema_dirs(pm or plugin_manager()), *extra_dirs])
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus import cli_doc
+from coupler.bus.cli import doc as cli_doc
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
@@ -16,7 +16,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 def test_cli_reference_is_generated_from_the_cli() -> None:
     current = (REPO / "docs" / "cli-reference.md").read_text()
-    assert current == cli_doc.render(), "run: .venv/bin/python -m coupler.bus.cli_doc > docs/cli-reference.md"
+    assert current == cli_doc.render(), "run: .venv/bin/python -m coupler.bus.cli.doc > docs/cli-reference.md"
 
 
 def test_every_command_is_in_the_reference() -> None:

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.context import BusContext, Statistics
-from coupler.bus.sqlite_transport import SqliteTransport
+from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from tests.bus.site_helpers import running_daemon, wait_for
 
 

@@ -14,8 +14,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from coupler.bus.reliability import IdempotentReceiver
-from coupler.bus.sqlite_transport import SqliteTransport
+from coupler.bus.messaging.reliability import IdempotentReceiver
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 
 NAMESPACE = uuid.UUID("6f1c2f4e-59a4-4c41-9d4e-0d8f1b7c6a10")

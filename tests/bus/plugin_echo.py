@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
-from coupler.bus.hookspecs import hookimpl
+from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
-from coupler.bus.config import load_site
-from coupler.bus.control import ControlClient, ControlError
-from coupler.bus.daemon import Daemon
-from coupler.bus.plugins import plugin_manager
+from coupler.bus.config.loader import load_site
+from coupler.bus.plugins.manager import plugin_manager
+from coupler.bus.runtime.control import ControlClient, ControlError
+from coupler.bus.runtime.daemon import Daemon
 
 from . import plugin_echo
 
@@ -96,7 +96,7 @@ def coupler_env() -> dict[str, str]:
 def start_daemon_process(site_file: Path, *extra: str) -> subprocess.Popen[str]:
     """``coupler daemon --site SITE`` as a child process; returns once its control endpoint answers."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(site_file), *extra],
+        [sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(site_file), *extra],
         env=coupler_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     client = ControlClient(load_site(site_file).control_socket)

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from coupler.bus.api import Adapter
-from coupler.bus.config import load_site
-from coupler.bus.daemon import Daemon
-from coupler.bus.hookspecs import hookimpl
-from coupler.bus.plugins import plugin_manager
+from coupler.bus.config.loader import load_site
+from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.manager import plugin_manager
+from coupler.bus.runtime.daemon import Daemon
 from coupler.canonical import Envelope, FormatIndicator
 
 

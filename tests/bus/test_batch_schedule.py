@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from coupler.bus.batch import BatchError
-from coupler.bus.batch_ingest import ingest, source_lock
-from coupler.bus.batch_schedule import BatchScheduler, JobRun, next_daily
-from coupler.bus.cli import main
-from coupler.bus.config import ConfigError, load_site, parse_site
-from coupler.bus.control import ControlClient
-from coupler.bus.daemon import Daemon
+from coupler.bus.batch.ingest import ingest, source_lock
+from coupler.bus.batch.jobs import BatchError
+from coupler.bus.batch.schedule import BatchScheduler, JobRun, next_daily
+from coupler.bus.cli.main import main
+from coupler.bus.config.loader import ConfigError, load_site, parse_site
+from coupler.bus.runtime.control import ControlClient
+from coupler.bus.runtime.daemon import Daemon
 
 ADAPTER = """
 [site]
@@ -262,6 +262,6 @@ master = "local[1]"
 
 
 def load_and_status(site_path: Path) -> list[dict[str, Any]]:
-    from coupler.bus.batch_schedule import recorded_runs
+    from coupler.bus.batch.schedule import recorded_runs
 
     return recorded_runs(load_site(site_path))

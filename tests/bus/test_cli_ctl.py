@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from coupler.canonical import Envelope, FormatIndicator
 
 from .site_helpers import running_daemon, write_site

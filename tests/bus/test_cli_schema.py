@@ -21,7 +21,7 @@ CUSTOMER_V3_INCOMPATIBLE = {
 
 def coupler(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coupler.bus.cli", *args], input=stdin, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "coupler.bus.cli.main", *args], input=stdin, capture_output=True, text=True, timeout=60
     )
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.cli import main
-from coupler.bus.config import load_site, parse_site
-from coupler.bus.config_doc import render_markdown, render_template
-from coupler.bus.config_schema import SITE_SCHEMA, TABLES, walk
+from coupler.bus.cli.main import main
+from coupler.bus.config.doc import render_markdown, render_template
+from coupler.bus.config.loader import load_site, parse_site
+from coupler.bus.config.schema import SITE_SCHEMA, TABLES, walk
 
 
 def test_init_creates_a_site_with_the_embedded_store_and_no_adapters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,7 +55,7 @@ def test_template_with_every_example_uncommented_is_a_valid_site(tmp_path: Path)
 
 def test_configuration_reference_documents_every_key_and_is_up_to_date(repo_root: Path) -> None:
     doc = repo_root / "docs" / "configuration.md"
-    assert doc.read_text() == render_markdown(), "regenerate: python -m coupler.bus.config_doc > docs/configuration.md"
+    assert doc.read_text() == render_markdown(), "regenerate: python -m coupler.bus.config.doc > docs/configuration.md"
     text = doc.read_text()
     for path, field in walk():
         if "." not in path:  # a section: its heading

@@ -31,7 +31,7 @@ RECORDS = [
 
 
 def coupler(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coupler.bus.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "coupler.bus.cli.main", *args], capture_output=True, text=True,
                           timeout=60, cwd=cwd)
 
 
@@ -143,7 +143,7 @@ def test_progress_bar_on_a_terminal(tmp_path: Path, data_file: Path) -> None:
     data_file.write_bytes(b"".join(RECORDS) * 100)
     main, child = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coupler.bus.cli", "translate", "--from", CPY, "--to", "jsonl",
+        [sys.executable, "-m", "coupler.bus.cli.main", "translate", "--from", CPY, "--to", "jsonl",
          "--map", str(DATA / "account-copybook.toml"), *COMMON, str(data_file), "--output", str(tmp_path / "o.jsonl")],
         stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coupler.bus.api import Adapter, Command, CommandFault, Document
-from coupler.bus.commands import (
+from coupler.bus.model.commands import (
     COMMAND_FORMATS,
     FAULT_FORMAT,
     REPLY_FORMAT,

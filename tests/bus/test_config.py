@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import ConfigError, load_site, parse_site
+from coupler.bus.config.loader import ConfigError, load_site, parse_site
 
 MINIMAL = ""
 

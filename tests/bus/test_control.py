@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import load_site
-from coupler.bus.control import (
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.control import (
     ControlClient,
     ControlError,
     StoreService,

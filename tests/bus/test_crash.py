@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.sqlite_transport import SqliteTransport
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 
 from .contract.support import drain
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from coupler.bus.api import Document
-from coupler.bus.commands import command_envelope, parse_reply
-from coupler.bus.config import ConfigError, load_site
-from coupler.bus.context import request_reply
-from coupler.bus.control import ControlClient, ControlError
-from coupler.bus.daemon import Daemon
-from coupler.bus.plugins import plugin_manager
-from coupler.bus.site import DaemonLockError
+from coupler.bus.config.loader import ConfigError, load_site
+from coupler.bus.model.commands import command_envelope, parse_reply
+from coupler.bus.plugins.manager import plugin_manager
+from coupler.bus.runtime.context import request_reply
+from coupler.bus.runtime.control import ControlClient, ControlError
+from coupler.bus.runtime.daemon import Daemon
+from coupler.bus.runtime.site import DaemonLockError
 from coupler.canonical import Envelope, FormatIndicator
 
 from . import plugin_echo

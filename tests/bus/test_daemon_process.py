@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import load_site
-from coupler.bus.control import ControlClient
-from coupler.bus.site import open_transport
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.control import ControlClient
+from coupler.bus.runtime.site import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 
 from .site_helpers import coupler_env, start_daemon_process, write_site
@@ -48,7 +48,7 @@ def test_signal_drains_in_flight_work_and_exits_0(tmp_path: Path, sig: signal.Si
     try:
         client = ControlClient(load_site(site_file).control_socket)
         env = Envelope(format=FormatIndicator.parse("t.T@1"), body=b"in flight")
-        from coupler.bus.control import encode_envelope
+        from coupler.bus.runtime.control import encode_envelope
 
         client.call("channel.put", channel="to-slow", envelopes=[encode_envelope(env)])
 
@@ -80,7 +80,7 @@ def test_second_daemon_on_the_same_data_dir_fails_with_a_clear_message(tmp_path:
     first = start_daemon_process(site_file)
     try:
         second = subprocess.run(
-            [sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(site_file)],
+            [sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(site_file)],
             env=coupler_env(), capture_output=True, text=True, timeout=60,
         )
         assert second.returncode == 1

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus import builtin
-from coupler.bus.config import ConfigError, parse_site
-from coupler.bus.daemon import Daemon
+from coupler.bus.config.loader import ConfigError, parse_site
+from coupler.bus.plugins import builtin
+from coupler.bus.runtime.daemon import Daemon
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
 from coupler.schemas import SCHEMA_DIR

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coupler.bus.envelope_codec import _fast_decode, _fast_encode, decode, encode
+from coupler.bus.transport.codec import _fast_decode, _fast_encode, decode, encode
 from coupler.canonical import Envelope, MessageKind
 from coupler.canonical.envelope import HistoryEntry, Sequence
 from coupler.canonical.errors import CouplerError

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.hookspecs import hookimpl
-from coupler.bus.plugins import (
+from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.manager import (
     PluginError,
     adapter_types,
     describe_plugins,
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def plugins_json() -> list[dict]:
     out = subprocess.run(
-        [sys.executable, "-m", "coupler.bus.cli", "plugins", "--json"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "coupler.bus.cli.main", "plugins", "--json"], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -48,7 +48,7 @@ def test_third_party_plugin_installs_shows_and_uninstalls() -> None:
         assert rows["hello"]["adapter_types"] == ["hello"]
         probe = subprocess.run(
             [sys.executable, "-c",
-             "from coupler.bus.plugins import plugin_manager, adapter_types\n"
+             "from coupler.bus.plugins.manager import plugin_manager, adapter_types\n"
              "cls = adapter_types(plugin_manager())['hello']\n"
              "a = cls('greeter', {'greeting': 'Hi'})\n"
              "print(a.greet(b'world').decode(), a.describe()['commands'])"],

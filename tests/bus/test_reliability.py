@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from coupler.bus.channels import DatatypeChannel, PublishSubscribeChannel
-from coupler.bus.identities import Identity, IdentityError
-from coupler.bus.reliability import BusinessKeyError, IdempotentReceiver, StuckMonitor
-from coupler.bus.requestreply import RequestTimeout, reply, request
-from coupler.bus.selectors import Selector, SelectorError
-from coupler.bus.sequence import SequenceAssembler, join, split
-from coupler.bus.sqlite_transport import SqliteTransport
-from coupler.bus.throttle import Consumer, Throttle
+from coupler.bus.messaging.channels import DatatypeChannel, PublishSubscribeChannel
+from coupler.bus.messaging.reliability import BusinessKeyError, IdempotentReceiver, StuckMonitor
+from coupler.bus.messaging.request_reply import RequestTimeout, reply, request
+from coupler.bus.messaging.sequence import SequenceAssembler, join, split
+from coupler.bus.messaging.throttle import Consumer, Throttle
+from coupler.bus.model.identities import Identity, IdentityError
+from coupler.bus.model.selectors import Selector, SelectorError
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 from coupler.canonical.registry import SchemaRegistry
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coupler.bus.config import parse_site
-from coupler.bus.router import Route, Router
+from coupler.bus.config.loader import parse_site
+from coupler.bus.runtime.router import Route, Router
 from coupler.canonical import Envelope, FormatIndicator, MessageKind
 
 ROUTES = """

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from coupler.bus.backoff import BackoffPolicy
-from coupler.bus.sqlite_schema import StoreVersionError
-from coupler.bus.sqlite_transport import CLAIM_PROPERTY, SqliteTransport
-from coupler.bus.transport import TransportError
+from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.bus.transport.base import TransportError
+from coupler.bus.transport.sqlite.schema import StoreVersionError
+from coupler.bus.transport.sqlite.transport import CLAIM_PROPERTY, SqliteTransport
 from coupler.canonical.errors import CouplerError
 
 from .contract.support import FakeClock, bodies, doc
@@ -107,7 +107,7 @@ def test_sync_acks_fsyncs_acks_and_nacks_too(tmp_path, monkeypatch) -> None:
 
 def test_one_fsync_covers_the_commits_made_while_the_previous_one_ran(tmp_path) -> None:
     """The group commit counters: an fsync publishes every commit counted before it began."""
-    from coupler.bus.group_commit import GroupCommit
+    from coupler.bus.transport.sqlite.group_commit import GroupCommit
 
     group = GroupCommit(tmp_path / "sync")
     lock = group.lock_descriptor()
@@ -371,7 +371,7 @@ def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> No
     )
     old.commit()
     old.close()
-    with caplog.at_level("INFO", logger="coupler.bus.sqlite_transport"), SqliteTransport(tmp_path) as t:
+    with caplog.at_level("INFO", logger="coupler.bus.transport.sqlite.transport"), SqliteTransport(tmp_path) as t:
         assert "migrated from schema version 1 to 2" in caplog.text
         assert _pragma(t, "user_version") == 2
         got = t.receive("q", "c", max=10)
@@ -397,7 +397,7 @@ def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
 def test_invalid_message_log_line_gives_the_reason_once(transport: SqliteTransport, caplog) -> None:
     transport.send("in", doc())
     [d] = transport.receive("in", "translator")
-    with caplog.at_level("WARNING", logger="coupler.bus.sqlite_transport"):
+    with caplog.at_level("WARNING", logger="coupler.bus.transport.sqlite.transport"):
         transport.invalid(d.envelope, "field 'amount': not a number", "translator", delivery=d)
     [line] = [r.getMessage() for r in caplog.records]
     assert line.count("not a number") == 1, line

@@ -1,6 +1,6 @@
 """`make demo` end to end, with a small nightly extract (``--extract-mb 1``).
 
-The demo runs as a user runs it (``python -m coupler.bus.demo``): real child processes for the
+The demo runs as a user runs it (``python -m examples.demo.demo``): real child processes for the
 four legacy systems, OpenSSH's sshd for the life drop box, ``coupler daemon``, ``coupler send``,
 ``coupler ctl dlq``, ``coupler batch ingest`` on Spark. The expected answers are worked out
 here from each legacy system's documented rules, not read back from the demo.
@@ -36,7 +36,7 @@ def cents(value: Decimal) -> str:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     out = tmp_path_factory.mktemp("demo") / "var-demo"
     done = subprocess.run(
-        [sys.executable, "-m", "coupler.bus.demo", "--out", str(out), "--extract-mb", str(EXTRACT_MB)],
+        [sys.executable, "-m", "examples.demo.demo", "--out", str(out), "--extract-mb", str(EXTRACT_MB)],
         cwd=REPO, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

@@ -24,7 +24,7 @@ COPYBOOK = """\
 
 
 def coupler(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coupler.bus.cli", *args], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "coupler.bus.cli.main", *args], env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ file_exists = "append"
 line_terminator = "\\n"
 """)
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    daemon = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(site)],
+    daemon = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(site)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         records = "".join(f"{i:04d}{name:<6}" for i, name in enumerate(["ALICE", "BOB", "CAROL"], start=1))

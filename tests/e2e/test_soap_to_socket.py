@@ -21,8 +21,8 @@ import pytest
 import zeep
 from zeep.exceptions import Fault
 
-from coupler.bus.config import load_site
-from coupler.bus.control import ControlClient
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.control import ControlClient
 from examples.legacy.auto_policy_service import QuoteRequest, running_service
 from tests.bus.site_helpers import REPO, start_daemon_process, write_site
 

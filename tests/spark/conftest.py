@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from coupler.bus.batch import spark_session
+    from coupler.bus.batch.jobs import spark_session
 
     session = spark_session("local[2]", app_name="coupler-tests", conf={"spark.sql.shuffle.partitions": "2"})
     yield session

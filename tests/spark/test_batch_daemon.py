@@ -14,11 +14,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from coupler.bus.batch_ingest import EVENT_FORMAT
-from coupler.bus.cli import main
-from coupler.bus.config import load_site
-from coupler.bus.control import ControlClient
-from coupler.bus.daemon import Daemon
+from coupler.bus.batch.ingest import EVENT_FORMAT
+from coupler.bus.cli.main import main
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.control import ControlClient
+from coupler.bus.runtime.daemon import Daemon
 from coupler.canonical.registry import SchemaRegistry
 
 from .test_batch_ingest import COPYBOOK, RECORD, write_cards

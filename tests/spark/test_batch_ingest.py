@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from coupler.bus.batch_ingest import EVENT_FORMAT, ingest
-from coupler.bus.config import load_site
-from coupler.bus.site import open_transport
+from coupler.bus.batch.ingest import EVENT_FORMAT, ingest
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.site import open_transport
 from coupler.canonical.registry import SchemaRegistry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_on
     records = 600_000  # 60 MB: long enough to be killed in the middle
     write_cards(staged, 0, records)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coupler.bus.cli", "batch", "ingest", "--site", str(site), "--source", "cards-in",
+        [sys.executable, "-m", "coupler.bus.cli.main", "batch", "ingest", "--site", str(site), "--source", "cards-in",
          "--master", "local[2]", "-o", "input_split_size_mb=4", "-o", "generate_record_id=true"],
         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True,
@@ -145,7 +145,7 @@ def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_on
 
 
 def test_unknown_source_names_the_adapters(tmp_path: Path) -> None:
-    from coupler.bus.batch import BatchError
+    from coupler.bus.batch.jobs import BatchError
 
     site = make_site(tmp_path)
     with pytest.raises(BatchError, match="cards-in"):

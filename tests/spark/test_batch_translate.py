@@ -10,8 +10,8 @@ from typing import Any
 import fastavro
 import pytest
 
-from coupler.bus import cli
-from coupler.bus.batch import BatchError, Spec, translate
+from coupler.bus.batch.jobs import BatchError, Spec, translate
+from coupler.bus.cli import main as cli
 from coupler.canonical.registry import SchemaRegistry
 from coupler.translators.copybook import decoder, encoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions

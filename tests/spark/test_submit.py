@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import coupler.bus.spark_main as spark_main
+import coupler.bus.cli.spark_main as spark_main
 from coupler.translators.copybook import decoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 

@@ -9,7 +9,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from coupler.bus.batch import translate
+from coupler.bus.batch.jobs import translate
 from coupler.translators.copybook import avro, decoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.spark.avro_writer import FORMAT_METADATA_KEY

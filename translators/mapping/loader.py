@@ -48,7 +48,7 @@ def load_mapping(
     ``legacy_schema`` / ``canonical_schema`` (Avro JSON) override the file's ``legacy`` spec
     and ``canonical`` reference; ``registry`` (a :class:`SchemaRegistry`, default: the
     built-in and plugin schemas) resolves ``canonical``; ``functions`` are the custom
-    transforms rules may name (``coupler.bus.plugins.mapping_functions``).
+    transforms rules may name (``coupler.bus.plugins.manager.mapping_functions``).
     """
     p = Path(path)
     try:

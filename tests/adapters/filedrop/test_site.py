@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from coupler.adapters.common.errors import AdapterConfigError
-from coupler.bus.config import load_site
-from coupler.bus.daemon import Daemon
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.daemon import Daemon
 from coupler.canonical.errors import CouplerError
 from tests.bus.site_helpers import running_daemon, wait_for
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import ConfigError, load_site
-from coupler.bus.daemon import Daemon
+from coupler.bus.config.loader import ConfigError, load_site
+from coupler.bus.runtime.daemon import Daemon
 from coupler.canonical import FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
 from tests.bus.site_helpers import running_daemon, wait_for

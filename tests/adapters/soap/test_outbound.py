@@ -9,7 +9,7 @@ import pytest
 
 from coupler.adapters.soap import SoapAdapter
 from coupler.bus.api import CommandFault, Document
-from coupler.bus.commands import command_envelope, parse_reply
+from coupler.bus.model.commands import command_envelope, parse_reply
 from coupler.canonical import FormatIndicator
 
 from .conftest import WSDL

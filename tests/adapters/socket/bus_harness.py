@@ -3,7 +3,7 @@ command dispatcher loop, as the daemon wires them (without the daemon process).
 
 Commands sent to ``coupler.commands`` are parsed, dispatched to the adapters registered
 here that serve their target, and answered with Reply or Fault messages on their return
-address, exactly as :mod:`coupler.bus.commands` defines them.
+address, exactly as :mod:`coupler.bus.model.commands` defines them.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from coupler.bus.api import Adapter, CommandFault
-from coupler.bus.commands import (
+from coupler.bus.model.commands import (
     Dispatcher,
     Servant,
     fault_envelope,
     parse_command,
     reply_envelope,
 )
-from coupler.bus.context import BusContext, Statistics
-from coupler.bus.sqlite_transport import SqliteTransport
+from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 

@@ -10,7 +10,7 @@ import pytest
 
 from coupler.adapters.socket import SocketAdapter
 from coupler.bus.api import CommandFault, Document
-from coupler.bus.commands import command_envelope, parse_command
+from coupler.bus.model.commands import command_envelope, parse_command
 from coupler.canonical import FormatIndicator
 from coupler.translators.framing import LengthPrefixed
 

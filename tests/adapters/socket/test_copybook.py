@@ -9,7 +9,7 @@ from pathlib import Path
 
 from coupler.adapters.socket import SocketAdapter
 from coupler.bus.api import Document
-from coupler.bus.commands import command_envelope, parse_command
+from coupler.bus.model.commands import command_envelope, parse_command
 from coupler.canonical import FormatIndicator
 
 DATA = Path(__file__).parent / "data"

@@ -15,7 +15,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from coupler.adapters.socket import SocketAdapter
 from coupler.bus.api import Document
-from coupler.bus.commands import command_envelope, parse_command
+from coupler.bus.model.commands import command_envelope, parse_command
 from coupler.canonical import FormatIndicator
 
 

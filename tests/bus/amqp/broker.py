@@ -42,7 +42,7 @@ def unique_names() -> dict[str, str]:
 def amqp_transport(data_dir: Path, **options: Any) -> Any:
     """Contract-test factory: an open AmqpTransport with names of its own."""
     servers_or_fail()
-    from coupler.bus.amqp_transport import AmqpTransport
+    from coupler.bus.transport.amqp.transport import AmqpTransport
 
     options = {**unique_names(), **options}
     options.setdefault("reconnect_timeout", 30.0)
@@ -56,14 +56,14 @@ def cleanup(transport: Any) -> None:
 
 def destroy(names: dict[str, str]) -> None:
     """Delete what a test made under ``names`` (prefix and schema)."""
-    from coupler.bus.amqp_transport import AmqpTransport
+    from coupler.bus.transport.amqp.transport import AmqpTransport
 
     retry(lambda: AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).destroy())
 
 
 def retry(fn: Any, timeout: float = 30.0) -> None:
     """Run ``fn`` again while the broker is away (another run's restart test may be running)."""
-    from coupler.bus.transport import TransportError
+    from coupler.bus.transport.base import TransportError
 
     deadline = time.monotonic() + timeout
     while True:

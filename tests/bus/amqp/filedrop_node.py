@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from coupler.adapters.filedrop import FileDropAdapter
-from coupler.bus.amqp_transport import AmqpTransport
-from coupler.bus.context import BusContext, Statistics
+from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.canonical import FormatIndicator
 
 from .broker import AMQP_URL, PG_DSN

@@ -13,10 +13,10 @@ from pathlib import Path
 import pika
 import pytest
 
-from coupler.bus.amqp_transport import AmqpTransport
-from coupler.bus.config import load_site
-from coupler.bus.site import open_transport
-from coupler.bus.transport import LeaseLostError, TransportError
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.site import open_transport
+from coupler.bus.transport.amqp.transport import AmqpTransport
+from coupler.bus.transport.base import LeaseLostError, TransportError
 from tests.bus.contract.support import doc, drain
 
 from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names

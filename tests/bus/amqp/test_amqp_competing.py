@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.amqp_transport import AmqpTransport
+from coupler.bus.transport.amqp.transport import AmqpTransport
 from tests.bus.contract.support import doc
 
 from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import load_site
-from coupler.bus.site import open_transport
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.site import open_transport
 from tests.bus.contract.support import doc
 from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
 
@@ -74,7 +74,7 @@ def test_two_daemons_of_one_site_share_the_work(names, tmp_path: Path) -> None:
                 time.sleep(0.1)
         status = [
             json.loads(subprocess.run(
-                [sys.executable, "-m", "coupler.bus.cli", "ctl", "--site", str(s), "status", "--json"],
+                [sys.executable, "-m", "coupler.bus.cli.main", "ctl", "--site", str(s), "status", "--json"],
                 env=coupler_env(), capture_output=True, text=True, check=True, timeout=30,
             ).stdout)
             for s in sites

@@ -23,8 +23,8 @@ from coupler.bus.api import (
     FileState,
     embedded_file_state,
 )
-from coupler.bus.pg_file_state import PgFileState
-from coupler.bus.pg_store import PgStore
+from coupler.bus.transport.amqp.file_state import PgFileState
+from coupler.bus.transport.amqp.store import PgStore
 
 from .broker import PG_DSN, servers_or_fail, unique_names
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from coupler.bus.amqp_transport import AmqpTransport
+from coupler.bus.transport.amqp.transport import AmqpTransport
 from tests.bus.amqp.broker import AMQP_URL, PG_DSN
 
 

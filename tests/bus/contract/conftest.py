@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from coupler.bus.backoff import BackoffPolicy
-from coupler.bus.transport import Transport
+from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.bus.transport.base import Transport
 
 from .support import TRANSPORTS
 

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.sqlite_transport import SqliteTransport
-from coupler.bus.transport import Transport
+from coupler.bus.transport.base import Transport
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from coupler.bus.transport import LeaseLostError, Transport, UnknownDeadLetterError
+from coupler.bus.transport.base import LeaseLostError, Transport, UnknownDeadLetterError
 
 from .support import bodies, doc, drain
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from coupler.translators.copybook.arrow_avro import AvroBatchWriter
 from coupler.translators.copybook.arrow_json import json_lines
 from coupler.translators.copybook.avro import avro_schema
@@ -173,7 +173,7 @@ def test_progress_bar_is_drawn_on_a_terminal(tmp_path: Path) -> None:
     data = tmp_path / "data.bin"
     data.write_bytes(b"\xf1" * layout.size * 1000)
     leader, follower = pty.openpty()
-    cmd = [sys.executable, "-m", "coupler.bus.cli", "copybook", "decode", str(copybook), str(data),
+    cmd = [sys.executable, "-m", "coupler.bus.cli.main", "copybook", "decode", str(copybook), str(data),
            "--output", str(tmp_path / "out.jsonl")]
     proc = subprocess.run(cmd, stderr=follower, stdout=subprocess.DEVNULL, timeout=60, check=False)
     os.close(follower)

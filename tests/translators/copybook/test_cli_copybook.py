@@ -8,7 +8,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 
 CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "cobrix"
 T21 = CORPUS / "15_test21_ascii_nested_odo"

@@ -186,7 +186,7 @@ def test_strict_policy_applies_per_version(family_dir: Path) -> None:
 
 
 def test_cli_describes_and_decodes_a_family(family_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from coupler.bus.cli import main
+    from coupler.bus.cli.main import main
 
     (family_dir / "family.toml").write_text(
         'name = "acme.Customer"\nversions = { 1 = "cust_v1.cpy", 2 = "cust_v2.cpy" }\n'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from coupler.translators.copybook.decoder import (
     BadRecord,
     DecodeStats,

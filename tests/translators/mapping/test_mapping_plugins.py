@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coupler.bus.hookspecs import hookimpl
-from coupler.bus.plugins import PluginError, mapping_functions, plugin_manager
+from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.manager import PluginError, mapping_functions, plugin_manager
 from coupler.translators.mapping import parse_mapping
 
 LEGACY = {"type": "record", "name": "L", "fields": [{"name": "CODE", "type": ["null", "string"], "default": None}]}

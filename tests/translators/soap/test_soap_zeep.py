@@ -13,7 +13,7 @@ import zeep
 from lxml import etree
 from zeep.exceptions import Fault
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from coupler.canonical.envelope import Envelope, MessageKind
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
 from coupler.translators.soap.wssecurity import PASSWORD_DIGEST

@@ -14,7 +14,7 @@ import pytest
 import xmlschema
 from elementpath.datatypes import AbstractDateTime
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from coupler.translators.xml import XmlValidationError, XsdModel
 from coupler.translators.xml.jsonio import dumps, read_jsonl
 

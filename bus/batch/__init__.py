@@ -1,0 +1,1 @@
+"""Batch jobs on Spark: bulk translation, batch ingestion and its schedule."""

@@ -1,0 +1,1 @@
+"""The ``coupler`` command line: one module per command group."""

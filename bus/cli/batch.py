@@ -1,0 +1,135 @@
+"""``coupler batch``: bulk translation and batch ingestion on Spark.
+
+* ``coupler batch translate --from SPEC --to SPEC INPUT... --output OUT [--master M] [-o K=V]``
+* ``coupler batch ingest --site SITE.toml --source ADAPTER [--to SPEC] [--output OUT]``
+
+SPEC: ``copybook:FILE.cpy``, ``xml:FILE.xsd[#element]``, ``avro:NAME@VERSION``, ``jsonl``,
+``parquet``. ``-o KEY=VALUE`` are reader options (the copybook options for copybook input);
+``-w KEY=VALUE`` writer options. A summary goes to standard error (``--json``: to standard
+output as JSON); Spark's progress bar shows while a job runs on a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from coupler.canonical.errors import CouplerError
+
+
+def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CouplerError(f"{flag} {item!r} is not KEY=VALUE", where=flag, hint=f"e.g. {flag} record_format=V")
+        out[key.strip()] = value
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", default="local[*]",
+                   help="Spark master: local[*] (default), local[N], spark://HOST:PORT, yarn, k8s://...; "
+                        "'submit' leaves it to spark-submit")
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="reader option (repeatable)")
+    p.add_argument("-w", "--write-option", action="append", metavar="KEY=VALUE", help="writer option (repeatable)")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark configuration (repeatable)")
+    p.add_argument("--map", dest="mapping", metavar="MAP.toml", help="field mapping applied to every record")
+    p.add_argument("--schemas", action="append", default=[], metavar="DIR",
+                   help="extra schema folder for avro: specs and mappings (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    batch = sub.add_parser("batch", help="bulk translation and batch ingestion on Spark")
+    bsub = batch.add_subparsers(dest="batch_command", metavar="COMMAND", required=True)
+
+    t = bsub.add_parser("translate", help="translate files from one format to another on Spark")
+    t.add_argument("--from", dest="from_spec", required=True, metavar="SPEC")
+    t.add_argument("--to", dest="to_spec", required=True, metavar="SPEC")
+    t.add_argument("inputs", nargs="+", metavar="INPUT")
+    t.add_argument("--output", required=True, metavar="OUT", help="output folder (replaced atomically)")
+    t.add_argument("--errors", metavar="DIR", help="bad records as JSON lines (default OUT.errors)")
+    _common(t)
+    t.set_defaults(func=run_translate)
+
+    i = bsub.add_parser("ingest", help="translate the files an adapter staged for batch, then archive them")
+    i.add_argument("--site", required=True, metavar="SITE.toml")
+    i.add_argument("--source", required=True, metavar="ADAPTER", help="the adapter whose batch_dir to ingest")
+    i.add_argument("--from", dest="from_spec", metavar="SPEC", help="default: copybook:<the adapter's copybook>")
+    i.add_argument("--to", dest="to_spec", default="parquet", metavar="SPEC", help="default: parquet")
+    i.add_argument("--output", metavar="OUT", help="default: DATA_DIR/batch/ADAPTER/<batch id>/data")
+    i.add_argument("--channel", help="where BatchCompleted goes (default: the adapter's channel)")
+    _common(i)
+    i.set_defaults(func=run_ingest)
+
+
+@contextlib.contextmanager
+def _session(args: argparse.Namespace, name: str) -> Iterator[Any]:
+    """The Spark session of one command, stopped at the end unless it was already running
+    (``coupler`` called from a program that has a session)."""
+    from pyspark.sql import SparkSession
+
+    from coupler.bus.batch.jobs import spark_session
+
+    conf = _pairs(args.conf, "--conf")
+    if sys.stderr.isatty() and not args.json:
+        conf.setdefault("spark.ui.showConsoleProgress", "true")
+    existing = SparkSession.getActiveSession()
+    spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf)
+    try:
+        yield spark
+    finally:
+        if existing is None:
+            spark.stop()
+
+
+def _summary(results: list[Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([r.to_json() for r in results], indent=2, default=str))
+        return
+    if not results:
+        print("nothing staged for batch", file=sys.stderr)
+    for r in results:
+        line = (
+            f"{len(r.inputs)} input(s), {r.records} records, {r.errors} errors -> {r.output} "
+            f"in {r.duration:.1f}s ({r.mb_per_s:.1f} MB/s)"
+        )
+        if r.errors_output:
+            line += f"; bad records in {r.errors_output}"
+        if r.batch_id:
+            line = f"batch {r.batch_id}: " + line + (f"; event {r.event_id}" if r.event_id else "")
+        print(line, file=sys.stderr)
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    from coupler.bus.batch.jobs import Spec, translate
+
+    src = Spec.parse(args.from_spec, where="--from")
+    dst = Spec.parse(args.to_spec, where="--to")
+    options = _pairs(args.option, "-o")
+    write_options = _pairs(args.write_option, "-w")
+    with _session(args, "coupler-batch-translate") as spark:
+        result = translate(
+            spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
+            mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,
+        )
+    _summary([result], args.json)
+    return 0
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    from coupler.bus.batch.ingest import ingest
+
+    with contextlib.ExitStack() as stack:  # Spark starts only when something is staged
+        results = ingest(
+            args.site, args.source, session=lambda: stack.enter_context(_session(args, f"coupler-batch-ingest-{args.source}")),
+            from_spec=args.from_spec, to_spec=args.to_spec, output=args.output, options=_pairs(args.option, "-o"),
+            channel=args.channel, mapping=args.mapping, schema_dirs=args.schemas,
+        )
+    _summary(results, args.json)
+    return 0

@@ -1,0 +1,168 @@
+"""``coupler translate``: any record format to any other through the canonical model.
+
+``coupler translate --from SPEC --to SPEC [--map MAP.toml]... INPUT --output OUTPUT``
+where SPEC is ``copybook:FILE.cpy`` (Cobrix options with ``-o KEY=VALUE``),
+``xml:FILE.xsd[#ELEMENT][@ROOT/RECORD]``, ``avro:NAME@V`` or ``jsonl``
+(:mod:`coupler.translators.mapping.formats`). Records are streamed; a record that fails
+is reported and skipped. A progress bar is drawn on a terminal; the summary goes to
+standard error. Exit status 0 when every record was translated, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from coupler.bus.cli.schema import add_schemas_option
+from coupler.canonical.errors import CouplerError, UsageError
+
+#: errors printed on standard error before the rest are only counted
+MAX_PRINTED_ERRORS = 20
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "translate",
+        help="translate records between copybook, XML, Avro and JSON lines through the canonical model",
+        description="Translate INPUT into OUTPUT. SPEC: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT][@ROOT/RECORD], "
+        "avro:NAME@V (an Avro container file of a canonical entity) or jsonl. A mapping (--map) applies where "
+        "its legacy schema is the input's (legacy -> canonical) or the output's (canonical -> legacy).",
+    )
+    p.add_argument("--from", dest="from_spec", required=True, metavar="SPEC", help="format of INPUT")
+    p.add_argument("--to", dest="to_spec", required=True, metavar="SPEC", help="format of OUTPUT")
+    p.add_argument("--map", dest="maps", action="append", default=[], type=Path, metavar="MAP.toml",
+                   help="a field mapping (repeatable: one for each legacy side)")
+    p.add_argument("input", type=Path, metavar="INPUT")
+    p.add_argument("--output", required=True, type=Path, metavar="OUTPUT")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a copybook (Cobrix) option, e.g. -o encoding=ascii (repeatable)")
+    add_schemas_option(p)
+    p.add_argument("--errors", type=Path, metavar="FILE", help="write one JSON line per failed record to FILE")
+    p.add_argument("--strict", action="store_true", help="stop at the first record that fails")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
+    p.set_defaults(func=run)
+
+
+def _options(items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"option {item!r} is not KEY=VALUE", hint="e.g. -o encoding=ascii")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+class Progress:
+    """A one-line progress bar on a terminal (records and bytes of the input)."""
+
+    def __init__(self, stream: IO[str], total: int, position: Any):
+        self.stream = stream
+        self.total = max(total, 1)
+        self.position = position
+        self.started = self.last = time.monotonic()
+        self.shown = False
+
+    def tick(self, records: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2:
+            return
+        self.last = now
+        self.draw(records)
+
+    def draw(self, records: int) -> None:
+        done = min(self.position(), self.total)
+        fraction = done / self.total
+        width = 30
+        bar = "#" * int(fraction * width) + "-" * (width - int(fraction * width))
+        rate = records / max(time.monotonic() - self.started, 1e-9)
+        self.stream.write(f"\r[{bar}] {fraction:6.1%} {records:,} records ({rate:,.0f}/s)")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self, records: int) -> None:
+        self.draw(records)
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from coupler.bus.plugins.manager import mapping_functions
+    from coupler.bus.runtime.site import site_plugin_manager
+    from coupler.canonical.registry import SchemaRegistry
+    from coupler.translators.mapping import load_mapping
+    from coupler.translators.mapping.formats import parse_spec, record_format
+    from coupler.translators.mapping.translate import plan
+
+    if not args.input.is_file():
+        raise UsageError(f"input file {args.input} does not exist")
+    options = _options(args.option)
+    source_spec = parse_spec(args.from_spec, options=options)
+    sink_spec = parse_spec(args.to_spec, options=options)
+    if options and "copybook" not in (source_spec.kind, sink_spec.kind):
+        raise UsageError("-o options are copybook options, but neither --from nor --to is a copybook")
+    pm = site_plugin_manager()
+    registry = SchemaRegistry.default(extra_dirs=args.schemas, pm=pm)
+    functions = mapping_functions(pm)
+    policy = "strict" if args.strict else "lenient"
+    source = record_format(source_spec, registry=registry, policy=policy)
+    sink = record_format(sink_spec, registry=registry, policy=policy)
+    mappings = [load_mapping(m, registry=registry, functions=functions) for m in args.maps]
+    if len(mappings) > 2:
+        raise UsageError("at most two mappings: one from the input's legacy format, one to the output's")
+    translation = plan(source, sink, mappings, registry=registry)
+
+    errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
+    printed = 0
+
+    def report(number: int, error: CouplerError | str) -> None:
+        nonlocal printed
+        if args.strict:
+            if isinstance(error, CouplerError):
+                raise type(error)(f"record {number}: {error.message}", where=error.where, hint=error.hint)
+            raise CouplerError(f"record {number}: {error}")
+        if errors_out is not None:
+            errors_out.write(json.dumps({"record": number, "error": str(error)}) + "\n")
+        elif printed < MAX_PRINTED_ERRORS:
+            _clear_line(progress)
+            print(f"coupler: record {number}: {error}", file=sys.stderr)
+            printed += 1
+
+    progress = None
+    if not args.no_progress and sys.stderr.isatty():
+        progress = Progress(sys.stderr, os.path.getsize(args.input), source.position)
+    started = time.monotonic()
+    try:
+        summary = translation.run(args.input, args.output, report, progress.tick if progress else None)
+    finally:
+        if errors_out is not None:
+            errors_out.close()
+        if progress is not None:
+            progress.close(translation.summary.read)
+    elapsed = time.monotonic() - started
+    if summary.errors > MAX_PRINTED_ERRORS and errors_out is None:
+        print(f"coupler: ... {summary.errors - MAX_PRINTED_ERRORS} more errors (use --errors FILE to keep them all)",
+              file=sys.stderr)
+    print(
+        f"{summary.read} records read, {summary.written} written, {summary.errors} errors"
+        f" ({source_spec.text} -> {sink_spec.text}, {elapsed:.2f} s)",
+        file=sys.stderr,
+    )
+    if args.json:
+        print(json.dumps({
+            "read": summary.read, "written": summary.written, "errors": summary.errors,
+            "from": source_spec.text, "to": sink_spec.text, "stages": translation.describe(),
+            "seconds": round(elapsed, 3),
+        }))
+    return 1 if summary.errors else 0
+
+
+def _clear_line(progress: Progress | None) -> None:
+    if progress is not None and progress.shown:
+        sys.stderr.write("\r\033[K")

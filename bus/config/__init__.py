@@ -1,0 +1,1 @@
+"""Site configuration: ``site.toml``, its schema, and the reference generated from it."""

@@ -1,0 +1,2 @@
+"""Messaging patterns over a transport: channels, request-reply, idempotent receiver,
+sequence, throttle."""

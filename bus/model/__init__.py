@@ -1,0 +1,1 @@
+"""Pure types of the bus: commands and replies, identities, message selectors."""

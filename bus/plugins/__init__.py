@@ -1,0 +1,1 @@
+"""Plugins: the hook specifications, the plugin manager and the built-in plugin."""

@@ -1,0 +1,1 @@
+"""The site at run time: daemon, adapter stages, router, context, Control Bus."""

@@ -1,0 +1,266 @@
+"""The :class:`~coupler.bus.api.AdapterContext` the daemon gives each adapter, and statistics."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coupler.bus.api import CommandFault, FileState, InvalidMessage, embedded_file_state
+from coupler.bus.api import resolve_path as _resolve_path
+from coupler.bus.transport.base import Transport
+from coupler.canonical import Envelope
+from coupler.canonical.errors import CouplerError
+
+#: the channel on which an adapter's ``context.request`` waits for replies
+REPLY_CHANNEL_PREFIX = "coupler.replies."
+
+
+@dataclass
+class AdapterStats:
+    """Counters of one adapter (``coupler ctl adapters``)."""
+
+    name: str
+    type: str
+    state: str = "created"  # created | running | paused | failed | stopped
+    received: int = 0  # in: commands and documents it took from the bus
+    sent: int = 0  # out: messages it put on the bus (published, replies)
+    failed: int = 0
+    last_heartbeat: float | None = None
+    error: str | None = None
+
+    def to_json(self, now: float | None = None) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        return {
+            "name": self.name,
+            "type": self.type,
+            "state": self.state,
+            "in": self.received,
+            "out": self.sent,
+            "failed": self.failed,
+            "last_heartbeat_age": None if self.last_heartbeat is None else round(now - self.last_heartbeat, 3),
+            "error": self.error,
+        }
+
+
+@dataclass
+class Statistics:
+    """Thread-safe counters of every adapter."""
+
+    adapters: dict[str, AdapterStats] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str, type_name: str) -> AdapterStats:
+        with self._lock:
+            self.adapters[name] = AdapterStats(name, type_name)
+            return self.adapters[name]
+
+    def count(self, adapter: str, what: str, n: int = 1) -> None:
+        with self._lock:
+            stats = self.adapters.get(adapter)
+            if stats is not None:
+                setattr(stats, what, getattr(stats, what) + n)
+                stats.last_heartbeat = time.time()
+
+    def beat(self, adapter: str) -> None:
+        with self._lock:
+            if adapter in self.adapters:
+                self.adapters[adapter].last_heartbeat = time.time()
+
+    def set_state(self, adapter: str, state: str, error: str | None = None) -> None:
+        with self._lock:
+            stats = self.adapters[adapter]
+            stats.state = state
+            stats.error = error
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            now = time.time()
+            return [s.to_json(now) for s in self.adapters.values()]
+
+
+class BusContext:
+    """What one adapter gets from the bus (implements :class:`~coupler.bus.api.AdapterContext`)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        config: dict[str, Any],
+        data_dir: Path,
+        transport: Transport,
+        statistics: Statistics,
+        channel: str | None = None,
+        paused: threading.Event | None = None,
+        stopping: threading.Event | None = None,
+        reply_timeout: float = 30.0,
+        command_channel: str = "coupler.commands",
+        site_dir: Path | None = None,
+        inbound: Callable[[Envelope], Envelope] | None = None,
+    ):
+        self.name = name
+        #: the directory of site.toml (default: the working directory, for embedding)
+        self.site_dir = (site_dir or Path.cwd()).resolve()
+        self.command_channel = command_channel
+        self.config = config
+        self.data_dir = data_dir
+        self.logger = logging.getLogger(f"coupler.adapter.{name}")
+        self.channel = channel
+        self._transport = transport
+        self._stats = statistics
+        self._paused = paused or threading.Event()
+        self._stopping = stopping or threading.Event()
+        self._reply_timeout = reply_timeout
+        #: unwrap and translate what the adapter publishes (bus/runtime/stages.py), if declared
+        self._inbound = inbound
+
+    @property
+    def component(self) -> str:
+        return f"adapter:{self.name}"
+
+    def _wait_while_paused(self) -> None:
+        while self._paused.is_set():
+            if self._stopping.is_set():
+                raise CouplerError(f"adapter {self.name!r} is paused and the daemon is stopping")
+            self._stopping.wait(0.05)
+
+    def publish(self, envelope: Envelope, channel: str | None = None) -> str:
+        """Send durably to ``channel`` or the adapter's channel (blocks while it is paused)."""
+        target = channel or self.channel
+        if not target:
+            raise CouplerError(
+                f"adapter {self.name!r} published without a channel",
+                where=f"adapter {self.name}",
+                hint="set `channel` of the adapter in site.toml",
+            )
+        self._wait_while_paused()
+        if envelope.origin is None:
+            envelope = envelope.replace(origin=self.name)
+        if self._inbound is not None:
+            envelope = self._translate(envelope)
+        (message_id,) = self._transport.send(target, envelope, component=self.component)
+        self._stats.count(self.name, "sent")
+        return message_id
+
+    def _translate(self, envelope: Envelope) -> Envelope:
+        """The inbound stage; what it cannot translate goes to the Invalid Message Channel."""
+        assert self._inbound is not None
+        try:
+            return self._inbound(envelope)
+        except CouplerError as exc:
+            reason = f"cannot translate {envelope.format.ref} from adapter {self.name}: {exc}"
+            self.invalid(envelope, reason)
+            raise InvalidMessage(reason, hint=exc.hint) from None
+
+    def reply(self, request: Envelope, reply: Envelope) -> None:
+        """Send ``reply`` to ``request.return_address``, correlated to ``request``."""
+        if not request.return_address:
+            raise CouplerError(
+                f"message {request.message_id} has no return address to reply to", where=f"adapter {self.name}"
+            )
+        reply = reply.replace(correlation_id=request.message_id, origin=reply.origin or self.name)
+        self._transport.send(request.return_address, reply, component=self.component)
+        self._stats.count(self.name, "sent")
+
+    def request(self, envelope: Envelope, channel: str, timeout: float | None = None) -> Envelope:
+        """Request-Reply: send to ``channel`` with a return address, wait for the correlated reply."""
+        return request_reply(
+            self._transport,
+            envelope,
+            channel,
+            reply_channel=REPLY_CHANNEL_PREFIX + self.name,
+            consumer=self.name,
+            timeout=self._reply_timeout if timeout is None else timeout,
+            component=self.component,
+            stopping=self._stopping,
+        )[0]
+
+    def heartbeat(self) -> None:
+        self._stats.beat(self.name)
+
+    def invalid(self, message: Envelope | bytes, reason: str) -> int:
+        """Move what the adapter cannot read to the Invalid Message Channel with ``reason``.
+
+        ``message`` is an envelope, or the raw bytes received from the legacy system. The dead
+        letter records the adapter as the failing component and its channel, if it has one.
+        """
+        if isinstance(message, Envelope) and message.origin is None:
+            message = message.replace(origin=self.name)
+        payload = message if isinstance(message, Envelope) else bytes(message)
+        dead_id = self._transport.invalid(payload, reason, self.component, channel=self.channel)
+        self._stats.count(self.name, "failed")
+        self.logger.warning(
+            "adapter %s: message sent to the Invalid Message Channel: %s", self.name, reason,
+            extra={"adapter": self.name, "dead_letter": dead_id},
+        )
+        return dead_id
+
+    def resolve_path(self, path: str | Path) -> Path:
+        """``path`` (``~`` expanded) made absolute against the directory of site.toml."""
+        return _resolve_path(self.site_dir, path)
+
+    def file_state(self, name: str | None = None) -> FileState:
+        """The seen-state of adapter ``name`` (default: this one): shared by every daemon when
+        the transport keeps one (a multi-node site), else ``files.db`` in its data directory.
+
+        Claims are made as this host and data directory: one daemon per data directory, so a
+        restarted daemon resumes its own files at once."""
+        name = name or self.name
+        data_dir = Path(self.data_dir) if name == self.name else Path(self.data_dir).parent / name
+        owner = f"{socket.gethostname()}:{data_dir.resolve()}"
+        shared = self._transport.file_state(name, owner)
+        return shared if shared is not None else embedded_file_state(data_dir / "files.db")
+
+
+def request_reply(
+    transport: Transport,
+    envelope: Envelope,
+    channel: str,
+    *,
+    reply_channel: str,
+    consumer: str,
+    timeout: float,
+    component: str,
+    count: int | None = 1,
+    stopping: threading.Event | None = None,
+) -> list[Envelope]:
+    """Send ``envelope`` to ``channel`` and collect its correlated replies on ``reply_channel``.
+
+    Waits until ``count`` replies came (``None``: as many as the first reply's
+    ``coupler.reply-count`` property says, see :mod:`coupler.bus.model.commands`) or ``timeout``
+    passed; raises :class:`CommandFault` (code ``timeout``) when no reply came at all.
+    """
+    from coupler.bus.model.commands import REPLY_COUNT
+
+    envelope = envelope.replace(return_address=reply_channel)
+    transport.send(channel, envelope, component=component)
+    selector = f"correlation_id = '{envelope.message_id}'"
+    deadline = time.monotonic() + timeout
+    replies: list[Envelope] = []
+    expected = count
+    while expected is None or len(replies) < expected:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or (stopping is not None and stopping.is_set()):
+            break
+        batch = transport.receive_wait(
+            reply_channel, consumer, max=10, selector=selector, wait=min(remaining, 0.5)
+        )
+        if batch:
+            transport.ack(batch)
+        for d in batch:
+            replies.append(d.envelope)
+            if expected is None:
+                expected = int(d.envelope.properties.get(REPLY_COUNT, "1") or 1)
+    if not replies:
+        raise CommandFault(
+            f"no reply to {envelope.message_id} on {reply_channel} within {timeout:g} s",
+            code="timeout",
+            hint="is the daemon running and the target's adapter started?",
+        )
+    return replies
+

@@ -1,0 +1,378 @@
+"""The Control Bus: the daemon's control endpoint on a Unix socket in the data directory.
+
+Protocol: one JSON object per line. A request is ``{"op": NAME, "args": {...}}``; the
+answer is ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": MESSAGE}``. One
+request per connection. The socket is created with mode 0600: only the site's owner may
+control it.
+
+Operations: ``status``, ``channels``, ``adapters``, ``identities``, ``dlq.list``,
+``dlq.show``, ``dlq.replay``, ``dlq.purge``, ``pause``, ``resume``, ``ping``, ``command``,
+``stop``, and the channel tools ``channel.put``, ``channel.get``, ``channel.purge``
+(envelopes travel as base64 of :meth:`Envelope.to_bytes`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import socket
+import socketserver
+import threading
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coupler.bus.api import COMMON_COMMANDS, Document
+from coupler.bus.model.commands import command_envelope, parse_reply
+from coupler.bus.runtime.context import request_reply
+from coupler.canonical import Envelope
+from coupler.canonical.envelope import utc_now
+from coupler.canonical.errors import CouplerError
+
+if TYPE_CHECKING:
+    from coupler.bus.config.loader import SiteConfig
+    from coupler.bus.runtime.daemon import Daemon
+
+log = logging.getLogger("coupler.control")
+
+#: Linux limit of a Unix socket path (sun_path) including the terminating NUL
+_MAX_SOCKET_PATH = 107
+CONTROL_REPLY_CHANNEL = "coupler.replies.control"
+_MAX_LINE = 256 * 1024 * 1024
+
+
+class ControlError(CouplerError):
+    """The control endpoint cannot be reached, or refused a request."""
+
+
+def encode_envelope(env: Envelope) -> str:
+    return base64.b64encode(env.to_bytes()).decode("ascii")
+
+
+def decode_envelope(text: str) -> Envelope:
+    return Envelope.from_bytes(base64.b64decode(text))
+
+
+class StoreService:
+    """Control operations that need only the store: they also work without a daemon.
+
+    With ``site``, ``status`` reports the site as ``stopped``: its configured adapters and the
+    store's channel statistics.
+    """
+
+    def __init__(self, transport: Any, site: SiteConfig | None = None):
+        self._transport = transport
+        self._site = site
+
+    @property
+    def transport(self) -> Any:
+        return self._transport
+
+    def call(self, op: str, **args: Any) -> Any:
+        method: Callable[..., Any] | None = getattr(self, "op_" + op.replace(".", "_").replace("-", "_"), None)
+        if method is None:
+            raise ControlError(f"unknown control operation {op!r}")
+        try:
+            return method(**args)
+        except TypeError as exc:
+            raise ControlError(f"bad arguments for {op!r}: {exc}") from exc
+
+    def op_channels(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self.transport.stats()]
+
+    def op_status(self) -> dict[str, Any]:
+        site = self._site
+        if site is None:
+            raise ControlError("unknown control operation 'status'")
+        from coupler.bus.batch.schedule import recorded_runs
+
+        return {
+            "site": site.name,
+            "site_file": str(site.path),
+            "data_dir": str(site.data_dir),
+            "pid": None,
+            "state": "stopped",
+            "started_at": None,
+            "uptime_seconds": None,
+            "transport": repr(self.transport),
+            "adapters": [
+                {"name": a.name, "type": a.type, "state": "stopped" if a.enabled else "disabled",
+                 "in": None, "out": None, "failed": None, "last_heartbeat_age": None, "error": None,
+                 "health": None}
+                for a in site.adapters
+            ],
+            "routes": [r.name for r in site.routes],
+            "command_channel": site.command_channel,
+            "commands": list(COMMON_COMMANDS),
+            "alerts": [],
+            "channels": self.op_channels(),
+            "batch": recorded_runs(site),
+        }
+
+    def op_identities(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.transport.identities.list()]
+
+    def op_dlq_list(self, queue: str | None = None, kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return [d.to_json() for d in self.transport.dead_letters(queue, kind=kind, limit=limit)]
+
+    def op_dlq_show(self, id: int) -> dict[str, Any]:
+        dl = self.transport.dead_letter(int(id))
+        data = dl.to_json()
+        data["envelope"] = encode_envelope(dl.envelope) if dl.envelope else None
+        data["raw"] = base64.b64encode(dl.raw).decode("ascii") if dl.raw else None
+        return data
+
+    def op_dlq_replay(self, id: int, channel: str | None = None) -> dict[str, Any]:
+        return {"message_id": self.transport.replay(int(id), channel)}
+
+    def op_dlq_purge(self, queue: str | None = None, kind: str | None = None) -> dict[str, Any]:
+        return {"purged": self.transport.purge_dead_letters(queue, kind=kind)}
+
+    def op_channel_put(self, channel: str, envelopes: list[str]) -> dict[str, Any]:
+        envs = [decode_envelope(e) for e in envelopes]
+        return {"message_ids": self.transport.send(channel, envs, component="cli")}
+
+    def op_channel_get(self, channel: str, max: int = 1, wait: float = 0.0, peek: bool = False) -> list[str]:
+        return [encode_envelope(e) for e in channel_get(self.transport, channel, max=max, wait=wait, peek=peek)]
+
+    def op_channel_purge(self, channel: str) -> dict[str, Any]:
+        return {"purged": self.transport.purge(channel)}
+
+
+class ControlService(StoreService):
+    """Every operation of the control endpoint, over a running :class:`Daemon`."""
+
+    def __init__(self, daemon: Daemon):
+        self.daemon = daemon
+
+    @property
+    def transport(self) -> Any:
+        assert self.daemon.transport is not None
+        return self.daemon.transport
+
+    def op_status(self) -> dict[str, Any]:
+        status = self.daemon.status()
+        status["channels"] = self.op_channels()
+        return status
+
+    def op_adapters(self) -> list[dict[str, Any]]:
+        out = []
+        snapshot = {s["name"]: s for s in self.daemon.adapter_rows()}
+        for name, ra in self.daemon.adapters.items():
+            row = dict(snapshot.get(name, {}))
+            row.update(
+                direction=ra.config.direction,
+                channel=ra.config.channel,
+                commands=list(ra.servant().commands),
+                targets=[name, *ra.config.targets],
+                identity=ra.config.identity,
+                paused=ra.paused.is_set(),
+            )
+            out.append(row)
+        return out
+
+    def op_pause(self, adapter: str) -> dict[str, Any]:
+        self.daemon.pause(adapter)
+        return {"adapter": adapter, "paused": True}
+
+    def op_resume(self, adapter: str) -> dict[str, Any]:
+        self.daemon.resume(adapter)
+        return {"adapter": adapter, "paused": False}
+
+    def op_ping(self, target: str, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self.op_command("ping", target, timeout=timeout, payload="ctl ping")
+
+    def op_command(
+        self,
+        command: str,
+        target: str,
+        *,
+        document: str | None = None,
+        query: dict[str, str] | None = None,
+        max: int | None = None,
+        operation: str = "",
+        payload: str = "",
+        timeout: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Issue a common command through the bus and return its replies (JSON).
+
+        ``document`` is an envelope (base64) whose format, body and properties the command
+        carries.
+        """
+        if command not in COMMON_COMMANDS:
+            raise ControlError(f"unknown command {command!r}", hint=f"use one of {', '.join(COMMON_COMMANDS)}")
+        timeout = self.daemon.site.reply_timeout if timeout is None else float(timeout)
+        doc = Document.from_envelope(decode_envelope(document)) if document is not None else None
+        env = command_envelope(
+            command,
+            target,
+            document=doc,
+            query=query,
+            max=max,
+            operation=operation,
+            payload=payload,
+            origin="control",
+            expires_at=utc_now() + timedelta(seconds=max_(timeout, 1.0)),
+        )
+        replies = request_reply(
+            self.transport,
+            env,
+            self.daemon.site.command_channel,
+            reply_channel=CONTROL_REPLY_CHANNEL,
+            consumer="control",
+            timeout=timeout,
+            component="control",
+            count=None,
+            stopping=self.daemon.stopping,
+        )
+        return [parse_reply(r).to_json() for r in replies]
+
+    def op_stop(self) -> dict[str, Any]:
+        self.daemon.request_stop()
+        return {"stopping": True}
+
+
+def max_(a: float, b: float) -> float:
+    return a if a > b else b
+
+
+def channel_get(transport: Any, channel: str, *, max: int, wait: float, peek: bool) -> list[Envelope]:
+    """Receive and acknowledge up to ``max`` messages (``peek``: look without receiving)."""
+    if peek:
+        return list(transport.peek(channel, max))
+    deliveries = transport.receive_wait(channel, "cli", max=max, wait=wait)
+    if deliveries:
+        transport.ack(deliveries)
+    return [d.envelope for d in deliveries]
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        line = self.rfile.readline(_MAX_LINE)
+        try:
+            request = json.loads(line)
+            op = request["op"]
+            args = request.get("args") or {}
+            result = self.server.service.call(op, **args)
+            answer: dict[str, Any] = {"ok": True, "result": result}
+        except CouplerError as exc:
+            answer = {"ok": False, "error": str(exc)}
+        except (ValueError, KeyError, TypeError) as exc:
+            answer = {"ok": False, "error": f"bad control request: {exc!r}"}
+        except Exception as exc:  # the endpoint must keep serving
+            log.exception("control request failed")
+            answer = {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
+        with contextlib.suppress(OSError):
+            self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def __init__(self, path: str, service: ControlService):
+        self.service = service
+        super().__init__(path, _Handler, bind_and_activate=False)
+
+
+class ControlServer:
+    """The control endpoint of a daemon, serving in a thread of its own."""
+
+    def __init__(self, path: Path, service: ControlService):
+        self.path = path
+        check_socket_path(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a stale socket of a daemon that was killed (we hold the lock)
+        self._server = _Server(str(path), service)
+        try:
+            self._server.server_bind()
+            os.chmod(path, 0o600)  # before listen(): nobody can connect before this
+            self._server.server_activate()
+        except OSError as exc:
+            self._server.server_close()
+            raise ControlError(f"cannot create the control socket: {exc.strerror}", where=str(path)) from exc
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="control", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def check_socket_path(path: Path) -> None:
+    if len(os.fsencode(str(path))) > _MAX_SOCKET_PATH:
+        raise ControlError(
+            f"control socket path is {len(os.fsencode(str(path)))} bytes, longer than the {_MAX_SOCKET_PATH} a Unix socket allows",
+            where=str(path),
+            hint="set control.socket in site.toml to a shorter absolute path",
+        )
+
+
+class ControlClient:
+    """Talks to a daemon's control endpoint."""
+
+    def __init__(self, path: Path, timeout: float = 60.0):
+        self.path = path
+        self.timeout = timeout
+
+    def call(self, op: str, **args: Any) -> Any:
+        check_socket_path(self.path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            try:
+                sock.connect(str(self.path))
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
+                raise ControlError(
+                    f"no daemon answers on {self.path}",
+                    hint="start it with `coupler daemon --site SITE.toml`",
+                ) from exc
+            except PermissionError as exc:
+                raise ControlError(f"not allowed to use the control socket {self.path}", hint="run as the site's owner") from exc
+            sock.sendall(json.dumps({"op": op, "args": args}).encode("utf-8") + b"\n")
+            with sock.makefile("rb") as f:
+                line = f.readline(_MAX_LINE)
+        except TimeoutError as exc:
+            raise ControlError(f"the daemon did not answer {op!r} within {self.timeout:g} s", where=str(self.path)) from exc
+        finally:
+            sock.close()
+        if not line:
+            raise ControlError(f"the daemon closed the connection without answering {op!r}", where=str(self.path))
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise ControlError(answer.get("error", "unknown error"))
+        return answer.get("result")
+
+
+@contextlib.contextmanager
+def site_service(site: SiteConfig, *, need_daemon: bool = False) -> Iterator[ControlClient | StoreService]:
+    """The running daemon's control endpoint, or, when none runs, the store itself.
+
+    ``need_daemon``: operations only a daemon can do (pause, commands) fail with a clear
+    message when none runs.
+    """
+    from coupler.bus.runtime.site import daemon_running, open_transport
+
+    if daemon_running(site):
+        yield ControlClient(site.control_socket)
+        return
+    if need_daemon:
+        raise ControlError(
+            f"no daemon runs for site {site.path}",
+            hint=f"start it with `coupler daemon --site {site.path}`",
+        )
+    transport = open_transport(site)
+    try:
+        yield StoreService(transport, site)
+    finally:
+        transport.close()

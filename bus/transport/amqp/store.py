@@ -1,0 +1,554 @@
+"""Shared state of a multi-node site in PostgreSQL.
+
+When several daemons (on several hosts) run one site on a broker, the state they must agree
+on cannot live in one host's SQLite file. :class:`PgStore` keeps it in PostgreSQL, in the
+tables the embedded store has for the same purpose (see ``coupler.bus.transport.sqlite.transport``):
+
+* ``channels`` / ``subscriptions`` — channel configurations and durable subscriptions,
+* ``journal`` — the Message Store (every state change of every message),
+* ``counters`` — per-channel statistics,
+* ``seen`` — the Idempotent Receiver's keys,
+* ``identities`` — the Application Repository (:class:`PgIdentityRepository`),
+* ``files`` / ``files_delivered`` — the seen-state of polling adapters
+  (:class:`~coupler.bus.transport.amqp.file_state.PgFileState`),
+* the sequence ``dead_letter_ids`` — site-wide ids of dead letters.
+
+All tables live in one PostgreSQL schema (``coupler`` by default), so that several sites (or
+test runs) can share a database. Each thread gets its own connection (autocommit; explicit
+transactions where several statements must agree).
+
+``synchronous_commit`` applies to journal and counter writes, which are the bulk of the
+traffic: ``off`` (the default) lets PostgreSQL acknowledge them before its WAL is flushed —
+a PostgreSQL crash may lose the last fraction of a second of journal entries, never a
+message (messages live in the broker). Idempotency keys, configurations and identities are
+always committed with ``synchronous_commit = on``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
+from coupler.bus.transport.base import ChannelConfig, JournalEntry, TransportError
+from coupler.bus.transport.sql_filters import journal_entries, journal_query
+
+try:  # psycopg is a dependency of the broker transport only
+    import psycopg
+except ImportError:  # pragma: no cover - reported when a PgStore is opened
+    psycopg = None  # type: ignore[assignment]
+
+COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
+log = logging.getLogger(__name__)
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.channels (
+    name TEXT PRIMARY KEY,
+    kind TEXT NOT NULL DEFAULT 'queue',
+    config TEXT NOT NULL DEFAULT '{{}}',
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.subscriptions (
+    topic TEXT NOT NULL,
+    name TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    selector TEXT,
+    created_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (topic, name)
+);
+CREATE TABLE IF NOT EXISTS {s}.journal (
+    id BIGSERIAL PRIMARY KEY,
+    at DOUBLE PRECISION NOT NULL,
+    channel TEXT,
+    message_id TEXT,
+    event TEXT NOT NULL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS journal_message ON {s}.journal (message_id);
+CREATE INDEX IF NOT EXISTS journal_at ON {s}.journal (at);
+CREATE TABLE IF NOT EXISTS {s}.counters (
+    channel TEXT PRIMARY KEY,
+    sent BIGINT NOT NULL DEFAULT 0,
+    received BIGINT NOT NULL DEFAULT 0,
+    acked BIGINT NOT NULL DEFAULT 0,
+    failed BIGINT NOT NULL DEFAULT 0,
+    dead BIGINT NOT NULL DEFAULT 0,
+    invalid BIGINT NOT NULL DEFAULT 0,
+    expired BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS {s}.seen (
+    consumer TEXT NOT NULL,
+    key TEXT NOT NULL,
+    seen_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (consumer, key)
+);
+CREATE INDEX IF NOT EXISTS seen_age ON {s}.seen (seen_at);
+CREATE TABLE IF NOT EXISTS {s}.identities (
+    id BIGSERIAL PRIMARY KEY,
+    class TEXT NOT NULL,
+    provider TEXT,
+    name TEXT,
+    version TEXT,
+    channel TEXT NOT NULL,
+    adapter TEXT,
+    registered_at DOUBLE PRECISION NOT NULL
+);
+CREATE SEQUENCE IF NOT EXISTS {s}.dead_letter_ids;
+CREATE TABLE IF NOT EXISTS {s}.files (
+    adapter TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    checksum TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL,
+    published BIGINT NOT NULL DEFAULT 0,
+    detail TEXT,
+    owner TEXT NOT NULL,
+    lease_until DOUBLE PRECISION NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (adapter, path, size, mtime_ns, checksum)
+);
+CREATE INDEX IF NOT EXISTS files_state ON {s}.files (adapter, state, updated);
+CREATE TABLE IF NOT EXISTS {s}.files_delivered (
+    adapter TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    name TEXT,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (adapter, message_id)
+);
+CREATE TABLE IF NOT EXISTS {s}.broker_objects (
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (name, kind)
+);
+"""
+
+
+class PgStoreError(TransportError):
+    """PostgreSQL cannot be reached or refused a statement."""
+
+
+class PgStore:
+    """The shared state of a site in schema ``schema`` of the PostgreSQL database ``dsn``."""
+
+    def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = False):
+        if psycopg is None:  # pragma: no cover
+            raise PgStoreError(
+                "the PostgreSQL store needs psycopg", hint="pip install 'psycopg[binary]'"
+            )
+        if not _SCHEMA_NAME.match(schema):
+            raise PgStoreError(
+                f"bad PostgreSQL schema name {schema!r}",
+                where="store.amqp.postgres_schema",
+                hint="lower-case letters, digits and _, starting with a letter",
+            )
+        self.dsn = dsn
+        self.schema = schema
+        self.synchronous_commit = synchronous_commit
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Any] = []
+        self._journal_writer: _JournalWriter | None = None
+
+    def __repr__(self) -> str:
+        return f"PgStore(schema={self.schema!r})"
+
+    # -- connections -----------------------------------------------------------------------
+
+    def open(self) -> PgStore:
+        with self.conn() as c:
+            # two daemons starting at once would race on CREATE ... IF NOT EXISTS
+            c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
+            c.execute(_DDL.format(s=self.schema))
+        return self
+
+    def close(self) -> None:
+        with self._lock:
+            writer, self._journal_writer = self._journal_writer, None
+        if writer is not None:
+            writer.stop()
+        with self._lock:
+            conns, self._connections = self._connections, []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._local = threading.local()
+
+    def _connection(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and not conn.closed:
+            return conn
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise PgStoreError(
+                f"cannot connect to PostgreSQL: {str(exc).strip()}",
+                where="store.amqp.postgres",
+                hint="check the DSN and that the server runs",
+            ) from exc
+        if not self.synchronous_commit:
+            conn.execute("SET synchronous_commit = off")
+        self._local.conn = conn
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def conn(self, *, durable: bool = False) -> Iterator[Any]:
+        """A connection inside one transaction (``durable``: commit waits for the WAL flush)."""
+        conn = self._connection()
+        try:
+            with conn.transaction():
+                if durable and not self.synchronous_commit:
+                    conn.execute("SET LOCAL synchronous_commit = on")
+                yield conn
+        except psycopg.OperationalError as exc:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where="store.amqp.postgres") from exc
+        except psycopg.Error as exc:
+            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.schema}") from exc
+
+    def drop(self) -> None:
+        """Delete the schema and everything in it (tests, decommissioning a site)."""
+        with self.conn() as c:
+            c.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+    # -- channels and subscriptions --------------------------------------------------------
+
+    def save_channel(self, name: str, cfg: ChannelConfig) -> None:
+        with self.conn(durable=True) as c:
+            c.execute(
+                f"INSERT INTO {self.schema}.channels (name, kind, config, created_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (name) DO UPDATE "
+                "SET kind = excluded.kind, config = excluded.config",
+                (name, cfg.kind, json.dumps(cfg.to_dict()), time.time()),
+            )
+
+    def channel(self, name: str) -> ChannelConfig | None:
+        with self.conn() as c:
+            row = c.execute(
+                f"SELECT config FROM {self.schema}.channels WHERE name = %s", (name,)
+            ).fetchone()
+        return ChannelConfig.from_dict(json.loads(row[0])) if row else None
+
+    def channel_names(self) -> list[str]:
+        with self.conn() as c:
+            rows = c.execute(
+                f"SELECT name FROM {self.schema}.channels UNION SELECT channel FROM "
+                f"{self.schema}.counters ORDER BY 1"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def kinds(self) -> dict[str, str]:
+        with self.conn() as c:
+            return dict(c.execute(f"SELECT name, kind FROM {self.schema}.channels").fetchall())
+
+    def add_subscription(self, topic: str, name: str, channel: str, selector: str | None) -> None:
+        with self.conn(durable=True) as c:
+            row = c.execute(
+                f"SELECT kind FROM {self.schema}.channels WHERE name = %s", (topic,)
+            ).fetchone()
+            if row is None:
+                c.execute(
+                    f"INSERT INTO {self.schema}.channels (name, kind, config, created_at) "
+                    "VALUES (%s, 'topic', %s, %s) ON CONFLICT (name) DO NOTHING",
+                    (topic, json.dumps(ChannelConfig(kind="topic").to_dict()), time.time()),
+                )
+            elif row[0] != "topic":
+                raise TransportError(
+                    f"channel {topic} is a queue, not a topic",
+                    hint="declare it with kind='topic' before subscribing, or subscribe to another name",
+                )
+            c.execute(
+                f"INSERT INTO {self.schema}.subscriptions (topic, name, channel, selector, created_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (topic, name) DO UPDATE "
+                "SET selector = excluded.selector",
+                (topic, name, channel, selector, time.time()),
+            )
+
+    def remove_subscription(self, topic: str, name: str) -> None:
+        with self.conn(durable=True) as c:
+            c.execute(
+                f"DELETE FROM {self.schema}.subscriptions WHERE topic = %s AND name = %s", (topic, name)
+            )
+
+    def subscriptions(self, topic: str | None = None) -> list[tuple[str, str, str, str | None]]:
+        """``(topic, name, channel, selector)`` of one topic's subscriptions, or of all."""
+        where, args = ("WHERE topic = %s", (topic,)) if topic else ("", ())
+        with self.conn() as c:
+            return c.execute(
+                f"SELECT topic, name, channel, selector FROM {self.schema}.subscriptions {where} "
+                "ORDER BY topic, name",
+                args,
+            ).fetchall()
+
+    # -- journal and counters --------------------------------------------------------------
+
+    def record(
+        self,
+        journal: Iterable[tuple[str | None, str | None, str, str | None]] = (),
+        counts: dict[tuple[str, str], int] | None = None,
+    ) -> None:
+        """Append journal entries ``(channel, message_id, event, detail)`` and add to counters.
+
+        They are written by a writer thread, in batches, in the order they were recorded
+        (one round trip to PostgreSQL per batch instead of one per operation); queries of
+        this process (:meth:`journal`, :meth:`counters`) wait until what it recorded before
+        is written. Another process sees them a few milliseconds later.
+        """
+        rows = [(time.time(), *entry) for entry in journal]
+        if not rows and not counts:
+            return
+        self._writer().add(rows, counts or {})
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every journal entry and counter recorded so far is written."""
+        writer = self._journal_writer
+        if writer is not None:
+            writer.flush(timeout)
+
+    def _writer(self) -> _JournalWriter:
+        with self._lock:
+            if self._journal_writer is None:
+                self._journal_writer = _JournalWriter(self)
+            return self._journal_writer
+
+    def write(self, rows: list[tuple[Any, ...]], counts: dict[tuple[str, str], int]) -> None:
+        """Write journal rows and counter increments now, in one transaction."""
+        with self.conn() as c:
+            if rows:
+                with c.cursor() as cur, cur.copy(
+                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail) FROM STDIN"
+                ) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            for (channel, counter), n in sorted((counts or {}).items()):
+                if counter not in COUNTERS:
+                    raise ValueError(counter)
+                c.execute(
+                    f"INSERT INTO {self.schema}.counters (channel, {counter}) VALUES (%s, %s) "
+                    f"ON CONFLICT (channel) DO UPDATE SET {counter} = "
+                    f"{self.schema}.counters.{counter} + excluded.{counter}",
+                    (channel, n),
+                )
+
+    def journal(
+        self,
+        *,
+        message_id: str | None = None,
+        channel: str | None = None,
+        event: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[JournalEntry]:
+        sql, args = journal_query(
+            f"{self.schema}.journal", "%s",
+            message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+        )
+        self.flush()
+        with self.conn() as c:
+            return journal_entries(c.execute(sql, args).fetchall())
+
+    def counters(self, channel: str | None = None) -> dict[str, dict[str, int]]:
+        where, args = ("WHERE channel = %s", (channel,)) if channel else ("", ())
+        self.flush()
+        with self.conn() as c:
+            rows = c.execute(
+                f"SELECT channel, {', '.join(COUNTERS)} FROM {self.schema}.counters {where}", args
+            ).fetchall()
+        return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
+
+    def purge_older(self, journal_before: float, seen_before: float) -> dict[str, int]:
+        with self.conn() as c:
+            j = c.execute(f"DELETE FROM {self.schema}.journal WHERE at < %s", (journal_before,)).rowcount
+            s = c.execute(f"DELETE FROM {self.schema}.seen WHERE seen_at < %s", (seen_before,)).rowcount
+        return {"journal": j, "seen": s}
+
+    # -- idempotency -----------------------------------------------------------------------
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        keys = list(keys)
+        if not keys:
+            return set()
+        with self.conn() as c:
+            rows = c.execute(
+                f"SELECT key FROM {self.schema}.seen WHERE consumer = %s AND key = ANY(%s)",
+                (consumer, keys),
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        now = time.time()
+        rows = [(consumer, k, now) for k in keys]
+        if not rows:
+            return
+        with self.conn(durable=True) as c, c.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at",
+                rows,
+            )
+
+    # -- broker objects (so that a site can be taken down completely) ---------------------
+
+    def add_broker_object(self, name: str, kind: str) -> None:
+        with self.conn() as c:
+            c.execute(
+                f"INSERT INTO {self.schema}.broker_objects (name, kind) VALUES (%s, %s) "
+                "ON CONFLICT (name, kind) DO NOTHING",
+                (name, kind),
+            )
+
+    def broker_objects(self) -> list[tuple[str, str]]:
+        """``(name, kind)`` of every queue and exchange the site declared on the broker."""
+        with self.conn() as c:
+            return c.execute(f"SELECT name, kind FROM {self.schema}.broker_objects ORDER BY 1").fetchall()
+
+    # -- dead letter ids -------------------------------------------------------------------
+
+    def next_dead_letter_id(self) -> int:
+        with self.conn() as c:
+            return int(c.execute(f"SELECT nextval('{self.schema}.dead_letter_ids')").fetchone()[0])
+
+
+class _JournalWriter:
+    """The thread that writes a store's journal entries and counters in batches."""
+
+    def __init__(self, store: PgStore):
+        self.store = store
+        self.cond = threading.Condition()
+        self.rows: list[tuple[Any, ...]] = []
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.queued = 0  # batches added
+        self.written = 0  # batches written
+        self.error: str | None = None
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, name=f"journal-{store.schema}", daemon=True)
+        self.thread.start()
+
+    def add(self, rows: list[tuple[Any, ...]], counts: dict[tuple[str, str], int]) -> None:
+        with self.cond:
+            self.rows.extend(rows)
+            self.counts.update(counts)
+            self.queued += 1
+            self.cond.notify_all()
+
+    def flush(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            target = self.queued
+            while self.written < target and self.thread.is_alive():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PgStoreError(
+                        f"the journal could not be written to PostgreSQL within {timeout:g} s: "
+                        f"{self.error or 'no answer'}", where="store.amqp.postgres",
+                    )
+                self.cond.wait(min(left, 0.1))
+
+    def stop(self) -> None:
+        with contextlib.suppress(PgStoreError):
+            self.flush(10.0)
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.thread.join(timeout=10)
+
+    def run(self) -> None:
+        while True:
+            with self.cond:
+                while not self.rows and not self.counts and not self.stopping:
+                    self.cond.wait()
+                if self.stopping and not self.rows and not self.counts:
+                    return
+                rows, counts, upto = self.rows, dict(self.counts), self.queued
+                self.rows, self.counts = [], Counter()
+            try:
+                self.store.write(rows, counts)
+            except Exception as exc:  # noqa: BLE001 - kept, logged, and tried again
+                log.warning("journal: cannot write %d entries to PostgreSQL: %s; retrying", len(rows), exc)
+                with self.cond:
+                    self.error = str(exc)
+                    self.rows[:0] = rows
+                    self.counts.update(counts)
+                    if self.stopping:
+                        return
+                    self.cond.wait(1.0)
+                continue
+            with self.cond:
+                self.error = None
+                self.written = upto
+                self.cond.notify_all()
+
+
+class PgIdentityRepository(IdentityRepository):
+    """The Application Repository in PostgreSQL: every daemon of the site sees every identity.
+
+    Matching and resolution are those of :class:`IdentityRepository`; only storage differs.
+    """
+
+    def __init__(self, store: PgStore):  # noqa: D107 - the base class keeps a transport
+        self._store = store
+
+    def register(self, identity: Identity | str, channel: str, *, adapter: str | None = None) -> Registration:
+        ident = Identity.parse(identity) if isinstance(identity, str) else identity
+        if ident.cls is None:
+            raise IdentityError("an application identity needs at least its class", where=str(ident))
+        s = self._store.schema
+        now = time.time()
+        with self._store.conn(durable=True) as c:
+            c.execute(
+                f"DELETE FROM {s}.identities WHERE class = %s AND provider IS NOT DISTINCT FROM %s "
+                "AND name IS NOT DISTINCT FROM %s AND version IS NOT DISTINCT FROM %s AND channel = %s",
+                (ident.cls, ident.provider, ident.name, ident.version, channel),
+            )
+            row = c.execute(
+                f"INSERT INTO {s}.identities (class, provider, name, version, channel, adapter, "
+                "registered_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (ident.cls, ident.provider, ident.name, ident.version, channel, adapter, now),
+            ).fetchone()
+        self._store.record([(channel, None, "identity registered", str(ident))])
+        return Registration(int(row[0]), ident, channel, adapter, now)
+
+    def unregister(self, *, adapter: str | None = None, identity: Identity | str | None = None) -> int:
+        clauses: list[str] = []
+        args: list[Any] = []
+        if adapter is not None:
+            clauses.append("adapter = %s")
+            args.append(adapter)
+        if identity is not None:
+            ident = Identity.parse(identity) if isinstance(identity, str) else identity
+            clauses.append(
+                "class = %s AND provider IS NOT DISTINCT FROM %s AND name IS NOT DISTINCT FROM %s "
+                "AND version IS NOT DISTINCT FROM %s"
+            )
+            args += [ident.cls, ident.provider, ident.name, ident.version]
+        if not clauses:
+            raise IdentityError("unregister needs an adapter or an identity")
+        with self._store.conn(durable=True) as c:
+            return c.execute(
+                f"DELETE FROM {self._store.schema}.identities WHERE {' AND '.join(clauses)}", args
+            ).rowcount
+
+    def list(self) -> list[Registration]:
+        with self._store.conn() as c:
+            rows = c.execute(
+                "SELECT id, class, provider, name, version, channel, adapter, registered_at "
+                f"FROM {self._store.schema}.identities ORDER BY class, provider, name, version, id"
+            ).fetchall()
+        return [Registration(r[0], Identity(r[1], r[2], r[3], r[4]), r[5], r[6], r[7]) for r in rows]
+
+
+__all__ = ["COUNTERS", "PgIdentityRepository", "PgStore", "PgStoreError"]

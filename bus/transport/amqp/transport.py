@@ -1,0 +1,1219 @@
+"""The broker transport: the bus on RabbitMQ (AMQP 0-9-1) with shared state in PostgreSQL.
+
+For sites that outgrow one machine: several daemons, on several hosts, share one RabbitMQ
+cluster and one PostgreSQL database, with no change to adapters, routes or translators
+(``[store] type = "amqp"`` in ``site.toml``). It implements :class:`Transport` and passes the
+same contract tests as the embedded SQLite transport.
+
+How the patterns map onto the broker (every name starts with the site's ``prefix``):
+
+* Point-to-Point channel -> durable **quorum queue** ``q:<channel>``; competing consumers
+  ``basic.get`` from it with **manual acknowledgements**.
+* Publish-Subscribe channel -> durable **topic exchange** ``t:<topic>`` with one durable
+  quorum queue per subscription (``q:<topic>#<subscription>``). Subscriptions without a
+  selector are bound with ``all.#``; a subscription with a Message Selector gets its own
+  binding and the publisher sends it a copy of each matching message.
+* Guaranteed Delivery -> persistent messages and **publisher confirms**: ``send`` returns
+  after the broker confirmed every message (a batch is one confirm window).
+* Leases -> a received message stays unacknowledged on the broker; the transport's
+  connection thread expires the lease (the message is sent back to its queue with its
+  attempt count) when it is not settled in time. When a daemon dies its connection closes
+  and the broker gives its unacknowledged messages to the other consumers.
+* Redelivery with backoff -> the failed message is republished to a **delay queue**
+  (``delay:<ms>``, a per-queue TTL; buckets 25 % apart) whose **dead-letter exchange** is
+  the default exchange: when the delay is over it goes back to its channel's queue.
+* Message Expiration -> per-message TTL (``expiration``). The broker dead-letters what
+  expires in a queue to ``expired``, from where the transport files it in the Dead Letter
+  Channel with reason ``expired``; a message found expired on receipt goes there directly.
+* Dead Letter / Invalid Message Channels -> quorum queues ``dl:<name>``; every dead letter
+  carries its record (id, reason, error, component, attempts) in a ``coupler-dead`` header.
+* Attempts -> the ``coupler-attempts`` header (republished messages) plus the broker's
+  ``x-delivery-count`` (messages returned to the queue by the broker). The queues'
+  ``x-delivery-limit`` stops a message that crashes every consumer that takes it.
+
+PostgreSQL (:class:`~coupler.bus.transport.amqp.store.PgStore`) keeps what every daemon must agree on:
+channel configurations, subscriptions, the Message Store journal, counters, idempotency keys,
+the Application Repository, dead-letter ids, and the list of broker objects of the site.
+
+Transactions (Transactional Client): ``receive`` happens at once; sends, acks, nacks and
+idempotency keys are kept until the block ends, then published (confirmed), recorded and
+acknowledged in that order; a rollback returns the received messages to their queues. AMQP
+cannot make the broker and PostgreSQL commit atomically, so a crash between the publish and
+the acknowledgement delivers the input again: at least once, with the Idempotent Receiver
+dropping the duplicate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pika
+import pika.exceptions as px
+
+from coupler.bus.model.identities import IdentityRepository
+from coupler.bus.model.selectors import Selector, as_selector
+from coupler.bus.transport.amqp.codec import (
+    H_ATTEMPTS,
+    H_DEAD,
+    H_LEASE_LOST,
+    H_RAW,
+    Received,
+    from_amqp,
+    to_amqp,
+)
+from coupler.bus.transport.amqp.file_state import PgFileState
+from coupler.bus.transport.amqp.link import CHANNEL_ERRORS, Link
+from coupler.bus.transport.amqp.names import Names
+from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
+from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.bus.transport.base import (
+    DEFAULT_DEAD_LETTER,
+    DEFAULT_INVALID,
+    ChannelConfig,
+    ChannelStats,
+    DeadKind,
+    DeadLetter,
+    Delivery,
+    JournalEntry,
+    LeaseLostError,
+    TransactionOps,
+    Transport,
+    TransportError,
+    check_channel_name,
+    declared_config,
+    envelope_list,
+    error_text,
+    not_replayable,
+    purged_dead_letters_detail,
+    unknown_dead_letter,
+)
+from coupler.canonical import Envelope
+from coupler.canonical.envelope import HistoryEntry
+from coupler.canonical.errors import CouplerError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+_CONFIG_TTL = 1.0  # seconds a channel configuration read from PostgreSQL is reused
+_BROWSE_LIMIT = 100_000
+
+
+@dataclass
+class _Lease:
+    id: int
+    generation: int
+    tag: int
+    channel: str
+    queue: str
+    consumer: str
+    stored: Envelope | None
+    received: Received
+    attempt: int
+    expires_at: float
+
+
+@dataclass
+class _Journal:
+    """Journal rows and counter increments collected by one operation."""
+
+    rows: list[tuple[str | None, str | None, str, str | None]] = field(default_factory=list)
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def add(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
+        self.rows.append((channel, message_id, event, detail))
+
+    def count(self, channel: str, counter: str, n: int = 1) -> None:
+        self.counts[(channel, counter)] += n
+
+    def merge(self, other: _Journal) -> None:
+        self.rows.extend(other.rows)
+        self.counts.update(other.counts)
+
+
+class AmqpTransport(Transport):
+    """Durable channels on RabbitMQ; shared state in PostgreSQL.
+
+    ``url`` is the AMQP URL of the broker (a cluster is reached through a load balancer or
+    any of its nodes), ``postgres`` the PostgreSQL DSN (or an open :class:`PgStore`),
+    ``prefix`` the name prefix of every broker object of the site, ``postgres_schema`` the
+    PostgreSQL schema of its tables. ``delivery_limit`` is the number of times the broker
+    returns a message to its queue (consumer crashes, lost connections) before it gives up
+    on it (dead letter with reason ``delivery limit``). ``file_lease_seconds`` is how long a
+    daemon's claim on a polled file lasts without progress before another daemon may take
+    the file over (:class:`~coupler.bus.transport.amqp.file_state.PgFileState`).
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        postgres: str | PgStore = "postgresql://127.0.0.1:5432/postgres",
+        prefix: str = "coupler.",
+        postgres_schema: str = "coupler",
+        backoff: BackoffPolicy | None = None,
+        lease_seconds: float = 30.0,
+        journal_retention: float = 7 * 86400.0,
+        idempotency_retention: float = 7 * 86400.0,
+        dead_letter: str = DEFAULT_DEAD_LETTER,
+        invalid: str = DEFAULT_INVALID,
+        delivery_limit: int = 50,
+        reconnect_timeout: float = 60.0,
+        file_lease_seconds: float = 300.0,
+        name: str = "coupler",
+    ):
+        self.url = url
+        self.store = postgres if isinstance(postgres, PgStore) else PgStore(postgres, schema=postgres_schema)
+        self.names = Names(prefix, delivery_limit)
+        self.backoff = backoff or BackoffPolicy()
+        self.lease_seconds = lease_seconds
+        self.journal_retention = journal_retention
+        self.idempotency_retention = idempotency_retention
+        self.dead_letter_default = dead_letter
+        self.invalid_default = invalid
+        self.reconnect_timeout = reconnect_timeout
+        self.file_lease_seconds = file_lease_seconds
+        self.name = name
+        self._link: Link | None = None
+        self._local = threading.local()
+        self._leases: dict[int, _Lease] = {}  # touched only in the connection thread
+        self._lease_ids = itertools.count(1)
+        self._declared: set[str] = set()
+        self._configs: dict[str, tuple[float, ChannelConfig]] = {}
+        self._rng = random.Random()
+        self._identities = PgIdentityRepository(self.store)
+        self._next_sweep = 0.0
+        self._requeued: set[str] = set()  # queues this connection returned messages to
+
+    def __repr__(self) -> str:
+        host = self._link.params.host if self._link else self.url.rsplit("@", 1)[-1]
+        return f"AmqpTransport({host!r}, prefix={self.names.prefix!r}, store={self.store!r})"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open(self) -> AmqpTransport:
+        if self._link is not None:
+            return self
+        self.store.open()
+        link = Link(
+            self.url,
+            name=self.name,
+            reconnect_timeout=self.reconnect_timeout,
+            tick=self._tick,
+            on_new_channel=self._on_new_channel,
+        )
+        link.start()
+        self._link = link
+        try:
+            link.call(self._declare_basics)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            link.stop()  # unsettled deliveries go back to their queues on the broker
+        self._leases.clear()
+        self._configs.clear()
+        self.store.close()
+
+    def file_state(self, adapter: str, owner: str) -> PgFileState:
+        """The seen-state of polling adapter ``adapter``, shared by every daemon of the site."""
+        return PgFileState(self.store, adapter, owner, lease_seconds=self.file_lease_seconds)
+
+    def destroy(self) -> None:
+        """Delete every broker object of the site and its PostgreSQL schema (decommission)."""
+        self.open()
+        objects = self.store.broker_objects()
+
+        def delete(link: Link) -> None:
+            for name, kind in objects:
+                with contextlib.suppress(*CHANNEL_ERRORS):
+                    if kind == "exchange":
+                        link.ch.exchange_delete(name)
+                    else:
+                        link.ch.queue_delete(name)
+                    continue
+                link._channel_lost(TransportError(f"could not delete {name}"))
+
+        self._call(delete)
+        self.close()
+        self.store.open().drop()
+        self.store.close()
+
+    def _call(self, fn: Callable[[Link], Any], *, retry: bool = True) -> Any:
+        if self._link is None:
+            raise TransportError("the AMQP transport is not open", hint="call open() first")
+        return self._link.call(fn, retry=retry)
+
+    def _on_new_channel(self, link: Link) -> None:
+        # every delivery of the old channel went back to the broker
+        self._leases.clear()
+        if link.conn is not None:
+            link.ch.basic_qos(prefetch_count=0)
+
+    def _declare_basics(self, link: Link) -> None:
+        link.ch.exchange_declare(self.names.expired, "fanout", durable=True)
+        self.store.add_broker_object(self.names.expired, "exchange")
+        self._queue(link, self.names.expired, self.names.dead_arguments())
+        link.ch.queue_bind(self.names.expired, self.names.expired)
+        for name in (self.dead_letter_default, self.invalid_default):
+            self._queue(link, self.names.dead(name), self.names.dead_arguments())
+
+    def _queue(self, link: Link, queue: str, arguments: dict[str, Any]) -> str:
+        if queue not in self._declared:
+            self.store.add_broker_object(queue, "queue")
+            link.ch.queue_declare(queue, durable=True, arguments=arguments)
+            self._declared.add(queue)
+        return queue
+
+    def _channel_queue(self, link: Link, channel: str) -> str:
+        return self._queue(link, self.names.queue(channel), self.names.channel_arguments())
+
+    def _dead_queue(self, link: Link, name: str) -> str:
+        return self._queue(link, self.names.dead(name), self.names.dead_arguments())
+
+    def _topic_exchange(self, link: Link, topic: str) -> str:
+        exchange = self.names.topic(topic)
+        if exchange not in self._declared:
+            self.store.add_broker_object(exchange, "exchange")
+            link.ch.exchange_declare(exchange, "topic", durable=True)
+            self._declared.add(exchange)
+        return exchange
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[TransactionOps]:
+        current = getattr(self._local, "tx", None)
+        if current is not None:
+            yield current
+            return
+        tx = _AmqpTx(self)
+        self._local.tx = tx
+        try:
+            yield tx
+        except BaseException:
+            self._local.tx = None
+            tx.rollback()
+            raise
+        self._local.tx = None
+        tx.commit()
+
+    def _tx(self) -> _AmqpTx | None:
+        return getattr(self._local, "tx", None)
+
+    # -- TransactionOps on the transport itself --------------------------------------------
+
+    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
+        tx = self._tx()
+        if tx is not None:
+            return tx.send(channel, envelopes, component=component)
+        envs = self._check_envelopes(channel, envelopes)
+        if not envs:
+            return []
+        journal = _Journal()
+        self._call(lambda link: self._send(link, channel, envs, component, journal))
+        self._record(journal)
+        return [e.message_id for e in envs]
+
+    def receive(
+        self,
+        channel: str,
+        consumer: str,
+        *,
+        max: int = 1,
+        lease_seconds: float | None = None,
+        selector: Selector | str | None = None,
+    ) -> list[Delivery]:
+        tx = self._tx()
+        if tx is not None:
+            return tx.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
+        return self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
+
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        tx = self._tx()
+        if tx is not None:
+            tx.ack(deliveries)
+            return
+        ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
+        if ds:
+            journal = _Journal()
+            self._call(lambda link: self._ack(link, ds, journal), retry=False)
+            self._record(journal)
+
+    def nack(
+        self,
+        delivery: Delivery,
+        error: str | BaseException,
+        component: str,
+        *,
+        delay: float | None = None,
+        dead: bool = False,
+    ) -> Literal["retry", "dead"]:
+        tx = self._tx()
+        if tx is not None:
+            return tx.nack(delivery, error, component, delay=delay, dead=dead)
+        outcome, wait = self._nack_plan(delivery, dead, delay)
+        journal = _Journal()
+        self._call(
+            lambda link: self._nack(link, delivery, error_text(error), component, outcome, wait, dead, journal),
+            retry=False,
+        )
+        self._record(journal)
+        return outcome
+
+    def invalid(
+        self,
+        envelope: Envelope | bytes,
+        reason: str,
+        component: str,
+        *,
+        channel: str | None = None,
+        delivery: Delivery | None = None,
+    ) -> int:
+        tx = self._tx()
+        if tx is not None:
+            return tx.invalid(envelope, reason, component, channel=channel, delivery=delivery)
+        dead_id = self.store.next_dead_letter_id()
+        journal = _Journal()
+        self._call(
+            lambda link: self._invalid(link, dead_id, envelope, reason, component, channel, delivery, journal),
+            retry=delivery is None,
+        )
+        self._record(journal)
+        return dead_id
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        return self.store.seen(consumer, keys)
+
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        tx = self._tx()
+        if tx is not None:
+            tx.mark_seen(consumer, keys)
+        else:
+            self.store.mark_seen(consumer, keys)
+
+    def receive_wait(
+        self,
+        channel: str,
+        consumer: str,
+        *,
+        max: int = 1,
+        lease_seconds: float | None = None,
+        selector: Selector | str | None = None,
+        wait: float = 0.0,
+    ) -> list[Delivery]:
+        sel = as_selector(selector)
+        deadline = time.monotonic() + wait
+        pause = 0.0005
+        while True:
+            got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
+            left = deadline - time.monotonic()
+            if got or left <= 0:
+                return got
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.01)
+
+    # -- the work, in the connection thread ------------------------------------------------
+
+    def _check_envelopes(self, channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
+        check_channel_name(channel)
+        return envelope_list(channel, envelopes)
+
+    def _record(self, journal: _Journal) -> None:
+        self.store.record(journal.rows, journal.counts)
+
+    def _send(
+        self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
+        *, attempts: int = 0,
+    ) -> None:
+        """Publish copies of ``envs`` (with a history hop) to ``channel`` and wait for confirms."""
+        hop = HistoryEntry(component, f"send {channel}")
+        now = datetime.now(UTC)
+        copies = [env.replace(history=[*env.history, hop]) for env in envs]
+        if self.channel_config(channel).kind == "topic":
+            self._publish_topic(link, channel, copies, component, journal, now)
+            return
+        queue = self._channel_queue(link, channel)
+        messages = []
+        for env in copies:
+            if env.is_expired(now):
+                self._dead(link, channel, env, env.body, {}, "dead", "expired",
+                           "message expired before it was sent", "transport", attempts, journal)
+                continue
+            body, props = to_amqp(env, attempts=attempts, now=now)
+            messages.append(("", queue, body, props))
+            journal.add(channel, env.message_id, "sent", component)
+        link.publish(messages)
+        if messages:
+            journal.count(channel, "sent", len(messages))
+
+    def _publish_topic(
+        self, link: Link, topic: str, copies: list[Envelope], component: str, journal: _Journal, now: datetime
+    ) -> None:
+        exchange = self._topic_exchange(link, topic)
+        with_selector = [
+            (name, Selector.parse(sel)) for _t, name, _c, sel in self.store.subscriptions(topic) if sel
+        ]
+        messages = []
+        for env in copies:
+            if env.is_expired(now):
+                continue  # a copy expired before it was published reaches no subscription
+            body, props = to_amqp(env, now=now)
+            messages.append((exchange, Names.ALL_KEY, body, props))
+            for name, sel in with_selector:
+                if sel(env):
+                    messages.append((exchange, Names.selector_key(name), body, props))
+            journal.add(topic, env.message_id, "published", component)
+        link.publish(messages)
+        journal.count(topic, "sent", len(copies))
+
+    def _receive(
+        self,
+        channel: str,
+        consumer: str,
+        *,
+        max: int = 1,
+        lease_seconds: float | None = None,
+        selector: Selector | str | None = None,
+    ) -> list[Delivery]:
+        check_channel_name(channel)
+        if max < 1:
+            return []
+        sel = as_selector(selector)
+        cfg = self.channel_config(channel)
+        lease = lease_seconds or cfg.lease_seconds or self.lease_seconds
+        policy = cfg.backoff or self.backoff
+        journal = _Journal()
+        got = self._call(lambda link: self._get(link, channel, consumer, max, lease, sel, policy, journal))
+        self._record(journal)
+        return got
+
+    def _get(
+        self, link: Link, channel: str, consumer: str, max: int, lease: float,
+        sel: Selector | None, policy: BackoffPolicy, journal: _Journal,
+    ) -> list[Delivery]:
+        queue = self._channel_queue(link, channel)
+        taken: list[Delivery] = []
+        skipped: list[int] = []
+        now = datetime.now(UTC)
+        # without a selector, take a burst through a short-lived consumer: one basic.get
+        # costs a round trip through the quorum queue's Raft machine (~1.7 ms here)
+        burst = iter(self._burst(link, queue, max)) if sel is None else None
+        try:
+            while len(taken) < max and len(skipped) < _BROWSE_LIMIT:
+                if burst is not None:
+                    method, props, body = next(burst, (None, None, None))
+                else:
+                    method, props, body = link.ch.basic_get(queue, auto_ack=False)
+                if method is None:
+                    break
+                try:
+                    rec = from_amqp(props, body)
+                except CouplerError as exc:
+                    self._dead(link, channel, None, body, dict(props.headers or {}), "invalid",
+                               "undecodable envelope", str(exc), "transport", 0, journal)
+                    link.ch.basic_ack(method.delivery_tag)
+                    continue
+                env = rec.envelope
+                assert env is not None
+                prior = rec.attempts
+                if env.is_expired(now):
+                    self._dead(link, channel, env, body, rec.headers, "dead", "expired",
+                               "message expired before delivery", "transport", prior, journal)
+                    link.ch.basic_ack(method.delivery_tag)
+                    continue
+                if rec.headers.get(H_LEASE_LOST) and policy.exhausted(prior):
+                    self._dead(link, channel, env, body, rec.headers, "dead", "lease expired",
+                               f"not acknowledged within the lease after {prior} attempt(s)",
+                               "transport", prior, journal)
+                    link.ch.basic_ack(method.delivery_tag)
+                    continue
+                if sel is not None and not sel(env):
+                    skipped.append(method.delivery_tag)
+                    continue
+                stored = env.replace()
+                env.attempt = prior + 1
+                env.record_hop(consumer, f"receive {channel}")
+                lease_id = next(self._lease_ids)
+                expires = time.time() + lease
+                self._leases[lease_id] = _Lease(
+                    lease_id, link.generation, method.delivery_tag, channel, queue, consumer,
+                    stored, rec, prior + 1, expires,
+                )
+                taken.append(Delivery(channel, consumer, env, lease_id, link.generation, prior + 1, expires))
+        finally:
+            for tag in skipped:
+                link.ch.basic_nack(tag, requeue=True)
+            if skipped:
+                self._requeued.add(queue)
+        for d in taken:
+            journal.add(channel, d.message_id, "received", consumer)
+        if taken:
+            journal.count(channel, "received", len(taken))
+        return taken
+
+    def _burst(self, link: Link, queue: str, max: int) -> list[tuple[Any, Any, bytes]]:
+        """Up to ``max`` ready messages of ``queue``, unacknowledged, without waiting for more.
+
+        A consumer with a prefetch of exactly the number wanted (never more than ``max``
+        are pushed) runs until they arrived (or 50 ms, when competing consumers took some),
+        then is cancelled. Returns ``(method, properties, body)`` triples, oldest first.
+        """
+        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        want = min(ready, max)
+        if want <= 0:
+            if queue not in self._requeued:
+                return []
+            # a message this connection just returned (nack with requeue) is not counted
+            # yet by the queue's leader; a basic.get goes through the queue in order
+            self._requeued.discard(queue)
+            method, props, body = link.ch.basic_get(queue, auto_ack=False)
+            return [] if method is None else [(method, props, body)]
+        got: list[tuple[Any, Any, bytes]] = []
+        if want <= 2:  # registering and cancelling a consumer costs two Raft commands
+            for _ in range(want):
+                method, props, body = link.ch.basic_get(queue, auto_ack=False)
+                if method is None:
+                    break
+                got.append((method, props, body))
+            return got
+
+        def on_message(_ch: Any, method: Any, props: Any, body: bytes) -> None:
+            got.append((method, props, body))
+
+        if link.prefetch != want:
+            link.ch.basic_qos(prefetch_count=want)
+            link.prefetch = want
+        tag = link.ch.basic_consume(queue, on_message, auto_ack=False)
+        deadline = time.monotonic() + 0.05
+        while len(got) < want and time.monotonic() < deadline:
+            link.conn.process_data_events(time_limit=0.002)
+        # (a delivery still on its way is returned to the queue by pika: rare, as at most
+        # ``want`` can be unacknowledged for this consumer and the queue had ``want`` ready)
+        link.ch.basic_cancel(tag)
+        return got
+
+    def _lease(self, link: Link, d: Delivery, what: str) -> _Lease:
+        lease = self._leases.get(d.tag)
+        if lease is None or lease.generation != link.generation or d.token != lease.generation:
+            raise LeaseLostError(
+                f"cannot {what} message {d.message_id} on {d.channel}: the lease expired and the "
+                "message went back to its queue, the connection to the broker was lost, or it "
+                "was already settled",
+                hint="settle within lease_seconds or use a longer lease",
+            )
+        return lease
+
+    def _ack(self, link: Link, ds: list[Delivery], journal: _Journal) -> None:
+        leases = [self._lease(link, d, "acknowledge") for d in ds]  # all or none
+        for lease in leases:
+            link.ch.basic_ack(lease.tag)
+            del self._leases[lease.id]
+        for channel, n in Counter(d.channel for d in ds).items():
+            journal.count(channel, "acked", n)
+        for d in ds:
+            journal.add(d.channel, d.message_id, "acked", d.consumer)
+
+    def _nack_plan(self, d: Delivery, dead: bool, delay: float | None) -> tuple[Literal["retry", "dead"], float]:
+        policy = self.channel_config(d.channel).backoff or self.backoff
+        if dead or policy.exhausted(d.attempt):
+            return "dead", 0.0
+        return "retry", (policy.delay(d.attempt, self._rng) if delay is None else delay)
+
+    def _nack(
+        self, link: Link, d: Delivery, text: str, component: str, outcome: str, wait: float,
+        dead: bool, journal: _Journal,
+    ) -> None:
+        lease = self._lease(link, d, "reject")
+        journal.count(d.channel, "failed")
+        if outcome == "dead":
+            reason = "rejected" if dead else f"failed {d.attempt} attempt(s)"
+            self._dead(link, d.channel, lease.stored, lease.received.body, lease.received.headers,
+                       "dead", reason, text, component, d.attempt, journal)
+        else:
+            self._republish(link, lease, wait)
+            journal.add(d.channel, d.message_id, "nacked",
+                        f"{component}: {text} (attempt {d.attempt}, retry in {wait:.3f} s)")
+        link.ch.basic_ack(lease.tag)
+        del self._leases[lease.id]
+
+    def _republish(self, link: Link, lease: _Lease, wait: float, *, lease_lost: bool = False) -> None:
+        """Send the leased message again (after ``wait`` seconds) with its attempts so far."""
+        assert lease.stored is not None
+        extra = {H_LEASE_LOST: True} if lease_lost else None
+        body, props = to_amqp(lease.stored, attempts=lease.attempt, extra=extra)
+        if wait <= 0:
+            link.publish([("", lease.queue, body, props)])
+            return
+        bucket = Names.delay_bucket(wait)
+        name = self.names.delay(bucket)
+        if name not in self._declared:
+            self.store.add_broker_object(name, "exchange")
+            link.ch.exchange_declare(name, "fanout", durable=True)
+            self._queue(link, name, self.names.delay_arguments(bucket))
+            link.ch.queue_bind(name, name)
+        link.publish([(name, lease.queue, body, props)])
+
+    def _dead(
+        self, link: Link, channel: str | None, env: Envelope | None, body: bytes, headers: dict[str, Any],
+        kind: DeadKind, reason: str, error: str, component: str, attempts: int, journal: _Journal,
+        *, dead_id: int | None = None,
+    ) -> int:
+        """Publish a dead letter (the message and why it died) to its dead-letter queue."""
+        cfg = self.channel_config(channel) if channel else ChannelConfig()
+        name = (cfg.dead_letter or self.dead_letter_default) if kind == "dead" else (cfg.invalid or self.invalid_default)
+        dead_id = dead_id if dead_id is not None else self.store.next_dead_letter_id()
+        record = {
+            "id": dead_id, "kind": kind, "queue": name, "channel": channel, "reason": reason,
+            "error": error, "component": component, "attempts": attempts, "dead_at": time.time(),
+        }
+        if env is not None:
+            body, props = to_amqp(env.replace(expires_at=None), attempts=attempts,
+                                  extra={H_DEAD: json.dumps(record)})
+        else:
+            props = pika.BasicProperties(delivery_mode=2, headers={H_RAW: True, H_DEAD: json.dumps(record)})
+        link.publish([("", self._dead_queue(link, name), body, props)])
+        counter = "expired" if reason == "expired" else kind
+        if channel:
+            journal.count(channel, counter)
+        message_id = env.message_id if env is not None else None
+        journal.add(channel, message_id, counter if counter != "dead" else "dead-lettered",
+                    f"{name}: {reason}: {error} ({component})")
+        log.warning("message %s on %s -> %s: %s: %s (component %s, attempts %d)",
+                    message_id, channel, name, reason, error, component, attempts)
+        return dead_id
+
+    def _invalid(
+        self, link: Link, dead_id: int, envelope: Envelope | bytes, reason: str, component: str,
+        channel: str | None, delivery: Delivery | None, journal: _Journal,
+    ) -> None:
+        if delivery is not None:
+            lease = self._lease(link, delivery, "move to the invalid channel")
+            self._dead(link, lease.channel, lease.stored, lease.received.body, lease.received.headers,
+                       "invalid", reason, reason, component, lease.attempt, journal, dead_id=dead_id)
+            link.ch.basic_ack(lease.tag)
+            del self._leases[lease.id]
+        elif isinstance(envelope, Envelope):
+            self._dead(link, channel, envelope, envelope.body, {}, "invalid", reason, reason,
+                       component, envelope.attempt, journal, dead_id=dead_id)
+        else:
+            self._dead(link, channel, None, bytes(envelope), {}, "invalid", reason, reason,
+                       component, 0, journal, dead_id=dead_id)
+
+    # -- the connection thread's periodic work ---------------------------------------------
+
+    def _tick(self, link: Link) -> None:
+        now = time.time()
+        expired = [lease for lease in self._leases.values() if lease.expires_at <= now]
+        journal = _Journal()
+        for lease in expired:
+            del self._leases[lease.id]
+            if lease.generation != link.generation:
+                continue
+            self._republish(link, lease, 0.0, lease_lost=True)
+            link.ch.basic_ack(lease.tag)
+            journal.add(lease.channel, lease.received.envelope.message_id if lease.received.envelope else None,
+                        "lease expired", lease.consumer)
+        if time.monotonic() >= self._next_sweep:
+            self._next_sweep = time.monotonic() + 1.0
+            self._sweep_expired(link, journal)
+        if journal.rows or journal.counts:
+            self._record(journal)
+
+    def _sweep_expired(self, link: Link, journal: _Journal) -> int:
+        """File what the broker dead-lettered (TTL, delivery limit) in the Dead Letter Channels."""
+        n = 0
+        while True:
+            method, props, body = link.ch.basic_get(self.names.expired, auto_ack=False)
+            if method is None:
+                return n
+            headers = dict(props.headers or {})
+            deaths = headers.get("x-death") or [{}]
+            why = deaths[0].get("reason", b"expired")
+            why = why.decode() if isinstance(why, bytes) else str(why)
+            source = deaths[0].get("queue", b"")
+            source = source.decode() if isinstance(source, bytes) else str(source)
+            channel = self.names.channel_of(source)
+            try:
+                rec = from_amqp(props, body)
+                env, attempts = rec.envelope, rec.attempts
+            except CouplerError:
+                env, attempts = None, 0
+            if why == "expired":
+                reason, error = "expired", "message expired before delivery"
+            else:
+                reason = why.replace("_", " ")
+                error = (f"the broker returned it to {channel} more than {self.names.delivery_limit} "
+                         "times without acknowledgement (consumers crashed or lost their connection)")
+            self._dead(link, channel, env, body, headers, "dead" if env else "invalid", reason, error,
+                       "broker", attempts, journal)
+            link.ch.basic_ack(method.delivery_tag)
+            n += 1
+
+    # -- channels --------------------------------------------------------------------------
+
+    def declare(self, channel: str, config: ChannelConfig | None = None, **settings: Any) -> ChannelConfig:
+        cfg = declared_config(channel, config, settings)
+        self.store.save_channel(channel, cfg)
+        self._configs.pop(channel, None)
+
+        def on_broker(link: Link) -> None:
+            if cfg.kind == "topic":
+                self._topic_exchange(link, channel)
+            else:
+                self._channel_queue(link, channel)
+            for name in (cfg.dead_letter, cfg.invalid):
+                if name:
+                    self._dead_queue(link, name)
+
+        self._call(on_broker)
+        return cfg
+
+    def channel_config(self, channel: str) -> ChannelConfig:
+        cached = self._configs.get(channel)
+        if cached is not None and time.monotonic() - cached[0] < _CONFIG_TTL:
+            return cached[1]
+        cfg = self.store.channel(channel)
+        if cfg is None and "#" in channel:  # a subscription inherits its topic's settings
+            topic_cfg = self.store.channel(channel.split("#", 1)[0])
+            if topic_cfg is not None:
+                cfg = ChannelConfig(**{**topic_cfg.__dict__, "kind": "queue"})
+        cfg = cfg or ChannelConfig()
+        self._configs[channel] = (time.monotonic(), cfg)
+        return cfg
+
+    def channels(self) -> list[str]:
+        return self.store.channel_names()
+
+    def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
+        check_channel_name(topic)
+        if not subscription or "#" in subscription or " " in subscription:
+            raise TransportError(f"bad subscription name {subscription!r}", hint="no spaces and no '#'")
+        if selector is not None:
+            Selector.parse(selector)
+        channel = self.subscription_channel(topic, subscription)
+        check_channel_name(channel)
+        self.store.add_subscription(topic, subscription, channel, selector)
+        self._configs.pop(topic, None)
+
+        def bind(link: Link) -> None:
+            exchange = self._topic_exchange(link, topic)
+            queue = self._channel_queue(link, channel)
+            key = Names.selector_key(subscription) if selector else Names.ALL_BINDING
+            for old in (Names.ALL_BINDING, Names.selector_key(subscription)):
+                if old != key:
+                    link.ch.queue_unbind(queue, exchange, routing_key=old)
+            link.ch.queue_bind(queue, exchange, routing_key=key)
+
+        self._call(bind)
+        self._record(_Journal(rows=[(topic, None, "subscribed", subscription)]))
+        return channel
+
+    def unsubscribe(self, topic: str, subscription: str) -> None:
+        channel = self.subscription_channel(topic, subscription)
+        self.store.remove_subscription(topic, subscription)
+
+        def delete(link: Link) -> None:
+            queue = self.names.queue(channel)
+            link.ch.queue_delete(queue)
+            self._declared.discard(queue)
+
+        self._call(delete)
+        self._record(_Journal(rows=[(topic, None, "unsubscribed", subscription)]))
+
+    def _depth(self, link: Link, channel: str) -> int:
+        """Ready messages of a channel's queue (0 when it does not exist), on a spare channel."""
+        spare = link.conn.channel()
+        try:
+            return int(spare.queue_declare(self.names.queue(channel), passive=True).method.message_count)
+        except px.ChannelClosedByBroker:
+            return 0
+        finally:
+            with contextlib.suppress(Exception):
+                spare.close()
+
+    def stats(self, channel: str | None = None) -> list[ChannelStats]:
+        """Statistics; ``in_flight`` counts the deliveries leased by this process only
+        (AMQP does not tell how many other consumers hold), ``oldest_age`` is not known."""
+        kinds = self.store.kinds()
+        counters = self.store.counters(channel)
+        subs: dict[str, list[str]] = {}
+        for topic, name, _c, _s in self.store.subscriptions():
+            subs.setdefault(topic, []).append(name)
+        names = {channel} if channel else set(kinds) | set(counters)
+
+        def depths(link: Link) -> dict[str, tuple[int, int]]:
+            out = {}
+            for name in names:
+                if kinds.get(name) == "topic":
+                    out[name] = (0, 0)
+                    continue
+                held = sum(1 for lease in self._leases.values() if lease.channel == name)
+                out[name] = (self._depth(link, name), held)
+            return out
+
+        depth = self._call(depths)
+        result = []
+        for name in sorted(names):
+            ready, held = depth[name]
+            counts = counters.get(name, {})
+            result.append(ChannelStats(
+                channel=name, kind=kinds.get(name, "queue"),  # type: ignore[arg-type]
+                depth=ready + held, ready=ready, in_flight=held, oldest_age=None,
+                **counts, subscriptions=tuple(subs.get(name, ())),
+            ))
+        return result
+
+    def _browse(self, link: Link, queue: str, visit: Callable[[Any, Any, bytes, Any], bool | None]) -> None:
+        """Look at every message of ``queue`` on a spare channel; ``visit`` returns True to
+        take (acknowledge) one; the others go back to the queue when the channel closes."""
+        spare = link.conn.channel()
+        try:
+            for _ in range(_BROWSE_LIMIT):
+                method, props, body = spare.basic_get(queue, auto_ack=False)
+                if method is None:
+                    break
+                if visit(spare, props, body, method):
+                    spare.basic_ack(method.delivery_tag)
+        except px.ChannelClosedByBroker:
+            pass  # the queue does not exist: nothing to see
+        finally:
+            with contextlib.suppress(Exception):
+                spare.close()  # what it holds goes back to the queue
+            self._requeued.add(queue)
+
+    def peek(self, channel: str, max: int = 10) -> list[Envelope]:
+        """The next ready messages (those leased by consumers are not visible on a broker)."""
+        out: list[Envelope] = []
+
+        def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> None:
+            if len(out) < max:
+                with contextlib.suppress(CouplerError):
+                    rec = from_amqp(props, body)
+                    if rec.envelope is not None:
+                        rec.envelope.attempt = rec.attempts
+                        out.append(rec.envelope)
+
+        self._call(lambda link: self._browse_some(link, self.names.queue(channel), visit, max))
+        return out
+
+    def _browse_some(self, link: Link, queue: str, visit: Any, max: int) -> None:
+        spare = link.conn.channel()
+        try:
+            for _ in range(max):
+                method, props, body = spare.basic_get(queue, auto_ack=False)
+                if method is None:
+                    break
+                visit(spare, props, body, method)
+        except px.ChannelClosedByBroker:
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                spare.close()  # what it holds goes back to the queue
+            self._requeued.add(queue)
+
+    def purge(self, channel: str) -> int:
+        def run(link: Link) -> int:
+            queue = self._channel_queue(link, channel)
+            n = int(link.ch.queue_purge(queue).method.message_count)
+            # what this process holds goes too; what other processes hold cannot be reached
+            for lease in [x for x in self._leases.values() if x.channel == channel]:
+                if lease.generation == link.generation:
+                    link.ch.basic_ack(lease.tag)
+                    n += 1
+                del self._leases[lease.id]
+            return n
+
+        n = self._call(run)
+        self._record(_Journal(rows=[(channel, None, "purged", f"{n} message(s)")]))
+        return n
+
+    # -- dead letters ----------------------------------------------------------------------
+
+    def _dead_queue_names(self, queue: str | None) -> list[str]:
+        if queue is not None:
+            return [queue]
+        names = {self.dead_letter_default, self.invalid_default}
+        for name in self.store.channel_names():
+            cfg = self.store.channel(name)
+            if cfg is not None:
+                names.update(n for n in (cfg.dead_letter, cfg.invalid) if n)
+        return sorted(names)
+
+    @staticmethod
+    def _dead_letter(props: Any, body: bytes) -> DeadLetter | None:
+        headers = dict(props.headers or {})
+        raw_record = headers.get(H_DEAD)
+        if raw_record is None:
+            return None
+        rec = json.loads(raw_record.decode() if isinstance(raw_record, bytes) else raw_record)
+        env = None
+        raw = None
+        if headers.get(H_RAW):
+            raw = body
+        else:
+            try:
+                env = from_amqp(props, body).envelope
+            except CouplerError:
+                raw = body
+        if env is not None:
+            env.attempt = int(rec["attempts"])
+        return DeadLetter(
+            id=int(rec["id"]), kind=rec["kind"], queue=rec["queue"], channel=rec["channel"],
+            envelope=env, raw=raw, reason=rec["reason"], error=rec["error"],
+            component=rec["component"], attempts=int(rec["attempts"]),
+            dead_at=datetime.fromtimestamp(float(rec["dead_at"]), UTC),
+        )
+
+    def _sweep(self) -> None:
+        journal = _Journal()
+        self._call(lambda link: self._sweep_expired(link, journal))
+        self._record(journal)
+
+    def dead_letters(
+        self, queue: str | None = None, *, kind: DeadKind | None = None, limit: int = 100
+    ) -> list[DeadLetter]:
+        self._sweep()
+        found: list[DeadLetter] = []
+
+        def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> None:
+            dl = self._dead_letter(props, body)
+            if dl is not None and (kind is None or dl.kind == kind):
+                found.append(dl)
+
+        names = self._dead_queue_names(queue)
+        self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names])
+        found.sort(key=lambda dl: dl.id, reverse=True)
+        return found[:limit]
+
+    def dead_letter(self, id: int) -> DeadLetter:
+        for dl in self.dead_letters(limit=_BROWSE_LIMIT):
+            if dl.id == id:
+                return dl
+        raise unknown_dead_letter(id)
+
+    def replay(self, id: int, channel: str | None = None) -> str:
+        target_dl = self.dead_letter(id)
+        journal = _Journal()
+        if target_dl.envelope is None or (channel or target_dl.channel) is None:
+            raise not_replayable(id, has_envelope=target_dl.envelope is not None)
+        target = channel or target_dl.channel
+        assert target is not None
+        env = target_dl.envelope
+        env.attempt = 0
+        env.record_hop("dead-letter", f"replay {id}")
+        done: list[bool] = []
+
+        def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> bool:
+            dl = self._dead_letter(props, body)
+            if dl is None or dl.id != id or done:
+                return False
+            done.append(True)
+            return True
+
+        def run(link: Link) -> None:
+            queue = self._channel_queue(link, target)
+            body, props = to_amqp(env)
+            link.publish([("", queue, body, props)])
+            self._browse(link, self.names.dead(target_dl.queue), visit)
+
+        self._call(run, retry=False)
+        journal.add(target, env.message_id, "sent", "dead-letter")
+        journal.count(target, "sent")
+        journal.add(target, env.message_id, "replayed", f"dead letter {id}")
+        self._record(journal)
+        return env.message_id
+
+    def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
+        names = self._dead_queue_names(queue)
+        counted: list[int] = []
+
+        def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> bool:
+            dl = self._dead_letter(props, body)
+            if kind is None or (dl is not None and dl.kind == kind):
+                counted.append(1)
+                return True
+            return False
+
+        self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names], retry=False)
+        n = len(counted)
+        self._record(_Journal(rows=[(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))]))
+        return n
+
+    # -- message store ---------------------------------------------------------------------
+
+    def journal(
+        self,
+        *,
+        message_id: str | None = None,
+        channel: str | None = None,
+        event: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[JournalEntry]:
+        return self.store.journal(message_id=message_id, channel=channel, event=event, since=since, limit=limit)
+
+    def maintain(self) -> dict[str, int]:
+        journal = _Journal()
+        expired = self._call(lambda link: self._sweep_expired(link, journal))
+        self._record(journal)
+        now = time.time()
+        counts = self.store.purge_older(now - self.journal_retention, now - self.idempotency_retention)
+        return {"expired": expired, **counts}
+
+    @property
+    def identities(self) -> IdentityRepository:
+        return self._identities
+
+
+def amqp_transport_for_site(site: Any) -> AmqpTransport:
+    """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
+    from coupler.bus.runtime.site import backoff_policy
+
+    store = site.store
+    amqp = store["amqp"]
+    return AmqpTransport(
+        amqp["url"],
+        postgres=amqp["postgres"],
+        postgres_schema=amqp["postgres_schema"],
+        prefix=amqp["prefix"],
+        delivery_limit=amqp["delivery_limit"],
+        reconnect_timeout=amqp["reconnect_timeout_seconds"],
+        file_lease_seconds=amqp["file_lease_seconds"],
+        backoff=backoff_policy(store["redelivery"]),
+        lease_seconds=store["lease_seconds"],
+        journal_retention=store["journal_retention_days"] * 86400.0,
+        idempotency_retention=store["idempotency_window_seconds"],
+        dead_letter=store["dead_letter_channel"],
+        invalid=store["invalid_channel"],
+        name=f"coupler {site.name}",
+    ).open()
+
+
+class _AmqpTx(TransactionOps):
+    """A Transactional Client on AMQP: receives now, the rest when the block ends."""
+
+    def __init__(self, transport: AmqpTransport):
+        self.t = transport
+        self.received: list[Delivery] = []
+        self.sends: list[tuple[str, list[Envelope], str]] = []
+        self.acks: list[Delivery] = []
+        self.nacks: list[tuple[Delivery, str, str, str, float, bool]] = []
+        self.invalids: list[tuple[int, Envelope | bytes, str, str, str | None, Delivery | None]] = []
+        self.marks: list[tuple[str, list[str]]] = []
+
+    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
+        envs = self.t._check_envelopes(channel, envelopes)
+        self.sends.append((channel, envs, component))
+        return [e.message_id for e in envs]
+
+    def receive(
+        self,
+        channel: str,
+        consumer: str,
+        *,
+        max: int = 1,
+        lease_seconds: float | None = None,
+        selector: Selector | str | None = None,
+    ) -> list[Delivery]:
+        got = self.t._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
+        self.received.extend(got)
+        return got
+
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        self.acks.extend([deliveries] if isinstance(deliveries, Delivery) else deliveries)
+
+    def nack(
+        self,
+        delivery: Delivery,
+        error: str | BaseException,
+        component: str,
+        *,
+        delay: float | None = None,
+        dead: bool = False,
+    ) -> Literal["retry", "dead"]:
+        outcome, wait = self.t._nack_plan(delivery, dead, delay)
+        self.nacks.append((delivery, error_text(error), component, outcome, wait, dead))
+        return outcome
+
+    def invalid(
+        self,
+        envelope: Envelope | bytes,
+        reason: str,
+        component: str,
+        *,
+        channel: str | None = None,
+        delivery: Delivery | None = None,
+    ) -> int:
+        dead_id = self.t.store.next_dead_letter_id()
+        self.invalids.append((dead_id, envelope, reason, component, channel, delivery))
+        return dead_id
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        return self.t.store.seen(consumer, keys)
+
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        self.marks.append((consumer, list(keys)))
+
+    def commit(self) -> None:
+        t = self.t
+        journal = _Journal()
+        settled = [*self.acks, *(n[0] for n in self.nacks), *(i[5] for i in self.invalids if i[5])]
+
+        def outputs(link: Link) -> None:
+            for d in settled:  # a lease lost during the transaction: nothing happens
+                t._lease(link, d, "settle")
+            for channel, envs, component in self.sends:
+                t._send(link, channel, envs, component, journal)
+            for dead_id, env, reason, component, channel, delivery in self.invalids:
+                t._invalid(link, dead_id, env, reason, component, channel, delivery, journal)
+            for d, text, component, outcome, wait, dead in self.nacks:
+                t._nack(link, d, text, component, outcome, wait, dead, journal)
+
+        try:
+            t._call(outputs, retry=False)
+            for consumer, keys in self.marks:
+                t.store.mark_seen(consumer, keys)
+            if self.acks:
+                t._call(lambda link: t._ack(link, self.acks, journal), retry=False)
+        except BaseException:
+            self.rollback()  # what was not settled yet goes back to its queue
+            raise
+        finally:
+            t._record(journal)
+
+    def rollback(self) -> None:
+        """Return the messages received in the transaction to their queues at once."""
+        self._release(self.received)
+
+    def _release(self, deliveries: list[Delivery]) -> None:
+        t = self.t
+
+        def run(link: Link) -> None:
+            for d in deliveries:
+                lease = t._leases.get(d.tag)
+                if lease is not None and lease.generation == link.generation:
+                    link.ch.basic_nack(lease.tag, requeue=True)
+                    t._requeued.add(lease.queue)
+                    del t._leases[lease.id]
+
+        with contextlib.suppress(TransportError):
+            t._call(run, retry=False)
+
+
+__all__ = ["DEFAULT_URL", "AmqpTransport", "H_ATTEMPTS", "amqp_transport_for_site"]

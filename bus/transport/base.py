@@ -1,0 +1,526 @@
+"""The Transport interface: durable channels behind one API.
+
+Everything above the messaging infrastructure (router, daemon, control bus, channel tools,
+adapters through ``bus/api.py``) talks to a :class:`Transport`. The embedded default is
+:class:`coupler.bus.transport.sqlite.transport.SqliteTransport`; a broker (RabbitMQ) can replace it by
+implementing this interface and passing the contract tests in ``tests/bus/contract/``.
+
+Vocabulary
+----------
+channel
+    A named Point-to-Point queue (the default kind; created on first use) or a
+    Publish-Subscribe topic (``declare(name, kind="topic")``). A topic keeps nothing itself:
+    every message sent to it is copied into each of its durable subscriptions, which are
+    queues named ``subscription_channel(topic, name)`` and are received from like any queue.
+consumer
+    The name of whoever receives (an adapter, a route, ``cli``). Competing consumers on one
+    queue each get different messages. Leases and idempotency records are per consumer.
+delivery
+    One received message under a lease (:class:`Delivery`). It must be acknowledged
+    (:meth:`Transport.ack`) or negatively acknowledged (:meth:`Transport.nack`) before
+    ``lease_expires_at``; otherwise it becomes visible again and is delivered again.
+Dead Letter Channel / Invalid Message Channel
+    Dead messages (failed ``max_attempts`` times, expired, or refused on purpose) and
+    invalid messages (cannot be decoded, validated or converted) are kept with their
+    original envelope, reason, error, failing component and attempt count. They live in
+    named dead-letter queues: one site-wide by default (``dead-letters`` and ``invalid``),
+    or one per channel (``declare(..., dead_letter="orders.dead")``). They are inspected
+    with :meth:`Transport.dead_letters` and friends, not received like a queue.
+
+Guarantees every implementation gives
+-------------------------------------
+* :meth:`send` returns only after the messages are durable (Guaranteed Delivery).
+* A received message is invisible to other consumers until its lease expires or it is
+  nacked; ``Delivery.attempt`` (also ``Delivery.envelope.attempt``) counts deliveries,
+  starting at 1.
+* An expired message (``expires_at`` passed) is never delivered; it is dead-lettered with
+  reason ``expired``.
+* Every state change is written to the Message Store journal (:meth:`journal`).
+* :meth:`transaction` groups receive, send, ack and nack: all happen or none do
+  (Transactional Client).
+
+Threads: a Transport object may be shared by threads (each gets its own connection);
+:class:`Delivery` objects may be acked from any thread of the same process.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.canonical import Envelope
+from coupler.canonical.errors import CouplerError
+
+if TYPE_CHECKING:
+    from coupler.bus.api import FileState
+    from coupler.bus.model.identities import IdentityRepository
+    from coupler.bus.model.selectors import Selector
+
+#: the site-wide Dead Letter Channel and Invalid Message Channel
+DEFAULT_DEAD_LETTER = "dead-letters"
+DEFAULT_INVALID = "invalid"
+
+_CHANNEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
+
+ChannelKind = Literal["queue", "topic"]
+DeadKind = Literal["dead", "invalid"]
+
+
+class TransportError(CouplerError):
+    """The store cannot be opened or used (locked, corrupt, unreachable broker, bad channel)."""
+
+
+class LeaseLostError(TransportError):
+    """An ack/nack for a delivery whose lease has been taken over or which was already settled."""
+
+
+class UnknownDeadLetterError(TransportError):
+    """A dead letter id that does not exist (any more)."""
+
+
+def check_channel_name(channel: str) -> str:
+    """``channel`` when it is a valid channel (or subscription) name, else :class:`TransportError`."""
+    if not isinstance(channel, str) or not _CHANNEL_NAME.match(channel):
+        raise TransportError(
+            f"bad channel name {channel!r}",
+            hint="use 1 to 200 characters without spaces or control characters, e.g. orders.in",
+        )
+    return channel
+
+
+def is_channel_name(name: str) -> bool:
+    """Whether ``name`` would pass :func:`check_channel_name`."""
+    return bool(_CHANNEL_NAME.match(name))
+
+
+def envelope_list(channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
+    """The envelopes of a send to ``channel`` as a list; :class:`TransportError` for anything
+    that is not an :class:`Envelope`."""
+    envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
+    for env in envs:
+        if not isinstance(env, Envelope):
+            raise TransportError(f"send to {channel}: expected an Envelope, got {type(env).__name__}")
+    return envs
+
+
+def error_text(error: str | BaseException) -> str:
+    """The text a nack records for ``error``: the string itself, or ``Type: message``."""
+    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+
+
+def unknown_dead_letter(id: int) -> UnknownDeadLetterError:
+    """The error for a dead letter id that does not exist (any more)."""
+    return UnknownDeadLetterError(f"no dead letter with id {id}", hint="list them with `coupler ctl dlq list`")
+
+
+def not_replayable(id: int, *, has_envelope: bool) -> TransportError:
+    """The error for a dead letter that has no envelope or names no channel to go back to."""
+    return TransportError(
+        f"dead letter {id} cannot be replayed: "
+        + ("its bytes are not an envelope" if not has_envelope else "it names no channel"),
+        hint="inspect it with `coupler ctl dlq show` and purge it",
+    )
+
+
+def purged_dead_letters_detail(n: int, kind: DeadKind | None) -> str:
+    """The journal detail of a purge of dead letters."""
+    return f"{n} {kind or 'dead and invalid'}"
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    """How a channel behaves; stored with the channel so that every process agrees.
+
+    ``dead_letter`` / ``invalid`` name the dead-letter queues (site-wide by default);
+    ``backoff`` is the redelivery policy (transport default when None); ``format`` binds a
+    Datatype Channel to a canonical format name (``acme.Customer``); ``lease_seconds`` is
+    the default lease of a receive.
+    """
+
+    kind: ChannelKind = "queue"
+    dead_letter: str | None = None
+    invalid: str | None = None
+    backoff: BackoffPolicy | None = None
+    format: str | None = None
+    lease_seconds: float | None = None
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "dead_letter": self.dead_letter,
+            "invalid": self.invalid,
+            "backoff": self.backoff.to_dict() if self.backoff else None,
+            "format": self.format,
+            "lease_seconds": self.lease_seconds,
+            "description": self.description,
+        }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChannelConfig:
+        data = dict(data)
+        if data.get("backoff") is not None:
+            data["backoff"] = BackoffPolicy.from_dict(data["backoff"])
+        return cls(**data)
+
+
+def declared_config(channel: str, config: ChannelConfig | None, settings: dict[str, Any]) -> ChannelConfig:
+    """The configuration a ``declare(channel, config, **settings)`` stores: ``settings``
+    (``backoff`` may be a dict) over ``config`` (or the defaults), checked."""
+    check_channel_name(channel)
+    if "backoff" in settings and isinstance(settings["backoff"], dict):
+        settings["backoff"] = BackoffPolicy.from_dict(settings["backoff"])
+    try:
+        base = config or ChannelConfig()
+        cfg = ChannelConfig(**{**base.__dict__, **settings})
+    except TypeError as exc:
+        raise TransportError(f"channel {channel}: {exc}", where=f"channels.{channel}") from exc
+    if cfg.kind not in ("queue", "topic"):
+        raise TransportError(f"channel {channel}: unknown kind {cfg.kind!r}", hint="use queue or topic")
+    return cfg
+
+
+@dataclass
+class Delivery:
+    """A message received under a lease.
+
+    ``tag`` identifies the stored message, ``token`` this particular lease of it; ``attempt``
+    is 1 on the first delivery and grows with every redelivery.
+    """
+
+    channel: str
+    consumer: str
+    envelope: Envelope
+    tag: int
+    token: int
+    attempt: int
+    lease_expires_at: float
+    #: the claim-check reference of the stored body (transport internal; None for most)
+    claim: str | None = None
+
+    @property
+    def message_id(self) -> str:
+        return self.envelope.message_id
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message in a Dead Letter Channel (``kind="dead"``) or Invalid Message Channel."""
+
+    id: int
+    kind: DeadKind
+    queue: str
+    channel: str | None
+    envelope: Envelope | None
+    raw: bytes | None
+    reason: str
+    error: str
+    component: str
+    attempts: int
+    dead_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        env = self.envelope
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "queue": self.queue,
+            "channel": self.channel,
+            "message_id": env.message_id if env else None,
+            "format": str(env.format) if env else None,
+            "reason": self.reason,
+            "error": self.error,
+            "component": self.component,
+            "attempts": self.attempts,
+            "dead_at": self.dead_at.isoformat(),
+            "body_size": len(env.body) if env else len(self.raw or b""),
+        }
+
+
+@dataclass(frozen=True)
+class ChannelStats:
+    """Depth, age of the oldest message and counters of one channel."""
+
+    channel: str
+    kind: ChannelKind
+    depth: int
+    ready: int
+    in_flight: int
+    oldest_age: float | None
+    sent: int = 0
+    received: int = 0
+    acked: int = 0
+    failed: int = 0
+    dead: int = 0
+    invalid: int = 0
+    expired: int = 0
+    subscriptions: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["subscriptions"] = list(self.subscriptions)
+        return data
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One state change in the Message Store."""
+
+    id: int
+    at: datetime
+    channel: str | None
+    message_id: str | None
+    event: str
+    detail: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": self.at.isoformat(),
+            "channel": self.channel,
+            "message_id": self.message_id,
+            "event": self.event,
+            "detail": self.detail,
+        }
+
+
+class TransactionOps(abc.ABC):
+    """The operations that can take part in one transaction (see :meth:`Transport.transaction`)."""
+
+    @abc.abstractmethod
+    def send(
+        self,
+        channel: str,
+        envelopes: Envelope | Iterable[Envelope],
+        *,
+        component: str = "bus",
+    ) -> list[str]:
+        """Store messages on ``channel`` (fan-out when it is a topic); returns their ids.
+
+        Appends a Message History entry ``(component, "send <channel>")`` to each stored copy;
+        the caller's envelope objects are not changed.
+        """
+
+    @abc.abstractmethod
+    def receive(
+        self,
+        channel: str,
+        consumer: str,
+        *,
+        max: int = 1,
+        lease_seconds: float | None = None,
+        selector: Selector | str | None = None,
+    ) -> list[Delivery]:
+        """Lease up to ``max`` visible messages of ``channel`` (oldest first), without waiting.
+
+        Expired messages met on the way are dead-lettered (reason ``expired``); messages whose
+        lease expired after ``max_attempts`` deliveries are dead-lettered too. ``selector`` (a
+        Message Selector) leases only matching messages and leaves the others in place.
+        """
+
+    @abc.abstractmethod
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        """Settle deliveries: the messages are done and removed from their channel.
+
+        Raises :class:`LeaseLostError` when a lease was taken over by another consumer.
+        """
+
+    @abc.abstractmethod
+    def nack(
+        self,
+        delivery: Delivery,
+        error: str | BaseException,
+        component: str,
+        *,
+        delay: float | None = None,
+        dead: bool = False,
+    ) -> Literal["retry", "dead"]:
+        """Negative acknowledgement: redeliver after the backoff delay, or dead-letter.
+
+        The message is dead-lettered when ``dead`` is true or when the channel's backoff
+        policy has no attempt left; otherwise it becomes visible again after ``delay`` or the
+        policy's delay for ``delivery.attempt``.
+        """
+
+    @abc.abstractmethod
+    def invalid(
+        self,
+        envelope: Envelope | bytes,
+        reason: str,
+        component: str,
+        *,
+        channel: str | None = None,
+        delivery: Delivery | None = None,
+    ) -> int:
+        """Put a message on the Invalid Message Channel (of ``channel``, or site-wide).
+
+        When ``delivery`` is given it is settled at the same time (it does not come back).
+        ``envelope`` may be raw bytes that could not be decoded. Returns the dead letter id.
+        """
+
+    @abc.abstractmethod
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        """Of ``keys``, those ``consumer`` already recorded as processed (Idempotent Receiver)."""
+
+    @abc.abstractmethod
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
+
+
+class Transport(TransactionOps):
+    """Durable messaging: channels, leases, redelivery, dead letters, the Message Store.
+
+    Methods of :class:`TransactionOps` called on the transport itself run in a transaction
+    of their own (or join the transaction open in the calling thread).
+    """
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def open(self) -> Transport:
+        """Connect / create the store. Idempotent. Returns self."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections. Messages stay in the store."""
+
+    def __enter__(self) -> Transport:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    @contextmanager
+    def transaction(self) -> Iterator[TransactionOps]:
+        """Transactional Client: ``with transport.transaction() as tx: ...``.
+
+        Everything done through ``tx`` commits together when the block ends, or is rolled
+        back when it raises (received messages stay visible, sent messages vanish, acks are
+        undone). A nested ``transaction()`` in the same thread joins the outer one.
+        """
+
+    # -- receiving with waiting ------------------------------------------------------------
+
+    @abc.abstractmethod
+    def receive_wait(
+        self,
+        channel: str,
+        consumer: str,
+        *,
+        max: int = 1,
+        lease_seconds: float | None = None,
+        selector: Selector | str | None = None,
+        wait: float = 0.0,
+    ) -> list[Delivery]:
+        """Like :meth:`receive`, but wait up to ``wait`` seconds for a first message."""
+
+    # -- channels --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def declare(self, channel: str, config: ChannelConfig | None = None, **settings: Any) -> ChannelConfig:
+        """Create or reconfigure a channel (``kind``, ``dead_letter``, ``backoff``, ``format``...)."""
+
+    @abc.abstractmethod
+    def channel_config(self, channel: str) -> ChannelConfig:
+        """The configuration of ``channel`` (defaults when it was never declared)."""
+
+    @abc.abstractmethod
+    def channels(self) -> list[str]:
+        """Every known channel: declared ones and those holding or having held messages."""
+
+    @abc.abstractmethod
+    def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
+        """Create a durable subscription to ``topic``; returns the channel to receive from.
+
+        From now on every message sent to the topic (and matching ``selector``, a Message
+        Selector, when given) is kept for this subscription until it is consumed, also while
+        the subscriber is down.
+        """
+
+    @abc.abstractmethod
+    def unsubscribe(self, topic: str, subscription: str) -> None:
+        """Remove a durable subscription and the messages it still holds."""
+
+    @staticmethod
+    def subscription_channel(topic: str, subscription: str) -> str:
+        """The queue holding ``subscription``'s copies of ``topic``'s messages."""
+        return f"{topic}#{subscription}"
+
+    @abc.abstractmethod
+    def stats(self, channel: str | None = None) -> list[ChannelStats]:
+        """Statistics of one channel or of all of them."""
+
+    @abc.abstractmethod
+    def peek(self, channel: str, max: int = 10) -> list[Envelope]:
+        """The next messages of ``channel`` without leasing them (leased ones included)."""
+
+    @abc.abstractmethod
+    def purge(self, channel: str) -> int:
+        """Channel Purger: delete every message of ``channel``; returns how many."""
+
+    # -- dead letters ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def dead_letters(
+        self, queue: str | None = None, *, kind: DeadKind | None = None, limit: int = 100
+    ) -> list[DeadLetter]:
+        """Dead letters, newest first; of one dead-letter queue and/or kind, or all."""
+
+    @abc.abstractmethod
+    def dead_letter(self, id: int) -> DeadLetter:
+        """One dead letter, or :class:`UnknownDeadLetterError`."""
+
+    @abc.abstractmethod
+    def replay(self, id: int, channel: str | None = None) -> str:
+        """Send a dead letter back to its channel (or ``channel``) with a fresh attempt count.
+
+        Returns the message id; the dead letter is removed in the same transaction.
+        """
+
+    @abc.abstractmethod
+    def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
+        """Delete dead letters (of one queue and/or kind, or all); returns how many."""
+
+    # -- message store ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def journal(
+        self,
+        *,
+        message_id: str | None = None,
+        channel: str | None = None,
+        event: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[JournalEntry]:
+        """Query the Message Store journal (oldest first)."""
+
+    @abc.abstractmethod
+    def maintain(self) -> dict[str, int]:
+        """Housekeeping: dead-letter expired messages, purge the journal and idempotency
+        records past their retention, delete unreferenced claim-check files. Returns counts."""
+
+    # -- application identities (queue-less addressing) ------------------------------------
+
+    @property
+    @abc.abstractmethod
+    def identities(self) -> IdentityRepository:
+        """The Application Repository of this store (see :mod:`coupler.bus.model.identities`)."""
+
+    # -- the seen-state of polling adapters ------------------------------------------------
+
+    def file_state(self, adapter: str, owner: str) -> FileState | None:
+        """The file seen-state of ``adapter`` shared by every daemon of the site, claims made
+        as ``owner`` (one daemon's adapter instance); None when the store keeps none (a
+        single-node site: the adapter keeps ``files.db`` in its data directory)."""
+        return None

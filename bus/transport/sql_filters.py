@@ -1,0 +1,64 @@
+"""SQL queries shared by the stores that keep their state in SQL.
+
+The embedded SQLite store (:mod:`coupler.bus.transport.sqlite.transport`, ``?`` placeholders) and the
+PostgreSQL store of the broker transport (:mod:`coupler.bus.transport.amqp.store`, ``%s`` placeholders)
+query the Message Store journal and filter dead letters the same way; the statements are
+built here once, with the placeholder style (``mark``) as a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from coupler.bus.transport.base import JournalEntry
+
+#: the columns of a journal row, in the order :func:`journal_entries` reads them
+JOURNAL_COLUMNS = "id, at, channel, message_id, event, detail"
+
+
+def journal_query(
+    table: str,
+    mark: str,
+    *,
+    message_id: str | None = None,
+    channel: str | None = None,
+    event: str | None = None,
+    since: datetime | None = None,
+    limit: int = 1000,
+) -> tuple[str, list[Any]]:
+    """The ``SELECT`` of journal entries (oldest first) matching every filter given, and its
+    arguments (``at`` is stored in epoch seconds)."""
+    clauses, args = _equal((("message_id", message_id), ("channel", channel), ("event", event)), mark)
+    if since is not None:
+        clauses.append(f"at >= {mark}")
+        args.append(since.timestamp())
+    sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY id LIMIT {mark}"
+    return sql, [*args, limit]
+
+
+def journal_entries(rows: Iterable[tuple[Any, ...]]) -> list[JournalEntry]:
+    """The rows of a :func:`journal_query` as journal entries."""
+    return [JournalEntry(r[0], datetime.fromtimestamp(r[1], UTC), r[2], r[3], r[4], r[5]) for r in rows]
+
+
+def dead_letter_where(queue: str | None, kind: str | None, mark: str) -> tuple[str, list[Any]]:
+    """``WHERE`` (or nothing) selecting the dead letters of one queue and/or kind, and its
+    arguments."""
+    clauses, args = _equal((("queue", queue), ("kind", kind)), mark)
+    return _where(clauses), args
+
+
+def _equal(pairs: Iterable[tuple[str, Any]], mark: str) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    for column, value in pairs:
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            args.append(value)
+    return clauses, args
+
+
+def _where(clauses: list[str]) -> str:
+    return f"WHERE {' AND '.join(clauses)}" if clauses else ""

@@ -1,0 +1,1 @@
+"""The embedded default transport: SQLite (WAL) in the site's data directory."""
