@@ -8,10 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from coupler.bus.api import COMMON_COMMANDS
 from coupler.bus.cli.channel import DEFAULT_FORMAT, parse_properties
 from coupler.bus.cli.site import add_site_argument
 from coupler.bus.config.loader import load_site, site_path
+from coupler.bus.model.commands import COMMON_COMMANDS
 from coupler.bus.runtime.control import ControlClient, encode_envelope, site_service
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, UsageError

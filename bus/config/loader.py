@@ -28,6 +28,8 @@ from coupler.bus.config.schema import (
     TABLES,
     Field,
 )
+from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.model.selectors import Selector
 from coupler.canonical.errors import CouplerError, FormatIndicatorError
 from coupler.canonical.format import FormatIndicator
 
@@ -305,8 +307,6 @@ def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: 
             if name in seen:
                 problems.append(f"{section}[{i}].{key}: {name!r} is already used by {section}[{seen[name]}]")
             seen[name] = i
-    from coupler.bus.transport.backoff import BackoffPolicy
-
     try:
         BackoffPolicy(**data["store"]["redelivery"])
     except CouplerError as exc:
@@ -327,7 +327,7 @@ def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: 
             except FormatIndicatorError as exc:
                 problems.append(f"adapters[{i}].format: {exc}")
         if ad["commands"] is not None:
-            from coupler.bus.api import COMMON_COMMANDS
+            from coupler.bus.model.commands import COMMON_COMMANDS
 
             for j, c in enumerate(ad["commands"]):
                 if c not in COMMON_COMMANDS:
@@ -401,9 +401,7 @@ def _check_channel(name: str, where: str, problems: list[str]) -> None:
 
 
 def _default_selector_check() -> Callable[[str], None] | None:
-    from coupler.bus.runtime.router import compile_condition
-
-    return compile_condition
+    return Selector.parse
 
 
 def _typed(data: dict[str, Any], raw: dict[str, Any], path: Path) -> SiteConfig:
@@ -492,3 +490,13 @@ def _toml_message(exc: tomllib.TOMLDecodeError) -> str:
 def _toml_where(path: Path, exc: tomllib.TOMLDecodeError) -> str:
     m = _TOML_AT.search(str(exc))
     return f"{path}:{m.group(1)}:{m.group(2)}" if m else str(path)
+
+
+def backoff_policy(settings: dict[str, Any], max_attempts: int | None = None) -> BackoffPolicy:
+    try:
+        policy = BackoffPolicy(**settings)
+        if max_attempts is not None:
+            policy = BackoffPolicy(**{**settings, "max_attempts": max_attempts})
+    except CouplerError as exc:
+        raise ConfigError([f"store.redelivery: {exc.message}"]) from exc
+    return policy

@@ -2,7 +2,7 @@
 
 Redelivery with backoff, dead letters, the Invalid Message Channel, expiration, leases, the
 Message Store journal and the Claim Check live in the transport itself
-(:mod:`coupler.bus.transport.base`, :mod:`coupler.bus.transport.backoff`); Message Sequence in
+(:mod:`coupler.bus.transport.base`, :mod:`coupler.bus.model.backoff`); Message Sequence in
 :mod:`coupler.bus.messaging.sequence`, request-reply in :mod:`coupler.bus.messaging.request_reply`, the Message
 Throttle in :mod:`coupler.bus.messaging.throttle`.
 """

@@ -15,16 +15,84 @@ from __future__ import annotations
 import functools
 import io
 import json
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 
-from coupler.bus.api import COMMON_COMMANDS, Command, CommandFault, Document, Reply
 from coupler.canonical import Envelope, FormatIndicator, MessageKind
 from coupler.canonical.errors import CouplerError
 from coupler.schemas import SCHEMA_DIR
+
+#: the common command set (DESIGN.md)
+COMMON_COMMANDS = ("send", "fetch", "request", "ping", "describe")
+
+#: fault codes of a :class:`CommandFault` (the ``code`` of a ``coupler.commands.Fault`` reply)
+FAULT_CODES = ("unserved", "unsupported", "invalid", "failed", "paused", "timeout")
+
+
+@dataclass
+class Document:
+    """A document carried inside a command or a reply."""
+
+    format: FormatIndicator
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def to_envelope(self, **headers: Any) -> Envelope:
+        return Envelope(format=self.format, body=self.body, properties=dict(self.properties), **headers)
+
+    @classmethod
+    def from_envelope(cls, envelope: Envelope) -> Document:
+        return cls(envelope.format, envelope.body, dict(envelope.properties))
+
+
+@dataclass
+class Command:
+    """A common command addressed to an adapter (decoded from its Command Message).
+
+    Which fields are set depends on ``name``: ``document`` for send and request, ``query``
+    and ``max`` for fetch, ``operation`` and ``timeout`` for request, ``payload`` for ping.
+    """
+
+    name: str
+    target: str
+    envelope: Envelope
+    document: Document | None = None
+    query: dict[str, str] = field(default_factory=dict)
+    max: int | None = None
+    operation: str = ""
+    timeout: float | None = None
+    payload: str = ""
+
+
+@dataclass
+class Reply:
+    """What an adapter answers to a command: documents and command-specific details."""
+
+    documents: list[Document] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)
+
+
+class CommandFault(CouplerError):
+    """An adapter cannot carry out a command; becomes a Fault reply with ``code``."""
+
+    def __init__(self, message: str, *, code: str = "failed", where: str | None = None, hint: str | None = None):
+        if code not in FAULT_CODES:
+            raise ValueError(f"unknown fault code {code!r}")
+        self.code = code
+        super().__init__(message, where=where, hint=hint)
+
+
+class InvalidMessage(CommandFault):
+    """``context.publish`` refused a message the bus cannot translate (site.toml ``wrappers``
+    or ``mapping`` of the adapter): it is in the Invalid Message Channel with the reason
+    already. An adapter goes on with its next message (and may tell its peer, e.g. an HL7
+    ``AR``)."""
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(message, code="invalid", where=where, hint=hint)
+
 
 NAMESPACE = "coupler.commands"
 COMMAND_FORMATS = {c: FormatIndicator(f"{NAMESPACE}.{c.capitalize()}", 1) for c in COMMON_COMMANDS}
@@ -248,54 +316,3 @@ def parse_reply(envelope: Envelope) -> ReplyInfo:
     if ok:
         return ReplyInfo(**common, documents=[_doc_from(d) for d in rec["documents"]], details=dict(rec["details"]))
     return ReplyInfo(**common, code=rec["code"], reason=rec["reason"])
-
-
-# -- dispatching ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Servant:
-    """What the dispatcher knows of an adapter: the commands it serves and for which targets."""
-
-    name: str
-    commands: tuple[str, ...]
-    targets: tuple[str, ...] = ()
-
-    def serves(self, command: str, target: str) -> bool:
-        return command in self.commands and (target == self.name or target in self.targets)
-
-
-class Dispatcher:
-    """Message Dispatcher of the common command set: which adapters a command goes to.
-
-    A command goes to every adapter that declares the command for the target (its name or
-    one of its ``targets``). When none does, ``resolve_identity`` (Application Identity
-    addressing) may name adapters whose identity matches the target.
-    """
-
-    def __init__(
-        self,
-        servants: Callable[[], Iterable[Servant]],
-        resolve_identity: Callable[[str], list[str]] | None = None,
-    ):
-        self._servants = servants
-        self._resolve_identity = resolve_identity
-
-    def recipients(self, command: str, target: str) -> list[str]:
-        servants = list(self._servants())
-        names = [s.name for s in servants if s.serves(command, target)]
-        if names or self._resolve_identity is None:
-            return names
-        by_name = {s.name: s for s in servants}
-        return [n for n in self._resolve_identity(target) if n in by_name and command in by_name[n].commands]
-
-    def unserved_reason(self, command: str, target: str) -> str:
-        servants = list(self._servants())
-        for_target = [s.name for s in servants if target == s.name or target in s.targets]
-        if for_target:
-            return (
-                f"no adapter serves {command!r} for target {target!r} "
-                f"(adapters for that target: {', '.join(for_target)}; none declares {command!r})"
-            )
-        known = sorted({t for s in servants for t in (s.name, *s.targets)})
-        return f"no adapter serves {command!r} for target {target!r} (known targets: {', '.join(known) or 'none'})"

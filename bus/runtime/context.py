@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.api import CommandFault, FileState, InvalidMessage, embedded_file_state
-from coupler.bus.api import resolve_path as _resolve_path
+from coupler.bus.model.adapter import resolve_path as _resolve_path
+from coupler.bus.model.commands import CommandFault, InvalidMessage
+from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
+from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 

@@ -39,13 +39,14 @@ from typing import Any
 
 import pluggy
 
-from coupler.bus.api import COMMON_COMMANDS, Adapter, CommandFault, Document, resolve_path_options
 from coupler.bus.config.loader import AdapterConfig, ConfigError, SiteConfig
 from coupler.bus.messaging.channels import DatatypeChannel
+from coupler.bus.model.adapter import Adapter, resolve_path_options
 from coupler.bus.model.commands import (
+    COMMON_COMMANDS,
     REPLY_COUNT,
-    Dispatcher,
-    Servant,
+    CommandFault,
+    Document,
     command_name,
     fault_envelope,
     parse_command,
@@ -54,6 +55,7 @@ from coupler.bus.model.commands import (
 from coupler.bus.model.identities import Identity, IdentityError
 from coupler.bus.plugins.manager import adapter_types
 from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
 from coupler.bus.runtime.site import DaemonLock, open_transport, site_plugin_manager
 from coupler.bus.transport.base import Delivery, Transport

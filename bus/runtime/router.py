@@ -17,11 +17,6 @@ from coupler.bus.model.selectors import Selector
 from coupler.canonical import Envelope
 
 
-def compile_condition(text: str) -> Selector:
-    """Parse a route condition; :class:`~coupler.bus.model.selectors.SelectorError` when it is bad."""
-    return Selector.parse(text)
-
-
 @dataclass(frozen=True)
 class CompiledRule:
     condition: Selector | None
@@ -49,7 +44,7 @@ class Route:
             name=config.name,
             source=config.source,
             rules=tuple(
-                CompiledRule(compile_condition(r.when) if r.when else None, r.to) for r in config.rules
+                CompiledRule(Selector.parse(r.when) if r.when else None, r.to) for r in config.rules
             ),
             mode=config.mode,
             otherwise=config.otherwise,

@@ -15,9 +15,8 @@ from typing import Any
 
 import pluggy
 
-from coupler.bus.config.loader import ConfigError, SiteConfig
+from coupler.bus.config.loader import ConfigError, SiteConfig, backoff_policy
 from coupler.bus.plugins.manager import plugin_manager
-from coupler.bus.transport.backoff import BackoffPolicy
 from coupler.bus.transport.base import ChannelConfig, Transport
 from coupler.canonical.errors import CouplerError
 
@@ -51,16 +50,6 @@ def extra_plugins(spec: str | None = None) -> tuple[Any, ...]:
 def site_plugin_manager(extra: tuple[Any, ...] = ()) -> pluggy.PluginManager:
     """Installed plugins, those named by ``$COUPLER_EXTRA_PLUGINS``, and ``extra``."""
     return plugin_manager(extra=(*extra_plugins(), *extra))
-
-
-def backoff_policy(settings: dict[str, Any], max_attempts: int | None = None) -> BackoffPolicy:
-    try:
-        policy = BackoffPolicy(**settings)
-        if max_attempts is not None:
-            policy = BackoffPolicy(**{**settings, "max_attempts": max_attempts})
-    except CouplerError as exc:
-        raise ConfigError([f"store.redelivery: {exc.message}"]) from exc
-    return policy
 
 
 def _sqlite_transport(site: SiteConfig) -> Transport:

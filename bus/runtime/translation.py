@@ -34,8 +34,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.api import CommandFault, Document
 from coupler.bus.config.loader import AdapterConfig, ConfigError
+from coupler.bus.model.commands import CommandFault, Document
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 

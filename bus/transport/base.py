@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.bus.model.backoff import BackoffPolicy
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
 if TYPE_CHECKING:
-    from coupler.bus.api import FileState
+    from coupler.bus.model.files import FileState
     from coupler.bus.model.identities import IdentityRepository
     from coupler.bus.model.selectors import Selector
 

@@ -9,14 +9,13 @@ from coupler.bus.model.commands import (
     COMMAND_FORMATS,
     FAULT_FORMAT,
     REPLY_FORMAT,
-    Dispatcher,
-    Servant,
     command_envelope,
     fault_envelope,
     parse_command,
     parse_reply,
     reply_envelope,
 )
+from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.canonical import Envelope, FormatIndicator, MessageKind
 from coupler.canonical.registry import SchemaRegistry
 from coupler.schemas import SCHEMA_DIR

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.transport.base import TransportError
 from coupler.bus.transport.sqlite.schema import StoreVersionError
 from coupler.bus.transport.sqlite.transport import CLAIM_PROPERTY, SqliteTransport

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -73,3 +75,27 @@ class Wrapper(Protocol):
     def unwrap(self, data: bytes) -> tuple[bytes, Headers]:
         """The payload inside ``data`` and the headers its envelope carried."""
         ...
+
+
+# -- the options of a wrapper -------------------------------------------------------------
+
+
+def take(options: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
+    """An option of a wrapper, type-checked (WrapperError naming the key)."""
+    if key not in options:
+        if required:
+            raise WrapperError("required option is missing", where=key)
+        return default
+    value = options.pop(key)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise WrapperError(f"expected {names}, got {value!r}", where=key)
+    return value
+
+
+def no_more(options: dict[str, Any], allowed: Iterable[str]) -> None:
+    """Unknown options left over are an error naming them."""
+    if options:
+        key = sorted(options)[0]
+        close = difflib.get_close_matches(key, list(allowed), n=1)
+        raise WrapperError("unknown option", where=key, hint=f"did you mean {close[0]!r}?" if close else f"options: {', '.join(sorted(allowed))}")

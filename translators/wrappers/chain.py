@@ -103,26 +103,3 @@ def build_chain(entries: Iterable[Mapping[str, Any]], *, base_dir: Path | str = 
 
 def _name(wrapper: Any) -> str:
     return getattr(wrapper, "kind", type(wrapper).__name__)
-
-
-def take(options: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
-    """An option of a wrapper, type-checked (WrapperError naming the key)."""
-    if key not in options:
-        if required:
-            raise WrapperError("required option is missing", where=key)
-        return default
-    value = options.pop(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise WrapperError(f"expected {names}, got {value!r}", where=key)
-    return value
-
-
-def no_more(options: dict[str, Any], allowed: Iterable[str]) -> None:
-    """Unknown options left over are an error naming them."""
-    if options:
-        import difflib
-
-        key = sorted(options)[0]
-        close = difflib.get_close_matches(key, list(allowed), n=1)
-        raise WrapperError("unknown option", where=key, hint=f"did you mean {close[0]!r}?" if close else f"options: {', '.join(sorted(allowed))}")

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Headers, WrapperError
-from .chain import no_more, take
+from .base import Headers, WrapperError, no_more, take
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from lxml import etree
 from coupler.canonical.errors import CouplerError
 from coupler.translators.xml.decoder import xml_text
 
-from .base import Headers, WrapperError
-from .chain import no_more, take
+from .base import Headers, WrapperError, no_more, take
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ from coupler.translators.mapping.casts import CastUnsupported, make_cast
 from coupler.translators.mapping.jsonvalues import coerce
 from coupler.translators.mapping.records import complete, get_path, set_path
 
-from .base import HEADER_NAMES, Headers, WrapperError
-from .chain import no_more, take
+from .base import HEADER_NAMES, Headers, WrapperError, no_more, take
 
 _STRING = AType("string", "string")
 _OPTIONS = ("xsd", "element", "payload", "properties", "constants", *HEADER_NAMES)

@@ -23,7 +23,7 @@ is the same claimant and does not wait for its own lease.
 
 from __future__ import annotations
 
-from coupler.bus.api import FINAL_STATES, PROCESSING, FileClaimLost, FileKey, FileRecord
+from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileClaimLost, FileKey, FileRecord
 from coupler.bus.transport.amqp.store import PgStore
 from coupler.bus.transport.sqlite.file_state import file_record
 

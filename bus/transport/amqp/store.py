@@ -499,7 +499,7 @@ class PgIdentityRepository(IdentityRepository):
     Matching and resolution are those of :class:`IdentityRepository`; only storage differs.
     """
 
-    def __init__(self, store: PgStore):  # noqa: D107 - the base class keeps a transport
+    def __init__(self, store: PgStore):
         self._store = store
 
     def register(self, identity: Identity | str, channel: str, *, adapter: str | None = None) -> Registration:

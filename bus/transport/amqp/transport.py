@@ -62,6 +62,8 @@ from typing import Any, Literal
 import pika
 import pika.exceptions as px
 
+from coupler.bus.config.loader import backoff_policy
+from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
 from coupler.bus.transport.amqp.codec import (
@@ -77,7 +79,6 @@ from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.link import CHANNEL_ERRORS, Link
 from coupler.bus.transport.amqp.names import Names
 from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
-from coupler.bus.transport.backoff import BackoffPolicy
 from coupler.bus.transport.base import (
     DEFAULT_DEAD_LETTER,
     DEFAULT_INVALID,
@@ -1083,8 +1084,6 @@ class AmqpTransport(Transport):
 
 def amqp_transport_for_site(site: Any) -> AmqpTransport:
     """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
-    from coupler.bus.runtime.site import backoff_policy
-
     store = site.store
     amqp = store["amqp"]
     return AmqpTransport(

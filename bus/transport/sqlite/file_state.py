@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from coupler.bus.api import FINAL_STATES, PROCESSING, FileKey, FileRecord
+from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileKey, FileRecord, FileState
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -138,3 +138,9 @@ class SqliteFileState:
 
 
 __all__ = ["SqliteFileState", "file_record"]
+
+
+def embedded_file_state(path: Path, *, synchronous: str = "FULL") -> FileState:
+    """The embedded seen-state: a SQLite database at ``path`` (WAL), for adapters run
+    without a bus context (tests, tools) and on single-node sites."""
+    return SqliteFileState(path, synchronous=synchronous)

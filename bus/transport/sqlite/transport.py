@@ -45,9 +45,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
-from coupler.bus.transport.backoff import BackoffPolicy
 from coupler.bus.transport.base import (
     DEFAULT_DEAD_LETTER,
     DEFAULT_INVALID,
@@ -71,6 +71,7 @@ from coupler.bus.transport.base import (
 from coupler.bus.transport.codec import decode
 from coupler.bus.transport.sql_filters import dead_letter_where, journal_entries, journal_query
 from coupler.bus.transport.sqlite.group_commit import GroupCommit
+from coupler.bus.transport.sqlite.identities import SqliteIdentityRepository
 from coupler.bus.transport.sqlite.ops import CLAIM_PROPERTY, Leased, StoreTx, prepare
 from coupler.bus.transport.sqlite.schema import SCHEMA_VERSION, StoreVersionError, ensure_schema
 from coupler.canonical import Envelope
@@ -174,7 +175,7 @@ class SqliteTransport(Transport):
         self._opened = False
         self._pid = _process()
         self._rng = random.Random()
-        self._identities = IdentityRepository(self)
+        self._identities = SqliteIdentityRepository(self)
         self._configs: dict[str, ChannelConfig] = {}
         self.checkpoint_interval = checkpoint_interval
         self._checkpointer: _Checkpointer | None = None

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.transport.amqp.transport import AmqpTransport
-from coupler.bus.transport.backoff import BackoffPolicy
 from tests.bus.contract.support import doc, drain
 
 from .broker import amqp_transport, cleanup

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from coupler.bus.transport.backoff import BackoffPolicy
+from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.transport.base import Transport
 
 from .support import TRANSPORTS

@@ -1,0 +1,188 @@
+"""The adapter contract: the :class:`Adapter` base class and the :class:`AdapterContext` the
+daemon gives each adapter (re-exported to adapters by :mod:`coupler.bus.api`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from coupler.bus.model.commands import Command, CommandFault, Reply
+from coupler.bus.model.files import FileState
+from coupler.canonical import Envelope, FormatIndicator
+
+#: values of ``health()["status"]``, from good to bad
+HEALTH_STATES = ("ok", "degraded", "down")
+
+class AdapterContext(Protocol):
+    """What the bus gives an adapter: publish, reply, request, logger, config, data dir."""
+
+    name: str
+    #: the adapter's options (``[adapters.options]`` of site.toml)
+    config: dict[str, Any]
+    #: a directory of its own for state (offsets, temporary files)
+    data_dir: Path
+    #: the directory of site.toml: relative paths in options are relative to it
+    site_dir: Path
+    logger: logging.Logger
+    #: where common commands go (site.toml ``commands.channel``)
+    command_channel: str
+
+    def publish(self, envelope: Envelope, channel: str | None = None) -> str:
+        """Send a message durably (to ``channel`` or the adapter's channel); returns its id.
+
+        The body is what the adapter read from its legacy system; when site.toml declares
+        ``wrappers`` or a ``mapping`` for the adapter, the bus unwraps and translates it to
+        the canonical entity first. Raises :class:`InvalidMessage` when it cannot (the message
+        is then in the Invalid Message Channel with the reason)."""
+        ...
+
+    def reply(self, request: Envelope, reply: Envelope) -> None:
+        """Send ``reply`` to ``request``'s return address, correlated to it."""
+        ...
+
+    def request(self, envelope: Envelope, channel: str, timeout: float | None = None) -> Envelope:
+        """Request-reply: send ``envelope`` to ``channel`` and wait for the correlated reply."""
+        ...
+
+    def heartbeat(self) -> None:
+        """Record that the adapter is alive (shown by ``coupler ctl adapters``)."""
+        ...
+
+    def invalid(self, message: Envelope | bytes, reason: str) -> int:
+        """Send what the adapter cannot read (an envelope, or the raw bytes it received) to the
+        Invalid Message Channel with ``reason``; returns the dead letter's id."""
+        ...
+
+    def resolve_path(self, path: str | Path) -> Path:
+        """``path`` (``~`` expanded) made absolute against :attr:`site_dir`."""
+        ...
+
+    def file_state(self, name: str | None = None) -> FileState:
+        """The durable seen-state of adapter ``name`` (default: this one); the caller closes
+        it. Every daemon of a multi-node site shares it (PostgreSQL); else it is
+        ``files.db`` in the adapter's :attr:`data_dir`."""
+        ...
+
+
+class Adapter:
+    """Base class of Channel Adapters.
+
+    ``commands`` are the common commands it serves; ``directions`` is a subset of
+    ``{"inbound", "outbound"}``. Serve a command by overriding ``on_<command>`` (``on_send``
+    delivers the command's document through :meth:`deliver` by default).
+    """
+
+    type_name: ClassVar[str] = ""
+    commands: ClassVar[tuple[str, ...]] = ("ping", "describe")
+    directions: ClassVar[tuple[str, ...]] = ()
+    #: option keys holding file or directory paths, dotted for nested tables (``"tls.cert"``);
+    #: the daemon makes relative ones absolute against the directory of site.toml
+    path_options: ClassVar[tuple[str, ...]] = ()
+
+    #: which way documents flow for this instance: ``inbound``, ``outbound`` or ``both``
+    #: (site.toml ``direction``, the one source of it; the daemon sets it before ``start``)
+    direction: str = "both"
+    #: command targets it serves besides its name (site.toml ``targets``)
+    targets: tuple[str, ...] = ()
+    #: application identity ``{class, provider, name, version}`` (site.toml ``identity``)
+    identity: dict[str, str] | None = None
+    #: inbound: where it publishes; outbound: whose documents it delivers
+    channel: str | None = None
+    #: format indicator of the documents it produces or reads (site.toml ``format``)
+    format: FormatIndicator | None = None
+
+    def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
+        self.name = name
+        self.options = dict(options)
+        self.context = context
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open connections and start work; raise :class:`CouplerError` when it cannot."""
+
+    def stop(self) -> None:
+        """Finish in-flight work and release resources."""
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def handle(self, command: Command) -> Reply:
+        """Carry out a common command; the base class calls ``on_<command.name>``."""
+        if command.name not in self.commands:
+            raise CommandFault(f"adapter {self.name!r} does not serve {command.name!r}", code="unsupported")
+        method = getattr(self, f"on_{command.name}", None)
+        if method is None:
+            raise CommandFault(f"adapter {self.name!r} declares {command.name!r} but has no on_{command.name}", code="unsupported")
+        return method(command)
+
+    def on_ping(self, command: Command) -> Reply:
+        """Health check; override to exercise the legacy system (a Test Message)."""
+        return Reply(details={"status": "ok", "payload": command.payload})
+
+    def on_describe(self, command: Command) -> Reply:
+        return Reply(details={"description": json.dumps(self.describe(), sort_keys=True)})
+
+    def on_send(self, command: Command) -> Reply:
+        assert command.document is not None
+        self.deliver(command.document.to_envelope(origin=command.envelope.origin))
+        return Reply(details={"status": "delivered"})
+
+    def deliver(self, envelope: Envelope) -> None:
+        """Outbound: hand one document to the legacy system (raise to have it redelivered)."""
+        raise CommandFault(f"adapter {self.name!r} cannot deliver documents", code="unsupported")
+
+    def health(self) -> dict[str, Any]:
+        """How the adapter is doing, for ``coupler ctl status`` and ``ctl adapters``.
+
+        ``status`` is ``ok``, ``degraded`` (working, but something needs a look: a poll taking
+        too long, failing polls) or ``down`` (it cannot reach its legacy system); ``problems``
+        says what, one line each. Adapter types add details of their own (connection, poll).
+        Called from the Control Bus thread: keep it cheap and never block on I/O.
+        """
+        return {"status": "ok", "problems": []}
+
+    def describe(self) -> dict[str, Any]:
+        """What this adapter can do (the ``describe`` command's reply)."""
+        return {
+            "name": self.name,
+            "type": self.type_name,
+            "commands": list(self.commands),
+            "directions": list(self.directions),
+            "direction": self.direction,
+            "targets": [self.name, *self.targets],
+            "identity": dict(self.identity) if self.identity else None,
+            "channel": self.channel,
+            "format": str(self.format) if self.format else None,
+            "health": self.health(),
+        }
+
+
+def resolve_path(base: Path, path: str | Path) -> Path:
+    """``path`` with ``~`` expanded, made absolute against ``base`` when it is relative."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def resolve_path_options(options: dict[str, Any], keys: tuple[str, ...], base: Path) -> dict[str, Any]:
+    """A copy of ``options`` whose ``keys`` (dotted for nested tables) hold absolute paths.
+
+    A key that is absent or not a string (or a list of strings) is left as it is; the
+    adapter's own option checks report bad values.
+    """
+    out = dict(options)
+    for key in keys:
+        head, _, rest = key.partition(".")
+        value = out.get(head)
+        if rest:
+            if isinstance(value, dict):
+                out[head] = resolve_path_options(value, (rest,), base)
+        elif isinstance(value, str) and value:
+            out[head] = str(resolve_path(base, value))
+        elif isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            out[head] = [str(resolve_path(base, v)) for v in value]
+    return out
+
+
+# -- the command codec, for adapters that issue commands themselves ---------------------------

@@ -1,0 +1,95 @@
+"""The durable per-file seen-state of polling adapters: file keys, records, states and the
+:class:`FileState` interface (implemented by each transport: SQLite file, PostgreSQL table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from coupler.canonical.errors import CouplerError
+
+#: states of a file in a :class:`FileState`
+PROCESSING, PUBLISHED, DONE, FAILED, STAGED = "PROCESSING", "PUBLISHED", "DONE", "FAILED", "STAGED"
+FINAL_STATES = (DONE, FAILED, STAGED)
+
+
+@dataclass(frozen=True)
+class FileKey:
+    """A file as a polling adapter saw it: path, size, mtime and (optionally) its SHA-256."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    checksum: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path} ({self.size} bytes, mtime {self.mtime_ns})"
+        return text + (f" sha256 {self.checksum[:12]}" if self.checksum else "")
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    key: FileKey
+    state: str
+    published: int
+    detail: str | None
+    updated: float
+
+
+class FileClaimLost(CouplerError):
+    """Another daemon took over a file this one was processing (its claim ran out): this
+    daemon stops working on the file; the other one finishes it."""
+
+
+class FileState(Protocol):
+    """The durable seen-state of one polling adapter (``context.file_state()``).
+
+    A file goes ``PROCESSING`` (``published`` counts the messages already sent) →
+    ``PUBLISHED`` → ``DONE``; or → ``FAILED``; or → ``STAGED``. A changed file (size, mtime,
+    checksum) is a new key. The embedded implementation is a SQLite file in the adapter's
+    data directory; a multi-node site keeps it in PostgreSQL, shared by every daemon, where
+    :meth:`begin` is a claim: only one daemon at a time works on a file.
+    """
+
+    def get(self, key: FileKey) -> FileRecord | None:
+        """The record of ``key``, if any."""
+        ...
+
+    def find(self, path: str, size: int, mtime_ns: int) -> list[FileRecord]:
+        """Every record of this path, size and mtime (whatever their checksum), newest first."""
+        ...
+
+    def begin(self, key: FileKey) -> FileRecord | None:
+        """Claim the file: its record (created ``PROCESSING`` when it has none), or None when
+        another live daemon holds it (shared state only; the embedded state never says None).
+        A claim whose holder made no progress for the lease time is taken over."""
+        ...
+
+    def progress(self, key: FileKey, published: int) -> None:
+        """``published`` messages of the file are durably on the bus (renews the claim;
+        raises :class:`FileClaimLost` when another daemon took the file over)."""
+        ...
+
+    def set_state(self, key: FileKey, state: str, detail: str | None = None) -> None:
+        """Move the file to ``state`` (raises :class:`FileClaimLost` like :meth:`progress`)."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Number of files per state."""
+        ...
+
+    def prune(self, older_than_seconds: float) -> int:
+        """Forget finished files not seen for ``older_than_seconds`` (and old delivery ids)."""
+        ...
+
+    def delivered(self, message_id: str) -> str | None:
+        """Outbound: the name written for ``message_id`` ("" when none), None when not yet."""
+        ...
+
+    def mark_delivered(self, message_id: str, name: str | None) -> None:
+        """Outbound: ``message_id`` was written (as ``name``): an Idempotent Receiver."""
+        ...
+
+    def close(self) -> None: ...
+
+
