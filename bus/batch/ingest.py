@@ -158,7 +158,7 @@ def _event(result: BatchResult, source: str, batch_id: str) -> Envelope:
 
 
 def _publish(site: SiteConfig, channel: str, envelope: Envelope) -> str:
-    from coupler.bus.runtime.site import open_transport
+    from coupler.bus.transport.factory import open_transport
 
     transport = open_transport(site)
     try:

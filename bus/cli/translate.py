@@ -93,8 +93,7 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coupler.bus.plugins.manager import mapping_functions
-    from coupler.bus.runtime.site import site_plugin_manager
+    from coupler.bus.plugins.manager import mapping_functions, site_plugin_manager
     from coupler.canonical.registry import SchemaRegistry
     from coupler.translators.mapping import load_mapping
     from coupler.translators.mapping.formats import parse_spec, record_format

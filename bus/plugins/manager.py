@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,3 +118,31 @@ def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
                 getattr(info, attr).extend(str(x) for x in (impl() or ()))
         infos.append(info)
     return sorted(infos, key=lambda i: i.name)
+
+
+#: extra plugin objects to load, ``module[:attribute]`` separated by commas (tests, embedding)
+EXTRA_PLUGINS_ENV = "COUPLER_EXTRA_PLUGINS"
+
+
+def extra_plugins(spec: str | None = None) -> tuple[Any, ...]:
+    """The plugin objects named by ``spec`` (default: ``$COUPLER_EXTRA_PLUGINS``)."""
+    spec = os.environ.get(EXTRA_PLUGINS_ENV, "") if spec is None else spec
+    plugins = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        module_name, _, attr = item.partition(":")
+        try:
+            obj: Any = importlib.import_module(module_name)
+            for part in filter(None, attr.split(".")):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise CouplerError(
+                f"cannot load plugin {item!r}: {exc}", where=f"${EXTRA_PLUGINS_ENV}",
+                hint="use module or module:attribute, importable from the Python path",
+            ) from exc
+        plugins.append(obj)
+    return tuple(plugins)
+
+
+def site_plugin_manager(extra: tuple[Any, ...] = ()) -> pluggy.PluginManager:
+    """Installed plugins, those named by ``$COUPLER_EXTRA_PLUGINS``, and ``extra``."""
+    return plugin_manager(extra=(*extra_plugins(), *extra))

@@ -360,7 +360,8 @@ def site_service(site: SiteConfig, *, need_daemon: bool = False) -> Iterator[Con
     ``need_daemon``: operations only a daemon can do (pause, commands) fail with a clear
     message when none runs.
     """
-    from coupler.bus.runtime.site import daemon_running, open_transport
+    from coupler.bus.runtime.site import daemon_running
+    from coupler.bus.transport.factory import open_transport
 
     if daemon_running(site):
         yield ControlClient(site.control_socket)

@@ -53,12 +53,13 @@ from coupler.bus.model.commands import (
     reply_envelope,
 )
 from coupler.bus.model.identities import Identity, IdentityError
-from coupler.bus.plugins.manager import adapter_types
+from coupler.bus.plugins.manager import adapter_types, site_plugin_manager
 from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
-from coupler.bus.runtime.site import DaemonLock, open_transport, site_plugin_manager
+from coupler.bus.runtime.site import DaemonLock
 from coupler.bus.transport.base import Delivery, Transport
+from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 

@@ -14,7 +14,7 @@ import pytest
 
 from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.control import ControlClient
-from coupler.bus.runtime.site import open_transport
+from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 
 from .site_helpers import coupler_env, start_daemon_process, write_site

@@ -14,7 +14,7 @@ import pytest
 
 from coupler.bus.batch.ingest import EVENT_FORMAT, ingest
 from coupler.bus.config.loader import load_site
-from coupler.bus.runtime.site import open_transport
+from coupler.bus.transport.factory import open_transport
 from coupler.canonical.registry import SchemaRegistry
 
 REPO = Path(__file__).resolve().parents[2]

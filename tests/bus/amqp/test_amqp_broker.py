@@ -14,9 +14,9 @@ import pika
 import pytest
 
 from coupler.bus.config.loader import load_site
-from coupler.bus.runtime.site import open_transport
 from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import LeaseLostError, TransportError
+from coupler.bus.transport.factory import open_transport
 from tests.bus.contract.support import doc, drain
 
 from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coupler.bus.config.loader import load_site
-from coupler.bus.runtime.site import open_transport
+from coupler.bus.transport.factory import open_transport
 from tests.bus.contract.support import doc
 from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
 
