@@ -47,8 +47,15 @@ services:
 	nc_ok 5672 || { echo "RabbitMQ is not reachable on 127.0.0.1:5672"; exit 1; }; \
 	nc_ok 5432 || { echo "PostgreSQL is not reachable on 127.0.0.1:5432"; exit 1; }
 
+# ruff; the architecture's import rules and "no cycles" (import-linter contracts in
+# pyproject.toml); mypy over the package, seen as `coupler.*` through a folder of symlinks
+# (the package is installed from the top-level folders by package-dir)
+TYPECHECK := build/typecheck
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	@mkdir -p $(TYPECHECK)/coupler && for f in bus translators adapters canonical schemas; do ln -sfn ../../../$$f $(TYPECHECK)/coupler/$$f; done
+	cd $(TYPECHECK) && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p coupler.bus -p coupler.translators -p coupler.adapters -p coupler.canonical
 
 test: $(STAMP) system-deps services lint
 	$(PY) -m pytest $(PYTEST_ARGS)

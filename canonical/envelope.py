@@ -120,7 +120,7 @@ class Envelope:
     def reply(self, body: bytes, format: FormatIndicator | str, **headers: Any) -> Envelope:
         """A Reply Message correlated to this one (``correlation_id`` = this ``message_id``)."""
         return Envelope(
-            format=format,
+            format=FormatIndicator.parse(format) if isinstance(format, str) else format,
             body=body,
             kind=MessageKind.REPLY,
             correlation_id=self.message_id,
@@ -191,7 +191,7 @@ class Envelope:
         stream = io.BytesIO(data)
         stream.seek(1)
         try:
-            record = fastavro.schemaless_reader(stream, envelope_schema(), None)
+            record: Any = fastavro.schemaless_reader(stream, envelope_schema(), None)
         except (EOFError, ValueError, UnicodeDecodeError, IndexError, OverflowError) as exc:
             raise EnvelopeError(
                 f"not a valid envelope: {exc or type(exc).__name__}", where=f"byte {stream.tell()}"

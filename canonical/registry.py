@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from fastavro.validation import ValidationError, validate
@@ -230,7 +230,7 @@ class SchemaRegistry:
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, writer.parsed, record)
         buf.seek(0)
-        return fastavro.schemaless_reader(buf, writer.parsed, reader.parsed)
+        return cast(dict[str, Any], fastavro.schemaless_reader(buf, writer.parsed, reader.parsed))
 
     def convert_body(self, body: bytes, from_format: FormatIndicator | str, to_format: FormatIndicator | str) -> bytes:
         """An Avro binary body written as ``from_format`` re-encoded as ``to_format``."""
@@ -257,7 +257,7 @@ class SchemaRegistry:
     def decode(self, body: bytes, fmt: FormatIndicator | str) -> dict[str, Any]:
         sv = self.resolve(fmt)
         try:
-            return fastavro.schemaless_reader(io.BytesIO(body), sv.parsed, None)
+            return cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(body), sv.parsed, None))
         except Exception as exc:
             raise ConversionError(f"body is not a valid {sv.subject}@{sv.version}: {exc!r}") from exc
 

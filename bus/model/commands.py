@@ -125,7 +125,7 @@ def _encode(kind: str, record: dict[str, Any]) -> bytes:
 def _decode(kind: str, body: bytes) -> dict[str, Any]:
     stream = io.BytesIO(body)
     try:
-        record = fastavro.schemaless_reader(stream, _schema(kind), None)
+        record: Any = fastavro.schemaless_reader(stream, _schema(kind), None)
     except (EOFError, ValueError, UnicodeDecodeError, IndexError, OverflowError, TypeError) as exc:
         raise CommandFault(f"body is not a valid {kind} record: {exc or type(exc).__name__}", code="invalid") from exc
     if stream.tell() != len(body):

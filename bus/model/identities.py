@@ -19,6 +19,7 @@ Text form (``coupler send --target``, ``site.toml``): ``class/provider/name@vers
 from __future__ import annotations
 
 import abc
+import builtins
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -138,7 +139,7 @@ class IdentityRepository(abc.ABC):
     def list(self) -> list[Registration]:
         """Every registration, ordered by identity."""
 
-    def matches(self, pattern: Identity | str) -> list[Registration]:
+    def matches(self, pattern: Identity | str) -> builtins.list[Registration]:
         """Every registration matching ``pattern``, most specific first."""
         pat = Identity.parse(pattern) if isinstance(pattern, str) else pattern
         scored = []

@@ -149,7 +149,7 @@ def _format(name: str, version: int, content_type: str) -> FormatIndicator:
 
 
 def _frozen(cls: type, values: dict[str, Any]) -> Any:
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     obj.__dict__.update(values)
     return obj
 
@@ -287,7 +287,7 @@ def _record_decode(blob: bytes) -> Envelope:
     stream = io.BytesIO(blob)
     stream.seek(1)
     try:
-        rec = fastavro.schemaless_reader(stream, envelope_schema(), None)
+        rec: Any = fastavro.schemaless_reader(stream, envelope_schema(), None)
     except Exception:  # noqa: BLE001 - the canonical reader reports it properly
         return Envelope.from_bytes(blob)
     if stream.tell() != len(blob):

@@ -38,7 +38,8 @@ class SqliteIdentityRepository(IdentityRepository):
 
     def unregister(self, *, adapter: str | None = None, identity: Identity | str | None = None) -> int:
         """Remove the registrations of an adapter and/or of one exact identity."""
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[str | None] = []
         if adapter is not None:
             clauses.append("adapter = ?")
             args.append(adapter)

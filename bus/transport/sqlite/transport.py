@@ -701,7 +701,7 @@ class SqliteTransport(Transport):
             result.append(
                 ChannelStats(
                     channel=name,
-                    kind=kind_of.get(name, "queue"),  # type: ignore[arg-type]
+                    kind=kind_of.get(name, "queue"),
                     depth=d[1] if d else 0,
                     ready=int(d[2] or 0) if d else 0,
                     in_flight=int(d[3] or 0) if d else 0,
