@@ -93,11 +93,12 @@ def coupler_env() -> dict[str, str]:
     return env
 
 
-def start_daemon_process(site_file: Path, *extra: str) -> subprocess.Popen[str]:
-    """``coupler daemon --site SITE`` as a child process; returns once its control endpoint answers."""
+def start_daemon_process(site_file: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``coupler daemon --site SITE`` as a child process (in ``env``, default
+    :func:`coupler_env`); returns once its control endpoint answers."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(site_file), *extra],
-        env=coupler_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=coupler_env() if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     client = ControlClient(load_site(site_file).control_socket)
     deadline = time.monotonic() + 30

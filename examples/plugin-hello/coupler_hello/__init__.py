@@ -1,30 +1,79 @@
-"""A trivial Coupler adapter plugin: a ``hello`` adapter that answers ``ping`` and
-``describe`` and greets whoever sends it a document.
+"""A minimal Coupler adapter plugin, the starting point of docs/plugins.md: a ``hello``
+adapter that greets whoever sends it a document.
+
+* ``coupler send --command send --target NAME FILE`` gets the greeting back as a reply
+  document (``on_send``);
+* a document on the adapter's channel (an outbound adapter: ``direction = "outbound"``,
+  ``channel = "..."``) is greeted into ``greetings.txt`` in the ``directory`` option
+  (``deliver``, the one method an outbound adapter needs).
 
 Install it next to Coupler (``pip install ./examples/plugin-hello``) and it shows up in
-``coupler plugins``; a site can then declare ``[[adapters]] type = "hello"``.
+``coupler plugins``; a site then declares it::
+
+    [[adapters]]
+    name = "hi"
+    type = "hello"
+    direction = "outbound"
+    channel = "greetings"
+    options = { greeting = "Hello", directory = "out" }
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
-from coupler.bus.api import Adapter, hookimpl
+from coupler.bus.api import Adapter, Command, Document, Reply, hookimpl
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.errors import CouplerError
+
+GREETING_FORMAT = FormatIndicator("hello.Greeting", 1, "text/plain")
 
 
 class HelloAdapter(Adapter):
-    """Replies to every ``send`` with a greeting for the body's text."""
+    """Greets the text of every document it is sent or delivered."""
 
     type_name = "hello"
     commands = ("send", "ping", "describe")
     directions = ("outbound",)
+    #: the daemon makes a relative ``directory`` absolute against site.toml's folder
+    path_options = ("directory",)
+
+    def __init__(self, name: str, options: dict[str, Any], context: Any = None):
+        unknown = set(options) - {"greeting", "directory"}
+        if unknown:
+            raise CouplerError(f"unknown option {sorted(unknown)[0]!r}", where=f"adapters[{name}].options",
+                               hint="the hello adapter's options are greeting and directory")
+        super().__init__(name, options, context)
+        self.greeting = str(options.get("greeting", "Hello"))
+        self.directory = Path(options["directory"]) if "directory" in options else None
+
+    def start(self) -> None:
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
 
     def greet(self, body: bytes) -> bytes:
-        greeting = self.options.get("greeting", "Hello")
-        return f"{greeting}, {body.decode('utf-8', 'replace')}!".encode()
+        return f"{self.greeting}, {body.decode('utf-8', 'replace').strip()}!".encode()
+
+    def on_send(self, command: Command) -> Reply:
+        """``send``: deliver the document, and answer with the greeting."""
+        assert command.document is not None  # the bus only sends `send` with a document
+        self.deliver(command.document.to_envelope(origin=command.envelope.origin))
+        greeting = Document(GREETING_FORMAT, self.greet(command.document.body))
+        return Reply(documents=[greeting], details={"status": "greeted"})
+
+    def deliver(self, envelope: Envelope) -> None:
+        """Outbound: one document from the channel; raising here has it redelivered."""
+        if self.directory is None:
+            return
+        with open(self.directory / "greetings.txt", "ab") as out:
+            out.write(self.greet(envelope.body) + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "greeting": self.options.get("greeting", "Hello")}
+        return {**super().describe(), "greeting": self.greeting}
 
 
 @hookimpl
