@@ -12,6 +12,7 @@ fails). Replies carry ``correlation_id`` = the command's ``message_id``, the com
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
@@ -283,7 +284,12 @@ class ReplyInfo:
             "correlation_id": self.correlation_id,
         }
         if self.ok:
-            data["details"] = dict(self.details)
+            details: dict[str, Any] = dict(self.details)
+            if self.command == "describe" and "description" in details:
+                # the Reply schema carries strings; the description is an object to its reader
+                with contextlib.suppress(ValueError):
+                    details["description"] = json.loads(details["description"])
+            data["details"] = details
             data["documents"] = [
                 {"format": str(d.format), "properties": d.properties, "body": _text_or_b64(d.body)}
                 for d in self.documents

@@ -31,7 +31,9 @@ class AdapterStats:
     type: str
     state: str = "created"  # created | running | paused | failed | stopped
     received: int = 0  # in: commands and documents it took from the bus
-    sent: int = 0  # out: messages it put on the bus (published, replies)
+    #: out: what it passed on: messages put on the bus (published, replies) and documents
+    #: delivered to its legacy system
+    sent: int = 0
     failed: int = 0
     last_heartbeat: float | None = None
     error: str | None = None

@@ -630,6 +630,7 @@ class Daemon:
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
             self.transport.ack(d)
+            self.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
         return handle
 

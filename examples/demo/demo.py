@@ -32,11 +32,13 @@ import base64
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import string
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -98,6 +100,33 @@ class Demo:
     def step(self, title: str) -> None:
         self.say(f"\n== [{time.monotonic() - self.started:6.1f}s] {title}")
 
+    @contextlib.contextmanager
+    def activity(self, label: str, probe: Callable[[], str] | None = None) -> Iterator[None]:
+        """A step that takes a while: on a terminal a live line (spinner, elapsed seconds and
+        what ``probe`` says); piped, nothing until its closing line with the time it took."""
+        t0 = time.monotonic()
+        if self.stream.isatty():
+            from rich.console import Console
+
+            with Console(file=self.stream).status(label) as status:
+                stop = threading.Event()
+
+                def tick() -> None:
+                    while not stop.wait(0.25):
+                        extra = probe() if probe else ""
+                        status.update(f"{label}  {time.monotonic() - t0:6.1f} s  {extra}")
+
+                ticker = threading.Thread(target=tick, daemon=True)
+                ticker.start()
+                try:
+                    yield
+                finally:
+                    stop.set()
+                    ticker.join()
+        else:
+            yield
+        self.say(f"  {label}: {time.monotonic() - t0:.1f} s")
+
     def spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -138,7 +167,7 @@ class Demo:
         """Run ``coupler ARGS --site var/demo/site.toml`` (the site goes after the command group)."""
         argv = [*self.coupler, *args]
         if show:
-            self.say("$ coupler " + " ".join(args))
+            self.say("$ " + shlex.join(["coupler", *args]))
         done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=timeout)
         if show and done.stdout.strip():
             self.say("  " + done.stdout.rstrip().replace("\n", "\n  "))
@@ -254,7 +283,7 @@ class Demo:
         self.say("  " + json.dumps(CHANGE))
         args = ["send", *self.site_args(), "--command", "send", "--target", "policies",
                 "--format", "acme.AddressChange@2", str(document), "--json"]
-        self.say("$ coupler " + " ".join(args))
+        self.say("$ " + shlex.join(["coupler", *args]))
         sent_wall, t0 = time.time(), time.monotonic()
         done = self.cli(*args, check=False)
         elapsed = time.monotonic() - t0
@@ -396,7 +425,9 @@ class Demo:
     def nightly_batch(self) -> None:
         proc = dict(self.procs)["life-extract"]
         t0 = time.monotonic()
-        if proc.wait(600) != 0:
+        with self.activity("the mainframe writes the extract", lambda: _mb(self.extract_tmp)):
+            rc = proc.wait(600)
+        if rc != 0:
             raise DemoError(f"the extract job failed: {(self.logs / 'life-extract.log').read_text()[-800:]}")
         self.say(self.wait_for_line("life-extract", "records,"))
         nightly = self.out / "life" / "dropbox" / "nightly" / self.extract_name
@@ -408,7 +439,9 @@ class Demo:
             found = [p for p in batch_dir.glob(f"*{self.extract_name}") if p.stat().st_size == size]
             return found[0] if found else None
 
-        staged = self.wait_for(staged_file, 600)
+        with self.activity("the extract goes through the SFTP drop box to the batch area",
+                           lambda: _mb(*batch_dir.glob(f"*{self.extract_name}*"))):
+            staged = self.wait_for(staged_file, 600)
         transfer = time.monotonic() - t0
         self.say(f"life-nightly staged {staged} ({size / 1e6:.1f} MB) for the batch job")
         self.say("the day's traffic is done: the bus stops and leaves the machine to Spark (the event is durable)")
@@ -416,9 +449,10 @@ class Demo:
         parquet = self.out / "nightly" / "policy-master.parquet"
         args = ["batch", "ingest", "--site", str(self.site), "--source", "life-nightly", "--to", "parquet",
                 "--output", str(parquet), "--master", "local[2]", "--json"]
-        self.say("$ coupler " + " ".join(args))
+        self.say("$ " + shlex.join(["coupler", *args]))
         t1 = time.monotonic()
-        done = self.cli(*args)
+        with self.activity("Spark ingests the extract", lambda: _mb(*parquet.parent.rglob("*.parquet")) + " of Parquet"):
+            done = self.cli(*args)
         spark_seconds = time.monotonic() - t1
         result = json.loads(done.stdout)[0]
         self.say(f"  {result['records']} records, {result['errors']} errors -> {result['output']} "
@@ -474,6 +508,15 @@ class Demo:
                  f"-> Parquet in {n['spark_seconds']} s (drop box transfer {n['transfer_seconds']} s); "
                  f"event {n['event']['format']}")
         self.say(f"outputs in {self.out}; summary {self.out / 'summary.json'}; total {total:.1f} s")
+
+
+def _mb(*paths: Path) -> str:
+    """The size of ``paths`` together, in MB (missing ones count 0)."""
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return f"{total / 1e6:.1f} MB"
 
 
 def _ack_fields(xml: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ import pytest
 from coupler.bus.cli.main import main
 from coupler.canonical import Envelope, FormatIndicator
 
-from .site_helpers import running_daemon, write_site
+from .site_helpers import running_daemon, wait_for, write_site
 
 SITE = """
 [[adapters]]
@@ -36,11 +36,18 @@ def test_ctl_inspection_commands(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert d.transport is not None
         d.transport.send("to-echo", Envelope(format=FormatIndicator.parse("t.T@1"), body=b"1"))
         d.transport.receive_wait("echo.out", "t", wait=10)
-        rc, out, _ = run(capsys, "ctl", "--site", s, "status", "--json")
-        status = json.loads(out)
-        assert rc == 0 and status["state"] == "running"
+
+        def status_once_delivered() -> dict:
+            rc, out, _ = run(capsys, "ctl", "--site", s, "status", "--json")
+            assert rc == 0
+            got = json.loads(out)
+            return got if got["adapters"][0]["out"] == 2 else {}
+
+        # OUT counts what it passed on: the copy it published and the document it delivered
+        status = wait_for(status_once_delivered, "the delivery to be counted")
+        assert status["state"] == "running"
         (echo,) = status["adapters"]
-        assert echo["name"] == "echo1" and echo["state"] == "running" and echo["in"] == 1 and echo["out"] == 1
+        assert echo["name"] == "echo1" and echo["state"] == "running" and echo["in"] == 1 and echo["out"] == 2
         assert echo["last_heartbeat_age"] is not None
         channels = {c["channel"]: c for c in status["channels"]}
         assert channels["to-echo"]["acked"] == 1 and channels["to-echo"]["depth"] == 0
@@ -101,6 +108,12 @@ def test_send_prints_replies_and_faults(tmp_path: Path, capsys: pytest.CaptureFi
         rc, out, _ = run(capsys, "send", "--site", s, "-c", "fetch", "-t", "crm/acme", "--max", "1", "--json")
         (reply,) = json.loads(out)
         assert reply["ok"] and reply["adapter"] == "echo1" and len(reply["documents"]) == 1
+        rc, out, _ = run(capsys, "send", "--site", s, "-c", "describe", "-t", "echo1", "--json")
+        (reply,) = json.loads(out)
+        assert reply["details"]["description"]["name"] == "echo1"  # an object, not JSON in a string
+        assert "send" in reply["details"]["description"]["commands"]
+        rc, out, _ = run(capsys, "send", "--site", s, "-c", "describe", "-t", "echo1")
+        assert rc == 0 and '"description": {' in out
         rc, out, _ = run(capsys, "send", "--site", s, "-c", "describe", "-t", "nobody")
         assert rc == 1 and out.startswith("bus: fault unserved: no adapter serves 'describe' for target 'nobody'")
         rc, _, err = run(capsys, "send", "--site", s, "-c", "send", "-t", "echo1")

@@ -3,6 +3,7 @@ temporary environment, run by a real daemon, answers a ``send`` and delivers fro
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +61,15 @@ def test_plugin_hello_replies_to_send_and_delivers_from_its_channel(tmp_path: Pa
         wait_for(lambda: greetings.exists() and greetings.read_text().count("\n") == 3,
                  "three greetings (one sent, two delivered from the channel)", timeout=60)
         assert sorted(greetings.read_text().splitlines()) == ["Hi, Ada!", "Hi, Grace!", "Hi, world!"]
+
+        def counted() -> dict:
+            status = json.loads(coupler(env, "ctl", "--site", str(site), "status", "--json").stdout)
+            hi = next(a for a in status["adapters"] if a["name"] == "hi")
+            return hi if hi["out"] == 3 else {}
+
+        # an outbound adapter's OUT counts what it delivered (2) and the reply it sent (1)
+        hi = wait_for(counted, "the deliveries to be counted")
+        assert (hi["in"], hi["out"], hi["failed"]) == (3, 3, 0)
     finally:
         daemon.terminate()
         _, err = daemon.communicate(timeout=60)
