@@ -451,7 +451,7 @@ class Demo:
                 "--output", str(parquet), "--master", "local[2]", "--json"]
         self.say("$ " + shlex.join(["coupler", *args]))
         t1 = time.monotonic()
-        with self.activity("Spark ingests the extract", lambda: _mb(*parquet.parent.rglob("*.parquet")) + " of Parquet"):
+        with self.activity("Spark ingests the extract"):
             done = self.cli(*args)
         spark_seconds = time.monotonic() - t1
         result = json.loads(done.stdout)[0]
