@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     q = ops.add_parser("put", help="send messages: one per FILE, or one per line of standard input with --lines")
     add_site_argument(q)
-    q.add_argument("channel", metavar="CHANNEL")
+    q.add_argument("channel", metavar="CHANNEL", help="the channel's name")
     q.add_argument("files", metavar="FILE", nargs="*", help="one message per file ('-' or none: standard input)")
     q.add_argument("--format", default=DEFAULT_FORMAT, help=f"format indicator NAME@V[;content/type] (default {DEFAULT_FORMAT})")
     q.add_argument("--lines", action="store_true", help="one message per line of standard input")
@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     q = ops.add_parser("get", help="receive and acknowledge messages (--peek: look without receiving)")
     add_site_argument(q)
-    q.add_argument("channel", metavar="CHANNEL")
+    q.add_argument("channel", metavar="CHANNEL", help="the channel's name")
     q.add_argument("--max", type=int, default=1, help="at most N messages (default 1)")
     q.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="wait up to SECONDS for a first message")
     q.add_argument("--peek", action="store_true", help="leave the messages on the channel")
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     q = ops.add_parser("purge", help="delete every message of a channel (Channel Purger)")
     add_site_argument(q)
-    q.add_argument("channel", metavar="CHANNEL")
+    q.add_argument("channel", metavar="CHANNEL", help="the channel's name")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run_purge)
 

@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(dec)
     dec.add_argument("data", nargs="+", help="data files")
     _options_arg(dec)
-    dec.add_argument("--to", choices=("jsonl", "avro", "parquet"), default="jsonl")
+    dec.add_argument("--to", choices=("jsonl", "avro", "parquet"), default="jsonl", help="output format")
     dec.add_argument("--output", help="output file (default: standard output for jsonl)")
     dec.add_argument("--errors", help="write bad-record reports (JSON lines) to this file")
     dec.add_argument(

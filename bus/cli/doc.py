@@ -58,6 +58,9 @@ def _render(parser: argparse.ArgumentParser, path: list[str], level: int, out: l
             out.append(" ".join(parser.description.split()) + "\n")
         usage = " ".join(parser.format_usage().replace("usage: ", "").split())
         out.append(f"```\n{usage}\n```\n")
+        if parser.epilog:
+            out.append("Examples:\n\n```\n" + "\n".join(
+                line.strip() for line in parser.epilog.splitlines()[1:]) + "\n```\n")
     if rows:
         out.append("| argument | meaning |\n|---|---|")
         out.extend(rows)

@@ -1,6 +1,6 @@
 """The ``coupler`` command line.
 
-Each command group lives in its own module (``cli_<group>.py``) with a
+Each command group lives in its own module (``bus/cli/<group>.py``) with a
 ``register(subparsers)`` function; this module builds the parser from them and turns a
 :class:`CouplerError` into one line on standard error and a non-zero exit code: 2 for a
 usage error, 1 for a failure. ``--debug`` shows the traceback as well.
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from coupler.bus.cli.examples import attach
 from coupler.canonical.errors import CouplerError
 
 #: the modules that each add a command group (in the order ``coupler --help`` lists them)
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    attach(parser)
     return parser
 
 

@@ -20,7 +20,7 @@ from coupler.canonical.errors import CouplerError, UsageError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("send", help="issue a command (send, fetch, request, ping, describe) and print the replies")
     add_site_argument(p)
-    p.add_argument("--command", "-c", required=True, choices=COMMON_COMMANDS)
+    p.add_argument("--command", "-c", required=True, choices=COMMON_COMMANDS, help="the common command to issue")
     p.add_argument("--target", "-t", required=True, help="adapter name, declared target or identity pattern (class/provider/name@version)")
     p.add_argument("file", metavar="FILE", nargs="?", help="the document of send/request ('-': standard input)")
     p.add_argument("--format", default=DEFAULT_FORMAT, help=f"format indicator of the document (default {DEFAULT_FORMAT})")

@@ -33,12 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "avro:NAME@V (an Avro container file of a canonical entity) or jsonl. A mapping (--map) applies where "
         "its legacy schema is the input's (legacy -> canonical) or the output's (canonical -> legacy).",
     )
-    p.add_argument("--from", dest="from_spec", required=True, metavar="SPEC", help="format of INPUT")
-    p.add_argument("--to", dest="to_spec", required=True, metavar="SPEC", help="format of OUTPUT")
+    p.add_argument("--from", dest="from_spec", required=True, metavar="SPEC", help="format of INPUT: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT][@ROOT/RECORD], avro:NAME@V or jsonl")
+    p.add_argument("--to", dest="to_spec", required=True, metavar="SPEC", help="format of OUTPUT, as --from")
     p.add_argument("--map", dest="maps", action="append", default=[], type=Path, metavar="MAP.toml",
                    help="a field mapping (repeatable: one for each legacy side)")
-    p.add_argument("input", type=Path, metavar="INPUT")
-    p.add_argument("--output", required=True, type=Path, metavar="OUTPUT")
+    p.add_argument("input", type=Path, metavar="INPUT", help="the file to translate")
+    p.add_argument("--output", required=True, type=Path, metavar="OUTPUT", help="the file to write")
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a copybook (Cobrix) option, e.g. -o encoding=ascii (repeatable)")
     add_schemas_option(p)

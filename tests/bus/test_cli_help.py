@@ -1,0 +1,64 @@
+"""Every command's ``--help`` ends with examples, and every example is a command line the
+parser accepts (so an example cannot drift from the options it shows)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+
+import pytest
+
+from coupler.bus.cli.doc import _subcommands
+from coupler.bus.cli.examples import EXAMPLES
+from coupler.bus.cli.main import build_parser
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [path]
+    for name, sub, _ in _subcommands(parser):
+        found += _commands(sub, (*path, name))
+    return found
+
+
+COMMANDS = _commands(build_parser())
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "coupler")
+def test_help_ends_with_examples(path: tuple[str, ...]) -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+        build_parser().parse_args([*path, "--help"])
+    assert done.value.code == 0
+    text = out.getvalue().rstrip()
+    assert "\nexamples:\n" in text, f"coupler {' '.join(path)} --help has no examples"
+    assert "coupler " in text.splitlines()[-1]
+
+
+def test_every_example_names_a_command_and_parses() -> None:
+    parser = build_parser()
+    known = {" ".join(p) for p in COMMANDS}
+    assert set(EXAMPLES) <= known, f"examples of commands that do not exist: {set(EXAMPLES) - known}"
+    for path, examples in EXAMPLES.items():
+        for _, line in examples:
+            for part in line.replace("&&", "|").split("|"):
+                argv = shlex.split(part)
+                if not argv or argv[0] != "coupler":
+                    continue
+                err = io.StringIO()
+                try:
+                    with contextlib.redirect_stderr(err):
+                        parser.parse_args(argv[1:])
+                except SystemExit:
+                    pytest.fail(f"example of `coupler {path}` does not parse: {part.strip()}\n{err.getvalue()}")
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "coupler")
+def test_every_argument_says_what_it_is(path: tuple[str, ...]) -> None:
+    parser = build_parser()
+    for name in path:
+        parser = dict((n, s) for n, s, _ in _subcommands(parser))[name]
+    silent = [a.option_strings[0] if a.option_strings else (a.metavar or a.dest) for a in parser._actions
+              if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
+    assert not silent, f"coupler {' '.join(path)}: no help for {silent}"
