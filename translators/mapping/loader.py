@@ -525,7 +525,10 @@ def _join(sep: str, to_text: list[Callable[[Any], Any]], whole: Callable[[Any], 
     def fn(values: list[Any]) -> list[Any]:
         if all(v is None for v in values):
             return [None]
-        return [whole(sep.join("" if v is None else cast(v) for cast, v in zip(to_text, values, strict=True)))]
+        # an empty or missing part is left out, not joined as an empty string: "Ann" + "" +
+        # "Smith" is "Ann Smith", and a missing first name gives "Smith", not " Smith"
+        parts = ("" if v is None else cast(v) for cast, v in zip(to_text, values, strict=True))
+        return [whole(sep.join(p for p in parts if p != ""))]
 
     return fn
 

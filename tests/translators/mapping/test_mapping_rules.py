@@ -186,6 +186,13 @@ def test_concatenation_and_its_inverse_split() -> None:
     assert (back["FIRST"], back["LAST"]) == ("Ada", "Lovelace King")
 
 
+def test_concatenation_leaves_out_empty_parts() -> None:
+    m = load('[[field]]\nlegacy = ["FIRST", "LAST"]\ncanonical = "name"\nseparator = " "\n')
+    assert m.to_canonical({"CUST_ID": 1, "FIRST": "", "LAST": "Hopper"})["name"] == "Hopper"
+    assert m.to_canonical({"CUST_ID": 1, "FIRST": None, "LAST": "Hopper"})["name"] == "Hopper"
+    assert m.to_canonical({"CUST_ID": 1, "FIRST": "Grace", "LAST": ""})["name"] == "Grace"
+
+
 def test_splitting_and_its_inverse_concatenation() -> None:
     m = load('[[field]]\nlegacy = "FULL"\ncanonical = ["last", "first"]\nseparator = ", "\n')
     canonical, back = both(m, {"CUST_ID": 1, "FULL": "Hopper, Grace"})
