@@ -115,6 +115,8 @@ class SocketOptions:
     idle_timeout: float = 300.0
     read_timeout: float = 30.0
     max_connections: int = 100
+    first_byte_timeout: float = 10.0
+    max_connections_per_peer: int = 10
     max_in_flight: int = 16
     fault_response: str | None = None
     acknowledge: bool = True
@@ -220,6 +222,8 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         idle_timeout=r.positive("idle_timeout", 300.0),
         read_timeout=r.positive("read_timeout", 30.0),
         max_connections=r.positive("max_connections", 100, int),
+        first_byte_timeout=r.positive("first_byte_timeout", 10.0),
+        max_connections_per_peer=r.positive("max_connections_per_peer", 10, int),
         max_in_flight=r.positive("max_in_flight", 16, int),
         fault_response=r.get("fault_response", str),
         acknowledge=r.get("acknowledge", bool, True),
