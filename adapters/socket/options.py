@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ssl
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from coupler.adapters.common.errors import AdapterConfigError
+from coupler.adapters.common.tls import TLSOptions, parse_tls
 from coupler.canonical.errors import CouplerError
 from coupler.translators.framing import (
     DEFAULT_MAX_FRAME,
@@ -25,7 +25,7 @@ EXCHANGES = ("one-way", "request-reply")
 CORRELATIONS = ("connection", "field")
 
 
-class SocketConfigError(CouplerError):
+class SocketConfigError(AdapterConfigError):
     """An adapter option that is missing or wrong."""
 
 
@@ -58,46 +58,6 @@ class _Reader:
         if value <= 0:
             raise SocketConfigError(f"must be greater than 0, got {value}", where=_where(self.adapter, key))
         return value
-
-
-@dataclass(frozen=True)
-class TLSOptions:
-    cert: Path | None = None
-    key: Path | None = None
-    ca: Path | None = None
-    client_auth: str = "none"  # server: none | optional | required
-    server_hostname: str | None = None
-    verify: bool = True
-
-    def server_context(self) -> ssl.SSLContext:
-        if self.cert is None:
-            raise SocketConfigError("a TLS server needs options.tls.cert (and key)", where="options.tls.cert")
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        _load_chain(ctx, self)
-        if self.client_auth != "none":
-            if self.ca is None:
-                raise SocketConfigError("client authentication needs options.tls.ca", where="options.tls.ca")
-            ctx.load_verify_locations(cafile=str(self.ca))
-            ctx.verify_mode = ssl.CERT_REQUIRED if self.client_auth == "required" else ssl.CERT_OPTIONAL
-        return ctx
-
-    def client_context(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(self.ca) if self.ca else None)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        if not self.verify:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        if self.cert is not None:
-            _load_chain(ctx, self)
-        return ctx
-
-
-def _load_chain(ctx: ssl.SSLContext, tls: TLSOptions) -> None:
-    try:
-        ctx.load_cert_chain(str(tls.cert), str(tls.key) if tls.key else None)
-    except (OSError, ssl.SSLError) as exc:
-        raise SocketConfigError(f"cannot load the certificate {tls.cert}: {exc}", where="options.tls.cert") from exc
 
 
 @dataclass(frozen=True)
@@ -180,20 +140,7 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         raise
     except CouplerError as exc:
         raise SocketConfigError(exc.message, where=_where(adapter, "framing")) from None
-    tls = None
-    if "tls" in options:
-        t = options["tls"]
-        if not isinstance(t, dict):
-            raise SocketConfigError("expected a table {cert, key, ca, client_auth}", where=_where(adapter, "tls"))
-        tr = _Reader(adapter, t)
-        tls = TLSOptions(
-            cert=Path(tr.get("cert", str)) if t.get("cert") else None,
-            key=Path(tr.get("key", str)) if t.get("key") else None,
-            ca=Path(tr.get("ca", str)) if t.get("ca") else None,
-            client_auth=tr.get("client_auth", str, "none", choices=("none", "optional", "required")),
-            server_hostname=tr.get("server_hostname", str),
-            verify=tr.get("verify", bool, True),
-        )
+    tls = parse_tls(adapter, options)
     exchange = r.get("exchange", str, "one-way", choices=EXCHANGES)
     target, channel = r.get("target", str), r.get("request_channel", str)
     if mode == "server" and exchange == "request-reply" and not (target or channel):
