@@ -341,10 +341,9 @@ class SoapAdapter(Adapter):
     def _remember(self, key: str) -> bool:
         """Record a nonce for the freshness window: False when it was seen within it. In the
         site's store when the adapter runs in a daemon (every daemon of a site shares it)."""
-        remember = getattr(self.context, "remember", None)
-        if remember is None:
+        if self.context is None:
             return self._nonces.remember(key, self.token_policy.window)
-        return bool(remember(f"wsse-nonce:{key}", self.token_policy.window))
+        return self.context.remember("wsse-nonce", key, self.token_policy.window)
 
     def _find_operation(self, version: str, body: list[Any], action: str) -> BoundOperation | None:
         ops = self.operations[version].values()

@@ -65,6 +65,12 @@ class AdapterContext(Protocol):
         ``files.db`` in the adapter's :attr:`data_dir`."""
         ...
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        """A replay cache in the site's store: record ``key`` in ``scope`` (site-wide, shared
+        by every adapter and every daemon of the site) for ``ttl`` seconds; False when it was
+        recorded within the last ``ttl`` seconds (e.g. a WS-Security nonce used twice)."""
+        ...
+
 
 class Adapter:
     """Base class of Channel Adapters.

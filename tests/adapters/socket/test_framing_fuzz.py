@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from coupler.adapters.socket import SocketAdapter
 from coupler.bus.api import CommandFault, Document
-from coupler.bus.commands import command_envelope, parse_command
+from coupler.bus.model.commands import command_envelope, parse_command
 from coupler.canonical import FormatIndicator
 from tests.translators.framing.test_framing_fuzz import streams
 
