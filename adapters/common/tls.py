@@ -14,9 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coupler.bus.api import OptionDoc
+
 from .errors import AdapterConfigError
 
 CLIENT_AUTH = ("none", "optional", "required")
+
+#: the TLS options in the generated configuration reference
+TLS_OPTION_DOCS = (
+    OptionDoc("tls.cert", "string", None, "Server: its certificate (PEM); with it the adapter speaks TLS (1.2 at least). Client: a certificate for client authentication."),
+    OptionDoc("tls.key", "string", None, "The private key of `tls.cert` (PEM)."),
+    OptionDoc("tls.ca", "string", None, "Server: the CA of client certificates. Client: the CA of the server (default: the system's)."),
+    OptionDoc("tls.client_auth", "string", "none", "Server: `none`, `optional` or `required` client certificates (needs `tls.ca`)."),
+)
 
 
 class TLSConfigError(AdapterConfigError):

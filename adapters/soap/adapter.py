@@ -31,10 +31,18 @@ import aiohttp
 from aiohttp import web
 from lxml import etree
 
-from coupler.adapters.common.tls import TLSOptions, parse_tls
+from coupler.adapters.common.tls import TLS_OPTION_DOCS, TLSOptions, parse_tls
 from coupler.adapters.socket.bus import request_command
 from coupler.adapters.socket.loop import LoopThread
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
+from coupler.bus.api import (
+    Adapter,
+    AdapterContext,
+    Command,
+    CommandFault,
+    Document,
+    OptionDoc,
+    Reply,
+)
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
@@ -104,6 +112,17 @@ class SoapAdapter(Adapter):
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
     path_options: ClassVar[tuple[str, ...]] = ("wsdl", "tls.cert", "tls.key", "tls.ca")
+    option_docs: ClassVar[tuple[OptionDoc, ...]] = (
+        OptionDoc("users", "table", None, "Server: user name -> password; every request must then carry a WS-Security UsernameToken of one of them."),
+        OptionDoc("username_token_ttl", "number", TokenPolicy.ttl,
+                  "Server: seconds a UsernameToken's `Created` may lie in the past (WSS4J `utTimeToLive`); older is refused, `wsse:MessageExpired`."),
+        OptionDoc("username_token_future_ttl", "number", TokenPolicy.future_ttl,
+                  "Server: seconds it may lie in the future, the clock-skew allowance (WSS4J `utFutureTimeToLive`). Nonces are remembered site-wide for both together; one used again is refused."),
+        OptionDoc("allow_password_text_over_http", "boolean", TokenPolicy.allow_password_text_over_http,
+                  "Server: accept a PasswordText token on a connection without TLS."),
+        OptionDoc("max_request_bytes", "integer", 1024 * 1024, "Server: larger request bodies are answered HTTP 413 unread."),
+        *TLS_OPTION_DOCS,
+    )
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
@@ -136,8 +155,8 @@ class SoapAdapter(Adapter):
         self.password = _opt(name, o, "password", str)
         self.digest = bool(_opt(name, o, "password_digest", bool, False))
         self.token_policy = TokenPolicy(
-            ttl=_positive(name, o, "username_token_ttl", 300.0),
-            future_ttl=_positive(name, o, "username_token_future_ttl", 60.0, zero=True),
+            ttl=_positive(name, o, "username_token_ttl", TokenPolicy.ttl),
+            future_ttl=_positive(name, o, "username_token_future_ttl", TokenPolicy.future_ttl, zero=True),
             allow_password_text_over_http=bool(_opt(name, o, "allow_password_text_over_http", bool, False)),
         )
         self.tls: TLSOptions | None = parse_tls(name, o)

@@ -19,7 +19,15 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
+from coupler.bus.api import (
+    Adapter,
+    AdapterContext,
+    Command,
+    CommandFault,
+    Document,
+    OptionDoc,
+    Reply,
+)
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 from coupler.translators.framing import FrameError
@@ -28,7 +36,7 @@ from . import hl7v2
 from .bus import request_channel, request_command
 from .client import FrameClient
 from .loop import LoopThread
-from .options import SocketOptions, parse_options
+from .options import OPTION_DOCS, SocketOptions, parse_options
 from .server import CloseConnection, FrameServer, ServerLimits
 from .translate import PayloadTranslator, make_translator
 
@@ -45,6 +53,7 @@ class SocketAdapter(Adapter):
     path_options: ClassVar[tuple[str, ...]] = (
         "copybook", "copybook_in", "copybook_out", "tls.cert", "tls.key", "tls.ca",
     )
+    option_docs: ClassVar[tuple[OptionDoc, ...]] = OPTION_DOCS
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)

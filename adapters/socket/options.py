@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from coupler.adapters.common.errors import AdapterConfigError
-from coupler.adapters.common.tls import TLSOptions, parse_tls
+from coupler.adapters.common.tls import TLS_OPTION_DOCS, TLSOptions, parse_tls
+from coupler.bus.api import OptionDoc
 from coupler.canonical.errors import CouplerError
 from coupler.translators.framing import (
     DEFAULT_MAX_FRAME,
@@ -166,12 +167,12 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         request_channel=channel,
         command_channel=r.get("command_channel", str, "coupler.commands"),
         reply_timeout=r.positive("reply_timeout", 30.0),
-        idle_timeout=r.positive("idle_timeout", 300.0),
-        read_timeout=r.positive("read_timeout", 30.0),
-        max_connections=r.positive("max_connections", 100, int),
-        first_byte_timeout=r.positive("first_byte_timeout", 10.0),
-        max_connections_per_peer=r.positive("max_connections_per_peer", 10, int),
-        max_in_flight=r.positive("max_in_flight", 16, int),
+        idle_timeout=r.positive("idle_timeout", SocketOptions.idle_timeout),
+        read_timeout=r.positive("read_timeout", SocketOptions.read_timeout),
+        max_connections=r.positive("max_connections", SocketOptions.max_connections, int),
+        first_byte_timeout=r.positive("first_byte_timeout", SocketOptions.first_byte_timeout),
+        max_connections_per_peer=r.positive("max_connections_per_peer", SocketOptions.max_connections_per_peer, int),
+        max_in_flight=r.positive("max_in_flight", SocketOptions.max_in_flight, int),
         fault_response=r.get("fault_response", str),
         acknowledge=r.get("acknowledge", bool, True),
         tls=tls,
@@ -183,3 +184,20 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         correlation_length=corr_len,
         retries=r.get("retries", int, 2),
     )
+
+
+#: the options in the generated configuration reference: what bounds a peer (docs/adapters/socket.md has all)
+OPTION_DOCS = (
+    OptionDoc("max_connections", "integer", SocketOptions.max_connections,
+              "Server: connections open at once. When all are taken, a new one takes the slot of the longest-waiting connection (no frame in progress) of the peer holding the most; connections in the middle of a frame keep theirs."),
+    OptionDoc("max_connections_per_peer", "integer", SocketOptions.max_connections_per_peer,
+              "Server: connections one peer address may hold; its next one takes the slot of its own longest-waiting connection (nginx `limit_conn` per address)."),
+    OptionDoc("first_byte_timeout", "number", SocketOptions.first_byte_timeout,
+              "Server: seconds from connecting to the first byte of a frame (at most `idle_timeout`)."),
+    OptionDoc("idle_timeout", "number", SocketOptions.idle_timeout, "Server: seconds a connection may wait between frames."),
+    OptionDoc("read_timeout", "number", SocketOptions.read_timeout,
+              "Server: seconds to receive a whole frame from its first byte, however slowly its bytes arrive."),
+    OptionDoc("max_in_flight", "integer", SocketOptions.max_in_flight, "Server: frames waiting for the bus at once."),
+    OptionDoc("max_frame_bytes", "integer", DEFAULT_MAX_FRAME, "Largest frame payload; a longer one (or a longer claimed length) closes the connection before it is buffered."),
+    *TLS_OPTION_DOCS,
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -14,6 +15,17 @@ from coupler.canonical import Envelope, FormatIndicator
 
 #: values of ``health()["status"]``, from good to bad
 HEALTH_STATES = ("ok", "degraded", "down")
+
+
+@dataclass(frozen=True)
+class OptionDoc:
+    """One key of an adapter type's ``[adapters.options]``, for the generated configuration
+    reference (``docs/configuration.md``, section "Adapter options")."""
+
+    key: str  # dotted for nested tables: "tls.cert"
+    kind: str  # string | integer | number | boolean | table
+    default: Any
+    doc: str
 
 class AdapterContext(Protocol):
     """What the bus gives an adapter: publish, reply, request, logger, config, data dir."""
@@ -86,6 +98,9 @@ class Adapter:
     #: option keys holding file or directory paths, dotted for nested tables (``"tls.cert"``);
     #: the daemon makes relative ones absolute against the directory of site.toml
     path_options: ClassVar[tuple[str, ...]] = ()
+    #: options listed in the generated configuration reference (the adapter's own
+    #: documentation describes them all)
+    option_docs: ClassVar[tuple[OptionDoc, ...]] = ()
 
     #: which way documents flow for this instance: ``inbound``, ``outbound`` or ``both``
     #: (site.toml ``direction``, the one source of it; the daemon sets it before ``start``)
