@@ -145,14 +145,20 @@ class FrameServer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
+    def _first_byte_timeout(self) -> float:
+        """A new connection's time to start a frame (a TLS handshake must finish within it too)."""
+        return min(self.limits.first_byte_timeout, self.limits.idle_timeout)
+
+    @property
     def active(self) -> int:
         return len(self.table)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         try:
+            tls = {"ssl_handshake_timeout": self._first_byte_timeout} if self.ssl_context else {}
             self._server = await asyncio.start_server(
                 self._accept, host, port, ssl=self.ssl_context, limit=CHUNK, reuse_address=True,
-                backlog=max(128, self.limits.max_connections),
+                backlog=max(128, self.limits.max_connections), **tls,
             )
         except OSError as exc:
             raise CouplerError(
@@ -230,7 +236,7 @@ class FrameServer:
             if partial:
                 timeout, what = frame_deadline - time.monotonic(), "read timeout inside a frame"
             elif first:
-                timeout, what = min(limits.first_byte_timeout, limits.idle_timeout), "first byte timeout"
+                timeout, what = self._first_byte_timeout, "first byte timeout"
             else:
                 timeout, what = limits.idle_timeout, "idle timeout"
             try:
