@@ -330,8 +330,8 @@ class SoapAdapter(Adapter):
         try:
             if answer.details.get("soap.fault"):
                 detail = op.fault_detail(answer.details["soap.fault"], answer.documents[0]) if answer.documents else None
-                fault = SoapFault(answer.details.get("soap.fault_code", "Sender"), answer.details.get("soap.fault_reason", answer.details["soap.fault"]), detail=detail)
-                return self._fault_response(version, fault)
+                declared = SoapFault(answer.details.get("soap.fault_code", "Sender"), answer.details.get("soap.fault_reason", answer.details["soap.fault"]), detail=detail)
+                return self._fault_response(version, declared)
             if not answer.documents:
                 raise SoapCodecError(f"the reply to {op.name} carries no document")
             assert op.output is not None
