@@ -203,6 +203,11 @@ class SoapAdapter(Adapter):
                 raise SoapConfigError("the WSDL port has no address; set options.address", where=f"adapter {self.name}: options.address")
             self.url = address
             self._client_ssl = self.tls.client_context() if self.tls else None
+            if self.username and not self.digest and address.startswith("http://"):
+                self.logger.warning(
+                    "SOAP adapter %s sends the password of %s as PasswordText over plain HTTP to %s; "
+                    "use an https:// address or password_digest = true", self.name, self.username, address,
+                )
 
     def stop(self) -> None:
         loop, self._loop = self._loop, None
