@@ -34,6 +34,7 @@ from coupler.bus.model.adapter import (
     HEALTH_STATES,
     Adapter,
     AdapterContext,
+    OptionDoc,
     resolve_path,
     resolve_path_options,
 )
@@ -68,6 +69,6 @@ __all__ = [
     "COMMON_COMMANDS", "DONE", "FAILED", "FAULT_CODES", "FINAL_STATES", "HEALTH_STATES",
     "PROCESSING", "PUBLISHED", "STAGED", "Adapter", "AdapterContext", "Command",
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
-    "InvalidMessage", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
+    "InvalidMessage", "OptionDoc", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
 ]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,14 +31,30 @@ import aiohttp
 from aiohttp import web
 from lxml import etree
 
+from coupler.adapters.common.tls import TLS_OPTION_DOCS, TLSOptions, parse_tls
 from coupler.adapters.socket.bus import request_command
 from coupler.adapters.socket.loop import LoopThread
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
+from coupler.bus.api import (
+    Adapter,
+    AdapterContext,
+    Command,
+    CommandFault,
+    Document,
+    OptionDoc,
+    Reply,
+)
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
 from coupler.translators.soap.envelope import CONTENT_TYPES
 from coupler.translators.soap.wsdl import SOAP11_BINDING, SOAP12_BINDING, XS, Port
+from coupler.translators.soap.wssecurity import (
+    SecurityError,
+    TokenExpired,
+    TokenPolicy,
+    check_token,
+    replay_key,
+)
 from coupler.translators.xml.security import parse_document
 
 from .codec import BoundOperation, Schemas, SoapCodecError, bind_port, from_document, to_document
@@ -44,10 +62,36 @@ from .codec import BoundOperation, Schemas, SoapCodecError, bind_port, from_docu
 SENDER_CODES = ("invalid", "unsupported", "unserved")
 FAULT_NS = "urn:coupler:fault"
 WSSE_FAILED = "wsse:FailedAuthentication"
+WSSE_EXPIRED = "wsse:MessageExpired"
 
 
 class SoapConfigError(CouplerError):
     """An option of the SOAP adapter that is missing or wrong."""
+
+
+def _positive(adapter: str, options: dict[str, Any], key: str, default: float, *, zero: bool = False) -> float:
+    value = _opt(adapter, options, key, float, default)
+    if value < 0 or (value == 0 and not zero):
+        raise SoapConfigError(f"must be greater than {'or equal to ' if zero else ''}0, got {value:g}", where=f"adapter {adapter}: options.{key}")
+    return value
+
+
+class _NonceMemory:
+    """The nonces seen, for an adapter run without a bus (the bus keeps them in the site's store)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, key: str, ttl: float) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._seen) > 10_000:
+                self._seen = {k: t for k, t in self._seen.items() if t > now}
+            if self._seen.get(key, 0.0) > now:
+                return False
+            self._seen[key] = now + ttl
+            return True
 
 
 def _opt(adapter: str, options: dict[str, Any], key: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
@@ -67,7 +111,18 @@ class SoapAdapter(Adapter):
     type_name: ClassVar[str] = "soap"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
-    path_options: ClassVar[tuple[str, ...]] = ("wsdl",)
+    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "tls.cert", "tls.key", "tls.ca")
+    option_docs: ClassVar[tuple[OptionDoc, ...]] = (
+        OptionDoc("users", "table", None, "Server: user name -> password; every request must then carry a WS-Security UsernameToken of one of them."),
+        OptionDoc("username_token_ttl", "number", TokenPolicy.ttl,
+                  "Server: seconds a UsernameToken's `Created` may lie in the past (WSS4J `utTimeToLive`); older is refused, `wsse:MessageExpired`."),
+        OptionDoc("username_token_future_ttl", "number", TokenPolicy.future_ttl,
+                  "Server: seconds it may lie in the future, the clock-skew allowance (WSS4J `utFutureTimeToLive`). Nonces are remembered site-wide for both together; one used again is refused."),
+        OptionDoc("allow_password_text_over_http", "boolean", TokenPolicy.allow_password_text_over_http,
+                  "Server: accept a PasswordText token on a connection without TLS."),
+        OptionDoc("max_request_bytes", "integer", 1024 * 1024, "Server: larger request bodies are answered HTTP 413 unread."),
+        *TLS_OPTION_DOCS,
+    )
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
@@ -99,6 +154,13 @@ class SoapAdapter(Adapter):
         self.username = _opt(name, o, "username", str)
         self.password = _opt(name, o, "password", str)
         self.digest = bool(_opt(name, o, "password_digest", bool, False))
+        self.token_policy = TokenPolicy(
+            ttl=_positive(name, o, "username_token_ttl", TokenPolicy.ttl),
+            future_ttl=_positive(name, o, "username_token_future_ttl", TokenPolicy.future_ttl, zero=True),
+            allow_password_text_over_http=bool(_opt(name, o, "allow_password_text_over_http", bool, False)),
+        )
+        self.tls: TLSOptions | None = parse_tls(name, o)
+        self._nonces = _NonceMemory()
         self.addressing = bool(_opt(name, o, "addressing", bool, False))
         self.formats = {k: FormatIndicator.parse(v, "application/json") for k, v in (_opt(name, o, "formats", dict, {}) or {}).items()}
         self.version = _opt(name, o, "soap_version", str, "1.1" if "1.1" in self.ports else "1.2")
@@ -114,6 +176,7 @@ class SoapAdapter(Adapter):
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._client_ssl: Any = None
 
     @property
     def logger(self) -> logging.Logger:
@@ -139,6 +202,12 @@ class SoapAdapter(Adapter):
             if not address:
                 raise SoapConfigError("the WSDL port has no address; set options.address", where=f"adapter {self.name}: options.address")
             self.url = address
+            self._client_ssl = self.tls.client_context() if self.tls else None
+            if self.username and not self.digest and address.startswith("http://"):
+                self.logger.warning(
+                    "SOAP adapter %s sends the password of %s as PasswordText over plain HTTP to %s; "
+                    "use an https:// address or password_digest = true", self.name, self.username, address,
+                )
 
     def stop(self) -> None:
         loop, self._loop = self._loop, None
@@ -162,7 +231,8 @@ class SoapAdapter(Adapter):
         app.router.add_post(self.path, self._post)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.listen_port)
+        ssl_context = self.tls.server_context() if self.tls else None
+        site = web.TCPSite(self._runner, self.host, self.listen_port, ssl_context=ssl_context)
         try:
             await site.start()
         except OSError as exc:
@@ -170,7 +240,7 @@ class SoapAdapter(Adapter):
         server = site._server
         assert server is not None
         host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
-        return self.endpoint or f"http://{host}:{port}{self.path}"
+        return self.endpoint or f"{'https' if ssl_context else 'http'}://{host}:{port}{self.path}"
 
     async def _get(self, request: web.Request) -> web.Response:
         if "xsd" in request.query:
@@ -205,8 +275,21 @@ class SoapAdapter(Adapter):
         return web.Response(body=etree.tostring(tree, xml_declaration=True, encoding="UTF-8"), content_type="text/xml", charset="utf-8")
 
     async def _post(self, request: web.Request) -> web.Response:
-        body = await request.read()
+        """One SOAP request. Whatever it raises is contained to it: it goes to the Invalid
+        Message Channel with its cause, the caller gets a Receiver fault, the adapter goes on."""
+        body = await request.read()  # too large: aiohttp answers 413 (client_max_size)
         version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
+        try:
+            return await self._answer(request, body, version)
+        except Exception as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            self.logger.error("SOAP request from %s failed: %s", request.remote, cause)
+            self.logger.debug("the error above in full", exc_info=exc)
+            await self._invalid(body, f"SOAP request from {request.remote} failed while being handled: {cause}")
+            told = f"internal error ({type(exc).__name__}); the request is kept for the operator"
+            return self._fault_response(version, SoapFault("Receiver", told))
+
+    async def _answer(self, request: web.Request, body: bytes, version: str) -> web.Response:
         try:
             message = unwrap(body, name="request")
         except CouplerError as exc:
@@ -216,10 +299,9 @@ class SoapAdapter(Adapter):
         if version not in self.operations:
             return self._fault_response(version, SoapFault("VersionMismatch", f"this endpoint speaks SOAP {', '.join(self.operations)}"))
         if self.users:
-            token = message.security
-            if token is None or token.username not in self.users or not token.verify(self.users[token.username]):
-                self.logger.warning("SOAP request refused: authentication failed (%s)", token.username if token else "no UsernameToken")
-                return self._fault_response(version, SoapFault("Sender", "authentication failed", subcode=WSSE_FAILED))
+            refused = await self._authenticate(message.security, secure=request.secure, remote=request.remote)
+            if refused is not None:
+                return self._fault_response(version, refused)
         op = self._find_operation(version, message.body, request.headers.get("SOAPAction", "").strip('"'))
         if op is None:
             got = message.body[0].tag if message.body else "an empty body"
@@ -253,8 +335,8 @@ class SoapAdapter(Adapter):
         try:
             if answer.details.get("soap.fault"):
                 detail = op.fault_detail(answer.details["soap.fault"], answer.documents[0]) if answer.documents else None
-                fault = SoapFault(answer.details.get("soap.fault_code", "Sender"), answer.details.get("soap.fault_reason", answer.details["soap.fault"]), detail=detail)
-                return self._fault_response(version, fault)
+                declared = SoapFault(answer.details.get("soap.fault_code", "Sender"), answer.details.get("soap.fault_reason", answer.details["soap.fault"]), detail=detail)
+                return self._fault_response(version, declared)
             if not answer.documents:
                 raise SoapCodecError(f"the reply to {op.name} carries no document")
             assert op.output is not None
@@ -264,6 +346,28 @@ class SoapAdapter(Adapter):
             return self._fault_response(version, SoapFault("Receiver", f"the reply cannot be written: {exc}"))
         payload = wrap(elements, version=version, addressing=reply_addressing)
         return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPES[version]})
+
+    async def _authenticate(self, token: UsernameToken | None, *, secure: bool, remote: str | None) -> SoapFault | None:
+        """None when ``token`` authenticates a user with a fresh, unused nonce; else the fault."""
+        try:
+            check_token(token, self.users.get, self.token_policy, secure=secure)
+            assert token is not None
+            key = replay_key(token)
+            if key is not None and not await asyncio.get_running_loop().run_in_executor(self._executor, self._remember, key):
+                raise SecurityError(f"user {token.username!r}: the nonce was used before (a replayed request)")
+        except SecurityError as exc:
+            self.logger.warning("SOAP request from %s refused: %s", remote, exc)
+            if isinstance(exc, TokenExpired):
+                return SoapFault("Sender", "the security token has expired", subcode=WSSE_EXPIRED)
+            return SoapFault("Sender", "authentication failed", subcode=WSSE_FAILED)
+        return None
+
+    def _remember(self, key: str) -> bool:
+        """Record a nonce for the freshness window: False when it was seen within it. In the
+        site's store when the adapter runs in a daemon (every daemon of a site shares it)."""
+        if self.context is None:
+            return self._nonces.remember(key, self.token_policy.window)
+        return self.context.remember("wsse-nonce", key, self.token_policy.window)
 
     def _find_operation(self, version: str, body: list[Any], action: str) -> BoundOperation | None:
         ops = self.operations[version].values()
@@ -279,8 +383,8 @@ class SoapAdapter(Adapter):
             return
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, self.context.invalid, body, reason)
-        except CouplerError as exc:
-            self.logger.error("cannot record an invalid SOAP request: %s", exc)
+        except Exception as exc:  # the store failing must not take the adapter down either
+            self.logger.error("cannot record an invalid SOAP request (%s): %s", reason, exc)
 
     def _publish(self, document: Document) -> None:
         assert self.context is not None
@@ -300,7 +404,13 @@ class SoapAdapter(Adapter):
 
     def _fault_response(self, version: str, fault: SoapFault) -> web.Response:
         status = 400 if version == "1.2" and fault.code == "Sender" else 500
-        return web.Response(status=status, body=wrap(fault=fault, version=version), headers={"Content-Type": CONTENT_TYPES[version]})
+        try:
+            payload = wrap(fault=fault, version=version)
+        except ValueError:  # a reason holding characters XML cannot carry
+            fault.reason = "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" else "?" for c in fault.reason)
+            fault.detail = None
+            payload = wrap(fault=fault, version=version)
+        return web.Response(status=status, body=payload, headers={"Content-Type": CONTENT_TYPES[version]})
 
     # -- client ------------------------------------------------------------------------------
 
@@ -381,7 +491,8 @@ class SoapAdapter(Adapter):
         for attempt in range(self.retries + 1):
             try:
                 async with self._session.post(
-                    self.url or "", data=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+                    self.url or "", data=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout),
+                    ssl=self._client_ssl if self._client_ssl is not None else True,
                 ) as response:
                     return response.status, await response.read()
             except TimeoutError:

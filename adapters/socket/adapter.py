@@ -19,7 +19,15 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
+from coupler.bus.api import (
+    Adapter,
+    AdapterContext,
+    Command,
+    CommandFault,
+    Document,
+    OptionDoc,
+    Reply,
+)
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 from coupler.translators.framing import FrameError
@@ -28,7 +36,7 @@ from . import hl7v2
 from .bus import request_channel, request_command
 from .client import FrameClient
 from .loop import LoopThread
-from .options import SocketOptions, parse_options
+from .options import OPTION_DOCS, SocketOptions, parse_options
 from .server import CloseConnection, FrameServer, ServerLimits
 from .translate import PayloadTranslator, make_translator
 
@@ -45,6 +53,7 @@ class SocketAdapter(Adapter):
     path_options: ClassVar[tuple[str, ...]] = (
         "copybook", "copybook_in", "copybook_out", "tls.cert", "tls.key", "tls.ca",
     )
+    option_docs: ClassVar[tuple[OptionDoc, ...]] = OPTION_DOCS
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
@@ -82,7 +91,13 @@ class SocketAdapter(Adapter):
             self._server = FrameServer(
                 s.framing,
                 self._on_frame,
-                limits=ServerLimits(s.idle_timeout, s.read_timeout, s.max_connections),
+                limits=ServerLimits(
+                    idle_timeout=s.idle_timeout,
+                    read_timeout=s.read_timeout,
+                    max_connections=s.max_connections,
+                    first_byte_timeout=s.first_byte_timeout,
+                    max_connections_per_peer=s.max_connections_per_peer,
+                ),
                 logger=self.logger,
                 ssl_context=s.tls.server_context() if s.tls else None,
             )
@@ -133,7 +148,11 @@ class SocketAdapter(Adapter):
             return await loop.run_in_executor(self._executor, self._process, payload, peer)
 
     def _process(self, payload: bytes, peer: str) -> bytes | None:
-        """Runs on an executor thread: the frame -> the bus -> what to write back."""
+        """Runs on an executor thread: the frame -> the bus -> what to write back.
+
+        Whatever one frame raises is contained to it: it goes to the Invalid Message Channel
+        with its cause, its sender gets a fault (``AR``/``AE`` with MLLP, ``fault_response``
+        and the connection closed otherwise) and the adapter goes on."""
         s = self.settings
         mllp = s.is_mllp and s.acknowledge
         assert self.translator is not None and self.context is not None
@@ -145,6 +164,19 @@ class SocketAdapter(Adapter):
             if mllp:
                 return hl7v2.acknowledgement(payload, hl7v2.REJECT, str(exc))
             raise CloseConnection(f"untranslatable frame: {exc}", self._fault_payload("invalid", str(exc))) from None
+        except Exception as exc:  # a translator's bug: this frame is refused, not the adapter
+            return self._contain(payload, peer, "translating it", exc, code="invalid")
+        try:
+            return self._exchange_frame(payload, peer, document)
+        except CloseConnection:
+            raise
+        except Exception as exc:
+            return self._contain(payload, peer, "handing it to the bus", exc, code="failed")
+
+    def _exchange_frame(self, payload: bytes, peer: str, document: Document) -> bytes | None:
+        s = self.settings
+        mllp = s.is_mllp and s.acknowledge
+        assert self.translator is not None and self.context is not None
         document.properties.setdefault("socket.peer", peer)
         try:
             if s.exchange == "one-way":
@@ -176,14 +208,26 @@ class SocketAdapter(Adapter):
             raise CloseConnection(f"untranslatable reply: {exc}", self._fault_payload("failed", str(exc))) from None
         return out
 
+    def _contain(self, payload: bytes, peer: str, doing: str, exc: Exception, *, code: str) -> bytes:
+        """An unexpected exception while handling one frame: keep the frame as invalid with its
+        cause and answer its sender with a fault (the adapter goes on)."""
+        cause = f"{type(exc).__name__}: {exc}"
+        self.logger.error("frame from %s failed while %s: %s", peer, doing, cause, extra={"peer": peer})
+        self.logger.debug("the error above in full", exc_info=exc)
+        self._invalid(payload, f"frame from {peer} failed while {doing}: {cause}")
+        told = f"internal error while {doing} ({type(exc).__name__}); the frame is kept for the operator"
+        if self.settings.is_mllp and self.settings.acknowledge:
+            return hl7v2.acknowledgement(payload, hl7v2.REJECT if code == "invalid" else hl7v2.ERROR, told)
+        raise CloseConnection(f"{doing} failed: {cause}", self._fault_payload(code, told))
+
     def _invalid(self, payload: bytes, reason: str) -> None:
         """Keep what could not be translated in the Invalid Message Channel (never fails)."""
         if self.context is None:
             return
         try:
             self.context.invalid(payload, reason)
-        except CouplerError as exc:
-            self.logger.error("cannot record an invalid frame: %s", exc)
+        except Exception as exc:  # the store failing must not take the adapter down either
+            self.logger.error("cannot record an invalid frame (%s): %s", reason, exc)
 
     def _ask(self, document: Document) -> list[Document]:
         s = self.settings
@@ -296,6 +340,18 @@ class SocketAdapter(Adapter):
     def _address_text(self) -> str:
         host, port = self.address or (self.settings.host, self.settings.port)
         return f"{host}:{port}"
+
+    def health(self) -> dict[str, Any]:
+        data = super().health()
+        server = self._server
+        if server is not None:  # plain counters of the loop thread: cheap, no lock needed
+            data["connections"] = {
+                "open": server.active,
+                "max": self.settings.max_connections,
+                "evicted": server.evicted,
+                "refused": server.refused,
+            }
+        return data
 
     def describe(self) -> dict[str, Any]:
         s = self.settings

@@ -9,6 +9,7 @@ Request-Reply on a channel (whoever consumes the channel answers with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from coupler.bus.api import (
     FAULT_CODES,
@@ -39,7 +40,7 @@ def request_command(
     operation: str = "",
     timeout: float = 30.0,
     command_channel: str = DEFAULT_COMMAND_CHANNEL,
-    headers: dict[str, object] | None = None,
+    headers: dict[str, Any] | None = None,
 ) -> Answer:
     """Send a ``request`` command for ``target`` and wait for its reply.
 
@@ -69,7 +70,7 @@ def request_channel(
     *,
     channel: str,
     timeout: float = 30.0,
-    headers: dict[str, object] | None = None,
+    headers: dict[str, Any] | None = None,
 ) -> Answer:
     """Request-Reply on a plain channel: the reply envelope's body is the answer."""
     envelope = document.to_envelope(kind=MessageKind.COMMAND, origin=context.name, **(headers or {}))

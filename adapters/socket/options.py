@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ssl
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from coupler.adapters.common.errors import AdapterConfigError
+from coupler.adapters.common.tls import TLS_OPTION_DOCS, TLSOptions, parse_tls
+from coupler.bus.api import OptionDoc
 from coupler.canonical.errors import CouplerError
 from coupler.translators.framing import (
     DEFAULT_MAX_FRAME,
@@ -25,7 +26,7 @@ EXCHANGES = ("one-way", "request-reply")
 CORRELATIONS = ("connection", "field")
 
 
-class SocketConfigError(CouplerError):
+class SocketConfigError(AdapterConfigError):
     """An adapter option that is missing or wrong."""
 
 
@@ -61,46 +62,6 @@ class _Reader:
 
 
 @dataclass(frozen=True)
-class TLSOptions:
-    cert: Path | None = None
-    key: Path | None = None
-    ca: Path | None = None
-    client_auth: str = "none"  # server: none | optional | required
-    server_hostname: str | None = None
-    verify: bool = True
-
-    def server_context(self) -> ssl.SSLContext:
-        if self.cert is None:
-            raise SocketConfigError("a TLS server needs options.tls.cert (and key)", where="options.tls.cert")
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        _load_chain(ctx, self)
-        if self.client_auth != "none":
-            if self.ca is None:
-                raise SocketConfigError("client authentication needs options.tls.ca", where="options.tls.ca")
-            ctx.load_verify_locations(cafile=str(self.ca))
-            ctx.verify_mode = ssl.CERT_REQUIRED if self.client_auth == "required" else ssl.CERT_OPTIONAL
-        return ctx
-
-    def client_context(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(self.ca) if self.ca else None)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        if not self.verify:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        if self.cert is not None:
-            _load_chain(ctx, self)
-        return ctx
-
-
-def _load_chain(ctx: ssl.SSLContext, tls: TLSOptions) -> None:
-    try:
-        ctx.load_cert_chain(str(tls.cert), str(tls.key) if tls.key else None)
-    except (OSError, ssl.SSLError) as exc:
-        raise SocketConfigError(f"cannot load the certificate {tls.cert}: {exc}", where="options.tls.cert") from exc
-
-
-@dataclass(frozen=True)
 class SocketOptions:
     mode: str
     host: str
@@ -115,6 +76,8 @@ class SocketOptions:
     idle_timeout: float = 300.0
     read_timeout: float = 30.0
     max_connections: int = 100
+    first_byte_timeout: float = 10.0
+    max_connections_per_peer: int = 10
     max_in_flight: int = 16
     fault_response: str | None = None
     acknowledge: bool = True
@@ -178,20 +141,7 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         raise
     except CouplerError as exc:
         raise SocketConfigError(exc.message, where=_where(adapter, "framing")) from None
-    tls = None
-    if "tls" in options:
-        t = options["tls"]
-        if not isinstance(t, dict):
-            raise SocketConfigError("expected a table {cert, key, ca, client_auth}", where=_where(adapter, "tls"))
-        tr = _Reader(adapter, t)
-        tls = TLSOptions(
-            cert=Path(tr.get("cert", str)) if t.get("cert") else None,
-            key=Path(tr.get("key", str)) if t.get("key") else None,
-            ca=Path(tr.get("ca", str)) if t.get("ca") else None,
-            client_auth=tr.get("client_auth", str, "none", choices=("none", "optional", "required")),
-            server_hostname=tr.get("server_hostname", str),
-            verify=tr.get("verify", bool, True),
-        )
+    tls = parse_tls(adapter, options)
     exchange = r.get("exchange", str, "one-way", choices=EXCHANGES)
     target, channel = r.get("target", str), r.get("request_channel", str)
     if mode == "server" and exchange == "request-reply" and not (target or channel):
@@ -217,10 +167,12 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         request_channel=channel,
         command_channel=r.get("command_channel", str, "coupler.commands"),
         reply_timeout=r.positive("reply_timeout", 30.0),
-        idle_timeout=r.positive("idle_timeout", 300.0),
-        read_timeout=r.positive("read_timeout", 30.0),
-        max_connections=r.positive("max_connections", 100, int),
-        max_in_flight=r.positive("max_in_flight", 16, int),
+        idle_timeout=r.positive("idle_timeout", SocketOptions.idle_timeout),
+        read_timeout=r.positive("read_timeout", SocketOptions.read_timeout),
+        max_connections=r.positive("max_connections", SocketOptions.max_connections, int),
+        first_byte_timeout=r.positive("first_byte_timeout", SocketOptions.first_byte_timeout),
+        max_connections_per_peer=r.positive("max_connections_per_peer", SocketOptions.max_connections_per_peer, int),
+        max_in_flight=r.positive("max_in_flight", SocketOptions.max_in_flight, int),
         fault_response=r.get("fault_response", str),
         acknowledge=r.get("acknowledge", bool, True),
         tls=tls,
@@ -232,3 +184,20 @@ def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
         correlation_length=corr_len,
         retries=r.get("retries", int, 2),
     )
+
+
+#: the options in the generated configuration reference: what bounds a peer (docs/adapters/socket.md has all)
+OPTION_DOCS = (
+    OptionDoc("max_connections", "integer", SocketOptions.max_connections,
+              "Server: connections open at once. When all are taken, a new one takes the slot of the longest-waiting connection (no frame in progress) of the peer holding the most; connections in the middle of a frame keep theirs."),
+    OptionDoc("max_connections_per_peer", "integer", SocketOptions.max_connections_per_peer,
+              "Server: connections one peer address may hold; its next one takes the slot of its own longest-waiting connection (nginx `limit_conn` per address)."),
+    OptionDoc("first_byte_timeout", "number", SocketOptions.first_byte_timeout,
+              "Server: seconds from connecting to the first byte of a frame (at most `idle_timeout`)."),
+    OptionDoc("idle_timeout", "number", SocketOptions.idle_timeout, "Server: seconds a connection may wait between frames."),
+    OptionDoc("read_timeout", "number", SocketOptions.read_timeout,
+              "Server: seconds to receive a whole frame from its first byte, however slowly its bytes arrive."),
+    OptionDoc("max_in_flight", "integer", SocketOptions.max_in_flight, "Server: frames waiting for the bus at once."),
+    OptionDoc("max_frame_bytes", "integer", DEFAULT_MAX_FRAME, "Largest frame payload; a longer one (or a longer claimed length) closes the connection before it is buffered."),
+    *TLS_OPTION_DOCS,
+)

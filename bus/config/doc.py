@@ -82,12 +82,14 @@ def render_template(site_name: str = "coupler-site") -> str:
     return "\n".join(lines)
 
 
-def render_markdown() -> str:
-    """``docs/configuration.md``: every key of ``site.toml``."""
+def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
+    """``docs/configuration.md``: every key of ``site.toml`` (and the options the built-in
+    adapter types, or ``adapter_types``, document)."""
     out = [
         "# Site configuration (`site.toml`)",
         "",
-        "<!-- Generated from bus/config/schema.py by `python -m coupler.bus.config.doc`; do not edit by hand. -->",
+        "<!-- Generated from bus/config/schema.py and the built-in adapter types (option_docs) by "
+        "`python -m coupler.bus.config.doc`; do not edit by hand. -->",
         "",
         "A site is one TOML file. `coupler init DIR` writes a commented one; `coupler daemon --site",
         "site.toml` validates it on load and reports every problem with its key path, e.g.",
@@ -107,7 +109,37 @@ def render_markdown() -> str:
                 continue
             out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
         out.append("")
+    out += _adapter_options(adapter_types)
     return "\n".join(out)
+
+
+def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
+    """The options the built-in adapter types list in ``option_docs``."""
+    if adapter_types is None:
+        from coupler.bus.plugins.manager import adapter_types as installed
+        from coupler.bus.plugins.manager import plugin_manager
+
+        adapter_types = {
+            name: cls for name, cls in installed(plugin_manager()).items()
+            if cls.__module__.startswith("coupler.adapters.")  # built-ins only: the file must not
+        }  # depend on which third-party plugins are installed
+    out = [
+        "## Adapter options (`[adapters.options]`)",
+        "",
+        "Each adapter type documents its options in docs/adapters/. These are the options that",
+        "bound what a peer can make an adapter do (connections, timeouts, authentication, TLS).",
+        "",
+    ]
+    for name in sorted(adapter_types):
+        docs = getattr(adapter_types[name], "option_docs", ())
+        if not docs:
+            continue
+        out += [f"### `type = \"{name}\"`", "", "| key | type | default | description |", "|---|---|---|---|"]
+        for o in docs:
+            default = "not set" if o.default is None else f"`{toml_value(o.default)}`"
+            out.append(f"| `options.{o.key}` | {o.kind} | {default} | {o.doc.replace('|', chr(92) + '|')} |")
+        out.append("")
+    return out
 
 
 def _kind(f: Field) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -14,6 +15,17 @@ from coupler.canonical import Envelope, FormatIndicator
 
 #: values of ``health()["status"]``, from good to bad
 HEALTH_STATES = ("ok", "degraded", "down")
+
+
+@dataclass(frozen=True)
+class OptionDoc:
+    """One key of an adapter type's ``[adapters.options]``, for the generated configuration
+    reference (``docs/configuration.md``, section "Adapter options")."""
+
+    key: str  # dotted for nested tables: "tls.cert"
+    kind: str  # string | integer | number | boolean | table
+    default: Any
+    doc: str
 
 class AdapterContext(Protocol):
     """What the bus gives an adapter: publish, reply, request, logger, config, data dir."""
@@ -65,6 +77,12 @@ class AdapterContext(Protocol):
         ``files.db`` in the adapter's :attr:`data_dir`."""
         ...
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        """A replay cache in the site's store: record ``key`` in ``scope`` (site-wide, shared
+        by every adapter and every daemon of the site) for ``ttl`` seconds; False when it was
+        recorded within the last ``ttl`` seconds (e.g. a WS-Security nonce used twice)."""
+        ...
+
 
 class Adapter:
     """Base class of Channel Adapters.
@@ -80,6 +98,9 @@ class Adapter:
     #: option keys holding file or directory paths, dotted for nested tables (``"tls.cert"``);
     #: the daemon makes relative ones absolute against the directory of site.toml
     path_options: ClassVar[tuple[str, ...]] = ()
+    #: options listed in the generated configuration reference (the adapter's own
+    #: documentation describes them all)
+    option_docs: ClassVar[tuple[OptionDoc, ...]] = ()
 
     #: which way documents flow for this instance: ``inbound``, ``outbound`` or ``both``
     #: (site.toml ``direction``, the one source of it; the daemon sets it before ``start``)

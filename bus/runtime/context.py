@@ -208,6 +208,11 @@ class BusContext:
         """``path`` (``~`` expanded) made absolute against the directory of site.toml."""
         return _resolve_path(self.site_dir, path)
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        """Record ``key`` in the site-wide ``scope`` of the store's replay cache (see
+        :meth:`coupler.bus.model.adapter.AdapterContext.remember`)."""
+        return self._transport.remember(f"remember:{scope}", key, ttl)
+
     def file_state(self, name: str | None = None) -> FileState:
         """The seen-state of adapter ``name`` (default: this one): shared by every daemon when
         the transport keeps one (a multi-node site), else ``files.db`` in its data directory.

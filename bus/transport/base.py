@@ -517,6 +517,16 @@ class Transport(TransactionOps):
     def identities(self) -> IdentityRepository:
         """The Application Repository of this store (see :mod:`coupler.bus.model.identities`)."""
 
+    # -- a replay cache ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        """Record ``key`` in ``scope`` for ``ttl`` seconds, atomically, and durably before
+        returning: True when it was not recorded within the last ``ttl`` seconds, False when it
+        was (a replay: a WS-Security nonce used twice). Every daemon of a site sees the same
+        records (the idempotency records of the store, purged after the idempotency window,
+        which must be longer than any ``ttl``)."""
+
     # -- the seen-state of polling adapters ------------------------------------------------
 
     def file_state(self, adapter: str, owner: str) -> FileState | None:

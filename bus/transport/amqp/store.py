@@ -389,6 +389,19 @@ class PgStore:
             ).fetchall()
         return {r[0] for r in rows}
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        """Record ``key`` unless it was recorded within ``ttl`` s (one statement: atomic
+        between daemons); see :meth:`coupler.bus.transport.base.Transport.remember`."""
+        now = time.time()
+        with self.conn(durable=True) as c:
+            cursor = c.execute(
+                f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) VALUES (%s, %s, %s) "
+                f"ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at "
+                f"WHERE {self.schema}.seen.seen_at < %s",
+                (scope, key, now, now - ttl),
+            )
+            return cursor.rowcount == 1
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         now = time.time()
         rows = [(consumer, k, now) for k in keys]

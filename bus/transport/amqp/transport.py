@@ -401,6 +401,9 @@ class AmqpTransport(Transport):
     def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
         return self.store.seen(consumer, keys)
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        return self.store.remember(scope, key, ttl)
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         tx = self._tx()
         if tx is not None:

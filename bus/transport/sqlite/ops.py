@@ -510,6 +510,16 @@ class StoreTx(TransactionOps):
             )
         return found
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        """See :meth:`coupler.bus.transport.base.Transport.remember`."""
+        now = self.now
+        cursor = self.conn.execute(
+            "INSERT INTO seen (consumer, key, seen_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at WHERE seen.seen_at < ?",
+            (scope, key, now, now - ttl),
+        )
+        return cursor.rowcount == 1
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         now = self.now
         self.conn.executemany(

@@ -527,6 +527,11 @@ class SqliteTransport(Transport):
         with self.transaction() as tx:
             tx.mark_seen(consumer, keys)
 
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        with self.transaction() as tx:
+            assert isinstance(tx, StoreTx)
+            return tx.remember(scope, key, ttl)
+
     def _anything_ready(self, channel: str) -> bool:
         conn = self._conn()
         row = self._retry(

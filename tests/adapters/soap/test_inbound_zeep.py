@@ -98,7 +98,7 @@ def test_rpc_literal_operation(soap_server):
 
 
 def test_username_token_is_required_when_configured(soap_server):
-    adapter = soap_server(users={"agent": "s3cret"})
+    adapter = soap_server(users={"agent": "s3cret"}, allow_password_text_over_http=True)
     _, good = _service(adapter, "PolicyPort11", wsse=UsernameToken("agent", "s3cret"))
     assert good.GetQuote(policyId="P-1", driverAge=60).premium == Decimal("300.00")
     _, digest = _service(adapter, "PolicyPort11", wsse=UsernameToken("agent", "s3cret", use_digest=True))

@@ -14,14 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from coupler.bus.api import Adapter, CommandFault
-from coupler.bus.model.commands import (
-    Dispatcher,
-    Servant,
-    fault_envelope,
-    parse_command,
-    reply_envelope,
-)
+from coupler.bus.model.commands import fault_envelope, parse_command, reply_envelope
 from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError

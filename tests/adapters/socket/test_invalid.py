@@ -87,3 +87,57 @@ def test_untranslatable_reply_of_a_legacy_server_is_kept_as_invalid(bus):
         listener.close()
     (dead,) = _dead_letters(bus, 1)
     assert dead.raw == b"\xff\xfe broken" and dead.component == "adapter:legacy"
+
+
+@pytest.mark.parametrize("framing", ["delimiter", "mllp"])
+def test_a_translator_that_raises_a_non_coupler_exception_costs_one_frame_only(bus, framing):
+    translator = "tests.adapters.socket.poison:explosive"
+    adapter = SocketAdapter(
+        f"poison-{framing}",
+        {"mode": "server", "host": "127.0.0.1", "port": 0, "framing": framing, "translator": translator,
+         "fault_response": "ERR {code}: {reason}"},
+        bus.context(f"poison-{framing}", "inbox"),
+    )
+    adapter.channel = "inbox"
+    bus.add(adapter)
+    encode = adapter.settings.framing.encode
+    poison = b"BOOM|^~\\&|A|B|C|D|1||ADT^A01|X1|P|2.5\r" if framing == "mllp" else b"BOOM 1"
+    valid = b"MSH|^~\\&|A|B|C|D|1||ADT^A01|OK1|P|2.5\r" if framing == "mllp" else b"fine"
+    with socket.create_connection(adapter.address, timeout=10) as s:
+        s.sendall(encode(poison))
+        answer = s.recv(4096)
+        if framing == "mllp":  # a reject, and the connection stays open for the next message
+            assert b"MSA|AR" in answer and b"ZeroDivisionError" in answer
+            s.sendall(encode(valid))
+            assert b"MSA|AA|OK1" in s.recv(4096)
+        else:  # the fault response, then the connection is closed
+            assert answer.startswith(b"ERR invalid: internal error while translating it (ZeroDivisionError)")
+            while s.recv(100):
+                pass
+    if framing != "mllp":
+        with socket.create_connection(adapter.address, timeout=10) as s:  # the server goes on
+            s.sendall(encode(valid))
+    assert [e.body for e in bus.received("inbox", wait=5)] == [valid]
+    (dead,) = _dead_letters(bus, 1)
+    assert dead.raw == poison and dead.component == f"adapter:poison-{framing}"
+    assert "ZeroDivisionError" in dead.reason and "translating" in dead.reason
+    assert adapter.health()["status"] == "ok"
+
+
+def test_a_reply_translator_that_raises_is_contained_too(bus, upper):
+    adapter = SocketAdapter(
+        "poison-reply",
+        {"mode": "server", "host": "127.0.0.1", "port": 0, "framing": "delimiter",
+         "translator": "tests.adapters.socket.poison:explosive", "exchange": "request-reply",
+         "target": "uppercase", "fault_response": "ERR {code}"},
+        bus.context("poison-reply"),
+    )
+    bus.add(adapter)
+    with socket.create_connection(adapter.address, timeout=10) as s:
+        s.sendall(b"kaboom\n")  # upper-cased by the service: the reply translator raises KeyError
+        assert s.recv(100) == b"ERR failed\n"
+    with socket.create_connection(adapter.address, timeout=10) as s:
+        s.sendall(b"hello\n")
+        assert s.recv(100) == b"HELLO\n"
+    (dead,) = _dead_letters(bus, 1)
+    assert dead.raw == b"kaboom" and "KeyError" in dead.reason

@@ -22,6 +22,7 @@ def test_500_concurrent_clients_times_20_request_replies_all_answered(bus, upper
         {
             "mode": "server", "host": "127.0.0.1", "port": 0, "framing": "length",
             "exchange": "request-reply", "target": "uppercase", "max_connections": CLIENTS + 10,
+            "max_connections_per_peer": CLIENTS + 10,  # every client is 127.0.0.1
             "max_in_flight": 16,
         },
         bus.context("load-in"),

@@ -108,11 +108,15 @@ def test_oversized_frame_closes_the_connection_with_a_logged_reason(bus, caplog)
 def test_idle_and_read_timeouts_close_connections(bus, caplog):
     adapter = _server(bus, framing="delimiter", idle_timeout=0.3, read_timeout=0.3)
     with _connect(adapter) as s:
-        assert s.recv(10) == b""  # nothing sent: idle timeout
+        assert s.recv(10) == b""  # nothing sent: first byte timeout (at most the idle timeout)
+    with _connect(adapter) as s:
+        s.sendall(b"one frame\n")
+        assert s.recv(10) == b""  # nothing after it: idle timeout
     with _connect(adapter) as s:
         s.sendall(b"half a fra")
         assert s.recv(10) == b""
     messages = [r.getMessage() for r in caplog.records]
+    assert any("first byte timeout" in m for m in messages)
     assert any("idle timeout" in m for m in messages)
     assert any("read timeout inside a frame" in m for m in messages)
 
@@ -122,11 +126,16 @@ def test_max_connections(bus, caplog):
     first, second = _connect(adapter), _connect(adapter)
     try:
         first.sendall(b"a\n")
-        second.sendall(b"b\n")
-        assert len(bus.received("inbox", wait=5)) >= 1  # both are being served
+        second.sendall(b"b")  # in the middle of its frame
+        assert len(bus.received("inbox", wait=5)) == 1
+        # the table is full: a third connection takes the slot of the one waiting between frames
         with _connect(adapter) as third:
-            assert third.recv(10) == b""
-        assert any("max_connections" in r.getMessage() for r in caplog.records)
+            third.sendall(b"c\n")
+            assert [e.body for e in bus.received("inbox", wait=5)] == [b"c"]
+        assert first.recv(10) == b""
+        second.sendall(b"\n")  # the connection that was sending kept its slot
+        assert [e.body for e in bus.received("inbox", wait=5)] == [b"b"]
+        assert adapter.health()["connections"]["evicted"] == 1
     finally:
         first.close()
         second.close()

@@ -6,6 +6,7 @@ they assert what is delivered, never how fast.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -213,3 +214,15 @@ def test_seen_keys_are_per_consumer(transport: Transport) -> None:
     transport.mark_seen("a", ["k1", "k2"])
     assert transport.seen("a", ["k1", "k3"]) == {"k1"}
     assert transport.seen("b", ["k1"]) == set()
+
+
+def test_remember_is_a_replay_cache_with_a_time_to_live(transport: Transport) -> None:
+    assert transport.remember("remember:nonces", "n1", 300) is True
+    assert transport.remember("remember:nonces", "n1", 300) is False  # a replay
+    assert transport.remember("remember:other", "n1", 300) is True  # scopes are separate
+    assert transport.remember("remember:nonces", "n2", 0.2) is True
+    deadline = time.monotonic() + 10
+    while not transport.remember("remember:nonces", "n2", 0.2):  # forgotten once the ttl is over
+        assert time.monotonic() < deadline, "a remembered key never expired"
+        time.sleep(0.05)
+    assert transport.remember("remember:nonces", "n2", 300) is False
