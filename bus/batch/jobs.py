@@ -323,6 +323,43 @@ def _apply_mapping(df: Any, mapping: str | None, src: Spec, schema_dirs: Sequenc
     return df.sparkSession.createDataFrame(rows, target)
 
 
+def check_job(
+    src: Spec,
+    dst: Spec,
+    inputs: Sequence[str],
+    *,
+    options: Mapping[str, str] | None = None,
+    mapping: str | None = None,
+    schema_dirs: Sequence[str] = (),
+) -> None:
+    """What can be checked before Spark starts (seconds of JVM start-up and its banner): the
+    inputs exist, the copybook parses and its reader options are known and valid, the
+    mapping loads, the canonical schema of an ``avro:`` spec is registered."""
+    from coupler.canonical.registry import SchemaRegistry
+
+    if not inputs:
+        raise BatchError("no input files", hint="name the files to translate")
+    for p in inputs:
+        if "://" not in p and not Path(p).exists():
+            raise BatchError(f"input {p} does not exist", where=p, hint="check the path (globs are expanded by your shell)")
+    loaded_options = dict(options or {})
+    if mapping:
+        _direction, loaded = _mapping_direction(mapping, src, schema_dirs)
+        loaded_options = {**{k: str(v) for k, v in loaded.legacy_options.items()}, **loaded_options}
+    if src.kind == "copybook":
+        from coupler.translators.copybook.options import CopybookOptions
+        from coupler.translators.copybook.parser import parse_file
+        from coupler.translators.spark.codec import SPARK_ONLY_OPTIONS
+
+        CopybookOptions.from_mapping(loaded_options, ignore=SPARK_ONLY_OPTIONS)
+        parse_file(str(src.path))
+    registry = None
+    for spec in (src, dst):
+        if spec.kind == "avro" and spec.format:
+            registry = registry or SchemaRegistry.default(list(schema_dirs))
+            registry.resolve(spec.format)
+
+
 def translate(
     spark: Any,
     from_spec: Spec | str,

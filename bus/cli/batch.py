@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +44,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schemas", action="append", default=[], metavar="DIR",
                    help="extra schema folder for avro: specs and mappings (repeatable)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="show Spark's own output (banner, warnings, logs); without it only its progress bar")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,12 +84,45 @@ def _session(args: argparse.Namespace, name: str) -> Iterator[Any]:
     if sys.stderr.isatty() and not args.json:
         conf.setdefault("spark.ui.showConsoleProgress", "true")
     existing = SparkSession.getActiveSession()
-    spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf)
+    with _jvm_output(show_all=args.verbose):
+        spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf)
     try:
         yield spark
     finally:
         if existing is None:
             spark.stop()
+
+
+@contextlib.contextmanager
+def _jvm_output(*, show_all: bool) -> Iterator[None]:
+    """Start Spark's JVM with its standard error on a pipe: only its progress bar (on a
+    terminal) reaches ours, unless ``show_all``. The JVM is started inside this block and
+    keeps the pipe; Python's own standard error is back to normal after it."""
+    if show_all:
+        yield
+        return
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    saved = os.dup(2)
+    terminal = os.isatty(saved)
+
+    def forward() -> None:
+        with os.fdopen(read_fd, "rb", buffering=0) as jvm:
+            while chunk := jvm.read(65536):
+                if not terminal:
+                    continue
+                for part in chunk.split(b"\r"):
+                    # the bar is redrawn after a carriage return, and wiped with spaces
+                    if part.startswith(b"[Stage") or (part and not part.strip(b" ")):
+                        os.write(saved, b"\r" + part.rstrip(b"\n"))
+
+    threading.Thread(target=forward, name="spark-output", daemon=True).start()
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
 
 
 def _summary(results: list[Any], as_json: bool) -> None:
@@ -107,12 +144,13 @@ def _summary(results: list[Any], as_json: bool) -> None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from coupler.bus.batch.jobs import Spec, translate
+    from coupler.bus.batch.jobs import Spec, check_job, translate
 
     src = Spec.parse(args.from_spec, where="--from")
     dst = Spec.parse(args.to_spec, where="--to")
     options = _pairs(args.option, "-o")
     write_options = _pairs(args.write_option, "-w")
+    check_job(src, dst, args.inputs, options=options, mapping=args.mapping, schema_dirs=args.schemas)
     with _session(args, "coupler-batch-translate") as spark:
         result = translate(
             spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
