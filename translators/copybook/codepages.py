@@ -21,7 +21,9 @@ that character to.
 
 from __future__ import annotations
 
+import codecs
 import importlib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -181,15 +183,35 @@ def _common_extended_controls(cp037: tuple[str, ...]) -> dict[int, str]:
     return controls
 
 
+def code_page_name(name: str) -> str:
+    """The Cobrix name of an EBCDIC code page given by any common spelling: ``cp037``,
+    ``CP37``, ``ibm037``, ``IBM-037``, ``ibm37``, Python's aliases (``ebcdic-cp-us``);
+    :class:`CodePageError` naming the known pages when there is none."""
+    key = name.strip().lower().replace("_", "-") if name else ""
+    if key.replace("-", "_") in EBCDIC_CODE_PAGES:
+        return key.replace("-", "_")
+    m = re.fullmatch(r"(?:cp|ibm|ibm-|cp-|ccsid|ccsid-)?0*(\d{2,4})(-extended)?", key)
+    if m:
+        candidate = f"cp{int(m.group(1)):03d}" + ("_extended" if m.group(2) else "")
+        if candidate in EBCDIC_CODE_PAGES:
+            return candidate
+    try:
+        python_name = codecs.lookup(key).name  # ebcdic-cp-us -> cp037
+    except LookupError:
+        python_name = ""
+    if python_name in EBCDIC_CODE_PAGES:
+        return python_name
+    raise CodePageError(
+        f"unknown EBCDIC code page {name!r}",
+        hint="known: " + ", ".join(EBCDIC_CODE_PAGES) + " (IBM names such as ibm037 or IBM-1047 work too)",
+    )
+
+
 @lru_cache(maxsize=32)
 def code_page(name: str) -> CodePage:
-    """The EBCDIC code page called ``name`` (Cobrix names: ``cp037``, ``common``, ...)."""
-    key = name.strip().lower()
-    if key not in EBCDIC_CODE_PAGES:
-        raise CodePageError(
-            f"unknown EBCDIC code page {name!r}",
-            hint="use one of " + ", ".join(EBCDIC_CODE_PAGES),
-        )
+    """The EBCDIC code page called ``name`` (Cobrix names: ``cp037``, ``common``, ...; any
+    spelling :func:`code_page_name` knows)."""
+    key = code_page_name(name)
     if key in ("common", "common_extended"):
         cp037 = _ibm_table("cp037")
         table = [cp037[i] if i in _COMMON_BYTES else " " for i in range(256)]

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from coupler.translators.copybook.codepages import EBCDIC_CODE_PAGES
+from coupler.translators.copybook.codepages import CodePageError, code_page_name
 from coupler.translators.copybook.errors import CopybookError
 from coupler.translators.copybook.picture import DecodeContext
 
@@ -299,14 +299,10 @@ def _record_format(key: str, value: Any) -> str:
 
 
 def _code_page(key: str, value: Any) -> str:
-    text = str(value).strip().lower()
-    if text in EBCDIC_CODE_PAGES:
-        return text
-    close = difflib.get_close_matches(text, EBCDIC_CODE_PAGES, n=1)
-    accepted = "one of " + ", ".join(EBCDIC_CODE_PAGES)
-    if close:
-        accepted = f"{close[0]} ({accepted})"
-    raise _bad(key, value, accepted)
+    try:
+        return code_page_name(str(value))
+    except CodePageError as exc:
+        raise OptionsError(f"{exc.message}", where=f"option {key}", hint=exc.hint) from None
 
 
 def _charset(key: str, value: Any) -> str | None:

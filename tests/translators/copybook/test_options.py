@@ -72,7 +72,7 @@ def test_unknown_option_suggests_the_nearest_name():
     ("key", "value", "accepted"),
     [
         ("record_format", "X", "F, FB, V, VB, D"),
-        ("ebcdic_code_page", "cp37", "cp037"),
+        ("ebcdic_code_page", "cp999", "cp037, cp037_extended"),
         ("string_trimming_policy", "middle", "both, left, right, none, keep_all"),
         ("generate_record_id", "maybe", "true or false"),
         ("file_start_offset", "-1", "integer >= 0"),
@@ -87,6 +87,14 @@ def test_bad_values_name_the_option_and_the_accepted_values(key, value, accepted
         CopybookOptions.from_mapping({key: value})
     assert f"option {key}" in str(err.value)
     assert accepted in str(err.value)
+
+
+@pytest.mark.parametrize(("spelling", "page"), [
+    ("cp37", "cp037"), ("IBM037", "cp037"), ("ibm-037", "cp037"), ("ebcdic-cp-us", "cp037"),
+    ("IBM-1047", "cp1047"), ("ibm1140", "cp1140"), ("CP500", "cp500"), ("common", "common"),
+])
+def test_code_pages_by_their_common_names(spelling, page):
+    assert CopybookOptions.from_mapping({"ebcdic_code_page": spelling}).ebcdic_code_page == page
 
 
 def test_inconsistent_options():
