@@ -96,7 +96,10 @@ line_terminator = "\\n"
             {"CUST_ID": 1, "CUST_NAME": "ALICE"}, {"CUST_ID": 2, "CUST_NAME": "BOB"},
             {"CUST_ID": 3, "CUST_NAME": "CAROL"},
         ]
-        assert (remote / "archive" / "customers.dat").exists()
+        deadline = time.monotonic() + 60  # the archive move comes after the last record is on the bus
+        while not (remote / "archive" / "customers.dat").exists():
+            assert time.monotonic() < deadline, "the input was never archived"
+            time.sleep(0.05)
         for _ in range(50):  # the last acknowledgement may lag the file by an instant
             status = coupler("ctl", "--site", str(site), "status", "--json", env=env)
             assert status.returncode == 0, status.stderr

@@ -58,7 +58,7 @@ def test_relative_directories_and_the_site_level_direction(tmp_path: Path, monke
         (site_dir / "drop" / "batch.txt").write_text("one\ntwo\n")
         target = site_dir / "out" / "all.txt"
         wait_for(lambda: target.exists() and target.read_text() == "one\ntwo\n", "the lines written out")
-        assert (site_dir / "drop" / "archive" / "batch.txt").exists()
+        wait_for(lambda: (site_dir / "drop" / "archive" / "batch.txt").exists(), "the input archived")
     assert not (elsewhere / "drop").exists() and not (elsewhere / "out").exists()
 
 

@@ -156,9 +156,10 @@ def test_a_record_the_mapping_cannot_take_goes_to_the_invalid_channel_and_the_fi
         assert dead.component == "adapter:accounts-in" and dead.envelope is not None
         assert dead.envelope.body == bad and dead.envelope.properties["record.index"] == "1"
         assert "cannot translate coupler.File@1 from adapter accounts-in" in dead.reason and "'X'" in dead.reason
-        assert (tmp_path / "drop" / "archive" / "accounts.dat").exists()
+        # the archive move comes after the last record is published: wait for it
+        wait_for(lambda: (tmp_path / "drop" / "archive" / "accounts.dat").exists(), "the file archived")
         inbound = daemon.adapters["accounts-in"].adapter
-        assert inbound.describe()["inbound"]["invalid"] == 1
+        wait_for(lambda: inbound.describe()["inbound"]["invalid"] == 1, "the invalid record counted")
 
 
 WRAPPED_SITE = """
