@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from coupler.canonical.errors import CouplerError
 
@@ -106,7 +106,7 @@ class LengthPrefixed(Framing):
     """
 
     size: int = 4
-    byteorder: str = "big"
+    byteorder: Literal["big", "little"] = "big"
     includes_header: bool = False
 
     def __post_init__(self) -> None:

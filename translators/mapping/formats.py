@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from coupler.canonical.errors import CouplerError
 
@@ -184,7 +184,7 @@ class XmlFormat(RecordFormat):
             steps = [s for s in spec.record_path.split("/") if s]
             if len(steps) < 2:
                 raise TranslateError(f"{spec.text}: a record path needs the root and the record element, e.g. @orders/order")
-            self.root = steps[0]
+            self.root: str | None = steps[0]
             if spec.element and _local(spec.element) not in (_local(steps[0]), _local(steps[-1])):
                 raise TranslateError(f"{spec.text}: #{spec.element} is neither the root nor the record element of @{spec.record_path}")
             self.schema = self._record_schema(steps)
@@ -260,7 +260,7 @@ class AvroFormat(RecordFormat):
                 written = reader.metadata.get(FORMAT_METADATA)
                 if written and written.split("@")[0] != self.version.subject:
                     raise TranslateError(f"the file holds {written}, not {self.version.subject}", where=str(path))
-                yield from reader
+                yield from cast(Iterator[dict[str, Any]], reader)
             except TranslateError:
                 raise
             except (ValueError, EOFError, fastavro.read.SchemaResolutionError) as exc:

@@ -46,23 +46,24 @@ class LegacyReader:
                           options={k: str(v) for k, v in mapping.legacy_options.items()})
         self.kind = spec.kind
         assert spec.path is not None or spec.kind in ("avro", "jsonl")
+        path = spec.path or Path()
         if spec.kind == "copybook":
             from coupler.translators.copybook.decoder import RecordDecoder, parse_options
             from coupler.translators.copybook.layout import build_layout
             from coupler.translators.copybook.parser import parse_file
 
-            decoder = RecordDecoder(build_layout(parse_file(spec.path)), parse_options(spec.options), policy="strict")
+            decoder = RecordDecoder(build_layout(parse_file(path)), parse_options(spec.options), policy="strict")
             self._decode = lambda body, label: self._copybook(decoder, body, label)
         elif spec.kind == "xml" and spec.record_path:  # one message = one repeated element
             from coupler.translators.xml import XsdModel
 
             steps = [s for s in spec.record_path.split("/") if s]
-            tags, convert = XsdModel.load(spec.path).decoder(steps[0]).resolve_path(spec.record_path)[-1]
+            tags, convert = XsdModel.load(path).decoder(steps[0]).resolve_path(spec.record_path)[-1]
             self._decode = lambda body, label: self._element(tags, convert, body, label)
         elif spec.kind == "xml":
             from coupler.translators.xml import XsdModel
 
-            xml_decoder = XsdModel.load(spec.path).decoder(spec.element)
+            xml_decoder = XsdModel.load(path).decoder(spec.element)
             self._decode = lambda body, label: xml_decoder.decode_document(io.BytesIO(body), name=label)
 
     def decode(self, body: bytes, content_type: str, *, label: str = "<message>") -> dict[str, Any]:

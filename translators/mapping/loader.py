@@ -566,7 +566,7 @@ def _elements(ops: list[Op], item: AType, types: SchemaTypes, nullable: bool) ->
         source = values[0]
         if source is None:
             return [None if nullable else []]
-        out = []
+        out: list[Any] = []
         for n, element in enumerate(source):
             if element is None:
                 out.append(None)

@@ -83,7 +83,7 @@ class Direction:
         self.level = level
         self.target_types = mapping.canonical_types if name == TO_CANONICAL else mapping.legacy_types
         self.source_types = mapping.legacy_types if name == TO_CANONICAL else mapping.canonical_types
-        self.ops = [r.ops[name] for r in level.rules if r.ops.get(name) is not None]
+        self.ops = [op for r in level.rules if (op := r.ops.get(name)) is not None]
         self.target = level.canonical if name == TO_CANONICAL else level.legacy
         self.source = level.legacy if name == TO_CANONICAL else level.canonical
 

@@ -32,7 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterComm
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.format import FormatIndicator
 
-from .commit import OutputCommitter, TaskFile
+from .commit import OutputCommitter, TaskFile, task_files
 from .types import avro_schema_of_spark
 
 FORMAT_METADATA_KEY = "coupler.format"
@@ -123,7 +123,7 @@ class CanonicalAvroWriter(DataSourceArrowWriter):
         return TaskFileMessage(str(path), final, count, os.path.getsize(path))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        self.committer.commit([m for m in messages if isinstance(m, TaskFile)])
+        self.committer.commit(task_files(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self.committer.abort()

@@ -48,6 +48,11 @@ class TaskFile:
     bytes: int
 
 
+def task_files(messages: Sequence[object]) -> list[TaskFile | None]:
+    """The :class:`TaskFile` commit messages among what Spark hands a writer's ``commit``."""
+    return [m for m in messages if isinstance(m, TaskFile)]
+
+
 def _task_ids() -> tuple[int, int]:
     from pyspark import TaskContext
 

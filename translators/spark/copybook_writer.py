@@ -18,7 +18,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from .avro_writer import TaskFileMessage, output_path, write_mode
 from .codec import CopybookCodec, CopybookSourceError
-from .commit import OutputCommitter, TaskFile
+from .commit import OutputCommitter, task_files
 
 _GENERATED = ("File_Id", "Record_Id", "Record_Byte_Length")
 
@@ -60,7 +60,7 @@ class CopybookWriter(DataSourceArrowWriter):
         return TaskFileMessage(str(path), final, count, os.path.getsize(path))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        self.committer.commit([m for m in messages if isinstance(m, TaskFile)])
+        self.committer.commit(task_files(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self.committer.abort()

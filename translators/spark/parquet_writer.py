@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
 from .avro_writer import TaskFileMessage, output_path, write_mode
-from .commit import OutputCommitter, TaskFile
+from .commit import OutputCommitter, task_files
 
 
 class ParquetDataSource(DataSource):
@@ -60,7 +60,7 @@ class ParquetWriter(DataSourceArrowWriter):
         return TaskFileMessage(str(path), final, count, os.path.getsize(path))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        self.committer.commit([m for m in messages if isinstance(m, TaskFile)])
+        self.committer.commit(task_files(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self.committer.abort()

@@ -51,7 +51,7 @@ def framing_wrapper(kind: str, options: dict[str, Any]) -> FramingWrapper:
                 max_frame=max_frame, size=take(opts, "size", int, 4), byteorder=take(opts, "byteorder", str, "big"),
                 includes_header=take(opts, "includes_header", bool, False),
             )
-            allowed = ("max_frame_bytes", "size", "byteorder", "includes_header")
+            allowed: tuple[str, ...] = ("max_frame_bytes", "size", "byteorder", "includes_header")
         elif kind == "delimited":
             framing = f.Delimited(max_frame=max_frame, delimiter=f.parse_delimiter(take(opts, "delimiter", str, "LF")))
             allowed = ("max_frame_bytes", "delimiter")
