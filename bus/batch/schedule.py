@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.config.loader import BatchJobConfig, ConfigError, SiteConfig
+from coupler.bus.config.loader import BatchJobConfig, SiteConfig
 from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger("coupler.batch")
@@ -369,7 +369,7 @@ class BatchScheduler:
                 continue
             self.jobs.append(_Job(site, cfg, batch_dir, batch_root(site, cfg.source), now))
         if problems:
-            raise ConfigError(problems, where=str(site.path))
+            raise site.config_error(problems)
 
     def run(self, stopping: threading.Event, tick: float = 0.2) -> None:
         """Start and watch jobs until ``stopping`` is set; then terminate those still running."""

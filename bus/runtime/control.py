@@ -168,7 +168,7 @@ class ControlService(StoreService):
                 channel=ra.config.channel,
                 commands=list(ra.servant().commands),
                 targets=[name, *ra.config.targets],
-                identity=ra.config.identity,
+                identity=ra.config.identity_dict,
                 paused=ra.paused.is_set(),
             )
             out.append(row)

@@ -53,7 +53,7 @@ from coupler.bus.model.commands import (
     reply_envelope,
 )
 from coupler.bus.model.identities import Identity, IdentityError
-from coupler.bus.plugins.manager import adapter_types, site_plugin_manager
+from coupler.bus.plugins.manager import adapter_types, site_plugin_manager, translator_types
 from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
@@ -175,7 +175,7 @@ class Daemon:
         classes = self._adapter_classes()  # every adapter type is known before anything starts
         self._lock.acquire()
         try:
-            self.transport = open_transport(self.site)
+            self.transport = open_transport(self.site, self.pm)
             self._check_datatype_readers(classes)
             self._start_adapters(classes)
             self._start_workers()
@@ -229,7 +229,7 @@ class Daemon:
                     f"(installed types: {', '.join(sorted(types)) or 'none'})"
                 )
         if problems:
-            raise ConfigError(problems, where=str(self.site.path), hint="`coupler plugins` lists what is installed")
+            raise self.site.config_error(problems, hint="`coupler plugins` lists what is installed")
         return types
 
     def _start_adapters(self, classes: dict[str, type[Adapter]]) -> None:
@@ -262,7 +262,7 @@ class Daemon:
                 adapter = cls(ad.name, dict(options), context)
                 adapter.direction = ad.direction
                 adapter.targets = tuple(ad.targets)
-                adapter.identity = dict(ad.identity) if ad.identity else None
+                adapter.identity = ad.identity_dict
                 adapter.channel = ad.channel
                 adapter.format = FormatIndicator.parse(ad.format) if ad.format else None
             except CouplerError as exc:
@@ -296,7 +296,7 @@ class Daemon:
                 ad, self.registry() if ad.mapping else None, self.site.path.parent, mapping_functions(self.pm)
             )
         except ConfigError as exc:
-            raise ConfigError(exc.problems, where=str(self.site.path), hint=exc.hint) from None
+            raise self.site.config_error(exc.problems, hint=exc.hint) from None
 
     def _outbound_stages(self, ra: RunningAdapter) -> None:
         """Canonical -> legacy (translation), then the wrapper chain, before an outbound adapter."""
@@ -305,10 +305,12 @@ class Daemon:
 
         ad = ra.config
         try:
-            ra.translation = OutboundTranslation.for_adapter(ad, self.registry(), self.site.path.parent)
+            ra.translation = OutboundTranslation.for_adapter(
+                ad, self.registry(), self.site.path.parent, translator_types(self.pm)
+            )
             chain = wrapper_chain(ad, self.site.path.parent)
         except ConfigError as exc:
-            raise ConfigError(exc.problems, where=str(self.site.path), hint=exc.hint) from None
+            raise self.site.config_error(exc.problems, hint=exc.hint) from None
         ra.wrapping = OutboundWrapping(ad.name, chain) if chain is not None else None
 
     # datatype channels ------------------------------------------------------------------
@@ -348,7 +350,7 @@ class Daemon:
             self._datatype_readers[ad.name] = (fmt.name, fmt.version)
         problems += self._check_route_readers()
         if problems:
-            raise ConfigError(problems, where=str(self.site.path), hint="`coupler schema list` shows the known versions")
+            raise self.site.config_error(problems, hint="`coupler schema list` shows the known versions")
 
     def _check_route_readers(self) -> list[str]:
         """Routes declaring the version they read (``[[routes]] format``): it must exist, and
@@ -418,7 +420,7 @@ class Daemon:
         repo = self.transport.identities
         repo.unregister(adapter=ra.name)  # left over by a daemon that was killed
         if ra.config.identity:
-            reg = repo.register(Identity.from_dict(ra.config.identity), adapter_queue(ra.name), adapter=ra.name)
+            reg = repo.register(Identity.from_dict(ra.config.identity_dict), adapter_queue(ra.name), adapter=ra.name)
             log.info("adapter %s registered identity %s", ra.name, reg.identity, extra={"adapter": ra.name})
 
     def _unregister_identity(self, ra: RunningAdapter) -> None:
@@ -656,7 +658,7 @@ class Daemon:
 
     def _monitor(self) -> None:
         assert self.transport is not None
-        interval = self.site.monitor["interval_seconds"]
+        interval = self.site.monitor.interval_seconds
         last_maintenance = 0.0
         while not self.stopping.wait(interval):
             for ra in self.adapters.values():
@@ -674,7 +676,7 @@ class Daemon:
 
     def _check_stuck(self) -> None:
         assert self.transport is not None
-        default = self.site.monitor["stuck_after_seconds"]
+        default = self.site.monitor.stuck_after_seconds
         for st in self.transport.stats():
             cfg = self.site.channel(st.channel)
             limit = cfg.stuck_after_seconds if cfg and cfg.stuck_after_seconds is not None else default

@@ -46,7 +46,6 @@ Threads: a Transport object may be shared by threads (each gets its own connecti
 from __future__ import annotations
 
 import abc
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.model.names import CHANNEL_NAME_RULE, is_channel_name, is_queue_name
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
 #: the site-wide Dead Letter Channel and Invalid Message Channel
 DEFAULT_DEAD_LETTER = "dead-letters"
 DEFAULT_INVALID = "invalid"
-
-_CHANNEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
 
 ChannelKind = Literal["queue", "topic"]
 DeadKind = Literal["dead", "invalid"]
@@ -86,17 +84,16 @@ class UnknownDeadLetterError(TransportError):
 
 def check_channel_name(channel: str) -> str:
     """``channel`` when it is a valid channel (or subscription) name, else :class:`TransportError`."""
-    if not isinstance(channel, str) or not _CHANNEL_NAME.match(channel):
-        raise TransportError(
-            f"bad channel name {channel!r}",
-            hint="use 1 to 200 characters without spaces or control characters, e.g. orders.in",
-        )
+    if not is_queue_name(channel):
+        raise TransportError(f"bad channel name {channel!r}", hint=f"use {CHANNEL_NAME_RULE}, e.g. orders.in")
     return channel
 
 
-def is_channel_name(name: str) -> bool:
-    """Whether ``name`` would pass :func:`check_channel_name`."""
-    return bool(_CHANNEL_NAME.match(name))
+def check_subscription_name(subscription: str) -> str:
+    """``subscription`` when it can name a durable subscription, else :class:`TransportError`."""
+    if not is_channel_name(subscription):
+        raise TransportError(f"bad subscription name {subscription!r}", hint=f"use {CHANNEL_NAME_RULE}")
+    return subscription
 
 
 def envelope_list(channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:

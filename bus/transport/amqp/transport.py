@@ -62,7 +62,6 @@ from typing import Any, Literal
 import pika
 import pika.exceptions as px
 
-from coupler.bus.config.loader import backoff_policy
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
@@ -93,6 +92,7 @@ from coupler.bus.transport.base import (
     Transport,
     TransportError,
     check_channel_name,
+    check_subscription_name,
     declared_config,
     envelope_list,
     error_text,
@@ -806,8 +806,7 @@ class AmqpTransport(Transport):
 
     def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
         check_channel_name(topic)
-        if not subscription or "#" in subscription or " " in subscription:
-            raise TransportError(f"bad subscription name {subscription!r}", hint="no spaces and no '#'")
+        check_subscription_name(subscription)
         if selector is not None:
             Selector.parse(selector)
         channel = self.subscription_channel(topic, subscription)
@@ -1088,21 +1087,21 @@ class AmqpTransport(Transport):
 def amqp_transport_for_site(site: Any) -> AmqpTransport:
     """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
     store = site.store
-    amqp = store["amqp"]
+    amqp = store.amqp
     return AmqpTransport(
-        amqp["url"],
-        postgres=amqp["postgres"],
-        postgres_schema=amqp["postgres_schema"],
-        prefix=amqp["prefix"],
-        delivery_limit=amqp["delivery_limit"],
-        reconnect_timeout=amqp["reconnect_timeout_seconds"],
-        file_lease_seconds=amqp["file_lease_seconds"],
-        backoff=backoff_policy(store["redelivery"]),
-        lease_seconds=store["lease_seconds"],
-        journal_retention=store["journal_retention_days"] * 86400.0,
-        idempotency_retention=store["idempotency_window_seconds"],
-        dead_letter=store["dead_letter_channel"],
-        invalid=store["invalid_channel"],
+        amqp.url,
+        postgres=amqp.postgres,
+        postgres_schema=amqp.postgres_schema,
+        prefix=amqp.prefix,
+        delivery_limit=amqp.delivery_limit,
+        reconnect_timeout=amqp.reconnect_timeout_seconds,
+        file_lease_seconds=amqp.file_lease_seconds,
+        backoff=BackoffPolicy(**store.redelivery.model_dump()),
+        lease_seconds=store.lease_seconds,
+        journal_retention=store.journal_retention_days * 86400.0,
+        idempotency_retention=store.idempotency_window_seconds,
+        dead_letter=store.dead_letter_channel,
+        invalid=store.invalid_channel,
         name=f"coupler {site.name}",
     ).open()
 

@@ -61,9 +61,9 @@ from coupler.bus.transport.base import (
     Transport,
     TransportError,
     check_channel_name,
+    check_subscription_name,
     declared_config,
     envelope_list,
-    is_channel_name,
     not_replayable,
     purged_dead_letters_detail,
     unknown_dead_letter,
@@ -625,10 +625,7 @@ class SqliteTransport(Transport):
 
     def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
         check_channel_name(topic)
-        if not subscription or "#" in subscription or not is_channel_name(subscription):
-            raise TransportError(
-                f"bad subscription name {subscription!r}", hint="no spaces and no '#'"
-            )
+        check_subscription_name(subscription)
         if selector is not None:
             Selector.parse(selector)
         channel = self.subscription_channel(topic, subscription)
