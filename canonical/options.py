@@ -54,7 +54,7 @@ class OptionsModel(BaseModel):
 
 def option(text: str, example: str | None = None, **kwargs: Any) -> Any:
     """A field with its documentation (and a TOML example of it in use)."""
-    extra = {"example": example} if example else None
+    extra: dict[str, Any] | None = {"example": example} if example else None
     return Field(description=text, json_schema_extra=extra, **kwargs)
 
 

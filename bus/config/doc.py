@@ -68,7 +68,8 @@ def _field(name: str, info: FieldInfo) -> Field:
         default = {}
     elif isinstance(default, tuple):
         default = list(default)
-    minimum = next((float(m.ge) for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
+    bound: Any = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
+    minimum = float(bound) if bound is not None else None
     origin, args = typing.get_origin(ann), typing.get_args(ann)
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return Field(key, TABLE, text, default, fields=describe(ann).fields, example=example)

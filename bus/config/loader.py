@@ -258,11 +258,11 @@ def parse_site(
         model = SiteModel.model_validate(data)
     except ValidationError as exc:
         found.extend(problems(exc, SiteModel, data, render=render))
-    adapters_raw = data.get("adapters") if isinstance(data.get("adapters"), list) else []
+    adapters_raw: list[Any] = data["adapters"] if isinstance(data.get("adapters"), list) else []
     if adapter_types is not None:
         found.extend(_check_adapter_types(adapters_raw, adapter_types, render))
     if transport_types is not None:
-        store = data.get("store") if isinstance(data.get("store"), dict) else {}
+        store: dict[str, Any] = data["store"] if isinstance(data.get("store"), dict) else {}
         kind = store.get("type", "sqlite")
         if isinstance(kind, str) and kind not in transport_types:
             found.append(Problem(render(("store", "type")), _unknown("transport type", kind, transport_types),
@@ -484,7 +484,7 @@ def _renderer(raw: dict[str, Any]) -> Callable[[tuple[str | int, ...]], str]:
             continue
         names = [it.get(key) if isinstance(it, dict) else None for it in items]
         for i, name in enumerate(names):
-            if is_channel_name(name) and names.count(name) == 1:
+            if isinstance(name, str) and is_channel_name(name) and names.count(name) == 1:
                 labels[(section, i)] = name
 
     def render(loc: tuple[str | int, ...]) -> str:

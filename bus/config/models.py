@@ -402,6 +402,11 @@ class RouteConfig(Section):
         return self._index
 
     @property
+    def label(self) -> str:
+        """Its name (the loader names an unnamed route ``route-<index>``)."""
+        return self.name or f"route-{self.index}"
+
+    @property
     def key_path(self) -> str:
         """``routes[NAME]`` when the site names it with a valid name, else ``routes[INDEX]``."""
         named = self._named and self.name is not None and is_channel_name(self.name)

@@ -374,7 +374,7 @@ class Daemon:
             except CouplerError as exc:
                 problems.append(f"{route.key_path}.format: {exc.message}")
                 continue
-            self._route_readers[route.name] = (fmt.name, fmt.version)
+            self._route_readers[route.label] = (fmt.name, fmt.version)
         return problems
 
     def _datatype_receiver(self, name: str, source: str) -> Receiver | None:
@@ -420,7 +420,7 @@ class Daemon:
         repo = self.transport.identities
         repo.unregister(adapter=ra.name)  # left over by a daemon that was killed
         if ra.config.identity:
-            reg = repo.register(Identity.from_dict(ra.config.identity_dict), adapter_queue(ra.name), adapter=ra.name)
+            reg = repo.register(Identity.from_dict(ra.config.identity.as_dict()), adapter_queue(ra.name), adapter=ra.name)
             log.info("adapter %s registered identity %s", ra.name, reg.identity, extra={"adapter": ra.name})
 
     def _unregister_identity(self, ra: RunningAdapter) -> None:
