@@ -47,6 +47,8 @@ class Field:
     default: Any = None
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    #: values must be greater than this
+    above: float | None = None
     fields: tuple[Field, ...] = ()
     #: a TOML snippet showing the key (or the whole section) in use
     example: str = ""
@@ -70,6 +72,7 @@ def _field(name: str, info: FieldInfo) -> Field:
         default = list(default)
     bound: Any = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
     minimum = float(bound) if bound is not None else None
+    above: Any = next((m.gt for m in info.metadata if isinstance(m, annotated_types.Gt)), None)
     origin, args = typing.get_origin(ann), typing.get_args(ann)
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return Field(key, TABLE, text, default, fields=describe(ann).fields, example=example)
@@ -83,7 +86,8 @@ def _field(name: str, info: FieldInfo) -> Field:
     if origin is Literal:
         return Field(key, STRING, text, default, choices=tuple(str(a) for a in args), example=example)
     kind = {bool: BOOLEAN, int: INTEGER, float: NUMBER}.get(ann, STRING)
-    return Field(key, kind, text, default, minimum=minimum, example=example)
+    return Field(key, kind, text, default, minimum=minimum, above=None if above is None else float(above),
+                 example=example)
 
 
 def _unwrap(ann: Any) -> Any:
@@ -192,7 +196,7 @@ def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
     out = [
         "# Site configuration (`site.toml`)",
         "",
-        "<!-- Generated from bus/config/models.py and the built-in adapter types by "
+        "<!-- Generated from bus/config/models.py and the options models of the built-in adapter types by "
         "`python -m coupler.bus.config.doc`; do not edit by hand. -->",
         "",
         "A site is one TOML file. `coupler init DIR` writes a commented one; `coupler daemon --site",
@@ -221,7 +225,7 @@ def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
 
 
 def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
-    """The options the built-in adapter types list in ``option_docs``."""
+    """The options models of the built-in adapter types."""
     if adapter_types is None:
         from coupler.bus.plugins.manager import adapter_types as installed
         from coupler.bus.plugins.manager import plugin_manager
@@ -233,18 +237,19 @@ def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
     out = [
         "## Adapter options (`[adapters.options]`)",
         "",
-        "Each adapter type documents its options in docs/adapters/. These are the options that",
-        "bound what a peer can make an adapter do (connections, timeouts, authentication, TLS).",
+        "Each adapter type declares its options as a model; the site loader checks every adapter's",
+        "options against it (an unknown or wrong option is reported with the site's other problems).",
+        "These are the options of the built-in types (docs/adapters/ explains them in context).",
         "",
     ]
     for name in sorted(adapter_types):
-        docs = getattr(adapter_types[name], "option_docs", ())
-        if not docs:
+        cls = adapter_types[name]
+        model = getattr(cls, "options_model", None)
+        if model is None:
             continue
         out += [f"### `type = \"{name}\"`", "", "| key | type | default | description |", "|---|---|---|---|"]
-        for o in docs:
-            default = "not set" if o.default is None else f"`{toml_value(o.default)}`"
-            out.append(f"| `options.{o.key}` | {o.kind} | {default} | {o.doc.replace('|', chr(92) + '|')} |")
+        for path, f in walk(describe(model), "options."):
+            out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
         out.append("")
     return out
 
@@ -269,6 +274,8 @@ def _doc(f: Field) -> str:
         text += " One of " + ", ".join(f"`{c}`" for c in f.choices) + "."
     if f.minimum is not None:
         text += f" Minimum {f.minimum:g}."
+    if f.above is not None:
+        text += f" Greater than {f.above:g}."
     return text
 
 

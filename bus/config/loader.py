@@ -15,7 +15,6 @@ import os
 import re
 import tomllib
 import typing
-import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,6 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from coupler.bus.config.models import (
-    RENAMED,
     AdapterConfig,
     AmqpSection,
     BatchJobConfig,
@@ -252,7 +250,7 @@ def parse_site(
     lines = locate_keys(text)
     render = _renderer(raw)
     found: list[Problem] = []
-    data = _renamed(raw, render, lines)
+    data = raw
     model: SiteModel | None = None
     try:
         model = SiteModel.model_validate(data)
@@ -283,28 +281,6 @@ def parse_site(
         raise ConfigError(found, where=str(path))
     assert model is not None
     return _resolved(model, raw, path.resolve(), lines)
-
-
-def _renamed(raw: dict[str, Any], render: Callable[[tuple[str | int, ...]], str],
-             lines: dict[tuple[str | int, ...], int]) -> dict[str, Any]:
-    """``raw`` with renamed keys under their new names; an old spelling is a deprecation warning."""
-    if not RENAMED:
-        return raw
-    data = dict(raw)
-    for (table, old), new in RENAMED.items():
-        loc = tuple(table.split(".")) if table else ()
-        holder: Any = data
-        for part in loc:
-            holder = holder.get(part) if isinstance(holder, dict) else None
-        if isinstance(holder, dict) and old in holder and new not in holder:
-            holder[new] = holder.pop(old)
-            at = _line_of(lines, (*loc, old))
-            warnings.warn(
-                f"{render((*loc, old))}{f' (line {at})' if at else ''}: {old!r} is deprecated, write {new!r}",
-                DeprecationWarning,
-                stacklevel=3,
-            )
-    return data
 
 
 def _check_adapter_types(

@@ -525,8 +525,3 @@ class SiteModel(Section):
     adapters: tuple[AdapterConfig, ...] = doc(AdapterConfig.__doc__ or "", example=_ADAPTERS_EXAMPLE, default=())
     routes: tuple[RouteConfig, ...] = doc(RouteConfig.__doc__ or "", example=_ROUTES_EXAMPLE, default=())
     batch: tuple[BatchJobConfig, ...] = doc(BatchJobConfig.__doc__ or "", example=_BATCH_EXAMPLE, default=())
-
-
-#: keys that were renamed: ``{(table path, old key): new key}``; the old spelling still loads,
-#: with a deprecation warning (none so far: a rename adds its entry here)
-RENAMED: dict[tuple[str, str], str] = {}

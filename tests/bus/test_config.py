@@ -139,3 +139,43 @@ def test_toml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
 def test_missing_site_file_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="coupler init"):
         load_site(tmp_path / "nope.toml")
+
+
+def test_problems_give_the_line_and_the_key_path(tmp_path: Path) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text('[site]\nname = "x"\n\n[[adapters]]\nname = "in"\ntype = "t"\n\n[[adapters]]\nname = "out"\n'
+                    'type = "t"\ndirection = "out"\n[adapters.options]\nport = 1\n[[routes]]\nfrom = "a"\n'
+                    '[[routes.rules]]\nto = ["a"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_site(path)
+    assert info.value.problems == [
+        "adapters[out].direction: 'out' is not one of inbound, outbound, both",
+        "routes[0].rules[0].to[0]: 'a' is the route's own input channel (a loop)",
+    ]
+    assert info.value.lines == [11, 17]
+    assert str(info.value) == (f"{path}: 2 problems: line 11: adapters[out].direction: 'out' is not one of inbound, "
+                               "outbound, both; line 17: routes[0].rules[0].to[0]: 'a' is the route's own input "
+                               "channel (a loop)")
+
+
+def test_adapter_options_are_checked_on_load_with_the_other_problems(tmp_path: Path) -> None:
+    from coupler.bus.plugins.manager import plugin_manager
+
+    path = tmp_path / "site.toml"
+    path.write_text('[store]\nsynchronous = "OFF"\n\n[[adapters]]\nname = "hl7-in"\ntype = "socket"\n'
+                    '[adapters.options]\nmode = "server"\nport = 2575\nidle_timout = 5\n[adapters.options.tls]\n'
+                    'cer = "x.pem"\n\n[[adapters]]\nname = "soap-in"\ntype = "sopa"\n')
+    with pytest.raises(ConfigError) as info:
+        load_site(path, pm=plugin_manager())
+    assert info.value.problems == [
+        "store.synchronous: 'OFF' is not one of FULL, NORMAL",
+        "adapters[hl7-in].options.idle_timout: unknown key (did you mean 'idle_timeout'?)",
+        "adapters[hl7-in].options.tls.cer: unknown key (did you mean 'cert'?)",
+        "adapters[soap-in].type: no installed plugin provides adapter type 'sopa' (did you mean 'soap'? installed: "
+        "filedrop, sftp, soap, socket; `coupler plugins` lists them)",
+    ]
+    assert info.value.lines == [2, 10, 12, 16]
+    path.write_text(path.read_text().replace('"OFF"', '"FULL"').replace("idle_timout", "idle_timeout")
+                    .replace("cer =", "cert =").replace('"sopa"', '"socket"\noptions = { mode = "client", port = 1 }'))
+    site = load_site(path, pm=plugin_manager())
+    assert [a.name for a in site.adapters] == ["hl7-in", "soap-in"]
