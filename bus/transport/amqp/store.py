@@ -39,6 +39,8 @@ from typing import Any
 
 from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
 from coupler.bus.transport.base import ChannelConfig, JournalEntry, TransportError
+from coupler.bus.transport.ddl import file_state, metadata, postgres
+from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
 from coupler.bus.transport.sql_filters import journal_entries, journal_query
 
 try:  # psycopg is a dependency of the broker transport only
@@ -46,93 +48,25 @@ try:  # psycopg is a dependency of the broker transport only
 except ImportError:  # pragma: no cover - reported when a PgStore is opened
     psycopg = None  # type: ignore[assignment]
 
-COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
 log = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-_DDL = """
-CREATE SCHEMA IF NOT EXISTS {s};
-CREATE TABLE IF NOT EXISTS {s}.channels (
-    name TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT 'queue',
-    config TEXT NOT NULL DEFAULT '{{}}',
-    created_at DOUBLE PRECISION NOT NULL
-);
-CREATE TABLE IF NOT EXISTS {s}.subscriptions (
-    topic TEXT NOT NULL,
-    name TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    selector TEXT,
-    created_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (topic, name)
-);
-CREATE TABLE IF NOT EXISTS {s}.journal (
-    id BIGSERIAL PRIMARY KEY,
-    at DOUBLE PRECISION NOT NULL,
-    channel TEXT,
-    message_id TEXT,
-    event TEXT NOT NULL,
-    detail TEXT
-);
-CREATE INDEX IF NOT EXISTS journal_message ON {s}.journal (message_id);
-CREATE INDEX IF NOT EXISTS journal_at ON {s}.journal (at);
-CREATE TABLE IF NOT EXISTS {s}.counters (
-    channel TEXT PRIMARY KEY,
-    sent BIGINT NOT NULL DEFAULT 0,
-    received BIGINT NOT NULL DEFAULT 0,
-    acked BIGINT NOT NULL DEFAULT 0,
-    failed BIGINT NOT NULL DEFAULT 0,
-    dead BIGINT NOT NULL DEFAULT 0,
-    invalid BIGINT NOT NULL DEFAULT 0,
-    expired BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS {s}.seen (
-    consumer TEXT NOT NULL,
-    key TEXT NOT NULL,
-    seen_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (consumer, key)
-);
-CREATE INDEX IF NOT EXISTS seen_age ON {s}.seen (seen_at);
-CREATE TABLE IF NOT EXISTS {s}.identities (
-    id BIGSERIAL PRIMARY KEY,
-    class TEXT NOT NULL,
-    provider TEXT,
-    name TEXT,
-    version TEXT,
-    channel TEXT NOT NULL,
-    adapter TEXT,
-    registered_at DOUBLE PRECISION NOT NULL
-);
+#: what only the shared state has, beside the metadata tables of :mod:`coupler.bus.transport.ddl`
+_OWN_DDL = """
 CREATE SEQUENCE IF NOT EXISTS {s}.dead_letter_ids;
-CREATE TABLE IF NOT EXISTS {s}.files (
-    adapter TEXT NOT NULL,
-    path TEXT NOT NULL,
-    size BIGINT NOT NULL,
-    mtime_ns BIGINT NOT NULL,
-    checksum TEXT NOT NULL DEFAULT '',
-    state TEXT NOT NULL,
-    published BIGINT NOT NULL DEFAULT 0,
-    detail TEXT,
-    owner TEXT NOT NULL,
-    lease_until DOUBLE PRECISION NOT NULL,
-    created DOUBLE PRECISION NOT NULL,
-    updated DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (adapter, path, size, mtime_ns, checksum)
-);
-CREATE INDEX IF NOT EXISTS files_state ON {s}.files (adapter, state, updated);
-CREATE TABLE IF NOT EXISTS {s}.files_delivered (
-    adapter TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    name TEXT,
-    at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (adapter, message_id)
-);
 CREATE TABLE IF NOT EXISTS {s}.broker_objects (
     name TEXT NOT NULL,
     kind TEXT NOT NULL,
     PRIMARY KEY (name, kind)
-);
+)
 """
+
+
+def _ddl(schema: str) -> list[str]:
+    """Every statement creating the tables of a site's shared state in ``schema``."""
+    dialect = postgres(schema)
+    own = [st for st in _OWN_DDL.format(s=schema).split(";") if st.strip()]
+    return [f"CREATE SCHEMA IF NOT EXISTS {schema}", *metadata(dialect), *file_state(dialect, shared=True), *own]
 
 
 class PgStoreError(TransportError):
@@ -170,7 +104,8 @@ class PgStore:
         with self.conn() as c:
             # two daemons starting at once would race on CREATE ... IF NOT EXISTS
             c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
-            c.execute(_DDL.format(s=self.schema))
+            for statement in _ddl(self.schema):
+                c.execute(statement)
         return self
 
     def close(self) -> None:
@@ -371,6 +306,7 @@ class PgStore:
         return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
 
     def purge_older(self, journal_before: float, seen_before: float) -> dict[str, int]:
+        self.flush()  # what this process recorded before is purged too, not written after
         with self.conn() as c:
             j = c.execute(f"DELETE FROM {self.schema}.journal WHERE at < %s", (journal_before,)).rowcount
             s = c.execute(f"DELETE FROM {self.schema}.seen WHERE seen_at < %s", (seen_before,)).rowcount
@@ -532,7 +468,7 @@ class PgIdentityRepository(IdentityRepository):
                 "registered_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
                 (ident.cls, ident.provider, ident.name, ident.version, channel, adapter, now),
             ).fetchone()
-        self._store.record([(channel, None, "identity registered", str(ident))])
+        self._store.record([(channel, None, IDENTITY_REGISTERED, str(ident))])
         return Registration(int(row[0]), ident, channel, adapter, now)
 
     def unregister(self, *, adapter: str | None = None, identity: Identity | str | None = None) -> int:
@@ -564,4 +500,4 @@ class PgIdentityRepository(IdentityRepository):
         return [Registration(r[0], Identity(r[1], r[2], r[3], r[4]), r[5], r[6], r[7]) for r in rows]
 
 
-__all__ = ["COUNTERS", "PgIdentityRepository", "PgStore", "PgStoreError"]
+__all__ = ["PgIdentityRepository", "PgStore", "PgStoreError"]

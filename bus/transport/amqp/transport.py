@@ -100,6 +100,29 @@ from coupler.bus.transport.base import (
     purged_dead_letters_detail,
     unknown_dead_letter,
 )
+from coupler.bus.transport.policy import (
+    ACKED,
+    DEAD_LETTERS_PURGED,
+    ERROR_EXPIRED,
+    LEASE_EXPIRED,
+    PUBLISHED,
+    PURGED,
+    REASON_EXPIRED,
+    RECEIVED,
+    REPLAYED,
+    SENT,
+    SUBSCRIBED,
+    TRANSPORT,
+    UNSUBSCRIBED,
+    NackDecision,
+    backoff_for,
+    dead_letter_queue,
+    lease_for,
+    nack_decision,
+    record_dead,
+    record_nacked,
+    undeliverable,
+)
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
@@ -134,6 +157,8 @@ class _Journal:
 
     def add(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
         self.rows.append((channel, message_id, event, detail))
+
+    journal = add  # a policy.Recorder
 
     def count(self, channel: str, counter: str, n: int = 1) -> None:
         self.counts[(channel, counter)] += n
@@ -368,14 +393,14 @@ class AmqpTransport(Transport):
         tx = self._tx()
         if tx is not None:
             return tx.nack(delivery, error, component, delay=delay, dead=dead)
-        outcome, wait = self._nack_plan(delivery, dead, delay)
+        decision = self._nack_plan(delivery, dead, delay)
         journal = _Journal()
         self._call(
-            lambda link: self._nack(link, delivery, error_text(error), component, outcome, wait, dead, journal),
+            lambda link: self._nack(link, delivery, error_text(error), component, decision, journal),
             retry=False,
         )
         self._record(journal)
-        return outcome
+        return decision.outcome
 
     def invalid(
         self,
@@ -456,12 +481,12 @@ class AmqpTransport(Transport):
         messages = []
         for env in copies:
             if env.is_expired(now):
-                self._dead(link, channel, env, env.body, {}, "dead", "expired",
-                           "message expired before it was sent", "transport", attempts, journal)
+                self._dead(link, channel, env, env.body, {}, "dead", REASON_EXPIRED,
+                           "message expired before it was sent", TRANSPORT, attempts, journal)
                 continue
             body, props = to_amqp(env, attempts=attempts, now=now)
             messages.append(("", queue, body, props))
-            journal.add(channel, env.message_id, "sent", component)
+            journal.add(channel, env.message_id, SENT, component)
         link.publish(messages)
         if messages:
             journal.count(channel, "sent", len(messages))
@@ -482,7 +507,7 @@ class AmqpTransport(Transport):
             for name, sel in with_selector:
                 if sel(env):
                     messages.append((exchange, Names.selector_key(name), body, props))
-            journal.add(topic, env.message_id, "published", component)
+            journal.add(topic, env.message_id, PUBLISHED, component)
         link.publish(messages)
         journal.count(topic, "sent", len(copies))
 
@@ -500,8 +525,8 @@ class AmqpTransport(Transport):
             return []
         sel = as_selector(selector)
         cfg = self.channel_config(channel)
-        lease = lease_seconds or cfg.lease_seconds or self.lease_seconds
-        policy = cfg.backoff or self.backoff
+        lease = lease_for(lease_seconds, cfg, self.lease_seconds)
+        policy = backoff_for(cfg, self.backoff)
         journal = _Journal()
         got = self._call(lambda link: self._get(link, channel, consumer, max, lease, sel, policy, journal))
         self._record(journal)
@@ -530,21 +555,16 @@ class AmqpTransport(Transport):
                     rec = from_amqp(props, body)
                 except CouplerError as exc:
                     self._dead(link, channel, None, body, dict(props.headers or {}), "invalid",
-                               "undecodable envelope", str(exc), "transport", 0, journal)
+                               "undecodable envelope", str(exc), TRANSPORT, 0, journal)
                     link.ch.basic_ack(method.delivery_tag)
                     continue
                 env = rec.envelope
                 assert env is not None
                 prior = rec.attempts
-                if env.is_expired(now):
-                    self._dead(link, channel, env, body, rec.headers, "dead", "expired",
-                               "message expired before delivery", "transport", prior, journal)
-                    link.ch.basic_ack(method.delivery_tag)
-                    continue
-                if rec.headers.get(H_LEASE_LOST) and policy.exhausted(prior):
-                    self._dead(link, channel, env, body, rec.headers, "dead", "lease expired",
-                               f"not acknowledged within the lease after {prior} attempt(s)",
-                               "transport", prior, journal)
+                verdict = undeliverable(policy, expired=env.is_expired(now),
+                                        lease_lost=bool(rec.headers.get(H_LEASE_LOST)), attempts=prior)
+                if verdict is not None:
+                    self._dead(link, channel, env, body, rec.headers, "dead", *verdict, TRANSPORT, prior, journal)
                     link.ch.basic_ack(method.delivery_tag)
                     continue
                 if sel is not None and not sel(env):
@@ -566,7 +586,7 @@ class AmqpTransport(Transport):
             if skipped:
                 self._requeued.add(queue)
         for d in taken:
-            journal.add(channel, d.message_id, "received", consumer)
+            journal.add(channel, d.message_id, RECEIVED, consumer)
         if taken:
             journal.count(channel, "received", len(taken))
         return taken
@@ -631,28 +651,23 @@ class AmqpTransport(Transport):
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
-            journal.add(d.channel, d.message_id, "acked", d.consumer)
+            journal.add(d.channel, d.message_id, ACKED, d.consumer)
 
-    def _nack_plan(self, d: Delivery, dead: bool, delay: float | None) -> tuple[Literal["retry", "dead"], float]:
-        policy = self.channel_config(d.channel).backoff or self.backoff
-        if dead or policy.exhausted(d.attempt):
-            return "dead", 0.0
-        return "retry", (policy.delay(d.attempt, self._rng) if delay is None else delay)
+    def _nack_plan(self, d: Delivery, dead: bool, delay: float | None) -> NackDecision:
+        policy = backoff_for(self.channel_config(d.channel), self.backoff)
+        return nack_decision(policy, d.attempt, dead=dead, delay=delay, rng=self._rng)
 
     def _nack(
-        self, link: Link, d: Delivery, text: str, component: str, outcome: str, wait: float,
-        dead: bool, journal: _Journal,
+        self, link: Link, d: Delivery, text: str, component: str, decision: NackDecision, journal: _Journal,
     ) -> None:
         lease = self._lease(link, d, "reject")
         journal.count(d.channel, "failed")
-        if outcome == "dead":
-            reason = "rejected" if dead else f"failed {d.attempt} attempt(s)"
+        if decision.outcome == "dead":
             self._dead(link, d.channel, lease.stored, lease.received.body, lease.received.headers,
-                       "dead", reason, text, component, d.attempt, journal)
+                       "dead", decision.reason, text, component, d.attempt, journal)
         else:
-            self._republish(link, lease, wait)
-            journal.add(d.channel, d.message_id, "nacked",
-                        f"{component}: {text} (attempt {d.attempt}, retry in {wait:.3f} s)")
+            self._republish(link, lease, decision.wait)
+            record_nacked(journal, d, component, text, decision.wait)
         link.ch.basic_ack(lease.tag)
         del self._leases[lease.id]
 
@@ -680,7 +695,7 @@ class AmqpTransport(Transport):
     ) -> int:
         """Publish a dead letter (the message and why it died) to its dead-letter queue."""
         cfg = self.channel_config(channel) if channel else ChannelConfig()
-        name = (cfg.dead_letter or self.dead_letter_default) if kind == "dead" else (cfg.invalid or self.invalid_default)
+        name = dead_letter_queue(cfg, kind, dead_letter=self.dead_letter_default, invalid=self.invalid_default)
         dead_id = dead_id if dead_id is not None else self.store.next_dead_letter_id()
         record = {
             "id": dead_id, "kind": kind, "queue": name, "channel": channel, "reason": reason,
@@ -692,14 +707,8 @@ class AmqpTransport(Transport):
         else:
             props = pika.BasicProperties(delivery_mode=2, headers={H_RAW: True, H_DEAD: json.dumps(record)})
         link.publish([("", self._dead_queue(link, name), body, props)])
-        counter = "expired" if reason == "expired" else kind
-        if channel:
-            journal.count(channel, counter)
-        message_id = env.message_id if env is not None else None
-        journal.add(channel, message_id, counter if counter != "dead" else "dead-lettered",
-                    f"{name}: {reason}: {error} ({component})")
-        log.warning("message %s on %s -> %s: %s: %s (component %s, attempts %d)",
-                    message_id, channel, name, reason, error, component, attempts)
+        record_dead(journal, channel, env.message_id if env is not None else None, queue=name, kind=kind,
+                    reason=reason, error=error, component=component, attempts=attempts)
         return dead_id
 
     def _invalid(
@@ -732,7 +741,7 @@ class AmqpTransport(Transport):
             self._republish(link, lease, 0.0, lease_lost=True)
             link.ch.basic_ack(lease.tag)
             journal.add(lease.channel, lease.received.envelope.message_id if lease.received.envelope else None,
-                        "lease expired", lease.consumer)
+                        LEASE_EXPIRED, lease.consumer)
         if time.monotonic() >= self._next_sweep:
             self._next_sweep = time.monotonic() + 1.0
             self._sweep_expired(link, journal)
@@ -759,7 +768,7 @@ class AmqpTransport(Transport):
             except CouplerError:
                 env, attempts = None, 0
             if why == "expired":
-                reason, error = "expired", "message expired before delivery"
+                reason, error = REASON_EXPIRED, ERROR_EXPIRED
             else:
                 reason = why.replace("_", " ")
                 error = (f"the broker returned it to {channel} more than {self.names.delivery_limit} "
@@ -824,7 +833,7 @@ class AmqpTransport(Transport):
             link.ch.queue_bind(queue, exchange, routing_key=key)
 
         self._call(bind)
-        self._record(_Journal(rows=[(topic, None, "subscribed", subscription)]))
+        self._record(_Journal(rows=[(topic, None, SUBSCRIBED, subscription)]))
         return channel
 
     def unsubscribe(self, topic: str, subscription: str) -> None:
@@ -837,7 +846,7 @@ class AmqpTransport(Transport):
             self._declared.discard(queue)
 
         self._call(delete)
-        self._record(_Journal(rows=[(topic, None, "unsubscribed", subscription)]))
+        self._record(_Journal(rows=[(topic, None, UNSUBSCRIBED, subscription)]))
 
     def _depth(self, link: Link, channel: str) -> int:
         """Ready messages of a channel's queue (0 when it does not exist), on a spare channel."""
@@ -943,7 +952,7 @@ class AmqpTransport(Transport):
             return n
 
         n = self._call(run)
-        self._record(_Journal(rows=[(channel, None, "purged", f"{n} message(s)")]))
+        self._record(_Journal(rows=[(channel, None, PURGED, f"{n} message(s)")]))
         return n
 
     # -- dead letters ----------------------------------------------------------------------
@@ -1036,9 +1045,9 @@ class AmqpTransport(Transport):
             self._browse(link, self.names.dead(target_dl.queue), visit)
 
         self._call(run, retry=False)
-        journal.add(target, env.message_id, "sent", "dead-letter")
+        journal.add(target, env.message_id, SENT, "dead-letter")
         journal.count(target, "sent")
-        journal.add(target, env.message_id, "replayed", f"dead letter {id}")
+        journal.add(target, env.message_id, REPLAYED, f"dead letter {id}")
         self._record(journal)
         return env.message_id
 
@@ -1055,7 +1064,7 @@ class AmqpTransport(Transport):
 
         self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names], retry=False)
         n = len(counted)
-        self._record(_Journal(rows=[(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))]))
+        self._record(_Journal(rows=[(queue, None, DEAD_LETTERS_PURGED, purged_dead_letters_detail(n, kind))]))
         return n
 
     # -- message store ---------------------------------------------------------------------
@@ -1114,7 +1123,7 @@ class _AmqpTx(TransactionOps):
         self.received: list[Delivery] = []
         self.sends: list[tuple[str, list[Envelope], str]] = []
         self.acks: list[Delivery] = []
-        self.nacks: list[tuple[Delivery, str, str, str, float, bool]] = []
+        self.nacks: list[tuple[Delivery, str, str, NackDecision]] = []
         self.invalids: list[tuple[int, Envelope | bytes, str, str, str | None, Delivery | None]] = []
         self.marks: list[tuple[str, list[str]]] = []
 
@@ -1148,9 +1157,9 @@ class _AmqpTx(TransactionOps):
         delay: float | None = None,
         dead: bool = False,
     ) -> Literal["retry", "dead"]:
-        outcome, wait = self.t._nack_plan(delivery, dead, delay)
-        self.nacks.append((delivery, error_text(error), component, outcome, wait, dead))
-        return outcome
+        decision = self.t._nack_plan(delivery, dead, delay)
+        self.nacks.append((delivery, error_text(error), component, decision))
+        return decision.outcome
 
     def invalid(
         self,
@@ -1183,8 +1192,8 @@ class _AmqpTx(TransactionOps):
                 t._send(link, channel, envs, component, journal)
             for dead_id, env, reason, component, channel, delivery in self.invalids:
                 t._invalid(link, dead_id, env, reason, component, channel, delivery, journal)
-            for d, text, component, outcome, wait, dead in self.nacks:
-                t._nack(link, d, text, component, outcome, wait, dead, journal)
+            for d, text, component, decision in self.nacks:
+                t._nack(link, d, text, component, decision, journal)
 
         try:
             t._call(outputs, retry=False)

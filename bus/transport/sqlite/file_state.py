@@ -14,27 +14,7 @@ import time
 from pathlib import Path
 
 from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileKey, FileRecord, FileState
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
-    path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    checksum TEXT NOT NULL DEFAULT '',
-    state TEXT NOT NULL,
-    published INTEGER NOT NULL DEFAULT 0,
-    detail TEXT,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    PRIMARY KEY (path, size, mtime_ns, checksum)
-);
-CREATE INDEX IF NOT EXISTS files_state ON files (state);
-CREATE TABLE IF NOT EXISTS delivered (
-    message_id TEXT PRIMARY KEY,
-    name TEXT,
-    at REAL NOT NULL
-);
-"""
+from coupler.bus.transport.ddl import SQLITE, file_state
 
 _COLUMNS = "path, size, mtime_ns, checksum, state, published, detail, updated"
 
@@ -56,7 +36,8 @@ class SqliteFileState:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         self._conn.execute("PRAGMA busy_timeout=10000")
-        self._conn.executescript(_SCHEMA)
+        for statement in file_state(SQLITE, shared=False):
+            self._conn.execute(statement)
 
     def __repr__(self) -> str:
         return f"SqliteFileState({str(self.path)!r})"

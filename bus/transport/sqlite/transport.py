@@ -69,6 +69,16 @@ from coupler.bus.transport.base import (
     unknown_dead_letter,
 )
 from coupler.bus.transport.codec import decode
+from coupler.bus.transport.policy import (
+    COUNTERS,
+    DEAD_LETTERS_PURGED,
+    ERROR_EXPIRED,
+    REASON_EXPIRED,
+    REPLAYED,
+    SUBSCRIBED,
+    TRANSPORT,
+    UNSUBSCRIBED,
+)
 from coupler.bus.transport.sql_filters import dead_letter_where, journal_entries, journal_query
 from coupler.bus.transport.sqlite.group_commit import GroupCommit
 from coupler.bus.transport.sqlite.identities import SqliteIdentityRepository
@@ -80,8 +90,6 @@ log = logging.getLogger(__name__)
 
 DB_FILENAME = "coupler.db"
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-_COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
 
 
 _pid = os.getpid()
@@ -647,7 +655,7 @@ class SqliteTransport(Transport):
                 "ON CONFLICT (topic, name) DO UPDATE SET selector = excluded.selector",
                 (topic, subscription, channel, selector, self.clock()),
             )
-            tx.journal(topic, None, "subscribed", subscription)
+            tx.journal(topic, None, SUBSCRIBED, subscription)
         return channel
 
     def unsubscribe(self, topic: str, subscription: str) -> None:
@@ -658,7 +666,7 @@ class SqliteTransport(Transport):
                 "DELETE FROM subscriptions WHERE topic = ? AND name = ?", (topic, subscription)
             )
             tx.purge(channel)
-            tx.journal(topic, None, "unsubscribed", subscription)
+            tx.journal(topic, None, UNSUBSCRIBED, subscription)
 
     def stats(self, channel: str | None = None) -> list[ChannelStats]:
         self.write_counts()
@@ -699,7 +707,7 @@ class SqliteTransport(Transport):
         result = []
         for name in sorted(names):
             d = depth.get(name)
-            c = count.get(name, (0,) * len(_COUNTERS))
+            c = count.get(name, (0,) * len(COUNTERS))
             result.append(
                 ChannelStats(
                     channel=name,
@@ -708,7 +716,7 @@ class SqliteTransport(Transport):
                     ready=int(d[2] or 0) if d else 0,
                     in_flight=int(d[3] or 0) if d else 0,
                     oldest_age=max(0.0, now - d[4]) if d else None,
-                    **dict(zip(_COUNTERS, c, strict=True)),
+                    **dict(zip(COUNTERS, c, strict=True)),
                     subscriptions=tuple(subs_of.get(name, ())),
                 )
             )
@@ -790,7 +798,7 @@ class SqliteTransport(Transport):
             env.record_hop("dead-letter", f"replay {id}")
             tx.insert(target, [(env, env.to_bytes(), claim)])
             tx.conn.execute("DELETE FROM dead_letters WHERE id = ?", (id,))
-            tx.journal(target, env.message_id, "replayed", f"dead letter {id}")
+            tx.journal(target, env.message_id, REPLAYED, f"dead letter {id}")
             return env.message_id
 
     def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
@@ -807,7 +815,7 @@ class SqliteTransport(Transport):
             ]
             n = tx.conn.execute(f"DELETE FROM dead_letters {where}", args).rowcount
             tx.release_claims(claims)
-            tx.journal(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))
+            tx.journal(queue, None, DEAD_LETTERS_PURGED, purged_dead_letters_detail(n, kind))
             return n
 
     # -- message store ---------------------------------------------------------------------
@@ -834,7 +842,7 @@ class SqliteTransport(Transport):
             assert isinstance(tx, StoreTx)
             rows = tx.rows("m.expires_at IS NOT NULL AND m.expires_at <= ?", (now,))
             for row in rows:
-                tx.dead(row, "dead", "expired", "message expired before delivery", "transport")
+                tx.dead(row, "dead", REASON_EXPIRED, ERROR_EXPIRED, TRANSPORT)
             counts["expired"] = len(rows)
             counts["journal"] = tx.conn.execute(
                 "DELETE FROM journal WHERE at < ?", (now - self.journal_retention,)
