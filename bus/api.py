@@ -30,6 +30,7 @@ daemon resolves them before the adapter is created; other paths can be resolved 
 ``context.resolve_path``.
 """
 
+from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.model.adapter import (
     HEALTH_STATES,
     Adapter,
@@ -78,6 +79,6 @@ __all__ = [
     "COMMON_COMMANDS", "DONE", "FAILED", "FAULT_CODES", "FINAL_STATES", "HEALTH_STATES",
     "PROCESSING", "PUBLISHED", "STAGED", "Adapter", "AdapterContext", "Command",
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
-    "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
+    "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
 ]

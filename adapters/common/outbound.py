@@ -3,7 +3,9 @@
 ``deliver`` renders the file name from the message, refuses (as an invalid message) any
 name that leaves the root, streams the body (or its claim-checked file) to a temporary
 name, renames it atomically per the ``file_exists`` policy, then records the message id so
-that a redelivered message is not written twice (Idempotent Receiver).
+that a redelivered message is not written twice: with ``dedupe``, an
+:class:`~coupler.bus.api.IdempotentReceiver` keyed on ``message_id`` whose keys are kept in
+the adapter's file seen-state.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from coupler.bus.api import CommandFault
+from coupler.bus.api import CommandFault, IdempotentReceiver
 from coupler.canonical import Envelope
 
 from .claims import body_chunks
@@ -60,7 +62,8 @@ class FileWriter:
         self.log = logger
         self.written = 0
         self.refused = 0
-        self.duplicates = 0
+        #: the Idempotent Receiver of ``dedupe``: its keys live in the file seen-state
+        self.receiver = IdempotentReceiver(f"files:{name}") if settings.dedupe else None
 
     def _chunks(self, envelope: Envelope) -> Iterator[bytes]:
         yield from body_chunks(envelope)
@@ -69,8 +72,7 @@ class FileWriter:
 
     def deliver(self, envelope: Envelope) -> str | None:
         """Write one message; returns the name written (None: ignored or a duplicate)."""
-        if self.s.dedupe and self.state.delivered(envelope.message_id) is not None:
-            self.duplicates += 1
+        if self.receiver is not None and self.receiver.is_duplicate(self.state, envelope):
             self.log.info("%s: message %s was written before; dropped", self.name, envelope.message_id)
             return None
         where = f"adapter {self.name}: options.file_name"
@@ -91,8 +93,13 @@ class FileWriter:
             raise CommandFault(f"path traversal refused: {exc}", code="invalid") from exc
         except FileExistsPolicyError as exc:
             raise CommandFault(str(exc), code="failed") from exc
-        if self.s.dedupe:
-            self.state.mark_delivered(envelope.message_id, written)
+        if self.receiver is not None:
+            self.receiver.mark(self.state, envelope)
         if written is not None:
             self.written += 1
         return written
+
+    @property
+    def duplicates(self) -> int:
+        """Messages dropped as written before."""
+        return self.receiver.duplicates if self.receiver is not None else 0

@@ -22,7 +22,8 @@ from pydantic import AfterValidator, ConfigDict, PrivateAttr, StrictStr
 
 from coupler.bus.model.commands import COMMON_COMMANDS
 from coupler.bus.model.names import CHANNEL_NAME_RULE, is_channel_name
-from coupler.canonical.errors import FormatIndicatorError
+from coupler.bus.model.selectors import field_list
+from coupler.canonical.errors import CouplerError, FormatIndicatorError
 from coupler.canonical.format import FormatIndicator
 from coupler.canonical.options import Bool, Int, Num, OptionsModel, Str, option
 
@@ -75,7 +76,17 @@ def _time_of_day(value: str) -> str:
     return value
 
 
+def _business_key(value: str) -> str:
+    if value.strip() != "message_id":
+        try:
+            field_list(value)
+        except CouplerError as exc:
+            raise ValueError(exc.message) from None
+    return value
+
+
 Channel = Annotated[StrictStr, AfterValidator(_channel)]
+BusinessKey = Annotated[StrictStr, AfterValidator(_business_key)]
 EntryName = Annotated[StrictStr, AfterValidator(_entry_name)]
 Indicator = Annotated[StrictStr, AfterValidator(_format_indicator)]
 FormatName = Annotated[StrictStr, AfterValidator(_format_name)]
@@ -262,6 +273,38 @@ class ChannelSettings(Section):
     stuck_after_seconds: Num | None = doc(
         "Overrides monitor.stuck_after_seconds for this channel.", default=None, ge=0
     )
+    reassemble: Bool = doc(
+        "Message Sequence: the parts of a split document (messages with a `sequence` header) are held "
+        "until all arrived and the channel's consumers get the whole document; the parts never reach them.",
+        default=False,
+    )
+    sequence_timeout_seconds: Num = doc(
+        "With `reassemble`: a sequence still incomplete this long after its first part arrived goes to "
+        "the Invalid Message Channel.",
+        default=300.0, gt=0,
+    )
+
+
+# -- messaging patterns on a consumer (routes and outbound adapters) ---------------------------
+
+IDEMPOTENT_KEY_DOC = (
+    "Idempotent Receiver: drop (acknowledge without handling) a message this consumer already handled "
+    "within `store.idempotency_window_seconds`. `message_id` drops resends of the same message; a "
+    "business key (header and property names separated by commas, as in message selectors: "
+    "`origin, properties.order_no`) also drops another message with the same values. A message lacking "
+    "a field of the key goes to the Invalid Message Channel. The key is recorded in the transaction "
+    "that acknowledges the message."
+)
+
+
+class ThrottleConfig(Section):
+    """Message Throttle: how fast this consumer takes messages from its channel, whatever the
+    channel's depth."""
+
+    rate: Num | None = doc("At most this many messages per second on average (no limit when not set).",
+                           default=None, gt=0)
+    burst: Int = doc("Messages that may start at once after a quiet period.", default=1, ge=1)
+    concurrency: Int = doc("Messages handled at the same time (worker threads).", default=1, ge=1)
 
 
 class Identity(Section):
@@ -340,6 +383,8 @@ class AdapterConfig(Section):
         ),
         default=(),
     )
+    idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC + " (Outbound: its delivery worker.)", default=None)
+    throttle: ThrottleConfig | None = doc(ThrottleConfig.__doc__ or "", default=None)
     enabled: Bool = doc("Start this adapter with the daemon.", default=True)
     options: FreeTable = doc(
         "Options of the adapter type, checked against the options model the type declares (see the "
@@ -392,6 +437,8 @@ class RouteConfig(Section):
     otherwise: Channel | None = doc(
         "Channel for messages no rule matches (default: the dead letters, reason `unroutable`).", default=None
     )
+    idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC, default=None)
+    throttle: ThrottleConfig | None = doc(ThrottleConfig.__doc__ or "", default=None)
     rules: tuple[RouteRule, ...] = doc("The rules, in order.")
     _index: int = PrivateAttr(default=0)
     #: whether the site names the route (else the loader names it ``route-<index>``)

@@ -6,10 +6,11 @@ is a message of its own with the same headers, a fresh ``message_id`` and
 
 :class:`SequenceAssembler` collects the parts durably: each arriving part is moved, in one
 transaction with its acknowledgement, to a holding channel of its sequence
-(``coupler.sequence.<id>``); the part that completes the sequence takes all of them out in
+(``coupler.sequence.<channel>/<id>``); the part that completes the sequence takes all of them out in
 the same transaction and yields the original envelope. A sequence still incomplete after
 ``timeout`` seconds is moved to the Invalid Message Channel with the reason (see
-:meth:`SequenceAssembler.expire`).
+:meth:`SequenceAssembler.expire`). The daemon reassembles on every channel that declares
+``reassemble = true`` in site.toml, before its consumers see the messages.
 """
 
 from __future__ import annotations
@@ -105,15 +106,28 @@ def _expected_count(parts: list[Envelope]) -> int | None:
 
 
 class SequenceAssembler:
-    """Reassembles Message Sequences received by ``consumer`` (durably, across restarts)."""
+    """Reassembles the Message Sequences that ``consumer`` receives from ``channel``, durably.
 
-    def __init__(self, transport: Transport, consumer: str, *, timeout: float = 300.0):
+    Each part is moved, in one transaction with its acknowledgement, to the holding channel of
+    its sequence (:meth:`holding_channel`); the part that completes the sequence takes the
+    others out in the same transaction and the original document is rebuilt. With
+    ``forward`` (the daemon passes the channel itself), the document is sent there in that
+    transaction, so that it is received, retried and dead-lettered like any message. A
+    sequence still incomplete ``timeout`` seconds after its oldest part arrived goes to the
+    Invalid Message Channel (:meth:`expire`).
+    """
+
+    def __init__(self, transport: Transport, channel: str, consumer: str, *, timeout: float = 300.0,
+                 forward: str | None = None):
         self.transport = transport
+        self.channel = channel
         self.consumer = consumer
         self.timeout = timeout
+        self.forward = forward
+        self._prefix = f"{HOLDING_PREFIX}{channel}/"
 
     def holding_channel(self, sequence_id: str) -> str:
-        return f"{HOLDING_PREFIX}{sequence_id}"
+        return f"{self._prefix}{sequence_id}"
 
     def offer(self, delivery: Delivery) -> Envelope | None:
         """Take one received message; returns the whole document when it completes one.
@@ -133,19 +147,19 @@ class SequenceAssembler:
                     self.consumer, delivery=delivery,
                 )
                 return None
-            tx.send(holding, env.replace(attempt=0), component=self.consumer)
-            tx.ack(delivery)
             held = self.transport.peek(holding, max=100_000)
-            expected = _expected_count(held)
-            positions = {p.sequence.position for p in held if p.sequence}
+            expected = _expected_count([*held, env])
+            positions = {p.sequence.position for p in [*held, env] if p.sequence}
             if expected is None or len(positions) < expected:
+                tx.send(holding, env.replace(attempt=0), component=self.consumer)
+                tx.ack(delivery)
                 return None
-            parts = tx.receive(holding, self.consumer, max=len(held), lease_seconds=3600)
-            unique: dict[int, Envelope] = {}
+            parts = tx.receive(holding, self.consumer, max=len(held) + 1, lease_seconds=3600)
+            unique: dict[int, Envelope] = {seq.position: env}
             for d in parts:
                 if d.envelope.sequence is not None:
                     unique.setdefault(d.envelope.sequence.position, d.envelope)
-            tx.ack(parts)
+            tx.ack([*parts, delivery])
             try:
                 whole = join(list(unique.values()))
             except SequenceError as exc:
@@ -153,13 +167,15 @@ class SequenceAssembler:
                     tx.invalid(part, exc.message, self.consumer, channel=delivery.channel)
                 return None
             whole.record_hop(self.consumer, f"reassemble {expected} parts")
+            if self.forward is not None:
+                tx.send(self.forward, whole, component=self.consumer)
             return whole
 
     def pending(self) -> Iterator[tuple[str, int, float]]:
         """Incomplete sequences: (sequence id, parts held, age of the oldest part in seconds)."""
         for st in self.transport.stats():
-            if st.channel.startswith(HOLDING_PREFIX) and st.depth:
-                yield st.channel[len(HOLDING_PREFIX) :], st.depth, st.oldest_age or 0.0
+            if st.channel.startswith(self._prefix) and st.depth:
+                yield st.channel[len(self._prefix) :], st.depth, st.oldest_age or 0.0
 
     def expire(self) -> list[str]:
         """Move sequences incomplete for longer than ``timeout`` to the Invalid Message Channel."""
@@ -177,6 +193,6 @@ class SequenceAssembler:
                     f"{self.timeout:g} s"
                 )
                 for d in parts:
-                    tx.invalid(d.envelope, reason, self.consumer, delivery=d)
+                    tx.invalid(d.envelope, reason, self.consumer, channel=self.channel, delivery=d)
             expired.append(seq_id)
         return expired

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.adapter import resolve_path as _resolve_path
-from coupler.bus.model.commands import CommandFault, InvalidMessage
+from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
@@ -224,52 +225,3 @@ class BusContext:
         owner = f"{socket.gethostname()}:{data_dir.resolve()}"
         shared = self._transport.file_state(name, owner)
         return shared if shared is not None else embedded_file_state(data_dir / "files.db")
-
-
-def request_reply(
-    transport: Transport,
-    envelope: Envelope,
-    channel: str,
-    *,
-    reply_channel: str,
-    consumer: str,
-    timeout: float,
-    component: str,
-    count: int | None = 1,
-    stopping: threading.Event | None = None,
-) -> list[Envelope]:
-    """Send ``envelope`` to ``channel`` and collect its correlated replies on ``reply_channel``.
-
-    Waits until ``count`` replies came (``None``: as many as the first reply's
-    ``coupler.reply-count`` property says, see :mod:`coupler.bus.model.commands`) or ``timeout``
-    passed; raises :class:`CommandFault` (code ``timeout``) when no reply came at all.
-    """
-    from coupler.bus.model.commands import REPLY_COUNT
-
-    envelope = envelope.replace(return_address=reply_channel)
-    transport.send(channel, envelope, component=component)
-    selector = f"correlation_id = '{envelope.message_id}'"
-    deadline = time.monotonic() + timeout
-    replies: list[Envelope] = []
-    expected = count
-    while expected is None or len(replies) < expected:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or (stopping is not None and stopping.is_set()):
-            break
-        batch = transport.receive_wait(
-            reply_channel, consumer, max=10, selector=selector, wait=min(remaining, 0.5)
-        )
-        if batch:
-            transport.ack(batch)
-        for d in batch:
-            replies.append(d.envelope)
-            if expected is None:
-                expected = int(d.envelope.properties.get(REPLY_COUNT, "1") or 1)
-    if not replies:
-        raise CommandFault(
-            f"no reply to {envelope.message_id} on {reply_channel} within {timeout:g} s",
-            code="timeout",
-            hint="is the daemon running and the target's adapter started?",
-        )
-    return replies
-

@@ -26,8 +26,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelope, parse_reply
-from coupler.bus.runtime.context import request_reply
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError

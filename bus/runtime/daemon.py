@@ -39,7 +39,7 @@ from typing import Any
 
 import pluggy
 
-from coupler.bus.config.loader import AdapterConfig, ConfigError, SiteConfig
+from coupler.bus.config.loader import AdapterConfig, ConfigError, RouteConfig, SiteConfig
 from coupler.bus.messaging.channels import DatatypeChannel
 from coupler.bus.model.adapter import Adapter, resolve_path_options
 from coupler.bus.model.commands import (
@@ -54,6 +54,7 @@ from coupler.bus.model.commands import (
 )
 from coupler.bus.model.identities import Identity, IdentityError
 from coupler.bus.plugins.manager import adapter_types, site_plugin_manager, translator_types
+from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
 from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
@@ -69,8 +70,6 @@ log = logging.getLogger("coupler.daemon")
 ADAPTER_QUEUE_PREFIX = "coupler.adapter."
 _RECEIVE_WAIT = 0.2
 
-#: how a worker receives: ``receive(wait)`` -> at most one delivery
-Receiver = Callable[[float], list[Delivery]]
 
 
 def adapter_queue(name: str) -> str:
@@ -142,6 +141,8 @@ class Daemon:
         self._datatype_readers: dict[str, tuple[str, int]] = {}
         #: route name -> (the canonical format name it reads, the version)
         self._route_readers: dict[str, tuple[str, int]] = {}
+        #: consumers reassembling message sequences (their incomplete ones expire in the monitor)
+        self._consumer_patterns: list[ConsumerPatterns] = []
         self.dispatcher = Dispatcher(self._servants, self._resolve_identity)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -459,15 +460,17 @@ class Daemon:
             self._spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self._command_handler(ra), ra.paused)
             if ra.config.channel and ra.config.direction in ("outbound", "both") and "outbound" in ra.adapter.directions:
                 source = self._source(ra.config.channel, ra.name)
+                patterns = self._patterns(ra.name, ra.config.channel, source, ra.config)
                 self._spawn(
-                    f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra), ra.paused,
-                    receive=self._datatype_receiver(ra.name, source),
+                    f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra, patterns), ra.paused,
+                    receive=self._datatype_receiver(ra.name, source), patterns=patterns,
                 )
-        for route in self.router.routes:
+        for route, config in zip(self.router.routes, self.site.routes, strict=True):
             consumer = f"route:{route.name}"
             source = self._source(route.source, consumer)
-            self._spawn(consumer, source, consumer, self._route_handler(route),
-                        receive=self._route_receiver(route, consumer, source))
+            patterns = self._patterns(consumer, route.source, source, config)
+            self._spawn(consumer, source, consumer, self._route_handler(route, patterns),
+                        receive=self._route_receiver(route, consumer, source), patterns=patterns)
         t = threading.Thread(target=self._monitor, name="monitor", daemon=True)
         t.start()
         self._threads.append(t)
@@ -479,6 +482,18 @@ class Daemon:
             return self.transport.subscribe(channel, consumer)
         return channel
 
+    def _patterns(self, consumer: str, channel: str, source: str, config: AdapterConfig | RouteConfig) -> ConsumerPatterns:
+        """The Idempotent Receiver, Message Throttle and sequence reassembly ``consumer``
+        declared (reading ``channel`` from queue ``source``)."""
+        assert self.transport is not None
+        patterns = ConsumerPatterns.declared(
+            self.transport, consumer, source, channel=self.site.channel(channel),
+            idempotent_key=config.idempotent_key, throttle=config.throttle, where=config.key_path,
+        )
+        if patterns.assembler is not None:
+            self._consumer_patterns.append(patterns)
+        return patterns
+
     def _spawn(
         self,
         name: str,
@@ -488,6 +503,7 @@ class Daemon:
         paused: threading.Event | None = None,
         *,
         receive: Receiver | None = None,
+        patterns: ConsumerPatterns | None = None,
     ) -> None:
         assert self.transport is not None
         transport = self.transport
@@ -495,11 +511,16 @@ class Daemon:
             def receive(wait: float) -> list[Delivery]:
                 return transport.receive_wait(channel, consumer, max=1, wait=wait)
 
-        t = threading.Thread(
-            target=self._worker, args=(name, channel, receive, handle, paused), name=name, daemon=True
-        )
-        t.start()
-        self._threads.append(t)
+        workers = 1
+        if patterns is not None:
+            receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
+        for i in range(workers):
+            thread_name = name if workers == 1 else f"{name}#{i + 1}"
+            t = threading.Thread(
+                target=self._worker, args=(thread_name, channel, receive, handle, paused), name=thread_name, daemon=True
+            )
+            t.start()
+            self._threads.append(t)
 
     def _worker(
         self,
@@ -612,7 +633,7 @@ class Daemon:
 
         return handle
 
-    def _delivery_handler(self, ra: RunningAdapter) -> Callable[[Delivery], None]:
+    def _delivery_handler(self, ra: RunningAdapter, patterns: ConsumerPatterns) -> Callable[[Delivery], None]:
         def handle(d: Delivery) -> None:
             assert self.transport is not None
             self.statistics.count(ra.name, "received")
@@ -631,14 +652,15 @@ class Daemon:
                 outcome = self.transport.nack(d, exc, f"adapter:{ra.name}")
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
-            self.transport.ack(d)
+            with self.transport.transaction() as tx:
+                patterns.settle(tx, d)
             self.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
         return handle
 
     # routes ------------------------------------------------------------------------------
 
-    def _route_handler(self, route: Route) -> Callable[[Delivery], None]:
+    def _route_handler(self, route: Route, patterns: ConsumerPatterns) -> Callable[[Delivery], None]:
         component = f"route:{route.name}"
 
         def handle(d: Delivery) -> None:
@@ -650,7 +672,7 @@ class Daemon:
             with self.transport.transaction() as tx:
                 for channel in destinations:
                     tx.send(channel, d.envelope, component=component)
-                tx.ack(d)
+                patterns.settle(tx, d)
 
         return handle
 
@@ -666,6 +688,11 @@ class Daemon:
                     self.statistics.beat(ra.name)
             try:
                 self._check_stuck()
+                for patterns in self._consumer_patterns:
+                    for seq_id in patterns.expire():
+                        log.warning("%s: sequence %s incomplete after %g s: its parts went to the Invalid "
+                                    "Message Channel", patterns.consumer, seq_id, patterns.sequence_timeout,
+                                    extra={"consumer": patterns.consumer})
                 if time.monotonic() - last_maintenance > 60:
                     last_maintenance = time.monotonic()
                     counts = self.transport.maintain()

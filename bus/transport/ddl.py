@@ -79,13 +79,7 @@ def metadata(d: Dialect) -> list[str]:
     detail TEXT
 )""",
         f"CREATE TABLE IF NOT EXISTS {t('counters')} (\n    channel TEXT PRIMARY KEY,\n{counters}\n)",
-        f"""CREATE TABLE IF NOT EXISTS {t('seen')} (
-    consumer TEXT NOT NULL,
-    key TEXT NOT NULL,
-    seen_at {d.real} NOT NULL,
-    PRIMARY KEY (consumer, key)
-){d.without_rowid}""",
-        f"CREATE INDEX IF NOT EXISTS seen_age ON {t('seen')} (seen_at)",
+        *_seen(d),
         f"""CREATE TABLE IF NOT EXISTS {t('identities')} (
     id {d.serial_key},
     class TEXT NOT NULL,
@@ -106,18 +100,31 @@ def metadata(d: Dialect) -> list[str]:
     return statements
 
 
+def _seen(d: Dialect) -> list[str]:
+    """The Idempotent Receiver's keys."""
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {d.table('seen')} (
+    consumer TEXT NOT NULL,
+    key TEXT NOT NULL,
+    seen_at {d.real} NOT NULL,
+    PRIMARY KEY (consumer, key)
+){d.without_rowid}""",
+        f"CREATE INDEX IF NOT EXISTS seen_age ON {d.table('seen')} (seen_at)",
+    ]
+
+
 def file_state(d: Dialect, *, shared: bool) -> list[str]:
-    """The seen-state of polling adapters: ``files`` and the delivery records.
+    """The seen-state of polling adapters: ``files``, and the written keys of their outbound
+    side's Idempotent Receiver.
 
     ``shared`` (PostgreSQL): one table for every adapter of the site, with claims (``owner``,
-    ``lease_until``), the delivery records in ``files_delivered``. Otherwise one database per
-    adapter (``files.db``) with ``delivered``.
+    ``lease_until``); the keys are in the store's ``seen`` (:func:`metadata`). Otherwise one
+    database per adapter (``files.db``) with a ``seen`` table of its own.
     """
     t = d.table
     adapter = "adapter TEXT NOT NULL,\n    " if shared else ""
     key = "adapter, " if shared else ""
     claim = f"owner TEXT NOT NULL,\n    lease_until {d.real} NOT NULL,\n    " if shared else ""
-    delivered = t("files_delivered") if shared else t("delivered")
     return [
         f"""CREATE TABLE IF NOT EXISTS {t('files')} (
     {adapter}path TEXT NOT NULL,
@@ -132,12 +139,7 @@ def file_state(d: Dialect, *, shared: bool) -> list[str]:
     PRIMARY KEY ({key}path, size, mtime_ns, checksum)
 )""",
         f"CREATE INDEX IF NOT EXISTS files_state ON {t('files')} ({key}state, updated)",
-        f"""CREATE TABLE IF NOT EXISTS {delivered} (
-    {adapter}message_id TEXT NOT NULL,
-    name TEXT,
-    at {d.real} NOT NULL,
-    PRIMARY KEY ({key}message_id)
-)""",
+        *([] if shared else _seen(d)),
     ]
 
 __all__ = ["SQLITE", "Dialect", "file_state", "metadata", "postgres"]

@@ -10,9 +10,9 @@ import pytest
 
 from coupler.bus.api import Document
 from coupler.bus.config.loader import ConfigError, load_site
+from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import command_envelope, parse_reply
 from coupler.bus.plugins.manager import plugin_manager
-from coupler.bus.runtime.context import request_reply
 from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.runtime.daemon import Daemon
 from coupler.bus.runtime.site import DaemonLockError

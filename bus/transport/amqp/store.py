@@ -9,7 +9,7 @@ tables the embedded store has for the same purpose (see ``coupler.bus.transport.
 * ``counters`` — per-channel statistics,
 * ``seen`` — the Idempotent Receiver's keys,
 * ``identities`` — the Application Repository (:class:`PgIdentityRepository`),
-* ``files`` / ``files_delivered`` — the seen-state of polling adapters
+* ``files`` — the seen-state of polling adapters
   (:class:`~coupler.bus.transport.amqp.file_state.PgFileState`),
 * the sequence ``dead_letter_ids`` — site-wide ids of dead letters.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileKey, FileRecord, FileState
@@ -102,19 +103,24 @@ class SqliteFileState:
             n = self._conn.execute(
                 f"DELETE FROM files WHERE state IN ({marks}) AND updated < ?", (*FINAL_STATES, limit)
             ).rowcount
-            self._conn.execute("DELETE FROM delivered WHERE at < ?", (limit,))
+            self._conn.execute("DELETE FROM seen WHERE seen_at < ?", (limit,))
         return n
 
-    def delivered(self, message_id: str) -> str | None:
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        keys = list(keys)
+        marks = ",".join("?" * len(keys))
         with self._lock:
-            row = self._conn.execute("SELECT name FROM delivered WHERE message_id = ?", (message_id,)).fetchone()
-        return None if row is None else (row[0] or "")
+            rows = self._conn.execute(
+                f"SELECT key FROM seen WHERE consumer = ? AND key IN ({marks})", (consumer, *keys)
+            ).fetchall()
+        return {r[0] for r in rows}
 
-    def mark_delivered(self, message_id: str, name: str | None) -> None:
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        now = time.time()
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO delivered (message_id, name, at) VALUES (?, ?, ?)",
-                (message_id, name, time.time()),
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO seen (consumer, key, seen_at) VALUES (?, ?, ?)",
+                [(consumer, k, now) for k in keys],
             )
 
 

@@ -21,10 +21,12 @@ from coupler.bus.api import (
     FileClaimLost,
     FileKey,
     FileState,
+    IdempotentReceiver,
     embedded_file_state,
 )
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgStore
+from coupler.canonical import Envelope
 
 from .broker import PG_DSN, servers_or_fail, unique_names
 
@@ -114,12 +116,14 @@ def test_counts_and_prune_forget_only_finished_files(state: FileState) -> None:
     assert state.get(keys[3]) is not None and state.get(keys[0]) is None
 
 
-def test_delivered_marks_make_an_idempotent_receiver(state: FileState) -> None:
-    assert state.delivered("m-1") is None
-    state.mark_delivered("m-1", "out/orders-1.txt")
-    state.mark_delivered("m-2", None)
-    assert state.delivered("m-1") == "out/orders-1.txt"
-    assert state.delivered("m-2") == ""
+def test_seen_keys_make_an_idempotent_receiver(state: FileState) -> None:
+    receiver = IdempotentReceiver("files:out")
+    first, other = Envelope(format="test.Text@1", body=b"a"), Envelope(format="test.Text@1", body=b"b")
+    assert not receiver.is_duplicate(state, first)
+    receiver.mark(state, first)
+    assert receiver.is_duplicate(state, first.replace()) and not receiver.is_duplicate(state, other)
+    assert not IdempotentReceiver("files:elsewhere").is_duplicate(state, first)  # per consumer
+    assert receiver.duplicates == 1
 
 
 # -- claims (the shared PostgreSQL state) -----------------------------------------------------
