@@ -62,8 +62,9 @@ class FileWriter:
         self.log = logger
         self.written = 0
         self.refused = 0
-        #: the Idempotent Receiver of ``dedupe``: its keys live in the file seen-state
-        self.receiver = IdempotentReceiver(f"files:{name}") if settings.dedupe else None
+        #: the Idempotent Receiver of ``dedupe``: its keys live in the file seen-state (the
+        #: adapter's own; the consumer name is the state's: ``files``)
+        self.receiver = IdempotentReceiver("files") if settings.dedupe else None
 
     def _chunks(self, envelope: Envelope) -> Iterator[bytes]:
         yield from body_chunks(envelope)

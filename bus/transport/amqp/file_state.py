@@ -121,12 +121,12 @@ class PgFileState:
         return n
 
     def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
-        """The keys of the store's Idempotent Receivers (``seen``, kept for the site's
-        idempotency window), shared by every daemon."""
-        return self.store.seen(consumer, keys)
+        """Keys in the store's ``seen`` (kept for the site's idempotency window, shared by
+        every daemon), the consumer named after this adapter: ``CONSUMER:ADAPTER``."""
+        return self.store.seen(f"{consumer}:{self.adapter}", keys)
 
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
-        self.store.mark_seen(consumer, keys)
+        self.store.mark_seen(f"{consumer}:{self.adapter}", keys)
 
 
 __all__ = ["PgFileState"]

@@ -106,6 +106,14 @@ class PgStore:
             c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
             for statement in _ddl(self.schema):
                 c.execute(statement)
+            # a schema written before the file adapters' delivered ids moved to ``seen``
+            if c.execute("SELECT to_regclass(%s)", (f"{self.schema}.files_delivered",)).fetchone()[0]:
+                c.execute(
+                    f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) "
+                    f"SELECT 'files:' || adapter, 'id:' || message_id, at FROM {self.schema}.files_delivered "
+                    "ON CONFLICT DO NOTHING"
+                )
+                c.execute(f"DROP TABLE {self.schema}.files_delivered")
         return self
 
     def close(self) -> None:

@@ -39,9 +39,24 @@ class SqliteFileState:
         self._conn.execute("PRAGMA busy_timeout=10000")
         for statement in file_state(SQLITE, shared=False):
             self._conn.execute(statement)
+        self._migrate_delivered()
 
     def __repr__(self) -> str:
         return f"SqliteFileState({str(self.path)!r})"
+
+    def _migrate_delivered(self) -> None:
+        """A state written before the outbound side's keys moved to ``seen``: its delivered
+        message ids become keys of the ``files`` receiver (adapters/common/outbound.py)."""
+        if self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'delivered'").fetchone() is None:
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute(
+                "INSERT OR IGNORE INTO seen (consumer, key, seen_at) "
+                "SELECT 'files', 'id:' || message_id, at FROM delivered"
+            )
+            self._conn.execute("DROP TABLE delivered")
+            self._conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
