@@ -164,6 +164,7 @@ def test_parts_are_reassembled_before_the_route_sees_them(tmp_path: Path) -> Non
         assert whole.properties == {"file": "policies.dat"}
         assert t.receive("docs.whole", "test") == []
         assert not [s for s in t.stats() if s.channel.startswith("coupler.sequence.") and s.depth]
+        assert [s.channel for s in t.stats() if s.channel.startswith("coupler.sequence.")]  # it held parts
 
 
 def test_an_incomplete_sequence_goes_to_the_invalid_channel_after_its_timeout(tmp_path: Path) -> None:
@@ -185,11 +186,11 @@ def test_an_incomplete_sequence_goes_to_the_invalid_channel_after_its_timeout(tm
         ('[[routes]]\nfrom = "a"\nidempotent_key = "origin,,x"\n[[routes.rules]]\nto = ["b"]\n',
          "routes[0].idempotent_key: empty field in 'origin,,x'"),
         ('[[routes]]\nfrom = "a"\nthrottle = { rate = 0 }\n[[routes.rules]]\nto = ["b"]\n',
-         "routes[0].throttle.rate: 0 is less than the minimum 0.001"),
+         "routes[0].throttle.rate: 0 is not greater than 0"),
         ('[[adapters]]\nname = "x"\ntype = "echo"\nthrottle = { concurency = 2 }\n',
-         "adapters[0].throttle.concurency: unknown key (did you mean 'concurrency'?)"),
+         "adapters[x].throttle.concurency: unknown key (did you mean 'concurrency'?)"),
         ('[[channels]]\nname = "a"\nreassemble = "yes"\n',
-         "channels[0].reassemble: expected true or false"),
+         "channels[a].reassemble: expected true or false"),
     ],
 )
 def test_pattern_keys_are_checked_on_load(text: str, problem: str) -> None:
