@@ -259,8 +259,8 @@ class StoreTx(TransactionOps):
         leased = self.lease(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
         if leased is None:
             return []
-        if sel is not None:  # decoded and matched already
-            return leased  # type: ignore[return-value]
+        if not isinstance(leased, Leased):  # decoded and matched against the selector already
+            return leased
         got, bad = leased.deliveries(self.t)
         if bad:
             self.dead_undecodable(channel, leased.token, bad)
