@@ -38,6 +38,7 @@ from coupler.bus.api import AdapterContext, InvalidMessage
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import MessageKind, Sequence
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .claims import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, store_claim
 from .errors import PayloadError, RemoteError
@@ -295,6 +296,9 @@ class InboundPipeline:
 
     def _properties(self, info: FileInfo, key: FileKey) -> dict[str, str]:
         props = {
+            # one trace per file (the same one when the file is read again after a restart):
+            # its records and everything derived from them follow it
+            TRACEPARENT: TraceContext.for_key(self.message_id(key, -1)).header,
             "file.name": info.name,
             "file.path": info.path,
             "file.size": str(info.size),

@@ -14,6 +14,9 @@ adapter's channel (HTTP 202).
 Outbound (``mode = "client"``): ``request`` and ``send`` commands call the remote
 operation named by the command's ``operation`` through the WSDL, with a timeout and retries
 on transport errors only; SOAP faults become error replies.
+
+Trace context: a request's W3C ``traceparent`` header is continued (the document carries a
+child of it); every outbound call sends ``traceparent``, a child of the message's trace.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ from coupler.bus.api import (
 )
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
+from coupler.canonical.tracecontext import current as current_trace
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
 from coupler.translators.soap.envelope import CONTENT_TYPES
 from coupler.translators.soap.wsdl import SOAP11_BINDING, SOAP12_BINDING, XS, Port
@@ -124,6 +129,9 @@ class SoapOptions(OptionsModel):
         "Server: accept a PasswordText token on a connection without TLS.",
         default=TokenPolicy.allow_password_text_over_http)
     address: Str | None = option("Client: the endpoint URL (default: the WSDL port's address).", default=None)
+    operation: Str | None = option(
+        "Client: the operation documents from the adapter's channel call (default: their `soap.operation` "
+        "property, or the only operation).", default=None)
     timeout: Num = option("Client: seconds per call.", default=30.0, gt=0)
     retries: Int = option("Client: attempts after a transport error (never after a SOAP fault).", default=2, ge=0)
     username: Str | None = option("Client: the WS-Security UsernameToken user.", default=None)
@@ -201,6 +209,8 @@ class SoapAdapter(Adapter):
         self.path = o.path or f"/{self.service.name}"
         self.endpoint = o.address
         self.max_request_bytes = o.max_request_bytes
+        #: the operation documents from the adapter's channel call (default: their soap.operation)
+        self.default_operation = o.operation or ""
         self.url: str | None = None
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
@@ -345,6 +355,9 @@ class SoapAdapter(Adapter):
             return self._fault_response(version, SoapFault("Sender", f"{op.name}: invalid request: {exc}"))
         document = to_document(record, self._format(op.name, ""))
         document.properties["soap.operation"] = op.name
+        caller = TraceContext.parse(request.headers.get(TRACEPARENT))
+        if caller is not None:  # continue the caller's trace (W3C Trace Context)
+            document.properties[TRACEPARENT] = caller.child().header
         loop = asyncio.get_running_loop()
         try:
             if op.output is None:
@@ -482,7 +495,7 @@ class SoapAdapter(Adapter):
 
     def deliver(self, envelope: Any) -> None:
         document = Document.from_envelope(envelope)
-        op = self._client_op(document.properties.get("soap.operation", ""))
+        op = self._client_op(document.properties.get("soap.operation") or self.default_operation)
         self._call(op, document, self.timeout)
 
     def _call(self, op: BoundOperation, document: Document, timeout: float) -> list[Any]:
@@ -495,6 +508,9 @@ class SoapAdapter(Adapter):
         addressing = Addressing(message_id=f"urn:uuid:{uuid.uuid4()}", action=op.operation.soap_action or op.name, to=self.url) if self.addressing else None
         payload = wrap(elements, version=self.version, security=security, addressing=addressing)
         headers = {"Content-Type": CONTENT_TYPES[self.version]}
+        # the message's trace goes on to the service (W3C Trace Context)
+        parent = TraceContext.parse(document.properties.get(TRACEPARENT)) or current_trace()
+        headers[TRACEPARENT] = (parent.child() if parent else TraceContext.new()).header
         action = op.operation.soap_action or ""
         if self.version == "1.1":
             headers["SOAPAction"] = f'"{action}"'

@@ -46,6 +46,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ctl resume": [("let it take work again", "coupler ctl --site mysite/site.toml resume sftp-in")],
     "ctl ping": [("a Test Message through an adapter", "coupler ctl --site mysite/site.toml ping billing --timeout 10")],
     "ctl stop": [("drain and stop the daemon", "coupler ctl --site mysite/site.toml stop")],
+    "ctl trace": [("every hop of a message and what was derived from it", "coupler ctl --site mysite/site.toml trace 0b7e3c52-8f7d-4d43-9a37-2d1f4b7c9e10"),
+                  ("the messages of one file", "coupler ctl --site mysite/site.toml trace ORDERS.DAT")],
+    "ctl console": [("the console's URL with its token (keep it private)", "coupler ctl --site mysite/site.toml console")],
     "store backup": [("an online backup of the data directory", "coupler store backup --site mysite/site.toml /backups/mysite-today")],
     "channel put": [
         ("one message per file", "coupler channel put --site mysite/site.toml orders order-1.json order-2.json"),

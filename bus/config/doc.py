@@ -160,6 +160,8 @@ def _table_lines(section: Field, header: str, site_name: str) -> list[str]:
     for f in keys:
         value = site_name if (header, f.name) == ("site", "name") else f.default
         if value is None:
+            value = f.example or None  # a setting that is off by default, shown with an example
+        if value is None:
             continue
         setting = f"{f.name} = {toml_value(value)}"
         choices = f" ({' | '.join(f.choices)})" if f.choices else ""

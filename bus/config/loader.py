@@ -28,6 +28,7 @@ from coupler.bus.config.models import (
     AmqpSection,
     BatchJobConfig,
     ChannelSettings,
+    HttpSection,
     LoggingSection,
     MonitorSection,
     RedeliverySection,
@@ -35,6 +36,7 @@ from coupler.bus.config.models import (
     RouteRule,
     SiteModel,
     StoreSection,
+    TracingSection,
 )
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.names import is_channel_name
@@ -143,6 +145,16 @@ class SiteConfig:
     @property
     def reply_timeout(self) -> float:
         return self.model.commands.reply_timeout_seconds
+
+    @property
+    def http(self) -> HttpSection:
+        """``[http]``: the console, API and metrics endpoint (off without ``listen``)."""
+        return self.model.http
+
+    @property
+    def tracing(self) -> TracingSection:
+        """``[tracing]``: OTLP export of the message traces."""
+        return self.model.tracing
 
     @property
     def lock_path(self) -> Path:

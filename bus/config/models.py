@@ -246,6 +246,30 @@ class MonitorSection(Section):
     )
 
 
+class HttpSection(Section):
+    """The daemon's HTTP endpoint: operator console, JSON API (token required), Prometheus
+    `/metrics` and `/healthz`. Off unless `listen` is set."""
+
+    listen: Str | None = doc(
+        "`HOST:PORT` to serve on, e.g. `127.0.0.1:8780` (port 0: any free port).", default=None, example="127.0.0.1:8780"
+    )
+    tls_cert: Str | None = doc("PEM certificate chain for HTTPS, relative to site.toml.", default=None)
+    tls_key: Str | None = doc("PEM private key of `tls_cert`, relative to site.toml.", default=None)
+    allow_plain_remote: Bool = doc(
+        "Serve plain HTTP on a non-loopback address (refused otherwise: use TLS).", default=False
+    )
+
+
+class TracingSection(Section):
+    """Message tracing: every envelope carries a W3C `traceparent`; with `opentelemetry-sdk`
+    installed and `otlp_endpoint` set, the daemon exports a span per hop."""
+
+    otlp_endpoint: Str | None = doc(
+        "OTLP/HTTP endpoint of a trace collector, e.g. `http://127.0.0.1:4318/v1/traces`.", default=None
+    )
+    service_name: Str | None = doc("`service.name` of the exported spans (default: the site's name).", default=None)
+
+
 class LoggingSection(Section):
     """Daemon logs (the `--log-format` and `--log-level` options override these)."""
 
@@ -565,6 +589,8 @@ class SiteModel(Section):
     commands: CommandsSection = doc(CommandsSection.__doc__ or "", default_factory=CommandsSection)
     control: ControlSection = doc(ControlSection.__doc__ or "", default_factory=ControlSection)
     monitor: MonitorSection = doc(MonitorSection.__doc__ or "", default_factory=MonitorSection)
+    http: HttpSection = doc(HttpSection.__doc__ or "", default_factory=HttpSection)
+    tracing: TracingSection = doc(TracingSection.__doc__ or "", default_factory=TracingSection)
     logging: LoggingSection = doc(LoggingSection.__doc__ or "", default_factory=LoggingSection)
     channels: tuple[ChannelSettings, ...] = doc(
         ChannelSettings.__doc__ or "", example=_CHANNELS_EXAMPLE, default=()

@@ -17,6 +17,7 @@ import time
 from coupler.bus.model.commands import REPLY_COUNT, CommandFault
 from coupler.bus.transport.base import Transport
 from coupler.canonical import Envelope
+from coupler.canonical.tracecontext import ensure_trace
 
 
 def request_reply(
@@ -37,7 +38,8 @@ def request_reply(
     ``coupler.reply-count`` property says, see :mod:`coupler.bus.model.commands`) or ``timeout``
     passed; raises :class:`CommandFault` (code ``timeout``) when no reply came at all.
     """
-    envelope = envelope.replace(return_address=reply_channel)
+    # a request starts a trace (or joins the current one); its replies are children in it
+    envelope = ensure_trace(envelope.replace(return_address=reply_channel))
     transport.send(channel, envelope, component=component)
     selector = f"correlation_id = '{envelope.message_id}'"
     deadline = time.monotonic() + timeout

@@ -19,6 +19,7 @@ from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
 
 #: the channel on which an adapter's ``context.request`` waits for replies
 REPLY_CHANNEL_PREFIX = "coupler.replies."
@@ -146,6 +147,8 @@ class BusContext:
         self._wait_while_paused()
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
+        if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
+            envelope = ensure_trace(envelope.replace())
         if self._inbound is not None:
             envelope = self._translate(envelope)
         (message_id,) = self._transport.send(target, envelope, component=self.component)
@@ -169,6 +172,8 @@ class BusContext:
                 f"message {request.message_id} has no return address to reply to", where=f"adapter {self.name}"
             )
         reply = reply.replace(correlation_id=request.message_id, origin=reply.origin or self.name)
+        if trace_of(reply) is None and trace_of(request) is not None:
+            reply.properties[TRACEPARENT] = trace_of(request).child().header  # type: ignore[union-attr]
         self._transport.send(request.return_address, reply, component=self.component)
         self._stats.count(self.name, "sent")
 

@@ -18,7 +18,13 @@ thread per job, each receiving one message at a time under a lease:
 * the **monitor** records heartbeats, flags stuck channels and runs store maintenance;
 * the **batch scheduler** runs the ``[[batch]]`` ingestion jobs as child processes
   (:mod:`coupler.bus.batch.schedule`);
-* the **Control Bus** endpoint answers ``coupler ctl`` on a Unix socket.
+* the **Control Bus** endpoint answers ``coupler ctl`` on a Unix socket;
+* with ``[http] listen``, the operator console, JSON API, ``/metrics`` and ``/healthz``
+  (:mod:`coupler.bus.runtime.console`).
+
+Every message a worker handles is timed (:class:`~coupler.bus.runtime.console.metrics.Observer`)
+and its W3C trace context is the thread's current one while it is handled
+(:mod:`coupler.canonical.tracecontext`), so what the handler sends joins its trace.
 
 SIGTERM and SIGINT drain: no new message is received, the messages in flight are finished,
 the adapters are stopped and the process exits 0. Unfinished work stays in the store.
@@ -54,6 +60,7 @@ from coupler.bus.model.commands import (
 )
 from coupler.bus.model.identities import Identity, IdentityError
 from coupler.bus.plugins.manager import adapter_types, site_plugin_manager, translator_types
+from coupler.bus.runtime.console.metrics import Observer
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
 from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
@@ -63,6 +70,7 @@ from coupler.bus.transport.base import Delivery, Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import handling
 
 log = logging.getLogger("coupler.daemon")
 
@@ -144,6 +152,11 @@ class Daemon:
         #: consumers reassembling message sequences (their incomplete ones expire in the monitor)
         self._consumer_patterns: list[ConsumerPatterns] = []
         self.dispatcher = Dispatcher(self._servants, self._resolve_identity)
+        #: latency histograms and the figures of /metrics (bus/runtime/console/metrics.py)
+        self.observer = Observer()
+        self.observer.attach(self)
+        self._console: Any = None
+        self._spans: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -209,9 +222,15 @@ class Daemon:
                 ra.started = False
                 self.statistics.set_state(ra.name, "stopped")
             self._unregister_identity(ra)
+        if self._console is not None:
+            self._console.close()
+            self._console = None
         if self._control is not None:
             self._control.close()
             self._control = None
+        if self._spans is not None:
+            self._spans.close()
+            self._spans = None
         if self.transport is not None:
             self.transport.close()
         self._lock.release()
@@ -550,7 +569,8 @@ class Daemon:
                     return
             for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
                 try:
-                    handle(d)
+                    with handling(d.envelope), self.observer.handled(name, d):
+                        handle(d)
                 except Exception as exc:
                     log.exception("%s: message %s failed", name, d.message_id, extra={"worker": name})
                     try:
@@ -738,8 +758,19 @@ class Daemon:
     def _start_control(self) -> None:
         from coupler.bus.runtime.control import ControlServer, ControlService
 
-        self._control = ControlServer(self.site.control_socket, ControlService(self))
+        service = ControlService(self)
+        self._control = ControlServer(self.site.control_socket, service)
         self._control.start()
+        if self.site.http.listen:  # the console, API and /metrics (off unless set)
+            from coupler.bus.runtime.console.server import ConsoleServer
+
+            self._console = ConsoleServer(self, service)
+            self._console.start()
+
+    @property
+    def console_url(self) -> str | None:
+        """The URL the console is served at (None when ``[http] listen`` is not set)."""
+        return self._console.url if self._console is not None else None
 
     def adapter_health(self, name: str) -> dict[str, Any] | None:
         """``adapter.health()`` of a started adapter (None when it is not running)."""

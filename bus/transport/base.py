@@ -276,6 +276,8 @@ class JournalEntry:
     message_id: str | None
     event: str
     detail: str | None
+    #: the W3C trace id of the message (rows of messages being stored: sent, published, replayed)
+    trace_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -285,6 +287,7 @@ class JournalEntry:
             "message_id": self.message_id,
             "event": self.event,
             "detail": self.detail,
+            "trace_id": self.trace_id,
         }
 
 
@@ -478,8 +481,9 @@ class Transport(TransactionOps):
         """One dead letter, or :class:`UnknownDeadLetterError`."""
 
     @abc.abstractmethod
-    def replay(self, id: int, channel: str | None = None) -> str:
-        """Send a dead letter back to its channel (or ``channel``) with a fresh attempt count.
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+        """Send a dead letter back to its channel (or ``channel``) with a fresh attempt count;
+        with ``body``, the message carries that body instead (edit and replay).
 
         Returns the message id; the dead letter is removed in the same transaction.
         """
@@ -499,8 +503,16 @@ class Transport(TransactionOps):
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
-        """Query the Message Store journal (oldest first)."""
+        """Query the Message Store journal (oldest first).
+
+        ``trace_ids``: the entries of the messages of these W3C traces; ``key``: the entries
+        of messages stored with this correlation id or business key
+        (:mod:`coupler.canonical.tracecontext`); ``message_ids``: the entries of these messages.
+        """
 
     @abc.abstractmethod
     def maintain(self) -> dict[str, int]:
@@ -523,6 +535,14 @@ class Transport(TransactionOps):
         was (a replay: a WS-Security nonce used twice). Every daemon of a site sees the same
         records (the idempotency records of the store, purged after the idempotency window,
         which must be longer than any ``ttl``)."""
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def exports_shared_figures(self) -> bool:
+        """Whether this process should export the figures every daemon of the site shares
+        (channel depths and counters) to Prometheus: always for a store of one daemon; on a
+        multi-node site, only the one daemon that holds the store's metrics lock."""
+        return True
 
     # -- the seen-state of polling adapters ------------------------------------------------
 

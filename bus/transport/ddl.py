@@ -76,7 +76,9 @@ def metadata(d: Dialect) -> list[str]:
     channel TEXT,
     message_id TEXT,
     event TEXT NOT NULL,
-    detail TEXT
+    detail TEXT,
+    trace_id TEXT,
+    keys TEXT
 )""",
         f"CREATE TABLE IF NOT EXISTS {t('counters')} (\n    channel TEXT PRIMARY KEY,\n{counters}\n)",
         *_seen(d),
@@ -92,12 +94,27 @@ def metadata(d: Dialect) -> list[str]:
     UNIQUE (class, provider, name, version, channel)
 )""",
     ]
+    if d.schema:  # PostgreSQL adds the trace columns to a journal of before (SQLite: its migration)
+        statements += journal_trace_columns(d, if_not_exists=True)
+        statements.append(journal_trace_index(d))
     if d.journal_indexes:
         statements += [
             f"CREATE INDEX IF NOT EXISTS journal_message ON {t('journal')} (message_id)",
             f"CREATE INDEX IF NOT EXISTS journal_at ON {t('journal')} (at)",
         ]
     return statements
+
+
+def journal_trace_columns(d: Dialect, *, if_not_exists: bool = False) -> list[str]:
+    """The journal's trace id and search keys of stored messages (message tracing; a journal
+    created before them gains them)."""
+    guard = " IF NOT EXISTS" if if_not_exists else ""
+    return [f"ALTER TABLE {d.table('journal')} ADD COLUMN{guard} {c} TEXT" for c in ("trace_id", "keys")]
+
+
+def journal_trace_index(d: Dialect) -> str:
+    """The index a trace search reads (rows of stored messages only)."""
+    return f"CREATE INDEX IF NOT EXISTS journal_trace ON {d.table('journal')} (trace_id) WHERE trace_id IS NOT NULL"
 
 
 def _seen(d: Dialect) -> list[str]:

@@ -94,6 +94,9 @@ class PgStore:
         self._lock = threading.Lock()
         self._connections: list[Any] = []
         self._journal_writer: _JournalWriter | None = None
+        #: connections holding session advisory locks (:meth:`hold_lock`)
+        self._locks: dict[str, Any] = {}
+        self._held: set[str] = set()
 
     def __repr__(self) -> str:
         return f"PgStore(schema={self.schema!r})"
@@ -116,7 +119,36 @@ class PgStore:
                 c.execute(f"DROP TABLE {self.schema}.files_delivered")
         return self
 
+    def hold_lock(self, name: str) -> bool:
+        """Whether this process holds the site-wide lock ``name`` (a PostgreSQL session
+        advisory lock on a connection of its own, taken when free): one daemon of the site
+        holds it at a time; when it exits, the next caller takes it over."""
+        with self._lock:
+            conn = self._locks.get(name)
+            try:
+                if conn is None or conn.closed:
+                    self._held.discard(name)
+                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+                    self._locks[name] = conn
+                    self._connections.append(conn)
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(hashtext(%s))", (f"coupler-{name}-{self.schema}",)
+                ).fetchone()
+            except psycopg.Error:
+                return False
+            if row and row[0]:
+                # held for the life of the connection; a session lock counts acquisitions:
+                # release the extra one taken by asking again
+                if name in self._held:
+                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"coupler-{name}-{self.schema}",))
+                self._held.add(name)
+                return True
+            return False
+
     def close(self) -> None:
+        with self._lock:
+            self._locks.clear()
+            self._held.clear()
         with self._lock:
             writer, self._journal_writer = self._journal_writer, None
         if writer is not None:
@@ -241,17 +273,19 @@ class PgStore:
 
     def record(
         self,
-        journal: Iterable[tuple[str | None, str | None, str, str | None]] = (),
+        journal: Iterable[tuple[Any, ...]] = (),
         counts: dict[tuple[str, str], int] | None = None,
     ) -> None:
-        """Append journal entries ``(channel, message_id, event, detail)`` and add to counters.
+        """Append journal entries ``(channel, message_id, event, detail[, trace_id, keys])``
+        and add to counters.
 
         They are written by a writer thread, in batches, in the order they were recorded
         (one round trip to PostgreSQL per batch instead of one per operation); queries of
         this process (:meth:`journal`, :meth:`counters`) wait until what it recorded before
         is written. Another process sees them a few milliseconds later.
         """
-        rows = [(time.time(), *entry) for entry in journal]
+        now = time.time()
+        rows = [(now, *entry, *(None,) * (6 - len(entry))) for entry in journal]
         if not rows and not counts:
             return
         self._writer().add(rows, counts or {})
@@ -273,7 +307,7 @@ class PgStore:
         with self.conn() as c:
             if rows:
                 with c.cursor() as cur, cur.copy(
-                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail) FROM STDIN"
+                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail, trace_id, keys) FROM STDIN"
                 ) as copy:
                     for row in rows:
                         copy.write_row(row)
@@ -295,10 +329,14 @@ class PgStore:
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
         sql, args = journal_query(
             f"{self.schema}.journal", "%s",
             message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+            trace_ids=trace_ids, key=key, message_ids=message_ids,
         )
         self.flush()
         with self.conn() as c:

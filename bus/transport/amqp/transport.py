@@ -123,6 +123,7 @@ from coupler.bus.transport.policy import (
     record_nacked,
     undeliverable,
 )
+from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
@@ -152,13 +153,17 @@ class _Lease:
 class _Journal:
     """Journal rows and counter increments collected by one operation."""
 
-    rows: list[tuple[str | None, str | None, str, str | None]] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
         self.rows.append((channel, message_id, event, detail))
 
     journal = add  # a policy.Recorder
+
+    def add_sent(self, channel: str, envelope: Envelope, event: str, detail: str | None) -> None:
+        """The row of a message being stored, with its trace id and search keys."""
+        self.rows.append((channel, envelope.message_id, event, detail, *journal_trace(envelope)))
 
     def count(self, channel: str, counter: str, n: int = 1) -> None:
         self.counts[(channel, counter)] += n
@@ -486,7 +491,7 @@ class AmqpTransport(Transport):
                 continue
             body, props = to_amqp(env, attempts=attempts, now=now)
             messages.append(("", queue, body, props))
-            journal.add(channel, env.message_id, SENT, component)
+            journal.add_sent(channel, env, SENT, component)
         link.publish(messages)
         if messages:
             journal.count(channel, "sent", len(messages))
@@ -507,7 +512,7 @@ class AmqpTransport(Transport):
             for name, sel in with_selector:
                 if sel(env):
                     messages.append((exchange, Names.selector_key(name), body, props))
-            journal.add(topic, env.message_id, PUBLISHED, component)
+            journal.add_sent(topic, env, PUBLISHED, component)
         link.publish(messages)
         journal.count(topic, "sent", len(copies))
 
@@ -1019,7 +1024,7 @@ class AmqpTransport(Transport):
                 return dl
         raise unknown_dead_letter(id)
 
-    def replay(self, id: int, channel: str | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
         target_dl = self.dead_letter(id)
         journal = _Journal()
         if target_dl.envelope is None or (channel or target_dl.channel) is None:
@@ -1028,6 +1033,8 @@ class AmqpTransport(Transport):
         assert target is not None
         env = target_dl.envelope
         env.attempt = 0
+        if body is not None:  # edit and replay
+            env.body = body
         env.record_hop("dead-letter", f"replay {id}")
         done: list[bool] = []
 
@@ -1045,7 +1052,7 @@ class AmqpTransport(Transport):
             self._browse(link, self.names.dead(target_dl.queue), visit)
 
         self._call(run, retry=False)
-        journal.add(target, env.message_id, SENT, "dead-letter")
+        journal.add_sent(target, env, SENT, "dead-letter")
         journal.count(target, "sent")
         journal.add(target, env.message_id, REPLAYED, f"dead letter {id}")
         self._record(journal)
@@ -1077,8 +1084,17 @@ class AmqpTransport(Transport):
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
-        return self.store.journal(message_id=message_id, channel=channel, event=event, since=since, limit=limit)
+        return self.store.journal(
+            message_id=message_id, channel=channel, event=event, since=since, limit=limit, trace_ids=trace_ids, key=key,
+            message_ids=message_ids,
+        )
+
+    def exports_shared_figures(self) -> bool:
+        return self.store.hold_lock("metrics")
 
     def maintain(self) -> dict[str, int]:
         journal = _Journal()

@@ -32,6 +32,7 @@ from coupler.bus.transport.base import (
     error_text,
 )
 from coupler.bus.transport.codec import decode, encode
+from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
@@ -139,6 +140,15 @@ class StoreTx(TransactionOps):
             rows,
         )
 
+    def journal_sent(self, channel: str, envs: Iterable[Envelope], event: str, detail: str | None) -> None:
+        """Journal rows of messages stored on ``channel``, with their trace id and search keys
+        (the message trace of the console and ``coupler ctl trace``)."""
+        now = self.now
+        self.conn.executemany(
+            "INSERT INTO journal (at, channel, message_id, event, detail, trace_id, keys) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(now, channel, e.message_id, event, detail, *journal_trace(e)) for e in envs],
+        )
+
     def count(self, channel: str, counter: str, n: int = 1) -> None:
         """Add to a channel's statistics: kept by the transport after this transaction commits
         and written to ``counters`` by a later one (:meth:`write_counts`)."""
@@ -205,7 +215,7 @@ class StoreTx(TransactionOps):
         ).fetchall()
         if subs or self.t._kind(channel) == "topic":
             self.count(channel, "sent", len(prepared))
-            self.journal_many((self.now, channel, e.message_id, policy.PUBLISHED, component) for e, _, _ in prepared)
+            self.journal_sent(channel, (e for e, _, _ in prepared), policy.PUBLISHED, component)
             for sub_channel, selector in subs:
                 sel = Selector.parse(selector) if selector else None
                 chosen = [p for p in prepared if sel is None or sel(p[0])]
@@ -240,7 +250,7 @@ class StoreTx(TransactionOps):
             "INSERT OR REPLACE INTO bodies (id, envelope) VALUES (?, ?)",
             [(id_, blob) for id_, (_, blob, _) in zip(ids, prepared, strict=True)],
         )
-        self.journal_many((now, channel, env.message_id, policy.SENT, event_detail) for env, _, _ in prepared)
+        self.journal_sent(channel, (env for env, _, _ in prepared), policy.SENT, event_detail)
         self.count(channel, "sent", len(prepared))
 
     # -- receive ---------------------------------------------------------------------------

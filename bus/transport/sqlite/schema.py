@@ -8,6 +8,9 @@ instead of the pages holding the 1 KiB envelopes.
 
 Version 1 (stores created before the split; ``user_version`` 0) kept the envelope in a column
 of ``messages``; :func:`ensure_schema` migrates such a store in place, in one transaction.
+Version 3 adds the trace id and search keys of sent messages to ``journal`` (message
+tracing); a version 2 store gains the two columns in place.
+
 A store of a newer version than this code knows is refused with a clear message.
 """
 
@@ -16,10 +19,10 @@ from __future__ import annotations
 import sqlite3
 
 from coupler.bus.transport.base import TransportError
-from coupler.bus.transport.ddl import SQLITE, metadata
+from coupler.bus.transport.ddl import SQLITE, journal_trace_columns, journal_trace_index, metadata
 
 #: the schema version this code writes (``PRAGMA user_version``)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: the tables only the embedded store has; the metadata tables are in :mod:`coupler.bus.transport.ddl`
 _TABLES = """
@@ -95,5 +98,11 @@ def ensure_schema(conn: sqlite3.Connection, where: str) -> int | None:
     for statement in [*_TABLES.split(";"), *metadata(SQLITE)]:
         if statement.strip():
             conn.execute(statement)
+    if "trace_id" not in _columns(conn, "journal"):
+        # version 2: the journal gains the trace id and search keys of sent messages
+        for statement in journal_trace_columns(SQLITE):
+            conn.execute(statement)
+        migrated = migrated or 2
+    conn.execute(journal_trace_index(SQLITE))
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return migrated

@@ -1,6 +1,6 @@
 """The embedded default transport: one SQLite database (WAL) in the site's data directory.
 
-Schema (:mod:`coupler.bus.transport.sqlite.schema`, version 2): ``messages`` holds the state of every
+Schema (:mod:`coupler.bus.transport.sqlite.schema`, version 3): ``messages`` holds the state of every
 message waiting on a channel, one row per channel copy, found through the index
 ``(channel, visible_at)``; its serialised envelope is in ``bodies`` under the same rowid,
 written once. A row is *ready* when ``visible_at <= now``, *leased* while ``lease_token`` is
@@ -781,7 +781,7 @@ class SqliteTransport(Transport):
             dead_at=_ts(dead_at),
         )
 
-    def replay(self, id: int, channel: str | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
         with self.transaction() as tx:
             assert isinstance(tx, StoreTx)
             row = tx.conn.execute(
@@ -796,9 +796,18 @@ class SqliteTransport(Transport):
             env = Envelope.from_bytes(blob)
             env.attempt = 0
             env.record_hop("dead-letter", f"replay {id}")
-            tx.insert(target, [(env, env.to_bytes(), claim)])
+            if body is not None:  # edited: the new body replaces the stored (or claim-checked) one
+                env.properties.pop(CLAIM_PROPERTY, None)
+                env.body = body
+                prepared, paths = prepare(self, target, [env], "dead-letter")
+                tx.written_claims.extend(paths)
+                tx.insert(target, prepared)
+            else:
+                tx.insert(target, [(env, env.to_bytes(), claim)])
             tx.conn.execute("DELETE FROM dead_letters WHERE id = ?", (id,))
-            tx.journal(target, env.message_id, REPLAYED, f"dead letter {id}")
+            if body is not None and claim is not None:
+                tx.release_claims([claim])
+            tx.journal_sent(target, [env], REPLAYED, f"dead letter {id}")
             return env.message_id
 
     def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
@@ -828,9 +837,13 @@ class SqliteTransport(Transport):
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
         sql, args = journal_query(
-            "journal", "?", message_id=message_id, channel=channel, event=event, since=since, limit=limit
+            "journal", "?", message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+            trace_ids=trace_ids, key=key, message_ids=message_ids,
         )
         conn = self._conn()
         return journal_entries(self._retry(lambda: conn.execute(sql, args).fetchall()))
