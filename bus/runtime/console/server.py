@@ -241,7 +241,7 @@ class ConsoleServer:
         if query_token is not None and request.method == "GET":
             if not hmac.compare_digest(query_token.encode(), self.token.encode()):
                 return self._denied(request)
-            rest = request.rel_url.without_query("token")
+            rest = request.rel_url.with_query({k: v for k, v in request.query.items() if k != "token"})
             response = web.HTTPSeeOther(str(rest))
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", secure=request.secure, path="/")
             return response
