@@ -191,6 +191,9 @@ class Daemon:
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatype_readers(classes)
+            from coupler.bus.runtime.console.spans import SpanExport
+
+            self._spans = self.observer.spans = SpanExport.create(self.site)  # [tracing] otlp_endpoint
             self._start_adapters(classes)
             self._start_workers()
             self._start_batch()

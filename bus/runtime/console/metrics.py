@@ -44,6 +44,8 @@ class Observer:
     """The latency histograms of one daemon; ``handled`` times each message a worker handles."""
 
     def __init__(self) -> None:
+        #: the optional OpenTelemetry export (bus/runtime/console/spans.py)
+        self.spans: Any = None
         self.registry = CollectorRegistry(auto_describe=True)
         self.delivery_seconds = Histogram(
             "coupler_adapter_delivery_seconds",
@@ -65,7 +67,11 @@ class Observer:
         """Time ``worker`` handling ``delivery`` (worker names as the daemon spawns them)."""
         start = time.perf_counter()
         try:
-            yield
+            if self.spans is not None:
+                with self.spans.span(worker, delivery):
+                    yield
+            else:
+                yield
         finally:
             kind, _, name = worker.partition(":")
             elapsed = time.perf_counter() - start

@@ -242,9 +242,9 @@ class ConsoleServer:
             if not hmac.compare_digest(query_token.encode(), self.token.encode()):
                 return self._denied(request)
             rest = request.rel_url.with_query({k: v for k, v in request.query.items() if k != "token"})
-            response = web.HTTPSeeOther(str(rest))
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", secure=request.secure, path="/")
-            return response
+            redirect = web.HTTPSeeOther(str(rest))
+            redirect.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", secure=request.secure, path="/")
+            raise redirect
         if not self._authorised(request):
             return self._denied(request)
         if request.method == "POST" and request.content_type != "application/json":

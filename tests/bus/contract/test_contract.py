@@ -106,6 +106,39 @@ def test_replay_sends_a_dead_letter_back_with_fresh_attempts(transport: Transpor
         transport.dead_letter(dead.id)
 
 
+def test_replay_with_an_edited_body(transport: Transport) -> None:
+    transport.send("q", doc(b"wrong"))
+    [d] = transport.receive("q", "c")
+    transport.nack(d, "refused", "c", dead=True)
+    [dead] = transport.dead_letters()
+    assert transport.replay(dead.id, body=b"right") == d.message_id
+    assert transport.dead_letters() == []
+    [back] = transport.receive_wait("q", "c", wait=5)
+    assert back.envelope.body == b"right" and back.attempt == 1
+
+
+def test_the_journal_finds_the_messages_of_a_trace(transport: Transport) -> None:
+    from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
+
+    one, other = TraceContext.new(), TraceContext.new()
+    first = doc(b"1")
+    first.properties.update({TRACEPARENT: one.header, BUSINESS_KEY: "ORDER-7"})
+    derived = doc(b"2")
+    derived.properties[TRACEPARENT] = one.child().header
+    unrelated = doc(b"3")
+    unrelated.properties[TRACEPARENT] = other.header
+    ids = transport.send("a", [first, unrelated])
+    [derived_id] = transport.send("b", derived)
+    [d] = transport.receive("a", "c")
+    transport.ack(d)
+    stored = transport.journal(trace_ids=[one.trace_id])
+    assert {(e.message_id, e.channel, e.event) for e in stored} == {(ids[0], "a", "sent"), (derived_id, "b", "sent")}
+    assert all(e.trace_id == one.trace_id for e in stored)
+    assert [e.message_id for e in transport.journal(key="ORDER-7")] == [ids[0]]
+    assert transport.journal(key="ORDER-") == []  # whole values only
+    assert [e.event for e in transport.journal(message_ids=[ids[0]])] == ["sent", "received", "acked"]
+
+
 def test_invalid_message_channel_keeps_the_reason(transport: Transport) -> None:
     transport.send("in", doc(b"garbage"))
     [d] = transport.receive("in", "translator")
