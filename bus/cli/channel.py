@@ -167,7 +167,7 @@ def run_get(args: argparse.Namespace) -> int:
                 registry = SchemaRegistry.default(site.schema_paths)
             shown = decode_body(env, site, registry)
             note = f"; {shown['error']}" if shown.get("error") else ""
-            print(f"# {env.message_id} {env.format} (shown as {shown['as']}{note})")
+            print(f"# {env.message_id} {env.format.ref} {env.format.content_type} (shown as {shown['as']}{note})")
             print(shown["text"])
         else:
             sys.stdout.buffer.write(env.body)

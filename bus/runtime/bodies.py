@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +37,23 @@ class BodyError(CouplerError):
 def _json_default(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"base64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, datetime):
+        return value.isoformat()
     return str(value)
+
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)?$")
+
+
+def _times(value: Any) -> Any:
+    """``value`` with ISO time stamps (as :func:`decode_body` shows Avro timestamps) as datetimes."""
+    if isinstance(value, dict):
+        return {k: _times(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_times(v) for v in value]
+    if isinstance(value, str) and _ISO.match(value):
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value
 
 
 def _is_xml(content_type: str) -> bool:
@@ -83,9 +101,14 @@ def encode_body(fmt: FormatIndicator, text: str, registry: Any = None, site: Sit
             record = json.loads(text)
         except ValueError as exc:
             raise BodyError(f"the edited body is not JSON: {exc}", hint=f"edit the {fmt.ref} record as JSON") from None
+        registry = registry or _registry(site)
         try:
-            return bytes((registry or _registry(site)).encode(record, fmt))
+            return bytes(registry.encode(record, fmt))
         except CouplerError as exc:
+            try:  # time stamps are shown (and edited) as ISO text
+                return bytes(registry.encode(_times(record), fmt))
+            except CouplerError:
+                pass
             raise BodyError(f"the edited body is not a valid {fmt.ref}: {exc.message}") from None
     if fmt.content_type == "application/json":
         try:
