@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelope, parse_reply
-from coupler.canonical import Envelope
+from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError
 
@@ -142,7 +142,7 @@ class StoreService:
         data["raw"] = base64.b64encode(dl.raw).decode("ascii") if dl.raw else None
         env = dl.envelope
         if env is None:
-            env = Envelope(format="coupler.Raw@1", body=dl.raw or b"")
+            env = Envelope(format=FormatIndicator.parse("coupler.Raw@1", "application/octet-stream"), body=dl.raw or b"")
         else:
             data["headers"] = {
                 "kind": env.kind.value, "origin": env.origin, "correlation_id": env.correlation_id,

@@ -28,32 +28,35 @@ OUTCOMES = {
 }
 
 
-def trace_ids_of(transport: Transport, query: str) -> list[str]:
-    """The trace ids ``query`` names: itself (a trace id or ``traceparent``), the traces of
-    the message with that id, or of the messages with that correlation id or business key."""
+def trace_ids_of(transport: Transport, query: str) -> tuple[list[str], list[str]]:
+    """The trace ids ``query`` names — itself (a trace id or ``traceparent``), the traces of
+    the message with that id, or of the messages with that correlation id or business key —
+    and the ids of the messages it names directly (those without a trace id are followed
+    alone)."""
     query = query.strip()
     ctx = TraceContext.parse(query)
     if ctx is not None:
-        return [ctx.trace_id]
+        return [ctx.trace_id], []
     if _TRACE_ID.match(query.lower()):
-        return [query.lower()]
+        return [query.lower()], []
     ids: list[str] = []
+    named: list[str] = []
     for entry in [*transport.journal(message_id=query, limit=MAX_MESSAGES), *transport.journal(key=query, limit=MAX_MESSAGES)]:
         if entry.trace_id and entry.trace_id not in ids:
             ids.append(entry.trace_id)
-    return ids
+        if entry.message_id and entry.message_id not in named:
+            named.append(entry.message_id)
+    return ids, named
 
 
 def trace(transport: Transport, query: str, *, limit: int = 5000) -> dict[str, Any]:
     """The hops of the messages of every trace ``query`` names (see the module's doc)."""
-    trace_ids = trace_ids_of(transport, query)
+    trace_ids, named = trace_ids_of(transport, query)
     stored = transport.journal(trace_ids=trace_ids, limit=limit) if trace_ids else []
     message_ids: list[str] = []
-    for entry in stored:
-        if entry.message_id and entry.message_id not in message_ids:
-            message_ids.append(entry.message_id)
-    if not message_ids and not trace_ids:  # a message stored before it had a trace id
-        message_ids = [query.strip()]
+    for mid in [e.message_id for e in stored] + named:
+        if mid and mid not in message_ids:
+            message_ids.append(mid)
     entries = transport.journal(message_ids=message_ids[:MAX_MESSAGES], limit=limit) if message_ids else []
     traces = {e.message_id: e.trace_id for e in stored if e.trace_id}
     hops = [_hop(e, traces) for e in entries]

@@ -96,7 +96,13 @@ def _overview(data: dict[str, Any]) -> str:
 <dt>Transport</dt><dd><code>{e(s['transport'])}</code></dd>
 <dt>Adapters up</dt><dd>{up} of {len(adapters)}</dd><dt>Messages waiting</dt><dd id="total-depth">{depth}</dd>
 <dt>Dead-lettered or invalid</dt><dd>{dead}</dd><dt>Routes</dt><dd>{e(', '.join(s['routes']) or 'none')}</dd>
-</dl><h2>Alerts</h2><ul class="alerts">{alerts}</ul></section>"""
+</dl><h2>Alerts</h2><ul class="alerts">{alerts}</ul></section>
+<h2>Channels</h2>""" + _table(
+        "Depth and age of the oldest message per channel",
+        ["Channel", "Depth", "Oldest", "Dead", "Invalid", "Rate"],
+        [[f'<a href="/channels">{e(c["channel"])}</a>', e(c["depth"]), _age(c["oldest_age"]), e(c["dead"]), e(c["invalid"]),
+          _chart(data.get("rates", {}).get(c["channel"], []))] for c in s["channels"]],
+        live="overview-channels", empty="no channels yet")
 
 
 def _adapters(data: dict[str, Any]) -> str:

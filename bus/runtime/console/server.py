@@ -129,8 +129,9 @@ class RateHistory:
         out = []
         items = list(self.samples)
         for (t0, a), (t1, b) in zip(items, items[1:], strict=False):
-            if channel in a and channel in b and t1 > t0:
-                out.append((t1, max(0, b[channel][0] - a[channel][0]) / (t1 - t0), max(0, b[channel][1] - a[channel][1]) / (t1 - t0)))
+            if channel in b and t1 > t0:
+                before = a.get(channel, (0, 0))  # a channel that appeared meanwhile started at 0
+                out.append((t1, max(0, b[channel][0] - before[0]) / (t1 - t0), max(0, b[channel][1] - before[1]) / (t1 - t0)))
         return out
 
 
@@ -358,7 +359,7 @@ class ConsoleServer:
             data: dict[str, Any] = {"status": status, "query": dict(request.query)}
             if name == "adapters":
                 data["adapters"] = await self._call("adapters")
-            elif name == "channels":
+            elif name in ("channels", "overview"):
                 data["rates"] = {c["channel"]: self.rates.rates(c["channel"]) for c in status["channels"]}
             elif name == "dead_letters":
                 data["dead_letters"] = await self._dead_letters(request)
