@@ -136,3 +136,67 @@ def test_init_writes_the_listen_setting_commented_out(tmp_path):
     from coupler.bus.config.doc import render_template
 
     assert '# listen = "127.0.0.1:8780"' in render_template()
+
+
+def _self_signed(directory) -> tuple[str, str]:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    import ipaddress
+
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (directory / "console.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / "console.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                               serialization.NoEncryption()))
+    return "console.pem", "console.key"
+
+
+def test_https_with_the_configured_certificate(tmp_path):
+    import ssl
+
+    from coupler.bus.runtime.console.server import parse_listen
+
+    cert, key = _self_signed(tmp_path)
+    site_file = console_site(tmp_path, extra="")
+    text = site_file.read_text().replace('listen = "127.0.0.1:0"', f'listen = "127.0.0.1:0"\ntls_cert = "{cert}"\ntls_key = "{key}"')
+    site_file.write_text(text)
+    with running_daemon(site_file, plugins=None) as daemon:
+        url = daemon.console_url
+        assert url.startswith("https://127.0.0.1:")
+        ctx = ssl.create_default_context(cafile=str(tmp_path / cert))
+        token = read_token(load_site(site_file))
+        req = urllib.request.Request(url + "/api/status", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            assert json.loads(r.read())["site"] == "console-test"
+        with pytest.raises(urllib.error.URLError):  # a client that does not trust it refuses it
+            urllib.request.urlopen(url + "/healthz", timeout=10)
+    # with TLS, a non-loopback address is allowed (only checked here: tests bind loopback)
+    remote = load_site(site_file)
+    remote.http["listen"] = "0.0.0.0:8780"
+    assert parse_listen(remote) == ("0.0.0.0", 8780)
+
+
+def test_healthz_fails_while_an_adapter_is_down(tmp_path):
+    site_file = console_site(tmp_path)
+    with running_daemon(site_file, plugins=None) as daemon:
+        url = daemon.console_url
+        daemon.statistics.set_state("drop-out", "failed", "disk full")
+        status, body = _get(url + "/healthz")
+        assert status == 503 and json.loads(body)["failed_adapters"] == ["drop-out"]
+        ctl = subprocess.run(
+            [sys.executable, "-m", "coupler.bus.cli.main", "ctl", "--site", str(site_file), "console"],
+            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=240,
+        )
+        assert ctl.returncode == 0, ctl.stderr
+        assert ctl.stdout.strip() == f"{url}/?token={read_token(load_site(site_file))}"
