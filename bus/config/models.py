@@ -251,7 +251,7 @@ class HttpSection(Section):
     `/metrics` and `/healthz`. Off unless `listen` is set."""
 
     listen: Str | None = doc(
-        "`HOST:PORT` to serve on, e.g. `127.0.0.1:8780` (port 0: any free port).", default=None, example="127.0.0.1:8780"
+        "`HOST:PORT` to serve on, for example `127.0.0.1:8780` (port 0: any free port).", default=None, example="127.0.0.1:8780"
     )
     tls_cert: Str | None = doc("PEM certificate chain for HTTPS, relative to site.toml.", default=None)
     tls_key: Str | None = doc("PEM private key of `tls_cert`, relative to site.toml.", default=None)

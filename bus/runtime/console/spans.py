@@ -30,7 +30,7 @@ class SpanExport:
 
     @classmethod
     def create(cls, site: SiteConfig) -> SpanExport | None:
-        endpoint = (site.tracing or {}).get("otlp_endpoint")
+        endpoint = site.tracing.otlp_endpoint
         if not endpoint:
             return None
         try:
@@ -45,7 +45,7 @@ class SpanExport:
                 "opentelemetry-exporter-otlp-proto-http are not installed: no spans are exported"
             )
             return None
-        name = site.tracing.get("service_name") or site.name
+        name = site.tracing.service_name or site.name
         provider = TracerProvider(resource=Resource.create({"service.name": name}))
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         log.info("exporting message spans to %s", endpoint)

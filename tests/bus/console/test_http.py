@@ -182,9 +182,8 @@ def test_https_with_the_configured_certificate(tmp_path):
         with pytest.raises(urllib.error.URLError):  # a client that does not trust it refuses it
             urllib.request.urlopen(url + "/healthz", timeout=10)
     # with TLS, a non-loopback address is allowed (only checked here: tests bind loopback)
-    remote = load_site(site_file)
-    remote.http["listen"] = "0.0.0.0:8780"
-    assert parse_listen(remote) == ("0.0.0.0", 8780)
+    http = load_site(site_file).http.model_copy(update={"listen": "0.0.0.0:8780"})
+    assert parse_listen(http, site_file) == ("0.0.0.0", 8780)
 
 
 def test_healthz_fails_while_an_adapter_is_down(tmp_path):
