@@ -199,3 +199,15 @@ def test_healthz_fails_while_an_adapter_is_down(tmp_path):
         )
         assert ctl.returncode == 0, ctl.stderr
         assert ctl.stdout.strip() == f"{url}/?token={read_token(load_site(site_file))}"
+
+
+def test_an_otlp_endpoint_without_opentelemetry_changes_nothing(tmp_path, monkeypatch, caplog):
+    # as if opentelemetry were not installed (importing a module mapped to None fails)
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    site_file = console_site(tmp_path)
+    site_file.write_text(site_file.read_text() + '\n[tracing]\notlp_endpoint = "http://127.0.0.1:9/v1/traces"\n')
+    with caplog.at_level("WARNING", logger="coupler.tracing"), running_daemon(site_file, plugins=None) as daemon:
+        assert daemon.observer.spans is None
+        (tmp_path / "in" / "a.json").write_text("{}")
+        wait_for(lambda: (tmp_path / "out" / "a.json").exists(), "the file delivered")
+    assert "opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http are not installed" in caplog.text
