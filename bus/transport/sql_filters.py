@@ -14,7 +14,7 @@ from typing import Any
 
 from coupler.bus.transport.base import JournalEntry
 from coupler.canonical import Envelope
-from coupler.canonical.tracecontext import search_keys, trace_of
+from coupler.canonical.tracecontext import search_keys, trace_id_of
 
 #: the columns of a journal row, in the order :func:`journal_entries` reads them
 JOURNAL_COLUMNS = "id, at, channel, message_id, event, detail, trace_id"
@@ -22,8 +22,7 @@ JOURNAL_COLUMNS = "id, at, channel, message_id, event, detail, trace_id"
 
 def journal_trace(envelope: Envelope) -> tuple[str | None, str | None]:
     """The ``trace_id`` and ``keys`` columns of a journal row of ``envelope`` being stored."""
-    ctx = trace_of(envelope)
-    return (ctx.trace_id if ctx else None), search_keys(envelope)
+    return trace_id_of(envelope), search_keys(envelope)
 
 
 def journal_query(
