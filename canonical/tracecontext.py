@@ -66,7 +66,7 @@ class TraceContext:
         rule: a malformed header is ignored and a new trace starts)."""
         if not header:
             return None
-        m = _HEADER.match(header.strip().lower())
+        m = _HEADER.match(header.strip())  # lower-case hex only (W3C: upper case is invalid)
         if m is None:
             return None
         version, trace_id, span_id, flags, rest = m.groups()
@@ -126,7 +126,7 @@ def trace_id_of(envelope: Envelope) -> str | None:
         return None
     m = _HEADER.match(header)
     if m is None:
-        ctx = TraceContext.parse(header)  # upper case, spaces: the careful way
+        ctx = TraceContext.parse(header)  # surrounding spaces: the careful way
         return ctx.trace_id if ctx else None
     version, trace_id, span_id, _, rest = m.groups()
     if version == "ff" or (version == "00" and rest) or trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
