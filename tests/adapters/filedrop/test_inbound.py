@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from coupler.adapters.common.errors import AdapterConfigError
-from coupler.bus.api import OptionsError
 from coupler.adapters.filedrop import FileDropAdapter
+from coupler.bus.api import OptionsError
 from coupler.canonical import FormatIndicator
 
 from ..filebus import Bus, adapter
