@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from coupler.bus.api import CommandFault, IdempotentReceiver
+from coupler.bus.api import Bool, CommandFault, IdempotentReceiver, OptionsModel, Str, option
 from coupler.canonical import Envelope
 
 from .claims import body_chunks
@@ -22,9 +22,9 @@ from .errors import FileExistsPolicyError, PathTraversalError
 from .fs import FileSystem
 from .jail import safe_relative
 from .naming import check_template, render
-from .options import Options
+from .options import Mode
 from .state import FileState
-from .writer import FILE_EXISTS_POLICIES, write_file
+from .writer import FileExists, write_file
 
 
 @dataclass
@@ -37,17 +37,31 @@ class OutboundSettings:
     dedupe: bool = True
 
 
-def read_outbound_settings(opts: Options) -> OutboundSettings:
-    where = f"adapters[{opts.adapter}].options"
+class OutboundOptions(OptionsModel):
+    """The outbound options the file drop and SFTP adapters share (see docs/adapters/)."""
+
+    file_name: Str = option("Template of the written file's name (`{message_id}`, `{prop.NAME}`, ...).",
+                            default="{message_id}")
+    file_exists: FileExists = option(
+        "What happens when the file exists.", default="unique")
+    chmod: Mode | None = option('Permission mode of written files, such as `"0640"` (default: the umask\'s).',
+                                default=None)
+    done_file_suffix: Str | None = option("Write an empty marker file NAME+suffix after each file.", default=None)
+    line_terminator: Str = option("Appended to every message written.", default="")
+    dedupe: Bool = option("Write a message delivered twice once.", default=True)
+
+
+def read_outbound_settings(opts: OutboundOptions, adapter: str) -> OutboundSettings:
+    """The outbound settings of adapter ``adapter`` from its options."""
     s = OutboundSettings(
-        file_name=opts.string("file_name", "{message_id}"),
-        file_exists=opts.string("file_exists", "unique", choices=FILE_EXISTS_POLICIES),
-        chmod=opts.mode("chmod", None),
-        done_suffix=opts.string("done_file_suffix", None) or None,
-        line_terminator=opts.string("line_terminator", ""),
-        dedupe=opts.boolean("dedupe", True),
+        file_name=opts.file_name,
+        file_exists=opts.file_exists,
+        chmod=opts.chmod,
+        done_suffix=opts.done_file_suffix or None,
+        line_terminator=opts.line_terminator,
+        dedupe=opts.dedupe,
     )
-    check_template(s.file_name, where=f"{where}.file_name")
+    check_template(s.file_name, where=f"adapters[{adapter}].options.file_name")
     return s
 
 

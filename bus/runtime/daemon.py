@@ -289,7 +289,8 @@ class Daemon:
                 adapter.channel = ad.channel
                 adapter.format = FormatIndicator.parse(ad.format) if ad.format else None
             except CouplerError as exc:
-                raise CouplerError(f"adapter {ad.name!r} cannot be created: {exc}", where=f"{self.site.path}: {ad.key_path}") from exc
+                raise CouplerError(f"{ad.key_path}: adapter {ad.name!r} cannot be created: {exc}",
+                                   where=self.site.where(f"{ad.key_path}.options")) from exc
             ra = RunningAdapter(ad, adapter, context, paused)
             if "outbound" in cls.directions and ad.direction in ("outbound", "both"):
                 self._outbound_stages(ra)

@@ -24,11 +24,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.api import Adapter, Command, Document, Reply, hookimpl
+from coupler.bus.api import Adapter, Command, Document, OptionsModel, Reply, Str, hookimpl, option
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
 
 GREETING_FORMAT = FormatIndicator("hello.Greeting", 1, "text/plain")
+
+
+class HelloOptions(OptionsModel):
+    """The hello adapter's options."""
+
+    greeting: Str = option("What it says before the document's text.", default="Hello")
+    directory: Str | None = option("Where greetings.txt is written (relative to site.toml).", default=None)
 
 
 class HelloAdapter(Adapter):
@@ -40,14 +46,14 @@ class HelloAdapter(Adapter):
     #: the daemon makes a relative ``directory`` absolute against site.toml's folder
     path_options = ("directory",)
 
+    #: its ``[adapters.options]``, checked when the site loads (a misspelled one is an error)
+    options_model = HelloOptions
+
     def __init__(self, name: str, options: dict[str, Any], context: Any = None):
-        unknown = set(options) - {"greeting", "directory"}
-        if unknown:
-            raise CouplerError(f"unknown option {sorted(unknown)[0]!r}", where=f"adapters[{name}].options",
-                               hint="the hello adapter's options are greeting and directory")
         super().__init__(name, options, context)
-        self.greeting = str(options.get("greeting", "Hello"))
-        self.directory = Path(options["directory"]) if "directory" in options else None
+        settings: HelloOptions = self.parse_options(name, options)
+        self.greeting = settings.greeting
+        self.directory = Path(settings.directory) if settings.directory else None
 
     def start(self) -> None:
         if self.directory is not None:

@@ -218,5 +218,5 @@ def test_mapping_and_wrapper_errors_name_the_adapter_entry(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match=r"site\.toml:\d+: adapters\[accounts-in\]\.mapping: .*nowhere\.toml"):
         Daemon(load_site(site)).start()
     (tmp_path / "site.toml").write_text(WRAPPED_SITE.replace('type = "stx_etx"', 'type = "stx_etx"\noptions = { max_frame = 5 }'))
-    with pytest.raises(ConfigError, match=r"site\.toml:\d+: adapters\[framed-in\]\.wrappers\[0\]\.options\.max_frame: unknown option"):
+    with pytest.raises(ConfigError, match=r"site\.toml:\d+: adapters\[framed-in\]\.wrappers\[0\]\.options\.max_frame: unknown key"):
         Daemon(load_site(tmp_path / "site.toml")).start()
