@@ -25,6 +25,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("read a v2 record as v1", "coupler schema convert --from acme.AddressChange@2 --to acme.AddressChange@1 change.json"),
     ],
     "plugins": [("installed plugins and what they add", "coupler plugins --json")],
+    "plugin new": [
+        ("an installable, tested outbound adapter package to start from",
+         "coupler plugin new acme-notes --directory ./coupler-acme-notes"),
+    ],
     "xsd schema": [("the Avro schema of an XSD's root element", "coupler xsd schema invoice.xsd --element Invoice --json")],
     "xml decode": [
         ("XML documents to JSON lines", "coupler xml decode invoice.xsd inv-1.xml inv-2.xml --output invoices.jsonl"),
