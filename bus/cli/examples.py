@@ -54,7 +54,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "channel put": [
         ("one message per file", "coupler channel put --site mysite/site.toml orders order-1.json order-2.json"),
         ("one message per line of standard input",
-         "cat notes.jsonl | coupler channel put --site mysite/site.toml notes --lines --format 'acme.Note@1;application/json'"),
+         "cat addresses.jsonl | coupler channel put --site mysite/site.toml addresses --lines --format 'acme.Address@1;application/json'"),
     ],
     "channel get": [("take up to 10 messages, waiting 5 s for the first", "coupler channel get --site mysite/site.toml orders --max 10 --wait 5 --json")],
     "channel purge": [("empty a channel", "coupler channel purge --site mysite/site.toml scratch")],
