@@ -39,6 +39,9 @@ def test_a_new_plugin_passes_its_own_tests_installs_and_delivers_in_a_daemon(tmp
                            env=env, capture_output=True, text=True, timeout=300)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert " passed" in tests.stdout and "failed" not in tests.stdout
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=pkg,
+                          capture_output=True, text=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout  # clean under its own [tool.ruff] settings
 
     env = install_into(tmp_path / "env", pkg)
     listed = coupler(env, "plugins")
