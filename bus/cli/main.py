@@ -30,6 +30,7 @@ from coupler.canonical.errors import CouplerError
 COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli.schema",
     "coupler.bus.cli.plugins",
+    "coupler.bus.cli.plugin",
     "coupler.bus.cli.xml",
     "coupler.bus.cli.site",
     "coupler.bus.cli.ctl",

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from coupler.bus.messaging.request_reply import request_reply
+from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.adapter import resolve_path as _resolve_path
 from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
-from coupler.canonical import Envelope
+from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
 
@@ -230,3 +231,28 @@ class BusContext:
         owner = f"{socket.gethostname()}:{data_dir.resolve()}"
         shared = self._transport.file_state(name, owner)
         return shared if shared is not None else embedded_file_state(data_dir / "files.db")
+
+
+def build_adapter(
+    cls: type[Adapter],
+    name: str,
+    options: dict[str, Any],
+    context: BusContext,
+    *,
+    direction: str,
+    targets: tuple[str, ...] | list[str] = (),
+    identity: dict[str, str] | None = None,
+    channel: str | None = None,
+    format: str | FormatIndicator | None = None,
+) -> Adapter:
+    """An adapter of type ``cls`` created the way the daemon creates it: with its name, its
+    options (path options already resolved) and its context, then given what its
+    ``[[adapters]]`` entry says (``direction``, ``targets``, ``identity``, ``channel``,
+    ``format``). ``start()`` is the caller's (the daemon, or :mod:`coupler.bus.testing`)."""
+    adapter = cls(name, dict(options), context)
+    adapter.direction = direction
+    adapter.targets = tuple(targets)
+    adapter.identity = identity
+    adapter.channel = channel
+    adapter.format = FormatIndicator.parse(format) if isinstance(format, str) else format
+    return adapter

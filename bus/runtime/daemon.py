@@ -62,7 +62,7 @@ from coupler.bus.model.identities import Identity, IdentityError
 from coupler.bus.plugins.manager import adapter_types, site_plugin_manager, translator_types
 from coupler.bus.runtime.console.metrics import Observer
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
-from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
 from coupler.bus.runtime.site import DaemonLock
@@ -282,12 +282,10 @@ class Daemon:
             )
             self.statistics.add(ad.name, ad.type)
             try:
-                adapter = cls(ad.name, dict(options), context)
-                adapter.direction = ad.direction
-                adapter.targets = tuple(ad.targets)
-                adapter.identity = ad.identity_dict
-                adapter.channel = ad.channel
-                adapter.format = FormatIndicator.parse(ad.format) if ad.format else None
+                adapter = build_adapter(
+                    cls, ad.name, options, context, direction=ad.direction, targets=ad.targets,
+                    identity=ad.identity_dict, channel=ad.channel, format=ad.format,
+                )
             except CouplerError as exc:
                 raise CouplerError(f"{ad.key_path}: adapter {ad.name!r} cannot be created: {exc}",
                                    where=self.site.where(f"{ad.key_path}.options")) from exc

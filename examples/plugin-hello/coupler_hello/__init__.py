@@ -31,10 +31,11 @@ GREETING_FORMAT = FormatIndicator("hello.Greeting", 1, "text/plain")
 
 
 class HelloOptions(OptionsModel):
-    """The hello adapter's options."""
+    """``[adapters.options]`` of ``type = "hello"``, checked when the site loads."""
 
-    greeting: Str = option("What it says before the document's text.", default="Hello")
-    directory: Str | None = option("Where greetings.txt is written (relative to site.toml).", default=None)
+    greeting: Str = option("The word before the name.", default="Hello")
+    directory: Str | None = option("Where greetings.txt is written (relative: to site.toml's folder).",
+                                   default=None)
 
 
 class HelloAdapter(Adapter):
@@ -45,15 +46,14 @@ class HelloAdapter(Adapter):
     directions = ("outbound",)
     #: the daemon makes a relative ``directory`` absolute against site.toml's folder
     path_options = ("directory",)
-
-    #: its ``[adapters.options]``, checked when the site loads (a misspelled one is an error)
+    #: the site loader checks the options against it (unknown keys, types) with the key path
     options_model = HelloOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: Any = None):
         super().__init__(name, options, context)
-        settings: HelloOptions = self.parse_options(name, options)
+        settings: HelloOptions = self.parse_options(name, self.options)
         self.greeting = settings.greeting
-        self.directory = Path(settings.directory) if settings.directory else None
+        self.directory = Path(settings.directory) if settings.directory is not None else None
 
     def start(self) -> None:
         if self.directory is not None:
