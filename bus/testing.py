@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from coupler.bus.model.adapter import Adapter, resolve_path_options
 from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
@@ -102,7 +102,7 @@ class EmbeddedBus:
         if start:
             adapter.start()
             self._started.append(adapter)
-        return adapter
+        return cast(A, adapter)
 
     def deliver(self, adapter: Adapter, envelope: Envelope | bytes,
                 format: str = "test.Document@1;application/octet-stream") -> None:
