@@ -53,7 +53,7 @@ from coupler.bus.api import (
     option,
 )
 from coupler.canonical import FormatIndicator
-from coupler.canonical.errors import CouplerError, UnitError
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.canonical.tracecontext import current as current_trace
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
@@ -266,7 +266,7 @@ class SoapAdapter(Adapter):
     # -- server ------------------------------------------------------------------------------
 
     async def _start_server(self) -> str:
-        app = web.Application(client_max_size=self.max_request_bytes, middlewares=[self._contain])
+        app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_get(self.path, self._get)
         app.router.add_post(self.path, self._post)
         self._runner = web.AppRunner(app, access_log=None)
@@ -281,23 +281,6 @@ class SoapAdapter(Adapter):
         assert server is not None
         host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
         return self.endpoint or f"{'https' if ssl_context else 'http'}://{host}:{port}{self.path}"
-
-    @web.middleware
-    async def _contain(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """Any exception one request raises stays with it: the request goes to the Invalid
-        Message Channel with its cause, the client gets a SOAP fault, the next one is served."""
-        try:
-            return await handler(request)
-        except (web.HTTPException, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            error = UnitError.of(exc, where=f"SOAP request from {request.remote}")
-            self.logger.debug("SOAP request from %s raised", request.remote, exc_info=True)
-            self.logger.warning("SOAP request set aside: %s", error)
-            body = await request.read()  # read by the handler already: from its buffer
-            await self._invalid(body, f"{error}")
-            version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
-            return self._fault_response(version, SoapFault("Receiver", f"the request could not be processed: {error}"))
 
     async def _get(self, request: web.Request) -> web.Response:
         if "xsd" in request.query:
@@ -339,7 +322,7 @@ class SoapAdapter(Adapter):
         try:
             return await self._answer(request, body, version)
         except Exception as exc:
-            cause = f"{type(exc).__name__}: {exc}"
+            cause = describe_exception(exc)  # type, message and the line of code that raised
             self.logger.error("SOAP request from %s failed: %s", request.remote, cause)
             self.logger.debug("the error above in full", exc_info=exc)
             await self._invalid(body, f"SOAP request from {request.remote} failed while being handled: {cause}")

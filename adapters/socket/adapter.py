@@ -28,7 +28,7 @@ from coupler.bus.api import (
     Reply,
 )
 from coupler.canonical import Envelope
-from coupler.canonical.errors import CouplerError, UnitError
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.translators.framing import FrameError
 
 from . import hl7v2
@@ -144,27 +144,7 @@ class SocketAdapter(Adapter):
         assert self._in_flight is not None
         async with self._in_flight:  # at most max_in_flight frames wait for the bus
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, self._contained, payload, peer)
-
-    def _contained(self, payload: bytes, peer: str) -> bytes | None:
-        """:meth:`_process`, with any exception contained to the frame: it goes to the Invalid
-        Message Channel with its cause, the peer gets ``AE`` (MLLP) or the connection closes,
-        and the adapter serves the next frame."""
-        try:
-            return self._process(payload, peer)
-        except CloseConnection:
-            raise
-        except Exception as exc:
-            error = UnitError.of(exc)
-            self.logger.debug("frame from %s raised", peer, exc_info=True)
-            self.logger.warning("frame from %s set aside: %s", peer, error, extra={"peer": peer})
-            self._invalid(payload, f"frame from {peer} cannot be processed: {error}")
-            if self.settings.is_mllp and self.settings.acknowledge:
-                try:
-                    return hl7v2.acknowledgement(payload, hl7v2.ERROR, str(error))
-                except Exception:  # the frame is too broken to acknowledge: close instead
-                    self.logger.debug("frame from %s cannot be acknowledged", peer, exc_info=True)
-            raise CloseConnection(f"frame set aside: {error}", self._fault_payload("failed", str(error))) from None
+            return await loop.run_in_executor(self._executor, self._process, payload, peer)
 
     def _process(self, payload: bytes, peer: str) -> bytes | None:
         """Runs on an executor thread: the frame -> the bus -> what to write back.
@@ -230,7 +210,7 @@ class SocketAdapter(Adapter):
     def _contain(self, payload: bytes, peer: str, doing: str, exc: Exception, *, code: str) -> bytes:
         """An unexpected exception while handling one frame: keep the frame as invalid with its
         cause and answer its sender with a fault (the adapter goes on)."""
-        cause = f"{type(exc).__name__}: {exc}"
+        cause = describe_exception(exc)  # type, message and the line of code that raised
         self.logger.error("frame from %s failed while %s: %s", peer, doing, cause, extra={"peer": peer})
         self.logger.debug("the error above in full", exc_info=exc)
         self._invalid(payload, f"frame from {peer} failed while {doing}: {cause}")

@@ -21,10 +21,10 @@ from types import ModuleType
 import pytest
 import requests
 
-from coupler.bus.config import load_site
-from coupler.bus.daemon import Daemon
-from coupler.bus.hookspecs import hookimpl
-from coupler.bus.site import site_plugin_manager
+from coupler.bus.config.loader import load_site
+from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.manager import site_plugin_manager
+from coupler.bus.runtime.daemon import Daemon
 from tests.bus.site_helpers import wait_for
 
 from .sftp.sshd import PASSPHRASE, Sshd
@@ -223,7 +223,7 @@ def test_filedrop_an_xml_date_with_a_20_digit_year_does_not_halt_the_adapter(tmp
 def test_filedrop_a_file_the_bus_side_breaks_on_goes_to_the_error_directory(tmp_path: Path) -> None:
     """The inbound pipeline itself contains what escapes a publish: the file goes to error/
     with a .reason naming the exception; the next file is taken."""
-    from coupler.bus.context import BusContext
+    from coupler.bus.runtime.context import BusContext
 
     site = write_site(tmp_path, FILEDROP.format(mapping="account", payload="fixed") + "record_length = 14\n")
     drop = tmp_path / "drop"
@@ -365,7 +365,7 @@ def test_socket_a_frame_its_translator_breaks_on_is_set_aside(tmp_path: Path) ->
         site = write_site(tmp_path, SOCKET.format(mapping="", translator="poison_translators:exploding"))
         with daemon_of(site) as daemon:
             adapter = daemon.adapters["sock-in"].adapter
-            assert _frame_exchange(adapter.address, b"BOOM 1") == b"ERR failed\n"
+            assert _frame_exchange(adapter.address, b"BOOM 1") == b"ERR invalid\n"
             _frame_exchange(adapter.address, b"fine 2")
             assert daemon.transport is not None
             transport = daemon.transport

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from coupler.adapters.common.outbound import FileWriter
-from coupler.bus.config import load_site
-from coupler.bus.daemon import Daemon
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.daemon import Daemon
 
 
 def main(site: str, n: str) -> int:

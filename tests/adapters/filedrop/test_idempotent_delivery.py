@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.config import load_site
-from coupler.bus.control import ControlClient, ControlError
-from coupler.bus.sqlite_transport import SqliteTransport
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.control import ControlClient, ControlError
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
 
 SITE = """
