@@ -229,6 +229,10 @@ class SoapAdapter(Adapter):
             fmt = self.format
         return fmt or FormatIndicator(f"soap.{op}{suffix}", 1, "application/json")
 
+    def supported_directions(self) -> tuple[str, ...]:
+        """A server takes requests in, a client calls out."""
+        return ("inbound",) if self.mode == "server" else ("outbound",)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:

@@ -71,6 +71,10 @@ class SocketAdapter(Adapter):
 
         return self.context.logger if self.context is not None else logging.getLogger(f"coupler.adapter.{self.name}")
 
+    def supported_directions(self) -> tuple[str, ...]:
+        """A server takes documents in, a client gives them out."""
+        return ("inbound",) if self.settings.mode == "server" else ("outbound",)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
