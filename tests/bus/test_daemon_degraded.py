@@ -83,11 +83,11 @@ def test_daemon_check_asks_the_running_daemon_and_ctl_status_shows_the_alert(tmp
 
 @pytest.mark.parametrize(("entry", "problem"), [
     ('type = "pingonly"\ndirection = "inbound"\nchannel = "in"',  # a type that only delivers
-     "adapters[0].direction: adapter type 'pingonly' cannot be inbound: it is outbound"),
+     "adapters[a].direction: adapter type 'pingonly' cannot be inbound: it is outbound"),
     ('type = "socket"\ndirection = "outbound"\nchannel = "out"\n[adapters.options]\nmode = "server"\nhost = "127.0.0.1"\nport = 0',
-     "adapters[0].direction: adapter type 'socket' in mode 'server' cannot be outbound: it is inbound"),
+     "adapters[a].direction: adapter type 'socket' in mode 'server' cannot be outbound: it is inbound"),
     ('type = "socket"\ndirection = "inbound"\nchannel = "in"\n[adapters.options]\nmode = "client"\nhost = "127.0.0.1"\nport = 9',
-     "adapters[0].direction: adapter type 'socket' in mode 'client' cannot be inbound: it is outbound"),
+     "adapters[a].direction: adapter type 'socket' in mode 'client' cannot be inbound: it is outbound"),
 ])
 def test_a_direction_the_adapter_cannot_take_is_a_configuration_error_at_load(tmp_path: Path, entry: str, problem: str) -> None:
     site = write_site(tmp_path, f'[site]\nname = "d"\n\n[[adapters]]\nname = "a"\n{entry}\n')
