@@ -15,7 +15,7 @@ import posixpath
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ..common.errors import RemoteError
 from ..common.fs import FileInfo, FileSystem
@@ -84,7 +84,7 @@ class SftpFS(FileSystem):
     def open_write(self, path: str, *, append: bool = False) -> BinaryIO:
         f = self.conn.call(f"create {path}", lambda sftp: sftp.open(self.full(path), "ab" if append else "wbx"))
         f.set_pipelined(True)
-        return _Upload(self, path, f)  # type: ignore[return-value]
+        return cast(BinaryIO, _Upload(self, path, f))  # writes and close go through the connection
 
     def flush(self, handle: BinaryIO) -> None:
         self.conn.call(f"write {getattr(handle, 'path', '')}", lambda sftp: handle.flush())

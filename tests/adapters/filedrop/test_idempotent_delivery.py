@@ -198,3 +198,4 @@ def test_chaos_sigkill_at_random_moments_delivers_every_file_exactly_once(tmp_pa
     assert_exactly_once(tmp_path, made)
     print(f"{FILES} files, {kills} SIGKILLs, delivered after each kill: {progress}, "
           f"{time.monotonic() - started:.0f} s")
+
