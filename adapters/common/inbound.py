@@ -492,6 +492,10 @@ class InboundPipeline:
         from .writer import unique_candidates
 
         for candidate in unique_candidates(target):  # a name clash never stops the adapter
+            if self.fs.same_file(path, candidate):  # a crash cut the move between link and unlink
+                self.fs.remove(path)
+                self.fs.sync_dir(posixpath.dirname(path))
+                return candidate
             if self.fs.rename_noreplace(path, candidate):
                 self.fs.sync_dir(parent)
                 return candidate

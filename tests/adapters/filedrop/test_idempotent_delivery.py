@@ -199,3 +199,32 @@ def test_chaos_sigkill_at_random_moments_delivers_every_file_exactly_once(tmp_pa
     print(f"{FILES} files, {kills} SIGKILLs, delivered after each kill: {progress}, "
           f"{time.monotonic() - started:.0f} s")
 
+
+def test_a_rename_cut_between_its_link_and_its_unlink_is_finished_not_repeated(tmp_path: Path) -> None:
+    """A no-replace rename on a local disk is link(temporary, target) then unlink(temporary): a
+    crash between the two leaves both names. Recovery sees they are one file and only drops the
+    temporary (the chaos test met this once: ``f00960-1.bin``)."""
+    import logging
+
+    from coupler.adapters.common import outbound
+    from coupler.adapters.common.fs import LocalFS
+    from coupler.adapters.common.state import FileStateStore
+    from coupler.adapters.common.writer import temp_name
+    from coupler.canonical import Envelope, FormatIndicator
+
+    out = tmp_path / "out"
+    out.mkdir()
+    state = FileStateStore(tmp_path / "files.db")
+    writer = outbound.FileWriter("out", LocalFS(out), outbound.OutboundSettings(file_name="{prop.name}"), state,
+                                 logging.getLogger("test"))
+    env = Envelope(format=FormatIndicator.parse("t.Doc@1"), body=b"hello", properties={"name": "a.txt"})
+    key = outbound.delivery_key(env.message_id)
+    tmp = temp_name("a.txt", f"{writer.tag}-{key}")
+    (out / tmp).write_bytes(b"hello")
+    state.mark_seen(outbound._PENDING, [key])  # the temporary was committed, then:
+    os.link(out / tmp, out / "a.txt")  # the rename's link happened, its unlink did not
+    assert writer.recover() == {"finished": 1, "removed": 0}
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt"]
+    assert writer.deliver(env) is None and writer.duplicates == 1  # redelivered: recorded, not written
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt"] and (out / "a.txt").read_bytes() == b"hello"
+    state.close()
