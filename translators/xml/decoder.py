@@ -122,7 +122,19 @@ class RecordDecoder:
             self._attributes(out, elem, source)
         if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
             out[self.mixed] = inner_xml(elem) if (elem.text or len(elem)) else None
-            return out
+        else:
+            self._content(out, elem, source)
+        for name, required in self.singles:
+            if out[name] is _MISSING:
+                if required:
+                    raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
+                out[name] = None
+        for name in self.required_arrays:
+            if not out[name]:
+                raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
+        return out
+
+    def _content(self, out: dict[str, Any], elem: Any, source: str | None) -> None:
         text = elem.text
         if self.text is not None:
             try:
@@ -149,15 +161,6 @@ class RecordDecoder:
             tail = child.tail
             if tail and not tail.isspace() and self.text is None:
                 raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
-        for name, required in self.singles:
-            if out[name] is _MISSING:
-                if required:
-                    raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
-                out[name] = None
-        for name in self.required_arrays:
-            if not out[name]:
-                raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
-        return out
 
     def _attributes(self, out: dict[str, Any], elem: Any, source: str | None) -> None:
         for key, text in elem.attrib.items():

@@ -103,7 +103,7 @@ class Encoder:
 
     def _value(self, value: Any, data: Any, elem: Any, path: list[str]) -> None:
         if isinstance(value, Poly):
-            record = self._branch(value, data, path)
+            record, data = self._branch(value, data, path)
             if record is not value.declared:
                 elem.set(XSI_TYPE, self._qname_text(record.type_qname or "", elem))
             self._record(record, data, elem, path)
@@ -177,21 +177,23 @@ class Encoder:
         except (ValueError, TypeError, ArithmeticError) as exc:  # OverflowError is an ArithmeticError
             raise RecordError(str(exc), path) from None
 
-    def _branch(self, poly: Poly, data: Any, path: list[str]) -> Record:
+    def _branch(self, poly: Poly, data: Any, path: list[str]) -> tuple[Record, Any]:
+        if isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], str):
+            data = {**data[1], TYPE_KEY: data[0]}  # fastavro's return_record_name=True form
         if not isinstance(data, dict):
             raise RecordError(f"expected a record, got {type(data).__name__}", path)
         wanted = data.get(TYPE_KEY)
         if wanted is not None:
             for record in poly.branches:
                 if wanted in (record.fullname, record.name, record.type_qname):
-                    return record
+                    return record, data
             names = ", ".join(r.fullname for r in poly.branches)
             raise RecordError(f"{TYPE_KEY} {wanted!r} is not one of {names}", path)
         keys = set(data) - {TYPE_KEY}
         fitting = [r for r in poly.branches if keys <= r.field_names()]
         if not fitting:
             raise RecordError(f"the fields {sorted(keys)} match no type of this element", path)
-        return min(fitting, key=lambda r: len(r.field_names() - keys))
+        return min(fitting, key=lambda r: len(r.field_names() - keys)), data
 
     def _qname_text(self, qname: str, elem: Any) -> str:
         uri, local = namespace_of(qname), local_name(qname)

@@ -323,8 +323,10 @@ class SchemaModel:
         if isinstance(xsd_type, XsdUnion) or not xsd_type.is_atomic():
             return Scalar("string", xsd_type=xsd_type, check_facets=True)
         builtin = xsd_type
-        while not isinstance(builtin, XsdAtomicBuiltin):
+        while builtin is not None and not isinstance(builtin, XsdAtomicBuiltin):
             builtin = builtin.base_type
+        if builtin is None:  # a restriction of xs:anySimpleType: text, checked against its facets
+            return Scalar("string", xsd_type=xsd_type, check_facets=True)
         builtin_name = local_name(builtin.name)
         kind = BUILTIN_KINDS.get(builtin_name, "string")
         white_space = getattr(xsd_type, "white_space", None) or "preserve"
