@@ -91,7 +91,12 @@ class LegacyReader:
         root = parse_document(body, name=label).getroot()
         if root.tag not in tags:
             raise TranslateError(f"{label}: <{root.tag}> is not the record element ({', '.join(sorted(tags))})")
-        return convert(root)
+        try:
+            return convert(root)
+        except CouplerError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the converters raise located errors; anything else is one too
+            raise TranslateError(f"{label}:{root.sourceline}: cannot decode <{root.tag}>: {type(exc).__name__}: {exc}".splitlines()[0]) from None
 
     @staticmethod
     def _copybook(decoder: Any, body: bytes, label: str) -> dict[str, Any]:

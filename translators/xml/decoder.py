@@ -273,6 +273,11 @@ class Decoder:
             decode = value.decode
 
             def convert_scalar(child: Any) -> Any:
+                if len(child.attrib):
+                    for key in child.attrib:
+                        if not key.startswith(_IGNORED_ATTRIBUTE_NS):
+                            raise _fail(f"unexpected attribute {local_name(key)!r} in a simple-typed element",
+                                        child, source())
                 if nillable and child.get(XSI_NIL) in ("true", "1"):
                     return None
                 if len(child) and any(isinstance(c.tag, str) for c in child):
