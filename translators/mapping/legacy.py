@@ -58,8 +58,10 @@ class LegacyReader:
             from coupler.translators.xml import XsdModel
 
             steps = [s for s in spec.record_path.split("/") if s]
-            tags, convert = XsdModel.load(path).decoder(steps[0]).resolve_path(spec.record_path)[-1]
-            self._decode = lambda body, label: self._element(tags, convert, body, label)
+            record_decoder = XsdModel.load(path).decoder(steps[0])
+            tags, convert = record_decoder.resolve_path(spec.record_path)[-1]
+            self._decode = lambda body, label: self._element(tags, lambda e: record_decoder.convert(e, convert, source=label),
+                                                             body, label)
         elif spec.kind == "xml":
             from coupler.translators.xml import XsdModel
 
@@ -91,12 +93,7 @@ class LegacyReader:
         root = parse_document(body, name=label).getroot()
         if root.tag not in tags:
             raise TranslateError(f"{label}: <{root.tag}> is not the record element ({', '.join(sorted(tags))})")
-        try:
-            return convert(root)
-        except CouplerError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the converters raise located errors; anything else is one too
-            raise TranslateError(f"{label}:{root.sourceline}: cannot decode <{root.tag}>: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+        return convert(root)  # only located XmlValidationErrors escape Decoder.convert
 
     @staticmethod
     def _copybook(decoder: Any, body: bytes, label: str) -> dict[str, Any]:

@@ -316,6 +316,17 @@ class Decoder:
             self.validate(etree.ElementTree(_detached(elem)), source or "<input>")
         return record
 
+    def convert(self, elem: Any, converter: Callable[[Any], Any], *, source: str | None = None) -> Any:
+        """Apply a converter of :meth:`resolve_path` to one element; errors name ``source``, the
+        line and the path, and only :class:`XmlValidationError` escapes."""
+        self.source_name = source
+        try:
+            return converter(elem)
+        except CouplerError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure is a located error
+            raise _unexpected(exc, elem, source) from None
+
     def decode_document(self, source: Source, *, name: str | None = None, validate: bool = True) -> dict[str, Any]:
         """Decode a whole document to one record, then validate it against the XSD."""
         label = name or (str(source) if isinstance(source, str | Path) else "<input>")
