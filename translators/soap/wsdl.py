@@ -233,7 +233,7 @@ class _Reader:
 
     def _inline_schemas(self, schema_elems: list[Any], base: Path) -> Any:
         """The schemas of one ``wsdl:types``, loaded together as one xmlschema schema."""
-        sources = []
+        sources: list[Any] = []
         for schema_elem in schema_elems:
             for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
                 location = imp.get("schemaLocation")

@@ -101,7 +101,7 @@ class RecordDecoder:
             else:
                 self.singles.append((f.name, f.required))
             if f.kind == "attribute":
-                self.attributes[f.qname] = (f.name, f.value.decode)
+                self.attributes[f.qname or ""] = (f.name, f.value.decode)
             elif f.kind == "text":
                 self.text = (f.name, f.value.decode)
             elif f.kind == "mixed":
@@ -109,7 +109,7 @@ class RecordDecoder:
             elif f.kind == "any":
                 self.wildcards.append((f, f.wildcard))
             else:
-                self.children[f.qname] = (f.name, self.compiler.element_converter(f), f.repeated)
+                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated)
 
     def __call__(self, elem: Any) -> dict[str, Any]:
         source = self.compiler.source_name
@@ -254,10 +254,11 @@ class Decoder:
             else:
                 prefix, _, local = type_name.strip().rpartition(":")
                 uri = elem.nsmap.get(prefix or None, "")
-                decoder = decoders.get(f"{{{uri}}}{local}" if uri else local)
-                if decoder is None:
+                found = decoders.get(f"{{{uri}}}{local}" if uri else local)
+                if found is None:
                     allowed = ", ".join(local_name(k or "") for k in decoders)
                     raise _fail(f"xsi:type {type_name!r} is not allowed here (allowed: {allowed})", elem, self.source_name)
+                decoder = found
             out = decoder(elem)
             if tagged:
                 out[TYPE_KEY] = decoder.record.fullname

@@ -183,6 +183,7 @@ class SchemaModel:
         xsd_type = elem.type
         if xsd_type.is_simple():
             return self.scalar(xsd_type, elem.local_name, parent)
+        assert isinstance(xsd_type, XsdComplexType)
         record = self.record(xsd_type, elem, parent)
         derived = [] if _blocks(elem, xsd_type) else self._derived.get(xsd_type.name or "", [])
         if not derived and not xsd_type.abstract:
@@ -200,10 +201,10 @@ class SchemaModel:
         if known is not None:
             return known
         if xsd_type.name:
-            name, uri = xsd_type.local_name, namespace_of(xsd_type.name)
+            name, uri = xsd_type.local_name or "", namespace_of(xsd_type.name)
         else:
             assert elem is not None
-            name, uri = elem.local_name, namespace_of(elem.name) or (elem.schema.target_namespace or "")
+            name, uri = elem.local_name or "", namespace_of(elem.name or "") or (elem.schema.target_namespace or "")
         record = Record(avro_name(name), avro_namespace(uri), xsd_type, type_qname=xsd_type.name)
         self._claim_name(record, parent, id(xsd_type))
         self._records[id(xsd_type)] = record
@@ -288,7 +289,7 @@ class SchemaModel:
             attributes.append(attr)
         position = 0
         for attr in attributes:
-            base = avro_name(attr.local_name)
+            base = avro_name(attr.local_name or "")
             name = base if base not in record.field_names() else self._unique(record, f"{base}_attr")
             scalar = self.scalar(attr.type, f"{record.name}_{name}", record)
             record.fields.insert(position, Field(name, "attribute", attr.name, scalar, optional=attr.use != "required"))
@@ -327,7 +328,7 @@ class SchemaModel:
             builtin = builtin.base_type
         if builtin is None:  # a restriction of xs:anySimpleType: text, checked against its facets
             return Scalar("string", xsd_type=xsd_type, check_facets=True)
-        builtin_name = local_name(builtin.name)
+        builtin_name = local_name(builtin.name or "")
         kind = BUILTIN_KINDS.get(builtin_name, "string")
         white_space = getattr(xsd_type, "white_space", None) or "preserve"
         check = not isinstance(xsd_type, XsdAtomicBuiltin)
@@ -366,10 +367,10 @@ class SchemaModel:
             while base is not None and getattr(base, "name", None) and base.name != ANY_TYPE:
                 if "extension" in (base.block or "") and xsd_type.derivation == "extension":
                     break
-                derived.setdefault(base.name, []).append(xsd_type)
+                derived.setdefault(base.name or "", []).append(xsd_type)
                 base = base.base_type
         for subs in derived.values():
-            subs.sort(key=lambda t: t.name)
+            subs.sort(key=lambda t: t.name or "")
         return derived
 
 

@@ -13,7 +13,7 @@ import pytest
 import zeep
 from zeep.wsdl.bindings.soap import Soap11Binding, Soap12Binding
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 
 CORPUS = Path(__file__).parent / "corpus"
 WSDLS = sorted(p for p in CORPUS.rglob("*.wsdl") if p.name != "Service10.wsdl")  # Service10: imported by Service1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 from coupler.translators.xml import XmlValidationError, XsdModel
 
 CORPUS = Path(__file__).parent / "corpus" / "iso20022"
