@@ -118,12 +118,49 @@ class RecordDecoder:
             out[name] = []
         if self.any_attributes is not None:
             out[self.any_attributes[0]] = {}
-        if len(elem.attrib):
-            self._attributes(out, elem, source)
+        keys = elem.keys()
+        if keys:
+            # lxml's items() costs time quadratic in the number of attributes (25,000 unknown
+            # ones: 30 s before the first could be refused): beyond a few, values one by one
+            pairs = elem.items() if len(keys) <= 32 else ((key, elem.get(key)) for key in keys)
+            for key, text in pairs:
+                slot = self.attributes.get(key)
+                if slot is None:
+                    self._other_attribute(out, elem, key, text, source)
+                    continue
+                try:
+                    out[slot[0]] = slot[1](text)
+                except _BAD_VALUE as exc:
+                    raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, source) from None
         if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
             out[self.mixed] = inner_xml(elem) if (elem.text or len(elem)) else None
         else:
-            self._content(out, elem, source)
+            text = elem.text
+            if self.text is not None:
+                try:
+                    out[self.text[0]] = self.text[1](text or "")
+                except _BAD_VALUE as exc:
+                    raise _fail(str(exc), elem, source) from None
+            elif text and not text.isspace():
+                raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+            children = self.children
+            for child in elem:
+                slot = children.get(child.tag)
+                if slot is None:
+                    if not isinstance(child.tag, str):
+                        continue  # comment or processing instruction
+                    self._wildcard(out, child, source)
+                    continue
+                name, convert, repeated = slot
+                if repeated:
+                    out[name].append(convert(child))
+                elif out[name] is _MISSING:
+                    out[name] = convert(child)
+                else:
+                    raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child, source)
+                tail = child.tail
+                if tail and not tail.isspace() and self.text is None:
+                    raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
         for name, required in self.singles:
             if out[name] is _MISSING:
                 if required:
@@ -134,51 +171,14 @@ class RecordDecoder:
                 raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
         return out
 
-    def _content(self, out: dict[str, Any], elem: Any, source: str | None) -> None:
-        text = elem.text
-        if self.text is not None:
-            try:
-                out[self.text[0]] = self.text[1](text or "")
-            except _BAD_VALUE as exc:
-                raise _fail(str(exc), elem, source) from None
-        elif text and not text.isspace():
-            raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
-        children = self.children
-        for child in elem:
-            slot = children.get(child.tag)
-            if slot is None:
-                if not isinstance(child.tag, str):
-                    continue  # comment or processing instruction
-                self._wildcard(out, child, source)
-                continue
-            name, convert, repeated = slot
-            if repeated:
-                out[name].append(convert(child))
-            elif out[name] is _MISSING:
-                out[name] = convert(child)
-            else:
-                raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child, source)
-            tail = child.tail
-            if tail and not tail.isspace() and self.text is None:
-                raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
-
-    def _attributes(self, out: dict[str, Any], elem: Any, source: str | None) -> None:
-        # names first, values one by one: lxml's attrib.items() costs time quadratic in the
-        # number of attributes (25,000 unknown ones: 30 s before the first could be refused)
-        for key in elem.keys():
-            slot = self.attributes.get(key)
-            if slot is None:
-                if key.startswith(_IGNORED_ATTRIBUTE_NS):
-                    continue
-                if self.any_attributes is not None and self.any_attributes[1].is_matching(key):
-                    out[self.any_attributes[0]][key] = elem.get(key)
-                    continue
-                raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, source)
-            text = elem.get(key)
-            try:
-                out[slot[0]] = slot[1](text)
-            except _BAD_VALUE as exc:
-                raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, source) from None
+    def _other_attribute(self, out: dict[str, Any], elem: Any, key: str, text: str, source: str | None) -> None:
+        """An attribute the type does not declare: an xsi: hint, one its xs:anyAttribute admits, or an error."""
+        if key.startswith(_IGNORED_ATTRIBUTE_NS):
+            return
+        if self.any_attributes is not None and self.any_attributes[1].is_matching(key):
+            out[self.any_attributes[0]][key] = text
+            return
+        raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, source)
 
     def _what(self, name: str) -> str:
         for f in self.record.fields:
@@ -277,8 +277,9 @@ class Decoder:
             decode = value.decode
 
             def convert_scalar(child: Any) -> Any:
-                if len(child.attrib):
-                    for key in child.keys():
+                keys = child.keys()
+                if keys:
+                    for key in keys:
                         if not key.startswith(_IGNORED_ATTRIBUTE_NS):
                             raise _fail(f"unexpected attribute {local_name(key)!r} in a simple-typed element",
                                         child, source())

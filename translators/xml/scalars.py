@@ -110,18 +110,18 @@ def _tz(text: str | None) -> timezone | None:
     return zone
 
 
-def _checked(kind: str, text: str, build: Callable[[], Any]) -> Any:
-    try:
-        return build()
-    except (ValueError, OverflowError) as exc:  # year 0 or beyond 9999, month 13, hour 24...
-        raise ValueError(f"{text!r} is not a valid xs:{kind} ({exc})") from None
+def _invalid(kind: str, text: str, exc: Exception) -> ValueError:
+    return ValueError(f"{text!r} is not a valid xs:{kind} ({exc})")
 
 
 def parse_date(text: str) -> date:
     m = _DATE.match(text)
     if not m:
         raise ValueError(f"{text!r} is not an xs:date (YYYY-MM-DD)")
-    return _checked("date", text, lambda: date(int(m[1]), int(m[2]), int(m[3])))
+    try:
+        return date(int(m[1]), int(m[2]), int(m[3]))
+    except (ValueError, OverflowError) as exc:  # year 0 or beyond 9999, month 13...
+        raise _invalid("date", text, exc) from None
 
 
 def parse_time(text: str) -> time:
@@ -130,7 +130,10 @@ def parse_time(text: str) -> time:
     if not m:
         raise ValueError(f"{text!r} is not an xs:time (hh:mm:ss)")
     micros = int((m[4] or ".0")[1:7].ljust(6, "0"))
-    return _checked("time", text, lambda: time(int(m[1]), int(m[2]), int(m[3]), micros, _tz(m[5])))
+    try:
+        return time(int(m[1]), int(m[2]), int(m[3]), micros, _tz(m[5]))
+    except (ValueError, OverflowError) as exc:  # hour 24, minute 60...
+        raise _invalid("time", text, exc) from None
 
 
 def parse_datetime(text: str) -> datetime:
@@ -143,8 +146,10 @@ def parse_datetime(text: str) -> datetime:
     y, mo, d = m[1].rsplit("-", 2)
     hh, mm, ss = m[2].split(":")
     micros = int((m[3] or ".0")[1:7].ljust(6, "0"))
-    return _checked("dateTime", text,
-                    lambda: datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4])))
+    try:
+        return datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4]))
+    except (ValueError, OverflowError) as exc:
+        raise _invalid("dateTime", text, exc) from None
 
 
 def _integer(name: str) -> Callable[[str], int]:
@@ -180,11 +185,13 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
         if not _DECIMAL.match(text):
             raise ValueError(f"{text!r} is not an xs:decimal")
         value = Decimal(text)
-        total, fraction = decimal_digits(value)
-        if fraction > scale:
-            raise ValueError(f"{text} has more than {scale} fraction digits (fractionDigits {scale})")
-        if total > total_digits:
-            raise ValueError(f"{text} has more than {total_digits} digits (totalDigits {total_digits})")
+        _, digits, exponent = value.as_tuple()
+        if -exponent > scale or len(digits) > total_digits:  # type: ignore[operator]  # finite: matched the regex
+            total, fraction = decimal_digits(value)  # trailing zeros do not count
+            if fraction > scale:
+                raise ValueError(f"{text} has more than {scale} fraction digits (fractionDigits {scale})")
+            if total > total_digits:
+                raise ValueError(f"{text} has more than {total_digits} digits (totalDigits {total_digits})")
         return value.quantize(quantum, context=context)
 
     return decode
