@@ -179,7 +179,7 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
     precision = scalar.precision or 38
     total_digits = precision - scale  # the model sets precision = totalDigits + fractionDigits
     quantum = Decimal(1).scaleb(-scale)
-    context = Context(prec=precision + 1)
+    context = Context(prec=precision + 1) if precision >= 28 else None  # the default context holds 28 digits
 
     def decode(text: str) -> Decimal:
         if not _DECIMAL.match(text):
