@@ -124,12 +124,12 @@ class RecordDecoder:
             # ones: 30 s before the first could be refused): beyond a few, values one by one
             pairs = elem.items() if len(keys) <= 32 else ((key, elem.get(key)) for key in keys)
             for key, text in pairs:
-                slot = self.attributes.get(key)
-                if slot is None:
+                attribute = self.attributes.get(key)
+                if attribute is None:
                     self._other_attribute(out, elem, key, text, source)
                     continue
                 try:
-                    out[slot[0]] = slot[1](text)
+                    out[attribute[0]] = attribute[1](text)
                 except _BAD_VALUE as exc:
                     raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, source) from None
         if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
