@@ -192,7 +192,9 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
                 raise ValueError(f"{text} has more than {scale} fraction digits (fractionDigits {scale})")
             if total > total_digits:
                 raise ValueError(f"{text} has more than {total_digits} digits (totalDigits {total_digits})")
-        return value.quantize(quantum, context=context)
+            if -exponent > scale:  # type: ignore[operator]  # trailing zeros beyond the scale: drop them
+                return value.quantize(quantum, context=context)
+        return value  # the document's own digits (Avro writers pad to the scale)
 
     return decode
 
@@ -340,7 +342,9 @@ def _encoder(scalar: Scalar) -> Callable[[Any], str]:  # noqa: C901 - one branch
         scale = scalar.scale or 0
         quantum = Decimal(1).scaleb(-scale)
         context = Context(prec=(scalar.precision or 38) + 1)
-        full_scale = has_pattern(scalar.xsd_type)  # a pattern may need every fraction digit
+        # every fraction digit of the scale when a pattern may need them or the scale is a
+        # money-like one (12.5 -> 12.50); else the value's own digits (ISO 20022's scale 17)
+        full_scale = scale <= 6 or has_pattern(scalar.xsd_type)
 
         def encode_decimal(value: Any) -> str:
             if isinstance(value, bool):
@@ -352,10 +356,7 @@ def _encoder(scalar: Scalar) -> Callable[[Any], str]:  # noqa: C901 - one branch
                 raise ValueError(f"{value!r} is not a decimal with scale {scale}") from None
             if scaled != number:
                 raise ValueError(f"{value!r} has more than {scale} fraction digits")
-            text = format(scaled, "f")
-            if not full_scale and "." in text:
-                text = text.rstrip("0").rstrip(".")  # the value, without the padding of the scale
-            return text
+            return format(scaled if full_scale else number, "f")
         return encode_decimal
     if kind == "decimal_text":
         return lambda value: value if isinstance(value, str) else format(Decimal(str(value)), "f")
