@@ -26,6 +26,25 @@ from coupler.canonical.errors import CouplerError, UsageError
 
 #: the format of a body put without ``--format``: opaque bytes
 DEFAULT_FORMAT = "coupler.Bytes@1;application/octet-stream"
+#: formats of Coupler's own opaque bodies: no schema describes them
+OPAQUE_FORMATS = frozenset({"coupler.Bytes", "coupler.File", "coupler.Raw", "coupler.SoapFault"})
+
+
+def check_format(fmt: FormatIndicator, site: Any) -> None:
+    """A format indicator names a registered schema version (Coupler's, a plugin's or one of
+    the site's ``schemas`` folders) or one of Coupler's opaque formats; else a one-line error
+    naming the known subjects."""
+    if fmt.name in OPAQUE_FORMATS:
+        return
+    from coupler.canonical.registry import SchemaRegistry
+
+    try:
+        SchemaRegistry.default(site.schema_paths).resolve(fmt)
+    except CouplerError as exc:
+        raise UsageError(
+            f"format {fmt.ref}: {exc.message}" + (f"; {exc.hint}" if exc.hint else ""),
+            hint="register the schema in a folder of the site's `schemas`, or pass --unregistered",
+        ) from None
 _PUT_BATCH = 500
 
 
@@ -60,6 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="reproducible message ids: from a field of each JSON message (dotted path), or 'hash' of its bytes; "
              "ids put on the channel before are skipped, so a re-run after an interruption puts only the rest",
     )
+    q.add_argument("--unregistered", action="store_true",
+                   help="accept a format whose schema is not registered (by default an unknown NAME@V is an error)")
     q.add_argument("--json", action="store_true", help="print the message ids as JSON")
     q.set_defaults(func=run_put)
 
@@ -178,6 +199,8 @@ class _Put:
 def run_put(args: argparse.Namespace) -> int:
     site = load_site(site_path(args.site))
     fmt = FormatIndicator.parse(args.format)
+    if not args.unregistered:
+        check_format(fmt, site)
     props = parse_properties(args.property)
     with site_service(site) as service:
         put = _Put(service, args)

@@ -35,7 +35,7 @@ def test_put_get_purge(tmp_path: Path, capsys: pytest.CaptureFixture[str], with_
         ctx.__enter__()
     try:
         rc, out, _ = run(capsys, "channel", "put", "--site", site, "q", str(tmp_path / "a.txt"), str(tmp_path / "b.bin"),
-                         "--format", "acme.Note@1;text/plain", "-p", "source=test")
+                         "--format", "acme.Note@1;text/plain", "-p", "source=test", "--unregistered")
         assert rc == 0 and out.strip() == "put 2 message(s) on q"
         rc, out, _ = run(capsys, "channel", "put", "--site", site, "q", "--lines", "--json", stdin=b"l1\n\nl2\r\nl3")
         assert rc == 0 and len(json.loads(out)["message_ids"]) == 3
@@ -63,6 +63,15 @@ def test_bad_format_and_bad_site_are_one_line_errors(tmp_path: Path, capsys: pyt
     site = str(write_site(tmp_path, ""))
     rc, _, err = run(capsys, "channel", "put", "--site", site, "q", "--format", "nope", "-", stdin=b"x")
     assert rc == 1 and "malformed format indicator 'nope'" in err and len(err.splitlines()) == 1
+    # a well-formed indicator of a schema nobody registered is refused, naming what is known
+    rc, out, err = run(capsys, "channel", "put", "--site", site, "q", "--format", "acme.Nope@1", "-", stdin=b"x")
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    assert "no schema named 'acme.Nope'" in err and "acme.Address" in err and "--unregistered" in err
+    rc, _, err = run(capsys, "channel", "put", "--site", site, "q", "--format", "acme.Address@9", "-", stdin=b"x")
+    assert rc == 2 and "no version 9 of acme.Address" in err
+    rc, out, _ = run(capsys, "channel", "put", "--site", site, "q", "--format", "acme.Nope@1", "--unregistered", "-",
+                     stdin=b"x")
+    assert rc == 0 and out.strip() == "put 1 message(s) on q"
     bad = write_site(tmp_path / "bad", '[store]\nsynchronous = "SOMETIMES"\n')
     rc, _, err = run(capsys, "channel", "get", "--site", str(bad), "q")
     assert rc == 1 and "store.synchronous: 'SOMETIMES' is not one of FULL, NORMAL" in err
