@@ -306,7 +306,7 @@ class PgStore:
         They are written by a writer thread, in batches, in the order they were recorded
         (one round trip to PostgreSQL per batch instead of one per operation); queries of
         this process (:meth:`journal`, :meth:`counters`) wait until what it recorded before
-        is written. Another process sees them a few milliseconds later.
+        is written. Another process sees them at most ``_JournalWriter.LINGER`` (0.1 s) plus a write later.
         """
         rows = [(time.time(), *entry) for entry in journal]
         if not rows and not counts:
@@ -437,7 +437,14 @@ class PgStore:
 
 
 class _JournalWriter:
-    """The thread that writes a store's journal entries and counters in batches."""
+    """The thread that writes a store's journal entries and counters in batches.
+
+    A batch collects what is recorded during ``LINGER`` seconds after its first entry (or
+    until someone waits for it: :meth:`flush`), so that a busy process writes a few times a
+    second, not once per message.
+    """
+
+    LINGER = 0.1
 
     def __init__(self, store: PgStore):
         self.store = store
@@ -448,6 +455,7 @@ class _JournalWriter:
         self.written = 0  # batches written
         self.error: str | None = None
         self.stopping = False
+        self.urgent = False  # someone waits in flush(): write now
         self.thread = threading.Thread(target=self.run, name=f"journal-{store.schema}", daemon=True)
         self.thread.start()
 
@@ -462,6 +470,9 @@ class _JournalWriter:
         deadline = time.monotonic() + timeout
         with self.cond:
             target = self.queued
+            if self.written < target:
+                self.urgent = True
+                self.cond.notify_all()
             while self.written < target and self.thread.is_alive():
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -486,6 +497,13 @@ class _JournalWriter:
                     self.cond.wait()
                 if self.stopping and not self.rows and not self.counts:
                     return
+                until = time.monotonic() + self.LINGER
+                while not self.urgent and not self.stopping:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.cond.wait(left)
+                self.urgent = False
                 rows, counts, upto = self.rows, dict(self.counts), self.queued
                 self.rows, self.counts = [], Counter()
             try:

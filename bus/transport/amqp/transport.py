@@ -52,7 +52,7 @@ import logging
 import random
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -109,6 +109,10 @@ log = logging.getLogger(__name__)
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 _CONFIG_TTL = 1.0  # seconds a channel configuration read from PostgreSQL is reused
 _BROWSE_LIMIT = 100_000
+_PREFETCH_MIN = 20  # messages pushed ahead to a consumer: twice the batch asked, at least this
+_IDLE_SECONDS = 5.0  # a consumer nobody received from for this long returns what it holds
+_SETTLE_WAIT = 0.05  # a receive without waiting waits this long for messages the queue reports
+_FIRST_WAIT = 1.0  # ... and up to this long for the first of them
 
 
 @dataclass
@@ -123,6 +127,24 @@ class _Lease:
     received: Received
     attempt: int
     expires_at: float
+
+
+@dataclass
+class _Consumer:
+    """This process's long-lived consumer on one queue and what the broker pushed to it.
+
+    ``buffer`` holds ``(delivery_tag, properties, body)`` of messages delivered but not yet
+    leased to a receive (at most ``prefetch`` together with the leases of the queue); they
+    are returned to the queue when the consumer is cancelled (idle, channel lost, close).
+    """
+
+    queue: str
+    channel: str
+    generation: int
+    prefetch: int
+    tag: str | None = None
+    buffer: deque[tuple[int, Any, bytes]] = field(default_factory=deque)
+    used: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -172,6 +194,7 @@ class AmqpTransport(Transport):
         delivery_limit: int = 50,
         reconnect_timeout: float = 60.0,
         file_lease_seconds: float = 300.0,
+        prefetch_limit: int = 1000,
         name: str = "coupler",
     ):
         self.url = url
@@ -188,14 +211,19 @@ class AmqpTransport(Transport):
         self.name = name
         self._link: Link | None = None
         self._local = threading.local()
-        self._leases: dict[int, _Lease] = {}  # touched only in the connection thread
+        #: guards _leases and _consumers (the connection thread and callers share them)
+        self._cond = threading.Condition(threading.RLock())
+        self._leases: dict[int, _Lease] = {}
+        self._consumers: dict[str, _Consumer] = {}
+        self._subscribers: dict[str, tuple[float, list[tuple[str, Selector]]]] = {}
+        self.prefetch_limit = prefetch_limit
         self._lease_ids = itertools.count(1)
         self._declared: set[str] = set()
         self._configs: dict[str, tuple[float, ChannelConfig]] = {}
         self._rng = random.Random()
         self._identities = PgIdentityRepository(self.store)
         self._next_sweep = 0.0
-        self._requeued: set[str] = set()  # queues this connection returned messages to
+        self._link_generation = 0
 
     def __repr__(self) -> str:
         host = self._link.params.host if self._link else self.url.rsplit("@", 1)[-1]
@@ -227,8 +255,11 @@ class AmqpTransport(Transport):
         link, self._link = self._link, None
         if link is not None:
             link.stop()  # unsettled deliveries go back to their queues on the broker
-        self._leases.clear()
+        with self._cond:
+            self._leases.clear()
+            self._consumers.clear()
         self._configs.clear()
+        self._subscribers.clear()
         self.store.close()
 
     def file_state(self, adapter: str, owner: str) -> PgFileState:
@@ -261,8 +292,11 @@ class AmqpTransport(Transport):
         return self._link.call(fn, retry=retry)
 
     def _on_new_channel(self, link: Link) -> None:
-        # every delivery of the old channel went back to the broker
-        self._leases.clear()
+        # every delivery of the old channel (leased or pushed ahead) went back to the broker
+        with self._cond:
+            self._leases.clear()
+            self._consumers.clear()
+            self._cond.notify_all()
         if link.conn is not None:
             link.ch.basic_qos(prefetch_count=0)
 
@@ -327,7 +361,7 @@ class AmqpTransport(Transport):
         if not envs:
             return []
         journal = _Journal()
-        self._call(lambda link: self._send(link, channel, envs, component, journal))
+        self._send_confirmed(channel, envs, component, journal)
         self._record(journal)
         return [e.message_id for e in envs]
 
@@ -353,7 +387,7 @@ class AmqpTransport(Transport):
         ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
         if ds:
             journal = _Journal()
-            self._call(lambda link: self._ack(link, ds, journal), retry=False)
+            self._ack_now(ds, journal)
             self._record(journal)
 
     def nack(
@@ -423,14 +457,29 @@ class AmqpTransport(Transport):
     ) -> list[Delivery]:
         sel = as_selector(selector)
         deadline = time.monotonic() + wait
-        pause = 0.0005
-        while True:
-            got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
-            left = deadline - time.monotonic()
-            if got or left <= 0:
-                return got
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 0.01)
+        if sel is not None or self._tx() is not None:
+            pause = 0.0005
+            while True:
+                got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
+                left = deadline - time.monotonic()
+                if got or left <= 0:
+                    return got
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.01)
+        # the queue's consumer pushes messages into this process: wait for the first one
+        got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None)
+        queue = self.names.queue(channel)
+        while not got:
+            with self._cond:
+                c = self._consumers.get(queue)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+                if c is not None and not c.buffer:
+                    self._cond.wait(min(left, 0.5))
+            got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
+                                settle=False)
+        return got
 
     # -- the work, in the connection thread ------------------------------------------------
 
@@ -441,50 +490,83 @@ class AmqpTransport(Transport):
     def _record(self, journal: _Journal) -> None:
         self.store.record(journal.rows, journal.counts)
 
-    def _send(
-        self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
-        *, attempts: int = 0,
-    ) -> None:
-        """Publish copies of ``envs`` (with a history hop) to ``channel`` and wait for confirms."""
+    def _ensure(self, name: str, declare: Callable[[Link], Any]) -> str:
+        """``name`` after ``declare`` made sure it exists on the broker (once per process)."""
+        if name not in self._declared:
+            self._call(declare)
+        return name
+
+    def _channel_messages(
+        self, channel: str, envs: list[Envelope], component: str, journal: _Journal, *, attempts: int = 0,
+    ) -> tuple[list[tuple[str, str, bytes, Any]], list[Envelope]]:
+        """The AMQP messages of a send of ``envs`` to ``channel`` (with a history hop), and
+        the copies that expired before they could be sent."""
         hop = HistoryEntry(component, f"send {channel}")
         now = datetime.now(UTC)
         copies = [env.replace(history=[*env.history, hop]) for env in envs]
+        messages: list[tuple[str, str, bytes, Any]] = []
+        expired: list[Envelope] = []
         if self.channel_config(channel).kind == "topic":
-            self._publish_topic(link, channel, copies, component, journal, now)
-            return
-        queue = self._channel_queue(link, channel)
-        messages = []
+            exchange = self._ensure(self.names.topic(channel), lambda link: self._topic_exchange(link, channel))
+            with_selector = self._selective_subscriptions(channel)
+            for env in copies:
+                if env.is_expired(now):
+                    continue  # a copy expired before it was published reaches no subscription
+                body, props = to_amqp(env, now=now)
+                messages.append((exchange, Names.ALL_KEY, body, props))
+                for name, sel in with_selector:
+                    if sel(env):
+                        messages.append((exchange, Names.selector_key(name), body, props))
+                journal.add(channel, env.message_id, "published", component)
+            journal.count(channel, "sent", len(copies))
+            return messages, []
+        queue = self._ensure(self.names.queue(channel), lambda link: self._channel_queue(link, channel))
         for env in copies:
             if env.is_expired(now):
-                self._dead(link, channel, env, env.body, {}, "dead", "expired",
-                           "message expired before it was sent", "transport", attempts, journal)
+                expired.append(env)
                 continue
             body, props = to_amqp(env, attempts=attempts, now=now)
             messages.append(("", queue, body, props))
             journal.add(channel, env.message_id, "sent", component)
-        link.publish(messages)
         if messages:
             journal.count(channel, "sent", len(messages))
+        return messages, expired
 
-    def _publish_topic(
-        self, link: Link, topic: str, copies: list[Envelope], component: str, journal: _Journal, now: datetime
+    def _send_confirmed(
+        self, channel: str, envs: list[Envelope], component: str, journal: _Journal, *, attempts: int = 0,
     ) -> None:
-        exchange = self._topic_exchange(link, topic)
-        with_selector = [
-            (name, Selector.parse(sel)) for _t, name, _c, sel in self.store.subscriptions(topic) if sel
-        ]
-        messages = []
-        for env in copies:
-            if env.is_expired(now):
-                continue  # a copy expired before it was published reaches no subscription
-            body, props = to_amqp(env, now=now)
-            messages.append((exchange, Names.ALL_KEY, body, props))
-            for name, sel in with_selector:
-                if sel(env):
-                    messages.append((exchange, Names.selector_key(name), body, props))
-            journal.add(topic, env.message_id, "published", component)
+        """Publish ``envs`` to ``channel`` and return when the broker confirmed them all
+        (pipelined with the other publishes of this process)."""
+        messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
+        if self._link is None:
+            raise TransportError("the AMQP transport is not open", hint="call open() first")
+        self._link.send(messages)
+        if expired:
+            self._call(lambda link: [
+                self._dead(link, channel, env, env.body, {}, "dead", "expired",
+                           "message expired before it was sent", "transport", attempts, journal)
+                for env in expired
+            ])
+
+    def _send(
+        self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
+        *, attempts: int = 0,
+    ) -> None:
+        """:meth:`_send_confirmed` in the connection thread (waits for the confirms there)."""
+        messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
         link.publish(messages)
-        journal.count(topic, "sent", len(copies))
+        for env in expired:
+            self._dead(link, channel, env, env.body, {}, "dead", "expired",
+                       "message expired before it was sent", "transport", attempts, journal)
+
+    def _selective_subscriptions(self, topic: str) -> list[tuple[str, Selector]]:
+        """The subscriptions of ``topic`` that have a selector (read again after a second)."""
+        cached = self._subscribers.get(topic)
+        if cached is not None and time.monotonic() - cached[0] < _CONFIG_TTL:
+            return cached[1]
+        subs = [(name, Selector.parse(sel)) for _t, name, _c, sel in self.store.subscriptions(topic) if sel]
+        self._subscribers[topic] = (time.monotonic(), subs)
+        return subs
 
     def _receive(
         self,
@@ -494,7 +576,15 @@ class AmqpTransport(Transport):
         max: int = 1,
         lease_seconds: float | None = None,
         selector: Selector | str | None = None,
+        settle: bool = True,
     ) -> list[Delivery]:
+        """Lease up to ``max`` messages of ``channel``.
+
+        Without a selector they come from the queue's consumer in this process, to which the
+        broker pushes messages ahead (``prefetch``): no round trip per receive. ``settle``: when
+        fewer than ``max`` were pushed, ask the queue how many are ready and wait a moment for
+        them (a receive that does not wait must still see what was sent before it).
+        """
         check_channel_name(channel)
         if max < 1:
             return []
@@ -503,27 +593,179 @@ class AmqpTransport(Transport):
         lease = lease_seconds or cfg.lease_seconds or self.lease_seconds
         policy = cfg.backoff or self.backoff
         journal = _Journal()
-        got = self._call(lambda link: self._get(link, channel, consumer, max, lease, sel, policy, journal))
+        queue = self.names.queue(channel)
+        with self._cond:
+            c = self._consumers.get(queue)
+            if c is not None:
+                c.used = time.monotonic()
+        if c is None:
+            self._call(lambda link: self._start_consumer(link, channel, max))
+        elif settle and len(c.buffer) < max:
+            self._call(lambda link: self._settle(link, queue, max))
+        taken = self._take(channel, consumer, max, lease, sel, policy, journal)
+        if sel is not None and len(taken) < max:  # the rest of the queue, on the broker
+            taken += self._call(lambda link: self._get(link, channel, consumer, max - len(taken), lease,
+                                                       sel, policy, journal))
+        for d in taken:
+            journal.add(channel, d.message_id, "received", consumer)
+        if taken:
+            journal.count(channel, "received", len(taken))
         self._record(journal)
-        return got
+        return taken
+
+    # the queue's consumer ------------------------------------------------------------------
+
+    def _start_consumer(self, link: Link, channel: str, max: int) -> None:
+        """Start this process's consumer on ``channel``'s queue (connection thread), then
+        wait a moment for the messages the queue has ready."""
+        queue = self._channel_queue(link, channel)
+        with self._cond:
+            c = self._consumers.get(queue)
+            if c is not None and c.generation == link.generation:
+                return
+            prefetch = min(self.prefetch_limit, 2 * max if 2 * max > _PREFETCH_MIN else _PREFETCH_MIN)
+            c = _Consumer(queue, channel, link.generation, prefetch)
+            self._consumers[queue] = c
+
+        def on_message(_ch: Any, method: Any, props: Any, body: bytes) -> None:
+            with self._cond:
+                if self._consumers.get(queue) is c:
+                    c.buffer.append((method.delivery_tag, props, body))
+                    self._cond.notify_all()
+                    return
+            link.ch._impl.basic_nack(method.delivery_tag, requeue=True)  # cancelled meanwhile
+
+        if link.prefetch != prefetch:
+            link.ch.basic_qos(prefetch_count=prefetch)
+            link.prefetch = prefetch
+        c.tag = link.ch.basic_consume(queue, on_message, auto_ack=False)
+        self._settle(link, queue, max)
+
+    def _settle(self, link: Link, queue: str, max: int) -> None:
+        """Wait (up to ``_SETTLE_WAIT``) until the consumer of ``queue`` holds ``max`` messages
+        or as many as the queue reports ready (connection thread)."""
+        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        deadline = time.monotonic() + _SETTLE_WAIT
+        c = self._consumers.get(queue)
+        if c is None:
+            return
+        with self._cond:
+            held = sum(1 for x in self._leases.values() if x.queue == queue)
+            want = min(max, len(c.buffer) + ready, c.prefetch - held)
+        # the first message may take longer (a new consumer is registered through Raft)
+        first = time.monotonic() + _FIRST_WAIT
+        while len(c.buffer) < want:
+            now = time.monotonic()
+            if now >= deadline and (c.buffer or now >= first):
+                break
+            link.conn.process_data_events(time_limit=0.002)
+
+    def _take(
+        self, channel: str, consumer: str, max: int, lease: float, sel: Selector | None,
+        policy: BackoffPolicy, journal: _Journal,
+    ) -> list[Delivery]:
+        """Lease up to ``max`` of the messages pushed to this process for ``channel``."""
+        queue = self.names.queue(channel)
+        with self._cond:
+            c = self._consumers.get(queue)
+            if c is None or not c.buffer:
+                return []
+            if sel is None:
+                n = min(max, len(c.buffer))
+                items = [c.buffer.popleft() for _ in range(n)]
+            else:
+                items = list(c.buffer)
+                c.buffer.clear()
+            generation = c.generation
+        now = datetime.now(UTC)
+        taken: list[Delivery] = []
+        settle: list[tuple[int, Any, bytes, Received | None, str]] = []  # dead on the way
+        keep: list[tuple[int, Any, bytes]] = []
+        leases: list[_Lease] = []
+        for item in items:
+            tag, props, body = item
+            try:
+                rec = from_amqp(props, body)
+            except CouplerError as exc:
+                settle.append((tag, props, body, None, str(exc)))
+                continue
+            env = rec.envelope
+            assert env is not None
+            prior = rec.attempts
+            if env.is_expired(now):
+                settle.append((tag, props, body, rec, "expired"))
+                continue
+            if rec.headers.get(H_LEASE_LOST) and policy.exhausted(prior):
+                settle.append((tag, props, body, rec, "lease expired"))
+                continue
+            if len(taken) >= max or (sel is not None and not sel(env)):
+                keep.append(item)
+                continue
+            stored = env.replace()
+            env.attempt = prior + 1
+            env.record_hop(consumer, f"receive {channel}")
+            lease_id = next(self._lease_ids)
+            expires = time.time() + lease
+            leases.append(_Lease(lease_id, generation, tag, channel, queue, consumer, stored, rec,
+                                 prior + 1, expires))
+            taken.append(Delivery(channel, consumer, env, lease_id, generation, prior + 1, expires))
+        with self._cond:
+            if keep and self._consumers.get(queue) is c:
+                c.buffer.extendleft(reversed(keep))
+            for x in leases:
+                self._leases[x.id] = x
+        if settle:
+            self._call(lambda link: self._settle_dead(link, channel, generation, settle, journal))
+        return taken
+
+    def _settle_dead(
+        self, link: Link, channel: str, generation: int,
+        items: list[tuple[int, Any, bytes, Received | None, str]], journal: _Journal,
+    ) -> None:
+        """Dead-letter what a receive found undecodable, expired or out of attempts."""
+        if generation != link.generation:
+            return  # the channel is gone: they went back to the queue
+        for tag, props, body, rec, why in items:
+            if rec is None:
+                self._dead(link, channel, None, body, dict(props.headers or {}), "invalid",
+                           "undecodable envelope", why, "transport", 0, journal)
+            elif why == "expired":
+                self._dead(link, channel, rec.envelope, body, rec.headers, "dead", "expired",
+                           "message expired before delivery", "transport", rec.attempts, journal)
+            else:
+                self._dead(link, channel, rec.envelope, body, rec.headers, "dead", "lease expired",
+                           f"not acknowledged within the lease after {rec.attempts} attempt(s)",
+                           "transport", rec.attempts, journal)
+            link.ch._impl.basic_ack(tag)
+
+    def _release_idle(self, link: Link) -> None:
+        """Cancel the consumers nobody received from lately; what they hold goes back."""
+        now = time.monotonic()
+        with self._cond:
+            idle = [c for c in self._consumers.values() if now - c.used > _IDLE_SECONDS]
+            for c in idle:
+                del self._consumers[c.queue]
+        for c in idle:
+            if c.generation != link.generation:
+                continue
+            if c.tag is not None:
+                link.ch.basic_cancel(c.tag)
+            for tag, _props, _body in c.buffer:
+                link.ch._impl.basic_nack(tag, requeue=True)
 
     def _get(
         self, link: Link, channel: str, consumer: str, max: int, lease: float,
         sel: Selector | None, policy: BackoffPolicy, journal: _Journal,
     ) -> list[Delivery]:
+        """A selector's receive from the messages not pushed to this process: ``basic.get``
+        one after the other, the ones that do not match go back to the queue."""
         queue = self._channel_queue(link, channel)
         taken: list[Delivery] = []
         skipped: list[int] = []
         now = datetime.now(UTC)
-        # without a selector, take a burst through a short-lived consumer: one basic.get
-        # costs a round trip through the quorum queue's Raft machine (~1.7 ms here)
-        burst = iter(self._burst(link, queue, max)) if sel is None else None
         try:
             while len(taken) < max and len(skipped) < _BROWSE_LIMIT:
-                if burst is not None:
-                    method, props, body = next(burst, (None, None, None))
-                else:
-                    method, props, body = link.ch.basic_get(queue, auto_ack=False)
+                method, props, body = link.ch.basic_get(queue, auto_ack=False)
                 if method is None:
                     break
                 try:
@@ -555,79 +797,70 @@ class AmqpTransport(Transport):
                 env.record_hop(consumer, f"receive {channel}")
                 lease_id = next(self._lease_ids)
                 expires = time.time() + lease
-                self._leases[lease_id] = _Lease(
-                    lease_id, link.generation, method.delivery_tag, channel, queue, consumer,
-                    stored, rec, prior + 1, expires,
-                )
+                with self._cond:
+                    self._leases[lease_id] = _Lease(
+                        lease_id, link.generation, method.delivery_tag, channel, queue, consumer,
+                        stored, rec, prior + 1, expires,
+                    )
                 taken.append(Delivery(channel, consumer, env, lease_id, link.generation, prior + 1, expires))
         finally:
             for tag in skipped:
                 link.ch.basic_nack(tag, requeue=True)
-            if skipped:
-                self._requeued.add(queue)
-        for d in taken:
-            journal.add(channel, d.message_id, "received", consumer)
-        if taken:
-            journal.count(channel, "received", len(taken))
         return taken
 
-    def _burst(self, link: Link, queue: str, max: int) -> list[tuple[Any, Any, bytes]]:
-        """Up to ``max`` ready messages of ``queue``, unacknowledged, without waiting for more.
+    def _lease(self, link: Link | None, d: Delivery, what: str, *, settle: bool = False) -> _Lease:
+        """The lease of ``d`` (removed when ``settle``), or :class:`LeaseLostError`."""
+        generation = link.generation if link is not None else self._generation()
+        with self._cond:
+            lease = self._leases.get(d.tag)
+            if lease is None or lease.generation != generation or d.token != lease.generation:
+                raise LeaseLostError(
+                    f"cannot {what} message {d.message_id} on {d.channel}: the lease expired and the "
+                    "message went back to its queue, the connection to the broker was lost, or it "
+                    "was already settled",
+                    hint="settle within lease_seconds or use a longer lease",
+                )
+            if settle:
+                del self._leases[lease.id]
+            return lease
 
-        A consumer with a prefetch of exactly the number wanted (never more than ``max``
-        are pushed) runs until they arrived (or 50 ms, when competing consumers took some),
-        then is cancelled. Returns ``(method, properties, body)`` triples, oldest first.
-        """
-        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
-        want = min(ready, max)
-        if want <= 0:
-            if queue not in self._requeued:
-                return []
-            # a message this connection just returned (nack with requeue) is not counted
-            # yet by the queue's leader; a basic.get goes through the queue in order
-            self._requeued.discard(queue)
-            method, props, body = link.ch.basic_get(queue, auto_ack=False)
-            return [] if method is None else [(method, props, body)]
-        got: list[tuple[Any, Any, bytes]] = []
-        if want <= 2:  # registering and cancelling a consumer costs two Raft commands
-            for _ in range(want):
-                method, props, body = link.ch.basic_get(queue, auto_ack=False)
-                if method is None:
-                    break
-                got.append((method, props, body))
-            return got
+    def _generation(self) -> int:
+        link = self._link
+        if link is None:
+            raise TransportError("the AMQP transport is not open", hint="call open() first")
+        return link.generation
 
-        def on_message(_ch: Any, method: Any, props: Any, body: bytes) -> None:
-            got.append((method, props, body))
+    def _ack_now(self, ds: list[Delivery], journal: _Journal) -> None:
+        """Settle ``ds`` (all or none): the acknowledgements go out with the connection
+        thread's next turn, this thread does not wait for it (AMQP acks have no answer)."""
+        generation = self._generation()
+        with self._cond:
+            leases = [self._lease(None, d, "acknowledge") for d in ds]
+            for lease in leases:
+                del self._leases[lease.id]
+            self._cond.notify_all()
+        tags = [lease.tag for lease in leases]
 
-        if link.prefetch != want:
-            link.ch.basic_qos(prefetch_count=want)
-            link.prefetch = want
-        tag = link.ch.basic_consume(queue, on_message, auto_ack=False)
-        deadline = time.monotonic() + 0.05
-        while len(got) < want and time.monotonic() < deadline:
-            link.conn.process_data_events(time_limit=0.002)
-        # (a delivery still on its way is returned to the queue by pika: rare, as at most
-        # ``want`` can be unacknowledged for this consumer and the queue had ``want`` ready)
-        link.ch.basic_cancel(tag)
-        return got
+        def send_acks(link: Link) -> None:
+            if link.generation == generation:
+                impl = link.ch._impl
+                for tag in tags:
+                    impl.basic_ack(tag)
 
-    def _lease(self, link: Link, d: Delivery, what: str) -> _Lease:
-        lease = self._leases.get(d.tag)
-        if lease is None or lease.generation != link.generation or d.token != lease.generation:
-            raise LeaseLostError(
-                f"cannot {what} message {d.message_id} on {d.channel}: the lease expired and the "
-                "message went back to its queue, the connection to the broker was lost, or it "
-                "was already settled",
-                hint="settle within lease_seconds or use a longer lease",
-            )
-        return lease
+        assert self._link is not None
+        self._link.submit(send_acks)
+        for channel, n in Counter(d.channel for d in ds).items():
+            journal.count(channel, "acked", n)
+        for d in ds:
+            journal.add(d.channel, d.message_id, "acked", d.consumer)
 
     def _ack(self, link: Link, ds: list[Delivery], journal: _Journal) -> None:
-        leases = [self._lease(link, d, "acknowledge") for d in ds]  # all or none
+        with self._cond:
+            leases = [self._lease(link, d, "acknowledge") for d in ds]  # all or none
+            for lease in leases:
+                del self._leases[lease.id]
         for lease in leases:
-            link.ch.basic_ack(lease.tag)
-            del self._leases[lease.id]
+            link.ch._impl.basic_ack(lease.tag)
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
@@ -643,7 +876,7 @@ class AmqpTransport(Transport):
         self, link: Link, d: Delivery, text: str, component: str, outcome: str, wait: float,
         dead: bool, journal: _Journal,
     ) -> None:
-        lease = self._lease(link, d, "reject")
+        lease = self._lease(link, d, "reject", settle=True)
         journal.count(d.channel, "failed")
         if outcome == "dead":
             reason = "rejected" if dead else f"failed {d.attempt} attempt(s)"
@@ -653,8 +886,7 @@ class AmqpTransport(Transport):
             self._republish(link, lease, wait)
             journal.add(d.channel, d.message_id, "nacked",
                         f"{component}: {text} (attempt {d.attempt}, retry in {wait:.3f} s)")
-        link.ch.basic_ack(lease.tag)
-        del self._leases[lease.id]
+        link.ch._impl.basic_ack(lease.tag)
 
     def _republish(self, link: Link, lease: _Lease, wait: float, *, lease_lost: bool = False) -> None:
         """Send the leased message again (after ``wait`` seconds) with its attempts so far."""
@@ -707,11 +939,10 @@ class AmqpTransport(Transport):
         channel: str | None, delivery: Delivery | None, journal: _Journal,
     ) -> None:
         if delivery is not None:
-            lease = self._lease(link, delivery, "move to the invalid channel")
+            lease = self._lease(link, delivery, "move to the invalid channel", settle=True)
             self._dead(link, lease.channel, lease.stored, lease.received.body, lease.received.headers,
                        "invalid", reason, reason, component, lease.attempt, journal, dead_id=dead_id)
-            link.ch.basic_ack(lease.tag)
-            del self._leases[lease.id]
+            link.ch._impl.basic_ack(lease.tag)
         elif isinstance(envelope, Envelope):
             self._dead(link, channel, envelope, envelope.body, {}, "invalid", reason, reason,
                        component, envelope.attempt, journal, dead_id=dead_id)
@@ -723,19 +954,22 @@ class AmqpTransport(Transport):
 
     def _tick(self, link: Link) -> None:
         now = time.time()
-        expired = [lease for lease in self._leases.values() if lease.expires_at <= now]
+        with self._cond:
+            expired = [lease for lease in self._leases.values() if lease.expires_at <= now]
+            for lease in expired:
+                del self._leases[lease.id]
         journal = _Journal()
         for lease in expired:
-            del self._leases[lease.id]
             if lease.generation != link.generation:
                 continue
             self._republish(link, lease, 0.0, lease_lost=True)
-            link.ch.basic_ack(lease.tag)
+            link.ch._impl.basic_ack(lease.tag)
             journal.add(lease.channel, lease.received.envelope.message_id if lease.received.envelope else None,
                         "lease expired", lease.consumer)
         if time.monotonic() >= self._next_sweep:
             self._next_sweep = time.monotonic() + 1.0
             self._sweep_expired(link, journal)
+            self._release_idle(link)
         if journal.rows or journal.counts:
             self._record(journal)
 
@@ -867,7 +1101,10 @@ class AmqpTransport(Transport):
                 if kinds.get(name) == "topic":
                     out[name] = (0, 0)
                     continue
-                held = sum(1 for lease in self._leases.values() if lease.channel == name)
+                with self._cond:
+                    held = sum(1 for lease in self._leases.values() if lease.channel == name)
+                    c = self._consumers.get(self.names.queue(name))
+                    held += len(c.buffer) if c is not None else 0
                 out[name] = (self._depth(link, name), held)
             return out
 
@@ -899,7 +1136,6 @@ class AmqpTransport(Transport):
         finally:
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
-            self._requeued.add(queue)
 
     def peek(self, channel: str, max: int = 10) -> list[Envelope]:
         """The next ready messages (those leased by consumers are not visible on a broker)."""
@@ -913,7 +1149,13 @@ class AmqpTransport(Transport):
                         rec.envelope.attempt = rec.attempts
                         out.append(rec.envelope)
 
-        self._call(lambda link: self._browse_some(link, self.names.queue(channel), visit, max))
+        with self._cond:  # pushed to this process: the head of the queue
+            c = self._consumers.get(self.names.queue(channel))
+            ahead = list(c.buffer)[:max] if c is not None else []
+        for _tag, props, body in ahead:
+            visit(None, props, body, None)
+        if len(out) < max:
+            self._call(lambda link: self._browse_some(link, self.names.queue(channel), visit, max - len(out)))
         return out
 
     def _browse_some(self, link: Link, queue: str, visit: Any, max: int) -> None:
@@ -929,19 +1171,24 @@ class AmqpTransport(Transport):
         finally:
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
-            self._requeued.add(queue)
 
     def purge(self, channel: str) -> int:
         def run(link: Link) -> int:
             queue = self._channel_queue(link, channel)
             n = int(link.ch.queue_purge(queue).method.message_count)
             # what this process holds goes too; what other processes hold cannot be reached
-            for lease in [x for x in self._leases.values() if x.channel == channel]:
-                if lease.generation == link.generation:
-                    link.ch.basic_ack(lease.tag)
-                    n += 1
-                del self._leases[lease.id]
-            return n
+            with self._cond:
+                held = [x for x in self._leases.values() if x.channel == channel]
+                for lease in held:
+                    del self._leases[lease.id]
+                tags = [x.tag for x in held if x.generation == link.generation]
+                c = self._consumers.get(queue)
+                if c is not None and c.generation == link.generation:
+                    tags += [tag for tag, _p, _b in c.buffer]
+                    c.buffer.clear()
+            for tag in tags:
+                link.ch._impl.basic_ack(tag)
+            return n + len(tags)
 
         n = self._call(run)
         self._record(_Journal(rows=[(channel, None, "purged", f"{n} message(s)")]))
@@ -1206,16 +1453,27 @@ class _AmqpTx(TransactionOps):
     def _release(self, deliveries: list[Delivery]) -> None:
         t = self.t
 
-        def run(link: Link) -> None:
-            for d in deliveries:
-                lease = t._leases.get(d.tag)
-                if lease is not None and lease.generation == link.generation:
-                    link.ch.basic_nack(lease.tag, requeue=True)
-                    t._requeued.add(lease.queue)
-                    del t._leases[lease.id]
+        back: list[_Lease] = []
+        with t._cond:  # pushed to this process: back to the front of its consumer's buffer
+            for d in reversed(deliveries):
+                lease = t._leases.pop(d.tag, None)
+                if lease is None:
+                    continue
+                c = t._consumers.get(lease.queue)
+                if c is not None and c.generation == lease.generation:
+                    c.buffer.appendleft((lease.tag, lease.received.properties, lease.received.body))
+                else:
+                    back.append(lease)
+            t._cond.notify_all()
 
-        with contextlib.suppress(TransportError):
-            t._call(run, retry=False)
+        def run(link: Link) -> None:
+            for lease in back:
+                if lease.generation == link.generation:
+                    link.ch.basic_nack(lease.tag, requeue=True)
+
+        if back:
+            with contextlib.suppress(TransportError):
+                t._call(run, retry=False)
 
 
 __all__ = ["DEFAULT_URL", "AmqpTransport", "H_ATTEMPTS", "amqp_transport_for_site"]
