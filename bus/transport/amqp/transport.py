@@ -68,6 +68,7 @@ from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
 from coupler.bus.transport.amqp.codec import (
     H_ATTEMPTS,
+    H_CLAIM,
     H_DEAD,
     H_LEASE_LOST,
     H_RAW,
@@ -109,6 +110,7 @@ log = logging.getLogger(__name__)
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 _CONFIG_TTL = 1.0  # seconds a channel configuration read from PostgreSQL is reused
 _BROWSE_LIMIT = 100_000
+max_ = max  # the builtin, where a parameter is called max
 _PREFETCH_MIN = 20  # messages pushed ahead to a consumer: twice the batch asked, at least this
 _IDLE_SECONDS = 5.0  # a consumer nobody received from for this long returns what it holds
 _SETTLE_WAIT = 0.05  # a receive without waiting waits this long for messages the queue reports
@@ -127,6 +129,10 @@ class _Lease:
     received: Received
     attempt: int
     expires_at: float
+    #: the reference of its claim-checked body (``stored`` then has an empty body)
+    claim: str | None = None
+    #: the transport returned it to its queue before (a ``returns`` record to forget)
+    returned: bool = False
 
 
 @dataclass
@@ -195,6 +201,7 @@ class AmqpTransport(Transport):
         reconnect_timeout: float = 60.0,
         file_lease_seconds: float = 300.0,
         prefetch_limit: int = 1000,
+        claim_threshold: int = 256 * 1024,
         name: str = "coupler",
     ):
         self.url = url
@@ -217,6 +224,7 @@ class AmqpTransport(Transport):
         self._consumers: dict[str, _Consumer] = {}
         self._subscribers: dict[str, tuple[float, list[tuple[str, Selector]]]] = {}
         self.prefetch_limit = prefetch_limit
+        self.claim_threshold = claim_threshold
         self._lease_ids = itertools.count(1)
         self._declared: set[str] = set()
         self._configs: dict[str, tuple[float, ChannelConfig]] = {}
@@ -252,6 +260,12 @@ class AmqpTransport(Transport):
         return self
 
     def close(self) -> None:
+        with self._cond:  # pushed ahead, never leased: their return is no attempt
+            unused = {c.queue: [p.message_id for _t, p, _b in c.buffer] for c in self._consumers.values()}
+        if self._link is not None:
+            for queue, ids in unused.items():
+                with contextlib.suppress(TransportError):
+                    self.store.add_returns(queue, ids)
         link, self._link = self._link, None
         if link is not None:
             link.stop()  # unsettled deliveries go back to their queues on the broker
@@ -467,7 +481,8 @@ class AmqpTransport(Transport):
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, 0.01)
         # the queue's consumer pushes messages into this process: wait for the first one
-        got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None)
+        got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
+                            settle=False)
         queue = self.names.queue(channel)
         while not got:
             with self._cond:
@@ -512,11 +527,16 @@ class AmqpTransport(Transport):
             for env in copies:
                 if env.is_expired(now):
                     continue  # a copy expired before it was published reaches no subscription
-                body, props = to_amqp(env, now=now)
-                messages.append((exchange, Names.ALL_KEY, body, props))
-                for name, sel in with_selector:
-                    if sel(env):
-                        messages.append((exchange, Names.selector_key(name), body, props))
+                keys = [Names.ALL_KEY] + [Names.selector_key(name) for name, sel in with_selector if sel(env)]
+                if len(env.body) > self.claim_threshold:
+                    refs = self._subscriber_queues(channel, keys)
+                    if not refs:
+                        continue  # no subscription takes it
+                    body, props = to_amqp(env.replace(body=b""), now=now,
+                                          extra={H_CLAIM: self.store.put_claim(env.body, refs)})
+                else:
+                    body, props = to_amqp(env, now=now)
+                messages.extend((exchange, key, body, props) for key in keys)
                 journal.add(channel, env.message_id, "published", component)
             journal.count(channel, "sent", len(copies))
             return messages, []
@@ -525,7 +545,11 @@ class AmqpTransport(Transport):
             if env.is_expired(now):
                 expired.append(env)
                 continue
-            body, props = to_amqp(env, attempts=attempts, now=now)
+            if len(env.body) > self.claim_threshold:  # Claim Check: the body waits in PostgreSQL
+                ref = self.store.put_claim(env.body, {queue: 1})
+                body, props = to_amqp(env.replace(body=b""), attempts=attempts, now=now, extra={H_CLAIM: ref})
+            else:
+                body, props = to_amqp(env, attempts=attempts, now=now)
             messages.append(("", queue, body, props))
             journal.add(channel, env.message_id, "sent", component)
         if messages:
@@ -558,6 +582,14 @@ class AmqpTransport(Transport):
         for env in expired:
             self._dead(link, channel, env, env.body, {}, "dead", "expired",
                        "message expired before it was sent", "transport", attempts, journal)
+
+    def _subscriber_queues(self, topic: str, keys: list[str]) -> dict[str, int]:
+        """The queues a message published to ``topic`` with routing ``keys`` lands in."""
+        out: dict[str, int] = {}
+        for _t, name, sub_channel, sel in self.store.subscriptions(topic):
+            if (Names.selector_key(name) if sel else Names.ALL_KEY) in keys:
+                out[self.names.queue(sub_channel)] = 1
+        return out
 
     def _selective_subscriptions(self, topic: str) -> list[tuple[str, Selector]]:
         """The subscriptions of ``topic`` that have a selector (read again after a second)."""
@@ -677,21 +709,48 @@ class AmqpTransport(Transport):
                 items = list(c.buffer)
                 c.buffer.clear()
             generation = c.generation
+        taken, keep, settle, leases = self._lease_items(channel, consumer, generation, items, max, lease,
+                                                        sel, policy)
+        with self._cond:
+            if keep and self._consumers.get(queue) is c:
+                c.buffer.extendleft(reversed(keep))
+            for x in leases:
+                self._leases[x.id] = x
+        if settle:
+            self._call(lambda link: self._settle_dead(link, channel, generation, settle, journal))
+        return taken
+
+    def _lease_items(
+        self, channel: str, consumer: str, generation: int, items: list[tuple[int, Any, bytes]], max: int,
+        lease: float, sel: Selector | None, policy: BackoffPolicy,
+    ) -> tuple[list[Delivery], list[tuple[int, Any, bytes]], list[tuple[int, Any, bytes, Received | None, str]],
+               list[_Lease]]:
+        """Decode messages the broker delivered and lease up to ``max`` of them.
+
+        Returns the deliveries, the messages to keep for later (over ``max``, not matching
+        ``sel``), those to dead-letter (undecodable, expired, out of attempts) and the leases.
+        Attempts are exact: the broker's count of returns less the returns the transport
+        made without an attempt (its ``returns`` records).
+        """
+        queue = self.names.queue(channel)
         now = datetime.now(UTC)
         taken: list[Delivery] = []
-        settle: list[tuple[int, Any, bytes, Received | None, str]] = []  # dead on the way
+        settle: list[tuple[int, Any, bytes, Received | None, str]] = []
         keep: list[tuple[int, Any, bytes]] = []
         leases: list[_Lease] = []
+        decoded: list[tuple[tuple[int, Any, bytes], Received]] = []
         for item in items:
-            tag, props, body = item
             try:
-                rec = from_amqp(props, body)
+                decoded.append((item, from_amqp(item[1], item[2])))
             except CouplerError as exc:
-                settle.append((tag, props, body, None, str(exc)))
-                continue
+                settle.append((*item, None, str(exc)))
+        returned = [rec.envelope.message_id for _i, rec in decoded if rec.returned and rec.envelope]
+        known = self.store.returns(queue, returned) if returned else {}
+        for item, rec in decoded:
+            tag, props, body = item
             env = rec.envelope
             assert env is not None
-            prior = rec.attempts
+            prior = int(rec.headers.get(H_ATTEMPTS) or 0) + max_(0, rec.returned - known.get(env.message_id, 0))
             if env.is_expired(now):
                 settle.append((tag, props, body, rec, "expired"))
                 continue
@@ -701,22 +760,22 @@ class AmqpTransport(Transport):
             if len(taken) >= max or (sel is not None and not sel(env)):
                 keep.append(item)
                 continue
-            stored = env.replace()
+            claim = rec.claim
+            if claim is not None:
+                try:
+                    env.body = self.store.get_claim(claim)
+                except TransportError as exc:
+                    settle.append((tag, props, body, None, str(exc)))
+                    continue
+            stored = env.replace(body=b"") if claim is not None else env.replace()
             env.attempt = prior + 1
             env.record_hop(consumer, f"receive {channel}")
             lease_id = next(self._lease_ids)
             expires = time.time() + lease
             leases.append(_Lease(lease_id, generation, tag, channel, queue, consumer, stored, rec,
-                                 prior + 1, expires))
-            taken.append(Delivery(channel, consumer, env, lease_id, generation, prior + 1, expires))
-        with self._cond:
-            if keep and self._consumers.get(queue) is c:
-                c.buffer.extendleft(reversed(keep))
-            for x in leases:
-                self._leases[x.id] = x
-        if settle:
-            self._call(lambda link: self._settle_dead(link, channel, generation, settle, journal))
-        return taken
+                                 prior + 1, expires, claim, env.message_id in known))
+            taken.append(Delivery(channel, consumer, env, lease_id, generation, prior + 1, expires, claim))
+        return taken, keep, settle, leases
 
     def _settle_dead(
         self, link: Link, channel: str, generation: int,
@@ -750,6 +809,8 @@ class AmqpTransport(Transport):
                 continue
             if c.tag is not None:
                 link.ch.basic_cancel(c.tag)
+            if c.buffer:  # pushed ahead, never leased: their return is no attempt
+                self.store.add_returns(c.queue, [p.message_id for _t, p, _b in c.buffer])
             for tag, _props, _body in c.buffer:
                 link.ch._impl.basic_nack(tag, requeue=True)
 
@@ -758,53 +819,30 @@ class AmqpTransport(Transport):
         sel: Selector | None, policy: BackoffPolicy, journal: _Journal,
     ) -> list[Delivery]:
         """A selector's receive from the messages not pushed to this process: ``basic.get``
-        one after the other, the ones that do not match go back to the queue."""
+        one after the other, the ones that do not match go back to the queue (recorded as
+        returns without an attempt)."""
         queue = self._channel_queue(link, channel)
         taken: list[Delivery] = []
-        skipped: list[int] = []
-        now = datetime.now(UTC)
+        skipped: list[tuple[int, Any, bytes]] = []
         try:
             while len(taken) < max and len(skipped) < _BROWSE_LIMIT:
                 method, props, body = link.ch.basic_get(queue, auto_ack=False)
                 if method is None:
                     break
-                try:
-                    rec = from_amqp(props, body)
-                except CouplerError as exc:
-                    self._dead(link, channel, None, body, dict(props.headers or {}), "invalid",
-                               "undecodable envelope", str(exc), "transport", 0, journal)
-                    link.ch.basic_ack(method.delivery_tag)
-                    continue
-                env = rec.envelope
-                assert env is not None
-                prior = rec.attempts
-                if env.is_expired(now):
-                    self._dead(link, channel, env, body, rec.headers, "dead", "expired",
-                               "message expired before delivery", "transport", prior, journal)
-                    link.ch.basic_ack(method.delivery_tag)
-                    continue
-                if rec.headers.get(H_LEASE_LOST) and policy.exhausted(prior):
-                    self._dead(link, channel, env, body, rec.headers, "dead", "lease expired",
-                               f"not acknowledged within the lease after {prior} attempt(s)",
-                               "transport", prior, journal)
-                    link.ch.basic_ack(method.delivery_tag)
-                    continue
-                if sel is not None and not sel(env):
-                    skipped.append(method.delivery_tag)
-                    continue
-                stored = env.replace()
-                env.attempt = prior + 1
-                env.record_hop(consumer, f"receive {channel}")
-                lease_id = next(self._lease_ids)
-                expires = time.time() + lease
+                got, keep, settle, leases = self._lease_items(
+                    channel, consumer, link.generation, [(method.delivery_tag, props, body)], 1, lease, sel, policy,
+                )
+                skipped += keep
+                if settle:
+                    self._settle_dead(link, channel, link.generation, settle, journal)
                 with self._cond:
-                    self._leases[lease_id] = _Lease(
-                        lease_id, link.generation, method.delivery_tag, channel, queue, consumer,
-                        stored, rec, prior + 1, expires,
-                    )
-                taken.append(Delivery(channel, consumer, env, lease_id, link.generation, prior + 1, expires))
+                    for x in leases:
+                        self._leases[x.id] = x
+                taken += got
         finally:
-            for tag in skipped:
+            if skipped:
+                self.store.add_returns(queue, [p.message_id for _t, p, _b in skipped])
+            for tag, _p, _b in skipped:
                 link.ch.basic_nack(tag, requeue=True)
         return taken
 
@@ -849,10 +887,24 @@ class AmqpTransport(Transport):
 
         assert self._link is not None
         self._link.submit(send_acks)
+        self._settled(leases)
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
             journal.add(d.channel, d.message_id, "acked", d.consumer)
+
+    def _settled(self, leases: list[_Lease]) -> None:
+        """Acknowledged messages leave their queue: forget their claim references and
+        return records (only messages that have them cost a PostgreSQL write)."""
+        for lease in leases:
+            if lease.claim is not None:
+                self.store.move_claim(lease.claim, lease.queue, None)
+        self._forget_returns(leases)
+
+    def _forget_returns(self, leases: list[_Lease]) -> None:
+        returned = [x for x in leases if x.returned]
+        for queue in {x.queue for x in returned}:
+            self.store.forget_returns(queue, [x.received.properties.message_id for x in returned if x.queue == queue])
 
     def _ack(self, link: Link, ds: list[Delivery], journal: _Journal) -> None:
         with self._cond:
@@ -861,6 +913,7 @@ class AmqpTransport(Transport):
                 del self._leases[lease.id]
         for lease in leases:
             link.ch._impl.basic_ack(lease.tag)
+        self._settled(leases)
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
@@ -882,6 +935,7 @@ class AmqpTransport(Transport):
             reason = "rejected" if dead else f"failed {d.attempt} attempt(s)"
             self._dead(link, d.channel, lease.stored, lease.received.body, lease.received.headers,
                        "dead", reason, text, component, d.attempt, journal)
+            self._forget_returns([lease])
         else:
             self._republish(link, lease, wait)
             journal.add(d.channel, d.message_id, "nacked",
@@ -891,8 +945,12 @@ class AmqpTransport(Transport):
     def _republish(self, link: Link, lease: _Lease, wait: float, *, lease_lost: bool = False) -> None:
         """Send the leased message again (after ``wait`` seconds) with its attempts so far."""
         assert lease.stored is not None
-        extra = {H_LEASE_LOST: True} if lease_lost else None
+        extra: dict[str, Any] = {H_LEASE_LOST: True} if lease_lost else {}
+        if lease.claim is not None:
+            extra[H_CLAIM] = lease.claim  # the copy refers to the same stored body
         body, props = to_amqp(lease.stored, attempts=lease.attempt, extra=extra)
+        if lease.returned:  # a new copy: the broker counts its returns from 0
+            self.store.forget_returns(lease.queue, [lease.stored.message_id])
         if wait <= 0:
             link.publish([("", lease.queue, body, props)])
             return
@@ -918,12 +976,20 @@ class AmqpTransport(Transport):
             "id": dead_id, "kind": kind, "queue": name, "channel": channel, "reason": reason,
             "error": error, "component": component, "attempts": attempts, "dead_at": time.time(),
         }
+        claim = headers.get(H_CLAIM)
+        claim = claim.decode() if isinstance(claim, bytes) else claim
+        extra: dict[str, Any] = {H_DEAD: json.dumps(record)}
+        if claim:
+            extra[H_CLAIM] = claim
         if env is not None:
-            body, props = to_amqp(env.replace(expires_at=None), attempts=attempts,
-                                  extra={H_DEAD: json.dumps(record)})
+            body, props = to_amqp(env.replace(expires_at=None, body=b"" if claim else env.body),
+                                  attempts=attempts, extra=extra)
         else:
-            props = pika.BasicProperties(delivery_mode=2, headers={H_RAW: True, H_DEAD: json.dumps(record)})
-        link.publish([("", self._dead_queue(link, name), body, props)])
+            props = pika.BasicProperties(delivery_mode=2, headers={H_RAW: True, **extra})
+        dead_queue = self._dead_queue(link, name)
+        if claim:  # the dead letter keeps the body (before the message leaves its queue)
+            self.store.move_claim(claim, self.names.queue(channel) if channel else None, dead_queue)
+        link.publish([("", dead_queue, body, props)])
         counter = "expired" if reason == "expired" else kind
         if channel:
             journal.count(channel, counter)
@@ -942,6 +1008,7 @@ class AmqpTransport(Transport):
             lease = self._lease(link, delivery, "move to the invalid channel", settle=True)
             self._dead(link, lease.channel, lease.stored, lease.received.body, lease.received.headers,
                        "invalid", reason, reason, component, lease.attempt, journal, dead_id=dead_id)
+            self._forget_returns([lease])
             link.ch._impl.basic_ack(lease.tag)
         elif isinstance(envelope, Envelope):
             self._dead(link, channel, envelope, envelope.body, {}, "invalid", reason, reason,
@@ -1072,6 +1139,7 @@ class AmqpTransport(Transport):
             self._declared.discard(queue)
 
         self._call(delete)
+        self.store.drop_queue_claims(self.names.queue(channel))
         self._record(_Journal(rows=[(topic, None, "unsubscribed", subscription)]))
 
     def _depth(self, link: Link, channel: str) -> int:
@@ -1086,8 +1154,11 @@ class AmqpTransport(Transport):
                 spare.close()
 
     def stats(self, channel: str | None = None) -> list[ChannelStats]:
-        """Statistics; ``in_flight`` counts the deliveries leased by this process only
-        (AMQP does not tell how many other consumers hold), ``oldest_age`` is not known."""
+        """Statistics; ``in_flight`` counts the messages this process holds (leased or pushed
+        ahead to it; AMQP does not tell how many other consumers hold). ``oldest_age`` is the
+        age of the oldest of the messages this process holds and the first ready one in the
+        queue (looked at on a spare channel): the time since it was sent to the channel,
+        redeliveries included."""
         kinds = self.store.kinds()
         counters = self.store.counters(channel)
         subs: dict[str, list[str]] = {}
@@ -1095,27 +1166,35 @@ class AmqpTransport(Transport):
             subs.setdefault(topic, []).append(name)
         names = {channel} if channel else set(kinds) | set(counters)
 
-        def depths(link: Link) -> dict[str, tuple[int, int]]:
-            out = {}
+        def depths(link: Link) -> dict[str, tuple[int, int, float | None]]:
+            out: dict[str, tuple[int, int, float | None]] = {}
             for name in names:
                 if kinds.get(name) == "topic":
-                    out[name] = (0, 0)
+                    out[name] = (0, 0, None)
                     continue
+                queue = self.names.queue(name)
                 with self._cond:
-                    held = sum(1 for lease in self._leases.values() if lease.channel == name)
-                    c = self._consumers.get(self.names.queue(name))
-                    held += len(c.buffer) if c is not None else 0
-                out[name] = (self._depth(link, name), held)
+                    leased = [x.received.enqueued_at for x in self._leases.values() if x.channel == name]
+                    c = self._consumers.get(queue)
+                    ahead = [props for _t, props, _b in c.buffer] if c is not None else []
+                times = leased + [Received(None, b"", dict(p.headers or {})).enqueued_at for p in ahead]
+                ready = self._depth(link, name)
+                if ready:
+                    self._browse_some(link, queue, lambda _c, props, _b, _m, into=times: into.append(
+                        Received(None, b"", dict(props.headers or {})).enqueued_at), 1)
+                out[name] = (ready, len(leased) + len(ahead), min(times) if times else None)
             return out
 
         depth = self._call(depths)
+        now = time.time()
         result = []
         for name in sorted(names):
-            ready, held = depth[name]
+            ready, held, oldest = depth[name]
             counts = counters.get(name, {})
             result.append(ChannelStats(
                 channel=name, kind=kinds.get(name, "queue"),  # type: ignore[arg-type]
-                depth=ready + held, ready=ready, in_flight=held, oldest_age=None,
+                depth=ready + held, ready=ready, in_flight=held,
+                oldest_age=max(0.0, now - oldest) if oldest is not None else None,
                 **counts, subscriptions=tuple(subs.get(name, ())),
             ))
         return result
@@ -1146,8 +1225,11 @@ class AmqpTransport(Transport):
                 with contextlib.suppress(CouplerError):
                     rec = from_amqp(props, body)
                     if rec.envelope is not None:
-                        rec.envelope.attempt = rec.attempts
+                        rec.envelope.attempt = int(rec.headers.get(H_ATTEMPTS) or 0)
+                        if rec.claim:
+                            rec.envelope.body = self.store.get_claim(rec.claim)
                         out.append(rec.envelope)
+
 
         with self._cond:  # pushed to this process: the head of the queue
             c = self._consumers.get(self.names.queue(channel))
@@ -1159,16 +1241,22 @@ class AmqpTransport(Transport):
         return out
 
     def _browse_some(self, link: Link, queue: str, visit: Any, max: int) -> None:
+        """Look at the first ``max`` ready messages of ``queue`` (a channel's) on a spare
+        channel; they go back to the queue, recorded as returns without an attempt."""
         spare = link.conn.channel()
+        seen: list[str] = []
         try:
             for _ in range(max):
                 method, props, body = spare.basic_get(queue, auto_ack=False)
                 if method is None:
                     break
+                seen.append(props.message_id)
                 visit(spare, props, body, method)
         except px.ChannelClosedByBroker:
             pass
         finally:
+            with contextlib.suppress(TransportError):
+                self.store.add_returns(queue, seen)
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
 
@@ -1191,6 +1279,7 @@ class AmqpTransport(Transport):
             return n + len(tags)
 
         n = self._call(run)
+        self.store.drop_queue_claims(self.names.queue(channel))
         self._record(_Journal(rows=[(channel, None, "purged", f"{n} message(s)")]))
         return n
 
@@ -1206,8 +1295,9 @@ class AmqpTransport(Transport):
                 names.update(n for n in (cfg.dead_letter, cfg.invalid) if n)
         return sorted(names)
 
-    @staticmethod
-    def _dead_letter(props: Any, body: bytes) -> DeadLetter | None:
+    def _dead_letter(self, props: Any, body: bytes, *, restore: bool = True) -> DeadLetter | None:
+        """The dead letter of a message of a dead-letter queue (with its claim-checked body
+        read back when ``restore``)."""
         headers = dict(props.headers or {})
         raw_record = headers.get(H_DEAD)
         if raw_record is None:
@@ -1224,6 +1314,10 @@ class AmqpTransport(Transport):
                 raw = body
         if env is not None:
             env.attempt = int(rec["attempts"])
+            claim = _claim_of(headers)
+            if claim and restore:
+                with contextlib.suppress(TransportError):  # listed without its body
+                    env.body = self.store.get_claim(claim)
         return DeadLetter(
             id=int(rec["id"]), kind=rec["kind"], queue=rec["queue"], channel=rec["channel"],
             envelope=env, raw=raw, reason=rec["reason"], error=rec["error"],
@@ -1271,17 +1365,31 @@ class AmqpTransport(Transport):
         done: list[bool] = []
 
         def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> bool:
-            dl = self._dead_letter(props, body)
+            dl = self._dead_letter(props, body, restore=False)
             if dl is None or dl.id != id or done:
                 return False
             done.append(True)
             return True
 
+        def find_claim(_ch: Any, props: Any, body: bytes, _m: Any) -> None:
+            dl = self._dead_letter(props, body, restore=False)
+            if dl is not None and dl.id == id:
+                claims.append(_claim_of(dict(props.headers or {})))
+
+        claims: list[str | None] = []
+
         def run(link: Link) -> None:
             queue = self._channel_queue(link, target)
-            body, props = to_amqp(env)
+            dead_queue = self.names.dead(target_dl.queue)
+            self._browse(link, dead_queue, find_claim)
+            claim = claims[0] if claims else None
+            if claim:  # the message in the channel refers to the stored body again
+                self.store.move_claim(claim, dead_queue, queue)
+                body, props = to_amqp(env.replace(body=b""), extra={H_CLAIM: claim})
+            else:
+                body, props = to_amqp(env)
             link.publish([("", queue, body, props)])
-            self._browse(link, self.names.dead(target_dl.queue), visit)
+            self._browse(link, dead_queue, visit)
 
         self._call(run, retry=False)
         journal.add(target, env.message_id, "sent", "dead-letter")
@@ -1294,14 +1402,21 @@ class AmqpTransport(Transport):
         names = self._dead_queue_names(queue)
         counted: list[int] = []
 
-        def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> bool:
-            dl = self._dead_letter(props, body)
+        claims: list[tuple[str, str]] = []
+
+        def visit(_ch: Any, props: Any, body: bytes, m: Any) -> bool:
+            dl = self._dead_letter(props, body, restore=False)
             if kind is None or (dl is not None and dl.kind == kind):
                 counted.append(1)
+                claim = _claim_of(dict(props.headers or {}))
+                if claim:
+                    claims.append((claim, m.routing_key))
                 return True
             return False
 
         self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names], retry=False)
+        for claim, dead_queue in claims:  # their bodies go when nothing else refers to them
+            self.store.move_claim(claim, dead_queue, None)
         n = len(counted)
         self._record(_Journal(rows=[(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))]))
         return n
@@ -1332,6 +1447,11 @@ class AmqpTransport(Transport):
         return self._identities
 
 
+def _claim_of(headers: dict[str, Any]) -> str | None:
+    claim = headers.get(H_CLAIM)
+    return claim.decode() if isinstance(claim, bytes) else claim
+
+
 def amqp_transport_for_site(site: Any) -> AmqpTransport:
     """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
     store = site.store
@@ -1344,6 +1464,7 @@ def amqp_transport_for_site(site: Any) -> AmqpTransport:
         delivery_limit=amqp["delivery_limit"],
         reconnect_timeout=amqp["reconnect_timeout_seconds"],
         file_lease_seconds=amqp["file_lease_seconds"],
+        claim_threshold=store["claim_check_bytes"],
         backoff=backoff_policy(store["redelivery"]),
         lease_seconds=store["lease_seconds"],
         journal_retention=store["journal_retention_days"] * 86400.0,
@@ -1467,9 +1588,10 @@ class _AmqpTx(TransactionOps):
             t._cond.notify_all()
 
         def run(link: Link) -> None:
-            for lease in back:
-                if lease.generation == link.generation:
-                    link.ch.basic_nack(lease.tag, requeue=True)
+            back_now = [x for x in back if x.generation == link.generation]
+            for lease in back_now:  # a rollback is no attempt
+                t.store.add_returns(lease.queue, [lease.received.properties.message_id])
+                link.ch.basic_nack(lease.tag, requeue=True)
 
         if back:
             with contextlib.suppress(TransportError):
