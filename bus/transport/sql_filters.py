@@ -27,14 +27,15 @@ def journal_query(
     event: str | None = None,
     since: datetime | None = None,
     limit: int = 1000,
+    order: str = "id",
 ) -> tuple[str, list[Any]]:
-    """The ``SELECT`` of journal entries (oldest first) matching every filter given, and its
-    arguments (``at`` is stored in epoch seconds)."""
+    """The ``SELECT`` of journal entries (oldest first, by ``order``) matching every filter
+    given, and its arguments (``at`` is stored in epoch seconds)."""
     clauses, args = _equal((("message_id", message_id), ("channel", channel), ("event", event)), mark)
     if since is not None:
         clauses.append(f"at >= {mark}")
         args.append(since.timestamp())
-    sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY id LIMIT {mark}"
+    sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY {order} LIMIT {mark}"
     return sql, [*args, limit]
 
 

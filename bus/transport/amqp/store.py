@@ -386,6 +386,8 @@ class PgStore:
         sql, args = journal_query(
             f"{self.schema}.journal", "%s",
             message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+            # several processes write batches: the time each entry was recorded orders them
+            order="at, id",
         )
         self.flush()
         with self.conn() as c:
@@ -401,6 +403,7 @@ class PgStore:
         return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
 
     def purge_older(self, journal_before: float, seen_before: float) -> dict[str, int]:
+        self.flush()
         with self.conn() as c:
             j = c.execute(f"DELETE FROM {self.schema}.journal WHERE at < %s", (journal_before,)).rowcount
             s = c.execute(f"DELETE FROM {self.schema}.seen WHERE seen_at < %s", (seen_before,)).rowcount

@@ -667,16 +667,19 @@ class AmqpTransport(Transport):
                     return
             link.ch._impl.basic_nack(method.delivery_tag, requeue=True)  # cancelled meanwhile
 
+        # counted before the consumer starts: the queue hands ready messages to it at once
+        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
         if link.prefetch != prefetch:
             link.ch.basic_qos(prefetch_count=prefetch)
             link.prefetch = prefetch
         c.tag = link.ch.basic_consume(queue, on_message, auto_ack=False)
-        self._settle(link, queue, max)
+        self._settle(link, queue, max, ready)
 
-    def _settle(self, link: Link, queue: str, max: int) -> None:
+    def _settle(self, link: Link, queue: str, max: int, ready: int | None = None) -> None:
         """Wait (up to ``_SETTLE_WAIT``) until the consumer of ``queue`` holds ``max`` messages
         or as many as the queue reports ready (connection thread)."""
-        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        if ready is None:
+            ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
         deadline = time.monotonic() + _SETTLE_WAIT
         c = self._consumers.get(queue)
         if c is None:
