@@ -54,9 +54,11 @@ def _text(value: Any) -> str | None:
 
 
 def to_amqp(
-    env: Envelope, *, attempts: int = 0, now: datetime | None = None, extra: dict[str, Any] | None = None
+    env: Envelope, *, attempts: int = 0, now: datetime | None = None, extra: dict[str, Any] | None = None,
+    hop: HistoryEntry | None = None,
 ) -> tuple[bytes, pika.BasicProperties]:
-    """The AMQP body and properties of ``env``; ``attempts`` deliveries were already made."""
+    """The AMQP body and properties of ``env``; ``attempts`` deliveries were already made;
+    ``hop`` is a Message History entry added to the copy (``env`` is not changed)."""
     headers: dict[str, Any] = {
         H_FORMAT: env.format.name,
         H_VERSION: env.format.version,
@@ -71,8 +73,9 @@ def to_amqp(
     if env.sequence is not None:
         s = env.sequence
         headers[H_SEQUENCE] = json.dumps({"id": s.id, "position": s.position, "size": s.size, "end": s.end})
-    if env.history:
-        headers[H_HISTORY] = json.dumps([[h.component, h.action, _ms(h.timestamp)] for h in env.history])
+    history = [*env.history, hop] if hop is not None else env.history
+    if history:
+        headers[H_HISTORY] = json.dumps([[h.component, h.action, _ms(h.timestamp)] for h in history])
     if env.properties:
         headers[H_PROPERTIES] = dict(env.properties)
     if extra:

@@ -134,6 +134,16 @@ class _Lease:
     #: the transport returned it to its queue before (a ``returns`` record to forget)
     returned: bool = False
 
+    def as_stored(self) -> Envelope:
+        """The envelope as it is stored in the queue (without this delivery's hop and
+        attempt; an empty body when it is claim-checked), decoded again when needed."""
+        if self.stored is None:
+            props = self.received.properties
+            env = from_amqp(props, self.received.body).envelope
+            assert env is not None
+            self.stored = env
+        return self.stored
+
 
 @dataclass
 class _Consumer:
@@ -222,6 +232,8 @@ class AmqpTransport(Transport):
         self._cond = threading.Condition(threading.RLock())
         self._leases: dict[int, _Lease] = {}
         self._consumers: dict[str, _Consumer] = {}
+        #: (generation, delivery tag) of messages taken from a buffer and not yet leased
+        self._limbo: set[tuple[int, int]] = set()
         self._subscribers: dict[str, tuple[float, list[tuple[str, Selector]]]] = {}
         self.prefetch_limit = prefetch_limit
         self.claim_threshold = claim_threshold
@@ -518,7 +530,7 @@ class AmqpTransport(Transport):
         the copies that expired before they could be sent."""
         hop = HistoryEntry(component, f"send {channel}")
         now = datetime.now(UTC)
-        copies = [env.replace(history=[*env.history, hop]) for env in envs]
+        copies = envs  # the send hop is added to the AMQP headers, the caller's envelopes stay
         messages: list[tuple[str, str, bytes, Any]] = []
         expired: list[Envelope] = []
         if self.channel_config(channel).kind == "topic":
@@ -532,10 +544,10 @@ class AmqpTransport(Transport):
                     refs = self._subscriber_queues(channel, keys)
                     if not refs:
                         continue  # no subscription takes it
-                    body, props = to_amqp(env.replace(body=b""), now=now,
+                    body, props = to_amqp(env.replace(body=b""), now=now, hop=hop,
                                           extra={H_CLAIM: self.store.put_claim(env.body, refs)})
                 else:
-                    body, props = to_amqp(env, now=now)
+                    body, props = to_amqp(env, now=now, hop=hop)
                 messages.extend((exchange, key, body, props) for key in keys)
                 journal.add(channel, env.message_id, "published", component)
             journal.count(channel, "sent", len(copies))
@@ -543,13 +555,14 @@ class AmqpTransport(Transport):
         queue = self._ensure(self.names.queue(channel), lambda link: self._channel_queue(link, channel))
         for env in copies:
             if env.is_expired(now):
-                expired.append(env)
+                expired.append(env.replace(history=[*env.history, hop]))
                 continue
             if len(env.body) > self.claim_threshold:  # Claim Check: the body waits in PostgreSQL
                 ref = self.store.put_claim(env.body, {queue: 1})
-                body, props = to_amqp(env.replace(body=b""), attempts=attempts, now=now, extra={H_CLAIM: ref})
+                body, props = to_amqp(env.replace(body=b""), attempts=attempts, now=now, hop=hop,
+                                      extra={H_CLAIM: ref})
             else:
-                body, props = to_amqp(env, attempts=attempts, now=now)
+                body, props = to_amqp(env, attempts=attempts, now=now, hop=hop)
             messages.append(("", queue, body, props))
             journal.add(channel, env.message_id, "sent", component)
         if messages:
@@ -712,15 +725,23 @@ class AmqpTransport(Transport):
                 items = list(c.buffer)
                 c.buffer.clear()
             generation = c.generation
-        taken, keep, settle, leases = self._lease_items(channel, consumer, generation, items, max, lease,
-                                                        sel, policy)
-        with self._cond:
-            if keep and self._consumers.get(queue) is c:
-                c.buffer.extendleft(reversed(keep))
-            for x in leases:
-                self._leases[x.id] = x
-        if settle:
-            self._call(lambda link: self._settle_dead(link, channel, generation, settle, journal))
+            limbo = {(generation, tag) for tag, _p, _b in items}
+            self._limbo |= limbo
+        try:
+            taken, keep, settle, leases = self._lease_items(channel, consumer, generation, items, max, lease,
+                                                            sel, policy)
+            with self._cond:
+                if keep and self._consumers.get(queue) is c:
+                    c.buffer.extendleft(reversed(keep))
+                for x in leases:
+                    self._leases[x.id] = x
+                self._limbo -= {(generation, tag) for tag, _p, _b in keep}
+                self._limbo -= {(generation, x.tag) for x in leases}
+            if settle:
+                self._call(lambda link: self._settle_dead(link, channel, generation, settle, journal))
+        finally:
+            with self._cond:
+                self._limbo -= limbo
         return taken
 
     def _lease_items(
@@ -770,12 +791,11 @@ class AmqpTransport(Transport):
                 except TransportError as exc:
                     settle.append((tag, props, body, None, str(exc)))
                     continue
-            stored = env.replace(body=b"") if claim is not None else env.replace()
             env.attempt = prior + 1
             env.record_hop(consumer, f"receive {channel}")
             lease_id = next(self._lease_ids)
             expires = time.time() + lease
-            leases.append(_Lease(lease_id, generation, tag, channel, queue, consumer, stored, rec,
+            leases.append(_Lease(lease_id, generation, tag, channel, queue, consumer, None, rec,
                                  prior + 1, expires, claim, env.message_id in known))
             taken.append(Delivery(channel, consumer, env, lease_id, generation, prior + 1, expires, claim))
         return taken, keep, settle, leases
@@ -884,9 +904,7 @@ class AmqpTransport(Transport):
 
         def send_acks(link: Link) -> None:
             if link.generation == generation:
-                impl = link.ch._impl
-                for tag in tags:
-                    impl.basic_ack(tag)
+                self._send_acks(link, tags)
 
         assert self._link is not None
         self._link.submit(send_acks)
@@ -895,6 +913,24 @@ class AmqpTransport(Transport):
             journal.count(channel, "acked", n)
         for d in ds:
             journal.add(d.channel, d.message_id, "acked", d.consumer)
+
+    def _send_acks(self, link: Link, tags: list[int]) -> None:
+        """Acknowledge delivery ``tags`` of the current channel: one ``multiple`` ack when no
+        other delivery below the highest of them is still held (the usual case of one
+        consumer acknowledging what it received, in order)."""
+        impl = link.ch._impl
+        top = max(tags)
+        with self._cond:
+            held = min((x.tag for x in self._leases.values() if x.generation == link.generation), default=top + 1)
+            for c in self._consumers.values():
+                if c.buffer and c.generation == link.generation:
+                    held = min(held, min(tag for tag, _p, _b in c.buffer))
+            held = min([held, *(tag for g, tag in self._limbo if g == link.generation)])
+        if held > top:
+            impl.basic_ack(top, multiple=True)
+            return
+        for tag in tags:
+            impl.basic_ack(tag)
 
     def _settled(self, leases: list[_Lease]) -> None:
         """Acknowledged messages leave their queue: forget their claim references and
@@ -936,7 +972,7 @@ class AmqpTransport(Transport):
         journal.count(d.channel, "failed")
         if outcome == "dead":
             reason = "rejected" if dead else f"failed {d.attempt} attempt(s)"
-            self._dead(link, d.channel, lease.stored, lease.received.body, lease.received.headers,
+            self._dead(link, d.channel, lease.as_stored(), lease.received.body, lease.received.headers,
                        "dead", reason, text, component, d.attempt, journal)
             self._forget_returns([lease])
         else:
@@ -947,13 +983,13 @@ class AmqpTransport(Transport):
 
     def _republish(self, link: Link, lease: _Lease, wait: float, *, lease_lost: bool = False) -> None:
         """Send the leased message again (after ``wait`` seconds) with its attempts so far."""
-        assert lease.stored is not None
         extra: dict[str, Any] = {H_LEASE_LOST: True} if lease_lost else {}
         if lease.claim is not None:
             extra[H_CLAIM] = lease.claim  # the copy refers to the same stored body
-        body, props = to_amqp(lease.stored, attempts=lease.attempt, extra=extra)
+        stored = lease.as_stored()
+        body, props = to_amqp(stored, attempts=lease.attempt, extra=extra)
         if lease.returned:  # a new copy: the broker counts its returns from 0
-            self.store.forget_returns(lease.queue, [lease.stored.message_id])
+            self.store.forget_returns(lease.queue, [stored.message_id])
         if wait <= 0:
             link.publish([("", lease.queue, body, props)])
             return
@@ -1009,7 +1045,7 @@ class AmqpTransport(Transport):
     ) -> None:
         if delivery is not None:
             lease = self._lease(link, delivery, "move to the invalid channel", settle=True)
-            self._dead(link, lease.channel, lease.stored, lease.received.body, lease.received.headers,
+            self._dead(link, lease.channel, lease.as_stored(), lease.received.body, lease.received.headers,
                        "invalid", reason, reason, component, lease.attempt, journal, dead_id=dead_id)
             self._forget_returns([lease])
             link.ch._impl.basic_ack(lease.tag)
