@@ -59,6 +59,10 @@ class _Window:
         self.nacked = 0
         self.error: BaseException | None = None
 
+    def fail(self, exc: BaseException | None) -> None:
+        self.error = exc
+        self.done.set()
+
 
 class Link:
     """An AMQP connection, its confirm-mode channel and the thread that drives them."""
@@ -164,17 +168,19 @@ class Link:
                 hint="check the broker; the operation may or may not have happened",
             ) from exc
 
-    def submit(self, fn: Callable[[Link], Any]) -> None:
+    def submit(self, fn: Callable[[Link], Any]) -> Future[Any]:
         """Run ``fn(link)`` in the connection's thread soon; do not wait for it (a job lost
-        with the connection is dropped)."""
+        with the connection is dropped: its future gets the error)."""
+        fut: Future[Any] = Future()
         if self.in_io_thread:
-            fn(self)
-            return
+            fut.set_result(fn(self))
+            return fut
         if self._thread is None:
             raise TransportError("the AMQP transport is not open", hint="call open() first")
         with self._jobs_lock:
-            self._jobs.append((fn, Future(), False, time.monotonic() + self.reconnect_timeout))
+            self._jobs.append((fn, fut, False, time.monotonic() + self.reconnect_timeout))
         self.wake()
+        return fut
 
     def wake(self) -> None:
         """Make the connection thread's ``process_data_events`` return (from any thread)."""
@@ -339,8 +345,7 @@ class Link:
     def _fail_windows(self, exc: BaseException) -> None:
         waiting, self._waiting = self._waiting, {}
         for w in set(waiting.values()):
-            w.error = exc
-            w.done.set()
+            w.fail(exc)
 
     def send(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
@@ -358,8 +363,11 @@ class Link:
             return
         deadline = time.monotonic() + self.reconnect_timeout
         while True:
-            window: _Window = self.call(lambda link: link._publish_window(messages))
-            if not window.done.wait(self.confirm_timeout):
+            window = _Window(len(messages))
+            # no waiting for the job itself: the caller wakes once, when the confirms are in
+            self.submit(lambda link, w=window: link._publish_window(messages, w)).add_done_callback(
+                lambda f, w=window: f.exception() is not None and w.fail(f.exception()))
+            if not window.done.wait(self.confirm_timeout + self.reconnect_timeout):
                 raise BrokerRefusedError(
                     f"RabbitMQ did not confirm {len(messages)} message(s) within {self.confirm_timeout:g} s",
                     hint="the broker may be overloaded or out of disk",
@@ -374,16 +382,14 @@ class Link:
                 hint="a queue may be full (x-overflow reject-publish) or the broker short of resources",
             )
 
-    def _publish_window(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> _Window:
+    def _publish_window(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window) -> None:
         impl = self.ch._impl
         first = self._seq + 1
+        for t in range(first, first + len(messages)):
+            self._waiting[t] = window
         for exchange, key, body, props in messages:
             impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
-        self._seq += len(messages)
-        window = _Window(len(messages))
-        for t in range(first, self._seq + 1):
-            self._waiting[t] = window
-        return window
+            self._seq += 1
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.
