@@ -209,7 +209,8 @@ SITE_SCHEMA = Field(
                 Field(
                     "claim_check_bytes",
                     INTEGER,
-                    "Bodies larger than this are stored as files in the data directory (Claim Check).",
+                    "Bodies larger than this are stored aside (Claim Check): as files in the data directory "
+                    "on the SQLite store, in PostgreSQL (shared by every host) on the broker transport.",
                     262144,
                     minimum=1,
                 ),

@@ -7,14 +7,21 @@ same contract tests as the embedded SQLite transport.
 
 How the patterns map onto the broker (every name starts with the site's ``prefix``):
 
-* Point-to-Point channel -> durable **quorum queue** ``q:<channel>``; competing consumers
-  ``basic.get`` from it with **manual acknowledgements**.
+* Point-to-Point channel -> durable **quorum queue** ``q:<channel>``; each process has one
+  long-lived consumer on it (**manual acknowledgements**) to which the broker pushes
+  messages ahead (prefetch); receives take them from there, so competing consumers share
+  the queue and a receive costs no round trip. (A receive with a selector also
+  takes the rest of the queue with ``basic.get``.)
 * Publish-Subscribe channel -> durable **topic exchange** ``t:<topic>`` with one durable
   quorum queue per subscription (``q:<topic>#<subscription>``). Subscriptions without a
   selector are bound with ``all.#``; a subscription with a Message Selector gets its own
   binding and the publisher sends it a copy of each matching message.
 * Guaranteed Delivery -> persistent messages and **publisher confirms**: ``send`` returns
-  after the broker confirmed every message (a batch is one confirm window).
+  after the broker confirmed every message; the confirms of the sends of all threads of a
+  process arrive pipelined (:meth:`Link.send`).
+* Claim Check -> a body over ``claim_threshold`` is stored in PostgreSQL in chunks first;
+  the message carries its reference (``coupler-claim``) and an empty body, so a daemon on
+  any host reads it. The references are counted per queue; the body goes with the last.
 * Leases -> a received message stays unacknowledged on the broker; the transport's
   connection thread expires the lease (the message is sent back to its queue with its
   attempt count) when it is not settled in time. When a daemon dies its connection closes
@@ -28,12 +35,18 @@ How the patterns map onto the broker (every name starts with the site's ``prefix
 * Dead Letter / Invalid Message Channels -> quorum queues ``dl:<name>``; every dead letter
   carries its record (id, reason, error, component, attempts) in a ``coupler-dead`` header.
 * Attempts -> the ``coupler-attempts`` header (republished messages) plus the broker's
-  ``x-delivery-count`` (messages returned to the queue by the broker). The queues'
-  ``x-delivery-limit`` stops a message that crashes every consumer that takes it.
+  ``x-delivery-count`` (messages returned to the queue by the broker) less the returns the
+  transport made without an attempt (browses, selector skips, unused prefetch), which it
+  records in PostgreSQL before returning them. The queues' ``x-delivery-limit`` stops a
+  message that crashes every consumer that takes it.
+* Stuck messages -> ``stats`` gives the age of the oldest message this process holds and of
+  the queue's first ready one (looked at on a spare channel), from its send hop.
 
 PostgreSQL (:class:`~coupler.bus.transport.amqp.store.PgStore`) keeps what every daemon must agree on:
 channel configurations, subscriptions, the Message Store journal, counters, idempotency keys,
-the Application Repository, dead-letter ids, and the list of broker objects of the site.
+the Application Repository, dead-letter ids, claim-checked bodies, the returns without an
+attempt, and the list of broker objects of the site. Nothing is written there per message
+on the hot path: the journal and counters go in batches from a writer thread.
 
 Transactions (Transactional Client): ``receive`` happens at once; sends, acks, nacks and
 idempotency keys are kept until the block ends, then published (confirmed), recorded and
