@@ -28,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, TypeVar
 
 import pika
@@ -62,6 +63,13 @@ class _Window:
     def fail(self, exc: BaseException | None) -> None:
         self.error = exc
         self.done.set()
+
+
+def _fail_on_error(fut: Future[Any], window: _Window) -> None:
+    """The publishing job of ``window`` failed (the connection broke before it ran)."""
+    exc = fut.exception()
+    if exc is not None:
+        window.fail(exc)
 
 
 class Link:
@@ -242,7 +250,7 @@ class Link:
     def _fail_all(self, exc: BaseException, *, expired_only: bool = False) -> None:
         now = time.monotonic()
         with self._jobs_lock:
-            keep = deque()
+            keep: deque[tuple[Callable[[Link], Any], Future[Any], bool, float]] = deque()
             for job in self._jobs:
                 if expired_only and now < job[3]:
                     keep.append(job)
@@ -365,8 +373,8 @@ class Link:
         while True:
             window = _Window(len(messages))
             # no waiting for the job itself: the caller wakes once, when the confirms are in
-            self.submit(lambda link, w=window: link._publish_window(messages, w)).add_done_callback(
-                lambda f, w=window: f.exception() is not None and w.fail(f.exception()))
+            self.submit(partial(Link._publish_window, messages=messages, window=window)).add_done_callback(
+                partial(_fail_on_error, window=window))
             if not window.done.wait(self.confirm_timeout + self.reconnect_timeout):
                 raise BrokerRefusedError(
                     f"RabbitMQ did not confirm {len(messages)} message(s) within {self.confirm_timeout:g} s",
@@ -382,7 +390,9 @@ class Link:
                 hint="a queue may be full (x-overflow reject-publish) or the broker short of resources",
             )
 
-    def _publish_window(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window) -> None:
+    def _publish_window(
+        self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window
+    ) -> None:
         impl = self.ch._impl
         first = self._seq + 1
         for t in range(first, first + len(messages)):

@@ -147,6 +147,11 @@ class _Lease:
     #: the transport returned it to its queue before (a ``returns`` record to forget)
     returned: bool = False
 
+    @property
+    def message_id(self) -> str:
+        props = self.received.properties
+        return str(props.message_id or "") if props is not None else ""
+
     def as_stored(self) -> Envelope:
         """The envelope as it is stored in the queue (without this delivery's hop and
         attempt; an empty body when it is claim-checked), decoded again when needed."""
@@ -715,6 +720,7 @@ class AmqpTransport(Transport):
             want = min(max, len(c.buffer) + ready, c.prefetch - held)
         # the first message may take longer (a new consumer is registered through Raft)
         first = time.monotonic() + _FIRST_WAIT
+        assert link.conn is not None
         while len(c.buffer) < want:
             now = time.monotonic()
             if now >= deadline and (c.buffer or now >= first):
@@ -956,7 +962,7 @@ class AmqpTransport(Transport):
     def _forget_returns(self, leases: list[_Lease]) -> None:
         returned = [x for x in leases if x.returned]
         for queue in {x.queue for x in returned}:
-            self.store.forget_returns(queue, [x.received.properties.message_id for x in returned if x.queue == queue])
+            self.store.forget_returns(queue, [x.message_id for x in returned if x.queue == queue])
 
     def _ack(self, link: Link, ds: list[Delivery], journal: _Journal) -> None:
         with self._cond:
@@ -1196,6 +1202,7 @@ class AmqpTransport(Transport):
 
     def _depth(self, link: Link, channel: str) -> int:
         """Ready messages of a channel's queue (0 when it does not exist), on a spare channel."""
+        assert link.conn is not None
         spare = link.conn.channel()
         try:
             return int(spare.queue_declare(self.names.queue(channel), passive=True).method.message_count)
@@ -1251,9 +1258,15 @@ class AmqpTransport(Transport):
             ))
         return result
 
+    def _browse_all(self, link: Link, names: list[str], visit: Callable[[Any, Any, bytes, Any], bool | None]) -> None:
+        """:meth:`_browse` the dead-letter queues ``names``."""
+        for name in names:
+            self._browse(link, self.names.dead(name), visit)
+
     def _browse(self, link: Link, queue: str, visit: Callable[[Any, Any, bytes, Any], bool | None]) -> None:
         """Look at every message of ``queue`` on a spare channel; ``visit`` returns True to
         take (acknowledge) one; the others go back to the queue when the channel closes."""
+        assert link.conn is not None
         spare = link.conn.channel()
         try:
             for _ in range(_BROWSE_LIMIT):
@@ -1295,6 +1308,7 @@ class AmqpTransport(Transport):
     def _browse_some(self, link: Link, queue: str, visit: Any, max: int) -> None:
         """Look at the first ``max`` ready messages of ``queue`` (a channel's) on a spare
         channel; they go back to the queue, recorded as returns without an attempt."""
+        assert link.conn is not None
         spare = link.conn.channel()
         seen: list[str] = []
         try:
@@ -1394,7 +1408,7 @@ class AmqpTransport(Transport):
                 found.append(dl)
 
         names = self._dead_queue_names(queue)
-        self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names])
+        self._call(lambda link: self._browse_all(link, names, visit))
         found.sort(key=lambda dl: dl.id, reverse=True)
         return found[:limit]
 
@@ -1466,7 +1480,7 @@ class AmqpTransport(Transport):
                 return True
             return False
 
-        self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names], retry=False)
+        self._call(lambda link: self._browse_all(link, names, visit), retry=False)
         for claim, dead_queue in claims:  # their bodies go when nothing else refers to them
             self.store.move_claim(claim, dead_queue, None)
         n = len(counted)
@@ -1600,8 +1614,8 @@ class _AmqpTx(TransactionOps):
         def outputs(link: Link) -> None:
             for d in settled:  # a lease lost during the transaction: nothing happens
                 t._lease(link, d, "settle")
-            for channel, envs, component in self.sends:
-                t._send(link, channel, envs, component, journal)
+            for target, envs, component in self.sends:
+                t._send(link, target, envs, component, journal)
             for dead_id, env, reason, component, channel, delivery in self.invalids:
                 t._invalid(link, dead_id, env, reason, component, channel, delivery, journal)
             for d, text, component, outcome, wait, dead in self.nacks:
@@ -1642,7 +1656,7 @@ class _AmqpTx(TransactionOps):
         def run(link: Link) -> None:
             back_now = [x for x in back if x.generation == link.generation]
             for lease in back_now:  # a rollback is no attempt
-                t.store.add_returns(lease.queue, [lease.received.properties.message_id])
+                t.store.add_returns(lease.queue, [lease.message_id])
                 link.ch.basic_nack(lease.tag, requeue=True)
 
         if back:
