@@ -22,5 +22,5 @@ for folder in FOLDERS:
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={pkg: ["*.avsc", "*.xsd", "*.wsdl", "*.cpy", "*.toml"] for pkg in packages},
+    package_data={pkg: ["*.avsc", "*.xsd", "*.wsdl", "*.cpy", "*.toml", "*.js", "*.css", "*.tmpl"] for pkg in packages},
 )

@@ -30,11 +30,11 @@ daemon resolves them before the adapter is created; other paths can be resolved 
 ``context.resolve_path``.
 """
 
+from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.model.adapter import (
     HEALTH_STATES,
     Adapter,
     AdapterContext,
-    OptionDoc,
     resolve_path,
     resolve_path_options,
 )
@@ -64,11 +64,21 @@ from coupler.bus.model.files import (
 )
 from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
+from coupler.canonical.options import (
+    Bool,
+    Int,
+    Num,
+    OptionsError,
+    OptionsModel,
+    Str,
+    option,
+    validate_options,
+)
 
 __all__ = [
     "COMMON_COMMANDS", "DONE", "FAILED", "FAULT_CODES", "FINAL_STATES", "HEALTH_STATES",
     "PROCESSING", "PUBLISHED", "STAGED", "Adapter", "AdapterContext", "Command",
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
-    "InvalidMessage", "OptionDoc", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
+    "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
 ]

@@ -118,7 +118,13 @@ class Envelope:
         return dataclasses.replace(self, **changes)
 
     def reply(self, body: bytes, format: FormatIndicator | str, **headers: Any) -> Envelope:
-        """A Reply Message correlated to this one (``correlation_id`` = this ``message_id``)."""
+        """A Reply Message correlated to this one (``correlation_id`` = this ``message_id``),
+        in the same trace (its ``traceparent`` is a child of this message's)."""
+        from .tracecontext import TRACEPARENT, trace_of
+
+        parent = trace_of(self)
+        if parent is not None:
+            headers["properties"] = {TRACEPARENT: parent.child().header, **(headers.get("properties") or {})}
         return Envelope(
             format=FormatIndicator.parse(format) if isinstance(format, str) else format,
             body=body,

@@ -7,17 +7,29 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Reply
+from coupler.bus.api import Adapter, AdapterContext, Bool, Command, CommandFault, Num, Reply, option
 
 from .claims import prune_claims
 from .errors import AdapterConfigError
-from .inbound import InboundPipeline, InboundSettings, read_inbound_settings
-from .options import Options
-from .outbound import FileWriter, OutboundSettings, read_outbound_settings
+from .inbound import InboundOptions, InboundPipeline, InboundSettings, read_inbound_settings
+from .outbound import FileWriter, OutboundOptions, OutboundSettings, read_outbound_settings
 from .poller import Poller
 from .state import FileState, open_file_state
 
 DIRECTIONS = ("inbound", "outbound", "both")
+
+
+class FileAdapterOptions(InboundOptions, OutboundOptions):
+    """The options the file drop and SFTP adapters share: inbound, outbound and polling."""
+
+    poll_interval: Num = option("Seconds between polls.", default=5.0, ge=0.01)
+    max_poll_interval: Num = option("Longest interval while polls find nothing.", default=60.0, ge=0.01)
+    idle_backoff: Num = option("The interval is multiplied by this after an empty poll.", default=2.0, ge=1)
+    autopoll: Bool = option("Poll on its own (off: only the `fetch` command polls).", default=True)
+    poll_timeout: Num = option("A poll running longer is `poll overdue` in the adapter's health.",
+                               default=600.0, ge=0.01)
+    state_retention_days: Num = option("Finished files are forgotten after this.", default=30.0, ge=0)
+    claim_retention_hours: Num = option("Claimed files older than this are removed at start.", default=168.0, ge=0)
 
 
 class FileAdapterBase(Adapter):
@@ -28,25 +40,24 @@ class FileAdapterBase(Adapter):
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
-        opts = Options(name, options)
-        self.opts = opts
         if "direction" in options:
             raise AdapterConfigError(
                 "options.direction is not an option: the adapter's `direction` in site.toml says which way files flow",
                 where=f"adapters[{name}].options.direction",
                 hint="move it up to the [[adapters]] entry (direction = \"inbound\", \"outbound\" or \"both\")",
             )
-        self.inbound: InboundSettings = read_inbound_settings(opts)
-        self.outbound: OutboundSettings = read_outbound_settings(opts)
-        self.poll_interval = opts.number("poll_interval", 5.0, minimum=0.01)
-        self.max_interval = opts.number("max_poll_interval", 60.0, minimum=0.01)
-        self.idle_backoff = opts.number("idle_backoff", 2.0, minimum=1)
-        self.autopoll = opts.boolean("autopoll", True)
-        self.poll_timeout = opts.number("poll_timeout", 600.0, minimum=0.01)
-        self.state_retention = opts.number("state_retention_days", 30.0, minimum=0) * 86400
-        self.claim_retention = opts.number("claim_retention_hours", 168.0, minimum=0) * 3600
+        opts = self.parse_options(name, options)
+        self.opts = opts
+        self.inbound: InboundSettings = read_inbound_settings(opts, name)
+        self.outbound: OutboundSettings = read_outbound_settings(opts, name)
+        self.poll_interval = opts.poll_interval
+        self.max_interval = opts.max_poll_interval
+        self.idle_backoff = opts.idle_backoff
+        self.autopoll = opts.autopoll
+        self.poll_timeout = opts.poll_timeout
+        self.state_retention = opts.state_retention_days * 86400
+        self.claim_retention = opts.claim_retention_hours * 3600
         self.read_options(opts)
-        opts.check_unknown()
         self.state: FileState | None = None
         self.pipeline: InboundPipeline | None = None
         self.poller: Poller | None = None
@@ -54,8 +65,8 @@ class FileAdapterBase(Adapter):
 
     # -- to be provided by the adapter types ----------------------------------------------------
 
-    def read_options(self, opts: Options) -> None:
-        """Read the options of the adapter type (``opts`` raises for bad values)."""
+    def read_options(self, opts: Any) -> None:
+        """Take the options of the adapter type (``opts``: its :attr:`options_model`, validated)."""
 
     def open_inbound(self) -> InboundPipeline:
         raise NotImplementedError

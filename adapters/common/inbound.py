@@ -32,26 +32,37 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from coupler.bus.api import AdapterContext, InvalidMessage
+from coupler.bus.api import (
+    AdapterContext,
+    Bool,
+    Int,
+    InvalidMessage,
+    Num,
+    OptionsModel,
+    Str,
+    option,
+)
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import MessageKind, Sequence
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .claims import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, store_claim
 from .errors import PayloadError, RemoteError
 from .fs import FileInfo, FileSystem
 from .jail import safe_relative
-from .options import Options
-from .payload import MODES, PayloadSettings, Splitter, WholeSplitter, splitter_for
+from .options import Strings
+from .payload import PayloadMode, PayloadSettings, Splitter, WholeSplitter, splitter_for
 from .readiness import StabilityCheck
-from .selection import ORDERS, Selection, order_files
+from .selection import Order, Selection, order_files
 from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileState
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
-AFTER = ("archive", "delete", "keep")
+#: what happens to a file once published (option ``after``)
+After = Literal["archive", "delete", "keep"]
 
 
 @dataclass
@@ -75,41 +86,76 @@ class InboundSettings:
     format: str | None = None
 
 
-def read_inbound_settings(opts: Options, base_dir: Path | None = None) -> InboundSettings:
-    """The inbound options shared by the file drop and SFTP adapters (see docs/adapters/)."""
-    where = f"adapters[{opts.adapter}].options"
-    done = opts.string("done_suffix", None)
+class InboundOptions(OptionsModel):
+    """The inbound options the file drop and SFTP adapters share (see docs/adapters/)."""
+
+    include: Strings = option("Globs over the name and the relative path of the files to take.",
+                              default_factory=lambda: ["*"])
+    exclude: Strings = option("Globs of files to leave.", default_factory=list)
+    recursive: Bool = option("Descend into sub-directories.", default=False)
+    order: Order = option("The order files are taken in.", default="name")
+    max_files_per_poll: Int = option("Files taken per poll.", default=100, ge=1)
+    stable_seconds: Num = option("A file is ready when its size and mtime have not changed for this long.",
+                                 default=2.0, ge=0)
+    done_suffix: Str | None = option("A file is ready when a marker file NAME+suffix exists.", default=None)
+    checksum: Bool = option("Put the file's SHA-256 in its key (a changed file is taken again).", default=False)
+    after: After = option("What happens to a file once published.",
+                                                        default="archive")
+    archive_dir: Str = option("Where `archive` moves files, relative to the directory.", default="archive")
+    archive_dated: Bool = option("Archive into a YYYY-MM-DD sub-directory.", default=False)
+    error_dir: Str = option("Where files that cannot be read go, relative to the directory.", default="error")
+    validate_first: Bool = option("Check the whole file before publishing any record of it.", default=True)
+    claim_check_bytes: Int = option("Whole files larger than this go by Claim Check.", default=8 << 20, ge=1)
+    batch_threshold_bytes: Int | None = option("Files this large are staged for batch in `batch_dir`.",
+                                               default=None, ge=1)
+    batch_dir: Str | None = option("Where files are staged for batch (relative to site.toml).", default=None)
+    batch_format: Str = option("Format of the staged-file event.", default="coupler.batch.StagedFile@1")
+    format: Str | None = option("Format indicator when the site sets none (`coupler.File@1`).", default=None)
+    payload: PayloadMode = option(
+        "How a file becomes messages: the whole file, one per line, per fixed-length record, per "
+        "copybook record or per XML element.", default="whole")
+    record_length: Int | None = option("payload `fixed`: the record length.", default=None, ge=1)
+    copybook: Str | None = option("payload `copybook`: the copybook (relative to site.toml).", default=None)
+    element: Str | None = option("payload `xml`: the element each message is.", default=None)
+    encoding: Str | None = option("Check that the file is in this encoding.", default=None)
+    skip_empty_lines: Bool = option("payload `lines`: skip empty lines.", default=True)
+    content_type: Str | None = option("The content type of the messages (default: by payload).", default=None)
+
+
+def read_inbound_settings(opts: InboundOptions, adapter: str, base_dir: Path | None = None) -> InboundSettings:
+    """The inbound settings of adapter ``adapter`` from its options."""
+    where = f"adapters[{adapter}].options"
     s = InboundSettings(
-        selection=Selection(opts.strings("include", ["*"]), opts.strings("exclude", []), done or None),
-        recursive=opts.boolean("recursive", False),
-        order=opts.string("order", "name", choices=ORDERS),
-        max_files=opts.integer("max_files_per_poll", 100, minimum=1),
-        stable_seconds=opts.number("stable_seconds", 2.0, minimum=0),
-        checksum=opts.boolean("checksum", False),
-        after=opts.string("after", "archive", choices=AFTER),
-        archive_dir=safe_relative(opts.string("archive_dir", "archive"), where=f"{where}.archive_dir"),
-        archive_dated=opts.boolean("archive_dated", False),
-        error_dir=safe_relative(opts.string("error_dir", "error"), where=f"{where}.error_dir"),
-        validate_first=opts.boolean("validate_first", True),
-        claim_check_bytes=opts.integer("claim_check_bytes", 8 << 20, minimum=1),
-        batch_threshold_bytes=opts.integer("batch_threshold_bytes", None, minimum=1),
-        batch_format=opts.string("batch_format", "coupler.batch.StagedFile@1"),
-        format=opts.string("format", None),
+        selection=Selection(list(opts.include), list(opts.exclude), opts.done_suffix or None),
+        recursive=opts.recursive,
+        order=opts.order,
+        max_files=opts.max_files_per_poll,
+        stable_seconds=opts.stable_seconds,
+        checksum=opts.checksum,
+        after=opts.after,
+        archive_dir=safe_relative(opts.archive_dir, where=f"{where}.archive_dir"),
+        archive_dated=opts.archive_dated,
+        error_dir=safe_relative(opts.error_dir, where=f"{where}.error_dir"),
+        validate_first=opts.validate_first,
+        claim_check_bytes=opts.claim_check_bytes,
+        batch_threshold_bytes=opts.batch_threshold_bytes,
+        batch_format=opts.batch_format,
+        format=opts.format,
     )
-    batch_dir = opts.string("batch_dir", None)
+    batch_dir = opts.batch_dir
     if s.batch_threshold_bytes and not batch_dir:
         raise CouplerError("batch_threshold_bytes needs batch_dir (where the batch job reads)", where=where)
     if batch_dir:
         s.batch_dir = Path(batch_dir) if base_dir is None else base_dir / batch_dir
-    copybook = opts.string("copybook", None)
+    copybook = opts.copybook
     s.payload = PayloadSettings(
-        mode=opts.string("payload", "whole", choices=MODES),
-        record_length=opts.integer("record_length", None, minimum=1),
+        mode=opts.payload,
+        record_length=opts.record_length,
         copybook=(Path(copybook) if base_dir is None else base_dir / copybook) if copybook else None,
-        element=opts.string("element", None),
-        encoding_check=opts.string("encoding", None),
-        skip_empty_lines=opts.boolean("skip_empty_lines", True),
-        content_type=opts.string("content_type", None),
+        element=opts.element,
+        encoding_check=opts.encoding,
+        skip_empty_lines=opts.skip_empty_lines,
+        content_type=opts.content_type,
     )
     return s
 
@@ -295,6 +341,9 @@ class InboundPipeline:
 
     def _properties(self, info: FileInfo, key: FileKey) -> dict[str, str]:
         props = {
+            # one trace per file (the same one when the file is read again after a restart):
+            # its records and everything derived from them follow it
+            TRACEPARENT: TraceContext.for_key(self.message_id(key, -1)).header,
             "file.name": info.name,
             "file.path": info.path,
             "file.size": str(info.size),

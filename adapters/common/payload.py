@@ -21,14 +21,17 @@ Every splitter reads its input as a stream and yields bodies one at a time.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from .errors import AdapterConfigError, PayloadError
 
-MODES = ("whole", "lines", "fixed", "copybook", "xml")
+#: how a file becomes messages (option ``payload``)
+PayloadMode = Literal["whole", "lines", "fixed", "copybook", "xml"]
+MODES: tuple[str, ...] = typing.get_args(PayloadMode)
 _CHUNK = 1 << 20
 
 

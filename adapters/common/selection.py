@@ -7,10 +7,12 @@ import heapq
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .fs import FileInfo
 
-ORDERS = ("name", "mtime")
+#: the orders files are taken in (option ``order``)
+Order = Literal["name", "mtime"]
 
 
 @dataclass

@@ -10,41 +10,39 @@ default: the system's), ``cert``/``key`` for client authentication, ``server_hos
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from coupler.bus.api import OptionDoc
+from pydantic import PrivateAttr
+
+from coupler.bus.api import OptionsModel, Str, option, validate_options
 
 from .errors import AdapterConfigError
 
-CLIENT_AUTH = ("none", "optional", "required")
-
-#: the TLS options in the generated configuration reference
-TLS_OPTION_DOCS = (
-    OptionDoc("tls.cert", "string", None, "Server: its certificate (PEM); with it the adapter speaks TLS (1.2 at least). Client: a certificate for client authentication."),
-    OptionDoc("tls.key", "string", None, "The private key of `tls.cert` (PEM)."),
-    OptionDoc("tls.ca", "string", None, "Server: the CA of client certificates. Client: the CA of the server (default: the system's)."),
-    OptionDoc("tls.client_auth", "string", "none", "Server: `none`, `optional` or `required` client certificates (needs `tls.ca`)."),
-)
-
 
 class TLSConfigError(AdapterConfigError):
-    """A TLS option that is missing or wrong, or a certificate that cannot be loaded."""
+    """A certificate or key that cannot be loaded, or TLS settings that do not fit together."""
 
 
-@dataclass(frozen=True)
-class TLSOptions:
-    cert: Path | None = None
-    key: Path | None = None
-    ca: Path | None = None
-    client_auth: str = "none"  # server: none | optional | required
-    server_hostname: str | None = None
-    verify: bool = True
-    adapter: str = ""
+class TLSOptions(OptionsModel):
+    """``[adapters.options.tls]``: TLS (1.2 at least) of a network adapter, server or client."""
+
+    cert: Path | None = option(
+        "Server: its certificate (PEM); with it the adapter speaks TLS (1.2 at least). Client: a "
+        "certificate for client authentication.", default=None)
+    key: Path | None = option("The private key of `tls.cert` (PEM).", default=None)
+    ca: Path | None = option(
+        "Server: the CA of client certificates. Client: the CA of the server (default: the system's).",
+        default=None)
+    client_auth: Literal["none", "optional", "required"] = option(
+        "Server: `none`, `optional` or `required` client certificates (needs `tls.ca`).", default="none")
+    server_hostname: Str | None = option("Client: the host name the server's certificate must name "
+                                         "(default: the host connected to).", default=None)
+    verify: bool = option("Client: verify the server's certificate.", default=True, strict=True)
+    _adapter: str = PrivateAttr(default="")
 
     def _where(self, key: str) -> str:
-        return f"adapter {self.adapter}: options.tls.{key}" if self.adapter else f"options.tls.{key}"
+        return f"adapters[{self._adapter}].options.tls.{key}" if self._adapter else f"options.tls.{key}"
 
     def server_context(self) -> ssl.SSLContext:
         if self.cert is None:
@@ -88,31 +86,6 @@ def parse_tls(adapter: str, options: dict[str, Any]) -> TLSOptions | None:
     """The ``tls`` table of ``options`` (None when absent), checked."""
     if "tls" not in options:
         return None
-    t = options["tls"]
-    if not isinstance(t, dict):
-        raise TLSConfigError("expected a table {cert, key, ca, client_auth}", where=f"adapter {adapter}: options.tls")
-
-    def get(key: str, kind: type) -> Any:
-        value = t.get(key)
-        if value is not None and not isinstance(value, kind):
-            raise TLSConfigError(f"expected {kind.__name__}, got {value!r}", where=f"adapter {adapter}: options.tls.{key}")
-        return value
-
-    unknown = sorted(set(t) - {"cert", "key", "ca", "client_auth", "server_hostname", "verify"})
-    if unknown:
-        raise TLSConfigError(f"unknown key {unknown[0]!r}", where=f"adapter {adapter}: options.tls.{unknown[0]}")
-    client_auth = get("client_auth", str) or "none"
-    if client_auth not in CLIENT_AUTH:
-        raise TLSConfigError(
-            f"{client_auth!r} is not one of {', '.join(CLIENT_AUTH)}", where=f"adapter {adapter}: options.tls.client_auth"
-        )
-    verify = get("verify", bool)
-    return TLSOptions(
-        cert=Path(get("cert", str)) if t.get("cert") else None,
-        key=Path(get("key", str)) if t.get("key") else None,
-        ca=Path(get("ca", str)) if t.get("ca") else None,
-        client_auth=client_auth,
-        server_hostname=get("server_hostname", str),
-        verify=True if verify is None else verify,
-        adapter=adapter,
-    )
+    tls = validate_options(TLSOptions, options["tls"], prefix=f"adapters[{adapter}].options.tls")
+    tls._adapter = adapter
+    return tls

@@ -14,12 +14,14 @@ import contextlib
 import posixpath
 import uuid
 from collections.abc import Iterable
+from typing import Literal
 
 from .errors import FileExistsPolicyError
 from .fs import FileSystem
 from .jail import safe_relative
 
-FILE_EXISTS_POLICIES = ("override", "append", "fail", "ignore", "unique")
+#: what happens when a file to write exists (option ``file_exists``)
+FileExists = Literal["override", "append", "fail", "ignore", "unique"]
 
 
 def temp_name(rel: str) -> str:

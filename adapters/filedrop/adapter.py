@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from coupler.bus.api import CommandFault
+from coupler.bus.api import Bool, CommandFault, Str, option
 
-from ..common.base import FileAdapterBase
+from ..common.base import FileAdapterBase, FileAdapterOptions
 from ..common.errors import AdapterConfigError
 from ..common.fs import FileInfo, LocalFS
 from ..common.inbound import InboundPipeline
-from ..common.options import Options
 from ..common.outbound import FileWriter
 
 
@@ -33,6 +32,15 @@ class _InPlace:
         pass
 
 
+class FileDropOptions(FileAdapterOptions):
+    """``[adapters.options]`` of ``type = "filedrop"`` (docs/adapters/filedrop.md)."""
+
+    directory: Str = option("The drop directory (inbound) / the output root (outbound), relative to site.toml.")
+    output_directory: Str | None = option("The outbound root when `direction = \"both\"`.", default=None)
+    create_directories: Bool = option("Create missing directories.", default=True)
+    fsync: Bool = option("fsync written files and directories.", default=True)
+
+
 class FileDropAdapter(FileAdapterBase):
     """Files in a local directory to the bus, and documents from the bus to files."""
 
@@ -40,13 +48,13 @@ class FileDropAdapter(FileAdapterBase):
     #: relative ones are relative to the directory of site.toml (the daemon resolves them)
     path_options = ("directory", "output_directory", "copybook", "batch_dir")
     output_option = "output_directory"
+    options_model = FileDropOptions
 
-    def read_options(self, opts: Options) -> None:
-        self.directory = Path(opts.string("directory"))
-        out = opts.string("output_directory", None)
-        self.output_directory = Path(out) if out else None
-        self.create_directories = opts.boolean("create_directories", True)
-        self.durable = opts.boolean("fsync", True)
+    def read_options(self, opts: FileDropOptions) -> None:
+        self.directory = Path(opts.directory)
+        self.output_directory = Path(opts.output_directory) if opts.output_directory else None
+        self.create_directories = opts.create_directories
+        self.durable = opts.fsync
 
     def _root(self, path: Path) -> LocalFS:
         if not path.is_dir():

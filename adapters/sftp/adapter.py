@@ -7,15 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from coupler.bus.api import CommandFault
+from coupler.bus.api import CommandFault, Int, Str, option
 from coupler.canonical.errors import CouplerError
 
-from ..common.base import FileAdapterBase
+from ..common.base import FileAdapterBase, FileAdapterOptions
 from ..common.inbound import InboundPipeline
-from ..common.options import Options
 from ..common.outbound import FileWriter
-from .connection import SftpConnection, read_connection_settings
+from .connection import ConnectionOptions, SftpConnection, read_connection_settings
 from .remote import SftpFS, Staging
+
+
+class SftpOptions(FileAdapterOptions, ConnectionOptions):
+    """``[adapters.options]`` of ``type = "sftp"`` (docs/adapters/sftp.md)."""
+
+    remote_directory: Str = option("The directory on the server polled (inbound) or written (outbound).",
+                                   default=".")
+    remote_output_directory: Str | None = option("The outbound directory when `direction = \"both\"`.",
+                                                 default=None)
+    list_page_size: Int = option("Directory entries read per request.", default=100, ge=1)
 
 
 class SftpAdapter(FileAdapterBase):
@@ -26,13 +35,14 @@ class SftpAdapter(FileAdapterBase):
     #: relative to the directory of site.toml (the daemon resolves them)
     path_options = ("private_key", "known_hosts", "copybook", "batch_dir")
     output_option = "remote_output_directory"
+    options_model = SftpOptions
     output_what = "uploads"
 
-    def read_options(self, opts: Options) -> None:
-        self.settings = read_connection_settings(opts)
-        self.remote_directory = opts.string("remote_directory", ".")
-        self.remote_output_directory = opts.string("remote_output_directory", None)
-        self.page_size = opts.integer("list_page_size", 100, minimum=1)
+    def read_options(self, opts: SftpOptions) -> None:
+        self.settings = read_connection_settings(opts, self.name)
+        self.remote_directory = opts.remote_directory
+        self.remote_output_directory = opts.remote_output_directory
+        self.page_size = opts.list_page_size
         self.conn: SftpConnection | None = None
 
     def _connection(self) -> SftpConnection:

@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 
 import paramiko
 
+from coupler.bus.api import Bool, Int, Num, OptionsModel, Str, option
+
 from ..common.errors import AdapterConfigError, HostKeyError, RemoteError
-from ..common.options import Options
 from . import hostkeys
 
 T = TypeVar("T")
@@ -47,35 +48,55 @@ class ConnectionSettings:
         return f"sftp://{self.username}@{self.host}:{self.port}"
 
 
-def _secret(opts: Options, key: str) -> str | None:
-    value = opts.string(key, None)
-    env = opts.string(f"{key}_env", None)
+class ConnectionOptions(OptionsModel):
+    """The SFTP connection's options (``[adapters.options]`` of ``type = "sftp"``)."""
+
+    host: Str = option("The SFTP server.")
+    port: Int = option("Its SSH port.", default=22, ge=1, le=65535)
+    username: Str = option("The SSH user.")
+    password: Str | None = option("Its password (better: `password_env`).", default=None)
+    password_env: Str | None = option("The environment variable holding the password.", default=None)
+    private_key: Str | None = option("The private key file (OpenSSH or PEM), relative to site.toml.", default=None)
+    passphrase: Str | None = option("The private key's passphrase (better: `passphrase_env`).", default=None)
+    passphrase_env: Str | None = option("The environment variable holding the passphrase.", default=None)
+    known_hosts: Str | None = option("The known_hosts file the server's key is checked against.", default=None)
+    host_key_fingerprint: Str | None = option("The server key's SHA256 fingerprint (instead of known_hosts).",
+                                              default=None)
+    trust_on_first_use: Bool = option("Record the server's key in `known_hosts` on the first connection.",
+                                      default=False)
+    connect_timeout: Num = option("Seconds to connect.", default=10.0, ge=0.1)
+    read_timeout: Num = option("Seconds a remote operation may take.", default=30.0, ge=0.1)
+    reconnect_delay: Num = option("Seconds before the first reconnection.", default=1.0, ge=0)
+    reconnect_max_delay: Num = option("Longest delay between reconnections.", default=60.0, ge=0)
+
+
+def _secret(opts: ConnectionOptions, adapter: str, key: str) -> str | None:
+    value = getattr(opts, key)
+    env = getattr(opts, f"{key}_env")
     if env:
         if env not in os.environ:
-            raise AdapterConfigError(f"environment variable {env} is not set", where=f"adapters[{opts.adapter}].options.{key}_env")
+            raise AdapterConfigError(f"environment variable {env} is not set", where=f"adapters[{adapter}].options.{key}_env")
         value = os.environ[env]
     return value
 
 
-def read_connection_settings(opts: Options) -> ConnectionSettings:
-    where = f"adapters[{opts.adapter}].options"
+def read_connection_settings(opts: ConnectionOptions, adapter: str) -> ConnectionSettings:
+    where = f"adapters[{adapter}].options"
     s = ConnectionSettings(
-        host=opts.string("host"),
-        port=opts.integer("port", 22, minimum=1),
-        username=opts.string("username"),
-        password=_secret(opts, "password"),
-        passphrase=_secret(opts, "passphrase"),
-        host_key_fingerprint=opts.string("host_key_fingerprint", None),
-        trust_on_first_use=opts.boolean("trust_on_first_use", False),
-        connect_timeout=opts.number("connect_timeout", 10.0, minimum=0.1),
-        read_timeout=opts.number("read_timeout", 30.0, minimum=0.1),
-        reconnect_delay=opts.number("reconnect_delay", 1.0, minimum=0),
-        reconnect_max_delay=opts.number("reconnect_max_delay", 60.0, minimum=0),
+        host=opts.host,
+        port=opts.port,
+        username=opts.username,
+        password=_secret(opts, adapter, "password"),
+        passphrase=_secret(opts, adapter, "passphrase"),
+        host_key_fingerprint=opts.host_key_fingerprint,
+        trust_on_first_use=opts.trust_on_first_use,
+        connect_timeout=opts.connect_timeout,
+        read_timeout=opts.read_timeout,
+        reconnect_delay=opts.reconnect_delay,
+        reconnect_max_delay=opts.reconnect_max_delay,
     )
-    key = opts.string("private_key", None)
-    s.private_key = Path(key).expanduser() if key else None
-    kh = opts.string("known_hosts", None)
-    s.known_hosts = Path(kh).expanduser() if kh else None
+    s.private_key = Path(opts.private_key).expanduser() if opts.private_key else None
+    s.known_hosts = Path(opts.known_hosts).expanduser() if opts.known_hosts else None
     if s.private_key is None and s.password is None:
         raise AdapterConfigError("set private_key or password (or password_env)", where=where)
     if s.known_hosts is None and not s.host_key_fingerprint:

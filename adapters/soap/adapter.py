@@ -14,6 +14,9 @@ adapter's channel (HTTP 202).
 Outbound (``mode = "client"``): ``request`` and ``send`` commands call the remote
 operation named by the command's ``operation`` through the WSDL, with a timeout and retries
 on transport errors only; SOAP faults become error replies.
+
+Trace context: a request's W3C ``traceparent`` header is continued (the document carries a
+child of it); every outbound call sends ``traceparent``, a child of the message's trace.
 """
 
 from __future__ import annotations
@@ -25,26 +28,34 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import aiohttp
 from aiohttp import web
 from lxml import etree
+from pydantic import ValidationInfo, field_validator
 
-from coupler.adapters.common.tls import TLS_OPTION_DOCS, TLSOptions, parse_tls
+from coupler.adapters.common.tls import TLSOptions
 from coupler.adapters.socket.bus import request_command
 from coupler.adapters.socket.loop import LoopThread
 from coupler.bus.api import (
     Adapter,
     AdapterContext,
+    Bool,
     Command,
     CommandFault,
     Document,
-    OptionDoc,
+    Int,
+    Num,
+    OptionsModel,
     Reply,
+    Str,
+    option,
 )
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
+from coupler.canonical.tracecontext import current as current_trace
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
 from coupler.translators.soap.envelope import CONTENT_TYPES
 from coupler.translators.soap.wsdl import SOAP11_BINDING, SOAP12_BINDING, XS, Port
@@ -69,13 +80,6 @@ class SoapConfigError(CouplerError):
     """An option of the SOAP adapter that is missing or wrong."""
 
 
-def _positive(adapter: str, options: dict[str, Any], key: str, default: float, *, zero: bool = False) -> float:
-    value = _opt(adapter, options, key, float, default)
-    if value < 0 or (value == 0 and not zero):
-        raise SoapConfigError(f"must be greater than {'or equal to ' if zero else ''}0, got {value:g}", where=f"adapter {adapter}: options.{key}")
-    return value
-
-
 class _NonceMemory:
     """The nonces seen, for an adapter run without a bus (the bus keeps them in the site's store)."""
 
@@ -94,15 +98,58 @@ class _NonceMemory:
             return True
 
 
-def _opt(adapter: str, options: dict[str, Any], key: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
-    value = options.get(key, default)
-    if value is None and required:
-        raise SoapConfigError("missing", where=f"adapter {adapter}: options.{key}")
-    if value is not None and kind is float and isinstance(value, int):
-        value = float(value)
-    if value is not None and not isinstance(value, kind):
-        raise SoapConfigError(f"expected {kind.__name__}, got {value!r}", where=f"adapter {adapter}: options.{key}")
-    return value
+class SoapOptions(OptionsModel):
+    """``[adapters.options]`` of ``type = "soap"`` (docs/adapters/soap.md)."""
+
+    mode: Literal["server", "client"] = option("`server` serves the WSDL's operations; `client` calls them.")
+    wsdl: Str = option("The WSDL file (relative to site.toml).")
+    service: Str | None = option("The WSDL service (default: the first with SOAP ports).", default=None)
+    port: Str | None = option("The WSDL port (default: the service's SOAP 1.1 and 1.2 ports).", default=None)
+    soap_version: Literal["1.1", "1.2"] | None = option(
+        "Client: the SOAP version spoken (default: 1.1 when the service has a 1.1 port).", default=None)
+    target: Str | None = option("Server: the command target that serves the requests (required).", default=None,
+                                validate_default=True)
+    command_channel: Str = option("Server: the command channel of `target`.", default="coupler.commands")
+    host: Str = option("Server: the address to listen on.", default="127.0.0.1")
+    listen_port: Int = option("Server: the TCP port (0: any free one).", default=0, ge=0, le=65535)
+    path: Str | None = option("Server: the URL path (default: `/SERVICE`).", default=None)
+    max_request_bytes: Int = option("Server: larger request bodies are answered HTTP 413 unread.",
+                                    default=1024 * 1024, ge=1)
+    users: dict[str, Str] = option(
+        "Server: user name -> password; every request must then carry a WS-Security UsernameToken of one "
+        "of them.", default_factory=dict)
+    username_token_ttl: Num = option(
+        "Server: seconds a UsernameToken's `Created` may lie in the past (WSS4J `utTimeToLive`); older is "
+        "refused, `wsse:MessageExpired`.", default=TokenPolicy.ttl, gt=0)
+    username_token_future_ttl: Num = option(
+        "Server: seconds it may lie in the future, the clock-skew allowance (WSS4J `utFutureTimeToLive`). "
+        "Nonces are remembered site-wide for both together; one used again is refused.",
+        default=TokenPolicy.future_ttl, ge=0)
+    allow_password_text_over_http: Bool = option(
+        "Server: accept a PasswordText token on a connection without TLS.",
+        default=TokenPolicy.allow_password_text_over_http)
+    address: Str | None = option("Client: the endpoint URL (default: the WSDL port's address).", default=None)
+    operation: Str | None = option(
+        "Client: the operation documents from the adapter's channel call (default: their `soap.operation` "
+        "property, or the only operation).", default=None)
+    timeout: Num = option("Client: seconds per call.", default=30.0, gt=0)
+    retries: Int = option("Client: attempts after a transport error (never after a SOAP fault).", default=2, ge=0)
+    username: Str | None = option("Client: the WS-Security UsernameToken user.", default=None)
+    password: Str | None = option("Client: its password.", default=None)
+    password_digest: Bool = option("Client: send PasswordDigest instead of PasswordText.", default=False)
+    addressing: Bool = option("WS-Addressing headers on requests and responses.", default=False)
+    formats: dict[str, Str] = option(
+        "Format indicators (NAME@V) of operations' documents: `{ OPERATION = ..., OPERATIONResponse = ... }`.",
+        default_factory=dict)
+    tls: TLSOptions | None = option("TLS: HTTPS server (`tls.cert`, `tls.key`) or client settings (see `tls.*`).",
+                                    default=None)
+
+    @field_validator("target")
+    @classmethod
+    def _server_has_a_target(cls, target: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("mode") == "server" and not target:
+            raise ValueError("the command target that serves the requests is required")
+        return target
 
 
 class SoapAdapter(Adapter):
@@ -112,65 +159,58 @@ class SoapAdapter(Adapter):
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
     path_options: ClassVar[tuple[str, ...]] = ("wsdl", "tls.cert", "tls.key", "tls.ca")
-    option_docs: ClassVar[tuple[OptionDoc, ...]] = (
-        OptionDoc("users", "table", None, "Server: user name -> password; every request must then carry a WS-Security UsernameToken of one of them."),
-        OptionDoc("username_token_ttl", "number", TokenPolicy.ttl,
-                  "Server: seconds a UsernameToken's `Created` may lie in the past (WSS4J `utTimeToLive`); older is refused, `wsse:MessageExpired`."),
-        OptionDoc("username_token_future_ttl", "number", TokenPolicy.future_ttl,
-                  "Server: seconds it may lie in the future, the clock-skew allowance (WSS4J `utFutureTimeToLive`). Nonces are remembered site-wide for both together; one used again is refused."),
-        OptionDoc("allow_password_text_over_http", "boolean", TokenPolicy.allow_password_text_over_http,
-                  "Server: accept a PasswordText token on a connection without TLS."),
-        OptionDoc("max_request_bytes", "integer", 1024 * 1024, "Server: larger request bodies are answered HTTP 413 unread."),
-        *TLS_OPTION_DOCS,
-    )
+    options_model = SoapOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
-        o = self.options
-        self.mode = _opt(name, o, "mode", str, required=True)
-        if self.mode not in ("server", "client"):
-            raise SoapConfigError(f"{self.mode!r} is not server or client", where=f"adapter {name}: options.mode")
-        self.wsdl_path = Path(_opt(name, o, "wsdl", str, required=True))
+        o: SoapOptions = self.parse_options(name, self.options)
+        self.settings = o
+        self.mode = o.mode
+        self.wsdl_path = Path(o.wsdl)
         self.description = read_wsdl(self.wsdl_path)
         self.schemas = Schemas(self.description)
-        service_name = _opt(name, o, "service", str)
-        services = [s for s in self.description.services if service_name in (None, s.name) and s.ports]
+        where = f"adapters[{name}].options"
+        services = [s for s in self.description.services if o.service in (None, s.name) and s.ports]
         if not services:
-            raise SoapConfigError(f"no SOAP service {service_name or ''} in {self.wsdl_path}", where=f"adapter {name}: options.service")
+            raise SoapConfigError(f"no SOAP service {o.service or ''} in {self.wsdl_path}", where=f"{where}.service")
         self.service = services[0]
-        port_name = _opt(name, o, "port", str)
         self.ports: dict[str, Port] = {}
         for port in self.service.ports:
-            if port_name in (None, port.name):
+            if o.port in (None, port.name):
                 self.ports.setdefault(port.soap_version, port)
         if not self.ports:
-            raise SoapConfigError(f"no port {port_name!r} in service {self.service.name}", where=f"adapter {name}: options.port")
+            raise SoapConfigError(f"no port {o.port!r} in service {self.service.name}", where=f"{where}.port")
         self.operations = {v: {op.name: op for op in bind_port(self.schemas, p)} for v, p in self.ports.items()}
-        self.target = _opt(name, o, "target", str)
-        self.timeout = _opt(name, o, "timeout", float, 30.0)
-        self.retries = _opt(name, o, "retries", int, 2)
-        self.command_channel = _opt(name, o, "command_channel", str, "coupler.commands")
-        self.users: dict[str, str] = dict(_opt(name, o, "users", dict, {}) or {})
-        self.username = _opt(name, o, "username", str)
-        self.password = _opt(name, o, "password", str)
-        self.digest = bool(_opt(name, o, "password_digest", bool, False))
+        self.target = o.target
+        self.timeout = o.timeout
+        self.retries = o.retries
+        self.command_channel = o.command_channel
+        self.users: dict[str, str] = dict(o.users)
+        self.username = o.username
+        self.password = o.password
+        self.digest = o.password_digest
         self.token_policy = TokenPolicy(
-            ttl=_positive(name, o, "username_token_ttl", TokenPolicy.ttl),
-            future_ttl=_positive(name, o, "username_token_future_ttl", TokenPolicy.future_ttl, zero=True),
-            allow_password_text_over_http=bool(_opt(name, o, "allow_password_text_over_http", bool, False)),
+            ttl=o.username_token_ttl,
+            future_ttl=o.username_token_future_ttl,
+            allow_password_text_over_http=o.allow_password_text_over_http,
         )
-        self.tls: TLSOptions | None = parse_tls(name, o)
+        self.tls: TLSOptions | None = o.tls
+        if self.tls is not None:
+            self.tls._adapter = name
         self._nonces = _NonceMemory()
-        self.addressing = bool(_opt(name, o, "addressing", bool, False))
-        self.formats = {k: FormatIndicator.parse(v, "application/json") for k, v in (_opt(name, o, "formats", dict, {}) or {}).items()}
-        self.version = _opt(name, o, "soap_version", str, "1.1" if "1.1" in self.ports else "1.2")
-        if self.mode == "server" and not self.target:
-            raise SoapConfigError("the command target that serves the requests is required", where=f"adapter {name}: options.target")
-        self.host = _opt(name, o, "host", str, "127.0.0.1")
-        self.listen_port = _opt(name, o, "listen_port", int, 0)
-        self.path = _opt(name, o, "path", str, f"/{self.service.name}")
-        self.endpoint = _opt(name, o, "address", str)
-        self.max_request_bytes = _opt(name, o, "max_request_bytes", int, 1024 * 1024)
+        self.addressing = o.addressing
+        try:
+            self.formats = {k: FormatIndicator.parse(v, "application/json") for k, v in o.formats.items()}
+        except CouplerError as exc:
+            raise SoapConfigError(exc.message, where=f"{where}.formats") from None
+        self.version = o.soap_version or ("1.1" if "1.1" in self.ports else "1.2")
+        self.host = o.host
+        self.listen_port = o.listen_port
+        self.path = o.path or f"/{self.service.name}"
+        self.endpoint = o.address
+        self.max_request_bytes = o.max_request_bytes
+        #: the operation documents from the adapter's channel call (default: their soap.operation)
+        self.default_operation = o.operation or ""
         self.url: str | None = None
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
@@ -315,6 +355,9 @@ class SoapAdapter(Adapter):
             return self._fault_response(version, SoapFault("Sender", f"{op.name}: invalid request: {exc}"))
         document = to_document(record, self._format(op.name, ""))
         document.properties["soap.operation"] = op.name
+        caller = TraceContext.parse(request.headers.get(TRACEPARENT))
+        if caller is not None:  # continue the caller's trace (W3C Trace Context)
+            document.properties[TRACEPARENT] = caller.child().header
         loop = asyncio.get_running_loop()
         try:
             if op.output is None:
@@ -452,7 +495,7 @@ class SoapAdapter(Adapter):
 
     def deliver(self, envelope: Any) -> None:
         document = Document.from_envelope(envelope)
-        op = self._client_op(document.properties.get("soap.operation", ""))
+        op = self._client_op(document.properties.get("soap.operation") or self.default_operation)
         self._call(op, document, self.timeout)
 
     def _call(self, op: BoundOperation, document: Document, timeout: float) -> list[Any]:
@@ -465,6 +508,9 @@ class SoapAdapter(Adapter):
         addressing = Addressing(message_id=f"urn:uuid:{uuid.uuid4()}", action=op.operation.soap_action or op.name, to=self.url) if self.addressing else None
         payload = wrap(elements, version=self.version, security=security, addressing=addressing)
         headers = {"Content-Type": CONTENT_TYPES[self.version]}
+        # the message's trace goes on to the service (W3C Trace Context)
+        parent = TraceContext.parse(document.properties.get(TRACEPARENT)) or current_trace()
+        headers[TRACEPARENT] = (parent.child() if parent else TraceContext.new()).header
         action = op.operation.soap_action or ""
         if self.version == "1.1":
             headers["SOAPAction"] = f'"{action}"'

@@ -25,7 +25,6 @@ from coupler.bus.api import (
     Command,
     CommandFault,
     Document,
-    OptionDoc,
     Reply,
 )
 from coupler.canonical import Envelope
@@ -36,7 +35,7 @@ from . import hl7v2
 from .bus import request_channel, request_command
 from .client import FrameClient
 from .loop import LoopThread
-from .options import OPTION_DOCS, SocketOptions, parse_options
+from .options import SocketOptions, parse_options
 from .server import CloseConnection, FrameServer, ServerLimits
 from .translate import PayloadTranslator, make_translator
 
@@ -53,7 +52,7 @@ class SocketAdapter(Adapter):
     path_options: ClassVar[tuple[str, ...]] = (
         "copybook", "copybook_in", "copybook_out", "tls.cert", "tls.key", "tls.ca",
     )
-    option_docs: ClassVar[tuple[OptionDoc, ...]] = OPTION_DOCS
+    options_model = SocketOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
         super().__init__(name, options, context)
@@ -89,7 +88,7 @@ class SocketAdapter(Adapter):
                 )
             self._executor = ThreadPoolExecutor(s.max_in_flight, thread_name_prefix=f"socket-{self.name}-bus")
             self._server = FrameServer(
-                s.framing,
+                s.framer,
                 self._on_frame,
                 limits=ServerLimits(
                     idle_timeout=s.idle_timeout,
@@ -105,25 +104,25 @@ class SocketAdapter(Adapter):
             async def begin() -> tuple[str, int]:
                 self._in_flight = asyncio.Semaphore(s.max_in_flight)
                 assert self._server is not None
-                return await self._server.start(s.host, s.port)
+                return await self._server.start(s.bind_host, s.port)
 
             self.address = self._loop.run(begin(), timeout=30)
             self.logger.info("socket adapter %s listening on %s:%d", self.name, *self.address)
         else:
             correlate = s.correlation_key if s.correlation == "field" else None
             self._client = FrameClient(
-                s.framing,
-                s.host,
+                s.framer,
+                s.bind_host,
                 s.port,
                 size=s.connections,
                 connect_timeout=s.connect_timeout,
                 retries=s.retries,
                 ssl_context=s.tls.client_context() if s.tls else None,
-                server_hostname=(s.tls.server_hostname or s.host) if s.tls else None,
+                server_hostname=(s.tls.server_hostname or s.bind_host) if s.tls else None,
                 correlate=correlate,
                 logger=self.logger,
             )
-            self.address = (s.host, s.port)
+            self.address = (s.bind_host, s.port)
 
     def stop(self) -> None:
         loop, self._loop = self._loop, None
@@ -200,7 +199,7 @@ class SocketAdapter(Adapter):
             out = self.translator.encode(answer[0])
             if mllp and not out.startswith(b"MSH"):
                 return hl7v2.acknowledgement(payload, hl7v2.ACCEPT)
-            s.framing.encode(out)  # refuse here what cannot be framed, with a reason
+            s.framer.encode(out)  # refuse here what cannot be framed, with a reason
         except CouplerError as exc:
             self.logger.error("reply to %s cannot be written: %s", peer, exc, extra={"peer": peer})
             if mllp:
@@ -270,7 +269,7 @@ class SocketAdapter(Adapter):
         assert self.translator is not None
         try:
             payload = self.translator.encode(document)
-            self.settings.framing.encode(payload)
+            self.settings.framer.encode(payload)
         except (CouplerError, FrameError) as exc:
             raise CommandFault(f"document {document.format} cannot be sent: {exc}", code="invalid") from None
         return payload
@@ -338,7 +337,7 @@ class SocketAdapter(Adapter):
         return Reply(details={"status": "ok", "payload": command.payload, "server": client.address})
 
     def _address_text(self) -> str:
-        host, port = self.address or (self.settings.host, self.settings.port)
+        host, port = self.address or (self.settings.bind_host, self.settings.port)
         return f"{host}:{port}"
 
     def health(self) -> dict[str, Any]:
@@ -360,7 +359,7 @@ class SocketAdapter(Adapter):
             mode=s.mode,
             exchange=s.exchange,
             address=self._address_text(),
-            framing=s.framing.describe(),
+            framing=s.framer.describe(),
             tls=s.tls is not None,
         )
         return data

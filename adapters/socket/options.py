@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, Strict, ValidationInfo, field_validator
 
 from coupler.adapters.common.errors import AdapterConfigError
-from coupler.adapters.common.tls import TLS_OPTION_DOCS, TLSOptions, parse_tls
-from coupler.bus.api import OptionDoc
+from coupler.adapters.common.tls import TLSOptions
+from coupler.bus.api import Bool, Int, OptionsModel, Str, option, validate_options
 from coupler.canonical.errors import CouplerError
 from coupler.translators.framing import (
     DEFAULT_MAX_FRAME,
@@ -20,80 +22,137 @@ from coupler.translators.framing import (
     stx_etx,
 )
 
-FRAMINGS = ("length", "delimiter", "fixed", "stx-etx", "mllp")
-MODES = ("server", "client")
-EXCHANGES = ("one-way", "request-reply")
-CORRELATIONS = ("connection", "field")
-
 
 class SocketConfigError(AdapterConfigError):
-    """An adapter option that is missing or wrong."""
+    """An adapter option that is wrong at run time (a correlation field the payload lacks)."""
 
 
-def _where(adapter: str, key: str) -> str:
-    return f"adapter {adapter}: options.{key}"
+Positive = Annotated[float, Strict(), Field(gt=0)]
+PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 
 
-class _Reader:
-    def __init__(self, adapter: str, options: dict[str, Any]):
-        self.adapter = adapter
-        self.options = options
+class SocketOptions(OptionsModel):
+    """``[adapters.options]`` of ``type = "socket"`` (docs/adapters/socket.md)."""
 
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None, *, choices: tuple[str, ...] = ()) -> Any:
-        value = self.options.get(key, default)
-        if value is None:
-            return None
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise SocketConfigError(f"expected {names}, got {value!r}", where=_where(self.adapter, key))
-        if choices and value not in choices:
-            raise SocketConfigError(
-                f"{value!r} is not one of {', '.join(choices)}", where=_where(self.adapter, key)
-            )
-        return value
-
-    def positive(self, key: str, default: float | int, kind: type = float) -> Any:
-        value = self.get(key, kind, default)
-        if value <= 0:
-            raise SocketConfigError(f"must be greater than 0, got {value}", where=_where(self.adapter, key))
-        return value
-
-
-@dataclass(frozen=True)
-class SocketOptions:
-    mode: str
-    host: str
-    port: int
-    framing: Framing
-    exchange: str = "one-way"
-    target: str | None = None
-    operation: str = ""
-    request_channel: str | None = None
-    command_channel: str = "coupler.commands"
-    reply_timeout: float = 30.0
-    idle_timeout: float = 300.0
-    read_timeout: float = 30.0
-    max_connections: int = 100
-    first_byte_timeout: float = 10.0
-    max_connections_per_peer: int = 10
-    max_in_flight: int = 16
-    fault_response: str | None = None
-    acknowledge: bool = True
-    tls: TLSOptions | None = None
+    mode: Literal["server", "client"] = option("`server` listens for peers; `client` connects to one.")
+    host: Str | None = option(
+        "Server: the address to listen on (default `0.0.0.0`); client: the peer's host (default `127.0.0.1`).",
+        default=None)
+    port: Int = option("Server: the TCP port (0: any free one); client: the peer's port.", ge=0, le=65535)
+    # framing (the table's order matters: `framing` is checked with the keys before it)
+    length_bytes: Int = option("framing `length`: size of the length prefix (1, 2 or 4).", default=4)
+    byteorder: Literal["big", "little"] = option("framing `length`: byte order of the prefix.", default="big")
+    length_includes_header: Bool = option("framing `length`: the prefix counts itself.", default=False)
+    delimiter: Str = option("framing `delimiter`: the delimiter (`LF`, `CRLF`, `NUL` or hex such as `0x1c`).",
+                            default="LF")
+    frame_length: PositiveInt | None = option("framing `fixed`: the length of every frame.", default=None)
+    max_frame_bytes: PositiveInt = option(
+        "Largest frame payload; a longer one (or a longer claimed length) closes the connection before "
+        "it is buffered.", default=DEFAULT_MAX_FRAME)
+    framing: Literal["length", "delimiter", "fixed", "stx-etx", "mllp"] = option(
+        "How frames are cut from the stream.", default="length", validate_default=True)
+    # the exchange
+    exchange: Literal["one-way", "request-reply"] = option(
+        "`one-way`: frames are published (server) or sent (client); `request-reply`: each frame gets "
+        "an answer.", default="one-way")
+    request_channel: Str | None = option("Server, request-reply: the channel requests go to.", default=None)
+    target: Str | None = option(
+        "Server, request-reply: the command target requests are sent to.", default=None, validate_default=True)
+    operation: Str = option("Server, request-reply: the operation named in the request command.", default="")
+    command_channel: Str = option("The command channel of `target`.", default="coupler.commands")
+    reply_timeout: Positive = option("Server: seconds to wait for the bus's reply.", default=30.0)
+    idle_timeout: Positive = option("Server: seconds a connection may wait between frames.", default=300.0)
+    read_timeout: Positive = option(
+        "Server: seconds to receive a whole frame from its first byte, however slowly its bytes arrive.",
+        default=30.0)
+    first_byte_timeout: Positive = option(
+        "Server: seconds from connecting to the first byte of a frame (at most `idle_timeout`).", default=10.0)
+    max_connections: PositiveInt = option(
+        "Server: connections open at once. When all are taken, a new one takes the slot of the "
+        "longest-waiting connection (no frame in progress) of the peer holding the most; connections "
+        "in the middle of a frame keep theirs.", default=100)
+    max_connections_per_peer: PositiveInt = option(
+        "Server: connections one peer address may hold; its next one takes the slot of its own "
+        "longest-waiting connection (nginx `limit_conn` per address).", default=10)
+    max_in_flight: PositiveInt = option("Server: frames waiting for the bus at once.", default=16)
+    fault_response: Str | None = option("Server: the frame answered when a request fails (default: none, "
+                                        "the connection is closed; MLLP answers AE/AR).", default=None)
+    acknowledge: Bool = option("MLLP server: answer every HL7 message with an ACK.", default=True)
+    tls: TLSOptions | None = option("TLS of the connections (see `tls.*`).", default=None)
     # client mode
-    connections: int = 1
-    connect_timeout: float = 10.0
-    response_timeout: float = 30.0
-    correlation: str = "connection"
-    correlation_offset: int = 0
-    correlation_length: int = 0
-    retries: int = 2
+    connections: PositiveInt = option("Client: connections to the peer.", default=1)
+    connect_timeout: Positive = option("Client: seconds to connect.", default=10.0)
+    response_timeout: Positive = option("Client, request-reply: seconds to wait for the peer's answer.",
+                                        default=30.0)
+    correlation: Literal["connection", "field"] = option(
+        "Client: how an answer is matched to its request: one request at a time per `connection`, or a "
+        "`field` of the payload.", default="connection")
+    correlation_offset: Int = option("Client, correlation `field`: its byte offset.", default=0, ge=0)
+    correlation_length: Int = option("Client, correlation `field`: its length in bytes.", default=0, ge=0,
+                                     validate_default=True)
+    retries: Int = option("Client: attempts after a failed send.", default=2, ge=0)
+    # the payload
+    translator: Str = option("The payload translator: `raw`, `text`, `hl7`, `copybook` or `module:attribute`.",
+                             default="raw")
+    encoding: Str = option("`text` and `hl7`: the character encoding.", default="utf-8")
+    copybook: Str | None = option("translator `copybook`: the copybook (.cpy) of requests and answers.",
+                                  default=None)
+    copybook_in: Str | None = option("translator `copybook`: the copybook of frames read (default `copybook`).",
+                                     default=None)
+    copybook_out: Str | None = option("translator `copybook`: the copybook of frames written (default "
+                                      "`copybook`).", default=None)
+    copybook_options: dict[str, Any] = option("translator `copybook`: the copybook translator's options.",
+                                              default_factory=dict)
+    translator_options: dict[str, Any] = option("translator `module:attribute`: options of its own.",
+                                                default_factory=dict)
+
+    @field_validator("framing")
+    @classmethod
+    def _framing_fits(cls, kind: str, info: ValidationInfo) -> str:
+        if kind == "fixed" and info.data.get("frame_length") is None:
+            raise ValueError('framing = "fixed" needs frame_length')
+        try:
+            _framing(kind, info.data)
+        except KeyError:
+            pass  # a key it needs is wrong: reported on that key
+        except CouplerError as exc:
+            raise ValueError(exc.message) from None
+        return kind
+
+    @field_validator("target")
+    @classmethod
+    def _request_reply_has_a_target(cls, target: str | None, info: ValidationInfo) -> str | None:
+        d = info.data
+        if d.get("mode") == "server" and d.get("exchange") == "request-reply" and not (target or d.get("request_channel")):
+            raise ValueError("request-reply needs the command target (target) or a request_channel")
+        return target
+
+    @field_validator("correlation_length")
+    @classmethod
+    def _field_correlation_has_a_length(cls, length: int, info: ValidationInfo) -> int:
+        if info.data.get("correlation") == "field" and length <= 0:
+            raise ValueError('correlation = "field" needs correlation_offset and correlation_length')
+        return length
+
+    @field_validator("port")
+    @classmethod
+    def _client_port(cls, port: int, info: ValidationInfo) -> int:
+        if info.data.get("mode") == "client" and port == 0:
+            raise ValueError("a client needs the peer's TCP port (not 0)")
+        return port
+
+    @cached_property
+    def framer(self) -> Framing:
+        """The stream codec cutting frames."""
+        return _framing(self.framing, self.model_dump())
+
+    @property
+    def bind_host(self) -> str:
+        return self.host or ("127.0.0.1" if self.mode == "client" else "0.0.0.0")
 
     @property
     def is_mllp(self) -> bool:
-        return self.framing.describe().get("start") == "0b"
+        return self.framer.describe().get("start") == "0b"
 
     def correlation_key(self, payload: bytes) -> bytes:
         """The correlation field of a request or response payload (``correlation = "field"``)."""
@@ -107,97 +166,23 @@ class SocketOptions:
         return key
 
 
+def _framing(kind: str, d: dict[str, Any]) -> Framing:
+    max_frame = d["max_frame_bytes"]
+    if kind == "length":
+        return LengthPrefixed(max_frame=max_frame, size=d["length_bytes"], byteorder=d["byteorder"],
+                              includes_header=d["length_includes_header"])
+    if kind == "delimiter":
+        return Delimited(max_frame=max_frame, delimiter=parse_delimiter(d["delimiter"]))
+    if kind == "fixed":
+        return FixedLength(length=d["frame_length"])
+    if kind == "stx-etx":
+        return stx_etx(max_frame)
+    return mllp(max_frame)
+
+
 def parse_options(adapter: str, options: dict[str, Any]) -> SocketOptions:
-    r = _Reader(adapter, options)
-    mode = r.get("mode", str, None, choices=MODES)
-    if mode is None:
-        raise SocketConfigError("missing: set mode = \"server\" or \"client\"", where=_where(adapter, "mode"))
-    host = r.get("host", str, "127.0.0.1" if mode == "client" else "0.0.0.0")
-    port = r.get("port", int, None)
-    if port is None or not 0 <= port <= 65535 or (mode == "client" and port == 0):
-        raise SocketConfigError(f"a TCP port is required (got {port!r})", where=_where(adapter, "port"))
-    max_frame = r.positive("max_frame_bytes", DEFAULT_MAX_FRAME, int)
-    kind = r.get("framing", str, "length", choices=FRAMINGS)
-    framing: Framing
-    try:
-        if kind == "length":
-            framing = LengthPrefixed(
-                max_frame=max_frame,
-                size=r.get("length_bytes", int, 4),
-                byteorder=r.get("byteorder", str, "big", choices=("big", "little")),
-                includes_header=r.get("length_includes_header", bool, False),
-            )
-        elif kind == "delimiter":
-            framing = Delimited(max_frame=max_frame, delimiter=parse_delimiter(r.get("delimiter", str, "LF")))
-        elif kind == "fixed":
-            if "frame_length" not in options:
-                raise SocketConfigError("framing = \"fixed\" needs frame_length", where=_where(adapter, "frame_length"))
-            framing = FixedLength(length=r.positive("frame_length", 1, int))
-        elif kind == "stx-etx":
-            framing = stx_etx(max_frame)
-        else:
-            framing = mllp(max_frame)
-    except SocketConfigError:
-        raise
-    except CouplerError as exc:
-        raise SocketConfigError(exc.message, where=_where(adapter, "framing")) from None
-    tls = parse_tls(adapter, options)
-    exchange = r.get("exchange", str, "one-way", choices=EXCHANGES)
-    target, channel = r.get("target", str), r.get("request_channel", str)
-    if mode == "server" and exchange == "request-reply" and not (target or channel):
-        raise SocketConfigError(
-            "request-reply needs the command target (target) or a request_channel",
-            where=_where(adapter, "target"),
-        )
-    correlation = r.get("correlation", str, "connection", choices=CORRELATIONS)
-    corr_len = r.get("correlation_length", int, 0)
-    if correlation == "field" and corr_len <= 0:
-        raise SocketConfigError(
-            "correlation = \"field\" needs correlation_offset and correlation_length",
-            where=_where(adapter, "correlation_length"),
-        )
-    return SocketOptions(
-        mode=mode,
-        host=host,
-        port=port,
-        framing=framing,
-        exchange=exchange,
-        target=target,
-        operation=r.get("operation", str, ""),
-        request_channel=channel,
-        command_channel=r.get("command_channel", str, "coupler.commands"),
-        reply_timeout=r.positive("reply_timeout", 30.0),
-        idle_timeout=r.positive("idle_timeout", SocketOptions.idle_timeout),
-        read_timeout=r.positive("read_timeout", SocketOptions.read_timeout),
-        max_connections=r.positive("max_connections", SocketOptions.max_connections, int),
-        first_byte_timeout=r.positive("first_byte_timeout", SocketOptions.first_byte_timeout),
-        max_connections_per_peer=r.positive("max_connections_per_peer", SocketOptions.max_connections_per_peer, int),
-        max_in_flight=r.positive("max_in_flight", SocketOptions.max_in_flight, int),
-        fault_response=r.get("fault_response", str),
-        acknowledge=r.get("acknowledge", bool, True),
-        tls=tls,
-        connections=r.positive("connections", 1, int),
-        connect_timeout=r.positive("connect_timeout", 10.0),
-        response_timeout=r.positive("response_timeout", 30.0),
-        correlation=correlation,
-        correlation_offset=r.get("correlation_offset", int, 0),
-        correlation_length=corr_len,
-        retries=r.get("retries", int, 2),
-    )
-
-
-#: the options in the generated configuration reference: what bounds a peer (docs/adapters/socket.md has all)
-OPTION_DOCS = (
-    OptionDoc("max_connections", "integer", SocketOptions.max_connections,
-              "Server: connections open at once. When all are taken, a new one takes the slot of the longest-waiting connection (no frame in progress) of the peer holding the most; connections in the middle of a frame keep theirs."),
-    OptionDoc("max_connections_per_peer", "integer", SocketOptions.max_connections_per_peer,
-              "Server: connections one peer address may hold; its next one takes the slot of its own longest-waiting connection (nginx `limit_conn` per address)."),
-    OptionDoc("first_byte_timeout", "number", SocketOptions.first_byte_timeout,
-              "Server: seconds from connecting to the first byte of a frame (at most `idle_timeout`)."),
-    OptionDoc("idle_timeout", "number", SocketOptions.idle_timeout, "Server: seconds a connection may wait between frames."),
-    OptionDoc("read_timeout", "number", SocketOptions.read_timeout,
-              "Server: seconds to receive a whole frame from its first byte, however slowly its bytes arrive."),
-    OptionDoc("max_in_flight", "integer", SocketOptions.max_in_flight, "Server: frames waiting for the bus at once."),
-    OptionDoc("max_frame_bytes", "integer", DEFAULT_MAX_FRAME, "Largest frame payload; a longer one (or a longer claimed length) closes the connection before it is buffered."),
-    *TLS_OPTION_DOCS,
-)
+    """The socket adapter's options, typed; an :class:`OptionsError` lists every problem."""
+    settings = validate_options(SocketOptions, options, prefix=f"adapters[{adapter}].options")
+    if settings.tls is not None:
+        settings.tls._adapter = adapter
+    return settings

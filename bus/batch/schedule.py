@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.config.loader import BatchJobConfig, ConfigError, SiteConfig
+from coupler.bus.config.loader import BatchJobConfig, SiteConfig
 from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger("coupler.batch")
@@ -82,6 +82,8 @@ class JobRun:
     batches: int = 0
     inputs: int = 0
     records: int = 0
+    #: bytes of the inputs read
+    bytes: int = 0
     errors: int = 0
     error: str | None = None
     pid: int | None = None
@@ -175,6 +177,8 @@ class _Job:
         self.next_poll = now
         self.seen: tuple[tuple[str, int], ...] | None = None
         self.staged = 0
+        #: what the succeeded runs of this daemon did in all (the metrics of `/metrics`)
+        self.totals = {"runs": 0, "records": 0, "bytes": 0, "errors": 0}
         self.proc: subprocess.Popen[bytes] | None = None
         self.run: JobRun | None = None
         self.kill_at: float | None = None
@@ -292,6 +296,10 @@ class _Job:
         run.outcome = outcome
         if outcome == "succeeded":
             self._summarise(run)
+            self.totals["runs"] += 1
+            self.totals["records"] += run.records
+            self.totals["bytes"] += run.bytes
+            self.totals["errors"] += run.errors
         else:
             run.error = error or self._error_line(code)
         self._record(run)
@@ -312,6 +320,7 @@ class _Job:
         run.batches = len(results)
         run.inputs = sum(len(r.get("inputs") or ()) for r in results)
         run.records = sum(int(r.get("records") or 0) for r in results)
+        run.bytes = sum(int(r.get("bytes_in") or 0) for r in results)
         run.errors = sum(int(r.get("errors") or 0) for r in results)
         run.events = [r["event_id"] for r in results if r.get("event_id")]
 
@@ -347,6 +356,7 @@ class _Job:
             "triggers": triggers(self.config), "pid": self.run.pid if self.run else None,
             "staged": self.staged, "next_run": _iso(self.next_run()),
             "last_run": current.to_json() if current else None,
+            "totals": dict(self.totals),
         }
 
 
@@ -369,7 +379,7 @@ class BatchScheduler:
                 continue
             self.jobs.append(_Job(site, cfg, batch_dir, batch_root(site, cfg.source), now))
         if problems:
-            raise ConfigError(problems, where=str(site.path))
+            raise site.config_error(problems)
 
     def run(self, stopping: threading.Event, tick: float = 0.2) -> None:
         """Start and watch jobs until ``stopping`` is set; then terminate those still running."""

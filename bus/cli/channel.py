@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="wait up to SECONDS for a first message")
     q.add_argument("--peek", action="store_true", help="leave the messages on the channel")
     q.add_argument("--json", action="store_true", help="one JSON object per message, headers and body")
+    q.add_argument("--raw", action="store_true", help="the body's bytes as they are, also on a terminal "
+                   "(default on a terminal: decoded through the format indicator, never binary)")
     q.set_defaults(func=run_get)
 
     q = ops.add_parser("purge", help="delete every message of a channel (Channel Purger)")
@@ -151,9 +153,22 @@ def run_get(args: argparse.Namespace) -> int:
             service.timeout = max(service.timeout, args.wait + 30)
         encoded = service.call("channel.get", channel=args.channel, max=args.max, wait=args.wait, peek=args.peek)
     envelopes = [decode_envelope(e) for e in encoded]
+    readable = sys.stdout.isatty() and not args.raw and not args.json
+    registry = None
     for env in envelopes:
         if args.json:
             print(json.dumps(envelope_json(env), sort_keys=True))
+        elif readable:  # a person reads it: decoded through the format indicator
+            from coupler.bus.runtime.bodies import decode_body
+
+            if env.format.content_type == "avro/binary" and registry is None:
+                from coupler.canonical.registry import SchemaRegistry
+
+                registry = SchemaRegistry.default(site.schema_paths)
+            shown = decode_body(env, site, registry)
+            note = f"; {shown['error']}" if shown.get("error") else ""
+            print(f"# {env.message_id} {env.format.ref} {env.format.content_type} (shown as {shown['as']}{note})")
+            print(shown["text"])
         else:
             sys.stdout.buffer.write(env.body)
             if not env.body.endswith(b"\n"):

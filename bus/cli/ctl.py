@@ -67,6 +67,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--timeout", type=float, help="seconds to wait for replies (default: commands.reply_timeout_seconds)")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run, op="ping")
+    q = ops.add_parser("trace", help="every hop of a message and its descendants (by message id, trace id, correlation id or business key)")
+    q.add_argument("query", metavar="ID", help="a message id, trace id (or traceparent), correlation id or business key")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=run, op="trace")
+    q = ops.add_parser("console", help="the URL of the daemon's web console, with its token")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=run_console, op="console")
     q = ops.add_parser("stop", help="drain and stop the daemon")
     q.add_argument("--no-wait", action="store_true", help="return without waiting for the daemon to exit")
     q.add_argument("--json", action="store_true", help="machine-readable output")
@@ -89,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         call_args = {"adapter": args.adapter}
     elif op == "ping":
         call_args = {"target": args.target, "timeout": args.timeout}
+    elif op == "trace":
+        call_args = {"query": args.query}
     with site_service(site, need_daemon=op in _NEEDS_DAEMON) as service:
         if op == "ping" and isinstance(service, ControlClient):  # the daemon waits for replies first
             service.timeout = max(service.timeout, (args.timeout or site.reply_timeout) + 10)
@@ -106,6 +115,18 @@ def run(args: argparse.Namespace) -> int:
         _print_human(op, result)
     if op == "ping" and not all(r["ok"] for r in result):
         return 1
+    return 0
+
+
+def run_console(args: argparse.Namespace) -> int:
+    """Print the console URL of the running daemon, token included (keep it private)."""
+    from coupler.bus.runtime.console.server import console_url
+
+    site = load_site(site_path(args.site))
+    if not daemon_running(site):
+        raise ControlError(f"no daemon runs for site {site.path}", hint=f"start it with `coupler daemon --site {site.path}`")
+    url = console_url(site)
+    print(json.dumps({"url": url}) if args.json else url)
     return 0
 
 
@@ -213,11 +234,17 @@ def _print_human(op: str, result: Any) -> None:
     elif op == "dlq.show":
         for key in ("id", "kind", "queue", "channel", "message_id", "format", "reason", "error", "component", "attempts", "dead_at"):
             print(f"{key}: {result[key]}")
+        decoded = result.get("decoded")
+        if decoded is not None and sys.stdout.isatty():
+            print(f"body (decoded as {decoded['as']}{': ' + decoded['error'] if decoded.get('error') else ''}):")
+            print(decoded["text"])
+            return
         if result.get("envelope"):
             body = decode_envelope(result["envelope"]).body
         else:
             body = base64.b64decode(result["raw"] or "")
         print("body:")
+        sys.stdout.flush()
         sys.stdout.buffer.write(body)
         sys.stdout.write("\n")
     elif op == "dlq.replay":
@@ -234,3 +261,17 @@ def _print_human(op: str, result: Any) -> None:
                 print(f"{r['adapter'] or 'bus'}: fault {r['code']}: {r['reason']}")
     elif op == "stop":
         print("daemon stopped" if result.get("stopped") else "daemon stopping")
+    elif op == "trace":
+        print_trace(result)
+
+
+def print_trace(result: dict[str, Any]) -> None:
+    """The hop list of a trace, as the console's trace page shows it."""
+    if not result["hops"]:
+        print(f"nothing in the journal for {result['query']}")
+        return
+    print(f"{len(result['messages'])} message(s) in trace {', '.join(result['trace_ids']) or '-'}")
+    _table(
+        [[h["at"], h["event"], h["outcome"], h["channel"] or "", h["message_id"] or "", h["by"] or ""] for h in result["hops"]],
+        ["AT", "EVENT", "OUTCOME", "CHANNEL", "MESSAGE", "BY"],
+    )

@@ -25,6 +25,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("read a v2 record as v1", "coupler schema convert --from acme.AddressChange@2 --to acme.AddressChange@1 change.json"),
     ],
     "plugins": [("installed plugins and what they add", "coupler plugins --json")],
+    "plugin new": [
+        ("an installable, tested outbound adapter package to start from",
+         "coupler plugin new acme-notes --directory ./coupler-acme-notes"),
+    ],
     "xsd schema": [("the Avro schema of an XSD's root element", "coupler xsd schema invoice.xsd --element Invoice --json")],
     "xml decode": [
         ("XML documents to JSON lines", "coupler xml decode invoice.xsd inv-1.xml inv-2.xml --output invoices.jsonl"),
@@ -46,11 +50,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ctl resume": [("let it take work again", "coupler ctl --site mysite/site.toml resume sftp-in")],
     "ctl ping": [("a Test Message through an adapter", "coupler ctl --site mysite/site.toml ping billing --timeout 10")],
     "ctl stop": [("drain and stop the daemon", "coupler ctl --site mysite/site.toml stop")],
+    "ctl trace": [("every hop of a message and what was derived from it", "coupler ctl --site mysite/site.toml trace 0b7e3c52-8f7d-4d43-9a37-2d1f4b7c9e10"),
+                  ("the messages of one file", "coupler ctl --site mysite/site.toml trace ORDERS.DAT")],
+    "ctl console": [("the console's URL with its token (keep it private)", "coupler ctl --site mysite/site.toml console")],
     "store backup": [("an online backup of the data directory", "coupler store backup --site mysite/site.toml /backups/mysite-today")],
     "channel put": [
         ("one message per file", "coupler channel put --site mysite/site.toml orders order-1.json order-2.json"),
         ("one message per line of standard input",
-         "cat notes.jsonl | coupler channel put --site mysite/site.toml notes --lines --format 'acme.Note@1;application/json'"),
+         "cat addresses.jsonl | coupler channel put --site mysite/site.toml addresses --lines --format 'acme.Address@1;application/json'"),
     ],
     "channel get": [("take up to 10 messages, waiting 5 s for the first", "coupler channel get --site mysite/site.toml orders --max 10 --wait 5 --json")],
     "channel purge": [("empty a channel", "coupler channel purge --site mysite/site.toml scratch")],

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import json
 
-from coupler.bus.plugins.manager import describe_plugins, plugin_manager
+from coupler.bus.plugins.manager import describe_plugins, site_plugin_manager
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    infos = describe_plugins(plugin_manager())
+    infos = describe_plugins(site_plugin_manager())  # with $COUPLER_EXTRA_PLUGINS, as the daemon loads them
     if args.json:
         print(json.dumps([dataclasses.asdict(i) for i in infos], indent=2))
         return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from coupler.bus.config.doc import render_template
 from coupler.bus.config.loader import load_site, site_path
+from coupler.bus.plugins.manager import site_plugin_manager
 from coupler.canonical.errors import CouplerError
 
 
@@ -58,11 +59,11 @@ def run_init(args: argparse.Namespace) -> int:
 
 def run_daemon(args: argparse.Namespace) -> int:
     from coupler.bus.runtime.daemon import Daemon, configure_logging
-
-    site = load_site(site_path(args.site))
+    pm = site_plugin_manager()
+    site = load_site(site_path(args.site), pm=pm)  # adapter types and options too, every problem at once
     configure_logging(
-        "DEBUG" if args.debug else (args.log_level or site.logging["level"]),
-        args.log_format or site.logging["format"],
+        "DEBUG" if args.debug else (args.log_level or site.logging.level),
+        args.log_format or site.logging.format,
     )
     os.umask(0o077)  # the store, claim checks and the socket are the site owner's only
-    return Daemon(site).run()
+    return Daemon(site, pm=pm).run()

@@ -1,4 +1,4 @@
-"""Generated from the configuration schema: the ``site.toml`` template and its reference.
+"""Generated from the configuration models: the ``site.toml`` template and its reference.
 
 ``render_template`` writes the file ``coupler init`` creates: the embedded store, no
 adapters, and every other section as commented examples (``## `` lines are documentation,
@@ -9,9 +9,117 @@ adapters, and every other section as commented examples (``## `` lines are docum
 from __future__ import annotations
 
 import json
-from typing import Any
+import types
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from coupler.bus.config.schema import FREE_TABLE, REQUIRED, SITE_SCHEMA, TABLE, TABLES, Field, walk
+import annotated_types
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from coupler.bus.config.models import SiteModel
+
+#: kinds of values a key holds
+STRING, INTEGER, NUMBER, BOOLEAN = "string", "integer", "number", "boolean"
+STRINGS = "array of strings"
+TABLE = "table"  # a table of the keys listed in ``fields``
+TABLES = "array of tables"  # ``[[name]]``, each with the keys listed in ``fields``
+FREE_TABLE = "free-form table"  # any keys, passed through
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: the default of a key the site must set
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of ``site.toml`` as the reference shows it, read off its model field."""
+
+    name: str
+    kind: str
+    doc: str
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    #: values must be greater than this
+    above: float | None = None
+    fields: tuple[Field, ...] = ()
+    #: a TOML snippet showing the key (or the whole section) in use
+    example: str = ""
+
+
+def describe(model: type[BaseModel], name: str = "") -> Field:
+    """The keys of ``model`` (a table of site.toml), recursively."""
+    return Field(name, TABLE, _text(model.__doc__ or ""), fields=tuple(_field(n, i) for n, i in model.model_fields.items()))
+
+
+def _field(name: str, info: FieldInfo) -> Field:
+    ann = _unwrap(info.annotation)
+    key = info.alias or name
+    text = _text(info.description or "")
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    example = str(extra.get("example") or "")
+    default: Any = REQUIRED if info.is_required() else info.get_default(call_default_factory=True)
+    if isinstance(default, BaseModel):
+        default = {}
+    elif isinstance(default, tuple):
+        default = list(default)
+    bound: Any = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
+    minimum = float(bound) if bound is not None else None
+    above: Any = next((m.gt for m in info.metadata if isinstance(m, annotated_types.Gt)), None)
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return Field(key, TABLE, text, default, fields=describe(ann).fields, example=example)
+    if origin in (tuple, list):
+        item = _unwrap(args[0]) if args else Any
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return Field(key, TABLES, text, default, fields=describe(item).fields, example=example)
+        return Field(key, STRINGS, text, default, example=example)
+    if origin is dict:
+        return Field(key, FREE_TABLE, text, default, example=example)
+    if origin is Literal:
+        return Field(key, STRING, text, default, choices=tuple(str(a) for a in args), example=example)
+    kind = {bool: BOOLEAN, int: INTEGER, float: NUMBER}.get(ann, STRING)
+    return Field(key, kind, text, default, minimum=minimum, above=None if above is None else float(above),
+                 example=example)
+
+
+def _unwrap(ann: Any) -> Any:
+    while True:
+        origin = typing.get_origin(ann)
+        if origin is Annotated:
+            ann = typing.get_args(ann)[0]
+        elif origin in (typing.Union, types.UnionType):
+            ann = next(a for a in typing.get_args(ann) if a is not type(None))
+        else:
+            return ann
+
+
+def _text(doc: str) -> str:
+    return " ".join(doc.split())
+
+
+#: every key of site.toml
+SITE_SCHEMA = describe(SiteModel)
+
+
+def walk(root: Field = SITE_SCHEMA, prefix: str = "") -> list[tuple[str, Field]]:
+    """Every key with its dotted path (``adapters[].identity.class``), depth first."""
+    rows: list[tuple[str, Field]] = []
+    for f in root.fields:
+        path = f"{prefix}{f.name}"
+        rows.append((path, f))
+        if f.kind == TABLE:
+            rows.extend(walk(f, path + "."))
+        elif f.kind == TABLES:
+            rows.extend(walk(f, path + "[]."))
+    return rows
 
 #: settings written uncommented into a new site
 _ACTIVE = {("site", "name"), ("site", "data_dir"), ("store", "type"), ("store", "synchronous")}
@@ -52,6 +160,8 @@ def _table_lines(section: Field, header: str, site_name: str) -> list[str]:
     for f in keys:
         value = site_name if (header, f.name) == ("site", "name") else f.default
         if value is None:
+            value = f.example or None  # a setting that is off by default, shown with an example
+        if value is None:
             continue
         setting = f"{f.name} = {toml_value(value)}"
         choices = f" ({' | '.join(f.choices)})" if f.choices else ""
@@ -88,13 +198,16 @@ def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
     out = [
         "# Site configuration (`site.toml`)",
         "",
-        "<!-- Generated from bus/config/schema.py and the built-in adapter types (option_docs) by "
+        "<!-- Generated from bus/config/models.py and the options models of the built-in adapter types by "
         "`python -m coupler.bus.config.doc`; do not edit by hand. -->",
         "",
         "A site is one TOML file. `coupler init DIR` writes a commented one; `coupler daemon --site",
-        "site.toml` validates it on load and reports every problem with its key path, e.g.",
-        "`site.toml: adapters[1].direction: 'in' is not one of inbound, outbound, both`.",
-        "Relative paths are relative to the site file. Unknown keys are errors.",
+        "site.toml` validates it on load, the options of each adapter against its type included, and",
+        "reports every problem at once with its line and key path, e.g.",
+        "`site.toml:14: adapters[orders-in].direction: 'in' is not one of inbound, outbound, both`",
+        "(an entry of `[[adapters]]`, `[[channels]]`, `[[routes]]` or `[[batch]]` is named by its",
+        "`name` (`source`), else by its position: `routes[0].rules[1].to[0]`). Relative paths are",
+        "relative to the site file. Unknown keys are errors, with the nearest known key suggested.",
         "",
     ]
     for section in SITE_SCHEMA.fields:
@@ -114,7 +227,7 @@ def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
 
 
 def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
-    """The options the built-in adapter types list in ``option_docs``."""
+    """The options models of the built-in adapter types."""
     if adapter_types is None:
         from coupler.bus.plugins.manager import adapter_types as installed
         from coupler.bus.plugins.manager import plugin_manager
@@ -126,18 +239,19 @@ def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
     out = [
         "## Adapter options (`[adapters.options]`)",
         "",
-        "Each adapter type documents its options in docs/adapters/. These are the options that",
-        "bound what a peer can make an adapter do (connections, timeouts, authentication, TLS).",
+        "Each adapter type declares its options as a model; the site loader checks every adapter's",
+        "options against it (an unknown or wrong option is reported with the site's other problems).",
+        "These are the options of the built-in types (docs/adapters/ explains them in context).",
         "",
     ]
     for name in sorted(adapter_types):
-        docs = getattr(adapter_types[name], "option_docs", ())
-        if not docs:
+        cls = adapter_types[name]
+        model = getattr(cls, "options_model", None)
+        if model is None:
             continue
         out += [f"### `type = \"{name}\"`", "", "| key | type | default | description |", "|---|---|---|---|"]
-        for o in docs:
-            default = "not set" if o.default is None else f"`{toml_value(o.default)}`"
-            out.append(f"| `options.{o.key}` | {o.kind} | {default} | {o.doc.replace('|', chr(92) + '|')} |")
+        for path, f in walk(describe(model), "options."):
+            out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
         out.append("")
     return out
 
@@ -162,6 +276,8 @@ def _doc(f: Field) -> str:
         text += " One of " + ", ".join(f"`{c}`" for c in f.choices) + "."
     if f.minimum is not None:
         text += f" Minimum {f.minimum:g}."
+    if f.above is not None:
+        text += f" Greater than {f.above:g}."
     return text
 
 

@@ -1,8 +1,11 @@
-"""Site configuration: load ``site.toml``, validate it against the schema, give it types.
+"""Site configuration: load ``site.toml``, validate it with the models, resolve its paths.
 
-Validation is driven by :data:`coupler.bus.config.schema.SITE_SCHEMA`; every problem names
-the key path (``adapters[1].direction``) and what is wrong, and all problems of a file are
-reported together in one :class:`ConfigError`.
+Validation is done by :class:`coupler.bus.config.models.SiteModel` (and, when the installed
+adapter types are given, by the options model each adapter type declares). Every problem
+names its key path in one format (``adapters[sftp-in].options.known_hosts``,
+``routes[0].rules[1].to[0]``: an entry of ``[[adapters]]``, ``[[channels]]``, ``[[routes]]``
+or ``[[batch]]`` by its name when it has a unique one, else by its position) and the line of
+site.toml it is on; all problems of a file are reported together in one :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -11,129 +14,92 @@ import difflib
 import os
 import re
 import tomllib
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.config.schema import (
-    BOOLEAN,
-    FREE_TABLE,
-    INTEGER,
-    NUMBER,
-    SITE_SCHEMA,
-    STRING,
-    STRINGS,
-    TABLE,
-    TABLES,
-    Field,
+import pluggy
+from pydantic import BaseModel, ValidationError
+
+from coupler.bus.config.models import (
+    AdapterConfig,
+    AmqpSection,
+    BatchJobConfig,
+    ChannelSettings,
+    HttpSection,
+    LoggingSection,
+    MonitorSection,
+    RedeliverySection,
+    RouteConfig,
+    RouteRule,
+    SiteModel,
+    StoreSection,
+    TracingSection,
 )
 from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.model.names import is_channel_name
 from coupler.bus.model.selectors import Selector
-from coupler.canonical.errors import CouplerError, FormatIndicatorError
-from coupler.canonical.format import FormatIndicator
+from coupler.bus.plugins import manager as plugin_types
+from coupler.canonical.errors import CouplerError
+from coupler.canonical.options import Problem, key_path, problems
+
+__all__ = [
+    "SITE_ENV",
+    "AdapterConfig",
+    "AmqpSection",
+    "BatchJobConfig",
+    "ChannelSettings",
+    "ConfigError",
+    "RouteConfig",
+    "RouteRule",
+    "SiteConfig",
+    "load_site",
+    "parse_site",
+    "site_path",
+]
 
 #: the environment variable naming the site file when ``--site`` is not given
 SITE_ENV = "COUPLER_SITE"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TOML_AT = re.compile(r" ?\(at line (\d+), column (\d+)\)")
-_CHANNEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+#: arrays of tables whose entries are named by a key in key paths
+_NAMED = {"adapters": "name", "channels": "name", "routes": "name", "batch": "source"}
 
 
 class ConfigError(CouplerError):
-    """A site file that cannot be read or does not validate; ``problems`` lists each one."""
+    """A site file that cannot be read or does not validate; ``problems`` lists each one.
 
-    def __init__(self, problems: list[str], *, where: str | None = None, hint: str | None = None):
-        self.problems = list(problems)
-        if len(problems) == 1:
-            message = problems[0]
+    Each problem is ``KEY.PATH: what is wrong``; ``lines`` holds the line of site.toml of
+    each (None when it has none). With one problem the line is part of ``where``
+    (``site.toml:12``); with several, each problem says its line.
+    """
+
+    def __init__(
+        self,
+        problems: Sequence[str | Problem],
+        *,
+        where: str | None = None,
+        hint: str | None = None,
+    ):
+        items = [p if isinstance(p, Problem) else Problem("", p) for p in problems]
+        self.problems = [str(p) for p in items]
+        self.lines = [p.line for p in items]
+        if len(items) == 1:
+            message = self.problems[0]
+            if where and items[0].line and not _HAS_LINE.search(where):
+                where = f"{where}:{items[0].line}"
         else:
-            message = f"{len(problems)} problems: " + "; ".join(problems)
+            message = f"{len(items)} problems: " + "; ".join(
+                f"line {p.line}: {p}" if p.line else str(p) for p in items
+            )
         super().__init__(message, where=where, hint=hint)
 
 
-# -- typed view ----------------------------------------------------------------------------
+_HAS_LINE = re.compile(r":\d+(:\d+)?$")
 
 
-@dataclass(frozen=True)
-class ChannelSettings:
-    name: str
-    kind: str = "queue"
-    format: str | None = None
-    dead_letter_channel: str | None = None
-    max_attempts: int | None = None
-    stuck_after_seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class AdapterConfig:
-    name: str
-    type: str
-    index: int = 0
-    direction: str = "both"
-    channel: str | None = None
-    targets: tuple[str, ...] = ()
-    commands: tuple[str, ...] | None = None
-    identity: dict[str, str] | None = None
-    format: str | None = None
-    translator: str | None = None
-    mapping: str | None = None
-    enabled: bool = True
-    options: dict[str, Any] = field(default_factory=dict)
-    wrappers: list[dict[str, Any]] = field(default_factory=list)  # envelope wrapper chain (translators/wrappers)
-
-    @property
-    def key_path(self) -> str:
-        return f"adapters[{self.index}]"
-
-
-@dataclass(frozen=True)
-class RouteRule:
-    when: str | None
-    to: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RouteConfig:
-    name: str
-    source: str
-    rules: tuple[RouteRule, ...]
-    mode: str = "first"
-    otherwise: str | None = None
-    index: int = 0
-    #: the version it reads (``NAME@V``): messages are converted to it (a Datatype Channel)
-    format: str | None = None
-
-    @property
-    def key_path(self) -> str:
-        return f"routes[{self.index}]"
-
-
-@dataclass(frozen=True)
-class BatchJobConfig:
-    """A ``[[batch]]`` entry: when the daemon runs ``coupler batch ingest`` for ``source``."""
-
-    source: str
-    index: int = 0
-    on_staged: bool = False
-    interval_seconds: float | None = None
-    at: tuple[str, ...] = ()
-    poll_seconds: float = 5.0
-    retry_seconds: float = 300.0
-    timeout_seconds: float | None = None
-    from_spec: str | None = None
-    to_spec: str = "parquet"
-    output: str | None = None
-    channel: str | None = None
-    mapping: Path | None = None
-    master: str = "local[*]"
-    options: dict[str, Any] = field(default_factory=dict)
-    conf: dict[str, Any] = field(default_factory=dict)
-    enabled: bool = True
-
-    @property
-    def key_path(self) -> str:
-        return f"batch[{self.index}]"
+# -- the loaded site -------------------------------------------------------------------------
 
 
 @dataclass
@@ -141,21 +107,54 @@ class SiteConfig:
     """A validated site: every value has its default filled in and paths are absolute."""
 
     path: Path
-    name: str
+    model: SiteModel
     data_dir: Path
-    store: dict[str, Any]
     schema_paths: list[Path]
-    command_channel: str
-    reply_timeout: float
     control_socket: Path
-    monitor: dict[str, Any]
-    logging: dict[str, Any]
-    channels: list[ChannelSettings]
     adapters: list[AdapterConfig]
     routes: list[RouteConfig]
+    batch: list[BatchJobConfig]
     raw: dict[str, Any]
-    #: ``[[batch]]``: batch ingestion jobs the daemon runs
-    batch: list[BatchJobConfig] = field(default_factory=list)
+    #: where each key is in the file (see :meth:`where`)
+    lines: dict[tuple[str | int, ...], int] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.model.site.name
+
+    @property
+    def store(self) -> StoreSection:
+        return self.model.store
+
+    @property
+    def monitor(self) -> MonitorSection:
+        return self.model.monitor
+
+    @property
+    def logging(self) -> LoggingSection:
+        return self.model.logging
+
+    @property
+    def channels(self) -> list[ChannelSettings]:
+        return list(self.model.channels)
+
+    @property
+    def command_channel(self) -> str:
+        return self.model.commands.channel
+
+    @property
+    def reply_timeout(self) -> float:
+        return self.model.commands.reply_timeout_seconds
+
+    @property
+    def http(self) -> HttpSection:
+        """``[http]``: the console, API and metrics endpoint (off without ``listen``)."""
+        return self.model.http
+
+    @property
+    def tracing(self) -> TracingSection:
+        """``[tracing]``: OTLP export of the message traces."""
+        return self.model.tracing
 
     @property
     def lock_path(self) -> Path:
@@ -163,13 +162,29 @@ class SiteConfig:
 
     @property
     def store_path(self) -> Path:
-        return _resolve(self.data_dir, self.store["path"])
+        return _resolve(self.data_dir, self.store.path)
 
     def channel(self, name: str) -> ChannelSettings | None:
-        for c in self.channels:
+        for c in self.model.channels:
             if c.name == name:
                 return c
         return None
+
+    def where(self, path: str) -> str:
+        """``site.toml:LINE`` of a key path such as ``adapters[sftp-in].format`` (the file alone
+        when the key is not written in it)."""
+        line = _line_of(self.lines, _parse_key_path(path, self.raw))
+        return f"{self.path}:{line}" if line else str(self.path)
+
+    def config_error(self, problems: Sequence[str], *, hint: str | None = None) -> ConfigError:
+        """A :class:`ConfigError` of this file for ``problems`` (``KEY.PATH: what is wrong``),
+        each with the line of its key."""
+        located = []
+        for text in problems:
+            path, sep, message = text.partition(": ")
+            loc = _parse_key_path(path, self.raw) if sep else ()
+            located.append(Problem(path, message, loc, _line_of(self.lines, loc)) if sep else Problem("", text))
+        return ConfigError(located, where=str(self.path), hint=hint)
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -187,12 +202,21 @@ def load_site(
     path: str | os.PathLike[str],
     *,
     check_selector: Callable[[str], None] | None = None,
+    adapter_types: Mapping[str, type] | None = None,
+    transport_types: Collection[str] | None = None,
+    translator_types: Collection[str] | None = None,
+    pm: pluggy.PluginManager | None = None,
 ) -> SiteConfig:
-    """Read, validate and type a site file.
+    """Read, validate and type a site file (see :func:`parse_site`).
 
-    ``check_selector`` parses a route condition and raises on a bad one (default: the message
-    selector parser of :mod:`coupler.bus.model.selectors`).
+    With the plugin manager ``pm`` the site is checked against what the installed plugins
+    declare: each adapter's type and its options (the options model of the type), the
+    transport type and the translator types.
     """
+    if pm is not None:
+        adapter_types = plugin_types.adapter_types(pm)
+        transport_types = plugin_types.transport_types(pm)
+        translator_types = plugin_types.translator_types(pm)
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -203,7 +227,14 @@ def load_site(
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read the site file: {exc}"], where=str(path)) from exc
-    return parse_site(text, path, check_selector=check_selector)
+    return parse_site(
+        text,
+        path,
+        check_selector=check_selector,
+        adapter_types=adapter_types,
+        transport_types=transport_types,
+        translator_types=translator_types,
+    )
 
 
 def parse_site(
@@ -211,250 +242,367 @@ def parse_site(
     path: str | os.PathLike[str] = "site.toml",
     *,
     check_selector: Callable[[str], None] | None = None,
+    adapter_types: Mapping[str, type] | None = None,
+    transport_types: Collection[str] | None = None,
+    translator_types: Collection[str] | None = None,
 ) -> SiteConfig:
-    """Validate the TOML ``text`` of a site file located at ``path``."""
+    """Validate the TOML ``text`` of a site file located at ``path``.
+
+    ``check_selector`` parses a route condition and raises on a bad one (default: the router's).
+    ``adapter_types`` (``{type name: Adapter class}``, the installed plugins') checks each
+    adapter's type and its ``options`` against the options model the type declares;
+    ``transport_types`` checks ``store.type`` and ``translator_types`` each adapter's
+    ``translator``. Without them only the site's own keys are checked.
+    """
     path = Path(path)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([_toml_message(exc)], where=_toml_where(path, exc)) from None
-    problems: list[str] = []
-    data = validate(raw, SITE_SCHEMA, "", problems)
-    if not problems:
-        _check_semantics(data, problems, check_selector or _default_selector_check())
-    if problems:
-        raise ConfigError(problems, where=str(path))
-    return _typed(data, raw, path.resolve())
-
-
-def validate(value: Any, spec: Field, path: str, problems: list[str]) -> Any:
-    """``value`` checked against ``spec`` with defaults filled in; problems are appended."""
-    kind = spec.kind
-    where = path or "(top level)"
-    if kind == TABLE:
-        if not isinstance(value, dict):
-            problems.append(f"{where}: expected a table, got {_describe(value)}")
-            return None
-        out: dict[str, Any] = {}
-        known = {f.name for f in spec.fields}
-        for key in value:
-            if key not in known:
-                close = difflib.get_close_matches(key, sorted(known), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(sorted(known))})"
-                problems.append(f"{_join(path, key)}: unknown key{hint}")
-        for f in spec.fields:
-            sub = _join(path, f.name)
-            if f.name in value:
-                out[f.name] = validate(value[f.name], f, sub, problems)
-            elif f.required:
-                problems.append(f"{sub}: required key is missing ({f.doc.rstrip('.')})")
-            elif f.kind == TABLE and f.default is not None:  # a section: its defaults
-                out[f.name] = validate(f.default, f, sub, problems)
-            else:
-                out[f.name] = _copy(f.default)
-        return out
-    if kind == TABLES:
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            problems.append(f"{where}: expected an array of tables ([[{spec.name}]]), got {_describe(value)}")
-            return []
-        table = Field(spec.name, TABLE, spec.doc, fields=spec.fields)
-        items = [validate(v, table, f"{path}[{i}]", problems) for i, v in enumerate(value)]
-        if spec.required and not items:
-            problems.append(f"{where}: needs at least one entry")
-        return items
-    if kind == FREE_TABLE:
-        if not isinstance(value, dict):
-            problems.append(f"{where}: expected a table, got {_describe(value)}")
-            return {}
-        return value
-    if kind == STRINGS:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            problems.append(f"{where}: expected an array of strings, got {_describe(value)}")
-            return []
-        return list(value)
-    if kind == STRING:
-        if not isinstance(value, str):
-            problems.append(f"{where}: expected a string, got {_describe(value)}")
-            return spec.default
-        if spec.choices and value not in spec.choices:
-            problems.append(f"{where}: {value!r} is not one of {', '.join(spec.choices)}")
-        elif not value and spec.required:
-            problems.append(f"{where}: must not be empty")
-        return value
-    if kind == BOOLEAN:
-        if not isinstance(value, bool):
-            problems.append(f"{where}: expected true or false, got {_describe(value)}")
-            return spec.default
-        return value
-    if kind in (INTEGER, NUMBER):
-        ok = isinstance(value, int) if kind == INTEGER else isinstance(value, int | float)
-        if isinstance(value, bool) or not ok:
-            problems.append(f"{where}: expected {'an integer' if kind == INTEGER else 'a number'}, got {_describe(value)}")
-            return spec.default
-        if spec.minimum is not None and value < spec.minimum:
-            problems.append(f"{where}: {value} is less than the minimum {spec.minimum:g}")
-        return float(value) if kind == NUMBER else value
-    raise AssertionError(f"schema field {path} has unknown kind {kind!r}")  # a bug, not a user error
-
-
-def _check_semantics(data: dict[str, Any], problems: list[str], check_selector: Callable[[str], None] | None) -> None:
-    for section, key in (("adapters", "name"), ("channels", "name"), ("routes", "name")):
-        seen: dict[str, int] = {}
-        for i, item in enumerate(data[section]):
-            name = item.get(key)
-            if name is None:
-                continue
-            if name in seen:
-                problems.append(f"{section}[{i}].{key}: {name!r} is already used by {section}[{seen[name]}]")
-            seen[name] = i
+    lines = locate_keys(text)
+    render = _renderer(raw)
+    found: list[Problem] = []
+    data = raw
+    model: SiteModel | None = None
     try:
-        BackoffPolicy(**data["store"]["redelivery"])
-    except CouplerError as exc:
-        problems.append(f"store.redelivery: {exc.message.removeprefix('bad backoff policy: ')}")
-    for i, ch in enumerate(data["channels"]):
-        _check_channel(ch["name"], f"channels[{i}].name", problems)
-        if ch["format"] is not None and not _NAME.match(ch["format"]):
-            problems.append(
-                f"channels[{i}].format: {ch['format']!r} is not a canonical format name "
-                "(a dotted name such as acme.Order, without @version)"
-            )
-    for i, ad in enumerate(data["adapters"]):
-        if ad["channel"] is not None:
-            _check_channel(ad["channel"], f"adapters[{i}].channel", problems)
-        if ad["format"] is not None:
-            try:
-                FormatIndicator.parse(ad["format"])
-            except FormatIndicatorError as exc:
-                problems.append(f"adapters[{i}].format: {exc}")
-        if ad["commands"] is not None:
-            from coupler.bus.model.commands import COMMON_COMMANDS
+        model = SiteModel.model_validate(data)
+    except ValidationError as exc:
+        found.extend(problems(exc, SiteModel, data, render=render))
+    adapters_raw: list[Any] = data["adapters"] if isinstance(data.get("adapters"), list) else []
+    if adapter_types is not None:
+        found.extend(_check_adapter_types(adapters_raw, adapter_types, render))
+    if transport_types is not None:
+        store: dict[str, Any] = data["store"] if isinstance(data.get("store"), dict) else {}
+        kind = store.get("type", "sqlite")
+        if isinstance(kind, str) and kind not in transport_types:
+            found.append(Problem(render(("store", "type")), _unknown("transport type", kind, transport_types),
+                                 ("store", "type")))
+    if translator_types is not None:
+        for i, ad in enumerate(adapters_raw):
+            name = ad.get("translator") if isinstance(ad, dict) else None
+            if isinstance(name, str) and name not in translator_types:
+                loc = ("adapters", i, "translator")
+                found.append(Problem(render(loc), _unknown("translator type", name, translator_types), loc))
+    if isinstance(data, dict):
+        _check_semantics(data, found, check_selector or _default_selector_check(), render)
+    if found:
+        found = sorted(
+            (Problem(p.path, p.message, p.loc, _line_of(lines, p.loc)) for p in found),
+            key=lambda p: p.line or 0,
+        )
+        raise ConfigError(found, where=str(path))
+    assert model is not None
+    return _resolved(model, raw, path.resolve(), lines)
 
-            for j, c in enumerate(ad["commands"]):
-                if c not in COMMON_COMMANDS:
-                    problems.append(f"adapters[{i}].commands[{j}]: {c!r} is not one of {', '.join(COMMON_COMMANDS)}")
-    _check_batch(data, problems)
-    sources: dict[str, int] = {}
-    for i, rt in enumerate(data["routes"]):
-        _check_channel(rt["from"], f"routes[{i}].from", problems)
-        if rt["from"] in sources:
-            problems.append(
-                f"routes[{i}].from: channel {rt['from']!r} is already routed by routes[{sources[rt['from']]}] "
-                "(one route per input channel: add rules to that route)"
-            )
-        sources[rt["from"]] = i
-        if rt["otherwise"] is not None:
-            _check_channel(rt["otherwise"], f"routes[{i}].otherwise", problems)
-        if rt["format"] is not None:
+
+def _check_adapter_types(
+    adapters: list[Any], types: Mapping[str, type], render: Callable[[tuple[str | int, ...]], str]
+) -> list[Problem]:
+    found: list[Problem] = []
+    for i, ad in enumerate(adapters):
+        if not isinstance(ad, dict) or not isinstance(ad.get("type"), str):
+            continue
+        cls = types.get(ad["type"])
+        if cls is None:
+            loc: tuple[str | int, ...] = ("adapters", i, "type")
+            found.append(Problem(render(loc), _unknown("adapter type", ad["type"], types), loc))
+            continue
+        model: type[BaseModel] | None = getattr(cls, "options_model", None)
+        options = ad.get("options", {})
+        if model is None or not isinstance(options, dict):
+            continue
+        try:
+            model.model_validate(options)
+        except ValidationError as exc:
+            base: tuple[str | int, ...] = ("adapters", i, "options")
+            for p in problems(exc, model, options):
+                full = (*base, *p.loc)
+                found.append(Problem(render(full), p.message, full))
+    return found
+
+
+def _unknown(what: str, name: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    installed = ", ".join(sorted(known)) or "none"
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"no installed plugin provides {what} {name!r} ({hint}installed: {installed}; `coupler plugins` lists them)"
+
+
+def _valid_entries(data: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:
+    """The entries of each array of tables that validate on their own, with their positions, and
+    ``store.redelivery`` when it does: what the checks across entries can look at even when
+    other parts of the file are wrong (so that all problems are reported together)."""
+    out: dict[str, list[tuple[int, Any]]] = {}
+    for section in _NAMED:
+        item_model = typing.get_args(SiteModel.model_fields[section].annotation)[0]
+        items = data.get(section)
+        out[section] = []
+        for i, item in enumerate(items if isinstance(items, list) else []):
             try:
-                FormatIndicator.parse(rt["format"])
-            except FormatIndicatorError as exc:
-                problems.append(f"routes[{i}].format: {exc}")
-        for j, rule in enumerate(rt["rules"]):
-            at = f"routes[{i}].rules[{j}]"
-            if not rule["to"]:
-                problems.append(f"{at}.to: needs at least one channel")
-            for k, ch in enumerate(rule["to"]):
-                _check_channel(ch, f"{at}.to[{k}]", problems)
-                if ch == rt["from"]:
-                    problems.append(f"{at}.to[{k}]: {ch!r} is the route's own input channel (a loop)")
-            if rule["when"] is None:
-                if rt["mode"] == "first" and j < len(rt["rules"]) - 1:
-                    problems.append(
-                        f"{at}: has no `when`, so the rules after it never match (put it last or add a condition)"
-                    )
+                out[section].append((i, item_model.model_validate(item)))
+            except ValidationError:
+                continue
+    store = data.get("store")
+    redelivery = store.get("redelivery", {}) if isinstance(store, dict) else {}
+    try:
+        out["redelivery"] = [(0, RedeliverySection.model_validate(redelivery))]
+    except ValidationError:
+        out["redelivery"] = []
+    return out
+
+
+def _check_semantics(
+    data: dict[str, Any],
+    found: list[Problem],
+    check_selector: Callable[[str], None] | None,
+    render: Callable[[tuple[str | int, ...]], str],
+) -> None:
+    """Checks across entries (unique names, one route per channel, loops, batch sources)."""
+    entries = _valid_entries(data)
+
+    def problem(loc: tuple[str | int, ...], message: str) -> None:
+        found.append(Problem(render(loc), message, loc))
+
+    def raw(section: str, key: str) -> list[tuple[int, str]]:
+        items = data.get(section)
+        return [(i, it[key]) for i, it in enumerate(items if isinstance(items, list) else [])
+                if isinstance(it, dict) and isinstance(it.get(key), str)]
+
+    for section in ("adapters", "channels", "routes"):
+        seen: dict[str, int] = {}
+        for i, name in raw(section, "name"):
+            if name in seen:
+                problem((section, i, "name"), f"{name!r} is already used by {section}[{seen[name]}]")
+            seen[name] = i
+    for _, redelivery in entries["redelivery"]:
+        try:
+            BackoffPolicy(**redelivery.model_dump())
+        except CouplerError as exc:
+            problem(("store", "redelivery"), exc.message.removeprefix("bad backoff policy: "))
+    adapters = {name for _, name in raw("adapters", "name")}
+    sources: dict[str, int] = {}
+    for i, source in raw("batch", "source"):
+        if source not in adapters:
+            known = ", ".join(sorted(adapters)) or "none"
+            problem(("batch", i, "source"), f"no adapter named {source!r} (adapters: {known})")
+        if source in sources:
+            problem(("batch", i, "source"), f"{source!r} is already ingested by batch[{sources[source]}]")
+        sources[source] = i
+    for i, job in entries["batch"]:
+        if not (job.on_staged or job.interval_seconds or job.at):
+            problem(("batch", i), "no trigger (set on_staged = true, interval_seconds or at)")
+    routed: dict[str, int] = {}
+    for i, source in raw("routes", "from"):
+        if source in routed:
+            problem(
+                ("routes", i, "from"),
+                f"channel {source!r} is already routed by routes[{routed[source]}] "
+                "(one route per input channel: add rules to that route)",
+            )
+        routed[source] = i
+    for i, rt in entries["routes"]:
+        for j, rule in enumerate(rt.rules):
+            at = ("routes", i, "rules", j)
+            if not rule.to:
+                problem((*at, "to"), "needs at least one channel")
+            for k, ch in enumerate(rule.to):
+                if ch == rt.source:
+                    problem((*at, "to", k), f"{ch!r} is the route's own input channel (a loop)")
+            if rule.when is None:
+                if rt.mode == "first" and j < len(rt.rules) - 1:
+                    problem(at, "has no `when`, so the rules after it never match (put it last or add a condition)")
             elif check_selector is not None:
                 try:
-                    check_selector(rule["when"])
+                    check_selector(rule.when)
                 except CouplerError as exc:
-                    problems.append(f"{at}.when: {exc}")
-
-
-_DAILY_TIME = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
-
-
-def _check_batch(data: dict[str, Any], problems: list[str]) -> None:
-    adapters = {a["name"] for a in data["adapters"]}
-    sources: dict[str, int] = {}
-    for i, job in enumerate(data["batch"]):
-        at = f"batch[{i}]"
-        if job["source"] not in adapters:
-            problems.append(
-                f"{at}.source: no adapter named {job['source']!r} (adapters: {', '.join(sorted(adapters)) or 'none'})"
-            )
-        if job["source"] in sources:
-            problems.append(f"{at}.source: {job['source']!r} is already ingested by batch[{sources[job['source']]}]")
-        sources[job["source"]] = i
-        if not (job["on_staged"] or job["interval_seconds"] or job["at"]):
-            problems.append(f"{at}: no trigger (set on_staged = true, interval_seconds or at)")
-        for j, t in enumerate(job["at"]):
-            if not _DAILY_TIME.match(t):
-                problems.append(f"{at}.at[{j}]: {t!r} is not a time of day HH:MM (24-hour, e.g. \"02:30\")")
-        if job["channel"] is not None:
-            _check_channel(job["channel"], f"{at}.channel", problems)
-
-
-def _check_channel(name: str, where: str, problems: list[str]) -> None:
-    if not _CHANNEL.match(name):
-        problems.append(
-            f"{where}: {name!r} is not a valid channel name (letters, digits, '_', '.', '-'; not starting with '.' or '-')"
-        )
+                    problem((*at, "when"), str(exc))
 
 
 def _default_selector_check() -> Callable[[str], None] | None:
-    return Selector.parse
+    def check(text: str) -> None:
+        Selector.parse(text)
+
+    return check
 
 
-def _typed(data: dict[str, Any], raw: dict[str, Any], path: Path) -> SiteConfig:
+def _resolved(model: SiteModel, raw: dict[str, Any], path: Path, lines: dict[tuple[str | int, ...], int]) -> SiteConfig:
     root = path.parent
-    data_dir = _resolve(root, data["site"]["data_dir"])
+    data_dir = _resolve(root, model.site.data_dir)
+    adapters = []
+    for i, a in enumerate(model.adapters):
+        a._index = i
+        adapters.append(a)
+    routes = []
+    for i, r in enumerate(model.routes):
+        named = r.name is not None
+        if not named:
+            r = r.model_copy(update={"name": f"route-{i}"})
+        r._index, r._named = i, named
+        routes.append(r)
+    batch = []
+    for i, b in enumerate(model.batch):
+        if b.mapping:
+            b = b.model_copy(update={"mapping": str(_resolve(root, b.mapping))})
+        b._index = i
+        batch.append(b)
     return SiteConfig(
         path=path,
-        name=data["site"]["name"],
+        model=model,
         data_dir=data_dir,
-        store=data["store"],
-        schema_paths=[_resolve(root, p) for p in data["schemas"]["paths"]],
-        command_channel=data["commands"]["channel"],
-        reply_timeout=data["commands"]["reply_timeout_seconds"],
-        control_socket=_resolve(data_dir, data["control"]["socket"]),
-        monitor=data["monitor"],
-        logging=data["logging"],
-        channels=[ChannelSettings(**c) for c in data["channels"]],
-        adapters=[
-            AdapterConfig(
-                index=i,
-                **{
-                    **a,
-                    "targets": tuple(a["targets"]),
-                    "commands": tuple(a["commands"]) if a["commands"] is not None else None,
-                },
-            )
-            for i, a in enumerate(data["adapters"])
-        ],
-        routes=[
-            RouteConfig(
-                name=r["name"] or f"route-{i}",
-                source=r["from"],
-                rules=tuple(RouteRule(rule["when"], tuple(rule["to"])) for rule in r["rules"]),
-                mode=r["mode"],
-                otherwise=r["otherwise"],
-                index=i,
-                format=r["format"],
-            )
-            for i, r in enumerate(data["routes"])
-        ],
+        schema_paths=[_resolve(root, p) for p in model.schemas.paths],
+        control_socket=_resolve(data_dir, model.control.socket),
+        adapters=adapters,
+        routes=routes,
+        batch=batch,
         raw=raw,
-        batch=[
-            BatchJobConfig(
-                index=i,
-                **{k: v for k, v in b.items() if k not in ("from", "to", "at", "mapping")},
-                at=tuple(b["at"]),
-                from_spec=b["from"],
-                to_spec=b["to"],
-                mapping=_resolve(root, b["mapping"]) if b["mapping"] else None,
-            )
-            for i, b in enumerate(data["batch"])
-        ],
+        lines=lines,
     )
+
+
+# -- key paths and lines -------------------------------------------------------------------
+
+
+def _renderer(raw: dict[str, Any]) -> Callable[[tuple[str | int, ...]], str]:
+    """Renders a location as a key path, naming entries of named arrays by their unique name
+    (when it is a valid name: an entry whose name is wrong is numbered)."""
+    labels: dict[tuple[str, int], str] = {}
+    for section, key in _NAMED.items():
+        items = raw.get(section)
+        if not isinstance(items, list):
+            continue
+        names = [it.get(key) if isinstance(it, dict) else None for it in items]
+        for i, name in enumerate(names):
+            if isinstance(name, str) and is_channel_name(name) and names.count(name) == 1:
+                labels[(section, i)] = name
+
+    def render(loc: tuple[str | int, ...]) -> str:
+        if len(loc) >= 2 and isinstance(loc[0], str) and isinstance(loc[1], int) and (loc[0], loc[1]) in labels:
+            return key_path(loc[2:], f"{loc[0]}[{labels[(loc[0], loc[1])]}]")
+        return key_path(loc)
+
+    return render
+
+
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def _parse_key_path(path: str, raw: dict[str, Any]) -> tuple[str | int, ...]:
+    """The location of a rendered key path (entries named or numbered)."""
+    loc: list[str | int] = []
+    holder: Any = raw
+    for m in _SEGMENT.finditer(path):
+        key, index = m.group(1), m.group(2)
+        if key is not None:
+            loc.append(key)
+            holder = holder.get(key) if isinstance(holder, dict) else None
+            continue
+        if index.isdigit():
+            i = int(index)
+        else:
+            section = loc[-1] if loc else ""
+            by = _NAMED.get(str(section), "name")
+            items = holder if isinstance(holder, list) else []
+            i = next((n for n, it in enumerate(items) if isinstance(it, dict) and it.get(by) == index), -1)
+            if i < 0:
+                break
+        loc.append(i)
+        holder = holder[i] if isinstance(holder, list) and i < len(holder) else None
+    return tuple(loc)
+
+
+def _line_of(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...]) -> int | None:
+    """The line of ``loc``, else of the nearest enclosing key or table that is written."""
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*(\]\]?)\s*(#.*)?$")
+_KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=(.*)$""")
+_DOTTED = re.compile(r"""\s*([A-Za-z0-9_-]+|"[^"]*"|'[^']*')\s*(?:\.|$)""")
+
+
+def _key_parts(text: str) -> list[str]:
+    return [p.strip("\"'") for p in _DOTTED.findall(text)]
+
+
+def locate_keys(text: str) -> dict[tuple[str | int, ...], int]:
+    """Where each table and key of a (valid) TOML document is: ``{location: line number}``.
+
+    A location is the keys and array-of-tables indices leading to it (``("adapters", 1,
+    "options", "port")``). Keys inside inline tables and multi-line values are found at the
+    line of the key holding them.
+    """
+    lines: dict[tuple[str | int, ...], int] = {}
+    counts: dict[tuple[str | int, ...], int] = {}  # array of tables -> entries so far
+    current: tuple[str | int, ...] = ()
+    pending: str | None = None  # closing delimiter of a multi-line value
+    depth = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pending is not None:
+            if pending in line:
+                pending = None
+            continue
+        if depth > 0:
+            depth += _brackets(line)
+            continue
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _HEADER.match(line)
+        if m and _KEY.match(line) is None:
+            parts = _key_parts(m.group(2))
+            loc = _concrete(parts, counts)
+            if m.group(1) == "[[":
+                index = counts.get(loc, 0)
+                counts[loc] = index + 1
+                lines.setdefault(loc, number)
+                loc = (*loc, index)
+            lines.setdefault(loc, number)
+            current = loc
+            continue
+        m = _KEY.match(line)
+        if m is None:
+            continue
+        loc = (*current, *_key_parts(m.group(1)))
+        lines.setdefault(loc, number)
+        value = m.group(2).strip()
+        for quote in ('"""', "'''"):
+            if value.startswith(quote) and value.count(quote) == 1:
+                pending = quote
+        if pending is None:
+            depth = max(_brackets(value), 0)
+    return lines
+
+
+def _concrete(parts: list[str], counts: dict[tuple[str | int, ...], int]) -> tuple[str | int, ...]:
+    """A header's keys with the current index of each array of tables on the way."""
+    loc: list[str | int] = []
+    for i, part in enumerate(parts):
+        loc.append(part)
+        key = tuple(loc)
+        if key in counts and i < len(parts) - 1:
+            loc.append(counts[key] - 1)
+    return tuple(loc)
+
+
+def _brackets(text: str) -> int:
+    """Open minus closed brackets and braces outside strings (a multi-line array or table)."""
+    balance, quote = 0, ""
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            break
+        elif ch in "[{":
+            balance += 1
+        elif ch in "]}":
+            balance -= 1
+    return balance
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -465,23 +613,6 @@ def _resolve(base: Path, p: str) -> Path:
     return q if q.is_absolute() else (base / q)
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, dict):
-        return dict(value)
-    return value
-
-
-def _describe(value: Any) -> str:
-    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table"}
-    return f"{names.get(type(value), type(value).__name__)} ({value!r})" if not isinstance(value, dict | list) else names[type(value)]
-
-
 def _toml_message(exc: tomllib.TOMLDecodeError) -> str:
     msg = _TOML_AT.sub("", str(exc))
     return f"not valid TOML: {msg}"
@@ -490,13 +621,3 @@ def _toml_message(exc: tomllib.TOMLDecodeError) -> str:
 def _toml_where(path: Path, exc: tomllib.TOMLDecodeError) -> str:
     m = _TOML_AT.search(str(exc))
     return f"{path}:{m.group(1)}:{m.group(2)}" if m else str(path)
-
-
-def backoff_policy(settings: dict[str, Any], max_attempts: int | None = None) -> BackoffPolicy:
-    try:
-        policy = BackoffPolicy(**settings)
-        if max_attempts is not None:
-            policy = BackoffPolicy(**{**settings, "max_attempts": max_attempts})
-    except CouplerError as exc:
-        raise ConfigError([f"store.redelivery: {exc.message}"]) from exc
-    return policy

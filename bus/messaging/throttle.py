@@ -1,33 +1,29 @@
-"""Message Throttle and an event-driven consumer that honours it.
+"""Message Throttle: how fast a consumer takes messages from its channel.
 
-A :class:`Throttle` caps how fast (``rate`` messages per second, token bucket with
-``burst``) and how many at once (``concurrency``) a consumer processes messages.
-:class:`Consumer` runs a handler over a channel with worker threads under a throttle: a
-handler that returns acknowledges the message, one that raises rejects it (redelivery with
-backoff, then the Dead Letter Channel).
+A :class:`Throttle` is a token bucket: at most ``rate`` messages per second on average, up to
+``burst`` at once after a quiet period. The daemon gives one to every route and outbound
+adapter that declares ``throttle`` in site.toml (:mod:`coupler.bus.runtime.daemon`): each of
+its workers takes a token before it handles a received message, so the legacy system behind
+an adapter never sees more than the rate however deep the channel is. How many messages are
+handled at once is the number of those workers (``throttle.concurrency``).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from coupler.bus.transport.base import Delivery, Transport
 from coupler.canonical.errors import CouplerError
-
-log = logging.getLogger(__name__)
 
 
 class Throttle:
-    """Caps rate (messages/s) and concurrency. ``clock``/``sleep`` are injectable for tests."""
+    """At most ``rate`` messages/s (None: no limit), ``burst`` at once. ``clock``/``sleep``
+    are injectable for tests."""
 
     def __init__(
         self,
         rate: float | None = None,
-        concurrency: int | None = None,
         *,
         burst: int = 1,
         clock: Callable[[], float] = time.monotonic,
@@ -35,21 +31,18 @@ class Throttle:
     ):
         if rate is not None and rate <= 0:
             raise CouplerError(f"throttle rate must be > 0 messages/s, got {rate}", where="throttle.rate")
-        if concurrency is not None and concurrency < 1:
-            raise CouplerError(
-                f"throttle concurrency must be >= 1, got {concurrency}", where="throttle.concurrency"
-            )
+        if burst < 1:
+            raise CouplerError(f"throttle burst must be >= 1, got {burst}", where="throttle.burst")
         self.rate = rate
-        self.concurrency = concurrency
-        self.burst = max(1, burst)
+        self.burst = burst
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(concurrency) if concurrency else None
-        self._tokens = float(self.burst)
+        self._tokens = float(burst)
         self._last = clock()
 
-    def _take_token(self) -> None:
+    def acquire(self) -> None:
+        """Block until one more message may start."""
         if self.rate is None:
             return
         while True:
@@ -63,97 +56,12 @@ class Throttle:
                 wait = (1 - self._tokens) / self.rate
             self._sleep(wait)
 
-    def acquire(self) -> None:
-        """Block until one more message may start."""
-        if self._slots is not None:
-            self._slots.acquire()
-        try:
-            self._take_token()
-        except BaseException:
-            self.release()
-            raise
-
-    def release(self) -> None:
-        if self._slots is not None:
-            self._slots.release()
-
     def __enter__(self) -> Throttle:
         self.acquire()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.release()
+        pass
 
 
-Handler = Callable[[Delivery], Any]
-
-
-class Consumer:
-    """Event-driven consumer: ``workers`` threads receive from ``channel`` and run ``handler``."""
-
-    def __init__(
-        self,
-        transport: Transport,
-        channel: str,
-        name: str,
-        handler: Handler,
-        *,
-        throttle: Throttle | None = None,
-        workers: int = 1,
-        lease_seconds: float | None = None,
-        poll: float = 0.2,
-    ):
-        self.transport = transport
-        self.channel = channel
-        self.name = name
-        self.handler = handler
-        self.throttle = throttle or Throttle()
-        self.workers = workers
-        self.lease_seconds = lease_seconds
-        self.poll = poll
-        self.processed = 0
-        self.failed = 0
-        self._count_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-
-    def handle(self, delivery: Delivery) -> bool:
-        """Run the handler on one delivery and settle it; True when it succeeded."""
-        try:
-            self.handler(delivery)
-        except Exception as exc:  # noqa: BLE001 - any handler failure is a nack
-            outcome = self.transport.nack(delivery, exc, self.name)
-            log.warning("%s failed on %s (%s): %s", self.name, delivery.message_id, outcome, exc)
-            with self._count_lock:
-                self.failed += 1
-            return False
-        self.transport.ack(delivery)
-        with self._count_lock:
-            self.processed += 1
-        return True
-
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            self.throttle.acquire()
-            try:
-                got = self.transport.receive_wait(
-                    self.channel, self.name, max=1, wait=self.poll, lease_seconds=self.lease_seconds
-                )
-                for delivery in got:
-                    self.handle(delivery)
-            finally:
-                self.throttle.release()
-
-    def start(self) -> Consumer:
-        for i in range(self.workers):
-            thread = threading.Thread(target=self._work, name=f"{self.name}-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop receiving and wait for in-flight messages to finish (drain)."""
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout)
-        self._threads = []
+__all__ = ["Throttle"]

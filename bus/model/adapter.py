@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from coupler.bus.model.commands import Command, CommandFault, Reply
 from coupler.bus.model.files import FileState
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.options import OptionsModel, validate_options
 
 #: values of ``health()["status"]``, from good to bad
 HEALTH_STATES = ("ok", "degraded", "down")
 
-
-@dataclass(frozen=True)
-class OptionDoc:
-    """One key of an adapter type's ``[adapters.options]``, for the generated configuration
-    reference (``docs/configuration.md``, section "Adapter options")."""
-
-    key: str  # dotted for nested tables: "tls.cert"
-    kind: str  # string | integer | number | boolean | table
-    default: Any
-    doc: str
 
 class AdapterContext(Protocol):
     """What the bus gives an adapter: publish, reply, request, logger, config, data dir."""
@@ -98,9 +88,11 @@ class Adapter:
     #: option keys holding file or directory paths, dotted for nested tables (``"tls.cert"``);
     #: the daemon makes relative ones absolute against the directory of site.toml
     path_options: ClassVar[tuple[str, ...]] = ()
-    #: options listed in the generated configuration reference (the adapter's own
-    #: documentation describes them all)
-    option_docs: ClassVar[tuple[OptionDoc, ...]] = ()
+    #: the model of the type's ``[adapters.options]`` (a :class:`coupler.canonical.options.OptionsModel`):
+    #: the site loader checks every adapter's options against it, so that a misspelled or wrong
+    #: option is reported when the site loads, with the site's other problems; the generated
+    #: configuration reference lists its fields. :meth:`parse_options` gives the typed options.
+    options_model: ClassVar[type[OptionsModel] | None] = None
 
     #: which way documents flow for this instance: ``inbound``, ``outbound`` or ``both``
     #: (site.toml ``direction``, the one source of it; the daemon sets it before ``start``)
@@ -118,6 +110,14 @@ class Adapter:
         self.name = name
         self.options = dict(options)
         self.context = context
+
+    @classmethod
+    def parse_options(cls, name: str, options: dict[str, Any]) -> Any:
+        """``options`` as the type's :attr:`options_model`, or an :class:`OptionsError` listing
+        every problem with its key path (``adapters[NAME].options.KEY``)."""
+        if cls.options_model is None:
+            raise TypeError(f"{cls.__name__} declares no options_model")
+        return validate_options(cls.options_model, options, prefix=f"adapters[{name}].options")
 
     # -- lifecycle ---------------------------------------------------------------------------
 

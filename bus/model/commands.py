@@ -23,6 +23,7 @@ import fastavro
 
 from coupler.canonical import Envelope, FormatIndicator, MessageKind
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT
 from coupler.schemas import SCHEMA_DIR
 
 #: the common command set (DESIGN.md)
@@ -177,13 +178,16 @@ def command_envelope(
         record.update(operation=operation, timeout_ms=None if timeout is None else int(timeout * 1000))
     if name == "ping":
         record["payload"] = payload
+    properties = {PROP_COMMAND: name, PROP_TARGET: target}
+    if document is not None and document.properties.get(TRACEPARENT):  # the document's trace
+        properties[TRACEPARENT] = document.properties[TRACEPARENT]
     return Envelope(
         format=COMMAND_FORMATS[name],
         body=_encode(name, record),
         kind=MessageKind.COMMAND,
         return_address=return_address,
         origin=origin,
-        properties={PROP_COMMAND: name, PROP_TARGET: target},
+        properties=properties,
         **headers,
     )
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -82,12 +83,13 @@ class FileState(Protocol):
         """Forget finished files not seen for ``older_than_seconds`` (and old delivery ids)."""
         ...
 
-    def delivered(self, message_id: str) -> str | None:
-        """Outbound: the name written for ``message_id`` ("" when none), None when not yet."""
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        """Outbound: of ``keys``, those ``consumer`` recorded as written (the store of the
+        adapter's Idempotent Receiver, :mod:`coupler.bus.messaging.idempotency`)."""
         ...
 
-    def mark_delivered(self, message_id: str, name: str | None) -> None:
-        """Outbound: ``message_id`` was written (as ``name``): an Idempotent Receiver."""
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        """Outbound: record ``keys`` as written by ``consumer``."""
         ...
 
     def close(self) -> None: ...

@@ -111,6 +111,18 @@ def field_getter(name: str) -> Callable[[Envelope], Any]:
     return lambda e: e.properties.get(prop)
 
 
+def field_list(text: str) -> list[tuple[str, Callable[[Envelope], Any]]]:
+    """The names and getters of a comma-separated list of header or property names
+    (``origin, properties.order_no``: a business key); :class:`SelectorError` for an empty one."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise SelectorError(
+            f"empty field in {text!r}",
+            hint="header and property names separated by commas, e.g. origin, properties.order_no",
+        )
+    return [(n, field_getter(n)) for n in names]
+
+
 def _compare(op: str, left: Any, right: Any) -> bool:
     if left is None:
         return False

@@ -7,6 +7,7 @@ module implements any of these hooks with ``@coupler.bus.plugins.hookspecs.hooki
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,31 @@ def coupler_adapter_types() -> dict[str, type]:
 
 @hookspec
 def coupler_translator_types() -> dict[str, Any]:
-    """Translator types this plugin provides: ``{type name: translator factory}``."""
+    """Translator types this plugin provides: ``{type name: translator factory}``.
+
+    The type name is what an adapter's ``translator = "..."`` in site.toml refers to: how an
+    outbound adapter with a ``mapping`` gets each mapped document. The factory is called with
+    the loaded mapping (:class:`coupler.translators.mapping.Mapping`) and returns a callable
+    turning a mapped legacy record (a dict) into the bytes the adapter is handed.
+    """
+
+
+@hookspec
+def coupler_transport_types() -> dict[str, Any]:
+    """Transport types this plugin provides: ``{type name: factory}``.
+
+    The type name is what a site's ``[store] type = "..."`` refers to. The factory is called
+    with the loaded site (:class:`coupler.bus.config.loader.SiteConfig`) and returns the
+    site's transport (a :class:`coupler.bus.transport.base.Transport`), opened.
+    """
+
+
+@hookspec
+def coupler_cli_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``coupler`` subcommands: ``subparsers.add_parser(NAME, help=...)`` and
+    ``.set_defaults(func=RUN)``, where ``RUN(args)`` returns the exit code (a ``CouplerError``
+    it raises is printed as one line). The name must not be one of ``coupler``'s own commands.
+    """
 
 
 @hookspec

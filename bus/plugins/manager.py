@@ -1,7 +1,14 @@
-"""The plugin manager: loads every plugin of the entry-point group ``coupler``."""
+"""The plugin manager: loads every plugin of the entry-point group ``coupler``.
+
+Everything a plugin contributes is read by calling its hooks through pluggy
+(``pm.hook.<name>``); to say which plugin contributed what (``coupler plugins``, two plugins
+claiming one type name) a hook is called on one plugin at a time with
+``pm.subset_hook_caller``.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 from dataclasses import dataclass, field
@@ -13,15 +20,35 @@ import pluggy
 from coupler.bus.plugins import hookspecs
 from coupler.canonical.errors import CouplerError
 
+#: the hooks returning ``{type name: thing}`` that ``coupler plugins`` lists, by ``PluginInfo`` field
+_TYPE_HOOKS = {
+    "adapter_types": "coupler_adapter_types",
+    "transport_types": "coupler_transport_types",
+    "translator_types": "coupler_translator_types",
+}
+
 
 class PluginError(CouplerError):
     """A plugin that cannot be loaded or that contributes something twice."""
 
 
-def plugin_manager(*, entry_points: bool = True, extra: tuple[Any, ...] = ()) -> pluggy.PluginManager:
+#: the bus's own plugins, by entry-point name: the schemas and translator types, the transports
+#: (installed, they come through the entry points in pyproject.toml like any other plugin)
+CORE_PLUGINS = {
+    "builtin": "coupler.bus.plugins.builtin",
+    "sqlite": "coupler.bus.transport.sqlite.plugin",
+    "amqp": "coupler.bus.transport.amqp.plugin",
+}
+
+
+def plugin_manager(
+    *, entry_points: bool = True, extra: tuple[Any, ...] = (), core: bool = True
+) -> pluggy.PluginManager:
     """A plugin manager with the hook specifications and the installed plugins.
 
-    ``extra`` registers plugin objects directly (tests, embedded use).
+    ``extra`` registers plugin objects directly (tests, embedded use). Without
+    ``entry_points`` no installed plugin is loaded but, with ``core``, the bus's own
+    (:data:`CORE_PLUGINS`: a site needs a transport).
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
@@ -30,35 +57,60 @@ def plugin_manager(*, entry_points: bool = True, extra: tuple[Any, ...] = ()) ->
             pm.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
         except Exception as exc:  # a broken third-party plugin must not hide behind a traceback
             raise PluginError(f"a plugin of entry-point group 'coupler' failed to load: {exc!r}") from exc
+    if core:
+        for name, module in CORE_PLUGINS.items():
+            if pm.get_plugin(name) is None:
+                pm.register(importlib.import_module(module), name=name)
     for plugin in extra:
-        pm.register(plugin)
+        if not pm.is_registered(plugin):
+            pm.register(plugin)
     return pm
+
+
+def _plugin_name(pm: pluggy.PluginManager, plugin: Any) -> str:
+    return pm.get_name(plugin) or repr(plugin)
+
+
+def _per_plugin(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tuple[Any, Any]]:
+    """``(plugin, result)`` of ``hook`` for each plugin implementing it, in registration order."""
+    caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    plugins = [impl.plugin for impl in caller.get_hookimpls()]
+    results = []
+    for plugin in plugins:
+        others = [p for p in pm.get_plugins() if p is not plugin]
+        for result in pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs):
+            results.append((plugin, result))
+    return results
 
 
 def _merge(pm: pluggy.PluginManager, hook: str) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     owners: dict[str, str] = {}
-    for plugin in pm.get_plugins():
-        impl = getattr(plugin, hook, None)
-        if impl is None:
-            continue
-        for name, value in (impl() or {}).items():
+    for plugin, result in _per_plugin(pm, hook):
+        for name, value in (result or {}).items():
             if name in merged and merged[name] is not value:
                 raise PluginError(
-                    f"{hook}: {name!r} is contributed by both {owners[name]} and {pm.get_name(plugin)}",
+                    f"{hook}: {name!r} is contributed by both {owners[name]} and {_plugin_name(pm, plugin)}",
                     hint="uninstall one of the two plugins",
                 )
             merged[name] = value
-            owners[name] = pm.get_name(plugin) or repr(plugin)
+            owners[name] = _plugin_name(pm, plugin)
     return merged
 
 
 def adapter_types(pm: pluggy.PluginManager) -> dict[str, type]:
+    """``{type name: Adapter class}`` of every plugin (``coupler_adapter_types``)."""
     return _merge(pm, "coupler_adapter_types")
 
 
 def translator_types(pm: pluggy.PluginManager) -> dict[str, Any]:
+    """``{type name: translator type}`` of every plugin (``coupler_translator_types``)."""
     return _merge(pm, "coupler_translator_types")
+
+
+def transport_types(pm: pluggy.PluginManager) -> dict[str, Any]:
+    """``{type name: factory(site) -> opened Transport}`` of every plugin (``coupler_transport_types``)."""
+    return _merge(pm, "coupler_transport_types")
 
 
 def mapping_functions(pm: pluggy.PluginManager) -> dict[str, Any]:
@@ -73,6 +125,33 @@ def schema_dirs(pm: pluggy.PluginManager) -> list[Path]:
     return dirs
 
 
+def add_cli_commands(
+    pm: pluggy.PluginManager, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
+) -> dict[str, str]:
+    """Let every plugin add its ``coupler`` subcommands (``coupler_cli_commands``).
+
+    Returns ``{command: plugin name}``; a plugin adding a command that exists already is a
+    :class:`PluginError` naming both.
+    """
+    added: dict[str, str] = {}
+    caller: pluggy.HookCaller = pm.hook.coupler_cli_commands
+    for impl in caller.get_hookimpls():
+        plugin = impl.plugin
+        before = set(subparsers.choices)
+        others = [p for p in pm.get_plugins() if p is not plugin]
+        try:
+            pm.subset_hook_caller("coupler_cli_commands", remove_plugins=others)(subparsers=subparsers)
+        except argparse.ArgumentError as exc:
+            owner = next((f"plugin {added[c]}" for c in added if c in str(exc)), "coupler itself")
+            raise PluginError(
+                f"plugin {_plugin_name(pm, plugin)} adds a command that {owner} has already: {exc}",
+                hint="uninstall one of the two plugins",
+            ) from None
+        for name in sorted(set(subparsers.choices) - before):
+            added[name] = _plugin_name(pm, plugin)
+    return added
+
+
 @dataclass
 class PluginInfo:
     """One installed plugin and what it contributes (``coupler plugins``)."""
@@ -81,43 +160,46 @@ class PluginInfo:
     distribution: str | None
     version: str | None
     adapter_types: list[str] = field(default_factory=list)
+    transport_types: list[str] = field(default_factory=list)
     translator_types: list[str] = field(default_factory=list)
     schema_dirs: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    cli_commands: list[str] = field(default_factory=list)
 
     def contributes(self) -> dict[str, list[str]]:
         return {
             "adapter_types": self.adapter_types,
+            "transport_types": self.transport_types,
             "translator_types": self.translator_types,
             "schema_dirs": self.schema_dirs,
             "commands": self.commands,
+            "cli_commands": self.cli_commands,
         }
 
 
 def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
     dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
-    infos = []
+    infos: dict[int, PluginInfo] = {}
     for plugin in pm.get_plugins():
         if plugin is hookspecs:
             continue
         dist = dists.get(id(plugin))
-        info = PluginInfo(
-            name=pm.get_name(plugin) or repr(plugin),
+        infos[id(plugin)] = PluginInfo(
+            name=_plugin_name(pm, plugin),
             distribution=dist.metadata["name"] if dist else None,
             version=dist.version if dist else None,
         )
-        call = {
-            "adapter_types": "coupler_adapter_types",
-            "translator_types": "coupler_translator_types",
-            "schema_dirs": "coupler_schema_dirs",
-            "commands": "coupler_commands",
-        }
-        for attr, hook in call.items():
-            impl = getattr(plugin, hook, None)
-            if impl is not None:
-                getattr(info, attr).extend(str(x) for x in (impl() or ()))
-        infos.append(info)
-    return sorted(infos, key=lambda i: i.name)
+    hooks = {**_TYPE_HOOKS, "schema_dirs": "coupler_schema_dirs", "commands": "coupler_commands"}
+    for attr, hook in hooks.items():
+        for plugin, result in _per_plugin(pm, hook):
+            getattr(infos[id(plugin)], attr).extend(str(x) for x in (result or ()))
+    parser = argparse.ArgumentParser(prog="coupler", add_help=False)
+    sub = parser.add_subparsers()
+    for name, owner in add_cli_commands(pm, sub).items():
+        for info in infos.values():
+            if info.name == owner:
+                info.cli_commands.append(name)
+    return sorted(infos.values(), key=lambda i: i.name)
 
 
 #: extra plugin objects to load, ``module[:attribute]`` separated by commas (tests, embedding)

@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coupler.bus.messaging.request_reply import request_reply
+from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.adapter import resolve_path as _resolve_path
-from coupler.bus.model.commands import CommandFault, InvalidMessage
+from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
-from coupler.canonical import Envelope
+from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
 
 #: the channel on which an adapter's ``context.request`` waits for replies
 REPLY_CHANNEL_PREFIX = "coupler.replies."
@@ -145,6 +148,8 @@ class BusContext:
         self._wait_while_paused()
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
+        if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
+            envelope = ensure_trace(envelope.replace())
         if self._inbound is not None:
             envelope = self._translate(envelope)
         (message_id,) = self._transport.send(target, envelope, component=self.component)
@@ -168,6 +173,8 @@ class BusContext:
                 f"message {request.message_id} has no return address to reply to", where=f"adapter {self.name}"
             )
         reply = reply.replace(correlation_id=request.message_id, origin=reply.origin or self.name)
+        if trace_of(reply) is None and trace_of(request) is not None:
+            reply.properties[TRACEPARENT] = trace_of(request).child().header  # type: ignore[union-attr]
         self._transport.send(request.return_address, reply, component=self.component)
         self._stats.count(self.name, "sent")
 
@@ -226,50 +233,26 @@ class BusContext:
         return shared if shared is not None else embedded_file_state(data_dir / "files.db")
 
 
-def request_reply(
-    transport: Transport,
-    envelope: Envelope,
-    channel: str,
+def build_adapter(
+    cls: type[Adapter],
+    name: str,
+    options: dict[str, Any],
+    context: BusContext,
     *,
-    reply_channel: str,
-    consumer: str,
-    timeout: float,
-    component: str,
-    count: int | None = 1,
-    stopping: threading.Event | None = None,
-) -> list[Envelope]:
-    """Send ``envelope`` to ``channel`` and collect its correlated replies on ``reply_channel``.
-
-    Waits until ``count`` replies came (``None``: as many as the first reply's
-    ``coupler.reply-count`` property says, see :mod:`coupler.bus.model.commands`) or ``timeout``
-    passed; raises :class:`CommandFault` (code ``timeout``) when no reply came at all.
-    """
-    from coupler.bus.model.commands import REPLY_COUNT
-
-    envelope = envelope.replace(return_address=reply_channel)
-    transport.send(channel, envelope, component=component)
-    selector = f"correlation_id = '{envelope.message_id}'"
-    deadline = time.monotonic() + timeout
-    replies: list[Envelope] = []
-    expected = count
-    while expected is None or len(replies) < expected:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or (stopping is not None and stopping.is_set()):
-            break
-        batch = transport.receive_wait(
-            reply_channel, consumer, max=10, selector=selector, wait=min(remaining, 0.5)
-        )
-        if batch:
-            transport.ack(batch)
-        for d in batch:
-            replies.append(d.envelope)
-            if expected is None:
-                expected = int(d.envelope.properties.get(REPLY_COUNT, "1") or 1)
-    if not replies:
-        raise CommandFault(
-            f"no reply to {envelope.message_id} on {reply_channel} within {timeout:g} s",
-            code="timeout",
-            hint="is the daemon running and the target's adapter started?",
-        )
-    return replies
-
+    direction: str,
+    targets: tuple[str, ...] | list[str] = (),
+    identity: dict[str, str] | None = None,
+    channel: str | None = None,
+    format: str | FormatIndicator | None = None,
+) -> Adapter:
+    """An adapter of type ``cls`` created the way the daemon creates it: with its name, its
+    options (path options already resolved) and its context, then given what its
+    ``[[adapters]]`` entry says (``direction``, ``targets``, ``identity``, ``channel``,
+    ``format``). ``start()`` is the caller's (the daemon, or :mod:`coupler.bus.testing`)."""
+    adapter = cls(name, dict(options), context)
+    adapter.direction = direction
+    adapter.targets = tuple(targets)
+    adapter.identity = identity
+    adapter.channel = channel
+    adapter.format = FormatIndicator.parse(format) if isinstance(format, str) else format
+    return adapter

@@ -6,9 +6,10 @@ request per connection. The socket is created with mode 0600: only the site's ow
 control it.
 
 Operations: ``status``, ``channels``, ``adapters``, ``identities``, ``dlq.list``,
-``dlq.show``, ``dlq.replay``, ``dlq.purge``, ``pause``, ``resume``, ``ping``, ``command``,
-``stop``, and the channel tools ``channel.put``, ``channel.get``, ``channel.purge``
-(envelopes travel as base64 of :meth:`Envelope.to_bytes`).
+``dlq.show``, ``dlq.replay``, ``dlq.purge``, ``trace``, ``pause``, ``resume``, ``ping``,
+``command``, ``stop``, and the channel tools ``channel.put``, ``channel.get``,
+``channel.purge`` (envelopes travel as base64 of :meth:`Envelope.to_bytes`). The operator
+console (:mod:`coupler.bus.runtime.console`) calls the same service in the daemon.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelope, parse_reply
-from coupler.bus.runtime.context import request_reply
-from coupler.canonical import Envelope
+from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError
 
@@ -70,6 +71,18 @@ class StoreService:
     @property
     def transport(self) -> Any:
         return self._transport
+
+    @property
+    def site(self) -> SiteConfig | None:
+        return self._site
+
+    def registry(self) -> Any:
+        """The site's schema registry (decoding and encoding Avro bodies)."""
+        if getattr(self, "_registry", None) is None:
+            from coupler.canonical.registry import SchemaRegistry
+
+            self._registry = SchemaRegistry.default(self.site.schema_paths if self.site else ())
+        return self._registry
 
     def call(self, op: str, **args: Any) -> Any:
         method: Callable[..., Any] | None = getattr(self, "op_" + op.replace(".", "_").replace("-", "_"), None)
@@ -119,14 +132,45 @@ class StoreService:
         return [d.to_json() for d in self.transport.dead_letters(queue, kind=kind, limit=limit)]
 
     def op_dlq_show(self, id: int) -> dict[str, Any]:
+        """One dead letter: its record, the envelope (base64), and the body decoded through
+        its format indicator (``decoded``: as, text, error)."""
+        from coupler.bus.runtime.bodies import decode_body
+
         dl = self.transport.dead_letter(int(id))
         data = dl.to_json()
         data["envelope"] = encode_envelope(dl.envelope) if dl.envelope else None
         data["raw"] = base64.b64encode(dl.raw).decode("ascii") if dl.raw else None
+        env = dl.envelope
+        if env is None:
+            env = Envelope(format=FormatIndicator.parse("coupler.Raw@1", "application/octet-stream"), body=dl.raw or b"")
+        else:
+            data["headers"] = {
+                "kind": env.kind.value, "origin": env.origin, "correlation_id": env.correlation_id,
+                "timestamp": env.timestamp.isoformat(), "properties": dict(env.properties),
+                "history": [f"{h.timestamp.isoformat()} {h.component}: {h.action}" for h in env.history],
+            }
+        data["decoded"] = decode_body(env, self.site, self.registry() if env.format.content_type == "avro/binary" else None)
         return data
 
-    def op_dlq_replay(self, id: int, channel: str | None = None) -> dict[str, Any]:
-        return {"message_id": self.transport.replay(int(id), channel)}
+    def op_dlq_replay(self, id: int, channel: str | None = None, body: str | None = None) -> dict[str, Any]:
+        """Replay a dead letter; with ``body`` (the text of the body as ``dlq.show`` decoded
+        it, edited), encoded back to the message's format first (edit and replay)."""
+        data: bytes | None = None
+        if body is not None:
+            from coupler.bus.runtime.bodies import encode_body
+
+            dl = self.transport.dead_letter(int(id))
+            if dl.envelope is None:
+                raise ControlError(f"dead letter {id} has no envelope to edit", hint="purge it")
+            fmt = dl.envelope.format
+            data = encode_body(fmt, body, self.registry() if fmt.content_type == "avro/binary" else None, self.site)
+        return {"message_id": self.transport.replay(int(id), channel, body=data)}
+
+    def op_trace(self, query: str, limit: int = 5000) -> dict[str, Any]:
+        """Every hop of the messages of the trace(s) ``query`` names (bus/runtime/trace.py)."""
+        from coupler.bus.runtime.trace import trace
+
+        return trace(self.transport, query, limit=int(limit))
 
     def op_dlq_purge(self, queue: str | None = None, kind: str | None = None) -> dict[str, Any]:
         return {"purged": self.transport.purge_dead_letters(queue, kind=kind)}
@@ -153,6 +197,13 @@ class ControlService(StoreService):
         assert self.daemon.transport is not None
         return self.daemon.transport
 
+    @property
+    def site(self) -> SiteConfig:
+        return self.daemon.site
+
+    def registry(self) -> Any:
+        return self.daemon.registry()
+
     def op_status(self) -> dict[str, Any]:
         status = self.daemon.status()
         status["channels"] = self.op_channels()
@@ -168,7 +219,7 @@ class ControlService(StoreService):
                 channel=ra.config.channel,
                 commands=list(ra.servant().commands),
                 targets=[name, *ra.config.targets],
-                identity=ra.config.identity,
+                identity=ra.config.identity_dict,
                 paused=ra.paused.is_set(),
             )
             out.append(row)

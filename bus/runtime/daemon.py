@@ -18,7 +18,13 @@ thread per job, each receiving one message at a time under a lease:
 * the **monitor** records heartbeats, flags stuck channels and runs store maintenance;
 * the **batch scheduler** runs the ``[[batch]]`` ingestion jobs as child processes
   (:mod:`coupler.bus.batch.schedule`);
-* the **Control Bus** endpoint answers ``coupler ctl`` on a Unix socket.
+* the **Control Bus** endpoint answers ``coupler ctl`` on a Unix socket;
+* with ``[http] listen``, the operator console, JSON API, ``/metrics`` and ``/healthz``
+  (:mod:`coupler.bus.runtime.console`).
+
+Every message a worker handles is timed (:class:`~coupler.bus.runtime.console.metrics.Observer`)
+and its W3C trace context is the thread's current one while it is handled
+(:mod:`coupler.canonical.tracecontext`), so what the handler sends joins its trace.
 
 SIGTERM and SIGINT drain: no new message is received, the messages in flight are finished,
 the adapters are stopped and the process exits 0. Unfinished work stays in the store.
@@ -39,7 +45,7 @@ from typing import Any
 
 import pluggy
 
-from coupler.bus.config.loader import AdapterConfig, ConfigError, SiteConfig
+from coupler.bus.config.loader import AdapterConfig, ConfigError, RouteConfig, SiteConfig
 from coupler.bus.messaging.channels import DatatypeChannel
 from coupler.bus.model.adapter import Adapter, resolve_path_options
 from coupler.bus.model.commands import (
@@ -53,8 +59,10 @@ from coupler.bus.model.commands import (
     reply_envelope,
 )
 from coupler.bus.model.identities import Identity, IdentityError
-from coupler.bus.plugins.manager import adapter_types, site_plugin_manager
-from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.plugins.manager import adapter_types, site_plugin_manager, translator_types
+from coupler.bus.runtime.console.metrics import Observer
+from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
+from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
 from coupler.bus.runtime.site import DaemonLock
@@ -62,6 +70,7 @@ from coupler.bus.transport.base import Delivery, Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import handling
 
 log = logging.getLogger("coupler.daemon")
 
@@ -69,8 +78,6 @@ log = logging.getLogger("coupler.daemon")
 ADAPTER_QUEUE_PREFIX = "coupler.adapter."
 _RECEIVE_WAIT = 0.2
 
-#: how a worker receives: ``receive(wait)`` -> at most one delivery
-Receiver = Callable[[float], list[Delivery]]
 
 
 def adapter_queue(name: str) -> str:
@@ -142,7 +149,14 @@ class Daemon:
         self._datatype_readers: dict[str, tuple[str, int]] = {}
         #: route name -> (the canonical format name it reads, the version)
         self._route_readers: dict[str, tuple[str, int]] = {}
+        #: consumers reassembling message sequences (their incomplete ones expire in the monitor)
+        self._consumer_patterns: list[ConsumerPatterns] = []
         self.dispatcher = Dispatcher(self._servants, self._resolve_identity)
+        #: latency histograms and the figures of /metrics (bus/runtime/console/metrics.py)
+        self.observer = Observer()
+        self.observer.attach(self)
+        self._console: Any = None
+        self._spans: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -175,8 +189,11 @@ class Daemon:
         classes = self._adapter_classes()  # every adapter type is known before anything starts
         self._lock.acquire()
         try:
-            self.transport = open_transport(self.site)
+            self.transport = open_transport(self.site, self.pm)
             self._check_datatype_readers(classes)
+            from coupler.bus.runtime.console.spans import SpanExport
+
+            self._spans = self.observer.spans = SpanExport.create(self.site)  # [tracing] otlp_endpoint
             self._start_adapters(classes)
             self._start_workers()
             self._start_batch()
@@ -208,9 +225,15 @@ class Daemon:
                 ra.started = False
                 self.statistics.set_state(ra.name, "stopped")
             self._unregister_identity(ra)
+        if self._console is not None:
+            self._console.close()
+            self._console = None
         if self._control is not None:
             self._control.close()
             self._control = None
+        if self._spans is not None:
+            self._spans.close()
+            self._spans = None
         if self.transport is not None:
             self.transport.close()
         self._lock.release()
@@ -229,7 +252,7 @@ class Daemon:
                     f"(installed types: {', '.join(sorted(types)) or 'none'})"
                 )
         if problems:
-            raise ConfigError(problems, where=str(self.site.path), hint="`coupler plugins` lists what is installed")
+            raise self.site.config_error(problems, hint="`coupler plugins` lists what is installed")
         return types
 
     def _start_adapters(self, classes: dict[str, type[Adapter]]) -> None:
@@ -259,14 +282,13 @@ class Daemon:
             )
             self.statistics.add(ad.name, ad.type)
             try:
-                adapter = cls(ad.name, dict(options), context)
-                adapter.direction = ad.direction
-                adapter.targets = tuple(ad.targets)
-                adapter.identity = dict(ad.identity) if ad.identity else None
-                adapter.channel = ad.channel
-                adapter.format = FormatIndicator.parse(ad.format) if ad.format else None
+                adapter = build_adapter(
+                    cls, ad.name, options, context, direction=ad.direction, targets=ad.targets,
+                    identity=ad.identity_dict, channel=ad.channel, format=ad.format,
+                )
             except CouplerError as exc:
-                raise CouplerError(f"adapter {ad.name!r} cannot be created: {exc}", where=f"{self.site.path}: {ad.key_path}") from exc
+                raise CouplerError(f"{ad.key_path}: adapter {ad.name!r} cannot be created: {exc}",
+                                   where=self.site.where(f"{ad.key_path}.options")) from exc
             ra = RunningAdapter(ad, adapter, context, paused)
             if "outbound" in cls.directions and ad.direction in ("outbound", "both"):
                 self._outbound_stages(ra)
@@ -296,7 +318,7 @@ class Daemon:
                 ad, self.registry() if ad.mapping else None, self.site.path.parent, mapping_functions(self.pm)
             )
         except ConfigError as exc:
-            raise ConfigError(exc.problems, where=str(self.site.path), hint=exc.hint) from None
+            raise self.site.config_error(exc.problems, hint=exc.hint) from None
 
     def _outbound_stages(self, ra: RunningAdapter) -> None:
         """Canonical -> legacy (translation), then the wrapper chain, before an outbound adapter."""
@@ -305,10 +327,12 @@ class Daemon:
 
         ad = ra.config
         try:
-            ra.translation = OutboundTranslation.for_adapter(ad, self.registry(), self.site.path.parent)
+            ra.translation = OutboundTranslation.for_adapter(
+                ad, self.registry(), self.site.path.parent, translator_types(self.pm)
+            )
             chain = wrapper_chain(ad, self.site.path.parent)
         except ConfigError as exc:
-            raise ConfigError(exc.problems, where=str(self.site.path), hint=exc.hint) from None
+            raise self.site.config_error(exc.problems, hint=exc.hint) from None
         ra.wrapping = OutboundWrapping(ad.name, chain) if chain is not None else None
 
     # datatype channels ------------------------------------------------------------------
@@ -348,7 +372,7 @@ class Daemon:
             self._datatype_readers[ad.name] = (fmt.name, fmt.version)
         problems += self._check_route_readers()
         if problems:
-            raise ConfigError(problems, where=str(self.site.path), hint="`coupler schema list` shows the known versions")
+            raise self.site.config_error(problems, hint="`coupler schema list` shows the known versions")
 
     def _check_route_readers(self) -> list[str]:
         """Routes declaring the version they read (``[[routes]] format``): it must exist, and
@@ -372,7 +396,7 @@ class Daemon:
             except CouplerError as exc:
                 problems.append(f"{route.key_path}.format: {exc.message}")
                 continue
-            self._route_readers[route.name] = (fmt.name, fmt.version)
+            self._route_readers[route.label] = (fmt.name, fmt.version)
         return problems
 
     def _datatype_receiver(self, name: str, source: str) -> Receiver | None:
@@ -418,7 +442,7 @@ class Daemon:
         repo = self.transport.identities
         repo.unregister(adapter=ra.name)  # left over by a daemon that was killed
         if ra.config.identity:
-            reg = repo.register(Identity.from_dict(ra.config.identity), adapter_queue(ra.name), adapter=ra.name)
+            reg = repo.register(Identity.from_dict(ra.config.identity.as_dict()), adapter_queue(ra.name), adapter=ra.name)
             log.info("adapter %s registered identity %s", ra.name, reg.identity, extra={"adapter": ra.name})
 
     def _unregister_identity(self, ra: RunningAdapter) -> None:
@@ -457,15 +481,17 @@ class Daemon:
             self._spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self._command_handler(ra), ra.paused)
             if ra.config.channel and ra.config.direction in ("outbound", "both") and "outbound" in ra.adapter.directions:
                 source = self._source(ra.config.channel, ra.name)
+                patterns = self._patterns(ra.name, ra.config.channel, source, ra.config)
                 self._spawn(
-                    f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra), ra.paused,
-                    receive=self._datatype_receiver(ra.name, source),
+                    f"deliver:{ra.name}", source, ra.name, self._delivery_handler(ra, patterns), ra.paused,
+                    receive=self._datatype_receiver(ra.name, source), patterns=patterns,
                 )
-        for route in self.router.routes:
+        for route, config in zip(self.router.routes, self.site.routes, strict=True):
             consumer = f"route:{route.name}"
             source = self._source(route.source, consumer)
-            self._spawn(consumer, source, consumer, self._route_handler(route),
-                        receive=self._route_receiver(route, consumer, source))
+            patterns = self._patterns(consumer, route.source, source, config)
+            self._spawn(consumer, source, consumer, self._route_handler(route, patterns),
+                        receive=self._route_receiver(route, consumer, source), patterns=patterns)
         t = threading.Thread(target=self._monitor, name="monitor", daemon=True)
         t.start()
         self._threads.append(t)
@@ -477,6 +503,18 @@ class Daemon:
             return self.transport.subscribe(channel, consumer)
         return channel
 
+    def _patterns(self, consumer: str, channel: str, source: str, config: AdapterConfig | RouteConfig) -> ConsumerPatterns:
+        """The Idempotent Receiver, Message Throttle and sequence reassembly ``consumer``
+        declared (reading ``channel`` from queue ``source``)."""
+        assert self.transport is not None
+        patterns = ConsumerPatterns.declared(
+            self.transport, consumer, source, channel=self.site.channel(channel),
+            idempotent_key=config.idempotent_key, throttle=config.throttle, where=config.key_path,
+        )
+        if patterns.assembler is not None:
+            self._consumer_patterns.append(patterns)
+        return patterns
+
     def _spawn(
         self,
         name: str,
@@ -486,6 +524,7 @@ class Daemon:
         paused: threading.Event | None = None,
         *,
         receive: Receiver | None = None,
+        patterns: ConsumerPatterns | None = None,
     ) -> None:
         assert self.transport is not None
         transport = self.transport
@@ -493,11 +532,16 @@ class Daemon:
             def receive(wait: float) -> list[Delivery]:
                 return transport.receive_wait(channel, consumer, max=1, wait=wait)
 
-        t = threading.Thread(
-            target=self._worker, args=(name, channel, receive, handle, paused), name=name, daemon=True
-        )
-        t.start()
-        self._threads.append(t)
+        workers = 1
+        if patterns is not None:
+            receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
+        for i in range(workers):
+            thread_name = name if workers == 1 else f"{name}#{i + 1}"
+            t = threading.Thread(
+                target=self._worker, args=(thread_name, channel, receive, handle, paused), name=thread_name, daemon=True
+            )
+            t.start()
+            self._threads.append(t)
 
     def _worker(
         self,
@@ -527,7 +571,8 @@ class Daemon:
                     return
             for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
                 try:
-                    handle(d)
+                    with handling(d.envelope), self.observer.handled(name, d):
+                        handle(d)
                 except Exception as exc:
                     log.exception("%s: message %s failed", name, d.message_id, extra={"worker": name})
                     try:
@@ -610,7 +655,7 @@ class Daemon:
 
         return handle
 
-    def _delivery_handler(self, ra: RunningAdapter) -> Callable[[Delivery], None]:
+    def _delivery_handler(self, ra: RunningAdapter, patterns: ConsumerPatterns) -> Callable[[Delivery], None]:
         def handle(d: Delivery) -> None:
             assert self.transport is not None
             self.statistics.count(ra.name, "received")
@@ -629,14 +674,15 @@ class Daemon:
                 outcome = self.transport.nack(d, exc, f"adapter:{ra.name}")
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
-            self.transport.ack(d)
+            with self.transport.transaction() as tx:
+                patterns.settle(tx, d)
             self.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
         return handle
 
     # routes ------------------------------------------------------------------------------
 
-    def _route_handler(self, route: Route) -> Callable[[Delivery], None]:
+    def _route_handler(self, route: Route, patterns: ConsumerPatterns) -> Callable[[Delivery], None]:
         component = f"route:{route.name}"
 
         def handle(d: Delivery) -> None:
@@ -648,7 +694,7 @@ class Daemon:
             with self.transport.transaction() as tx:
                 for channel in destinations:
                     tx.send(channel, d.envelope, component=component)
-                tx.ack(d)
+                patterns.settle(tx, d)
 
         return handle
 
@@ -656,7 +702,7 @@ class Daemon:
 
     def _monitor(self) -> None:
         assert self.transport is not None
-        interval = self.site.monitor["interval_seconds"]
+        interval = self.site.monitor.interval_seconds
         last_maintenance = 0.0
         while not self.stopping.wait(interval):
             for ra in self.adapters.values():
@@ -664,6 +710,11 @@ class Daemon:
                     self.statistics.beat(ra.name)
             try:
                 self._check_stuck()
+                for patterns in self._consumer_patterns:
+                    for seq_id in patterns.expire():
+                        log.warning("%s: sequence %s incomplete after %g s: its parts went to the Invalid "
+                                    "Message Channel", patterns.consumer, seq_id, patterns.sequence_timeout,
+                                    extra={"consumer": patterns.consumer})
                 if time.monotonic() - last_maintenance > 60:
                     last_maintenance = time.monotonic()
                     counts = self.transport.maintain()
@@ -674,7 +725,7 @@ class Daemon:
 
     def _check_stuck(self) -> None:
         assert self.transport is not None
-        default = self.site.monitor["stuck_after_seconds"]
+        default = self.site.monitor.stuck_after_seconds
         for st in self.transport.stats():
             cfg = self.site.channel(st.channel)
             limit = cfg.stuck_after_seconds if cfg and cfg.stuck_after_seconds is not None else default
@@ -709,8 +760,19 @@ class Daemon:
     def _start_control(self) -> None:
         from coupler.bus.runtime.control import ControlServer, ControlService
 
-        self._control = ControlServer(self.site.control_socket, ControlService(self))
+        service = ControlService(self)
+        self._control = ControlServer(self.site.control_socket, service)
         self._control.start()
+        if self.site.http.listen:  # the console, API and /metrics (off unless set)
+            from coupler.bus.runtime.console.server import ConsoleServer
+
+            self._console = ConsoleServer(self, service)
+            self._console.start()
+
+    @property
+    def console_url(self) -> str | None:
+        """The URL the console is served at (None when ``[http] listen`` is not set)."""
+        return self._console.url if self._console is not None else None
 
     def adapter_health(self, name: str) -> dict[str, Any] | None:
         """``adapter.health()`` of a started adapter (None when it is not running)."""

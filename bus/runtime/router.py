@@ -41,7 +41,7 @@ class Route:
     @classmethod
     def from_config(cls, config: RouteConfig) -> Route:
         return cls(
-            name=config.name,
+            name=config.label,
             source=config.source,
             rules=tuple(
                 CompiledRule(Selector.parse(r.when) if r.when else None, r.to) for r in config.rules

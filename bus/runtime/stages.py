@@ -51,7 +51,7 @@ def wrapper_chain(config: AdapterConfig, site_dir: Path) -> Any:
     from coupler.translators.wrappers import build_chain
 
     try:
-        return build_chain(config.wrappers, base_dir=site_dir, where=f"{config.key_path}.wrappers")
+        return build_chain([w.model_dump() for w in config.wrappers], base_dir=site_dir, where=f"{config.key_path}.wrappers")
     except CouplerError as exc:  # its where names the key path (adapters[0].wrappers[1].options.size)
         raise ConfigError([f"{exc.where or config.key_path + '.wrappers'}: {exc.message}"], hint=exc.hint) from None
 

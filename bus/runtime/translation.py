@@ -19,7 +19,9 @@ channel.
    * ``json``: the legacy record as JSON, for adapters that encode it themselves (the SOAP
      client through its WSDL, the socket adapter's copybook translator).
 
-   The default is the kind of the mapping's legacy side. The translated document's format is
+   The default is the kind of the mapping's legacy side. The translator types are those the
+   plugins register through the hook ``coupler_translator_types`` (Coupler's own three come
+   from its built-in plugin, :mod:`coupler.translators.mapping.writers`). The translated document's format is
    ``legacy.<mapping file stem>@1`` with that content type; the property
    ``coupler.canonical-format`` keeps the canonical format it came from.
 
@@ -31,6 +33,7 @@ reason). Documents of other entities pass through untouched.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +42,6 @@ from coupler.bus.model.commands import CommandFault, Document
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
-TRANSLATORS = ("copybook", "xml", "json")
-CONTENT_TYPES = {"copybook": "application/x-cobol-record", "xml": "application/xml", "json": "application/json"}
 PROP_CANONICAL = "coupler.canonical-format"
 _AVRO, _JSON = "avro/binary", "application/json"
 
@@ -49,26 +50,32 @@ class OutboundTranslation:
     """Canonical documents -> what one outbound adapter takes (see the module docstring)."""
 
     def __init__(self, adapter: str, reads: FormatIndicator | None, registry: Any, mapping: Any = None,
-                 translator: str | None = None):
+                 translator: Any = None):
         self.adapter = adapter
         self.reads = reads
         self.registry = registry
         self.mapping = mapping
+        #: the translator type (``coupler_translator_types``) writing mapped records
         self.translator = translator
         self._encode: Any = None
         self.format: FormatIndicator | None = None
         if mapping is not None:
-            self._encode = self._legacy_writer()
+            assert translator is not None
+            self._encode = translator(mapping)
             stem = "".join(c if c.isalnum() else "_" for c in Path(mapping.file).stem)
-            self.format = FormatIndicator(f"legacy.{stem}", 1, CONTENT_TYPES[self.translator or "json"])
+            self.format = FormatIndicator(f"legacy.{stem}", 1, translator.content_type)
 
     @classmethod
-    def for_adapter(cls, config: AdapterConfig, registry: Any, site_dir: Path) -> OutboundTranslation | None:
-        """The stage of one adapter, or None when its entry asks for no translation."""
-        if config.translator is not None and config.translator not in TRANSLATORS and config.mapping is not None:
+    def for_adapter(cls, config: AdapterConfig, registry: Any, site_dir: Path,
+                    translators: Mapping[str, Any]) -> OutboundTranslation | None:
+        """The stage of one adapter, or None when its entry asks for no translation.
+
+        ``translators`` are the translator types of the installed plugins (``{name: type}``).
+        """
+        if config.translator is not None and config.translator not in translators and config.mapping is not None:
             raise ConfigError(
                 [f"{config.key_path}.translator: {config.translator!r} is not a translator of mapped documents "
-                 f"(one of {', '.join(TRANSLATORS)})"]
+                 f"(installed: {', '.join(sorted(translators))})"]
             )
         reads = FormatIndicator.parse(config.format) if config.format else None
         mapping = None
@@ -91,12 +98,12 @@ class OutboundTranslation:
                 reads = reads or canonical
         if reads is None and mapping is None:
             return None
-        translator = config.translator if config.translator in TRANSLATORS else None
-        if mapping is not None and translator is None:
-            translator = (mapping.legacy_spec or "json").partition(":")[0]
-            translator = translator if translator in TRANSLATORS else "json"
+        name = config.translator if config.translator in translators else None
+        if mapping is not None and name is None:
+            name = (mapping.legacy_spec or "json").partition(":")[0]
+            name = name if name in translators else "json"
         try:
-            return cls(config.name, reads, registry, mapping, translator)
+            return cls(config.name, reads, registry, mapping, translators.get(name) if name else None)
         except CouplerError as exc:
             raise ConfigError([f"{config.key_path}: {exc}"]) from exc
 
@@ -144,34 +151,6 @@ class OutboundTranslation:
         legacy = self.mapping.to_legacy(record)
         assert self.format is not None
         return Document(self.format, self._encode(legacy), {**doc.properties, PROP_CANONICAL: str(target)})
-
-    def _legacy_writer(self) -> Any:
-        from coupler.translators.mapping.formats import parse_spec
-
-        spec_text = self.mapping.legacy_spec or ""
-        if self.translator == "json" or not spec_text:
-            from coupler.translators.xml.jsonio import dumps
-
-            return lambda record: dumps(record).encode("utf-8")
-        spec = parse_spec(spec_text, base_dir=Path(self.mapping.file).parent,
-                          options={k: str(v) for k, v in self.mapping.legacy_options.items()})
-        if spec.kind != self.translator:
-            raise CouplerError(f"translator {self.translator!r} cannot write the mapping's legacy side {spec_text!r}",
-                               hint=f"use translator = {spec.kind!r} or \"json\"")
-        if spec.kind == "copybook":
-            from coupler.translators.copybook.decoder import parse_options
-            from coupler.translators.copybook.encoder import RecordEncoder
-            from coupler.translators.copybook.layout import build_layout
-            from coupler.translators.copybook.parser import parse_file
-
-            assert spec.path is not None
-            encoder = RecordEncoder(build_layout(parse_file(spec.path)), parse_options(spec.options))
-            return lambda record: bytes(encoder.encode(record))
-        from coupler.translators.xml import XsdModel
-
-        assert spec.path is not None
-        xml_encoder = XsdModel.load(spec.path).encoder(spec.element)
-        return lambda record: xml_encoder.encode(record, label="record")
 
 
 def _json_record(body: bytes, fmt: FormatIndicator) -> dict[str, Any]:

@@ -46,7 +46,6 @@ Threads: a Transport object may be shared by threads (each gets its own connecti
 from __future__ import annotations
 
 import abc
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.model.names import CHANNEL_NAME_RULE, is_channel_name, is_queue_name
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
 #: the site-wide Dead Letter Channel and Invalid Message Channel
 DEFAULT_DEAD_LETTER = "dead-letters"
 DEFAULT_INVALID = "invalid"
-
-_CHANNEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
 
 ChannelKind = Literal["queue", "topic"]
 DeadKind = Literal["dead", "invalid"]
@@ -86,17 +84,16 @@ class UnknownDeadLetterError(TransportError):
 
 def check_channel_name(channel: str) -> str:
     """``channel`` when it is a valid channel (or subscription) name, else :class:`TransportError`."""
-    if not isinstance(channel, str) or not _CHANNEL_NAME.match(channel):
-        raise TransportError(
-            f"bad channel name {channel!r}",
-            hint="use 1 to 200 characters without spaces or control characters, e.g. orders.in",
-        )
+    if not is_queue_name(channel):
+        raise TransportError(f"bad channel name {channel!r}", hint=f"use {CHANNEL_NAME_RULE}, e.g. orders.in")
     return channel
 
 
-def is_channel_name(name: str) -> bool:
-    """Whether ``name`` would pass :func:`check_channel_name`."""
-    return bool(_CHANNEL_NAME.match(name))
+def check_subscription_name(subscription: str) -> str:
+    """``subscription`` when it can name a durable subscription, else :class:`TransportError`."""
+    if not is_channel_name(subscription):
+        raise TransportError(f"bad subscription name {subscription!r}", hint=f"use {CHANNEL_NAME_RULE}")
+    return subscription
 
 
 def envelope_list(channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
@@ -279,6 +276,8 @@ class JournalEntry:
     message_id: str | None
     event: str
     detail: str | None
+    #: the W3C trace id of the message (rows of messages being stored: sent, published, replayed)
+    trace_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -288,6 +287,7 @@ class JournalEntry:
             "message_id": self.message_id,
             "event": self.event,
             "detail": self.detail,
+            "trace_id": self.trace_id,
         }
 
 
@@ -481,8 +481,9 @@ class Transport(TransactionOps):
         """One dead letter, or :class:`UnknownDeadLetterError`."""
 
     @abc.abstractmethod
-    def replay(self, id: int, channel: str | None = None) -> str:
-        """Send a dead letter back to its channel (or ``channel``) with a fresh attempt count.
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+        """Send a dead letter back to its channel (or ``channel``) with a fresh attempt count;
+        with ``body``, the message carries that body instead (edit and replay).
 
         Returns the message id; the dead letter is removed in the same transaction.
         """
@@ -502,8 +503,16 @@ class Transport(TransactionOps):
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
-        """Query the Message Store journal (oldest first)."""
+        """Query the Message Store journal (oldest first).
+
+        ``trace_ids``: the entries of the messages of these W3C traces; ``key``: the entries
+        of messages stored with this correlation id or business key
+        (:mod:`coupler.canonical.tracecontext`); ``message_ids``: the entries of these messages.
+        """
 
     @abc.abstractmethod
     def maintain(self) -> dict[str, int]:
@@ -526,6 +535,14 @@ class Transport(TransactionOps):
         was (a replay: a WS-Security nonce used twice). Every daemon of a site sees the same
         records (the idempotency records of the store, purged after the idempotency window,
         which must be longer than any ``ttl``)."""
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def exports_shared_figures(self) -> bool:
+        """Whether this process should export the figures every daemon of the site shares
+        (channel depths and counters) to Prometheus: always for a store of one daemon; on a
+        multi-node site, only the one daemon that holds the store's metrics lock."""
+        return True
 
     # -- the seen-state of polling adapters ------------------------------------------------
 

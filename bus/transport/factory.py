@@ -1,51 +1,38 @@
-"""Open the transport a site names in ``[store]``: the embedded SQLite store or the broker."""
+"""Open the transport a site names in ``[store] type``, through the plugin hook
+``coupler_transport_types``: the embedded SQLite store and the broker are registered there by
+their own plugins (``transport/sqlite/plugin.py``, ``transport/amqp/plugin.py``) like a third
+party's transport."""
 
 from __future__ import annotations
 
-from coupler.bus.config.loader import ConfigError, SiteConfig, backoff_policy
+import pluggy
+
+from coupler.bus.config.loader import SiteConfig
+from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.plugins.manager import site_plugin_manager, transport_types
 from coupler.bus.transport.base import ChannelConfig, Transport
 
 
-def _sqlite_transport(site: SiteConfig) -> Transport:
-    from coupler.bus.transport.sqlite.transport import SqliteTransport
-
-    store = site.store
-    return SqliteTransport(
-        site.data_dir,
-        filename=store["path"],
-        synchronous=store["synchronous"],
-        sync_acks=store["sync_acks"],
-        backoff=backoff_policy(store["redelivery"]),
-        lease_seconds=store["lease_seconds"],
-        claim_threshold=store["claim_check_bytes"],
-        journal_retention=store["journal_retention_days"] * 86400.0,
-        idempotency_retention=store["idempotency_window_seconds"],
-        dead_letter=store["dead_letter_channel"],
-        invalid=store["invalid_channel"],
-    ).open()
-
-
-def open_transport(site: SiteConfig) -> Transport:
+def open_transport(site: SiteConfig, pm: pluggy.PluginManager | None = None) -> Transport:
     """The site's transport, opened, with the channels of ``[[channels]]`` declared."""
-    store = site.store
-    if store["type"] == "amqp":
-        from coupler.bus.transport.amqp.transport import amqp_transport_for_site
-
-        transport: Transport = amqp_transport_for_site(site)
-    elif store["type"] != "sqlite":  # pragma: no cover - the schema admits sqlite and amqp
-        raise ConfigError([f"store.type: unknown transport {store['type']!r}"], where=str(site.path))
-    else:
-        transport = _sqlite_transport(site)
+    pm = pm if pm is not None else site_plugin_manager()
+    factories = transport_types(pm)
+    factory = factories.get(site.store.type)
+    if factory is None:
+        raise site.config_error(
+            [f"store.type: no installed plugin provides transport type {site.store.type!r} "
+             f"(installed: {', '.join(sorted(factories)) or 'none'})"],
+            hint="`coupler plugins` lists what is installed",
+        )
+    transport: Transport = factory(site)
     try:
         for ch in site.channels:
+            backoff = None
+            if ch.max_attempts:
+                backoff = BackoffPolicy(**{**site.store.redelivery.model_dump(), "max_attempts": ch.max_attempts})
             transport.declare(
                 ch.name,
-                ChannelConfig(
-                    kind=ch.kind,  # type: ignore[arg-type]
-                    dead_letter=ch.dead_letter_channel,
-                    format=ch.format,
-                    backoff=backoff_policy(store["redelivery"], ch.max_attempts) if ch.max_attempts else None,
-                ),
+                ChannelConfig(kind=ch.kind, dead_letter=ch.dead_letter_channel, format=ch.format, backoff=backoff),
             )
     except BaseException:
         transport.close()

@@ -13,9 +13,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coupler.bus.transport.base import JournalEntry
+from coupler.canonical import Envelope
+from coupler.canonical.tracecontext import search_keys, trace_id_of
 
 #: the columns of a journal row, in the order :func:`journal_entries` reads them
-JOURNAL_COLUMNS = "id, at, channel, message_id, event, detail"
+JOURNAL_COLUMNS = "id, at, channel, message_id, event, detail, trace_id"
+
+
+def journal_trace(envelope: Envelope) -> tuple[str | None, str | None]:
+    """The ``trace_id`` and ``keys`` columns of a journal row of ``envelope`` being stored."""
+    return trace_id_of(envelope), search_keys(envelope)
 
 
 def journal_query(
@@ -28,10 +35,27 @@ def journal_query(
     since: datetime | None = None,
     limit: int = 1000,
     order: str = "id",
+    trace_ids: Iterable[str] | None = None,
+    key: str | None = None,
+    message_ids: Iterable[str] | None = None,
 ) -> tuple[str, list[Any]]:
-    """The ``SELECT`` of journal entries (oldest first, by ``order``) matching every filter
-    given, and its arguments (``at`` is stored in epoch seconds)."""
+    """The ``SELECT`` of journal entries (oldest first) matching every filter given, and its
+    arguments (``at`` is stored in epoch seconds). ``trace_ids``: rows of messages of these
+    traces; ``key``: rows of messages whose correlation id or business key is ``key``;
+    ``message_ids``: rows of any of these messages."""
     clauses, args = _equal((("message_id", message_id), ("channel", channel), ("event", event)), mark)
+    if trace_ids is not None:
+        ids = list(trace_ids) or [""]
+        clauses.append(f"trace_id IN ({', '.join([mark] * len(ids))})")
+        args.extend(ids)
+    if message_ids is not None:
+        mids = list(message_ids) or [""]
+        clauses.append(f"message_id IN ({', '.join([mark] * len(mids))})")
+        args.extend(mids)
+    if key is not None:
+        escaped = key.replace("|", "/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        clauses.append(f"keys LIKE {mark} ESCAPE '\\'")
+        args.append(f"%|{escaped}|%")
     if since is not None:
         clauses.append(f"at >= {mark}")
         args.append(since.timestamp())
@@ -41,7 +65,7 @@ def journal_query(
 
 def journal_entries(rows: Iterable[tuple[Any, ...]]) -> list[JournalEntry]:
     """The rows of a :func:`journal_query` as journal entries."""
-    return [JournalEntry(r[0], datetime.fromtimestamp(r[1], UTC), r[2], r[3], r[4], r[5]) for r in rows]
+    return [JournalEntry(r[0], datetime.fromtimestamp(r[1], UTC), r[2], r[3], r[4], r[5], r[6]) for r in rows]
 
 
 def dead_letter_where(queue: str | None, kind: str | None, mark: str) -> tuple[str, list[Any]]:

@@ -1,4 +1,5 @@
-"""A real bus for the file adapter suites: the SQLite store and adapter contexts on it."""
+"""A real bus for the file adapter suites: :class:`coupler.bus.testing.EmbeddedBus` (the public
+helper plugin authors use), with the defaults these suites rely on."""
 
 from __future__ import annotations
 
@@ -6,38 +7,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.runtime.context import BusContext, Statistics
-from coupler.bus.transport.sqlite.transport import SqliteTransport
+from coupler.bus.runtime.context import BusContext, build_adapter
+from coupler.bus.testing import EmbeddedBus
 from coupler.canonical import Envelope
 
 
-class Bus:
-    """The embedded store of a test site, and contexts for adapters on it."""
+class Bus(EmbeddedBus):
+    """The embedded store of a test site; adapter contexts publish to ``in`` by default."""
 
-    def __init__(self, root: Path):
-        self.root = root
-        self.transport = SqliteTransport(root / "store", synchronous="NORMAL").open()
-        self.statistics = Statistics()
-
-    def context(self, name: str, channel: str | None = "in", type_name: str = "test") -> BusContext:
-        data_dir = self.root / "adapters" / name
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.statistics.add(name, type_name)
-        return BusContext(
-            name=name, config={}, data_dir=data_dir, transport=self.transport,
-            statistics=self.statistics, channel=channel,
-        )
+    def context(self, name: str, channel: str | None = "in", type_name: str = "test",
+                config: dict[str, Any] | None = None) -> BusContext:
+        return super().context(name, channel, type_name, config)
 
     def drain(self, channel: str = "in") -> list[Envelope]:
         """Every message on ``channel``, received and acknowledged, in order."""
-        out: list[Envelope] = []
-        while batch := self.transport.receive(channel, "test", max=100):
-            self.transport.ack(batch)
-            out.extend(d.envelope for d in batch)
-        return out
-
-    def close(self) -> None:
-        self.transport.close()
+        return self.published(channel)
 
 
 def bus_fixture(tmp_path: Path) -> Iterator[Bus]:
@@ -47,9 +31,9 @@ def bus_fixture(tmp_path: Path) -> Iterator[Bus]:
 
 
 def adapter(cls: type, name: str, options: dict[str, Any], context: BusContext, **attrs: Any) -> Any:
-    """An adapter built the way the daemon builds it."""
-    a = cls(name, options, context)
-    a.channel = context.channel
-    for key, value in attrs.items():
-        setattr(a, key, value)
-    return a
+    """An adapter built the way the daemon builds it (not started)."""
+    return build_adapter(
+        cls, name, options, context, direction=attrs.pop("direction", "both"),
+        targets=attrs.pop("targets", ()), identity=attrs.pop("identity", None),
+        channel=context.channel, format=attrs.pop("format", None),
+    )

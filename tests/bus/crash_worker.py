@@ -14,7 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from coupler.bus.messaging.reliability import IdempotentReceiver
+from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope
 
@@ -29,7 +29,7 @@ def message_id(i: int) -> str:
 def main(data_dir: str, total: int) -> int:
     progress = Path(data_dir) / "produced"
     t = SqliteTransport(data_dir, lease_seconds=0.5).open()
-    receiver = IdempotentReceiver(t, "in", "consumer")
+    receiver = IdempotentReceiver("consumer")
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     while True:
@@ -44,10 +44,10 @@ def main(data_dir: str, total: int) -> int:
             tmp.write_text(str(upto))
             os.replace(tmp, progress)
         with t.transaction() as tx:
-            got = receiver.receive(max=BATCH)
+            got = receiver.fresh(t, tx.receive("in", "consumer", max=BATCH))
             for d in got:
                 tx.send("done", Envelope(format="test.Item@1", body=d.envelope.body))
-            receiver.ack(got)
+            receiver.ack(t, got)
         if produced >= total and not got and t.stats("in")[0].depth == 0:
             return 0
 

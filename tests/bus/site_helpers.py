@@ -101,7 +101,7 @@ def start_daemon_process(site_file: Path, *extra: str, env: dict[str, str] | Non
         env=coupler_env() if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     client = ControlClient(load_site(site_file).control_socket)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine starts Python slowly; a healthy start takes ~1 s
     while True:
         try:
             if client.call("status")["pid"] == proc.pid:

@@ -82,7 +82,7 @@ options = { record_format = "V", is_rdw_big_endian = true }
     (job,) = site.batch
     assert (job.source, job.on_staged, job.at, job.interval_seconds) == ("extracts", True, ("02:30", "14:00"), None)
     assert (job.to_spec, job.from_spec, job.master, job.poll_seconds, job.retry_seconds) == ("parquet", None, "local[*]", 5.0, 300.0)
-    assert job.mapping == tmp_path / "maps" / "extract.toml"  # relative to site.toml
+    assert job.mapping == str(tmp_path / "maps" / "extract.toml")  # relative to site.toml
     assert job.options == {"record_format": "V", "is_rdw_big_endian": True}
     assert parse_site(ADAPTER, tmp_path / "site.toml").batch == []
 
@@ -102,19 +102,19 @@ source = "extracts"
 at = ["2:30", "24:00"]
 """, tmp_path / "site.toml")
     problems = info.value.problems
-    assert "batch[0].source: no adapter named 'nope' (adapters: extracts)" in problems
+    assert "batch[nope].source: no adapter named 'nope' (adapters: extracts)" in problems
     assert "batch[1]: no trigger (set on_staged = true, interval_seconds or at)" in problems
     assert "batch[2].source: 'extracts' is already ingested by batch[1]" in problems
     assert any(p.startswith("batch[2].at[0]: '2:30' is not a time of day") for p in problems)
     assert any(p.startswith("batch[2].at[1]: '24:00'") for p in problems)
-    with pytest.raises(ConfigError, match=r"batch\[0\]\.interval_seconds: 0 is less than the minimum 1"):
+    with pytest.raises(ConfigError, match=r"batch\[extracts\]\.interval_seconds: 0 is less than the minimum 1"):
         parse_site(ADAPTER + '[[batch]]\nsource = "extracts"\ninterval_seconds = 0\n', tmp_path / "site.toml")
 
 
 def test_a_source_that_stages_nothing_is_refused_when_the_daemon_starts(tmp_path: Path) -> None:
     adapter = ADAPTER.replace('batch_threshold_bytes = 100\nbatch_dir = "staged"\n', "")
     site = load_site(site_file(tmp_path, '[[batch]]\nsource = "extracts"\non_staged = true\n', adapter))
-    with pytest.raises(ConfigError, match=r"batch\[0\]\.source: adapter 'extracts' stages nothing for batch"):
+    with pytest.raises(ConfigError, match=r"batch\[extracts\]\.source: adapter 'extracts' stages nothing for batch"):
         BatchScheduler(site)
     with pytest.raises(ConfigError, match="stages nothing"):
         Daemon(site).start()

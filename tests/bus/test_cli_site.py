@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from coupler.bus.cli.main import main
-from coupler.bus.config.doc import render_markdown, render_template
+from coupler.bus.config.doc import SITE_SCHEMA, TABLES, render_markdown, render_template, walk
 from coupler.bus.config.loader import load_site, parse_site
-from coupler.bus.config.schema import SITE_SCHEMA, TABLES, walk
 
 
 def test_init_creates_a_site_with_the_embedded_store_and_no_adapters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -19,7 +18,7 @@ def test_init_creates_a_site_with_the_embedded_store_and_no_adapters(tmp_path: P
     site_file = tmp_path / "plant-7" / "site.toml"
     site = load_site(site_file)
     assert site.name == "plant-7"
-    assert site.store["type"] == "sqlite" and site.store["synchronous"] == "FULL"
+    assert site.store.type == "sqlite" and site.store.synchronous == "FULL"
     assert site.adapters == [] and site.routes == []
     assert site.data_dir.is_dir() and stat.S_IMODE(site.data_dir.stat().st_mode) == 0o700
     assert "coupler daemon --site" in capsys.readouterr().out

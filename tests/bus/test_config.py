@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,8 @@ def test_empty_site_gets_every_default(tmp_path: Path) -> None:
     site = parse_site(MINIMAL, tmp_path / "site.toml")
     assert site.name == "coupler-site"
     assert site.data_dir == tmp_path / "data"
-    assert site.store["synchronous"] == "FULL"
-    assert site.store["redelivery"]["max_attempts"] == 5
+    assert site.store.synchronous == "FULL"
+    assert site.store.redelivery.max_attempts == 5
     assert site.control_socket == tmp_path / "data" / "control.sock"
     assert site.store_path == tmp_path / "data" / "coupler.db"
     assert site.adapters == [] and site.routes == [] and site.channels == []
@@ -67,15 +68,15 @@ def test_empty_site_gets_every_default(tmp_path: Path) -> None:
 def test_full_site_is_typed(tmp_path: Path) -> None:
     site = parse_site(FULL, tmp_path / "site.toml")
     assert site.data_dir == tmp_path / "var"
-    assert site.store["lease_seconds"] == 5.0 and isinstance(site.store["lease_seconds"], float)
-    assert site.store["redelivery"]["max_attempts"] == 3
-    assert site.store["redelivery"]["multiplier"] == 2.0
+    assert site.store.lease_seconds == 5.0 and isinstance(site.store.lease_seconds, float)
+    assert site.store.redelivery.max_attempts == 3
+    assert site.store.redelivery.multiplier == 2.0
     assert site.schema_paths == [tmp_path / "schemas"]
     (ad,) = site.adapters
     assert ad.name == "orders-in" and ad.targets == ("orders",)
-    assert ad.identity == {"class": "orders", "provider": "acme", "name": "", "version": ""}
+    assert ad.identity_dict == {"class": "orders", "provider": "acme", "name": "", "version": ""}
     assert ad.options == {"directory": "/srv/drop", "nested": {"a": 1}}
-    assert ad.enabled is True and ad.key_path == "adapters[0]"
+    assert ad.enabled is True and ad.key_path == "adapters[orders-in]" and ad.index == 0
     (rt,) = site.routes
     assert rt.name == "route-0" and rt.source == "orders" and rt.otherwise == "orders.other"
     assert [r.to for r in rt.rules] == [("orders.eu", "orders.audit"), ("orders.rest",)]
@@ -90,12 +91,12 @@ def test_full_site_is_typed(tmp_path: Path) -> None:
         ("[store]\nlease_seconds = -1\n", "store.lease_seconds: -1 is less than the minimum"),
         ("[store.redelivery]\nmax_attempts = 1.5\n", "store.redelivery.max_attempts: expected an integer"),
         ("[stor]\n", "stor: unknown key (did you mean 'store'?)"),
-        ('[[adapters]]\nname = "a"\n', "adapters[0].type: required key is missing"),
-        ('[[adapters]]\nname = "a"\ntype = "t"\ndirection = "in"\n', "adapters[0].direction: 'in' is not one of inbound, outbound, both"),
-        ('[[adapters]]\nname = "a"\ntype = "t"\ntargets = "x"\n', "adapters[0].targets: expected an array of strings"),
-        ('[[adapters]]\nname = "a"\ntype = "t"\nformat = "acme.Order"\n', "adapters[0].format: malformed format indicator"),
-        ('[[adapters]]\nname = "a"\ntype = "t"\ncommands = ["sned"]\n', "adapters[0].commands[0]: 'sned' is not one of"),
-        ('[[adapters]]\nname = "a"\ntype = "t"\nidentity = { provider = "x" }\n', "adapters[0].identity.class: required key is missing"),
+        ('[[adapters]]\nname = "a"\n', "adapters[a].type: required key is missing"),
+        ('[[adapters]]\nname = "a"\ntype = "t"\ndirection = "in"\n', "adapters[a].direction: 'in' is not one of inbound, outbound, both"),
+        ('[[adapters]]\nname = "a"\ntype = "t"\ntargets = "x"\n', "adapters[a].targets: expected an array of strings"),
+        ('[[adapters]]\nname = "a"\ntype = "t"\nformat = "acme.Order"\n', "adapters[a].format: malformed format indicator"),
+        ('[[adapters]]\nname = "a"\ntype = "t"\ncommands = ["sned"]\n', "adapters[a].commands[0]: 'sned' is not one of"),
+        ('[[adapters]]\nname = "a"\ntype = "t"\nidentity = { provider = "x" }\n', "adapters[a].identity.class: required key is missing"),
         ('[[adapters]]\nname = "a"\ntype = "t"\n[[adapters]]\nname = "a"\ntype = "u"\n', "adapters[1].name: 'a' is already used by adapters[0]"),
         ('[[routes]]\nfrom = "in"\n', "routes[0].rules: required key is missing"),
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nwhen = "region = "\nto = ["x"]\n', "routes[0].rules[0].when:"),
@@ -104,7 +105,7 @@ def test_full_site_is_typed(tmp_path: Path) -> None:
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = []\n', "routes[0].rules[0].to: needs at least one channel"),
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["a"]\n[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["b"]\n', "routes[1].from: channel 'in' is already routed by routes[0]"),
         ('[[channels]]\nname = "bad name"\n', "channels[0].name: 'bad name' is not a valid channel name"),
-        ('[[channels]]\nname = "c"\nformat = "acme.Order@1"\n', "channels[0].format: 'acme.Order@1' is not a canonical format name"),
+        ('[[channels]]\nname = "c"\nformat = "acme.Order@1"\n', "channels[c].format: 'acme.Order@1' is not a canonical format name"),
         ("adapters = 3\n", "adapters: expected an array of tables"),
         ("[store.redelivery]\ninitial_delay = 10\nmax_delay = 5\n", "store.redelivery: max_delay 5.0 is below initial_delay 10.0"),
         ("[store.redelivery]\njitter = 1.5\n", "store.redelivery: jitter must be in [0, 1), got 1.5"),
@@ -114,7 +115,7 @@ def test_errors_name_the_key_path(tmp_path: Path, text: str, expected: str) -> N
     with pytest.raises(ConfigError) as info:
         parse_site(text, tmp_path / "site.toml")
     message = str(info.value)
-    assert message.startswith(f"{tmp_path / 'site.toml'}: ")
+    assert re.match(rf"{re.escape(str(tmp_path / 'site.toml'))}:\d+: ", message), message
     assert expected in message
 
 
@@ -138,3 +139,43 @@ def test_toml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
 def test_missing_site_file_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="coupler init"):
         load_site(tmp_path / "nope.toml")
+
+
+def test_problems_give_the_line_and_the_key_path(tmp_path: Path) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text('[site]\nname = "x"\n\n[[adapters]]\nname = "in"\ntype = "t"\n\n[[adapters]]\nname = "out"\n'
+                    'type = "t"\ndirection = "out"\n[adapters.options]\nport = 1\n[[routes]]\nfrom = "a"\n'
+                    '[[routes.rules]]\nto = ["a"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_site(path)
+    assert info.value.problems == [
+        "adapters[out].direction: 'out' is not one of inbound, outbound, both",
+        "routes[0].rules[0].to[0]: 'a' is the route's own input channel (a loop)",
+    ]
+    assert info.value.lines == [11, 17]
+    assert str(info.value) == (f"{path}: 2 problems: line 11: adapters[out].direction: 'out' is not one of inbound, "
+                               "outbound, both; line 17: routes[0].rules[0].to[0]: 'a' is the route's own input "
+                               "channel (a loop)")
+
+
+def test_adapter_options_are_checked_on_load_with_the_other_problems(tmp_path: Path) -> None:
+    from coupler.bus.plugins.manager import plugin_manager
+
+    path = tmp_path / "site.toml"
+    path.write_text('[store]\nsynchronous = "OFF"\n\n[[adapters]]\nname = "hl7-in"\ntype = "socket"\n'
+                    '[adapters.options]\nmode = "server"\nport = 2575\nidle_timout = 5\n[adapters.options.tls]\n'
+                    'cer = "x.pem"\n\n[[adapters]]\nname = "soap-in"\ntype = "sopa"\n')
+    with pytest.raises(ConfigError) as info:
+        load_site(path, pm=plugin_manager())
+    assert info.value.problems == [
+        "store.synchronous: 'OFF' is not one of FULL, NORMAL",
+        "adapters[hl7-in].options.idle_timout: unknown key (did you mean 'idle_timeout'?)",
+        "adapters[hl7-in].options.tls.cer: unknown key (did you mean 'cert'?)",
+        "adapters[soap-in].type: no installed plugin provides adapter type 'sopa' (did you mean 'soap'? installed: "
+        "filedrop, sftp, soap, socket; `coupler plugins` lists them)",
+    ]
+    assert info.value.lines == [2, 10, 12, 16]
+    path.write_text(path.read_text().replace('"OFF"', '"FULL"').replace("idle_timout", "idle_timeout")
+                    .replace("cer =", "cert =").replace('"sopa"', '"socket"\noptions = { mode = "client", port = 1 }'))
+    site = load_site(path, pm=plugin_manager())
+    assert [a.name for a in site.adapters] == ["hl7-in", "soap-in"]

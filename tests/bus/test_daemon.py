@@ -10,9 +10,9 @@ import pytest
 
 from coupler.bus.api import Document
 from coupler.bus.config.loader import ConfigError, load_site
+from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import command_envelope, parse_reply
 from coupler.bus.plugins.manager import plugin_manager
-from coupler.bus.runtime.context import request_reply
 from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.runtime.daemon import Daemon
 from coupler.bus.runtime.site import DaemonLockError
@@ -199,7 +199,7 @@ def test_second_daemon_on_the_same_data_dir_fails_clearly(daemon: Daemon) -> Non
 
 def test_unknown_adapter_type_names_the_key_path(tmp_path: Path) -> None:
     site = load_site(make_site(tmp_path, '[[adapters]]\nname = "x"\ntype = "nosuch"\n'))
-    with pytest.raises(ConfigError, match=r"adapters\[0\]\.type: no installed plugin provides adapter type 'nosuch'"):
+    with pytest.raises(ConfigError, match=r"site\.toml:3: adapters\[x\]\.type: no installed plugin provides adapter type 'nosuch'"):
         Daemon(site, pm=plugin_manager(entry_points=False, extra=(plugin_echo,))).start()
 
 

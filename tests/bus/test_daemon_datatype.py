@@ -140,5 +140,5 @@ def test_a_reader_of_an_unknown_version_or_another_entity_is_a_config_error(tmp_
     d = _daemon(_site(tmp_path, text))
     with pytest.raises(ConfigError) as info:
         d.start()
-    assert "adapters[0].format: no version 9 of acme.Customer" in str(info.value)
-    assert "adapters[1].format: the adapter reads acme.Order@1 but its channel 'readings' is a Datatype Channel of test.Reading" in str(info.value)
+    assert "adapters[crm-v1].format: no version 9 of acme.Customer" in str(info.value)
+    assert "adapters[meter-v1].format: the adapter reads acme.Order@1 but its channel 'readings' is a Datatype Channel of test.Reading" in str(info.value)

@@ -111,8 +111,8 @@ def test_a_route_format_that_does_not_fit_its_channel_or_the_registry_is_refused
     with pytest.raises(ConfigError) as info:
         d.start()
     problems = info.value.problems
-    assert any(p.startswith("routes[0].format:") and "acme.Customer" in p and "9" in p for p in problems), problems
-    assert any(p.startswith("routes[1].format: the route reads acme.Customer@1 but its channel 'readings' "
+    assert any(p.startswith("routes[customers-v1].format:") and "acme.Customer" in p and "9" in p for p in problems), problems
+    assert any(p.startswith("routes[readings-v1].format: the route reads acme.Customer@1 but its channel 'readings' "
                             "is a Datatype Channel of test.Reading") for p in problems), problems
     assert d.stopped.is_set()
 

@@ -79,6 +79,6 @@ def test_two_plugins_claiming_one_adapter_type_is_an_error() -> None:
 
 
 def test_extra_plugins_are_described() -> None:
-    pm = plugin_manager(entry_points=False, extra=(_One(),))
+    pm = plugin_manager(entry_points=False, extra=(_One(),), core=False)
     [info] = describe_plugins(pm)
     assert info.adapter_types == ["dup"] and info.distribution is None

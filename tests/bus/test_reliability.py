@@ -1,19 +1,20 @@
-"""Reliability patterns over the transport: idempotent receiver, stuck monitoring, throttle,
-request-reply, message sequence, datatype channels, selectors, application identities."""
+"""Messaging patterns over the transport: idempotent receiver, throttle, request-reply,
+message sequence, datatype channels, selectors, application identities (the daemon runs the
+first three for the consumers of a site: tests/bus/test_daemon_patterns.py)."""
 
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from coupler.bus.messaging.channels import DatatypeChannel, PublishSubscribeChannel
-from coupler.bus.messaging.reliability import BusinessKeyError, IdempotentReceiver, StuckMonitor
-from coupler.bus.messaging.request_reply import RequestTimeout, reply, request
+from coupler.bus.messaging.idempotency import BusinessKeyError, IdempotentReceiver
+from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.messaging.sequence import SequenceAssembler, join, split
-from coupler.bus.messaging.throttle import Consumer, Throttle
+from coupler.bus.messaging.throttle import Throttle
+from coupler.bus.model.commands import CommandFault
 from coupler.bus.model.identities import Identity, IdentityError
 from coupler.bus.model.selectors import Selector, SelectorError
 from coupler.bus.transport.sqlite.transport import SqliteTransport
@@ -41,74 +42,56 @@ def transport(tmp_path, clock):
 def test_duplicates_by_message_id_are_dropped(transport: SqliteTransport) -> None:
     original = doc(b"1")
     transport.send("in", [original, doc(b"2")])
-    receiver = IdempotentReceiver(transport, "in", "billing")
-    got = receiver.receive(max=10)
-    receiver.ack(got)
+    receiver = IdempotentReceiver("billing")
+    receiver.ack(transport, receiver.fresh(transport, transport.receive("in", "billing", max=10)))
     transport.send("in", [original.replace(), doc(b"3")])  # a resend of the same message
-    again = receiver.receive(max=10)
+    again = receiver.fresh(transport, transport.receive("in", "billing", max=10))
     assert bodies(again) == [b"3"]
     assert receiver.duplicates == 1
     assert transport.stats("in")[0].depth == 1  # the duplicate was consumed, "3" awaits ack
 
 
-def test_duplicates_in_one_batch_are_held_and_settled_with_the_original(transport: SqliteTransport) -> None:
+def test_duplicates_in_one_batch_count_once(transport: SqliteTransport) -> None:
     original = doc(b"once")
     transport.send("in", [original, original.replace()])
-    receiver = IdempotentReceiver(transport, "in", "c")
-    got = receiver.receive(max=10)
+    receiver = IdempotentReceiver("c")
+    got = receiver.fresh(transport, transport.receive("in", "c", max=10))
     assert bodies(got) == [b"once"]
-    receiver.ack(got)
+    receiver.ack(transport, got)
     assert transport.stats("in")[0].depth == 0
 
 
 def test_duplicates_by_business_key(transport: SqliteTransport) -> None:
-    receiver = IdempotentReceiver(transport, "in", "c", business_key="origin, properties.order_no")
+    receiver = IdempotentReceiver("c", "origin, properties.order_no")
     transport.send("in", doc(b"a", origin="ftp", properties={"order_no": "17"}))
-    receiver.ack(receiver.receive())
+    receiver.ack(transport, receiver.fresh(transport, transport.receive("in", "c")))
     transport.send("in", [
         doc(b"a-again", origin="ftp", properties={"order_no": "17"}),  # same order, new message id
         doc(b"other-system", origin="soap", properties={"order_no": "17"}),
     ])
-    assert bodies(receiver.receive(max=10)) == [b"other-system"]
+    assert bodies(receiver.fresh(transport, transport.receive("in", "c", max=10))) == [b"other-system"]
 
 
 def test_message_without_the_business_key_goes_to_invalid(transport: SqliteTransport) -> None:
-    receiver = IdempotentReceiver(transport, "in", "c", business_key="properties.order_no")
+    receiver = IdempotentReceiver("c", "properties.order_no")
     transport.send("in", doc(b"no key"))
-    assert receiver.receive() == []
+    assert receiver.fresh(transport, transport.receive("in", "c")) == []
     [bad] = transport.dead_letters(kind="invalid")
     assert "has no properties.order_no" in bad.reason
     with pytest.raises(BusinessKeyError):
-        IdempotentReceiver(transport, "in", "c", business_key="a,,b")
+        IdempotentReceiver("c", "a,,b")
 
 
 def test_idempotency_is_per_consumer_and_expires_with_retention(transport: SqliteTransport, clock: FakeClock) -> None:
     env = doc(b"x")
     for consumer in ("a", "b"):  # each consumer processes it once
         transport.send("in", env)
-        r = IdempotentReceiver(transport, "in", consumer)
-        r.ack(r.receive())
+        r = IdempotentReceiver(consumer)
+        r.ack(transport, r.fresh(transport, transport.receive("in", consumer)))
     clock.advance(3601)
     transport.maintain()
     transport.send("in", env)
-    assert bodies(IdempotentReceiver(transport, "in", "a").receive()) == [b"x"]  # forgotten
-
-
-# -- stuck-message monitoring ------------------------------------------------------------------
-
-
-def test_stuck_monitor_alerts_and_recovers(transport: SqliteTransport, clock: FakeClock, caplog) -> None:
-    monitor = StuckMonitor(transport, {"orders": 60, "*": 600})
-    transport.send("orders", doc())
-    transport.send("other", doc())
-    clock.advance(61)
-    with caplog.at_level("WARNING"):
-        [alert] = monitor.check()
-    assert alert.channel == "orders" and alert.depth == 1
-    assert monitor.status()["stuck"] is True
-    assert "channel orders is stuck" in caplog.text
-    transport.purge("orders")
-    assert monitor.check() == [] and monitor.status() == {"stuck": False, "alerts": []}
+    assert bodies(IdempotentReceiver("a").fresh(transport, transport.receive("in", "a"))) == [b"x"]  # forgotten
 
 
 # -- Message Throttle --------------------------------------------------------------------------
@@ -123,44 +106,6 @@ def test_throttle_caps_the_rate() -> None:
     assert fake.now == pytest.approx(5.0)  # 1 at once, then 50 at 10/s
 
 
-def test_consumer_concurrency_is_capped(transport: SqliteTransport) -> None:
-    transport.send("jobs", [doc(str(i).encode()) for i in range(12)])
-    lock = threading.Lock()
-    running, peak = [0], [0]
-    release = threading.Event()
-
-    def handler(delivery) -> None:
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        release.wait(0.05)
-        with lock:
-            running[0] -= 1
-
-    consumer = Consumer(transport, "jobs", "worker", handler, throttle=Throttle(concurrency=2), workers=6, poll=0.05)
-    consumer.start()
-    deadline = time.monotonic() + 30
-    while consumer.processed < 12 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    consumer.stop()
-    assert consumer.processed == 12
-    assert peak[0] == 2
-
-
-def test_consumer_nacks_when_the_handler_raises(transport: SqliteTransport) -> None:
-    transport.declare("jobs", backoff={"max_attempts": 1})
-    transport.send("jobs", doc(b"bad"))
-
-    def handler(delivery) -> None:
-        raise ValueError("cannot parse")
-
-    consumer = Consumer(transport, "jobs", "worker", handler)
-    [d] = transport.receive("jobs", "worker")
-    assert consumer.handle(d) is False
-    [dead] = transport.dead_letters()
-    assert (dead.error, dead.component) == ("ValueError: cannot parse", "worker")
-
-
 # -- request-reply -----------------------------------------------------------------------------
 
 
@@ -168,21 +113,24 @@ def test_request_reply_correlates_the_reply(tmp_path) -> None:
     with SqliteTransport(tmp_path) as t:
         def server() -> None:
             [d] = t.receive_wait("quotes", "server", wait=10)
-            reply(t, d.envelope, b"42", "acme.Quote@1")
+            assert d.envelope.return_address is not None
+            t.send(d.envelope.return_address, d.envelope.reply(b"42", "acme.Quote@1"))
             t.ack(d)
 
         t.send("replies", doc(b"someone else's", correlation_id="other"))
         worker = threading.Thread(target=server)
         worker.start()
-        answer = request(t, "quotes", doc(b"how much?"), reply_channel="replies", timeout=10)
+        [answer] = request_reply(t, doc(b"how much?"), "quotes", reply_channel="replies", consumer="asker",
+                                 timeout=10, component="asker")
         worker.join()
         assert answer.body == b"42" and answer.kind.value == "reply"
         assert [e.body for e in t.peek("replies")] == [b"someone else's"]
 
 
 def test_request_times_out_without_a_replier(tmp_path) -> None:
-    with SqliteTransport(tmp_path) as t, pytest.raises(RequestTimeout, match="no reply"):
-        request(t, "nobody", doc(), reply_channel="r", timeout=0.2)
+    with SqliteTransport(tmp_path) as t, pytest.raises(CommandFault, match="no reply") as err:
+        request_reply(t, doc(), "nobody", reply_channel="r", consumer="c", timeout=0.2, component="c")
+    assert err.value.code == "timeout"
 
 
 # -- Message Sequence --------------------------------------------------------------------------
@@ -193,7 +141,7 @@ def test_split_and_reassemble_a_large_document(transport: SqliteTransport) -> No
     parts = split(big, 1000)
     assert len(parts) == 11 and {p.sequence.size for p in parts} == {11}
     transport.send("in", list(reversed(parts)))  # arrival order does not matter
-    assembler = SequenceAssembler(transport, "assembler")
+    assembler = SequenceAssembler(transport, "in", "assembler")
     wholes = []
     while got := transport.receive("in", "assembler", max=3):
         for d in got:
@@ -209,7 +157,7 @@ def test_split_and_reassemble_a_large_document(transport: SqliteTransport) -> No
 def test_incomplete_sequence_goes_to_invalid_after_timeout(transport: SqliteTransport, clock: FakeClock) -> None:
     parts = split(doc(b"x" * 50), 10)
     transport.send("in", parts[:3])
-    assembler = SequenceAssembler(transport, "assembler", timeout=60)
+    assembler = SequenceAssembler(transport, "in", "assembler", timeout=60)
     for d in transport.receive("in", "assembler", max=10):
         assert assembler.offer(d) is None
     assert assembler.expire() == []

@@ -116,6 +116,10 @@ def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: P
         assert [p.name for p in (tmp_path / "staged").iterdir() if p.is_file()] == []
         assert [p.name for p in (tmp_path / "ledger-staged").iterdir() if p.is_file()] == []
         other_events = [e.format.ref for e in daemon.transport.peek("cards", max=100)]  # type: ignore[union-attr]
+        from prometheus_client.parser import text_string_to_metric_families
+
+        metrics = {(m.name, tuple(sorted(m.labels.items()))): m.value
+                   for f in text_string_to_metric_families(daemon.observer.exposition().decode()) for m in f.samples}
     finally:
         daemon.shutdown()
 
@@ -126,6 +130,10 @@ def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: P
     assert {r["Record_Byte_Length"] for r in rows} == {RECORD}  # the job's options reached the reader
     (archived,) = (tmp_path / "staged" / "archive" / cards["batch_id"]).iterdir()
     assert archived.name.endswith("-cards.dat")
+    # /metrics: per batch job, records written and input bytes read
+    assert metrics[("coupler_batch_records_total", (("job", "cards-in"),))] == 30
+    assert metrics[("coupler_batch_input_bytes_total", (("job", "cards-in"),))] == archived.stat().st_size
+    assert metrics[("coupler_batch_records_total", (("job", "ledger-in"),))] == 12
 
     assert (ledger["source"], ledger["records"]) == ("ledger-in", 12)
     assert ledger["outputs"] == [str(tmp_path / "out" / "ledger" / ledger["batch_id"])]

@@ -18,7 +18,7 @@ Use :func:`batch_supported` to know whether a layout and options can take this p
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +58,8 @@ def _framing(layout: Layout, options: CopybookOptions) -> tuple[int, CopybookOpt
     if not start and not end:
         return stride, options
     payload = stride - start - end
-    return stride, replace(
-        options, record_start_offset=0, record_end_offset=0,
+    return stride, options.replace(
+        record_start_offset=0, record_end_offset=0,
         record_length=payload if options.record_length else None,
     )
 

@@ -17,8 +17,17 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from coupler.translators.copybook.codepages import CodePageError, code_page_name
 from coupler.translators.copybook.errors import CopybookError
@@ -40,9 +49,14 @@ _FILLER_NAMING = ("sequence_numbers", "previous_field_name")
 _DEBUG = ("none", "hex", "raw", "binary", "string")
 
 
-@dataclass(frozen=True)
-class CopybookOptions:
-    """Typed copybook options; build with :meth:`from_mapping` or :meth:`from_pairs`."""
+class CopybookOptions(BaseModel):
+    """Typed copybook options; build with :meth:`from_mapping` or :meth:`from_pairs`.
+
+    A pydantic model: every value goes through the option's parser (strings or Python values,
+    Cobrix's spellings), unknown keys are errors, and all bad values are reported together.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     copybook: str | None = None
     record_format: str = "F"
@@ -90,28 +104,34 @@ class CopybookOptions:
     ) -> CopybookOptions:
         """Parse Cobrix-named options (string or Python values) into typed options.
 
-        Keys listed in ``ignore`` (for example Spark's ``path``) are skipped.
+        Keys listed in ``ignore`` (for example Spark's ``path``) are skipped. Every unknown key
+        and bad value is reported, together in one :class:`OptionsError`.
         """
         skip = {_norm_key(k) for k in ignore}
         values: dict[str, Any] = {}
         levels: dict[int, str] = {}
         redefines: dict[int, tuple[str, tuple[str, ...]]] = {}
+        found: list[OptionsError] = []
         for raw_key, raw_value in (options or {}).items():
             key = _norm_key(raw_key)
             if key in skip:
                 continue
-            m = re.fullmatch(r"segment_id_level(\d+)", key)
-            if m:
-                levels[int(m.group(1))] = _text(raw_key, raw_value)
+            try:
+                m = re.fullmatch(r"segment_id_level(\d+)", key)
+                if m:
+                    levels[int(m.group(1))] = _text(raw_key, raw_value)
+                    continue
+                m = re.fullmatch(r"redefine_segment_id_map(?::(\d+))?", key)
+                if m:
+                    redefines[int(m.group(1) or 0)] = _redefine_map(raw_key, raw_value)
+                    continue
+            except OptionsError as exc:
+                found.append(exc)
                 continue
-            m = re.fullmatch(r"redefine_segment_id_map(?::(\d+))?", key)
-            if m:
-                redefines[int(m.group(1) or 0)] = _redefine_map(raw_key, raw_value)
+            if key not in _PARSERS:
+                found.append(_unknown(raw_key))
                 continue
-            parser = _PARSERS.get(key)
-            if parser is None:
-                raise _unknown(raw_key)
-            values[key] = parser(raw_key, raw_value)
+            values[key] = _Raw(raw_key, raw_value)
         if levels:
             if sorted(levels) != list(range(len(levels))):
                 raise OptionsError(
@@ -121,8 +141,13 @@ class CopybookOptions:
             values["segment_id_levels"] = tuple(levels[n] for n in sorted(levels))
         if redefines:
             values["redefine_segment_id_map"] = tuple(redefines[n] for n in sorted(redefines))
-        result = cls(**values)
-        result._check()
+        try:
+            result = cls.model_validate(values)
+        except ValidationError as exc:
+            found.extend(_errors(exc))
+        if found:
+            raise found[0] if len(found) == 1 else OptionsError(
+                f"{len(found)} problems: " + "; ".join(str(e) for e in found))
         return result
 
     @classmethod
@@ -135,23 +160,38 @@ class CopybookOptions:
         parsed = CopybookOptions.from_mapping(options)
         given = {_norm_key(k) for k in options}
         changes = {
-            f.name: getattr(parsed, f.name)
-            for f in fields(self)
-            if f.name in given
+            name: getattr(parsed, name)
+            for name in type(self).model_fields
+            if name in given
             or (
-                f.name == "segment_id_levels"
+                name == "segment_id_levels"
                 and any(k.startswith("segment_id_level") for k in given)
             )
             or (
-                f.name == "redefine_segment_id_map"
+                name == "redefine_segment_id_map"
                 and any(k.startswith("redefine_segment_id_map") for k in given)
             )
         }
-        result = replace(self, **changes)
-        result._check()
-        return result
+        return self.model_validate({**self.model_dump(), **changes})
 
-    def _check(self) -> None:
+    @field_validator("*", mode="before")
+    @classmethod
+    def _parse(cls, value: Any, info: ValidationInfo) -> Any:
+        """Each value through its option's parser (a :class:`OptionsError` becomes a ValueError
+        carrying it, so that every bad value is collected)."""
+        if not isinstance(value, _Raw):
+            return value  # a typed value (replace(), with_options())
+        key, value = value.key, value.value
+        parser = _PARSERS.get(info.field_name or "")
+        if parser is None:
+            return value
+        try:
+            return parser(key, value)
+        except OptionsError as exc:
+            raise ValueError(exc) from None
+
+    @model_validator(mode="after")
+    def _check(self) -> CopybookOptions:
         if self.record_format == "D" and self.encoding != "ascii":
             raise OptionsError(
                 "record_format D (text lines) needs encoding=ascii",
@@ -163,6 +203,11 @@ class CopybookOptions:
                 "record_length and record_length_field are mutually exclusive",
                 where="option record_length",
             )
+        return self
+
+    def replace(self, **changes: Any) -> CopybookOptions:
+        """These options with ``changes`` (typed values, checked again)."""
+        return self.model_validate({**self.model_dump(), **changes})
 
     # ------------------------------------------------------------------ views
 
@@ -184,28 +229,51 @@ class CopybookOptions:
         """The options as Cobrix-named strings (non-default values only), for Spark and logs."""
         default = CopybookOptions()
         out: dict[str, str] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value == getattr(default, f.name):
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value == getattr(default, name):
                 continue
-            if f.name == "segment_id_levels":
+            if name == "segment_id_levels":
                 for i, level in enumerate(value):
                     out[f"segment_id_level{i}"] = level
-            elif f.name == "redefine_segment_id_map":
+            elif name == "redefine_segment_id_map":
                 for i, (name, ids) in enumerate(value):
                     out[f"redefine_segment_id_map:{i}"] = f"{name} => {','.join(ids)}"
-            elif f.name == "occurs_mappings":
-                out[f.name] = json.dumps({n: dict(p) for n, p in value})
-            elif f.name == "segment_filter":
-                out[f.name] = ",".join(value)
+            elif name == "occurs_mappings":
+                out[name] = json.dumps({n: dict(p) for n, p in value})
+            elif name == "segment_filter":
+                out[name] = ",".join(value)
             elif isinstance(value, bool):
-                out[f.name] = "true" if value else "false"
+                out[name] = "true" if value else "false"
             else:
-                out[f.name] = str(value)
+                out[name] = str(value)
         return out
 
 
 # ---------------------------------------------------------------------- value parsers
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """A value as given (a string or a Python value) with the key it was given under."""
+
+    key: str
+    value: Any
+
+
+def _errors(exc: ValidationError) -> list[OptionsError]:
+    """The :class:`OptionsError` of each value the model refused."""
+    out = []
+    for err in exc.errors(include_url=False):
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, ValueError) and cause.args and isinstance(cause.args[0], OptionsError):
+            out.append(cause.args[0])
+        elif isinstance(cause, OptionsError):
+            out.append(cause)
+        else:
+            key = ".".join(str(p) for p in err["loc"])
+            out.append(OptionsError(f"bad value {err.get('input')!r}: {err['msg']}", where=f"option {key}"))
+    return out
 
 
 def parse_key_values(pairs: Iterable[str]) -> dict[str, str]:

@@ -16,7 +16,6 @@ the single place to swap in the vectorised batch decoder.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import logging
@@ -216,7 +215,7 @@ class CopybookCodec:
                         **decoder.length_field_framing(self.layout, self.decoder),
                     )
             return
-        local = dataclasses.replace(o, file_start_offset=0, file_end_offset=0)
+        local = o.replace(file_start_offset=0, file_end_offset=0)
         stream = _RangeReader(name, split.start, split.end)
         try:
             for frame in fr.iter_records(stream, local, record_size=self.layout.size, file=name):
@@ -282,7 +281,7 @@ class CopybookCodec:
         from coupler.translators.copybook import batch_files
 
         size = os.path.getsize(split.path)
-        options = dataclasses.replace(self.parsed_options, file_start_offset=split.start, file_end_offset=size - split.end)
+        options = self.parsed_options.replace(file_start_offset=split.start, file_end_offset=size - split.end)
         per_batch = int(self.options.get("batch_size", DEFAULT_BATCH_RECORDS))
         bad: list[str] = []
         for fb in batch_files.decode_file_batches(self.layout, [split.path], options, policy=self.policy, batch_records=per_batch):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
 
 from coupler.canonical.envelope import Envelope
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.options import OptionsModel, Str, option, problems
+
+_M = TypeVar("_M", bound=BaseModel)
 
 #: the envelope headers a wrapper can carry (besides free-form properties)
 HEADER_NAMES = ("correlation_id", "return_address", "message_id")
@@ -80,22 +83,24 @@ class Wrapper(Protocol):
 # -- the options of a wrapper -------------------------------------------------------------
 
 
-def take(options: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
-    """An option of a wrapper, type-checked (WrapperError naming the key)."""
-    if key not in options:
-        if required:
-            raise WrapperError("required option is missing", where=key)
-        return default
-    value = options.pop(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise WrapperError(f"expected {names}, got {value!r}", where=key)
-    return value
+class HeaderFields(OptionsModel):
+    """Options naming where a wrapper carries the envelope headers (a field path each)."""
+
+    correlation_id: Str | None = option("Where the correlation id is carried.", default=None)
+    return_address: Str | None = option("Where the return address is carried.", default=None)
+    message_id: Str | None = option("Where the message id is carried.", default=None)
+
+    def header_paths(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in HEADER_NAMES if getattr(self, name) is not None}
 
 
-def no_more(options: dict[str, Any], allowed: Iterable[str]) -> None:
-    """Unknown options left over are an error naming them."""
-    if options:
-        key = sorted(options)[0]
-        close = difflib.get_close_matches(key, list(allowed), n=1)
-        raise WrapperError("unknown option", where=key, hint=f"did you mean {close[0]!r}?" if close else f"options: {', '.join(sorted(allowed))}")
+def wrapper_options(model: type[_M], options: Any) -> _M:
+    """A wrapper's ``options`` as ``model``, or a :class:`WrapperError` naming the key (all
+    problems, when there are several)."""
+    try:
+        return model.model_validate(options)
+    except ValidationError as exc:
+        found = problems(exc, model, options)
+    if len(found) == 1:
+        raise WrapperError(found[0].message, where=found[0].path or None)
+    raise WrapperError(f"{len(found)} problems: " + "; ".join(str(p) for p in found))

@@ -8,9 +8,12 @@ it out of exactly one frame.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from .base import Headers, WrapperError, no_more, take
+from coupler.canonical.options import Bool, Int, OptionsModel, Str, option
+from coupler.translators.framing import DEFAULT_MAX_FRAME
+
+from .base import Headers, WrapperError, wrapper_options
 
 
 @dataclass(frozen=True)
@@ -39,31 +42,45 @@ class FramingWrapper:
         return payload, Headers()
 
 
+class FrameOptions(OptionsModel):
+    """Options of the ``mllp`` and ``stx_etx`` wrappers."""
+
+    max_frame_bytes: Int = option("Largest frame payload.", default=DEFAULT_MAX_FRAME, ge=1)
+
+
+class LengthOptions(FrameOptions):
+    """Options of the ``length`` wrapper (a length prefix)."""
+
+    size: Int = option("Size of the length prefix (1, 2 or 4).", default=4)
+    byteorder: Literal["big", "little"] = option("Byte order of the prefix.", default="big")
+    includes_header: Bool = option("The prefix counts itself.", default=False)
+
+
+class DelimitedOptions(FrameOptions):
+    """Options of the ``delimited`` wrapper."""
+
+    delimiter: Str = option("The delimiter (`LF`, `CRLF`, `NUL` or hex such as `0x1c`).", default="LF")
+
+
 def framing_wrapper(kind: str, options: dict[str, Any]) -> FramingWrapper:
     """A framing wrapper from site.toml options (the socket adapter's option names)."""
     from coupler.translators import framing as f
 
-    opts = dict(options)
-    max_frame = take(opts, "max_frame_bytes", int, f.DEFAULT_MAX_FRAME)
     try:
         if kind == "length":
-            framing: Any = f.LengthPrefixed(
-                max_frame=max_frame, size=take(opts, "size", int, 4), byteorder=take(opts, "byteorder", str, "big"),
-                includes_header=take(opts, "includes_header", bool, False),
-            )
-            allowed: tuple[str, ...] = ("max_frame_bytes", "size", "byteorder", "includes_header")
+            lo = wrapper_options(LengthOptions, options)
+            framing: Any = f.LengthPrefixed(max_frame=lo.max_frame_bytes, size=lo.size, byteorder=lo.byteorder,
+                                            includes_header=lo.includes_header)
         elif kind == "delimited":
-            framing = f.Delimited(max_frame=max_frame, delimiter=f.parse_delimiter(take(opts, "delimiter", str, "LF")))
-            allowed = ("max_frame_bytes", "delimiter")
-        elif kind == "mllp":
-            framing, allowed = f.mllp(max_frame), ("max_frame_bytes",)
-        elif kind == "stx_etx":
-            framing, allowed = f.stx_etx(max_frame), ("max_frame_bytes",)
+            do = wrapper_options(DelimitedOptions, options)
+            framing = f.Delimited(max_frame=do.max_frame_bytes, delimiter=f.parse_delimiter(do.delimiter))
+        elif kind in ("mllp", "stx_etx"):
+            fo = wrapper_options(FrameOptions, options)
+            framing = f.mllp(fo.max_frame_bytes) if kind == "mllp" else f.stx_etx(fo.max_frame_bytes)
         else:
             raise WrapperError(f"unknown framing {kind!r}")
     except WrapperError:
         raise
     except Exception as exc:  # FrameError or a bad delimiter
         raise WrapperError(getattr(exc, "message", str(exc))) from None
-    no_more(opts, allowed)
     return FramingWrapper(framing, kind)

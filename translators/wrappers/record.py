@@ -22,15 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.options import Str, option
 from coupler.translators.mapping.avrotypes import AType, SchemaTypes, Step, parse_path
 from coupler.translators.mapping.casts import CastUnsupported, make_cast
 from coupler.translators.mapping.jsonvalues import coerce
 from coupler.translators.mapping.records import get_path, set_path
 
-from .base import HEADER_NAMES, Headers, WrapperError, no_more, take
+from .base import HEADER_NAMES, HeaderFields, Headers, WrapperError, wrapper_options
 
 _STRING = AType("string", "string")
-_OPTIONS = ("copybook", "options", "length", "properties", "constants", *HEADER_NAMES)
+
+
+class CopybookHeaderOptions(HeaderFields):
+    """Options of the ``copybook`` wrapper (a fixed-width header before the payload)."""
+
+    copybook: Str = option("The header's copybook (relative to site.toml).")
+    options: dict[str, Any] = option("The copybook translator's options of the header.", default_factory=dict)
+    length: Str | None = option("The header field holding the payload's length.", default=None)
+    properties: dict[str, Str] = option("Message properties carried in header fields: `{ NAME = FIELD }`.",
+                                        default_factory=dict)
+    constants: dict[str, Any] = option("Header fields written with a constant value: `{ FIELD = VALUE }`.",
+                                       default_factory=dict)
 
 
 @dataclass
@@ -82,21 +94,13 @@ class CopybookHeader:
 
     @classmethod
     def from_options(cls, options: dict[str, Any], base_dir: Path) -> CopybookHeader:
-        opts = dict(options)
-        copybook = base_dir / take(opts, "copybook", str, required=True)
-        cobrix = take(opts, "options", dict, {})
-        length = take(opts, "length", str)
-        properties = take(opts, "properties", dict, {})
-        constants = take(opts, "constants", dict, {})
-        headers = {name: take(opts, name, str) for name in HEADER_NAMES if name in opts}
-        for name, path in properties.items():
+        opts = wrapper_options(CopybookHeaderOptions, options)
+        headers = opts.header_paths()
+        for name, path in opts.properties.items():
             if name in HEADER_NAMES:
                 raise WrapperError(f"{name} is an envelope header, not a property", where=f"properties.{name}")
-            if not isinstance(path, str):
-                raise WrapperError("expected a header field path", where=f"properties.{name}")
             headers[name] = path
-        no_more(opts, _OPTIONS)
-        return cls(copybook, cobrix, headers, length, constants)
+        return cls(base_dir / opts.copybook, dict(opts.options), headers, opts.length, dict(opts.constants))
 
     def _slot(self, path: str, where: str) -> _Slot:
         try:

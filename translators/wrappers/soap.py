@@ -8,14 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from lxml import etree
+from pydantic import BeforeValidator
 
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.options import OptionsModel, Str, option
 from coupler.translators.xml.decoder import xml_text
 
-from .base import Headers, WrapperError, no_more, take
+from .base import Headers, WrapperError, wrapper_options
+
+
+class SoapWrapperOptions(OptionsModel):
+    """Options of the ``soap`` wrapper."""
+
+    version: Annotated[Literal["1.1", "1.2"], BeforeValidator(lambda v: str(v) if isinstance(v, float) else v)] = (
+        option("The SOAP version (1.1 or 1.2).", default="1.1"))
+    action: Str | None = option("The WS-Addressing action.", default=None)
+    to: Str | None = option("The WS-Addressing To.", default=None)
 
 
 @dataclass(frozen=True)
@@ -31,10 +42,8 @@ class SoapWrapper:
 
     @classmethod
     def from_options(cls, options: dict[str, Any], base_dir: Path) -> SoapWrapper:
-        opts = dict(options)
-        wrapper = cls(str(take(opts, "version", (str, float), "1.1")), take(opts, "action", str), take(opts, "to", str))
-        no_more(opts, ("version", "action", "to"))
-        return wrapper
+        opts = wrapper_options(SoapWrapperOptions, options)
+        return cls(opts.version, opts.action, opts.to)
 
     def wrap(self, payload: bytes, headers: Headers) -> bytes:
         from coupler.translators.soap import Addressing, wrap

@@ -21,15 +21,27 @@ from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.options import Str, option
 from coupler.translators.mapping.avrotypes import AType, SchemaTypes, parse_path
 from coupler.translators.mapping.casts import CastUnsupported, make_cast
 from coupler.translators.mapping.jsonvalues import coerce
 from coupler.translators.mapping.records import complete, get_path, set_path
 
-from .base import HEADER_NAMES, Headers, WrapperError, no_more, take
+from .base import HeaderFields, Headers, WrapperError, wrapper_options
 
 _STRING = AType("string", "string")
-_OPTIONS = ("xsd", "element", "payload", "properties", "constants", *HEADER_NAMES)
+
+
+class XmlWrapperOptions(HeaderFields):
+    """Options of the ``xml`` wrapper (an XML envelope document around the payload)."""
+
+    xsd: Str = option("The envelope's XSD (relative to site.toml).")
+    payload: Str = option("The element holding the payload.")
+    element: Str | None = option("The envelope's root element (default: the XSD's).", default=None)
+    properties: dict[str, Str] = option("Message properties carried in fields: `{ NAME = PATH }`.",
+                                        default_factory=dict)
+    constants: dict[str, Any] = option("Fields written with a constant value: `{ PATH = VALUE }`.",
+                                       default_factory=dict)
 
 
 class XmlWrapper:
@@ -69,16 +81,11 @@ class XmlWrapper:
 
     @classmethod
     def from_options(cls, options: dict[str, Any], base_dir: Path) -> XmlWrapper:
-        opts = dict(options)
-        xsd = base_dir / take(opts, "xsd", str, required=True)
-        payload = take(opts, "payload", str, required=True)
-        element = take(opts, "element", str)
-        properties = take(opts, "properties", dict, {})
-        constants = take(opts, "constants", dict, {})
-        headers = {name: take(opts, name, str) for name in HEADER_NAMES if name in opts}
-        headers.update(properties)
-        no_more(opts, _OPTIONS)
-        return cls(xsd, payload, element=element, headers=headers, constants=constants)
+        opts = wrapper_options(XmlWrapperOptions, options)
+        headers = opts.header_paths()
+        headers.update(opts.properties)
+        return cls(base_dir / opts.xsd, opts.payload, element=opts.element, headers=headers,
+                   constants=dict(opts.constants))
 
     def _resolve(self, path: str, where: str) -> tuple[Any, AType]:
         try:

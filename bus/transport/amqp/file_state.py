@@ -1,7 +1,7 @@
 """The seen-state of polling adapters shared by the daemons of a multi-node site.
 
 :class:`PgFileState` implements :class:`~coupler.bus.api.FileState` on the ``files`` and
-``files_delivered`` tables of a :class:`~coupler.bus.transport.amqp.store.PgStore`, so that several
+``seen`` tables of a :class:`~coupler.bus.transport.amqp.store.PgStore`, so that several
 daemons (on several hosts) can poll one drop directory or SFTP server.
 
 Taking a file is a **claim**: :meth:`PgFileState.begin` inserts the file's row (state
@@ -23,6 +23,8 @@ is the same claimant and does not wait for its own lease.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileClaimLost, FileKey, FileRecord
 from coupler.bus.transport.amqp.store import PgStore
 from coupler.bus.transport.sqlite.file_state import file_record
@@ -43,7 +45,6 @@ class PgFileState:
         self.owner = owner
         self.lease_seconds = lease_seconds
         self._t = f"{store.schema}.files"
-        self._d = f"{store.schema}.files_delivered"
 
     def __repr__(self) -> str:
         return f"PgFileState({self.store!r}, adapter={self.adapter!r}, owner={self.owner!r})"
@@ -117,26 +118,15 @@ class PgFileState:
                 f"DELETE FROM {self._t} WHERE adapter = %s AND state = ANY(%s) AND updated < {_NOW} - %s",
                 (self.adapter, list(FINAL_STATES), older_than_seconds),
             ).rowcount
-            c.execute(
-                f"DELETE FROM {self._d} WHERE adapter = %s AND at < {_NOW} - %s",
-                (self.adapter, older_than_seconds),
-            )
         return n
 
-    def delivered(self, message_id: str) -> str | None:
-        with self.store.conn() as c:
-            row = c.execute(
-                f"SELECT name FROM {self._d} WHERE adapter = %s AND message_id = %s", (self.adapter, message_id)
-            ).fetchone()
-        return None if row is None else (row[0] or "")
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        """Keys in the store's ``seen`` (kept for the site's idempotency window, shared by
+        every daemon), the consumer named after this adapter: ``CONSUMER:ADAPTER``."""
+        return self.store.seen(f"{consumer}:{self.adapter}", keys)
 
-    def mark_delivered(self, message_id: str, name: str | None) -> None:
-        with self.store.conn(durable=True) as c:
-            c.execute(
-                f"INSERT INTO {self._d} (adapter, message_id, name, at) VALUES (%s, %s, %s, {_NOW}) "
-                "ON CONFLICT (adapter, message_id) DO UPDATE SET name = excluded.name, at = excluded.at",
-                (self.adapter, message_id, name),
-            )
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        self.store.mark_seen(f"{consumer}:{self.adapter}", keys)
 
 
 __all__ = ["PgFileState"]

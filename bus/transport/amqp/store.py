@@ -9,7 +9,7 @@ tables the embedded store has for the same purpose (see ``coupler.bus.transport.
 * ``counters`` — per-channel statistics,
 * ``seen`` — the Idempotent Receiver's keys,
 * ``identities`` — the Application Repository (:class:`PgIdentityRepository`),
-* ``files`` / ``files_delivered`` — the seen-state of polling adapters
+* ``files`` — the seen-state of polling adapters
   (:class:`~coupler.bus.transport.amqp.file_state.PgFileState`),
 * the sequence ``dead_letter_ids`` — site-wide ids of dead letters,
 * ``claims`` / ``claim_chunks`` / ``claim_refs`` — claim-checked bodies (Claim Check), in
@@ -45,6 +45,8 @@ from typing import Any
 
 from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
 from coupler.bus.transport.base import ChannelConfig, JournalEntry, TransportError
+from coupler.bus.transport.ddl import file_state, metadata, postgres
+from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
 from coupler.bus.transport.sql_filters import journal_entries, journal_query
 
 try:  # psycopg is a dependency of the broker transport only
@@ -52,87 +54,12 @@ try:  # psycopg is a dependency of the broker transport only
 except ImportError:  # pragma: no cover - reported when a PgStore is opened
     psycopg = None  # type: ignore[assignment]
 
-COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
 log = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-_DDL = """
-CREATE SCHEMA IF NOT EXISTS {s};
-CREATE TABLE IF NOT EXISTS {s}.channels (
-    name TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT 'queue',
-    config TEXT NOT NULL DEFAULT '{{}}',
-    created_at DOUBLE PRECISION NOT NULL
-);
-CREATE TABLE IF NOT EXISTS {s}.subscriptions (
-    topic TEXT NOT NULL,
-    name TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    selector TEXT,
-    created_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (topic, name)
-);
-CREATE TABLE IF NOT EXISTS {s}.journal (
-    id BIGSERIAL PRIMARY KEY,
-    at DOUBLE PRECISION NOT NULL,
-    channel TEXT,
-    message_id TEXT,
-    event TEXT NOT NULL,
-    detail TEXT
-);
-CREATE INDEX IF NOT EXISTS journal_message ON {s}.journal (message_id);
-CREATE INDEX IF NOT EXISTS journal_at ON {s}.journal (at);
-CREATE TABLE IF NOT EXISTS {s}.counters (
-    channel TEXT PRIMARY KEY,
-    sent BIGINT NOT NULL DEFAULT 0,
-    received BIGINT NOT NULL DEFAULT 0,
-    acked BIGINT NOT NULL DEFAULT 0,
-    failed BIGINT NOT NULL DEFAULT 0,
-    dead BIGINT NOT NULL DEFAULT 0,
-    invalid BIGINT NOT NULL DEFAULT 0,
-    expired BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS {s}.seen (
-    consumer TEXT NOT NULL,
-    key TEXT NOT NULL,
-    seen_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (consumer, key)
-);
-CREATE INDEX IF NOT EXISTS seen_age ON {s}.seen (seen_at);
-CREATE TABLE IF NOT EXISTS {s}.identities (
-    id BIGSERIAL PRIMARY KEY,
-    class TEXT NOT NULL,
-    provider TEXT,
-    name TEXT,
-    version TEXT,
-    channel TEXT NOT NULL,
-    adapter TEXT,
-    registered_at DOUBLE PRECISION NOT NULL
-);
+#: what only the shared state has, beside the metadata tables of :mod:`coupler.bus.transport.ddl`
+_OWN_DDL = """
 CREATE SEQUENCE IF NOT EXISTS {s}.dead_letter_ids;
-CREATE TABLE IF NOT EXISTS {s}.files (
-    adapter TEXT NOT NULL,
-    path TEXT NOT NULL,
-    size BIGINT NOT NULL,
-    mtime_ns BIGINT NOT NULL,
-    checksum TEXT NOT NULL DEFAULT '',
-    state TEXT NOT NULL,
-    published BIGINT NOT NULL DEFAULT 0,
-    detail TEXT,
-    owner TEXT NOT NULL,
-    lease_until DOUBLE PRECISION NOT NULL,
-    created DOUBLE PRECISION NOT NULL,
-    updated DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (adapter, path, size, mtime_ns, checksum)
-);
-CREATE INDEX IF NOT EXISTS files_state ON {s}.files (adapter, state, updated);
-CREATE TABLE IF NOT EXISTS {s}.files_delivered (
-    adapter TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    name TEXT,
-    at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (adapter, message_id)
-);
 CREATE TABLE IF NOT EXISTS {s}.claims (
     ref TEXT PRIMARY KEY,
     size BIGINT NOT NULL,
@@ -161,8 +88,15 @@ CREATE TABLE IF NOT EXISTS {s}.broker_objects (
     name TEXT NOT NULL,
     kind TEXT NOT NULL,
     PRIMARY KEY (name, kind)
-);
+)
 """
+
+
+def _ddl(schema: str) -> list[str]:
+    """Every statement creating the tables of a site's shared state in ``schema``."""
+    dialect = postgres(schema)
+    own = [st for st in _OWN_DDL.format(s=schema).split(";") if st.strip()]
+    return [f"CREATE SCHEMA IF NOT EXISTS {schema}", *metadata(dialect), *file_state(dialect, shared=True), *own]
 
 
 class PgStoreError(TransportError):
@@ -190,6 +124,9 @@ class PgStore:
         self._lock = threading.Lock()
         self._connections: list[Any] = []
         self._journal_writer: _JournalWriter | None = None
+        #: connections holding session advisory locks (:meth:`hold_lock`)
+        self._locks: dict[str, Any] = {}
+        self._held: set[str] = set()
 
     def __repr__(self) -> str:
         return f"PgStore(schema={self.schema!r})"
@@ -200,10 +137,48 @@ class PgStore:
         with self.conn() as c:
             # two daemons starting at once would race on CREATE ... IF NOT EXISTS
             c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
-            c.execute(_DDL.format(s=self.schema))
+            for statement in _ddl(self.schema):
+                c.execute(statement)
+            # a schema written before the file adapters' delivered ids moved to ``seen``
+            if c.execute("SELECT to_regclass(%s)", (f"{self.schema}.files_delivered",)).fetchone()[0]:
+                c.execute(
+                    f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) "
+                    f"SELECT 'files:' || adapter, 'id:' || message_id, at FROM {self.schema}.files_delivered "
+                    "ON CONFLICT DO NOTHING"
+                )
+                c.execute(f"DROP TABLE {self.schema}.files_delivered")
         return self
 
+    def hold_lock(self, name: str) -> bool:
+        """Whether this process holds the site-wide lock ``name`` (a PostgreSQL session
+        advisory lock on a connection of its own, taken when free): one daemon of the site
+        holds it at a time; when it exits, the next caller takes it over."""
+        with self._lock:
+            conn = self._locks.get(name)
+            try:
+                if conn is None or conn.closed:
+                    self._held.discard(name)
+                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+                    self._locks[name] = conn
+                    self._connections.append(conn)
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(hashtext(%s))", (f"coupler-{name}-{self.schema}",)
+                ).fetchone()
+            except psycopg.Error:
+                return False
+            if row and row[0]:
+                # held for the life of the connection; a session lock counts acquisitions:
+                # release the extra one taken by asking again
+                if name in self._held:
+                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"coupler-{name}-{self.schema}",))
+                self._held.add(name)
+                return True
+            return False
+
     def close(self) -> None:
+        with self._lock:
+            self._locks.clear()
+            self._held.clear()
         with self._lock:
             writer, self._journal_writer = self._journal_writer, None
         if writer is not None:
@@ -328,17 +303,19 @@ class PgStore:
 
     def record(
         self,
-        journal: Iterable[tuple[str | None, str | None, str, str | None]] = (),
+        journal: Iterable[tuple[Any, ...]] = (),
         counts: dict[tuple[str, str], int] | None = None,
     ) -> None:
-        """Append journal entries ``(channel, message_id, event, detail)`` and add to counters.
+        """Append journal entries ``(channel, message_id, event, detail[, trace_id, keys])``
+        and add to counters.
 
         They are written by a writer thread, in batches, in the order they were recorded
         (one round trip to PostgreSQL per batch instead of one per operation); queries of
         this process (:meth:`journal`, :meth:`counters`) wait until what it recorded before
         is written. Another process sees them at most ``_JournalWriter.LINGER`` (0.1 s) plus a write later.
         """
-        rows = [(time.time(), *entry) for entry in journal]
+        now = time.time()
+        rows = [(now, *entry, *(None,) * (6 - len(entry))) for entry in journal]
         if not rows and not counts:
             return
         self._writer().add(rows, counts or {})
@@ -360,7 +337,7 @@ class PgStore:
         with self.conn() as c:
             if rows:
                 with c.cursor() as cur, cur.copy(
-                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail) FROM STDIN"
+                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail, trace_id, keys) FROM STDIN"
                 ) as copy:
                     for row in rows:
                         copy.write_row(row)
@@ -382,10 +359,14 @@ class PgStore:
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
         sql, args = journal_query(
             f"{self.schema}.journal", "%s",
             message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+            trace_ids=trace_ids, key=key, message_ids=message_ids,
             # several processes write batches: the time each entry was recorded orders them
             order="at, id",
         )
@@ -403,7 +384,7 @@ class PgStore:
         return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
 
     def purge_older(self, journal_before: float, seen_before: float) -> dict[str, int]:
-        self.flush()
+        self.flush()  # what this process recorded before is purged too, not written after
         with self.conn() as c:
             j = c.execute(f"DELETE FROM {self.schema}.journal WHERE at < %s", (journal_before,)).rowcount
             s = c.execute(f"DELETE FROM {self.schema}.seen WHERE seen_at < %s", (seen_before,)).rowcount
@@ -704,7 +685,7 @@ class PgIdentityRepository(IdentityRepository):
                 "registered_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
                 (ident.cls, ident.provider, ident.name, ident.version, channel, adapter, now),
             ).fetchone()
-        self._store.record([(channel, None, "identity registered", str(ident))])
+        self._store.record([(channel, None, IDENTITY_REGISTERED, str(ident))])
         return Registration(int(row[0]), ident, channel, adapter, now)
 
     def unregister(self, *, adapter: str | None = None, identity: Identity | str | None = None) -> int:
@@ -736,4 +717,4 @@ class PgIdentityRepository(IdentityRepository):
         return [Registration(r[0], Identity(r[1], r[2], r[3], r[4]), r[5], r[6], r[7]) for r in rows]
 
 
-__all__ = ["COUNTERS", "PgIdentityRepository", "PgStore", "PgStoreError"]
+__all__ = ["PgIdentityRepository", "PgStore", "PgStoreError"]

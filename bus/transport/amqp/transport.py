@@ -75,7 +75,6 @@ from typing import Any, Literal
 import pika
 import pika.exceptions as px
 
-from coupler.bus.config.loader import backoff_policy
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
@@ -107,6 +106,7 @@ from coupler.bus.transport.base import (
     Transport,
     TransportError,
     check_channel_name,
+    check_subscription_name,
     declared_config,
     envelope_list,
     error_text,
@@ -114,6 +114,28 @@ from coupler.bus.transport.base import (
     purged_dead_letters_detail,
     unknown_dead_letter,
 )
+from coupler.bus.transport.policy import (
+    ACKED,
+    DEAD_LETTERS_PURGED,
+    ERROR_EXPIRED,
+    LEASE_EXPIRED,
+    PUBLISHED,
+    PURGED,
+    REASON_EXPIRED,
+    RECEIVED,
+    REPLAYED,
+    SENT,
+    SUBSCRIBED,
+    UNSUBSCRIBED,
+    NackDecision,
+    backoff_for,
+    dead_letter_queue,
+    lease_for,
+    nack_decision,
+    record_dead,
+    record_nacked,
+)
+from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
@@ -185,11 +207,17 @@ class _Consumer:
 class _Journal:
     """Journal rows and counter increments collected by one operation."""
 
-    rows: list[tuple[str | None, str | None, str, str | None]] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
         self.rows.append((channel, message_id, event, detail))
+
+    journal = add  # a policy.Recorder
+
+    def add_sent(self, channel: str, envelope: Envelope, event: str, detail: str | None) -> None:
+        """The row of a message being stored, with its trace id and search keys."""
+        self.rows.append((channel, envelope.message_id, event, detail, *journal_trace(envelope)))
 
     def count(self, channel: str, counter: str, n: int = 1) -> None:
         self.counts[(channel, counter)] += n
@@ -446,14 +474,14 @@ class AmqpTransport(Transport):
         tx = self._tx()
         if tx is not None:
             return tx.nack(delivery, error, component, delay=delay, dead=dead)
-        outcome, wait = self._nack_plan(delivery, dead, delay)
+        decision = self._nack_plan(delivery, dead, delay)
         journal = _Journal()
         self._call(
-            lambda link: self._nack(link, delivery, error_text(error), component, outcome, wait, dead, journal),
+            lambda link: self._nack(link, delivery, error_text(error), component, decision, journal),
             retry=False,
         )
         self._record(journal)
-        return outcome
+        return decision.outcome
 
     def invalid(
         self,
@@ -567,7 +595,7 @@ class AmqpTransport(Transport):
                 else:
                     body, props = to_amqp(env, now=now, hop=hop)
                 messages.extend((exchange, key, body, props) for key in keys)
-                journal.add(channel, env.message_id, "published", component)
+                journal.add_sent(channel, env, PUBLISHED, component)
             journal.count(channel, "sent", len(copies))
             return messages, []
         queue = self._ensure(self.names.queue(channel), lambda link: self._channel_queue(link, channel))
@@ -582,7 +610,7 @@ class AmqpTransport(Transport):
             else:
                 body, props = to_amqp(env, attempts=attempts, now=now, hop=hop)
             messages.append(("", queue, body, props))
-            journal.add(channel, env.message_id, "sent", component)
+            journal.add_sent(channel, env, SENT, component)
         if messages:
             journal.count(channel, "sent", len(messages))
         return messages, expired
@@ -653,8 +681,8 @@ class AmqpTransport(Transport):
             return []
         sel = as_selector(selector)
         cfg = self.channel_config(channel)
-        lease = lease_seconds or cfg.lease_seconds or self.lease_seconds
-        policy = cfg.backoff or self.backoff
+        lease = lease_for(lease_seconds, cfg, self.lease_seconds)
+        policy = backoff_for(cfg, self.backoff)
         journal = _Journal()
         queue = self.names.queue(channel)
         with self._cond:
@@ -670,7 +698,7 @@ class AmqpTransport(Transport):
             taken += self._call(lambda link: self._get(link, channel, consumer, max - len(taken), lease,
                                                        sel, policy, journal))
         for d in taken:
-            journal.add(channel, d.message_id, "received", consumer)
+            journal.add(channel, d.message_id, RECEIVED, consumer)
         if taken:
             journal.count(channel, "received", len(taken))
         self._record(journal)
@@ -868,6 +896,7 @@ class AmqpTransport(Transport):
         skipped: list[tuple[int, Any, bytes]] = []
         try:
             while len(taken) < max and len(skipped) < _BROWSE_LIMIT:
+
                 method, props, body = link.ch.basic_get(queue, auto_ack=False)
                 if method is None:
                     break
@@ -931,7 +960,7 @@ class AmqpTransport(Transport):
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
-            journal.add(d.channel, d.message_id, "acked", d.consumer)
+            journal.add(d.channel, d.message_id, ACKED, d.consumer)
 
     def _send_acks(self, link: Link, tags: list[int]) -> None:
         """Acknowledge delivery ``tags`` of the current channel: one ``multiple`` ack when no
@@ -975,29 +1004,24 @@ class AmqpTransport(Transport):
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
-            journal.add(d.channel, d.message_id, "acked", d.consumer)
+            journal.add(d.channel, d.message_id, ACKED, d.consumer)
 
-    def _nack_plan(self, d: Delivery, dead: bool, delay: float | None) -> tuple[Literal["retry", "dead"], float]:
-        policy = self.channel_config(d.channel).backoff or self.backoff
-        if dead or policy.exhausted(d.attempt):
-            return "dead", 0.0
-        return "retry", (policy.delay(d.attempt, self._rng) if delay is None else delay)
+    def _nack_plan(self, d: Delivery, dead: bool, delay: float | None) -> NackDecision:
+        policy = backoff_for(self.channel_config(d.channel), self.backoff)
+        return nack_decision(policy, d.attempt, dead=dead, delay=delay, rng=self._rng)
 
     def _nack(
-        self, link: Link, d: Delivery, text: str, component: str, outcome: str, wait: float,
-        dead: bool, journal: _Journal,
+        self, link: Link, d: Delivery, text: str, component: str, decision: NackDecision, journal: _Journal,
     ) -> None:
         lease = self._lease(link, d, "reject", settle=True)
         journal.count(d.channel, "failed")
-        if outcome == "dead":
-            reason = "rejected" if dead else f"failed {d.attempt} attempt(s)"
+        if decision.outcome == "dead":
             self._dead(link, d.channel, lease.as_stored(), lease.received.body, lease.received.headers,
-                       "dead", reason, text, component, d.attempt, journal)
+                       "dead", decision.reason, text, component, d.attempt, journal)
             self._forget_returns([lease])
         else:
-            self._republish(link, lease, wait)
-            journal.add(d.channel, d.message_id, "nacked",
-                        f"{component}: {text} (attempt {d.attempt}, retry in {wait:.3f} s)")
+            self._republish(link, lease, decision.wait)
+            record_nacked(journal, d, component, text, decision.wait)
         link.ch._impl.basic_ack(lease.tag)
 
     def _republish(self, link: Link, lease: _Lease, wait: float, *, lease_lost: bool = False) -> None:
@@ -1028,7 +1052,7 @@ class AmqpTransport(Transport):
     ) -> int:
         """Publish a dead letter (the message and why it died) to its dead-letter queue."""
         cfg = self.channel_config(channel) if channel else ChannelConfig()
-        name = (cfg.dead_letter or self.dead_letter_default) if kind == "dead" else (cfg.invalid or self.invalid_default)
+        name = dead_letter_queue(cfg, kind, dead_letter=self.dead_letter_default, invalid=self.invalid_default)
         dead_id = dead_id if dead_id is not None else self.store.next_dead_letter_id()
         record = {
             "id": dead_id, "kind": kind, "queue": name, "channel": channel, "reason": reason,
@@ -1048,14 +1072,8 @@ class AmqpTransport(Transport):
         if claim:  # the dead letter keeps the body (before the message leaves its queue)
             self.store.move_claim(claim, self.names.queue(channel) if channel else None, dead_queue)
         link.publish([("", dead_queue, body, props)])
-        counter = "expired" if reason == "expired" else kind
-        if channel:
-            journal.count(channel, counter)
-        message_id = env.message_id if env is not None else None
-        journal.add(channel, message_id, counter if counter != "dead" else "dead-lettered",
-                    f"{name}: {reason}: {error} ({component})")
-        log.warning("message %s on %s -> %s: %s: %s (component %s, attempts %d)",
-                    message_id, channel, name, reason, error, component, attempts)
+        record_dead(journal, channel, env.message_id if env is not None else None, queue=name, kind=kind,
+                    reason=reason, error=error, component=component, attempts=attempts)
         return dead_id
 
     def _invalid(
@@ -1090,7 +1108,7 @@ class AmqpTransport(Transport):
             self._republish(link, lease, 0.0, lease_lost=True)
             link.ch._impl.basic_ack(lease.tag)
             journal.add(lease.channel, lease.received.envelope.message_id if lease.received.envelope else None,
-                        "lease expired", lease.consumer)
+                        LEASE_EXPIRED, lease.consumer)
         if time.monotonic() >= self._next_sweep:
             self._next_sweep = time.monotonic() + 1.0
             self._sweep_expired(link, journal)
@@ -1118,7 +1136,7 @@ class AmqpTransport(Transport):
             except CouplerError:
                 env, attempts = None, 0
             if why == "expired":
-                reason, error = "expired", "message expired before delivery"
+                reason, error = REASON_EXPIRED, ERROR_EXPIRED
             else:
                 reason = why.replace("_", " ")
                 error = (f"the broker returned it to {channel} more than {self.names.delivery_limit} "
@@ -1165,8 +1183,7 @@ class AmqpTransport(Transport):
 
     def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
         check_channel_name(topic)
-        if not subscription or "#" in subscription or " " in subscription:
-            raise TransportError(f"bad subscription name {subscription!r}", hint="no spaces and no '#'")
+        check_subscription_name(subscription)
         if selector is not None:
             Selector.parse(selector)
         channel = self.subscription_channel(topic, subscription)
@@ -1184,7 +1201,7 @@ class AmqpTransport(Transport):
             link.ch.queue_bind(queue, exchange, routing_key=key)
 
         self._call(bind)
-        self._record(_Journal(rows=[(topic, None, "subscribed", subscription)]))
+        self._record(_Journal(rows=[(topic, None, SUBSCRIBED, subscription)]))
         return channel
 
     def unsubscribe(self, topic: str, subscription: str) -> None:
@@ -1198,7 +1215,7 @@ class AmqpTransport(Transport):
 
         self._call(delete)
         self.store.drop_queue_claims(self.names.queue(channel))
-        self._record(_Journal(rows=[(topic, None, "unsubscribed", subscription)]))
+        self._record(_Journal(rows=[(topic, None, UNSUBSCRIBED, subscription)]))
 
     def _depth(self, link: Link, channel: str) -> int:
         """Ready messages of a channel's queue (0 when it does not exist), on a spare channel."""
@@ -1346,7 +1363,7 @@ class AmqpTransport(Transport):
 
         n = self._call(run)
         self.store.drop_queue_claims(self.names.queue(channel))
-        self._record(_Journal(rows=[(channel, None, "purged", f"{n} message(s)")]))
+        self._record(_Journal(rows=[(channel, None, PURGED, f"{n} message(s)")]))
         return n
 
     # -- dead letters ----------------------------------------------------------------------
@@ -1418,7 +1435,7 @@ class AmqpTransport(Transport):
                 return dl
         raise unknown_dead_letter(id)
 
-    def replay(self, id: int, channel: str | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
         target_dl = self.dead_letter(id)
         journal = _Journal()
         if target_dl.envelope is None or (channel or target_dl.channel) is None:
@@ -1427,6 +1444,8 @@ class AmqpTransport(Transport):
         assert target is not None
         env = target_dl.envelope
         env.attempt = 0
+        if body is not None:  # edit and replay
+            env.body = body
         env.record_hop("dead-letter", f"replay {id}")
         done: list[bool] = []
 
@@ -1458,9 +1477,9 @@ class AmqpTransport(Transport):
             self._browse(link, dead_queue, visit)
 
         self._call(run, retry=False)
-        journal.add(target, env.message_id, "sent", "dead-letter")
+        journal.add_sent(target, env, SENT, "dead-letter")
         journal.count(target, "sent")
-        journal.add(target, env.message_id, "replayed", f"dead letter {id}")
+        journal.add(target, env.message_id, REPLAYED, f"dead letter {id}")
         self._record(journal)
         return env.message_id
 
@@ -1484,7 +1503,7 @@ class AmqpTransport(Transport):
         for claim, dead_queue in claims:  # their bodies go when nothing else refers to them
             self.store.move_claim(claim, dead_queue, None)
         n = len(counted)
-        self._record(_Journal(rows=[(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))]))
+        self._record(_Journal(rows=[(queue, None, DEAD_LETTERS_PURGED, purged_dead_letters_detail(n, kind))]))
         return n
 
     # -- message store ---------------------------------------------------------------------
@@ -1497,8 +1516,17 @@ class AmqpTransport(Transport):
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
-        return self.store.journal(message_id=message_id, channel=channel, event=event, since=since, limit=limit)
+        return self.store.journal(
+            message_id=message_id, channel=channel, event=event, since=since, limit=limit, trace_ids=trace_ids, key=key,
+            message_ids=message_ids,
+        )
+
+    def exports_shared_figures(self) -> bool:
+        return self.store.hold_lock("metrics")
 
     def maintain(self) -> dict[str, int]:
         journal = _Journal()
@@ -1521,22 +1549,22 @@ def _claim_of(headers: dict[str, Any]) -> str | None:
 def amqp_transport_for_site(site: Any) -> AmqpTransport:
     """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
     store = site.store
-    amqp = store["amqp"]
+    amqp = store.amqp
     return AmqpTransport(
-        amqp["url"],
-        postgres=amqp["postgres"],
-        postgres_schema=amqp["postgres_schema"],
-        prefix=amqp["prefix"],
-        delivery_limit=amqp["delivery_limit"],
-        reconnect_timeout=amqp["reconnect_timeout_seconds"],
-        file_lease_seconds=amqp["file_lease_seconds"],
-        claim_threshold=store["claim_check_bytes"],
-        backoff=backoff_policy(store["redelivery"]),
-        lease_seconds=store["lease_seconds"],
-        journal_retention=store["journal_retention_days"] * 86400.0,
-        idempotency_retention=store["idempotency_window_seconds"],
-        dead_letter=store["dead_letter_channel"],
-        invalid=store["invalid_channel"],
+        amqp.url,
+        postgres=amqp.postgres,
+        postgres_schema=amqp.postgres_schema,
+        prefix=amqp.prefix,
+        delivery_limit=amqp.delivery_limit,
+        reconnect_timeout=amqp.reconnect_timeout_seconds,
+        file_lease_seconds=amqp.file_lease_seconds,
+        claim_threshold=store.claim_check_bytes,
+        backoff=BackoffPolicy(**store.redelivery.model_dump()),
+        lease_seconds=store.lease_seconds,
+        journal_retention=store.journal_retention_days * 86400.0,
+        idempotency_retention=store.idempotency_window_seconds,
+        dead_letter=store.dead_letter_channel,
+        invalid=store.invalid_channel,
         name=f"coupler {site.name}",
     ).open()
 
@@ -1549,7 +1577,7 @@ class _AmqpTx(TransactionOps):
         self.received: list[Delivery] = []
         self.sends: list[tuple[str, list[Envelope], str]] = []
         self.acks: list[Delivery] = []
-        self.nacks: list[tuple[Delivery, str, str, str, float, bool]] = []
+        self.nacks: list[tuple[Delivery, str, str, NackDecision]] = []
         self.invalids: list[tuple[int, Envelope | bytes, str, str, str | None, Delivery | None]] = []
         self.marks: list[tuple[str, list[str]]] = []
 
@@ -1583,9 +1611,9 @@ class _AmqpTx(TransactionOps):
         delay: float | None = None,
         dead: bool = False,
     ) -> Literal["retry", "dead"]:
-        outcome, wait = self.t._nack_plan(delivery, dead, delay)
-        self.nacks.append((delivery, error_text(error), component, outcome, wait, dead))
-        return outcome
+        decision = self.t._nack_plan(delivery, dead, delay)
+        self.nacks.append((delivery, error_text(error), component, decision))
+        return decision.outcome
 
     def invalid(
         self,
@@ -1618,8 +1646,8 @@ class _AmqpTx(TransactionOps):
                 t._send(link, target, envs, component, journal)
             for dead_id, env, reason, component, channel, delivery in self.invalids:
                 t._invalid(link, dead_id, env, reason, component, channel, delivery, journal)
-            for d, text, component, outcome, wait, dead in self.nacks:
-                t._nack(link, d, text, component, outcome, wait, dead, journal)
+            for d, text, component, decision in self.nacks:
+                t._nack(link, d, text, component, decision, journal)
 
         try:
             t._call(outputs, retry=False)

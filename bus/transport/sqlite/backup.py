@@ -45,9 +45,9 @@ def _is_sqlite(path: Path) -> bool:
 
 def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
     """Copy the site's data directory to ``destination`` (which must be new or empty)."""
-    if site.store.get("type", "sqlite") != "sqlite":
+    if site.store.type != "sqlite":
         raise BackupError(
-            f"the site's store is {site.store.get('type')!r}: its messages live in the broker",
+            f"the site's store is {site.store.type!r}: its messages live in the broker",
             where=f"{site.path}: store.type",
             hint="back up RabbitMQ (definitions export) and PostgreSQL (pg_dump); see docs/operations.md",
         )

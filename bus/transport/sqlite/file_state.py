@@ -11,30 +11,11 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileKey, FileRecord, FileState
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
-    path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    checksum TEXT NOT NULL DEFAULT '',
-    state TEXT NOT NULL,
-    published INTEGER NOT NULL DEFAULT 0,
-    detail TEXT,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    PRIMARY KEY (path, size, mtime_ns, checksum)
-);
-CREATE INDEX IF NOT EXISTS files_state ON files (state);
-CREATE TABLE IF NOT EXISTS delivered (
-    message_id TEXT PRIMARY KEY,
-    name TEXT,
-    at REAL NOT NULL
-);
-"""
+from coupler.bus.transport.ddl import SQLITE, file_state
 
 _COLUMNS = "path, size, mtime_ns, checksum, state, published, detail, updated"
 
@@ -56,10 +37,26 @@ class SqliteFileState:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         self._conn.execute("PRAGMA busy_timeout=10000")
-        self._conn.executescript(_SCHEMA)
+        for statement in file_state(SQLITE, shared=False):
+            self._conn.execute(statement)
+        self._migrate_delivered()
 
     def __repr__(self) -> str:
         return f"SqliteFileState({str(self.path)!r})"
+
+    def _migrate_delivered(self) -> None:
+        """A state written before the outbound side's keys moved to ``seen``: its delivered
+        message ids become keys of the ``files`` receiver (adapters/common/outbound.py)."""
+        if self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'delivered'").fetchone() is None:
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute(
+                "INSERT OR IGNORE INTO seen (consumer, key, seen_at) "
+                "SELECT 'files', 'id:' || message_id, at FROM delivered"
+            )
+            self._conn.execute("DROP TABLE delivered")
+            self._conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -121,19 +118,24 @@ class SqliteFileState:
             n = self._conn.execute(
                 f"DELETE FROM files WHERE state IN ({marks}) AND updated < ?", (*FINAL_STATES, limit)
             ).rowcount
-            self._conn.execute("DELETE FROM delivered WHERE at < ?", (limit,))
+            self._conn.execute("DELETE FROM seen WHERE seen_at < ?", (limit,))
         return n
 
-    def delivered(self, message_id: str) -> str | None:
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        keys = list(keys)
+        marks = ",".join("?" * len(keys))
         with self._lock:
-            row = self._conn.execute("SELECT name FROM delivered WHERE message_id = ?", (message_id,)).fetchone()
-        return None if row is None else (row[0] or "")
+            rows = self._conn.execute(
+                f"SELECT key FROM seen WHERE consumer = ? AND key IN ({marks})", (consumer, *keys)
+            ).fetchall()
+        return {r[0] for r in rows}
 
-    def mark_delivered(self, message_id: str, name: str | None) -> None:
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        now = time.time()
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO delivered (message_id, name, at) VALUES (?, ?, ?)",
-                (message_id, name, time.time()),
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO seen (consumer, key, seen_at) VALUES (?, ?, ?)",
+                [(consumer, k, now) for k in keys],
             )
 
 

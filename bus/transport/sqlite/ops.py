@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from coupler.bus.model.selectors import Selector, as_selector
+from coupler.bus.transport import policy
 from coupler.bus.transport.base import (
     ChannelConfig,
     DeadKind,
@@ -31,6 +32,7 @@ from coupler.bus.transport.base import (
     error_text,
 )
 from coupler.bus.transport.codec import decode, encode
+from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
@@ -138,6 +140,15 @@ class StoreTx(TransactionOps):
             rows,
         )
 
+    def journal_sent(self, channel: str, envs: Iterable[Envelope], event: str, detail: str | None) -> None:
+        """Journal rows of messages stored on ``channel``, with their trace id and search keys
+        (the message trace of the console and ``coupler ctl trace``)."""
+        now = self.now
+        self.conn.executemany(
+            "INSERT INTO journal (at, channel, message_id, event, detail, trace_id, keys) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(now, channel, e.message_id, event, detail, *journal_trace(e)) for e in envs],
+        )
+
     def count(self, channel: str, counter: str, n: int = 1) -> None:
         """Add to a channel's statistics: kept by the transport after this transaction commits
         and written to ``counters`` by a later one (:meth:`write_counts`)."""
@@ -204,7 +215,7 @@ class StoreTx(TransactionOps):
         ).fetchall()
         if subs or self.t._kind(channel) == "topic":
             self.count(channel, "sent", len(prepared))
-            self.journal_many((self.now, channel, e.message_id, "published", component) for e, _, _ in prepared)
+            self.journal_sent(channel, (e for e, _, _ in prepared), policy.PUBLISHED, component)
             for sub_channel, selector in subs:
                 sel = Selector.parse(selector) if selector else None
                 chosen = [p for p in prepared if sel is None or sel(p[0])]
@@ -239,7 +250,7 @@ class StoreTx(TransactionOps):
             "INSERT OR REPLACE INTO bodies (id, envelope) VALUES (?, ?)",
             [(id_, blob) for id_, (_, blob, _) in zip(ids, prepared, strict=True)],
         )
-        self.journal_many((now, channel, env.message_id, "sent", event_detail) for env, _, _ in prepared)
+        self.journal_sent(channel, (env for env, _, _ in prepared), policy.SENT, event_detail)
         self.count(channel, "sent", len(prepared))
 
     # -- receive ---------------------------------------------------------------------------
@@ -258,8 +269,8 @@ class StoreTx(TransactionOps):
         leased = self.lease(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
         if leased is None:
             return []
-        if sel is not None:  # decoded and matched already
-            return leased  # type: ignore[return-value]
+        if not isinstance(leased, Leased):  # decoded and matched against the selector already
+            return leased
         got, bad = leased.deliveries(self.t)
         if bad:
             self.dead_undecodable(channel, leased.token, bad)
@@ -284,8 +295,8 @@ class StoreTx(TransactionOps):
         if max < 1:
             return None
         cfg = self.t.channel_config(channel)
-        lease = lease_seconds or cfg.lease_seconds or self.t.lease_seconds
-        policy = cfg.backoff or self.t.backoff
+        lease = policy.lease_for(lease_seconds, cfg, self.t.lease_seconds)
+        backoff = policy.backoff_for(cfg, self.t.backoff)
         now = self.now
         token = self.t._rng.getrandbits(62)
         until = now + lease
@@ -306,14 +317,10 @@ class StoreTx(TransactionOps):
             if selector is not None:
                 blobs = self.bodies([r[0] for r in rows])
             for id_, _vis, attempt, expires_at, lease_token, claim, message_id in rows:
-                if expires_at is not None and expires_at <= now:
-                    self.dead_by_id(id_, "dead", "expired", "message expired before delivery", "transport")
-                    continue
-                if lease_token is not None and policy.exhausted(attempt):
-                    self.dead_by_id(
-                        id_, "dead", "lease expired",
-                        f"not acknowledged within the lease after {attempt} attempt(s)", "transport",
-                    )
+                verdict = policy.undeliverable(backoff, expired=expires_at is not None and expires_at <= now,
+                                        lease_lost=lease_token is not None, attempts=attempt)
+                if verdict is not None:
+                    self.dead_by_id(id_, "dead", *verdict, policy.TRANSPORT)
                     continue
                 if selector is not None:
                     one = Leased(channel, consumer, token, until,
@@ -334,7 +341,7 @@ class StoreTx(TransactionOps):
             "UPDATE messages SET visible_at = ?, attempt = ?, lease_token = ?, lease_owner = ? WHERE id = ?",
             [(until, attempt, token, consumer, id_) for id_, attempt, _, _ in taken],
         )
-        self.journal_many((now, channel, mid, "received", consumer) for _, _, _, mid in taken)
+        self.journal_many((now, channel, mid, policy.RECEIVED, consumer) for _, _, _, mid in taken)
         self.count(channel, "received", len(taken))
         if selector is not None:
             return matched
@@ -351,7 +358,7 @@ class StoreTx(TransactionOps):
                 continue  # settled meanwhile by someone else
             self.delete([id_])
             self._dead_row(channel, message_id, "invalid", "undecodable envelope", error,
-                           "transport", attempt, claim, None, blob)
+                           policy.TRANSPORT, attempt, claim, None, blob)
 
     # -- settle ----------------------------------------------------------------------------
 
@@ -376,7 +383,7 @@ class StoreTx(TransactionOps):
         for channel, n in by_channel.items():
             self.count(channel, "acked", n)
         now = self.now
-        self.journal_many((now, d.channel, d.envelope.message_id, "acked", d.consumer) for d in ds)
+        self.journal_many((now, d.channel, d.envelope.message_id, policy.ACKED, d.consumer) for d in ds)
         refs = [d.claim for d in ds if d.claim]
         if refs:
             self.release_claims(refs)
@@ -398,19 +405,17 @@ class StoreTx(TransactionOps):
                 "expired and another consumer took it, or it was already settled",
                 hint="settle within lease_seconds or use a longer lease",
             )
-        policy = self.t.channel_config(delivery.channel).backoff or self.t.backoff
+        backoff = policy.backoff_for(self.t.channel_config(delivery.channel), self.t.backoff)
+        decision = policy.nack_decision(backoff, delivery.attempt, dead=dead, delay=delay, rng=self.t._rng)
         self.count(delivery.channel, "failed")
-        if dead or policy.exhausted(delivery.attempt):
-            reason = "rejected" if dead else f"failed {delivery.attempt} attempt(s)"
-            self.dead(row, "dead", reason, text, component)
+        if decision.outcome == "dead":
+            self.dead(row, "dead", decision.reason, text, component)
             return "dead"
-        wait = policy.delay(delivery.attempt, self.t._rng) if delay is None else delay
         self.conn.execute(
             "UPDATE messages SET visible_at = ?, lease_token = NULL, lease_owner = NULL WHERE id = ?",
-            (self.now + wait, delivery.tag),
+            (self.now + decision.wait, delivery.tag),
         )
-        self.journal(delivery.channel, delivery.message_id, "nacked",
-                     f"{component}: {text} (attempt {delivery.attempt}, retry in {wait:.3f} s)")
+        policy.record_nacked(self, delivery, component, text, decision.wait)
         return "retry"
 
     def dead_by_id(self, id_: int, kind: DeadKind, reason: str, error: str, component: str) -> None:
@@ -430,27 +435,15 @@ class StoreTx(TransactionOps):
         raw: bytes | None,
     ) -> int:
         cfg = self.t.channel_config(channel) if channel else ChannelConfig()
-        if kind == "dead":
-            queue = cfg.dead_letter or self.t.dead_letter_default
-        else:
-            queue = cfg.invalid or self.t.invalid_default
+        queue = policy.dead_letter_queue(cfg, kind, dead_letter=self.t.dead_letter_default, invalid=self.t.invalid_default)
         cur = self.conn.execute(
             "INSERT INTO dead_letters (kind, queue, channel, message_id, reason, error, component, "
             "attempts, dead_at, claim, envelope, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (kind, queue, channel, message_id, reason, error, component, attempts, self.now,
              claim, blob, raw),
         )
-        counter = "expired" if reason == "expired" else kind
-        if channel:
-            self.count(channel, counter)
-        # the Invalid Message Channel's error is its reason: say it once
-        why = reason if not error or error == reason else f"{reason}: {error}"
-        self.journal(channel, message_id, counter if counter != "dead" else "dead-lettered",
-                     f"{queue}: {why} ({component})")
-        log.warning(
-            "message %s on %s -> %s: %s (component %s, attempts %d)",
-            message_id, channel, queue, why, component, attempts,
-        )
+        policy.record_dead(self, channel, message_id, queue=queue, kind=kind, reason=reason, error=error,
+                    component=component, attempts=attempts)
         return int(cur.lastrowid or 0)
 
     def invalid(
@@ -491,7 +484,7 @@ class StoreTx(TransactionOps):
         )
         n = self.conn.execute("DELETE FROM messages WHERE channel = ?", (channel,)).rowcount
         self.release_claims(claims)
-        self.journal(channel, None, "purged", f"{n} message(s)")
+        self.journal(channel, None, policy.PURGED, f"{n} message(s)")
         return n
 
     # -- idempotency -----------------------------------------------------------------------

@@ -8,6 +8,9 @@ instead of the pages holding the 1 KiB envelopes.
 
 Version 1 (stores created before the split; ``user_version`` 0) kept the envelope in a column
 of ``messages``; :func:`ensure_schema` migrates such a store in place, in one transaction.
+Version 3 adds the trace id and search keys of sent messages to ``journal`` (message
+tracing); a version 2 store gains the two columns in place.
+
 A store of a newer version than this code knows is refused with a clear message.
 """
 
@@ -16,25 +19,13 @@ from __future__ import annotations
 import sqlite3
 
 from coupler.bus.transport.base import TransportError
+from coupler.bus.transport.ddl import SQLITE, journal_trace_columns, journal_trace_index, metadata
 
 #: the schema version this code writes (``PRAGMA user_version``)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
+#: the tables only the embedded store has; the metadata tables are in :mod:`coupler.bus.transport.ddl`
 _TABLES = """
-CREATE TABLE IF NOT EXISTS channels (
-    name TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT 'queue',
-    config TEXT NOT NULL DEFAULT '{}',
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS subscriptions (
-    topic TEXT NOT NULL,
-    name TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    selector TEXT,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (topic, name)
-);
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
     channel TEXT NOT NULL,
@@ -70,43 +61,7 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     raw BLOB
 );
 CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, id);
-CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL;
-CREATE TABLE IF NOT EXISTS journal (
-    id INTEGER PRIMARY KEY,
-    at REAL NOT NULL,
-    channel TEXT,
-    message_id TEXT,
-    event TEXT NOT NULL,
-    detail TEXT
-);
-CREATE TABLE IF NOT EXISTS counters (
-    channel TEXT PRIMARY KEY,
-    sent INTEGER NOT NULL DEFAULT 0,
-    received INTEGER NOT NULL DEFAULT 0,
-    acked INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    dead INTEGER NOT NULL DEFAULT 0,
-    invalid INTEGER NOT NULL DEFAULT 0,
-    expired INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS seen (
-    consumer TEXT NOT NULL,
-    key TEXT NOT NULL,
-    seen_at REAL NOT NULL,
-    PRIMARY KEY (consumer, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS seen_age ON seen (seen_at);
-CREATE TABLE IF NOT EXISTS identities (
-    id INTEGER PRIMARY KEY,
-    class TEXT NOT NULL,
-    provider TEXT,
-    name TEXT,
-    version TEXT,
-    channel TEXT NOT NULL,
-    adapter TEXT,
-    registered_at REAL NOT NULL,
-    UNIQUE (class, provider, name, version, channel)
-)
+CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL
 """
 
 
@@ -140,8 +95,14 @@ def ensure_schema(conn: sqlite3.Connection, where: str) -> int | None:
         conn.execute("INSERT INTO bodies (id, envelope) SELECT id, envelope FROM messages")
         conn.execute("ALTER TABLE messages DROP COLUMN envelope")
         migrated = 1
-    for statement in _TABLES.split(";"):
+    for statement in [*_TABLES.split(";"), *metadata(SQLITE)]:
         if statement.strip():
             conn.execute(statement)
+    if "trace_id" not in _columns(conn, "journal"):
+        # version 2: the journal gains the trace id and search keys of sent messages
+        for statement in journal_trace_columns(SQLITE):
+            conn.execute(statement)
+        migrated = migrated or 2
+    conn.execute(journal_trace_index(SQLITE))
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return migrated

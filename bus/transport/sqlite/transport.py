@@ -1,6 +1,6 @@
 """The embedded default transport: one SQLite database (WAL) in the site's data directory.
 
-Schema (:mod:`coupler.bus.transport.sqlite.schema`, version 2): ``messages`` holds the state of every
+Schema (:mod:`coupler.bus.transport.sqlite.schema`, version 3): ``messages`` holds the state of every
 message waiting on a channel, one row per channel copy, found through the index
 ``(channel, visible_at)``; its serialised envelope is in ``bodies`` under the same rowid,
 written once. A row is *ready* when ``visible_at <= now``, *leased* while ``lease_token`` is
@@ -61,14 +61,24 @@ from coupler.bus.transport.base import (
     Transport,
     TransportError,
     check_channel_name,
+    check_subscription_name,
     declared_config,
     envelope_list,
-    is_channel_name,
     not_replayable,
     purged_dead_letters_detail,
     unknown_dead_letter,
 )
 from coupler.bus.transport.codec import decode
+from coupler.bus.transport.policy import (
+    COUNTERS,
+    DEAD_LETTERS_PURGED,
+    ERROR_EXPIRED,
+    REASON_EXPIRED,
+    REPLAYED,
+    SUBSCRIBED,
+    TRANSPORT,
+    UNSUBSCRIBED,
+)
 from coupler.bus.transport.sql_filters import dead_letter_where, journal_entries, journal_query
 from coupler.bus.transport.sqlite.group_commit import GroupCommit
 from coupler.bus.transport.sqlite.identities import SqliteIdentityRepository
@@ -80,8 +90,6 @@ log = logging.getLogger(__name__)
 
 DB_FILENAME = "coupler.db"
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-_COUNTERS = ("sent", "received", "acked", "failed", "dead", "invalid", "expired")
 
 
 _pid = os.getpid()
@@ -625,10 +633,7 @@ class SqliteTransport(Transport):
 
     def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
         check_channel_name(topic)
-        if not subscription or "#" in subscription or not is_channel_name(subscription):
-            raise TransportError(
-                f"bad subscription name {subscription!r}", hint="no spaces and no '#'"
-            )
+        check_subscription_name(subscription)
         if selector is not None:
             Selector.parse(selector)
         channel = self.subscription_channel(topic, subscription)
@@ -650,7 +655,7 @@ class SqliteTransport(Transport):
                 "ON CONFLICT (topic, name) DO UPDATE SET selector = excluded.selector",
                 (topic, subscription, channel, selector, self.clock()),
             )
-            tx.journal(topic, None, "subscribed", subscription)
+            tx.journal(topic, None, SUBSCRIBED, subscription)
         return channel
 
     def unsubscribe(self, topic: str, subscription: str) -> None:
@@ -661,7 +666,7 @@ class SqliteTransport(Transport):
                 "DELETE FROM subscriptions WHERE topic = ? AND name = ?", (topic, subscription)
             )
             tx.purge(channel)
-            tx.journal(topic, None, "unsubscribed", subscription)
+            tx.journal(topic, None, UNSUBSCRIBED, subscription)
 
     def stats(self, channel: str | None = None) -> list[ChannelStats]:
         self.write_counts()
@@ -702,7 +707,7 @@ class SqliteTransport(Transport):
         result = []
         for name in sorted(names):
             d = depth.get(name)
-            c = count.get(name, (0,) * len(_COUNTERS))
+            c = count.get(name, (0,) * len(COUNTERS))
             result.append(
                 ChannelStats(
                     channel=name,
@@ -711,7 +716,7 @@ class SqliteTransport(Transport):
                     ready=int(d[2] or 0) if d else 0,
                     in_flight=int(d[3] or 0) if d else 0,
                     oldest_age=max(0.0, now - d[4]) if d else None,
-                    **dict(zip(_COUNTERS, c, strict=True)),
+                    **dict(zip(COUNTERS, c, strict=True)),
                     subscriptions=tuple(subs_of.get(name, ())),
                 )
             )
@@ -776,7 +781,7 @@ class SqliteTransport(Transport):
             dead_at=_ts(dead_at),
         )
 
-    def replay(self, id: int, channel: str | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
         with self.transaction() as tx:
             assert isinstance(tx, StoreTx)
             row = tx.conn.execute(
@@ -791,9 +796,18 @@ class SqliteTransport(Transport):
             env = Envelope.from_bytes(blob)
             env.attempt = 0
             env.record_hop("dead-letter", f"replay {id}")
-            tx.insert(target, [(env, env.to_bytes(), claim)])
+            if body is not None:  # edited: the new body replaces the stored (or claim-checked) one
+                env.properties.pop(CLAIM_PROPERTY, None)
+                env.body = body
+                prepared, paths = prepare(self, target, [env], "dead-letter")
+                tx.written_claims.extend(paths)
+                tx.insert(target, prepared)
+            else:
+                tx.insert(target, [(env, env.to_bytes(), claim)])
             tx.conn.execute("DELETE FROM dead_letters WHERE id = ?", (id,))
-            tx.journal(target, env.message_id, "replayed", f"dead letter {id}")
+            if body is not None and claim is not None:
+                tx.release_claims([claim])
+            tx.journal_sent(target, [env], REPLAYED, f"dead letter {id}")
             return env.message_id
 
     def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
@@ -810,7 +824,7 @@ class SqliteTransport(Transport):
             ]
             n = tx.conn.execute(f"DELETE FROM dead_letters {where}", args).rowcount
             tx.release_claims(claims)
-            tx.journal(queue, None, "dead-letters purged", purged_dead_letters_detail(n, kind))
+            tx.journal(queue, None, DEAD_LETTERS_PURGED, purged_dead_letters_detail(n, kind))
             return n
 
     # -- message store ---------------------------------------------------------------------
@@ -823,9 +837,13 @@ class SqliteTransport(Transport):
         event: str | None = None,
         since: datetime | None = None,
         limit: int = 1000,
+        trace_ids: Iterable[str] | None = None,
+        key: str | None = None,
+        message_ids: Iterable[str] | None = None,
     ) -> list[JournalEntry]:
         sql, args = journal_query(
-            "journal", "?", message_id=message_id, channel=channel, event=event, since=since, limit=limit
+            "journal", "?", message_id=message_id, channel=channel, event=event, since=since, limit=limit,
+            trace_ids=trace_ids, key=key, message_ids=message_ids,
         )
         conn = self._conn()
         return journal_entries(self._retry(lambda: conn.execute(sql, args).fetchall()))
@@ -837,7 +855,7 @@ class SqliteTransport(Transport):
             assert isinstance(tx, StoreTx)
             rows = tx.rows("m.expires_at IS NOT NULL AND m.expires_at <= ?", (now,))
             for row in rows:
-                tx.dead(row, "dead", "expired", "message expired before delivery", "transport")
+                tx.dead(row, "dead", REASON_EXPIRED, ERROR_EXPIRED, TRANSPORT)
             counts["expired"] = len(rows)
             counts["journal"] = tx.conn.execute(
                 "DELETE FROM journal WHERE at < ?", (now - self.journal_retention,)

@@ -24,11 +24,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.api import Adapter, Command, Document, Reply, hookimpl
+from coupler.bus.api import Adapter, Command, Document, OptionsModel, Reply, Str, hookimpl, option
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
 
 GREETING_FORMAT = FormatIndicator("hello.Greeting", 1, "text/plain")
+
+
+class HelloOptions(OptionsModel):
+    """``[adapters.options]`` of ``type = "hello"``, checked when the site loads."""
+
+    greeting: Str = option("The word before the name.", default="Hello")
+    directory: Str | None = option("Where greetings.txt is written (relative: to site.toml's folder).",
+                                   default=None)
 
 
 class HelloAdapter(Adapter):
@@ -39,15 +46,14 @@ class HelloAdapter(Adapter):
     directions = ("outbound",)
     #: the daemon makes a relative ``directory`` absolute against site.toml's folder
     path_options = ("directory",)
+    #: the site loader checks the options against it (unknown keys, types) with the key path
+    options_model = HelloOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: Any = None):
-        unknown = set(options) - {"greeting", "directory"}
-        if unknown:
-            raise CouplerError(f"unknown option {sorted(unknown)[0]!r}", where=f"adapters[{name}].options",
-                               hint="the hello adapter's options are greeting and directory")
         super().__init__(name, options, context)
-        self.greeting = str(options.get("greeting", "Hello"))
-        self.directory = Path(options["directory"]) if "directory" in options else None
+        settings: HelloOptions = self.parse_options(name, self.options)
+        self.greeting = settings.greeting
+        self.directory = Path(settings.directory) if settings.directory is not None else None
 
     def start(self) -> None:
         if self.directory is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from coupler.adapters.common.errors import AdapterConfigError
 from coupler.adapters.filedrop import FileDropAdapter
+from coupler.bus.api import OptionsError
 from coupler.canonical import FormatIndicator
 
 from ..filebus import Bus, adapter
@@ -241,8 +242,14 @@ def test_poller_thread_takes_files_and_stops(bus: Bus, tmp_path: Path) -> None:
 
 
 def test_unknown_option_and_a_direction_option_are_errors(bus: Bus, tmp_path: Path) -> None:
-    with pytest.raises(AdapterConfigError, match=r"adapters\[drop\]\.options: unknown option stable_secs"):
-        FileDropAdapter("drop", {"directory": str(tmp_path), "stable_secs": 1}, bus.context("drop"))
+    with pytest.raises(OptionsError) as info:
+        FileDropAdapter("drop", {"directory": str(tmp_path), "stable_secs": 1, "after": "move", "chmod": "rw"},
+                        bus.context("drop"))
+    assert sorted(str(p) for p in info.value.problems) == [
+        "adapters[drop].options.after: 'move' is not one of archive, delete, keep",
+        "adapters[drop].options.chmod: 'rw' is not a permission mode such as \"0640\"",
+        "adapters[drop].options.stable_secs: unknown key (did you mean 'stable_seconds'?)",
+    ]
     # the direction is the adapter's (site.toml [[adapters]] direction), not an option
     with pytest.raises(AdapterConfigError, match=r"adapters\[drop\]\.options\.direction: .*site\.toml"):
         FileDropAdapter("drop", {"directory": str(tmp_path), "direction": "inbound"}, bus.context("drop"))

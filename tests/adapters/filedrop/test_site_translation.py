@@ -215,8 +215,8 @@ def test_wrapper_chains_unwrap_on_publish_and_wrap_before_delivery(tmp_path: Pat
 def test_mapping_and_wrapper_errors_name_the_adapter_entry(tmp_path: Path) -> None:
     site = make_site(tmp_path, SITE.replace('mapping = "mappings/account.toml"\n[adapters.options]\ndirectory = "drop"',
                                              'mapping = "mappings/nowhere.toml"\n[adapters.options]\ndirectory = "drop"'))
-    with pytest.raises(ConfigError, match=r"adapters\[0\]\.mapping: .*nowhere\.toml"):
+    with pytest.raises(ConfigError, match=r"site\.toml:\d+: adapters\[accounts-in\]\.mapping: .*nowhere\.toml"):
         Daemon(load_site(site)).start()
     (tmp_path / "site.toml").write_text(WRAPPED_SITE.replace('type = "stx_etx"', 'type = "stx_etx"\noptions = { max_frame = 5 }'))
-    with pytest.raises(ConfigError, match=r"site\.toml: adapters\[0\]\.wrappers\[0\]\.options\.max_frame: unknown option"):
+    with pytest.raises(ConfigError, match=r"site\.toml:\d+: adapters\[framed-in\]\.wrappers\[0\]\.options\.max_frame: unknown key"):
         Daemon(load_site(tmp_path / "site.toml")).start()

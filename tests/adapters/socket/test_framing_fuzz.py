@@ -68,7 +68,7 @@ def test_server_survives_random_and_mutated_streams(bus, kind, caplog):
     )
     adapter.channel = "inbox"
     bus.add(adapter)
-    framing = adapter.settings.framing
+    framing = adapter.settings.framer
 
     @FUZZ
     @given(data=st.data())
@@ -121,7 +121,7 @@ def test_client_answers_random_replies_with_a_fault_at_most(bus, kind):
         bus.context(f"fuzz-out-{kind}"),
     )
     bus.add(client)
-    framing = client.settings.framing
+    framing = client.settings.framer
     fmt = FormatIndicator("t.Raw", 1, "application/octet-stream")
 
     @FUZZ

@@ -100,7 +100,7 @@ def test_a_translator_that_raises_a_non_coupler_exception_costs_one_frame_only(b
     )
     adapter.channel = "inbox"
     bus.add(adapter)
-    encode = adapter.settings.framing.encode
+    encode = adapter.settings.framer.encode
     poison = b"BOOM|^~\\&|A|B|C|D|1||ADT^A01|X1|P|2.5\r" if framing == "mllp" else b"BOOM 1"
     valid = b"MSH|^~\\&|A|B|C|D|1||ADT^A01|OK1|P|2.5\r" if framing == "mllp" else b"fine"
     with socket.create_connection(adapter.address, timeout=10) as s:

@@ -4,6 +4,7 @@ directory."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -21,10 +22,12 @@ from coupler.bus.api import (
     FileClaimLost,
     FileKey,
     FileState,
+    IdempotentReceiver,
     embedded_file_state,
 )
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgStore
+from coupler.canonical import Envelope
 
 from .broker import PG_DSN, servers_or_fail, unique_names
 
@@ -114,12 +117,38 @@ def test_counts_and_prune_forget_only_finished_files(state: FileState) -> None:
     assert state.get(keys[3]) is not None and state.get(keys[0]) is None
 
 
-def test_delivered_marks_make_an_idempotent_receiver(state: FileState) -> None:
-    assert state.delivered("m-1") is None
-    state.mark_delivered("m-1", "out/orders-1.txt")
-    state.mark_delivered("m-2", None)
-    assert state.delivered("m-1") == "out/orders-1.txt"
-    assert state.delivered("m-2") == ""
+def test_seen_keys_make_an_idempotent_receiver(state: FileState) -> None:
+    receiver = IdempotentReceiver("files:out")
+    first, other = Envelope(format="test.Text@1", body=b"a"), Envelope(format="test.Text@1", body=b"b")
+    assert not receiver.is_duplicate(state, first)
+    receiver.mark(state, first)
+    assert receiver.is_duplicate(state, first.replace()) and not receiver.is_duplicate(state, other)
+    assert not IdempotentReceiver("files:elsewhere").is_duplicate(state, first)  # per consumer
+    assert receiver.duplicates == 1
+
+
+def test_delivered_ids_written_before_the_seen_keys_are_still_known(tmp_path: Path, pg_store: PgStore) -> None:
+    """A seen-state of the former layout (``delivered`` / ``files_delivered`` tables): its
+    written message ids are migrated into the keys of the ``files`` receiver."""
+    old = Envelope(format="test.Text@1", body=b"written before the upgrade")
+    with sqlite3.connect(tmp_path / "files.db") as db:
+        db.execute("CREATE TABLE delivered (message_id TEXT PRIMARY KEY, name TEXT, at REAL NOT NULL)")
+        db.execute("INSERT INTO delivered VALUES (?, 'out/a.txt', 1.0)", (old.message_id,))
+    s = pg_store.schema
+    with pg_store.conn() as c:
+        c.execute(f"CREATE TABLE {s}.files_delivered (adapter TEXT NOT NULL, message_id TEXT NOT NULL, "
+                  "name TEXT, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (adapter, message_id))")
+        c.execute(f"INSERT INTO {s}.files_delivered VALUES ('drop', %s, 'out/a.txt', 1.0)", (old.message_id,))
+    pg_store.open()  # a daemon of the new version starts
+    embedded = embedded_file_state(tmp_path / "files.db")
+    shared = PgFileState(pg_store, "drop", "host-a:/data/adapters/drop")
+    try:
+        for state in (embedded, shared):
+            assert IdempotentReceiver("files").is_duplicate(state, old)
+            assert not IdempotentReceiver("files").is_duplicate(state, Envelope(format="test.Text@1", body=b"new"))
+        assert not IdempotentReceiver("files").is_duplicate(PgFileState(pg_store, "other", "h:/o"), old)
+    finally:
+        embedded.close()
 
 
 # -- claims (the shared PostgreSQL state) -----------------------------------------------------

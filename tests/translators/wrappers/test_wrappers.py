@@ -143,7 +143,7 @@ def test_chain_from_site_toml() -> None:
     [
         ({"type": "zip"}, r"wrappers\[0\].type: unknown wrapper type 'zip'"),
         ({"type": "copybook", "options": {"copybook": "txn-header.cpy", "corelation_id": "CORR-ID"}},
-         r"wrappers\[0\].options.corelation_id: unknown option \(did you mean 'correlation_id'"),
+         r"wrappers\[0\].options.corelation_id: unknown key \(did you mean 'correlation_id'"),
         ({"type": "copybook", "options": {"copybook": "txn-header.cpy", "correlation_id": "CORR"}},
          r"wrappers\[0\].options.correlation_id: header field 'CORR'"),
         ({"type": "length", "options": {"size": 3}}, r"wrappers\[0\].options: length prefix size must be 1, 2 or 4"),

@@ -1,0 +1,131 @@
+"""The messaging patterns site.toml puts around a consumer (a route or an outbound adapter).
+
+* ``[[channels]] reassemble``: Message Sequence reassembly on the channel
+  (:class:`~coupler.bus.messaging.sequence.SequenceAssembler`): a part is held, the part that
+  completes its sequence sends the whole document back to the queue the consumer reads, and
+  the consumer only ever handles whole documents.
+* ``idempotent_key``: an Idempotent Receiver
+  (:class:`~coupler.bus.messaging.idempotency.IdempotentReceiver`): duplicates are
+  acknowledged without being handled; the key of a handled message is recorded in the
+  transaction that acknowledges it (:meth:`ConsumerPatterns.settle`).
+* ``throttle``: a Message Throttle (:class:`~coupler.bus.messaging.throttle.Throttle`): each
+  worker takes a token before it handles a message; ``concurrency`` workers share it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coupler.bus.config.models import ChannelSettings, ThrottleConfig
+from coupler.bus.messaging.idempotency import IdempotentReceiver
+from coupler.bus.messaging.sequence import SequenceAssembler
+from coupler.bus.messaging.throttle import Throttle
+from coupler.bus.transport.base import Delivery, TransactionOps, Transport
+
+log = logging.getLogger("coupler.daemon")
+
+#: how a worker receives: ``receive(wait)`` -> at most one delivery
+Receiver = Callable[[float], list[Delivery]]
+
+
+@dataclass
+class ConsumerPatterns:
+    """What one consumer declared; :meth:`receiver` and :meth:`handler` apply it."""
+
+    consumer: str
+    idempotent: IdempotentReceiver | None = None
+    throttle: Throttle | None = None
+    concurrency: int = 1
+    assembler: SequenceAssembler | None = None
+
+    @classmethod
+    def declared(
+        cls,
+        transport: Transport,
+        consumer: str,
+        source: str,
+        *,
+        channel: ChannelSettings | None,
+        idempotent_key: str | None,
+        throttle: ThrottleConfig | None,
+        where: str,
+    ) -> ConsumerPatterns:
+        """The patterns of ``consumer`` reading queue ``source`` (its channel's settings
+        ``channel``; ``where`` is its key path in site.toml)."""
+        patterns = cls(consumer)
+        if idempotent_key is not None:
+            patterns.idempotent = IdempotentReceiver(consumer, idempotent_key, where=f"{where}.idempotent_key")
+        if throttle is not None:
+            patterns.throttle = Throttle(throttle.rate, burst=throttle.burst)
+            patterns.concurrency = throttle.concurrency
+        if channel is not None and channel.reassemble:
+            patterns.assembler = SequenceAssembler(
+                transport, source, consumer, timeout=channel.sequence_timeout_seconds, forward=source
+            )
+        if patterns.idempotent or patterns.throttle or patterns.assembler:
+            log.info("%s: %s", consumer, patterns.describe(), extra={"consumer": consumer, "channel": source})
+        return patterns
+
+    def describe(self) -> str:
+        parts = []
+        if self.assembler is not None:
+            parts.append(f"reassembles message sequences of {self.assembler.channel}")
+        if self.idempotent is not None:
+            parts.append(f"idempotent receiver keyed on {self.idempotent.key}")
+        if self.throttle is not None:
+            rate = f"{self.throttle.rate:g}/s" if self.throttle.rate else "no rate limit"
+            parts.append(f"throttled to {rate}, {self.concurrency} at a time")
+        return ", ".join(parts) or "plain consumer"
+
+    def receiver(self, transport: Transport, receive: Receiver) -> Receiver:
+        """``receive`` with the parts of sequences held back and duplicates dropped."""
+        if self.assembler is None and self.idempotent is None:
+            return receive
+        assembler, idempotent = self.assembler, self.idempotent
+
+        def patterned(wait: float) -> list[Delivery]:
+            got = receive(wait)
+            if assembler is not None:
+                whole = []
+                for d in got:
+                    if d.envelope.sequence is None:
+                        whole.append(d)
+                    else:  # held, or completes its document, which goes back to the queue
+                        assembler.offer(d)
+                got = whole
+            if idempotent is not None:
+                got = idempotent.fresh(transport, got)
+            return got
+
+        return patterned
+
+    def handler(self, handle: Callable[[Delivery], None]) -> Callable[[Delivery], None]:
+        """``handle`` after the throttle let the message start."""
+        throttle = self.throttle
+        if throttle is None:
+            return handle
+
+        def throttled(d: Delivery) -> None:
+            throttle.acquire()
+            handle(d)
+
+        return throttled
+
+    def settle(self, tx: TransactionOps, d: Delivery) -> None:
+        """Acknowledge a handled message in ``tx``, recording it for the Idempotent Receiver."""
+        if self.idempotent is not None:
+            self.idempotent.mark(tx, d.envelope)
+        tx.ack(d)
+
+    @property
+    def sequence_timeout(self) -> float:
+        return self.assembler.timeout if self.assembler is not None else 0.0
+
+    def expire(self) -> list[str]:
+        """Sequences incomplete for too long, moved to the Invalid Message Channel."""
+        return self.assembler.expire() if self.assembler is not None else []
+
+
+__all__ = ["ConsumerPatterns", "Receiver"]

@@ -1,0 +1,41 @@
+"""The embedded SQLite store as transport type ``sqlite`` (``[store] type = "sqlite"``).
+
+Registered through the ``coupler`` entry-point group in pyproject.toml (``sqlite``), like a
+third party's transport.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.transport.base import Transport
+
+if TYPE_CHECKING:
+    from coupler.bus.config.loader import SiteConfig
+
+
+def open_sqlite(site: SiteConfig) -> Transport:
+    """The site's SQLite store, opened."""
+    from coupler.bus.transport.sqlite.transport import SqliteTransport
+
+    store = site.store
+    return SqliteTransport(
+        site.data_dir,
+        filename=store.path,
+        synchronous=store.synchronous,
+        sync_acks=store.sync_acks,
+        backoff=BackoffPolicy(**store.redelivery.model_dump()),
+        lease_seconds=store.lease_seconds,
+        claim_threshold=store.claim_check_bytes,
+        journal_retention=store.journal_retention_days * 86400.0,
+        idempotency_retention=store.idempotency_window_seconds,
+        dead_letter=store.dead_letter_channel,
+        invalid=store.invalid_channel,
+    ).open()
+
+
+@hookimpl
+def coupler_transport_types() -> dict[str, Any]:
+    return {"sqlite": open_sqlite}
