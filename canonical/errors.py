@@ -62,3 +62,34 @@ class IncompatibleSchemaError(SchemaError):
 
 class ConversionError(SchemaError):
     """A record that cannot be converted between two versions of a canonical entity."""
+
+
+class UnitError(CouplerError):
+    """An unexpected exception raised while handling one unit of work (a file, a record, a
+    frame, a request): a bug in a translator or a mapping function, or an input nobody
+    foresaw. The unit goes to the error directory or the Invalid Message Channel with this
+    error as its cause; the adapter goes on with the next unit."""
+
+    @classmethod
+    def of(cls, exc: BaseException, *, where: str | None = None) -> CouplerError:
+        """``exc`` as a one-line :class:`CouplerError` (a CouplerError is returned as it is)."""
+        if isinstance(exc, CouplerError):
+            return exc
+        return cls(describe_exception(exc), where=where,
+                   hint="the unit was set aside; report this if the input looks valid")
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line naming an unexpected exception and the code that raised it:
+    ``OverflowError: year overflow (raised at scalars.py:106 in parse_date)``."""
+    text = " ".join(str(exc).split()) or "(no message)"
+    tb = exc.__traceback__
+    frame = None
+    while tb is not None:
+        frame = tb
+        tb = tb.tb_next
+    if frame is None:
+        return f"{type(exc).__name__}: {text}"
+    code = frame.tb_frame.f_code
+    name = code.co_filename.rsplit("/", 1)[-1]
+    return f"{type(exc).__name__}: {text} (raised at {name}:{frame.tb_lineno} in {code.co_name})"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from coupler.bus.api import Adapter, AdapterContext, Bool, Command, CommandFault, Num, Reply, option
+from coupler.canonical.errors import CouplerError
 
 from .claims import prune_claims
 from .errors import AdapterConfigError
@@ -119,6 +120,10 @@ class FileAdapterBase(Adapter):
         prune_claims(self.data_dir / "claims", self.claim_retention)
         if direction in ("outbound", "both"):
             self.writer = self.open_outbound()
+            try:
+                self.writer.recover()
+            except (OSError, CouplerError) as exc:  # done before the first delivery instead
+                self.log.warning("%s: cannot look for interrupted deliveries yet: %s", self.name, exc)
         if direction in ("inbound", "both"):
             if not self.channel and getattr(self.context, "channel", None) is None:
                 raise AdapterConfigError(

@@ -78,6 +78,10 @@ class FileSystem(abc.ABC):
     def exists(self, path: str) -> bool:
         return self.stat(path) is not None
 
+    def same_file(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` are links to one file (False when it cannot tell)."""
+        return False
+
     def sync_dir(self, directory: str) -> None:  # noqa: B027 - optional for implementations
         """Make renames in ``directory`` durable (no-op where the protocol has no such thing)."""
 
@@ -161,6 +165,12 @@ class LocalFS(FileSystem):
     def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(path))
+
+    def same_file(self, a: str, b: str) -> bool:
+        try:
+            return os.path.samefile(self.path(a), self.path(b))
+        except FileNotFoundError:
+            return False
 
     def makedirs(self, path: str) -> None:
         if path:

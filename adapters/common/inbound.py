@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import posixpath
+import sqlite3
 import threading
 import time
 import uuid
@@ -37,6 +38,7 @@ from typing import Any, Literal, Protocol
 from coupler.bus.api import (
     AdapterContext,
     Bool,
+    FileClaimLost,
     Int,
     InvalidMessage,
     Num,
@@ -46,7 +48,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import MessageKind, Sequence
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, UnitError
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .claims import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, store_claim
@@ -245,6 +247,11 @@ class InboundPipeline:
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
                     self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path, exc)
+                except Exception as exc:  # nor does a bug met while taking it
+                    result.errors += 1
+                    self.log.debug("%s: taking %s raised", self.name, info.path, exc_info=True)
+                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path,
+                                     UnitError.of(exc))
             for k in ("done", "failed", "staged", "messages", "invalid", "listed", "errors"):
                 setattr(self.totals, k, getattr(self.totals, k) + getattr(result, k))
             return result
@@ -297,11 +304,17 @@ class InboundPipeline:
                     for _ in self.splitter.split(f, f"{self.fs.label}/{info.path}"):
                         pass
             result.messages += self._publish(info, key, local, record.published, result)
-        except PayloadError as exc:
-            self.log.warning("%s: %s goes to %s/: %s", self.name, info.path, self.s.error_dir, exc)
-            self.state.set_state(key, FAILED, str(exc))
-            self._after_failure(info, key, str(exc))
-            self.local.discard(info)
+        except (OSError, EOFError, RemoteError, FileClaimLost, sqlite3.Error):
+            raise  # not this file's fault (I/O, the seen-state): taken again by the next poll
+        except (PayloadError, UnitError) as exc:
+            self._fail(info, key, exc)
+            result.failed += 1
+            return
+        except CouplerError:
+            raise  # the bus refused the publish (its store, a stop): retried by the next poll
+        except Exception as exc:  # anything else this file makes a splitter or translator raise
+            self.log.debug("%s: %s raised", self.name, info.path, exc_info=True)
+            self._fail(info, key, UnitError.of(exc, where=f"{self.fs.label}/{info.path}"))
             result.failed += 1
             return
         self.state.set_state(key, PUBLISHED)
@@ -310,6 +323,13 @@ class InboundPipeline:
         self.local.discard(info)
         result.done += 1
         self.log.info("%s: took %s", self.name, key)
+
+    def _fail(self, info: FileInfo, key: FileKey, exc: CouplerError) -> None:
+        """A file that cannot be published goes to the error directory with the reason."""
+        self.log.warning("%s: %s goes to %s/: %s", self.name, info.path, self.s.error_dir, exc)
+        self.state.set_state(key, FAILED, str(exc))
+        self._after_failure(info, key, str(exc))
+        self.local.discard(info)
 
     def _finish_known(self, info: FileInfo, key: FileKey, state: str, detail: str | None) -> bool:
         """A file the state knows: finish what a crash interrupted; True when nothing is left."""
@@ -472,6 +492,10 @@ class InboundPipeline:
         from .writer import unique_candidates
 
         for candidate in unique_candidates(target):  # a name clash never stops the adapter
+            if self.fs.same_file(path, candidate):  # a crash cut the move between link and unlink
+                self.fs.remove(path)
+                self.fs.sync_dir(posixpath.dirname(path))
+                return candidate
             if self.fs.rename_noreplace(path, candidate):
                 self.fs.sync_dir(parent)
                 return candidate

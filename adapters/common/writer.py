@@ -3,9 +3,12 @@
 Policies when the target exists: ``override`` (replace it atomically), ``append`` (add to
 its end, in place), ``fail`` (raise :class:`FileExistsPolicyError`), ``ignore`` (write
 nothing), ``unique`` (choose ``name-1.ext``, ``name-2.ext``, ...). The temporary file is a
-hidden ``.NAME.<random>.part`` beside the target, so that inbound pollers (which ignore
-hidden files) never see a half-written file. The optional done file is written after the
-rename.
+hidden ``.NAME.<tag>.part`` beside the target, so that inbound pollers (which ignore
+hidden files) never see a half-written file; ``tag`` is random, or derived from the
+message being delivered (:func:`temp_name`) so that a redelivery after a crash writes the
+same temporary again and the outbound writer can tell its own leftovers. ``commit`` is
+called once the temporary holds the whole content, before the rename. The optional done
+file is written after the rename.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import uuid
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Callable, Iterable
+from typing import BinaryIO, Literal
 
 from .errors import FileExistsPolicyError
 from .fs import FileSystem
@@ -24,9 +27,11 @@ from .jail import safe_relative
 FileExists = Literal["override", "append", "fail", "ignore", "unique"]
 
 
-def temp_name(rel: str) -> str:
+def temp_name(rel: str, tag: str | None = None) -> str:
+    """The hidden temporary ``.NAME.<tag>.part`` beside ``rel`` (``tag`` random when None)."""
     parent, base = posixpath.split(rel)
-    return posixpath.join(parent, f".{base}.{uuid.uuid4().hex[:12]}.part")
+    tag = tag or uuid.uuid4().hex[:12]
+    return posixpath.join(parent, f".{base}.{tag}.part")
 
 
 def unique_candidates(rel: str) -> Iterable[str]:
@@ -48,8 +53,13 @@ def write_file(
     mode: int | None = None,
     done_suffix: str | None = None,
     make_dirs: bool = True,
+    tag: str | None = None,
+    commit: Callable[[str], None] | None = None,
 ) -> str | None:
-    """Write ``chunks`` as ``name`` under ``fs``; returns the name written, None when ignored."""
+    """Write ``chunks`` as ``name`` under ``fs``; returns the name written, None when ignored.
+
+    ``tag`` names the temporary (:func:`temp_name`; a leftover of that name is replaced);
+    ``commit(temporary)`` runs when it holds the whole content, before the rename."""
     rel = safe_relative(name, where=fs.label)
     parent = posixpath.dirname(rel)
     if make_dirs and parent:
@@ -69,41 +79,68 @@ def write_file(
                 fs.flush(f)
             _done(fs, rel, done_suffix)
             return rel
-    tmp = temp_name(rel)
+    tmp = temp_name(rel, tag)
     try:
-        with fs.open_write(tmp) as f:
+        with _open_temp(fs, tmp, leftover=tag is not None) as f:
             for chunk in chunks:
                 f.write(chunk)
             fs.flush(f)
         if mode is not None:
             fs.chmod(tmp, mode)
-        if policy in ("override", "append"):
-            fs.replace(tmp, rel)
-            written: str | None = rel
-        elif policy == "unique":
-            written = next(c for c in unique_candidates(rel) if fs.rename_noreplace(tmp, c))
-        else:  # fail / ignore: lost a race with another writer
-            written = rel if fs.rename_noreplace(tmp, rel) else None
-            if written is None and policy == "fail":
-                raise FileExistsPolicyError(f"{rel} appeared while it was being written", where=fs.label)
+        if commit is not None:
+            commit(tmp)
+        written = rename_into_place(fs, tmp, rel, policy)
     except BaseException:
         with contextlib.suppress(Exception):
             fs.remove(tmp)
         raise
-    if written is None:
-        fs.remove(tmp)
-        return None
-    fs.sync_dir(parent)
-    _done(fs, written, done_suffix)
+    finish_written(fs, tmp, rel, written, done_suffix, tag)
     return written
 
 
-def _done(fs: FileSystem, rel: str, done_suffix: str | None) -> None:
+def _open_temp(fs: FileSystem, tmp: str, *, leftover: bool) -> BinaryIO:
+    """Create ``tmp``; with ``leftover``, one left half-written by a crash is replaced."""
+    try:
+        return fs.open_write(tmp)
+    except OSError:  # FileExistsError locally; SFTP servers say "failure"
+        if not leftover or not fs.exists(tmp):
+            raise
+    fs.remove(tmp)
+    return fs.open_write(tmp)
+
+
+def rename_into_place(fs: FileSystem, tmp: str, rel: str, policy: str) -> str | None:
+    """Rename the finished temporary ``tmp`` to ``rel`` as ``policy`` says; the name it got
+    (None: ``ignore`` and the target exists)."""
+    if policy in ("override", "append"):
+        fs.replace(tmp, rel)
+        return rel
+    if policy == "unique":
+        return next(c for c in unique_candidates(rel) if fs.rename_noreplace(tmp, c))
+    # fail / ignore: lost a race with another writer
+    written = rel if fs.rename_noreplace(tmp, rel) else None
+    if written is None and policy == "fail":
+        raise FileExistsPolicyError(f"{rel} appeared while it was being written", where=fs.label)
+    return written
+
+
+def finish_written(fs: FileSystem, tmp: str, rel: str, written: str | None, done_suffix: str | None,
+                   tag: str | None = None) -> None:
+    """After :func:`rename_into_place`: drop an unused temporary, else make the rename
+    durable and write the done file."""
+    if written is None:
+        fs.remove(tmp)
+        return
+    fs.sync_dir(posixpath.dirname(rel))
+    _done(fs, written, done_suffix, tag)
+
+
+def _done(fs: FileSystem, rel: str, done_suffix: str | None, tag: str | None = None) -> None:
     if not done_suffix:
         return
     done = rel + done_suffix
-    tmp = temp_name(done)
-    with fs.open_write(tmp) as f:
+    tmp = temp_name(done, tag)
+    with _open_temp(fs, tmp, leftover=tag is not None) as f:
         fs.flush(f)
     fs.replace(tmp, done)
     fs.sync_dir(posixpath.dirname(rel))

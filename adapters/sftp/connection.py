@@ -221,7 +221,7 @@ class SftpConnection:
                 return fn(sftp)
             except (EOFError, paramiko.SSHException, OSError) as exc:
                 alive = self._transport is not None and self._transport.is_active()
-                if alive and not isinstance(exc, TimeoutError | ConnectionError | paramiko.SSHException):
+                if alive and not isinstance(exc, TimeoutError | ConnectionError | EOFError | paramiko.SSHException):
                     raise  # an SFTP status (no such file, permission denied): the connection is fine
                 self._lost(exc, what)
                 raise RemoteError(f"{what}: connection lost: {exc or type(exc).__name__}", where=self.s.label) from exc

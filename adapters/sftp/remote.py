@@ -15,7 +15,7 @@ import posixpath
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ..common.errors import RemoteError
 from ..common.fs import FileInfo, FileSystem
@@ -84,10 +84,10 @@ class SftpFS(FileSystem):
     def open_write(self, path: str, *, append: bool = False) -> BinaryIO:
         f = self.conn.call(f"create {path}", lambda sftp: sftp.open(self.full(path), "ab" if append else "wbx"))
         f.set_pipelined(True)
-        return f  # type: ignore[return-value]
+        return cast(BinaryIO, _Upload(self, path, f))  # writes and close go through the connection
 
     def flush(self, handle: BinaryIO) -> None:
-        self.conn.call("write", lambda sftp: handle.flush())
+        self.conn.call(f"write {getattr(handle, 'path', '')}", lambda sftp: handle.flush())
 
     def replace(self, src: str, dst: str) -> None:
         self.conn.call(f"rename {src} to {dst}", lambda sftp: sftp.posix_rename(self.full(src), self.full(dst)))
@@ -131,6 +131,33 @@ class SftpFS(FileSystem):
 
     def chmod(self, path: str, mode: int) -> None:
         self.conn.call(f"chmod {path}", lambda sftp: sftp.chmod(self.full(path), mode))
+
+
+class _Upload:
+    """A remote file being written: a connection lost under a write or the close is a
+    :class:`RemoteError` (and the connection is re-opened for the next call)."""
+
+    def __init__(self, fs: SftpFS, path: str, handle: Any):
+        self.fs, self.path, self.handle = fs, path, handle
+
+    def write(self, data: bytes) -> int:
+        return self.fs.conn.call(f"write {self.path}", lambda sftp: self.handle.write(data))
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.fs.conn.call(f"close {self.path}", lambda sftp: self.handle.close())
+
+    def __enter__(self) -> _Upload:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.close()
+        else:  # already failing: release what can be released, keep the first error
+            with contextlib.suppress(Exception):
+                self.handle.close()
 
 
 def _page(it: Iterator) -> Iterator:

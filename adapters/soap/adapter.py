@@ -53,7 +53,7 @@ from coupler.bus.api import (
     option,
 )
 from coupler.canonical import FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.canonical.tracecontext import current as current_trace
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
@@ -229,6 +229,10 @@ class SoapAdapter(Adapter):
             fmt = self.format
         return fmt or FormatIndicator(f"soap.{op}{suffix}", 1, "application/json")
 
+    def supported_directions(self) -> tuple[str, ...]:
+        """A server takes requests in, a client calls out."""
+        return ("inbound",) if self.mode == "server" else ("outbound",)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -322,7 +326,7 @@ class SoapAdapter(Adapter):
         try:
             return await self._answer(request, body, version)
         except Exception as exc:
-            cause = f"{type(exc).__name__}: {exc}"
+            cause = describe_exception(exc)  # type, message and the line of code that raised
             self.logger.error("SOAP request from %s failed: %s", request.remote, cause)
             self.logger.debug("the error above in full", exc_info=exc)
             await self._invalid(body, f"SOAP request from {request.remote} failed while being handled: {cause}")

@@ -72,10 +72,11 @@ class MessageCodec:
                 got = elem.tag if elem is not None else "an empty body"
                 raise SoapCodecError(f"expected body element {part.element}, got {got}")
             model = self.schemas.model_for(part.element or "")
-            errors = list(model.schema.iter_errors(etree.ElementTree(_copy(elem))))
-            if errors:
-                raise SoapCodecError(f"{_local(part.element or '')}: {errors[0].reason}", where=errors[0].path)
-            return model.decoder(part.element).decode_element(elem)
+            try:  # converted, then validated; the first error only (linear time, never all of them)
+                return model.decoder(part.element).decode_element(elem, source="SOAP body", validate=True)
+            except CouplerError as exc:
+                raise SoapCodecError(f"{_local(part.element or '')}: {getattr(exc, 'message', exc)}",
+                                     where=getattr(exc, "path", None)) from None
         wrapper = body[0] if body else None
         if wrapper is None or wrapper.tag != self.wrapper:
             raise SoapCodecError(f"expected the rpc wrapper {self.wrapper}, got {wrapper.tag if wrapper is not None else 'nothing'}")
@@ -181,8 +182,3 @@ def from_document(document: Document) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise CommandFault(f"document {document.format} is not a JSON object", code="invalid")
     return record
-
-
-def _copy(elem: Any) -> Any:
-    """A standalone copy of ``elem`` (validation needs its own tree, namespaces included)."""
-    return etree.fromstring(etree.tostring(elem))

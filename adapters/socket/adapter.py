@@ -28,7 +28,7 @@ from coupler.bus.api import (
     Reply,
 )
 from coupler.canonical import Envelope
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.translators.framing import FrameError
 
 from . import hl7v2
@@ -70,6 +70,10 @@ class SocketAdapter(Adapter):
         import logging
 
         return self.context.logger if self.context is not None else logging.getLogger(f"coupler.adapter.{self.name}")
+
+    def supported_directions(self) -> tuple[str, ...]:
+        """A server takes documents in, a client gives them out."""
+        return ("inbound",) if self.settings.mode == "server" else ("outbound",)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -210,7 +214,7 @@ class SocketAdapter(Adapter):
     def _contain(self, payload: bytes, peer: str, doing: str, exc: Exception, *, code: str) -> bytes:
         """An unexpected exception while handling one frame: keep the frame as invalid with its
         cause and answer its sender with a fault (the adapter goes on)."""
-        cause = f"{type(exc).__name__}: {exc}"
+        cause = describe_exception(exc)  # type, message and the line of code that raised
         self.logger.error("frame from %s failed while %s: %s", peer, doing, cause, extra={"peer": peer})
         self.logger.debug("the error above in full", exc_info=exc)
         self._invalid(payload, f"frame from {peer} failed while {doing}: {cause}")

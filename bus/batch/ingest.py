@@ -38,6 +38,7 @@ from typing import Any
 
 from coupler.bus.batch.jobs import BatchError, BatchResult, Spec, translate
 from coupler.bus.config.loader import SiteConfig, load_site
+from coupler.bus.transport.private import private_dir
 from coupler.canonical.envelope import Envelope, MessageKind
 from coupler.canonical.format import FormatIndicator
 
@@ -105,8 +106,7 @@ def pending(site: SiteConfig, source: str) -> list[Path]:
 @contextlib.contextmanager
 def source_lock(site: SiteConfig, source: str) -> Iterator[None]:
     """Hold the lock of ``source``'s ingestion; a second one fails at once naming the holder."""
-    root = batch_root(site, source)
-    root.mkdir(parents=True, exist_ok=True)
+    root = private_dir(batch_root(site, source))
     path = root / ".lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from coupler.bus.config.loader import BatchJobConfig, SiteConfig
+from coupler.bus.transport.private import private_dir
 from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger("coupler.batch")
@@ -238,7 +239,7 @@ class _Job:
     # -- running -----------------------------------------------------------------------------
 
     def start(self, trigger: str, now: float) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         cmd = ingest_command(self.site, self.config)
         with open(self.root / "run.json", "wb") as out, open(self.root / "run.log", "wb") as err:
             self.proc = subprocess.Popen(

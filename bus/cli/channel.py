@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
+import signal
 import sys
+import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--format", default=DEFAULT_FORMAT, help=f"format indicator NAME@V[;content/type] (default {DEFAULT_FORMAT})")
     q.add_argument("--lines", action="store_true", help="one message per line of standard input")
     q.add_argument("--property", "-p", action="append", default=[], metavar="KEY=VALUE", help="a message property (repeatable)")
+    q.add_argument(
+        "--id-from", metavar="FIELD|hash",
+        help="reproducible message ids: from a field of each JSON message (dotted path), or 'hash' of its bytes; "
+             "ids put on the channel before are skipped, so a re-run after an interruption puts only the rest",
+    )
     q.add_argument("--json", action="store_true", help="print the message ids as JSON")
     q.set_defaults(func=run_put)
 
@@ -101,24 +110,104 @@ def _bodies(args: argparse.Namespace) -> Iterator[bytes]:
             raise CouplerError(f"cannot read {name}: {exc.strerror}", where=name) from exc
 
 
+#: message ids of ``--id-from``: name-based UUIDs of the channel and the message's key
+_ID_NAMESPACE = uuid.UUID("0f1c2b7e-6a1d-4c2e-9d3b-2f8e6c4a5b17")
+
+
+def message_id(channel: str, body: bytes, id_from: str, where: str) -> str:
+    """The reproducible id of ``body`` put on ``channel``: from the JSON field ``id_from``
+    (a dotted path), or from the SHA-256 of the bytes when ``id_from`` is ``hash``."""
+    if id_from == "hash":
+        key = "sha256:" + hashlib.sha256(body).hexdigest()
+    else:
+        try:
+            value: Any = json.loads(body)
+        except ValueError as exc:
+            raise CouplerError(f"not JSON, so it has no field {id_from!r}: {exc}", where=where,
+                               hint="use --id-from hash for messages that are not JSON") from None
+        for step in id_from.split("."):
+            if not isinstance(value, dict) or step not in value:
+                raise CouplerError(f"no field {id_from!r} to take the message id from", where=where)
+            value = value[step]
+        if value is None or isinstance(value, dict | list):
+            raise CouplerError(f"field {id_from!r} is {json.dumps(value)}, not a value to make an id of", where=where)
+        key = "field:" + json.dumps(value, sort_keys=True)
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{channel}\n{key}"))
+
+
+class _Interrupted(Exception):  # noqa: N818 - a signal, not an error
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _Put:
+    """What ``channel put`` committed so far, and the signals that end it early."""
+
+    def __init__(self, service: Any, args: argparse.Namespace):
+        self.service = service
+        self.args = args
+        self.ids: list[str] = []
+        self.skipped = 0
+        self.committing = False
+        self.pending: int | None = None  # a signal that came while a batch was committing
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        if self.committing:  # let the commit finish: the count must stay exact
+            self.pending = signum
+            return
+        raise _Interrupted(signum)
+
+    def commit(self, batch: list[str]) -> None:
+        self.committing = True
+        try:
+            result = self.service.call("channel.put", channel=self.args.channel, envelopes=batch,
+                                       skip_put=self.args.id_from is not None)
+        finally:
+            self.committing = False
+        self.ids += result["message_ids"]
+        self.skipped += result.get("skipped", 0)
+        if self.pending is not None:
+            raise _Interrupted(self.pending)
+
+    def summary(self) -> str:
+        skipped = f" ({self.skipped} put before, skipped)" if self.skipped else ""
+        return f"{len(self.ids)} message(s) on {self.args.channel}{skipped}"
+
+
 def run_put(args: argparse.Namespace) -> int:
     site = load_site(site_path(args.site))
     fmt = FormatIndicator.parse(args.format)
     props = parse_properties(args.property)
-    ids: list[str] = []
     with site_service(site) as service:
-        batch: list[str] = []
-        for body in _bodies(args):
-            batch.append(encode_envelope(Envelope(format=fmt, body=body, properties=dict(props), origin="cli")))
-            if len(batch) >= _PUT_BATCH:
-                ids += service.call("channel.put", channel=args.channel, envelopes=batch)["message_ids"]
-                batch = []
-        if batch:
-            ids += service.call("channel.put", channel=args.channel, envelopes=batch)["message_ids"]
+        put = _Put(service, args)
+        main = threading.current_thread() is threading.main_thread()  # signals reach the main thread only
+        previous = {sig: signal.signal(sig, put.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        try:
+            batch: list[str] = []
+            for n, body in enumerate(_bodies(args), 1):
+                headers: dict[str, Any] = {}
+                if args.id_from:
+                    where = f"{'line' if args.lines else 'message'} {n}"
+                    headers["message_id"] = message_id(args.channel, body, args.id_from, where)
+                batch.append(encode_envelope(Envelope(format=fmt, body=body, properties=dict(props), origin="cli", **headers)))
+                if len(batch) >= _PUT_BATCH:
+                    put.commit(batch)
+                    batch = []
+                    print(f"committed {put.summary()}", file=sys.stderr, flush=True)
+            if batch:
+                put.commit(batch)
+        except _Interrupted as sig:
+            again = "; run it again with the same --id-from to put the rest" if args.id_from else ""
+            print(f"coupler: interrupted ({sig}): committed {put.summary()}{again}", file=sys.stderr, flush=True)
+            return 128 + sig.signum
+        finally:
+            for sig_number, handler in previous.items():
+                signal.signal(sig_number, handler)
     if args.json:
-        print(json.dumps({"channel": args.channel, "message_ids": ids}))
+        print(json.dumps({"channel": args.channel, "message_ids": put.ids, "skipped": put.skipped}))
     else:
-        print(f"put {len(ids)} message(s) on {args.channel}")
+        print(f"put {put.summary()}")
     return 0
 
 

@@ -6,11 +6,16 @@ import argparse
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coupler.bus.config.doc import render_template
-from coupler.bus.config.loader import load_site, site_path
+from coupler.bus.config.loader import SiteConfig, load_site, site_path
 from coupler.bus.plugins.manager import site_plugin_manager
+from coupler.bus.transport.private import private_dir
 from coupler.canonical.errors import CouplerError
+
+if TYPE_CHECKING:
+    from coupler.bus.runtime.daemon import Daemon
 
 
 def add_site_argument(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_site_argument(p)
     p.add_argument("--log-format", choices=("text", "json"), help="text for people (default) or JSON lines")
     p.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="default: the site's [logging] level")
+    p.add_argument(
+        "--check", action="store_true",
+        help="report whether the site runs with every adapter started: asks the running daemon, else starts "
+             "the adapters paused and stops them; exit 0 when all run, 3 when the site is degraded",
+    )
     p.set_defaults(func=run_daemon)
 
 
@@ -48,7 +58,7 @@ def run_init(args: argparse.Namespace) -> int:
         root.mkdir(parents=True, exist_ok=True)
         site_file.write_text(render_template(name), encoding="utf-8")
         site = load_site(site_file)  # what we wrote must load
-        site.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(site.data_dir)
     except OSError as exc:
         raise CouplerError(f"cannot create the site: {exc.strerror}", where=str(exc.filename or root)) from exc
     print(f"created site {name!r}: {site_file}")
@@ -66,4 +76,31 @@ def run_daemon(args: argparse.Namespace) -> int:
         args.log_format or site.logging.format,
     )
     os.umask(0o077)  # the store, claim checks and the socket are the site owner's only
+    if args.check:
+        return check_site(site, Daemon(site, pm=pm))
     return Daemon(site, pm=pm).run()
+
+
+#: exit code of ``coupler daemon --check`` when an adapter does not run
+DEGRADED_EXIT = 3
+
+
+def check_site(site: SiteConfig, daemon: Daemon) -> int:
+    """``coupler daemon --check``: the running daemon's state, else a paused start-up's."""
+    from coupler.bus.runtime.control import ControlClient, ControlError
+
+    try:
+        status = ControlClient(site.control_socket, timeout=10).call("status")
+        failed = {a["adapter"]: a["alert"] for a in status["alerts"] if "adapter" in a and a["alert"].startswith("failed to start")}
+        how = f"the running daemon (pid {status['pid']})"
+    except ControlError:  # no daemon runs: start the adapters (paused) to see
+        failed = {name: f"failed to start: {why}" for name, why in daemon.check().items()}
+        how = "a start-up with every adapter paused"
+    count = sum(1 for ad in site.adapters if ad.enabled)
+    if not failed:
+        print(f"site {site.name}: running: {count} adapter(s) started ({how})")
+        return 0
+    print(f"site {site.name}: degraded: {len(failed)} of {count} adapter(s) do not run ({how})")
+    for name, why in failed.items():
+        print(f"ALERT adapter {name}: {why}")
+    return DEGRADED_EXIT

@@ -121,6 +121,12 @@ class Adapter:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def supported_directions(self) -> tuple[str, ...]:
+        """The directions this instance can take (its type's ``directions``; a type whose
+        mode decides, such as a server or a client, narrows them). The daemon refuses a
+        site.toml ``direction`` outside them at load."""
+        return tuple(self.directions)
+
     def start(self) -> None:
         """Open connections and start work; raise :class:`CouplerError` when it cannot."""
 

@@ -19,7 +19,7 @@ from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, UnitError
 from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
 
 #: the channel on which an adapter's ``context.request`` waits for replies
@@ -161,10 +161,13 @@ class BusContext:
         assert self._inbound is not None
         try:
             return self._inbound(envelope)
-        except CouplerError as exc:
-            reason = f"cannot translate {envelope.format.ref} from adapter {self.name}: {exc}"
+        except Exception as exc:  # any exception: this message is the unit that failed
+            error = UnitError.of(exc)
+            if not isinstance(exc, CouplerError):
+                self.logger.debug("adapter %s: translating %s raised", self.name, envelope.message_id, exc_info=True)
+            reason = f"cannot translate {envelope.format.ref} from adapter {self.name}{unit_place(envelope)}: {error}"
             self.invalid(envelope, reason)
-            raise InvalidMessage(reason, hint=exc.hint) from None
+            raise InvalidMessage(reason, hint=error.hint) from None
 
     def reply(self, request: Envelope, reply: Envelope) -> None:
         """Send ``reply`` to ``request.return_address``, correlated to ``request``."""
@@ -256,3 +259,13 @@ def build_adapter(
     adapter.channel = channel
     adapter.format = FormatIndicator.parse(format) if isinstance(format, str) else format
     return adapter
+
+
+#: envelope properties that say where a unit of work came from, in the order they are named
+_PLACE_PROPERTIES = ("file.source", "file.path", "record.index", "socket.peer", "soap.operation")
+
+
+def unit_place(envelope: Envelope) -> str:
+    """`` (file.path=in/a.xml, record.index=3)``: where the unit in ``envelope`` came from ("" if unknown)."""
+    found = [f"{k}={envelope.properties[k]}" for k in _PLACE_PROPERTIES if envelope.properties.get(k)]
+    return f" ({', '.join(found)})" if found else ""

@@ -45,6 +45,11 @@ CONTROL_REPLY_CHANNEL = "coupler.replies.control"
 _MAX_LINE = 256 * 1024 * 1024
 
 
+#: the "consumer" whose idempotency records say which message ids ``channel put`` put on a
+#: channel (followed by the channel's name): a re-run of a batch with reproducible ids skips them
+PUT_PRODUCER = "coupler.put:"
+
+
 class ControlError(CouplerError):
     """The control endpoint cannot be reached, or refused a request."""
 
@@ -175,9 +180,22 @@ class StoreService:
     def op_dlq_purge(self, queue: str | None = None, kind: str | None = None) -> dict[str, Any]:
         return {"purged": self.transport.purge_dead_letters(queue, kind=kind)}
 
-    def op_channel_put(self, channel: str, envelopes: list[str]) -> dict[str, Any]:
+    def op_channel_put(self, channel: str, envelopes: list[str], skip_put: bool = False) -> dict[str, Any]:
+        """Send ``envelopes`` in one transaction. ``skip_put``: leave out those whose message id
+        was put on ``channel`` before (recorded with them: a re-run of a reproducible batch)."""
         envs = [decode_envelope(e) for e in envelopes]
-        return {"message_ids": self.transport.send(channel, envs, component="cli")}
+        if not skip_put:
+            return {"message_ids": self.transport.send(channel, envs, component="cli"), "skipped": 0}
+        producer = PUT_PRODUCER + channel
+        with self.transport.transaction() as tx:
+            already = tx.seen(producer, [e.message_id for e in envs])
+            fresh: dict[str, Envelope] = {}
+            for env in envs:
+                if env.message_id not in already:
+                    fresh.setdefault(env.message_id, env)
+            sent = tx.send(channel, list(fresh.values()), component="cli") if fresh else []
+            tx.mark_seen(producer, list(fresh))
+        return {"message_ids": sent, "skipped": len(envs) - len(sent)}
 
     def op_channel_get(self, channel: str, max: int = 1, wait: float = 0.0, peek: bool = False) -> list[str]:
         return [encode_envelope(e) for e in channel_get(self.transport, channel, max=max, wait=wait, peek=peek)]

@@ -68,8 +68,9 @@ from coupler.bus.runtime.router import Route, Router
 from coupler.bus.runtime.site import DaemonLock
 from coupler.bus.transport.base import Delivery, Transport
 from coupler.bus.transport.factory import open_transport
+from coupler.bus.transport.private import private_dir, tighten
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import handling
 
 log = logging.getLogger("coupler.daemon")
@@ -117,6 +118,11 @@ class RunningAdapter:
         if self.wrapping is not None:
             document = self.wrapping.document(document, command)
         return document
+
+    def flows(self, direction: str) -> bool:
+        """Whether documents flow ``direction`` (inbound/outbound) through this adapter: its
+        site.toml ``direction`` says so and the adapter (in its mode) supports it."""
+        return self.config.direction in (direction, "both") and direction in self.adapter.supported_directions()
 
     def servant(self) -> Servant:
         declared = tuple(self.adapter.commands)
@@ -187,6 +193,7 @@ class Daemon:
 
     def start(self) -> None:
         classes = self._adapter_classes()  # every adapter type is known before anything starts
+        self._private_data_dir()
         self._lock.acquire()
         try:
             self.transport = open_transport(self.site, self.pm)
@@ -202,11 +209,37 @@ class Daemon:
             self.shutdown()
             raise
         self.started_at = time.time()
+        failed = self.failed_adapters()
+        if failed:
+            log.warning(
+                "site %s degraded: %d of %d adapter(s) failed to start (%s); `coupler ctl status` shows why",
+                self.site.name, len(failed), len(self.adapters), ", ".join(failed), extra={"site": self.site.name},
+            )
+            return
         log.info(
             "site %s running: %d adapter(s), %d route(s), data directory %s",
             self.site.name, len(self.adapters), len(self.router.routes), self.site.data_dir,
             extra={"site": self.site.name},
         )
+
+    def _private_data_dir(self) -> None:
+        """The data directory holds every message: create it 0700, or tighten one other tools
+        left readable by others (with a warning naming what was loose)."""
+        data_dir = self.site.data_dir
+        if not data_dir.is_dir():
+            private_dir(data_dir)
+            return
+        try:
+            loose = tighten(data_dir)
+        except OSError as exc:
+            log.warning("data directory %s: cannot make it private: %s", data_dir, exc, extra={"site": self.site.name})
+            return
+        if loose:
+            shown = ", ".join(loose[:5]) + (f" and {len(loose) - 5} more" if len(loose) > 5 else "")
+            log.warning(
+                "data directory %s was readable by other users (%s): made it private (directories 0700, files 0600)",
+                data_dir, shown, extra={"site": self.site.name},
+            )
 
     def shutdown(self) -> None:
         """Drain and release everything (idempotent)."""
@@ -255,54 +288,107 @@ class Daemon:
             raise self.site.config_error(problems, hint="`coupler plugins` lists what is installed")
         return types
 
-    def _start_adapters(self, classes: dict[str, type[Adapter]]) -> None:
-        assert self.transport is not None
-        for ad in self.site.adapters:
-            if not ad.enabled:
-                continue
-            cls = classes[ad.type]
-            paused = threading.Event()
-            data_dir = self.site.data_dir / "adapters" / ad.name
-            data_dir.mkdir(parents=True, exist_ok=True)
-            options = resolve_path_options(ad.options, tuple(cls.path_options), self.site.path.parent)
-            inbound = self._inbound_stage(ad, cls)
-            context = BusContext(
-                name=ad.name,
-                config=dict(options),
-                data_dir=data_dir,
-                transport=self.transport,
-                statistics=self.statistics,
-                channel=ad.channel,
-                paused=paused,
-                stopping=self.stopping,
-                reply_timeout=self.site.reply_timeout,
-                command_channel=self.site.command_channel,
-                site_dir=self.site.path.parent,
-                inbound=inbound,
-            )
-            self.statistics.add(ad.name, ad.type)
-            try:
-                adapter = build_adapter(
-                    cls, ad.name, options, context, direction=ad.direction, targets=ad.targets,
-                    identity=ad.identity_dict, channel=ad.channel, format=ad.format,
-                )
-            except CouplerError as exc:
-                raise CouplerError(f"{ad.key_path}: adapter {ad.name!r} cannot be created: {exc}",
-                                   where=self.site.where(f"{ad.key_path}.options")) from exc
-            ra = RunningAdapter(ad, adapter, context, paused)
-            if "outbound" in cls.directions and ad.direction in ("outbound", "both"):
+    def check(self) -> dict[str, str]:
+        """``coupler daemon --check``: load the site, start every adapter paused (none takes or
+        gives a document), stop; the adapters that failed to start, name -> why (empty: the
+        site would run). A configuration error raises :class:`ConfigError`."""
+        classes = self._adapter_classes()
+        self._private_data_dir()
+        self._lock.acquire()
+        try:
+            self.transport = open_transport(self.site, self.pm)
+            self._check_datatype_readers(classes)
+            self._start_adapters(classes, paused=True)
+            return self.failed_adapters()
+        finally:
+            self.shutdown()
+
+    def _start_adapters(self, classes: dict[str, type[Adapter]], *, paused: bool = False) -> None:
+        """Create every enabled adapter and check it, then start them: a configuration error is
+        reported before anything started; an adapter failing to start leaves the site degraded."""
+        created = [self._create_adapter(ad, classes[ad.type]) for ad in self.site.adapters if ad.enabled]
+        for ra in created:
+            if paused:
+                ra.paused.set()
+        problems = [p for ra in created if (p := self._direction_problem(ra)) is not None]
+        if problems:
+            raise self.site.config_error(problems, hint='give the adapter the direction it supports (or "both": whatever it supports)')
+        for ra in created:
+            if ra.flows("outbound"):
                 self._outbound_stages(ra)
-            self.adapters[ad.name] = ra
-            try:
-                adapter.start()
-            except Exception as exc:  # one broken adapter must not take the site down
-                log.error("adapter %s failed to start: %s", ad.name, exc, extra={"adapter": ad.name})
-                self.statistics.set_state(ad.name, "failed", str(exc))
-                continue
-            ra.started = True
-            self.statistics.set_state(ad.name, "running")
-            self.statistics.beat(ad.name)
-            self._register_identity(ra)
+        for ra in created:
+            self._start_adapter(ra)
+
+    def _create_adapter(self, ad: AdapterConfig, cls: type[Adapter]) -> RunningAdapter:
+        assert self.transport is not None
+        paused = threading.Event()
+        data_dir = self.site.data_dir / "adapters" / ad.name
+        private_dir(data_dir)
+        options = resolve_path_options(ad.options, tuple(cls.path_options), self.site.path.parent)
+        inbound = self._inbound_stage(ad, cls)
+        context = BusContext(
+            name=ad.name,
+            config=dict(options),
+            data_dir=data_dir,
+            transport=self.transport,
+            statistics=self.statistics,
+            channel=ad.channel,
+            paused=paused,
+            stopping=self.stopping,
+            reply_timeout=self.site.reply_timeout,
+            command_channel=self.site.command_channel,
+            site_dir=self.site.path.parent,
+            inbound=inbound,
+        )
+        self.statistics.add(ad.name, ad.type)
+        try:
+            adapter = build_adapter(
+                cls, ad.name, options, context, direction=ad.direction, targets=ad.targets,
+                identity=ad.identity_dict, channel=ad.channel, format=ad.format,
+            )
+        except CouplerError as exc:
+            raise CouplerError(f"{ad.key_path}: adapter {ad.name!r} cannot be created: {exc}",
+                               where=self.site.where(f"{ad.key_path}.options")) from exc
+        ra = RunningAdapter(ad, adapter, context, paused)
+        self.adapters[ad.name] = ra
+        return ra
+
+    @staticmethod
+    def _direction_problem(ra: RunningAdapter) -> str | None:
+        """An explicit direction the adapter does not support (it would start and never take
+        or give a document); None when fine. ``both`` means whatever it supports."""
+        ad = ra.config
+        supported = tuple(ra.adapter.supported_directions())
+        if ad.direction == "both" or ad.direction in supported:
+            return None
+        mode = ra.adapter.options.get("mode")
+        kind = f"adapter type {ad.type!r}" + (f" in mode {mode!r}" if isinstance(mode, str) else "")
+        can = " or ".join(supported) if supported else "neither inbound nor outbound (it serves commands only)"
+        return f"{ad.key_path}.direction: {kind} cannot be {ad.direction}: it is {can}"
+
+    def _start_adapter(self, ra: RunningAdapter) -> None:
+        try:
+            ra.adapter.start()
+        except Exception as exc:  # one broken adapter must not take the site down: it is degraded
+            reason = str(exc) if isinstance(exc, CouplerError) else describe_exception(exc)
+            log.error("adapter %s failed to start: %s", ra.name, reason, extra={"adapter": ra.name})
+            self.statistics.set_state(ra.name, "failed", reason)
+            return
+        ra.started = True
+        self.statistics.set_state(ra.name, "running")
+        self.statistics.beat(ra.name)
+        self._register_identity(ra)
+
+    def failed_adapters(self) -> dict[str, str]:
+        """The adapters that failed to start: name -> why."""
+        return {ra.name: self.statistics.adapters[ra.name].error or "failed to start"
+                for ra in self.adapters.values() if not ra.started}
+
+    def state(self) -> str:
+        """``running``; ``degraded`` when an adapter failed to start; ``stopping``."""
+        if self.stopping.is_set():
+            return "stopping"
+        return "degraded" if self.failed_adapters() else "running"
 
     # translation stages (bus/runtime/stages.py, bus/runtime/translation.py) ---------------------
 
@@ -479,7 +565,7 @@ class Daemon:
             if not ra.started:
                 continue
             self._spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self._command_handler(ra), ra.paused)
-            if ra.config.channel and ra.config.direction in ("outbound", "both") and "outbound" in ra.adapter.directions:
+            if ra.config.channel and ra.flows("outbound"):
                 source = self._source(ra.config.channel, ra.name)
                 patterns = self._patterns(ra.name, ra.config.channel, source, ra.config)
                 self._spawn(
@@ -594,20 +680,30 @@ class Daemon:
         if not recipients:
             self._refuse(d, "unserved", self.dispatcher.unserved_reason(cmd.name, cmd.target))
             return
-        failed = [n for n in recipients if not self.adapters[n].started]
         count = str(len(recipients))
         with self.transport.transaction() as tx:
             for name in recipients:
-                if name in failed:
-                    error = self.statistics.adapters[name].error or "not running"
+                refused = self._unavailable(name)
+                if refused is not None:  # answered at once, not left to time out
                     if env.return_address:
-                        fault = fault_envelope(env, "failed", f"adapter {name!r} is not running: {error}", adapter=name, count=len(recipients))
+                        fault = fault_envelope(env, *refused, adapter=name, count=len(recipients))
                         tx.send(env.return_address, fault, component="dispatcher")
                     continue
                 copy = env.replace(properties={**env.properties, REPLY_COUNT: count})
                 tx.send(adapter_queue(name), copy, component="dispatcher")
             tx.ack(d)
         log.debug("command %s %s -> %s", cmd.name, cmd.target, ", ".join(recipients))
+
+    def _unavailable(self, name: str) -> tuple[str, str] | None:
+        """(fault code, reason) when adapter ``name`` cannot take a command now: it failed to
+        start, or it is paused; None when it can."""
+        ra = self.adapters[name]
+        if not ra.started:
+            error = self.statistics.adapters[name].error or "not running"
+            return "failed", f"adapter {name!r} is not running: {error}"
+        if ra.paused.is_set():
+            return "paused", f"adapter {name!r} is paused (`coupler ctl resume {name}` resumes it)"
+        return None
 
     def _refuse(self, d: Delivery, code: str, reason: str, *, invalid: bool = False) -> None:
         """Answer a command with a fault; without a return address, dead-letter it instead."""
@@ -798,7 +894,10 @@ class Daemon:
         adapters = self.adapter_rows()
         alerts: list[dict[str, Any]] = [{"channel": c, "alert": a} for c, a in sorted(self.alerts.items())]
         alerts += self.batch.alerts() if self.batch is not None else []
+        failed = self.failed_adapters()
         for row in adapters:
+            if row["name"] in failed:
+                alerts.append({"adapter": row["name"], "alert": f"failed to start: {failed[row['name']]}"})
             for problem in (row["health"] or {}).get("problems", []):
                 alerts.append({"adapter": row["name"], "alert": problem})
         return {
@@ -806,7 +905,7 @@ class Daemon:
             "site_file": str(self.site.path),
             "data_dir": str(self.site.data_dir),
             "pid": os.getpid(),
-            "state": "stopping" if self.stopping.is_set() else "running",
+            "state": self.state(),
             "started_at": datetime.fromtimestamp(self.started_at or time.time(), UTC).isoformat(),
             "uptime_seconds": round(time.time() - (self.started_at or time.time()), 3),
             "transport": repr(self.transport),

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from coupler.bus.config.loader import SiteConfig
+from coupler.bus.transport.private import private_dir
 from coupler.canonical.errors import CouplerError
 
 
@@ -31,7 +32,7 @@ class DaemonLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         # a channel tool checking for a daemon holds a shared lock for an instant: retry briefly
         for attempt in range(10):

@@ -32,7 +32,7 @@ from typing import Any
 from coupler.bus.config.loader import AdapterConfig, ConfigError
 from coupler.bus.model.commands import CommandFault, Document
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, UnitError
 
 #: property of a translated message: the format the inbound adapter published
 PROP_LEGACY = "coupler.legacy-format"
@@ -137,8 +137,8 @@ class OutboundWrapping:
     def _wrap(self, body: bytes, headers: Any, what: str) -> bytes:
         try:
             return self.chain.wrap(body, headers)
-        except CouplerError as exc:
-            raise CommandFault(f"adapter {self.adapter!r} cannot wrap {what}: {exc}", code="invalid") from None
+        except Exception as exc:  # any exception: this message is the unit that failed
+            raise CommandFault(f"adapter {self.adapter!r} cannot wrap {what}: {UnitError.of(exc)}", code="invalid") from None
 
     def envelope(self, envelope: Envelope) -> Envelope:
         from coupler.translators.wrappers import Headers

@@ -40,7 +40,7 @@ from typing import Any
 from coupler.bus.config.loader import AdapterConfig, ConfigError
 from coupler.bus.model.commands import CommandFault, Document
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, UnitError
 
 PROP_CANONICAL = "coupler.canonical-format"
 _AVRO, _JSON = "avro/binary", "application/json"
@@ -117,9 +117,10 @@ class OutboundTranslation:
             return self._translate(doc)
         except CommandFault:
             raise
-        except CouplerError as exc:
-            raise CommandFault(f"adapter {self.adapter!r} cannot take {doc.format.ref}: {exc}", code="invalid",
-                               hint=exc.hint) from None
+        except Exception as exc:  # any exception: this document is the unit that failed
+            error = UnitError.of(exc)
+            raise CommandFault(f"adapter {self.adapter!r} cannot take {doc.format.ref}: {error}", code="invalid",
+                               hint=error.hint) from None
 
     def envelope(self, env: Envelope) -> Envelope:
         doc = self.document(Document.from_envelope(env))

@@ -11,7 +11,6 @@ SOAP fault carrying the service's reason.
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 from decimal import Decimal
@@ -86,7 +85,7 @@ def _soap_url(site_file: Path) -> str:
     client = ControlClient(load_site(site_file).control_socket)
     (reply,) = client.call("command", command="describe", target="policy-soap", timeout=10)
     assert reply["ok"], reply
-    return json.loads(reply["details"]["description"])["url"]
+    return reply["details"]["description"]["url"]  # the description is an object in the reply
 
 
 def test_soap_request_answered_by_the_fixed_width_tcp_service(tmp_path: Path) -> None:

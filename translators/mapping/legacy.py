@@ -58,8 +58,10 @@ class LegacyReader:
             from coupler.translators.xml import XsdModel
 
             steps = [s for s in spec.record_path.split("/") if s]
-            tags, convert = XsdModel.load(path).decoder(steps[0]).resolve_path(spec.record_path)[-1]
-            self._decode = lambda body, label: self._element(tags, convert, body, label)
+            record_decoder = XsdModel.load(path).decoder(steps[0])
+            tags, convert = record_decoder.resolve_path(spec.record_path)[-1]
+            self._decode = lambda body, label: self._element(tags, lambda e: record_decoder.convert(e, convert, source=label),
+                                                             body, label)
         elif spec.kind == "xml":
             from coupler.translators.xml import XsdModel
 
@@ -91,7 +93,7 @@ class LegacyReader:
         root = parse_document(body, name=label).getroot()
         if root.tag not in tags:
             raise TranslateError(f"{label}: <{root.tag}> is not the record element ({', '.join(sorted(tags))})")
-        return convert(root)
+        return convert(root)  # only located XmlValidationErrors escape Decoder.convert
 
     @staticmethod
     def _copybook(decoder: Any, body: bytes, label: str) -> dict[str, Any]:

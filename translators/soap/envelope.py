@@ -12,6 +12,7 @@ from typing import Any
 
 from lxml import etree
 
+from coupler.canonical.errors import CouplerError
 from coupler.translators.xml.errors import XmlError
 from coupler.translators.xml.security import parse_document
 
@@ -86,7 +87,19 @@ def wrap(
 
 
 def unwrap(data: bytes | Any, *, name: str = "<soap message>") -> SoapMessage:
-    """Parse an envelope of either version (no DTDs, no entities) into its parts."""
+    """Parse an envelope of either version (no DTDs, no entities) into its parts; only
+    :class:`~coupler.canonical.errors.CouplerError` subclasses escape."""
+    try:
+        return _unwrap(data, name)
+    except CouplerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. a WS-Security nonce that is not base64
+        text = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise SoapError(f"malformed SOAP message: {type(exc).__name__}: {text}", where=name,
+                        hint="check the envelope's headers") from None
+
+
+def _unwrap(data: bytes | Any, name: str) -> SoapMessage:
     if isinstance(data, bytes | bytearray):
         root = parse_document(bytes(data), name=name).getroot()
     else:

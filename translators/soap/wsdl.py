@@ -4,27 +4,39 @@ the SOAP headers declared in the binding.
 
 Imported WSDLs and XSDs are resolved relative to the WSDL file, never over the network; the
 schemas (inline and imported) are loaded with xmlschema so that a part naming an element that
-no schema declares is an error naming the part.
+no schema declares is an error naming the part. A schema inside ``wsdl:types`` inherits the
+namespace declarations of ``wsdl:definitions`` (``tns``, ``s``, ``xsd`` prefixes declared only
+there), and the schemas of one ``wsdl:types`` are loaded together, so that one may refer to
+another's components (``xs:import`` without ``schemaLocation``, as .NET writes them).
+
+Only :class:`WsdlError` (a :class:`~coupler.canonical.errors.CouplerError`) escapes
+:func:`read_wsdl`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape
 
 import xmlschema
+from lxml import etree
 
+from coupler.canonical.errors import CouplerError
 from coupler.translators.xml.errors import XsdError
-from coupler.translators.xml.security import parse_document
+from coupler.translators.xml.security import load_schema, parse_document
 
 WSDL = "http://schemas.xmlsoap.org/wsdl/"
 SOAP11_BINDING = "http://schemas.xmlsoap.org/wsdl/soap/"
 SOAP12_BINDING = "http://schemas.xmlsoap.org/wsdl/soap12/"
 XS = "http://www.w3.org/2001/XMLSchema"
 SOAP_NS = {SOAP11_BINDING: "1.1", SOAP12_BINDING: "1.2"}
+_DECLARED = re.compile(r'\sxmlns(?::([^\s=]+))?\s*=')
 
 
 class WsdlError(XsdError):
@@ -146,7 +158,14 @@ def read_wsdl(path: str | Path) -> WsdlDescription:
     if not path.is_file():
         raise WsdlError(f"WSDL file not found: {path}")
     reader = _Reader(path)
-    return reader.read()
+    try:
+        return reader.read()
+    except CouplerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a structure this reader did not foresee
+        text = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise WsdlError(f"cannot read the WSDL: {type(exc).__name__}: {text}", where=str(path),
+                        hint="check that it is a WSDL 1.1 document") from None
 
 
 class _Reader:
@@ -189,8 +208,9 @@ class _Reader:
                     self._load(target)
         types = root.find(f"{{{WSDL}}}types")
         if types is not None:
-            for schema_elem in types.findall(f"{{{XS}}}schema"):
-                self.schemas.append(self._inline_schema(schema_elem, path))
+            inline = types.findall(f"{{{XS}}}schema")
+            if inline:
+                self.schemas.append(self._inline_schemas(inline, path))
         for kind, table in (("message", self.messages), ("portType", self.port_types), ("binding", self.bindings)):
             for elem in root.findall(f"{{{WSDL}}}{kind}"):
                 table[f"{{{tns}}}{elem.get('name')}"] = elem
@@ -209,21 +229,25 @@ class _Reader:
         return target
 
     def _schema_file(self, path: Path) -> Any:
-        from coupler.translators.xml.security import load_schema
-
         return load_schema(path)
 
-    def _inline_schema(self, schema_elem: Any, base: Path) -> Any:
-        for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
-            location = imp.get("schemaLocation")
-            if location:
-                self._local(location, base, "xs:import" if imp.tag.endswith("import") else "xs:include")
+    def _inline_schemas(self, schema_elems: list[Any], base: Path) -> Any:
+        """The schemas of one ``wsdl:types``, loaded together as one xmlschema schema."""
+        sources: list[Any] = []
+        for schema_elem in schema_elems:
+            for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
+                location = imp.get("schemaLocation")
+                if location:
+                    self._local(location, base, "xs:import" if imp.tag.endswith("import") else "xs:include")
+            sources.append(io.BytesIO(_standalone(schema_elem)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                return xmlschema.XMLSchema(schema_elem, base_url=str(base.parent), allow="local", defuse="always")
-            except xmlschema.XMLSchemaException as exc:
-                raise WsdlError(f"schema in wsdl:types: {str(exc).splitlines()[0]}", where=str(base)) from exc
+                return xmlschema.XMLSchema(sources if len(sources) > 1 else sources[0], base_url=str(base.parent),
+                                           allow="local", defuse="always")
+            except (xmlschema.XMLSchemaException, ValueError, KeyError, TypeError) as exc:
+                line = schema_elems[0].sourceline
+                raise WsdlError(f"schema in wsdl:types: {str(exc).strip().splitlines()[0]}", where=f"{base}:{line}") from None
 
     def _declared_elements(self) -> set[str]:
         names: set[str] = set()
@@ -314,3 +338,22 @@ class _Reader:
                 )
             info.parts.append(Part(part.get("name"), element, self._qname(part, part.get("type")) or None))
         return info
+
+
+def _standalone(schema_elem: Any) -> bytes:
+    """An inline schema as its own document, declaring every namespace in scope where it stands
+    (its QName-valued attributes such as ``type="tns:Foo"`` may use a prefix that only
+    ``wsdl:definitions`` declares; serialising the element alone drops that declaration). The
+    missing declarations are added to the start tag of the serialised element: moving the
+    element under a new root with lxml would merge prefixes bound to the same URI."""
+    text = etree.tostring(schema_elem)
+    end = text.index(b">")
+    if text[end - 1:end] == b"/":
+        end -= 1
+    start = text[:end].decode("utf-8")
+    declared = set(_DECLARED.findall(start))
+    extra = "".join(
+        f' xmlns{":" + prefix if prefix else ""}="{escape(uri, {chr(34): "&quot;"})}"'
+        for prefix, uri in schema_elem.nsmap.items() if (prefix or "") not in declared
+    )
+    return text[:end] + extra.encode("utf-8") + text[end:]

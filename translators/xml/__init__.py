@@ -10,8 +10,8 @@ Public API:
 """
 
 from .errors import XmlError, XmlSecurityError, XmlValidationError, XsdError
-from .model import XsdModel
 from .security import load_schema, parse_document, safe_parser
+from .xsd import XsdModel
 
 __all__ = [
     "XmlError",

@@ -1,19 +1,26 @@
 """XML -> records: converters compiled from the XSD model, for whole documents or streams.
 
-A whole document is validated with xmlschema first (errors name the line and the path), then
-converted. A stream (``iter_records``) walks a repeated element with lxml ``iterparse`` in
-constant memory; each record is checked as it is converted (unknown and missing elements and
-attributes, lexical forms, facets), errors again naming the line and the path.
+A whole document is converted (each element checked as it is converted: unknown, missing and
+repeated elements and attributes, lexical forms, facets), then validated with xmlschema for
+what conversion does not check (the order of the children); the first error stops both, so
+refusing a document costs time linear in its size. A stream (``iter_records``) walks a
+repeated element with lxml ``iterparse`` in constant memory, converting each record as it
+ends. Every error is an :class:`XmlValidationError` naming the line and the path; nothing
+else escapes (an unexpected failure of a converter or of xmlschema is reported the same way).
 """
 
 from __future__ import annotations
 
 import copy
+import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+from xml.sax.saxutils import escape
 
 from lxml import etree
+
+from coupler.canonical.errors import CouplerError
 
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record
@@ -22,12 +29,16 @@ from .scalars import Scalar
 from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, syntax_error
 
 if TYPE_CHECKING:
-    from .model import XsdModel
+    from .model import SchemaModel
 
 XSI_NIL = f"{{{XSI}}}nil"
 XSI_TYPE = f"{{{XSI}}}type"
-_IGNORED_ATTRIBUTE_NS = ("{http://www.w3.org/2001/XMLSchema-instance}", "{http://www.w3.org/XML/1998/namespace}")
+#: xsi:type, xsi:nil and the schema location hints are instructions to the processor, not data
+_IGNORED_ATTRIBUTE_NS = "{http://www.w3.org/2001/XMLSchema-instance}"
 _MISSING = object()
+#: what a converter may raise for bad input besides ValueError (Python's own limits)
+_BAD_VALUE = (ValueError, OverflowError, ArithmeticError, TypeError)
+_HINT = "the document does not match the XSD; correct the document (or the schema)"
 #: the key naming the chosen branch in a record of a polymorphic (xsi:type) element
 TYPE_KEY = "-type"
 
@@ -50,7 +61,13 @@ def element_path(elem: Any) -> str:
 
 
 def _fail(message: str, elem: Any, source: str | None) -> XmlValidationError:
-    return XmlValidationError(message, path=element_path(elem), line=elem.sourceline, source=source)
+    return XmlValidationError(message, path=element_path(elem), line=elem.sourceline, source=source, hint=_HINT)
+
+
+def _unexpected(exc: BaseException, elem: Any, source: str | None) -> XmlValidationError:
+    """A failure no converter foresaw, as a located error (its first line only)."""
+    text = (str(exc).strip().splitlines() or [""])[0][:200]
+    return _fail(f"cannot decode this element: {type(exc).__name__}: {text}", elem, source)
 
 
 class RecordDecoder:
@@ -68,10 +85,15 @@ class RecordDecoder:
         self.children: dict[str, tuple[str, Callable[[Any], Any], bool]] = {}
         self.wildcards: list[tuple[Field, Any]] = []
         self.text: tuple[str, Callable[[str], Any]] | None = None
+        self.mixed: str | None = None  # the field holding mixed content as XML
+        self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
 
     def compile(self) -> None:
         for f in self.record.fields:
             self.template[f.name] = [] if f.repeated else _MISSING
+            if f.kind == "anyattr":
+                self.any_attributes = (f.name, f.wildcard)
+                continue
             if f.repeated:
                 self.arrays.append(f.name)
                 if f.min_occurs > 0:
@@ -79,56 +101,66 @@ class RecordDecoder:
             else:
                 self.singles.append((f.name, f.required))
             if f.kind == "attribute":
-                self.attributes[f.qname] = (f.name, f.value.decode)
+                self.attributes[f.qname or ""] = (f.name, f.value.decode)
             elif f.kind == "text":
                 self.text = (f.name, f.value.decode)
+            elif f.kind == "mixed":
+                self.mixed = f.name
             elif f.kind == "any":
                 self.wildcards.append((f, f.wildcard))
             else:
-                self.children[f.qname] = (f.name, self.compiler.element_converter(f), f.repeated)
+                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated)
 
     def __call__(self, elem: Any) -> dict[str, Any]:
         source = self.compiler.source_name
         out = dict(self.template)
         for name in self.arrays:
             out[name] = []
-        if len(elem.attrib):
-            for key, text in elem.attrib.items():
-                slot = self.attributes.get(key)
-                if slot is None:
-                    if key.startswith(_IGNORED_ATTRIBUTE_NS):
-                        continue
-                    raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, source)
+        if self.any_attributes is not None:
+            out[self.any_attributes[0]] = {}
+        keys = elem.keys()
+        if keys:
+            # lxml's items() costs time quadratic in the number of attributes (25,000 unknown
+            # ones: 30 s before the first could be refused): beyond a few, values one by one
+            pairs = elem.items() if len(keys) <= 32 else ((key, elem.get(key)) for key in keys)
+            for key, text in pairs:
+                attribute = self.attributes.get(key)
+                if attribute is None:
+                    self._other_attribute(out, elem, key, text, source)
+                    continue
                 try:
-                    out[slot[0]] = slot[1](text)
-                except ValueError as exc:
+                    out[attribute[0]] = attribute[1](text)
+                except _BAD_VALUE as exc:
                     raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, source) from None
-        text = elem.text
-        if self.text is not None:
-            try:
-                out[self.text[0]] = self.text[1](text or "")
-            except ValueError as exc:
-                raise _fail(str(exc), elem, source) from None
-        elif text and not text.isspace():
-            raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
-        children = self.children
-        for child in elem:
-            slot = children.get(child.tag)
-            if slot is None:
-                if not isinstance(child.tag, str):
-                    continue  # comment or processing instruction
-                self._wildcard(out, child, source)
-                continue
-            name, convert, repeated = slot
-            if repeated:
-                out[name].append(convert(child))
-            elif out[name] is _MISSING:
-                out[name] = convert(child)
-            else:
-                raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child, source)
-            tail = child.tail
-            if tail and not tail.isspace() and self.text is None:
-                raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+        if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
+            out[self.mixed] = inner_xml(elem) if (elem.text or len(elem)) else None
+        else:
+            text = elem.text
+            if self.text is not None:
+                try:
+                    out[self.text[0]] = self.text[1](text or "")
+                except _BAD_VALUE as exc:
+                    raise _fail(str(exc), elem, source) from None
+            elif text and not text.isspace():
+                raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+            children = self.children
+            for child in elem:
+                slot = children.get(child.tag)
+                if slot is None:
+                    if not isinstance(child.tag, str):
+                        continue  # comment or processing instruction
+                    self._wildcard(out, child, source)
+                    continue
+                name, convert, repeated = slot
+                if repeated:
+                    out[name].append(convert(child))
+                elif out[name] is _MISSING:
+                    out[name] = convert(child)
+                else:
+                    raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child, source)
+                tail = child.tail
+                if tail and not tail.isspace() and self.text is None:
+                    raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
         for name, required in self.singles:
             if out[name] is _MISSING:
                 if required:
@@ -139,6 +171,15 @@ class RecordDecoder:
                 raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
         return out
 
+    def _other_attribute(self, out: dict[str, Any], elem: Any, key: str, text: str, source: str | None) -> None:
+        """An attribute the type does not declare: an xsi: hint, one its xs:anyAttribute admits, or an error."""
+        if key.startswith(_IGNORED_ATTRIBUTE_NS):
+            return
+        if self.any_attributes is not None and self.any_attributes[1].is_matching(key):
+            out[self.any_attributes[0]][key] = text
+            return
+        raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, source)
+
     def _what(self, name: str) -> str:
         for f in self.record.fields:
             if f.name == name:
@@ -147,7 +188,7 @@ class RecordDecoder:
 
     def _wildcard(self, out: dict[str, Any], child: Any, source: str | None) -> None:
         for f, wildcard in self.wildcards:
-            if wildcard.is_matching(child.tag, self.record.xsd_type.schema.target_namespace):
+            if wildcard.is_matching(child.tag):
                 text = xml_text(child)
                 if f.repeated:
                     out[f.name].append(text)
@@ -169,7 +210,7 @@ def xml_text(elem: Any) -> str:
 
 def inner_xml(elem: Any) -> str:
     """The content of an element (text and children) as an XML string."""
-    parts = [elem.text or ""]
+    parts = [escape(elem.text or "")]
     for child in elem:
         parts.append(etree.tostring(child, encoding="unicode", with_tail=True))
     return "".join(parts)
@@ -178,7 +219,7 @@ def inner_xml(elem: Any) -> str:
 class Decoder:
     """Decodes documents (or a stream of repeated elements) of one global element to records."""
 
-    def __init__(self, model: XsdModel, element_name: str):
+    def __init__(self, model: SchemaModel, element_name: str):
         self.model = model
         self.element = model.element(element_name)
         self.value = model.root_value(element_name)
@@ -216,10 +257,11 @@ class Decoder:
             else:
                 prefix, _, local = type_name.strip().rpartition(":")
                 uri = elem.nsmap.get(prefix or None, "")
-                decoder = decoders.get(f"{{{uri}}}{local}" if uri else local)
-                if decoder is None:
+                found = decoders.get(f"{{{uri}}}{local}" if uri else local)
+                if found is None:
                     allowed = ", ".join(local_name(k or "") for k in decoders)
                     raise _fail(f"xsi:type {type_name!r} is not allowed here (allowed: {allowed})", elem, self.source_name)
+                decoder = found
             out = decoder(elem)
             if tagged:
                 out[TYPE_KEY] = decoder.record.fullname
@@ -232,18 +274,22 @@ class Decoder:
         source = lambda: self.source_name  # noqa: E731
         nillable = f.nillable
         if isinstance(value, Scalar):
-            if value.kind == "xml":
-                return inner_xml
             decode = value.decode
 
             def convert_scalar(child: Any) -> Any:
+                keys = child.keys()
+                if keys:
+                    for key in keys:
+                        if not key.startswith(_IGNORED_ATTRIBUTE_NS):
+                            raise _fail(f"unexpected attribute {local_name(key)!r} in a simple-typed element",
+                                        child, source())
                 if nillable and child.get(XSI_NIL) in ("true", "1"):
                     return None
                 if len(child) and any(isinstance(c.tag, str) for c in child):
                     raise _fail("element content is not allowed in a simple-typed element", child, source())
                 try:
                     return decode(child.text or "")
-                except ValueError as exc:
+                except _BAD_VALUE as exc:
                     raise _fail(str(exc), child, source()) from None
 
             return convert_scalar
@@ -260,13 +306,34 @@ class Decoder:
 
     # -- decoding --------------------------------------------------------------------------
 
-    def decode_element(self, elem: Any, *, source: str | None = None) -> dict[str, Any]:
-        """Convert an lxml element of this decoder's element (not validated by xmlschema)."""
+    def decode_element(self, elem: Any, *, source: str | None = None, validate: bool = False) -> dict[str, Any]:
+        """Convert an lxml element of this decoder's element; with ``validate`` it is then
+        validated by xmlschema (a copy as its own document). Only :class:`XmlValidationError`
+        escapes."""
         self.source_name = source
-        return self.root(elem)
+        try:
+            record = self.root(elem)
+        except CouplerError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure is a located error
+            raise _unexpected(exc, elem, source) from None
+        if validate:
+            self.validate(etree.ElementTree(_detached(elem)), source or "<input>")
+        return record
+
+    def convert(self, elem: Any, converter: Callable[[Any], Any], *, source: str | None = None) -> Any:
+        """Apply a converter of :meth:`resolve_path` to one element; errors name ``source``, the
+        line and the path, and only :class:`XmlValidationError` escapes."""
+        self.source_name = source
+        try:
+            return converter(elem)
+        except CouplerError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure is a located error
+            raise _unexpected(exc, elem, source) from None
 
     def decode_document(self, source: Source, *, name: str | None = None, validate: bool = True) -> dict[str, Any]:
-        """Decode a whole document to one record, validating it against the XSD first."""
+        """Decode a whole document to one record, then validate it against the XSD."""
         label = name or (str(source) if isinstance(source, str | Path) else "<input>")
         tree = parse_document(source, name=label)
         root = tree.getroot()
@@ -276,16 +343,33 @@ class Decoder:
                 source=label, line=root.sourceline, path="/" + local_name(root.tag),
                 hint="choose the element with --element",
             )
+        record = self.decode_element(root, source=label)
         if validate:
             self.validate(tree, label)
-        return self.decode_element(root, source=label)
+        return record
 
     def validate(self, tree: Any, label: str) -> None:
-        """Validate a parsed document with xmlschema; the first error names the line and path."""
-        for error in self.model.schema.iter_errors(tree):
-            elem = error.elem if getattr(error, "elem", None) is not None else None
+        """Validate a parsed document with xmlschema; the first error (only) names the line and path."""
+        try:
+            error = next(iter(self.model.schema.iter_errors(tree)), None)
+        except Exception as exc:  # noqa: BLE001 - xmlschema's own failures (unknown xsi:type...)
+            raise self._validation_failure(exc, tree, label) from None
+        if error is not None:
+            elem = getattr(error, "elem", None)
             line = getattr(elem, "sourceline", None)
-            raise XmlValidationError(error.reason or error.message, source=label, line=line, path=error.path)
+            reason = (error.reason or error.message or "invalid").strip().splitlines()[0]
+            raise XmlValidationError(reason, source=label, line=line, path=error.path, hint=_HINT)
+
+    def _validation_failure(self, exc: Exception, tree: Any, label: str) -> XmlValidationError:
+        maps = self.model.schema.maps
+        for elem in tree.getroot().iter():
+            type_name = elem.get(XSI_TYPE) if isinstance(elem.tag, str) else None
+            if type_name is not None:
+                prefix, _, local = type_name.strip().rpartition(":")
+                uri = elem.nsmap.get(prefix or None)
+                if (prefix and uri is None) or (f"{{{uri}}}{local}" if uri else local) not in maps.types:
+                    return _fail(f"xsi:type {type_name!r} names no type of the schema", elem, label)
+        return _unexpected(exc, tree.getroot(), label)
 
     def iter_records(self, source: Source, record_path: str, *, name: str | None = None) -> Iterator[dict[str, Any]]:
         """Stream the records at ``record_path`` (``orders/order``) in constant memory."""
@@ -319,6 +403,10 @@ class Decoder:
                     record = convert(elem)
                 except XmlValidationError as exc:
                     raise _numbered(exc, ancestors, index) from None
+                except CouplerError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any other failure is a located error
+                    raise _numbered(_unexpected(exc, elem, label), ancestors, index) from None
                 elem.clear(keep_tail=False)
                 grand = elem.getparent()
                 while elem.getprevious() is not None:
@@ -372,7 +460,15 @@ def _numbered(exc: XmlValidationError, ancestors: list[set[str]], index: int) ->
     return XmlValidationError(exc.message, path="/".join(parts), line=exc.line, source=exc.source, hint=exc.hint)
 
 
-def _bytes_io(data: bytes) -> IO[bytes]:
-    import io
 
+def _bytes_io(data: bytes) -> IO[bytes]:
     return io.BytesIO(data)
+
+
+def _detached(elem: Any) -> Any:
+    """``elem`` as the root of its own tree (a copy when it has a parent)."""
+    if elem.getparent() is None:
+        return elem
+    clone = copy.deepcopy(elem)
+    clone.tail = None
+    return clone

@@ -1,19 +1,22 @@
 """Records -> XML: elements built from the XSD model, then validated with xmlschema.
 
-Values are written in the lexical forms the schema needs (a decimal with scale 2 always has
-two fraction digits, times and date-times in UTC with ``Z``); JSON-friendly inputs are
-accepted too (decimals, dates and times as strings, bytes as base64 strings).
+Values are written in the lexical forms the schema needs (a decimal whose type has a pattern
+with every digit of its scale, times and date-times with the offset they carry); JSON-friendly
+inputs are accepted too (decimals, dates and times as strings, bytes as base64 strings).
+Validation reports the first error only, so refusing costs time linear in the document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
-from .decoder import TYPE_KEY, XSI_NIL, XSI_TYPE
+from coupler.canonical.errors import CouplerError
+
+from .decoder import TYPE_KEY, XSI_NIL, XSI_TYPE, Decoder
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record
 from .naming import local_name, namespace_of
@@ -21,7 +24,7 @@ from .scalars import Scalar
 from .security import safe_parser
 
 if TYPE_CHECKING:
-    from .model import XsdModel
+    from .model import SchemaModel
 
 
 class RecordError(ValueError):
@@ -35,11 +38,11 @@ class RecordError(ValueError):
 class Encoder:
     """Builds XML elements of one global element from records shaped like its Avro schema."""
 
-    def __init__(self, model: XsdModel, element_name: str):
+    def __init__(self, model: SchemaModel, element_name: str):
         self.model = model
         self.element = model.element(element_name)
         self.value = model.root_value(element_name)
-        self.nsmap = _namespace_map(model)
+        self.nsmap = _namespace_map(model, default=not _needs_prefixes(self.value))
 
     # -- public ----------------------------------------------------------------------------
 
@@ -59,8 +62,7 @@ class Encoder:
         return root
 
     def validate(self, root: Any, label: str) -> None:
-        for error in self.model.schema.iter_errors(etree.ElementTree(root)):
-            raise XmlValidationError(f"the XML written does not validate: {error.reason}", source=label, path=error.path)
+        _first_error(lambda: self.model.schema.iter_errors(etree.ElementTree(root)), label)
 
     def write_stream(self, records: Iterable[dict[str, Any]], output: str | Path, record_path: str,
                      *, validate: bool = True, wrapper: dict[str, Any] | None = None) -> int:
@@ -69,8 +71,6 @@ class Encoder:
         The enclosing elements are written empty (their other content is not known); each
         record element is validated against its declaration. Returns the record count.
         """
-        from .decoder import Decoder
-
         decoder = Decoder(self.model, self.element.name)
         steps = decoder.resolve_path(record_path)
         fields = self._path_fields(record_path)
@@ -103,7 +103,7 @@ class Encoder:
 
     def _value(self, value: Any, data: Any, elem: Any, path: list[str]) -> None:
         if isinstance(value, Poly):
-            record = self._branch(value, data, path)
+            record, data = self._branch(value, data, path)
             if record is not value.declared:
                 elem.set(XSI_TYPE, self._qname_text(record.type_qname or "", elem))
             self._record(record, data, elem, path)
@@ -122,7 +122,23 @@ class Encoder:
         for f in record.fields:
             here = [*path, f.name]
             item = data.get(f.name)
-            if f.kind == "attribute":
+            if f.kind == "anyattr":
+                if not isinstance(item or {}, dict):
+                    raise RecordError(f"expected a map of attributes, got {type(item).__name__}", here)
+                for key, text in (item or {}).items():
+                    if not isinstance(key, str) or not isinstance(text, str):
+                        raise RecordError("attribute names and values must be strings", [*here, str(key)])
+                    try:
+                        elem.set(key, text)
+                    except ValueError as exc:
+                        raise RecordError(f"attribute {key!r}: {exc}", [*here, key]) from None
+            elif f.kind == "mixed":
+                if item is not None:
+                    holder = _parse_fragment(f"<x>{item}</x>" if isinstance(item, str) else item, here)
+                    elem.text = holder.text
+                    for child in holder:
+                        elem.append(child)
+            elif f.kind == "attribute":
                 if item is None:
                     if f.required:
                         raise RecordError(f"missing required attribute field {f.name!r}", here)
@@ -152,36 +168,32 @@ class Encoder:
         self._value(f.value, item, child, path)
 
     def _scalar(self, scalar: Scalar, item: Any, elem: Any, path: list[str]) -> None:
-        if scalar.kind == "xml":
-            holder = _parse_fragment(f"<x>{item}</x>", path)
-            elem.text = holder.text
-            for child in holder:
-                elem.append(child)
-            return
         elem.text = self._text(scalar, item, path)
 
     @staticmethod
     def _text(scalar: Scalar, item: Any, path: list[str]) -> str:
         try:
             return scalar.encode(item)
-        except (ValueError, TypeError, ArithmeticError) as exc:
+        except (ValueError, TypeError, ArithmeticError) as exc:  # OverflowError is an ArithmeticError
             raise RecordError(str(exc), path) from None
 
-    def _branch(self, poly: Poly, data: Any, path: list[str]) -> Record:
+    def _branch(self, poly: Poly, data: Any, path: list[str]) -> tuple[Record, Any]:
+        if isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], str):
+            data = {**data[1], TYPE_KEY: data[0]}  # fastavro's return_record_name=True form
         if not isinstance(data, dict):
             raise RecordError(f"expected a record, got {type(data).__name__}", path)
         wanted = data.get(TYPE_KEY)
         if wanted is not None:
             for record in poly.branches:
                 if wanted in (record.fullname, record.name, record.type_qname):
-                    return record
+                    return record, data
             names = ", ".join(r.fullname for r in poly.branches)
             raise RecordError(f"{TYPE_KEY} {wanted!r} is not one of {names}", path)
         keys = set(data) - {TYPE_KEY}
         fitting = [r for r in poly.branches if keys <= r.field_names()]
         if not fitting:
             raise RecordError(f"the fields {sorted(keys)} match no type of this element", path)
-        return min(fitting, key=lambda r: len(r.field_names() - keys))
+        return min(fitting, key=lambda r: len(r.field_names() - keys)), data
 
     def _qname_text(self, qname: str, elem: Any) -> str:
         uri, local = namespace_of(qname), local_name(qname)
@@ -214,8 +226,7 @@ class Encoder:
         decl = self._declaration(f.qname or "")
         if decl is None:
             return
-        for error in decl.iter_errors(elem):
-            raise XmlValidationError(f"the XML written does not validate: {error.reason}", source=label, path=error.path)
+        _first_error(lambda: decl.iter_errors(elem), label)
 
     def _declaration(self, qname: str) -> Any:
         for xsd_elem in self.model.schema.maps.elements.values():
@@ -249,8 +260,44 @@ def _parse_fragment(text: Any, path: list[str]) -> Any:
     return root
 
 
-def _namespace_map(model: XsdModel) -> dict[str | None, str]:
-    """Prefixes for the output: the user schemas' own prefixes for their namespaces, plus ``xsi``."""
+def _first_error(errors: Callable[[], Iterable[Any]], label: str) -> None:
+    """Raise the first validation error of the XML written (one, never all of them)."""
+    try:
+        error = next(iter(errors()), None)
+    except CouplerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - xmlschema's own failures
+        raise XmlValidationError(f"the XML written cannot be validated: {type(exc).__name__}: {exc}".splitlines()[0],
+                                 source=label) from None
+    if error is not None:
+        reason = (error.reason or error.message or "invalid").strip().splitlines()[0]
+        raise XmlValidationError(f"the XML written does not validate: {reason}", source=label, path=error.path)
+
+
+def _needs_prefixes(value: Any) -> bool:
+    """Whether the output must not bind a default namespace: lxml writes an element without a
+    namespace (an unqualified local element) under a default-namespace parent without
+    ``xmlns=""``, which would put it in the parent's namespace."""
+    seen: set[int] = set()
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        records = current.branches if isinstance(current, Poly) else [current] if isinstance(current, Record) else []
+        for record in records:
+            if id(record) in seen:
+                continue
+            seen.add(id(record))
+            for f in record.fields:
+                if f.kind == "element" and not (f.qname or "").startswith("{"):
+                    return True
+                if f.kind == "element":
+                    pending.append(f.value)
+    return False
+
+
+def _namespace_map(model: SchemaModel, *, default: bool = True) -> dict[str | None, str]:
+    """Prefixes for the output: the user schemas' own prefixes for their namespaces, plus ``xsi``;
+    without ``default`` no namespace is bound to the empty prefix."""
     targets = {
         s.target_namespace
         for s in model.schema.maps.iter_schemas()
@@ -259,17 +306,9 @@ def _namespace_map(model: XsdModel) -> dict[str | None, str]:
     nsmap: dict[str | None, str] = {}
     for schema in model.schema.maps.iter_schemas():
         for prefix, uri in schema.namespaces.items():
-            if uri in targets and uri not in nsmap.values() and (prefix or None) not in nsmap:
+            if (prefix or default) and uri in targets and uri not in nsmap.values() and (prefix or None) not in nsmap:
                 nsmap[prefix or None] = uri
     for n, uri in enumerate(sorted(targets - set(nsmap.values())), 1):
         nsmap[f"ns{n}"] = uri
     nsmap.setdefault("xsi", XSI)
     return nsmap
-
-
-def iter_encoded(encoder: Encoder, records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    for index, record in enumerate(records, 1):
-        yield encoder.encode(record, label=f"record {index}")
-
-
-TextEncoder = Callable[[Any], str]

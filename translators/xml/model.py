@@ -1,15 +1,15 @@
-"""The model compiled from an XSD: records, fields and simple types, and what is built from it.
+"""The model compiled from an XSD: records, fields and simple types.
 
 One analysis of the schema (with xmlschema) yields :class:`Record`, :class:`Field`,
 :class:`Poly` and :class:`Scalar` objects; the Avro schema, the decoder and the encoder are
 all generated from them, so the three always agree. The mapping rules are in
-``docs/xsd-to-avro.md``.
+``docs/xsd-to-avro.md``. This module knows nothing of the decoder and the encoder
+(:class:`coupler.translators.xml.xsd.XsdModel` puts the three together).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import xmlschema
@@ -26,7 +26,6 @@ from xmlschema.validators import (
 from .errors import XsdError
 from .naming import avro_name, avro_namespace, is_avro_name, local_name, namespace_of
 from .scalars import BUILTIN_KINDS, XS, Scalar, avro_type
-from .security import load_schema
 
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 ANY_TYPE = f"{{{XS}}}anyType"
@@ -37,18 +36,18 @@ class Field:
     """One field of a record: an element, an attribute, the text of simple content, or xs:any."""
 
     name: str
-    kind: str  # "element" | "attribute" | "text" | "any"
+    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr"
     qname: str | None  # Clark name of the element or attribute
-    value: Any  # Scalar | Record | Poly (None for "any": a string holding the XML)
+    value: Any  # Scalar | Record | Poly (None for "any", "mixed" and "anyattr")
     repeated: bool = False
     optional: bool = False
     nillable: bool = False
     min_occurs: int = 1
-    wildcard: Any = None  # the XsdAnyElement of an "any" field
+    wildcard: Any = None  # the XsdAnyElement of an "any" field, the XsdAnyAttribute of "anyattr"
 
     @property
     def required(self) -> bool:
-        return not self.optional and not self.repeated
+        return not self.optional and not self.repeated and self.kind != "anyattr"
 
 
 @dataclass(eq=False)
@@ -100,14 +99,21 @@ def value_avro(value: Any, defined: set[str]) -> Any:
     return schema
 
 
+_DOCS = {"element": "element", "attribute": "attribute", "text": "text content", "any": "xs:any",
+         "mixed": "mixed content (XML)", "anyattr": "xs:anyAttribute (Clark name -> text)"}
+
+
 def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
-    inner = "string" if f.kind == "any" else value_avro(f.value, defined)
-    doc = {"element": "element", "attribute": "attribute", "text": "text content", "any": "xs:any"}[f.kind]
+    inner = "string" if f.kind in ("any", "mixed") else value_avro(f.value, defined) if f.kind != "anyattr" else None
+    doc = _DOCS[f.kind]
     out: dict[str, Any] = {"name": f.name}
     if f.qname:
         doc = f"{doc} {f.qname}"
     out["doc"] = doc
-    if f.repeated:
+    if f.kind == "anyattr":
+        out["type"] = {"type": "map", "values": "string"}
+        out["default"] = {}
+    elif f.repeated:
         out["type"] = {"type": "array", "items": inner}
         if f.min_occurs == 0:
             out["default"] = []
@@ -119,8 +125,8 @@ def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
     return out
 
 
-class XsdModel:
-    """An XSD loaded and compiled: Avro schemas, decoders and encoders for its global elements."""
+class SchemaModel:
+    """An XSD compiled into records: the Avro schemas of its global elements."""
 
     def __init__(self, schema: xmlschema.XMLSchema, source: str = "<schema>"):
         self.schema = schema
@@ -129,12 +135,6 @@ class XsdModel:
         self._scalars: dict[int, Scalar] = {}
         self._names: dict[str, int] = {}
         self._derived = self._derived_types()
-        self._decoders: dict[str, Any] = {}
-        self._encoders: dict[str, Any] = {}
-
-    @classmethod
-    def load(cls, path: str | Path) -> XsdModel:
-        return cls(load_schema(path), str(path))
 
     # -- global elements -------------------------------------------------------------------
 
@@ -177,30 +177,13 @@ class XsdModel:
         """The Avro schema (JSON-ready) of the records of global element ``name``."""
         return value_avro(self.root_value(name), set())
 
-    def decoder(self, name: str | None = None) -> Any:
-        from .decoder import Decoder
-
-        key = self.element(name).name
-        if key not in self._decoders:
-            self._decoders[key] = Decoder(self, key)
-        return self._decoders[key]
-
-    def encoder(self, name: str | None = None) -> Any:
-        from .encoder import Encoder
-
-        key = self.element(name).name
-        if key not in self._encoders:
-            self._encoders[key] = Encoder(self, key)
-        return self._encoders[key]
-
     # -- compilation -----------------------------------------------------------------------
 
     def element_value(self, elem: XsdElement, parent: Record | None = None) -> Scalar | Record | Poly:
         xsd_type = elem.type
         if xsd_type.is_simple():
             return self.scalar(xsd_type, elem.local_name, parent)
-        if xsd_type.name == ANY_TYPE or (xsd_type.mixed and not xsd_type.has_simple_content() and not xsd_type.is_empty()):
-            return Scalar("xml")
+        assert isinstance(xsd_type, XsdComplexType)
         record = self.record(xsd_type, elem, parent)
         derived = [] if _blocks(elem, xsd_type) else self._derived.get(xsd_type.name or "", [])
         if not derived and not xsd_type.abstract:
@@ -218,16 +201,18 @@ class XsdModel:
         if known is not None:
             return known
         if xsd_type.name:
-            name, uri = xsd_type.local_name, namespace_of(xsd_type.name)
+            name, uri = xsd_type.local_name or "", namespace_of(xsd_type.name)
         else:
             assert elem is not None
-            name, uri = elem.local_name, namespace_of(elem.name) or (elem.schema.target_namespace or "")
+            name, uri = elem.local_name or "", namespace_of(elem.name or "") or (elem.schema.target_namespace or "")
         record = Record(avro_name(name), avro_namespace(uri), xsd_type, type_qname=xsd_type.name)
         self._claim_name(record, parent, id(xsd_type))
         self._records[id(xsd_type)] = record
         if xsd_type.has_simple_content():
             content = xsd_type.content
             record.fields.append(Field("value", "text", None, self.scalar(content, "value", record)))
+        elif is_mixed(xsd_type):
+            record.fields.append(Field("content", "mixed", None, None, optional=True))
         elif isinstance(xsd_type.content, XsdGroup):
             self._walk(record, xsd_type.content, 1, 1)
         self._attributes(record, xsd_type)
@@ -304,11 +289,15 @@ class XsdModel:
             attributes.append(attr)
         position = 0
         for attr in attributes:
-            base = avro_name(attr.local_name)
+            base = avro_name(attr.local_name or "")
             name = base if base not in record.field_names() else self._unique(record, f"{base}_attr")
             scalar = self.scalar(attr.type, f"{record.name}_{name}", record)
             record.fields.insert(position, Field(name, "attribute", attr.name, scalar, optional=attr.use != "required"))
             position += 1
+        wildcard = xsd_type.attributes.get(None) if hasattr(xsd_type.attributes, "get") else None
+        if wildcard is not None:
+            name = self._unique(record, "any_attributes")
+            record.fields.insert(position, Field(name, "anyattr", None, None, wildcard=wildcard))
 
     @staticmethod
     def _unique(record: Record, name: str) -> str:
@@ -335,19 +324,22 @@ class XsdModel:
         if isinstance(xsd_type, XsdUnion) or not xsd_type.is_atomic():
             return Scalar("string", xsd_type=xsd_type, check_facets=True)
         builtin = xsd_type
-        while not isinstance(builtin, XsdAtomicBuiltin):
+        while builtin is not None and not isinstance(builtin, XsdAtomicBuiltin):
             builtin = builtin.base_type
-        builtin_name = local_name(builtin.name)
+        if builtin is None:  # a restriction of xs:anySimpleType: text, checked against its facets
+            return Scalar("string", xsd_type=xsd_type, check_facets=True)
+        builtin_name = local_name(builtin.name or "")
         kind = BUILTIN_KINDS.get(builtin_name, "string")
         white_space = getattr(xsd_type, "white_space", None) or "preserve"
         check = not isinstance(xsd_type, XsdAtomicBuiltin)
         precision = scale = None
         if kind == "decimal":
             total, fraction = _facet(xsd_type, "totalDigits"), _facet(xsd_type, "fractionDigits")
-            if fraction is None:
-                kind = "decimal_text"
+            if fraction is None or total is None:
+                kind = "decimal_text"  # the integer digits (or the scale) are unbounded: keep the exact text
             else:
-                scale, precision = fraction, total or 38
+                # every value the facets allow: up to `total` integer digits, then `fraction` at the scale
+                scale, precision = fraction, total + fraction
         symbols: tuple[str, ...] = ()
         enum_name = enum_ns = None
         enumeration = getattr(xsd_type, "enumeration", None)
@@ -375,10 +367,10 @@ class XsdModel:
             while base is not None and getattr(base, "name", None) and base.name != ANY_TYPE:
                 if "extension" in (base.block or "") and xsd_type.derivation == "extension":
                     break
-                derived.setdefault(base.name, []).append(xsd_type)
+                derived.setdefault(base.name or "", []).append(xsd_type)
                 base = base.base_type
         for subs in derived.values():
-            subs.sort(key=lambda t: t.name)
+            subs.sort(key=lambda t: t.name or "")
         return derived
 
 
@@ -396,6 +388,13 @@ def _facet(xsd_type: Any, facet: str) -> int | None:
             return int(found.value)
         xsd_type = xsd_type.base_type
     return None
+
+
+def is_mixed(xsd_type: Any) -> bool:
+    """Complex content with text between the children (``mixed="true"``) or ``xs:anyType``."""
+    if xsd_type.name == ANY_TYPE:
+        return True
+    return bool(xsd_type.mixed) and not xsd_type.has_simple_content()
 
 
 def _is_plain(xsd_type: Any) -> bool:

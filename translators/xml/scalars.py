@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 XS = "http://www.w3.org/2001/XMLSchema"
@@ -42,7 +42,7 @@ INTEGER_BOUNDS: dict[str, tuple[int | None, int | None]] = {
 }  # fmt: skip
 
 AVRO_TYPES: dict[str, Any] = {
-    "string": "string", "xml": "string", "decimal_text": "string", "boolean": "boolean",
+    "string": "string", "decimal_text": "string", "boolean": "boolean",
     "int": "int", "long": "long", "float": "float", "double": "double",
     "date": {"type": "int", "logicalType": "date"},
     "time": {"type": "long", "logicalType": "time-micros"},
@@ -55,7 +55,7 @@ AVRO_TYPES: dict[str, Any] = {
 class Scalar:
     """A simple type as the translator sees it."""
 
-    kind: str  # a value of BUILTIN_KINDS, "string", "decimal_text", "enum", "list" or "xml"
+    kind: str  # a value of BUILTIN_KINDS, "string", "decimal_text", "enum" or "list"
     builtin: str = "string"  # the nearest XSD built-in type (local name)
     white_space: str = "preserve"
     precision: int | None = None
@@ -89,45 +89,67 @@ _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 _FLOATS = {"INF": float("inf"), "+INF": float("inf"), "-INF": float("-inf"), "NaN": float("nan")}
 
 
+_OFFSETS: dict[str, timezone] = {}
+
+
 def _tz(text: str | None) -> timezone | None:
+    """The zone of a lexical ``Z`` / ``+hh:mm``; ``+00:00`` stays distinct from ``Z`` (``UTC``)."""
     if not text:
         return None
     if text == "Z":
         return UTC
-    sign = -1 if text[0] == "-" else 1
-    hours, minutes = int(text[1:3]), int(text[4:6])
-    return timezone(sign * timedelta(hours=hours, minutes=minutes))
+    zone = _OFFSETS.get(text)
+    if zone is None:
+        sign = -1 if text[0] == "-" else 1
+        hours, minutes = int(text[1:3]), int(text[4:6])
+        if hours > 14 or minutes > 59 or (hours == 14 and minutes):
+            raise ValueError(f"time zone {text} is outside -14:00..+14:00")
+        zone = timezone(sign * timedelta(hours=hours, minutes=minutes), text)
+        if len(_OFFSETS) < 1000:
+            _OFFSETS[text] = zone
+    return zone
+
+
+def _invalid(kind: str, text: str, exc: Exception) -> ValueError:
+    return ValueError(f"{text!r} is not a valid xs:{kind} ({exc})")
 
 
 def parse_date(text: str) -> date:
     m = _DATE.match(text)
     if not m:
         raise ValueError(f"{text!r} is not an xs:date (YYYY-MM-DD)")
-    return date(int(m[1]), int(m[2]), int(m[3]))
+    try:
+        return date(int(m[1]), int(m[2]), int(m[3]))
+    except (ValueError, OverflowError) as exc:  # year 0 or beyond 9999, month 13...
+        raise _invalid("date", text, exc) from None
 
 
 def parse_time(text: str) -> time:
+    """An ``xs:time``; a zone is kept as the value's ``tzinfo`` (the wall-clock time is not shifted)."""
     m = _TIME.match(text)
     if not m:
         raise ValueError(f"{text!r} is not an xs:time (hh:mm:ss)")
     micros = int((m[4] or ".0")[1:7].ljust(6, "0"))
-    tz = _tz(m[5])
-    value = time(int(m[1]), int(m[2]), int(m[3]), micros)
-    if tz is None:
-        return value
-    moment = datetime.combine(date(2000, 1, 1), value, tz).astimezone(UTC)
-    return moment.timetz()
+    try:
+        return time(int(m[1]), int(m[2]), int(m[3]), micros, _tz(m[5]))
+    except (ValueError, OverflowError) as exc:  # hour 24, minute 60...
+        raise _invalid("time", text, exc) from None
 
 
 def parse_datetime(text: str) -> datetime:
+    """An ``xs:dateTime``; a zone is kept as the value's ``tzinfo`` (``+01:00`` stays ``+01:00``)."""
     m = _DATETIME.match(text)
     if not m:
         raise ValueError(f"{text!r} is not an xs:dateTime (YYYY-MM-DDThh:mm:ss)")
-    y, mo, d = m[1].rsplit("-", 2) if not m[1].startswith("-") else ("-1", "1", "1")
+    if m[1].startswith("-"):
+        raise ValueError(f"{text!r}: years before 0001 are not supported")
+    y, mo, d = m[1].rsplit("-", 2)
     hh, mm, ss = m[2].split(":")
     micros = int((m[3] or ".0")[1:7].ljust(6, "0"))
-    value = datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4]))
-    return value.astimezone(UTC) if value.tzinfo is not None else value
+    try:
+        return datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4]))
+    except (ValueError, OverflowError) as exc:
+        raise _invalid("dateTime", text, exc) from None
 
 
 def _integer(name: str) -> Callable[[str], int]:
@@ -144,23 +166,35 @@ def _integer(name: str) -> Callable[[str], int]:
     return decode
 
 
+def decimal_digits(value: Decimal) -> tuple[int, int]:
+    """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
+    leading zeros of the integer part and trailing zeros of the fraction do not count)."""
+    integer, _, fraction = format(value.copy_abs(), "f").partition(".")
+    integer, fraction = integer.lstrip("0"), fraction.rstrip("0")
+    return len(integer) + len(fraction), len(fraction)
+
+
 def _decimal(scalar: Scalar) -> Callable[[str], Any]:
-    quantum = Decimal(1).scaleb(-(scalar.scale or 0))
-    precision = scalar.precision
+    scale = scalar.scale or 0
+    precision = scalar.precision or 38
+    total_digits = precision - scale  # the model sets precision = totalDigits + fractionDigits
+    quantum = Decimal(1).scaleb(-scale)
+    context = Context(prec=precision + 1) if precision >= 28 else None  # the default context holds 28 digits
 
     def decode(text: str) -> Decimal:
         if not _DECIMAL.match(text):
             raise ValueError(f"{text!r} is not an xs:decimal")
         value = Decimal(text)
-        try:
-            scaled = value.quantize(quantum)
-        except InvalidOperation:
-            raise ValueError(f"{text} has more than {precision} digits") from None
-        if scaled != value:
-            raise ValueError(f"{text} has more than {scalar.scale} fraction digits")
-        if precision is not None and len(scaled.as_tuple().digits) > precision and scaled:
-            raise ValueError(f"{text} has more than {precision} digits")
-        return scaled
+        _, digits, exponent = value.as_tuple()
+        if -exponent > scale or len(digits) > total_digits:  # type: ignore[operator]  # finite: matched the regex
+            total, fraction = decimal_digits(value)  # trailing zeros do not count
+            if fraction > scale:
+                raise ValueError(f"{text} has more than {scale} fraction digits (fractionDigits {scale})")
+            if total > total_digits:
+                raise ValueError(f"{text} has more than {total_digits} digits (totalDigits {total_digits})")
+            if -exponent > scale:  # type: ignore[operator]  # trailing zeros beyond the scale: drop them
+                return value.quantize(quantum, context=context)
+        return value  # the document's own digits (Avro writers pad to the scale)
 
     return decode
 
@@ -272,21 +306,21 @@ def _fraction(micros: int) -> str:
 
 def format_time(value: time) -> str:
     text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{_fraction(value.microsecond)}"
-    return text + _format_offset(value.utcoffset())
+    return text + _format_offset(value.utcoffset(), value.tzinfo)
 
 
 def format_datetime(value: datetime) -> str:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(value.microsecond)
-    return text + ("Z" if value.tzinfo is not None else "")
+    """``xs:dateTime`` text keeping the value's own offset (``Z`` for UTC, none when naive)."""
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    return text + _fraction(value.microsecond) + _format_offset(value.utcoffset(), value.tzinfo)
 
 
-def _format_offset(offset: timedelta | None) -> str:
+def _format_offset(offset: timedelta | None, zone: Any = None) -> str:
     if offset is None:
         return ""
     if not offset:
-        return "Z"
+        name = zone.tzname(None) if zone is not None and zone is not UTC else None
+        return name if name in ("+00:00", "-00:00") else "Z"
     minutes = int(offset.total_seconds() // 60)
     sign = "-" if minutes < 0 else "+"
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
@@ -305,16 +339,24 @@ def _encoder(scalar: Scalar) -> Callable[[Any], str]:  # noqa: C901 - one branch
             return str(int(value))
         return encode_int
     if kind == "decimal":
-        quantum = Decimal(1).scaleb(-(scalar.scale or 0))
+        scale = scalar.scale or 0
+        quantum = Decimal(1).scaleb(-scale)
+        context = Context(prec=(scalar.precision or 38) + 1)
+        # every fraction digit of the scale when a pattern may need them or the scale is a
+        # money-like one (12.5 -> 12.50); else the value's own digits (ISO 20022's scale 17)
+        full_scale = scale <= 6 or has_pattern(scalar.xsd_type)
 
         def encode_decimal(value: Any) -> str:
             if isinstance(value, bool):
                 raise ValueError(f"{value!r} is not a decimal")
-            number = value if isinstance(value, Decimal) else Decimal(str(value))
             try:
-                return format(number.quantize(quantum), "f")
-            except InvalidOperation:
-                raise ValueError(f"{value!r} is not a decimal with scale {scalar.scale}") from None
+                number = value if isinstance(value, Decimal) else Decimal(str(value))
+                scaled = number.quantize(quantum, context=context)
+            except (InvalidOperation, ValueError):
+                raise ValueError(f"{value!r} is not a decimal with scale {scale}") from None
+            if scaled != number:
+                raise ValueError(f"{value!r} has more than {scale} fraction digits")
+            return format(scaled if full_scale else number, "f")
         return encode_decimal
     if kind == "decimal_text":
         return lambda value: value if isinstance(value, str) else format(Decimal(str(value)), "f")
@@ -363,6 +405,15 @@ def _encoder(scalar: Scalar) -> Callable[[Any], str]:  # noqa: C901 - one branch
             raise ValueError(f"{value!r} is not a string")
         return value
     return encode_str
+
+
+def has_pattern(xsd_type: Any) -> bool:
+    """Whether a simple type or one of its bases restricts the lexical form with a pattern."""
+    while xsd_type is not None and getattr(xsd_type, "facets", None) is not None:
+        if f"{{{XS}}}pattern" in xsd_type.facets:
+            return True
+        xsd_type = getattr(xsd_type, "base_type", None)
+    return False
 
 
 def avro_type(scalar: Scalar, defined: set[str]) -> Any:

@@ -4,17 +4,20 @@ SQLite's backup API (consistent while the daemon runs), and the other files besi
 The message store (``coupler.db``), the adapters' file state (``adapters/NAME/files.db``)
 and any other ``*.db`` file are copied page by page from a consistent snapshot; claim-check
 bodies, batch ledgers and the rest are copied as files. The daemon's lock, its control
-socket and SQLite's ``-wal``/``-shm`` side files are not part of a backup.
+socket and SQLite's ``-wal``/``-shm`` side files are not part of a backup. Like the data directory,
+the backup is private: directories 0700, files 0600.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coupler.bus.config.loader import SiteConfig
+from coupler.bus.transport.private import FILE_MODE, private_dir, private_file
 from coupler.canonical.errors import CouplerError
 
 SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal", ".sock", ".lock")
@@ -57,6 +60,7 @@ def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
     if destination.exists() and any(destination.iterdir()):
         raise BackupError(f"{destination} is not empty", hint="back up into a new directory")
     report = BackupReport(destination)
+    private_dir(destination)  # a backup holds every message, as the data directory does
     # databases first: claim-check files a backed-up message refers to are then still there
     others: list[Path] = []
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
@@ -66,7 +70,7 @@ def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
         try:
             if path.suffix == ".db" and _is_sqlite(path):
                 target = destination / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
+                private_file(private_dir(target.parent) / target.name)
                 src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
                 dst = sqlite3.connect(target)
                 try:
@@ -84,9 +88,10 @@ def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
     for path in others:
         rel = path.relative_to(source)
         target = destination / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         try:
             shutil.copy2(path, target)
+            os.chmod(target, FILE_MODE)
             report.files.append(str(rel))
         except FileNotFoundError:
             report.vanished.append(str(rel))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from coupler.bus.model.files import FINAL_STATES, PROCESSING, FileKey, FileRecord, FileState
 from coupler.bus.transport.ddl import SQLITE, file_state
+from coupler.bus.transport.private import private_dir, private_file
 
 _COLUMNS = "path, size, mtime_ns, checksum, state, published, detail, updated"
 
@@ -31,7 +32,7 @@ class SqliteFileState:
 
     def __init__(self, path: Path, *, synchronous: str = "FULL"):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(private_dir(self.path.parent) / self.path.name)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")

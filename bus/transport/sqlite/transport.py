@@ -79,6 +79,7 @@ from coupler.bus.transport.policy import (
     TRANSPORT,
     UNSUBSCRIBED,
 )
+from coupler.bus.transport.private import private_dir, private_file
 from coupler.bus.transport.sql_filters import dead_letter_where, journal_entries, journal_query
 from coupler.bus.transport.sqlite.group_commit import GroupCommit
 from coupler.bus.transport.sqlite.identities import SqliteIdentityRepository
@@ -197,8 +198,9 @@ class SqliteTransport(Transport):
         if self._opened:
             return self
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            self.claims_dir.mkdir(exist_ok=True)
+            private_dir(self.data_dir)
+            private_dir(self.claims_dir)
+            private_file(self.path)
         except OSError as exc:
             raise TransportError(
                 f"cannot create the data directory: {exc.strerror}", where=str(self.data_dir)

@@ -83,3 +83,18 @@ def test_maintain_purges_old_journal_and_idempotency_keys(t: AmqpTransport) -> N
     counts = t.maintain()
     assert counts["journal"] >= 1 and counts["seen"] == 1
     assert t.seen("c", ["k"]) == set() and t.journal() == []
+
+
+def test_channel_put_skips_the_ids_it_put_before(t: AmqpTransport) -> None:
+    """``coupler channel put --id-from``'s re-run on a broker site: the ids put before are skipped,
+    in the transaction that sends the others."""
+    from coupler.bus.runtime.control import StoreService, encode_envelope
+
+    service = StoreService(t)
+    first = [doc(f"m{i}".encode()).replace(message_id=f"id-{i}") for i in range(3)]
+    assert service.call("channel.put", channel="q", envelopes=[encode_envelope(e) for e in first], skip_put=True) == {
+        "message_ids": ["id-0", "id-1", "id-2"], "skipped": 0}
+    again = [*first, doc(b"m3").replace(message_id="id-3")]
+    result = service.call("channel.put", channel="q", envelopes=[encode_envelope(e) for e in again], skip_put=True)
+    assert result == {"message_ids": ["id-3"], "skipped": 3}
+    assert sorted(d.envelope.body for d in drain(t, "q")) == [b"m0", b"m1", b"m2", b"m3"]

@@ -70,3 +70,19 @@ def test_repeated_xml_elements_are_read_one_at_a_time(registry: SchemaRegistry, 
     assert mapping.to_canonical(reader.decode(etree.tostring(element), "application/xml")) == {**ACCOUNT, "source": "ACCOUNTS-XML"}
     with pytest.raises(CouplerError, match="is not the record element"):
         reader.decode(etree.tostring(etree.parse(str(feed)).getroot()), "application/xml")
+
+
+def test_an_xml_record_no_converter_can_read_is_a_located_coupler_error(registry: SchemaRegistry, tmp_path: Path) -> None:
+    from lxml import etree
+
+    from coupler.translators.mapping.formats import ErrorReport, record_format
+
+    mapping = load_mapping(DATA / "account-xml.toml", registry=registry)
+    feed = tmp_path / "accounts.xml"
+    report: ErrorReport = lambda n, error: pytest.fail(str(error))  # noqa: E731
+    record_format(parse_spec(mapping.legacy_spec, base_dir=DATA)).write([mapping.to_legacy(ACCOUNT)], feed, report)
+    (element,) = etree.parse(str(feed)).getroot()
+    dates = [e for e in element.iter() if isinstance(e.tag, str) and e.text == "2024-01-31"]
+    dates[0].text = "99999999999999999999-01-31"  # a year Python's date cannot hold
+    with pytest.raises(CouplerError, match=r"message 9:\d+ /account/\w+: '99999999999999999999-01-31' is not a valid xs:date"):
+        LegacyReader(mapping).decode(etree.tostring(element), "application/xml", label="message 9")

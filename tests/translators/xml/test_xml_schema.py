@@ -71,7 +71,7 @@ def test_simple_types_map_to_logical_types(model: XsdModel) -> None:
     fields = _fields(model.avro_schema("order"))
     assert fields["orderDate"]["type"] == {"type": "int", "logicalType": "date"}
     assert fields["createdAt"]["type"] == {"type": "long", "logicalType": "timestamp-micros"}
-    assert fields["discountRate"]["type"][1] == {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 4}
+    assert fields["discountRate"]["type"][1] == {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 4}  # totalDigits 5 + fractionDigits 4: 12345 fits too
     assert fields["signature"]["type"] == ["null", "bytes"]
     assert fields["checksum"]["type"] == ["null", "bytes"]
     assert fields["priority"]["type"] == ["null", "int"]
@@ -89,7 +89,7 @@ def test_attributes_and_simple_content(model: XsdModel) -> None:
     order = model.avro_schema("order")
     money = _fields(_find(order, "Money"))
     assert list(money) == ["currency", "value"]
-    assert money["value"]["type"] == {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}
+    assert money["value"]["type"] == {"type": "bytes", "logicalType": "decimal", "precision": 14, "scale": 2}
     company = _fields(_find(order, "Company"))
     # the attribute "name" collides with the element "name": it gets the _attr suffix
     assert company["name"]["doc"].startswith("element") and company["name_attr"]["doc"] == "attribute name"

@@ -1,0 +1,165 @@
+"""Fuzzing the XML translator and the SOAP translator with damaged real-world documents.
+
+Hypothesis damages documents of the public corpora (``xml/corpus``, ``soap/corpus``) — bytes
+flipped, inserted or cut, elements removed or repeated, text and attribute values replaced by
+hostile ones (20-digit years, huge numbers, unknown ``xsi:type``, thousands of attributes) — and
+feeds them to ``Decoder.decode_document``, ``Decoder.iter_records``, ``soap.unwrap`` (with the
+decoded body) and ``read_wsdl``. Only :class:`CouplerError` subclasses may escape, and every
+example must finish within the deadline (2 s). The budget is bounded: a fixed number of examples
+per target. (Issue 17's fuzz points "the XML decoder and the SOAP unwrap" are these tests.)
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from coupler.canonical.errors import CouplerError
+from coupler.translators.soap import unwrap, wrap
+from coupler.translators.soap.wsdl import read_wsdl
+from coupler.translators.xml import XsdModel
+
+XML_CORPUS = Path(__file__).parent / "xml" / "corpus"
+WSDL_CORPUS = Path(__file__).parent / "soap" / "corpus"
+
+#: (schema, document, a record path for streaming)
+DOCUMENTS = [
+    ("iso20022/pain.001.001.03.xsd", "iso20022/pain.001.001.03.php-sepa-xml.xml", "Document/CstmrCdtTrfInitn/PmtInf"),
+    ("iso20022/camt.053.001.02.xsd", "iso20022/camt053.v2.five.decimals.genkgo.xml", "Document/BkToCstmrStmt/Stmt"),
+    ("fatturapa/Schema_del_file_xml_FatturaPA_versione_1.2.xsd", "fatturapa/IT01234567890_FPR01.xml",
+     "FatturaElettronica/FatturaElettronicaBody"),
+    ("hl7cda/schema/infrastructure/cda/CDA_SDTC.xsd", "hl7cda/sampleCCD.xml", "ClinicalDocument/component"),
+]
+WSDLS = ["checkVatService.wsdl", "calculator.wsdl", "BLZService.wsdl", "logincms.wsdl", "round3_groupD_doclit.wsdl"]
+SETTINGS = settings(max_examples=100, deadline=2000, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
+
+HOSTILE_TEXT = st.sampled_from([
+    "99999999999999999999-01-01", "2024-02-30", "9999-12-31T23:59:59-14:00", "0000-01-01T00:00:00",
+    "24:00:00", "1" * 400, "-" + "9" * 60, "1e999", "NaN", "12,50", "0x1F", "", " ", "\u00e9\u20ac",
+    "2024-01-01T00:00:00+25:00", "P1Y", "true", "xs:string", "unknown:Type", "<", "]]>",
+]) | st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40)
+
+
+@cache
+def _model(xsd: str) -> XsdModel:
+    return XsdModel.load(XML_CORPUS / xsd)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _loaded_models() -> None:
+    """Schemas are loaded (seconds each) before any example is timed."""
+    for xsd, doc, record_path in DOCUMENTS:
+        _model(xsd).decoder(etree.parse(str(XML_CORPUS / doc)).getroot().tag)
+        _model(xsd).decoder(record_path.split("/")[0]).resolve_path(record_path)
+
+
+def _damage(data: Any, draw: Any, source: bytes) -> bytes:
+    """One structural or textual change of a parsed document, or raw byte damage."""
+    if len(source) < 2:
+        return source
+    kind = draw(st.sampled_from(["text", "attribute", "xsi-type", "remove", "repeat", "attributes", "bytes", "truncate"]))
+    if kind == "bytes":
+        position = draw(st.integers(0, len(source) - 1))
+        return source[:position] + draw(st.binary(min_size=1, max_size=8)) + source[position + 1:]
+    if kind == "truncate":
+        return source[: draw(st.integers(0, len(source) - 1))]
+    root = etree.fromstring(source)
+    elements = [e for e in root.iter() if isinstance(e.tag, str)]
+    target = elements[draw(st.integers(0, len(elements) - 1))]
+    if kind == "text":
+        target.text = draw(HOSTILE_TEXT)
+    elif kind == "attribute":
+        name = draw(st.sampled_from([*target.attrib.keys(), "value", "Ccy", "versione", "nullFlavor"]))
+        target.set(name, draw(HOSTILE_TEXT))
+    elif kind == "xsi-type":
+        target.set("{http://www.w3.org/2001/XMLSchema-instance}type", draw(st.sampled_from(["ST", "PQ", "nope:X", "Nope", "xs:int"])))
+    elif kind == "remove" and target.getparent() is not None:
+        target.getparent().remove(target)
+    elif kind == "repeat" and target.getparent() is not None:
+        target.addnext(etree.fromstring(etree.tostring(target)))
+    elif kind == "attributes":
+        for n in range(draw(st.integers(1, 3000))):
+            target.set(f"a{n}", "x")
+    return etree.tostring(root)
+
+
+@st.composite
+def damaged_documents(draw: Any) -> tuple[str, str, str, bytes]:
+    xsd, doc, record_path = draw(st.sampled_from(DOCUMENTS))
+    data = (XML_CORPUS / doc).read_bytes()
+    for _ in range(draw(st.integers(1, 3))):
+        try:
+            data = _damage(None, draw, data)
+        except etree.XMLSyntaxError:
+            break  # earlier byte damage: feed it as it is
+    return xsd, doc, record_path, data
+
+
+def _only_coupler_errors(call: Any) -> Any:
+    try:
+        return call()
+    except CouplerError as exc:
+        assert "\n" not in str(exc)  # one line
+        return exc
+
+
+@SETTINGS
+@given(damaged_documents())
+def test_decode_document_raises_only_coupler_errors(case: tuple[str, str, str, bytes]) -> None:
+    xsd, doc, _, data = case
+    decoder = _model(xsd).decoder(etree.parse(str(XML_CORPUS / doc)).getroot().tag)
+    _only_coupler_errors(lambda: decoder.decode_document(data, name="fuzz.xml"))
+
+
+@SETTINGS
+@given(damaged_documents())
+def test_iter_records_raises_only_coupler_errors(case: tuple[str, str, str, bytes]) -> None:
+    xsd, _, record_path, data = case
+    decoder = _model(xsd).decoder(record_path.split("/")[0])
+    _only_coupler_errors(lambda: list(decoder.iter_records(io.BytesIO(data), record_path, name="fuzz.xml")))
+
+
+@SETTINGS
+@given(damaged_documents(), st.sampled_from(["1.1", "1.2"]), st.integers(0, 3))
+def test_soap_unwrap_and_body_decoding_raise_only_coupler_errors(case: tuple[str, str, str, bytes], version: str,
+                                                                  cut: int) -> None:
+    xsd, doc, _, data = case
+    try:
+        body = etree.fromstring(data)
+    except etree.XMLSyntaxError:
+        envelope = data  # not even XML: the unwrapper gets the bytes
+    else:
+        envelope = wrap(body, version=version)
+        envelope = envelope[: len(envelope) - cut * 7] if cut else envelope  # sometimes cut short
+
+    def call() -> Any:
+        message = unwrap(envelope, name="fuzz-envelope")
+        if message.body:
+            decoder = _model(xsd).decoder(etree.parse(str(XML_CORPUS / doc)).getroot().tag)
+            return decoder.decode_element(message.payload, source="fuzz-envelope", validate=True)
+        return message
+
+    _only_coupler_errors(call)
+
+
+@settings(max_examples=40, deadline=5000, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(WSDLS), st.data())
+def test_read_wsdl_raises_only_coupler_errors(tmp_path_factory: Any, name: str, data: Any) -> None:
+    source = (WSDL_CORPUS / name).read_bytes()
+    damaged = _damage(None, data.draw, source)
+    folder = tmp_path_factory.mktemp("wsdl")
+    path = folder / name
+    path.write_bytes(damaged)
+    _only_coupler_errors(lambda: read_wsdl(path))
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,72 @@
+"""What the issue's users saw as tracebacks are one-line located errors, exit code 1: in
+``coupler xml decode`` (whole documents and ``--record-path`` streams) and in the Python API.
+The documents are a public ISO 20022 pain.001 fixture with one value damaged."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from coupler.bus.cli.main import main
+from coupler.translators.xml import XmlValidationError, XsdModel
+
+CORPUS = Path(__file__).parent / "corpus" / "iso20022"
+XSD = CORPUS / "pain.001.001.03.xsd"
+DOC = CORPUS / "pain.001.001.03.php-sepa-xml.xml"
+ONE_LINE = re.compile(r"^coupler: error: (?P<file>\S+):(?P<line>\d+) (?P<path>/\S+): (?P<what>.+) \((?P<todo>[^()]+(\([^()]*\))?[^()]*)\)$")
+
+
+def _damaged(tmp_path: Path, old: str, new: str) -> Path:
+    text = DOC.read_text()
+    assert old in text
+    path = tmp_path / "damaged.xml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize(("old", "new", "path", "what"), [
+    ("2025-08-19T08:32:02+00:00", "99999999999999999999-08-19T08:32:02+00:00", "/Document/CstmrCdtTrfInitn/GrpHdr/CreDtTm",
+     "is not a valid xs:dateTime"),
+    ("<ReqdExctnDt>2025-08-19", "<ReqdExctnDt>99999999999999999999-08-19", "/Document/CstmrCdtTrfInitn/PmtInf/ReqdExctnDt",
+     "is not a valid xs:date"),
+    ("<NbOfTxs>1</NbOfTxs>", "<NbOfTxs>" + "9" * 40 + "</NbOfTxs>", "/Document/CstmrCdtTrfInitn/GrpHdr/NbOfTxs",
+     "does not match the pattern"),
+    ("<InitgPty>", '<InitgPty xsi:type="Unknown">', "/Document/CstmrCdtTrfInitn/GrpHdr/InitgPty",
+     "xsi:type 'Unknown'"),
+    ("<CtrlSum>12.34</CtrlSum>", "<CtrlSum>1.234567890123456789</CtrlSum>", "/Document/CstmrCdtTrfInitn/GrpHdr/CtrlSum",
+     "more than 17 fraction digits"),
+])
+def test_cli_prints_one_located_line_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str,
+                                                 path: str, what: str) -> None:
+    damaged = _damaged(tmp_path, old, new)
+    assert main(["xml", "decode", str(XSD), str(damaged)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    match = ONE_LINE.match(err)
+    assert match, err
+    assert match["file"] == str(damaged) and match["path"] == path and what in match["what"], err
+    assert int(match["line"]) == next(n for n, line in enumerate(damaged.read_text().splitlines(), 1) if new in line)
+
+
+def test_a_stream_names_the_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    damaged = _damaged(tmp_path, "<ReqdExctnDt>2025-08-19", "<ReqdExctnDt>99999999999999999999-08-19")
+    assert main(["xml", "decode", str(XSD), str(damaged), "--record-path", "Document/CstmrCdtTrfInitn/PmtInf"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "/Document/CstmrCdtTrfInitn/PmtInf[1]/ReqdExctnDt: '99999999999999999999-08-19' is not a valid xs:date" in err
+    assert "\n" not in err
+
+
+def test_control_sums_of_iso_20022_decode_and_the_avro_decimal_holds_every_value_the_facets_allow() -> None:
+    model = XsdModel.load(XSD)
+    decimal = next(f["type"][1] for f in model.avro_schema("Document")["fields"][0]["type"]["fields"][0]["type"]["fields"]
+                   if f["name"] == "CtrlSum")
+    assert decimal == {"type": "bytes", "logicalType": "decimal", "precision": 35, "scale": 17}  # 18 digits + 17 fraction
+    decoder = model.decoder("Document")
+    record = decoder.decode_document(DOC.read_bytes().replace(b"<CtrlSum>12.34</CtrlSum>", b"<CtrlSum>123456789012345678</CtrlSum>", 1))
+    assert str(record["CstmrCdtTrfInitn"]["GrpHdr"]["CtrlSum"].normalize()) == "123456789012345678"
+    written = model.encoder("Document").encode(record).decode()
+    assert "<CtrlSum>123456789012345678</CtrlSum>" in written and "<CtrlSum>12.34</CtrlSum>" in written
+    with pytest.raises(XmlValidationError, match="more than 18 digits"):  # the XSD's own limit
+        decoder.decode_document(DOC.read_bytes().replace(b"<CtrlSum>12.34</CtrlSum>", b"<CtrlSum>1234567890123456789</CtrlSum>", 1))

@@ -1,0 +1,44 @@
+"""An XSD loaded and compiled, with the decoders and encoders of its global elements.
+
+:class:`XsdModel` is the translator's entry point: the analysis of the schema
+(:class:`~coupler.translators.xml.model.SchemaModel`) plus one cached
+:class:`~coupler.translators.xml.decoder.Decoder` and
+:class:`~coupler.translators.xml.encoder.Encoder` per global element. The model module
+imports neither, so the three modules form no import cycle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xmlschema
+
+from .decoder import Decoder
+from .encoder import Encoder
+from .model import SchemaModel
+from .security import load_schema
+
+
+class XsdModel(SchemaModel):
+    """An XSD loaded and compiled: Avro schemas, decoders and encoders for its global elements."""
+
+    def __init__(self, schema: xmlschema.XMLSchema, source: str = "<schema>"):
+        super().__init__(schema, source)
+        self._decoders: dict[str, Decoder] = {}
+        self._encoders: dict[str, Encoder] = {}
+
+    @classmethod
+    def load(cls, path: str | Path) -> XsdModel:
+        return cls(load_schema(path), str(path))
+
+    def decoder(self, name: str | None = None) -> Decoder:
+        key = self.element(name).name
+        if key not in self._decoders:
+            self._decoders[key] = Decoder(self, key)
+        return self._decoders[key]
+
+    def encoder(self, name: str | None = None) -> Encoder:
+        key = self.element(name).name
+        if key not in self._encoders:
+            self._encoders[key] = Encoder(self, key)
+        return self._encoders[key]
