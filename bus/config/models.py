@@ -194,7 +194,8 @@ class StoreSection(Section):
         "How long a received, unacknowledged message stays invisible.", default=30.0, ge=0.001
     )
     claim_check_bytes: Int = doc(
-        "Bodies larger than this are stored as files in the data directory (Claim Check).",
+        "Bodies larger than this are stored aside (Claim Check): as files in the data directory "
+        "on the SQLite store, in PostgreSQL (shared by every host) on the broker transport.",
         default=262144,
         ge=1,
     )

@@ -34,6 +34,7 @@ def journal_query(
     event: str | None = None,
     since: datetime | None = None,
     limit: int = 1000,
+    order: str = "id",
     trace_ids: Iterable[str] | None = None,
     key: str | None = None,
     message_ids: Iterable[str] | None = None,
@@ -58,7 +59,7 @@ def journal_query(
     if since is not None:
         clauses.append(f"at >= {mark}")
         args.append(since.timestamp())
-    sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY id LIMIT {mark}"
+    sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY {order} LIMIT {mark}"
     return sql, [*args, limit]
 
 

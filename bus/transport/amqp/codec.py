@@ -11,6 +11,7 @@ string properties (a table), and the number of attempts already made.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +32,8 @@ H_HISTORY = "coupler-history"
 H_PROPERTIES = "coupler-properties"
 H_ATTEMPTS = "coupler-attempts"
 H_LEASE_LOST = "coupler-lease-lost"
+#: a claim-checked body: the reference of the body stored in PostgreSQL (the AMQP body is empty)
+H_CLAIM = "coupler-claim"
 #: dead letters: the record of why the message died, next to its envelope headers
 H_DEAD = "coupler-dead"
 H_RAW = "coupler-raw"
@@ -51,9 +54,11 @@ def _text(value: Any) -> str | None:
 
 
 def to_amqp(
-    env: Envelope, *, attempts: int = 0, now: datetime | None = None, extra: dict[str, Any] | None = None
+    env: Envelope, *, attempts: int = 0, now: datetime | None = None, extra: dict[str, Any] | None = None,
+    hop: HistoryEntry | None = None,
 ) -> tuple[bytes, pika.BasicProperties]:
-    """The AMQP body and properties of ``env``; ``attempts`` deliveries were already made."""
+    """The AMQP body and properties of ``env``; ``attempts`` deliveries were already made;
+    ``hop`` is a Message History entry added to the copy (``env`` is not changed)."""
     headers: dict[str, Any] = {
         H_FORMAT: env.format.name,
         H_VERSION: env.format.version,
@@ -68,8 +73,9 @@ def to_amqp(
     if env.sequence is not None:
         s = env.sequence
         headers[H_SEQUENCE] = json.dumps({"id": s.id, "position": s.position, "size": s.size, "end": s.end})
-    if env.history:
-        headers[H_HISTORY] = json.dumps([[h.component, h.action, _ms(h.timestamp)] for h in env.history])
+    history = [*env.history, hop] if hop is not None else env.history
+    if history:
+        headers[H_HISTORY] = json.dumps([[h.component, h.action, _ms(h.timestamp)] for h in history])
     if env.properties:
         headers[H_PROPERTIES] = dict(env.properties)
     if extra:
@@ -100,8 +106,29 @@ class Received:
 
     @property
     def attempts(self) -> int:
-        """Deliveries made before this one: republished attempts plus broker requeues."""
-        return int(self.headers.get(H_ATTEMPTS) or 0) + int(self.headers.get("x-delivery-count") or 0)
+        """Deliveries made before this one: republished attempts plus broker requeues (the
+        transport subtracts the requeues that were no attempt: :attr:`returned`)."""
+        return int(self.headers.get(H_ATTEMPTS) or 0) + self.returned
+
+    @property
+    def returned(self) -> int:
+        """How often the broker returned this copy to its queue (``x-delivery-count``)."""
+        return int(self.headers.get("x-delivery-count") or 0)
+
+    @property
+    def claim(self) -> str | None:
+        """The reference of the claim-checked body, or None when the body is here."""
+        return _text(self.headers.get(H_CLAIM))
+
+    @property
+    def enqueued_at(self) -> float:
+        """When this message was sent to its channel (seconds): the time of its last send
+        hop, kept when it is redelivered."""
+        history = self.headers.get(H_HISTORY)
+        if history:
+            with contextlib.suppress(ValueError, IndexError, TypeError):
+                return float(json.loads(_text(history) or "")[-1][2]) / 1000.0
+        return float(self.headers.get(H_TIMESTAMP) or 0) / 1000.0
 
 
 def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:

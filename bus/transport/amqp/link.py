@@ -5,8 +5,11 @@ while someone calls it. :class:`Link` gives it a thread that does nothing else: 
 connection alive, runs the jobs other threads submit (:meth:`Link.call`), runs a periodic
 ``tick`` (lease expiry, housekeeping) and reconnects when the broker goes away.
 
-Publisher confirms are tracked here (:meth:`Link.publish`): a batch is published in one
-window and the call returns when the broker has confirmed every message of it.
+Publisher confirms are tracked here. :meth:`Link.send` (any thread) hands a batch to the
+connection thread, which publishes it and goes on with other work; the confirms of every
+batch in flight arrive pipelined, and the caller wakes when the broker confirmed the last
+message of its batch. :meth:`Link.publish` (in the connection thread) publishes a batch and
+waits for its confirms on the spot (the rare paths: dead letters, redeliveries).
 
 Connection loss: every delivery received on the lost connection is back in its queue on the
 broker (its ``generation`` is over, so acknowledging it raises ``LeaseLostError`` in the
@@ -25,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, TypeVar
 
 import pika
@@ -43,6 +47,29 @@ CHANNEL_ERRORS = (px.AMQPChannelError, px.ChannelWrongStateError)
 
 class BrokerRefusedError(TransportError):
     """The broker refused an operation (nacked a publish, closed the channel)."""
+
+
+class _Window:
+    """The confirms one published batch waits for."""
+
+    __slots__ = ("left", "done", "nacked", "error")
+
+    def __init__(self, left: int):
+        self.left = left
+        self.done = threading.Event()
+        self.nacked = 0
+        self.error: BaseException | None = None
+
+    def fail(self, exc: BaseException | None) -> None:
+        self.error = exc
+        self.done.set()
+
+
+def _fail_on_error(fut: Future[Any], window: _Window) -> None:
+    """The publishing job of ``window`` failed (the connection broke before it ran)."""
+    exc = fut.exception()
+    if exc is not None:
+        window.fail(exc)
 
 
 class Link:
@@ -85,6 +112,8 @@ class Link:
         self._thread: threading.Thread | None = None
         self._pending: set[int] = set()
         self._nacked: set[int] = set()
+        #: delivery tag -> the batch published by :meth:`send` that waits for its confirm
+        self._waiting: dict[int, _Window] = {}
         self._seq = 0
         self._down_since: float | None = None
         self._last_error: str = ""
@@ -114,6 +143,7 @@ class Link:
             self._thread.join(timeout=10)
         self._thread = None
         self._fail_all(TransportError("the AMQP connection was closed"))
+        self._fail_windows(px.ConnectionWrongStateError("the AMQP connection was closed"))
         self._close()
 
     @property
@@ -145,6 +175,20 @@ class Link:
                 where=f"{self.params.host}:{self.params.port}",
                 hint="check the broker; the operation may or may not have happened",
             ) from exc
+
+    def submit(self, fn: Callable[[Link], Any]) -> Future[Any]:
+        """Run ``fn(link)`` in the connection's thread soon; do not wait for it (a job lost
+        with the connection is dropped: its future gets the error)."""
+        fut: Future[Any] = Future()
+        if self.in_io_thread:
+            fut.set_result(fn(self))
+            return fut
+        if self._thread is None:
+            raise TransportError("the AMQP transport is not open", hint="call open() first")
+        with self._jobs_lock:
+            self._jobs.append((fn, fut, False, time.monotonic() + self.reconnect_timeout))
+        self.wake()
+        return fut
 
     def wake(self) -> None:
         """Make the connection thread's ``process_data_events`` return (from any thread)."""
@@ -206,7 +250,7 @@ class Link:
     def _fail_all(self, exc: BaseException, *, expired_only: bool = False) -> None:
         now = time.monotonic()
         with self._jobs_lock:
-            keep = deque()
+            keep: deque[tuple[Callable[[Link], Any], Future[Any], bool, float]] = deque()
             for job in self._jobs:
                 if expired_only and now < job[3]:
                     keep.append(job)
@@ -225,6 +269,7 @@ class Link:
         assert self.conn is not None
         self.ch = self.conn.channel()
         self.generation += 1
+        self._fail_windows(px.ChannelWrongStateError("the channel was reopened"))
         self._pending.clear()
         self._nacked.clear()
         self._seq = 0
@@ -249,6 +294,7 @@ class Link:
         if not self._stopping.is_set():
             log.warning("AMQP connection %s lost: %r; reconnecting", self.name, exc)
         self._last_error = repr(exc)
+        self._fail_windows(exc)
         self._close()
         self.generation += 1
         self._down_since = time.monotonic()
@@ -278,11 +324,82 @@ class Link:
     def _on_confirm(self, frame: Any) -> None:
         method = frame.method
         tag, multiple = method.delivery_tag, method.multiple
-        done = {t for t in self._pending if t <= tag} if multiple else {tag}
-        self._pending -= done
-        if isinstance(method, pika.spec.Basic.Nack):
-            self._nacked |= done
-        self.wake()  # process_data_events returns: the publisher looks at what is left
+        nack = isinstance(method, pika.spec.Basic.Nack)
+        if self._pending:
+            done = {t for t in self._pending if t <= tag} if multiple else {tag}
+            self._pending -= done
+            if nack:
+                self._nacked |= done
+            self.wake()  # process_data_events returns: the publisher looks at what is left
+        waiting = self._waiting
+        if not waiting:
+            return
+        if multiple:
+            tags = []
+            for t in waiting:
+                if t > tag:
+                    break
+                tags.append(t)
+        else:
+            tags = [tag] if tag in waiting else []
+        for t in tags:
+            w = waiting.pop(t)
+            if nack:
+                w.nacked += 1
+            w.left -= 1
+            if w.left == 0:
+                w.done.set()
+
+    def _fail_windows(self, exc: BaseException) -> None:
+        waiting, self._waiting = self._waiting, {}
+        for w in set(waiting.values()):
+            w.fail(exc)
+
+    def send(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
+        """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
+        when the broker has confirmed every message (persisted, routed to its queues).
+
+        The connection thread publishes the batch and goes on; the confirms of all batches
+        in flight arrive pipelined. When the connection breaks before the confirms, the
+        batch is published again on the new one (at least once) until the reconnect
+        timeout runs out.
+        """
+        if not messages:
+            return
+        if self.in_io_thread:
+            self.publish(messages)
+            return
+        deadline = time.monotonic() + self.reconnect_timeout
+        while True:
+            window = _Window(len(messages))
+            # no waiting for the job itself: the caller wakes once, when the confirms are in
+            self.submit(partial(Link._publish_window, messages=messages, window=window)).add_done_callback(
+                partial(_fail_on_error, window=window))
+            if not window.done.wait(self.confirm_timeout + self.reconnect_timeout):
+                raise BrokerRefusedError(
+                    f"RabbitMQ did not confirm {len(messages)} message(s) within {self.confirm_timeout:g} s",
+                    hint="the broker may be overloaded or out of disk",
+                )
+            if window.error is None:
+                break
+            if time.monotonic() >= deadline or self._stopping.is_set():
+                raise self._connection_error(window.error)
+        if window.nacked:
+            raise BrokerRefusedError(
+                f"RabbitMQ refused {len(messages)} message(s) (publisher nack)",
+                hint="a queue may be full (x-overflow reject-publish) or the broker short of resources",
+            )
+
+    def _publish_window(
+        self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window
+    ) -> None:
+        impl = self.ch._impl
+        first = self._seq + 1
+        for t in range(first, first + len(messages)):
+            self._waiting[t] = window
+        for exchange, key, body, props in messages:
+            impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
+            self._seq += 1
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.

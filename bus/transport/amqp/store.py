@@ -11,7 +11,12 @@ tables the embedded store has for the same purpose (see ``coupler.bus.transport.
 * ``identities`` — the Application Repository (:class:`PgIdentityRepository`),
 * ``files`` — the seen-state of polling adapters
   (:class:`~coupler.bus.transport.amqp.file_state.PgFileState`),
-* the sequence ``dead_letter_ids`` — site-wide ids of dead letters.
+* the sequence ``dead_letter_ids`` — site-wide ids of dead letters,
+* ``claims`` / ``claim_chunks`` / ``claim_refs`` — claim-checked bodies (Claim Check), in
+  chunks, with the number of message copies in each queue that refer to them,
+* ``returns`` — how often the transport itself returned a message to its queue without an
+  attempt (a browse, a selector's skip, a consumer's unused prefetch): subtracted from the
+  broker's ``x-delivery-count`` so that attempts are counted exactly.
 
 All tables live in one PostgreSQL schema (``coupler`` by default), so that several sites (or
 test runs) can share a database. Each thread gets its own connection (autocommit; explicit
@@ -32,6 +37,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -54,6 +60,30 @@ _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: what only the shared state has, beside the metadata tables of :mod:`coupler.bus.transport.ddl`
 _OWN_DDL = """
 CREATE SEQUENCE IF NOT EXISTS {s}.dead_letter_ids;
+CREATE TABLE IF NOT EXISTS {s}.claims (
+    ref TEXT PRIMARY KEY,
+    size BIGINT NOT NULL,
+    created DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.claim_chunks (
+    ref TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (ref, seq)
+);
+CREATE TABLE IF NOT EXISTS {s}.claim_refs (
+    ref TEXT NOT NULL,
+    queue TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (ref, queue)
+);
+CREATE TABLE IF NOT EXISTS {s}.returns (
+    queue TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (queue, message_id)
+);
 CREATE TABLE IF NOT EXISTS {s}.broker_objects (
     name TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -282,7 +312,7 @@ class PgStore:
         They are written by a writer thread, in batches, in the order they were recorded
         (one round trip to PostgreSQL per batch instead of one per operation); queries of
         this process (:meth:`journal`, :meth:`counters`) wait until what it recorded before
-        is written. Another process sees them a few milliseconds later.
+        is written. Another process sees them at most ``_JournalWriter.LINGER`` (0.1 s) plus a write later.
         """
         now = time.time()
         rows = [(now, *entry, *(None,) * (6 - len(entry))) for entry in journal]
@@ -337,6 +367,8 @@ class PgStore:
             f"{self.schema}.journal", "%s",
             message_id=message_id, channel=channel, event=event, since=since, limit=limit,
             trace_ids=trace_ids, key=key, message_ids=message_ids,
+            # several processes write batches: the time each entry was recorded orders them
+            order="at, id",
         )
         self.flush()
         with self.conn() as c:
@@ -356,6 +388,8 @@ class PgStore:
         with self.conn() as c:
             j = c.execute(f"DELETE FROM {self.schema}.journal WHERE at < %s", (journal_before,)).rowcount
             s = c.execute(f"DELETE FROM {self.schema}.seen WHERE seen_at < %s", (seen_before,)).rowcount
+            # a return record whose message is long gone (acknowledged by a process that died)
+            c.execute(f"DELETE FROM {self.schema}.returns WHERE at < %s", (seen_before,))
         return {"journal": j, "seen": s}
 
     # -- idempotency -----------------------------------------------------------------------
@@ -411,6 +445,123 @@ class PgStore:
         with self.conn() as c:
             return c.execute(f"SELECT name, kind FROM {self.schema}.broker_objects ORDER BY 1").fetchall()
 
+    # -- claim check -----------------------------------------------------------------------
+
+    CHUNK = 1 << 20
+
+    def put_claim(self, body: bytes, refs: dict[str, int]) -> str:
+        """Store ``body`` in chunks, referred to by ``refs[queue]`` message copies per queue;
+        returns its reference. Committed durably before the message is published."""
+        ref = uuid.uuid4().hex
+        view = memoryview(body)
+        with self.conn(durable=True) as c:
+            c.execute(f"INSERT INTO {self.schema}.claims (ref, size, created) VALUES (%s, %s, %s)",
+                      (ref, len(body), time.time()))
+            with c.cursor() as cur, cur.copy(
+                f"COPY {self.schema}.claim_chunks (ref, seq, data) FROM STDIN"
+            ) as copy:
+                for seq, start in enumerate(range(0, len(body), self.CHUNK)):
+                    copy.write_row((ref, seq, bytes(view[start:start + self.CHUNK])))
+            self._add_refs(c, ref, refs)
+        return ref
+
+    def _add_refs(self, c: Any, ref: str, refs: dict[str, int]) -> None:
+        for queue, n in refs.items():
+            c.execute(
+                f"INSERT INTO {self.schema}.claim_refs (ref, queue, n) VALUES (%s, %s, %s) "
+                f"ON CONFLICT (ref, queue) DO UPDATE SET n = {self.schema}.claim_refs.n + excluded.n",
+                (ref, queue, n),
+            )
+
+    def get_claim(self, ref: str) -> bytes:
+        """The body stored under ``ref``, read chunk by chunk; :class:`PgStoreError` when gone."""
+        parts: list[bytes] = []
+        with self.conn() as c, c.cursor(name=f"claim_{ref}") as cur:
+            cur.itersize = 4
+            cur.execute(f"SELECT data FROM {self.schema}.claim_chunks WHERE ref = %s ORDER BY seq", (ref,))
+            for (data,) in cur:
+                parts.append(bytes(data))
+            size = c.execute(f"SELECT size FROM {self.schema}.claims WHERE ref = %s", (ref,)).fetchone()
+        if size is None or sum(len(p) for p in parts) != size[0]:
+            raise PgStoreError(
+                f"claim-checked body {ref} is missing", where=f"{self.schema}.claims",
+                hint="it was removed while a message still referred to it; dead-letter the message",
+            )
+        return b"".join(parts)
+
+    def move_claim(self, ref: str, source: str | None, target: str | None, n: int = 1) -> None:
+        """``n`` message copies referring to ``ref`` left ``source`` (None: none) and arrived in
+        ``target`` (None: gone); the body is deleted when no copy refers to it any more."""
+        with self.conn(durable=True) as c:
+            if target is not None:
+                self._add_refs(c, ref, {target: n})
+            if source is not None:
+                c.execute(f"UPDATE {self.schema}.claim_refs SET n = n - %s WHERE ref = %s AND queue = %s",
+                          (n, ref, source))
+                c.execute(f"DELETE FROM {self.schema}.claim_refs WHERE ref = %s AND n <= 0", (ref,))
+            self._drop_unreferenced(c, [ref])
+
+    def drop_queue_claims(self, queue: str) -> None:
+        """Every message of ``queue`` is gone (purged, deleted): so are its references."""
+        with self.conn(durable=True) as c:
+            refs = [r[0] for r in c.execute(
+                f"DELETE FROM {self.schema}.claim_refs WHERE queue = %s RETURNING ref", (queue,)
+            ).fetchall()]
+            self._drop_unreferenced(c, refs)
+
+    def _drop_unreferenced(self, c: Any, refs: list[str]) -> None:
+        if not refs:
+            return
+        gone = [r[0] for r in c.execute(
+            f"DELETE FROM {self.schema}.claims WHERE ref = ANY(%s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {self.schema}.claim_refs r WHERE r.ref = claims.ref) RETURNING ref",
+            (refs,),
+        ).fetchall()]
+        if gone:
+            c.execute(f"DELETE FROM {self.schema}.claim_chunks WHERE ref = ANY(%s)", (gone,))
+
+    def claim_refs(self) -> list[str]:
+        """References of the claim-checked bodies stored now."""
+        with self.conn() as c:
+            return [r[0] for r in c.execute(f"SELECT ref FROM {self.schema}.claims ORDER BY ref").fetchall()]
+
+    # -- exact attempt counts --------------------------------------------------------------
+
+    def add_returns(self, queue: str, message_ids: Iterable[str]) -> None:
+        """Record that the transport returned these messages to ``queue`` without an attempt
+        (before it returns them: whoever gets them next reads this)."""
+        rows = Counter(m for m in message_ids if m)
+        if not rows:
+            return
+        now = time.time()
+        with self.conn(durable=True) as c, c.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self.schema}.returns (queue, message_id, n, at) VALUES (%s, %s, %s, %s) "
+                f"ON CONFLICT (queue, message_id) DO UPDATE SET n = {self.schema}.returns.n + excluded.n, "
+                "at = excluded.at",
+                [(queue, m, n, now) for m, n in rows.items()],
+            )
+
+    def returns(self, queue: str, message_ids: Iterable[str]) -> dict[str, int]:
+        """How often each message was returned to ``queue`` without an attempt."""
+        ids = list(message_ids)
+        if not ids:
+            return {}
+        with self.conn() as c:
+            rows = c.execute(
+                f"SELECT message_id, n FROM {self.schema}.returns WHERE queue = %s AND message_id = ANY(%s)",
+                (queue, ids),
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def forget_returns(self, queue: str, message_ids: Iterable[str]) -> None:
+        """The messages left ``queue`` for good (acknowledged, dead, republished)."""
+        ids = list(message_ids)
+        if ids:
+            with self.conn() as c:
+                c.execute(f"DELETE FROM {self.schema}.returns WHERE queue = %s AND message_id = ANY(%s)",
+                          (queue, ids))
+
     # -- dead letter ids -------------------------------------------------------------------
 
     def next_dead_letter_id(self) -> int:
@@ -419,7 +570,14 @@ class PgStore:
 
 
 class _JournalWriter:
-    """The thread that writes a store's journal entries and counters in batches."""
+    """The thread that writes a store's journal entries and counters in batches.
+
+    A batch collects what is recorded during ``LINGER`` seconds after its first entry (or
+    until someone waits for it: :meth:`flush`), so that a busy process writes a few times a
+    second, not once per message.
+    """
+
+    LINGER = 0.1
 
     def __init__(self, store: PgStore):
         self.store = store
@@ -430,20 +588,26 @@ class _JournalWriter:
         self.written = 0  # batches written
         self.error: str | None = None
         self.stopping = False
+        self.urgent = False  # someone waits in flush(): write now
         self.thread = threading.Thread(target=self.run, name=f"journal-{store.schema}", daemon=True)
         self.thread.start()
 
     def add(self, rows: list[tuple[Any, ...]], counts: dict[tuple[str, str], int]) -> None:
         with self.cond:
+            idle = not self.rows and not self.counts
             self.rows.extend(rows)
             self.counts.update(counts)
             self.queued += 1
-            self.cond.notify_all()
+            if idle:  # the writer waits for a first entry; while it lingers, let it sleep
+                self.cond.notify_all()
 
     def flush(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         with self.cond:
             target = self.queued
+            if self.written < target:
+                self.urgent = True
+                self.cond.notify_all()
             while self.written < target and self.thread.is_alive():
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -468,6 +632,13 @@ class _JournalWriter:
                     self.cond.wait()
                 if self.stopping and not self.rows and not self.counts:
                     return
+                until = time.monotonic() + self.LINGER
+                while not self.urgent and not self.stopping:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.cond.wait(left)
+                self.urgent = False
                 rows, counts, upto = self.rows, dict(self.counts), self.queued
                 self.rows, self.counts = [], Counter()
             try:

@@ -7,14 +7,21 @@ same contract tests as the embedded SQLite transport.
 
 How the patterns map onto the broker (every name starts with the site's ``prefix``):
 
-* Point-to-Point channel -> durable **quorum queue** ``q:<channel>``; competing consumers
-  ``basic.get`` from it with **manual acknowledgements**.
+* Point-to-Point channel -> durable **quorum queue** ``q:<channel>``; each process has one
+  long-lived consumer on it (**manual acknowledgements**) to which the broker pushes
+  messages ahead (prefetch); receives take them from there, so competing consumers share
+  the queue and a receive costs no round trip. (A receive with a selector also
+  takes the rest of the queue with ``basic.get``.)
 * Publish-Subscribe channel -> durable **topic exchange** ``t:<topic>`` with one durable
   quorum queue per subscription (``q:<topic>#<subscription>``). Subscriptions without a
   selector are bound with ``all.#``; a subscription with a Message Selector gets its own
   binding and the publisher sends it a copy of each matching message.
 * Guaranteed Delivery -> persistent messages and **publisher confirms**: ``send`` returns
-  after the broker confirmed every message (a batch is one confirm window).
+  after the broker confirmed every message; the confirms of the sends of all threads of a
+  process arrive pipelined (:meth:`Link.send`).
+* Claim Check -> a body over ``claim_threshold`` is stored in PostgreSQL in chunks first;
+  the message carries its reference (``coupler-claim``) and an empty body, so a daemon on
+  any host reads it. The references are counted per queue; the body goes with the last.
 * Leases -> a received message stays unacknowledged on the broker; the transport's
   connection thread expires the lease (the message is sent back to its queue with its
   attempt count) when it is not settled in time. When a daemon dies its connection closes
@@ -28,12 +35,18 @@ How the patterns map onto the broker (every name starts with the site's ``prefix
 * Dead Letter / Invalid Message Channels -> quorum queues ``dl:<name>``; every dead letter
   carries its record (id, reason, error, component, attempts) in a ``coupler-dead`` header.
 * Attempts -> the ``coupler-attempts`` header (republished messages) plus the broker's
-  ``x-delivery-count`` (messages returned to the queue by the broker). The queues'
-  ``x-delivery-limit`` stops a message that crashes every consumer that takes it.
+  ``x-delivery-count`` (messages returned to the queue by the broker) less the returns the
+  transport made without an attempt (browses, selector skips, unused prefetch), which it
+  records in PostgreSQL before returning them. The queues' ``x-delivery-limit`` stops a
+  message that crashes every consumer that takes it.
+* Stuck messages -> ``stats`` gives the age of the oldest message this process holds and of
+  the queue's first ready one (looked at on a spare channel), from its send hop.
 
 PostgreSQL (:class:`~coupler.bus.transport.amqp.store.PgStore`) keeps what every daemon must agree on:
 channel configurations, subscriptions, the Message Store journal, counters, idempotency keys,
-the Application Repository, dead-letter ids, and the list of broker objects of the site.
+the Application Repository, dead-letter ids, claim-checked bodies, the returns without an
+attempt, and the list of broker objects of the site. Nothing is written there per message
+on the hot path: the journal and counters go in batches from a writer thread.
 
 Transactions (Transactional Client): ``receive`` happens at once; sends, acks, nacks and
 idempotency keys are kept until the block ends, then published (confirmed), recorded and
@@ -52,7 +65,7 @@ import logging
 import random
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -67,6 +80,7 @@ from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
 from coupler.bus.transport.amqp.codec import (
     H_ATTEMPTS,
+    H_CLAIM,
     H_DEAD,
     H_LEASE_LOST,
     H_RAW,
@@ -112,7 +126,6 @@ from coupler.bus.transport.policy import (
     REPLAYED,
     SENT,
     SUBSCRIBED,
-    TRANSPORT,
     UNSUBSCRIBED,
     NackDecision,
     backoff_for,
@@ -121,7 +134,6 @@ from coupler.bus.transport.policy import (
     nack_decision,
     record_dead,
     record_nacked,
-    undeliverable,
 )
 from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
@@ -133,6 +145,11 @@ log = logging.getLogger(__name__)
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 _CONFIG_TTL = 1.0  # seconds a channel configuration read from PostgreSQL is reused
 _BROWSE_LIMIT = 100_000
+max_ = max  # the builtin, where a parameter is called max
+_PREFETCH_MIN = 20  # messages pushed ahead to a consumer: twice the batch asked, at least this
+_IDLE_SECONDS = 5.0  # a consumer nobody received from for this long returns what it holds
+_SETTLE_WAIT = 0.05  # a receive without waiting waits this long for messages the queue reports
+_FIRST_WAIT = 1.0  # ... and up to this long for the first of them
 
 
 @dataclass
@@ -147,6 +164,43 @@ class _Lease:
     received: Received
     attempt: int
     expires_at: float
+    #: the reference of its claim-checked body (``stored`` then has an empty body)
+    claim: str | None = None
+    #: the transport returned it to its queue before (a ``returns`` record to forget)
+    returned: bool = False
+
+    @property
+    def message_id(self) -> str:
+        props = self.received.properties
+        return str(props.message_id or "") if props is not None else ""
+
+    def as_stored(self) -> Envelope:
+        """The envelope as it is stored in the queue (without this delivery's hop and
+        attempt; an empty body when it is claim-checked), decoded again when needed."""
+        if self.stored is None:
+            props = self.received.properties
+            env = from_amqp(props, self.received.body).envelope
+            assert env is not None
+            self.stored = env
+        return self.stored
+
+
+@dataclass
+class _Consumer:
+    """This process's long-lived consumer on one queue and what the broker pushed to it.
+
+    ``buffer`` holds ``(delivery_tag, properties, body)`` of messages delivered but not yet
+    leased to a receive (at most ``prefetch`` together with the leases of the queue); they
+    are returned to the queue when the consumer is cancelled (idle, channel lost, close).
+    """
+
+    queue: str
+    channel: str
+    generation: int
+    prefetch: int
+    tag: str | None = None
+    buffer: deque[tuple[int, Any, bytes]] = field(default_factory=deque)
+    used: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -202,6 +256,8 @@ class AmqpTransport(Transport):
         delivery_limit: int = 50,
         reconnect_timeout: float = 60.0,
         file_lease_seconds: float = 300.0,
+        prefetch_limit: int = 1000,
+        claim_threshold: int = 256 * 1024,
         name: str = "coupler",
     ):
         self.url = url
@@ -218,14 +274,22 @@ class AmqpTransport(Transport):
         self.name = name
         self._link: Link | None = None
         self._local = threading.local()
-        self._leases: dict[int, _Lease] = {}  # touched only in the connection thread
+        #: guards _leases and _consumers (the connection thread and callers share them)
+        self._cond = threading.Condition(threading.RLock())
+        self._leases: dict[int, _Lease] = {}
+        self._consumers: dict[str, _Consumer] = {}
+        #: (generation, delivery tag) of messages taken from a buffer and not yet leased
+        self._limbo: set[tuple[int, int]] = set()
+        self._subscribers: dict[str, tuple[float, list[tuple[str, Selector]]]] = {}
+        self.prefetch_limit = prefetch_limit
+        self.claim_threshold = claim_threshold
         self._lease_ids = itertools.count(1)
         self._declared: set[str] = set()
         self._configs: dict[str, tuple[float, ChannelConfig]] = {}
         self._rng = random.Random()
         self._identities = PgIdentityRepository(self.store)
         self._next_sweep = 0.0
-        self._requeued: set[str] = set()  # queues this connection returned messages to
+        self._link_generation = 0
 
     def __repr__(self) -> str:
         host = self._link.params.host if self._link else self.url.rsplit("@", 1)[-1]
@@ -254,11 +318,20 @@ class AmqpTransport(Transport):
         return self
 
     def close(self) -> None:
+        with self._cond:  # pushed ahead, never leased: their return is no attempt
+            unused = {c.queue: [p.message_id for _t, p, _b in c.buffer] for c in self._consumers.values()}
+        if self._link is not None:
+            for queue, ids in unused.items():
+                with contextlib.suppress(TransportError):
+                    self.store.add_returns(queue, ids)
         link, self._link = self._link, None
         if link is not None:
             link.stop()  # unsettled deliveries go back to their queues on the broker
-        self._leases.clear()
+        with self._cond:
+            self._leases.clear()
+            self._consumers.clear()
         self._configs.clear()
+        self._subscribers.clear()
         self.store.close()
 
     def file_state(self, adapter: str, owner: str) -> PgFileState:
@@ -291,8 +364,11 @@ class AmqpTransport(Transport):
         return self._link.call(fn, retry=retry)
 
     def _on_new_channel(self, link: Link) -> None:
-        # every delivery of the old channel went back to the broker
-        self._leases.clear()
+        # every delivery of the old channel (leased or pushed ahead) went back to the broker
+        with self._cond:
+            self._leases.clear()
+            self._consumers.clear()
+            self._cond.notify_all()
         if link.conn is not None:
             link.ch.basic_qos(prefetch_count=0)
 
@@ -357,7 +433,7 @@ class AmqpTransport(Transport):
         if not envs:
             return []
         journal = _Journal()
-        self._call(lambda link: self._send(link, channel, envs, component, journal))
+        self._send_confirmed(channel, envs, component, journal)
         self._record(journal)
         return [e.message_id for e in envs]
 
@@ -383,7 +459,7 @@ class AmqpTransport(Transport):
         ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
         if ds:
             journal = _Journal()
-            self._call(lambda link: self._ack(link, ds, journal), retry=False)
+            self._ack_now(ds, journal)
             self._record(journal)
 
     def nack(
@@ -453,14 +529,30 @@ class AmqpTransport(Transport):
     ) -> list[Delivery]:
         sel = as_selector(selector)
         deadline = time.monotonic() + wait
-        pause = 0.0005
-        while True:
-            got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
-            left = deadline - time.monotonic()
-            if got or left <= 0:
-                return got
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 0.01)
+        if sel is not None or self._tx() is not None:
+            pause = 0.0005
+            while True:
+                got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
+                left = deadline - time.monotonic()
+                if got or left <= 0:
+                    return got
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.01)
+        # the queue's consumer pushes messages into this process: wait for the first one
+        got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
+                            settle=False)
+        queue = self.names.queue(channel)
+        while not got:
+            with self._cond:
+                c = self._consumers.get(queue)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+                if c is not None and not c.buffer:
+                    self._cond.wait(min(left, 0.5))
+            got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
+                                settle=False)
+        return got
 
     # -- the work, in the connection thread ------------------------------------------------
 
@@ -471,50 +563,101 @@ class AmqpTransport(Transport):
     def _record(self, journal: _Journal) -> None:
         self.store.record(journal.rows, journal.counts)
 
+    def _ensure(self, name: str, declare: Callable[[Link], Any]) -> str:
+        """``name`` after ``declare`` made sure it exists on the broker (once per process)."""
+        if name not in self._declared:
+            self._call(declare)
+        return name
+
+    def _channel_messages(
+        self, channel: str, envs: list[Envelope], component: str, journal: _Journal, *, attempts: int = 0,
+    ) -> tuple[list[tuple[str, str, bytes, Any]], list[Envelope]]:
+        """The AMQP messages of a send of ``envs`` to ``channel`` (with a history hop), and
+        the copies that expired before they could be sent."""
+        hop = HistoryEntry(component, f"send {channel}")
+        now = datetime.now(UTC)
+        copies = envs  # the send hop is added to the AMQP headers, the caller's envelopes stay
+        messages: list[tuple[str, str, bytes, Any]] = []
+        expired: list[Envelope] = []
+        if self.channel_config(channel).kind == "topic":
+            exchange = self._ensure(self.names.topic(channel), lambda link: self._topic_exchange(link, channel))
+            with_selector = self._selective_subscriptions(channel)
+            for env in copies:
+                if env.is_expired(now):
+                    continue  # a copy expired before it was published reaches no subscription
+                keys = [Names.ALL_KEY] + [Names.selector_key(name) for name, sel in with_selector if sel(env)]
+                if len(env.body) > self.claim_threshold:
+                    refs = self._subscriber_queues(channel, keys)
+                    if not refs:
+                        continue  # no subscription takes it
+                    body, props = to_amqp(env.replace(body=b""), now=now, hop=hop,
+                                          extra={H_CLAIM: self.store.put_claim(env.body, refs)})
+                else:
+                    body, props = to_amqp(env, now=now, hop=hop)
+                messages.extend((exchange, key, body, props) for key in keys)
+                journal.add_sent(channel, env, PUBLISHED, component)
+            journal.count(channel, "sent", len(copies))
+            return messages, []
+        queue = self._ensure(self.names.queue(channel), lambda link: self._channel_queue(link, channel))
+        for env in copies:
+            if env.is_expired(now):
+                expired.append(env.replace(history=[*env.history, hop]))
+                continue
+            if len(env.body) > self.claim_threshold:  # Claim Check: the body waits in PostgreSQL
+                ref = self.store.put_claim(env.body, {queue: 1})
+                body, props = to_amqp(env.replace(body=b""), attempts=attempts, now=now, hop=hop,
+                                      extra={H_CLAIM: ref})
+            else:
+                body, props = to_amqp(env, attempts=attempts, now=now, hop=hop)
+            messages.append(("", queue, body, props))
+            journal.add_sent(channel, env, SENT, component)
+        if messages:
+            journal.count(channel, "sent", len(messages))
+        return messages, expired
+
+    def _send_confirmed(
+        self, channel: str, envs: list[Envelope], component: str, journal: _Journal, *, attempts: int = 0,
+    ) -> None:
+        """Publish ``envs`` to ``channel`` and return when the broker confirmed them all
+        (pipelined with the other publishes of this process)."""
+        messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
+        if self._link is None:
+            raise TransportError("the AMQP transport is not open", hint="call open() first")
+        self._link.send(messages)
+        if expired:
+            self._call(lambda link: [
+                self._dead(link, channel, env, env.body, {}, "dead", "expired",
+                           "message expired before it was sent", "transport", attempts, journal)
+                for env in expired
+            ])
+
     def _send(
         self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
         *, attempts: int = 0,
     ) -> None:
-        """Publish copies of ``envs`` (with a history hop) to ``channel`` and wait for confirms."""
-        hop = HistoryEntry(component, f"send {channel}")
-        now = datetime.now(UTC)
-        copies = [env.replace(history=[*env.history, hop]) for env in envs]
-        if self.channel_config(channel).kind == "topic":
-            self._publish_topic(link, channel, copies, component, journal, now)
-            return
-        queue = self._channel_queue(link, channel)
-        messages = []
-        for env in copies:
-            if env.is_expired(now):
-                self._dead(link, channel, env, env.body, {}, "dead", REASON_EXPIRED,
-                           "message expired before it was sent", TRANSPORT, attempts, journal)
-                continue
-            body, props = to_amqp(env, attempts=attempts, now=now)
-            messages.append(("", queue, body, props))
-            journal.add_sent(channel, env, SENT, component)
+        """:meth:`_send_confirmed` in the connection thread (waits for the confirms there)."""
+        messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
         link.publish(messages)
-        if messages:
-            journal.count(channel, "sent", len(messages))
+        for env in expired:
+            self._dead(link, channel, env, env.body, {}, "dead", "expired",
+                       "message expired before it was sent", "transport", attempts, journal)
 
-    def _publish_topic(
-        self, link: Link, topic: str, copies: list[Envelope], component: str, journal: _Journal, now: datetime
-    ) -> None:
-        exchange = self._topic_exchange(link, topic)
-        with_selector = [
-            (name, Selector.parse(sel)) for _t, name, _c, sel in self.store.subscriptions(topic) if sel
-        ]
-        messages = []
-        for env in copies:
-            if env.is_expired(now):
-                continue  # a copy expired before it was published reaches no subscription
-            body, props = to_amqp(env, now=now)
-            messages.append((exchange, Names.ALL_KEY, body, props))
-            for name, sel in with_selector:
-                if sel(env):
-                    messages.append((exchange, Names.selector_key(name), body, props))
-            journal.add_sent(topic, env, PUBLISHED, component)
-        link.publish(messages)
-        journal.count(topic, "sent", len(copies))
+    def _subscriber_queues(self, topic: str, keys: list[str]) -> dict[str, int]:
+        """The queues a message published to ``topic`` with routing ``keys`` lands in."""
+        out: dict[str, int] = {}
+        for _t, name, sub_channel, sel in self.store.subscriptions(topic):
+            if (Names.selector_key(name) if sel else Names.ALL_KEY) in keys:
+                out[self.names.queue(sub_channel)] = 1
+        return out
+
+    def _selective_subscriptions(self, topic: str) -> list[tuple[str, Selector]]:
+        """The subscriptions of ``topic`` that have a selector (read again after a second)."""
+        cached = self._subscribers.get(topic)
+        if cached is not None and time.monotonic() - cached[0] < _CONFIG_TTL:
+            return cached[1]
+        subs = [(name, Selector.parse(sel)) for _t, name, _c, sel in self.store.subscriptions(topic) if sel]
+        self._subscribers[topic] = (time.monotonic(), subs)
+        return subs
 
     def _receive(
         self,
@@ -524,7 +667,15 @@ class AmqpTransport(Transport):
         max: int = 1,
         lease_seconds: float | None = None,
         selector: Selector | str | None = None,
+        settle: bool = True,
     ) -> list[Delivery]:
+        """Lease up to ``max`` messages of ``channel``.
+
+        Without a selector they come from the queue's consumer in this process, to which the
+        broker pushes messages ahead (``prefetch``): no round trip per receive. ``settle``: when
+        fewer than ``max`` were pushed, ask the queue how many are ready and wait a moment for
+        them (a receive that does not wait must still see what was sent before it).
+        """
         check_channel_name(channel)
         if max < 1:
             return []
@@ -533,126 +684,323 @@ class AmqpTransport(Transport):
         lease = lease_for(lease_seconds, cfg, self.lease_seconds)
         policy = backoff_for(cfg, self.backoff)
         journal = _Journal()
-        got = self._call(lambda link: self._get(link, channel, consumer, max, lease, sel, policy, journal))
+        queue = self.names.queue(channel)
+        with self._cond:
+            c = self._consumers.get(queue)
+            if c is not None:
+                c.used = time.monotonic()
+        if c is None:
+            self._call(lambda link: self._start_consumer(link, channel, max))
+        elif settle and len(c.buffer) < max:
+            self._call(lambda link: self._settle(link, queue, max))
+        taken = self._take(channel, consumer, max, lease, sel, policy, journal)
+        if sel is not None and len(taken) < max:  # the rest of the queue, on the broker
+            taken += self._call(lambda link: self._get(link, channel, consumer, max - len(taken), lease,
+                                                       sel, policy, journal))
+        for d in taken:
+            journal.add(channel, d.message_id, RECEIVED, consumer)
+        if taken:
+            journal.count(channel, "received", len(taken))
         self._record(journal)
-        return got
+        return taken
+
+    # the queue's consumer ------------------------------------------------------------------
+
+    def _start_consumer(self, link: Link, channel: str, max: int) -> None:
+        """Start this process's consumer on ``channel``'s queue (connection thread), then
+        wait a moment for the messages the queue has ready."""
+        queue = self._channel_queue(link, channel)
+        with self._cond:
+            c = self._consumers.get(queue)
+            if c is not None and c.generation == link.generation:
+                return
+            prefetch = min(self.prefetch_limit, 2 * max if 2 * max > _PREFETCH_MIN else _PREFETCH_MIN)
+            c = _Consumer(queue, channel, link.generation, prefetch)
+            self._consumers[queue] = c
+
+        def on_message(_ch: Any, method: Any, props: Any, body: bytes) -> None:
+            with self._cond:
+                if self._consumers.get(queue) is c:
+                    c.buffer.append((method.delivery_tag, props, body))
+                    self._cond.notify_all()
+                    return
+            link.ch._impl.basic_nack(method.delivery_tag, requeue=True)  # cancelled meanwhile
+
+        # counted before the consumer starts: the queue hands ready messages to it at once
+        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        if link.prefetch != prefetch:
+            link.ch.basic_qos(prefetch_count=prefetch)
+            link.prefetch = prefetch
+        c.tag = link.ch.basic_consume(queue, on_message, auto_ack=False)
+        self._settle(link, queue, max, ready)
+
+    def _settle(self, link: Link, queue: str, max: int, ready: int | None = None) -> None:
+        """Wait (up to ``_SETTLE_WAIT``) until the consumer of ``queue`` holds ``max`` messages
+        or as many as the queue reports ready (connection thread)."""
+        if ready is None:
+            ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        deadline = time.monotonic() + _SETTLE_WAIT
+        c = self._consumers.get(queue)
+        if c is None:
+            return
+        with self._cond:
+            held = sum(1 for x in self._leases.values() if x.queue == queue)
+            want = min(max, len(c.buffer) + ready, c.prefetch - held)
+        # the first message may take longer (a new consumer is registered through Raft)
+        first = time.monotonic() + _FIRST_WAIT
+        assert link.conn is not None
+        while len(c.buffer) < want:
+            now = time.monotonic()
+            if now >= deadline and (c.buffer or now >= first):
+                break
+            link.conn.process_data_events(time_limit=0.002)
+
+    def _take(
+        self, channel: str, consumer: str, max: int, lease: float, sel: Selector | None,
+        policy: BackoffPolicy, journal: _Journal,
+    ) -> list[Delivery]:
+        """Lease up to ``max`` of the messages pushed to this process for ``channel``."""
+        queue = self.names.queue(channel)
+        with self._cond:
+            c = self._consumers.get(queue)
+            if c is None or not c.buffer:
+                return []
+            if sel is None:
+                n = min(max, len(c.buffer))
+                items = [c.buffer.popleft() for _ in range(n)]
+            else:
+                items = list(c.buffer)
+                c.buffer.clear()
+            generation = c.generation
+            limbo = {(generation, tag) for tag, _p, _b in items}
+            self._limbo |= limbo
+        try:
+            taken, keep, settle, leases = self._lease_items(channel, consumer, generation, items, max, lease,
+                                                            sel, policy)
+            with self._cond:
+                if keep and self._consumers.get(queue) is c:
+                    c.buffer.extendleft(reversed(keep))
+                for x in leases:
+                    self._leases[x.id] = x
+                self._limbo -= {(generation, tag) for tag, _p, _b in keep}
+                self._limbo -= {(generation, x.tag) for x in leases}
+            if settle:
+                self._call(lambda link: self._settle_dead(link, channel, generation, settle, journal))
+        finally:
+            with self._cond:
+                self._limbo -= limbo
+        return taken
+
+    def _lease_items(
+        self, channel: str, consumer: str, generation: int, items: list[tuple[int, Any, bytes]], max: int,
+        lease: float, sel: Selector | None, policy: BackoffPolicy,
+    ) -> tuple[list[Delivery], list[tuple[int, Any, bytes]], list[tuple[int, Any, bytes, Received | None, str]],
+               list[_Lease]]:
+        """Decode messages the broker delivered and lease up to ``max`` of them.
+
+        Returns the deliveries, the messages to keep for later (over ``max``, not matching
+        ``sel``), those to dead-letter (undecodable, expired, out of attempts) and the leases.
+        Attempts are exact: the broker's count of returns less the returns the transport
+        made without an attempt (its ``returns`` records).
+        """
+        queue = self.names.queue(channel)
+        now = datetime.now(UTC)
+        taken: list[Delivery] = []
+        settle: list[tuple[int, Any, bytes, Received | None, str]] = []
+        keep: list[tuple[int, Any, bytes]] = []
+        leases: list[_Lease] = []
+        decoded: list[tuple[tuple[int, Any, bytes], Received]] = []
+        for item in items:
+            try:
+                decoded.append((item, from_amqp(item[1], item[2])))
+            except CouplerError as exc:
+                settle.append((*item, None, str(exc)))
+        returned = [rec.envelope.message_id for _i, rec in decoded if rec.returned and rec.envelope]
+        known = self.store.returns(queue, returned) if returned else {}
+        for item, rec in decoded:
+            tag, props, body = item
+            env = rec.envelope
+            assert env is not None
+            prior = int(rec.headers.get(H_ATTEMPTS) or 0) + max_(0, rec.returned - known.get(env.message_id, 0))
+            if env.is_expired(now):
+                settle.append((tag, props, body, rec, "expired"))
+                continue
+            if rec.headers.get(H_LEASE_LOST) and policy.exhausted(prior):
+                settle.append((tag, props, body, rec, "lease expired"))
+                continue
+            if len(taken) >= max or (sel is not None and not sel(env)):
+                keep.append(item)
+                continue
+            claim = rec.claim
+            if claim is not None:
+                try:
+                    env.body = self.store.get_claim(claim)
+                except TransportError as exc:
+                    settle.append((tag, props, body, None, str(exc)))
+                    continue
+            env.attempt = prior + 1
+            env.record_hop(consumer, f"receive {channel}")
+            lease_id = next(self._lease_ids)
+            expires = time.time() + lease
+            leases.append(_Lease(lease_id, generation, tag, channel, queue, consumer, None, rec,
+                                 prior + 1, expires, claim, env.message_id in known))
+            taken.append(Delivery(channel, consumer, env, lease_id, generation, prior + 1, expires, claim))
+        return taken, keep, settle, leases
+
+    def _settle_dead(
+        self, link: Link, channel: str, generation: int,
+        items: list[tuple[int, Any, bytes, Received | None, str]], journal: _Journal,
+    ) -> None:
+        """Dead-letter what a receive found undecodable, expired or out of attempts."""
+        if generation != link.generation:
+            return  # the channel is gone: they went back to the queue
+        for tag, props, body, rec, why in items:
+            if rec is None:
+                self._dead(link, channel, None, body, dict(props.headers or {}), "invalid",
+                           "undecodable envelope", why, "transport", 0, journal)
+            elif why == "expired":
+                self._dead(link, channel, rec.envelope, body, rec.headers, "dead", "expired",
+                           "message expired before delivery", "transport", rec.attempts, journal)
+            else:
+                self._dead(link, channel, rec.envelope, body, rec.headers, "dead", "lease expired",
+                           f"not acknowledged within the lease after {rec.attempts} attempt(s)",
+                           "transport", rec.attempts, journal)
+            link.ch._impl.basic_ack(tag)
+
+    def _release_idle(self, link: Link) -> None:
+        """Cancel the consumers nobody received from lately; what they hold goes back."""
+        now = time.monotonic()
+        with self._cond:
+            idle = [c for c in self._consumers.values() if now - c.used > _IDLE_SECONDS]
+            for c in idle:
+                del self._consumers[c.queue]
+        for c in idle:
+            if c.generation != link.generation:
+                continue
+            if c.tag is not None:
+                link.ch.basic_cancel(c.tag)
+            if c.buffer:  # pushed ahead, never leased: their return is no attempt
+                self.store.add_returns(c.queue, [p.message_id for _t, p, _b in c.buffer])
+            for tag, _props, _body in c.buffer:
+                link.ch._impl.basic_nack(tag, requeue=True)
 
     def _get(
         self, link: Link, channel: str, consumer: str, max: int, lease: float,
         sel: Selector | None, policy: BackoffPolicy, journal: _Journal,
     ) -> list[Delivery]:
+        """A selector's receive from the messages not pushed to this process: ``basic.get``
+        one after the other, the ones that do not match go back to the queue (recorded as
+        returns without an attempt)."""
         queue = self._channel_queue(link, channel)
         taken: list[Delivery] = []
-        skipped: list[int] = []
-        now = datetime.now(UTC)
-        # without a selector, take a burst through a short-lived consumer: one basic.get
-        # costs a round trip through the quorum queue's Raft machine (~1.7 ms here)
-        burst = iter(self._burst(link, queue, max)) if sel is None else None
+        skipped: list[tuple[int, Any, bytes]] = []
         try:
             while len(taken) < max and len(skipped) < _BROWSE_LIMIT:
-                if burst is not None:
-                    method, props, body = next(burst, (None, None, None))
-                else:
-                    method, props, body = link.ch.basic_get(queue, auto_ack=False)
-                if method is None:
-                    break
-                try:
-                    rec = from_amqp(props, body)
-                except CouplerError as exc:
-                    self._dead(link, channel, None, body, dict(props.headers or {}), "invalid",
-                               "undecodable envelope", str(exc), TRANSPORT, 0, journal)
-                    link.ch.basic_ack(method.delivery_tag)
-                    continue
-                env = rec.envelope
-                assert env is not None
-                prior = rec.attempts
-                verdict = undeliverable(policy, expired=env.is_expired(now),
-                                        lease_lost=bool(rec.headers.get(H_LEASE_LOST)), attempts=prior)
-                if verdict is not None:
-                    self._dead(link, channel, env, body, rec.headers, "dead", *verdict, TRANSPORT, prior, journal)
-                    link.ch.basic_ack(method.delivery_tag)
-                    continue
-                if sel is not None and not sel(env):
-                    skipped.append(method.delivery_tag)
-                    continue
-                stored = env.replace()
-                env.attempt = prior + 1
-                env.record_hop(consumer, f"receive {channel}")
-                lease_id = next(self._lease_ids)
-                expires = time.time() + lease
-                self._leases[lease_id] = _Lease(
-                    lease_id, link.generation, method.delivery_tag, channel, queue, consumer,
-                    stored, rec, prior + 1, expires,
-                )
-                taken.append(Delivery(channel, consumer, env, lease_id, link.generation, prior + 1, expires))
-        finally:
-            for tag in skipped:
-                link.ch.basic_nack(tag, requeue=True)
-            if skipped:
-                self._requeued.add(queue)
-        for d in taken:
-            journal.add(channel, d.message_id, RECEIVED, consumer)
-        if taken:
-            journal.count(channel, "received", len(taken))
-        return taken
 
-    def _burst(self, link: Link, queue: str, max: int) -> list[tuple[Any, Any, bytes]]:
-        """Up to ``max`` ready messages of ``queue``, unacknowledged, without waiting for more.
-
-        A consumer with a prefetch of exactly the number wanted (never more than ``max``
-        are pushed) runs until they arrived (or 50 ms, when competing consumers took some),
-        then is cancelled. Returns ``(method, properties, body)`` triples, oldest first.
-        """
-        ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
-        want = min(ready, max)
-        if want <= 0:
-            if queue not in self._requeued:
-                return []
-            # a message this connection just returned (nack with requeue) is not counted
-            # yet by the queue's leader; a basic.get goes through the queue in order
-            self._requeued.discard(queue)
-            method, props, body = link.ch.basic_get(queue, auto_ack=False)
-            return [] if method is None else [(method, props, body)]
-        got: list[tuple[Any, Any, bytes]] = []
-        if want <= 2:  # registering and cancelling a consumer costs two Raft commands
-            for _ in range(want):
                 method, props, body = link.ch.basic_get(queue, auto_ack=False)
                 if method is None:
                     break
-                got.append((method, props, body))
-            return got
+                got, keep, settle, leases = self._lease_items(
+                    channel, consumer, link.generation, [(method.delivery_tag, props, body)], 1, lease, sel, policy,
+                )
+                skipped += keep
+                if settle:
+                    self._settle_dead(link, channel, link.generation, settle, journal)
+                with self._cond:
+                    for x in leases:
+                        self._leases[x.id] = x
+                taken += got
+        finally:
+            if skipped:
+                self.store.add_returns(queue, [p.message_id for _t, p, _b in skipped])
+            for tag, _p, _b in skipped:
+                link.ch.basic_nack(tag, requeue=True)
+        return taken
 
-        def on_message(_ch: Any, method: Any, props: Any, body: bytes) -> None:
-            got.append((method, props, body))
+    def _lease(self, link: Link | None, d: Delivery, what: str, *, settle: bool = False) -> _Lease:
+        """The lease of ``d`` (removed when ``settle``), or :class:`LeaseLostError`."""
+        generation = link.generation if link is not None else self._generation()
+        with self._cond:
+            lease = self._leases.get(d.tag)
+            if lease is None or lease.generation != generation or d.token != lease.generation:
+                raise LeaseLostError(
+                    f"cannot {what} message {d.message_id} on {d.channel}: the lease expired and the "
+                    "message went back to its queue, the connection to the broker was lost, or it "
+                    "was already settled",
+                    hint="settle within lease_seconds or use a longer lease",
+                )
+            if settle:
+                del self._leases[lease.id]
+            return lease
 
-        if link.prefetch != want:
-            link.ch.basic_qos(prefetch_count=want)
-            link.prefetch = want
-        tag = link.ch.basic_consume(queue, on_message, auto_ack=False)
-        deadline = time.monotonic() + 0.05
-        while len(got) < want and time.monotonic() < deadline:
-            link.conn.process_data_events(time_limit=0.002)
-        # (a delivery still on its way is returned to the queue by pika: rare, as at most
-        # ``want`` can be unacknowledged for this consumer and the queue had ``want`` ready)
-        link.ch.basic_cancel(tag)
-        return got
+    def _generation(self) -> int:
+        link = self._link
+        if link is None:
+            raise TransportError("the AMQP transport is not open", hint="call open() first")
+        return link.generation
 
-    def _lease(self, link: Link, d: Delivery, what: str) -> _Lease:
-        lease = self._leases.get(d.tag)
-        if lease is None or lease.generation != link.generation or d.token != lease.generation:
-            raise LeaseLostError(
-                f"cannot {what} message {d.message_id} on {d.channel}: the lease expired and the "
-                "message went back to its queue, the connection to the broker was lost, or it "
-                "was already settled",
-                hint="settle within lease_seconds or use a longer lease",
-            )
-        return lease
+    def _ack_now(self, ds: list[Delivery], journal: _Journal) -> None:
+        """Settle ``ds`` (all or none): the acknowledgements go out with the connection
+        thread's next turn, this thread does not wait for it (AMQP acks have no answer)."""
+        generation = self._generation()
+        with self._cond:
+            leases = [self._lease(None, d, "acknowledge") for d in ds]
+            for lease in leases:
+                del self._leases[lease.id]
+            self._cond.notify_all()
+        tags = [lease.tag for lease in leases]
+
+        def send_acks(link: Link) -> None:
+            if link.generation == generation:
+                self._send_acks(link, tags)
+
+        assert self._link is not None
+        self._link.submit(send_acks)
+        self._settled(leases)
+        for channel, n in Counter(d.channel for d in ds).items():
+            journal.count(channel, "acked", n)
+        for d in ds:
+            journal.add(d.channel, d.message_id, ACKED, d.consumer)
+
+    def _send_acks(self, link: Link, tags: list[int]) -> None:
+        """Acknowledge delivery ``tags`` of the current channel: one ``multiple`` ack when no
+        other delivery below the highest of them is still held (the usual case of one
+        consumer acknowledging what it received, in order)."""
+        impl = link.ch._impl
+        top = max(tags)
+        with self._cond:
+            held = min((x.tag for x in self._leases.values() if x.generation == link.generation), default=top + 1)
+            for c in self._consumers.values():
+                if c.buffer and c.generation == link.generation:
+                    held = min(held, min(tag for tag, _p, _b in c.buffer))
+            held = min([held, *(tag for g, tag in self._limbo if g == link.generation)])
+        if held > top:
+            impl.basic_ack(top, multiple=True)
+            return
+        for tag in tags:
+            impl.basic_ack(tag)
+
+    def _settled(self, leases: list[_Lease]) -> None:
+        """Acknowledged messages leave their queue: forget their claim references and
+        return records (only messages that have them cost a PostgreSQL write)."""
+        for lease in leases:
+            if lease.claim is not None:
+                self.store.move_claim(lease.claim, lease.queue, None)
+        self._forget_returns(leases)
+
+    def _forget_returns(self, leases: list[_Lease]) -> None:
+        returned = [x for x in leases if x.returned]
+        for queue in {x.queue for x in returned}:
+            self.store.forget_returns(queue, [x.message_id for x in returned if x.queue == queue])
 
     def _ack(self, link: Link, ds: list[Delivery], journal: _Journal) -> None:
-        leases = [self._lease(link, d, "acknowledge") for d in ds]  # all or none
+        with self._cond:
+            leases = [self._lease(link, d, "acknowledge") for d in ds]  # all or none
+            for lease in leases:
+                del self._leases[lease.id]
         for lease in leases:
-            link.ch.basic_ack(lease.tag)
-            del self._leases[lease.id]
+            link.ch._impl.basic_ack(lease.tag)
+        self._settled(leases)
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
@@ -665,22 +1013,26 @@ class AmqpTransport(Transport):
     def _nack(
         self, link: Link, d: Delivery, text: str, component: str, decision: NackDecision, journal: _Journal,
     ) -> None:
-        lease = self._lease(link, d, "reject")
+        lease = self._lease(link, d, "reject", settle=True)
         journal.count(d.channel, "failed")
         if decision.outcome == "dead":
-            self._dead(link, d.channel, lease.stored, lease.received.body, lease.received.headers,
+            self._dead(link, d.channel, lease.as_stored(), lease.received.body, lease.received.headers,
                        "dead", decision.reason, text, component, d.attempt, journal)
+            self._forget_returns([lease])
         else:
             self._republish(link, lease, decision.wait)
             record_nacked(journal, d, component, text, decision.wait)
-        link.ch.basic_ack(lease.tag)
-        del self._leases[lease.id]
+        link.ch._impl.basic_ack(lease.tag)
 
     def _republish(self, link: Link, lease: _Lease, wait: float, *, lease_lost: bool = False) -> None:
         """Send the leased message again (after ``wait`` seconds) with its attempts so far."""
-        assert lease.stored is not None
-        extra = {H_LEASE_LOST: True} if lease_lost else None
-        body, props = to_amqp(lease.stored, attempts=lease.attempt, extra=extra)
+        extra: dict[str, Any] = {H_LEASE_LOST: True} if lease_lost else {}
+        if lease.claim is not None:
+            extra[H_CLAIM] = lease.claim  # the copy refers to the same stored body
+        stored = lease.as_stored()
+        body, props = to_amqp(stored, attempts=lease.attempt, extra=extra)
+        if lease.returned:  # a new copy: the broker counts its returns from 0
+            self.store.forget_returns(lease.queue, [stored.message_id])
         if wait <= 0:
             link.publish([("", lease.queue, body, props)])
             return
@@ -706,12 +1058,20 @@ class AmqpTransport(Transport):
             "id": dead_id, "kind": kind, "queue": name, "channel": channel, "reason": reason,
             "error": error, "component": component, "attempts": attempts, "dead_at": time.time(),
         }
+        claim = headers.get(H_CLAIM)
+        claim = claim.decode() if isinstance(claim, bytes) else claim
+        extra: dict[str, Any] = {H_DEAD: json.dumps(record)}
+        if claim:
+            extra[H_CLAIM] = claim
         if env is not None:
-            body, props = to_amqp(env.replace(expires_at=None), attempts=attempts,
-                                  extra={H_DEAD: json.dumps(record)})
+            body, props = to_amqp(env.replace(expires_at=None, body=b"" if claim else env.body),
+                                  attempts=attempts, extra=extra)
         else:
-            props = pika.BasicProperties(delivery_mode=2, headers={H_RAW: True, H_DEAD: json.dumps(record)})
-        link.publish([("", self._dead_queue(link, name), body, props)])
+            props = pika.BasicProperties(delivery_mode=2, headers={H_RAW: True, **extra})
+        dead_queue = self._dead_queue(link, name)
+        if claim:  # the dead letter keeps the body (before the message leaves its queue)
+            self.store.move_claim(claim, self.names.queue(channel) if channel else None, dead_queue)
+        link.publish([("", dead_queue, body, props)])
         record_dead(journal, channel, env.message_id if env is not None else None, queue=name, kind=kind,
                     reason=reason, error=error, component=component, attempts=attempts)
         return dead_id
@@ -721,11 +1081,11 @@ class AmqpTransport(Transport):
         channel: str | None, delivery: Delivery | None, journal: _Journal,
     ) -> None:
         if delivery is not None:
-            lease = self._lease(link, delivery, "move to the invalid channel")
-            self._dead(link, lease.channel, lease.stored, lease.received.body, lease.received.headers,
+            lease = self._lease(link, delivery, "move to the invalid channel", settle=True)
+            self._dead(link, lease.channel, lease.as_stored(), lease.received.body, lease.received.headers,
                        "invalid", reason, reason, component, lease.attempt, journal, dead_id=dead_id)
-            link.ch.basic_ack(lease.tag)
-            del self._leases[lease.id]
+            self._forget_returns([lease])
+            link.ch._impl.basic_ack(lease.tag)
         elif isinstance(envelope, Envelope):
             self._dead(link, channel, envelope, envelope.body, {}, "invalid", reason, reason,
                        component, envelope.attempt, journal, dead_id=dead_id)
@@ -737,19 +1097,22 @@ class AmqpTransport(Transport):
 
     def _tick(self, link: Link) -> None:
         now = time.time()
-        expired = [lease for lease in self._leases.values() if lease.expires_at <= now]
+        with self._cond:
+            expired = [lease for lease in self._leases.values() if lease.expires_at <= now]
+            for lease in expired:
+                del self._leases[lease.id]
         journal = _Journal()
         for lease in expired:
-            del self._leases[lease.id]
             if lease.generation != link.generation:
                 continue
             self._republish(link, lease, 0.0, lease_lost=True)
-            link.ch.basic_ack(lease.tag)
+            link.ch._impl.basic_ack(lease.tag)
             journal.add(lease.channel, lease.received.envelope.message_id if lease.received.envelope else None,
                         LEASE_EXPIRED, lease.consumer)
         if time.monotonic() >= self._next_sweep:
             self._next_sweep = time.monotonic() + 1.0
             self._sweep_expired(link, journal)
+            self._release_idle(link)
         if journal.rows or journal.counts:
             self._record(journal)
 
@@ -851,10 +1214,12 @@ class AmqpTransport(Transport):
             self._declared.discard(queue)
 
         self._call(delete)
+        self.store.drop_queue_claims(self.names.queue(channel))
         self._record(_Journal(rows=[(topic, None, UNSUBSCRIBED, subscription)]))
 
     def _depth(self, link: Link, channel: str) -> int:
         """Ready messages of a channel's queue (0 when it does not exist), on a spare channel."""
+        assert link.conn is not None
         spare = link.conn.channel()
         try:
             return int(spare.queue_declare(self.names.queue(channel), passive=True).method.message_count)
@@ -865,8 +1230,11 @@ class AmqpTransport(Transport):
                 spare.close()
 
     def stats(self, channel: str | None = None) -> list[ChannelStats]:
-        """Statistics; ``in_flight`` counts the deliveries leased by this process only
-        (AMQP does not tell how many other consumers hold), ``oldest_age`` is not known."""
+        """Statistics; ``in_flight`` counts the messages this process holds (leased or pushed
+        ahead to it; AMQP does not tell how many other consumers hold). ``oldest_age`` is the
+        age of the oldest of the messages this process holds and the first ready one in the
+        queue (looked at on a spare channel): the time since it was sent to the channel,
+        redeliveries included."""
         kinds = self.store.kinds()
         counters = self.store.counters(channel)
         subs: dict[str, list[str]] = {}
@@ -874,31 +1242,48 @@ class AmqpTransport(Transport):
             subs.setdefault(topic, []).append(name)
         names = {channel} if channel else set(kinds) | set(counters)
 
-        def depths(link: Link) -> dict[str, tuple[int, int]]:
-            out = {}
+        def depths(link: Link) -> dict[str, tuple[int, int, float | None]]:
+            out: dict[str, tuple[int, int, float | None]] = {}
             for name in names:
                 if kinds.get(name) == "topic":
-                    out[name] = (0, 0)
+                    out[name] = (0, 0, None)
                     continue
-                held = sum(1 for lease in self._leases.values() if lease.channel == name)
-                out[name] = (self._depth(link, name), held)
+                queue = self.names.queue(name)
+                with self._cond:
+                    leased = [x.received.enqueued_at for x in self._leases.values() if x.channel == name]
+                    c = self._consumers.get(queue)
+                    ahead = [props for _t, props, _b in c.buffer] if c is not None else []
+                times = leased + [Received(None, b"", dict(p.headers or {})).enqueued_at for p in ahead]
+                ready = self._depth(link, name)
+                if ready:
+                    self._browse_some(link, queue, lambda _c, props, _b, _m, into=times: into.append(
+                        Received(None, b"", dict(props.headers or {})).enqueued_at), 1)
+                out[name] = (ready, len(leased) + len(ahead), min(times) if times else None)
             return out
 
         depth = self._call(depths)
+        now = time.time()
         result = []
         for name in sorted(names):
-            ready, held = depth[name]
+            ready, held, oldest = depth[name]
             counts = counters.get(name, {})
             result.append(ChannelStats(
                 channel=name, kind=kinds.get(name, "queue"),  # type: ignore[arg-type]
-                depth=ready + held, ready=ready, in_flight=held, oldest_age=None,
+                depth=ready + held, ready=ready, in_flight=held,
+                oldest_age=max(0.0, now - oldest) if oldest is not None else None,
                 **counts, subscriptions=tuple(subs.get(name, ())),
             ))
         return result
 
+    def _browse_all(self, link: Link, names: list[str], visit: Callable[[Any, Any, bytes, Any], bool | None]) -> None:
+        """:meth:`_browse` the dead-letter queues ``names``."""
+        for name in names:
+            self._browse(link, self.names.dead(name), visit)
+
     def _browse(self, link: Link, queue: str, visit: Callable[[Any, Any, bytes, Any], bool | None]) -> None:
         """Look at every message of ``queue`` on a spare channel; ``visit`` returns True to
         take (acknowledge) one; the others go back to the queue when the channel closes."""
+        assert link.conn is not None
         spare = link.conn.channel()
         try:
             for _ in range(_BROWSE_LIMIT):
@@ -912,7 +1297,6 @@ class AmqpTransport(Transport):
         finally:
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
-            self._requeued.add(queue)
 
     def peek(self, channel: str, max: int = 10) -> list[Envelope]:
         """The next ready messages (those leased by consumers are not visible on a broker)."""
@@ -923,40 +1307,62 @@ class AmqpTransport(Transport):
                 with contextlib.suppress(CouplerError):
                     rec = from_amqp(props, body)
                     if rec.envelope is not None:
-                        rec.envelope.attempt = rec.attempts
+                        rec.envelope.attempt = int(rec.headers.get(H_ATTEMPTS) or 0)
+                        if rec.claim:
+                            rec.envelope.body = self.store.get_claim(rec.claim)
                         out.append(rec.envelope)
 
-        self._call(lambda link: self._browse_some(link, self.names.queue(channel), visit, max))
+
+        with self._cond:  # pushed to this process: the head of the queue
+            c = self._consumers.get(self.names.queue(channel))
+            ahead = list(c.buffer)[:max] if c is not None else []
+        for _tag, props, body in ahead:
+            visit(None, props, body, None)
+        if len(out) < max:
+            self._call(lambda link: self._browse_some(link, self.names.queue(channel), visit, max - len(out)))
         return out
 
     def _browse_some(self, link: Link, queue: str, visit: Any, max: int) -> None:
+        """Look at the first ``max`` ready messages of ``queue`` (a channel's) on a spare
+        channel; they go back to the queue, recorded as returns without an attempt."""
+        assert link.conn is not None
         spare = link.conn.channel()
+        seen: list[str] = []
         try:
             for _ in range(max):
                 method, props, body = spare.basic_get(queue, auto_ack=False)
                 if method is None:
                     break
+                seen.append(props.message_id)
                 visit(spare, props, body, method)
         except px.ChannelClosedByBroker:
             pass
         finally:
+            with contextlib.suppress(TransportError):
+                self.store.add_returns(queue, seen)
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
-            self._requeued.add(queue)
 
     def purge(self, channel: str) -> int:
         def run(link: Link) -> int:
             queue = self._channel_queue(link, channel)
             n = int(link.ch.queue_purge(queue).method.message_count)
             # what this process holds goes too; what other processes hold cannot be reached
-            for lease in [x for x in self._leases.values() if x.channel == channel]:
-                if lease.generation == link.generation:
-                    link.ch.basic_ack(lease.tag)
-                    n += 1
-                del self._leases[lease.id]
-            return n
+            with self._cond:
+                held = [x for x in self._leases.values() if x.channel == channel]
+                for lease in held:
+                    del self._leases[lease.id]
+                tags = [x.tag for x in held if x.generation == link.generation]
+                c = self._consumers.get(queue)
+                if c is not None and c.generation == link.generation:
+                    tags += [tag for tag, _p, _b in c.buffer]
+                    c.buffer.clear()
+            for tag in tags:
+                link.ch._impl.basic_ack(tag)
+            return n + len(tags)
 
         n = self._call(run)
+        self.store.drop_queue_claims(self.names.queue(channel))
         self._record(_Journal(rows=[(channel, None, PURGED, f"{n} message(s)")]))
         return n
 
@@ -972,8 +1378,9 @@ class AmqpTransport(Transport):
                 names.update(n for n in (cfg.dead_letter, cfg.invalid) if n)
         return sorted(names)
 
-    @staticmethod
-    def _dead_letter(props: Any, body: bytes) -> DeadLetter | None:
+    def _dead_letter(self, props: Any, body: bytes, *, restore: bool = True) -> DeadLetter | None:
+        """The dead letter of a message of a dead-letter queue (with its claim-checked body
+        read back when ``restore``)."""
         headers = dict(props.headers or {})
         raw_record = headers.get(H_DEAD)
         if raw_record is None:
@@ -990,6 +1397,10 @@ class AmqpTransport(Transport):
                 raw = body
         if env is not None:
             env.attempt = int(rec["attempts"])
+            claim = _claim_of(headers)
+            if claim and restore:
+                with contextlib.suppress(TransportError):  # listed without its body
+                    env.body = self.store.get_claim(claim)
         return DeadLetter(
             id=int(rec["id"]), kind=rec["kind"], queue=rec["queue"], channel=rec["channel"],
             envelope=env, raw=raw, reason=rec["reason"], error=rec["error"],
@@ -1014,7 +1425,7 @@ class AmqpTransport(Transport):
                 found.append(dl)
 
         names = self._dead_queue_names(queue)
-        self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names])
+        self._call(lambda link: self._browse_all(link, names, visit))
         found.sort(key=lambda dl: dl.id, reverse=True)
         return found[:limit]
 
@@ -1039,17 +1450,31 @@ class AmqpTransport(Transport):
         done: list[bool] = []
 
         def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> bool:
-            dl = self._dead_letter(props, body)
+            dl = self._dead_letter(props, body, restore=False)
             if dl is None or dl.id != id or done:
                 return False
             done.append(True)
             return True
 
+        def find_claim(_ch: Any, props: Any, body: bytes, _m: Any) -> None:
+            dl = self._dead_letter(props, body, restore=False)
+            if dl is not None and dl.id == id:
+                claims.append(_claim_of(dict(props.headers or {})))
+
+        claims: list[str | None] = []
+
         def run(link: Link) -> None:
             queue = self._channel_queue(link, target)
-            body, props = to_amqp(env)
+            dead_queue = self.names.dead(target_dl.queue)
+            self._browse(link, dead_queue, find_claim)
+            claim = claims[0] if claims else None
+            if claim:  # the message in the channel refers to the stored body again
+                self.store.move_claim(claim, dead_queue, queue)
+                body, props = to_amqp(env.replace(body=b""), extra={H_CLAIM: claim})
+            else:
+                body, props = to_amqp(env)
             link.publish([("", queue, body, props)])
-            self._browse(link, self.names.dead(target_dl.queue), visit)
+            self._browse(link, dead_queue, visit)
 
         self._call(run, retry=False)
         journal.add_sent(target, env, SENT, "dead-letter")
@@ -1062,14 +1487,21 @@ class AmqpTransport(Transport):
         names = self._dead_queue_names(queue)
         counted: list[int] = []
 
-        def visit(_ch: Any, props: Any, body: bytes, _m: Any) -> bool:
-            dl = self._dead_letter(props, body)
+        claims: list[tuple[str, str]] = []
+
+        def visit(_ch: Any, props: Any, body: bytes, m: Any) -> bool:
+            dl = self._dead_letter(props, body, restore=False)
             if kind is None or (dl is not None and dl.kind == kind):
                 counted.append(1)
+                claim = _claim_of(dict(props.headers or {}))
+                if claim:
+                    claims.append((claim, m.routing_key))
                 return True
             return False
 
-        self._call(lambda link: [self._browse(link, self.names.dead(n), visit) for n in names], retry=False)
+        self._call(lambda link: self._browse_all(link, names, visit), retry=False)
+        for claim, dead_queue in claims:  # their bodies go when nothing else refers to them
+            self.store.move_claim(claim, dead_queue, None)
         n = len(counted)
         self._record(_Journal(rows=[(queue, None, DEAD_LETTERS_PURGED, purged_dead_letters_detail(n, kind))]))
         return n
@@ -1109,6 +1541,11 @@ class AmqpTransport(Transport):
         return self._identities
 
 
+def _claim_of(headers: dict[str, Any]) -> str | None:
+    claim = headers.get(H_CLAIM)
+    return claim.decode() if isinstance(claim, bytes) else claim
+
+
 def amqp_transport_for_site(site: Any) -> AmqpTransport:
     """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
     store = site.store
@@ -1121,6 +1558,7 @@ def amqp_transport_for_site(site: Any) -> AmqpTransport:
         delivery_limit=amqp.delivery_limit,
         reconnect_timeout=amqp.reconnect_timeout_seconds,
         file_lease_seconds=amqp.file_lease_seconds,
+        claim_threshold=store.claim_check_bytes,
         backoff=BackoffPolicy(**store.redelivery.model_dump()),
         lease_seconds=store.lease_seconds,
         journal_retention=store.journal_retention_days * 86400.0,
@@ -1204,8 +1642,8 @@ class _AmqpTx(TransactionOps):
         def outputs(link: Link) -> None:
             for d in settled:  # a lease lost during the transaction: nothing happens
                 t._lease(link, d, "settle")
-            for channel, envs, component in self.sends:
-                t._send(link, channel, envs, component, journal)
+            for target, envs, component in self.sends:
+                t._send(link, target, envs, component, journal)
             for dead_id, env, reason, component, channel, delivery in self.invalids:
                 t._invalid(link, dead_id, env, reason, component, channel, delivery, journal)
             for d, text, component, decision in self.nacks:
@@ -1230,16 +1668,28 @@ class _AmqpTx(TransactionOps):
     def _release(self, deliveries: list[Delivery]) -> None:
         t = self.t
 
-        def run(link: Link) -> None:
-            for d in deliveries:
-                lease = t._leases.get(d.tag)
-                if lease is not None and lease.generation == link.generation:
-                    link.ch.basic_nack(lease.tag, requeue=True)
-                    t._requeued.add(lease.queue)
-                    del t._leases[lease.id]
+        back: list[_Lease] = []
+        with t._cond:  # pushed to this process: back to the front of its consumer's buffer
+            for d in reversed(deliveries):
+                lease = t._leases.pop(d.tag, None)
+                if lease is None:
+                    continue
+                c = t._consumers.get(lease.queue)
+                if c is not None and c.generation == lease.generation:
+                    c.buffer.appendleft((lease.tag, lease.received.properties, lease.received.body))
+                else:
+                    back.append(lease)
+            t._cond.notify_all()
 
-        with contextlib.suppress(TransportError):
-            t._call(run, retry=False)
+        def run(link: Link) -> None:
+            back_now = [x for x in back if x.generation == link.generation]
+            for lease in back_now:  # a rollback is no attempt
+                t.store.add_returns(lease.queue, [lease.message_id])
+                link.ch.basic_nack(lease.tag, requeue=True)
+
+        if back:
+            with contextlib.suppress(TransportError):
+                t._call(run, retry=False)
 
 
 __all__ = ["DEFAULT_URL", "AmqpTransport", "H_ATTEMPTS", "amqp_transport_for_site"]

@@ -9,7 +9,7 @@ import pytest
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.transport.base import Transport
 
-from .support import TRANSPORTS
+from .support import CLAIM_THRESHOLD, TRANSPORTS
 
 
 @pytest.fixture(params=sorted(TRANSPORTS))
@@ -18,6 +18,7 @@ def transport(request: pytest.FixtureRequest, tmp_path) -> Iterator[Transport]:
     t = factory(
         tmp_path / "data",
         backoff=BackoffPolicy(initial_delay=0.05, multiplier=2, max_delay=0.2, max_attempts=3, jitter=0),
+        claim_threshold=CLAIM_THRESHOLD,
     )
     try:
         yield t

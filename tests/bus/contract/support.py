@@ -37,6 +37,17 @@ from tests.bus.amqp.broker import amqp_transport  # noqa: E402  (RabbitMQ + Post
 TRANSPORTS["amqp"] = amqp_transport
 
 
+#: bodies larger than this are claim-checked by the transports of the contract tests
+CLAIM_THRESHOLD = 4096
+
+
+def stored_claims(transport: Transport) -> list[str]:
+    """The claim-checked bodies a transport stores now (files of the embedded store, rows of
+    the broker transport's PostgreSQL)."""
+    files = getattr(transport, "claim_files", None)
+    return files() if files is not None else transport.store.claim_refs()  # type: ignore[attr-defined]
+
+
 def doc(body: bytes = b"payload", **headers: Any) -> Envelope:
     headers.setdefault("format", "acme.Customer@1")
     return Envelope(body=body, **headers)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from coupler.bus.transport.base import LeaseLostError, Transport, UnknownDeadLetterError
 
-from .support import bodies, doc, drain
+from .support import bodies, doc, drain, stored_claims
 
 
 def test_send_receive_ack_in_order(transport: Transport) -> None:
@@ -259,3 +260,134 @@ def test_remember_is_a_replay_cache_with_a_time_to_live(transport: Transport) ->
         assert time.monotonic() < deadline, "a remembered key never expired"
         time.sleep(0.05)
     assert transport.remember("remember:nonces", "n2", 300) is False
+
+
+# -- Claim Check: large bodies stored aside, removed when no message refers to them ------------
+
+BIG = bytes(range(256)) * 40  # 10 KiB, over the fixture's claim-check threshold
+
+
+def test_claim_check_large_body_round_trips_and_goes_with_its_message(transport: Transport) -> None:
+    transport.send("q", [doc(BIG), doc(b"small")])
+    assert len(stored_claims(transport)) == 1  # only the large body is stored aside
+    got = transport.receive("q", "c", max=2)
+    assert bodies(got) == [BIG, b"small"]
+    assert all(not k.startswith("coupler.") for k in got[0].envelope.properties)
+    transport.ack(got)
+    assert stored_claims(transport) == []
+
+
+def test_claim_check_body_lives_until_no_message_refers_to_it(transport: Transport) -> None:
+    transport.declare("t", kind="topic")
+    a = transport.subscribe("t", "a")
+    b = transport.subscribe("t", "b")
+    transport.send("t", doc(BIG))
+    assert len(stored_claims(transport)) == 1  # one body for both copies
+    transport.ack(transport.receive_wait(a, "c", wait=5))
+    assert len(stored_claims(transport)) == 1  # b's copy still refers to it
+    [d] = transport.receive_wait(b, "c", wait=5)
+    transport.nack(d, "no", "c", dead=True)
+    assert len(stored_claims(transport)) == 1  # the dead letter refers to it
+    assert transport.dead_letters()[0].envelope.body == BIG
+    transport.purge_dead_letters()
+    assert stored_claims(transport) == []
+
+
+def test_claim_check_body_survives_redelivery_and_replay(transport: Transport) -> None:
+    transport.send("q", doc(BIG))
+    [d] = transport.receive("q", "c")
+    assert transport.nack(d, "later", "c", delay=0) == "retry"
+    [again] = transport.receive_wait("q", "c", wait=5)
+    assert again.envelope.body == BIG and again.attempt == 2
+    transport.nack(again, "give up", "c", dead=True)
+    [dead] = transport.dead_letters()
+    transport.replay(dead.id)
+    [back] = transport.receive_wait("q", "c", wait=5)
+    assert back.envelope.body == BIG and back.attempt == 1
+    assert len(stored_claims(transport)) == 1
+    transport.ack(back)
+    assert stored_claims(transport) == []
+
+
+def test_claim_check_body_of_a_rolled_back_send_is_not_kept(transport: Transport) -> None:
+    with pytest.raises(RuntimeError), transport.transaction() as tx:
+        tx.send("q", doc(BIG))
+        raise RuntimeError
+    assert stored_claims(transport) == []
+    transport.send("q", doc(BIG))
+    assert transport.purge("q") == 1
+    assert stored_claims(transport) == []  # a purged message's body goes with it
+
+
+# -- stuck messages: the age of the oldest message of a channel ------------------------------
+
+
+def _wait_until(predicate: Any, timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+def test_oldest_age_grows_while_a_message_waits_and_stuck_alert_fires(transport: Transport) -> None:
+    sent = time.time()
+    transport.send("orders", doc(b"waiting"))
+    transport.send("fine", doc(b"fresh"))
+
+    def stuck() -> list[Any]:  # what the daemon's stuck-channel monitor reads: oldest_age
+        return [st for st in transport.stats() if st.oldest_age is not None and st.oldest_age > 0.5]
+
+    alerts = _wait_until(lambda: [st for st in stuck() if st.channel == "orders"])
+    assert [a.channel for a in alerts] == ["orders"] and alerts[0].depth == 1
+    [st] = transport.stats("orders")
+    assert 0.5 < st.oldest_age <= time.time() - sent + 0.1
+    # a message that was received and given back is still as old as when it was sent
+    [d] = transport.receive("orders", "c")
+    transport.nack(d, "not yet", "c", delay=0)
+    [st] = _wait_until(lambda: [s for s in transport.stats("orders") if s.depth == 1])
+    assert st.oldest_age > 0.5
+    drain(transport, "orders", wait=1)
+    assert [st.channel for st in stuck()] in ([], ["fine"]) and transport.stats("orders")[0].oldest_age is None
+
+
+def test_oldest_age_counts_messages_held_under_a_lease(transport: Transport) -> None:
+    transport.send("q", doc(b"held"))
+    [d] = transport.receive("q", "slow")
+    time.sleep(0.3)
+    [st] = transport.stats("q")
+    assert st.depth == 1 and st.in_flight == 1 and st.oldest_age >= 0.3
+    transport.ack(d)
+    assert transport.stats("q")[0].oldest_age is None
+
+
+# -- exact attempt counts --------------------------------------------------------------------
+
+
+def test_attempts_count_deliveries_only_not_looks_skips_or_rollbacks(transport: Transport) -> None:
+    transport.send("q", [doc(b"a", properties={"r": "EU"}), doc(b"b", properties={"r": "US"})])
+    assert [e.body for e in transport.peek("q")] == [b"a", b"b"]  # a look is no attempt
+    transport.stats("q")  # nor is the look at the oldest message
+    [us] = transport.receive("q", "c", selector="r = 'US'")  # a skipped message is none
+    assert us.attempt == 1
+    transport.ack(us)
+    with pytest.raises(RuntimeError), transport.transaction() as tx:
+        [d] = tx.receive("q", "c")
+        assert d.attempt == 1
+        raise RuntimeError  # a rolled-back receive is none either
+    [eu] = transport.receive("q", "c")
+    assert eu.envelope.body == b"a" and eu.attempt == 1 and eu.envelope.attempt == 1
+    transport.nack(eu, "once", "c", delay=0)
+    [again] = transport.receive_wait("q", "c", wait=5)
+    assert again.attempt == 2  # a real redelivery is
+
+
+def test_attempts_survive_a_reopened_transport(transport: Transport) -> None:
+    transport.send("q", [doc(str(i).encode()) for i in range(5)])
+    [first] = transport.receive("q", "c")
+    transport.ack(first)
+    transport.close()  # the rest were never delivered to a handler
+    transport.open()
+    got = drain(transport, "q", wait=1)
+    assert bodies(got) == [b"1", b"2", b"3", b"4"] and {d.attempt for d in got} == {1}
