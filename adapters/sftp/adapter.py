@@ -5,6 +5,7 @@ Options (``[adapters.options]``): see docs/adapters/sftp.md.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from coupler.bus.api import CommandFault, Int, Str, option
@@ -73,7 +74,7 @@ class SftpAdapter(FileAdapterBase):
         conn = self._connection()
         try:
             for directory in filter(None, (self.remote_directory, self.remote_output_directory)):
-                conn.call(f"stat {directory}", lambda sftp, d=directory: sftp.stat(d))
+                conn.call(f"stat {directory}", functools.partial(_stat, path=directory))
         except (CouplerError, OSError) as exc:
             raise CommandFault(f"{self.settings.label}: {exc}", code="failed") from exc
         return {"server": self.settings.label}
@@ -94,3 +95,7 @@ class SftpAdapter(FileAdapterBase):
         info = super().describe()
         info["server"] = self.settings.label
         return info
+
+
+def _stat(sftp: Any, path: str) -> Any:
+    return sftp.stat(path)

@@ -46,10 +46,10 @@ class SftpFS(FileSystem):
         while stack:
             current = stack.pop()
             # listdir_iter reads the directory page by page (READDIR requests in flight)
-            entries = self.conn.call(
-                f"list {self.full(current)}",
-                lambda sftp, c=current: list(_page(sftp.listdir_iter(self.full(c), read_aheads=self.page_size))),
-            )
+            def listing(sftp: Any, c: str = current) -> list[Any]:
+                return list(_page(sftp.listdir_iter(self.full(c), read_aheads=self.page_size)))
+
+            entries = self.conn.call(f"list {self.full(current)}", listing)
             for attrs in entries:
                 rel = posixpath.join(current, attrs.filename) if current else attrs.filename
                 mode = attrs.st_mode or 0
@@ -60,7 +60,7 @@ class SftpFS(FileSystem):
                     yield FileInfo(rel, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
 
     def stat(self, path: str) -> FileInfo | None:
-        def do(sftp):  # type: ignore[no-untyped-def]
+        def do(sftp):
             try:
                 return sftp.stat(self.full(path))
             except FileNotFoundError:
@@ -79,7 +79,7 @@ class SftpFS(FileSystem):
         f = self.conn.call(f"open {path}", lambda sftp: sftp.open(self.full(path), "rb"))
         if offset:
             f.seek(offset)
-        return f  # type: ignore[return-value]
+        return f
 
     def open_write(self, path: str, *, append: bool = False) -> BinaryIO:
         f = self.conn.call(f"create {path}", lambda sftp: sftp.open(self.full(path), "ab" if append else "wbx"))
@@ -94,7 +94,7 @@ class SftpFS(FileSystem):
 
     def rename_noreplace(self, src: str, dst: str) -> bool:
         # SFTP v3 RENAME (OpenSSH: link + unlink) fails when the target exists
-        def do(sftp):  # type: ignore[no-untyped-def]
+        def do(sftp):
             try:
                 sftp.rename(self.full(src), self.full(dst))
                 return True
@@ -106,7 +106,7 @@ class SftpFS(FileSystem):
         return self.conn.call(f"rename {src} to {dst}", do)
 
     def remove(self, path: str) -> None:
-        def do(sftp):  # type: ignore[no-untyped-def]
+        def do(sftp):
             with contextlib.suppress(FileNotFoundError):
                 sftp.remove(self.full(path))
 
@@ -116,7 +116,7 @@ class SftpFS(FileSystem):
         if not path:
             return
 
-        def do(sftp):  # type: ignore[no-untyped-def]
+        def do(sftp):
             current = self.root
             for part in safe_relative(path, where=self.label).split("/"):
                 current = posixpath.join(current, part)
@@ -164,7 +164,7 @@ def _page(it: Iterator) -> Iterator:
     yield from it
 
 
-def _exists(sftp, path: str) -> bool:  # type: ignore[no-untyped-def]
+def _exists(sftp, path: str) -> bool:
     try:
         sftp.stat(path)
         return True
@@ -213,7 +213,7 @@ class Staging:
         os.replace(part, done)
         return done
 
-    def _copy(self, sftp, info: FileInfo, offset: int, local: BinaryIO) -> None:  # type: ignore[no-untyped-def]
+    def _copy(self, sftp, info: FileInfo, offset: int, local: BinaryIO) -> None:
         with sftp.open(self.fs.full(info.path), "rb") as remote:
             position = offset
             while position < info.size:

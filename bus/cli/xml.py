@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from coupler.canonical.errors import UsageError
 
@@ -95,7 +95,7 @@ def run_decode(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as out:
             fastavro.writer(out, fastavro.parse_schema(avro_schema), records)
         return 0
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
         for record in records:
             out.write(dumps(record) + "\n")
@@ -115,7 +115,7 @@ def _record_schema(args: argparse.Namespace) -> Any:
     value: Any = model.root_value(args.element or steps[0])
     for step in steps[1:]:
         records = value.branches if isinstance(value, Poly) else [value]
-        matches = [f for r in records for f in r.fields if f.kind == "element" and f.qname.rsplit("}", 1)[-1] == step.rsplit("}", 1)[-1]]
+        matches = [f for r in records for f in r.fields if f.kind == "element" and (f.qname or "").rsplit("}", 1)[-1] == step.rsplit("}", 1)[-1]]
         if not matches:
             raise UsageError(f"--record-path {args.record_path}: no element {step!r}")
         value = matches[0].value

@@ -73,6 +73,7 @@ class _SplitTask:
 
             metadata = {"coupler.format": self.indicator} if self.indicator else {}
             with open(path, "wb") as fh:
+                assert self.avro is not None  # set for the avro writer
                 fastavro.writer(fh, fastavro.parse_schema(self.avro), records(), codec="deflate", metadata=metadata)
         return {"staged": str(path), "final_name": final, "records": count, "bytes": os.path.getsize(path)}
 
