@@ -92,8 +92,8 @@ def run_decode(args: argparse.Namespace) -> int:
 
         if args.output is None:
             raise UsageError("--to avro needs --output FILE")
-        with open(args.output, "wb") as out:
-            fastavro.writer(out, fastavro.parse_schema(avro_schema), records)
+        with open(args.output, "wb") as avro_out:
+            fastavro.writer(avro_out, fastavro.parse_schema(avro_schema), records)
         return 0
     out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
