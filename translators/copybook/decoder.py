@@ -179,6 +179,7 @@ class RecordDecoder:
         self._counter_keys = {id(f): f.identifier.upper() for f in layout.fields() if f.identifier.upper() in targets}
         #: OCCURS DEPENDING ON item (id) -> {counter value: count} from occurs_mappings
         self._occurs_maps = occurs_maps(layout, options)
+        self._min_sizes: dict[int, int] = {}
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -343,7 +344,28 @@ class RecordDecoder:
             )
             self._bad(node, data[pos:pos + 0], reason, pos)
             count = min(max(count, 0), node.occurs.max)
+        # checked before anything is allocated: the items must fit in the record's bytes
+        each = self._min_size(node)
+        room = max(len(data) - pos, 0) // each
+        if count > room:
+            self._bad(
+                node, b"",
+                f"OCCURS DEPENDING ON {node.occurs.depending_on} = {count} needs at least {count * each}"
+                f" bytes from byte {pos}, the record has {len(data)}",
+                pos,
+            )
+            count = room  # lenient: the table is cut to the items the record holds
         return count
+
+    def _min_size(self, node: Node) -> int:
+        """The fewest bytes one occurrence of ``node`` can take (at least 1): its size, or
+        with variable-size OCCURS its size when every nested table holds its minimum."""
+        key = id(node)
+        size = self._min_sizes.get(key)
+        if size is None:
+            size = max(_min_size(node) if self.variable_occurs else node.size, 1)
+            self._min_sizes[key] = size
+        return size
 
     def _bad(self, node: Node, raw: bytes, reason: str, pos: int) -> None:
         if self.strict:
@@ -432,6 +454,24 @@ class RecordDecoder:
         if isinstance(value, float) and ft.size == 4:
             value = Float32(value)
         return value
+
+
+def _min_size(node: Node) -> int:
+    """Bytes of one occurrence of ``node`` when every OCCURS DEPENDING ON inside holds its
+    minimum (a lower bound: redefinitions take at least the item they redefine)."""
+    if isinstance(node, Field):
+        return node.size
+    assert isinstance(node, Group)
+    total = 0
+    for child in node.children:
+        if child.redefines is not None:
+            continue
+        one = _min_size(child)
+        if child.occurs is not None:
+            total += one * (child.occurs.min if child.occurs.depending_on else child.occurs.max)
+        else:
+            total += one
+    return total
 
 
 def occurs_maps(layout: Layout, options: Any) -> dict[int, dict[str, int]]:
