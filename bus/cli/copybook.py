@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     lay = csub.add_parser("layout", help="byte positions of every field")
     _common(lay)
+    _options_arg(lay)
     lay.add_argument("--json", action="store_true", help="machine-readable output")
     lay.set_defaults(func=run_layout)
 
@@ -109,7 +110,8 @@ def _layout(args: argparse.Namespace):
         parse_file(
             args.copybook, source_format=args.source_format, tab_width=args.tab_width,
             copy_paths=args.copy_path,
-        )
+        ),
+        pointer_size=_options(args).pointer_size if getattr(args, "option", None) else 4,
     )
 
 

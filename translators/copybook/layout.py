@@ -346,18 +346,43 @@ class _Builder:
 
 
 def build_layout(
-    copybook: Copybook, *, field_type: FieldTypeFactory | None = None
+    copybook: Copybook, *, field_type: FieldTypeFactory | None = None, pointer_size: int = 4
 ) -> Layout:
-    """Compute offsets and sizes for every item of ``copybook``."""
-    builder = _Builder(field_type or default_field_type, copybook.file)
+    """Compute offsets and sizes for every item of ``copybook``.
+
+    ``pointer_size`` is the size of USAGE POINTER, PROCEDURE-POINTER and FUNCTION-POINTER
+    items: 4 bytes as IBM Enterprise COBOL (31-bit), 8 for 64-bit programs."""
+    if field_type is None:
+        field_type = (
+            default_field_type if pointer_size == 4
+            else (lambda item: default_field_type(item, pointer_size=pointer_size))
+        )
+    builder = _Builder(field_type, copybook.file)
     records: list[Node] = []
     cursor = 0
+    run: list[Item] = []  # consecutive top-level items below level 01 (a copybook without 01)
+
+    def place_run() -> None:
+        nonlocal cursor
+        if not run:
+            return
+        # they follow each other (and REDEFINE each other) as the items of one group would
+        area = Group(name="", identifier="", level=0, path=())
+        builder.place_children(area, list(run), cursor)
+        records.extend(area.children)
+        cursor = area.offset + area.size
+        run.clear()
+
     for item in copybook.records:
-        start = 0 if item.level in (1, 77) else cursor
-        node = builder.node(item, (), start)
+        if item.level not in (1, 77):
+            run.append(item)
+            continue
+        place_run()
+        node = builder.node(item, (), 0)
         _Builder._close_block([node])
         records.append(node)
         cursor = node.offset + node.span
+    place_run()
     size = max((r.offset + r.span for r in records), default=0)
     layout = Layout(records, size, copybook.file, list(copybook.renames))
     _mark_dependees(layout)

@@ -95,6 +95,12 @@ class CopybookOptions(BaseModel):
     debug: str = "none"
     pedantic: bool = False
     input_split_records: int | None = None
+    #: COMP integers beyond their PICTURE: kept (``bin``, Cobrix's behaviour) or bad (``std``)
+    trunc: str = "bin"
+    #: sign overpunch the encoder writes in ASCII zoned decimals: ``ibm`` or ``gnucobol``
+    ascii_sign_convention: str = "ibm"
+    #: bytes of USAGE POINTER / PROCEDURE-POINTER / FUNCTION-POINTER items: 4 (IBM 31-bit) or 8
+    pointer_size: int = 4
 
     # ------------------------------------------------------------------ construction
 
@@ -481,4 +487,7 @@ _PARSERS: dict[str, Any] = {
     "debug": _debug,
     "pedantic": _bool,
     "input_split_records": _optional_int(1),
+    "trunc": _choice(("bin", "std")),
+    "ascii_sign_convention": _choice(("ibm", "gnucobol")),
+    "pointer_size": lambda k, v: int(_choice(("4", "8"))(k, v)),
 }

@@ -49,6 +49,8 @@ USAGES: dict[str, str] = {
     "COMPUTATIONAL-9": "COMP-9",
     "INDEX": "INDEX",
     "POINTER": "POINTER",
+    "PROCEDURE-POINTER": "PROCEDURE-POINTER",
+    "FUNCTION-POINTER": "FUNCTION-POINTER",
 }
 
 FIGURATIVE = {
@@ -545,7 +547,8 @@ class _Parser:
             self.skip("IS")
             u = self.peek()
             if u is None or u.kind != "word" or u.upper not in USAGES:
-                self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-6, BINARY, PACKED-DECIMAL, NATIONAL, INDEX or POINTER")
+                self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-6, BINARY, PACKED-DECIMAL, NATIONAL, INDEX,"
+                      " POINTER, PROCEDURE-POINTER or FUNCTION-POINTER")
             self.i += 1
             self._set_usage(it, u.upper)  # type: ignore[union-attr]
         elif word in USAGES:
@@ -802,7 +805,7 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
     return Copybook(roots, renames, file)
 
 
-_NO_PIC_USAGES = {"COMP-1", "COMP-2", "INDEX", "POINTER"}
+_NO_PIC_USAGES = {"COMP-1", "COMP-2", "INDEX", "POINTER", "PROCEDURE-POINTER", "FUNCTION-POINTER"}
 
 
 def _inherit(item: Item, usage: str | None, sign: tuple[str | None, bool] | None) -> None:

@@ -132,7 +132,7 @@ class CopybookCodec:
         if self.copybook != "<copybook_contents>":
             copy_paths.append(str(Path(self.copybook).parent))
         cb = parser.parse_copybook(self.copybook_text, file=self.copybook, copy_paths=copy_paths)
-        return layout.build_layout(cb)
+        return layout.build_layout(cb, pointer_size=self.parsed_options.pointer_size)
 
     @cached_property
     def avro_schema(self) -> dict[str, Any]:

@@ -27,7 +27,13 @@ from coupler.canonical.errors import CouplerError
 from coupler.translators.copybook.arrow_json import json_lines
 from coupler.translators.copybook.avro import avro_schema
 from coupler.translators.copybook.batch_files import batch_supported, decode_file_batches
-from coupler.translators.copybook.decoder import BadRecord, DecodeStats, RecordDecoder, decode_files, to_json
+from coupler.translators.copybook.decoder import (
+    BadRecord,
+    DecodeStats,
+    RecordDecoder,
+    decode_files,
+    to_json,
+)
 from coupler.translators.copybook.layout import build_layout
 from coupler.translators.copybook.parser import parse_copybook
 

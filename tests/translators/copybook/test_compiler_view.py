@@ -1,0 +1,85 @@
+"""Copybooks as a COBOL compiler reads them: floating comments, pointers and index items,
+top-level REDEFINES without an 01 level, COMP values beyond the PICTURE, the ASCII sign
+convention of the encoder, level-66 RENAMES."""
+
+from __future__ import annotations
+
+import pytest
+
+from coupler.translators.copybook.decoder import RecordDecoder
+from coupler.translators.copybook.encoder import RecordEncoder
+from coupler.translators.copybook.errors import CopybookError
+from coupler.translators.copybook.layout import build_layout
+from coupler.translators.copybook.parser import parse_copybook
+
+
+def _offsets(text: str, **kw) -> dict[str, tuple[int, int]]:
+    layout = build_layout(parse_copybook(text), **kw)
+    return {n.name: (n.offset, n.span) for n in layout.walk()}
+
+
+def test_floating_comments_in_fixed_and_free_format() -> None:
+    text = """\
+       01 REC.
+          05 A PIC X(2). *> was 420
+          05 B PIC X(3).  *> 'quoted' *> twice
+          05 C PIC X VALUE '*>'.
+"""
+    assert _offsets(text) == {"REC": (0, 6), "A": (0, 2), "B": (2, 3), "C": (5, 1)}
+    free = "01 REC. *> the record\n  05 A PIC X(2). *> a\n  05 B PIC X VALUE '*>'.\n"
+    assert build_layout(parse_copybook(free, source_format="free")).size == 3
+
+
+def test_pointer_and_index_items_are_sized_as_ibm() -> None:
+    text = """\
+       01 REC.
+          05 A PIC X.
+          05 P USAGE POINTER.
+          05 PP PROCEDURE-POINTER.
+          05 FP USAGE IS FUNCTION-POINTER.
+          05 IX INDEX.
+"""
+    assert _offsets(text)["FP"] == (9, 4)
+    assert _offsets(text)["IX"] == (13, 4)
+    wide = _offsets(text, pointer_size=8)
+    assert wide["P"] == (1, 8) and wide["PP"] == (9, 8) and wide["FP"] == (17, 8) and wide["IX"] == (25, 4)
+    record = RecordDecoder(build_layout(parse_copybook(text)), {"encoding": "ascii"}).decode(
+        b"A" + bytes.fromhex("0000000100000002000000030000002A"))
+    assert record == {"A": "A", "P": b"\0\0\0\1", "PP": b"\0\0\0\2", "FP": b"\0\0\0\3", "IX": 42}
+
+
+def test_top_level_redefines_without_an_01_level() -> None:
+    text = """\
+           03 COMM-OPENED PIC 9(8).
+           03 COMM-OPENED-GROUP REDEFINES COMM-OPENED.
+              05 COMM-OPENED-DD PIC 99.
+              05 COMM-OPENED-MM PIC 99.
+              05 COMM-OPENED-YYYY PIC 9999.
+           03 COMM-NEXT PIC X.
+"""
+    got = _offsets(text)
+    assert got["COMM-OPENED-GROUP"] == (0, 8) and got["COMM-OPENED-YYYY"] == (4, 4)
+    assert got["COMM-NEXT"] == (8, 1)
+    under_01 = _offsets("       01 R.\n" + text)
+    assert {k: v for k, v in under_01.items() if k != "R"} == got
+
+
+def test_comp_beyond_the_picture_kept_by_default_and_checked_with_trunc_std() -> None:
+    text = "       01 R.\n          05 TAXPAYER-NUM PIC 9(8) COMP.\n"
+    layout = build_layout(parse_copybook(text))
+    assert RecordDecoder(layout, {"encoding": "ascii"}).decode(b"9271") == {"TAXPAYER_NUM": 959592241}
+    assert RecordDecoder(layout, {"encoding": "ascii", "trunc": "std"}).decode(b"9271") == {}
+    with pytest.raises(CopybookError, match="trunc"):
+        RecordDecoder(layout, {"trunk": "std"})
+
+
+def test_encoder_ascii_sign_conventions() -> None:
+    text = "       01 R.\n          05 N PIC S9(3).\n          05 M PIC S9(3).\n"
+    layout = build_layout(parse_copybook(text))
+    rec = {"N": -123, "M": 45}
+    ibm = RecordEncoder(layout, {"encoding": "ascii"}).encode(rec)
+    gnu = RecordEncoder(layout, {"encoding": "ascii", "ascii_sign_convention": "gnucobol"}).encode(rec)
+    assert ibm == b"12L04E"
+    assert gnu == b"12s045"  # GnuCOBOL / Micro Focus: 0x70 + digit when negative, plain digit otherwise
+    for raw in (ibm, gnu):
+        assert RecordDecoder(layout, {"encoding": "ascii"}).decode(raw) == rec
