@@ -47,7 +47,7 @@ class RecordEncoder:
     def _initial_record(self) -> bytes:
         buf = bytearray(self.layout.size)
         for f in self.layout.fields():
-            if f.field_type.kind == "string" and f.redefines is None:
+            if f.field_type.kind == "string" and f.redefines is None and not f.renames:
                 count = f.occurs.max if f.occurs else 1
                 for k in range(count):
                     start = f.offset + k * f.size
@@ -61,6 +61,8 @@ class RecordEncoder:
             buf.extend(self._initial[len(buf):])
         end = 0
         for rec in self.layout.records:
+            if rec.renames:
+                continue
             out = self._out_by_node.get(id(rec))
             if out is not None:
                 value = record.get(out.name)
@@ -108,6 +110,8 @@ class RecordEncoder:
         shift = 0
         written = False  # a branch of the current REDEFINES block has been written
         for child in node.children:
+            if child.renames:  # a level-66 view: the renamed items write these bytes
+                continue
             start = pos + (child.offset - node.offset) + shift
             out = self._out_by_node.get(id(child))
             child_value = values.get(out.name) if out is not None else None

@@ -14,6 +14,7 @@ token and what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -169,12 +170,21 @@ class Item:
 
 @dataclass(frozen=True)
 class Renames:
-    """A level-66 RENAMES entry (kept as metadata; it adds no storage)."""
+    """A level-66 RENAMES entry: another name for the bytes of ``start`` [THRU ``thru``]
+    (it adds no storage; the layout makes it a field). ``record`` is the index of the
+    top-level item it follows."""
 
     name: str
     start: str
     thru: str | None
     line: int = 0
+    file: str = "<copybook>"
+    column: int = 0
+    record: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
 
 
 @dataclass
@@ -757,7 +767,7 @@ class _Parser:
         if self.is_word("THRU", "THROUGH"):
             self.i += 1
             thru = self.name_ref("renamed data name")
-        return Renames(name, start, thru, lvtok.line)
+        return Renames(name, start, thru, lvtok.line, lvtok.file, lvtok.column)
 
 
 def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
@@ -775,7 +785,12 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
             last.conditions.append(entry)
             continue
         if isinstance(entry, Renames):
-            renames.append(entry)
+            if not roots:
+                raise CopybookSyntaxError(
+                    "level 66 RENAMES before any record", file=tok.file, line=tok.line,
+                    column=tok.column, token=tok.text, expected="a record (01) before it",
+                )
+            renames.append(dataclasses.replace(entry, record=len(roots) - 1))
             continue
         assert isinstance(entry, Item)
         if entry.level in (1, 77):

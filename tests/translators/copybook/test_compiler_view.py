@@ -83,3 +83,47 @@ def test_encoder_ascii_sign_conventions() -> None:
     assert gnu == b"12s045"  # GnuCOBOL / Micro Focus: 0x70 + digit when negative, plain digit otherwise
     for raw in (ibm, gnu):
         assert RecordDecoder(layout, {"encoding": "ascii"}).decode(raw) == rec
+
+
+RENAMES = """\
+       01 REC.
+          05 A PIC X(2).
+          05 B.
+             10 B1 PIC 9(3).
+             10 B2 PIC S9(3) COMP-3.
+          05 C PIC X(4).
+       66 AB RENAMES A THRU B1.
+       66 BB RENAMES B2.
+       66 WHOLE RENAMES A THROUGH C.
+"""
+
+
+def test_renames_are_fields_in_layout_schema_and_records() -> None:
+    from coupler.translators.copybook.avro import avro_schema
+
+    layout = build_layout(parse_copybook(RENAMES))
+    rows = {r["name"]: r for r in layout.rows()}
+    assert (rows["AB"]["start"], rows["AB"]["length"], rows["AB"]["picture"]) == (1, 5, "X(5)")
+    assert (rows["BB"]["start"], rows["BB"]["length"], rows["BB"]["usage"]) == (6, 2, "COMP-3")
+    assert rows["WHOLE"]["length"] == 11 and "66" in rows["WHOLE"]["attributes"]
+    assert "WHOLE" not in layout.layout_text()  # Cobrix's layout listing has no level 66
+    names = [f["name"] for f in avro_schema(layout)["fields"]]
+    assert names[-3:] == ["AB", "BB", "WHOLE"]
+    raw = b"XY123\x12\x3dCCCC"
+    rec = RecordDecoder(layout, {"encoding": "ascii"}).decode(raw)
+    assert rec == {"A": "XY", "B": {"B1": 123, "B2": -123}, "C": "CCCC", "AB": "XY123", "BB": -123,
+                   "WHOLE": "XY123=CCCC"}  # control bytes dropped, as Cobrix
+    # encoding ignores the views: the renamed items write the bytes
+    assert RecordEncoder(layout, {"encoding": "ascii"}).encode(rec) == raw
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("66 X RENAMES C THRU A.", "does not end after"),
+    ("66 Y RENAMES A THRU NOPE.", "NOPE, which is not an item"),
+    ("66 Z RENAMES MISSING.", "MISSING, which is not an item"),
+])
+def test_renames_errors_are_located(line: str, message: str) -> None:
+    text = RENAMES.split("       66")[0] + f"       {line}\n"
+    with pytest.raises(CopybookError, match=message) as err:
+        build_layout(parse_copybook(text, file="rec.cpy"))
+    assert err.value.where == "rec.cpy:7:8"
