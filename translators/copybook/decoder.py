@@ -95,6 +95,9 @@ class DecodeStats:
     filtered: int = 0
     bytes: int = 0
     bad_field_names: dict[str, int] = field(default_factory=dict)
+    #: called with a :class:`RecordDecodeError` for every field the lenient policy made null
+    #: (record number, byte offset of the field in the file, field path, raw bytes, reason)
+    on_bad_field: Any = field(default=None, repr=False, compare=False)
 
 
 class _BadField(Exception):
@@ -180,6 +183,7 @@ class RecordDecoder:
         #: OCCURS DEPENDING ON item (id) -> {counter value: count} from occurs_mappings
         self._occurs_maps = occurs_maps(layout, options)
         self._min_sizes: dict[int, int] = {}
+        check_record_length(layout, options)
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -242,6 +246,7 @@ class RecordDecoder:
         self._counters: dict[str, Any] = {}
         self._seg = seg
         self._stats = stats
+        self._where = (file, record_id, offset)
         try:
             for rec in self.layout.records:
                 value, _used = self._node(rec, data, rec.offset)
@@ -373,6 +378,11 @@ class RecordDecoder:
         self._stats.bad_fields += 1
         key = node.dotted_path
         self._stats.bad_field_names[key] = self._stats.bad_field_names.get(key, 0) + 1
+        if self._stats.on_bad_field is not None:
+            file, record_id, offset = getattr(self, "_where", ("<data>", 0, 0))
+            self._stats.on_bad_field(RecordDecodeError(
+                reason, file=file, record=record_id, offset=offset + pos, field=key, raw=bytes(raw),
+            ))
 
     def _plan(self, group: Group) -> list[tuple[Any, ...]]:
         """What decoding ``group`` takes, computed once per group: for each child its offset
@@ -456,6 +466,23 @@ class RecordDecoder:
         return value
 
 
+def check_record_length(layout: Layout, options: Any) -> None:
+    """Refuse a ``record_length`` shorter than the copybook's record (with every OCCURS
+    DEPENDING ON at its minimum): the fields past its end would decode as garbage or null."""
+    length = getattr(options, "record_length", None)
+    if not length:
+        return
+    payload = length - options.record_start_offset - options.record_end_offset
+    least = max((r.offset + _min_size(r) * (r.occurs.min if r.occurs else 1) for r in layout.records), default=0)
+    if payload < least:
+        raise CopybookError(
+            f"record_length {length} leaves {payload} bytes per record, but the copybook's record"
+            f" takes {least if least == layout.size else f'at least {least}'}",
+            where="option record_length",
+            hint=f"use record_length={layout.size} (the copybook's size), or the copybook of these records",
+        )
+
+
 def _min_size(node: Node) -> int:
     """Bytes of one occurrence of ``node`` when every OCCURS DEPENDING ON inside holds its
     minimum (a lower bound: redefinitions take at least the item they redefine)."""
@@ -464,7 +491,7 @@ def _min_size(node: Node) -> int:
     assert isinstance(node, Group)
     total = 0
     for child in node.children:
-        if child.redefines is not None:
+        if child.redefines is not None or child.renames:
             continue
         one = _min_size(child)
         if child.occurs is not None:
@@ -564,7 +591,7 @@ def decode_files(
         except framing.FramingError as exc:
             stats.errors += 1
             yield BadRecord(RecordDecodeError(
-                exc.message, file=name, record=getattr(exc, "record", None) or 0,
+                exc.message, file=name, record=getattr(exc, "index", None) or 0,
                 offset=getattr(exc, "offset", 0) or 0,
             ))
         except OSError as exc:
