@@ -212,8 +212,10 @@ class Layout:
         return header + group_text(self.records, "")
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per node: level, name, path, start, end (1-based inclusive), length,
-        usage, picture, attributes."""
+        """One dict per node: level, name, path, start, end (1-based inclusive), length (the
+        bytes the node spans in its parent, as Cobrix reports it: a redefinition block spans
+        its widest item), size (one occurrence's own bytes), occurs, usage, picture,
+        attributes."""
         out = []
         for node in self.walk():
             attrs = ""
@@ -229,6 +231,8 @@ class Layout:
                 "start": node.offset + 1,
                 "end": node.offset + node.span,
                 "length": node.span,
+                "size": node.size,  # bytes of one occurrence, as the compiler's LENGTH OF
+                "occurs": node.occurs.max if node.occurs else None,
                 "usage": node.usage if isinstance(node, Field) else (
                     node.item.usage if node.item and node.item.usage else None
                 ),
