@@ -23,7 +23,7 @@ def test_layout_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == (case / "test6_expected" / "test6_layout.txt").read_text() + "\n"
     assert main(["copybook", "layout", "--json", str(T21 / "test21_copybook.cob")]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert set(rows[0]) == {"level", "name", "path", "start", "end", "length", "usage", "picture", "attributes"}
+    assert set(rows[0]) == {"level", "name", "path", "start", "end", "length", "size", "occurs", "usage", "picture", "attributes"}
     assert [(r["name"], r["start"], r["end"], r["attributes"]) for r in rows][1:3] == [
         ("COUNT", 1, 1, "D"), ("GROUP", 2, 9, "[]")]
 
