@@ -127,3 +127,20 @@ def test_renames_errors_are_located(line: str, message: str) -> None:
     with pytest.raises(CopybookError, match=message) as err:
         build_layout(parse_copybook(text, file="rec.cpy"))
     assert err.value.where == "rec.cpy:7:8"
+
+
+def test_cobrix_test4_keeps_comp_values_beyond_the_picture(capsys) -> None:
+    """Cobrix's own expected output for test4 (data/cobrix_test4/SOURCES.md), byte for byte."""
+    from pathlib import Path
+
+    from coupler.bus.cli import main
+
+    d = Path(__file__).parent / "data" / "cobrix_test4"
+    opts = ["encoding=ascii", "record_format=V", "segment_field=SEGMENT_ID", "segment_id_level0=C",
+            "segment_id_level1=P", "generate_record_id=true", "schema_retention_policy=collapse_root",
+            "segment_id_prefix=A"]
+    args = [x for o in opts for x in ("-o", o)]
+    assert main(["copybook", "decode", str(d / "test4_copybook.cob"), str(d / "COMP.DETAILS.SEP30.DATA.dat"), *args]) == 0
+    lines = capsys.readouterr().out.splitlines()[:60]
+    assert lines == (d / "test4.txt").read_text(encoding="utf-8").splitlines()
+    assert '"TAXPAYER_NUM":959592241' in lines[0]
