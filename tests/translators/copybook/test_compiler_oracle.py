@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.cli import main
+from coupler.bus.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).parent))
 from cobc_oracle import compiler_layout, coupler_layout  # noqa: E402

@@ -133,7 +133,7 @@ def test_cobrix_test4_keeps_comp_values_beyond_the_picture(capsys) -> None:
     """Cobrix's own expected output for test4 (data/cobrix_test4/SOURCES.md), byte for byte."""
     from pathlib import Path
 
-    from coupler.bus.cli import main
+    from coupler.bus.cli.main import main
 
     d = Path(__file__).parent / "data" / "cobrix_test4"
     opts = ["encoding=ascii", "record_format=V", "segment_field=SEGMENT_ID", "segment_id_level0=C",
