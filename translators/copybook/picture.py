@@ -762,6 +762,12 @@ def _encode(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:
             return n.to_bytes(ft.size, "big", signed=ft.signed)
         except OverflowError:
             raise FieldEncodeError(f"{value} does not fit {ft.size} bytes of COMP-5") from None
+    if usage == "COMP" and abs(n) < ft.binary_limit(ctx):
+        # trunc=bin (the default): the whole binary value, as the decoder reads it back
+        try:
+            return n.to_bytes(ft.size, "big", signed=ft.signed)
+        except OverflowError:
+            raise FieldEncodeError(f"{value} does not fit {ft.size} bytes of binary") from None
     if abs(n) >= ft.max_abs_unscaled:
         raise FieldEncodeError(f"{value} has more digits than picture {ft.picture} holds")
     if usage == "COMP":
