@@ -74,6 +74,10 @@ def decode_context(options: Any) -> Any:
     )
 
 
+#: what Java's String.trim() removes (segment ids are compared trimmed, as Cobrix does)
+_JAVA_TRIM = "".join(chr(i) for i in range(0x21))
+
+
 class Float32(float):
     """A COMP-1 value: printed with the shortest digits of a 32-bit float (as Java does)."""
 
@@ -216,7 +220,7 @@ class RecordDecoder:
             value = f.field_type.decode(raw, self.ctx)
         except CopybookError:
             return None
-        return None if value is None else str(value).strip()
+        return None if value is None else str(value).strip(_JAVA_TRIM)
 
     def decode(
         self,
