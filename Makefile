@@ -19,12 +19,14 @@ venv: $(STAMP)
 
 # system packages the tests need: a Java 17 runtime for Spark, OpenSSH's sshd for SFTP,
 # Debian's chromium for the console's browser tests (Playwright drives it; it never downloads one)
+# GnuCOBOL 3's cobc (the copybook tests' compiler oracle)
 # (checked on every run: it takes milliseconds when they are present)
 system-deps:
 	@missing=""; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	command -v cobc >/dev/null 2>&1 || missing="$$missing gnucobol3"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing system packages:$$missing"; \

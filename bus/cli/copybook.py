@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     lay = csub.add_parser("layout", help="byte positions of every field")
     _common(lay)
+    _options_arg(lay)
     lay.add_argument("--json", action="store_true", help="machine-readable output")
     lay.set_defaults(func=run_layout)
 
@@ -65,16 +66,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     sch.add_argument("--json", action="store_true", help="(the schema is always JSON)")
     sch.set_defaults(func=run_schema)
 
-    dec = csub.add_parser("decode", help="decode data files into JSON lines, Avro or Parquet")
+    dec = csub.add_parser(
+        "decode", help="decode data files into JSON lines, Avro or Parquet",
+        description="Decode data files. Records are numbered from 1 in every report, with the file"
+        " byte offset. Exit status: 0 when every record was decoded (in lenient mode a field that"
+        " cannot be decoded is null and counted); 1 when a record was rejected under --strict,"
+        " when --max-errors was exceeded, or on any other failure (copybook, options, files);"
+        " 2 for a usage error.",
+    )
     _common(dec)
     dec.add_argument("data", nargs="+", help="data files")
     _options_arg(dec)
     dec.add_argument("--to", choices=("jsonl", "avro", "parquet"), default="jsonl", help="output format")
     dec.add_argument("--output", help="output file (default: standard output for jsonl)")
-    dec.add_argument("--errors", help="write bad-record reports (JSON lines) to this file")
+    dec.add_argument(
+        "--errors", metavar="FILE",
+        help="write one JSON line per rejected record and per bad field to FILE: file, record (from 1),"
+        " offset (file byte of the record, or of the field), field path, raw_hex, reason",
+    )
     dec.add_argument(
         "--strict", action="store_true",
-        help="a field that cannot be decoded rejects its record (default: the field becomes null)",
+        help="a field that cannot be decoded rejects its record (default: the field becomes null);"
+        " exit status 1 when any record was rejected",
+    )
+    dec.add_argument(
+        "--max-errors", type=int, metavar="N",
+        help="stop with exit status 1 once more than N errors (rejected records and bad fields)"
+        " were found; 0 stops at the first (Cobrix's FAILFAST)",
     )
     dec.add_argument(
         "--per-record", action="store_true",
@@ -109,7 +127,8 @@ def _layout(args: argparse.Namespace):
         parse_file(
             args.copybook, source_format=args.source_format, tab_width=args.tab_width,
             copy_paths=args.copy_path,
-        )
+        ),
+        pointer_size=_options(args).pointer_size if getattr(args, "option", None) else 4,
     )
 
 
@@ -154,15 +173,21 @@ def run_decode(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.data]
     policy = "strict" if args.strict else "lenient"
     vectorised = not args.per_record and batch_supported(layout, options, paths)
-    stats = decoder.DecodeStats()
+    if args.max_errors is not None and args.max_errors < 0:
+        raise UsageError("--max-errors needs a number >= 0")
     progress = _Progress(_total_size(paths), sys.stderr) if sys.stderr.isatty() else None
     errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
+    sink = _ErrorSink(errors_out, args.max_errors, progress)
+    stats = decoder.DecodeStats(on_bad_field=sink.field)
     started = time.perf_counter()
+    stopped = False
     try:
         if vectorised:
-            _decode_batches(args, layout, options, paths, policy, stats, errors_out, progress)
+            _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
         else:
-            _decode_records(args, layout, options, paths, policy, stats, errors_out, progress)
+            _decode_records(args, layout, options, paths, policy, stats, sink, progress)
+    except _TooManyErrors:
+        stopped = True
     finally:
         if progress:
             progress.close()
@@ -170,13 +195,62 @@ def run_decode(args: argparse.Namespace) -> int:
             errors_out.close()
     elapsed = max(time.perf_counter() - started, 1e-9)
     mb = stats.bytes / 1e6
+    sink.summary()
     print(
-        f"{stats.records} records, {stats.errors} errors, {stats.bad_fields} bad fields,"
+        f"{stats.records} records, {stats.errors} rejected, {stats.bad_fields} bad fields,"
         f" {mb:.1f} MB in {elapsed:.2f} s ({mb / elapsed:.1f} MB/s,"
         f" {'vectorised' if vectorised else 'per-record'} decoder)",
         file=sys.stderr,
     )
+    if stopped:
+        print(f"coupler: error: stopped after more than {args.max_errors} errors (--max-errors)", file=sys.stderr)
+        return 1
+    if args.strict and stats.errors:
+        print(f"coupler: error: {stats.errors} records rejected (--strict)", file=sys.stderr)
+        return 1
     return 0
+
+
+class _TooManyErrors(Exception):
+    """More errors than --max-errors: decoding stops."""
+
+
+class _ErrorSink:
+    """Where rejected records and bad fields go: JSON lines in the --errors file, else the
+    first few on standard error; counts them against --max-errors."""
+
+    PRINTED = 20
+
+    def __init__(self, out: Any, max_errors: int | None, progress: Any):
+        self.out = out
+        self.max_errors = max_errors
+        self.progress = progress
+        self.count = 0
+        self.unprinted = 0
+
+    def _take(self, error: Any, kind: str) -> None:
+        self.count += 1
+        if self.out is not None:
+            self.out.write(json.dumps({"kind": kind, **error.to_dict()}) + "\n")
+        elif self.count <= self.PRINTED:
+            if self.progress:
+                self.progress.close()
+            label = "rejected record" if kind == "record" else "bad field"
+            print(f"coupler: {label}: {error}", file=sys.stderr)
+        else:
+            self.unprinted += 1
+        if self.max_errors is not None and self.count > self.max_errors:
+            raise _TooManyErrors
+
+    def record(self, bad: Any) -> None:
+        self._take(bad.error, "record")
+
+    def field(self, error: Any) -> None:
+        self._take(error, "field")
+
+    def summary(self) -> None:
+        if self.unprinted:
+            print(f"coupler: ... {self.unprinted} more errors (use --errors FILE to keep them all)", file=sys.stderr)
 
 
 def _total_size(paths: list[Path]) -> int:
@@ -189,7 +263,7 @@ def _total_size(paths: list[Path]) -> int:
     return total
 
 
-def _decode_records(args, layout, options, paths, policy, stats, errors_out, progress) -> None:
+def _decode_records(args, layout, options, paths, policy, stats, sink, progress) -> None:
     """The per-record decoder (every layout and record format)."""
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.avro import avro_schema
@@ -202,7 +276,7 @@ def _decode_records(args, layout, options, paths, policy, stats, errors_out, pro
         try:
             for rec in records:
                 if isinstance(rec, decoder.BadRecord):
-                    _report(rec, errors_out)
+                    sink.record(rec)
                     continue
                 out.write(decoder.to_json(rec))
                 out.write("\n")
@@ -210,7 +284,7 @@ def _decode_records(args, layout, options, paths, policy, stats, errors_out, pro
             if out is not sys.stdout:
                 out.close()
         return
-    good = _only_good(records, errors_out)
+    good = _only_good(records, sink)
     schema = avro_schema(layout, options)
     if args.to == "avro":
         decoder.write_avro(good, schema, Path(args.output))
@@ -218,7 +292,7 @@ def _decode_records(args, layout, options, paths, policy, stats, errors_out, pro
         decoder.write_parquet(good, schema, Path(args.output))
 
 
-def _decode_batches(args, layout, options, paths, policy, stats, errors_out, progress) -> None:
+def _decode_batches(args, layout, options, paths, policy, stats, sink, progress) -> None:
     """The vectorised decoder: Arrow batches written as JSON lines, Avro or Parquet."""
     from coupler.translators.copybook.arrow_json import json_lines
     from coupler.translators.copybook.batch_files import decode_file_batches
@@ -228,7 +302,7 @@ def _decode_batches(args, layout, options, paths, policy, stats, errors_out, pro
     def reported():
         for fb in batches:
             for bad in fb.bad:
-                _report(bad, errors_out)
+                sink.record(bad)
             if progress:
                 progress.advance(fb.bytes, stats.records)
             yield fb.batch
@@ -311,12 +385,12 @@ class _Progress:
             self.stream.flush()
 
 
-def _only_good(records, errors_out):
+def _only_good(records, sink):
     from coupler.translators.copybook import decoder
 
     for rec in records:
         if isinstance(rec, decoder.BadRecord):
-            _report(rec, errors_out)
+            sink.record(rec)
         else:
             yield rec
 

@@ -74,7 +74,7 @@ def test_cli_translate_to_jsonl_reports_bad_records_with_reasons(spark: Any, tmp
     lines = [json.loads(line) for f in out.glob("part-*.json") for line in f.read_text().splitlines()]
     assert sorted(r["ACCT_ID"] for r in lines) == list(range(50))
     (error,) = [json.loads(line) for f in Path(summary["errors_output"]).glob("*.jsonl") for line in f.read_text().splitlines()]
-    assert error["record"] == 50 and "truncated" in error["reason"] and error["file"] == str(data)
+    assert error["record"] == 51 and "truncated" in error["reason"] and error["file"] == str(data)  # the 51st record, numbered from 1 as every report
 
 
 def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

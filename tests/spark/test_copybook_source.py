@@ -91,7 +91,7 @@ def test_bad_field_follows_the_policy_in_every_split(spark: Any, tmp_path: Path,
     corrupt = [json.loads(r[CORRUPT]) for r in rows if r[CORRUPT]]
     if policy == "strict":
         assert len(rows) == 30 and len(corrupt) == 1
-        assert corrupt[0]["record"] == 17 and corrupt[0]["offset"] == 17 * 8 + 4
+        assert corrupt[0]["record"] == 18 and corrupt[0]["offset"] == 17 * 8 + 4
         assert corrupt[0]["field"].endswith("AMOUNT") and corrupt[0]["raw_hex"] == "0000AB0C"
         assert [r["ID"] for r in rows if not r[CORRUPT]] == [i for i in range(30) if i != 17]
     else:

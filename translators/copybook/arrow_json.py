@@ -72,12 +72,13 @@ def _members(fields: list[pa.Field], columns: list[pa.Array], n: int) -> pa.Arra
     parts = []
     for f, col in zip(fields, columns, strict=True):
         text = _text(col)
-        parts.append(_wrap(_json_str(f.name) + ":", text, ""))
+        parts.append(_wrap("," + _json_str(f.name) + ":", text, "").fill_null(""))
     if not parts:
         return pa.array([""] * n, pa.string())
-    if len(parts) == 1:
-        return parts[0].fill_null("")
-    return pc.binary_join_element_wise(*parts, ",", null_handling="skip")
+    # each member carries its leading comma; the first one is cut off after joining. (A join
+    # with null_handling="skip" drops the rows whose members are all null: Arrow 26.)
+    joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "")
+    return pc.utf8_slice_codeunits(joined, 1)
 
 
 def _wrap(left: str, text: pa.Array, right: str) -> pa.Array:

@@ -52,7 +52,9 @@ def collapse_root(top: list[OutputNode], policy: str) -> list[OutputNode]:
         return top
     out: list[OutputNode] = []
     for node in top:
-        out.extend(node.children if node.children is not None else [node])
+        # a top-level table (a copybook without an 01 level) stays an array
+        flat = node.children is not None and node.node.occurs is None
+        out.extend(node.children if flat else [node])  # type: ignore[arg-type]
     return out
 
 

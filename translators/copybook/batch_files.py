@@ -202,7 +202,7 @@ def _chunk(
         drop: set[int] = set()
         replace: dict[int, dict[str, Any]] = {}
         for i in sorted(flagged):
-            scratch = DecodeStats()
+            scratch = DecodeStats(on_bad_field=stats.on_bad_field)
             result = oracle.decode(
                 rows[i].tobytes(), file=name, file_id=file_id, record_id=first + i,
                 offset=options.file_start_offset + (first + i) * stride + start, stats=scratch,

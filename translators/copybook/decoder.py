@@ -74,6 +74,10 @@ def decode_context(options: Any) -> Any:
     )
 
 
+#: what Java's String.trim() removes (segment ids are compared trimmed, as Cobrix does)
+_JAVA_TRIM = "".join(chr(i) for i in range(0x21))
+
+
 class Float32(float):
     """A COMP-1 value: printed with the shortest digits of a 32-bit float (as Java does)."""
 
@@ -95,6 +99,9 @@ class DecodeStats:
     filtered: int = 0
     bytes: int = 0
     bad_field_names: dict[str, int] = field(default_factory=dict)
+    #: called with a :class:`RecordDecodeError` for every field the lenient policy made null
+    #: (record number, byte offset of the field in the file, field path, raw bytes, reason)
+    on_bad_field: Any = field(default=None, repr=False, compare=False)
 
 
 class _BadField(Exception):
@@ -179,6 +186,8 @@ class RecordDecoder:
         self._counter_keys = {id(f): f.identifier.upper() for f in layout.fields() if f.identifier.upper() in targets}
         #: OCCURS DEPENDING ON item (id) -> {counter value: count} from occurs_mappings
         self._occurs_maps = occurs_maps(layout, options)
+        self._min_sizes: dict[int, int] = {}
+        check_record_length(layout, options)
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -211,7 +220,7 @@ class RecordDecoder:
             value = f.field_type.decode(raw, self.ctx)
         except CopybookError:
             return None
-        return None if value is None else str(value).strip()
+        return None if value is None else str(value).strip(_JAVA_TRIM)
 
     def decode(
         self,
@@ -241,6 +250,7 @@ class RecordDecoder:
         self._counters: dict[str, Any] = {}
         self._seg = seg
         self._stats = stats
+        self._where = (file, record_id, offset)
         try:
             for rec in self.layout.records:
                 value, _used = self._node(rec, data, rec.offset)
@@ -343,7 +353,28 @@ class RecordDecoder:
             )
             self._bad(node, data[pos:pos + 0], reason, pos)
             count = min(max(count, 0), node.occurs.max)
+        # checked before anything is allocated: the items must fit in the record's bytes
+        each = self._min_size(node)
+        room = max(len(data) - pos, 0) // each
+        if count > room:
+            self._bad(
+                node, b"",
+                f"OCCURS DEPENDING ON {node.occurs.depending_on} = {count} needs at least {count * each}"
+                f" bytes from byte {pos}, the record has {len(data)}",
+                pos,
+            )
+            count = room  # lenient: the table is cut to the items the record holds
         return count
+
+    def _min_size(self, node: Node) -> int:
+        """The fewest bytes one occurrence of ``node`` can take (at least 1): its size, or
+        with variable-size OCCURS its size when every nested table holds its minimum."""
+        key = id(node)
+        size = self._min_sizes.get(key)
+        if size is None:
+            size = max(_min_size(node) if self.variable_occurs else node.size, 1)
+            self._min_sizes[key] = size
+        return size
 
     def _bad(self, node: Node, raw: bytes, reason: str, pos: int) -> None:
         if self.strict:
@@ -351,6 +382,11 @@ class RecordDecoder:
         self._stats.bad_fields += 1
         key = node.dotted_path
         self._stats.bad_field_names[key] = self._stats.bad_field_names.get(key, 0) + 1
+        if self._stats.on_bad_field is not None:
+            file, record_id, offset = getattr(self, "_where", ("<data>", 0, 0))
+            self._stats.on_bad_field(RecordDecodeError(
+                reason, file=file, record=record_id, offset=offset + pos, field=key, raw=bytes(raw),
+            ))
 
     def _plan(self, group: Group) -> list[tuple[Any, ...]]:
         """What decoding ``group`` takes, computed once per group: for each child its offset
@@ -432,6 +468,41 @@ class RecordDecoder:
         if isinstance(value, float) and ft.size == 4:
             value = Float32(value)
         return value
+
+
+def check_record_length(layout: Layout, options: Any) -> None:
+    """Refuse a ``record_length`` shorter than the copybook's record (with every OCCURS
+    DEPENDING ON at its minimum): the fields past its end would decode as garbage or null."""
+    length = getattr(options, "record_length", None)
+    if not length:
+        return
+    payload = length - options.record_start_offset - options.record_end_offset
+    least = max((r.offset + _min_size(r) * (r.occurs.min if r.occurs else 1) for r in layout.records), default=0)
+    if payload < least:
+        raise CopybookError(
+            f"record_length {length} leaves {payload} bytes per record, but the copybook's record"
+            f" takes {least if least == layout.size else f'at least {least}'}",
+            where="option record_length",
+            hint=f"use record_length={layout.size} (the copybook's size), or the copybook of these records",
+        )
+
+
+def _min_size(node: Node) -> int:
+    """Bytes of one occurrence of ``node`` when every OCCURS DEPENDING ON inside holds its
+    minimum (a lower bound: redefinitions take at least the item they redefine)."""
+    if isinstance(node, Field):
+        return node.size
+    assert isinstance(node, Group)
+    total = 0
+    for child in node.children:
+        if child.redefines is not None or child.renames:
+            continue
+        one = _min_size(child)
+        if child.occurs is not None:
+            total += one * (child.occurs.min if child.occurs.depending_on else child.occurs.max)
+        else:
+            total += one
+    return total
 
 
 def occurs_maps(layout: Layout, options: Any) -> dict[int, dict[str, int]]:
@@ -524,7 +595,7 @@ def decode_files(
         except framing.FramingError as exc:
             stats.errors += 1
             yield BadRecord(RecordDecodeError(
-                exc.message, file=name, record=getattr(exc, "record", None) or 0,
+                exc.message, file=name, record=getattr(exc, "index", None) or 0,
                 offset=getattr(exc, "offset", 0) or 0,
             ))
         except OSError as exc:

@@ -5,8 +5,12 @@
 lists. A field that is missing or ``None`` keeps the bytes of ``base`` when one is given,
 else its initial value (spaces for text, 0x00 - a null under improved null detection -
 for the rest). Keys the layout does not know (``File_Id``, ``Seg_Id0``, ``*_debug``) are
-ignored. Of the branches of a REDEFINES block, the first one present (not null) is
-written; the others describe the same bytes. With ``record_format=V`` each record gets its RDW.
+ignored. Of the branches of a REDEFINES block one is written; the others describe the same
+bytes. Which one: with ``segment_field`` and ``redefine_segment_id_map`` the branch of the
+record's segment (the others are not written, and a variable-length record ends after the
+last item written, as the segment's own records do); else the first of ``encode_branches``
+that is present; else the first present (not null). So ``encode(decode(x)) == x`` holds for
+the records of a multi-segment file. With ``record_format=V`` each record gets its RDW.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from .avro import as_options, output_fields
 from .decoder import decode_context
 from .errors import CopybookError, RecordEncodeError
 from .layout import Field, Group, Layout, Node, OutputNode
+
+#: a REDEFINES block none of whose branches is written (the segment maps none of them)
+_NOTHING = Group(name="", identifier="", level=0, path=())
 
 
 class RecordEncoder:
@@ -40,6 +47,21 @@ class RecordEncoder:
                     index(out.children)
 
         index(self.outputs)
+        from .decoder import _segment_map
+
+        self.segment_map = _segment_map(self.options)
+        seg = self.options.segment_field
+        self.segment_field = layout.find(seg) if seg and self.segment_map else None
+        self.preferred = {b.replace("-", "_").upper() for b in self.options.encode_branches}
+        known = {n.identifier.upper() for n in layout.walk() if n.redefines or n.is_redefined}
+        unknown = sorted(self.preferred - known)
+        if unknown:
+            raise RecordEncodeError(
+                f"encode_branches names {', '.join(unknown)}, which is no REDEFINES branch of the copybook",
+                where="option encode_branches",
+            )
+        self._seg: str | None = None
+        self._end = 0
         space = self.ctx.text_codec.encode(" ") if hasattr(self.ctx.text_codec, "encode") else b" "
         self._space = space[:1] or b" "
         self._initial = self._initial_record()
@@ -47,7 +69,7 @@ class RecordEncoder:
     def _initial_record(self) -> bytes:
         buf = bytearray(self.layout.size)
         for f in self.layout.fields():
-            if f.field_type.kind == "string" and f.redefines is None:
+            if f.field_type.kind == "string" and f.redefines is None and not f.renames:
                 count = f.occurs.max if f.occurs else 1
                 for k in range(count):
                     start = f.offset + k * f.size
@@ -56,11 +78,30 @@ class RecordEncoder:
 
     def encode(self, record: Mapping[str, Any], *, base: bytes | None = None) -> bytes:
         """The bytes of ``record`` (``base``: the bytes to start from, e.g. the original record)."""
+        self._seg = None
+        if self.segment_field is not None:
+            # the segment id as the decoder reads it: from the bytes a first pass writes
+            probe = self._encode(record, base)
+            f = self.segment_field
+            try:
+                value = f.field_type.decode(probe[f.offset:f.offset + f.size], self.ctx)  # type: ignore[union-attr]
+            except CopybookError:
+                value = None
+            self._seg = None if value is None else str(value).strip("".join(chr(i) for i in range(0x21)))
+        data = self._encode(record, base)
+        if self._seg is not None and self.options.record_format in ("V", "VB") and self._end < len(data):
+            data = data[:self._end]
+        return data
+
+    def _encode(self, record: Mapping[str, Any], base: bytes | None) -> bytes:
+        self._end = 0
         buf = bytearray(base if base is not None else self._initial)
         if len(buf) < self.layout.size:
             buf.extend(self._initial[len(buf):])
         end = 0
         for rec in self.layout.records:
+            if rec.renames:
+                continue
             out = self._out_by_node.get(id(rec))
             if out is not None:
                 value = record.get(out.name)
@@ -94,6 +135,7 @@ class RecordEncoder:
 
     def _one(self, node: Node, value: Any, buf: bytearray, pos: int) -> int:
         if isinstance(node, Field):
+            self._end = max(self._end, pos + node.size)
             if value is not None:
                 try:
                     data = node.field_type.encode(value, self.ctx)
@@ -107,12 +149,22 @@ class RecordEncoder:
         values = value if isinstance(value, Mapping) else {}
         shift = 0
         written = False  # a branch of the current REDEFINES block has been written
-        for child in node.children:
+        children = [c for c in node.children if not c.renames]  # level-66 views write nothing
+        for i, child in enumerate(children):
             start = pos + (child.offset - node.offset) + shift
             out = self._out_by_node.get(id(child))
             child_value = values.get(out.name) if out is not None else None
             if child.redefines is None:
                 written = False
+                block = [child]
+                for nxt in children[i + 1:]:
+                    if nxt.redefines is None:
+                        break
+                    block.append(nxt)
+                choice = self._choose(block, values) if len(block) > 1 else None
+            if choice is not None:
+                if child is not choice:
+                    continue
             elif written:
                 continue
             used = self._node(child, child_value, buf, start, record_path="")
@@ -121,6 +173,22 @@ class RecordEncoder:
             if child.redefines is None and self.variable_occurs:
                 shift += used - child.total_size
         return node.size + shift
+
+    def _choose(self, block: list[Node], values: Mapping[str, Any]) -> Node | None:
+        """The branch of a REDEFINES block to write (None: the first present one)."""
+        if self._seg is not None:
+            mapped = [b for b in block if b.identifier.upper() in self.segment_map]
+            if mapped:
+                for b in mapped:
+                    if self._seg in self.segment_map[b.identifier.upper()]:
+                        return b
+                unmapped = [b for b in block if b not in mapped]
+                return unmapped[0] if unmapped else _NOTHING
+        for b in block:
+            out = self._out_by_node.get(id(b))
+            if b.identifier.upper() in self.preferred and out is not None and values.get(out.name) is not None:
+                return b
+        return None
 
     def framed(self, record: Mapping[str, Any], *, base: bytes | None = None) -> bytes:
         """The record with its RDW when ``record_format`` is V (else the bare record)."""

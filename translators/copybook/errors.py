@@ -53,8 +53,10 @@ class CopybookLayoutError(CopybookError):
 class RecordDecodeError(CopybookError):
     """A record whose bytes cannot be decoded by its layout (strict mode).
 
-    Carries the data ``file``, 0-based ``record`` number, file ``offset`` of the record,
-    the ``field`` path, the ``raw`` bytes of the field and the ``reason``.
+    Carries the data ``file``, the ``record`` number (counted from 1, as every report
+    numbers records; the constructor takes the 0-based index of the record in its file),
+    the file ``offset`` of the record (or of the bad field when ``field`` is set), the
+    ``field`` path, the ``raw`` bytes of the field and the ``reason``.
     """
 
     def __init__(
@@ -68,12 +70,13 @@ class RecordDecodeError(CopybookError):
         raw: bytes = b"",
     ):
         self.file = file
-        self.record = record
+        self.index = record
+        self.record = record + 1
         self.offset = offset
         self.field = field
         self.raw = raw
         self.reason = reason
-        where = f"{file}: record {record} at byte {offset}"
+        where = f"{file}: record {record + 1} at byte {offset}"
         if field:
             where += f", field {field}"
         msg = reason + (f" (raw bytes {raw.hex().upper()})" if raw else "")

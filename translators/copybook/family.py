@@ -411,7 +411,7 @@ class LayoutFamily:
                     yield VersionedRecord(self.format(version), rec, name, frame.number, frame.offset)
         except framing.FramingError as exc:
             stats.errors += 1
-            yield BadRecord(RecordDecodeError(exc.message, file=name, record=exc.record or 0, offset=exc.offset))
+            yield BadRecord(RecordDecodeError(exc.message, file=name, record=exc.index or 0, offset=exc.offset))
         except OSError as exc:
             raise CopybookError(f"cannot read {name}: {exc.strerror or exc}", where=name) from exc
 

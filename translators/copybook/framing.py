@@ -54,13 +54,14 @@ class FramingError(CopybookError):
         hint: str | None = None,
     ):
         self.offset = offset
-        self.record = record
+        self.index = record  # 0-based, as FramedRecord.number
+        self.record = None if record is None else record + 1  # numbered from 1, as reported
         self.expected = expected
         self.actual = actual
         self.file = file
         where = f"{file or '<data>'}: byte {offset}"
         if record is not None:
-            where += f" (record {record})"
+            where += f" (record {record + 1})"
         super().__init__(message, where=where, hint=hint)
 
 

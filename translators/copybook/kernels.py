@@ -179,7 +179,10 @@ def _binary(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataTy
     value = np.ascontiguousarray(block).view(f">{kind}{ft.size}").reshape(len(block)).astype(np.int64)
     ok = np.ones(len(block), dtype=bool)
     if ft.usage == "COMP":
-        ok = np.abs(value) < ft.max_abs_unscaled
+        limit = ft.binary_limit(ctx)
+        # |value| < 2**63 always holds for int64 (the most negative value aside)
+        ok = (np.abs(value) < limit) & (value != np.iinfo(np.int64).min) if limit < (1 << 63) else (
+            value != np.iinfo(np.int64).min)
     return _finish(ft, block, ctx, typ, value, ok)
 
 

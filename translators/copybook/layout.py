@@ -59,6 +59,7 @@ class Node:
     occurs: Occurs | None = None
     redefines: str | None = None  # identifier of the redefined item
     is_redefined: bool = False
+    renames: bool = False  # a level-66 RENAMES item (a view of bytes other items own)
     is_filler: bool = False
     conditions: list[Condition] = field(default_factory=list)
     item: Item | None = None
@@ -198,6 +199,8 @@ class Layout:
             nonlocal counter
             parts = []
             for child in children:
+                if child.renames:  # Cobrix does not print level-66 items
+                    continue
                 counter += 1
                 text = line(child, indent)
                 if isinstance(child, Group):
@@ -209,8 +212,10 @@ class Layout:
         return header + group_text(self.records, "")
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per node: level, name, path, start, end (1-based inclusive), length,
-        usage, picture, attributes."""
+        """One dict per node: level, name, path, start, end (1-based inclusive), length (the
+        bytes the node spans in its parent, as Cobrix reports it: a redefinition block spans
+        its widest item), size (one occurrence's own bytes), occurs, usage, picture,
+        attributes."""
         out = []
         for node in self.walk():
             attrs = ""
@@ -218,6 +223,7 @@ class Layout:
                 attrs += "D"
             attrs += ("r" if node.is_redefined else "") + ("R" if node.redefines else "")
             attrs += "[]" if node.occurs else ""
+            attrs += "66" if node.renames else ""
             out.append({
                 "level": node.level,
                 "name": node.name,
@@ -225,6 +231,8 @@ class Layout:
                 "start": node.offset + 1,
                 "end": node.offset + node.span,
                 "length": node.span,
+                "size": node.size,  # bytes of one occurrence, as the compiler's LENGTH OF
+                "occurs": node.occurs.max if node.occurs else None,
                 "usage": node.usage if isinstance(node, Field) else (
                     node.item.usage if node.item and node.item.usage else None
                 ),
@@ -346,22 +354,131 @@ class _Builder:
 
 
 def build_layout(
-    copybook: Copybook, *, field_type: FieldTypeFactory | None = None
+    copybook: Copybook, *, field_type: FieldTypeFactory | None = None, pointer_size: int = 4
 ) -> Layout:
-    """Compute offsets and sizes for every item of ``copybook``."""
-    builder = _Builder(field_type or default_field_type, copybook.file)
+    """Compute offsets and sizes for every item of ``copybook``.
+
+    ``pointer_size`` is the size of USAGE POINTER, PROCEDURE-POINTER and FUNCTION-POINTER
+    items: 4 bytes as IBM Enterprise COBOL (31-bit), 8 for 64-bit programs."""
+    if field_type is None:
+        field_type = (
+            default_field_type if pointer_size == 4
+            else (lambda item: default_field_type(item, pointer_size=pointer_size))
+        )
+    builder = _Builder(field_type, copybook.file)
     records: list[Node] = []
     cursor = 0
+    run: list[Item] = []  # consecutive top-level items below level 01 (a copybook without 01)
+
+    def place_run() -> None:
+        nonlocal cursor
+        if not run:
+            return
+        # they follow each other (and REDEFINE each other) as the items of one group would
+        area = Group(name="", identifier="", level=0, path=())
+        builder.place_children(area, list(run), cursor)
+        records.extend(area.children)
+        cursor = area.offset + area.size
+        run.clear()
+
     for item in copybook.records:
-        start = 0 if item.level in (1, 77) else cursor
-        node = builder.node(item, (), start)
+        if item.level not in (1, 77):
+            run.append(item)
+            continue
+        place_run()
+        node = builder.node(item, (), 0)
         _Builder._close_block([node])
         records.append(node)
         cursor = node.offset + node.span
+    place_run()
     size = max((r.offset + r.span for r in records), default=0)
     layout = Layout(records, size, copybook.file, list(copybook.renames))
+    _place_renames(layout, copybook, builder)
     _mark_dependees(layout)
     return layout
+
+
+def _place_renames(layout: Layout, copybook: Copybook, builder: _Builder) -> None:
+    """Level-66 items become fields over the bytes they rename, placed last in their record:
+    the renamed item's own type when one elementary item is renamed, else an alphanumeric
+    view (PIC X(n)) of the bytes from the first item to the end of the THRU item."""
+    if not copybook.renames:
+        return
+    from .parser import Item
+
+    for ren in copybook.renames:
+        root_item = copybook.records[ren.record] if ren.record < len(copybook.records) else None
+        root = next((r for r in layout.records if r.item is root_item), None)
+        scope = [n for n in _walk(root)] if root is not None else list(layout.walk())
+        if root is not None and root.level not in (1, 77):
+            scope = list(layout.walk())  # no 01: the renamed items are top-level items
+
+        def find(name: str, scope: list[Node] = scope, ren: Any = ren, root: Node | None = root) -> Node:
+            key = identifier(name).upper()
+            hits = [n for n in scope if n.identifier.upper() == key and n is not root]
+            if not hits:
+                raise CopybookLayoutError(
+                    f"66 {ren.name} RENAMES {name}, which is not an item of the record",
+                    where=ren.where, hint="RENAMES names items of the record it follows (not 01, 66, 77 or 88)",
+                )
+            node = hits[0]
+            if node.occurs or any(a.occurs for a in _ancestors_of(layout, node)):
+                raise CopybookLayoutError(
+                    f"66 {ren.name} RENAMES {name}, which is (or is inside) an OCCURS table",
+                    where=ren.where,
+                )
+            return node
+
+        first = find(ren.start)
+        last = find(ren.thru) if ren.thru else first
+        if ren.thru and (last.offset < first.offset or last.end <= first.offset):
+            raise CopybookLayoutError(
+                f"66 {ren.name} RENAMES {ren.start} THRU {ren.thru}, but {ren.thru} does not end after {ren.start}"
+                " starts", where=ren.where, hint="THRU names an item that follows the first one",
+            )
+        start, end = first.offset, max(first.end, last.end)
+        item = Item(level=66, name=ren.name, file=ren.file, line=ren.line, column=ren.column)
+        if last is first and isinstance(first, Field):
+            ftype, picture, usage = first.field_type, first.picture, first.usage
+        else:
+            item.picture = f"X({end - start})"
+            ftype = builder.factory(item)
+            picture, usage = item.picture, "DISPLAY"
+        parent = root if isinstance(root, Group) and root.level in (1, 77) else None
+        fld = Field(
+            name=ren.name, identifier=identifier(ren.name), level=66,
+            path=((*parent.path, identifier(ren.name)) if parent else (identifier(ren.name),)),
+            offset=start, size=end - start, span=end - start, item=item,
+            field_type=ftype, picture=picture, usage=usage, renames=True,
+        )
+        if parent is not None:
+            parent.children.append(fld)
+        else:
+            layout.records.append(fld)
+
+
+def _walk(node: Node | None) -> Iterator[Node]:
+    if node is None:
+        return
+    yield node
+    if isinstance(node, Group):
+        for child in node.children:
+            yield from _walk(child)
+
+
+def _ancestors_of(layout: Layout, target: Node) -> list[Node]:
+    found: list[Node] = []
+
+    def rec(node: Node, trail: list[Node]) -> bool:
+        if node is target:
+            found.extend(trail)
+            return True
+        return isinstance(node, Group) and any(rec(c, [*trail, node]) for c in node.children)
+
+    for r in layout.records:
+        if rec(r, []):
+            break
+    return found
 
 
 def _mark_dependees(layout: Layout) -> None:

@@ -7,8 +7,11 @@ Two source formats:
   ``*`` and ``/`` comment lines, ``-`` a continuation line, ``D``/``d`` a debugging line
   (skipped unless ``debug_lines=True``). Text lives in columns 8-72. As in Cobrix, a
   line with any other character in column 7 is read as text starting in column 7.
-* ``free``: the whole line is text; ``*>`` starts a comment to the end of the line and a
-  line whose first non-blank characters are ``*`` or ``/`` is a comment.
+* ``free``: the whole line is text; a line whose first non-blank characters are ``*`` or
+  ``/`` is a comment.
+
+In both formats ``*>`` outside a literal starts a floating comment that runs to the end of
+the line (``16 FILLER PIC X(353). *> was 420``).
 
 Tab characters are expanded to ``tab_width`` columns before columns are counted. When the
 expansion pushes text past column 72 of a fixed-format line, the clause would be silently
@@ -95,9 +98,7 @@ def source_lines(
             stripped = line.lstrip()
             if not stripped or stripped.startswith(("*", "/")):
                 continue
-            cut = line.find("*>")
-            body = line if cut < 0 else line[:cut]
-            out.append(_Line(number, 1, body, False))
+            out.append(_Line(number, 1, line, False))
             continue
         if len(line) <= 6:
             continue
@@ -207,6 +208,8 @@ def tokenize(
             while i < n and body[i].isspace():
                 i += 1
             if i >= n:
+                break
+            if body.startswith("*>", i):  # a floating comment runs to the end of the line
                 break
             col = ln.column + i
             ch = body[i]

@@ -95,6 +95,14 @@ class CopybookOptions(BaseModel):
     debug: str = "none"
     pedantic: bool = False
     input_split_records: int | None = None
+    #: COMP integers beyond their PICTURE: kept (``bin``, Cobrix's behaviour) or bad (``std``)
+    trunc: str = "bin"
+    #: sign overpunch the encoder writes in ASCII zoned decimals: ``ibm`` or ``gnucobol``
+    ascii_sign_convention: str = "ibm"
+    #: bytes of USAGE POINTER / PROCEDURE-POINTER / FUNCTION-POINTER items: 4 (IBM 31-bit) or 8
+    pointer_size: int = 4
+    #: REDEFINES branches the encoder writes when present, before the first present one
+    encode_branches: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ construction
 
@@ -241,7 +249,7 @@ class CopybookOptions(BaseModel):
                     out[f"redefine_segment_id_map:{i}"] = f"{name} => {','.join(ids)}"
             elif name == "occurs_mappings":
                 out[name] = json.dumps({n: dict(p) for n, p in value})
-            elif name == "segment_filter":
+            elif name in ("segment_filter", "encode_branches"):
                 out[name] = ",".join(value)
             elif isinstance(value, bool):
                 out[name] = "true" if value else "false"
@@ -481,4 +489,8 @@ _PARSERS: dict[str, Any] = {
     "debug": _debug,
     "pedantic": _bool,
     "input_split_records": _optional_int(1),
+    "trunc": _choice(("bin", "std")),
+    "ascii_sign_convention": _choice(("ibm", "gnucobol")),
+    "pointer_size": lambda k, v: int(_choice(("4", "8"))(k, v)),
+    "encode_branches": _list,
 }

@@ -14,6 +14,7 @@ token and what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ USAGES: dict[str, str] = {
     "COMPUTATIONAL-9": "COMP-9",
     "INDEX": "INDEX",
     "POINTER": "POINTER",
+    "PROCEDURE-POINTER": "PROCEDURE-POINTER",
+    "FUNCTION-POINTER": "FUNCTION-POINTER",
 }
 
 FIGURATIVE = {
@@ -167,12 +170,21 @@ class Item:
 
 @dataclass(frozen=True)
 class Renames:
-    """A level-66 RENAMES entry (kept as metadata; it adds no storage)."""
+    """A level-66 RENAMES entry: another name for the bytes of ``start`` [THRU ``thru``]
+    (it adds no storage; the layout makes it a field). ``record`` is the index of the
+    top-level item it follows."""
 
     name: str
     start: str
     thru: str | None
     line: int = 0
+    file: str = "<copybook>"
+    column: int = 0
+    record: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
 
 
 @dataclass
@@ -545,7 +557,8 @@ class _Parser:
             self.skip("IS")
             u = self.peek()
             if u is None or u.kind != "word" or u.upper not in USAGES:
-                self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-6, BINARY, PACKED-DECIMAL, NATIONAL, INDEX or POINTER")
+                self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-6, BINARY, PACKED-DECIMAL, NATIONAL, INDEX,"
+                      " POINTER, PROCEDURE-POINTER or FUNCTION-POINTER")
             self.i += 1
             self._set_usage(it, u.upper)  # type: ignore[union-attr]
         elif word in USAGES:
@@ -754,7 +767,7 @@ class _Parser:
         if self.is_word("THRU", "THROUGH"):
             self.i += 1
             thru = self.name_ref("renamed data name")
-        return Renames(name, start, thru, lvtok.line)
+        return Renames(name, start, thru, lvtok.line, lvtok.file, lvtok.column)
 
 
 def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
@@ -772,7 +785,12 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
             last.conditions.append(entry)
             continue
         if isinstance(entry, Renames):
-            renames.append(entry)
+            if not roots:
+                raise CopybookSyntaxError(
+                    "level 66 RENAMES before any record", file=tok.file, line=tok.line,
+                    column=tok.column, token=tok.text, expected="a record (01) before it",
+                )
+            renames.append(dataclasses.replace(entry, record=len(roots) - 1))
             continue
         assert isinstance(entry, Item)
         if entry.level in (1, 77):
@@ -802,7 +820,7 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
     return Copybook(roots, renames, file)
 
 
-_NO_PIC_USAGES = {"COMP-1", "COMP-2", "INDEX", "POINTER"}
+_NO_PIC_USAGES = {"COMP-1", "COMP-2", "INDEX", "POINTER", "PROCEDURE-POINTER", "FUNCTION-POINTER"}
 
 
 def _inherit(item: Item, usage: str | None, sign: tuple[str | None, bool] | None) -> None:

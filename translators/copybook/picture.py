@@ -89,7 +89,14 @@ USAGES: dict[str, str] = {
     "COMPUTATIONAL-2": "COMP-2",
     "NATIONAL": "NATIONAL",
     "DISPLAY-1": "DISPLAY-1",
+    "INDEX": "INDEX",
+    "POINTER": "POINTER",
+    "PROCEDURE-POINTER": "PROCEDURE-POINTER",
+    "FUNCTION-POINTER": "FUNCTION-POINTER",
 }
+
+#: usages without a PICTURE whose size is the address size (4 bytes, 8 with ``pointer_size=8``)
+POINTER_USAGES = frozenset({"POINTER", "PROCEDURE-POINTER", "FUNCTION-POINTER"})
 
 
 def normalize_usage(usage: str | None, *, where: str | None = None) -> str:
@@ -105,7 +112,8 @@ def normalize_usage(usage: str | None, *, where: str | None = None) -> str:
         raise PictureError(
             f"unknown USAGE {usage!r}",
             where=where,
-            hint="use DISPLAY, COMP, COMP-3, COMP-5, BINARY, PACKED-DECIMAL, COMP-1, COMP-2 or NATIONAL",
+            hint="use DISPLAY, COMP, COMP-3, COMP-5, BINARY, PACKED-DECIMAL, COMP-1, COMP-2, NATIONAL,"
+            " INDEX or POINTER",
         ) from None
 
 
@@ -196,6 +204,13 @@ class DecodeContext:
         "IBM", "IBM_little_endian", "IEEE754", "IEEE754_little_endian"
     ] = "IBM"
     strict_sign_overpunching: bool = True
+    #: ``bin`` (the default, as Cobrix and IBM's TRUNC(BIN)): a COMP integer keeps its whole
+    #: binary value even beyond the digits of its PICTURE (as long as its type holds it);
+    #: ``std``: such a value is bad data, as with TRUNC(STD)
+    trunc: Literal["bin", "std"] = "bin"
+    #: how the encoder overpunches the sign of ASCII zoned decimals: ``ibm`` ({ A-I, } J-R)
+    #: or ``gnucobol`` (GnuCOBOL and Micro Focus: positive plain digits, negative 0x70-0x79)
+    ascii_sign_convention: Literal["ibm", "gnucobol"] = "ibm"
 
     @cached_property
     def text_codec(self) -> CodePage | AsciiCodec:
@@ -219,6 +234,8 @@ class DecodeContext:
             improved_null_detection=options.improved_null_detection,
             floating_point_format=options.floating_point_format,
             strict_sign_overpunching=options.strict_sign_overpunching,
+            trunc="std" if options.strict_integral_precision else options.trunc,
+            ascii_sign_convention=options.ascii_sign_convention,
         )
 
 
@@ -269,6 +286,17 @@ class FieldType:
         """One more than the largest unscaled integer the digit positions hold."""
         return 10**self.digits
 
+    def binary_limit(self, ctx: DecodeContext) -> int:
+        """One more than the largest magnitude a COMP item decodes to: the digits of its
+        PICTURE under ``trunc=std``; under ``trunc=bin`` (the default) whatever its Avro type
+        holds (int up to 9 digits, long up to 18) for integers, the PICTURE otherwise."""
+        if ctx.trunc == "bin" and self.kind == "integer" and self.scale == 0:
+            if self.precision <= 9:
+                return 1 << 31
+            if self.precision <= 18:
+                return 1 << 63
+        return self.max_abs_unscaled
+
     def decode(self, raw: bytes, ctx: DecodeContext = DEFAULT_CONTEXT) -> Any:
         """The value of ``raw`` (exactly ``size`` bytes); ``FieldDecodeError`` if malformed."""
         return _decode(self, raw, ctx)
@@ -292,6 +320,7 @@ def field_type(
     blank_when_zero: bool = False,
     justified_right: bool = False,
     decimal_point_is_comma: bool = False,
+    pointer_size: int = 4,
     where: str | None = None,
 ) -> FieldType:
     """The :class:`FieldType` of an elementary item with this PICTURE and USAGE.
@@ -308,6 +337,19 @@ def field_type(
         synchronized=synchronized,
         decimal_point_is_comma=decimal_point_is_comma,
     )
+    if norm in POINTER_USAGES or norm == "INDEX":
+        if picture:
+            raise PictureError(f"an item of USAGE {norm} has no PICTURE clause", where=where)
+        if norm == "INDEX":  # a 4-byte binary integer, as IBM COBOL stores index data items
+            return FieldType(
+                picture=None, usage="COMP-5", kind="integer", category="index", size=4,
+                alignment=4, digits=9, precision=9, signed=True, **common,
+            )  # fmt: skip
+        size = pointer_size if pointer_size in (4, 8) else 4
+        return FieldType(
+            picture=None, usage=norm, kind="bytes", category="pointer", size=size,
+            alignment=size, **common,
+        )  # fmt: skip
     if norm in ("COMP-1", "COMP-2"):
         size = 4 if norm == "COMP-1" else 8
         return FieldType(
@@ -646,6 +688,7 @@ for _i in range(10):
     _OVERPUNCH[chr(0x70 + _i)] = (_i, True)  # p-y: negative overpunch of some ASCII compilers
 _PUNCH_POS = "{ABCDEFGHI"
 _PUNCH_NEG = "}JKLMNOPQR"
+_PUNCH_NEG_GNU = "pqrstuvwxy"  # 0x70-0x79
 
 
 def _fail(reason: str, raw: bytes) -> FieldDecodeError:
@@ -675,10 +718,13 @@ def _decode(ft: FieldType, raw: bytes, ctx: DecodeContext) -> Any:
         return _decode_float(ft, raw, ctx)
     if usage in ("COMP", "COMP-5"):
         n = int.from_bytes(raw, "big", signed=ft.signed)
-        if usage == "COMP" and abs(n) >= ft.max_abs_unscaled:
-            raise _fail(
-                f"binary value {n} has more than the {ft.digits} digits of the picture", raw
-            )
+        if usage == "COMP" and abs(n) >= ft.binary_limit(ctx):
+            if abs(n) >= ft.max_abs_unscaled and ctx.trunc == "std":
+                raise _fail(
+                    f"binary value {n} has more than the {ft.digits} digits of the picture"
+                    " (trunc=std)", raw
+                )
+            raise _fail(f"binary value {n} does not fit the field's type (PIC {ft.picture})", raw)
         return _make(ft, n)
     if usage == "COMP-3":
         return _decode_packed(ft, raw)
@@ -716,6 +762,12 @@ def _encode(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:
             return n.to_bytes(ft.size, "big", signed=ft.signed)
         except OverflowError:
             raise FieldEncodeError(f"{value} does not fit {ft.size} bytes of COMP-5") from None
+    if usage == "COMP" and abs(n) < ft.binary_limit(ctx):
+        # trunc=bin (the default): the whole binary value, as the decoder reads it back
+        try:
+            return n.to_bytes(ft.size, "big", signed=ft.signed)
+        except OverflowError:
+            raise FieldEncodeError(f"{value} does not fit {ft.size} bytes of binary") from None
     if abs(n) >= ft.max_abs_unscaled:
         raise FieldEncodeError(f"{value} has more digits than picture {ft.picture} holds")
     if usage == "COMP":
@@ -730,7 +782,7 @@ def _encode(ft: FieldType, value: Any, ctx: DecodeContext) -> bytes:
     elif n == 0 and ft.blank_when_zero:
         text = " " * (ft.size // (2 if usage == "NATIONAL" else 1))
     else:
-        text = _encode_zoned(ft, n)
+        text = _encode_zoned(ft, n, ctx)
     return _numeric_bytes(ft, text, ctx)
 
 
@@ -856,7 +908,7 @@ def _decode_zoned(ft: FieldType, text: str, raw: bytes, ctx: DecodeContext) -> i
     return _make(ft, -n if neg else n)
 
 
-def _encode_zoned(ft: FieldType, n: int) -> str:
+def _encode_zoned(ft: FieldType, n: int, ctx: DecodeContext = DEFAULT_CONTEXT) -> str:
     neg = n < 0
     s = str(abs(n)).rjust(ft.digits, "0")
     if ft.explicit_point:
@@ -869,7 +921,11 @@ def _encode_zoned(ft: FieldType, n: int) -> str:
         idx = 0 if ft.sign_position == "leading" else len(s) - 1
         if not s[idx].isdigit():  # "999." with trailing sign: punch the last digit
             idx -= 1
-        punch = (_PUNCH_NEG if neg else _PUNCH_POS)[int(s[idx])]
+        if not ctx.is_ebcdic and ctx.ascii_sign_convention == "gnucobol":
+            punches = _PUNCH_NEG_GNU if neg else "0123456789"
+        else:
+            punches = _PUNCH_NEG if neg else _PUNCH_POS
+        punch = punches[int(s[idx])]
         s = s[:idx] + punch + s[idx + 1 :]
     return s
 

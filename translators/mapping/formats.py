@@ -140,8 +140,8 @@ class CopybookFormat(RecordFormat):
 
         assert spec.path is not None
         self.spec = spec
-        self.layout = build_layout(parse_file(spec.path))
         self.options = parse_options(spec.options)
+        self.layout = build_layout(parse_file(spec.path), pointer_size=self.options.pointer_size)
         self.schema = avro_schema(self.layout, self.options)
         self.policy = policy
         self.stats = DecodeStats()

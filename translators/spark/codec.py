@@ -132,7 +132,7 @@ class CopybookCodec:
         if self.copybook != "<copybook_contents>":
             copy_paths.append(str(Path(self.copybook).parent))
         cb = parser.parse_copybook(self.copybook_text, file=self.copybook, copy_paths=copy_paths)
-        return layout.build_layout(cb)
+        return layout.build_layout(cb, pointer_size=self.parsed_options.pointer_size)
 
     @cached_property
     def avro_schema(self) -> dict[str, Any]:
@@ -268,7 +268,7 @@ class CopybookCodec:
             # a split is framed as a stream of its own: place the error in the file
             base_offset, base_record = (0, 0) if framing.kind == "whole" else (split.start, split.first_record)
             rows.append(self._corrupt(decoder.RecordDecodeError(
-                exc.message, file=name, record=(getattr(exc, "record", None) or 0) + base_record,
+                exc.message, file=name, record=(getattr(exc, "index", None) or 0) + base_record,
                 offset=(getattr(exc, "offset", 0) or 0) + base_offset,
             )))
         rows = self._route_bad(rows, bad)

@@ -90,7 +90,7 @@ def test_fixed_length_corpus_cases_decode_the_same_on_both_paths(case, policy) -
     assert s2 == s1
     assert lines1 and s1.records == len(lines1)
     if case.id == "test19" and policy == "strict":
-        assert [b["record"] for b in bad1] == [6]
+        assert [b["record"] for b in bad1] == [7]  # numbered from 1
 
 
 @pytest.mark.parametrize("case", [c for c in FIXED_CASES if not c.id.startswith("test3")], ids=lambda c: c.id)
@@ -143,9 +143,10 @@ def test_cli_outputs_are_the_same_on_both_paths(tmp_path: Path, capsys: pytest.C
     for mode in ([], ["--per-record"]):
         key = "per-record" if mode else "vectorised"
         errors = tmp_path / f"errors-{key}.jsonl"
-        assert main(["copybook", "decode", copybook, str(data), *opts, "--strict", "--errors", str(errors), *mode]) == 0
+        # --strict: rejected records make the exit status 1
+        assert main(["copybook", "decode", copybook, str(data), *opts, "--strict", "--errors", str(errors), *mode]) == 1
         out, err = capsys.readouterr()
-        assert f"{key} decoder" in err and "6 records, 2 errors" in err
+        assert f"{key} decoder" in err and "6 records, 2 rejected" in err and "2 records rejected (--strict)" in err
         pq_file, avro_file = tmp_path / f"{key}.parquet", tmp_path / f"{key}.avro"
         assert main(["copybook", "decode", copybook, str(data), *opts, "--to", "parquet", "--output", str(pq_file), *mode]) == 0
         assert main(["copybook", "decode", copybook, str(data), *opts, "--to", "avro", "--output", str(avro_file), *mode]) == 0
@@ -156,7 +157,7 @@ def test_cli_outputs_are_the_same_on_both_paths(tmp_path: Path, capsys: pytest.C
     assert results["vectorised"] == results["per-record"]
     out, errors, parquet_rows, _schema, avro_rows = results["vectorised"]
     reports = [json.loads(line) for line in errors.splitlines()]
-    assert [(r["record"], r["offset"]) for r in reports] == [(6, 480), (7, 560)]
+    assert [(r["record"], r["offset"]) for r in reports] == [(7, 480), (8, 560)]  # numbered from 1
     assert reports[0]["field"] and reports[0]["raw_hex"] and "truncated" in reports[1]["reason"]
     assert len(out.splitlines()) == 6 and len(parquet_rows) == len(avro_rows) == 7
 

@@ -23,7 +23,7 @@ def test_layout_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == (case / "test6_expected" / "test6_layout.txt").read_text() + "\n"
     assert main(["copybook", "layout", "--json", str(T21 / "test21_copybook.cob")]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert set(rows[0]) == {"level", "name", "path", "start", "end", "length", "usage", "picture", "attributes"}
+    assert set(rows[0]) == {"level", "name", "path", "start", "end", "length", "size", "occurs", "usage", "picture", "attributes"}
     assert [(r["name"], r["start"], r["end"], r["attributes"]) for r in rows][1:3] == [
         ("COUNT", 1, 1, "D"), ("GROUP", 2, 9, "[]")]
 
@@ -40,7 +40,7 @@ def test_decode_jsonl_matches_the_corpus(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0
     out, err = capsys.readouterr()
     assert out == (T21 / "test21_expected" / "test21.txt").read_text()
-    assert "5 records, 0 errors" in err
+    assert "5 records, 0 rejected" in err
 
 
 def test_decode_to_avro_and_encode_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,6 +75,60 @@ def test_truncated_last_record_goes_to_the_errors_file(tmp_path: Path, capsys: p
     out, err = capsys.readouterr()
     assert len(out.splitlines()) == 2
     report = json.loads(errors.read_text())
-    assert (report["record"], report["offset"]) == (2, 4404)
+    assert (report["record"], report["offset"]) == (3, 4404)  # the third record, numbered from 1
     assert "truncated" in report["reason"]
-    assert "2 records, 1 errors" in err
+    assert "2 records, 1 rejected" in err
+    # --strict: the rejected record makes the exit status 1
+    assert main(["copybook", "decode", str(T1 / "test1_copybook.cob"), str(data), "-o", "ebcdic_code_page=common",
+                 "--strict", "--errors", str(errors)]) == 1
+
+
+BAD = """       01 REC.
+          05 A PIC X(2).
+          05 N PIC 9(3).
+          05 P PIC S9(3) COMP-3.
+"""
+
+
+def _bad_file(tmp_path: Path) -> tuple[str, str]:
+    cpy = tmp_path / "rec.cpy"
+    cpy.write_text(BAD)
+    data = tmp_path / "rec.dat"
+    # record 1 good, record 2 a letter in N, record 3 a bad sign nibble in P, record 4 good
+    data.write_bytes(b"AB123\x12\x3c" + b"CD1X3\x12\x3c" + b"EF456\x12\x34" + b"GH789\x99\x9d")
+    return str(cpy), str(data)
+
+
+@pytest.mark.parametrize("mode", [[], ["--per-record"]])
+def test_errors_file_lists_each_bad_field_with_its_place(tmp_path: Path, capsys, mode) -> None:
+    cpy, data = _bad_file(tmp_path)
+    errors = tmp_path / "errors.jsonl"
+    assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--errors", str(errors), *mode]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 4 and "4 records, 0 rejected, 2 bad fields" in err
+    reports = [json.loads(line) for line in errors.read_text().splitlines()]
+    assert [(r["kind"], r["record"], r["offset"], r["field"], r["raw_hex"]) for r in reports] == [
+        ("field", 2, 9, "REC.N", "315833"), ("field", 3, 19, "REC.P", "1234")]
+    assert all(r["reason"] for r in reports)
+
+
+@pytest.mark.parametrize("mode", [[], ["--per-record"]])
+def test_exit_codes_strict_and_max_errors(tmp_path: Path, capsys, mode) -> None:
+    cpy, data = _bad_file(tmp_path)
+    assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--strict", *mode]) == 1
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 2 and "record 2 at byte 9, field REC.N" in err
+    assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--max-errors", "1", *mode]) == 1
+    assert "stopped after more than 1 errors" in capsys.readouterr().err
+    assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--max-errors", "2", *mode]) == 0
+    capsys.readouterr()
+    # a fixed-length file read as variable-length: the framing error rejects, --strict fails
+    assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "-o", "record_format=V", "--strict"]) == 1
+    assert "record 1 at byte 0" in capsys.readouterr().err
+
+
+def test_record_length_shorter_than_the_layout_is_refused(tmp_path: Path, capsys) -> None:
+    cpy, data = _bad_file(tmp_path)
+    assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "-o", "record_length=4"]) == 1
+    err = capsys.readouterr().err
+    assert "record_length 4" in err and "takes 7" in err and "Traceback" not in err

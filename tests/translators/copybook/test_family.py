@@ -88,7 +88,7 @@ def test_an_unknown_version_value_is_a_bad_record_and_decoding_goes_on(family_di
     out = list(fam.decode_files([data], stats=stats))
     assert [type(r).__name__ for r in out] == ["VersionedRecord", "BadRecord", "VersionedRecord"]
     report = out[1].error.to_dict()
-    assert report["record"] == 1 and report["field"] == "CUSTOMER.REC_VERSION"
+    assert report["record"] == 2 and report["field"] == "CUSTOMER.REC_VERSION"
     assert report["raw_hex"] == "F0F7" and "no version of acme.Customer" in report["reason"]
     assert report["offset"] == 4 + 33 + 4
     assert (stats.records, stats.errors) == (2, 1)

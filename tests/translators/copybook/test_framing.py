@@ -107,7 +107,7 @@ def test_truncated_last_record_comes_after_the_complete_ones():
     assert isinstance(last, TruncatedRecord)
     assert (last.number, last.offset, last.expected, last.actual) == (2, 8, 4, 2)
     err = last.error("data.bin")
-    assert "data.bin: byte 8 (record 2)" in str(err) and "4 bytes expected, 2 found" in str(err)
+    assert "data.bin: byte 8 (record 3)" in str(err) and "4 bytes expected, 2 found" in str(err)
 
 
 def rdw(payload: bytes, big: bool = True) -> bytes:

@@ -162,11 +162,11 @@ def test_rows_are_one_based_inclusive() -> None:
     layout = layout_of("01 R.", "   05 A PIC X(4).", "   05 B PIC S9(5)V99 COMP-3.")
     rows = layout.rows()
     assert rows[0] == {
-        "level": 1, "name": "R", "path": "R", "start": 1, "end": 8, "length": 8,
+        "level": 1, "name": "R", "path": "R", "start": 1, "end": 8, "length": 8, "size": 8, "occurs": None,
         "usage": None, "picture": None, "attributes": "",
     }
     assert rows[2] == {
-        "level": 5, "name": "B", "path": "R.B", "start": 5, "end": 8, "length": 4,
+        "level": 5, "name": "B", "path": "R.B", "start": 5, "end": 8, "length": 4, "size": 4, "occurs": None,
         "usage": "COMP-3", "picture": "S9(5)V99", "attributes": "",
     }
 

@@ -136,10 +136,24 @@ def test_malformed_numbers_raise_with_a_reason():
             "needs 3 bytes",
         ),
     ]
+    std = DecodeContext(trunc="std")  # range checks of COMP values against the PICTURE
     for ft, raw, reason in cases:
         with pytest.raises(FieldDecodeError, match=reason) as err:
-            ft.decode(raw)
+            ft.decode(raw, std)
         assert err.value.raw == raw
+
+
+def test_comp_values_beyond_the_picture_are_kept_as_cobrix_does():
+    """IBM's TRUNC(BIN) and Cobrix keep the whole binary value; trunc=std restores the check."""
+    ft = field_type("9(8)", "COMP")
+    assert ft.decode(b"9271") == 959592241  # Cobrix test4: ASCII digits read as a binary number
+    assert field_type("9(4)", "COMP").decode((10000).to_bytes(2, "big")) == 10000
+    with pytest.raises(FieldDecodeError, match="does not fit"):  # beyond the int the schema holds
+        ft.decode(bytes.fromhex("f9f2f7f1"))
+    with pytest.raises(FieldDecodeError, match="more than the 8 digits"):
+        ft.decode(b"9271", DecodeContext(trunc="std"))
+    with pytest.raises(FieldDecodeError):  # decimals stay within their precision
+        field_type("9(3)V9", "COMP").decode((10000).to_bytes(2, "big"))
 
 
 def test_comp5_uses_the_full_binary_width():
