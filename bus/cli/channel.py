@@ -53,7 +53,7 @@ class _IntermixedParser(argparse.ArgumentParser):
 
     _intermixing = False
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+    def parse_known_args(self, args=None, namespace=None):
         if self._intermixing:
             return super().parse_known_args(args, namespace)
         self._intermixing = True

@@ -23,7 +23,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from coupler.canonical.errors import UsageError
 
@@ -331,9 +331,9 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
         from coupler.translators.copybook.avro import avro_schema
 
         with open(args.output, "wb") as out:
-            writer = AvroBatchWriter(out, avro_schema(layout, options))
+            avro_writer = AvroBatchWriter(out, avro_schema(layout, options))
             for batch in reported():
-                writer.write_batch(batch)
+                avro_writer.write_batch(batch)
 
 
 class _Progress:
@@ -426,7 +426,7 @@ def run_family(args: argparse.Namespace) -> int:
             print(json.dumps(info, indent=2))
         else:
             print(f"{family.name}: {len(family.versions)} versions, selected by {sel.describe()}")
-            for v in info["versions"]:
+            for v in cast(list[dict[str, Any]], info["versions"]):
                 print(f"  {v['format']:<30} {v['record_size']:>6} bytes  {v['copybook']}")
         return 0
     stats = decoder.DecodeStats()

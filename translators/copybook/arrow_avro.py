@@ -85,7 +85,7 @@ def _decimal(arr: pa.Array) -> pa.Array:
         keep = (cols == 0) | (cols - 1 >= 8 - length[:, None])
         return _mask(_from_rows(matrix, keep), arr)
     scale = typ.scale
-    out = []
+    out: list[bytes | None] = []
     for d in arr.to_pylist():
         if d is None:
             out.append(None)

@@ -84,7 +84,8 @@ class RecordEncoder:
             probe = self._encode(record, base)
             f = self.segment_field
             try:
-                value = f.field_type.decode(probe[f.offset:f.offset + f.size], self.ctx)  # type: ignore[union-attr]
+                assert isinstance(f, Field)
+                value = f.field_type.decode(probe[f.offset:f.offset + f.size], self.ctx)
             except CopybookError:
                 value = None
             self._seg = None if value is None else str(value).strip("".join(chr(i) for i in range(0x21)))

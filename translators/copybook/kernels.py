@@ -109,7 +109,7 @@ def _finish(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataTy
 
 
 def _all_zero(block: np.ndarray) -> np.ndarray:
-    return ~block.any(axis=1)
+    return np.asarray(~block.any(axis=1))
 
 
 # --- kernels ------------------------------------------------------------------------------
@@ -213,7 +213,9 @@ def _text(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType
     if (chars == _INVALID).any():
         arr = _trim(_text_utf32(ft, block, ctx), policy)
         # Arrow reads NumPy's UTF-32 strings up to the first U+0000: such rows take the codec
-        has_nul = (_code_points(ctx)[block] == 0).any(axis=1)
+        points = _code_points(ctx)
+        assert points is not None  # this path is taken for one-character code pages only
+        has_nul = (points[block] == 0).any(axis=1)
         if has_nul.any():
             nulled = _all_zero(block) if ctx.improved_null_detection else np.zeros(len(block), bool)
             arr, _ = _fallback(ft, block, ctx, typ, has_nul & ~nulled, arr)
@@ -243,6 +245,7 @@ def _ascii_strings(chars: np.ndarray, policy: str) -> pa.Array:
 def _text_utf32(ft: FieldType, block: np.ndarray, ctx: DecodeContext) -> pa.Array:
     """Text with characters beyond ASCII: NumPy's UTF-32 strings, converted by Arrow."""
     points = _code_points(ctx)
+    assert points is not None  # this path is taken for one-character code pages only
     chars = np.ascontiguousarray(points[block]).view(f"<U{ft.size}").reshape(len(block))
     return pa.array(chars, type=pa.string())
 

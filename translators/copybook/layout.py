@@ -333,7 +333,7 @@ class _Builder:
             if isinstance(child, Group):
                 align = max(align, child.alignment)
             elif child_item.synchronized:
-                align = max(align, int(getattr(child.field_type, "alignment", 1) or 1))
+                align = max(align, int(getattr(getattr(child, "field_type", None), "alignment", 1) or 1))
         self._close_block(block)
         if block:
             cursor = block[0].offset + block[0].span

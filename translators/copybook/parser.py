@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from .errors import CopybookSyntaxError
 from .lexer import SourceFormat, Token, tokenize
@@ -142,7 +144,7 @@ class Item:
     picture: str | None = None
     usage: str | None = None  # canonical usage (see USAGES), own or inherited
     usage_written: str | None = None  # the USAGE word as written on this entry
-    sign_position: str | None = None  # 'leading' | 'trailing'
+    sign_position: typing.Literal["leading", "trailing"] | None = None
     sign_separate: bool = False
     synchronized: bool = False
     justified_right: bool = False
@@ -276,7 +278,7 @@ def _apply_replacing(
                     else:
                         # parentheses separate text words: X(LEN) -> X(20)
                         rx = r"(?:(?<=\()|^)" + re.escape(pat) + r"(?=\)|$)"
-                    text = re.sub(rx, lambda _m, r=rep: r, text, flags=re.IGNORECASE)
+                    text = re.sub(rx, rep.replace("\\", "\\\\"), text, flags=re.IGNORECASE)
             if text != tok.text:
                 if text:
                     out.append(Token(text, "word", tok.file, tok.line, tok.column))
@@ -389,7 +391,7 @@ def _read_text(path: Path) -> str:
         return data.decode("latin-1")
 
 
-def _fail(message: str, tokens: list[Token], i: int, expected: str) -> None:
+def _fail(message: str, tokens: list[Token], i: int, expected: str) -> NoReturn:
     if i < len(tokens):
         tok = tokens[i]
         raise CopybookSyntaxError(
@@ -438,7 +440,7 @@ class _Parser:
         tok = self.peek(k)
         return tok is not None and tok.kind == "word" and tok.upper in words
 
-    def fail(self, message: str, expected: str) -> None:
+    def fail(self, message: str, expected: str) -> NoReturn:
         _fail(message, self.toks, self.i, expected)
 
     def expect_word(self, what: str) -> Token:
@@ -446,14 +448,14 @@ class _Parser:
         if tok is None or tok.kind != "word":
             self.fail(f"missing {what}", what)
         self.i += 1
-        return tok  # type: ignore[return-value]
+        return tok
 
     def expect_int(self, what: str) -> int:
         tok = self.peek()
         if tok is None or tok.kind != "word" or not _INT_RE.match(tok.text):
             self.fail(f"missing {what}", f"an unsigned integer ({what})")
         self.i += 1
-        value = int(tok.text)  # type: ignore[union-attr]
+        value = int(tok.text)
         if value > _MAX_OCCURS:
             self.i -= 1
             self.fail(f"{what} is too large", f"an integer up to {_MAX_OCCURS}")
@@ -551,7 +553,7 @@ class _Parser:
             if it.picture is not None:
                 self.i -= 1
                 self.fail(f"{it.name} has two PICTURE clauses", "one PICTURE clause")
-            it.picture = pic.text.upper()  # type: ignore[union-attr]
+            it.picture = pic.text.upper()
         elif word == "USAGE":
             self.i += 1
             self.skip("IS")
@@ -560,7 +562,7 @@ class _Parser:
                 self.fail(f"unknown USAGE for {it.name}", "DISPLAY, COMP, COMP-1..COMP-6, BINARY, PACKED-DECIMAL, NATIONAL, INDEX,"
                       " POINTER, PROCEDURE-POINTER or FUNCTION-POINTER")
             self.i += 1
-            self._set_usage(it, u.upper)  # type: ignore[union-attr]
+            self._set_usage(it, u.upper)
         elif word in USAGES:
             self.i += 1
             self._set_usage(it, word)
@@ -582,7 +584,7 @@ class _Parser:
             if pos is None or pos.kind != "word" or pos.upper not in ("LEADING", "TRAILING"):
                 self.fail("incomplete SIGN clause", "LEADING or TRAILING")
             self.i += 1
-            it.sign_position = pos.upper.lower()  # type: ignore[union-attr]
+            it.sign_position = "leading" if pos.upper == "LEADING" else "trailing"
             if self.is_word("SEPARATE"):
                 self.i += 1
                 it.sign_separate = True
@@ -726,7 +728,7 @@ class _Parser:
                 hi = self.literal(owner)
                 if hi is None:
                     self.fail(f"incomplete THRU range in the VALUE of {owner}", "a literal")
-                out.append((lit, hi))  # type: ignore[arg-type]
+                out.append((lit, hi))
             else:
                 out.append(lit)
         if not out:
@@ -739,10 +741,10 @@ class _Parser:
             self.fail("level 88 needs a condition name", "a condition name")
         self.i += 1
         if not self.is_word("VALUE", "VALUES"):
-            self.fail(f"condition {tok.text} needs a VALUE clause", "VALUE")  # type: ignore[union-attr]
+            self.fail(f"condition {tok.text} needs a VALUE clause", "VALUE")
         self.i += 1
         self.skip("IS", "ARE")
-        values = self.values(tok.text)  # type: ignore[union-attr]
+        values = self.values(tok.text)
         if self.is_word("WHEN"):  # WHEN SET TO FALSE IS literal
             self.i += 1
             self.skip("SET")
@@ -751,11 +753,11 @@ class _Parser:
                 self.fail("incomplete WHEN SET TO FALSE phrase", "FALSE")
             self.i += 1
             self.skip("IS")
-            if self.literal(tok.text) is None:  # type: ignore[union-attr]
+            if self.literal(tok.text) is None:
                 self.fail("WHEN SET TO FALSE needs a literal", "a literal")
         if not self.at_entry_end():
-            self.fail(f"unexpected word after the values of condition {tok.text}", "'.'")  # type: ignore[union-attr]
-        return Condition(tok.text, tuple(values), lvtok.line)  # type: ignore[union-attr]
+            self.fail(f"unexpected word after the values of condition {tok.text}", "'.'")
+        return Condition(tok.text, tuple(values), lvtok.line)
 
     def renames(self, lvtok: Token) -> Renames:
         name = self.name_ref("level-66 name")
@@ -823,7 +825,7 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
 _NO_PIC_USAGES = {"COMP-1", "COMP-2", "INDEX", "POINTER", "PROCEDURE-POINTER", "FUNCTION-POINTER"}
 
 
-def _inherit(item: Item, usage: str | None, sign: tuple[str | None, bool] | None) -> None:
+def _inherit(item: Item, usage: str | None, sign: tuple[typing.Literal["leading", "trailing"] | None, bool] | None) -> None:
     if item.usage is None and usage is not None:
         item.usage = usage
     if sign is not None and item.sign_position is None:

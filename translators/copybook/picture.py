@@ -331,7 +331,7 @@ def field_type(
     (``file:line:col``) is put into any :class:`PictureError`.
     """
     norm = normalize_usage(usage, where=where)
-    common = dict(
+    common: dict[str, Any] = dict(
         blank_when_zero=blank_when_zero,
         justified_right=justified_right,
         synchronized=synchronized,

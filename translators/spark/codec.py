@@ -216,7 +216,8 @@ class CopybookCodec:
                     )
             return
         local = o.replace(file_start_offset=0, file_end_offset=0)
-        stream = _RangeReader(name, split.start, split.end)
+        ranged: Any = _RangeReader(name, split.start, split.end)
+        stream = ranged
         try:
             for frame in fr.iter_records(stream, local, record_size=self.layout.size, file=name):
                 yield frame._replace(number=frame.number + split.first_record, offset=frame.offset + split.start)
@@ -289,7 +290,7 @@ class CopybookCodec:
                 yield conform(_renumber(fb.batch, split), self.arrow_schema)
             rows = []
             for b in fb.bad:
-                info = b.error.to_dict()
+                info: dict[str, Any] = b.error.to_dict()
                 if isinstance(info.get("record"), int):
                     info["record"] += split.first_record
                 rows.append({self.corrupt_column or DEFAULT_CORRUPT_COLUMN: json.dumps(info, default=str, sort_keys=True)})
