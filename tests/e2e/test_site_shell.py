@@ -59,7 +59,11 @@ def test_first_site_from_a_shell(tmp_path: Path) -> None:
         got = sh(f"coupler channel get --site {site} inbox --max 2 --json", tmp_path).stdout
         assert [json.loads(line)["body"] for line in got.splitlines()] == ["one", "two"]
         (tmp_path / "order.json").write_text('{"id": 7}')
-        sh(f"coupler channel put --site {site} orders order.json --format 'acme.Order@1;application/json'", tmp_path)
+        refused = sh(f"coupler channel put --site {site} orders order.json --format 'acme.Order@1;application/json'",
+                     tmp_path, check=False)
+        assert refused.returncode == 2 and "no schema named 'acme.Order'" in refused.stderr  # formats are checked
+        sh(f"coupler channel put --site {site} orders order.json --format 'acme.Order@1;application/json' --unregistered",
+           tmp_path)
 
         status = json.loads(sh(f"coupler ctl --site {site} status --json", tmp_path).stdout)
         assert status["state"] == "running" and status["site"] == "acme" and status["adapters"] == []

@@ -95,7 +95,7 @@ def test_ingest_translates_archives_after_success_and_publishes_batch_completed(
     assert df.count() == 2000
     assert df.filter("File_Id = 1 AND Record_Id = 799").first()["CARD_ID"] == 5799
     errors = [line for f in Path(result.errors_output).glob("*.jsonl") for line in f.read_text().splitlines()]
-    assert len(errors) == 1 and "truncated" in errors[0] and '"record": 800' in errors[0]
+    assert len(errors) == 1 and "truncated" in errors[0] and '"record": 801' in errors[0]  # numbered from 1
 
     assert not list((tmp_path / "staged").glob("*.dat"))
     archived = sorted(p.name for p in (tmp_path / "staged" / "archive" / result.batch_id).iterdir())
