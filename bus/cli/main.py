@@ -8,7 +8,10 @@ failure. ``--debug`` shows the traceback as well.
 
 The plugins are loaded only when the command line names no built-in command (a plugin's
 command, ``coupler --help``), so that the built-in commands start without importing every
-installed plugin.
+installed plugin. Likewise a built-in command imports only its own module
+(:data:`COMMANDS` says which module adds which command): ``coupler copybook decode`` does
+not import the daemon's configuration models, the console or the transports. ``coupler
+--help``, ``coupler`` alone and the generated reference build the whole parser.
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from importlib import metadata
-
-import pluggy
+from typing import TYPE_CHECKING, Any
 
 from coupler.bus.cli.examples import attach
-from coupler.bus.plugins.manager import add_cli_commands, site_plugin_manager
 from coupler.canonical.errors import CouplerError
+
+if TYPE_CHECKING:  # imported when plugins are loaded (not on a built-in command's path)
+    import pluggy
 
 #: the modules that each add a command group (in the order ``coupler --help`` lists them)
 COMMAND_MODULES: tuple[str, ...] = (
@@ -42,20 +45,56 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coupler.bus.cli.translate",
 )
 
+#: every built-in command and the module that adds it (a test checks this against what the
+#: modules register), so that a command line naming one imports that module alone
+COMMANDS: dict[str, str] = {
+    "schema": "coupler.bus.cli.schema",
+    "plugins": "coupler.bus.cli.plugins",
+    "plugin": "coupler.bus.cli.plugin",
+    "xsd": "coupler.bus.cli.xml",
+    "xml": "coupler.bus.cli.xml",
+    "wsdl": "coupler.bus.cli.xml",
+    "init": "coupler.bus.cli.site",
+    "daemon": "coupler.bus.cli.site",
+    "ctl": "coupler.bus.cli.ctl",
+    "store": "coupler.bus.cli.store",
+    "channel": "coupler.bus.cli.channel",
+    "send": "coupler.bus.cli.send",
+    "copybook": "coupler.bus.cli.copybook",
+    "batch": "coupler.bus.cli.batch",
+    "translate": "coupler.bus.cli.translate",
+}
 
-def build_parser(pm: pluggy.PluginManager | None = None) -> argparse.ArgumentParser:
-    """The ``coupler`` parser: the built-in commands, and those the plugins of ``pm`` add."""
+
+class _Version(argparse.Action):
+    """``--version``, reading the installed distribution's version only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any):
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"coupler {_version()}")
+        parser.exit()
+
+
+def build_parser(
+    pm: pluggy.PluginManager | None = None, *, modules: Sequence[str] = COMMAND_MODULES,
+) -> argparse.ArgumentParser:
+    """The ``coupler`` parser: the built-in commands (those of ``modules``: all by default),
+    and those the plugins of ``pm`` add."""
     parser = argparse.ArgumentParser(
         prog="coupler",
         description="Coupler: integrate legacy systems through a message bus with one canonical data model.",
     )
-    parser.add_argument("--version", action="version", version=f"coupler {_version()}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(name).register(sub)
     attach(parser)
     if pm is not None:
+        from coupler.bus.plugins.manager import add_cli_commands
+
         add_cli_commands(pm, sub)
     return parser
 
@@ -66,10 +105,11 @@ def _command_token(argv: Sequence[str]) -> str | None:
 
 
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = build_parser()
-    builtin = _subcommands(parser)
-    if _command_token(argv) in builtin:
-        return parser
+    command = _command_token(argv)
+    if command in COMMANDS:  # a built-in command: its module alone
+        return build_parser(modules=(COMMANDS[command],))
+    from coupler.bus.plugins.manager import site_plugin_manager
+
     return build_parser(site_plugin_manager())  # a plugin's command, or the help listing them all
 
 
@@ -81,6 +121,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("coupler")
     except metadata.PackageNotFoundError:  # running from a source tree without installing

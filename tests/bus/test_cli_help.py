@@ -62,3 +62,41 @@ def test_every_argument_says_what_it_is(path: tuple[str, ...]) -> None:
     silent = [a.option_strings[0] if a.option_strings else (a.metavar or a.dest) for a in parser._actions
               if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
     assert not silent, f"coupler {' '.join(path)}: no help for {silent}"
+
+
+def test_commands_map_names_the_module_of_every_builtin_command() -> None:
+    """``COMMANDS`` (which module a command line imports) matches what the modules register."""
+    import importlib
+
+    from coupler.bus.cli.main import COMMAND_MODULES, COMMANDS
+
+    registered: dict[str, str] = {}
+    for module in COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(module).register(sub)
+        registered.update(dict.fromkeys(sub.choices, module))
+    assert registered == COMMANDS
+
+
+def test_a_builtin_command_imports_its_own_module_only() -> None:
+    """``coupler copybook ...`` starts without the other commands, the plugins, the daemon's
+    configuration models or the envelope's Avro codec (start-up time of the copybook path)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from coupler.bus.cli.main import main\n"
+        "try:\n"
+        "    main(['copybook', 'layout', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    assert "coupler.bus.cli.copybook" in loaded
+    for absent in ("coupler.bus.cli.site", "coupler.bus.cli.ctl", "coupler.bus.config.models", "pluggy",
+                   "coupler.bus.plugins.manager", "coupler.canonical.envelope", "fastavro", "pyspark"):
+        assert absent not in loaded, f"coupler copybook imports {absent}"
