@@ -7,6 +7,11 @@ SPEC: ``copybook:FILE.cpy``, ``xml:FILE.xsd[#element]``, ``avro:NAME@VERSION``, 
 ``parquet``. ``-o KEY=VALUE`` are reader options (the copybook options for copybook input);
 ``-w KEY=VALUE`` writer options. A summary goes to standard error (``--json``: to standard
 output as JSON); Spark's progress bar shows while a job runs on a terminal.
+
+Exit status of ``batch translate``: 0 when the job ran (rejected records go to the errors
+folder); 1 when a record was rejected under ``--strict``, when more than ``--max-errors N``
+records were rejected, or on any other failure; 2 for a usage error. Spark runs a job's
+tasks to their end, so these two are checked when the job has ended: the output is written.
 """
 
 from __future__ import annotations
@@ -20,6 +25,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from coupler.bus.cli.limits import (
+    add_max_errors_option,
+    check_max_errors,
+    exceeded_at_the_end,
+    record_where,
+    rejected_under_strict,
+)
 from coupler.canonical.errors import CouplerError
 
 
@@ -58,6 +70,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("inputs", nargs="+", metavar="INPUT", help="input files, folders or glob patterns")
     t.add_argument("--output", required=True, metavar="OUT", help="output folder (replaced atomically)")
     t.add_argument("--errors", metavar="DIR", help="bad records as JSON lines (default OUT.errors)")
+    t.add_argument(
+        "--strict", action="store_true",
+        help="copybook input: a field that cannot be decoded rejects its record (-o policy=strict; default: the"
+        " field becomes null); exit status 1 when any record was rejected",
+    )
+    add_max_errors_option(
+        t, help="exit status 1 when more than N records were rejected; 0: any (Cobrix's FAILFAST). Checked when"
+        " the Spark job has ended (the output is written); the message names the first rejected record",
+    )
     _common(t)
     t.set_defaults(func=run_translate)
 
@@ -148,7 +169,10 @@ def run_translate(args: argparse.Namespace) -> int:
 
     src = Spec.parse(args.from_spec, where="--from")
     dst = Spec.parse(args.to_spec, where="--to")
+    check_max_errors(args.max_errors)
     options = _pairs(args.option, "-o")
+    if args.strict and src.kind == "copybook":
+        options["policy"] = "strict"
     write_options = _pairs(args.write_option, "-w")
     check_job(src, dst, args.inputs, options=options, mapping=args.mapping, schema_dirs=args.schemas)
     with _session(args, "coupler-batch-translate") as spark:
@@ -157,7 +181,36 @@ def run_translate(args: argparse.Namespace) -> int:
             mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,
         )
     _summary([result], args.json)
+    if args.strict and result.errors:
+        print(f"coupler: error: {rejected_under_strict(result.errors, _first_error(result.errors_output))}",
+              file=sys.stderr)
+        return 1
+    if args.max_errors is not None and result.errors > args.max_errors:
+        print(f"coupler: error: {exceeded_at_the_end(args.max_errors, result.errors, _first_error(result.errors_output))}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _first_error(folder: str | None) -> str | None:
+    """``FILE: record N at byte B`` of the first rejected record in the errors folder (the
+    first file in name order, the lowest record number)."""
+    from pathlib import Path
+
+    if not folder or not Path(folder).is_dir():
+        return None
+    first: tuple[str, int, int | None] | None = None
+    for part in sorted(Path(folder).glob("*.jsonl")):
+        with open(part, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    e = json.loads(line)
+                    key = (str(e["file"]), int(e["record"]), e.get("offset"))
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if first is None or key[:2] < first[:2]:
+                    first = key
+    return record_where(*first) if first else None
 
 
 def run_ingest(args: argparse.Namespace) -> int:

@@ -25,6 +25,12 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from coupler.bus.cli.limits import (
+    add_max_errors_option,
+    check_max_errors,
+    rejected_under_strict,
+    too_many_errors,
+)
 from coupler.canonical.errors import UsageError
 
 
@@ -89,11 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a field that cannot be decoded rejects its record (default: the field becomes null);"
         " exit status 1 when any record was rejected",
     )
-    dec.add_argument(
-        "--max-errors", type=int, metavar="N",
-        help="stop with exit status 1 once more than N errors (rejected records and bad fields)"
-        " were found; 0 stops at the first (Cobrix's FAILFAST)",
-    )
+    add_max_errors_option(dec)
     dec.add_argument(
         "--per-record", action="store_true",
         help="use the per-record decoder even where the vectorised one applies (same output, slower)",
@@ -173,8 +175,7 @@ def run_decode(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.data]
     policy = "strict" if args.strict else "lenient"
     vectorised = not args.per_record and batch_supported(layout, options, paths)
-    if args.max_errors is not None and args.max_errors < 0:
-        raise UsageError("--max-errors needs a number >= 0")
+    check_max_errors(args.max_errors)
     progress = _Progress(_total_size(paths), sys.stderr) if sys.stderr.isatty() else None
     errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
     sink = _ErrorSink(errors_out, args.max_errors, progress)
@@ -203,10 +204,10 @@ def run_decode(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if stopped:
-        print(f"coupler: error: stopped after more than {args.max_errors} errors (--max-errors)", file=sys.stderr)
+        print(f"coupler: error: {too_many_errors(args.max_errors, sink.last)}", file=sys.stderr)
         return 1
     if args.strict and stats.errors:
-        print(f"coupler: error: {stats.errors} records rejected (--strict)", file=sys.stderr)
+        print(f"coupler: error: {rejected_under_strict(stats.errors, sink.first_rejected)}", file=sys.stderr)
         return 1
     return 0
 
@@ -227,9 +228,14 @@ class _ErrorSink:
         self.progress = progress
         self.count = 0
         self.unprinted = 0
+        self.last: str | None = None  # where the last error was (FILE: record N at byte B)
+        self.first_rejected: str | None = None
 
     def _take(self, error: Any, kind: str) -> None:
         self.count += 1
+        self.last = getattr(error, "where", None)
+        if kind == "record" and self.first_rejected is None:
+            self.first_rejected = self.last
         if self.out is not None:
             self.out.write(json.dumps({"kind": kind, **error.to_dict()}) + "\n")
         elif self.count <= self.PRINTED:

@@ -4,8 +4,10 @@
 where SPEC is ``copybook:FILE.cpy`` (Cobrix options with ``-o KEY=VALUE``),
 ``xml:FILE.xsd[#ELEMENT][@ROOT/RECORD]``, ``avro:NAME@V`` or ``jsonl``
 (:mod:`coupler.translators.mapping.formats`). Records are streamed; a record that fails
-is reported and skipped. A progress bar is drawn on a terminal; the summary goes to
-standard error. Exit status 0 when every record was translated, 1 otherwise.
+is reported (numbered from 1, with its byte offset for copybook input) and skipped. A
+progress bar is drawn on a terminal; the summary goes to standard error. Exit status 0 when
+every record was translated; 1 when a record failed, when ``--strict`` stopped at one, when
+``--max-errors`` was exceeded, or on any other failure; 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from coupler.bus.cli.limits import add_max_errors_option, check_max_errors, too_many_errors
 from coupler.bus.cli.schema import add_schemas_option
 from coupler.canonical.errors import CouplerError, UsageError
 
@@ -31,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="translate records between copybook, XML, Avro and JSON lines through the canonical model",
         description="Translate INPUT into OUTPUT. SPEC: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT][@ROOT/RECORD], "
         "avro:NAME@V (an Avro container file of a canonical entity) or jsonl. A mapping (--map) applies where "
-        "its legacy schema is the input's (legacy -> canonical) or the output's (canonical -> legacy).",
+        "its legacy schema is the input's (legacy -> canonical) or the output's (canonical -> legacy). "
+        "Records are numbered from 1 in every report, with the file byte offset for copybook input. Exit status: "
+        "0 when every record was translated; 1 when a record failed (reported and skipped), when --strict "
+        "stopped at one, when --max-errors was exceeded, or on any other failure; 2 for a usage error.",
     )
     p.add_argument("--from", dest="from_spec", required=True, metavar="SPEC", help="format of INPUT: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT][@ROOT/RECORD], avro:NAME@V or jsonl")
     p.add_argument("--to", dest="to_spec", required=True, metavar="SPEC", help="format of OUTPUT, as --from")
@@ -43,7 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a copybook (Cobrix) option, e.g. -o encoding=ascii (repeatable)")
     add_schemas_option(p)
     p.add_argument("--errors", type=Path, metavar="FILE", help="write one JSON line per failed record to FILE")
-    p.add_argument("--strict", action="store_true", help="stop at the first record that fails")
+    p.add_argument("--strict", action="store_true",
+                   help="stop at the first record that fails (copybook input: a field that cannot be decoded fails"
+                   " its record; default: the field becomes null)")
+    add_max_errors_option(p, help="stop with exit status 1 once more than N errors (failed records, and bad"
+                          " fields of copybook input) were found; 0 stops at the first (Cobrix's FAILFAST)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
     p.set_defaults(func=run)
@@ -101,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.input.is_file():
         raise UsageError(f"input file {args.input} does not exist")
+    check_max_errors(args.max_errors)
     options = _options(args.option)
     source_spec = parse_spec(args.from_spec, options=options)
     sink_spec = parse_spec(args.to_spec, options=options)
@@ -119,35 +130,71 @@ def run(args: argparse.Namespace) -> int:
 
     errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
     printed = 0
+    counted = 0
+    last_where: str | None = None
+    stats = getattr(source, "stats", None)  # copybook input: offsets and bad fields
+
+    def locate(number: int) -> tuple[str, int | None]:
+        """``record N at byte B`` of the record being read (the byte offset for copybook input)."""
+        offset = stats.offset if stats is not None else None
+        return f"record {number}" + (f" at byte {offset}" if offset is not None else ""), offset
+
+    def count(where: str) -> None:
+        nonlocal counted, last_where
+        counted += 1
+        last_where = where
+        if args.max_errors is not None and counted > args.max_errors:
+            raise _TooManyErrors
+
+    def show(line: str) -> None:
+        nonlocal printed
+        if printed < MAX_PRINTED_ERRORS:
+            _clear_line(progress)
+            print(line, file=sys.stderr)
+            printed += 1
 
     def report(number: int, error: CouplerError | str) -> None:
-        nonlocal printed
+        label, offset = locate(number)
+        text = str(error)
+        line = text if label in text else f"{label}: {text}"  # a copybook reject names it already
         if args.strict:
             if isinstance(error, CouplerError):
-                raise type(error)(f"record {number}: {error.message}", where=error.where, hint=error.hint)
-            raise CouplerError(f"record {number}: {error}")
+                raise type(error)(f"{label}: {error.message}", where=error.where, hint=error.hint)
+            raise CouplerError(line)
         if errors_out is not None:
-            errors_out.write(json.dumps({"record": number, "error": str(error)}) + "\n")
-        elif printed < MAX_PRINTED_ERRORS:
-            _clear_line(progress)
-            print(f"coupler: record {number}: {error}", file=sys.stderr)
-            printed += 1
+            errors_out.write(json.dumps({"record": number, "offset": offset, "error": text}) + "\n")
+        else:
+            show(f"coupler: {line}")
+        count(f"{args.input}: {label}")
+
+    def bad_field(error: Any) -> None:  # lenient copybook input: a field decoded as null
+        if errors_out is not None:
+            errors_out.write(json.dumps({"kind": "field", **error.to_dict()}) + "\n")
+        else:
+            show(f"coupler: bad field: {error}")
+        count(error.where)
+
+    if stats is not None and not args.strict:
+        stats.on_bad_field = bad_field
 
     progress = None
     if not args.no_progress and sys.stderr.isatty():
         progress = Progress(sys.stderr, os.path.getsize(args.input), source.position)
     started = time.monotonic()
+    stopped = False
     try:
         summary = translation.run(args.input, args.output, report, progress.tick if progress else None)
+    except _TooManyErrors:
+        stopped = True
+        summary = translation.summary
     finally:
         if errors_out is not None:
             errors_out.close()
         if progress is not None:
             progress.close(translation.summary.read)
     elapsed = time.monotonic() - started
-    if summary.errors > MAX_PRINTED_ERRORS and errors_out is None:
-        print(f"coupler: ... {summary.errors - MAX_PRINTED_ERRORS} more errors (use --errors FILE to keep them all)",
-              file=sys.stderr)
+    if counted > printed and errors_out is None:
+        print(f"coupler: ... {counted - printed} more errors (use --errors FILE to keep them all)", file=sys.stderr)
     print(
         f"{summary.read} records read, {summary.written} written, {summary.errors} errors"
         f" ({source_spec.text} -> {sink_spec.text}, {elapsed:.2f} s)",
@@ -159,7 +206,14 @@ def run(args: argparse.Namespace) -> int:
             "from": source_spec.text, "to": sink_spec.text, "stages": translation.describe(),
             "seconds": round(elapsed, 3),
         }))
+    if stopped:
+        print(f"coupler: error: {too_many_errors(args.max_errors, last_where)}", file=sys.stderr)
+        return 1
     return 1 if summary.errors else 0
+
+
+class _TooManyErrors(Exception):
+    """More errors than --max-errors: translating stops."""
 
 
 def _clear_line(progress: Progress | None) -> None:

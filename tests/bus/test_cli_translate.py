@@ -105,7 +105,7 @@ def test_bad_records_are_counted_reported_and_skipped(tmp_path: Path, data_file:
     xml = tmp_path / "out.xml"
     out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml))
     assert out.returncode == 1
-    assert "record 2:" in out.stderr and "'X' is not in lookup table 'status'" in out.stderr
+    assert "record 2 at byte 92:" in out.stderr and "'X' is not in lookup table 'status'" in out.stderr
     assert "account-copybook.toml:" in out.stderr
     assert "3 records read, 2 written, 1 errors" in out.stderr
     assert xml.read_text().count("<account ") == 2
@@ -114,11 +114,58 @@ def test_bad_records_are_counted_reported_and_skipped(tmp_path: Path, data_file:
     out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml),
                   "--errors", str(errors))
     assert out.returncode == 1
-    assert [json.loads(line)["record"] for line in errors.read_text().splitlines()] == [2]
+    assert [(e["record"], e["offset"]) for e in map(json.loads, errors.read_text().splitlines())] == [(2, 92)]
 
     out = coupler("translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml), "--strict")
     assert out.returncode == 1 and out.stderr.count("\n") == 1
-    assert out.stderr.startswith("coupler: error: ") and "record 2:" in out.stderr
+    assert out.stderr.startswith("coupler: error: ") and "record 2 at byte 92:" in out.stderr
+
+
+def test_max_errors_stops_translating_with_exit_status_1(tmp_path: Path, data_file: Path) -> None:
+    """--max-errors as `copybook decode` has it: more than N errors stop the run (0: Cobrix's
+    FAILFAST), the last line names the record (from 1) and its byte offset."""
+    bad = bytearray(data_file.read_bytes())
+    bad[28] = bad[92 + 28] = ord("X")  # STATUS-CODE of records 1 and 2: not in the lookup table
+    data_file.write_bytes(bytes(bad))
+    xml = tmp_path / "out.xml"
+    run = ["translate", "--from", CPY, "--to", XML, *MAPS, *COMMON, str(data_file), "--output", str(xml)]
+
+    out = coupler(*run, "--max-errors", "0")
+    assert out.returncode == 1
+    last = out.stderr.splitlines()[-1]
+    assert last == f"coupler: error: stopped after more than 0 errors (--max-errors), the last at {data_file}: record 1 at byte 0"
+    assert "1 records read, 0 written, 1 errors" in out.stderr
+
+    out = coupler(*run, "--max-errors", "1")
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[-1].endswith(f"the last at {data_file}: record 2 at byte 92")
+
+    out = coupler(*run, "--max-errors", "2")  # not exceeded: every record is read, the failed ones still count
+    assert out.returncode == 1 and "(--max-errors)" not in out.stderr
+    assert "3 records read, 1 written, 2 errors" in out.stderr
+
+    out = coupler(*run, "--max-errors", "-1")
+    assert out.returncode == 2 and out.stderr == "coupler: error: --max-errors needs a number >= 0\n"
+
+
+def test_max_errors_counts_bad_fields_of_copybook_input(tmp_path: Path, data_file: Path) -> None:
+    """A field that cannot be decoded is null in lenient mode, and counts against --max-errors
+    as it does in `copybook decode`."""
+    bad = bytearray(data_file.read_bytes())
+    bad[92 + 37 : 92 + 43] = b"\xff" * 6  # the COMP-3 balance of record 2: not packed decimal
+    data_file.write_bytes(bytes(bad))
+    jsonl = tmp_path / "out.jsonl"
+    run = ["translate", "--from", CPY, "--to", "jsonl", *COMMON, str(data_file), "--output", str(jsonl)]
+
+    out = coupler(*run)
+    assert out.returncode == 0, out.stderr  # lenient: the field is null, the record translated
+    assert "bad field:" in out.stderr and "record 2 at byte 129" in out.stderr
+    assert len(jsonl.read_text().splitlines()) == 3
+
+    out = coupler(*run, "--max-errors", "0")
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[-1].startswith(
+        f"coupler: error: stopped after more than 0 errors (--max-errors), the last at {data_file}: record 2 at byte 129")
 
 
 def test_mapping_errors_and_usage_errors_are_one_line(tmp_path: Path, data_file: Path) -> None:

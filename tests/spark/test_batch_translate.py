@@ -77,6 +77,32 @@ def test_cli_translate_to_jsonl_reports_bad_records_with_reasons(spark: Any, tmp
     assert error["record"] == 51 and "truncated" in error["reason"] and error["file"] == str(data)  # the 51st record, numbered from 1 as every report
 
 
+def test_cli_strict_and_max_errors_exit_1_naming_the_first_rejected_record(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--strict and --max-errors as `copybook decode` and `translate` have them: exit status 1,
+    one line naming the record (from 1) and its byte offset; checked when the job has ended."""
+    cpy, _mapping, data = _accounts(tmp_path, 20)
+    with open(data, "ab") as fh:
+        fh.write(b"12")  # a truncated last record: the 21st, at byte 20 * 92
+    where = f"{data}: record 21 at byte {20 * 92}"
+
+    def run(*extra: str) -> tuple[int, str]:
+        code = cli.main(["batch", "translate", "--from", f"copybook:{cpy}", "--to", "parquet", "-o", "encoding=ascii",
+                         str(data), "--output", str(tmp_path / "out"), "--master", "local[2]", *extra])
+        return code, capsys.readouterr().err
+
+    code, err = run("--max-errors", "0")
+    assert code == 1
+    assert err.splitlines()[-1] == f"coupler: error: 1 records rejected, more than 0 errors (--max-errors), the first at {where}"
+    code, err = run("--max-errors", "1")
+    assert code == 0 and "(--max-errors)" not in err
+    code, err = run("--strict")
+    assert code == 1
+    assert err.splitlines()[-1] == f"coupler: error: 1 records rejected (--strict), the first at {where}"
+    assert run("--max-errors", "-1") == (2, "coupler: error: --max-errors needs a number >= 0\n")
+
+
 def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["batch", "translate", "--from", "cobol:x", "--to", "jsonl", "in", "--output", "o"]) == 1
     assert "unknown format 'cobol:x'" in capsys.readouterr().err

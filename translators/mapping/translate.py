@@ -82,7 +82,12 @@ class Translation:
             else:
                 log.warning("record %d: %s", n, error)
 
-        self.summary.written = self.sink.write(self.records(path, counted, tick), output, counted)
+        def at_input(_n: int, error: CouplerError | str) -> None:
+            # a record the sink refuses is numbered as the input record it came from (the
+            # sinks check each record as it is pulled, so the one read last)
+            counted(self.summary.read, error)
+
+        self.summary.written = self.sink.write(self.records(path, counted, tick), output, at_input)
         return self.summary
 
 

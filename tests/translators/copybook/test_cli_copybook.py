@@ -118,8 +118,11 @@ def test_exit_codes_strict_and_max_errors(tmp_path: Path, capsys, mode) -> None:
     assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--strict", *mode]) == 1
     out, err = capsys.readouterr()
     assert len(out.splitlines()) == 2 and "record 2 at byte 9, field REC.N" in err
+    assert err.splitlines()[-1] == f"coupler: error: 2 records rejected (--strict), the first at {data}: record 2 at byte 9, field REC.N"
     assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--max-errors", "1", *mode]) == 1
-    assert "stopped after more than 1 errors" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines()[-1] == (  # the second error, where it stopped
+        f"coupler: error: stopped after more than 1 errors (--max-errors), the last at {data}: record 3 at byte 19,"
+        " field REC.P")
     assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "--max-errors", "2", *mode]) == 0
     capsys.readouterr()
     # a fixed-length file read as variable-length: the framing error rejects, --strict fails
