@@ -259,6 +259,16 @@ class _ErrorSink:
             print(f"coupler: ... {self.unprinted} more errors (use --errors FILE to keep them all)", file=sys.stderr)
 
 
+def _cores() -> int:
+    """The cores this process may run on (``taskset`` and cgroups' CPU sets count)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _total_size(paths: list[Path]) -> int:
     total = 0
     for p in paths:
@@ -329,7 +339,9 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
         from coupler.translators.copybook.batch import BatchDecoder
 
         schema = BatchDecoder(layout, options).decode(b"").batch.schema
-        with ParquetBatchWriter(args.output, schema) as writer:
+        # with a second core, row groups are encoded on a thread of their own while the next
+        # batches decode; on one core that thread only adds CPU time (docs/performance.md)
+        with ParquetBatchWriter(args.output, schema, background=_cores() > 1) as writer:
             for batch in reported():
                 writer.write_batch(batch)
     else:
