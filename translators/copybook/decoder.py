@@ -98,9 +98,9 @@ class DecodeStats:
     bad_fields: int = 0
     filtered: int = 0
     bytes: int = 0
-    #: file byte offset of the record read last (``decode_files``): where a later stage's
-    #: error about that record happened
-    offset: int = 0
+    #: file byte offset of the record read last by ``decode_files`` (where a later stage's
+    #: error about that record happened): a cursor, not a counter, so not compared
+    offset: int = field(default=0, compare=False)
     bad_field_names: dict[str, int] = field(default_factory=dict)
     #: called with a :class:`RecordDecodeError` for every field the lenient policy made null
     #: (record number, byte offset of the field in the file, field path, raw bytes, reason)
