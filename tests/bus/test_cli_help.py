@@ -100,3 +100,14 @@ def test_a_builtin_command_imports_its_own_module_only() -> None:
     for absent in ("coupler.bus.cli.site", "coupler.bus.cli.ctl", "coupler.bus.config.models", "pluggy",
                    "coupler.bus.plugins.manager", "coupler.canonical.envelope", "fastavro", "pyspark"):
         assert absent not in loaded, f"coupler copybook imports {absent}"
+
+
+def test_coupler_help_still_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from coupler.bus.cli.main import COMMANDS, main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    listing = capsys.readouterr().out
+    missing = [name for name in COMMANDS if f"    {name} " not in listing and f"    {name}\n" not in listing]
+    assert not missing, f"coupler --help does not list {missing}"
