@@ -70,7 +70,9 @@ class FileSystem(abc.ABC):
     def remove(self, path: str) -> None: ...
 
     @abc.abstractmethod
-    def makedirs(self, path: str) -> None: ...
+    def makedirs(self, path: str, mode: int | None = None) -> None:
+        """Create ``path`` and its missing parents; those it creates get ``mode`` when given
+        (a local one is otherwise 0700 under the daemon's umask)."""
 
     @abc.abstractmethod
     def chmod(self, path: str, mode: int) -> None: ...
@@ -172,9 +174,13 @@ class LocalFS(FileSystem):
         except FileNotFoundError:
             return False
 
-    def makedirs(self, path: str) -> None:
-        if path:
+    def makedirs(self, path: str, mode: int | None = None) -> None:
+        if not path:
+            return
+        if mode is None:
             self.path(path).mkdir(parents=True, exist_ok=True)
+            return
+        make_directory(self.path(path), mode)
 
     def chmod(self, path: str, mode: int) -> None:
         os.chmod(self.path(path), mode)
@@ -187,3 +193,27 @@ class LocalFS(FileSystem):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def directory_mode(file_mode: int) -> int:
+    """The mode of a directory that holds files of ``file_mode``: the owner's rwx, and read and
+    search for whoever may read the files (0640 -> 0750, 0644 -> 0755, 0600 -> 0700)."""
+    readers = file_mode & 0o044
+    return 0o700 | readers | (readers >> 2)
+
+
+def make_directory(path: Path, mode: int) -> None:
+    """``path.mkdir(parents=True)``, each directory it creates set to ``mode`` (not the umask's)."""
+    missing = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir()
+        except FileExistsError:
+            continue  # created meanwhile: its mode is its creator's
+        os.chmod(directory, mode)

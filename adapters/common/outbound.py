@@ -68,8 +68,10 @@ class OutboundOptions(OptionsModel):
                             default="{message_id}")
     file_exists: FileExists = option(
         "What happens when the file exists.", default="unique")
-    chmod: Mode | None = option('Permission mode of written files, such as `"0640"` (default: the umask\'s).',
-                                default=None)
+    chmod: Mode | None = option(
+        'Permission mode of written files, such as `"0640"`; directories the adapter creates get read '
+        'and search permission for the same readers (`"0750"`). Without it, the umask\'s: files 0600 and '
+        'directories 0700 under the daemon (umask 077).', default=None)
     done_file_suffix: Str | None = option("Write an empty marker file NAME+suffix after each file.", default=None)
     line_terminator: Str = option("Appended to every message written.", default="")
     dedupe: Bool = option("Write a message delivered twice once.", default=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import BinaryIO, Literal
 
 from .errors import FileExistsPolicyError
-from .fs import FileSystem
+from .fs import FileSystem, directory_mode
 from .jail import safe_relative
 
 #: what happens when a file to write exists (option ``file_exists``)
@@ -63,7 +63,7 @@ def write_file(
     rel = safe_relative(name, where=fs.label)
     parent = posixpath.dirname(rel)
     if make_dirs and parent:
-        fs.makedirs(parent)
+        fs.makedirs(parent, None if mode is None else directory_mode(mode))
     if fs.exists(rel):
         if policy == "ignore":
             return None

@@ -12,7 +12,7 @@ from coupler.bus.api import Bool, CommandFault, Str, option
 
 from ..common.base import FileAdapterBase, FileAdapterOptions
 from ..common.errors import AdapterConfigError
-from ..common.fs import FileInfo, LocalFS
+from ..common.fs import FileInfo, LocalFS, directory_mode, make_directory
 from ..common.inbound import InboundPipeline
 from ..common.outbound import FileWriter
 
@@ -56,14 +56,17 @@ class FileDropAdapter(FileAdapterBase):
         self.create_directories = opts.create_directories
         self.durable = opts.fsync
 
-    def _root(self, path: Path) -> LocalFS:
+    def _root(self, path: Path, file_mode: int | None = None) -> LocalFS:
         if not path.is_dir():
             if not self.create_directories:
                 raise AdapterConfigError(
                     f"directory {path} does not exist", where=f"adapters[{self.name}].options.directory",
                     hint="create it, or set create_directories = true",
                 )
-            path.mkdir(parents=True, exist_ok=True)
+            if file_mode is None:
+                path.mkdir(parents=True, exist_ok=True)
+            else:  # readable by whoever may read the files it will hold
+                make_directory(path, directory_mode(file_mode))
         return LocalFS(path, durable=self.durable)
 
     def open_inbound(self) -> InboundPipeline:
@@ -76,7 +79,7 @@ class FileDropAdapter(FileAdapterBase):
 
     def open_outbound(self) -> FileWriter:
         assert self.state is not None
-        fs = self._root(self.output_directory or self.directory)
+        fs = self._root(self.output_directory or self.directory, self.outbound.chmod)
         return FileWriter(self.name, fs, self.outbound, self.state, self.log)
 
     def check(self) -> dict[str, str]:

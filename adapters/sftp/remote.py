@@ -112,7 +112,7 @@ class SftpFS(FileSystem):
 
         self.conn.call(f"remove {path}", do)
 
-    def makedirs(self, path: str) -> None:
+    def makedirs(self, path: str, mode: int | None = None) -> None:
         if not path:
             return
 
@@ -122,7 +122,10 @@ class SftpFS(FileSystem):
                 current = posixpath.join(current, part)
                 if not _exists(sftp, current):
                     try:
-                        sftp.mkdir(current)
+                        if mode is None:
+                            sftp.mkdir(current)
+                        else:
+                            sftp.mkdir(current, mode)
                     except OSError:
                         if not _exists(sftp, current):  # created meanwhile by another client: fine
                             raise

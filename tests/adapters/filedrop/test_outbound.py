@@ -44,6 +44,34 @@ def test_template_over_headers_and_properties_with_chmod_and_done_file(bus: Bus,
         a.stop()
 
 
+def test_under_the_daemons_umask_chmod_also_opens_the_directories_it_creates(bus: Bus, tmp_path: Path) -> None:
+    # the daemon runs with umask 077: a legacy program running as another user (in the
+    # group) reads a 0640 file only if it may also enter the directories the adapter created
+    old = os.umask(0o077)
+    try:
+        out = tmp_path / "out" / "batch"
+        a = make(bus, out, file_name="{prop.region}/{message_id}.json", chmod="0640", create_directories=True)
+        try:
+            a.deliver(env(region="eu"))
+        finally:
+            a.stop()
+        [written] = (out / "eu").iterdir()
+        assert stat.S_IMODE(written.stat().st_mode) == 0o640
+        created = {str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.stat().st_mode))
+                   for p in (tmp_path / "out", out, out / "eu")}
+        assert created == {"out": "0o750", "out/batch": "0o750", "out/batch/eu": "0o750"}
+        # without chmod the files and directories stay the daemon's own
+        private = tmp_path / "private"
+        b = make(bus, private, file_name="{prop.region}/{message_id}.json", create_directories=True)
+        try:
+            b.deliver(env(region="eu"))
+        finally:
+            b.stop()
+        assert oct(stat.S_IMODE((private / "eu").stat().st_mode)) == "0o700"
+    finally:
+        os.umask(old)
+
+
 @pytest.mark.parametrize("region", ["../../etc", "..", "/etc", "a/../../b", "x\\..\\y"])
 def test_path_traversal_is_refused_as_invalid_and_reported(bus: Bus, tmp_path: Path, region: str, caplog) -> None:
     out = tmp_path / "out"
