@@ -283,15 +283,26 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
 
         check = compile_checks(scalar.xsd_type)
 
-    if normalise is None and check is None:
-        return base
+    # one closure per combination: this runs for every simple value of every record
+    if check is None:
+        if normalise is None:
+            return base
+        if scalar.white_space == "collapse":
+            return lambda text: base(" ".join(text.split()))
+        return lambda text: base(normalise(text))
+
+    if normalise is None:
+        def decode_checked(text: str) -> Any:
+            value = base(text)
+            check(text, value)
+            return value
+
+        return decode_checked
 
     def decode(text: str) -> Any:
-        if normalise is not None:
-            text = normalise(text)
+        text = normalise(text)
         value = base(text)
-        if check is not None:
-            check(text, value)
+        check(text, value)
         return value
 
     return decode
