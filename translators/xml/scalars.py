@@ -234,12 +234,35 @@ def _hex(text: str) -> bytes:
         raise ValueError(f"{text[:40]!r} is not xs:hexBinary") from None
 
 
+def _collapse(text: str) -> str:
+    """``whiteSpace collapse``: runs of whitespace as one space, none around."""
+    if text.isprintable() and " " not in text:  # str.split() splits at no other printable character
+        return text
+    return " ".join(text.split())
+
+
 def _normaliser(white_space: str) -> Callable[[str], str] | None:
     if white_space == "collapse":
-        return lambda text: " ".join(text.split())
+        return _collapse
     if white_space == "replace":
         return lambda text: text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
     return None
+
+
+#: kinds whose lexical forms hold no whitespace: when the text as written is accepted, its
+#: collapsed form (``whiteSpace collapse``) has the same value (at most a trailing newline,
+#: which their parsers ignore, differs), so collapsing waits until the text is refused
+_NO_SPACE_KINDS = frozenset({"int", "long", "decimal", "float", "double", "boolean", "date", "time", "datetime"})
+
+
+def _raw_first(base: Callable[[str], Any]) -> Callable[[str], Any]:
+    def decode(text: str) -> Any:
+        try:
+            return base(text)
+        except ValueError:  # maybe whitespace around the value: the collapsed text decides
+            return base(" ".join(text.split()))
+
+    return decode
 
 
 def _decoder(scalar: Scalar) -> Callable[[str], Any]:
@@ -293,7 +316,10 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
         if normalise is None:
             return base
         if scalar.white_space == "collapse":
-            return lambda text: base(" ".join(text.split()))
+            if kind in _NO_SPACE_KINDS:
+                return _raw_first(base)
+            if base is str:
+                return _collapse
         return lambda text: base(normalise(text))
 
     if normalise is None:
