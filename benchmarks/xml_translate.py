@@ -184,11 +184,10 @@ def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -
             print("pair  typed decoding: old    new   new/old   XML -> Avro file: old    new   new/old")
             runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
             for n in range(pairs):
-                for name, code in (("old", old), ("new", None)):
+                for name, code in (("old", old), ("new", ROOT)):
                     run = run_worker(code, xml, repeat=repeat)
                     assert run["records"] == records, run
-                    expected = old if code is not None else ROOT
-                    assert Path(run["code"]).is_relative_to(expected.resolve()), run["code"]
+                    assert Path(run["code"]).is_relative_to(code.resolve()), run["code"]
                     runs[name].append(run)
                 o, w = runs["old"][-1], runs["new"][-1]
                 print(f"{n + 1:4d}  {o['decode_s']:20.2f} s {w['decode_s']:5.2f} s {w['decode_s'] / o['decode_s']:7.3f}"
@@ -203,7 +202,7 @@ def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -
             load_after = os.getloadavg()
             print(f"load average at end: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
             if profile:
-                for name, code in (("old", old), ("new", None)):
+                for name, code in (("old", old), ("new", ROOT)):
                     print(f"\n--- cProfile, {name} code, typed decoding, top {profile} by own time ---")
                     print(run_worker(code, xml, profile)["profile"].strip())
         finally:
