@@ -7,19 +7,34 @@ measures xmlschema's whole-document ``to_dict`` on a slice (``--baseline-mb``, d
 the baseline. Reports MB/s for both, the ratio, and peak RSS growth over the run.
 
     .venv/bin/python benchmarks/xml_translate.py [--mb 200] [--baseline-mb 10]
+
+Before and after a change (``--baseline-ref``): the old code is checked out of git into a
+temporary worktree and the same generated file (``--compare-mb``, default 4) is translated
+alternately by the old and the current code, each run in a fresh process importing only its
+own ``coupler`` package, ``--pairs`` times (default 7). Each run measures the CPU time of its
+process (``time.process_time``: less sensitive than wall-clock time to other jobs on the
+machine) for typed decoding alone and for XML -> Avro file, the least of ``--repeat`` (3)
+repetitions; the report gives every pair, the medians, and the ratio new/old of the medians
+(below 1.00: the current code is faster). ``--profile N`` then adds a cProfile of each.
+
+    .venv/bin/python benchmarks/xml_translate.py --baseline-ref afe0c7b [--compare-mb 4] [--pairs 7] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import fastavro
-
-from coupler.translators.xml import XsdModel
 
 ROOT = Path(__file__).resolve().parent.parent
 XSD = ROOT / "tests/translators/xml/data/orders/orders.xsd"
@@ -66,16 +81,161 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+#: the top-level folders installed as ``coupler.<folder>`` (setup.py)
+FOLDERS = ("bus", "adapters", "canonical", "translators", "schemas")
+RECORD_PATH = "orders/order"
+
+
+def use_code(code: Path) -> None:
+    """Make ``import coupler.<folder>`` load ``code/<folder>`` (a worktree of another commit)
+    instead of the installed package: a finder placed before the editable install's."""
+    import importlib.util
+    from importlib.machinery import ModuleSpec
+
+    class Redirect:
+        @staticmethod
+        def find_spec(fullname: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+            top, _, folder = fullname.partition(".")
+            if top != "coupler" or folder not in FOLDERS:
+                return None
+            where = code / folder
+            init = where / "__init__.py"
+            if init.exists():
+                return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(where)])
+            spec = ModuleSpec(fullname, None, is_package=True)
+            spec.submodule_search_locations = [str(where)]
+            return spec
+
+    sys.meta_path.insert(0, Redirect)  # type: ignore[arg-type]
+
+
+def worker(code: Path | None, xml: Path, profile: int, repeat: int) -> dict[str, Any]:
+    """One run in this process: CPU seconds of typed decoding and of XML -> Avro file (the
+    least of ``repeat`` repetitions of each)."""
+    if code is not None:
+        use_code(code)
+    from coupler.translators.xml import XsdModel
+    from coupler.translators.xml import decoder as decoder_module
+    from coupler.translators.xml.model import value_avro
+
+    model = XsdModel.load(XSD)
+    decoder = model.decoder("orders")
+    record_schema = fastavro.parse_schema(value_avro(decoder.resolve_path(RECORD_PATH)[-1][1].record, set()))
+    result: dict[str, Any] = {"code": str(Path(decoder_module.__file__).resolve().parent)}
+    if profile:
+        import cProfile
+        import io
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        result["records"] = sum(1 for _ in decoder.iter_records(xml, RECORD_PATH))
+        profiler.disable()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(profile)
+        result["profile"] = out.getvalue()
+        return result
+    decode_s, avro_s = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            start = time.process_time()
+            result["records"] = sum(1 for _ in decoder.iter_records(xml, RECORD_PATH))
+            decode_s.append(time.process_time() - start)
+            start = time.process_time()
+            with (Path(tmp) / "out.avro").open("wb") as out_file:
+                fastavro.writer(out_file, record_schema, decoder.iter_records(xml, RECORD_PATH))
+            avro_s.append(time.process_time() - start)
+    # the least of the repetitions: what the code costs when the machine's other work
+    # interferes least (caches, the other hyperthread)
+    result["decode_s"], result["avro_s"] = min(decode_s), min(avro_s)
+    return result
+
+
+def run_worker(code: Path | None, xml: Path, profile: int = 0, repeat: int = 1) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--worker", str(xml), "--profile", str(profile), "--repeat", str(repeat)]
+    if code is not None:
+        command += ["--code", str(code)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -> None:
+    """The old code (git ``ref``, in a temporary worktree) against the current code, alternately."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", f"{ref}^{{commit}}"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "old"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(old), commit], check=True)
+        try:
+            xml = Path(tmp) / "orders.xml"
+            records = generate(xml, megabytes)
+            size = xml.stat().st_size / 1e6
+            print(f"workload: {size:.1f} MB, {records} orders (each 3 lines, 23 elements, 11 attributes), "
+                  f"streamed at {RECORD_PATH}")
+            print(f"old: {commit} (git worktree {old}); new: the working copy {ROOT} ({head})")
+            print(f"{pairs} pairs, old then new, each run a fresh process; CPU seconds (time.process_time),")
+            print(f"the least of {repeat} repetitions in the process, for typed decoding alone and for XML -> Avro file")
+            print(f"load average at start: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
+                  f"on {os.cpu_count()} CPUs")
+            print()
+            print("pair  typed decoding: old    new   new/old   XML -> Avro file: old    new   new/old")
+            runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+            for n in range(pairs):
+                for name, code in (("old", old), ("new", ROOT)):
+                    run = run_worker(code, xml, repeat=repeat)
+                    assert run["records"] == records, run
+                    assert Path(run["code"]).is_relative_to(code.resolve()), run["code"]
+                    runs[name].append(run)
+                o, w = runs["old"][-1], runs["new"][-1]
+                print(f"{n + 1:4d}  {o['decode_s']:20.2f} s {w['decode_s']:5.2f} s {w['decode_s'] / o['decode_s']:7.3f}"
+                      f"  {o['avro_s']:20.2f} s {w['avro_s']:5.2f} s {w['avro_s'] / o['avro_s']:7.3f}")
+            med = {(name, key): statistics.median(r[key] for r in runs[name])
+                   for name in runs for key in ("decode_s", "avro_s")}
+            print()
+            for key, label in (("decode_s", "typed decoding  "), ("avro_s", "XML -> Avro file")):
+                o, w = med["old", key], med["new", key]
+                print(f"median {label}: old {o:.2f} s ({size / o:.2f} MB/s)  new {w:.2f} s ({size / w:.2f} MB/s)  "
+                      f"new/old {w / o:.3f} ({(w / o - 1) * 100:+.1f} %)")
+            load_after = os.getloadavg()
+            print(f"load average at end: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+            if profile:
+                for name, code in (("old", old), ("new", ROOT)):
+                    print(f"\n--- cProfile, {name} code, typed decoding, top {profile} by own time ---")
+                    print(run_worker(code, xml, profile)["profile"].strip())
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=200)
     parser.add_argument("--baseline-mb", type=float, default=10)
+    parser.add_argument("--baseline-ref", metavar="REF",
+                        help="compare with the code of this git commit (alternating processes) instead")
+    parser.add_argument("--compare-mb", type=float, default=4, help="size of the file for --baseline-ref")
+    parser.add_argument("--pairs", type=int, default=7, help="old/new pairs for --baseline-ref")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions in each process of --baseline-ref")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="with --baseline-ref: then cProfile each code once, top N functions")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker is not None:
+        print(json.dumps(worker(args.code, args.worker, args.profile, args.repeat)))
+        return
+    if args.baseline_ref:
+        compare(args.baseline_ref, args.compare_mb, args.pairs, args.repeat, args.profile)
+        return
+    from coupler.translators.xml import XsdModel
+
     model = XsdModel.load(XSD)
     decoder = model.decoder("orders")
     from coupler.translators.xml.model import value_avro
 
-    record_schema = fastavro.parse_schema(value_avro(decoder.resolve_path("orders/order")[-1][1].record, set()))
+    record_schema = fastavro.parse_schema(value_avro(decoder.resolve_path(RECORD_PATH)[-1][1].record, set()))
     with tempfile.TemporaryDirectory() as tmp:
         big, small, avro = Path(tmp) / "big.xml", Path(tmp) / "small.xml", Path(tmp) / "out.avro"
         records = generate(big, args.mb)

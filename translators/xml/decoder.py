@@ -82,7 +82,9 @@ class RecordDecoder:
         self.required_arrays: list[str] = []
         self.attributes: dict[str, tuple[str, Callable[[str], Any]]] = {}
         self.required_attributes: list[str] = []
-        self.children: dict[str, tuple[str, Callable[[Any], Any], bool]] = {}
+        # tag -> (field, converter, repeated, the scalar's own decode for simple-typed
+        # elements: called inline when the element has neither attributes nor children)
+        self.children: dict[str, tuple[str, Callable[[Any], Any], bool, Callable[[str], Any] | None]] = {}
         self.wildcards: list[tuple[Field, Any]] = []
         self.text: tuple[str, Callable[[str], Any]] | None = None
         self.mixed: str | None = None  # the field holding mixed content as XML
@@ -109,10 +111,10 @@ class RecordDecoder:
             elif f.kind == "any":
                 self.wildcards.append((f, f.wildcard))
             else:
-                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated)
+                direct = f.value.decode if isinstance(f.value, Scalar) else None
+                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated, direct)
 
     def __call__(self, elem: Any) -> dict[str, Any]:
-        source = self.compiler.source_name
         out = dict(self.template)
         for name in self.arrays:
             out[name] = []
@@ -126,12 +128,12 @@ class RecordDecoder:
             for key, text in pairs:
                 attribute = self.attributes.get(key)
                 if attribute is None:
-                    self._other_attribute(out, elem, key, text, source)
+                    self._other_attribute(out, elem, key, text)
                     continue
                 try:
                     out[attribute[0]] = attribute[1](text)
                 except _BAD_VALUE as exc:
-                    raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, source) from None
+                    raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, self.compiler.source_name) from None
         if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
             out[self.mixed] = inner_xml(elem) if (elem.text or len(elem)) else None
         else:
@@ -140,45 +142,57 @@ class RecordDecoder:
                 try:
                     out[self.text[0]] = self.text[1](text or "")
                 except _BAD_VALUE as exc:
-                    raise _fail(str(exc), elem, source) from None
+                    raise _fail(str(exc), elem, self.compiler.source_name) from None
             elif text and not text.isspace():
-                raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+                raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem,
+                            self.compiler.source_name)
             children = self.children
             for child in elem:
                 slot = children.get(child.tag)
                 if slot is None:
                     if not isinstance(child.tag, str):
                         continue  # comment or processing instruction
-                    self._wildcard(out, child, source)
+                    self._wildcard(out, child)
                     continue
-                name, convert, repeated = slot
-                if repeated:
-                    out[name].append(convert(child))
-                elif out[name] is _MISSING:
-                    out[name] = convert(child)
+                name, convert, repeated, direct = slot
+                if not repeated and out[name] is not _MISSING:
+                    raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child,
+                                self.compiler.source_name)
+                if direct is not None and not child.keys() and not len(child):
+                    # the common simple-typed element, inline: no attribute (so no xsi:nil), no
+                    # child; anything else goes through its converter's checks
+                    try:
+                        value = direct(child.text or "")
+                    except _BAD_VALUE as exc:
+                        raise _fail(str(exc), child, self.compiler.source_name) from None
                 else:
-                    raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child, source)
+                    value = convert(child)
+                if repeated:
+                    out[name].append(value)
+                else:
+                    out[name] = value
                 tail = child.tail
                 if tail and not tail.isspace() and self.text is None:
-                    raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem, source)
+                    raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem,
+                                self.compiler.source_name)
         for name, required in self.singles:
             if out[name] is _MISSING:
                 if required:
-                    raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
+                    raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, self.compiler.source_name)
                 out[name] = None
         for name in self.required_arrays:
             if not out[name]:
-                raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, source)
+                raise _fail(f"{self.record.name}: missing {self._what(name)}", elem, self.compiler.source_name)
         return out
 
-    def _other_attribute(self, out: dict[str, Any], elem: Any, key: str, text: str, source: str | None) -> None:
+    def _other_attribute(self, out: dict[str, Any], elem: Any, key: str, text: str) -> None:
         """An attribute the type does not declare: an xsi: hint, one its xs:anyAttribute admits, or an error."""
         if key.startswith(_IGNORED_ATTRIBUTE_NS):
             return
         if self.any_attributes is not None and self.any_attributes[1].is_matching(key):
             out[self.any_attributes[0]][key] = text
             return
-        raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, source)
+        raise _fail(f"unexpected attribute {local_name(key)!r} in {self.record.name}", elem, self.compiler.source_name)
 
     def _what(self, name: str) -> str:
         for f in self.record.fields:
@@ -186,7 +200,7 @@ class RecordDecoder:
                 return f"{f.kind} {local_name(f.qname)!r}" if f.qname else f"{f.kind} content"
         return name
 
-    def _wildcard(self, out: dict[str, Any], child: Any, source: str | None) -> None:
+    def _wildcard(self, out: dict[str, Any], child: Any) -> None:
         for f, wildcard in self.wildcards:
             if wildcard.is_matching(child.tag):
                 text = xml_text(child)
@@ -197,7 +211,8 @@ class RecordDecoder:
                 else:
                     continue
                 return
-        raise _fail(f"unexpected element {local_name(child.tag)!r} in {self.record.name}", child, source)
+        raise _fail(f"unexpected element {local_name(child.tag)!r} in {self.record.name}", child,
+                    self.compiler.source_name)
 
 
 def xml_text(elem: Any) -> str:
