@@ -43,10 +43,24 @@ class Hierarchy:
     def resolve(cls, layout: Layout, options: Any) -> Hierarchy | None:
         """The hierarchy of ``options`` (None without ``segment-children``); a name that is
         not a segment redefine, or more or fewer than one root, is a located error."""
+        from .options import OptionsError
+
         pairs = getattr(options, "segment_children", ()) or ()
         if not pairs:
             return None
         where = "option segment-children"
+        if getattr(options, "segment_id_levels", ()) or getattr(options, "segment_id_root", None):
+            raise OptionsError(
+                "ID fields generation is not supported for hierarchical records reader"
+                " (segment_id_level*/segment_id_root with segment-children)",
+                where=where, hint="drop the segment_id_level*/segment_id_root options",
+            )
+        if not getattr(options, "segment_field", None) or not getattr(options, "redefine_segment_id_map", ()):
+            raise OptionsError(
+                "segment-children needs segment_field and redefine_segment_id_map:N",
+                where=where,
+                hint='set -o segment_field=SEGMENT-ID and -o "redefine-segment-id-map:1=PARENT => ID"',
+            )
         seg_map = getattr(options, "redefine_segment_id_map", ()) or ()
         group_of_segment = {sid: identifier(name).upper() for name, ids in seg_map for sid in ids}
         redefine_names = {identifier(name).upper() for name, _ids in seg_map}

@@ -219,18 +219,6 @@ class CopybookOptions(BaseModel):
             )
         if self.segment_children:
             where = "option segment-children"
-            if self.segment_id_levels or self.segment_id_root:
-                raise OptionsError(
-                    "ID fields generation is not supported for hierarchical records reader"
-                    " (segment_id_level*/segment_id_root with segment-children)",
-                    where=where, hint="drop the segment_id_level*/segment_id_root options",
-                )
-            if not self.segment_field or not self.redefine_segment_id_map:
-                raise OptionsError(
-                    "segment-children needs segment_field and redefine_segment_id_map:N",
-                    where=where,
-                    hint='set -o segment_field=SEGMENT-ID and -o "redefine-segment-id-map:1=PARENT => ID"',
-                )
             seen: dict[str, str] = {}
             for parent, kids in self.segment_children:
                 for kid in kids:
