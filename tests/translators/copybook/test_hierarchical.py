@@ -165,3 +165,21 @@ def test_segment_children_options_round_trip_through_to_dict() -> None:
     again = CopybookOptions.from_mapping(options.to_dict())
     assert again == options
     assert options.with_options({"segment_children:1": "COMPANY => DEPT"}).segment_children == (("COMPANY", ("DEPT",)),)
+
+
+def test_groups_never_span_files(capsys, tmp_path) -> None:
+    """Two RDW files: each file's rows as alone (File_Id counts the files); a file that starts
+    with child records drops them, as Cobrix does before the first root."""
+    data = (T17 / "HIERARCHICAL.DATA.RDW.dat").read_bytes()
+    first_rdw = 4 + int.from_bytes(data[2:4], "little")
+    tail = tmp_path / "tail.dat"
+    tail.write_bytes(data[first_rdw:])  # starts with the first company's children
+    args = [x for k, v in T17_OPTIONS.items() for x in ("-o", f"{k}={v}")]
+    assert main(["copybook", "decode", str(T17 / "test17_hierarchical.cob"),
+                 str(T17 / "HIERARCHICAL.DATA.RDW.dat"), str(tail), *args]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = [json.loads(line) for line in (T17 / "test17c.txt").read_text(encoding="utf-8").splitlines()]
+    assert rows[:50] == expected
+    assert [r["File_Id"] for r in rows[50:]] == [1] * 49
+    assert [r["COMPANY"] for r in rows[50:]] == [e["COMPANY"] for e in expected[1:]]
+    assert [r["Record_Id"] for r in rows[50:]] == [e["Record_Id"] - 1 for e in expected[1:]]
