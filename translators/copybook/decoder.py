@@ -110,6 +110,8 @@ class _BadField(Exception):
         self.raw = raw
         self.reason = reason
         self.offset = offset
+        #: (record number, file offset) of the child record it is in (hierarchical records)
+        self.place: tuple[int, int] | None = None
 
 
 def _segment_map(options: Any) -> dict[str, set[str]]:
@@ -197,6 +199,7 @@ class RecordDecoder:
         self._group: list[tuple[str | None, bytes]] | None = None
         self._gidx = 0
         self._parent_ids: list[str | None] = []
+        self._places: list[tuple[int, int]] | None = None
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -269,15 +272,18 @@ class RecordDecoder:
         self._counters: dict[str, Any] = {}
         self._seg = seg
         self._stats = stats
-        self._where = (file, record_id, offset)
+        # a row of hierarchical records: errors name the record they are in, not the Record_Id
+        self._where = (file, group.first, offset) if group is not None else (file, record_id, offset)
+        self._places = group.places if group is not None else None
         try:
             for rec in self.layout.records:
                 value, _used = self._node(rec, data, rec.offset)
                 self._emit(out, rec, value)
         except _BadField as bad:
             stats.errors += 1
+            number, base = bad.place or self._where[1:]
             return BadRecord(RecordDecodeError(
-                bad.reason, file=file, record=record_id, offset=offset + bad.offset,
+                bad.reason, file=file, record=number, offset=base + bad.offset,
                 field=bad.node.dotted_path, raw=bad.raw,
             ))
         stats.records += 1
@@ -287,6 +293,7 @@ class RecordDecoder:
         """How many bytes the record at the start of ``data`` takes (variable-size OCCURS)."""
         self._counters = {}
         self._seg = None
+        self._group = None  # the size of one record, whatever its segment tree
         saved, self.strict = self.strict, False
         saved_stats, self._stats = getattr(self, "_stats", None), DecodeStats()
         try:
@@ -460,19 +467,25 @@ class RecordDecoder:
         assert self._group is not None and self.hierarchy is not None
         name = kid.identifier.upper()
         found = []
-        saved = (self._seg, self._counters, self._gidx, self._parent_ids)
+        saved = (self._seg, self._counters, self._gidx, self._parent_ids, self._where)
         try:
             for i in range(saved[2] + 1, len(self._group)):
                 seg, data = self._group[i]
                 if seg is not None and self.hierarchy.group_of_segment.get(seg) == name:
                     self._seg, self._counters, self._gidx = seg, {}, i
                     self._parent_ids = [seg, *saved[3]]
-                    value, _used = self._one(kid, data, kid.offset)
+                    place = self._places[i] if self._places is not None else saved[4][1:]
+                    self._where = (saved[4][0], *place)
+                    try:
+                        value, _used = self._one(kid, data, kid.offset)
+                    except _BadField as bad:
+                        bad.place = bad.place or place
+                        raise
                     found.append(value if value is not None else {})
                 elif seg in saved[3]:
                     break
         finally:
-            self._seg, self._counters, self._gidx, self._parent_ids = saved
+            self._seg, self._counters, self._gidx, self._parent_ids, self._where = saved
         return found
 
     def _segment_allows(self, node: Node) -> bool:

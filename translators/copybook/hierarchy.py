@@ -154,6 +154,8 @@ class RecordGroup:
     offset: int
     first: int
     records: list[tuple[str | None, bytes]] = field(default_factory=list)
+    #: (record number, file offset) of each record (for error reports)
+    places: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def payload(self) -> bytes:
@@ -185,6 +187,7 @@ def group_records(frames: Iterable[Any], segment_id: Any, root_ids: frozenset[st
             current = RecordGroup(number=frame.number, offset=frame.offset, first=frame.number)
         if current is not None:
             current.records.append((seg, payload))
+            current.places.append((frame.number, frame.offset))
     if current is not None:
         current.number = (last if last is not None else current.first) + 1
         yield current

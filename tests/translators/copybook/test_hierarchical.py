@@ -230,3 +230,28 @@ def test_variable_size_occurs_in_hierarchical_records_match_cobrix_test22(tmp_pa
         rec.pop("Record_Byte_Length")  # Cobrix's test drops it
         rows.append(to_json(rec))
     assert rows == T22_EXPECTED.splitlines()
+
+
+def test_a_bad_field_in_a_child_record_names_that_record(tmp_path) -> None:
+    from coupler.translators.copybook.decoder import BadRecord, DecodeStats
+
+    cpy = tmp_path / "h.cpy"
+    cpy.write_text(
+        "       01 R.\n          05 T PIC X.\n          05 P.\n             10 PN PIC X(3).\n"
+        "          05 C REDEFINES P.\n             10 CN PIC 9(3).\n"
+    )
+    data = tmp_path / "h.dat"
+    data.write_bytes(b"PAAA" b"C001" b"C0X2" b"PBBB")
+    options = {"encoding": "ascii", "segment_field": "T", "redefine_segment_id_map:1": "P => P",
+               "redefine_segment_id_map:2": "C => C", "segment_children:1": "P => C"}
+    layout = build_layout(parse_file(cpy))
+    strict = list(decode_files(layout, [data], options, policy="strict"))
+    assert isinstance(strict[0], BadRecord)
+    err = strict[0].error
+    assert (err.record, err.offset, err.field) == (3, 9, "R.C.CN")  # record 3 (from 1), bytes 8..11
+    assert strict[1] == {"T": "P", "P": {"PN": "BBB", "C": []}}
+    seen: list = []
+    stats = DecodeStats(on_bad_field=seen.append)
+    lenient = list(decode_files(layout, [data], options, stats=stats))
+    assert lenient[0] == {"T": "P", "P": {"PN": "AAA", "C": [{"CN": 1}, {}]}}
+    assert [(e.record, e.offset, e.field) for e in seen] == [(3, 9, "R.C.CN")]
