@@ -98,3 +98,38 @@ def test_bad_field_follows_the_policy_in_every_split(spark: Any, tmp_path: Path,
         assert corrupt == []
         assert [r["ID"] for r in rows] == list(range(30))
         assert rows[17]["AMOUNT"] is None and rows[16]["AMOUNT"] == Decimal("0.48")
+
+
+HIER = Path(__file__).resolve().parents[1] / "translators" / "copybook" / "data"
+HIER_CASES = {
+    "test17c": ("cobrix_test17/test17_hierarchical.cob", "cobrix_test17/HIERARCHICAL.DATA.RDW.dat", "cobrix_test17/test17c.txt", {
+        "record_format": "V", "generate_record_id": "true", "ebcdic_code_page": "common", "segment_field": "SEGMENT_ID",
+        **{f"redefine-segment-id-map:{i}": f"{name} => {i}" for i, name in enumerate(
+            ["COMPANY", "DEPT", "EMPLOYEE", "OFFICE", "CUSTOMER", "CONTACT", "CONTRACT"], start=1)},
+        "segment-children:1": "COMPANY => DEPT,CUSTOMER", "segment-children:2": "DEPT => EMPLOYEE,OFFICE",
+        "segment-children:3": "CUSTOMER => CONTACT,CONTRACT",
+    }),
+    "test17d": ("cobrix_test4/test4_copybook.cob", "cobrix_test4/COMP.DETAILS.SEP30.DATA.dat", "cobrix_test17/test17d.txt", {
+        "encoding": "ascii", "record_format": "V", "segment_field": "SEGMENT_ID", "generate_record_id": "true",
+        "redefine_segment_id_map:1": "STATIC-DETAILS => C", "redefine-segment-id-map:2": "CONTACTS => P",
+        "segment-children:1": "STATIC-DETAILS => CONTACTS",
+    }),
+}
+
+
+@pytest.mark.parametrize("case", list(HIER_CASES))
+def test_hierarchical_records_are_never_cut_by_a_split(spark: Any, case: str) -> None:
+    """Cobrix's test17 with ``input_split_records=5`` (as its own split test): many partitions,
+    each starting at a root record, and the rows of the CLI decoder and of Cobrix."""
+    cpy, data, expected_file, options = HIER_CASES[case]
+    expected = python_rows(HIER / cpy, [HIER / data], options)
+    got, partitions = spark_rows(spark, HIER / cpy, [HIER / data], {**options, "input_split_records": "5"})
+    assert partitions > 10
+    got.sort(key=lambda r: r["Record_Id"])
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        assert _same(g, e), f"{case}: row {i} differs:\nspark:  {g}\ndecoder: {e}"
+    cobrix = [json.loads(line) for line in (HIER / expected_file).read_text(encoding="utf-8").splitlines()]
+    ids = [r["Record_Id"] for r in got][: len(cobrix)]
+    assert ids == [r["Record_Id"] for r in cobrix]
+    assert [decoder.to_json(r) for r in expected[: len(cobrix)]] == (HIER / expected_file).read_text(encoding="utf-8").splitlines()

@@ -160,3 +160,17 @@ def test_split_count_is_a_multiple_of_the_cores(records: int, reclen: int, slots
     assert size % reclen == 0
     assert count % slots == 0 or count < slots
     assert size <= (64 << 20) + reclen  # never much larger than asked
+
+
+def test_a_split_of_hierarchical_records_starts_at_a_root_record(tmp_path) -> None:
+    """With ``starts_group`` a split grows past its record count to the next root record."""
+    from coupler.translators.spark.splits import Framing, plan_splits
+
+    kinds = b"RCCRCCCCCRRC"
+    data = tmp_path / "h.dat"
+    data.write_bytes(b"".join(b"\x00\x00\x02\x00" + bytes([k]) + b"x" for k in kinds))
+    splits = plan_splits([str(data)], Framing("rdw"), split_records=2,
+                         starts_group=lambda head: head == b"R", group_head=1)
+    assert [s.first_record for s in splits] == [0, 3, 9]  # not 2, 5 or 11: children
+    assert all(kinds[s.first_record:s.first_record + 1] == b"R" for s in splits)
+    assert splits[-1].end == data.stat().st_size

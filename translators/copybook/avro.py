@@ -67,7 +67,12 @@ def output_fields(layout: Layout, options: Any = None) -> list[OutputNode]:
         drop_value_fillers=bool(option(options, "drop_value_fillers", True)),
         filler_naming_policy=str(option(options, "filler_naming_policy", "sequence_numbers")),
     )
-    return collapse_root(top, str(option(options, "schema_retention_policy", "collapse_root")))
+    top = collapse_root(top, str(option(options, "schema_retention_policy", "collapse_root")))
+    if option(options, "segment_children", ()):
+        from .hierarchy import nest_outputs
+
+        top = nest_outputs(top, layout, options)
+    return top
 
 
 def field_avro_type(fld: Field, *, strict_integral_precision: bool = False) -> Any:
@@ -144,7 +149,7 @@ class _SchemaBuilder:
             else:
                 assert isinstance(node, Field)
                 inner = field_avro_type(node, strict_integral_precision=self.strict)
-            if node.occurs:
+            if node.occurs or out.segment_array:
                 inner = {"type": "array", "items": inner}
             entry: dict[str, Any] = {"name": avro_name(out.name), "type": ["null", inner], "default": None}
             doc = _doc(node)

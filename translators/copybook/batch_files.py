@@ -67,6 +67,8 @@ def _framing(layout: Layout, options: CopybookOptions) -> tuple[int, CopybookOpt
 def batch_supported(layout: Layout, options: Any = None, paths: Iterable[str | Path] = ()) -> bool:
     """Whether :func:`decode_file_batches` can decode ``paths`` with ``layout`` and ``options``."""
     options = as_options(options)
+    if options.segment_children:
+        return False  # hierarchical records: rows of several records, the per-record decoder's
     length, inner = _framing(layout, options)
     if length - options.record_start_offset - options.record_end_offset < layout.size:
         return False  # short records: the per-record decoder reads what there is

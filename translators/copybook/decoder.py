@@ -113,6 +113,8 @@ class _BadField(Exception):
         self.raw = raw
         self.reason = reason
         self.offset = offset
+        #: (record number, file offset) of the child record it is in (hierarchical records)
+        self.place: tuple[int, int] | None = None
 
 
 def _segment_map(options: Any) -> dict[str, set[str]]:
@@ -191,6 +193,16 @@ class RecordDecoder:
         self._occurs_maps = occurs_maps(layout, options)
         self._min_sizes: dict[int, int] = {}
         check_record_length(layout, options)
+        from .hierarchy import Hierarchy
+
+        #: hierarchical records (``segment-children``): the segment tree, else None
+        self.hierarchy = Hierarchy.resolve(layout, options)
+        #: the (segment id, payload) records of the group being decoded, the index of the
+        #: record whose group is being decoded and the segment ids from it up to the root
+        self._group: list[tuple[str | None, bytes]] | None = None
+        self._gidx = 0
+        self._parent_ids: list[str | None] = []
+        self._places: list[tuple[int, int]] | None = None
 
     def _wanted_nodes(self) -> set[int]:
         """Nodes that must be decoded: the output ones, their ancestors, and ODO counters."""
@@ -234,11 +246,21 @@ class RecordDecoder:
         record_id: int = 0,
         offset: int = 0,
         stats: DecodeStats | None = None,
+        group: Any = None,
     ) -> dict[str, Any] | BadRecord | None:
         """The record as a dict; ``None`` when ``segment_filter`` drops it; a
-        :class:`BadRecord` under the strict policy when a field cannot be decoded."""
+        :class:`BadRecord` under the strict policy when a field cannot be decoded.
+
+        Hierarchical records: ``group`` is the :class:`~.hierarchy.RecordGroup` of a root
+        record (``data`` is then ignored); its children nest in the row."""
         stats = stats if stats is not None else DecodeStats()
+        if group is not None:
+            data = group.payload
         seg = self.segment_id(data) if self.segment_field is not None else None
+        if self.hierarchy is not None:
+            self._group = group.records if group is not None else [(seg, data)]
+            self._gidx = 0
+            self._parent_ids = [seg]
         seg_ids = self._advance_segments(seg, file_id, record_id) if self.levels else []
         if self.segment_filter is not None and seg not in self.segment_filter:
             stats.filtered += 1
@@ -247,21 +269,24 @@ class RecordDecoder:
         if self.generate_ids:
             out["File_Id"] = file_id
             out["Record_Id"] = record_id
-            out["Record_Byte_Length"] = len(data)
+            out["Record_Byte_Length"] = group.byte_length if group is not None else len(data)
         for k, sid in enumerate(seg_ids):
             out[f"Seg_Id{k}"] = sid
         self._counters: dict[str, Any] = {}
         self._seg = seg
         self._stats = stats
-        self._where = (file, record_id, offset)
+        # a row of hierarchical records: errors name the record they are in, not the Record_Id
+        self._where = (file, group.first, offset) if group is not None else (file, record_id, offset)
+        self._places = group.places if group is not None else None
         try:
             for rec in self.layout.records:
                 value, _used = self._node(rec, data, rec.offset)
                 self._emit(out, rec, value)
         except _BadField as bad:
             stats.errors += 1
+            number, base = bad.place or self._where[1:]
             return BadRecord(RecordDecodeError(
-                bad.reason, file=file, record=record_id, offset=offset + bad.offset,
+                bad.reason, file=file, record=number, offset=base + bad.offset,
                 field=bad.node.dotted_path, raw=bad.raw,
             ))
         stats.records += 1
@@ -271,6 +296,7 @@ class RecordDecoder:
         """How many bytes the record at the start of ``data`` takes (variable-size OCCURS)."""
         self._counters = {}
         self._seg = None
+        self._group = None  # the size of one record, whatever its segment tree
         saved, self.strict = self.strict, False
         saved_stats, self._stats = getattr(self, "_stats", None), DecodeStats()
         try:
@@ -399,9 +425,10 @@ class RecordDecoder:
         for child in group.children:
             out = self._out_by_node.get(id(child))
             seg_ids = self.segment_map.get(child.identifier.upper()) if self.segment_map else None
+            nested = self.hierarchy is not None and id(child) in self.hierarchy.child_ids
             plan.append((
-                child, child.offset - group.offset, out.name if out is not None else None,
-                id(child) in self._wanted, seg_ids,
+                child, child.offset - group.offset, out.name if out is not None and not nested else None,
+                id(child) in self._wanted and not nested, seg_ids,
                 isinstance(child, Field) and not child.occurs, child.redefines is None, child.total_size,
             ))
         self._plans[id(group)] = plan
@@ -430,7 +457,39 @@ class RecordDecoder:
                 if self.debug and isinstance(child, Field):
                     result[name + "_debug"] = data[start:start + total].hex().upper()
         size = node.size + shift
+        if self.hierarchy is not None and self._group is not None and id(node) in self.hierarchy.children_of:
+            for kid in self.hierarchy.children_of[id(node)]:
+                out = self._out_by_node.get(id(kid))
+                if out is not None:
+                    result[out.name] = self._children(kid)
         return (result if result else None), size
+
+    def _children(self, kid: Group) -> list[Any]:
+        """The records of segment group ``kid`` under the record being decoded (Cobrix: the
+        records after it that map to ``kid``, up to one of a segment on the path to the root)."""
+        assert self._group is not None and self.hierarchy is not None
+        name = kid.identifier.upper()
+        found = []
+        saved = (self._seg, self._counters, self._gidx, self._parent_ids, self._where)
+        try:
+            for i in range(saved[2] + 1, len(self._group)):
+                seg, data = self._group[i]
+                if seg is not None and self.hierarchy.group_of_segment.get(seg) == name:
+                    self._seg, self._counters, self._gidx = seg, {}, i
+                    self._parent_ids = [seg, *saved[3]]
+                    place = self._places[i] if self._places is not None else saved[4][1:]
+                    self._where = (saved[4][0], *place)
+                    try:
+                        value, _used = self._one(kid, data, kid.offset)
+                    except _BadField as bad:
+                        bad.place = bad.place or place
+                        raise
+                    found.append(value if value is not None else {})
+                elif seg in saved[3]:
+                    break
+        finally:
+            self._seg, self._counters, self._gidx, self._parent_ids, self._where = saved
+        return found
 
     def _segment_allows(self, node: Node) -> bool:
         if not self.segment_map:
@@ -579,8 +638,8 @@ def decode_files(
                         stream, options, record_size=layout.size, file=name,
                         **length_field_framing(layout, decoder),
                     )
-                for frame in frames:
-                    stats.bytes += len(frame.payload)
+                for frame in hierarchical_frames(frames, decoder):
+                    stats.bytes += getattr(frame, "byte_length", None) or len(frame.payload)
                     stats.offset = frame.offset
                     if isinstance(frame, framing.TruncatedRecord):
                         stats.errors += 1
@@ -592,7 +651,7 @@ def decode_files(
                         continue
                     rec = decoder.decode(
                         frame.payload, file=name, file_id=file_id, record_id=frame.number,
-                        offset=frame.offset, stats=stats,
+                        offset=frame.offset, stats=stats, group=frame if decoder.hierarchy else None,
                     )
                     if rec is not None:
                         yield rec
@@ -604,6 +663,17 @@ def decode_files(
             ))
         except OSError as exc:
             raise CopybookError(f"cannot read {name}: {exc.strerror or exc}", where=name) from exc
+
+
+def hierarchical_frames(frames: Iterable[Any], decoder: RecordDecoder) -> Iterable[Any]:
+    """``frames`` unchanged, or for hierarchical records (``segment-children``) grouped into
+    :class:`~.hierarchy.RecordGroup` s (a root record and the records after it), which
+    ``decoder.decode(..., group=...)`` turns into one row each."""
+    if decoder.hierarchy is None:
+        return frames
+    from .hierarchy import group_records
+
+    return group_records(frames, decoder.segment_id, decoder.hierarchy.root_ids)
 
 
 def length_field_framing(layout: Layout, decoder: RecordDecoder) -> dict[str, Any]:

@@ -151,6 +151,12 @@ class LayoutFamily:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise FamilyError(f"version {v!r} is not a positive integer", where=f"versions.{v}")
         self.options = as_options(self.options)
+        if self.options.segment_children:
+            raise FamilyError(
+                "hierarchical records (segment-children) are not supported in a layout family",
+                where="options.segment-children",
+                hint="decode each version's files with coupler copybook decode and its copybook",
+            )
         wanted = set(self.selector.values.values()) if isinstance(self.selector, FieldSelector) else {
             v for _, v in self.selector.patterns}
         if self.selector.default is not None:

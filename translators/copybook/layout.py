@@ -524,6 +524,8 @@ class OutputNode:
     name: str
     node: Node
     children: list[OutputNode] | None = None
+    #: a child segment of a hierarchical record: an array of the child's records
+    segment_array: bool = False
 
     @property
     def is_group(self) -> bool:

@@ -76,6 +76,9 @@ class CopybookOptions(BaseModel):
     segment_filter: tuple[str, ...] = ()
     #: (redefine field name, segment ids) pairs from ``redefine_segment_id_map:N``
     redefine_segment_id_map: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (parent segment redefine, child segment redefines) pairs from ``segment-children:N``
+    #: (hierarchical records: the children's records nest as arrays in their parent's group)
+    segment_children: tuple[tuple[str, tuple[str, ...]], ...] = ()
     segment_id_levels: tuple[str, ...] = ()
     segment_id_prefix: str = ""
     segment_id_root: str | None = None
@@ -119,6 +122,7 @@ class CopybookOptions(BaseModel):
         values: dict[str, Any] = {}
         levels: dict[int, str] = {}
         redefines: dict[int, tuple[str, tuple[str, ...]]] = {}
+        children: dict[int, tuple[str, tuple[str, ...]]] = {}
         found: list[OptionsError] = []
         for raw_key, raw_value in (options or {}).items():
             key = _norm_key(raw_key)
@@ -132,6 +136,10 @@ class CopybookOptions(BaseModel):
                 m = re.fullmatch(r"redefine_segment_id_map(?::(\d+))?", key)
                 if m:
                     redefines[int(m.group(1) or 0)] = _redefine_map(raw_key, raw_value)
+                    continue
+                m = re.fullmatch(r"segment_children(?::(\d+))?", key)
+                if m:
+                    children[int(m.group(1) or 0)] = _segment_children(raw_key, raw_value)
                     continue
             except OptionsError as exc:
                 found.append(exc)
@@ -149,6 +157,8 @@ class CopybookOptions(BaseModel):
             values["segment_id_levels"] = tuple(levels[n] for n in sorted(levels))
         if redefines:
             values["redefine_segment_id_map"] = tuple(redefines[n] for n in sorted(redefines))
+        if children:
+            values["segment_children"] = tuple(children[n] for n in sorted(children))
         try:
             result = cls.model_validate(values)
         except ValidationError as exc:
@@ -179,6 +189,7 @@ class CopybookOptions(BaseModel):
                 name == "redefine_segment_id_map"
                 and any(k.startswith("redefine_segment_id_map") for k in given)
             )
+            or (name == "segment_children" and any(k.startswith("segment_children") for k in given))
         }
         return self.model_validate({**self.model_dump(), **changes})
 
@@ -206,6 +217,17 @@ class CopybookOptions(BaseModel):
                 where="option record_format",
                 hint="set -o encoding=ascii, or use record_format F/V for EBCDIC files",
             )
+        if self.segment_children:
+            where = "option segment-children"
+            seen: dict[str, str] = {}
+            for parent, kids in self.segment_children:
+                for kid in kids:
+                    if seen.get(kid.upper(), parent.upper()) != parent.upper():
+                        raise OptionsError(
+                            f"duplicate child {kid!r} for parents {seen[kid.upper()]} and {parent}",
+                            where=where, hint="give each child segment one parent",
+                        )
+                    seen[kid.upper()] = parent.upper()
         if self.record_length is not None and self.record_length_field:
             raise OptionsError(
                 "record_length and record_length_field are mutually exclusive",
@@ -247,6 +269,9 @@ class CopybookOptions(BaseModel):
             elif name == "redefine_segment_id_map":
                 for i, (name, ids) in enumerate(value):
                     out[f"redefine_segment_id_map:{i}"] = f"{name} => {','.join(ids)}"
+            elif name == "segment_children":
+                for i, (parent, kids) in enumerate(value):
+                    out[f"segment-children:{i}"] = f"{parent} => {','.join(kids)}"
             elif name == "occurs_mappings":
                 out[name] = json.dumps({n: dict(p) for n, p in value})
             elif name in ("segment_filter", "encode_branches"):
@@ -303,7 +328,8 @@ def _norm_key(key: str) -> str:
 
 def _known_names() -> list[str]:
     return sorted(
-        [*_PARSERS, "segment_id_level0", "redefine_segment_id_map:0", "redefine-segment-id-map:0"]
+        [*_PARSERS, "segment_id_level0", "redefine_segment_id_map:0", "redefine-segment-id-map:0",
+         "segment-children:0", "segment_children:0"]
     )
 
 
@@ -419,6 +445,14 @@ def _redefine_map(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
     if not sep or not name.strip() or not id_list:
         raise _bad(key, value, '"REDEFINE-FIELD => ID1,ID2"')
     return name.strip(), id_list
+
+
+def _segment_children(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
+    name, sep, kids = str(value).partition("=>")
+    kid_list = tuple(v.strip() for v in kids.split(",") if v.strip())
+    if not sep or not name.strip() or not kid_list or "=>" in kids:
+        raise _bad(key, value, '"PARENT => CHILD1,CHILD2"')
+    return name.strip(), kid_list
 
 
 def _occurs_mappings(key: str, value: Any) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:

@@ -799,16 +799,22 @@ def _trim(text: str, policy: str) -> str:
     return text
 
 
+_CONTROL_BYTES = bytes(range(0x20))
+
+
 def _decode_text(ft: FieldType, raw: bytes, ctx: DecodeContext) -> str:
     if ft.usage == "NATIONAL":
         try:
             text = raw.decode("utf-16-be")
         except UnicodeDecodeError as exc:
             raise _fail(f"invalid UTF-16 in a national field: {exc.reason}", raw) from None
+    elif not ctx.is_ebcdic and ctx.string_trimming_policy != "keep_all":
+        # Cobrix drops the control bytes before decoding (AsciiStringDecoderWrapper): an
+        # invalid UTF-8 sequence cut by one becomes a single U+FFFD, as in its test17e
+        text = ctx.text_codec.decode(raw.translate(None, _CONTROL_BYTES))
+        text = "".join(ch for ch in text if ch >= " ")
     else:
         text = ctx.text_codec.decode(raw)
-        if not ctx.is_ebcdic and ctx.string_trimming_policy != "keep_all":
-            text = "".join(ch for ch in text if ch >= " ")
     return _trim(text, ctx.string_trimming_policy)
 
 

@@ -163,6 +163,7 @@ class CopybookCodec:
             or o.segment_id_levels
             or o.segment_id_root
             or (o.variable_size_occurs and o.record_format in ("F", "FB") and o.record_length is None and self.layout.has_depending_on)
+            or (o.segment_children and o.record_format not in ("V", "VB"))
         ):
             return whole
         if o.record_format == "F" or (o.record_format == "FB" and not self._has_bdw(path)):
@@ -178,6 +179,22 @@ class CopybookCodec:
                 **base,
             )
         return whole
+
+    def group_starts(self) -> tuple[Any, int]:
+        """Hierarchical records (``segment-children``): a function telling from the first
+        bytes of a record whether it is a root record (where a split may start), and how
+        many bytes it needs; ``(None, 0)`` otherwise."""
+        dec = self.decoder
+        if dec.hierarchy is None or dec.segment_field is None:
+            return None, 0
+        skip = self.parsed_options.record_start_offset
+        head = skip + dec.segment_field.offset + dec.segment_field.size
+        roots = dec.hierarchy.root_ids
+
+        def starts_group(raw: bytes) -> bool:
+            return dec.segment_id(raw[skip:]) in roots
+
+        return starts_group, head
 
     def _has_bdw(self, path: str) -> bool:
         _a, _d, framing, *_ = _import_translator()
@@ -246,7 +263,7 @@ class CopybookCodec:
         bad: list[str] = []
         name = split.path
         try:
-            for frame in self.frames(split, framing):
+            for frame in decoder.hierarchical_frames(self.frames(split, framing), dec):
                 if isinstance(frame, fr.TruncatedRecord):
                     err = frame.error(name)
                     rows.append(self._corrupt(decoder.RecordDecodeError(
@@ -255,7 +272,7 @@ class CopybookCodec:
                 else:
                     rec = dec.decode(
                         frame.payload, file=name, file_id=split.file_id, record_id=frame.number,
-                        offset=frame.offset, stats=stats,
+                        offset=frame.offset, stats=stats, group=frame if dec.hierarchy else None,
                     )
                     if rec is None:
                         continue

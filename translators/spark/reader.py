@@ -114,7 +114,9 @@ class CopybookReader(DataSourceReader):
         parts: list[SplitPartition] = []
         for file_id, path in enumerate(self.paths):
             framing = self.codec.framing(path)
-            for split in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records):
+            starts_group, head = self.codec.group_starts()
+            for split in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records,
+                                     starts_group=starts_group, group_head=head):
                 parts.append(SplitPartition(FileSplit(split.path, file_id, split.start, split.end, split.first_record, split.index), framing))
         return parts
 

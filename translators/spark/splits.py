@@ -11,8 +11,11 @@ record number whichever partition reads the record).
   every ``split_records`` records, or every ``split_bytes`` bytes, the index keeps the
   offset of the next header and the number of the record that starts there. One large
   file is then read by many tasks.
+* Hierarchical records (``segment-children``): a row is a root record and the records after
+  it, so a split of a variable-length file starts only at a root record (``starts_group``
+  looks at the first bytes of a record); fixed-length ones are read as one split per file.
 * Everything else (text lines, a record length taken from a field, variable-size OCCURS,
-  hierarchical segment ids that run across records) is read as one split per file.
+  segment ids generated across records) is read as one split per file.
 
 The index reads headers in large buffered chunks; it never decodes a record.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from coupler.canonical.errors import CouplerError
@@ -126,8 +129,13 @@ def plan_splits(
     *,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     split_records: int | None = None,
+    starts_group: Callable[[bytes], bool] | None = None,
+    group_head: int = 0,
 ) -> list[FileSplit]:
-    """The splits of every file, in file order then byte order."""
+    """The splits of every file, in file order then byte order.
+
+    ``starts_group`` (hierarchical records) is given the first ``group_head`` bytes of a
+    record's payload and says whether a split may start there (a root record)."""
     out: list[FileSplit] = []
     for file_id, path in enumerate(paths):
         size = os.path.getsize(path)
@@ -137,7 +145,10 @@ def plan_splits(
         elif framing.kind in ("rdw", "bdw"):
             bounds = []
             try:
-                for entry in sparse_index(path, framing, data_end, split_bytes=split_bytes, split_records=split_records):
+                for entry in sparse_index(
+                    path, framing, data_end, split_bytes=split_bytes, split_records=split_records,
+                    starts_group=starts_group, group_head=group_head,
+                ):
                     bounds.append(entry)
             except SplitError as exc:  # the last split runs to the end; its reader reports the bad header
                 log.warning("%s; the rest of the file is read by one task", exc)
@@ -166,12 +177,16 @@ def sparse_index(
     *,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     split_records: int | None = None,
+    starts_group: Callable[[bytes], bool] | None = None,
+    group_head: int = 0,
 ) -> Iterator[tuple[int, int]]:
     """``(byte offset, record number)`` of each split start of a variable-length file.
 
     The first entry is the start of the data. A new entry begins after ``split_records``
     records or once the current split holds ``split_bytes`` bytes (for ``bdw``, at the next
     block boundary: the record number then counts the records of the blocks before it).
+    With ``starts_group``, only at a record (or block whose first record) it accepts: the
+    split grows until the next one.
     """
     if data_end is None:
         data_end = os.path.getsize(path) - framing.end_trim
@@ -179,12 +194,19 @@ def sparse_index(
     record = 0
     split_start, split_first = pos, 0
     yield pos, 0
-    with open(path, "rb") as fh:
+    with open(path, "rb") as fh, open(path, "rb") as peek:
+
+        def may_start(at: int) -> bool:
+            if starts_group is None:
+                return True
+            peek.seek(at + (8 if framing.kind == "bdw" else 4))
+            return starts_group(peek.read(group_head))
+
         buf, buf_at = b"", pos
         while pos < data_end:
-            if (split_records and record - split_first >= split_records) or (
+            if ((split_records and record - split_first >= split_records) or (
                 not split_records and pos - split_start >= split_bytes
-            ):
+            )) and may_start(pos):
                 split_start, split_first = pos, record
                 yield pos, record
             if framing.kind == "bdw":

@@ -153,6 +153,7 @@ def test_a_family_loads_from_toml_and_json(family_dir: Path) -> None:
     ({"selector": {"field": "NO-SUCH", "values": {"01": 1}}}, "no field named 'NO-SUCH'", "versions.1"),
     ({"selector": {"field": "NAME", "values": {"A": 1}, "file_name": {"*": 1}}}, "not both", "selector"),
     ({"options": {"record_formt": "V"}}, "unknown option", "options"),
+    ({"options": {"segment-children:1": "A => B"}}, "not supported in a layout family", "options"),
 ])
 def test_declaration_errors_name_the_key(family_dir: Path, change: dict, message: str, where: str) -> None:
     config = {"name": "acme.Customer", "versions": {"1": "cust_v1.cpy", "2": "cust_v2.cpy"},
