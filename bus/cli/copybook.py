@@ -19,7 +19,9 @@ Options use Cobrix's names (``-o ebcdic_code_page=cp273``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -482,13 +484,17 @@ def run_encode(args: argparse.Namespace) -> int:
     options = _options(args)
     src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
     count = 0
+    partial = f"{args.output}.part"  # renamed when every record is written: no half file on an error
     try:
-        with open(args.output, "wb") as out:
+        with open(partial, "wb") as out:
             for data in encoder.encode_json_lines(layout, src, options):
                 out.write(data)
                 count += 1
+        os.replace(partial, args.output)
     finally:
         if src is not sys.stdin:
             src.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
     print(f"{count} records written to {args.output}", file=sys.stderr)
     return 0

@@ -52,6 +52,13 @@ class RecordEncoder:
         self.segment_map = _segment_map(self.options)
         seg = self.options.segment_field
         self.segment_field = layout.find(seg) if seg and self.segment_map else None
+        if getattr(self.options, "segment_children", ()):
+            raise RecordEncodeError(
+                "hierarchical rows (segment-children) cannot be encoded: a child record's fields outside"
+                " its segment group (the segment id, common keys) are not in the row",
+                where="option segment-children",
+                hint="decode without segment-children (one row per record) to encode the records back",
+            )
         self.preferred = {b.replace("-", "_").upper() for b in self.options.encode_branches}
         known = {n.identifier.upper() for n in layout.walk() if n.redefines or n.is_redefined}
         unknown = sorted(self.preferred - known)

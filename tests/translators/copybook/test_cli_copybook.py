@@ -59,6 +59,17 @@ def test_decode_to_avro_and_encode_back(tmp_path: Path, capsys: pytest.CaptureFi
     assert data.read_bytes() == (T21 / "test21_data" / "data.dat").read_bytes()
 
 
+def test_encode_stopped_by_a_bad_line_leaves_no_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["copybook", "decode", str(T21 / "test21_copybook.cob"), str(T21 / "test21_data" / "data.dat"), *T21_OPTS])
+    good = capsys.readouterr().out.splitlines()
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text("\n".join([*good[:3], "not json", *good[3:]]) + "\n")
+    data = tmp_path / "data.dat"
+    assert main(["copybook", "encode", str(T21 / "test21_copybook.cob"), str(jsonl), "--output", str(data), *T21_OPTS]) == 1
+    assert "line 4 is not JSON" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # not a file of 3 records, no .part
+
+
 def test_unknown_option_suggests_the_nearest_name(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["copybook", "schema", str(T1 / "test1_copybook.cob"), "-o", "ebcdic_code_pag=cp037"])
     assert code == 1

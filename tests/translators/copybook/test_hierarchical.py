@@ -255,3 +255,17 @@ def test_a_bad_field_in_a_child_record_names_that_record(tmp_path) -> None:
     lenient = list(decode_files(layout, [data], options, stats=stats))
     assert lenient[0] == {"T": "P", "P": {"PN": "AAA", "C": [{"CN": 1}, {}]}}
     assert [(e.record, e.offset, e.field) for e in seen] == [(3, 9, "R.C.CN")]
+
+
+def test_encoding_hierarchical_rows_is_refused_in_one_line_and_writes_no_file(capsys, tmp_path: Path) -> None:
+    # a child record's own segment id and common keys are not in its parent's row: encoding
+    # the rows back would invent them, so `copybook encode` says so instead of writing a file
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(_cli(capsys, T4 / "test4_copybook.cob", T4 / "COMP.DETAILS.SEP30.DATA.dat", T4_OPTIONS)))
+    out = tmp_path / "back.dat"
+    args = [x for k, v in T4_OPTIONS.items() for x in ("-o", f"{k}={v}")]
+    assert main(["copybook", "encode", str(T4 / "test4_copybook.cob"), str(rows), "--output", str(out), *args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("coupler: error: option segment-children: hierarchical rows")
+    assert "decode without segment-children" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]  # no output, no .part left
