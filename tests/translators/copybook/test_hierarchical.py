@@ -40,6 +40,12 @@ T4_OPTIONS = {
     "segment-children:1": "STATIC-DETAILS => CONTACTS",
 }
 
+#: a parent segment P (id "P") whose children C (id "C") redefine it, behind a one-byte segment id T
+PARENT_CHILD = (
+    "       01 R.\n          05 T PIC X.\n          05 P.\n             10 PN PIC X(3).\n"
+    "          05 C REDEFINES P.\n             10 CN PIC 9(3).\n"
+)
+
 
 def _cli(capsys, copybook: Path, data: Path, options: dict[str, str], *extra: str) -> list[str]:
     args = [x for k, v in options.items() for x in ("-o", f"{k}={v}")]
@@ -112,10 +118,7 @@ def test_hierarchical_rows_write_avro_and_parquet(tmp_path, capsys, to: str) -> 
 
 def test_records_before_the_first_root_are_dropped_and_ids_follow_cobrix(tmp_path) -> None:
     cpy = tmp_path / "h.cpy"
-    cpy.write_text(
-        "       01 R.\n          05 T PIC X.\n          05 P.\n             10 PN PIC X(3).\n"
-        "          05 C REDEFINES P.\n             10 CN PIC 9(3).\n"
-    )
+    cpy.write_text(PARENT_CHILD)
     data = tmp_path / "h.dat"
     data.write_bytes(b"C001" b"PAAA" b"C002" b"C003" b"PBBB" b"XZZZ" b"C004")
     options = {"encoding": "ascii", "segment_field": "T", "generate_record_id": "true",
@@ -236,10 +239,7 @@ def test_a_bad_field_in_a_child_record_names_that_record(tmp_path) -> None:
     from coupler.translators.copybook.decoder import BadRecord, DecodeStats
 
     cpy = tmp_path / "h.cpy"
-    cpy.write_text(
-        "       01 R.\n          05 T PIC X.\n          05 P.\n             10 PN PIC X(3).\n"
-        "          05 C REDEFINES P.\n             10 CN PIC 9(3).\n"
-    )
+    cpy.write_text(PARENT_CHILD)
     data = tmp_path / "h.dat"
     data.write_bytes(b"PAAA" b"C001" b"C0X2" b"PBBB")
     options = {"encoding": "ascii", "segment_field": "T", "redefine_segment_id_map:1": "P => P",
