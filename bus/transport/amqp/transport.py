@@ -308,13 +308,13 @@ class AmqpTransport(Transport):
             tick=self._tick,
             on_new_channel=self._on_new_channel,
         )
-        link.start()
-        self._link = link
         try:
-            link.call(self._declare_basics)
+            link.start(self._declare_basics)
         except BaseException:
-            self.close()
+            link.stop()
+            self.store.close()
             raise
+        self._link = link
         return self
 
     def close(self) -> None:
@@ -548,8 +548,11 @@ class AmqpTransport(Transport):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return []
-                if c is not None and not c.buffer:
-                    self._cond.wait(min(left, 0.5))
+            if c is not None and not c.buffer:  # read the connection here until some arrive
+                link = self._link
+                if link is None:
+                    raise TransportError("the AMQP transport is not open", hint="call open() first")
+                link.wait_io(min(left, 0.5), lambda: bool(c.buffer) or self._consumers.get(queue) is not c)
             got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
                                 settle=False)
         return got
@@ -739,6 +742,8 @@ class AmqpTransport(Transport):
         or as many as the queue reports ready (connection thread)."""
         if ready is None:
             ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        # what the broker delivered before its answer waits in pika: into the buffer with it
+        link.pump(0.0)
         deadline = time.monotonic() + _SETTLE_WAIT
         c = self._consumers.get(queue)
         if c is None:
@@ -753,7 +758,7 @@ class AmqpTransport(Transport):
             now = time.monotonic()
             if now >= deadline and (c.buffer or now >= first):
                 break
-            link.conn.process_data_events(time_limit=0.002)
+            link.pump(0.002, lambda: len(c.buffer) >= want)
 
     def _take(
         self, channel: str, consumer: str, max: int, lease: float, sel: Selector | None,
@@ -940,8 +945,8 @@ class AmqpTransport(Transport):
         return link.generation
 
     def _ack_now(self, ds: list[Delivery], journal: _Journal) -> None:
-        """Settle ``ds`` (all or none): the acknowledgements go out with the connection
-        thread's next turn, this thread does not wait for it (AMQP acks have no answer)."""
+        """Settle ``ds`` (all or none): the acknowledgements go out at once from this thread,
+        which does not wait for an answer (AMQP acks have none)."""
         generation = self._generation()
         with self._cond:
             leases = [self._lease(None, d, "acknowledge") for d in ds]
@@ -952,7 +957,7 @@ class AmqpTransport(Transport):
 
         def send_acks(link: Link) -> None:
             if link.generation == generation:
-                self._send_acks(link, tags)
+                self._send_acks(link, tags)  # sent when the call ends (Link.call flushes)
 
         assert self._link is not None
         self._link.submit(send_acks)
@@ -1342,6 +1347,13 @@ class AmqpTransport(Transport):
                 self.store.add_returns(queue, seen)
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
+            # ... asynchronously (a quorum queue applies the return through Raft): wait a
+            # moment until they are ready again, so that a receive that follows sees them
+            deadline = time.monotonic() + 1.0
+            while seen and time.monotonic() < deadline:
+                if int(link.ch.queue_declare(queue, passive=True).method.message_count) >= len(seen):
+                    break
+                link.pump(0.002)
 
     def purge(self, channel: str) -> int:
         def run(link: Link) -> int:
