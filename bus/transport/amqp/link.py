@@ -46,6 +46,9 @@ from coupler.bus.transport.base import TransportError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+#: seconds after another thread used the connection before the link's thread reads it
+_QUIET = 0.02
+
 #: failures of the connection (the job may run again on a new one)
 CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.StreamLostError, OSError)
 #: failures of the channel (the broker refused an operation; the channel is reopened)
@@ -120,6 +123,9 @@ class Link:
         self._wake_w.setblocking(False)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        #: when another thread last used the connection: the link's thread leaves the reading
+        #: to the threads that use it (no thread switch per message) until they are quiet
+        self._used_at = 0.0
         #: confirms received so far (a reader wakes the other readers when it got some)
         self._confirms = 0
         self._pending: set[int] = set()
@@ -181,6 +187,8 @@ class Link:
                 self._io_depth -= 1
                 if self._io_depth == 0:
                     self._io_owner = None
+                    if threading.current_thread() is not self._thread:
+                        self._used_at = time.monotonic()
 
     # -- operations ------------------------------------------------------------------------
 
@@ -333,10 +341,13 @@ class Link:
                 self._reconnect_step()
                 continue
             # wait for the broker's data only while no other thread reads it (no double wake-up)
-            sock = None if self._drivers else self._socket()
+            # and the threads that use the connection are quiet (they read it when they need to)
+            quiet = time.monotonic() - self._used_at - _QUIET
+            sock = None if self._drivers or quiet < 0 else self._socket()
             rlist = [self._wake_r] if sock is None else [self._wake_r, sock]
+            timeout = min(next_tick - time.monotonic(), 0.05, -quiet if quiet < 0 else 0.05)
             with contextlib.suppress(OSError, ValueError):
-                readable, _w, _x = select.select(rlist, [], [], max(0.0, min(next_tick - time.monotonic(), 0.05)))
+                readable, _w, _x = select.select(rlist, [], [], max(0.0, timeout))
                 if self._wake_r in readable:
                     with contextlib.suppress(OSError):
                         self._wake_r.recv(4096)
