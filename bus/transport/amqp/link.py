@@ -265,10 +265,47 @@ class Link:
             self._wake_drivers()
 
     def _flush(self) -> None:
-        """Send what the operations buffered (acks, publishes) now."""
+        """Send what the operations buffered (acks, publishes) now: in one ``send`` when the
+        socket takes it (pika's transport would send each frame by itself, after a turn of
+        its event loop); what the socket does not take goes with the next :meth:`pump`."""
         conn = self.conn
-        if conn is not None and conn._impl._transport is not None and conn._impl._get_write_buffer_size():
-            self.pump(0.0)
+        transport = conn._impl._transport if conn is not None else None
+        if transport is None:
+            return
+        buffers = getattr(transport, "_tx_buffers", None)
+        if not buffers:
+            if conn is not None and conn._impl._get_write_buffer_size():
+                self.pump(0.0)
+            return
+        if len(buffers) > 1:
+            joined = b"".join(buffers)
+            buffers.clear()
+            buffers.append(joined)
+        transport._on_socket_writable()  # sends; aborts the connection on a socket error
+        if transport._state != transport._STATE_ACTIVE:
+            self.pump(0.0)  # raises the connection's error
+
+    def _read(self, done: Callable[[], bool] | None) -> None:
+        """Process what the socket has (it was readable): callbacks run here. Timers
+        (heartbeats) are left to :meth:`pump`, which the link's thread calls every turn."""
+        conn = self.conn
+        transport = conn._impl._transport if conn is not None else None
+        if transport is None or not hasattr(transport, "_on_socket_readable"):
+            self.pump(0.0, done)
+            return
+        assert conn is not None
+        confirms = self._confirms
+        transport._on_socket_readable()
+        if transport._state != transport._STATE_ACTIVE or conn._impl._get_write_buffer_size():
+            self.pump(0.0, done)  # a closed connection raises; what is buffered goes out
+            return
+        delivered = bool(conn._channels_pending_dispatch)
+        if conn._ready_events:
+            conn._dispatch_connection_events()
+        if delivered:
+            conn._dispatch_channel_events()
+        if delivered or confirms != self._confirms:
+            self._wake_drivers()
 
     def _wake_drivers(self) -> None:
         """Another thread waiting for the broker may wait for what this thread just read."""
@@ -313,6 +350,7 @@ class Link:
                 if sock is None:  # reconnecting
                     self._stopping.wait(min(left, 0.05))
                     continue
+                readable: list[Any] = []
                 with contextlib.suppress(OSError, ValueError):
                     readable, _w, _x = select.select([sock, pair[0]], [], [], min(left, 0.5))
                     if pair[0] in readable:
@@ -324,7 +362,10 @@ class Link:
                     if self.conn is None:
                         continue
                     try:
-                        self.pump(0.0, done)
+                        if sock in readable:
+                            self._read(done)
+                        else:
+                            self.pump(0.0, done)
                     except CONNECTION_ERRORS as exc:
                         self._lost(exc)
                     except CHANNEL_ERRORS as exc:
@@ -527,7 +568,7 @@ class Link:
         for exchange, key, body, props in messages:
             impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
             self._seq += 1
-        self.pump(0.0)  # out now; the confirms come with a later read
+        self._flush()  # out now; the confirms come with a later read
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.
