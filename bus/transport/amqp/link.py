@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import pika
@@ -537,7 +538,7 @@ class Link:
         while True:
             window = _Window(len(messages))
             try:
-                self.call(lambda link: link._publish_window(messages, window), retry=False)
+                self.call(partial(Link._publish_window, messages=messages, window=window), retry=False)
             except BrokerRefusedError:
                 raise
             except TransportError as exc:
@@ -573,7 +574,7 @@ class Link:
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.
 
-        Runs in the connection's thread (call it from a job).
+        Holding the connection (call it from an operation: :meth:`call`).
         """
         if not messages:
             return

@@ -70,6 +70,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 import pika
@@ -274,7 +275,7 @@ class AmqpTransport(Transport):
         self.name = name
         self._link: Link | None = None
         self._local = threading.local()
-        #: guards _leases and _consumers (the connection thread and callers share them)
+        #: guards _leases and _consumers (the link's thread and callers share them)
         self._cond = threading.Condition(threading.RLock())
         self._leases: dict[int, _Lease] = {}
         self._consumers: dict[str, _Consumer] = {}
@@ -552,12 +553,16 @@ class AmqpTransport(Transport):
                 link = self._link
                 if link is None:
                     raise TransportError("the AMQP transport is not open", hint="call open() first")
-                link.wait_io(min(left, 0.5), lambda: bool(c.buffer) or self._consumers.get(queue) is not c)
+                link.wait_io(min(left, 0.5), partial(self._pushed, queue, c))
             got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
                                 settle=False)
         return got
 
-    # -- the work, in the connection thread ------------------------------------------------
+    def _pushed(self, queue: str, c: _Consumer) -> bool:
+        """Whether consumer ``c`` of ``queue`` got messages (or was replaced meanwhile)."""
+        return bool(c.buffer) or self._consumers.get(queue) is not c
+
+    # -- the work, holding the connection -----------------------------------------------
 
     def _check_envelopes(self, channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
         check_channel_name(channel)
@@ -638,7 +643,7 @@ class AmqpTransport(Transport):
         self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
         *, attempts: int = 0,
     ) -> None:
-        """:meth:`_send_confirmed` in the connection thread (waits for the confirms there)."""
+        """:meth:`_send_confirmed` holding the connection (waits for the confirms there)."""
         messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
         link.publish(messages)
         for env in expired:
@@ -710,7 +715,7 @@ class AmqpTransport(Transport):
     # the queue's consumer ------------------------------------------------------------------
 
     def _start_consumer(self, link: Link, channel: str, max: int) -> None:
-        """Start this process's consumer on ``channel``'s queue (connection thread), then
+        """Start this process's consumer on ``channel``'s queue (holding the connection), then
         wait a moment for the messages the queue has ready."""
         queue = self._channel_queue(link, channel)
         with self._cond:
@@ -739,7 +744,7 @@ class AmqpTransport(Transport):
 
     def _settle(self, link: Link, queue: str, max: int, ready: int | None = None) -> None:
         """Wait (up to ``_SETTLE_WAIT``) until the consumer of ``queue`` holds ``max`` messages
-        or as many as the queue reports ready (connection thread)."""
+        or as many as the queue reports ready (holding the connection)."""
         if ready is None:
             ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
         # what the broker delivered before its answer waits in pika: into the buffer with it
