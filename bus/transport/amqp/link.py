@@ -268,7 +268,7 @@ class Link:
     def _flush(self) -> None:
         """Send what the operations buffered (acks, publishes) now: in one ``send`` when the
         socket takes it (pika's transport would send each frame by itself, after a turn of
-        its event loop); what the socket does not take goes with the next :meth:`pump`."""
+        its event loop); when it does not take it all, :meth:`pump` sends the rest."""
         conn = self.conn
         transport = conn._impl._transport if conn is not None else None
         if transport is None:
@@ -283,8 +283,8 @@ class Link:
             buffers.clear()
             buffers.append(joined)
         transport._on_socket_writable()  # sends; aborts the connection on a socket error
-        if transport._state != transport._STATE_ACTIVE:
-            self.pump(0.0)  # raises the connection's error
+        if transport._state != transport._STATE_ACTIVE or transport._tx_buffers:
+            self.pump(0.0)  # raises the connection's error; or sends the rest when it can
 
     def _read(self, done: Callable[[], bool] | None) -> None:
         """Process what the socket has (it was readable): callbacks run here. Timers
@@ -388,6 +388,7 @@ class Link:
             sock = None if self._drivers or quiet < 0 else self._socket()
             rlist = [self._wake_r] if sock is None else [self._wake_r, sock]
             timeout = min(next_tick - time.monotonic(), 0.05, -quiet if quiet < 0 else 0.05)
+            readable: list[Any] = []
             with contextlib.suppress(OSError, ValueError):
                 readable, _w, _x = select.select(rlist, [], [], max(0.0, timeout))
                 if self._wake_r in readable:
@@ -399,12 +400,15 @@ class Link:
                 if self.conn is None:
                     continue
                 try:
-                    self.pump(0.0)
+                    if sock is not None and sock in readable:
+                        self._read(None)
                     now = time.monotonic()
-                    if self._tick is not None and now >= next_tick:
+                    if now >= next_tick:  # timers (heartbeats), then the transport's tick
                         next_tick = now + 0.05
-                        self._tick(self)
-                        self._flush()
+                        self.pump(0.0)
+                        if self._tick is not None:
+                            self._tick(self)
+                            self._flush()
                 except CONNECTION_ERRORS as exc:
                     self._lost(exc)
                 except CHANNEL_ERRORS as exc:
