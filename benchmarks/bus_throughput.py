@@ -32,7 +32,14 @@ time) the producer and the consumer spent per message: on a shared machine the w
 rate depends on what else runs, the CPU cost does much less. Before the runs the script
 measures what one fsync'd commit costs on the disk of the temporary directory.
 
-Usage: .venv/bin/python benchmarks/bus_throughput.py [--quick] [--json FILE]
+* ``rabbitmq quorum`` -- the same pika baseline on a quorum queue (the queue type of the
+  AMQP transport's channels, which counts deliveries exactly): what the queue type costs.
+
+Usage: .venv/bin/python benchmarks/bus_throughput.py [--quick | --scale X] [--only STACKS] [--json FILE]
+
+``--only amqp,rabbitmq,quorum`` runs just the broker rows (the acceptance of the AMQP
+transport: its msg/s over raw RabbitMQ's with batches of 100 and of 1, and 1,000 msg/s
+offered); the ratios are printed at the end.
 """
 
 from __future__ import annotations
@@ -287,6 +294,8 @@ def commit_cost(n: int = 300) -> dict[str, Any]:
 # -- RabbitMQ -----------------------------------------------------------------------------
 
 _RMQ_QUEUE = "coupler-bench"
+#: the same baseline on a quorum queue (what the AMQP transport declares for its channels)
+_RMQ_QUORUM = "coupler-bench-quorum"
 
 
 def _rmq_params() -> Any:
@@ -295,7 +304,7 @@ def _rmq_params() -> Any:
     return pika.ConnectionParameters("127.0.0.1", 5672, credentials=pika.PlainCredentials("guest", "guest"))
 
 
-def _rmq_producer(count: int, batch: int, rate: float | None, out: Any, go: Any) -> None:
+def _rmq_producer(queue: str, count: int, batch: int, rate: float | None, out: Any, go: Any) -> None:
     """Publishes windows of ``batch`` persistent messages, each window confirmed before the next."""
     import pika
 
@@ -315,7 +324,7 @@ def _rmq_producer(count: int, batch: int, rate: float | None, out: Any, go: Any)
                 return
         n = min(batch, count - i)
         for j in range(n):
-            channel.basic_publish("", _RMQ_QUEUE, _body(i + j), props)
+            channel.basic_publish("", queue, _body(i + j), props)
         state["sent"] += n
 
     def on_confirm(frame: Any, channel: Any) -> None:
@@ -341,7 +350,7 @@ def _rmq_producer(count: int, batch: int, rate: float | None, out: Any, go: Any)
     conn.ioloop.start()
 
 
-def _rmq_consumer(count: int, batch: int, out: Any, go: Any) -> None:
+def _rmq_consumer(queue: str, count: int, batch: int, out: Any, go: Any) -> None:
     import pika
 
     conn = pika.BlockingConnection(_rmq_params())
@@ -355,7 +364,7 @@ def _rmq_consumer(count: int, batch: int, out: Any, go: Any) -> None:
     pending = 0
     last_tag = 0
     stamps: list[float] = []
-    for method, _props, body in ch.consume(_RMQ_QUEUE, auto_ack=False, inactivity_timeout=0.005):
+    for method, _props, body in ch.consume(queue, auto_ack=False, inactivity_timeout=0.005):
         if method is None:  # nothing more right now: acknowledge what we hold
             if pending:
                 ch.basic_ack(last_tag, multiple=True)
@@ -385,25 +394,34 @@ def rabbitmq_available() -> bool:
     try:
         import pika
 
-        conn = pika.BlockingConnection(_rmq_params())
+        pika.BlockingConnection(_rmq_params()).close()
     except Exception:  # noqa: BLE001 - any failure means no baseline
         return False
-    ch = conn.channel()
-    ch.queue_declare(_RMQ_QUEUE, durable=True)
-    ch.queue_purge(_RMQ_QUEUE)
-    conn.close()
     return True
 
 
-def run_rabbitmq(count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
-    rabbitmq_available()  # declare + purge
+def run_rabbitmq(count: int, batch: int, rate: float | None = None, *, quorum: bool = False) -> dict[str, Any]:
+    """pika alone: a classic durable queue (the baseline), or a quorum queue (``quorum``:
+    the queue type of the AMQP transport's channels, what exact attempt counts cost).
+    The queue is this run's own (the broker may be shared) and is deleted afterwards."""
+    import pika
+
+    queue = f"{_RMQ_QUORUM if quorum else _RMQ_QUEUE}.{uuid.uuid4().hex[:8]}"
+    conn = pika.BlockingConnection(_rmq_params())
+    conn.channel().queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"} if quorum else None)
+    conn.close()
     ctx = mp.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
     procs = [
-        ctx.Process(target=_rmq_consumer, args=(count, 100 if rate else batch, out, go)),
-        ctx.Process(target=_rmq_producer, args=(count, batch, rate, out, go)),
+        ctx.Process(target=_rmq_consumer, args=(queue, count, 100 if rate else batch, out, go)),
+        ctx.Process(target=_rmq_producer, args=(queue, count, batch, rate, out, go)),
     ]
-    return _run(procs, go, out, count)
+    try:
+        return _run(procs, go, out, count)
+    finally:
+        conn = pika.BlockingConnection(_rmq_params())
+        conn.channel().queue_delete(queue)
+        conn.close()
 
 
 # -- driver -------------------------------------------------------------------------------
@@ -436,12 +454,25 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
     }
 
 
+STACKS = ("raw", "sqlite", "amqp", "rabbitmq", "quorum")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run: --scale 0.1)")
+    parser.add_argument("--scale", type=float, default=None, help="message counts times this (default 1)")
+    parser.add_argument(
+        "--only", default=",".join(STACKS),
+        help="comma-separated stacks to run: raw (raw sqlite3), sqlite (the embedded transport), amqp "
+        "(the broker transport), rabbitmq (pika on a classic durable queue), quorum (pika on a quorum "
+        "queue); e.g. --only amqp,rabbitmq,quorum for the acceptance rows of the broker transport",
+    )
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
-    scale = 0.1 if args.quick else 1.0
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    if only - set(STACKS):
+        parser.error(f"--only: unknown stack(s) {', '.join(sorted(only - set(STACKS)))}; known: {', '.join(STACKS)}")
+    scale = args.scale if args.scale is not None else (0.1 if args.quick else 1.0)
     # batches of 1: 20,000 messages (about 7 s), so that the run measures the steady state,
     # not the first second, in which the WAL file is still growing (appends make every fsync
     # a journal commit of the file system too)
@@ -451,19 +482,22 @@ def main(argv: list[str] | None = None) -> int:
         "runs": {},
     }
     runs = results["runs"]
-    have_rmq = rabbitmq_available()
-    if not have_rmq:
+    have_rmq = bool(only & {"amqp", "rabbitmq", "quorum"}) and rabbitmq_available()
+    if only & {"amqp", "rabbitmq", "quorum"} and not have_rmq:
         print("RabbitMQ on 127.0.0.1:5672 not reachable: no baseline", file=sys.stderr)
-    have_amqp = have_rmq and postgres_available()
-    if have_rmq and not have_amqp:
+    have_amqp = have_rmq and "amqp" in only and postgres_available()
+    if have_rmq and "amqp" in only and not have_amqp:
         print(f"PostgreSQL ({PG_DSN}) not reachable: no amqp transport runs", file=sys.stderr)
-    cost = results["commit_cost"] = commit_cost()
-    print(
-        f"one fsync'd commit here: os.fsync {cost['fsync_us']} us (cpu {cost['fsync_cpu_us']} us), "
-        f"SQLite WAL FULL commit {cost['commit_full_us']} us (cpu {cost['commit_full_cpu_us']} us), "
-        f"load {cost['load']}",
-        flush=True,
-    )
+    with_sqlite = bool(only & {"raw", "sqlite"})
+    if with_sqlite:
+        cost = results["commit_cost"] = commit_cost()
+        print(
+            f"one fsync'd commit here: os.fsync {cost['fsync_us']} us (cpu {cost['fsync_cpu_us']} us), "
+            f"SQLite WAL FULL commit {cost['commit_full_us']} us (cpu {cost['commit_full_cpu_us']} us), "
+            f"load {cost['load']}",
+            flush=True,
+        )
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cpus)")
     print(
         f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'prod us':>8} {'cons us':>8} {'load':>6}",
@@ -480,39 +514,61 @@ def main(argv: list[str] | None = None) -> int:
 
     # interleaved so that all sides see the same machine load
     for batch, n in ((100, n100), (1, n1)):
-        record(f"raw sqlite3 FULL batch {batch}", run_raw("FULL", n, batch))
-        for sync in ("FULL", "NORMAL"):
-            record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
-        record(f"sqlite FULL sync_acks batch {batch}", run_sqlite("FULL", n, batch, sync_acks=True))
+        if "raw" in only:
+            record(f"raw sqlite3 FULL batch {batch}", run_raw("FULL", n, batch))
+        if "sqlite" in only:
+            for sync in ("FULL", "NORMAL"):
+                record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
+            record(f"sqlite FULL sync_acks batch {batch}", run_sqlite("FULL", n, batch, sync_acks=True))
         if have_amqp:
             record(f"amqp batch {batch}", run_amqp(n, batch))
-        if have_rmq:
+        if have_rmq and "rabbitmq" in only:
             record(f"rabbitmq batch {batch}", run_rabbitmq(n, batch))
-    for sync in ("FULL", "NORMAL"):
-        record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
+        if have_rmq and "quorum" in only:
+            record(f"rabbitmq quorum batch {batch}", run_rabbitmq(n, batch, quorum=True))
+    if "sqlite" in only:
+        for sync in ("FULL", "NORMAL"):
+            record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
     if have_amqp:
         record("amqp latency @1000/s", run_amqp(nlat, 1, rate=1000))
-    if have_rmq:
+    if have_rmq and "rabbitmq" in only:
         record("rabbitmq latency @1000/s", run_rabbitmq(nlat, 1, rate=1000))
-    after = results["commit_cost_after"] = commit_cost()
-    print(
-        f"after the runs: os.fsync {after['fsync_us']} us, SQLite WAL FULL commit "
-        f"{after['commit_full_us']} us, load {after['load']}"
-    )
+    if have_rmq and "quorum" in only:
+        record("rabbitmq quorum latency @1000/s", run_rabbitmq(nlat, 1, rate=1000, quorum=True))
+    if with_sqlite:
+        after = results["commit_cost_after"] = commit_cost()
+        print(
+            f"after the runs: os.fsync {after['fsync_us']} us, SQLite WAL FULL commit "
+            f"{after['commit_full_us']} us, load {after['load']}"
+        )
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    ratios = results["ratios"] = {}
+
+    def ratio(name: str, num: str, den: str, key: str = "msg_per_s") -> None:
+        if num in runs and den in runs:
+            r = ratios[name] = round(runs[num][key] / runs[den][key], 3)
+            print(f"{name}: {r:.2f}x")
+
     for b in ("batch 100", "batch 1"):
-        full = runs[f"sqlite FULL {b}"]
-        ratio = full["msg_per_s"] / runs[f"raw sqlite3 FULL {b}"]["msg_per_s"]
-        print(f"sqlite FULL / raw sqlite3, {b}: {ratio:.2f}x")
-        strict = runs[f"sqlite FULL sync_acks {b}"]["msg_per_s"]
-        print(f"sqlite FULL sync_acks / raw sqlite3, {b}: "
-              f"{strict / runs[f'raw sqlite3 FULL {b}']['msg_per_s']:.2f}x")
-        if have_rmq:
-            ratio = full["msg_per_s"] / runs[f"rabbitmq {b}"]["msg_per_s"]
-            print(f"sqlite FULL / rabbitmq, {b}: {ratio:.2f}x")
-        if have_amqp:
-            amqp = runs[f"amqp {b}"]["msg_per_s"]
-            print(f"sqlite FULL / amqp, {b}: {full['msg_per_s'] / amqp:.2f}x, "
-                  f"amqp / rabbitmq, {b}: {amqp / runs[f'rabbitmq {b}']['msg_per_s']:.2f}x")
+        ratio(f"sqlite FULL / raw sqlite3, {b}", f"sqlite FULL {b}", f"raw sqlite3 FULL {b}")
+        ratio(f"sqlite FULL sync_acks / raw sqlite3, {b}", f"sqlite FULL sync_acks {b}", f"raw sqlite3 FULL {b}")
+        ratio(f"sqlite FULL / rabbitmq, {b}", f"sqlite FULL {b}", f"rabbitmq {b}")
+        ratio(f"sqlite FULL / amqp, {b}", f"sqlite FULL {b}", f"amqp {b}")
+        ratio(f"amqp / rabbitmq, {b} (acceptance: >= 0.8)", f"amqp {b}", f"rabbitmq {b}")
+        ratio(f"amqp / rabbitmq quorum, {b}", f"amqp {b}", f"rabbitmq quorum {b}")
+        ratio(f"rabbitmq quorum / rabbitmq, {b}", f"rabbitmq quorum {b}", f"rabbitmq {b}")
+    for b in ("batch 100", "batch 1"):  # CPU time per message, producer + consumer
+        for den in ("rabbitmq", "rabbitmq quorum"):
+            if f"amqp {b}" in runs and f"{den} {b}" in runs:
+                mine = runs[f"amqp {b}"]["producer_cpu_us"] + runs[f"amqp {b}"]["consumer_cpu_us"]
+                theirs = runs[f"{den} {b}"]["producer_cpu_us"] + runs[f"{den} {b}"]["consumer_cpu_us"]
+                r = ratios[f"cpu {den} / amqp, {b}"] = round(theirs / mine, 3)
+                print(f"CPU per message, {den} / amqp, {b}: {r:.2f}x ({theirs:.0f} / {mine:.0f} us)")
+    lat = runs.get("amqp latency @1000/s")
+    if lat is not None:
+        ok = lat["msg_per_s"] >= 0.98 * 1000 and lat["p99_ms"] < 20
+        print(f"amqp @1000/s offered: {lat['msg_per_s']} msg/s achieved, p99 {lat['p99_ms']:.2f} ms "
+              f"(acceptance: 1,000 msg/s sustained with p99 < 20 ms: {'met' if ok else 'NOT met'})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

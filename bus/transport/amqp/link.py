@@ -1,20 +1,25 @@
-"""One AMQP connection owned by a thread of its own.
+"""One AMQP connection, driven by whichever thread needs it.
 
-pika's ``BlockingConnection`` may only be used by one thread, and it answers heartbeats only
-while someone calls it. :class:`Link` gives it a thread that does nothing else: it keeps the
-connection alive, runs the jobs other threads submit (:meth:`Link.call`), runs a periodic
-``tick`` (lease expiry, housekeeping) and reconnects when the broker goes away.
+pika's ``BlockingConnection`` is not thread-safe, and it answers heartbeats only while
+someone calls it. :class:`Link` serialises every use of it with one lock (``io``): the
+thread that wants the connection -- to publish, acknowledge, consume, declare -- takes the
+lock and does the I/O itself, so that a send or an acknowledgement costs no hand-off to
+another thread (profiled: the hand-off, two thread wake-ups and a socket write per
+operation, was most of the transport's CPU per message). A thread of the link's own keeps
+the connection alive while nobody else uses it: it reads what the broker sends (deliveries,
+confirms, heartbeats) when the socket has data, runs a periodic ``tick`` (lease expiry,
+housekeeping) and reconnects when the broker goes away.
 
-Publisher confirms are tracked here. :meth:`Link.send` (any thread) hands a batch to the
-connection thread, which publishes it and goes on with other work; the confirms of every
-batch in flight arrive pipelined, and the caller wakes when the broker confirmed the last
-message of its batch. :meth:`Link.publish` (in the connection thread) publishes a batch and
-waits for its confirms on the spot (the rare paths: dead letters, redeliveries).
+Publisher confirms are tracked here. :meth:`Link.send` (any thread) publishes a batch and
+waits for the broker to confirm its last message, reading the connection itself while it
+waits; the lock is free in between, so the batches of several threads are in flight
+together (pipelined confirms). :meth:`Link.publish` (with the lock held) publishes a batch
+and waits for its confirms on the spot (the rare paths: dead letters, redeliveries).
 
 Connection loss: every delivery received on the lost connection is back in its queue on the
 broker (its ``generation`` is over, so acknowledging it raises ``LeaseLostError`` in the
-transport). A job interrupted by the loss runs again on the new connection when it was
-submitted with ``retry=True`` (publishes, gets), so a send that was not confirmed is sent
+transport). An operation interrupted by the loss runs again on the new connection when it
+was called with ``retry=True`` (publishes, gets), so a send that was not confirmed is sent
 again: delivery is at least once, as always with AMQP; the Idempotent Receiver drops the
 duplicates.
 """
@@ -23,21 +28,27 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
+import socket
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
 
 import pika
 import pika.exceptions as px
+from pika.adapters.blocking_connection import _IoloopTimerContext
 
 from coupler.bus.transport.base import TransportError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: seconds after another thread used the connection before the link's thread reads it
+_QUIET = 0.02
 
 #: failures of the connection (the job may run again on a new one)
 CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.StreamLostError, OSError)
@@ -63,13 +74,6 @@ class _Window:
     def fail(self, exc: BaseException | None) -> None:
         self.error = exc
         self.done.set()
-
-
-def _fail_on_error(fut: Future[Any], window: _Window) -> None:
-    """The publishing job of ``window`` failed (the connection broke before it ran)."""
-    exc = fut.exception()
-    if exc is not None:
-        window.fail(exc)
 
 
 class Link:
@@ -106,10 +110,25 @@ class Link:
         self.ch: Any = None
         #: increases with every new channel; deliveries of an older generation are gone
         self.generation = 0
-        self._jobs: deque[tuple[Callable[[Link], Any], Future[Any], bool, float]] = deque()
-        self._jobs_lock = threading.Lock()
+        #: every use of ``conn`` and ``ch`` holds this lock (re-entrant: operations nest)
+        self._io = threading.RLock()
+        self._io_owner: int | None = None
+        self._io_depth = 0
+        #: threads reading the connection while they wait (thread id -> its wake-up socket)
+        self._drivers: dict[int, socket.socket] = {}
+        self._drivers_lock = threading.Lock()
+        self._local = threading.local()
+        #: wakes the link's own thread (stop, a new driver, ...)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        #: when another thread last used the connection: the link's thread leaves the reading
+        #: to the threads that use it (no thread switch per message) until they are quiet
+        self._used_at = 0.0
+        #: confirms received so far (a reader wakes the other readers when it got some)
+        self._confirms = 0
         self._pending: set[int] = set()
         self._nacked: set[int] = set()
         #: delivery tag -> the batch published by :meth:`send` that waits for its confirm
@@ -122,10 +141,15 @@ class Link:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> Link:
-        """Connect (fails fast when the broker cannot be reached) and start the thread."""
+    def start(self, setup: Callable[[Link], Any] | None = None) -> Link:
+        """Connect (fails fast when the broker cannot be reached), run ``setup(link)`` (before
+        the first ``tick``) and start the thread."""
         try:
-            self._connect()
+            with self._held():
+                self._connect()
+                if setup is not None:
+                    setup(self)
+                    self._flush()
         except CONNECTION_ERRORS as exc:
             raise TransportError(
                 f"cannot connect to RabbitMQ at {self.params.host}:{self.params.port}: {exc!r}",
@@ -142,60 +166,215 @@ class Link:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         self._thread = None
-        self._fail_all(TransportError("the AMQP connection was closed"))
-        self._fail_windows(px.ConnectionWrongStateError("the AMQP connection was closed"))
-        self._close()
+        with self._held():
+            self._fail_windows(px.ConnectionWrongStateError("the AMQP connection was closed"))
+            self._close()
 
     @property
     def in_io_thread(self) -> bool:
-        return threading.current_thread() is self._thread
+        """Whether this thread holds the connection (runs an operation on it)."""
+        return self._io_owner == threading.get_ident()
 
-    # -- jobs ------------------------------------------------------------------------------
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """Hold the connection (the I/O lock) in this thread."""
+        with self._io:
+            if self._io_depth == 0:
+                self._io_owner = threading.get_ident()
+            self._io_depth += 1
+            try:
+                yield
+            finally:
+                self._io_depth -= 1
+                if self._io_depth == 0:
+                    self._io_owner = None
+                    if threading.current_thread() is not self._thread:
+                        self._used_at = time.monotonic()
+
+    # -- operations ------------------------------------------------------------------------
 
     def call(self, fn: Callable[[Link], T], *, retry: bool = True, timeout: float | None = None) -> T:
-        """Run ``fn(link)`` in the connection's thread and return its result.
+        """Run ``fn(link)`` holding the connection (in this thread) and return its result.
 
         ``retry``: run it again after a reconnection when the connection broke under it.
-        Waits up to ``timeout`` (default: the reconnect timeout plus the confirm timeout).
+        Waits up to ``timeout`` (default: the reconnect timeout plus the confirm timeout)
+        for a connection.
         """
         if self.in_io_thread:
             return fn(self)
-        if self._thread is None:
-            raise TransportError("the AMQP transport is not open", hint="call open() first")
-        fut: Future[Any] = Future()
         limit = timeout if timeout is not None else self.reconnect_timeout + self.confirm_timeout
-        with self._jobs_lock:
-            self._jobs.append((fn, fut, retry, time.monotonic() + limit))
-        self.wake()
-        try:
-            return fut.result(timeout=limit + 5)
-        except TimeoutError as exc:
-            raise TransportError(
-                f"RabbitMQ did not answer within {limit:g} s ({self._last_error or 'no error'})",
-                where=f"{self.params.host}:{self.params.port}",
-                hint="check the broker; the operation may or may not have happened",
-            ) from exc
+        deadline = time.monotonic() + limit
+        while True:
+            if self._thread is None or self._stopping.is_set():
+                raise TransportError("the AMQP transport is not open", hint="call open() first")
+            with self._held():
+                if self.conn is not None:
+                    try:
+                        result = fn(self)
+                        self._flush()
+                        return result
+                    except CONNECTION_ERRORS as exc:
+                        self._lost(exc)
+                        if not retry or time.monotonic() >= deadline:
+                            raise self._connection_error(exc) from exc
+                    except CHANNEL_ERRORS as exc:
+                        self._channel_lost(exc)
+                        raise BrokerRefusedError(f"RabbitMQ refused the operation: {exc!r}") from exc
+            if time.monotonic() >= deadline:
+                raise TransportError(
+                    f"RabbitMQ did not answer within {limit:g} s ({self._last_error or 'no error'})",
+                    where=f"{self.params.host}:{self.params.port}",
+                    hint="check the broker; the operation may or may not have happened",
+                )
+            self._stopping.wait(0.05)  # the link's thread reconnects
 
     def submit(self, fn: Callable[[Link], Any]) -> Future[Any]:
-        """Run ``fn(link)`` in the connection's thread soon; do not wait for it (a job lost
-        with the connection is dropped: its future gets the error)."""
+        """Run ``fn(link)`` holding the connection, now, without retrying it after a lost
+        connection (its future gets the error) and without reading the broker's answers."""
         fut: Future[Any] = Future()
-        if self.in_io_thread:
-            fut.set_result(fn(self))
-            return fut
-        if self._thread is None:
-            raise TransportError("the AMQP transport is not open", hint="call open() first")
-        with self._jobs_lock:
-            self._jobs.append((fn, fut, False, time.monotonic() + self.reconnect_timeout))
-        self.wake()
+        try:
+            fut.set_result(self.call(fn, retry=False))
+        except TransportError as exc:
+            fut.set_exception(exc)
         return fut
 
     def wake(self) -> None:
-        """Make the connection thread's ``process_data_events`` return (from any thread)."""
+        """Make the link's thread look at the connection now (from any thread)."""
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    def pump(self, time_limit: float = 0.0, done: Callable[[], bool] | None = None) -> None:
+        """Send what is buffered and process what the broker sent (callbacks run here), for up
+        to ``time_limit`` seconds or until ``done()`` or a delivery. Holding the connection."""
         conn = self.conn
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.add_callback_threadsafe(lambda: None)
+        assert conn is not None and self.in_io_thread
+        confirms = self._confirms
+        with conn._acquire_event_dispatch() as dispatch:
+
+            def ready() -> bool:
+                return bool(dispatch and (conn._channels_pending_dispatch or conn._ready_events)) or (
+                    done is not None and done())
+
+            with _IoloopTimerContext(time_limit, conn._impl) as timer:
+                conn._flush_output(timer.is_ready, ready)
+        delivered = bool(conn._channels_pending_dispatch)
+        if conn._ready_events:
+            conn._dispatch_connection_events()
+        if conn._channels_pending_dispatch:
+            conn._dispatch_channel_events()
+        if delivered or confirms != self._confirms:
+            self._wake_drivers()
+
+    def _flush(self) -> None:
+        """Send what the operations buffered (acks, publishes) now: in one ``send`` when the
+        socket takes it (pika's transport would send each frame by itself, after a turn of
+        its event loop); when it does not take it all, :meth:`pump` sends the rest."""
+        conn = self.conn
+        transport = conn._impl._transport if conn is not None else None
+        if transport is None:
+            return
+        buffers = getattr(transport, "_tx_buffers", None)
+        if not buffers:
+            if conn is not None and conn._impl._get_write_buffer_size():
+                self.pump(0.0)
+            return
+        if len(buffers) > 1:
+            joined = b"".join(buffers)
+            buffers.clear()
+            buffers.append(joined)
+        transport._on_socket_writable()  # sends; aborts the connection on a socket error
+        if transport._state != transport._STATE_ACTIVE or transport._tx_buffers:
+            self.pump(0.0)  # raises the connection's error; or sends the rest when it can
+
+    def _read(self, done: Callable[[], bool] | None) -> None:
+        """Process what the socket has (it was readable): callbacks run here. Timers
+        (heartbeats) are left to :meth:`pump`, which the link's thread calls every turn."""
+        conn = self.conn
+        transport = conn._impl._transport if conn is not None else None
+        if transport is None or not hasattr(transport, "_on_socket_readable"):
+            self.pump(0.0, done)
+            return
+        assert conn is not None
+        confirms = self._confirms
+        transport._on_socket_readable()
+        if transport._state != transport._STATE_ACTIVE or conn._impl._get_write_buffer_size():
+            self.pump(0.0, done)  # a closed connection raises; what is buffered goes out
+            return
+        delivered = bool(conn._channels_pending_dispatch)
+        if conn._ready_events:
+            conn._dispatch_connection_events()
+        if delivered:
+            conn._dispatch_channel_events()
+        if delivered or confirms != self._confirms:
+            self._wake_drivers()
+
+    def _wake_drivers(self) -> None:
+        """Another thread waiting for the broker may wait for what this thread just read."""
+        me = threading.get_ident()
+        with self._drivers_lock:
+            others = [w for t, w in self._drivers.items() if t != me]
+        for w in others:
+            with contextlib.suppress(OSError):
+                w.send(b"x")
+
+    def _socket(self) -> Any:
+        conn = self.conn
+        transport = conn._impl._transport if conn is not None else None
+        return getattr(transport, "_sock", None)
+
+    def wait_io(self, timeout: float, done: Callable[[], bool]) -> bool:
+        """Read the connection in this thread until ``done()`` or ``timeout`` seconds passed
+        (returns ``done()``). The lock is held only while reading, not while waiting: other
+        threads publish and read meanwhile (and wake this one when they read for it)."""
+        deadline = time.monotonic() + timeout
+        if self.in_io_thread:
+            while not done():
+                left = deadline - time.monotonic()
+                if left <= 0 or self.conn is None:
+                    return done()
+                self.pump(min(left, 0.05), done)
+            return True
+        pair = getattr(self._local, "wake", None)
+        if pair is None:
+            pair = self._local.wake = socket.socketpair()
+            for s in pair:
+                s.setblocking(False)
+        me = threading.get_ident()
+        with self._drivers_lock:
+            self._drivers[me] = pair[1]
+        try:
+            while not done():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return done()
+                sock = self._socket()
+                if sock is None:  # reconnecting
+                    self._stopping.wait(min(left, 0.05))
+                    continue
+                readable: list[Any] = []
+                with contextlib.suppress(OSError, ValueError):
+                    readable, _w, _x = select.select([sock, pair[0]], [], [], min(left, 0.5))
+                    if pair[0] in readable:
+                        with contextlib.suppress(OSError):
+                            pair[0].recv(4096)
+                if done():
+                    break
+                with self._held():
+                    if self.conn is None:
+                        continue
+                    try:
+                        if sock in readable:
+                            self._read(done)
+                        else:
+                            self.pump(0.0, done)
+                    except CONNECTION_ERRORS as exc:
+                        self._lost(exc)
+                    except CHANNEL_ERRORS as exc:
+                        self._channel_lost(exc)
+            return True
+        finally:
+            with self._drivers_lock:
+                self._drivers.pop(me, None)
 
     def _run(self) -> None:
         next_tick = 0.0
@@ -203,60 +382,46 @@ class Link:
             if self.conn is None:
                 self._reconnect_step()
                 continue
-            try:
-                self.conn.process_data_events(time_limit=0.2)
-                self._run_jobs()
-                now = time.monotonic()
-                if self._tick is not None and now >= next_tick:
-                    next_tick = now + 0.05
-                    self._tick(self)
-            except CONNECTION_ERRORS as exc:
-                self._lost(exc)
-            except CHANNEL_ERRORS as exc:
-                self._channel_lost(exc)
-            except Exception:  # noqa: BLE001 - a bug in a tick must not kill the connection
-                log.exception("AMQP connection thread %s: unexpected error", self.name)
-                time.sleep(0.1)
-
-    def _run_jobs(self) -> None:
-        while True:
-            with self._jobs_lock:
-                if not self._jobs:
-                    return
-                fn, fut, retry, deadline = self._jobs.popleft()
-            if fut.cancelled():
-                continue
-            try:
-                fut.set_result(fn(self))
-            except CONNECTION_ERRORS as exc:
-                if retry and time.monotonic() < deadline:
-                    with self._jobs_lock:
-                        self._jobs.appendleft((fn, fut, retry, deadline))
-                else:
-                    fut.set_exception(self._connection_error(exc))
-                raise
-            except CHANNEL_ERRORS as exc:
-                fut.set_exception(BrokerRefusedError(f"RabbitMQ refused the operation: {exc!r}"))
-                raise
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                fut.set_exception(exc)
+            # wait for the broker's data only while no other thread reads it (no double wake-up)
+            # and the threads that use the connection are quiet (they read it when they need to)
+            quiet = time.monotonic() - self._used_at - _QUIET
+            sock = None if self._drivers or quiet < 0 else self._socket()
+            rlist = [self._wake_r] if sock is None else [self._wake_r, sock]
+            timeout = min(next_tick - time.monotonic(), 0.05, -quiet if quiet < 0 else 0.05)
+            readable: list[Any] = []
+            with contextlib.suppress(OSError, ValueError):
+                readable, _w, _x = select.select(rlist, [], [], max(0.0, timeout))
+                if self._wake_r in readable:
+                    with contextlib.suppress(OSError):
+                        self._wake_r.recv(4096)
+            if self._stopping.is_set():
+                return
+            with self._held():
+                if self.conn is None:
+                    continue
+                try:
+                    if sock is not None and sock in readable:
+                        self._read(None)
+                    now = time.monotonic()
+                    if now >= next_tick:  # timers (heartbeats), then the transport's tick
+                        next_tick = now + 0.05
+                        self.pump(0.0)
+                        if self._tick is not None:
+                            self._tick(self)
+                            self._flush()
+                except CONNECTION_ERRORS as exc:
+                    self._lost(exc)
+                except CHANNEL_ERRORS as exc:
+                    self._channel_lost(exc)
+                except Exception:  # noqa: BLE001 - a bug in a tick must not kill the connection
+                    log.exception("AMQP connection thread %s: unexpected error", self.name)
+                    time.sleep(0.1)
 
     def _connection_error(self, exc: BaseException) -> TransportError:
         return TransportError(
             f"lost the connection to RabbitMQ at {self.params.host}:{self.params.port}: {exc!r}",
             hint="the broker went away; the operation may have to be repeated",
         )
-
-    def _fail_all(self, exc: BaseException, *, expired_only: bool = False) -> None:
-        now = time.monotonic()
-        with self._jobs_lock:
-            keep: deque[tuple[Callable[[Link], Any], Future[Any], bool, float]] = deque()
-            for job in self._jobs:
-                if expired_only and now < job[3]:
-                    keep.append(job)
-                elif not job[1].done():
-                    job[1].set_exception(exc)
-            self._jobs = keep
 
     # -- connection ------------------------------------------------------------------------
 
@@ -310,13 +475,16 @@ class Link:
             self._lost(err)
 
     def _reconnect_step(self) -> None:
-        self._fail_all(self._connection_error(Exception(self._last_error)), expired_only=True)
         try:
-            self._connect()
+            with self._held():
+                if self.conn is not None:
+                    return
+                self._connect()
             log.info("AMQP connection %s re-established", self.name)
         except CONNECTION_ERRORS as exc:
             self._last_error = repr(exc)
-            self._close()
+            with self._held():
+                self._close()
             self._stopping.wait(0.5)
 
     # -- publisher confirms ----------------------------------------------------------------
@@ -330,7 +498,7 @@ class Link:
             self._pending -= done
             if nack:
                 self._nacked |= done
-            self.wake()  # process_data_events returns: the publisher looks at what is left
+        self._confirms += 1
         waiting = self._waiting
         if not waiting:
             return
@@ -359,10 +527,11 @@ class Link:
         """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
         when the broker has confirmed every message (persisted, routed to its queues).
 
-        The connection thread publishes the batch and goes on; the confirms of all batches
-        in flight arrive pipelined. When the connection breaks before the confirms, the
-        batch is published again on the new one (at least once) until the reconnect
-        timeout runs out.
+        This thread publishes the batch and reads the connection until its confirms are in,
+        without holding it in between: the batches of every thread are in flight together,
+        their confirms arrive pipelined. When the connection breaks before the confirms, the
+        batch is published again on the new one (at least once) until the reconnect timeout
+        runs out.
         """
         if not messages:
             return
@@ -372,10 +541,13 @@ class Link:
         deadline = time.monotonic() + self.reconnect_timeout
         while True:
             window = _Window(len(messages))
-            # no waiting for the job itself: the caller wakes once, when the confirms are in
-            self.submit(partial(Link._publish_window, messages=messages, window=window)).add_done_callback(
-                partial(_fail_on_error, window=window))
-            if not window.done.wait(self.confirm_timeout + self.reconnect_timeout):
+            try:
+                self.call(partial(Link._publish_window, messages=messages, window=window), retry=False)
+            except BrokerRefusedError:
+                raise
+            except TransportError as exc:
+                window.fail(exc)
+            if not self.wait_io(self.confirm_timeout + self.reconnect_timeout, window.done.is_set):
                 raise BrokerRefusedError(
                     f"RabbitMQ did not confirm {len(messages)} message(s) within {self.confirm_timeout:g} s",
                     hint="the broker may be overloaded or out of disk",
@@ -384,6 +556,7 @@ class Link:
                 break
             if time.monotonic() >= deadline or self._stopping.is_set():
                 raise self._connection_error(window.error)
+            self._stopping.wait(0.05)
         if window.nacked:
             raise BrokerRefusedError(
                 f"RabbitMQ refused {len(messages)} message(s) (publisher nack)",
@@ -400,11 +573,12 @@ class Link:
         for exchange, key, body, props in messages:
             impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
             self._seq += 1
+        self._flush()  # out now; the confirms come with a later read
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.
 
-        Runs in the connection's thread (call it from a job).
+        Holding the connection (call it from an operation: :meth:`call`).
         """
         if not messages:
             return
@@ -417,14 +591,18 @@ class Link:
             self._pending.add(self._seq)
         mine = range(first, self._seq + 1)
         deadline = time.monotonic() + self.confirm_timeout
-        while any(t in self._pending for t in mine):
+
+        def confirmed() -> bool:
+            return not any(t in self._pending for t in mine)
+
+        while not confirmed():
             left = deadline - time.monotonic()
             if left <= 0:
                 raise BrokerRefusedError(
                     f"RabbitMQ confirmed only part of {len(messages)} message(s) within "
                     f"{self.confirm_timeout:g} s", hint="the broker may be overloaded or out of disk",
                 )
-            self.conn.process_data_events(time_limit=min(left, 0.5))
+            self.pump(min(left, 0.5), confirmed)
         refused = self._nacked.intersection(mine)
         if refused:
             self._nacked -= refused

@@ -70,6 +70,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 import pika
@@ -274,7 +275,7 @@ class AmqpTransport(Transport):
         self.name = name
         self._link: Link | None = None
         self._local = threading.local()
-        #: guards _leases and _consumers (the connection thread and callers share them)
+        #: guards _leases and _consumers (the link's thread and callers share them)
         self._cond = threading.Condition(threading.RLock())
         self._leases: dict[int, _Lease] = {}
         self._consumers: dict[str, _Consumer] = {}
@@ -308,13 +309,13 @@ class AmqpTransport(Transport):
             tick=self._tick,
             on_new_channel=self._on_new_channel,
         )
-        link.start()
-        self._link = link
         try:
-            link.call(self._declare_basics)
+            link.start(self._declare_basics)
         except BaseException:
-            self.close()
+            link.stop()
+            self.store.close()
             raise
+        self._link = link
         return self
 
     def close(self) -> None:
@@ -548,13 +549,20 @@ class AmqpTransport(Transport):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return []
-                if c is not None and not c.buffer:
-                    self._cond.wait(min(left, 0.5))
+            if c is not None and not c.buffer:  # read the connection here until some arrive
+                link = self._link
+                if link is None:
+                    raise TransportError("the AMQP transport is not open", hint="call open() first")
+                link.wait_io(min(left, 0.5), partial(self._pushed, queue, c))
             got = self._receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=None,
                                 settle=False)
         return got
 
-    # -- the work, in the connection thread ------------------------------------------------
+    def _pushed(self, queue: str, c: _Consumer) -> bool:
+        """Whether consumer ``c`` of ``queue`` got messages (or was replaced meanwhile)."""
+        return bool(c.buffer) or self._consumers.get(queue) is not c
+
+    # -- the work, holding the connection -----------------------------------------------
 
     def _check_envelopes(self, channel: str, envelopes: Envelope | Iterable[Envelope]) -> list[Envelope]:
         check_channel_name(channel)
@@ -635,7 +643,7 @@ class AmqpTransport(Transport):
         self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
         *, attempts: int = 0,
     ) -> None:
-        """:meth:`_send_confirmed` in the connection thread (waits for the confirms there)."""
+        """:meth:`_send_confirmed` holding the connection (waits for the confirms there)."""
         messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
         link.publish(messages)
         for env in expired:
@@ -707,7 +715,7 @@ class AmqpTransport(Transport):
     # the queue's consumer ------------------------------------------------------------------
 
     def _start_consumer(self, link: Link, channel: str, max: int) -> None:
-        """Start this process's consumer on ``channel``'s queue (connection thread), then
+        """Start this process's consumer on ``channel``'s queue (holding the connection), then
         wait a moment for the messages the queue has ready."""
         queue = self._channel_queue(link, channel)
         with self._cond:
@@ -736,9 +744,11 @@ class AmqpTransport(Transport):
 
     def _settle(self, link: Link, queue: str, max: int, ready: int | None = None) -> None:
         """Wait (up to ``_SETTLE_WAIT``) until the consumer of ``queue`` holds ``max`` messages
-        or as many as the queue reports ready (connection thread)."""
+        or as many as the queue reports ready (holding the connection)."""
         if ready is None:
             ready = int(link.ch.queue_declare(queue, passive=True).method.message_count)
+        # what the broker delivered before its answer waits in pika: into the buffer with it
+        link.pump(0.0)
         deadline = time.monotonic() + _SETTLE_WAIT
         c = self._consumers.get(queue)
         if c is None:
@@ -753,7 +763,7 @@ class AmqpTransport(Transport):
             now = time.monotonic()
             if now >= deadline and (c.buffer or now >= first):
                 break
-            link.conn.process_data_events(time_limit=0.002)
+            link.pump(0.002, lambda: len(c.buffer) >= want)
 
     def _take(
         self, channel: str, consumer: str, max: int, lease: float, sel: Selector | None,
@@ -940,8 +950,8 @@ class AmqpTransport(Transport):
         return link.generation
 
     def _ack_now(self, ds: list[Delivery], journal: _Journal) -> None:
-        """Settle ``ds`` (all or none): the acknowledgements go out with the connection
-        thread's next turn, this thread does not wait for it (AMQP acks have no answer)."""
+        """Settle ``ds`` (all or none): the acknowledgements go out at once from this thread,
+        which does not wait for an answer (AMQP acks have none)."""
         generation = self._generation()
         with self._cond:
             leases = [self._lease(None, d, "acknowledge") for d in ds]
@@ -952,7 +962,7 @@ class AmqpTransport(Transport):
 
         def send_acks(link: Link) -> None:
             if link.generation == generation:
-                self._send_acks(link, tags)
+                self._send_acks(link, tags)  # sent when the call ends (Link.call flushes)
 
         assert self._link is not None
         self._link.submit(send_acks)
@@ -1342,6 +1352,13 @@ class AmqpTransport(Transport):
                 self.store.add_returns(queue, seen)
             with contextlib.suppress(Exception):
                 spare.close()  # what it holds goes back to the queue
+            # ... asynchronously (a quorum queue applies the return through Raft): wait a
+            # moment until they are ready again, so that a receive that follows sees them
+            deadline = time.monotonic() + 1.0
+            while seen and time.monotonic() < deadline:
+                if int(link.ch.queue_declare(queue, passive=True).method.message_count) >= len(seen):
+                    break
+                link.pump(0.002)
 
     def purge(self, channel: str) -> int:
         def run(link: Link) -> int:

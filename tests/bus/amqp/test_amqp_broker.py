@@ -93,6 +93,72 @@ def test_broker_restart_during_traffic_reconnects_and_loses_nothing(names) -> No
     assert set(sent) <= received  # and nothing was lost
 
 
+def _drop_connection(t: AmqpTransport) -> None:
+    """Cut this transport's TCP connection to the broker (the broker itself stays up)."""
+    import socket
+
+    link = t._link
+    assert link is not None
+    sock = link._socket()
+    assert sock is not None
+    sock.shutdown(socket.SHUT_RDWR)
+
+
+def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> None:
+    """The connections of a producer and of a consumer break under traffic (client side: the
+    shared broker is not restarted); the threads using them find out, the link's thread
+    reconnects, unconfirmed sends are sent again, unacknowledged messages come again."""
+    producer = _transport(names, reconnect_timeout=30)
+    consumer = _transport(names, reconnect_timeout=30)
+    total = 400
+    sent: list[str] = []
+    received: set[str] = set()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def produce() -> None:
+        try:
+            for i in range(total):
+                sent.extend(producer.send("traffic", doc(str(i).encode())))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    def consume() -> None:
+        while not done.is_set():
+            try:
+                got = consumer.receive_wait("traffic", "c", max=20, wait=0.2)
+                consumer.ack(got)
+                received.update(d.message_id for d in got)
+            except LeaseLostError:
+                pass  # received before the loss: it is back in the queue, comes again
+            except TransportError as exc:
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for th in threads:
+        th.start()
+    try:
+        for cut in (total // 4, total // 2):
+            deadline = time.monotonic() + 60
+            while len(sent) < cut and threads[0].is_alive() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            _drop_connection(producer)
+            _drop_connection(consumer)
+        threads[0].join(timeout=90)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not set(sent) <= received and not errors:
+            time.sleep(0.05)
+    finally:
+        done.set()
+        threads[1].join(timeout=10)
+        producer.close()
+        consumer.close()
+    assert errors == []
+    assert len(sent) == total  # every send returned
+    assert set(sent) <= received  # and nothing was lost
+
+
 def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(names) -> None:
     t = _transport(names)
     try:

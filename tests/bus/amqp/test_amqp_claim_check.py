@@ -74,10 +74,15 @@ def test_large_body_published_by_one_daemon_is_consumed_by_the_other(names, tmp_
             [d] = got
             body = d.envelope.body
             t.ack(d)
-            journal = t.journal(message_id=mid)
-            # A forwarded it (published to-b), B took it from to-b and forwarded it to out
-            events = {(e.channel, e.event) for e in journal}
-            assert {("to-b", "sent"), ("to-b", "received")} <= events
+            # A forwarded it (published to-b), B took it from to-b and forwarded it to out; each
+            # daemon writes its journal in batches (0.1 s): wait for B's entries to be there
+            wanted = {("to-b", "sent"), ("to-b", "received")}
+            deadline = time.monotonic() + 10
+            events = {(e.channel, e.event) for e in t.journal(message_id=mid)}
+            while not wanted <= events and time.monotonic() < deadline:
+                time.sleep(0.05)
+                events = {(e.channel, e.event) for e in t.journal(message_id=mid)}
+            assert wanted <= events
             # the AMQP messages carried only the reference: the body was in PostgreSQL
             deadline = time.monotonic() + 10
             while t.store.claim_refs() and time.monotonic() < deadline:
