@@ -102,7 +102,8 @@ def load_schema(path: str | Path) -> xmlschema.XMLSchema:
             schema = xmlschema.XMLSchema(str(path), allow="local", defuse="always")
         except xmlschema.XMLSchemaException as exc:
             _raise_blocked(caught, path)
-            raise XsdError(_first_line(str(exc)), where=str(path)) from exc
+            _raise_not_a_schema(path)
+            raise XsdError(_first_line(str(exc)).rstrip(":").rstrip(), where=str(path)) from exc
         except OSError as exc:
             raise XsdError(f"cannot read the schema: {exc}", where=str(path)) from exc
     _raise_blocked(caught, path)
@@ -121,6 +122,23 @@ def _raise_blocked(caught: list[warnings.WarningMessage], path: Path) -> None:
                 hint="imports and includes are resolved relative to the schema file, never over "
                 "the network; download the imported schema next to it and point schemaLocation there",
             )
+
+
+def _raise_not_a_schema(path: Path) -> None:
+    """An XSD error naming what the file is when it is not an ``xs:schema`` (an XML instance
+    given where the schema goes: xmlschema's own message ends in a colon)."""
+    try:
+        _, root = next(etree.iterparse(str(path), events=("start",), resolve_entities=False, no_network=True,
+                                       load_dtd=False))
+    except (etree.XMLSyntaxError, OSError, StopIteration):
+        return
+    if root.tag != "{http://www.w3.org/2001/XMLSchema}schema":
+        name = etree.QName(root).localname
+        raise XsdError(
+            f"not an XSD: its root element is <{name}>, not <xs:schema>",
+            where=str(path),
+            hint="give the .xsd file that describes the documents first, then the XML documents",
+        )
 
 
 def _first_line(text: str) -> str:
