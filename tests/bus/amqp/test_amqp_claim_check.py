@@ -74,9 +74,14 @@ def test_large_body_published_by_one_daemon_is_consumed_by_the_other(names, tmp_
             [d] = got
             body = d.envelope.body
             t.ack(d)
-            journal = t.journal(message_id=mid)
-            # A forwarded it (published to-b), B took it from to-b and forwarded it to out
-            events = {(e.channel, e.event) for e in journal}
+            # A forwarded it (published to-b), B took it from to-b and forwarded it to out; B's
+            # acknowledgement of to-b (which journals its receipt) comes a moment after: wait
+            deadline = time.monotonic() + 30
+            while True:
+                events = {(e.channel, e.event) for e in t.journal(message_id=mid)}
+                if {("to-b", "sent"), ("to-b", "received")} <= events or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             assert {("to-b", "sent"), ("to-b", "received")} <= events
             # the AMQP messages carried only the reference: the body was in PostgreSQL
             deadline = time.monotonic() + 10
