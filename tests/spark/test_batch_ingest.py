@@ -111,7 +111,9 @@ def test_ingest_translates_archives_after_success_and_publishes_batch_completed(
 def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_once(spark: Any, tmp_path: Path) -> None:
     site = make_site(tmp_path)
     staged = tmp_path / "staged" / "big.dat"
-    records = 600_000  # 60 MB: long enough to be killed in the middle
+    # 20 MB in five 4 MB splits on two cores: the kill lands when the first task writes, with
+    # three splits still to run (60 MB proved no more and made the rerun three times as long)
+    records = 200_000
     write_cards(staged, 0, records)
     proc = subprocess.Popen(
         [sys.executable, "-m", "coupler.bus.cli.main", "batch", "ingest", "--site", str(site), "--source", "cards-in",
