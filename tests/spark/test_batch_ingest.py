@@ -131,7 +131,11 @@ def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_on
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        printed = proc.stderr.read().decode(errors="replace")  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
+    # Spark started and wrote, and its banner and log lines stayed off our standard error
+    # (they show with --verbose only)
+    assert not any(noise in printed for noise in ("log4j", "Setting default log level", "WARN ", "SparkContext")), printed
     assert staged.exists(), "the input was archived before the job succeeded"
     assert not (tmp_path / "staged" / "archive").exists()
     assert not list(batch_root.glob("*/data")) and not list(batch_root.glob("*/batch.json"))  # nothing published
