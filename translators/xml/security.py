@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import xmlschema
 from lxml import etree
 
 from .errors import XmlSecurityError, XmlValidationError, XsdError
+
+if TYPE_CHECKING:
+    import xmlschema
 
 
 def safe_parser(**options: Any) -> etree.XMLParser:
@@ -93,6 +95,8 @@ def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None =
 
 def load_schema(path: str | Path) -> xmlschema.XMLSchema:
     """Load an XSD, resolving imports and includes relative to it, never over the network."""
+    import xmlschema  # here: every coupler command imports this module, few load a schema
+
     path = Path(path)
     if not path.is_file():
         raise XsdError(f"schema file not found: {path}", hint="check the path")
