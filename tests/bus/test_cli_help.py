@@ -62,3 +62,20 @@ def test_every_argument_says_what_it_is(path: tuple[str, ...]) -> None:
     silent = [a.option_strings[0] if a.option_strings else (a.metavar or a.dest) for a in parser._actions
               if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
     assert not silent, f"coupler {' '.join(path)}: no help for {silent}"
+
+
+def test_a_command_does_not_load_what_only_some_adapters_need() -> None:
+    """Every ``coupler`` command loads the adapter plugins; aiohttp (SOAP), paramiko (SFTP) and
+    xmlschema (XSD, WSDL) are imported when an adapter or a command first uses them: they
+    were half the start-up of each command (0.84 -> 0.35 s of CPU for ``coupler --help``)."""
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, sys\n"
+            "from coupler.bus.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['--help'])\n"
+            "print(' '.join(m for m in ('aiohttp', 'paramiko', 'xmlschema') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
