@@ -15,9 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import paramiko
+from ..common.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import paramiko
+else:
+    paramiko = lazy_module("paramiko")  # imported when a connection is made
 
 from coupler.bus.api import Bool, Int, Num, OptionsModel, Str, option
 

@@ -12,8 +12,14 @@ import hashlib
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import paramiko
+from ..common.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import paramiko
+else:
+    paramiko = lazy_module("paramiko")  # imported when a key is checked
 
 from ..common.errors import HostKeyError
 

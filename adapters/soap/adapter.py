@@ -28,13 +28,12 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import aiohttp
-from aiohttp import web
 from lxml import etree
 from pydantic import ValidationInfo, field_validator
 
+from coupler.adapters.common.lazy import lazy_module
 from coupler.adapters.common.tls import TLSOptions
 from coupler.adapters.socket.bus import request_command
 from coupler.adapters.socket.loop import LoopThread
@@ -69,6 +68,13 @@ from coupler.translators.soap.wssecurity import (
 from coupler.translators.xml.security import parse_document
 
 from .codec import BoundOperation, Schemas, SoapCodecError, bind_port, from_document, to_document
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp import web
+else:  # imported when an adapter starts: every coupler command loads the plugins
+    aiohttp = lazy_module("aiohttp")
+    web = lazy_module("aiohttp.web")
 
 SENDER_CODES = ("invalid", "unsupported", "unserved")
 FAULT_NS = "urn:coupler:fault"

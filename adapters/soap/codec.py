@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
@@ -20,8 +20,10 @@ from coupler.bus.api import CommandFault, Document
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.translators.soap.wsdl import MessageInfo, Operation, Port, WsdlDescription
-from coupler.translators.xml import XsdModel
 from coupler.translators.xml.jsonio import dumps
+
+if TYPE_CHECKING:
+    from coupler.translators.xml import XsdModel
 
 JSON = "application/json"
 
@@ -38,6 +40,10 @@ class Schemas:
     """The XSD models of a WSDL's schemas, by global element."""
 
     def __init__(self, description: WsdlDescription):
+        # imported here: it loads xmlschema, which a coupler command that runs no SOAP adapter
+        # need not pay for at start-up
+        from coupler.translators.xml import XsdModel
+
         self.description = description
         self._models = [XsdModel(s, description.source) for s in description.schemas]
 

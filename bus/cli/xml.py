@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("xml", type=Path, nargs="+", help="XML documents")
     p.add_argument("--element", help="the root element (default: each document's root)")
     p.add_argument("--record-path", help="stream one record per repeated element, e.g. orders/order")
-    p.add_argument("--to", choices=("jsonl", "avro"), default="jsonl", help="output format")
+    p.add_argument("--to", choices=("jsonl", "avro"), default="jsonl",
+                   help="output format (jsonl: decimals as JSON numbers with the digits of their scale, as copybook decode writes them)")
     p.add_argument("--output", type=Path, help="output file (default: standard output; required for avro)")
     p.set_defaults(func=run_decode)
 
@@ -98,7 +99,7 @@ def run_decode(args: argparse.Namespace) -> int:
     out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
         for record in records:
-            out.write(dumps(record) + "\n")
+            out.write(dumps(record, decimal_numbers=True) + "\n")
     finally:
         if out is not sys.stdout:
             out.close()

@@ -111,3 +111,20 @@ def test_coupler_help_still_lists_every_command(capsys: pytest.CaptureFixture[st
     listing = capsys.readouterr().out
     missing = [name for name in COMMANDS if f"    {name} " not in listing and f"    {name}\n" not in listing]
     assert not missing, f"coupler --help does not list {missing}"
+
+
+def test_a_command_does_not_load_what_only_some_adapters_need() -> None:
+    """Every ``coupler`` command loads the adapter plugins; aiohttp (SOAP), paramiko (SFTP) and
+    xmlschema (XSD, WSDL) are imported when an adapter or a command first uses them: they
+    were half the start-up of each command (0.84 -> 0.35 s of CPU for ``coupler --help``)."""
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, sys\n"
+            "from coupler.bus.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['--help'])\n"
+            "print(' '.join(m for m in ('aiohttp', 'paramiko', 'xmlschema') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

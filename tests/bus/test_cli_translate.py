@@ -54,6 +54,9 @@ def test_copybook_to_xml_to_copybook_is_byte_for_byte(tmp_path: Path, data_file:
     text = xml.read_text()
     assert '<account' in text and 'id="000042"' in text and "<state>Inactive</state>" in text
     assert "<openedOn>1815-12-10</openedOn>" in text and "<balance>-1234.50</balance>" in text
+    # the namespaces are declared once, on the root: not again on each of the three records
+    assert text.count("xmlns:xsi=") == 1 and text.split("\n")[1].startswith("<accounts ")
+    assert text.count("<account ") == 3 and all("xmlns" not in line for line in text.split("\n")[2:])
 
     back = tmp_path / "back.dat"
     out = coupler("translate", "--from", XML, "--to", CPY, *MAPS, *COMMON, str(xml), "--output", str(back))

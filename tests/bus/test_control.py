@@ -17,7 +17,7 @@ from coupler.bus.runtime.control import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 
-from .site_helpers import running_daemon, write_site
+from .site_helpers import running_daemon, wait_for, write_site
 
 TEXT = FormatIndicator.parse("test.Text@1;text/plain")
 
@@ -84,11 +84,7 @@ def test_stuck_channel_raises_an_alert(tmp_path: Path) -> None:
         assert d.transport is not None
         d.transport.send("slow", Envelope(format=TEXT, body=b"waiting"))
         client = ControlClient(d.site.control_socket)
-        for _ in range(100):
-            alerts = client.call("status")["alerts"]
-            if alerts:
-                break
-            d.stopping.wait(0.05)
-        assert alerts and alerts[0]["channel"] == "slow"
+        alerts = wait_for(lambda: client.call("status")["alerts"], "the stuck channel's alert")
+        assert alerts[0]["channel"] == "slow"
         d.transport.purge("slow")
         assert client.call("status")["alerts"] == []

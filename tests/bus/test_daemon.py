@@ -19,6 +19,7 @@ from coupler.bus.runtime.site import DaemonLockError
 from coupler.canonical import Envelope, FormatIndicator
 
 from . import plugin_echo
+from .site_helpers import wait_for
 
 SITE = """
 [site]
@@ -164,12 +165,7 @@ def test_unroutable_message_goes_to_the_dead_letters(tmp_path: Path) -> None:
         env = Envelope(format=TEXT, body=b"lost?")
         d.transport.send("in", env)
         client = ControlClient(d.site.control_socket)
-        for _ in range(100):
-            dead = client.call("dlq.list")
-            if dead:
-                break
-            d.stopping.wait(0.1)
-        (dl,) = dead
+        (dl,) = wait_for(lambda: client.call("dlq.list"), "the unroutable message in the dead letters")
         assert dl["message_id"] == env.message_id and "unroutable" in dl["error"]
         assert dl["component"] == "route:r"
     finally:

@@ -139,8 +139,8 @@ def test_normal_never_fsyncs_a_commit(tmp_path, monkeypatch) -> None:
 
 
 def test_a_writer_waits_for_the_one_holding_the_lock(tmp_path) -> None:
-    """Writers queue on the writer lock (no busy error, no lost write) and are let in the
-    moment it is released."""
+    """Writers queue on the writer lock (no busy error, no lost write) and are let in when it
+    is released, not after the busy timeout."""
     with SqliteTransport(tmp_path) as t:
         entered, release = threading.Event(), threading.Event()
         done: list[float] = []
@@ -161,10 +161,11 @@ def test_a_writer_waits_for_the_one_holding_the_lock(tmp_path) -> None:
         entered.wait(5)
         time.sleep(0.2)
         assert done == []  # still queued behind the open transaction
-        released = time.monotonic()
         release.set()
         holder.join(5), sender.join(5)
-        assert done and done[0] - released < 0.1
+        # in as the lock is released: within the join, far below the store's 30 s busy timeout
+        # (no stopwatch: a loaded machine may take a tenth of a second to schedule the thread)
+        assert done
         assert sorted(bodies(t.receive("q", "c", max=10))) == [b"first", b"second"]
 
 

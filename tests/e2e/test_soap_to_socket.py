@@ -23,7 +23,7 @@ from zeep.exceptions import Fault
 from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.control import ControlClient
 from examples.legacy.auto_policy_service import QuoteRequest, running_service
-from tests.bus.site_helpers import REPO, start_daemon_process, write_site
+from tests.bus.site_helpers import REPO, start_daemon_process, wait_for, write_site
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +133,16 @@ def test_soap_request_answered_by_the_fixed_width_tcp_service(tmp_path: Path) ->
 
             # everything went through the bus: the socket adapter took four commands and
             # answered each (two refusals counted as failed); nothing is left in a channel
-            status = ControlClient(load_site(site_file).control_socket).call("status")
+            # (the counters and the last acknowledgement may lag the reply by an instant: wait)
+            control = ControlClient(load_site(site_file).control_socket)
+
+            def settled() -> dict | None:
+                got = control.call("status")
+                tcp = next(a for a in got["adapters"] if a["name"] == "auto-rating-tcp")
+                done = (tcp["in"], tcp["failed"]) == (4, 2) and all(c["depth"] == 0 for c in got["channels"])
+                return got if done else None
+
+            status = wait_for(settled, "four commands counted and every channel empty", timeout=30)
             adapters = {a["name"]: a for a in status["adapters"]}
             assert adapters["auto-rating-tcp"]["state"] == "running" and adapters["policy-soap"]["state"] == "running"
             assert (adapters["auto-rating-tcp"]["in"], adapters["auto-rating-tcp"]["failed"]) == (4, 2)

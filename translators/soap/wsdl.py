@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-import xmlschema
 from lxml import etree
 
 from coupler.canonical.errors import CouplerError
@@ -233,6 +232,8 @@ class _Reader:
 
     def _inline_schemas(self, schema_elems: list[Any], base: Path) -> Any:
         """The schemas of one ``wsdl:types``, loaded together as one xmlschema schema."""
+        import xmlschema  # here, not at start-up: every coupler command imports this module
+
         sources: list[Any] = []
         for schema_elem in schema_elems:
             for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):

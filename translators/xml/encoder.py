@@ -75,15 +75,23 @@ class Encoder:
         steps = decoder.resolve_path(record_path)
         fields = self._path_fields(record_path)
         count = 0
-        with etree.xmlfile(str(output), encoding="UTF-8") as xf:
-            xf.write_declaration()
-            opened = []
-            tags = [sorted(tags)[0] for tags, _ in steps]
-            for depth, tag in enumerate(tags[:-1]):
-                ctx = xf.element(tag, nsmap=self.nsmap if depth == 0 else None)
-                ctx.__enter__()
-                opened.append(ctx)
-            last = fields[-1]
+        tags = [sorted(tags)[0] for tags, _ in steps]
+        # the enclosing elements, written once: the namespaces (xsi among them) are declared
+        # on the outermost, and each record's own copy of those declarations is left out
+        head = tail = b""
+        declared: list[bytes] = []
+        if len(tags) > 1:
+            outer = etree.Element(tags[0], nsmap=self.nsmap)
+            inner = outer
+            for tag in tags[1:-1]:
+                inner = etree.SubElement(inner, tag)
+            inner.append(etree.Comment("records"))
+            head, tail = etree.tostring(outer, encoding="UTF-8", xml_declaration=False).split(b"<!--records-->")
+            head, tail = head + b"\n", tail + b"\n"
+            declared = [f' xmlns{":" + p if p else ""}="{uri}"'.encode() for p, uri in self.nsmap.items()]
+        last = fields[-1]
+        with open(output, "wb") as out:
+            out.write(b"<?xml version='1.0' encoding='UTF-8'?>\n" + head)
             for index, record in enumerate(records, 1):
                 label = f"record {index}"
                 elem = etree.Element(tags[-1], nsmap=self.nsmap)
@@ -93,10 +101,14 @@ class Encoder:
                     raise XmlValidationError(str(exc), source=label, path="." + ".".join(exc.path)) from None
                 if validate:
                     self._validate_part(elem, last, label)
-                xf.write(elem, pretty_print=True)
+                text = etree.tostring(elem, encoding="UTF-8", xml_declaration=False, pretty_print=True)
+                end = text.index(b">")
+                start_tag = text[:end]
+                for declaration in declared:
+                    start_tag = start_tag.replace(declaration, b"", 1)
+                out.write(start_tag + text[end:])
                 count += 1
-            for ctx in reversed(opened):
-                ctx.__exit__(None, None, None)
+            out.write(tail)
         return count
 
     # -- building --------------------------------------------------------------------------

@@ -1,6 +1,9 @@
-"""Records as JSON lines: decimals as strings, dates and times ISO 8601, bytes base64.
+"""Records as JSON lines: dates and times ISO 8601, bytes base64, decimals as numbers or strings.
 
-The encoder reads these forms back (it accepts strings for decimals, dates, times and
+``xml decode --to jsonl`` writes a decimal as an exact JSON number with the digits of its
+value (``dumps(record, decimal_numbers=True)``), as ``copybook decode`` does; messages on the
+bus keep decimals as strings (the default). :func:`read_jsonl` reads numbers with a fraction
+as exact decimals, and the encoder accepts both forms (and strings for dates, times and
 bytes), so ``xml decode --to jsonl`` and ``xml encode`` round-trip.
 """
 
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -31,9 +35,24 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def dumps(record: Any) -> str:
-    """One record as one line of JSON."""
-    return json.dumps(record, default=_default, ensure_ascii=False, separators=(",", ":"))
+# a decimal is first written as this string, then unquoted: XML text cannot hold U+0000, so
+# no string of a decoded document can look like it
+_MARK = "\x00D"
+_MARKED = re.compile(r'"\\u0000D(-?[0-9.]+)"')
+
+
+def _number_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return _MARK + format(value, "f")
+    return _default(value)
+
+
+def dumps(record: Any, *, decimal_numbers: bool = False) -> str:
+    """One record as one line of JSON; decimals as exact JSON numbers with ``decimal_numbers``."""
+    if not decimal_numbers:
+        return json.dumps(record, default=_default, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(record, default=_number_default, ensure_ascii=False, separators=(",", ":"))
+    return _MARKED.sub(r"\1", text) if "\\u0000D" in text else text
 
 
 def read_jsonl(stream: IO[str], *, name: str = "<input>") -> Iterator[dict[str, Any]]:
@@ -42,7 +61,7 @@ def read_jsonl(stream: IO[str], *, name: str = "<input>") -> Iterator[dict[str, 
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_float=Decimal)
         except json.JSONDecodeError as exc:
             raise XmlValidationError(f"not JSON: {exc.msg}", source=name, line=number) from None
         if not isinstance(record, dict):

@@ -180,6 +180,9 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
     total_digits = precision - scale  # the model sets precision = totalDigits + fractionDigits
     quantum = Decimal(1).scaleb(-scale)
     context = Context(prec=precision + 1) if precision >= 28 else None  # the default context holds 28 digits
+    # a money-like scale (up to 6, the rule xml encode writes by) has every digit of the scale,
+    # as a COBOL PIC 9(n)V99 field; a larger one keeps the document's own digits
+    pad = scale <= 6
 
     def decode(text: str) -> Decimal:
         if not _DECIMAL.match(text):
@@ -199,7 +202,9 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
                 raise ValueError(f"{text} has more than {total_digits} digits (totalDigits {total_digits})")
             if -exponent > scale:  # type: ignore[operator]  # trailing zeros beyond the scale: drop them
                 return value.quantize(quantum, context=context)
-        return value  # the document's own digits (Avro writers pad to the scale)
+        if pad and -exponent < scale:  # type: ignore[operator]
+            return value.quantize(quantum, context=context)  # 12.5 -> 12.50, as copybook decode writes it
+        return value  # the document's own digits (ISO 20022's 12.34 at scale 17; Avro writers pad)
 
     return decode
 

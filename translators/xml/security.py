@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import xmlschema
 from lxml import etree
 
 from .errors import XmlSecurityError, XmlValidationError, XsdError
+
+if TYPE_CHECKING:
+    import xmlschema
 
 
 def safe_parser(**options: Any) -> etree.XMLParser:
@@ -93,6 +95,8 @@ def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None =
 
 def load_schema(path: str | Path) -> xmlschema.XMLSchema:
     """Load an XSD, resolving imports and includes relative to it, never over the network."""
+    import xmlschema  # here: every coupler command imports this module, few load a schema
+
     path = Path(path)
     if not path.is_file():
         raise XsdError(f"schema file not found: {path}", hint="check the path")
@@ -102,7 +106,8 @@ def load_schema(path: str | Path) -> xmlschema.XMLSchema:
             schema = xmlschema.XMLSchema(str(path), allow="local", defuse="always")
         except xmlschema.XMLSchemaException as exc:
             _raise_blocked(caught, path)
-            raise XsdError(_first_line(str(exc)), where=str(path)) from exc
+            _raise_not_a_schema(path)
+            raise XsdError(_first_line(str(exc)).rstrip(":").rstrip(), where=str(path)) from exc
         except OSError as exc:
             raise XsdError(f"cannot read the schema: {exc}", where=str(path)) from exc
     _raise_blocked(caught, path)
@@ -121,6 +126,23 @@ def _raise_blocked(caught: list[warnings.WarningMessage], path: Path) -> None:
                 hint="imports and includes are resolved relative to the schema file, never over "
                 "the network; download the imported schema next to it and point schemaLocation there",
             )
+
+
+def _raise_not_a_schema(path: Path) -> None:
+    """An XSD error naming what the file is when it is not an ``xs:schema`` (an XML instance
+    given where the schema goes: xmlschema's own message ends in a colon)."""
+    try:
+        _, root = next(etree.iterparse(str(path), events=("start",), resolve_entities=False, no_network=True,
+                                       load_dtd=False))
+    except (etree.XMLSyntaxError, OSError, StopIteration):
+        return
+    if root.tag != "{http://www.w3.org/2001/XMLSchema}schema":
+        name = etree.QName(root).localname
+        raise XsdError(
+            f"not an XSD: its root element is <{name}>, not <xs:schema>",
+            where=str(path),
+            hint="give the .xsd file that describes the documents first, then the XML documents",
+        )
 
 
 def _first_line(text: str) -> str:

@@ -329,8 +329,17 @@ class AmqpTransport(Transport):
         if link is not None:
             link.stop()  # unsettled deliveries go back to their queues on the broker
         with self._cond:
+            # prefetched messages that arrived while the ones above were recorded (a busy
+            # machine's connection thread is late): their return is no attempt either
+            late = {c.queue: [p.message_id for _t, p, _b in c.buffer if p.message_id not in unused.get(c.queue, ())]
+                    for c in self._consumers.values()}
             self._leases.clear()
             self._consumers.clear()
+        if link is not None:
+            for queue, ids in late.items():
+                if ids:
+                    with contextlib.suppress(TransportError):
+                        self.store.add_returns(queue, ids)
         self._configs.clear()
         self._subscribers.clear()
         self.store.close()

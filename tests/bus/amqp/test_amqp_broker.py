@@ -18,6 +18,7 @@ from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import LeaseLostError, TransportError
 from coupler.bus.transport.factory import open_transport
 from tests.bus.contract.support import doc, drain
+from tests.bus.site_helpers import wait_for
 
 from .broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 
@@ -164,8 +165,9 @@ def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(names) ->
     try:
         soon = datetime.now(UTC) + timedelta(milliseconds=300)
         t.send("slow", [doc(b"short-lived", expires_at=soon), doc(b"keeps")])
-        time.sleep(1.0)  # the broker's per-message TTL runs out while it waits in the queue
-        [dead] = t.dead_letters()
+        # the broker's per-message TTL runs out while it waits in the queue (in 0.3 s; on a busy
+        # machine the dead letter arrives when it arrives: wait for it)
+        [dead] = wait_for(t.dead_letters, "the expired message among the dead letters", timeout=30)
         assert (dead.reason, dead.channel, dead.envelope.body) == ("expired", "slow", b"short-lived")
         assert [d.envelope.body for d in drain(t, "slow")] == [b"keeps"]
         assert t.stats("slow")[0].expired == 1

@@ -70,3 +70,13 @@ def test_control_sums_of_iso_20022_decode_and_the_avro_decimal_holds_every_value
     assert "<CtrlSum>123456789012345678</CtrlSum>" in written and "<CtrlSum>12.34</CtrlSum>" in written
     with pytest.raises(XmlValidationError, match="more than 18 digits"):  # the XSD's own limit
         decoder.decode_document(DOC.read_bytes().replace(b"<CtrlSum>12.34</CtrlSum>", b"<CtrlSum>1234567890123456789</CtrlSum>", 1))
+
+
+@pytest.mark.parametrize("command", [["xsd", "schema"], ["xml", "decode"]])
+def test_an_xml_document_given_as_the_schema_is_named_with_what_to_do(capsys: pytest.CaptureFixture[str],
+                                                                       command: list[str]) -> None:
+    """A newcomer's first mistake: the instance where the XSD goes. One complete line, no bare colon."""
+    assert main([*command, str(DOC), *([str(DOC)] if command[0] == "xml" else [])]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"coupler: error: {DOC}: not an XSD: its root element is <Document>, not <xs:schema> "
+                   "(give the .xsd file that describes the documents first, then the XML documents)")

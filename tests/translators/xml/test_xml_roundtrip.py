@@ -197,3 +197,46 @@ def test_cli_decode_encode_and_schema(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "several records" in capsys.readouterr().err
     assert main(["xml", "decode", str(ORDERS), str(DATA / "order-1.xml"), "--element", "orders"]) == 1
     assert "root element is 'order'" in capsys.readouterr().err
+
+
+PAYMENT_XSD = """<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <xs:element name="payment"><xs:complexType><xs:sequence>
+    <xs:element name="id" type="xs:string"/>
+    <xs:element name="amount"><xs:simpleType><xs:restriction base="xs:decimal">
+      <xs:totalDigits value="7"/><xs:fractionDigits value="2"/></xs:restriction></xs:simpleType></xs:element>
+    <xs:element name="rate"><xs:simpleType><xs:restriction base="xs:decimal">
+      <xs:totalDigits value="18"/><xs:fractionDigits value="17"/></xs:restriction></xs:simpleType></xs:element>
+  </xs:sequence></xs:complexType></xs:element>
+</xs:schema>
+"""
+PAYMENT_CPY = """       01  PAYMENT.
+           05  ID      PIC X(4).
+           05  AMOUNT  PIC 9(5)V99.
+"""
+
+
+def test_xml_decode_writes_decimals_as_copybook_decode_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both commands write a decimal as a JSON number (never a string): a scale up to 6 with
+    every digit of the scale (125.5 -> 125.50, as PIC 9(5)V99 reads), a larger one with the
+    document's own digits (ISO 20022's scale 17 keeps 0.12345678901234567 and 12.34)."""
+    (tmp_path / "p.xsd").write_text(PAYMENT_XSD)
+    (tmp_path / "p.cpy").write_text(PAYMENT_CPY)
+    (tmp_path / "p.dat").write_bytes(b"P0010012550")
+    (tmp_path / "p.xml").write_text("<payment><id>P001</id><amount>125.5</amount><rate>0.12345678901234567</rate></payment>")
+    (tmp_path / "q.xml").write_text("<payment><id>P002</id><amount>7</amount><rate>12.34</rate></payment>")
+    assert main(["copybook", "decode", str(tmp_path / "p.cpy"), str(tmp_path / "p.dat"), "-o", "encoding=ascii"]) == 0
+    assert capsys.readouterr().out == '{"ID":"P001","AMOUNT":125.50}\n'
+    jsonl = tmp_path / "p.jsonl"
+    for name in ("p.xml", "q.xml"):
+        assert main(["xml", "decode", str(tmp_path / "p.xsd"), str(tmp_path / name), "--output", str(tmp_path / "one.jsonl")]) == 0
+        with jsonl.open("a") as out:
+            out.write((tmp_path / "one.jsonl").read_text())
+    assert jsonl.read_text().splitlines() == ['{"id":"P001","amount":125.50,"rate":0.12345678901234567}',
+                                              '{"id":"P002","amount":7.00,"rate":12.34}']
+    # and back: xml encode reads the numbers exactly (no float on the way)
+    for line, name in zip(jsonl.read_text().splitlines(), ("p.xml", "q.xml"), strict=True):
+        (tmp_path / "one.jsonl").write_text(line + "\n")
+        xml = tmp_path / "back.xml"
+        assert main(["xml", "encode", str(tmp_path / "p.xsd"), str(tmp_path / "one.jsonl"), "--output", str(xml)]) == 0
+        schema = xmlschema.XMLSchema(str(tmp_path / "p.xsd"))
+        assert canonical(schema, str(xml)) == canonical(schema, str(tmp_path / name))
