@@ -36,6 +36,12 @@ class MessageKind(StrEnum):
     REPLY = "reply"
 
 
+@functools.lru_cache(maxsize=1024)
+def _parse_format(text: str) -> FormatIndicator:
+    """``FormatIndicator.parse(text)``, once per text (a format indicator is immutable)."""
+    return FormatIndicator.parse(text)
+
+
 def utc_now() -> datetime:
     return to_millis(datetime.now(UTC))
 
@@ -90,7 +96,7 @@ class Envelope:
 
     def __post_init__(self) -> None:
         if isinstance(self.format, str):
-            self.format = FormatIndicator.parse(self.format)
+            self.format = _parse_format(self.format)
         self.kind = MessageKind(self.kind)
         if not isinstance(self.body, bytes):
             raise EnvelopeError(f"body must be bytes, not {type(self.body).__name__}")

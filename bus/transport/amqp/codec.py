@@ -6,21 +6,23 @@ kind), ``content_type`` (of the format), ``timestamp`` (seconds), ``app_id`` (or
 ``expiration`` (the time to live left, in ms), ``delivery_mode`` 2 (persistent). The rest
 travels in ``headers`` under ``coupler-*`` keys: the format's name and version, the
 timestamp and expiry in milliseconds, the Message Sequence and Message History (JSON), the
-string properties (a table), and the number of attempts already made.
+string properties (a table), and the number of attempts already made (the version when it
+is not 1 and the attempts when there were any: absent, they read as 1 and 0).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pika
 
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.envelope import HistoryEntry, MessageKind, Sequence
+from coupler.canonical.envelope import HistoryEntry, MessageKind, Sequence, utc_now
 from coupler.canonical.errors import EnvelopeError
 
 H_FORMAT = "coupler-format"
@@ -43,10 +45,6 @@ def _ms(ts: datetime) -> int:
     return int(round(ts.timestamp() * 1000))
 
 
-def _from_ms(ms: Any) -> datetime:
-    return datetime.fromtimestamp(int(ms) / 1000, UTC)
-
-
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -59,12 +57,13 @@ def to_amqp(
 ) -> tuple[bytes, pika.BasicProperties]:
     """The AMQP body and properties of ``env``; ``attempts`` deliveries were already made;
     ``hop`` is a Message History entry added to the copy (``env`` is not changed)."""
-    headers: dict[str, Any] = {
-        H_FORMAT: env.format.name,
-        H_VERSION: env.format.version,
-        H_TIMESTAMP: _ms(env.timestamp),
-        H_ATTEMPTS: attempts,
-    }
+    # a format version 1 and no attempts are left out (readers default them): every header
+    # costs the producer and the consumer a few microseconds in pika's table codec
+    headers: dict[str, Any] = {H_FORMAT: env.format.name, H_TIMESTAMP: _ms(env.timestamp)}
+    if env.format.version != 1:
+        headers[H_VERSION] = env.format.version
+    if attempts:
+        headers[H_ATTEMPTS] = attempts
     expiration = None
     if env.expires_at is not None:
         headers[H_EXPIRES] = _ms(env.expires_at)
@@ -131,8 +130,31 @@ class Received:
         return float(self.headers.get(H_TIMESTAMP) or 0) / 1000.0
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLI = timedelta(milliseconds=1)
+_KINDS = {k.value: k for k in MessageKind}
+
+
+def _at_ms(ms: Any) -> datetime:
+    """The UTC time of ``ms`` milliseconds since the epoch (exact: already whole ms)."""
+    return _EPOCH + int(ms) * _MILLI
+
+
+def _entry(component: str, action: str, ms: Any) -> HistoryEntry:
+    """A history entry read back (its timestamp is whole milliseconds in UTC already: the
+    checks of ``HistoryEntry.__post_init__`` have nothing to do)."""
+    entry: Any = object.__new__(HistoryEntry)
+    entry.__dict__.update(component=str(component), action=str(action), timestamp=_at_ms(ms))
+    return entry
+
+
 def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:
-    """Decode a message written by :func:`to_amqp`; raises EnvelopeError when it is not one."""
+    """Decode a message written by :func:`to_amqp`; raises EnvelopeError when it is not one.
+
+    The envelope is built without ``Envelope.__post_init__``: what it checks holds by
+    construction here (timestamps whole milliseconds in UTC, the kind a ``MessageKind``,
+    properties strings, the body bytes, the format a ``FormatIndicator`` checked once per
+    name, version and content type)."""
     headers = dict(props.headers or {})
     if headers.get(H_RAW):
         return Received(None, body, headers, props)
@@ -141,21 +163,31 @@ def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:
         raise EnvelopeError("AMQP message without a coupler-format header: not a Coupler envelope")
     try:
         seq = headers.get(H_SEQUENCE)
-        history = json.loads(_text(headers.get(H_HISTORY)) or "[]")
-        env = Envelope(
-            format=FormatIndicator(name, int(headers.get(H_VERSION) or 1), _text(props.content_type) or "avro/binary"),
+        history = headers.get(H_HISTORY)
+        kind = _text(props.type) or "document"
+        expires = headers.get(H_EXPIRES)
+        ts = headers.get(H_TIMESTAMP)
+        env: Any = object.__new__(Envelope)
+        env.__dict__.update(
+            format=_format(name, int(headers.get(H_VERSION) or 1), _text(props.content_type) or "avro/binary"),
             body=body,
-            kind=MessageKind(_text(props.type) or "document"),
+            kind=_KINDS.get(kind) or MessageKind(kind),
             message_id=_text(props.message_id) or "",
-            timestamp=_from_ms(headers[H_TIMESTAMP]) if H_TIMESTAMP in headers else datetime.now(UTC),
+            timestamp=_at_ms(ts) if ts is not None else utc_now(),
             correlation_id=_text(props.correlation_id),
             return_address=_text(props.reply_to),
-            expires_at=_from_ms(headers[H_EXPIRES]) if H_EXPIRES in headers else None,
+            expires_at=_at_ms(expires) if expires is not None else None,
             sequence=Sequence(**json.loads(_text(seq) or "")) if seq else None,
-            history=[HistoryEntry(c, a, _from_ms(t)) for c, a, t in history],
+            history=[_entry(c, a, t) for c, a, t in json.loads(_text(history) or "[]")] if history else [],
+            attempt=0,
             origin=_text(props.app_id),
             properties={str(k): _text(v) or "" for k, v in (headers.get(H_PROPERTIES) or {}).items()},
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise EnvelopeError(f"AMQP message has a bad coupler header: {exc}") from exc
     return Received(env, body, headers, props)
+
+
+@functools.lru_cache(maxsize=4096)
+def _format(name: str, version: int, content_type: str) -> FormatIndicator:
+    return FormatIndicator(name, version, content_type)

@@ -836,6 +836,7 @@ class AmqpTransport(Transport):
                 settle.append((*item, None, str(exc)))
         returned = [rec.envelope.message_id for _i, rec in decoded if rec.returned and rec.envelope]
         known = self.store.returns(queue, returned) if returned else {}
+        hop = HistoryEntry(consumer, f"receive {channel}")  # one entry (immutable) for the batch
         for item, rec in decoded:
             tag, props, body = item
             env = rec.envelope
@@ -858,7 +859,7 @@ class AmqpTransport(Transport):
                     settle.append((tag, props, body, None, str(exc)))
                     continue
             env.attempt = prior + 1
-            env.record_hop(consumer, f"receive {channel}")
+            env.history.append(hop)
             lease_id = next(self._lease_ids)
             expires = time.time() + lease
             leases.append(_Lease(lease_id, generation, tag, channel, queue, consumer, None, rec,
