@@ -319,6 +319,11 @@ class AmqpTransport(Transport):
         return self
 
     def close(self) -> None:
+        if self._link is not None and self._consumers:
+            # read what the broker already pushed first: a prefetched message still unread in
+            # the socket when the channel closes would go back counted as an attempt
+            with contextlib.suppress(TransportError):
+                self._link.call(self._drain_pushed, retry=False, timeout=2)
         with self._cond:  # pushed ahead, never leased: their return is no attempt
             unused = {c.queue: [p.message_id for _t, p, _b in c.buffer] for c in self._consumers.values()}
         if self._link is not None:
@@ -343,6 +348,15 @@ class AmqpTransport(Transport):
         self._configs.clear()
         self._subscribers.clear()
         self.store.close()
+
+    def _drain_pushed(self, link: Link) -> None:
+        """Process deliveries until none arrives for 20 ms (at most 0.5 s)."""
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            held = sum(len(c.buffer) for c in self._consumers.values())
+            link.pump(0.02)
+            if sum(len(c.buffer) for c in self._consumers.values()) == held:
+                return
 
     def file_state(self, adapter: str, owner: str) -> PgFileState:
         """The seen-state of polling adapter ``adapter``, shared by every daemon of the site."""
