@@ -188,10 +188,12 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
         if not _DECIMAL.match(text):
             raise ValueError(f"{text!r} is not an xs:decimal")
         value = Decimal(text)
-        # the common case from the text alone (as_tuple() costs four times Decimal(text)): no
-        # more fraction characters than the scale, no more characters than the digits allowed
+        # the common case from the text alone (as_tuple() costs four times Decimal(text)): as
+        # many fraction characters as the scale (no more, when it is not padded), no more
+        # characters than the digits allowed
         dot = text.find(".")
-        if (dot < 0 or len(text) - dot - 1 <= scale) and len(text) - (dot >= 0) <= total_digits:
+        fraction = 0 if dot < 0 else len(text) - dot - 1
+        if (fraction == scale if pad else fraction <= scale) and len(text) - (dot >= 0) <= total_digits:
             return value
         _, digits, exponent = value.as_tuple()
         if -exponent > scale or len(digits) > total_digits:  # type: ignore[operator]  # finite: matched the regex
