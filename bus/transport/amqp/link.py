@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import select
 import socket
 import threading
@@ -88,6 +89,7 @@ class Link:
         confirm_timeout: float = 30.0,
         tick: Callable[[Link], None] | None = None,
         on_new_channel: Callable[[Link], None] | None = None,
+        on_deferred: Callable[[Link], None] | None = None,
     ):
         try:
             self.params = pika.URLParameters(url)
@@ -106,6 +108,10 @@ class Link:
         self.confirm_timeout = confirm_timeout
         self._tick = tick
         self._on_new_channel = on_new_channel
+        #: deferred work (the transport's coalesced acknowledgements), run holding the
+        #: connection when ``_deferred_due`` (monotonic) has passed or with the next operation
+        self._on_deferred = on_deferred
+        self._deferred_due = math.inf
         self.conn: pika.BlockingConnection | None = None
         self.ch: Any = None
         #: increases with every new channel; deliveries of an older generation are gone
@@ -210,6 +216,7 @@ class Link:
             with self._held():
                 if self.conn is not None:
                     try:
+                        self._run_deferred(force=True)
                         result = fn(self)
                         self._flush()
                         return result
@@ -237,6 +244,24 @@ class Link:
         except TransportError as exc:
             fut.set_exception(exc)
         return fut
+
+    def defer(self, due: float) -> None:
+        """Run the deferred work (``on_deferred``) at the monotonic time ``due`` at the
+        latest: a thread waiting for the broker runs it then, and every operation
+        (:meth:`call`) runs it first. When nobody uses the connection, the link's own
+        thread runs it at its next turn (at most 50 ms later)."""
+        if due < self._deferred_due:
+            self._deferred_due = due
+
+    def _run_deferred(self, *, force: bool = False) -> bool:
+        """Run the deferred work when it is due (or now: ``force``), holding the connection."""
+        if self._on_deferred is None or self._deferred_due == math.inf:
+            return False
+        if not force and time.monotonic() < self._deferred_due:
+            return False
+        self._deferred_due = math.inf
+        self._on_deferred(self)
+        return True
 
     def wake(self) -> None:
         """Make the link's thread look at the connection now (from any thread)."""
@@ -352,8 +377,9 @@ class Link:
                     self._stopping.wait(min(left, 0.05))
                     continue
                 readable: list[Any] = []
+                due = max(0.0, self._deferred_due - time.monotonic())
                 with contextlib.suppress(OSError, ValueError):
-                    readable, _w, _x = select.select([sock, pair[0]], [], [], min(left, 0.5))
+                    readable, _w, _x = select.select([sock, pair[0]], [], [], min(left, 0.5, due))
                     if pair[0] in readable:
                         with contextlib.suppress(OSError):
                             pair[0].recv(4096)
@@ -363,6 +389,8 @@ class Link:
                     if self.conn is None:
                         continue
                     try:
+                        if self._run_deferred():
+                            self._flush()
                         if sock in readable:
                             self._read(done)
                         else:
@@ -387,7 +415,8 @@ class Link:
             quiet = time.monotonic() - self._used_at - _QUIET
             sock = None if self._drivers or quiet < 0 else self._socket()
             rlist = [self._wake_r] if sock is None else [self._wake_r, sock]
-            timeout = min(next_tick - time.monotonic(), 0.05, -quiet if quiet < 0 else 0.05)
+            timeout = min(next_tick - time.monotonic(), 0.05, -quiet if quiet < 0 else 0.05,
+                          self._deferred_due - time.monotonic())
             readable: list[Any] = []
             with contextlib.suppress(OSError, ValueError):
                 readable, _w, _x = select.select(rlist, [], [], max(0.0, timeout))
@@ -400,6 +429,8 @@ class Link:
                 if self.conn is None:
                     continue
                 try:
+                    if self._run_deferred():
+                        self._flush()
                     if sock is not None and sock in readable:
                         self._read(None)
                     now = time.monotonic()

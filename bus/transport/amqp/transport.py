@@ -151,6 +151,11 @@ _PREFETCH_MIN = 20  # messages pushed ahead to a consumer: twice the batch asked
 _IDLE_SECONDS = 5.0  # a consumer nobody received from for this long returns what it holds
 _SETTLE_WAIT = 0.05  # a receive without waiting waits this long for messages the queue reports
 _FIRST_WAIT = 1.0  # ... and up to this long for the first of them
+#: acknowledgements are coalesced: sent together (one ``multiple`` ack) when this many are
+#: waiting, with the next operation on the connection, or this many seconds after the first
+#: (each acknowledgement of a quorum queue is a Raft command of the broker's)
+_ACK_COALESCE = 10
+_ACK_DELAY = 0.005
 
 
 @dataclass
@@ -291,6 +296,9 @@ class AmqpTransport(Transport):
         self._identities = PgIdentityRepository(self.store)
         self._next_sweep = 0.0
         self._link_generation = 0
+        #: delivery tags acknowledged by the application, not yet sent (and their generation)
+        self._ack_tags: list[int] = []
+        self._ack_generation = 0
 
     def __repr__(self) -> str:
         host = self._link.params.host if self._link else self.url.rsplit("@", 1)[-1]
@@ -308,6 +316,7 @@ class AmqpTransport(Transport):
             reconnect_timeout=self.reconnect_timeout,
             tick=self._tick,
             on_new_channel=self._on_new_channel,
+            on_deferred=self._send_pending_acks,
         )
         try:
             link.start(self._declare_basics)
@@ -319,6 +328,9 @@ class AmqpTransport(Transport):
         return self
 
     def close(self) -> None:
+        if self._link is not None and self._ack_tags:  # coalesced acknowledgements go out now
+            with contextlib.suppress(TransportError):
+                self._link.call(self._send_pending_acks, retry=False, timeout=2)
         if self._link is not None and self._consumers:
             # read what the broker already pushed first: a prefetched message still unread in
             # the socket when the channel closes would go back counted as an attempt
@@ -974,27 +986,42 @@ class AmqpTransport(Transport):
         return link.generation
 
     def _ack_now(self, ds: list[Delivery], journal: _Journal) -> None:
-        """Settle ``ds`` (all or none): the acknowledgements go out at once from this thread,
-        which does not wait for an answer (AMQP acks have none)."""
+        """Settle ``ds`` (all or none). The acknowledgements are coalesced: they go out with
+        the next operation on the connection, when ``_ACK_COALESCE`` are waiting, or
+        ``_ACK_DELAY`` after the first of them (a thread waiting for the broker sends them;
+        AMQP acks have no answer, so nothing waits for them). A process killed in between
+        gets those messages redelivered, as when an ack is lost with its connection: at least
+        once, the Idempotent Receiver drops the duplicate."""
         generation = self._generation()
         with self._cond:
             leases = [self._lease(None, d, "acknowledge") for d in ds]
             for lease in leases:
                 del self._leases[lease.id]
             self._cond.notify_all()
-        tags = [lease.tag for lease in leases]
-
-        def send_acks(link: Link) -> None:
-            if link.generation == generation:
-                self._send_acks(link, tags)  # sent when the call ends (Link.call flushes)
-
-        assert self._link is not None
-        self._link.submit(send_acks)
+            if self._ack_generation != generation:  # those of a lost channel went back anyway
+                self._ack_tags, self._ack_generation = [], generation
+            first = not self._ack_tags
+            self._ack_tags.extend(lease.tag for lease in leases)
+            now = len(self._ack_tags) >= _ACK_COALESCE
+        link = self._link
+        assert link is not None
+        if now:
+            link.submit(self._send_pending_acks)
+        elif first:
+            link.defer(time.monotonic() + _ACK_DELAY)
         self._settled(leases)
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
             journal.add(d.channel, d.message_id, ACKED, d.consumer)
+
+    def _send_pending_acks(self, link: Link) -> None:
+        """Send the coalesced acknowledgements (holding the connection)."""
+        with self._cond:
+            tags, generation = self._ack_tags, self._ack_generation
+            self._ack_tags = []
+        if tags and generation == link.generation:
+            self._send_acks(link, tags)  # sent when the operation ends (Link.call flushes)
 
     def _send_acks(self, link: Link, tags: list[int]) -> None:
         """Acknowledge delivery ``tags`` of the current channel: one ``multiple`` ack when no
