@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from coupler.bus.cli.channel import DEFAULT_FORMAT, parse_properties
+from coupler.bus.cli.channel import DEFAULT_FORMAT, check_format, parse_properties
 from coupler.bus.cli.site import add_site_argument
 from coupler.bus.config.loader import load_site, site_path
 from coupler.bus.model.commands import COMMON_COMMANDS
@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", "-t", required=True, help="adapter name, declared target or identity pattern (class/provider/name@version)")
     p.add_argument("file", metavar="FILE", nargs="?", help="the document of send/request ('-': standard input)")
     p.add_argument("--format", default=DEFAULT_FORMAT, help=f"format indicator of the document (default {DEFAULT_FORMAT})")
+    p.add_argument("--unregistered", action="store_true",
+                   help="accept a --format that names no registered schema (by default an error naming the known ones)")
     p.add_argument("--property", "-p", action="append", default=[], metavar="KEY=VALUE", help="a document property (repeatable)")
     p.add_argument("--query", "-q", action="append", default=[], metavar="KEY=VALUE", help="fetch: selection (repeatable)")
     p.add_argument("--max", type=int, help="fetch: at most N documents")
@@ -39,11 +41,14 @@ def run(args: argparse.Namespace) -> int:
     if args.command in ("send", "request"):
         if args.file is None:
             raise UsageError(f"the {args.command} command needs a document: give FILE or '-' for standard input")
+        fmt = FormatIndicator.parse(args.format)
+        if not args.unregistered:
+            check_format(fmt, site)
         try:
             body = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
         except OSError as exc:
             raise CouplerError(f"cannot read {args.file}: {exc.strerror}", where=args.file) from exc
-        env = Envelope(format=FormatIndicator.parse(args.format), body=body, properties=parse_properties(args.property))
+        env = Envelope(format=fmt, body=body, properties=parse_properties(args.property))
         document = encode_envelope(env)
     elif args.file is not None:
         raise UsageError(f"the {args.command} command takes no document")

@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--to", choices=("jsonl", "avro"), default="jsonl",
                    help="output format (jsonl: decimals as JSON numbers with the digits of their scale, as copybook decode writes them)")
     p.add_argument("--output", type=Path, help="output file (default: standard output; required for avro)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.set_defaults(func=run_decode)
 
     p = xml_sub.add_parser("encode", help="records (JSON lines) -> an XML document that validates")
@@ -57,17 +58,32 @@ def run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _decoded(args: argparse.Namespace) -> tuple[Any, Iterator[dict[str, Any]]]:
+class _Read:
+    """How many bytes of the XML documents have been read: the finished ones and the
+    position in the one being streamed (the progress bar's measure)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.current: Any = None
+
+    def __call__(self) -> int:
+        return self.done + (self.current.tell() if self.current is not None and not self.current.closed else 0)
+
+
+def _decoded(args: argparse.Namespace, read: _Read | None = None) -> tuple[Any, Iterator[dict[str, Any]]]:
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.security import parse_document
 
     model = XsdModel.load(args.xsd)
+    read = read or _Read()
     if args.record_path:
         decoder = model.decoder(args.element or args.record_path.strip("/").split("/")[0])
 
         def streamed() -> Iterator[dict[str, Any]]:
             for path in args.xml:
-                yield from decoder.iter_records(path, args.record_path)
+                with open(path, "rb") as read.current:
+                    yield from decoder.iter_records(read.current, args.record_path, name=str(path))
+                read.done += path.stat().st_size
 
         return model.avro_schema(decoder.element.name), streamed()
     element = args.element
@@ -77,7 +93,9 @@ def _decoded(args: argparse.Namespace) -> tuple[Any, Iterator[dict[str, Any]]]:
 
     def documents() -> Iterator[dict[str, Any]]:
         for path in args.xml:
-            yield decoder.decode_document(path)
+            record = decoder.decode_document(path)
+            read.done += path.stat().st_size
+            yield record
 
     return model.avro_schema(decoder.element.name), documents()
 
@@ -85,9 +103,16 @@ def _decoded(args: argparse.Namespace) -> tuple[Any, Iterator[dict[str, Any]]]:
 def run_decode(args: argparse.Namespace) -> int:
     from coupler.translators.xml.jsonio import dumps
 
-    avro_schema, records = _decoded(args)
+    for path in args.xml:
+        if not path.is_file():
+            raise UsageError(f"input file {path} does not exist")
+    read = _Read()
+    avro_schema, records = _decoded(args, read)
     if args.record_path:
         avro_schema = _record_schema(args)
+    # a progress bar on a terminal (not when the records themselves go to it); nothing when piped
+    if not args.no_progress and sys.stderr.isatty() and (args.output is not None or not sys.stdout.isatty()):
+        records = _with_progress(records, sum(p.stat().st_size for p in args.xml), read)
     if args.to == "avro":
         import fastavro
 
@@ -104,6 +129,20 @@ def run_decode(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     return 0
+
+
+def _with_progress(records: Iterator[dict[str, Any]], total: int, read: _Read) -> Iterator[dict[str, Any]]:
+    from coupler.bus.cli.translate import Progress
+
+    progress = Progress(sys.stderr, total, read)
+    count = 0
+    try:
+        for record in records:
+            count += 1
+            progress.tick(count)
+            yield record
+    finally:
+        progress.close(count)
 
 
 def _record_schema(args: argparse.Namespace) -> Any:

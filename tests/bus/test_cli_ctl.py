@@ -103,7 +103,7 @@ def test_send_prints_replies_and_faults(tmp_path: Path, capsys: pytest.CaptureFi
     doc.write_text("quote please")
     with running_daemon(site):
         rc, out, _ = run(capsys, "send", "--site", s, "--command", "request", "--target", "echo1",
-                         "--format", "acme.Note@1;text/plain", "--operation", "Quote", str(doc))
+                         "--format", "acme.Note@1;text/plain", "--unregistered", "--operation", "Quote", str(doc))
         assert rc == 0 and out.splitlines()[0].startswith("echo1: ok") and "QUOTE PLEASE" in out
         rc, out, _ = run(capsys, "send", "--site", s, "-c", "fetch", "-t", "crm/acme", "--max", "1", "--json")
         (reply,) = json.loads(out)
@@ -139,3 +139,19 @@ def test_ctl_status_without_daemon_reports_stopped_with_store_stats(tmp_path: Pa
     for op in (["adapters"], ["pause", "echo1"], ["ping", "echo1"], ["stop"]):
         rc, _, err = run(capsys, "ctl", "--site", s, *op)
         assert rc == 1 and "no daemon runs for site" in err, op
+
+
+def test_send_refuses_an_unregistered_format_unless_told(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20: as ``channel put``, a format naming no registered schema is a one-line error
+    naming the known subjects (before any daemon is asked); --unregistered sends it anyway."""
+    s = str(write_site(tmp_path, SITE))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("x")
+    rc, out, err = run(capsys, "send", "--site", s, "-c", "send", "-t", "echo1", "--format", "acme.Nope@1", str(doc))
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    assert "no schema named 'acme.Nope'" in err and "acme.Address" in err and "--unregistered" in err
+    rc, _, err = run(capsys, "send", "--site", s, "-c", "send", "-t", "echo1", "--format", "acme.Nope@1",
+                     "--unregistered", str(doc))
+    assert rc == 1 and "no daemon runs" in err  # past the format check
+    rc, _, err = run(capsys, "send", "--site", s, "-c", "send", "-t", "echo1", str(doc))
+    assert rc == 1 and "no daemon runs" in err  # the default format is one of Coupler's opaque formats

@@ -80,3 +80,55 @@ def test_an_xml_document_given_as_the_schema_is_named_with_what_to_do(capsys: py
     err = capsys.readouterr().err.strip()
     assert err == (f"coupler: error: {DOC}: not an XSD: its root element is <Document>, not <xs:schema> "
                    "(give the .xsd file that describes the documents first, then the XML documents)")
+
+
+def _on_a_terminal(args: list[str]) -> tuple[int, str, str]:
+    """``coupler ARGS`` with its standard error on a pseudo-terminal: (status, stdout, what the terminal showed)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main_fd, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli.main", *args],
+                            stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main_fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    os.close(main_fd)
+    return proc.wait(timeout=60), out, b"".join(chunks).decode()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["documents", "record-path"])
+def test_xml_decode_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path: Path, stream: bool) -> None:
+    """Issue 20: a long decode shows a progress bar (bytes, records, rate) on a terminal; piped, nothing."""
+    import subprocess
+    import sys
+
+    args = ["xml", "decode", str(XSD), str(DOC), str(DOC), "--output", str(tmp_path / "out.jsonl")]
+    if stream:
+        args += ["--record-path", "Document/CstmrCdtTrfInitn/PmtInf"]
+    rc, _, shown = _on_a_terminal(args)
+    assert rc == 0, shown
+    records = len((tmp_path / "out.jsonl").read_text().splitlines())
+    assert records >= 2
+    assert f"100.0% {records} records" in shown and "[" + "#" * 30 + "]" in shown, shown
+    piped = subprocess.run([sys.executable, "-m", "coupler.bus.cli.main", *args], capture_output=True, text=True,
+                           timeout=60)
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout == ""
+
+
+@pytest.mark.parametrize("stream", [[], ["--record-path", "Document/CstmrCdtTrfInitn/PmtInf"]], ids=["documents", "record-path"])
+def test_xml_decode_of_a_missing_document_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          stream: list[str]) -> None:
+    assert main(["xml", "decode", str(XSD), str(DOC), str(tmp_path / "nope.xml"), *stream]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip() == f"coupler: error: input file {tmp_path / 'nope.xml'} does not exist"

@@ -1,0 +1,53 @@
+"""What ``make demo`` prints, without running the whole demo (issue 20): the commands it shows
+can be pasted into a shell as they are, and a long step shows a live line with its elapsed
+time on a terminal and only its closing line when piped."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from examples.demo.demo import Demo
+from tests.bus.site_helpers import REPO, write_site
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_shown_command_pastes_into_a_shell_as_printed(tmp_path: Path) -> None:
+    site = write_site(tmp_path / "site", "")
+    doc = tmp_path / "change.json"
+    doc.write_text('{"street": "1 Main St"}')
+    out = io.StringIO()
+    demo = Demo(tmp_path / "demo", 1, out_stream=out)
+    demo.cli("channel", "put", "--site", str(site), "changes", str(doc),
+             "--format", "acme.Address@1;application/json", show=True)
+    (shown,) = [line for line in out.getvalue().splitlines() if line.startswith("$ ")]
+    assert "'acme.Address@1;application/json'" in shown  # quoted: a shell would end the command at the ;
+    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
+    pasted = subprocess.run(["bash", "-c", shown[2:]], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert pasted.returncode == 0 and pasted.stdout.strip() == "put 1 message(s) on changes", pasted.stderr
+    got = subprocess.run([sys.executable, "-m", "coupler.bus.cli", "channel", "get", "--site", str(site), "changes",
+                          "--max", "2", "--json"], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert got.stdout.count('"acme.Address@1;application/json"') == 2, got.stdout + got.stderr
+
+
+def test_a_long_step_shows_elapsed_time_on_a_terminal_and_one_line_when_piped(tmp_path: Path) -> None:
+    piped = io.StringIO()
+    with Demo(tmp_path, 1, out_stream=piped).activity("Spark ingests the extract", lambda: "12.0 MB"):
+        time.sleep(0.6)
+    assert re.fullmatch(r"  Spark ingests the extract: \d+\.\d s\n", piped.getvalue())  # no live line, no escapes
+
+    terminal = Terminal()
+    with Demo(tmp_path, 1, out_stream=terminal).activity("Spark ingests the extract", lambda: "12.0 MB"):
+        time.sleep(0.8)
+    shown = terminal.getvalue()
+    assert "Spark ingests the extract" in shown and "12.0 MB" in shown and " s " in shown  # the live line, updated
+    assert re.search(r"  Spark ingests the extract: \d+\.\d s$", shown.rstrip().splitlines()[-1])  # then closed
