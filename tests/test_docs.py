@@ -44,3 +44,15 @@ def test_index_lists_every_document() -> None:
     missing = [d.relative_to(REPO) for d in DOCS if d.parent.is_relative_to(REPO / "docs")
                and d.name != "index.md" and d.resolve() not in listed]
     assert not missing, f"docs/index.md does not link {missing}"
+
+
+@pytest.mark.parametrize("command", ["copybook decode", "translate", "batch translate"])
+def test_every_decode_path_documents_its_exit_status_and_record_numbering(command: str) -> None:
+    """Issue 16: the CLI reference states, for each command that decodes copybook records, how
+    records are numbered and what each exit status means."""
+    text = (REPO / "docs" / "cli-reference.md").read_text()
+    level = "##" if " " not in command else "###"
+    section = text.split(f"\n{level} `{command}`\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    assert "numbered from 1" in section, command
+    for status in ("Exit status", "0 when", "1 when", "2 for a usage error"):
+        assert status in section, (command, status)

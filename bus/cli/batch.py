@@ -64,7 +64,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     batch = sub.add_parser("batch", help="bulk translation and batch ingestion on Spark")
     bsub = batch.add_subparsers(dest="batch_command", metavar="COMMAND", required=True)
 
-    t = bsub.add_parser("translate", help="translate files from one format to another on Spark")
+    t = bsub.add_parser(
+        "translate", help="translate files from one format to another on Spark",
+        description="Translate files on Spark. Records are numbered from 1 in every report, with the file"
+        " byte offset for copybook input. Exit status: 0 when the job ran (rejected records go to the errors"
+        " folder); 1 when a record was rejected under --strict, when more than --max-errors N records were"
+        " rejected (both checked when the job has ended: the output is written), or on any other failure;"
+        " 2 for a usage error.",
+    )
     t.add_argument("--from", dest="from_spec", required=True, metavar="SPEC", help="format of the input files: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT], avro:NAME@V, jsonl or parquet")
     t.add_argument("--to", dest="to_spec", required=True, metavar="SPEC", help="format of the output: parquet, avro:NAME@V, jsonl, copybook:FILE.cpy or xml:FILE.xsd[#ELEMENT]")
     t.add_argument("inputs", nargs="+", metavar="INPUT", help="input files, folders or glob patterns")

@@ -77,8 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     dec = csub.add_parser(
         "decode", help="decode data files into JSON lines, Avro or Parquet",
         description="Decode data files. Records are numbered from 1 in every report, with the file"
-        " byte offset. Exit status: 0 when every record was decoded (in lenient mode a field that"
-        " cannot be decoded is null and counted); 1 when a record was rejected under --strict,"
+        " byte offset. Exit status: 0 when the files were read (in lenient mode a field that"
+        " cannot be decoded is null and counted, and a record that cannot be framed - a truncated"
+        " last record, a corrupt RDW - is reported and skipped); 1 when a record was rejected under --strict,"
         " when --max-errors was exceeded, or on any other failure (copybook, options, files);"
         " 2 for a usage error.",
     )

@@ -60,8 +60,11 @@ def element_path(elem: Any) -> str:
     return "/" + "/".join(reversed(parts))
 
 
-def _fail(message: str, elem: Any, source: str | None) -> XmlValidationError:
-    return XmlValidationError(message, path=element_path(elem), line=elem.sourceline, source=source, hint=_HINT)
+def _fail(message: str, elem: Any, source: str | None, exc: BaseException | None = None) -> XmlValidationError:
+    """A located error; ``exc``: the value error behind it, whose own ``hint`` (a value the XSD
+    allows that its Avro type cannot hold) replaces the default one."""
+    hint = getattr(exc, "hint", None) or _HINT
+    return XmlValidationError(message, path=element_path(elem), line=elem.sourceline, source=source, hint=hint)
 
 
 def _unexpected(exc: BaseException, elem: Any, source: str | None) -> XmlValidationError:
@@ -133,7 +136,7 @@ class RecordDecoder:
                 try:
                     out[attribute[0]] = attribute[1](text)
                 except _BAD_VALUE as exc:
-                    raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, self.compiler.source_name) from None
+                    raise _fail(f"attribute {local_name(key)!r}: {exc}", elem, self.compiler.source_name, exc) from None
         if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
             out[self.mixed] = inner_xml(elem) if (elem.text or len(elem)) else None
         else:
@@ -142,7 +145,7 @@ class RecordDecoder:
                 try:
                     out[self.text[0]] = self.text[1](text or "")
                 except _BAD_VALUE as exc:
-                    raise _fail(str(exc), elem, self.compiler.source_name) from None
+                    raise _fail(str(exc), elem, self.compiler.source_name, exc) from None
             elif text and not text.isspace():
                 raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem,
                             self.compiler.source_name)
@@ -164,7 +167,7 @@ class RecordDecoder:
                     try:
                         value = direct(child.text or "")
                     except _BAD_VALUE as exc:
-                        raise _fail(str(exc), child, self.compiler.source_name) from None
+                        raise _fail(str(exc), child, self.compiler.source_name, exc) from None
                 else:
                     value = convert(child)
                 if repeated:
@@ -305,7 +308,7 @@ class Decoder:
                 try:
                     return decode(child.text or "")
                 except _BAD_VALUE as exc:
-                    raise _fail(str(exc), child, source()) from None
+                    raise _fail(str(exc), child, source(), exc) from None
 
             return convert_scalar
         inner = self.value_converter(value)

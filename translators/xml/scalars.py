@@ -41,6 +41,21 @@ INTEGER_BOUNDS: dict[str, tuple[int | None, int | None]] = {
     "negativeInteger": (-(2**63), -1), "nonPositiveInteger": (-(2**63), 0),
 }  # fmt: skip
 
+#: the XSD's own bounds of the integer types whose value space is larger than the Avro long
+#: they map to (None: unbounded)
+XSD_INTEGER_BOUNDS: dict[str, tuple[int | None, int | None]] = {
+    "integer": (None, None), "unsignedLong": (0, 2**64 - 1), "nonNegativeInteger": (0, None),
+    "positiveInteger": (1, None), "negativeInteger": (None, -1), "nonPositiveInteger": (None, 0),
+}  # fmt: skip
+
+
+class BeyondAvroType(ValueError):
+    """A value the XSD allows that the Avro type its XSD type maps to cannot hold."""
+
+    hint = ("the XSD allows this value, but the Avro long cannot hold it; to carry it, declare the element"
+            " or attribute as xs:decimal or xs:string in a copy of the schema")
+
+
 AVRO_TYPES: dict[str, Any] = {
     "string": "string", "decimal_text": "string", "boolean": "boolean",
     "int": "int", "long": "long", "float": "float", "double": "double",
@@ -160,7 +175,11 @@ def _integer(name: str) -> Callable[[str], int]:
             raise ValueError(f"{text!r} is not an xs:{name}")
         value = int(text)
         if (low is not None and value < low) or (high is not None and value > high):
-            raise ValueError(f"{text} is out of the range of xs:{name} ({low}..{high})")
+            xlow, xhigh = XSD_INTEGER_BOUNDS.get(name, (low, high))
+            if (xlow is None or value >= xlow) and (xhigh is None or value <= xhigh):
+                raise BeyondAvroType(f"{text} is beyond the Avro long that xs:{name} is mapped to ({low}..{high})")
+            raise ValueError(f"{text} is out of the range of xs:{name} ({xlow if xlow is not None else ''}.."
+                             f"{xhigh if xhigh is not None else ''})")
         return value
 
     return decode

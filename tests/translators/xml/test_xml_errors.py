@@ -132,3 +132,33 @@ def test_xml_decode_of_a_missing_document_is_a_usage_error(tmp_path: Path, capsy
     assert main(["xml", "decode", str(XSD), str(DOC), str(tmp_path / "nope.xml"), *stream]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.strip() == f"coupler: error: input file {tmp_path / 'nope.xml'} does not exist"
+
+
+INTEGERS_XSD = """<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+ <xs:element name="R"><xs:complexType><xs:sequence>
+  <xs:element name="u" type="xs:unsignedLong" minOccurs="0"/>
+  <xs:element name="n" type="xs:integer" minOccurs="0"/>
+  <xs:element name="i" type="xs:int" minOccurs="0"/>
+ </xs:sequence></xs:complexType></xs:element>
+</xs:schema>"""
+
+
+@pytest.mark.parametrize(("doc", "xsd_allows", "what"), [
+    ("<R><u>10000000000000000000</u></R>", True, "beyond the Avro long that xs:unsignedLong is mapped to"),
+    ("<R><n>-99999999999999999999</n></R>", True, "beyond the Avro long that xs:integer is mapped to"),
+    ("<R><i>2147483648</i></R>", False, "is out of the range of xs:int (-2147483648..2147483647)"),
+])
+def test_an_integer_beyond_the_avro_long_is_not_called_invalid_when_the_xsd_allows_it(
+        tmp_path: Path, doc: str, xsd_allows: bool, what: str) -> None:
+    """xs:unsignedLong and the unbounded integer types map to an Avro long: a value the XSD
+    accepts but the long cannot hold is refused, saying so (not "the document does not match
+    the XSD", which would send the user to correct a valid document)."""
+    xsd = tmp_path / "ints.xsd"
+    xsd.write_text(INTEGERS_XSD)
+    model = XsdModel.load(xsd)
+    assert model.schema.is_valid(doc) is xsd_allows
+    with pytest.raises(XmlValidationError) as info:
+        model.decoder("R").decode_document(doc.encode(), name="ints.xml")
+    message = str(info.value)
+    assert what in message and "\n" not in message
+    assert ("does not match the XSD" in message) is not xsd_allows, message
