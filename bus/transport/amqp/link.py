@@ -33,7 +33,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
@@ -62,15 +62,17 @@ class BrokerRefusedError(TransportError):
 
 
 class _Window:
-    """The confirms one published batch waits for."""
+    """The confirms one published batch waits for (published in one or more chunks: done
+    when it is ``sealed``, its last chunk published, and every confirm is in)."""
 
-    __slots__ = ("left", "done", "nacked", "error")
+    __slots__ = ("left", "done", "nacked", "error", "sealed")
 
-    def __init__(self, left: int):
+    def __init__(self, left: int = 0):
         self.left = left
         self.done = threading.Event()
         self.nacked = 0
         self.error: BaseException | None = None
+        self.sealed = False
 
     def fail(self, exc: BaseException | None) -> None:
         self.error = exc
@@ -546,7 +548,7 @@ class Link:
             if nack:
                 w.nacked += 1
             w.left -= 1
-            if w.left == 0:
+            if w.left == 0 and w.sealed:
                 w.done.set()
 
     def _fail_windows(self, exc: BaseException) -> None:
@@ -554,33 +556,56 @@ class Link:
         for w in set(waiting.values()):
             w.fail(exc)
 
-    def send(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
+    def send(self, messages: Iterable[list[tuple[str, str, bytes, pika.BasicProperties]]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
         when the broker has confirmed every message (persisted, routed to its queues).
 
-        This thread publishes the batch and reads the connection until its confirms are in,
-        without holding it in between: the batches of every thread are in flight together,
-        their confirms arrive pipelined. When the connection breaks before the confirms, the
-        batch is published again on the new one (at least once) until the reconnect timeout
-        runs out.
+        ``messages`` comes in chunks (lists), each published and sent as soon as it is
+        there: the broker stores the first while the caller encodes the next. This thread
+        then reads the connection until the confirms are in, without holding it in between:
+        the batches of every thread are in flight together, their confirms arrive pipelined.
+        When the connection breaks before the confirms, the batch is published again on the
+        new one (at least once) until the reconnect timeout runs out.
         """
-        if not messages:
+        known = isinstance(messages, list)
+        sent: list[list[tuple[str, str, bytes, pika.BasicProperties]]] = list(messages) if known else []
+        chunks = iter(() if known else messages)
+        if known and not any(sent):
             return
         if self.in_io_thread:
-            self.publish(messages)
+            self.publish([m for chunk in (sent if known else chunks) for m in chunk])
             return
         deadline = time.monotonic() + self.reconnect_timeout
         while True:
-            window = _Window(len(messages))
-            try:
-                self.call(partial(Link._publish_window, messages=messages, window=window), retry=False)
-            except BrokerRefusedError:
-                raise
-            except TransportError as exc:
-                window.fail(exc)
+            window = _Window()
+
+            def publish(chunk: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window = window,
+                        last: bool = False) -> bool:
+                """Publish one chunk; False when the connection broke (the window failed)."""
+                try:
+                    self.call(partial(Link._publish_window, messages=chunk, window=window, last=last), retry=False)
+                except BrokerRefusedError:
+                    raise
+                except TransportError as exc:
+                    if window.error is None:
+                        window.fail(exc)
+                    return False
+                return True
+
+            if known:  # a list of chunks: the last one seals the window
+                ok = all(publish(chunk, last=i == len(sent) - 1) for i, chunk in enumerate(sent))
+            else:
+                ok = all(publish(chunk) for chunk in sent)  # again, on a new connection
+            while ok and not known:
+                chunk = next(chunks, None)  # the caller's errors (encoding them) propagate as they are
+                if chunk is None:
+                    ok = publish([])  # seals the window: done when every confirm is in
+                    break
+                sent.append(chunk)
+                ok = publish(chunk)
             if not self.wait_io(self.confirm_timeout + self.reconnect_timeout, window.done.is_set):
                 raise BrokerRefusedError(
-                    f"RabbitMQ did not confirm {len(messages)} message(s) within {self.confirm_timeout:g} s",
+                    f"RabbitMQ did not confirm {window.left} message(s) within {self.confirm_timeout:g} s",
                     hint="the broker may be overloaded or out of disk",
                 )
             if window.error is None:
@@ -590,21 +615,29 @@ class Link:
             self._stopping.wait(0.05)
         if window.nacked:
             raise BrokerRefusedError(
-                f"RabbitMQ refused {len(messages)} message(s) (publisher nack)",
+                f"RabbitMQ refused {window.nacked} message(s) (publisher nack)",
                 hint="a queue may be full (x-overflow reject-publish) or the broker short of resources",
             )
 
     def _publish_window(
-        self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window
+        self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window, last: bool = False,
     ) -> None:
+        """Publish a chunk of ``window`` (an empty one, or ``last``: its last chunk)."""
         impl = self.ch._impl
         first = self._seq + 1
         for t in range(first, first + len(messages)):
             self._waiting[t] = window
+        window.left += len(messages)
+        if last or not messages:  # the window is done when its confirms are in
+            window.sealed = True
+            if window.left == 0 and window.error is None:
+                window.done.set()
+                return
         for exchange, key, body, props in messages:
             impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
             self._seq += 1
-        self._flush()  # out now; the confirms come with a later read
+        if messages:
+            self._flush()  # out now; the confirms come with a later read
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.

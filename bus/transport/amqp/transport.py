@@ -156,6 +156,8 @@ _FIRST_WAIT = 1.0  # ... and up to this long for the first of them
 #: (each acknowledgement of a quorum queue is a Raft command of the broker's)
 _ACK_COALESCE = 10
 _ACK_DELAY = 0.005
+#: a send of many messages is encoded and published in chunks of this many
+_PUBLISH_CHUNK = 25
 
 
 @dataclass
@@ -662,11 +664,26 @@ class AmqpTransport(Transport):
         self, channel: str, envs: list[Envelope], component: str, journal: _Journal, *, attempts: int = 0,
     ) -> None:
         """Publish ``envs`` to ``channel`` and return when the broker confirmed them all
-        (pipelined with the other publishes of this process)."""
-        messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
+        (pipelined with the other publishes of this process). A large batch is encoded and
+        published in chunks of ``_PUBLISH_CHUNK``: the broker stores the first chunks while
+        the next are encoded."""
         if self._link is None:
             raise TransportError("the AMQP transport is not open", hint="call open() first")
-        self._link.send(messages)
+        expired: list[Envelope] = []
+
+        def chunks() -> Iterator[list[tuple[str, str, bytes, Any]]]:
+            for i in range(0, len(envs), _PUBLISH_CHUNK):
+                messages, late = self._channel_messages(channel, envs[i:i + _PUBLISH_CHUNK], component, journal,
+                                                        attempts=attempts)
+                expired.extend(late)
+                if messages:
+                    yield messages
+
+        if len(envs) <= _PUBLISH_CHUNK:  # one chunk, as a list: it seals the window itself
+            messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
+            self._link.send([messages])
+        else:
+            self._link.send(chunks())
         if expired:
             self._call(lambda link: [
                 self._dead(link, channel, env, env.body, {}, "dead", "expired",

@@ -39,6 +39,49 @@ def _rabbitmqctl(*args: str) -> None:
     subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
 
 
+def _dead_lettering_works() -> bool:
+    """Whether the broker takes a message on a quorum queue with at-least-once dead
+    lettering (what every queue of the transport has)."""
+    probe = f"coupler-test-probe.{time.monotonic_ns()}"
+    try:
+        conn = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    except pika.exceptions.AMQPError:
+        return False
+    try:
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.queue_declare(probe, durable=True, arguments={
+            "x-queue-type": "quorum", "x-dead-letter-exchange": probe,
+            "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"})
+        ch.basic_publish("", probe, b"probe", pika.BasicProperties(delivery_mode=2))
+        ch.queue_delete(probe)
+        return True
+    except pika.exceptions.AMQPError:
+        return False
+    finally:
+        if conn.is_open:
+            conn.close()
+
+
+def _start_app() -> None:
+    """Start the broker's application again, and make sure it works for the rest of the suite.
+
+    RabbitMQ 3.10 may come back from ``start_app`` under load with the supervisor of its
+    at-least-once dead-letter workers gone (a worker crashed while its queue recovered, the
+    supervisor reached its restart limit: every new quorum queue with that strategy is then
+    refused with INTERNAL_ERROR until the application restarts). A broker bug, not the
+    transport's; this test restarted the broker, so it leaves it working."""
+    _rabbitmqctl("start_app")
+    for _ in range(3):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if _dead_lettering_works():
+                return
+            time.sleep(0.5)
+        _rabbitmqctl("stop_app")
+        _rabbitmqctl("start_app")
+
+
 def test_broker_restart_during_traffic_reconnects_and_loses_nothing(names) -> None:
     producer = _transport(names, reconnect_timeout=45)
     consumer = _transport(names, reconnect_timeout=45)
@@ -78,7 +121,7 @@ def test_broker_restart_during_traffic_reconnects_and_loses_nothing(names) -> No
         _rabbitmqctl("stop_app")
         time.sleep(2)
     finally:
-        _rabbitmqctl("start_app")  # whatever happened, the broker comes back
+        _start_app()  # whatever happened, the broker comes back (and works)
     try:
         threads[0].join(timeout=60)
         deadline = time.monotonic() + 60
