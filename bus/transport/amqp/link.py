@@ -33,15 +33,15 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
 
 import pika
 import pika.exceptions as px
 from pika.adapters.blocking_connection import _IoloopTimerContext
+from pika.adapters.utils.io_services_utils import _AsyncPlaintextTransport as _PLAINTEXT
 
 from coupler.bus.transport.base import TransportError
 
@@ -77,6 +77,32 @@ class _Window:
     def fail(self, exc: BaseException | None) -> None:
         self.error = exc
         self.done.set()
+
+
+class _Held:
+    """``with link._held():`` holds the connection (the re-entrant I/O lock) in this thread
+    (a class, not a generator: it is entered on every operation)."""
+
+    __slots__ = ("link",)
+
+    def __init__(self, link: Link):
+        self.link = link
+
+    def __enter__(self) -> None:
+        link = self.link
+        link._io.acquire()
+        if link._io_depth == 0:
+            link._io_owner = threading.get_ident()
+        link._io_depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        link = self.link
+        link._io_depth -= 1
+        if link._io_depth == 0:
+            link._io_owner = None
+            if threading.current_thread() is not link._thread:
+                link._used_at = time.monotonic()
+        link._io.release()
 
 
 class Link:
@@ -122,6 +148,9 @@ class Link:
         self._io = threading.RLock()
         self._io_owner: int | None = None
         self._io_depth = 0
+        self._holder = _Held(self)
+        #: the marshalled Basic.Publish method frame per (channel, exchange, routing key)
+        self._publish_frames: dict[tuple[int, str, str], bytes] = {}
         #: threads reading the connection while they wait (thread id -> its wake-up socket)
         self._drivers: dict[int, socket.socket] = {}
         self._drivers_lock = threading.Lock()
@@ -183,21 +212,9 @@ class Link:
         """Whether this thread holds the connection (runs an operation on it)."""
         return self._io_owner == threading.get_ident()
 
-    @contextmanager
-    def _held(self) -> Iterator[None]:
-        """Hold the connection (the I/O lock) in this thread."""
-        with self._io:
-            if self._io_depth == 0:
-                self._io_owner = threading.get_ident()
-            self._io_depth += 1
-            try:
-                yield
-            finally:
-                self._io_depth -= 1
-                if self._io_depth == 0:
-                    self._io_owner = None
-                    if threading.current_thread() is not self._thread:
-                        self._used_at = time.monotonic()
+    def _held(self) -> _Held:
+        """Hold the connection (the I/O lock) in this thread (a context manager)."""
+        return self._holder
 
     # -- operations ------------------------------------------------------------------------
 
@@ -305,13 +322,35 @@ class Link:
             if conn is not None and conn._impl._get_write_buffer_size():
                 self.pump(0.0)
             return
-        if len(buffers) > 1:
-            joined = b"".join(buffers)
-            buffers.clear()
-            buffers.append(joined)
-        transport._on_socket_writable()  # sends; aborts the connection on a socket error
-        if transport._state != transport._STATE_ACTIVE or transport._tx_buffers:
-            self.pump(0.0)  # raises the connection's error; or sends the rest when it can
+        data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
+        buffers.clear()
+        buffers.append(data)
+        sock = getattr(transport, "_sock", None)
+        if sock is None or transport._state != transport._STATE_ACTIVE or not isinstance(transport, _PLAINTEXT):
+            # TLS (or closing): pika's transport sends (or aborts the connection)
+            transport._on_socket_writable()
+            if transport._state != transport._STATE_ACTIVE or transport._tx_buffers:
+                self.pump(0.0)  # raises the connection's error; or sends the rest when it can
+            return
+        try:
+            sent = sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            transport._on_socket_writable()  # aborts the connection with the socket's error
+            self.pump(0.0)  # raises the connection's error
+            return
+        buffers.clear()
+        transport._tx_buffered_byte_count = len(data) - sent
+        if sent < len(data):  # the socket is full: pika's event loop sends the rest
+            buffers.append(data[sent:])
+            transport._nbio.set_writer(sock.fileno(), transport._on_socket_writable)
+            self.pump(0.0)
+            return
+        # all sent: a writer pika registered for frames it buffered (acks) has nothing to do
+        watcher = getattr(transport._nbio, "_watchers", {}).get(sock.fileno())
+        if watcher is None or watcher.writer is not None:
+            transport._nbio.remove_writer(sock.fileno())
 
     def _read(self, done: Callable[[], bool] | None) -> None:
         """Process what the socket has (it was readable): callbacks run here. Timers
@@ -633,11 +672,40 @@ class Link:
             if window.left == 0 and window.error is None:
                 window.done.set()
                 return
-        for exchange, key, body, props in messages:
-            impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
-            self._seq += 1
+        self._emit(impl, messages)
+        self._seq += len(messages)
         if messages:
             self._flush()  # out now; the confirms come with a later read
+
+    def _emit(self, impl: Any, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
+        """Buffer the frames of ``messages`` (Basic.Publish, content header, body frames) on
+        the connection's transport, as pika's ``basic_publish`` does, for :meth:`_flush` to
+        send: the method frame of an exchange and routing key is marshalled once, and the
+        frames of a whole chunk go out in one ``send`` without pika registering and
+        unregistering a writer with its event loop for each (two system calls a message)."""
+        impl._raise_if_not_open()  # a closed channel: ChannelWrongStateError, as basic_publish
+        conn = impl.connection
+        number = impl.channel_number
+        body_max = conn._body_max_length
+        frames = self._publish_frames
+        out: list[bytes] = []
+        for exchange, key, body, props in messages:
+            method = frames.get((number, exchange, key))
+            if method is None:
+                method = frames[(number, exchange, key)] = pika.frame.Method(
+                    number, pika.spec.Basic.Publish(exchange=exchange, routing_key=key)).marshal()
+            out.append(method)
+            out.append(pika.frame.Header(number, len(body), props).marshal())
+            for start in range(0, len(body), body_max):
+                out.append(pika.frame.Body(number, body[start:start + body_max]).marshal())
+        data = b"".join(out)
+        conn.bytes_sent += len(data)
+        conn.frames_sent += len(out)
+        transport = conn._transport
+        if transport is None:
+            raise px.ConnectionWrongStateError("the AMQP connection is closed")
+        transport._tx_buffers.append(data)
+        transport._tx_buffered_byte_count += len(data)
 
     def publish(self, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` and wait for every confirm.
@@ -648,11 +716,11 @@ class Link:
             return
         assert self.conn is not None
         first = self._seq + 1
-        impl = self.ch._impl
-        for exchange, key, body, props in messages:
-            impl.basic_publish(exchange=exchange, routing_key=key, body=body, properties=props)
+        self._emit(self.ch._impl, messages)
+        for _ in messages:
             self._seq += 1
             self._pending.add(self._seq)
+        self._flush()
         mine = range(first, self._seq + 1)
         deadline = time.monotonic() + self.confirm_timeout
 
