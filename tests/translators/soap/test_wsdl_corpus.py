@@ -134,3 +134,12 @@ def test_the_corpus_has_six_services_or_more() -> None:
     assert len(WSDLS) >= 6
     assert (CORPUS / "SOURCES.md").is_file()
 
+
+def test_describe_names_the_use_the_binding_declares(capsys: pytest.CaptureFixture[str]) -> None:
+    """NuSOAP binds rpc/encoded (SOAP encoding); the text description says so instead of
+    calling every port literal."""
+    assert main(["wsdl", "describe", str(CORPUS / "AphiaNameService.wsdl")]) == 0
+    out = capsys.readouterr().out
+    assert "SOAP 1.1, rpc/encoded," in out and "/literal" not in out
+    assert main(["wsdl", "describe", str(CORPUS / "calculator.wsdl")]) == 0
+    assert "SOAP 1.1, document/literal," in capsys.readouterr().out
