@@ -37,8 +37,11 @@ DOCUMENTS = [
     ("fatturapa/Schema_del_file_xml_FatturaPA_versione_1.2.xsd", "fatturapa/IT01234567890_FPR01.xml",
      "FatturaElettronica/FatturaElettronicaBody"),
     ("hl7cda/schema/infrastructure/cda/CDA_SDTC.xsd", "hl7cda/sampleCCD.xml", "ClinicalDocument/component"),
+    ("iso20022/pacs.008.001.08.xsd", "iso20022/pacs008.v8.CustomerCreditTransfer_Variation5.fedwire.xml",
+     "Document/FIToFICstmrCdtTrf/CdtTrfTxInf"),
 ]
-WSDLS = ["checkVatService.wsdl", "calculator.wsdl", "BLZService.wsdl", "logincms.wsdl", "round3_groupD_doclit.wsdl"]
+WSDLS = ["checkVatService.wsdl", "calculator.wsdl", "BLZService.wsdl", "logincms.wsdl", "round3_groupD_doclit.wsdl",
+         "AphiaNameService.wsdl", "NfeRetAutorizacao_MG.wsdl"]
 SETTINGS = settings(max_examples=100, deadline=2000, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])

@@ -131,7 +131,9 @@ class WsdlDescription:
         for service in self.services:
             lines.append(f"service {service.name}")
             for port in service.ports:
-                lines.append(f"  port {port.name}: SOAP {port.soap_version}, {port.style}/literal, binding {_short(port.binding)}")
+                uses = sorted({m.use for op in port.operations for m in (op.input, op.output) if m is not None})
+                lines.append(f"  port {port.name}: SOAP {port.soap_version}, {port.style}/{'+'.join(uses) or 'literal'}, "
+                             f"binding {_short(port.binding)}")
                 lines.append(f"    address {port.address}")
                 for op in port.operations:
                     kind = "one-way" if op.one_way else "request-response"

@@ -1,6 +1,7 @@
-"""Public WSDLs of real services (.NET ASMX and WCF, Java Axis/Axis2/XFire, PHP): ``coupler wsdl
-describe`` lists the same services, SOAP ports, operations and message parts as zeep (an
-independent WSDL reader) reads from each file. Sources and licences: ``corpus/SOURCES.md``."""
+"""Public WSDLs of real services (.NET ASMX and WCF, Java Axis/Axis2/XFire/CXF, PHP NuSOAP): ``coupler
+wsdl describe`` lists the same services, SOAP ports, operations, message parts and SOAP header
+parts as zeep (an independent WSDL reader) reads from each file. Sources and licences:
+``corpus/SOURCES.md``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xmlschema
 import zeep
 from zeep.wsdl.bindings.soap import Soap11Binding, Soap12Binding
 
@@ -19,21 +21,50 @@ CORPUS = Path(__file__).parent / "corpus"
 WSDLS = sorted(p for p in CORPUS.rglob("*.wsdl") if p.name != "Service10.wsdl")  # Service10: imported by Service1
 
 
-def _parts(message: Any) -> list[tuple[str, str | None, str | None]]:
+class _OfflineTransport(zeep.Transport):
+    """zeep imports the SOAP encoding schema from the network when a type derives from
+    ``SOAP-ENC:Array`` (rpc/encoded WSDLs such as NuSOAP's); it is served from the copy that
+    xmlschema ships. Nothing else may need the network."""
+
+    LOCAL = {"http://schemas.xmlsoap.org/soap/encoding/":
+             Path(xmlschema.__file__).parent / "schemas" / "WSDL" / "soap-encoding.xsd"}
+
+    def load(self, url: str) -> bytes:
+        if url in self.LOCAL:
+            return self.LOCAL[url].read_bytes()
+        assert "://" not in url or url.startswith("file:"), f"zeep wants the network: {url}"
+        return super().load(url)
+
+
+def _parts(message: Any, bound: Any = None) -> list[tuple[str, str | None, str | None]]:
+    """The parts of the abstract message that go in the SOAP body: zeep leaves out the parts
+    that the binding puts in a ``soap:header``."""
     if message is None:
         return []
+    in_header = {(name, getattr(el.qname, "text", None)) for name, el in _headers(bound)}
     out = []
     for name, part in message.parts.items():
         element = part.element.qname.text if part.element is not None else None
         type_ = part.type.qname.text if part.type is not None and part.element is None else None
-        out.append((name, element, type_))
+        if (name, element) not in in_header:
+            out.append((name, element, type_))
     return out
+
+
+def _headers(bound: Any) -> list[tuple[str, Any]]:
+    header = getattr(bound, "header", None)
+    return list(header.type.elements) if header is not None else []
+
+
+def _header_view(bound: Any) -> list[tuple[str, str | None]]:
+    return [(name, el.qname.text if el.qname is not None and "}" in el.qname.text else None)
+            for name, el in _headers(bound)]
 
 
 def _zeep_view(path: Path) -> dict[tuple[str, str], Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        document = zeep.wsdl.Document(str(path), zeep.Transport())
+        document = zeep.wsdl.Document(str(path), _OfflineTransport())
     view = {}
     for service in document.services.values():
         for port in service.ports.values():
@@ -45,8 +76,10 @@ def _zeep_view(path: Path) -> dict[tuple[str, str], Any]:
                 operations[name] = {
                     "soap_action": op.soapaction or "",
                     "style": op.style,
-                    "input": _parts(op.abstract.input_message),
-                    "output": _parts(op.abstract.output_message) if op.abstract.output_message is not None else None,
+                    "input": _parts(op.abstract.input_message, op.input),
+                    "output": _parts(op.abstract.output_message, op.output)
+                    if op.abstract.output_message is not None else None,
+                    "headers": (_header_view(op.input), _header_view(op.output)),
                 }
             view[(service.name, port.name)] = {
                 "version": "1.2" if isinstance(binding, Soap12Binding) else "1.1",
@@ -70,11 +103,15 @@ def _coupler_view(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[tuple[
                     return [(p["name"], _clark(p["element"]), _clark(p["type"]) if not p["element"] else None)
                             for p in message["parts"]]
 
+                def headers(message: Any) -> list[tuple[str, str | None]]:
+                    return [(h["part"], h["element"]) for h in message["headers"]] if message else []
+
                 operations[op["name"]] = {
                     "soap_action": op["soap_action"] or "",
                     "style": op["style"],
                     "input": parts(op["input"]) or [],
                     "output": parts(op["output"]),
+                    "headers": (headers(op["input"]), headers(op["output"])),
                 }
             view[(service["name"], port["name"])] = {
                 "version": port["soap_version"], "address": port["address"], "operations": operations,
@@ -96,3 +133,13 @@ def test_describe_lists_what_zeep_reads(wsdl: Path, capsys: pytest.CaptureFixtur
 def test_the_corpus_has_six_services_or_more() -> None:
     assert len(WSDLS) >= 6
     assert (CORPUS / "SOURCES.md").is_file()
+
+
+def test_describe_names_the_use_the_binding_declares(capsys: pytest.CaptureFixture[str]) -> None:
+    """NuSOAP binds rpc/encoded (SOAP encoding); the text description says so instead of
+    calling every port literal."""
+    assert main(["wsdl", "describe", str(CORPUS / "AphiaNameService.wsdl")]) == 0
+    out = capsys.readouterr().out
+    assert "SOAP 1.1, rpc/encoded," in out and "/literal" not in out
+    assert main(["wsdl", "describe", str(CORPUS / "calculator.wsdl")]) == 0
+    assert "SOAP 1.1, document/literal," in capsys.readouterr().out

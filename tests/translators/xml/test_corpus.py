@@ -1,4 +1,4 @@
-"""Real partners' XML: public schemas and documents (ISO 20022, UBL 2.1, XRechnung, FatturaPA,
+"""Real partners' XML: public schemas and documents (ISO 20022 pain/camt/pacs, UBL 2.1, XRechnung, FatturaPA,
 HL7 CDA) translate without loss. Sources and licences: ``corpus/*/SOURCES.md``.
 
 For each schema the Avro schema is accepted by fastavro; each valid document decodes, the
@@ -41,6 +41,15 @@ VALID: dict[str, list[str]] = {
     ],
     "iso20022/camt.053.001.04.xsd": ["iso20022/camt053.v4.genkgo.xml"],
     "iso20022/camt.054.001.02.xsd": ["iso20022/camt054.v2.genkgo.xml"],
+    "iso20022/pacs.008.001.08.xsd": [
+        f"iso20022/pacs008.v8.CustomerCreditTransfer_{n}.fedwire.xml" for n in ("Scenario1_Step1", "Variation4", "Variation5")
+    ],
+    "iso20022/pacs.002.001.10.xsd": [
+        f"iso20022/pacs002.v10.CustomerCreditTransfer_{n}.fedwire.xml" for n in ("Scenario1_Step2", "Scenario2_Step2")
+    ],
+    "iso20022/pacs.004.001.10.xsd": [
+        f"iso20022/pacs004.v10.PaymentReturn_{n}.fedwire.xml" for n in ("Scenario1_Step4", "Scenario5_Step3")
+    ],
     "ubl/xsdrt/maindoc/UBL-Invoice-2.1.xsd": [
         "ubl/UBL-Invoice-2.1-Example.xml", "ubl/UBL-Invoice-2.1-Example-Trivial.xml",
         "ubl/UBL-Invoice-2.0-Example-NS1.xml", "ubl/UBL-Invoice-2.0-Example-NS4.xml",
