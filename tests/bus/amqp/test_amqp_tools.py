@@ -98,3 +98,30 @@ def test_channel_put_skips_the_ids_it_put_before(t: AmqpTransport) -> None:
     result = service.call("channel.put", channel="q", envelopes=[encode_envelope(e) for e in again], skip_put=True)
     assert result == {"message_ids": ["id-3"], "skipped": 3}
     assert sorted(d.envelope.body for d in drain(t, "q")) == [b"m0", b"m1", b"m2", b"m3"]
+
+
+def test_the_journal_is_indexed_for_its_lookups_and_a_store_of_before_is_migrated(t: AmqpTransport) -> None:
+    """Journal rows are looked up by message id (hash index) and time (BRIN); a store made by
+    an earlier version, with B-trees on both, gets the new indexes when it is opened again."""
+    schema = t.store.schema
+
+    def indexes() -> dict[str, str]:
+        with t.store.conn() as c:
+            rows = c.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = "
+                             "'journal'", (schema,)).fetchall()
+        return {name: definition for name, definition in rows}
+
+    now = indexes()
+    assert "USING hash (message_id)" in now["journal_message_hash"]
+    assert "USING brin (at)" in now["journal_at_brin"]
+    assert "journal_message" not in now and "journal_at" not in now
+    with t.store.conn() as c:  # the indexes of before
+        c.execute(f"CREATE INDEX journal_message ON {schema}.journal (message_id)")
+        c.execute(f"CREATE INDEX journal_at ON {schema}.journal (at)")
+    t.close()
+    t.open()
+    again = indexes()
+    assert "journal_message" not in again and "journal_at" not in again and "journal_message_hash" in again
+    sent = t.send("q", doc(b"x"))
+    t.store.flush()
+    assert [e.event for e in t.journal(message_id=sent[0])] == ["sent"]
