@@ -4,14 +4,14 @@ the canonical model with mappings."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import fastavro
 import pytest
+
+from tests.terminal import coupler_on_a_terminal
 
 DATA = Path(__file__).resolve().parents[1] / "translators" / "mapping" / "data"
 CPY = f"copybook:{DATA / 'account.cpy'}"
@@ -191,24 +191,9 @@ def test_mapping_errors_and_usage_errors_are_one_line(tmp_path: Path, data_file:
 
 def test_progress_bar_on_a_terminal(tmp_path: Path, data_file: Path) -> None:
     data_file.write_bytes(b"".join(RECORDS) * 100)
-    main, child = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "coupler.bus.cli.main", "translate", "--from", CPY, "--to", "jsonl",
-         "--map", str(DATA / "account-copybook.toml"), *COMMON, str(data_file), "--output", str(tmp_path / "o.jsonl")],
-        stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL,
-    )
-    os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    assert proc.wait(timeout=60) == 0
-    os.close(main)
-    shown = b"".join(chunks).decode()
+    run = coupler_on_a_terminal(["translate", "--from", CPY, "--to", "jsonl", "--map", str(DATA / "account-copybook.toml"),
+                                 *COMMON, str(data_file), "--output", str(tmp_path / "o.jsonl")])
+    assert run.returncode == 0
+    shown = run.shown
     assert "100.0% 300 records" in shown and "[" + "#" * 30 + "]" in shown
     assert "300 records read, 300 written, 0 errors" in shown

@@ -5,11 +5,8 @@ command holds its reply."""
 from __future__ import annotations
 
 import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from coupler.bus.config.loader import load_site
@@ -19,6 +16,7 @@ from coupler.bus.runtime.trace import trace
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
+from tests.terminal import coupler_on_a_terminal
 
 from ..site_helpers import REPO, running_daemon, write_site
 
@@ -32,28 +30,9 @@ RECORD = {
 
 def _on_a_terminal(*argv: str) -> bytes:
     """Run ``coupler ARGV`` with its standard output on a pseudo-terminal; what it printed."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli.main", *argv], stdout=follower,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(REPO)))
-    os.close(follower)
-    out = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    proc.wait(60)
-    os.close(leader)
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
-    return out
+    run = coupler_on_a_terminal(list(argv), terminal="stdout", env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert run.returncode == 0, run.piped
+    return run.shown.encode()
 
 
 def test_channel_get_decodes_avro_on_a_terminal(tmp_path: Path) -> None:

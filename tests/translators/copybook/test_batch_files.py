@@ -27,6 +27,7 @@ from coupler.translators.copybook.decoder import (
 )
 from coupler.translators.copybook.layout import build_layout
 from coupler.translators.copybook.parser import parse_copybook, parse_file
+from tests.terminal import coupler_on_a_terminal
 from tests.translators.copybook.test_corpus import CASES, CORPUS
 
 FIXED_CASES = [c for c in CASES if c.id.startswith(("test1", "test3", "test6", "test9", "test19"))]
@@ -163,8 +164,6 @@ def test_cli_outputs_are_the_same_on_both_paths(tmp_path: Path, capsys: pytest.C
 
 
 def test_progress_bar_is_drawn_on_a_terminal(tmp_path: Path) -> None:
-    import os
-    import pty
     import subprocess
     import sys
 
@@ -173,25 +172,13 @@ def test_progress_bar_is_drawn_on_a_terminal(tmp_path: Path) -> None:
     layout = build_layout(parse_copybook(ODO_COPYBOOK))
     data = tmp_path / "data.bin"
     data.write_bytes(b"\xf1" * layout.size * 1000)
-    leader, follower = pty.openpty()
-    cmd = [sys.executable, "-m", "coupler.bus.cli.main", "copybook", "decode", str(copybook), str(data),
-           "--output", str(tmp_path / "out.jsonl")]
-    proc = subprocess.run(cmd, stderr=follower, stdout=subprocess.DEVNULL, timeout=60, check=False)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    assert proc.returncode == 0
-    text = seen.decode()
+    cmd = ["copybook", "decode", str(copybook), str(data), "--output", str(tmp_path / "out.jsonl")]
+    run = coupler_on_a_terminal(cmd)
+    assert run.returncode == 0
+    text = run.shown
     assert "[####" in text and "100.0%" in text and "1000 records" in text
     assert "\x1b[K" in text  # the bar is cleared before the summary
     # not a terminal: no bar
-    plain = subprocess.run(cmd, capture_output=True, timeout=60, check=False)
+    plain = subprocess.run([sys.executable, "-m", "coupler.bus.cli.main", *cmd], capture_output=True, timeout=60,
+                           check=False)
     assert b"[#" not in plain.stderr and b"1000 records" in plain.stderr

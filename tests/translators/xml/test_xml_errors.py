@@ -11,6 +11,7 @@ import pytest
 
 from coupler.bus.cli.main import main
 from coupler.translators.xml import XmlValidationError, XsdModel
+from tests.terminal import coupler_on_a_terminal
 
 CORPUS = Path(__file__).parent / "corpus" / "iso20022"
 XSD = CORPUS / "pain.001.001.03.xsd"
@@ -82,31 +83,6 @@ def test_an_xml_document_given_as_the_schema_is_named_with_what_to_do(capsys: py
                    "(give the .xsd file that describes the documents first, then the XML documents)")
 
 
-def _on_a_terminal(args: list[str]) -> tuple[int, str, str]:
-    """``coupler ARGS`` with its standard error on a pseudo-terminal: (status, stdout, what the terminal showed)."""
-    import os
-    import pty
-    import subprocess
-    import sys
-
-    main_fd, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli.main", *args],
-                            stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL)
-    os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main_fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    os.close(main_fd)
-    return proc.wait(timeout=60), out, b"".join(chunks).decode()
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["documents", "record-path"])
 def test_xml_decode_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path: Path, stream: bool) -> None:
     """Issue 20: a long decode shows a progress bar (bytes, records, rate) on a terminal; piped, nothing."""
@@ -116,7 +92,8 @@ def test_xml_decode_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path
     args = ["xml", "decode", str(XSD), str(DOC), str(DOC), "--output", str(tmp_path / "out.jsonl")]
     if stream:
         args += ["--record-path", "Document/CstmrCdtTrfInitn/PmtInf"]
-    rc, _, shown = _on_a_terminal(args)
+    run = coupler_on_a_terminal(args)
+    rc, shown = run.returncode, run.shown
     assert rc == 0, shown
     records = len((tmp_path / "out.jsonl").read_text().splitlines())
     assert records >= 2
