@@ -45,6 +45,7 @@ offered); the ratios are printed at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -55,6 +56,7 @@ import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 BODY_SIZE = 1024
@@ -75,8 +77,17 @@ AMQP_URL = os.environ.get("COUPLER_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.
 PG_DSN = os.environ.get("COUPLER_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+def _use_code_of(spec: tuple[Any, ...]) -> None:
+    """In a fresh process, before ``coupler`` is imported: the code the spec runs
+    (``("amqp", names, path)``: an older commit's worktree, for ``--baseline-ref``)."""
+    if spec[0] == "amqp" and len(spec) > 2 and spec[2]:
+        import baseline
+
+        baseline.use_code(Path(spec[2]))
+
+
 def _open_transport(spec: tuple[Any, ...]) -> Any:
-    """``("sqlite", data_dir, synchronous, sync_acks)`` or ``("amqp", names)``, opened."""
+    """``("sqlite", data_dir, synchronous, sync_acks)`` or ``("amqp", names[, code])``, opened."""
     if spec[0] == "sqlite":
         from coupler.bus.transport.sqlite.transport import SqliteTransport
 
@@ -87,6 +98,7 @@ def _open_transport(spec: tuple[Any, ...]) -> Any:
 
 
 def _producer(spec: tuple[Any, ...], count: int, batch: int, rate: float | None, out: Any, go: Any) -> None:
+    _use_code_of(spec)
     from coupler.canonical import Envelope
 
     t = _open_transport(spec)
@@ -104,6 +116,7 @@ def _producer(spec: tuple[Any, ...], count: int, batch: int, rate: float | None,
 
 
 def _consumer(spec: tuple[Any, ...], count: int, batch: int, out: Any, go: Any) -> None:
+    _use_code_of(spec)
     t = _open_transport(spec)
     latencies = []
     got = 0
@@ -146,18 +159,42 @@ def run_sqlite(
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def run_amqp(count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
-    """Coupler's broker transport (``AmqpTransport``: quorum queue, persistent messages,
-    publisher confirms per batch, manual acks, journal and counters in PostgreSQL)."""
-    tag = uuid.uuid4().hex[:8]
-    spec = ("amqp", {"prefix": f"bench.{tag}.", "postgres_schema": f"bench_{tag}"})
+def _setup(spec: tuple[Any, ...], destroy: bool) -> None:
+    """Declare the benchmark's channel (or destroy the site's broker objects and tables), in
+    a process of its own running the spec's code."""
+    _use_code_of(spec)
     t = _open_transport(spec)
-    t.declare("bench")
-    t.close()
+    if len(spec) > 2 and spec[2]:  # the old code runs, not the installed one
+        import coupler.bus.transport.amqp.transport as module
+
+        assert Path(module.__file__).resolve().is_relative_to(Path(spec[2]).resolve()), module.__file__
+    if destroy:
+        t.destroy()
+    else:
+        t.declare("bench")
+        t.close()
+
+
+def run_amqp(count: int, batch: int, rate: float | None = None, code: Path | None = None) -> dict[str, Any]:
+    """Coupler's broker transport (``AmqpTransport``: quorum queue, persistent messages,
+    publisher confirms per batch, manual acks, journal and counters in PostgreSQL); ``code``:
+    an older commit's worktree to run instead of the current code."""
+    tag = uuid.uuid4().hex[:8]
+    spec = ("amqp", {"prefix": f"bench.{tag}.", "postgres_schema": f"bench_{tag}"}, str(code) if code else None)
+    ctx = mp.get_context("spawn")
+
+    def setup(destroy: bool) -> None:
+        p = ctx.Process(target=_setup, args=(spec, destroy))
+        p.start()
+        p.join(120)
+        if p.exitcode != 0:
+            raise RuntimeError(f"setting up the AMQP site failed ({p.exitcode})")
+
+    setup(False)
     try:
         return _run_transport(spec, count, batch, rate)
     finally:
-        _open_transport(spec).destroy()
+        setup(True)
 
 
 def postgres_available() -> bool:
@@ -468,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
         "queue); e.g. --only amqp,rabbitmq,quorum for the acceptance rows of the broker transport",
     )
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--baseline-ref", metavar="REF",
+        help="also run the amqp rows with the code of git commit REF (a temporary worktree), "
+        "each right before the current code's row: before and after in the same run",
+    )
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
     if only - set(STACKS):
@@ -512,6 +554,16 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
+    old_code: Path | None = None
+    old_name = ""
+    stack = contextlib.ExitStack()
+    if args.baseline_ref and have_amqp:
+        import baseline
+
+        old_name = baseline.describe(args.baseline_ref)
+        old_code = stack.enter_context(baseline.checkout(old_name))
+        print(f"amqp {old_name}: the transport of commit {old_name} (git worktree {old_code}); "
+              f"amqp: the working copy ({baseline.head()})")
     # interleaved so that all sides see the same machine load
     for batch, n in ((100, n100), (1, n1)):
         if "raw" in only:
@@ -520,6 +572,8 @@ def main(argv: list[str] | None = None) -> int:
             for sync in ("FULL", "NORMAL"):
                 record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
             record(f"sqlite FULL sync_acks batch {batch}", run_sqlite("FULL", n, batch, sync_acks=True))
+        if have_amqp and old_code is not None:
+            record(f"amqp {old_name} batch {batch}", run_amqp(n, batch, code=old_code))
         if have_amqp:
             record(f"amqp batch {batch}", run_amqp(n, batch))
         if have_rmq and "rabbitmq" in only:
@@ -529,6 +583,8 @@ def main(argv: list[str] | None = None) -> int:
     if "sqlite" in only:
         for sync in ("FULL", "NORMAL"):
             record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
+    if have_amqp and old_code is not None:
+        record(f"amqp {old_name} latency @1000/s", run_amqp(nlat, 1, rate=1000, code=old_code))
     if have_amqp:
         record("amqp latency @1000/s", run_amqp(nlat, 1, rate=1000))
     if have_rmq and "rabbitmq" in only:
@@ -557,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
         ratio(f"amqp / rabbitmq, {b} (acceptance: >= 0.8)", f"amqp {b}", f"rabbitmq {b}")
         ratio(f"amqp / rabbitmq quorum, {b}", f"amqp {b}", f"rabbitmq quorum {b}")
         ratio(f"rabbitmq quorum / rabbitmq, {b}", f"rabbitmq quorum {b}", f"rabbitmq {b}")
+    if old_name:
+        for b in ("batch 100", "batch 1", "latency @1000/s"):
+            ratio(f"amqp / amqp {old_name}, {b}", f"amqp {b}", f"amqp {old_name} {b}")
     for b in ("batch 100", "batch 1"):  # CPU time per message, producer + consumer
         for den in ("rabbitmq", "rabbitmq quorum"):
             if f"amqp {b}" in runs and f"{den} {b}" in runs:
@@ -572,6 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
+    stack.close()
     return 0
 
 

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import baseline
 import fastavro
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,38 +83,14 @@ def rss_mb() -> float:
 
 
 #: the top-level folders installed as ``coupler.<folder>`` (setup.py)
-FOLDERS = ("bus", "adapters", "canonical", "translators", "schemas")
 RECORD_PATH = "orders/order"
-
-
-def use_code(code: Path) -> None:
-    """Make ``import coupler.<folder>`` load ``code/<folder>`` (a worktree of another commit)
-    instead of the installed package: a finder placed before the editable install's."""
-    import importlib.util
-    from importlib.machinery import ModuleSpec
-
-    class Redirect:
-        @staticmethod
-        def find_spec(fullname: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
-            top, _, folder = fullname.partition(".")
-            if top != "coupler" or folder not in FOLDERS:
-                return None
-            where = code / folder
-            init = where / "__init__.py"
-            if init.exists():
-                return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(where)])
-            spec = ModuleSpec(fullname, None, is_package=True)
-            spec.submodule_search_locations = [str(where)]
-            return spec
-
-    sys.meta_path.insert(0, Redirect)  # type: ignore[arg-type]
 
 
 def worker(code: Path | None, xml: Path, profile: int, repeat: int) -> dict[str, Any]:
     """One run in this process: CPU seconds of typed decoding and of XML -> Avro file (the
     least of ``repeat`` repetitions of each)."""
     if code is not None:
-        use_code(code)
+        baseline.use_code(code)
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml import decoder as decoder_module
     from coupler.translators.xml.model import value_avro
@@ -161,52 +138,44 @@ def run_worker(code: Path | None, xml: Path, profile: int = 0, repeat: int = 1) 
 
 def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -> None:
     """The old code (git ``ref``, in a temporary worktree) against the current code, alternately."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", f"{ref}^{{commit}}"],
-                            check=True, capture_output=True, text=True).stdout.strip()
-    head = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    commit, now = baseline.describe(ref), baseline.head()
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "old"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(old), commit], check=True)
-        try:
-            xml = Path(tmp) / "orders.xml"
-            records = generate(xml, megabytes)
-            size = xml.stat().st_size / 1e6
-            print(f"workload: {size:.1f} MB, {records} orders (each 3 lines, 23 elements, 11 attributes), "
-                  f"streamed at {RECORD_PATH}")
-            print(f"old: {commit} (git worktree {old}); new: the working copy {ROOT} ({head})")
-            print(f"{pairs} pairs, old then new, each run a fresh process; CPU seconds (time.process_time),")
-            print(f"the least of {repeat} repetitions in the process, for typed decoding alone and for XML -> Avro file")
-            print(f"load average at start: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
-                  f"on {os.cpu_count()} CPUs")
-            print()
-            print("pair  typed decoding: old    new   new/old   XML -> Avro file: old    new   new/old")
-            runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
-            for n in range(pairs):
-                for name, code in (("old", old), ("new", ROOT)):
-                    run = run_worker(code, xml, repeat=repeat)
-                    assert run["records"] == records, run
-                    assert Path(run["code"]).is_relative_to(code.resolve()), run["code"]
-                    runs[name].append(run)
-                o, w = runs["old"][-1], runs["new"][-1]
-                print(f"{n + 1:4d}  {o['decode_s']:20.2f} s {w['decode_s']:5.2f} s {w['decode_s'] / o['decode_s']:7.3f}"
-                      f"  {o['avro_s']:20.2f} s {w['avro_s']:5.2f} s {w['avro_s'] / o['avro_s']:7.3f}")
-            med = {(name, key): statistics.median(r[key] for r in runs[name])
-                   for name in runs for key in ("decode_s", "avro_s")}
-            print()
-            for key, label in (("decode_s", "typed decoding  "), ("avro_s", "XML -> Avro file")):
-                o, w = med["old", key], med["new", key]
-                print(f"median {label}: old {o:.2f} s ({size / o:.2f} MB/s)  new {w:.2f} s ({size / w:.2f} MB/s)  "
-                      f"new/old {w / o:.3f} ({(w / o - 1) * 100:+.1f} %)")
-            load_after = os.getloadavg()
-            print(f"load average at end: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
-            if profile:
-                for name, code in (("old", old), ("new", ROOT)):
-                    print(f"\n--- cProfile, {name} code, typed decoding, top {profile} by own time ---")
-                    print(run_worker(code, xml, profile)["profile"].strip())
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+    with tempfile.TemporaryDirectory() as tmp, baseline.checkout(commit) as old:
+        xml = Path(tmp) / "orders.xml"
+        records = generate(xml, megabytes)
+        size = xml.stat().st_size / 1e6
+        print(f"workload: {size:.1f} MB, {records} orders (each 3 lines, 23 elements, 11 attributes), "
+              f"streamed at {RECORD_PATH}")
+        print(f"old: {commit} (git worktree {old}); new: the working copy {ROOT} ({now})")
+        print(f"{pairs} pairs, old then new, each run a fresh process; CPU seconds (time.process_time),")
+        print(f"the least of {repeat} repetitions in the process, for typed decoding alone and for XML -> Avro file")
+        print(f"load average at start: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
+              f"on {os.cpu_count()} CPUs")
+        print()
+        print("pair  typed decoding: old    new   new/old   XML -> Avro file: old    new   new/old")
+        runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+        for n in range(pairs):
+            for name, code in (("old", old), ("new", ROOT)):
+                run = run_worker(code, xml, repeat=repeat)
+                assert run["records"] == records, run
+                assert Path(run["code"]).is_relative_to(code.resolve()), run["code"]
+                runs[name].append(run)
+            o, w = runs["old"][-1], runs["new"][-1]
+            print(f"{n + 1:4d}  {o['decode_s']:20.2f} s {w['decode_s']:5.2f} s {w['decode_s'] / o['decode_s']:7.3f}"
+                  f"  {o['avro_s']:20.2f} s {w['avro_s']:5.2f} s {w['avro_s'] / o['avro_s']:7.3f}")
+        med = {(name, key): statistics.median(r[key] for r in runs[name])
+               for name in runs for key in ("decode_s", "avro_s")}
+        print()
+        for key, label in (("decode_s", "typed decoding  "), ("avro_s", "XML -> Avro file")):
+            o, w = med["old", key], med["new", key]
+            print(f"median {label}: old {o:.2f} s ({size / o:.2f} MB/s)  new {w:.2f} s ({size / w:.2f} MB/s)  "
+                  f"new/old {w / o:.3f} ({(w / o - 1) * 100:+.1f} %)")
+        load_after = os.getloadavg()
+        print(f"load average at end: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+        if profile:
+            for name, code in (("old", old), ("new", ROOT)):
+                print(f"\n--- cProfile, {name} code, typed decoding, top {profile} by own time ---")
+                print(run_worker(code, xml, profile)["profile"].strip())
 
 
 def main() -> None:
