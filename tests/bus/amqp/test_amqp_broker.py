@@ -148,6 +148,31 @@ def _drop_connection(t: AmqpTransport) -> None:
     sock.shutdown(socket.SHUT_RDWR)
 
 
+def test_coalesced_acknowledgements_reach_the_broker_while_the_consumer_idles(names) -> None:
+    """Acknowledgements are coalesced (sent together, at most 5 ms after the first): a
+    consumer that acknowledges three messages and then does nothing more with the transport
+    still has them acknowledged on the broker, so losing its connection afterwards gives
+    them to nobody again."""
+    consumer = _transport(names)
+    other = _transport(names)
+    try:
+        consumer.send("acks", [doc(b"1"), doc(b"2"), doc(b"3")])
+        got = []
+        while len(got) < 3:
+            got += consumer.receive_wait("acks", "c", max=3, wait=5)
+        consumer.ack(got)  # fewer than the ten that go out at once: deferred
+        link = consumer._link
+        assert link is not None
+        # taken and sent holding the connection: once it is free again, they are on the socket
+        wait_for(lambda: not consumer._ack_tags and link._io_owner is None,
+                 "the link's thread sending the coalesced acknowledgements", timeout=5)
+        _drop_connection(consumer)
+        assert other.receive_wait("acks", "c", max=3, wait=1.0) == []
+    finally:
+        consumer.close()
+        other.close()
+
+
 def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> None:
     """The connections of a producer and of a consumer break under traffic (client side: the
     shared broker is not restarted); the threads using them find out, the link's thread
