@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 import uuid
@@ -80,6 +81,16 @@ SENDER_CODES = ("invalid", "unsupported", "unserved")
 FAULT_NS = "urn:coupler:fault"
 WSSE_FAILED = "wsse:FailedAuthentication"
 WSSE_EXPIRED = "wsse:MessageExpired"
+_ACTION = re.compile(r';\s*action\s*=\s*"?([^";]*)"?', re.IGNORECASE)
+
+
+def _soap_action(request: web.Request, version: str) -> str:
+    """The request's SOAPAction: the header (SOAP 1.1) or the ``action`` parameter of the
+    Content-Type (SOAP 1.2)."""
+    if version == "1.1":
+        return request.headers.get("SOAPAction", "").strip().strip('"')
+    found = _ACTION.search(request.headers.get("Content-Type", ""))
+    return found.group(1) if found else ""
 
 
 class SoapConfigError(CouplerError):
@@ -187,6 +198,11 @@ class SoapAdapter(Adapter):
         if not self.ports:
             raise SoapConfigError(f"no port {o.port!r} in service {self.service.name}", where=f"{where}.port")
         self.operations = {v: {op.name: op for op in bind_port(self.schemas, p)} for v, p in self.ports.items()}
+        #: server: operations whose request (an empty body) cannot be told apart from another's
+        self.unserved: dict[str, set[str]] = {v: set() for v in self.ports}
+        if self.mode == "server":
+            for v, port in self.ports.items():
+                self.unserved[v] = self._indistinct_empty_requests(port, self.operations[v])
         self.target = o.target
         self.timeout = o.timeout
         self.retries = o.retries
@@ -223,6 +239,29 @@ class SoapAdapter(Adapter):
         self._session: aiohttp.ClientSession | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._client_ssl: Any = None
+
+    def _indistinct_empty_requests(self, port: Port, ops: dict[str, BoundOperation]) -> set[str]:
+        """The operations whose request is an empty SOAP body and whose SOAPAction is missing or
+        another such operation's: a server cannot tell which one a request is for, so it does
+        not serve them (each refused with one line; the other operations are served). One such
+        operation alone takes every empty body, whatever its SOAPAction."""
+        empty = [op for op in ops.values() if op.empty_request]
+        if len(empty) < 2:
+            return set()
+        refused = set()
+        for op in empty:
+            action = op.operation.soap_action or ""
+            twins = [o.name for o in empty if o is not op and (o.operation.soap_action or "") == action]
+            if action and not twins:
+                continue
+            refused.add(op.name)
+            why = f"its SOAPAction {action!r} is also that of {', '.join(twins)}" if action else "it has no SOAPAction"
+            self.logger.warning(
+                "%s: binding %s operation %s is not served: its request is an empty SOAP body (its input message has "
+                "no part) and %s, so a request cannot be told apart from the others (give each operation without "
+                "input parts its own soapAction in the WSDL)",
+                op.operation.where or self.wsdl_path, port.binding.rsplit("}", 1)[-1], op.name, why)
+        return refused
 
     @property
     def logger(self) -> logging.Logger:
@@ -352,7 +391,7 @@ class SoapAdapter(Adapter):
             refused = await self._authenticate(message.security, secure=request.secure, remote=request.remote)
             if refused is not None:
                 return self._fault_response(version, refused)
-        op = self._find_operation(version, message.body, request.headers.get("SOAPAction", "").strip('"'))
+        op = self._find_operation(version, message.body, _soap_action(request, version))
         if op is None:
             got = message.body[0].tag if message.body else "an empty body"
             await self._invalid(body, f"SOAP request from {request.remote}: no operation of this service takes {got}")
@@ -390,10 +429,13 @@ class SoapAdapter(Adapter):
                 detail = op.fault_detail(answer.details["soap.fault"], answer.documents[0]) if answer.documents else None
                 declared = SoapFault(answer.details.get("soap.fault_code", "Sender"), answer.details.get("soap.fault_reason", answer.details["soap.fault"]), detail=detail)
                 return self._fault_response(version, declared)
-            if not answer.documents:
-                raise SoapCodecError(f"the reply to {op.name} carries no document")
             assert op.output is not None
-            elements = op.output.encode(from_document(answer.documents[0]))
+            if answer.documents:
+                elements = op.output.encode(from_document(answer.documents[0]))
+            elif op.output.empty:  # the response is an empty body
+                elements = []
+            else:
+                raise SoapCodecError(f"the reply to {op.name} carries no document")
         except CouplerError as exc:
             self.logger.error("reply to %s cannot be written as SOAP: %s", op.name, exc)
             return self._fault_response(version, SoapFault("Receiver", f"the reply cannot be written: {exc}"))
@@ -424,6 +466,13 @@ class SoapAdapter(Adapter):
 
     def _find_operation(self, version: str, body: list[Any], action: str) -> BoundOperation | None:
         ops = self.operations[version].values()
+        if not body:  # an operation whose input message has no part: by SOAPAction when there are several
+            empty = [op for op in ops if op.empty_request]
+            if len(empty) == 1:
+                return empty[0]
+            if empty:
+                return next((op for op in empty if action and op.operation.soap_action == action
+                             and op.name not in self.unserved[version]), None)
         tag = body[0].tag if body else None
         for op in ops:
             if tag is not None and op.request_element == tag:

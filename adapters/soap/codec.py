@@ -2,10 +2,13 @@
 
 document/literal: the body is one element declared in the WSDL's schemas; it is decoded and
 encoded by the XML translator (:class:`coupler.translators.xml.XsdModel`) through its XSD
-type. rpc/literal: the body is a wrapper element named after the operation (``...Response``
+type. A message without parts is an empty body, and its record is ``{}``. rpc/literal: the body is a wrapper element named after the operation (``...Response``
 for the answer) in the binding's namespace, holding one unqualified child per part; parts of
 simple types are converted by their XSD type, parts of global element type by the XML
 translator. A record is a dict; on the bus it travels as JSON (``translators.xml.jsonio``).
+
+A binding that uses SOAP encoding (``use="encoded"``, rpc/encoded as NuSOAP and old Axis write
+it) is refused by :func:`bind_port`: its bodies are not the XML its schemas describe.
 """
 
 from __future__ import annotations
@@ -70,7 +73,16 @@ class MessageCodec:
     style: str
     wrapper: str | None = None  # rpc: the Clark name of the wrapper element
 
+    @property
+    def empty(self) -> bool:
+        """A document/literal message without parts: an empty SOAP body."""
+        return self.style == "document" and not self.message.parts
+
     def decode(self, body: list[Any]) -> dict[str, Any]:
+        if self.empty:
+            if body:
+                raise SoapCodecError(f"expected an empty body (message {_local(self.message.message)} has no part), got {body[0].tag}")
+            return {}
         if self.style == "document":
             part = self.message.parts[0]
             elem = body[0] if body else None
@@ -101,6 +113,11 @@ class MessageCodec:
         return record
 
     def encode(self, record: dict[str, Any]) -> list[Any]:
+        if self.empty:
+            if record:
+                raise SoapCodecError(f"message {_local(self.message.message)} has no part (an empty SOAP body); "
+                                     f"the record must be {{}}, it has {', '.join(map(repr, record))}")
+            return []
         try:
             if self.style == "document":
                 part = self.message.parts[0]
@@ -142,6 +159,11 @@ class BoundOperation:
         return self.operation.name
 
     @property
+    def empty_request(self) -> bool:
+        """The request is an empty SOAP body: a server can route it only by SOAPAction."""
+        return self.input is not None and self.input.empty
+
+    @property
     def request_element(self) -> str | None:
         if self.input is None:
             return None
@@ -159,7 +181,25 @@ class BoundOperation:
         return etree.tostring(elem, encoding="unicode")
 
 
+def _refuse_encoded(port: Port) -> None:
+    """A binding that uses SOAP encoding, refused with its first such operation."""
+    encoded = [op for op in port.operations
+               if any(m is not None and m.use == "encoded" for m in (op.input, op.output))]
+    if not encoded:
+        return
+    op = encoded[0]
+    raise SoapCodecError(
+        f'binding {_local(port.binding)} operation {op.name} uses SOAP encoding (use="encoded"), '
+        "which the SOAP adapters do not support",
+        where=op.where,
+        hint=f"{len(encoded)} of the binding's {len(port.operations)} operations do; the adapters read and write "
+             "literal XML only, document/literal or rpc/literal: choose a port of the service whose binding is "
+             "literal (option port) or ask the provider for one; coupler wsdl describe shows each port's binding",
+    )
+
+
 def bind_port(schemas: Schemas, port: Port) -> list[BoundOperation]:
+    _refuse_encoded(port)
     out = []
     for op in port.operations:
         def codec(msg: MessageInfo | None, suffix: str, op: Operation = op) -> MessageCodec | None:
@@ -167,8 +207,9 @@ def bind_port(schemas: Schemas, port: Port) -> list[BoundOperation]:
                 return None
             if op.style == "rpc":
                 return MessageCodec(schemas, msg, "rpc", f"{{{msg.namespace or ''}}}{op.name}{suffix}" if msg.namespace else f"{op.name}{suffix}")
-            if len(msg.parts) != 1 or not msg.parts[0].element:
-                raise SoapCodecError(f"operation {op.name}: a document/literal message needs exactly one element part")
+            if msg.parts and (len(msg.parts) != 1 or not msg.parts[0].element):
+                raise SoapCodecError(f"binding {_local(port.binding)} operation {op.name}: a document/literal message "
+                                     "needs one element part (or none, for an empty body)", where=op.where)
             return MessageCodec(schemas, msg, "document")
 
         faults = {f.name: (f.element, schemas.model_for(f.element)) for f in op.faults if f.element}

@@ -2,7 +2,9 @@
 
 :func:`coerce` reads a JSON-ish value as the Avro type says (decimals exact from numbers or
 strings, dates and times from ISO 8601 strings, bytes from base64); :func:`dumps` writes a
-record as one JSON line (decimals as exact JSON numbers, dates ISO 8601, bytes base64).
+record as one JSON line (decimals as exact JSON numbers, dates ISO 8601, bytes base64,
+infinite and NaN floats as the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"``, as Jackson
+writes them, which :func:`coerce` reads back).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from datetime import UTC, date, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -17,6 +20,8 @@ from typing import Any
 from .avrotypes import AType, SchemaTypes
 from .casts import INTEGER, REAL, TEXT, make_cast
 
+#: (is NaN, is positive) -> the JSON string of an infinite or NaN float, as Jackson writes it
+_SPECIAL_FLOATS = {(True, False): '"NaN"', (False, True): '"Infinity"', (False, False): '"-Infinity"'}
 _ANY_DECIMAL = AType("decimal", {}, precision=38, scale=0)
 
 
@@ -131,8 +136,8 @@ def dumps(value: Any) -> str:
         return format(value, "f")
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, float):
-        return json.dumps(value)
+    if isinstance(value, float):  # INF, -INF, NaN: strings (JSON has no such numbers)
+        return json.dumps(value) if math.isfinite(value) else _SPECIAL_FLOATS[value != value, value > 0]
     if isinstance(value, datetime | date | time):
         return json.dumps(value.isoformat())
     if isinstance(value, bytes | bytearray):

@@ -80,6 +80,7 @@ class Operation:
     input: MessageInfo | None
     output: MessageInfo | None
     faults: list[FaultInfo] = field(default_factory=list)
+    where: str | None = field(default=None, compare=False)  # FILE:LINE of the binding's wsdl:operation
 
     @property
     def one_way(self) -> bool:
@@ -117,6 +118,7 @@ class WsdlDescription:
             for port in service["ports"]:
                 for op in port["operations"]:
                     op["one_way"] = op["output"] is None
+                    op.pop("where")
         return data
 
     def port(self, name: str) -> Port:
@@ -258,6 +260,12 @@ class _Reader:
             names.update(schema.maps.elements.keys())
         return names
 
+    def _where(self, elem: Any) -> str:
+        """``FILE:LINE`` of an element of the WSDL or of a WSDL it imports."""
+        url = elem.getroottree().docinfo.URL
+        name = str(self.path) if not url or Path(url).resolve() == self.path.resolve() else url
+        return f"{name}:{elem.sourceline}"
+
     def _qname(self, elem: Any, text: str | None) -> str:
         if not text:
             return ""
@@ -300,7 +308,8 @@ class _Reader:
             raise WsdlError(f"operation {name!r} is bound but not in the portType", where=f"{self.path}:{op_elem.sourceline}")
         soap_op = op_elem.find(f"{{{ns}}}operation")
         style = (soap_op.get("style") if soap_op is not None else None) or default_style
-        operation = Operation(name, soap_op.get("soapAction") if soap_op is not None else None, style, None, None)
+        operation = Operation(name, soap_op.get("soapAction") if soap_op is not None else None, style, None, None,
+                              where=self._where(op_elem))
         for direction in ("input", "output"):
             abstract_msg = op_abstract.find(f"{{{WSDL}}}{direction}")
             if abstract_msg is None:

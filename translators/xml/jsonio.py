@@ -5,14 +5,21 @@ value (``dumps(record, decimal_numbers=True)``), as ``copybook decode`` does; me
 bus keep decimals as strings (the default). :func:`read_jsonl` reads numbers with a fraction
 as exact decimals, and the encoder accepts both forms (and strings for dates, times and
 bytes), so ``xml decode --to jsonl`` and ``xml encode`` round-trip.
+
+An ``xs:double``/``xs:float`` that is infinite or not a number is written as the JSON string
+``"Infinity"``, ``"-Infinity"`` or ``"NaN"`` (JSON has no such numbers; the bare tokens Python
+would write are refused by strict parsers). These are the strings Jackson writes for them
+(Spark's JSON writer, NiFi, Camel), which Spark's JSON reader and Java's ``Double.parseDouble``
+read back; the encoder reads them (and the XSD forms ``"INF"``, ``"-INF"``) as the same value.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
@@ -47,11 +54,39 @@ def _number_default(value: Any) -> Any:
     return _default(value)
 
 
+def special_float(value: float) -> str:
+    """An infinite or NaN float as Jackson writes it: ``Infinity``, ``-Infinity`` or ``NaN``."""
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every infinite or NaN float replaced by its string."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else special_float(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _dumps(record: Any, default: Callable[[Any], Any]) -> str:
+    try:  # a record without special floats (nearly all) is written in one pass
+        return json.dumps(record, default=default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:  # "Out of range float values are not JSON compliant"
+        if "JSON compliant" not in str(exc):
+            raise
+        return json.dumps(_finite(record), default=default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(record: Any, *, decimal_numbers: bool = False) -> str:
-    """One record as one line of JSON; decimals as exact JSON numbers with ``decimal_numbers``."""
+    """One record as one line of JSON; decimals as exact JSON numbers with ``decimal_numbers``;
+    infinite and NaN floats as the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"``."""
     if not decimal_numbers:
-        return json.dumps(record, default=_default, ensure_ascii=False, separators=(",", ":"))
-    text = json.dumps(record, default=_number_default, ensure_ascii=False, separators=(",", ":"))
+        return _dumps(record, _default)
+    text = _dumps(record, _number_default)
     return _MARKED.sub(r"\1", text) if "\\u0000D" in text else text
 
 

@@ -240,3 +240,89 @@ def test_xml_decode_writes_decimals_as_copybook_decode_does(tmp_path: Path, caps
         assert main(["xml", "encode", str(tmp_path / "p.xsd"), str(tmp_path / "one.jsonl"), "--output", str(xml)]) == 0
         schema = xmlschema.XMLSchema(str(tmp_path / "p.xsd"))
         assert canonical(schema, str(xml)) == canonical(schema, str(tmp_path / name))
+
+
+MEASURE_XSD = """<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <xs:element name="measure">
+    <xs:complexType>
+      <xs:sequence>
+        <xs:element name="id" type="xs:string"/>
+        <xs:element name="value" type="xs:double"/>
+        <xs:element name="ratio" type="xs:float" minOccurs="0"/>
+        <xs:element name="series">
+          <xs:simpleType><xs:list itemType="xs:double"/></xs:simpleType>
+        </xs:element>
+      </xs:sequence>
+      <xs:attribute name="scale" type="xs:double"/>
+    </xs:complexType>
+  </xs:element>
+</xs:schema>
+"""
+SPECIAL_FLOATS = {
+    "inf.xml": '<measure scale="-INF"><id>m1</id><value>1e999</value><ratio>NaN</ratio><series>1.5 INF -INF NaN</series></measure>',
+    "nan.xml": '<measure scale="NaN"><id>m2</id><value>-INF</value><ratio>INF</ratio><series>-1e999</series></measure>',
+}
+
+
+def _strict(line: str) -> Any:
+    """json.loads refusing NaN, Infinity and -Infinity, as RFC 8259 parsers (Jackson, Go, ...) do."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def _xsd_text(value: Any) -> Any:
+    """Floats in their XSD lexical form (NaN is not equal to itself), in dicts and lists too."""
+    if isinstance(value, dict):
+        return {k: _xsd_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_xsd_text(v) for v in value]
+    if isinstance(value, float):
+        return "NaN" if value != value else "INF" if value == float("inf") else "-INF" if value == float("-inf") else value
+    return value
+
+
+def test_special_floats_are_strict_json_and_round_trip(tmp_path: Path) -> None:
+    """INF, -INF and NaN (and 1e999, which is INF) are written as the JSON strings "Infinity",
+    "-Infinity" and "NaN" (as Jackson, so Spark, writes them, and Spark's reader and Java's
+    Double.parseDouble take them), never as the bare tokens strict JSON parsers refuse;
+    xml encode and translate read them back (and the XSD forms "INF", "-INF" too)."""
+    xsd = tmp_path / "m.xsd"
+    xsd.write_text(MEASURE_XSD)
+    schema = xmlschema.XMLSchema(str(xsd))
+    expected = {
+        "inf.xml": {"id": "m1", "value": "Infinity", "ratio": "NaN", "series": [1.5, "Infinity", "-Infinity", "NaN"],
+                    "scale": "-Infinity"},
+        "nan.xml": {"id": "m2", "value": "-Infinity", "ratio": "Infinity", "series": ["-Infinity"], "scale": "NaN"},
+    }
+    for name, text in SPECIAL_FLOATS.items():
+        (tmp_path / name).write_text(text)
+        out = tmp_path / "one.jsonl"
+        assert main(["xml", "decode", str(xsd), str(tmp_path / name), "--output", str(out)]) == 0
+        record = _strict(out.read_text())
+        assert {k: record[k] for k in expected[name]} == expected[name]
+        back = tmp_path / "back.xml"
+        assert main(["xml", "encode", str(xsd), str(out), "--output", str(back)]) == 0
+        assert _xsd_text(canonical(schema, str(back))) == _xsd_text(canonical(schema, str(tmp_path / name)))
+        # coupler translate writes the same JSON and reads it back
+        assert main(["translate", "--from", f"xml:{xsd}", "--to", "jsonl", str(tmp_path / name),
+                     "--output", str(out), "--no-progress"]) == 0
+        assert {k: _strict(out.read_text())[k] for k in expected[name]} == expected[name]
+        assert main(["translate", "--from", "jsonl", "--to", f"xml:{xsd}", str(out),
+                     "--output", str(back), "--no-progress"]) == 0
+        assert _xsd_text(canonical(schema, str(back))) == _xsd_text(canonical(schema, str(tmp_path / name)))
+    # the XSD spellings are read too
+    (tmp_path / "one.jsonl").write_text('{"id":"m3","value":"INF","ratio":"-INF","series":["NaN"],"scale":"+INF"}\n')
+    assert main(["xml", "encode", str(xsd), str(tmp_path / "one.jsonl"), "--output", str(tmp_path / "back.xml")]) == 0
+    assert (tmp_path / "back.xml").read_text().count("INF") == 3
+
+
+def test_records_on_the_bus_carry_special_floats_as_strings() -> None:
+    """The JSON of records on the bus (SOAP adapters, the json translator) is strict JSON too."""
+    record = {"a": float("inf"), "b": [float("-inf"), float("nan"), 2.5], "c": {"d": float("nan")}, "e": Decimal("1.5")}
+    for line in (dumps(record), dumps(record, decimal_numbers=True)):
+        assert _strict(line)["b"] == ["-Infinity", "NaN", 2.5]
+        assert _strict(line)["a"] == "Infinity" and _strict(line)["c"] == {"d": "NaN"}
+    assert dumps({"x": 1.0, "y": "INF"}) == '{"x":1.0,"y":"INF"}'
