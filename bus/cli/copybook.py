@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     dec.add_argument(
         "--errors", metavar="FILE",
         help="write one JSON line per rejected record and per bad field to FILE: file, record (from 1),"
-        " offset (file byte of the record, or of the field), field path, raw_hex, reason",
+        " offset (file byte of the record, or of the field), field path (an OCCURS element with its subscript"
+        " from 1: REC.DET.CELL[2]), raw_hex, reason",
     )
     dec.add_argument(
         "--strict", action="store_true",

@@ -5,9 +5,12 @@ where SPEC is ``copybook:FILE.cpy`` (Cobrix options with ``-o KEY=VALUE``),
 ``xml:FILE.xsd[#ELEMENT][@ROOT/RECORD]``, ``avro:NAME@V`` or ``jsonl``
 (:mod:`coupler.translators.mapping.formats`). Records are streamed; a record that fails
 is reported (numbered from 1, with its byte offset for copybook input) and skipped. A
-progress bar is drawn on a terminal; the summary goes to standard error. Exit status 0 when
-every record was translated; 1 when a record failed, when ``--strict`` stopped at one, when
-``--max-errors`` was exceeded, or on any other failure; 2 for a usage error.
+progress bar is drawn on a terminal; the summary (records read, written, rejected, and bad
+fields of copybook input, as ``copybook decode`` counts them) goes to standard error. Exit
+status as every decode path has it: 0 when the input was read (lenient: a failed record is
+reported and skipped, a bad field of copybook input is null and counted); 1 when ``--strict``
+stopped at a failed record, when ``--max-errors`` was exceeded, or on any other failure; 2
+for a usage error.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Translate INPUT into OUTPUT. SPEC: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT][@ROOT/RECORD], "
         "avro:NAME@V (an Avro container file of a canonical entity) or jsonl. A mapping (--map) applies where "
         "its legacy schema is the input's (legacy -> canonical) or the output's (canonical -> legacy). "
-        "Records are numbered from 1 in every report, with the file byte offset for copybook input. Exit status: "
-        "0 when every record was translated; 1 when a record failed (reported and skipped), when --strict "
-        "stopped at one, when --max-errors was exceeded, or on any other failure; 2 for a usage error.",
+        "Records are numbered from 1 in every report, with the file byte offset for copybook input. Exit status, as"
+        " copybook decode and batch translate have it: 0 when the input was read (lenient: a record that fails is"
+        " reported and skipped, a field of copybook input that cannot be decoded is null and counted); 1 when"
+        " --strict stopped at a record that failed, when --max-errors was exceeded, or on any other failure;"
+        " 2 for a usage error.",
     )
     p.add_argument("--from", dest="from_spec", required=True, metavar="SPEC", help="format of INPUT: copybook:FILE.cpy, xml:FILE.xsd[#ELEMENT][@ROOT/RECORD], avro:NAME@V or jsonl")
     p.add_argument("--to", dest="to_spec", required=True, metavar="SPEC", help="format of OUTPUT, as --from")
@@ -50,8 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_schemas_option(p)
     p.add_argument("--errors", type=Path, metavar="FILE", help="write one JSON line per failed record to FILE")
     p.add_argument("--strict", action="store_true",
-                   help="stop at the first record that fails (copybook input: a field that cannot be decoded fails"
-                   " its record; default: the field becomes null)")
+                   help="stop at the first record that fails, with exit status 1 (copybook input: a field that cannot"
+                   " be decoded fails its record; default: the field becomes null)")
     add_max_errors_option(p, help="stop with exit status 1 once more than N errors (failed records, and bad"
                           " fields of copybook input) were found; 0 stops at the first (Cobrix's FAILFAST)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
@@ -195,21 +200,24 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     if counted > printed and errors_out is None:
         print(f"coupler: ... {counted - printed} more errors (use --errors FILE to keep them all)", file=sys.stderr)
-    print(
-        f"{summary.read} records read, {summary.written} written, {summary.errors} errors"
+    bad_fields = stats.bad_fields if stats is not None else 0
+    print(  # counted as `copybook decode` counts: records rejected, bad fields made null
+        f"{summary.read} records read, {summary.written} written, {summary.errors} rejected, {bad_fields} bad fields"
         f" ({source_spec.text} -> {sink_spec.text}, {elapsed:.2f} s)",
         file=sys.stderr,
     )
     if args.json:
         print(json.dumps({
-            "read": summary.read, "written": summary.written, "errors": summary.errors,
+            "read": summary.read, "written": summary.written, "errors": summary.errors, "bad_fields": bad_fields,
             "from": source_spec.text, "to": sink_spec.text, "stages": translation.describe(),
             "seconds": round(elapsed, 3),
         }))
     if stopped:
         print(f"coupler: error: {too_many_errors(args.max_errors, last_where)}", file=sys.stderr)
         return 1
-    return 1 if summary.errors else 0
+    # lenient (Cobrix's PERMISSIVE): failed records were reported and skipped, as in every
+    # decode path (`copybook decode`, `batch translate`); --strict raised at the first one
+    return 0
 
 
 class _TooManyErrors(Exception):

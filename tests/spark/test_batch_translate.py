@@ -103,6 +103,39 @@ def test_cli_strict_and_max_errors_exit_1_naming_the_first_rejected_record(
     assert run("--max-errors", "-1") == (2, "coupler: error: --max-errors needs a number >= 0\n")
 
 
+@pytest.mark.parametrize("case", ["truncated", "fixed-read-as-V"])
+def test_the_same_input_gives_the_same_exit_status_on_every_decode_path(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str,
+) -> None:
+    """One rule (issue 16): lenient, a rejected record is reported and skipped with exit
+    status 0 (Cobrix's PERMISSIVE); 1 under --strict and past --max-errors. The same input
+    through copybook decode, translate and batch translate gives the same status."""
+    cpy, _mapping, data = _accounts(tmp_path, 3)
+    extra = ["-o", "record_format=V"] if case == "fixed-read-as-V" else []
+    if case == "truncated":
+        with open(data, "ab") as fh:
+            fh.write(b"0001")
+
+    def statuses(*mode: str) -> list[int]:
+        codes = [
+            cli.main(["copybook", "decode", str(cpy), str(data), "-o", "encoding=ascii", *extra,
+                      "--output", str(tmp_path / "d.jsonl"), *mode]),
+            cli.main(["translate", "--from", f"copybook:{cpy}", "--to", "jsonl", "-o", "encoding=ascii", *extra,
+                      str(data), "--output", str(tmp_path / "t.jsonl"), *mode]),
+            cli.main(["batch", "translate", "--from", f"copybook:{cpy}", "--to", "jsonl", "-o", "encoding=ascii",
+                      *extra, str(data), "--output", str(tmp_path / "b"), "--master", "local[2]", *mode]),
+        ]
+        err = capsys.readouterr().err
+        assert "Traceback" not in err, err
+        if not mode:  # decode and translate count the rejected record alike, batch translate too
+            assert err.count(" 1 rejected, 0 bad fields") == 2 and ", 1 errors -> " in err, err
+        return codes
+
+    assert statuses() == [0, 0, 0]
+    assert statuses("--strict") == [1, 1, 1]
+    assert statuses("--max-errors", "0") == [1, 1, 1]
+
+
 def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["batch", "translate", "--from", "cobol:x", "--to", "jsonl", "in", "--output", "o"]) == 1
     assert "unknown format 'cobol:x'" in capsys.readouterr().err

@@ -40,7 +40,7 @@ class BadField:
     """A field of one record that cannot be decoded (its value is null in the batch)."""
 
     record: int  # index of the record in the input, from 0
-    path: str  # dotted path of the field
+    path: str  # dotted path of the field, with the 1-based subscripts of its OCCURS elements (REC.T[2].V)
     offset: int  # byte offset of the field inside the record
     raw: bytes
     reason: str
@@ -165,10 +165,12 @@ class BatchDecoder:
         if (lengths != count).any():
             keep = (np.arange(count)[None, :] < lengths[:, None]).reshape(-1)
             values = values.filter(pa.array(keep))
+        cut = len(node.dotted_path)
         for b in item_bad:  # only the items the record holds count; report them on their record
             parent, k = divmod(b.record, count)
-            if k < lengths[parent]:
-                bad.append(replace(b, record=parent, offset=b.offset + k * size))
+            if k < lengths[parent]:  # named by the element's 1-based subscript, as the per-record decoder
+                path = f"{b.path[:cut]}[{k + 1}]{b.path[cut:]}"
+                bad.append(replace(b, record=parent, offset=b.offset + k * size, path=path))
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lengths, out=offsets[1:])
         return pa.ListArray.from_arrays(pa.array(offsets), values)

@@ -108,8 +108,9 @@ class DecodeStats:
 
 
 class _BadField(Exception):
-    def __init__(self, node: Node, raw: bytes, reason: str, offset: int):
+    def __init__(self, node: Node, raw: bytes, reason: str, offset: int, path: str):
         self.node = node
+        self.path = path  # with the OCCURS subscripts of the element (REC.T[2].V)
         self.raw = raw
         self.reason = reason
         self.offset = offset
@@ -162,6 +163,8 @@ class RecordDecoder:
         self.variable_occurs = _flag(options, "variable_size_occurs", False)
         self.debug = str(option(options, "debug", "none")).lower() not in ("false", "none", "0", "")
         self.strict = policy == "strict"
+        #: [table, index from 0] of each OCCURS element being decoded, outermost first
+        self._subscripts: list[list[Any]] = []
         self.generate_ids = _flag(options, "generate_record_id", False)
         self.levels = segment_levels(options)
         self.prefix = str(option(options, "segment_id_prefix", "") or "")
@@ -287,7 +290,7 @@ class RecordDecoder:
             number, base = bad.place or self._where[1:]
             return BadRecord(RecordDecodeError(
                 bad.reason, file=file, record=number, offset=base + bad.offset,
-                field=bad.node.dotted_path, raw=bad.raw,
+                field=bad.path, raw=bad.raw,
             ))
         stats.records += 1
         return out
@@ -352,10 +355,17 @@ class RecordDecoder:
                 count = self._count(node, pos, data)
             items = []
             at = pos
-            for _ in range(count):
-                value, used = self._one(node, data, at)
-                items.append(value)
-                at += used if self.variable_occurs else node.size
+            # the element being decoded, for the paths of its bad fields (REC.T[2].V)
+            subscript = [node, 0]
+            self._subscripts.append(subscript)
+            try:
+                for k in range(count):
+                    subscript[1] = k
+                    value, used = self._one(node, data, at)
+                    items.append(value)
+                    at += used if self.variable_occurs else node.size
+            finally:
+                self._subscripts.pop()
             used_total = (at - pos) if self.variable_occurs else node.total_size
             return items, used_total
         return self._one(node, data, pos)
@@ -405,16 +415,29 @@ class RecordDecoder:
             self._min_sizes[key] = size
         return size
 
+    def _path(self, node: Node) -> str:
+        """The dotted path of ``node`` with the subscript of every OCCURS element it is in,
+        1-based as COBOL's (and as records are numbered): ``REC.T[2].U[1].V``. A table
+        whose DEPENDING ON count is bad is named without a subscript of its own."""
+        if not self._subscripts:
+            return node.dotted_path
+        parts = list(node.path)
+        for table, k in self._subscripts:
+            depth = len(table.path)
+            if depth and node.path[:depth] == table.path:  # an element of ``table`` (not a hierarchy child)
+                parts[depth - 1] += f"[{k + 1}]"
+        return ".".join(parts)
+
     def _bad(self, node: Node, raw: bytes, reason: str, pos: int) -> None:
         if self.strict:
-            raise _BadField(node, raw, reason, pos)
+            raise _BadField(node, raw, reason, pos, self._path(node))
         self._stats.bad_fields += 1
-        key = node.dotted_path
+        key = node.dotted_path  # counted per field, whatever the element
         self._stats.bad_field_names[key] = self._stats.bad_field_names.get(key, 0) + 1
         if self._stats.on_bad_field is not None:
             file, record_id, offset = getattr(self, "_where", ("<data>", 0, 0))
             self._stats.on_bad_field(RecordDecodeError(
-                reason, file=file, record=record_id, offset=offset + pos, field=key, raw=bytes(raw),
+                reason, file=file, record=record_id, offset=offset + pos, field=self._path(node), raw=bytes(raw),
             ))
 
     def _plan(self, group: Group) -> list[tuple[Any, ...]]:

@@ -246,3 +246,19 @@ def test_parquet_writer_gathers_small_batches_into_row_groups(tmp_path: Path) ->
     meta = pq.ParquetFile(path).metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4000, 4000, 1000]
     assert pq.read_table(path).to_pylist() == [row for b in batches for row in b.to_pylist()]
+
+
+def test_bad_elements_of_an_occurs_are_reported_with_subscripts() -> None:
+    """The kernel names the element (1-based COBOL subscripts), as the per-record decoder."""
+    text = """\
+       01 REC.
+          05 DET.
+             10 CELL PIC S9(3) OCCURS 2.
+          05 T OCCURS 2.
+             10 U OCCURS 2.
+                15 V PIC 9.
+"""
+    layout = build_layout(parse_copybook(text))
+    decoded = BatchDecoder(layout, {"encoding": "ascii"}).decode(b"aaa1231x34" + b"123bbb1234")
+    assert [(b.record, b.path, b.offset) for b in decoded.bad] == [
+        (0, "REC.DET.CELL[1]", 0), (0, "REC.T[1].U[2].V", 7), (1, "REC.DET.CELL[2]", 3)]

@@ -146,3 +146,37 @@ def test_record_length_shorter_than_the_layout_is_refused(tmp_path: Path, capsys
     assert main(["copybook", "decode", cpy, data, "-o", "encoding=ascii", "-o", "record_length=4"]) == 1
     err = capsys.readouterr().err
     assert "record_length 4" in err and "takes 7" in err and "Traceback" not in err
+
+
+OCCURS_CPY = """       01 REC.
+          05 HDR.
+             10 YYYY PIC 9(4).
+             10 DD PIC 99.
+          05 DET REDEFINES HDR.
+             10 CELL PIC S9(3) OCCURS 2.
+          05 T OCCURS 2.
+             10 U OCCURS 2.
+                15 V PIC 9.
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--per-record"]])
+def test_bad_fields_in_an_occurs_name_their_subscripts(tmp_path: Path, capsys, mode) -> None:
+    """Each bad element of an OCCURS has its own path, with 1-based COBOL subscripts as
+    records are numbered from 1: REC.DET.CELL[1], REC.T[2].U[1].V, the same on both decoders."""
+    cpy = tmp_path / "occ.cpy"
+    cpy.write_text(OCCURS_CPY)
+    data = tmp_path / "occ.dat"
+    data.write_bytes(b"20240112x4" + b"2024aa1234")  # record 1: T(2).U(1).V bad; record 2: CELL(2) bad
+    errors = tmp_path / "errors.jsonl"
+    assert main(["copybook", "decode", str(cpy), str(data), "-o", "encoding=ascii", "--errors", str(errors), *mode]) == 0
+    reports = [json.loads(line) for line in errors.read_text().splitlines()]
+    assert [(r["record"], r["offset"], r["field"], r["raw_hex"]) for r in reports] == [
+        (1, 8, "REC.T[2].U[1].V", "78"),
+        (2, 10 + 4, "REC.HDR.DD", "6161"),
+        (2, 10 + 3, "REC.DET.CELL[2]", "346161"),
+    ]
+    assert "2 records, 0 rejected, 3 bad fields" in capsys.readouterr().err
+    # --strict: the rejected record names the element too
+    assert main(["copybook", "decode", str(cpy), str(data), "-o", "encoding=ascii", "--strict", *mode]) == 1
+    assert f"{data}: record 1 at byte 8, field REC.T[2].U[1].V" in capsys.readouterr().err

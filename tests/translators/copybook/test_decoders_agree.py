@@ -7,6 +7,8 @@
   per-record decoder (:func:`decode_files` printed by :func:`to_json`) give the same JSON
   lines, the same rejected records and the same counts, in ASCII and EBCDIC, lenient and
   strict.
+  In lenient mode the batch kernel's bad fields are the per-record decoder's: same
+  records, paths (with OCCURS subscripts) and offsets.
 * Fuzz (issue 17): generated copybooks with ODO (nested too) and REDEFINES and random
   record bytes through the parser, both decoders and the schema: only ``CouplerError``
   subclasses escape, and no case takes more than 2 s or 200 MB.
@@ -26,6 +28,7 @@ from hypothesis import strategies as st
 from coupler.canonical.errors import CouplerError
 from coupler.translators.copybook.arrow_json import json_lines
 from coupler.translators.copybook.avro import avro_schema
+from coupler.translators.copybook.batch import BatchDecoder
 from coupler.translators.copybook.batch_files import batch_supported, decode_file_batches
 from coupler.translators.copybook.decoder import (
     BadRecord,
@@ -177,6 +180,15 @@ def test_vectorised_equals_per_record(tmp_path, text: str, options, policy: str,
         got_bad.extend((b.error.record, b.error.field) for b in fb.bad)
     assert got == want, text
     assert got_bad == want_bad
+    if policy == "lenient":  # the bad fields the batch kernel finds have the per-record paths (OCCURS subscripts too)
+        fields_r: list[tuple[int, str | None, int]] = []
+        for i in range(len(raw) // layout.size):
+            scratch = DecodeStats(on_bad_field=lambda e: fields_r.append((e.record - 1, e.field, e.offset)))
+            RecordDecoder(layout, options).decode(raw[i * layout.size:(i + 1) * layout.size], record_id=i,
+                                                  offset=i * layout.size, stats=scratch)
+        kernel = BatchDecoder(layout, options).decode(raw)
+        fields_b = [(b.record, b.path, b.record * layout.size + b.offset) for b in kernel.bad]
+        assert sorted(fields_b) == sorted(fields_r), text
     assert (stats_b.records, stats_b.errors, stats_b.bad_fields) == (stats_r.records, stats_r.errors,
                                                                     stats_r.bad_fields)
 
