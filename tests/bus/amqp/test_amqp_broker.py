@@ -183,9 +183,18 @@ def _drop_connection(t: AmqpTransport) -> None:
     """Cut this transport's TCP connection to the broker (the broker itself stays up)."""
     link = t._link
     assert link is not None
-    sock = link._socket()
-    assert sock is not None
-    sock.shutdown(socket.SHUT_RDWR)
+
+    def cut() -> bool:
+        sock = link._socket()
+        if sock is None:
+            return False  # between two connections: cut the next one
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # ENOTCONN: this one is already gone (a reconnect is under way)
+            return False
+        return True
+
+    wait_for(cut, "a connection to the broker to cut", timeout=60)
 
 
 def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> None:
