@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from examples.demo.demo import Demo
-from tests.bus.site_helpers import REPO, write_site
+from tests.bus.site_helpers import REPO, wait_for, write_site
 
 
 class Terminal(io.StringIO):
@@ -47,7 +47,9 @@ def test_a_long_step_shows_elapsed_time_on_a_terminal_and_one_line_when_piped(tm
 
     terminal = Terminal()
     with Demo(tmp_path, 1, out_stream=terminal).activity("Spark ingests the extract", lambda: "12.0 MB"):
-        time.sleep(0.8)
+        # the live line is drawn by a ticker thread every 0.25 s: wait for it (a fixed 0.8 s may
+        # pass before a loaded machine runs that thread)
+        wait_for(lambda: "12.0 MB" in terminal.getvalue(), "the live line with the probe's value")
     shown = terminal.getvalue()
     assert "Spark ingests the extract" in shown and "12.0 MB" in shown and " s " in shown  # the live line, updated
     assert re.search(r"  Spark ingests the extract: \d+\.\d s$", shown.rstrip().splitlines()[-1])  # then closed
