@@ -55,9 +55,12 @@ COPYBOOK = """\
           05 R-ALT-X REDEFINES R-ALT PIC X(6).
 """
 
-PROGRAM = """\
+
+def _writer_head(program_id: str, copybook: str) -> str:
+    """The divisions of a program that writes the records of ``copybook`` (its FD) to records.dat."""
+    return f"""\
        IDENTIFICATION DIVISION.
-       PROGRAM-ID. WRITER.
+       PROGRAM-ID. {program_id}.
        ENVIRONMENT DIVISION.
        INPUT-OUTPUT SECTION.
        FILE-CONTROL.
@@ -66,7 +69,11 @@ PROGRAM = """\
        DATA DIVISION.
        FILE SECTION.
        FD OUT-FILE.
-       COPY 'rec.cpy'.
+       COPY '{copybook}'.
+"""
+
+
+PROGRAM = _writer_head("WRITER", "rec.cpy") + """\
        WORKING-STORAGE SECTION.
        01 I          PIC S9(4) COMP-5.
        01 K          PIC S9(4) COMP-5.
@@ -268,18 +275,7 @@ VCOPYBOOK = """\
              10 V-AMT    PIC S9(3)V9.
 """
 
-VPROGRAM = """\
-       IDENTIFICATION DIVISION.
-       PROGRAM-ID. VWRITER.
-       ENVIRONMENT DIVISION.
-       INPUT-OUTPUT SECTION.
-       FILE-CONTROL.
-           SELECT OUT-FILE ASSIGN TO 'records.dat'
-               ORGANIZATION IS SEQUENTIAL.
-       DATA DIVISION.
-       FILE SECTION.
-       FD OUT-FILE.
-       COPY 'vrec.cpy'.
+VPROGRAM = _writer_head("VWRITER", "vrec.cpy") + """\
        WORKING-STORAGE SECTION.
        01 I          PIC S9(4) COMP-5.
        01 J          PIC S9(4) COMP-5.
