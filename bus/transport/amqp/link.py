@@ -595,31 +595,28 @@ class Link:
         for w in set(waiting.values()):
             w.fail(exc)
 
-    def send(self, messages: Iterable[list[tuple[str, str, bytes, pika.BasicProperties]]]) -> None:
+    def send(self, chunks: Iterable[tuple[list[tuple[str, str, bytes, pika.BasicProperties]], bool]]) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
         when the broker has confirmed every message (persisted, routed to its queues).
 
-        ``messages`` comes in chunks (lists), each published and sent as soon as it is
-        there: the broker stores the first while the caller encodes the next. This thread
-        then reads the connection until the confirms are in, without holding it in between:
-        the batches of every thread are in flight together, their confirms arrive pipelined.
-        When the connection breaks before the confirms, the batch is published again on the
-        new one (at least once) until the reconnect timeout runs out.
+        The messages come in chunks, ``(messages, last)``, each published and sent as soon as
+        it is there: the broker stores the first while the caller encodes the next. This
+        thread then reads the connection until the confirms are in, without holding it in
+        between: the batches of every thread are in flight together, their confirms arrive
+        pipelined. When the connection breaks before the confirms, the batch is published
+        again on the new one (at least once) until the reconnect timeout runs out.
         """
-        known = isinstance(messages, list)
-        sent: list[list[tuple[str, str, bytes, pika.BasicProperties]]] = list(messages) if known else []
-        chunks = iter(() if known else messages)
-        if known and not any(sent):
-            return
+        pending = iter(chunks)
         if self.in_io_thread:
-            self.publish([m for chunk in (sent if known else chunks) for m in chunk])
+            self.publish([m for chunk, _last in pending for m in chunk])
             return
+        sent: list[tuple[list[tuple[str, str, bytes, pika.BasicProperties]], bool]] = []
         deadline = time.monotonic() + self.reconnect_timeout
         while True:
             window = _Window()
 
-            def publish(chunk: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window = window,
-                        last: bool = False) -> bool:
+            def publish(chunk: list[tuple[str, str, bytes, pika.BasicProperties]], last: bool,
+                        window: _Window = window) -> bool:
                 """Publish one chunk; False when the connection broke (the window failed)."""
                 try:
                     self.call(partial(Link._publish_window, messages=chunk, window=window, last=last), retry=False)
@@ -631,17 +628,14 @@ class Link:
                     return False
                 return True
 
-            if known:  # a list of chunks: the last one seals the window
-                ok = all(publish(chunk, last=i == len(sent) - 1) for i, chunk in enumerate(sent))
-            else:
-                ok = all(publish(chunk) for chunk in sent)  # again, on a new connection
-            while ok and not known:
-                chunk = next(chunks, None)  # the caller's errors (encoding them) propagate as they are
-                if chunk is None:
-                    ok = publish([])  # seals the window: done when every confirm is in
+            ok = all(publish(chunk, last) for chunk, last in sent)  # again, on a new connection
+            while ok and not window.sealed:
+                item = next(pending, None)  # the caller's errors (encoding them) propagate as they are
+                if item is None:  # the caller named no chunk the last: seal the window now
+                    ok = publish([], True)
                     break
-                sent.append(chunk)
-                ok = publish(chunk)
+                sent.append(item)
+                ok = publish(*item)
             if not self.wait_io(self.confirm_timeout + self.reconnect_timeout, window.done.is_set):
                 raise BrokerRefusedError(
                     f"RabbitMQ did not confirm {window.left} message(s) within {self.confirm_timeout:g} s",
@@ -661,20 +655,20 @@ class Link:
     def _publish_window(
         self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window, last: bool = False,
     ) -> None:
-        """Publish a chunk of ``window`` (an empty one, or ``last``: its last chunk)."""
+        """Publish a chunk of ``window`` (``last``: its last chunk, after which it is done
+        when its confirms are in)."""
         impl = self.ch._impl
         first = self._seq + 1
         for t in range(first, first + len(messages)):
             self._waiting[t] = window
         window.left += len(messages)
-        if last or not messages:  # the window is done when its confirms are in
+        if last:
             window.sealed = True
             if window.left == 0 and window.error is None:
                 window.done.set()
-                return
-        self._emit(impl, messages)
-        self._seq += len(messages)
         if messages:
+            self._emit(impl, messages)
+            self._seq += len(messages)
             self._flush()  # out now; the confirms come with a later read
 
     def _emit(self, impl: Any, messages: list[tuple[str, str, bytes, pika.BasicProperties]]) -> None:

@@ -671,19 +671,14 @@ class AmqpTransport(Transport):
             raise TransportError("the AMQP transport is not open", hint="call open() first")
         expired: list[Envelope] = []
 
-        def chunks() -> Iterator[list[tuple[str, str, bytes, Any]]]:
+        def chunks() -> Iterator[tuple[list[tuple[str, str, bytes, Any]], bool]]:
             for i in range(0, len(envs), _PUBLISH_CHUNK):
                 messages, late = self._channel_messages(channel, envs[i:i + _PUBLISH_CHUNK], component, journal,
                                                         attempts=attempts)
                 expired.extend(late)
-                if messages:
-                    yield messages
+                yield messages, i + _PUBLISH_CHUNK >= len(envs)
 
-        if len(envs) <= _PUBLISH_CHUNK:  # one chunk, as a list: it seals the window itself
-            messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
-            self._link.send([messages])
-        else:
-            self._link.send(chunks())
+        self._link.send(chunks())
         if expired:
             self._call(lambda link: [
                 self._dead(link, channel, env, env.body, {}, "dead", "expired",
