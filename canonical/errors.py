@@ -24,6 +24,11 @@ class CouplerError(Exception):
         self.hint = hint
         super().__init__(self._render())
 
+    def add_hint(self, more: str) -> None:
+        """Append ``more`` to what to do (a caller that knows how the input was named)."""
+        self.hint = f"{self.hint}; {more}" if self.hint else more
+        self.args = (self._render(),)
+
     def _render(self) -> str:
         text = f"{self.where}: {self.message}" if self.where else self.message
         if self.hint:
@@ -47,6 +52,10 @@ class EnvelopeError(CouplerError):
 
 class SchemaError(CouplerError):
     """A schema that cannot be loaded or parsed, or a subject or version that does not exist."""
+
+
+class UnknownSchemaError(SchemaError):
+    """A subject the registry does not hold (``no schema named ...``)."""
 
 
 class IncompatibleSchemaError(SchemaError):

@@ -25,7 +25,7 @@ import fastavro
 from fastavro.validation import ValidationError, validate
 
 from .compat import MODES, PRIMITIVES, compatibility_problems, resolution_problems
-from .errors import ConversionError, IncompatibleSchemaError, SchemaError
+from .errors import ConversionError, IncompatibleSchemaError, SchemaError, UnknownSchemaError
 from .format import FormatIndicator
 
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
@@ -145,7 +145,7 @@ class SchemaRegistry:
         try:
             return self._subjects[name]
         except KeyError:
-            raise SchemaError(
+            raise UnknownSchemaError(
                 f"no schema named {name!r}",
                 hint=f"known subjects: {', '.join(self.subjects()) or 'none'}",
             ) from None
@@ -279,6 +279,11 @@ def read_schema_file(path: Path) -> Any:
         raise SchemaError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}:{exc.colno}") from exc
     except OSError as exc:
         raise SchemaError(f"cannot read schema file: {exc.strerror}", where=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise SchemaError(
+            f"not UTF-8 text (byte 0x{exc.object[exc.start]:02X} at {exc.start})", where=str(path),
+            hint="a schema file is Avro schema JSON (.avsc)",
+        ) from None
 
 
 def _expand(schema: Any, namespace: str | None, defined: set[str], registry: SchemaRegistry) -> Any:

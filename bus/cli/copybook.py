@@ -480,22 +480,20 @@ def run_family(args: argparse.Namespace) -> int:
 
 
 def run_encode(args: argparse.Namespace) -> int:
+    from coupler.bus.cli.inputs import text_lines
     from coupler.translators.copybook import encoder
 
     layout = _layout(args)
     options = _options(args)
-    src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
     count = 0
     partial = f"{args.output}.part"  # renamed when every record is written: no half file on an error
     try:
-        with open(partial, "wb") as out:
+        with text_lines(args.input, "JSON lines, one record per line") as src, open(partial, "wb") as out:
             for data in encoder.encode_json_lines(layout, src, options):
                 out.write(data)
                 count += 1
         os.replace(partial, args.output)
     finally:
-        if src is not sys.stdin:
-            src.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
     print(f"{count} records written to {args.output}", file=sys.stderr)

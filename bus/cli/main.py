@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coupler.bus.cli.examples import attach
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, UnknownSchemaError
 
 if TYPE_CHECKING:  # imported when plugins are loaded (not on a built-in command's path)
     import pluggy
@@ -148,12 +148,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CouplerError as exc:
         if args.debug:
             raise
+        if isinstance(exc, UnknownSchemaError):
+            _where_schemas_come_from(exc, args)
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `coupler ... | head`
         return 0
+    except OSError as exc:  # a file a command writes or reads that the command did not check
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"coupler: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: still one line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"coupler: error: internal error: {type(exc).__name__}: {exc} "
+              "(run again with --debug for the traceback and report it)", file=sys.stderr)
+        return 1
+
+
+def _where_schemas_come_from(exc: UnknownSchemaError, args: argparse.Namespace) -> None:
+    """Say how this command is given schemas of one's own (``--schemas`` or the site's
+    ``[schemas] paths``)."""
+    if hasattr(args, "schemas"):
+        exc.add_hint("a schema of your own: add its directory with --schemas DIR")
+    elif hasattr(args, "site"):
+        exc.add_hint("a schema of your own: list its directory in the site's [schemas] paths")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -110,3 +110,6 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02X} at {exc.start})",
+                         hint="pass the record as JSON") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -34,9 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.set_defaults(func=run_decode)
 
-    p = xml_sub.add_parser("encode", help="records (JSON lines) -> an XML document that validates")
+    p = xml_sub.add_parser("encode", help="records (JSON lines or an Avro container file) -> an XML document that validates")
     p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from beside it)")
-    p.add_argument("input", type=Path, help="JSON lines, one record per line ('-' for standard input)")
+    p.add_argument("input", type=Path, help="JSON lines, one record per line ('-' for standard input), or an Avro container file as `xml decode --to avro` writes it")
     p.add_argument("--output", type=Path, required=True, help="the XML file to write")
     p.add_argument("--element", help="the root element (required when the XSD declares several)")
     p.add_argument("--record-path", help="write each record as this repeated element, e.g. orders/order")
@@ -163,15 +164,19 @@ def _record_schema(args: argparse.Namespace) -> Any:
 
 
 def run_encode(args: argparse.Namespace) -> int:
+    from coupler.bus.cli.inputs import avro_records, is_avro_container, text_lines
     from coupler.translators.xml import XmlValidationError, XsdModel
     from coupler.translators.xml.jsonio import read_jsonl
 
     model = XsdModel.load(args.xsd)
     element = args.element or (args.record_path.strip("/").split("/")[0] if args.record_path else None)
     encoder = model.encoder(element)
-    stream = sys.stdin if str(args.input) == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
-    try:
-        records = read_jsonl(stream, name=str(args.input))
+    expected = "JSON lines or an Avro container file as `xml decode --to avro` writes it"
+    with contextlib.ExitStack() as stack:
+        if str(args.input) != "-" and is_avro_container(args.input):
+            records = avro_records(args.input)
+        else:
+            records = read_jsonl(stack.enter_context(text_lines(args.input, expected)), name=str(args.input))
         if args.record_path:
             encoder.write_stream(records, args.output, args.record_path)
             return 0
@@ -184,9 +189,6 @@ def run_encode(args: argparse.Namespace) -> int:
                 hint="use --record-path ROOT/ELEMENT to write them as repeated elements",
             )
         args.output.write_bytes(encoder.encode(first, label=f"{args.input}:1"))
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
     return 0
 
 

@@ -107,3 +107,25 @@ def test_user_errors_are_one_line_without_traceback(args: tuple[str, ...], code:
 def test_debug_shows_the_traceback() -> None:
     out = coupler("--debug", "schema", "show", "acme.Customer@7")
     assert out.returncode != 0 and "Traceback" in out.stderr
+
+
+def test_an_unknown_schema_says_how_to_add_ones_own(tmp_path: Path) -> None:
+    """``no schema named ...`` names the option through which this command reads schemas of
+    one's own: ``--schemas DIR`` on the commands that have it, the site's ``[schemas] paths``
+    on those that read a site; and the schema is then found that way."""
+    schemas = tmp_path / "schemas"
+    (schemas / "acme" / "order").mkdir(parents=True)
+    (schemas / "acme" / "order" / "v1.avsc").write_text(json.dumps(
+        {"type": "record", "name": "Order", "namespace": "acme", "fields": [{"name": "id", "type": "int"}]}))
+    refused = coupler("schema", "show", "acme.Order@1")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("coupler: error: no schema named 'acme.Order'")
+    assert refused.stderr.rstrip().endswith("a schema of your own: add its directory with --schemas DIR)")
+    assert json.loads(coupler("schema", "show", "acme.Order@1", "--schemas", str(schemas)).stdout)["name"] == "Order"
+
+    (tmp_path / "site.toml").write_text("")
+    order = tmp_path / "order.json"
+    order.write_text('{"id": 1}')
+    put = coupler("channel", "put", "--site", str(tmp_path / "site.toml"), "--format", "acme.Order@1", "orders", str(order))
+    assert put.returncode != 0 and "no schema named 'acme.Order'" in put.stderr
+    assert "a folder of the site's `schemas`" in put.stderr and put.stderr.count("\n") == 1

@@ -255,6 +255,9 @@ class LayoutFamily:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise FamilyError(f"cannot read {p}: {exc.strerror or exc}", where=str(p)) from None
+        except UnicodeDecodeError as exc:
+            raise FamilyError(f"{p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02X} at {exc.start})",
+                              where=str(p), hint="a family is declared in TOML or JSON") from None
         try:
             if p.suffix.lower() == ".json":
                 config = json.loads(text)
