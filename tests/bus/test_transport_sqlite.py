@@ -138,6 +138,13 @@ def test_normal_never_fsyncs_a_commit(tmp_path, monkeypatch) -> None:
     assert calls == []
 
 
+def _flock_waiters(path) -> int:
+    """How many lock requests wait on ``path`` (the ``->`` lines of /proc/locks for its inode)."""
+    inode = f":{os.stat(path).st_ino} "
+    with open("/proc/locks") as locks:
+        return sum(1 for line in locks if " -> " in line and inode in line)
+
+
 def test_a_writer_waits_for_the_one_holding_the_lock(tmp_path) -> None:
     """Writers queue on the writer lock (no busy error, no lost write) and are let in when it
     is released, not after the busy timeout."""
@@ -159,7 +166,12 @@ def test_a_writer_waits_for_the_one_holding_the_lock(tmp_path) -> None:
         holder, sender = threading.Thread(target=hold), threading.Thread(target=send)
         holder.start(), sender.start()
         entered.wait(5)
-        time.sleep(0.2)
+        # the sender is queued on the writers' flock (the kernel lists it as a waiter)
+        writer_lock = next(tmp_path.glob("*.db-writer"))
+        deadline = time.monotonic() + 10
+        while not _flock_waiters(writer_lock):
+            assert time.monotonic() < deadline, "the sender never queued on the writer lock"
+            time.sleep(0.01)
         assert done == []  # still queued behind the open transaction
         release.set()
         holder.join(5), sender.join(5)

@@ -40,8 +40,18 @@ def _worker(names: dict[str, str], channel: str, mode: str, out: Path) -> subpro
     )
 
 
-def _lines(path: Path) -> list[list[str]]:
+def _all_lines(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _lines(path: Path) -> list[list[str]]:
+    """The ``message_id attempt`` lines a worker wrote (not its IDLE polls)."""
+    return [x for x in _all_lines(path) if x != ["IDLE"]]
+
+
+def _idle_after(path: Path, seen: int) -> bool:
+    """The worker has polled and found nothing since its first ``seen`` lines."""
+    return ["IDLE"] in _all_lines(path)[seen:]
 
 
 def _wait_for(predicate, timeout: float) -> bool:  # noqa: ANN001
@@ -67,7 +77,10 @@ def test_two_processes_share_the_work_each_message_once(site, tmp_path: Path) ->
     workers = [_worker(names, "work", "consume", a), _worker(names, "work", "consume", b)]
     try:
         assert _wait_for(lambda: len(_lines(a)) + len(_lines(b)) >= 300, 60)
-        time.sleep(0.3)  # anything processed twice would show up now
+        # each consumer then polls and finds nothing: a message handed out twice would have
+        # been there for one of them
+        seen = {f: len(_all_lines(f)) for f in (a, b)}
+        assert _wait_for(lambda: all(_idle_after(f, n) for f, n in seen.items()), 30)
     finally:
         _stop(*workers)
     got_a = [x[0] for x in _lines(a)]
@@ -87,7 +100,8 @@ def test_killed_consumer_unacknowledged_messages_go_to_the_other(site, tmp_path:
         held = [x[0] for x in _lines(held_file) if len(x) == 2]
         assert sorted(held) == sorted(ids)  # it holds them all, under a 120 s lease
         other = _worker(names, "work", "consume", other_file)
-        time.sleep(1.0)
+        # the other consumer is up and has polled the queue: it found nothing
+        assert _wait_for(lambda: _idle_after(other_file, 0), 30)
         assert _lines(other_file) == []  # leased: invisible to the other consumer
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=10)

@@ -2,7 +2,9 @@
 
     python -m tests.bus.amqp.worker PREFIX SCHEMA CHANNEL MODE OUT
 
-MODE ``consume``: receive, append ``message_id attempt`` to OUT, acknowledge; forever.
+MODE ``consume``: receive, acknowledge, append ``message_id attempt`` to OUT; forever. A poll
+that found nothing (a one-second wait) appends ``IDLE``: the readiness signal a test waits
+for to know that nothing more was there for this consumer.
 MODE ``hold``: receive up to 20 messages with a long lease, write their ids to OUT and
 never acknowledge (the test kills this process).
 """
@@ -29,10 +31,13 @@ def main() -> None:
             f.write("HOLDING\n")
             time.sleep(600)
         while True:
-            for d in t.receive_wait(channel, "worker", max=10, wait=1):
+            got = t.receive_wait(channel, "worker", max=10, wait=1)
+            for d in got:
                 time.sleep(0.002)  # some work
                 t.ack(d)
                 f.write(f"{d.message_id} {d.attempt}\n")
+            if not got:
+                f.write("IDLE\n")
 
 
 if __name__ == "__main__":
