@@ -7,18 +7,24 @@ feeds them to ``Decoder.decode_document``, ``Decoder.iter_records``, ``soap.unwr
 decoded body) and ``read_wsdl``. Only :class:`CouplerError` subclasses may escape, and every
 example must finish within the deadline (2 s). The budget is bounded: a fixed number of examples
 per target. (Issue 17's fuzz points "the XML decoder and the SOAP unwrap" are these tests.)
+
+Each target runs twice: the derandomised examples (the same every run: the regression set)
+and a bounded randomised run (``*_randomised``: other examples each run, from a seed printed
+at the start; ``COUPLER_FUZZ_SEED=N`` replays a run).
 """
 
 from __future__ import annotations
 
 import io
+import os
+import random
 import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from lxml import etree
 
@@ -45,6 +51,10 @@ WSDLS = ["checkVatService.wsdl", "calculator.wsdl", "BLZService.wsdl", "logincms
 SETTINGS = settings(max_examples=100, deadline=2000, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
+
+#: the randomised runs: fewer examples each, from a seed of this run
+SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
+RANDOMISED = settings(SETTINGS, max_examples=30, derandomize=False, database=None)
 
 HOSTILE_TEXT = st.sampled_from([
     "99999999999999999999-01-01", "2024-02-30", "9999-12-31T23:59:59-14:00", "0000-01-01T00:00:00",
@@ -166,3 +176,26 @@ def test_read_wsdl_raises_only_coupler_errors(tmp_path_factory: Any, name: str, 
     path.write_bytes(damaged)
     _only_coupler_errors(lambda: read_wsdl(path))
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the randomised runs of the same targets --------------------------------------------------------
+
+
+def test_the_seed_of_the_randomised_runs_is_logged(capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():
+        print(f"\n{__name__}: COUPLER_FUZZ_SEED={SEED} (set it to replay the randomised runs)")
+
+
+def _randomised(test: Any, *strategies: Any, budget: settings = RANDOMISED) -> Any:
+    """``test`` (a derandomised hypothesis test) run on other examples, from :data:`SEED`."""
+    return seed(SEED)(budget(given(*strategies)(test.hypothesis.inner_test)))
+
+
+test_decode_document_randomised = _randomised(test_decode_document_raises_only_coupler_errors, damaged_documents())
+test_iter_records_randomised = _randomised(test_iter_records_raises_only_coupler_errors, damaged_documents())
+test_soap_unwrap_randomised = _randomised(
+    test_soap_unwrap_and_body_decoding_raise_only_coupler_errors,
+    damaged_documents(), st.sampled_from(["1.1", "1.2"]), st.integers(0, 3))
+test_read_wsdl_randomised = _randomised(
+    test_read_wsdl_raises_only_coupler_errors, st.sampled_from(WSDLS), st.data(),
+    budget=settings(RANDOMISED, max_examples=15, deadline=5000))
