@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import signal
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from coupler.bus.transport.sqlite.transport import SqliteTransport
+from tests.chaos import chaos_rng
 
 from .contract.support import drain
 
@@ -33,7 +33,7 @@ def _start(data_dir: Path) -> subprocess.Popen[bytes]:
 
 @pytest.mark.slow
 def test_every_message_consumed_exactly_once_despite_sigkill(tmp_path: Path) -> None:
-    rng = random.Random()
+    rng = chaos_rng("test_every_message_consumed_exactly_once_despite_sigkill")
     kills = 0
     proc = _start(tmp_path)
     try:

@@ -21,6 +21,7 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
+from tests.chaos import chaos_rng
 
 SITE = """
 [site]
@@ -174,7 +175,7 @@ def test_chaos_sigkill_at_random_moments_delivers_every_file_exactly_once(tmp_pa
     site.write_text(site.read_text().replace('lease_seconds = 2', 'lease_seconds = 2\nsynchronous = "NORMAL"')
                     .replace('directory = "inbox"', 'directory = "inbox"\nfsync = false')
                     .replace('directory = "outbox"', 'directory = "outbox"\nfsync = false'))
-    rng = random.Random(os.getpid())
+    rng = chaos_rng("test_chaos_sigkill_at_random_moments_delivers_every_file_exactly_once")
     kills, started = 0, time.monotonic()
     progress = []
     control = ControlClient(load_site(tmp_path / "site.toml").control_socket)
