@@ -56,3 +56,13 @@ def test_every_decode_path_documents_its_exit_status_and_record_numbering(comman
     assert "numbered from 1" in section, command
     for status in ("Exit status", "0 when", "1 when", "2 for a usage error"):
         assert status in section, (command, status)
+
+
+def test_the_quick_start_has_as_many_commands_as_it_and_the_index_say() -> None:
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight"}
+    quick = (REPO / "docs" / "quickstart.md").read_text()
+    block = re.search(r"in (\w+) commands:\n\n```sh\n(.*?)```", quick, re.S)
+    assert block
+    count = len(re.findall(r"^\s*coupler ", block.group(2), re.M))
+    assert block.group(1) == words[count]
+    assert f"a site of your own in {words[count]} commands" in (REPO / "docs" / "index.md").read_text()

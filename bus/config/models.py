@@ -254,21 +254,24 @@ class HttpSection(Section):
     listen: Str | None = doc(
         "`HOST:PORT` to serve on, for example `127.0.0.1:8780` (port 0: any free port).", default=None, example="127.0.0.1:8780"
     )
-    tls_cert: Str | None = doc("PEM certificate chain for HTTPS, relative to site.toml.", default=None)
-    tls_key: Str | None = doc("PEM private key of `tls_cert`, relative to site.toml.", default=None)
+    tls_cert: Str | None = doc("PEM certificate chain for HTTPS, relative to site.toml.", default=None, example="tls/console.crt")
+    tls_key: Str | None = doc("PEM private key of `tls_cert`, relative to site.toml.", default=None, example="tls/console.key")
     allow_plain_remote: Bool = doc(
         "Serve plain HTTP on a non-loopback address (refused otherwise: use TLS).", default=False
     )
 
 
 class TracingSection(Section):
-    """Message tracing: every envelope carries a W3C `traceparent`; with `opentelemetry-sdk`
-    installed and `otlp_endpoint` set, the daemon exports a span per hop."""
+    """Message tracing: every envelope carries a W3C `traceparent`; with `otlp_endpoint` set
+    (and the `otlp` extra installed: `pip install 'coupler[otlp]'`), the daemon exports a span
+    per hop."""
 
     otlp_endpoint: Str | None = doc(
-        "OTLP/HTTP endpoint of a trace collector, e.g. `http://127.0.0.1:4318/v1/traces`.", default=None
+        "OTLP/HTTP endpoint of a trace collector, e.g. `http://127.0.0.1:4318/v1/traces`.", default=None,
+        example="http://127.0.0.1:4318/v1/traces",
     )
-    service_name: Str | None = doc("`service.name` of the exported spans (default: the site's name).", default=None)
+    service_name: Str | None = doc("`service.name` of the exported spans (default: the site's name).", default=None,
+                                   example="acme-claims")
 
 
 class LoggingSection(Section):

@@ -40,6 +40,20 @@ def test_template_has_a_commented_example_of_every_section() -> None:
         assert re.search(rf"^(# )?{re.escape(header)}$", text, re.M), header
 
 
+def test_every_section_of_the_template_shows_its_keys() -> None:
+    """No header stands alone (``# [tracing]`` with nothing under it tells a user nothing):
+    every key of a section is shown, commented, with its default or an example."""
+    text = render_template("x")
+    for section in SITE_SCHEMA.fields:
+        if section.kind == TABLES:
+            continue
+        keys = [f.name for f in section.fields if f.kind not in (TABLES,) and not f.fields]
+        block = re.search(rf"^(# )?\[{section.name}\]\n((?:(?:# )?[a-z_]+ += .*\n)*)", text, re.M)
+        assert block, section.name
+        shown = re.findall(r"^(?:# )?([a-z_]+) += ", block.group(2), re.M)
+        assert shown and set(keys) <= set(shown), (section.name, sorted(set(keys) - set(shown)))
+
+
 def test_template_with_every_example_uncommented_is_a_valid_site(tmp_path: Path) -> None:
     lines = []
     for line in render_template("x").splitlines():
