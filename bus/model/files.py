@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from coupler.canonical.errors import CouplerError
@@ -24,7 +25,8 @@ class FileKey:
     checksum: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.path} ({self.size} bytes, mtime {self.mtime_ns})"
+        mtime = datetime.fromtimestamp(self.mtime_ns / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        text = f"{self.path} ({self.size} bytes, modified {mtime})"
         return text + (f" sha256 {self.checksum[:12]}" if self.checksum else "")
 
 
