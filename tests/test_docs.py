@@ -66,3 +66,12 @@ def test_the_quick_start_has_as_many_commands_as_it_and_the_index_say() -> None:
     count = len(re.findall(r"^\s*coupler ", block.group(2), re.M))
     assert block.group(1) == words[count]
     assert f"a site of your own in {words[count]} commands" in (REPO / "docs" / "index.md").read_text()
+
+
+def test_the_out_count_of_an_adapter_is_defined_as_the_code_counts_it() -> None:
+    """OUT counts an outbound adapter's deliveries too (AdapterStats.sent, the daemon's
+    delivery handler): the CLI guide and the metrics table say the same."""
+    cli = " ".join((REPO / "docs" / "cli.md").read_text().split())
+    assert "*out* what it passed on: the messages it put on the bus (published documents and replies) and the documents it delivered to its legacy system" in cli
+    ops = (REPO / "docs" / "operations.md").read_text()
+    assert "| `coupler_adapter_units_out_total` | counter | `adapter` | messages put on the bus, documents delivered |" in ops
