@@ -118,8 +118,8 @@ class _Loader:
         options = data.get("legacy_options", {})
         if not isinstance(options, dict):
             raise self.fail(("legacy_options",), "legacy_options must be a table of options")
-        if legacy_schema is None:
-            legacy_schema = self._legacy_schema(legacy_spec or "", options)
+        if legacy_schema is None:  # avro:NAME@V resolves in the same registry as canonical
+            legacy_schema = self._legacy_schema(legacy_spec or "", options, registry)
         if canonical_schema is None:
             canonical_schema = self._canonical_schema(canonical_ref or "", registry)
         mapping = self.mapping = Mapping(
@@ -151,12 +151,12 @@ class _Loader:
             raise self.fail(key, f"{key[0]} must be a non-empty string")
         return value
 
-    def _legacy_schema(self, spec: str, options: dict[str, Any]) -> Any:
+    def _legacy_schema(self, spec: str, options: dict[str, Any], registry: Any = None) -> Any:
         from .formats import parse_spec, record_format
 
         try:
             parsed = parse_spec(spec, base_dir=self.base_dir, options={k: str(v) for k, v in options.items()})
-            fmt = record_format(parsed)
+            fmt = record_format(parsed, registry=registry)
             schema = fmt.schema
         except MappingError as exc:
             raise self.fail(("legacy",), f"legacy {spec!r}: {exc.message}", exc.hint) from None
