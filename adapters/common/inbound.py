@@ -407,18 +407,21 @@ class InboundPipeline:
             return sent
         published = 0
         with open(local, "rb") as f:
-            it = self.splitter.split(f, f"{self.fs.label}/{info.path}")
+            it = self.splitter.records(f, f"{self.fs.label}/{info.path}")
             current = next(it, None)
             index = 0
             while current is not None:
                 following = next(it, None)
                 if index >= start:
+                    offset, body = current
+                    # the record as a user counts it: numbered from 1, at its file byte offset
+                    place = {"record.number": str(index + 1)} | ({"record.offset": str(offset)} if offset is not None else {})
                     env = Envelope(
                         format=fmt,
-                        body=current,
+                        body=body,
                         message_id=self.message_id(key, index),
                         sequence=Sequence(sequence_id, index, end=following is None),
-                        properties={**props, "record.index": str(index)},
+                        properties={**props, **place},
                     )
                     published += self._send(env, info, result)
                     self.state.progress(key, index + 1)

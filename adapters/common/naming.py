@@ -3,8 +3,8 @@
 A template is text with ``{field}`` placeholders: ``{message_id}``, ``{correlation_id}``,
 ``{origin}``, ``{kind}``, ``{format}`` (``name@version``), ``{format_name}``,
 ``{format_version}``, ``{date}`` (``YYYYMMDD`` of the message timestamp, UTC), ``{time}``
-(``HHMMSSmmm``), ``{timestamp}`` (ISO 8601 without separators), ``{sequence}`` (position in
-its sequence) and ``{prop.NAME}`` / ``{properties.NAME}`` for a property. ``{{`` and ``}}`` are
+(``HHMMSSmmm``), ``{timestamp}`` (ISO 8601 without separators), ``{sequence}`` (its number in
+its sequence, from 1) and ``{prop.NAME}`` / ``{properties.NAME}`` for a property. ``{{`` and ``}}`` are
 literal braces. A value that contains ``/`` or ``..`` is not rejected here: the result goes
 through the directory jail (:mod:`.jail`) which refuses any name leaving the root.
 """
@@ -57,7 +57,9 @@ def render(template: str, envelope: Envelope, *, extra: dict[str, str] | None = 
         "date": ts.strftime("%Y%m%d"),
         "time": ts.strftime("%H%M%S") + f"{ts.microsecond // 1000:03d}",
         "timestamp": ts.strftime("%Y%m%dT%H%M%S") + f"{ts.microsecond // 1000:03d}Z",
-        "sequence": str(envelope.sequence.position) if envelope.sequence else "",
+        # numbered from 1, as records are everywhere a user reads them (the Message Sequence's
+        # own position counts from 0)
+        "sequence": str(envelope.sequence.position + 1) if envelope.sequence else "",
         **(extra or {}),
     }
 

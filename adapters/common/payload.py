@@ -52,12 +52,18 @@ class Splitter:
     content_type = "application/octet-stream"
 
     def split(self, stream: BinaryIO, source: str) -> Iterator[bytes]:
+        for _, body in self.records(stream, source):
+            yield body
+
+    def records(self, stream: BinaryIO, source: str) -> Iterator[tuple[int | None, bytes]]:
+        """Each body with the byte offset in the stream where its record starts (None where
+        the mode knows no byte offset: an XML element is re-serialised)."""
         raise NotImplementedError
 
 
 class WholeSplitter(Splitter):
-    def split(self, stream: BinaryIO, source: str) -> Iterator[bytes]:
-        yield stream.read()
+    def records(self, stream: BinaryIO, source: str) -> Iterator[tuple[int | None, bytes]]:
+        yield 0, stream.read()
 
 
 class LineSplitter(Splitter):
@@ -67,8 +73,10 @@ class LineSplitter(Splitter):
         self.encoding = encoding
         self.skip_empty = skip_empty
 
-    def split(self, stream: BinaryIO, source: str) -> Iterator[bytes]:
+    def records(self, stream: BinaryIO, source: str) -> Iterator[tuple[int | None, bytes]]:
+        offset = 0
         for number, line in enumerate(stream, start=1):
+            start, offset = offset, offset + len(line)
             body = line.rstrip(b"\n").rstrip(b"\r")
             if self.skip_empty and not body.strip():
                 continue
@@ -80,7 +88,7 @@ class LineSplitter(Splitter):
                         f"line is not {self.encoding}: {exc.reason} at column {exc.start + 1}",
                         where=f"{source}:{number}",
                     ) from exc
-            yield body
+            yield start, body
 
 
 class FixedSplitter(Splitter):
@@ -92,7 +100,7 @@ class FixedSplitter(Splitter):
         if decode is not None:
             self.content_type = "application/json"
 
-    def split(self, stream: BinaryIO, source: str) -> Iterator[bytes]:
+    def records(self, stream: BinaryIO, source: str) -> Iterator[tuple[int | None, bytes]]:
         offset = 0
         n = self.record_length
         while True:
@@ -110,7 +118,7 @@ class FixedSplitter(Splitter):
                 record += more
             body = self.decode(record, offset) if self.decode else record
             if body is not None:
-                yield body
+                yield offset, body
             offset += n
 
 
@@ -120,7 +128,7 @@ class XmlElementSplitter(Splitter):
     def __init__(self, element: str):
         self.element = element
 
-    def split(self, stream: BinaryIO, source: str) -> Iterator[bytes]:
+    def records(self, stream: BinaryIO, source: str) -> Iterator[tuple[int | None, bytes]]:
         from lxml import etree
 
         tag = self.element if self.element.startswith("{") else None
@@ -132,7 +140,7 @@ class XmlElementSplitter(Splitter):
             for _, elem in events:
                 local = etree.QName(elem).localname if isinstance(elem.tag, str) else None
                 if (tag and elem.tag == tag) or (not tag and local == self.element):
-                    yield etree.tostring(elem)
+                    yield None, etree.tostring(elem)
                     elem.clear()
                     parent = elem.getparent()
                     if parent is not None:  # drop the siblings already yielded

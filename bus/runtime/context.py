@@ -262,10 +262,10 @@ def build_adapter(
 
 
 #: envelope properties that say where a unit of work came from, in the order they are named
-_PLACE_PROPERTIES = ("file.source", "file.path", "record.index", "socket.peer", "soap.operation")
+_PLACE_PROPERTIES = ("file.source", "file.path", "record.number", "record.offset", "socket.peer", "soap.operation")
 
 
 def unit_place(envelope: Envelope) -> str:
-    """`` (file.path=in/a.xml, record.index=3)``: where the unit in ``envelope`` came from ("" if unknown)."""
+    """`` (file.path=in/a.dat, record.number=3, record.offset=44)``: where the unit in ``envelope`` came from ("" if unknown)."""
     found = [f"{k}={envelope.properties[k]}" for k in _PLACE_PROPERTIES if envelope.properties.get(k)]
     return f" ({', '.join(found)})" if found else ""

@@ -118,8 +118,13 @@ class InboundTranslation:
         if self.mapping is None:
             return envelope
         assert self.maps is not None and self.publishes is not None
-        label = f"message {envelope.message_id} ({envelope.format.ref})"
-        record = self.to_canonical.apply(self.reader.decode(envelope.body, envelope.format.content_type, label=label))
+        props = envelope.properties
+        # where the record came from, as its file has it (numbered from 1, file byte offsets)
+        label = props.get("file.path") or f"message {envelope.message_id}"
+        number = int(props.get("record.number") or 1) - 1
+        offset = int(props.get("record.offset") or 0)
+        decoded = self.reader.decode(envelope.body, envelope.format.content_type, label=label, record=number, offset=offset)
+        record = self.to_canonical.apply(decoded)
         if self.publishes.version != self.maps.version:
             record = self.registry.convert(record, self.maps, self.publishes)
         body = self.registry.encode(record, self.publishes.ref)

@@ -193,7 +193,7 @@ def test_filedrop_a_record_a_mapping_function_breaks_on_is_set_aside(tmp_path: P
         assert dead.envelope is not None and dead.envelope.body == POISON
         assert dead.component == "adapter:drop-in"
         assert "RuntimeError: cannot handle 'POISON'" in dead.reason, dead.reason
-        assert "file.path=1-poison.dat" in dead.reason and "record.index=0" in dead.reason, dead.reason
+        assert "file.path=1-poison.dat" in dead.reason and "record.number=1" in dead.reason, dead.reason
         assert "test_poison_units.py" in dead.reason  # the line of code that raised
         assert_one_line(dead.reason)
         wait_for(lambda: (drop / "archive" / "2-good.dat").exists() and (drop / "archive" / "1-poison.dat").exists(),

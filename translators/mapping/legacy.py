@@ -53,7 +53,7 @@ class LegacyReader:
             from coupler.translators.copybook.parser import parse_file
 
             decoder = RecordDecoder(build_layout(parse_file(path)), parse_options(spec.options), policy="strict")
-            self._decode = lambda body, label: self._copybook(decoder, body, label)
+            self._decode = lambda body, label, record=0, offset=0: self._copybook(decoder, body, label, record, offset)
         elif spec.kind == "xml" and spec.record_path:  # one message = one repeated element
             from coupler.translators.xml import XsdModel
 
@@ -68,10 +68,15 @@ class LegacyReader:
             xml_decoder = XsdModel.load(path).decoder(spec.element)
             self._decode = lambda body, label: xml_decoder.decode_document(io.BytesIO(body), name=label)
 
-    def decode(self, body: bytes, content_type: str, *, label: str = "<message>") -> dict[str, Any]:
-        """The legacy record in ``body``; :class:`CouplerError` when it is not one."""
+    def decode(self, body: bytes, content_type: str, *, label: str = "<message>", record: int = 0,
+               offset: int = 0) -> dict[str, Any]:
+        """The legacy record in ``body``; :class:`CouplerError` when it is not one. ``label``
+        names where the record came from (a file), ``record`` (0-based) and ``offset`` its
+        place in it, so that a copybook error names the record and byte as the file has them."""
         if content_type == JSON or self._decode is None:
             return self._json(body, label)
+        if self.kind == "copybook":
+            return self._decode(body, label, record, offset)
         return self._decode(body, label)
 
     def _json(self, body: bytes, label: str) -> dict[str, Any]:
@@ -96,17 +101,17 @@ class LegacyReader:
         return convert(root)  # only located XmlValidationErrors escape Decoder.convert
 
     @staticmethod
-    def _copybook(decoder: Any, body: bytes, label: str) -> dict[str, Any]:
+    def _copybook(decoder: Any, body: bytes, label: str, number: int = 0, offset: int = 0) -> dict[str, Any]:
         from coupler.translators.copybook.decoder import BadRecord
 
         try:
-            record = decoder.decode(body, file=label)
+            record = decoder.decode(body, file=label, record_id=number, offset=offset)
         except CouplerError:
             raise
         except (ValueError, IndexError) as exc:
             raise TranslateError(f"{label} is not a record of the copybook: {exc}") from None
         if isinstance(record, BadRecord):
-            raise TranslateError(f"{label} cannot be decoded: {record.error}")
+            raise record.error  # names the file, the record and the byte once
         if record is None:
             raise TranslateError(f"{label} is dropped by the copybook's segment filter")
         return record

@@ -125,7 +125,7 @@ def test_copybook_records_mapped_to_canonical_and_back_byte_for_byte(tmp_path: P
         daemon.pause("accounts-out")  # hold the writer to look at the channel first
         (tmp_path / "drop" / "accounts.dat").write_bytes(b"".join(RECORDS))
         on_channel = wait_for(lambda: (got := t.peek("accounts", 10)) and len(got) == 3 and got, "3 messages")
-        on_channel.sort(key=lambda e: int(e.properties["record.index"]))
+        on_channel.sort(key=lambda e: int(e.properties["record.number"]))
         assert {e.format for e in on_channel} == {FormatIndicator("test.Account", 1, "avro/binary")}
         assert [registry.decode(e.body, "test.Account@1") for e in on_channel] == [
             {"account_id": "0001", "name": "ALICE", "status": "ACTIVE", "balance": Decimal("123.45")},
@@ -154,7 +154,8 @@ def test_a_record_the_mapping_cannot_take_goes_to_the_invalid_channel_and_the_fi
         assert target.read_bytes() == RECORDS[0] + RECORDS[1]
         (dead,) = wait_for(lambda: t.dead_letters(kind="invalid"), "the invalid record")
         assert dead.component == "adapter:accounts-in" and dead.envelope is not None
-        assert dead.envelope.body == bad and dead.envelope.properties["record.index"] == "1"
+        assert dead.envelope.body == bad and dead.envelope.properties["record.number"] == "2"
+        assert dead.envelope.properties["record.offset"] == "22"  # its byte offset in the file
         assert "cannot translate coupler.File@1 from adapter accounts-in" in dead.reason and "'X'" in dead.reason
         # the archive move comes after the last record is published: wait for it
         wait_for(lambda: (tmp_path / "drop" / "archive" / "accounts.dat").exists(), "the file archived")

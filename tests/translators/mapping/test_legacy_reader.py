@@ -48,8 +48,10 @@ def test_copybook_record_bytes_and_json_give_the_same_legacy_record(registry: Sc
     assert mapping.to_canonical(from_bytes) == ACCOUNT
     from_json = reader.decode(dumps(from_bytes).encode(), "application/json")
     assert from_json == from_bytes
-    with pytest.raises(CouplerError, match="record 7 cannot be decoded"):
-        reader.decode(b"ABCDEF" + data[6:], "application/x-cobol-record", label="record 7")  # ACCT-ID PIC 9(6)
+    # the place is named once, as the file has it: record 7 (from 1) at its file byte offset
+    with pytest.raises(CouplerError, match=r"^accounts.dat: record 7 at byte 600, field ACCOUNT_REC.ACCT_ID: "):
+        reader.decode(b"ABCDEF" + data[6:], "application/x-cobol-record", label="accounts.dat", record=6,
+                      offset=600)  # ACCT-ID PIC 9(6)
     with pytest.raises(CouplerError, match="record 7 is not JSON"):
         reader.decode(b"{nope", "application/json", label="record 7")
     with pytest.raises(CouplerError, match="does not fit the legacy schema of account-copybook.toml"):
