@@ -30,6 +30,10 @@ daemon resolves them before the adapter is created; other paths can be resolved 
 ``context.resolve_path``.
 """
 
+import json
+from decimal import Decimal
+from typing import Any
+
 from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.model.adapter import (
     HEALTH_STATES,
@@ -64,6 +68,8 @@ from coupler.bus.model.files import (
 )
 from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
+from coupler.canonical import Envelope
+from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import (
     Bool,
     Int,
@@ -80,5 +86,38 @@ __all__ = [
     "PROCESSING", "PUBLISHED", "STAGED", "Adapter", "AdapterContext", "Command",
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
-    "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
+    "hookimpl", "parse_reply", "record_of", "resolve_path", "resolve_path_options",
 ]
+
+
+#: content types whose bodies are canonical Avro binary (decoded by the message's format)
+AVRO_TYPES = ("avro/binary", "application/avro")
+
+
+def record_of(envelope: Envelope, context: Any = None) -> dict[str, Any]:
+    """The body of ``envelope`` as a record: a canonical Avro body decoded with the schema of
+    its format (``name@version`` from the site's registry when ``context`` is the adapter's
+    context, else from the built-in and plugin schemas), a JSON body parsed (numbers with a
+    point as exact decimals). :class:`CouplerError` when the body is neither, or does not
+    decode."""
+    content_type = envelope.format.content_type
+    if content_type in AVRO_TYPES:
+        registry = getattr(context, "schema_registry", None)
+        if registry is None:
+            from coupler.canonical.registry import SchemaRegistry
+
+            registry = SchemaRegistry.default()
+        record = registry.decode(envelope.body, envelope.format.ref)
+    elif content_type == "application/json" or content_type.endswith("+json"):
+        try:
+            record = json.loads(envelope.body, parse_float=Decimal)
+        except ValueError as exc:
+            raise CouplerError(f"message {envelope.message_id}: the body is not JSON: {exc}") from None
+    else:
+        raise CouplerError(
+            f"message {envelope.message_id} is {content_type}, not a record",
+            hint="only canonical Avro (avro/binary) and JSON bodies have fields",
+        )
+    if not isinstance(record, dict):
+        raise CouplerError(f"message {envelope.message_id}: the body is not a record")
+    return record

@@ -4,16 +4,21 @@ A template is text with ``{field}`` placeholders: ``{message_id}``, ``{correlati
 ``{origin}``, ``{kind}``, ``{format}`` (``name@version``), ``{format_name}``,
 ``{format_version}``, ``{date}`` (``YYYYMMDD`` of the message timestamp, UTC), ``{time}``
 (``HHMMSSmmm``), ``{timestamp}`` (ISO 8601 without separators), ``{sequence}`` (its number in
-its sequence, from 1) and ``{prop.NAME}`` / ``{properties.NAME}`` for a property. ``{{`` and ``}}`` are
-literal braces. A value that contains ``/`` or ``..`` is not rejected here: the result goes
+its sequence, from 1), ``{prop.NAME}`` / ``{properties.NAME}`` for a property and
+``{body.FIELD}`` (``{body.customer.id}``) for a field of the message's record (a canonical
+Avro or JSON body: :func:`coupler.bus.api.record_of`). ``{{`` and ``}}`` are literal braces. A value that contains ``/`` or ``..`` is not rejected here: the result goes
 through the directory jail (:mod:`.jail`) which refuses any name leaving the root.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from coupler.bus.api import record_of
 from coupler.canonical import Envelope
+from coupler.canonical.errors import CouplerError
 
 from .errors import AdapterConfigError
 
@@ -33,18 +38,38 @@ def check_template(template: str, *, where: str) -> None:
         field = m.group(1)
         if field is None:
             raise AdapterConfigError(f"unbalanced brace in template {template!r}", where=where, hint="write {{ or }} for a literal brace")
-        if field.startswith(("prop.", "properties.")) and field.split(".", 1)[1]:
+        if field.startswith(("prop.", "properties.", "body.")) and field.split(".", 1)[1]:
             continue
         if field not in _FIELDS:
             raise AdapterConfigError(
                 f"unknown placeholder {{{field}}} in template {template!r}",
                 where=where,
-                hint="use one of " + ", ".join("{" + f + "}" for f in _FIELDS) + " or {prop.NAME}",
+                hint="use one of " + ", ".join("{" + f + "}" for f in _FIELDS) + ", {prop.NAME} or {body.FIELD}",
             )
 
 
-def render(template: str, envelope: Envelope, *, extra: dict[str, str] | None = None, where: str = "template") -> str:
-    """``template`` with its placeholders replaced by the envelope's values."""
+def render(template: str, envelope: Envelope, *, extra: dict[str, str] | None = None, where: str = "template",
+           record: Callable[[Envelope], Mapping[str, Any]] | None = None) -> str:
+    """``template`` with its placeholders replaced by the envelope's values; ``record`` reads
+    the message's record for ``{body.FIELD}`` (once, when the template has one)."""
+    fields: list[Mapping[str, Any]] = []
+
+    def body_field(path: str) -> str:
+        if not fields:
+            try:
+                fields.append((record or record_of)(envelope))
+            except CouplerError as exc:
+                raise AdapterConfigError(f"template {template!r} needs the body's fields: {exc}", where=where) from None
+        value: Any = fields[0]
+        for step in path.split("."):
+            if not isinstance(value, Mapping) or value.get(step) is None:
+                raise AdapterConfigError(
+                    f"template {template!r} needs field {path!r}, which message {envelope.message_id} lacks",
+                    where=where,
+                )
+            value = value[step]
+        return str(value)
+
     ts = envelope.timestamp
     values = {
         "message_id": envelope.message_id,
@@ -72,6 +97,8 @@ def render(template: str, envelope: Envelope, *, extra: dict[str, str] | None = 
         field = m.group(1)
         if field is None:
             raise AdapterConfigError(f"unbalanced brace in template {template!r}", where=where)
+        if field.startswith("body."):
+            return body_field(field.split(".", 1)[1])
         if field.startswith(("prop.", "properties.")):
             key = field.split(".", 1)[1]
             if key not in envelope.properties:

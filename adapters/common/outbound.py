@@ -30,6 +30,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from coupler.bus.api import Bool, CommandFault, IdempotentReceiver, OptionsModel, Str, option
 from coupler.canonical import Envelope
@@ -128,6 +129,9 @@ class FileWriter:
         self.log = logger
         self.written = 0
         self.refused = 0
+        #: reads a message's record for ``{body.FIELD}`` (the adapter sets one with its
+        #: context, for the site's schemas; default: built-in and plugin schemas)
+        self.record: Callable[[Envelope], Any] | None = None
         #: the Idempotent Receiver of ``dedupe``: its keys live in the file seen-state (the
         #: adapter's own; the consumer name is the state's: ``files``)
         self.receiver = IdempotentReceiver("files") if settings.dedupe else None
@@ -219,7 +223,7 @@ class FileWriter:
                 return None
         where = f"adapter {self.name}: options.file_name"
         try:
-            name = safe_relative(render(self.s.file_name, envelope, where=where), where=where)
+            name = safe_relative(render(self.s.file_name, envelope, where=where, record=self.record), where=where)
         except PathTraversalError as exc:
             self.refused += 1
             self.log.warning("%s: refused message %s: %s", self.name, envelope.message_id, exc)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from coupler.bus.api import Bool, CommandFault, Str, option
+from coupler.bus.api import Bool, CommandFault, Str, option, record_of
 
 from ..common.base import FileAdapterBase, FileAdapterOptions
 from ..common.errors import AdapterConfigError
@@ -80,7 +80,10 @@ class FileDropAdapter(FileAdapterBase):
     def open_outbound(self) -> FileWriter:
         assert self.state is not None
         fs = self._root(self.output_directory or self.directory, self.outbound.chmod)
-        return FileWriter(self.name, fs, self.outbound, self.state, self.log)
+        writer = FileWriter(self.name, fs, self.outbound, self.state, self.log)
+        context = self.context
+        writer.record = lambda envelope: record_of(envelope, context)  # {body.FIELD}: the site's schemas
+        return writer
 
     def check(self) -> dict[str, str]:
         details = {}

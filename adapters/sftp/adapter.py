@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from coupler.bus.api import CommandFault, Int, Str, option
+from coupler.bus.api import CommandFault, Int, Str, option, record_of
 from coupler.canonical.errors import CouplerError
 
 from ..common.base import FileAdapterBase, FileAdapterOptions
@@ -63,7 +63,10 @@ class SftpAdapter(FileAdapterBase):
     def open_outbound(self) -> FileWriter:
         assert self.state is not None
         fs = SftpFS(self._connection(), self.remote_output_directory or self.remote_directory, page_size=self.page_size)
-        return FileWriter(self.name, fs, self.outbound, self.state, self.log)
+        writer = FileWriter(self.name, fs, self.outbound, self.state, self.log)
+        context = self.context
+        writer.record = lambda envelope: record_of(envelope, context)  # {body.FIELD}: the site's schemas
+        return writer
 
     def close_connections(self) -> None:
         if self.conn is not None:

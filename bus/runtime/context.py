@@ -109,8 +109,10 @@ class BusContext:
         command_channel: str = "coupler.commands",
         site_dir: Path | None = None,
         inbound: Callable[[Envelope], Envelope] | None = None,
+        registry: Callable[[], Any] | None = None,
     ):
         self.name = name
+        self._registry = registry
         #: the directory of site.toml (default: the working directory, for embedding)
         self.site_dir = (site_dir or Path.cwd()).resolve()
         self.command_channel = command_channel
@@ -129,6 +131,12 @@ class BusContext:
     @property
     def component(self) -> str:
         return f"adapter:{self.name}"
+
+    @property
+    def schema_registry(self) -> Any:
+        """The site's schema registry (``[schemas] paths`` included), or None when embedded
+        without one (see :func:`coupler.bus.api.record_of`)."""
+        return self._registry() if self._registry is not None else None
 
     def _wait_while_paused(self) -> None:
         while self._paused.is_set():

@@ -339,6 +339,7 @@ class Daemon:
             command_channel=self.site.command_channel,
             site_dir=self.site.path.parent,
             inbound=inbound,
+            registry=self.registry,
         )
         self.statistics.add(ad.name, ad.type)
         try:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coupler.canonical import FormatIndicator
+from coupler.bus.api import record_of
+from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
 from tests.bus.site_helpers import running_daemon, wait_for
 
@@ -66,3 +67,39 @@ def test_the_legacy_avro_entity_of_a_mapping_is_read_from_the_site_schemas(tmp_p
     assert message.format == FormatIndicator("acme.Person", 1, "avro/binary")
     registry = SchemaRegistry.from_dirs([tmp_path / "schemas"])
     assert registry.decode(message.body, "acme.Person@1") == {"id": "00007", "name": "Ann"}
+
+
+OUT = """
+[[adapters]]
+name = "people-out"
+type = "filedrop"
+direction = "outbound"
+channel = "people"
+[adapters.options]
+directory = "out"
+file_name = "{body.id}-{prop.file.name}.avro"
+"""
+
+
+def test_an_outbound_file_is_named_after_a_field_of_the_canonical_body(tmp_path: Path) -> None:
+    """``{body.FIELD}`` in ``file_name``: the field of the canonical Avro record, decoded with
+    the site's schemas (``coupler.bus.api.record_of``, the helper a plugin's outbound
+    adapter uses too)."""
+    for schema in (CUSTOMER, PERSON):
+        path = tmp_path / "schemas" / schema["namespace"] / schema["name"].lower() / "v1.avsc"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(schema))
+    (tmp_path / "customer.toml").write_text(MAPPING)
+    (tmp_path / "site.toml").write_text(SITE + OUT)
+    (tmp_path / "drop").mkdir()
+    (tmp_path / "out").mkdir()
+    with running_daemon(tmp_path / "site.toml", plugins=None) as daemon:
+        (tmp_path / "drop" / "c.json").write_text(json.dumps({"cust_id": 42, "cust_name": "Bo"}))
+        target = tmp_path / "out" / "00042-c.json.avro"
+        wait_for(target.exists, "the file named after the customer id")
+        context = daemon.adapters["people-out"].context
+    registry = SchemaRegistry.from_dirs([tmp_path / "schemas"])
+    assert registry.decode(target.read_bytes(), "acme.Person@1") == {"id": "00042", "name": "Bo"}
+    # the helper on a message of the site's own entity (not a built-in one)
+    message = Envelope(format=FormatIndicator("acme.Person", 1, "avro/binary"), body=target.read_bytes())
+    assert record_of(message, context) == {"id": "00042", "name": "Bo"}
