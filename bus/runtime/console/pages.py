@@ -93,7 +93,7 @@ def _overview(data: dict[str, Any]) -> str:
     return f"""<section data-live id="overview"><dl class="facts">
 <dt>Site</dt><dd>{e(s['site'])}</dd><dt>State</dt><dd>{e(s['state'])} (pid {e(s['pid'])})</dd>
 <dt>Up since</dt><dd>{e(s['started_at'])} ({_age(s['uptime_seconds'])})</dd>
-<dt>Transport</dt><dd><code>{e(s['transport'])}</code></dd>
+<dt>Store</dt><dd>{e(data.get('store') or s['transport'])}</dd>
 <dt>Adapters up</dt><dd>{up} of {len(adapters)}</dd><dt>Messages waiting</dt><dd id="total-depth">{depth}</dd>
 <dt>Dead-lettered or invalid</dt><dd>{dead}</dd><dt>Routes</dt><dd>{e(', '.join(s['routes']) or 'none')}</dd>
 </dl><h2>Alerts</h2><ul class="alerts">{alerts}</ul></section>
@@ -112,15 +112,34 @@ def _adapters(data: dict[str, Any]) -> str:
         button = (f'<button type="button" data-post="/api/adapters/{quote(a["name"])}/{action}" '
                   f'aria-label="{action.capitalize()} {e(a["name"])}">{action.capitalize()}</button>')
         health = a.get("health") or {}
+        status = health.get("status") or ("–" if not health else "ok")
         problems = "; ".join(health.get("problems") or [])
         rows.append([e(a["name"]), e(a["type"]), e(a["direction"]), f'<span class="state-{e(a["state"])}">{e(a["state"])}</span>',
-                     e(a["in"]), e(a["out"]), e(a["failed"]), e(a.get("error") or problems), button])
-    return _table("Adapters", ["Adapter", "Type", "Direction", "State", "In", "Out", "Failed", "Last error", "Action"],
+                     f'<span class="health-{e(status)}" data-health="{e(a["name"])}">{e(status)}</span>'
+                     + (f'<br><small>{e(problems)}</small>' if problems else ""),
+                     e(a["in"]), e(a["out"]), e(a["failed"]), _short(a.get("error") or ""), button])
+    return _table("Adapters", ["Adapter", "Type", "Direction", "State", "Health", "In", "Out", "Failed", "Last error", "Action"],
                   rows, live="adapters", empty="no adapters")
 
 
+def _short(text: str, limit: int = 140) -> str:
+    """``text`` cut to ``limit`` characters, the whole of it in a disclosure (long reasons and
+    errors keep a table readable)."""
+    if len(text) <= limit:
+        return e(text)
+    return f'<details class="long"><summary>{e(text[:limit].rstrip())}…</summary>{e(text)}</details>'
+
+
+def _id(message_id: str | None) -> str:
+    """A message id on one line: its first 8 characters, the whole id as the title (and
+    copied by selecting it)."""
+    full = message_id or ""
+    return f'<code class="id" title="{e(full)}">{e(full[:8])}…</code>' if len(full) > 12 else f'<code class="id">{e(full)}</code>'
+
+
 def _chart(rates: list[list[float]] | list[tuple[float, float, float]]) -> str:
-    """In/out rates as a small inline SVG (last minutes)."""
+    """In/out rates as a small inline SVG (last minutes): in as a shaded area, out as a dashed
+    line over it, so that both show where they are equal (a channel that keeps up)."""
     w, h = 160, 36
     if len(rates) < 2:
         return f'<svg class="chart" width="{w}" height="{h}" role="img" aria-label="no rate yet"></svg>'
@@ -132,8 +151,10 @@ def _chart(rates: list[list[float]] | list[tuple[float, float, float]]) -> str:
 
     last = rates[-1]
     label = f"in {last[1]:.1f}/s, out {last[2]:.1f}/s now; peak {top:.1f}/s"
+    area = f"0,{h} {line(1)} {w},{h}"
     return (f'<svg class="chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{label}">'
-            f'<polyline class="in" fill="none" points="{line(1)}"/><polyline class="out" fill="none" points="{line(2)}"/></svg>')
+            f'<polygon class="in" points="{area}"/><polyline class="in" fill="none" points="{line(1)}"/>'
+            f'<polyline class="out" fill="none" stroke-dasharray="4 3" points="{line(2)}"/></svg>')
 
 
 def _channels(data: dict[str, Any]) -> str:
@@ -142,7 +163,7 @@ def _channels(data: dict[str, Any]) -> str:
         rows.append([e(c["channel"]), e(c["kind"]), f'<span data-depth="{e(c["channel"])}">{c["depth"]}</span>', e(c["in_flight"]),
                      _age(c["oldest_age"]), e(c["sent"]), e(c["acked"]), e(c["failed"]), e(c["dead"]), e(c["invalid"]),
                      _chart(data["rates"].get(c["channel"], []))])
-    return ('<p class="legend"><span class="in">■</span> in <span class="out">■</span> out (messages per second, last minutes)</p>'
+    return ('<p class="legend"><span class="in">■</span> in (shaded) <span class="out">▬ ▬</span> out (dashed), messages per second, last minutes</p>'
             + _table("Channels", ["Channel", "Kind", "Depth", "In flight", "Oldest", "Sent", "Acked", "Redelivered", "Dead",
                                   "Invalid", "Rate"], rows, live="channels", empty="no channels yet"))
 
@@ -157,8 +178,10 @@ def _dead_letters(data: dict[str, Any]) -> str:
 <button type="submit">Filter</button>
 <button type="button" class="danger" data-post="/api/dead-letters/purge" data-body='{{"kind": "{e(q.get('kind', ''))}"}}'
  data-confirm="Delete the dead letters of this kind for good?">Purge</button></form>"""
-    rows = [[f'<a href="/dead-letters/{d["id"]}">{d["id"]}</a>', e(d["kind"]), e(d["channel"]), f'<code>{e(d["message_id"])}</code>',
-             e(d["format"]), e(d["attempts"]), e(d["component"]), e(d["reason"]), e(d["dead_at"])] for d in data["dead_letters"]]
+    rows = [[f'<a href="/dead-letters/{d["id"]}">{d["id"]}</a>', e(d["kind"]), e(d["channel"]),
+             f'<a href="/trace?q={quote(d["message_id"] or "")}">{_id(d["message_id"])}</a>',
+             e(d["format"]), e(d["attempts"]), e(d["component"]), _short(d["reason"] or ""), f'<span class="nowrap">{e(d["dead_at"])}</span>']
+            for d in data["dead_letters"]]
     return form + _table("Dead letters and invalid messages, newest first",
                          ["Id", "Kind", "Channel", "Message", "Format", "Attempts", "Component", "Reason", "At"],
                          rows, live="dead-letters", empty="no dead letters")

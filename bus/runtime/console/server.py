@@ -356,7 +356,7 @@ class ConsoleServer:
     def _page(self, name: str) -> Callable[[web.Request], Any]:
         async def handler(request: web.Request) -> web.Response:
             status = await self._call("status")
-            data: dict[str, Any] = {"status": status, "query": dict(request.query)}
+            data: dict[str, Any] = {"status": status, "query": dict(request.query), "store": store_text(self.site)}
             if name == "adapters":
                 data["adapters"] = await self._call("adapters")
             elif name in ("channels", "overview"):
@@ -377,6 +377,17 @@ class ConsoleServer:
         dl = await self._call("dlq.show", id=int(request.match_info["id"]))
         html = pages.render("dead_letter", self.site.name, {"status": status, "dead_letter": dl, "query": {}})
         return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
+
+
+def store_text(site: SiteConfig) -> str:
+    """What the overview says of the site's store, in words (not a Python repr)."""
+    store = site.store
+    if store.type == "sqlite":
+        return (f"embedded SQLite store {site.data_dir / store.path} (synchronous {store.synchronous}, "
+                f"lease {store.lease_seconds:g} s)")
+    if store.type == "amqp":
+        return "RabbitMQ, with its state in PostgreSQL (several daemons may share it)"
+    return f"{store.type} transport"
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
