@@ -354,6 +354,43 @@ class Daemon:
         self.adapters[ad.name] = ra
         return ra
 
+    # embedding: adapters built by the program that runs the daemon --------------------------
+
+    def adapter_context(self, name: str, channel: str | None = None, config: dict[str, Any] | None = None) -> BusContext:
+        """The context of an adapter the embedding program builds itself (then :meth:`attach`
+        it): the daemon's store, counters, pause switch and stop signal, as site adapters get."""
+        assert self.transport is not None, "start() the daemon first"
+        data_dir = self.site.data_dir / "adapters" / name
+        private_dir(data_dir)
+        self.statistics.add(name, "embedded")
+        return BusContext(
+            name=name, config=dict(config or {}), data_dir=data_dir, transport=self.transport,
+            statistics=self.statistics, channel=channel, paused=threading.Event(), stopping=self.stopping,
+            reply_timeout=self.site.reply_timeout, command_channel=self.site.command_channel,
+            site_dir=self.site.path.parent, registry=self.registry,
+        )
+
+    def attach(self, adapter: Adapter, context: BusContext, *, direction: str = "both",
+               targets: tuple[str, ...] = (), start: bool = True) -> RunningAdapter:
+        """Run ``adapter`` (built with :meth:`adapter_context`) as one of the site's adapters,
+        through the same workers as the site's own: its commands from this daemon's
+        dispatcher, the documents of its channel delivered to it when it is outbound."""
+        config = AdapterConfig(name=adapter.name, type=getattr(adapter, "type_name", None) or type(adapter).__name__,
+                               direction=direction, channel=context.channel,
+                               targets=tuple(targets) or tuple(getattr(adapter, "targets", ()) or ()))
+        ra = RunningAdapter(config, adapter, context, context._paused)
+        self.adapters[config.name] = ra
+        if not start:
+            return ra
+        self._start_adapter(ra)
+        if ra.started:
+            self._spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self._command_handler(ra), ra.paused)
+            if config.channel and ra.flows("outbound"):
+                self._spawn(f"deliver:{ra.name}", config.channel, ra.name,
+                            self._delivery_handler(ra, self._patterns(ra.name, config.channel, config.channel, config)),
+                            ra.paused)
+        return ra
+
     @staticmethod
     def _direction_problem(ra: RunningAdapter) -> str | None:
         """An explicit direction the adapter does not support (it would start and never take

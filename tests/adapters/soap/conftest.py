@@ -9,7 +9,7 @@ import pytest
 from coupler.adapters.soap import SoapAdapter
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
 from coupler.canonical import FormatIndicator
-from tests.adapters.socket.bus_harness import harness_fixture
+from tests.adapters.daemon_bus import daemon_bus_fixture
 
 WSDL = Path(__file__).parent / "data" / "policy.wsdl"
 
@@ -45,7 +45,7 @@ class QuoteService(Adapter):
         return Reply(documents=[Document(FormatIndicator("acme.Quote", 1, "application/json"), json.dumps(answer).encode())])
 
 
-bus = pytest.fixture(harness_fixture, name="bus")
+bus = pytest.fixture(daemon_bus_fixture, name="bus")
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ def test_zeep_gets_a_quote_over_soap_11_and_12(soap_server, port, bus):
     result = service.GetQuote(policyId="P-1", driverAge=40)
     assert (result.policyId, result.premium, result.currency) == ("P-1", Decimal("550.00"), "EUR")
     assert service.GetQuote(policyId="P-2", driverAge=70).premium == Decimal("300.00")
-    assert "quotes" in bus.handled
+    assert bus.commands_handled("quotes") >= 1
 
 
 def test_wsdl_is_served_with_the_real_endpoint_address(soap_server):

@@ -38,7 +38,7 @@ def test_round_trip_through_the_bus(bus, soap_server, version):
     assert reply.ok, reply.reason
     assert json.loads(reply.documents[0].body) == {"policyId": "P-7", "premium": "425.00", "currency": "EUR"}
     assert reply.documents[0].format == FormatIndicator("soap.GetQuoteResponse", 1, "application/json")
-    assert bus.handled.count("quotes") == 1 and bus.handled.count("policy-out") == 1
+    assert bus.commands_handled("quotes") == 1 and bus.commands_handled("policy-out") == 1
 
 
 def test_a_fault_comes_back_as_an_error_reply(bus, soap_server):

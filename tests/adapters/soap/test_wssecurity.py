@@ -94,7 +94,7 @@ def test_a_captured_request_replayed_is_refused(soap_server, bus):
     reused = _service(adapter.url, wsse=_digest(nonce="the same nonce"))
     assert reused.GetQuote(policyId="P-2", driverAge=60).currency == "EUR"
     _refused(reused)
-    assert bus.handled.count("quotes") == 2
+    assert bus.commands_handled("quotes") == 2
 
 
 def test_every_daemon_of_the_site_sees_the_nonces(soap_server):

@@ -4,7 +4,7 @@ import pytest
 
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
 
-from .bus_harness import harness_fixture
+from tests.adapters.daemon_bus import daemon_bus_fixture
 
 
 class UpperService(Adapter):
@@ -26,7 +26,7 @@ class UpperService(Adapter):
         return Reply(documents=[Document(command.document.format, body.upper())])
 
 
-bus = pytest.fixture(harness_fixture, name="bus")
+bus = pytest.fixture(daemon_bus_fixture, name="bus")
 
 
 @pytest.fixture
