@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
-
 from tests.adapters.daemon_bus import daemon_bus_fixture
 
 
