@@ -97,7 +97,7 @@ def test_console_in_chromium(tmp_path: Path, browser):
         page.get_by_role("button", name="Filter").click()
         page.wait_for_url("**kind=invalid**")
         assert page.locator("#dead-letters tbody tr").count() == 1
-        page.get_by_role("link", name=str(dl.id)).click()
+        page.get_by_role("link", name=str(dl.id), exact=True).click()
         page.wait_for_selector("textarea#body")
         assert json.loads(page.locator("textarea#body").input_value()) == {"order": "broken"}
         page.locator("textarea#body").fill('{"order": "fixed"}')
