@@ -10,10 +10,13 @@ PYTEST_ARGS ?=
 
 # the virtual environment, reinstalled only when the packaging files change
 $(STAMP): pyproject.toml setup.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@test -x $(PY) || { echo "venv: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "venv: upgrading pip"
+	@$(PY) -m pip install -q --upgrade pip
+	@echo "venv: installing Coupler and its dependencies (pyspark, lxml, ...; a few minutes the first time)"
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+	@echo "venv: ready ($(VENV)/bin/coupler)"
 
 venv: $(STAMP)
 

@@ -90,6 +90,8 @@ class Demo:
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.summary: dict[str, Any] = {"systems": {}, "transport": {}}
         self.coupler = [sys.executable, "-m", "coupler.bus.cli.main"]
+        #: piped output: a line this often while a long step runs
+        self.progress_seconds = 10.0
 
     # -- output and processes ------------------------------------------------------------------
 
@@ -103,7 +105,9 @@ class Demo:
     @contextlib.contextmanager
     def activity(self, label: str, probe: Callable[[], str] | None = None) -> Iterator[None]:
         """A step that takes a while: on a terminal a live line (spinner, elapsed seconds and
-        what ``probe`` says); piped, nothing until its closing line with the time it took."""
+        what ``probe`` says); piped, a line when it starts and one every
+        :attr:`progress_seconds` with the elapsed time and what ``probe`` says (a log is never
+        silent for long); then its closing line with the time it took."""
         t0 = time.monotonic()
         if self.stream.isatty():
             from rich.console import Console
@@ -124,7 +128,21 @@ class Demo:
                     stop.set()
                     ticker.join()
         else:
-            yield
+            self.say(f"  {label} ...")
+            stop = threading.Event()
+
+            def progress() -> None:
+                while not stop.wait(self.progress_seconds):
+                    extra = f", {probe()}" if probe else ""
+                    self.say(f"  {label}: {time.monotonic() - t0:.0f} s so far{extra}")
+
+            ticker = threading.Thread(target=progress, daemon=True)
+            ticker.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                ticker.join()
         self.say(f"  {label}: {time.monotonic() - t0:.1f} s")
 
     def spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
