@@ -176,7 +176,8 @@ def run_encode(args: argparse.Namespace) -> int:
         if str(args.input) != "-" and is_avro_container(args.input):
             records = avro_records(args.input)
         else:
-            records = read_jsonl(stack.enter_context(text_lines(args.input, expected)), name=str(args.input))
+            lines: Any = stack.enter_context(text_lines(args.input, expected))  # read_jsonl iterates lines
+            records = read_jsonl(lines, name=str(args.input))
         if args.record_path:
             encoder.write_stream(records, args.output, args.record_path)
             return 0

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import pluggy
 
@@ -370,7 +370,7 @@ class Daemon:
             site_dir=self.site.path.parent, registry=self.registry,
         )
 
-    def attach(self, adapter: Adapter, context: BusContext, *, direction: str = "both",
+    def attach(self, adapter: Adapter, context: BusContext, *, direction: Literal["inbound", "outbound", "both"] = "both",
                targets: tuple[str, ...] = (), start: bool = True) -> RunningAdapter:
         """Run ``adapter`` (built with :meth:`adapter_context`) as one of the site's adapters,
         through the same workers as the site's own: its commands from this daemon's

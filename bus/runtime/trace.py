@@ -6,6 +6,10 @@ a message id, a trace id (or a whole ``traceparent``), a correlation id or a bus
 finds the traces those name, and lists every journal entry of every message of those
 traces (the message itself, split records, translated copies, commands and replies) in the
 order they happened. The console's trace page and ``coupler ctl trace`` show this list.
+
+The records of one file share the file's trace. A query naming one message (its id, a
+correlation id) also gives ``named``, that message and those correlated to it: the console
+shows their hops alone (one record of the file), with a link to the whole trace.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ def trace(transport: Transport, query: str, *, limit: int = 5000) -> dict[str, A
             "channels": sorted({h["channel"] for h in own if h["channel"]}),
             "outcome": own[-1]["outcome"],
         })
-    return {"query": query, "trace_ids": trace_ids, "messages": messages, "hops": hops}
+    return {"query": query, "trace_ids": trace_ids, "messages": messages, "hops": hops, "named": named}
 
 
 def _hop(e: JournalEntry, traces: dict[str | None, str]) -> dict[str, Any]:

@@ -231,9 +231,20 @@ def _trace(data: dict[str, Any]) -> str:
     trace = data.get("trace")
     if trace is None:
         return form
-    rows = [[e(h["at"]), e(h["event"]), e(h["outcome"]), e(h["channel"]), f'<code title="{e(h["message_id"])}">{e((h["message_id"] or "")[:13])}</code>',
-             e(h["by"])] for h in trace["hops"]]
-    summary = (f'<p>{len(trace["messages"])} message(s) in trace {", ".join(f"<code>{e(t)}</code>" for t in trace["trace_ids"]) or "–"}</p>')
+    named = set(trace.get("named") or [])
+    whole = data["query"].get("whole") == "1" or not named
+    hops = trace["hops"] if whole else [h for h in trace["hops"] if h["message_id"] in named]
+    rows = [[f'<span class="nowrap">{e(h["at"])}</span>', e(h["event"]), e(h["outcome"]), e(h["channel"]),
+             f'<a href="/trace?q={quote(h["message_id"] or "")}">{_id(h["message_id"])}</a>', e(h["by"])] for h in hops]
+    traces = ", ".join(f'<a href="/trace?q={quote(t)}&amp;whole=1"><code>{e(t)}</code></a>' for t in trace["trace_ids"]) or "–"
+    if whole:
+        summary = f'<p>{len(trace["messages"])} message(s) in trace {traces}</p>'
+        caption = "Every hop of the messages of the trace, oldest first"
+    else:
+        others = len(trace["messages"]) - len(named)
+        summary = (f'<p id="scope">The hops of <code>{e(q)}</code> alone: {len(named)} message(s) of trace {traces}'
+                   + (f'; <a href="/trace?q={quote(q)}&amp;whole=1">show the whole trace</a> ({others} more message(s), '
+                      'e.g. the other records of the same file)' if others > 0 else "") + "</p>")
+        caption = "Every hop of this message, oldest first"
     return form + f'<div data-live id="trace-summary">{summary}</div>' + _table(
-        "Every hop of the message and its descendants, oldest first", ["At", "Event", "Outcome", "Channel", "Message", "By"],
-        rows, live="trace", empty=f"nothing in the journal for {q}")
+        caption, ["At", "Event", "Outcome", "Channel", "Message", "By"], rows, live="trace", empty=f"nothing in the journal for {q}")

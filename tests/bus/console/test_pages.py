@@ -68,3 +68,37 @@ def test_overview_adapters_dead_letters_and_chart_read_as_an_operator_needs(tmp_
         chart = channels.xpath("//svg[contains(@class,'chart')][polygon]")[0]
         assert chart.xpath("./polygon[@class='in']") and chart.xpath("./polyline[@class='out'][@stroke-dasharray]")
         assert re.search(r"in [\d.]+/s, out [\d.]+/s", chart.get("aria-label"))
+
+
+def test_the_trace_of_one_record_shows_that_record_alone_with_links(tmp_path: Path) -> None:
+    """The records of a file share its trace: tracing one record's message id shows its hops
+    alone (not its siblings' interleaved), ids are links, and the whole trace is one click."""
+    from tests.adapters.filedrop.test_site_translation import RECORDS, SITE, make_site
+
+    site_file = make_site(tmp_path, SITE.replace("[site]\n", '[http]\nlisten = "127.0.0.1:0"\n\n[site]\n', 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        token = read_token(load_site(site_file))
+        url = daemon.console_url
+        assert url
+        (tmp_path / "drop" / "accounts.dat").write_bytes(b"".join(RECORDS))
+        target = tmp_path / "out" / "accounts.dat"
+        wait_for(lambda: target.exists() and target.stat().st_size == 66, "the three records written back")
+        t = daemon.transport
+        assert t is not None
+        published = [e for e in t.journal(channel="accounts", limit=100) if e.event in ("sent", "published")]
+        assert len(published) == 3 and len({e.trace_id for e in published}) == 1  # one trace for the file
+        second = published[1].message_id
+        assert second
+        wait_for(lambda: any(e.event == "acked" for e in t.journal(message_id=second)), "the second record delivered")
+
+        one = _page(f"{url}/trace?q={second}", token)
+        ids = {a.get("href") for a in one.xpath("//section[@id='trace']//tbody//a")}
+        assert ids == {f"/trace?q={second}"}  # its own hops only, each linking to itself
+        events = [tr.xpath("./td")[1].text_content() for tr in one.xpath("//section[@id='trace']//tbody/tr")]
+        assert "acked" in events and len(events) >= 3
+        whole_link = one.xpath("//p[@id='scope']/a[contains(., 'whole trace')]/@href")
+        assert whole_link == [f"/trace?q={second}&whole=1"]
+
+        whole = _page(url + whole_link[0], token)
+        linked = {a.get("href") for a in whole.xpath("//section[@id='trace']//tbody//a")}
+        assert {f"/trace?q={e.message_id}" for e in published} <= linked  # all three records
