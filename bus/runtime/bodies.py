@@ -4,9 +4,13 @@ Used by the console (dead letters, channel messages), ``coupler ctl dlq show`` a
 ``coupler channel get`` on a terminal. ``avro/binary`` bodies are decoded with the site's
 schema registry and shown as JSON; JSON and XML are pretty-printed; COBOL records
 (``application/x-cobol-record``) are decoded with the copybook of the site's adapter that
-publishes that format (or that created the message); other text is shown as it is, and
-anything else as a hex dump. :func:`encode_body` turns an edited text back into a body of
-the same format (edit and replay).
+publishes that format (or that created the message) - its ``copybook`` option or the
+``legacy = "copybook:..."`` of its mapping, with the mapping's ``[legacy_options]`` (code
+page, encoding) - and shown as JSON; other text is shown as it is, and anything else as a
+hex dump (whose text column is in the record's code page when the copybook is known).
+:func:`encode_body` turns an edited text back into a body of the same format (edit and
+replay): an edited COBOL record is encoded with the same copybook and options over the
+original bytes, so a record replayed unedited is the same bytes.
 """
 
 from __future__ import annotations
@@ -80,10 +84,18 @@ def decode_body(envelope: Envelope, site: SiteConfig | None = None, registry: An
         if fmt.content_type == COBOL and site is not None:
             copybook = _copybook_for(envelope, site)
             if copybook is not None:
-                return {"as": "copybook", "text": _decode_record(copybook, body), "error": None}
+                return {"as": "copybook", "text": _decode_record(*copybook, body), "error": None,
+                        "copybook": copybook[0].name}
             error = "no adapter of the site names a copybook for this format"
     except Exception as exc:  # a body that does not fit its format is shown as it is
-        error = f"{type(exc).__name__}: {exc}"
+        error = str(exc) if isinstance(exc, CouplerError) else f"{type(exc).__name__}: {exc}"
+    codec = None
+    if fmt.content_type == COBOL and site is not None:
+        found = _copybook_for_quietly(envelope, site)
+        if found is not None:
+            codec = _text_codec(found[1])
+            return {"as": "hex", "text": hexdump(body[:HEX_LIMIT], codec) + (f"\n... {len(body)} bytes in all" if len(body) > HEX_LIMIT else ""),
+                    "error": error}
     try:
         text = body.decode("utf-8")
         if all(c.isprintable() or c in "\r\n\t" for c in text):
@@ -93,9 +105,15 @@ def decode_body(envelope: Envelope, site: SiteConfig | None = None, registry: An
     return {"as": "hex", "text": hexdump(body[:HEX_LIMIT]) + (f"\n... {len(body)} bytes in all" if len(body) > HEX_LIMIT else ""), "error": error}
 
 
-def encode_body(fmt: FormatIndicator, text: str, registry: Any = None, site: SiteConfig | None = None) -> bytes:
+def encode_body(fmt: FormatIndicator, text: str, registry: Any = None, site: SiteConfig | None = None,
+                original: Envelope | None = None) -> bytes:
     """The body of format ``fmt`` an operator edited as ``text`` (as :func:`decode_body`
-    showed it); :class:`BodyError` when it does not fit."""
+    showed it); :class:`BodyError` when it does not fit. ``original``: the message edited (a
+    COBOL record is re-encoded with its copybook over its bytes)."""
+    if fmt.content_type == COBOL and site is not None and original is not None:
+        copybook = _copybook_for(original, site)
+        if copybook is not None:
+            return _encode_record(*copybook, text, original.body)
     if fmt.content_type == AVRO:
         try:
             record = json.loads(text)
@@ -118,11 +136,13 @@ def encode_body(fmt: FormatIndicator, text: str, registry: Any = None, site: Sit
     return text.encode("utf-8")
 
 
-def hexdump(data: bytes) -> str:
+def hexdump(data: bytes, codec: Any = None) -> str:
+    """Offset, hex and text columns; the text in ``codec``'s code page (an EBCDIC record's
+    letters as letters), else ASCII."""
     lines = []
     for offset in range(0, len(data), 16):
         chunk = data[offset:offset + 16]
-        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        text = "".join(_char(b, codec) for b in chunk)
         lines.append(f"{offset:08x}  {chunk.hex(' '):<47}  {text}")
     return "\n".join(lines)
 
@@ -133,28 +153,85 @@ def _registry(site: SiteConfig | None) -> Any:
     return SchemaRegistry.default(site.schema_paths if site is not None else ())
 
 
-def _copybook_for(envelope: Envelope, site: SiteConfig) -> Path | None:
-    """The copybook of the adapter that publishes ``envelope``'s format (or created it)."""
-    candidates = []
+def _char(byte: int, codec: Any) -> str:
+    if codec is None:
+        return chr(byte) if 32 <= byte < 127 else "."
+    try:
+        ch = codec.decode(bytes([byte]))
+    except Exception:  # noqa: BLE001 - a byte the code page does not map
+        return "."
+    return ch if len(ch) == 1 and ch.isprintable() else "."
+
+
+def _text_codec(options: dict[str, str]) -> Any:
+    from coupler.translators.copybook.decoder import decode_context, parse_options
+
+    return decode_context(parse_options(options)).text_codec
+
+
+def _site_path(site: SiteConfig, name: str) -> Path:
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else site.path.parent / path
+
+
+def _copybook_for(envelope: Envelope, site: SiteConfig) -> tuple[Path, dict[str, str]] | None:
+    """The copybook (and its options) of the adapter that publishes ``envelope``'s format or
+    created it: its ``copybook`` option, or the ``legacy = "copybook:..."`` of its mapping."""
     for ad in site.adapters:
-        book = ad.options.get("copybook")
-        if not isinstance(book, str):
-            continue
-        path = Path(book).expanduser()
-        path = path if path.is_absolute() else site.path.parent / path
         fmt_name = FormatIndicator.parse(ad.format).name if ad.format else None
-        if fmt_name == envelope.format.name or ad.name == envelope.origin:
-            candidates.append(path)
-    return candidates[0] if candidates else None
+        if fmt_name != envelope.format.name and ad.name != envelope.origin:
+            continue
+        book = ad.options.get("copybook")
+        if isinstance(book, str):
+            options = {k: str(v) for k, v in ad.options.items() if k in ("encoding", "ebcdic_code_page", "ascii_charset")}
+            return _site_path(site, book), options
+        if ad.mapping:
+            from coupler.translators.mapping import load_mapping
+            from coupler.translators.mapping.formats import parse_spec
+
+            mapping_file = _site_path(site, ad.mapping)
+            mapping = load_mapping(mapping_file, registry=_registry(site))
+            if mapping.legacy_spec and mapping.legacy_spec.startswith("copybook:"):
+                spec = parse_spec(mapping.legacy_spec, base_dir=mapping_file.parent, options=mapping.legacy_options)
+                if spec.path is not None:
+                    return spec.path, dict(spec.options)
+    return None
 
 
-def _decode_record(copybook: Path, body: bytes) -> str:
+def _copybook_for_quietly(envelope: Envelope, site: SiteConfig) -> tuple[Path, dict[str, str]] | None:
+    try:
+        return _copybook_for(envelope, site)
+    except CouplerError:
+        return None
+
+
+def _decode_record(copybook: Path, options: dict[str, str], body: bytes) -> str:
     from coupler.translators.copybook import decoder, layout, parser
 
     lay = layout.build_layout(parser.parse_file(copybook))
-    value = decoder.RecordDecoder(lay, None, policy="strict").decode(body, file=str(copybook), offset=0)
+    value = decoder.RecordDecoder(lay, decoder.parse_options(options), policy="strict").decode(body, file=copybook.name, offset=0)
     if isinstance(value, decoder.BadRecord):
-        raise CouplerError(f"record cannot be decoded with {copybook.name}: {value.error}")
+        raise CouplerError(f"the record cannot be decoded with {copybook.name}: {value.error}")
     if value is None:
         raise CouplerError(f"{copybook.name}: no segment of the copybook takes this record")
     return json.dumps(json.loads(decoder.to_json(value)), indent=2, ensure_ascii=False)
+
+
+def _encode_record(copybook: Path, options: dict[str, str], text: str, original: bytes) -> bytes:
+    """The edited record (JSON, as :func:`_decode_record` showed it) as record bytes of the
+    copybook, over the original bytes (a field the edit removed keeps its bytes)."""
+    from decimal import Decimal
+
+    from coupler.translators.copybook import decoder, encoder, layout, parser
+
+    try:
+        record = json.loads(text, parse_float=Decimal)
+    except ValueError as exc:
+        raise BodyError(f"the edited record is not JSON: {exc}", hint=f"edit the record of {copybook.name} as JSON") from None
+    if not isinstance(record, dict):
+        raise BodyError("the edited record must be a JSON object", hint=f"the fields of {copybook.name}")
+    lay = layout.build_layout(parser.parse_file(copybook))
+    try:
+        return bytes(encoder.RecordEncoder(lay, decoder.parse_options(options)).encode(record, base=original))
+    except CouplerError as exc:
+        raise BodyError(f"the edited record does not fit {copybook.name}: {exc}") from None

@@ -168,7 +168,8 @@ class StoreService:
             if dl.envelope is None:
                 raise ControlError(f"dead letter {id} has no envelope to edit", hint="purge it")
             fmt = dl.envelope.format
-            data = encode_body(fmt, body, self.registry() if fmt.content_type == "avro/binary" else None, self.site)
+            data = encode_body(fmt, body, self.registry() if fmt.content_type == "avro/binary" else None, self.site,
+                               original=dl.envelope)
         return {"message_id": self.transport.replay(int(id), channel, body=data)}
 
     def op_trace(self, query: str, limit: int = 5000) -> dict[str, Any]:
