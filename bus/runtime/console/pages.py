@@ -12,12 +12,12 @@ from typing import Any
 from urllib.parse import quote
 
 PAGES = (
-    ("/", "overview"), ("/adapters", "adapters"), ("/channels", "channels"),
+    ("/", "overview"), ("/site", "site"), ("/adapters", "adapters"), ("/channels", "channels"),
     ("/dead-letters", "dead_letters"), ("/identities", "identities"), ("/batch", "batch"),
     ("/trace", "trace"),
 )
 _TITLES = {
-    "overview": "Overview", "adapters": "Adapters", "channels": "Channels", "dead_letters": "Dead letters",
+    "overview": "Overview", "site": "Site picture", "adapters": "Adapters", "channels": "Channels", "dead_letters": "Dead letters",
     "identities": "Identities", "batch": "Batch jobs", "trace": "Message trace", "dead_letter": "Dead letter",
 }
 
@@ -103,6 +103,15 @@ def _overview(data: dict[str, Any]) -> str:
         [[f'<a href="/channels">{e(c["channel"])}</a>', e(c["depth"]), _age(c["oldest_age"]), e(c["dead"]), e(c["invalid"]),
           _chart(data.get("rates", {}).get(c["channel"], []))] for c in s["channels"]],
         live="overview-channels", empty="no channels yet")
+
+
+def _site(data: dict[str, Any]) -> str:
+    """The picture of the site (bus/runtime/console/picture.py), refreshed in place."""
+    legend = ('<p class="legend">Adapters (square), channels (round) and routes, left to right as messages flow; '
+              'arrows carry the counts, channels their depth and rates. <span class="mark-dead">Red</span>: dead '
+              'letters or invalid messages (the node links to them); <span class="mark-stuck">orange</span>: a '
+              'stuck channel; <span class="mark-failed">grey</span>: an adapter down; dashed: paused.</p>')
+    return legend + f'<section data-live id="site-picture">{data["picture"]}</section>'
 
 
 def _adapters(data: dict[str, Any]) -> str:
