@@ -303,6 +303,11 @@ class ChannelSettings(Section):
         "until all arrived and the channel's consumers get the whole document; the parts never reach them.",
         default=False,
     )
+    ttl_seconds: Num | None = doc(
+        "Message Expiration: what a route sends to this channel expires this many seconds later (unless it "
+        "expires sooner); an expired message is never handed to a consumer (dead letters, reason `expired`).",
+        default=None, gt=0,
+    )
     sequence_timeout_seconds: Num = doc(
         "With `reassemble`: a sequence still incomplete this long after its first part arrived goes to "
         "the Invalid Message Channel.",

@@ -796,17 +796,42 @@ class Daemon:
     def _build_pipelines(self) -> None:
         """Every route's chain of steps (their types from plugins, ``coupler_step_types``)."""
         types = step_types(self.pm)
+        ttls = {c.name: c.ttl_seconds for c in self.site.model.channels if c.ttl_seconds is not None}
         problems: list[str] = []
         for route, config in zip(self.router.routes, self.site.routes, strict=True):
             try:
                 self.pipelines[route.name] = build_pipeline(
                     config, route, types, site_dir=self.site.path.parent, registry=self.registry,
-                    transport=self.transport, switches=self.switches,
+                    transport=self.transport, switches=self.switches, plugins=self.pm, channel_ttls=ttls,
                 )
             except ConfigError as exc:
                 problems.extend(str(p) for p in exc.problems)
         if problems:
             raise self.site.config_error(problems, hint="`coupler plugins` lists the step types; docs/patterns.md their keys")
+
+    def _pipeline(self, route: str) -> Pipeline:
+        if route not in self.pipelines:
+            raise CouplerError(f"no route named {route!r}", hint=f"routes of this site: {', '.join(self.pipelines) or 'none'}")
+        return self.pipelines[route]
+
+    def detour(self, route: str, step: str | None, on: bool | None) -> list[dict[str, Any]]:
+        """The Detour steps of ``route`` (``step``: one of them by name), switched ``on``/off when given."""
+        detours = [s for s in self._pipeline(route).steps if s.type_name == "detour" and step in (None, s.setup.name)]
+        if not detours:
+            raise CouplerError(f"route {route!r} has no detour step{f' named {step!r}' if step else ''}",
+                               hint="add a [[routes.steps]] of type \"detour\" to the route")
+        rows = []
+        for s in detours:
+            if on is not None:
+                self.switches.set(s.setup.state_scope, on)
+                log.info("route %s: detour %s switched %s", route, s.setup.name, "on" if on else "off", extra={"route": route})
+            rows.append({"route": route, "step": s.setup.name, "on": self.switches.get(s.setup.state_scope, False)})
+        return rows
+
+    def test_message(self, route: str, envelope: Envelope) -> dict[str, Any]:
+        """Test Message through ``route``: what each step did; nothing stored or delivered."""
+        marked = envelope.replace(properties={**envelope.properties, "coupler.test-message": "true"})
+        return self._pipeline(route).test(marked)
 
     def _route_handler(self, route: Route, patterns: ConsumerPatterns) -> Callable[[Delivery], None]:
         pipeline = self.pipelines[route.name]
