@@ -58,6 +58,15 @@ def coupler_cli_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 @hookspec
+def coupler_step_types() -> dict[str, type]:
+    """Step types of route pipelines this plugin provides: ``{type name: Step subclass}``.
+
+    The type name is what a site's ``[[routes.steps]] type = "..."`` refers to; the class
+    derives from :class:`coupler.bus.runtime.steps.Step` (its docstring says how one is written).
+    """
+
+
+@hookspec
 def coupler_schema_dirs() -> list[Path]:
     """Directories of Avro schema files (``<name>/v<N>.avsc``) this plugin contributes."""
 

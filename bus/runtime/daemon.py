@@ -59,13 +59,21 @@ from coupler.bus.model.commands import (
     reply_envelope,
 )
 from coupler.bus.model.identities import Identity, IdentityError
-from coupler.bus.plugins.manager import adapter_types, site_plugin_manager, translator_types
+from coupler.bus.model.selectors import BodyReader
+from coupler.bus.plugins.manager import (
+    adapter_types,
+    site_plugin_manager,
+    step_types,
+    translator_types,
+)
 from coupler.bus.runtime.console.metrics import Observer
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
 from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
 from coupler.bus.runtime.site import DaemonLock
+from coupler.bus.runtime.steps.base import Switches
+from coupler.bus.runtime.steps.pipeline import Pipeline, build_pipeline
 from coupler.bus.transport.base import Delivery, Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
@@ -141,7 +149,11 @@ class Daemon:
         self.stopped = threading.Event()
         self.statistics = Statistics()
         self.adapters: dict[str, RunningAdapter] = {}
-        self.router = Router(site.routes)
+        self.router = Router(site.routes, body=BodyReader(self.registry))
+        #: route name -> its pipeline of steps (bus/runtime/steps/), built when the transport is open
+        self.pipelines: dict[str, Pipeline] = {}
+        #: Detour switches, set from the Control Bus
+        self.switches = Switches()
         self.started_at: float | None = None
         self.alerts: dict[str, str] = {}
         self.transport: Transport | None = None
@@ -198,6 +210,7 @@ class Daemon:
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatype_readers(classes)
+            self._build_pipelines()
             from coupler.bus.runtime.console.spans import SpanExport
 
             self._spans = self.observer.spans = SpanExport.create(self.site)  # [tracing] otlp_endpoint
@@ -298,6 +311,7 @@ class Daemon:
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatype_readers(classes)
+            self._build_pipelines()
             self._start_adapters(classes, paused=True)
             return self.failed_adapters()
         finally:
@@ -577,7 +591,7 @@ class Daemon:
             source = self._source(route.source, consumer)
             patterns = self._patterns(consumer, route.source, source, config)
             self._spawn(consumer, source, consumer, self._route_handler(route, patterns),
-                        receive=self._route_receiver(route, consumer, source), patterns=patterns)
+                        receive=self._route_receiver(route, consumer, source), patterns=patterns, select=config.select)
         t = threading.Thread(target=self._monitor, name="monitor", daemon=True)
         t.start()
         self._threads.append(t)
@@ -611,12 +625,13 @@ class Daemon:
         *,
         receive: Receiver | None = None,
         patterns: ConsumerPatterns | None = None,
+        select: str | None = None,
     ) -> None:
         assert self.transport is not None
         transport = self.transport
         if receive is None:
             def receive(wait: float) -> list[Delivery]:
-                return transport.receive_wait(channel, consumer, max=1, wait=wait)
+                return transport.receive_wait(channel, consumer, max=1, wait=wait, selector=select)
 
         workers = 1
         if patterns is not None:
@@ -778,19 +793,27 @@ class Daemon:
 
     # routes ------------------------------------------------------------------------------
 
+    def _build_pipelines(self) -> None:
+        """Every route's chain of steps (their types from plugins, ``coupler_step_types``)."""
+        types = step_types(self.pm)
+        problems: list[str] = []
+        for route, config in zip(self.router.routes, self.site.routes, strict=True):
+            try:
+                self.pipelines[route.name] = build_pipeline(
+                    config, route, types, site_dir=self.site.path.parent, registry=self.registry,
+                    transport=self.transport, switches=self.switches,
+                )
+            except ConfigError as exc:
+                problems.extend(str(p) for p in exc.problems)
+        if problems:
+            raise self.site.config_error(problems, hint="`coupler plugins` lists the step types; docs/patterns.md their keys")
+
     def _route_handler(self, route: Route, patterns: ConsumerPatterns) -> Callable[[Delivery], None]:
-        component = f"route:{route.name}"
+        pipeline = self.pipelines[route.name]
 
         def handle(d: Delivery) -> None:
             assert self.transport is not None
-            destinations = route.destinations(d.envelope)
-            if not destinations:
-                self.transport.nack(d, "unroutable: no rule of route matched and it has no `otherwise`", component, dead=True)
-                return
-            with self.transport.transaction() as tx:
-                for channel in destinations:
-                    tx.send(channel, d.envelope, component=component)
-                patterns.settle(tx, d)
+            pipeline.handle(self.transport, d, patterns.settle)
 
         return handle
 
@@ -800,7 +823,13 @@ class Daemon:
         assert self.transport is not None
         interval = self.site.monitor.interval_seconds
         last_maintenance = 0.0
-        while not self.stopping.wait(interval):
+        timers: dict[str, dict[int, float]] = {name: {} for name, p in self.pipelines.items() if p.timers()}
+        while not self.stopping.wait(min(interval, 1.0) if timers else interval):
+            for name, due in timers.items():
+                try:
+                    self.pipelines[name].tick(self.transport, due)
+                except CouplerError as exc:
+                    log.error("route %s: timer failed: %s", name, exc)
             for ra in self.adapters.values():
                 if ra.started and not ra.paused.is_set():
                     self.statistics.beat(ra.name)
