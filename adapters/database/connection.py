@@ -72,21 +72,29 @@ def shown(url: URL) -> str:
 def make_engine(opts: DatabaseOptions, site_dir: Path, where: str) -> Engine:
     """The engine of the adapter's database (connections open on first use)."""
     url = database_url(opts, site_dir, where)
+    backend = url.get_backend_name()
+    if backend == "sqlite" and (opts.password_env or opts.password_file):
+        raise DatabaseError("an SQLite database has no password", where=f"{where}.password_env",
+                            hint="remove password_env / password_file (protect the file with its mode instead)")
     password = read_password(opts, where)
     if password is not None:
         url = url.set(password=password)
     args: dict[str, Any] = {}
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
-    backend = url.get_backend_name()
     if backend == "postgresql":
         args["connect_timeout"] = max(1, int(opts.connect_timeout))
         args["application_name"] = "coupler"
+        if opts.schema_:  # declared queries name the tables as the schema's own
+            args["options"] = f"-c search_path={opts.schema_},public"
         kwargs.update(pool_size=opts.pool_size, max_overflow=opts.pool_size)
     elif backend == "sqlite":
         args["timeout"] = opts.connect_timeout
         args["check_same_thread"] = False
     # hide_parameters: a failed statement's error never carries the values (they may be personal)
-    return sa.create_engine(url, connect_args=args, hide_parameters=True, **kwargs)
+    try:
+        return sa.create_engine(url, connect_args=args, hide_parameters=True, **kwargs)
+    except (sa.exc.ArgumentError, ImportError) as exc:  # a URL the dialect refuses, a driver missing
+        raise DatabaseError(f"cannot use {shown(url)}: {str(exc).splitlines()[0]}", where=f"{where}.url") from None
 
 
 def describe_error(exc: BaseException) -> str:

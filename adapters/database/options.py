@@ -163,6 +163,11 @@ class DatabaseOptions(OptionsModel):
                              "(site.toml is read by more people than the database's users)")
         return url
 
+    @field_validator("schema_")
+    @classmethod
+    def _schema_name(cls, value: str | None) -> str | None:
+        return _identifier(value, "a schema")
+
     @field_validator("password_file")
     @classmethod
     def _one_password(cls, value: str | None, info: ValidationInfo) -> str | None:

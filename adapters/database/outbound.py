@@ -234,7 +234,11 @@ class TableWriter:
         table = self.table
         assert table is not None
         if o.operation == "insert":
-            conn.execute(sa.insert(table), rows)
+            groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            for row in rows:  # one executemany per set of columns (records may leave fields out)
+                groups.setdefault(tuple(row), []).append(row)
+            for group in groups.values():
+                conn.execute(sa.insert(table), group)
         elif o.operation == "update":
             cond = sa.and_(*[table.c[k] == sa.bindparam(f"_k_{k}") for k in o.key])
             for row in rows:
