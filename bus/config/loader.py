@@ -360,7 +360,8 @@ def _unknown(what: str, name: str, known: Collection[str]) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=1)
     installed = ", ".join(sorted(known)) or "none"
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"no installed plugin provides {what} {name!r} ({hint}installed: {installed}; `coupler plugins` lists them)"
+    return (f"no installed plugin provides {what} {name!r} ({hint}installed: {installed}; `coupler plugins` lists "
+            f"them){plugin_types.broken_note()}")
 
 
 def _valid_entries(data: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:

@@ -62,6 +62,8 @@ from coupler.bus.model.identities import Identity, IdentityError
 from coupler.bus.model.selectors import BodyReader
 from coupler.bus.plugins.manager import (
     adapter_types,
+    broken_note,
+    broken_plugins,
     site_plugin_manager,
     step_types,
     translator_types,
@@ -295,7 +297,7 @@ class Daemon:
             if ad.enabled and ad.type not in types:
                 problems.append(
                     f"{ad.key_path}.type: no installed plugin provides adapter type {ad.type!r} "
-                    f"(installed types: {', '.join(sorted(types)) or 'none'})"
+                    f"(installed types: {', '.join(sorted(types)) or 'none'}){broken_note()}"
                 )
         if problems:
             raise self.site.config_error(problems, hint="`coupler plugins` lists what is installed")
@@ -948,6 +950,7 @@ class Daemon:
         adapters = self.adapter_rows()
         alerts: list[dict[str, Any]] = [{"channel": c, "alert": a} for c, a in sorted(self.alerts.items())]
         alerts += self.batch.alerts() if self.batch is not None else []
+        alerts += [{"plugin": b.entry_point, "alert": b.describe()} for b in broken_plugins()]
         failed = self.failed_adapters()
         for row in adapters:
             if row["name"] in failed:

@@ -9,7 +9,7 @@ import pluggy
 
 from coupler.bus.config.loader import SiteConfig
 from coupler.bus.model.backoff import BackoffPolicy
-from coupler.bus.plugins.manager import site_plugin_manager, transport_types
+from coupler.bus.plugins.manager import broken_note, site_plugin_manager, transport_types
 from coupler.bus.transport.base import ChannelConfig, Transport
 
 
@@ -21,7 +21,7 @@ def open_transport(site: SiteConfig, pm: pluggy.PluginManager | None = None) -> 
     if factory is None:
         raise site.config_error(
             [f"store.type: no installed plugin provides transport type {site.store.type!r} "
-             f"(installed: {', '.join(sorted(factories)) or 'none'})"],
+             f"(installed: {', '.join(sorted(factories)) or 'none'}){broken_note()}"],
             hint="`coupler plugins` lists what is installed",
         )
     transport: Transport = factory(site)

@@ -40,11 +40,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
-from coupler.bus.transport.base import ChannelConfig, JournalEntry, TransportError
+from coupler.bus.transport.base import ChannelConfig, JournalEntry, JournalQuery, TransportError
 from coupler.bus.transport.ddl import file_state, metadata, postgres
 from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
 from coupler.bus.transport.sql_filters import journal_entries, journal_query
@@ -351,25 +350,9 @@ class PgStore:
                     (channel, n),
                 )
 
-    def journal(
-        self,
-        *,
-        message_id: str | None = None,
-        channel: str | None = None,
-        event: str | None = None,
-        since: datetime | None = None,
-        limit: int = 1000,
-        trace_ids: Iterable[str] | None = None,
-        key: str | None = None,
-        message_ids: Iterable[str] | None = None,
-    ) -> list[JournalEntry]:
-        sql, args = journal_query(
-            f"{self.schema}.journal", "%s",
-            message_id=message_id, channel=channel, event=event, since=since, limit=limit,
-            trace_ids=trace_ids, key=key, message_ids=message_ids,
-            # several processes write batches: the time each entry was recorded orders them
-            order="at, id",
-        )
+    def journal(self, query: JournalQuery) -> list[JournalEntry]:
+        # several processes write batches: the time each entry was recorded orders them
+        sql, args = journal_query(f"{self.schema}.journal", "%s", query, order="at, id")
         self.flush()
         with self.conn() as c:
             return journal_entries(c.execute(sql, args).fetchall())

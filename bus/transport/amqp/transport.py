@@ -102,6 +102,7 @@ from coupler.bus.transport.base import (
     DeadLetter,
     Delivery,
     JournalEntry,
+    JournalQuery,
     LeaseLostError,
     TransactionOps,
     Transport,
@@ -1588,22 +1589,8 @@ class AmqpTransport(Transport):
 
     # -- message store ---------------------------------------------------------------------
 
-    def journal(
-        self,
-        *,
-        message_id: str | None = None,
-        channel: str | None = None,
-        event: str | None = None,
-        since: datetime | None = None,
-        limit: int = 1000,
-        trace_ids: Iterable[str] | None = None,
-        key: str | None = None,
-        message_ids: Iterable[str] | None = None,
-    ) -> list[JournalEntry]:
-        return self.store.journal(
-            message_id=message_id, channel=channel, event=event, since=since, limit=limit, trace_ids=trace_ids, key=key,
-            message_ids=message_ids,
-        )
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        return self.store.journal(query)
 
     def exports_shared_figures(self) -> bool:
         return self.store.hold_lock("metrics")
