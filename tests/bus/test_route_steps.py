@@ -492,3 +492,17 @@ def test_ctl_test_shows_what_each_step_did_and_delivers_nothing(tmp_path: Path) 
         assert sorted(s["channel"] for s in result["sent"]) == ["copies", "out", "tap"]
         assert d.transport.stats("out") == [] or d.transport.stats("out")[0].depth == 0
         assert d.transport.receive("tap", "test") == []
+
+
+def test_the_worked_examples_of_the_patterns_page_are_valid_sites() -> None:
+    from coupler.bus.config.loader import parse_site
+    from coupler.bus.plugins.manager import step_types
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "patterns.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", page, flags=re.S)
+    assert len(blocks) >= 7
+    types = step_types(plugin_manager(entry_points=False))
+    for block in blocks:
+        parse_site(block, "site.toml", step_types=types)
+    listed = re.findall(r"^\| ([A-Z][A-Za-z -]+) \| (offered|partly|later) \|", page, flags=re.M)
+    assert len(listed) == 65, len(listed)

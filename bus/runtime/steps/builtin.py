@@ -205,7 +205,7 @@ class RoutingSlip(Step):
 class DetourOptions(OptionsModel):
     to: Channel = option("Where messages go while the detour is on (a route that inspects, tests or validates them).")
     on: Bool = option(
-        "Whether it starts switched on; `coupler ctl detour ROUTE STEP on|off` switches it at run time.",
+        "Whether it starts switched on; `coupler ctl detour ROUTE on|off --step NAME` switches it at run time.",
         default=False,
     )
 
