@@ -18,6 +18,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery
 from coupler.bus.transport.storage import Buried, JournalRow, StorageTransport, StorageTx, Stored
 
@@ -181,6 +183,13 @@ class MemoryTx(StorageTx):
         return gone
 
 
-def memory_transport(**options: Any) -> MemoryTransport:
-    """An open in-memory transport (``options`` as :class:`StorageTransport` takes them)."""
-    return MemoryTransport(**options).open()
+@hookimpl
+def coupler_transport_types() -> dict[str, TransportType]:
+    """Transport type ``memory`` (a site's messages live as long as its daemon)."""
+    return {"memory": TransportType(lambda site, options: MemoryTransport(
+        backoff=BackoffPolicy(**site.store.redelivery.model_dump()),
+        lease_seconds=site.store.lease_seconds,
+        claim_threshold=site.store.claim_check_bytes,
+        dead_letter=site.store.dead_letter_channel,
+        invalid=site.store.invalid_channel,
+    ).open())}

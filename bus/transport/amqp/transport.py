@@ -1613,10 +1613,10 @@ def _claim_of(headers: dict[str, Any]) -> str | None:
     return claim.decode() if isinstance(claim, bytes) else claim
 
 
-def amqp_transport_for_site(site: Any) -> AmqpTransport:
-    """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
+def amqp_transport_for_site(site: Any, amqp: Any) -> AmqpTransport:
+    """The opened broker transport of a site whose ``[store] type`` is ``amqp``, with its
+    ``[store.amqp]`` options (:class:`~coupler.bus.transport.amqp.plugin.AmqpOptions`)."""
     store = site.store
-    amqp = store.amqp
     return AmqpTransport(
         amqp.url,
         postgres=amqp.postgres,

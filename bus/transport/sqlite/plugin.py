@@ -6,17 +6,17 @@ third party's transport.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coupler.bus.model.backoff import BackoffPolicy
-from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import Transport
 
 if TYPE_CHECKING:
     from coupler.bus.config.loader import SiteConfig
 
 
-def open_sqlite(site: SiteConfig) -> Transport:
+def open_sqlite(site: SiteConfig, options: None = None) -> Transport:
     """The site's SQLite store, opened."""
     from coupler.bus.transport.sqlite.transport import SqliteTransport
 
@@ -37,5 +37,6 @@ def open_sqlite(site: SiteConfig) -> Transport:
 
 
 @hookimpl
-def coupler_transport_types() -> dict[str, Any]:
-    return {"sqlite": open_sqlite}
+def coupler_transport_types() -> dict[str, TransportType]:
+    # its keys (path, synchronous, sync_acks) are [store]'s own: the embedded default's
+    return {"sqlite": TransportType(open_sqlite)}
