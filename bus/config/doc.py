@@ -249,7 +249,8 @@ def _transport_options() -> list[str]:
         model = kinds[name].options_model
         section = describe(model)
         out += [f"### `[store.{name}]`", "", section.doc, ""]
-        example = (model.model_config.get("json_schema_extra") or {}).get("example")  # type: ignore[union-attr]
+        extra = model.model_config.get("json_schema_extra")
+        example = extra.get("example") if isinstance(extra, dict) else None
         if example:
             out += ["```toml", str(example).rstrip("\n"), "```", ""]
         out += ["| key | type | default | description |", "|---|---|---|---|"]

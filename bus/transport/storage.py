@@ -718,7 +718,7 @@ class StorageTransaction(TransactionOps):
                           b.attempts, datetime.fromtimestamp(b.dead_at, UTC))
 
     def purge(self, channel: str, *, journal: bool = True) -> int:
-        tags = [(m.tag, None) for m in self.stx.scan(channel, ready_at=None, limit=1 << 62)]
+        tags: list[tuple[int, int | None]] = [(m.tag, None) for m in self.stx.scan(channel, ready_at=None, limit=1 << 62)]
         gone = self.stx.remove(channel, tags) if tags else []
         self.release_claims([m.claim for m in gone if m.claim])
         if journal:

@@ -353,20 +353,23 @@ class PgTx(StorageTx):
         table = self._table(channel)
         if table is None:
             return 0, 0, 0, None
-        depth, ready, in_flight, oldest = self.c.execute(
+        row = self.c.execute(
             f"SELECT count(*), count(*) FILTER (WHERE visible_at <= %s), "
             f"count(*) FILTER (WHERE token IS NOT NULL AND visible_at > %s), min(enqueued_at) FROM {table}",
             (now, now),
         ).fetchone()
-        return depth, ready, in_flight, oldest
+        assert row is not None  # an aggregate has one row
+        return row[0], row[1], row[2], row[3]
 
     def bury(self, dead: Buried) -> int:
-        return self.c.execute(
+        row = self.c.execute(
             f"INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (dead.kind, dead.queue, dead.channel, dead.message_id, dead.reason, dead.error, dead.component,
              dead.attempts, dead.dead_at, dead.blob, dead.raw, dead.claim),
-        ).fetchone()[0]
+        ).fetchone()
+        assert row is not None  # INSERT ... RETURNING
+        return int(row[0])
 
     def buried(self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None,
                limit: int = 100) -> list[Buried]:
@@ -447,5 +450,5 @@ def _stored(channel: str, r: tuple[Any, ...]) -> Stored:
 
 
 def _buried(r: tuple[Any, ...]) -> Buried:
-    return Buried(*r[:9], bytes(r[9]) if r[9] is not None else None, bytes(r[10]) if r[10] is not None else None,
-                  r[11], r[12])
+    blob, raw = (bytes(b) if b is not None else None for b in r[9:11])
+    return Buried(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], blob, raw, r[11], r[12])
