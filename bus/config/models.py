@@ -176,6 +176,22 @@ class StoreSection(Section):
     journal_retention_days: Num = doc("Message Store journal retention.", default=7.0, ge=0)
     redelivery: RedeliverySection = doc(RedeliverySection.__doc__ or "", default_factory=RedeliverySection)
 
+    def transport_settings(self) -> dict[str, Any]:
+        """What every transport takes from the common keys: the keyword arguments of
+        :class:`~coupler.bus.transport.storage.StorageTransport` (and of the SQLite and
+        RabbitMQ transports)."""
+        from coupler.bus.model.backoff import BackoffPolicy
+
+        return {
+            "backoff": BackoffPolicy(**self.redelivery.model_dump()),
+            "lease_seconds": self.lease_seconds,
+            "claim_threshold": self.claim_check_bytes,
+            "journal_retention": self.journal_retention_days * 86400.0,
+            "idempotency_retention": self.idempotency_window_seconds,
+            "dead_letter": self.dead_letter_channel,
+            "invalid": self.invalid_channel,
+        }
+
 
 # -- the other sections --------------------------------------------------------------------
 

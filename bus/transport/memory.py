@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery
 from coupler.bus.transport.storage import Buried, JournalRow, StorageTransport, StorageTx, Stored
@@ -188,10 +187,4 @@ class MemoryTx(StorageTx):
 @hookimpl
 def coupler_transport_types() -> dict[str, TransportType]:
     """Transport type ``memory`` (a site's messages live as long as its daemon)."""
-    return {"memory": TransportType(lambda site, options: MemoryTransport(
-        backoff=BackoffPolicy(**site.store.redelivery.model_dump()),
-        lease_seconds=site.store.lease_seconds,
-        claim_threshold=site.store.claim_check_bytes,
-        dead_letter=site.store.dead_letter_channel,
-        invalid=site.store.invalid_channel,
-    ).open())}
+    return {"memory": TransportType(lambda site, _options: MemoryTransport(**site.store.transport_settings()))}

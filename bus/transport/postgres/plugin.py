@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict
 
-from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import Transport
 from coupler.canonical.options import Bool, OptionsModel, Str, option
@@ -47,18 +46,9 @@ def open_postgres(site: SiteConfig, options: PostgresOptions) -> Transport:
     """The site's PostgreSQL transport, opened."""
     from coupler.bus.transport.postgres.transport import PostgresTransport
 
-    store = site.store
     return PostgresTransport(
-        options.dsn,
-        schema=options.postgres_schema,
-        synchronous_commit=options.synchronous_commit,
-        backoff=BackoffPolicy(**store.redelivery.model_dump()),
-        lease_seconds=store.lease_seconds,
-        claim_threshold=store.claim_check_bytes,
-        journal_retention=store.journal_retention_days * 86400.0,
-        idempotency_retention=store.idempotency_window_seconds,
-        dead_letter=store.dead_letter_channel,
-        invalid=store.invalid_channel,
+        options.dsn, schema=options.postgres_schema, synchronous_commit=options.synchronous_commit,
+        **site.store.transport_settings(),
     ).open()
 
 

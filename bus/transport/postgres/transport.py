@@ -72,6 +72,11 @@ CREATE TABLE IF NOT EXISTS {t} (
 CREATE INDEX IF NOT EXISTS {i}_ready ON {t} (visible_at, tag)
 """
 
+#: columns of the inserting statements, with their types
+_PUT = (("message_id", "text"), ("blob", "bytea"), ("enqueued_at", "float8"), ("visible_at", "float8"),
+        ("expires_at", "float8"), ("attempts", "int"), ("claim", "text"))
+_JOURNAL = (("at", "float8"), ("channel", "text"), ("message_id", "text"), ("event", "text"), ("detail", "text"),
+            ("trace_id", "text"), ("keys", "text"))
 _MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts, token, claim"
 _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
 
@@ -91,13 +96,13 @@ class PostgresTransport(StorageTransport):
     def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = True, **options: Any):
         super().__init__(**options)
         self.dsn = dsn
-        self.store = PgStore(dsn, schema=schema, synchronous_commit=True)  # checks the schema name
+        # checks the schema name; its connections (one a thread) are this transport's too
+        self.store = PgStore(dsn, schema=schema, synchronous_commit=synchronous_commit,
+                             keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
         self.schema = schema
         self.synchronous_commit = synchronous_commit
         self.notify_channel = f"coupler_{schema}"
-        self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[psycopg.Connection[Any]] = []
         self._tables: set[str] = set()
         self._pending: Counter[tuple[str, str]] = Counter()
         self._pending_since = time.monotonic()
@@ -132,12 +137,6 @@ class PostgresTransport(StorageTransport):
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.join(timeout=5)
-        with self._lock:
-            conns, self._connections = self._connections, []
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                conn.close()
-        self._local = threading.local()
         self.store.close()
 
     def destroy(self) -> None:
@@ -146,20 +145,7 @@ class PostgresTransport(StorageTransport):
         self.close()
 
     def _conn(self) -> psycopg.Connection[Any]:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed:
-            return conn
-        try:
-            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise TransportError(f"cannot connect to PostgreSQL: {str(exc).strip()}", where="store.postgres.dsn",
-                                 hint="check the DSN and that the server runs") from exc
-        if not self.synchronous_commit:
-            conn.execute("SET synchronous_commit = off")
-        self._local.conn = conn
-        with self._lock:
-            self._connections.append(conn)
-        return conn
+        return self.store._connection()
 
     @contextlib.contextmanager
     def begin(self) -> Iterator[PgTx]:
@@ -278,20 +264,24 @@ class PgTx(StorageTx):
         self.created.add(table)
         return f"{self.s}.{table}"
 
+    def _insert(self, table: str, columns: tuple[tuple[str, str], ...], rows: list[tuple[Any, ...]]) -> None:
+        """Insert ``rows`` in their order, in one statement (one array a column)."""
+        names = [name for name, _type in columns]
+        arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in columns)
+        self.c.execute(
+            f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS u({', '.join(names)}, n) ORDER BY n",
+            [list(col) for col in zip(*rows, strict=True)],
+        )
+
     def put(self, messages: list[Stored]) -> None:
         by_channel: dict[str, list[Stored]] = {}
         for m in messages:
             by_channel.setdefault(m.channel, []).append(m)
         for channel, group in by_channel.items():
             table = self._table(channel, create=True)
-            columns = list(zip(*[(m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts, m.claim)
-                                 for m in group], strict=True))
-            self.c.execute(
-                f"INSERT INTO {table} (message_id, blob, enqueued_at, visible_at, expires_at, attempts, claim) "
-                "SELECT m, b, e, v, x, a, c FROM unnest(%s::text[], %s::bytea[], %s::float8[], %s::float8[], "
-                "%s::float8[], %s::int[], %s::text[]) WITH ORDINALITY AS u(m, b, e, v, x, a, c, n) ORDER BY n",
-                [list(col) for col in columns],
-            )
+            self._insert(table, _PUT, [(m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts,
+                                        m.claim) for m in group])
             if channel not in self.notified:
                 self.c.execute("SELECT pg_notify(%s, %s)", (self.t.notify_channel, channel))
                 self.notified.add(channel)
@@ -391,14 +381,8 @@ class PgTx(StorageTx):
 
     def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
         if rows:
-            columns = list(zip(*[(r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys)
-                                 for r in rows], strict=True))
-            self.c.execute(
-                f"INSERT INTO {self.s}.journal (at, channel, message_id, event, detail, trace_id, keys) "
-                "SELECT a, c, m, e, d, t, k FROM unnest(%s::float8[], %s::text[], %s::text[], %s::text[], "
-                "%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS u(a, c, m, e, d, t, k, n) ORDER BY n",
-                [list(col) for col in columns],
-            )
+            self._insert(f"{self.s}.journal", _JOURNAL, [
+                (r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows])
         self.counts.update(counts)
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:

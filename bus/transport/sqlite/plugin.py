@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import Transport
 
@@ -26,13 +25,7 @@ def open_sqlite(site: SiteConfig, options: None = None) -> Transport:
         filename=store.path,
         synchronous=store.synchronous,
         sync_acks=store.sync_acks,
-        backoff=BackoffPolicy(**store.redelivery.model_dump()),
-        lease_seconds=store.lease_seconds,
-        claim_threshold=store.claim_check_bytes,
-        journal_retention=store.journal_retention_days * 86400.0,
-        idempotency_retention=store.idempotency_window_seconds,
-        dead_letter=store.dead_letter_channel,
-        invalid=store.invalid_channel,
+        **store.transport_settings(),
     ).open()
 
 
