@@ -56,10 +56,6 @@ CREATE TABLE IF NOT EXISTS {s}.dead_letters (
     kind TEXT NOT NULL, queue TEXT NOT NULL, channel TEXT, message_id TEXT,
     reason TEXT NOT NULL, error TEXT NOT NULL, component TEXT NOT NULL, attempts INTEGER NOT NULL,
     dead_at DOUBLE PRECISION NOT NULL, blob BYTEA, raw BYTEA, claim TEXT
-);
-CREATE TABLE IF NOT EXISTS {s}.state (
-    scope TEXT NOT NULL, key TEXT NOT NULL, value BYTEA NOT NULL, expires_at DOUBLE PRECISION,
-    PRIMARY KEY (scope, key)
 )
 """
 
@@ -280,6 +276,7 @@ class PgTx(StorageTx):
             by_channel.setdefault(m.channel, []).append(m)
         for channel, group in by_channel.items():
             table = self._table(channel, create=True)
+            assert table is not None  # created
             self._insert(table, _PUT, [(m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts,
                                         m.claim) for m in group])
             if channel not in self.notified:
