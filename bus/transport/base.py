@@ -421,6 +421,30 @@ class TransactionOps(abc.ABC):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
 
+    # -- step state ------------------------------------------------------------------------
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        """Keyed state of a stateful step (an aggregation group, a resequencer's buffer, a
+        process instance): the unexpired values of ``keys`` in ``scope`` (every key of the
+        scope when None).
+
+        Read it and write it (:meth:`put_state`) inside ``transport.transaction()`` together
+        with the receive and acknowledgement of the message that changes it: the state and the
+        acknowledgement commit together or not at all, so a daemon killed in between neither
+        loses the change nor applies it twice. ``lock`` keeps other daemons from changing these
+        keys until the transaction ends (a write transaction of the embedded store excludes
+        every other writer anyway; PostgreSQL: ``SELECT ... FOR UPDATE``).
+        """
+        raise TransportError(f"{type(self).__name__} keeps no step state",
+                             hint="use the sqlite, postgres or memory transport for stateful steps")
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        """Write (a None value: delete) keyed state of a step in this transaction; values
+        written with ``expires_at`` (epoch seconds) are gone after that time (see
+        :meth:`get_state`)."""
+        raise TransportError(f"{type(self).__name__} keeps no step state",
+                             hint="use the sqlite, postgres or memory transport for stateful steps")
+
 
 class Transport(TransactionOps):
     """Durable messaging: channels, leases, redelivery, dead letters, the Message Store.

@@ -373,8 +373,8 @@ def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> No
     old.commit()
     old.close()
     with caplog.at_level("INFO", logger="coupler.bus.transport.sqlite.transport"), SqliteTransport(tmp_path) as t:
-        assert "migrated from schema version 1 to 3" in caplog.text
-        assert _pragma(t, "user_version") == 3
+        assert "migrated from schema version 1 to 4" in caplog.text
+        assert _pragma(t, "user_version") == 4
         got = t.receive("q", "c", max=10)
         assert [d.envelope.body for d in got] == [b"first", b"second"]
         assert [d.message_id for d in got] == [e.message_id for e in waiting]
@@ -382,7 +382,7 @@ def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> No
         t.send("q", doc(b"new"))
         assert bodies(t.receive("q", "c")) == [b"new"]
     with SqliteTransport(tmp_path) as t:  # opening again migrates nothing
-        assert _pragma(t, "user_version") == 3
+        assert _pragma(t, "user_version") == 4
 
 
 def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
@@ -391,7 +391,7 @@ def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
     conn = sqlite3.connect(tmp_path / "coupler.db")
     conn.execute("PRAGMA user_version = 9")
     conn.close()
-    with pytest.raises(StoreVersionError, match="schema version 9, this Coupler reads versions up to 3"):
+    with pytest.raises(StoreVersionError, match="schema version 9, this Coupler reads versions up to 4"):
         SqliteTransport(tmp_path).open()
 
 
