@@ -803,7 +803,7 @@ class Daemon:
             try:
                 self.pipelines[route.name] = build_pipeline(
                     config, route, types, site_dir=self.site.path.parent, registry=self.registry,
-                    transport=self.transport, switches=self.switches,
+                    transport=self.transport, switches=self.switches, plugins=self.pm,
                 )
             except ConfigError as exc:
                 problems.extend(str(p) for p in exc.problems)

@@ -64,6 +64,8 @@ class StepSetup:
     switches: Switches = field(default_factory=Switches)
     #: the step's name (``name = ...``, default ``TYPE-INDEX``)
     name: str = ""
+    #: the daemon's plugin manager (hooks such as ``coupler_aggregation_strategies``); None in tests
+    plugins: Any = None
 
     @property
     def state_scope(self) -> str:
@@ -119,8 +121,8 @@ class Step(abc.ABC):
     options_model: ClassVar[type[OptionsModel]] = NoOptions
     #: keeps state in the store (see the package docstring)
     stateful: ClassVar[bool] = False
-    #: call :meth:`on_timer` this often (0: never)
-    timer_seconds: ClassVar[float] = 0.0
+    #: call :meth:`on_timer` this often (0: never); a step may set it from its options
+    timer_seconds: float = 0.0
 
     def __init__(self, options: Any, setup: StepSetup):
         self.options = options

@@ -219,6 +219,7 @@ def build_pipeline(
     registry: Callable[[], Any],
     transport: Transport | None,
     switches: Switches,
+    plugins: Any = None,
 ) -> Pipeline:
     """The pipeline of one ``[[routes]]`` entry; :class:`ConfigError` with every step's problems."""
     steps: list[Step] = []
@@ -230,7 +231,8 @@ def build_pipeline(
             problems.append(f"{where}.type: no installed plugin provides step type {sc.type!r} "
                             f"(installed: {', '.join(sorted(types))})")
             continue
-        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}")
+        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}",
+                          plugins)
         try:
             options = cls.options_model.model_validate(sc.options)
             steps.append(cls(options, setup))

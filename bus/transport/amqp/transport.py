@@ -92,7 +92,7 @@ from coupler.bus.transport.amqp.codec import (
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.link import CHANNEL_ERRORS, Link
 from coupler.bus.transport.amqp.names import Names
-from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
+from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore, StateTx
 from coupler.bus.transport.base import (
     DEFAULT_DEAD_LETTER,
     DEFAULT_INVALID,
@@ -1601,7 +1601,7 @@ class AmqpTransport(Transport):
         self._record(journal)
         now = time.time()
         counts = self.store.purge_older(now - self.journal_retention, now - self.idempotency_retention)
-        return {"expired": expired, **counts}
+        return {"expired": expired, **counts, "state": self.store.forget_state()}
 
     @property
     def identities(self) -> IdentityRepository:
@@ -1647,6 +1647,23 @@ class _AmqpTx(TransactionOps):
         self.nacks: list[tuple[Delivery, str, str, NackDecision]] = []
         self.invalids: list[tuple[int, Envelope | bytes, str, str, str | None, Delivery | None]] = []
         self.marks: list[tuple[str, list[str]]] = []
+        #: step state: a PostgreSQL transaction opened by the first get/put, committed after
+        #: the outputs are published and before the acknowledgements
+        self.state: StateTx | None = None
+
+    #: the broker acknowledges apart from PostgreSQL: stateful steps record what they counted
+    acks_with_state = False
+
+    def _state(self) -> StateTx:
+        if self.state is None:
+            self.state = self.t.store.state_tx()
+        return self.state
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        return self._state().get(f"step:{scope}", keys, lock)
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        self._state().put(f"step:{scope}", values, expires_at)
 
     def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
         envs = self.t._check_envelopes(channel, envelopes)
@@ -1718,6 +1735,9 @@ class _AmqpTx(TransactionOps):
 
         try:
             t._call(outputs, retry=False)
+            if self.state is not None:
+                self.state.commit()
+                self.state = None
             for consumer, keys in self.marks:
                 t.store.mark_seen(consumer, keys)
             if self.acks:
@@ -1730,6 +1750,9 @@ class _AmqpTx(TransactionOps):
 
     def rollback(self) -> None:
         """Return the messages received in the transaction to their queues at once."""
+        if self.state is not None:
+            self.state.rollback()
+            self.state = None
         self._release(self.received)
 
     def _release(self, deliveries: list[Delivery]) -> None:

@@ -513,6 +513,30 @@ class StoreTx(TransactionOps):
         )
         return cursor.rowcount == 1
 
+    # -- keyed state of stateful steps (one write transaction: no other writer meanwhile) ---
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        sql = "SELECT key, value FROM state WHERE scope = ? AND (expires_at IS NULL OR expires_at > ?)"
+        if keys is None:
+            return {k: bytes(v) for k, v in self.conn.execute(sql, (scope, self.now))}
+        keys = list(keys)
+        found: dict[str, bytes] = {}
+        for i in range(0, len(keys), _IN_CHUNK):
+            chunk = keys[i : i + _IN_CHUNK]
+            rows = self.conn.execute(f"{sql} AND key IN ({','.join('?' * len(chunk))})", (scope, self.now, *chunk))
+            found.update((k, bytes(v)) for k, v in rows)
+        return found
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        gone = [(scope, k) for k, v in values.items() if v is None]
+        if gone:
+            self.conn.executemany("DELETE FROM state WHERE scope = ? AND key = ?", gone)
+        self.conn.executemany(
+            "INSERT INTO state (scope, key, value, expires_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+            [(scope, k, v, expires_at) for k, v in values.items() if v is not None],
+        )
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         now = self.now
         self.conn.executemany(

@@ -9,7 +9,9 @@ instead of the pages holding the 1 KiB envelopes.
 Version 1 (stores created before the split; ``user_version`` 0) kept the envelope in a column
 of ``messages``; :func:`ensure_schema` migrates such a store in place, in one transaction.
 Version 3 adds the trace id and search keys of sent messages to ``journal`` (message
-tracing); a version 2 store gains the two columns in place.
+tracing); a version 2 store gains the two columns in place. Version 4 adds ``state``, the
+keyed state of stateful steps (aggregation groups, resequencer buffers, process instances),
+written in the same transaction as the acknowledgement of the message that changed it.
 
 A store of a newer version than this code knows is refused with a clear message.
 """
@@ -22,7 +24,7 @@ from coupler.bus.transport.base import TransportError
 from coupler.bus.transport.ddl import SQLITE, journal_trace_columns, journal_trace_index, metadata
 
 #: the schema version this code writes (``PRAGMA user_version``)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: the tables only the embedded store has; the metadata tables are in :mod:`coupler.bus.transport.ddl`
 _TABLES = """
@@ -61,7 +63,14 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     raw BLOB
 );
 CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, id);
-CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL
+CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL;
+CREATE TABLE IF NOT EXISTS state (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    expires_at REAL,
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID
 """
 
 
