@@ -56,6 +56,8 @@ except ImportError:  # pragma: no cover - reported when a PgStore is opened
     psycopg = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
+#: the keyed-state scope of the outputs of transactions that changed step state (see StateTx)
+OUTBOX = "outbox"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 #: what only the shared state has, beside the metadata tables of :mod:`coupler.bus.transport.ddl`
@@ -439,6 +441,26 @@ class PgStore:
                 self._connections.append(conn)
         return StateTx(self, conn)
 
+    @contextlib.contextmanager
+    def stale_outbox(self, older_than: float) -> Iterator[list[tuple[str, bytes]]]:
+        """The outbox entries (:meth:`StateTx.outbox`) written before ``older_than`` (epoch
+        seconds) whose transaction died before it published them, locked (another daemon skips
+        them); deleted when the block ends without an error."""
+        with self.conn(durable=True) as c:
+            rows = c.execute(
+                f"SELECT key, value FROM {self.schema}.state WHERE scope = %s FOR UPDATE SKIP LOCKED", (OUTBOX,)
+            ).fetchall()
+            stale = [(k, bytes(v)) for k, v in rows if json.loads(bytes(v))["at"] < older_than]
+            yield stale
+            if stale:
+                c.execute(f"DELETE FROM {self.schema}.state WHERE scope = %s AND key = ANY(%s)",
+                          (OUTBOX, [k for k, _ in stale]))
+
+    def outbox_done(self, key: str) -> None:
+        """The outputs of outbox entry ``key`` are published: forget it."""
+        with self.conn() as c:
+            c.execute(f"DELETE FROM {self.schema}.state WHERE scope = %s AND key = %s", (OUTBOX, key))
+
     def forget_state(self) -> int:
         """Delete expired step state; returns how many values."""
         with self.conn() as c:
@@ -632,6 +654,14 @@ class StateTx:
                 "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
                 (scope, expires_at, list(kept), list(kept.values())),
             )
+
+    def outbox(self, value: bytes) -> str:
+        """Keep the outputs of this transaction (``value``: JSON ``{"at": time, ...}``) with its
+        state change, so that a process that dies after the commit and before it published them
+        does not lose them: :meth:`PgStore.stale_outbox` finds them. Returns the entry's key."""
+        key = uuid.uuid4().hex
+        self._run(f"INSERT INTO {self.s}.state (scope, key, value) VALUES (%s, %s, %s)", (OUTBOX, key, value))
+        return key
 
     def commit(self) -> None:
         try:

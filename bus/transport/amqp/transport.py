@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import base64
 import json
 import logging
 import random
@@ -137,6 +138,7 @@ from coupler.bus.transport.policy import (
     record_dead,
     record_nacked,
 )
+from coupler.bus.transport.codec import decode, encode
 from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
@@ -328,7 +330,25 @@ class AmqpTransport(Transport):
             self.store.close()
             raise
         self._link = link
+        self.publish_outbox(0.0)
         return self
+
+    def publish_outbox(self, min_age: float) -> int:
+        """Publish the outputs of state changes whose process died before it published them
+        (at open, and by :meth:`maintain` for entries older than ``min_age`` seconds); returns
+        how many messages. A copy already published is published again with the same id (an
+        Idempotent Receiver drops it)."""
+        n = 0
+        with self.store.stale_outbox(time.time() - min_age) as entries:
+            journal = _Journal()
+            for _key, entry in entries:
+                for channel, envs, component in _outbox_sends(entry):
+                    self._call(lambda link, c=channel, e=envs, comp=component: self._send(link, c, e, comp, journal))
+                    n += len(envs)
+            self._record(journal)
+        if n:
+            log.warning("published %d message(s) of state changes a stopped process had not published", n)
+        return n
 
     def close(self) -> None:
         if self._link is not None and self._ack_tags:  # coalesced acknowledgements go out now
@@ -1601,11 +1621,23 @@ class AmqpTransport(Transport):
         self._record(journal)
         now = time.time()
         counts = self.store.purge_older(now - self.journal_retention, now - self.idempotency_retention)
-        return {"expired": expired, **counts, "state": self.store.forget_state()}
+        return {"expired": expired, **counts, "state": self.store.forget_state(), "outbox": self.publish_outbox(60.0)}
 
     @property
     def identities(self) -> IdentityRepository:
         return self._identities
+
+
+def _outbox_entry(sends: list[tuple[str, list[Envelope], str]]) -> bytes:
+    """The outputs of a transaction as an outbox entry of the store."""
+    return json.dumps({"at": time.time(), "sends": [
+        [channel, component, [base64.b64encode(encode(e)).decode("ascii") for e in envs]]
+        for channel, envs, component in sends]}).encode()
+
+
+def _outbox_sends(entry: bytes) -> list[tuple[str, list[Envelope], str]]:
+    data = json.loads(entry)
+    return [(channel, [decode(base64.b64decode(b)) for b in blobs], component) for channel, component, blobs in data["sends"]]
 
 
 def _claim_of(headers: dict[str, Any]) -> str | None:
@@ -1734,10 +1766,18 @@ class _AmqpTx(TransactionOps):
                 t._nack(link, d, text, component, decision, journal)
 
         try:
-            t._call(outputs, retry=False)
+            # step state first, with the outputs in its outbox: a redelivered input is then
+            # known as counted, and what the state change sent is published once the process
+            # comes back if it dies before (the same messages, the same ids)
+            outbox = None
             if self.state is not None:
+                if self.sends:
+                    outbox = self.state.outbox(_outbox_entry(self.sends))
                 self.state.commit()
                 self.state = None
+            t._call(outputs, retry=False)
+            if outbox is not None:
+                t.store.outbox_done(outbox)
             for consumer, keys in self.marks:
                 t.store.mark_seen(consumer, keys)
             if self.acks:
