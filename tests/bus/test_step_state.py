@@ -83,3 +83,29 @@ def test_a_locked_key_waits_for_the_other_daemons_commit(transports: tuple[Any, 
         order.append("second read")
     thread.join()
     assert got == {"new-group": b"1"} and order == ["first committed", "second read"]
+
+
+def test_amqp_outputs_of_a_state_change_are_published_by_the_next_open_when_their_process_died(tmp_path: Path) -> None:
+    from coupler.bus.transport.amqp.transport import AmqpTransport, _outbox_entry
+    from coupler.canonical import Envelope, FormatIndicator
+
+    from .amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
+
+    servers_or_fail()
+    names = unique_names()
+    batch = Envelope(format=FormatIndicator.parse("test.Batch@1;text/plain"), body=b"1\n2\n")
+    try:
+        with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as a:
+            # what a daemon killed after its PostgreSQL commit and before its publish left
+            tx = a.store.state_tx()
+            tx.put("step:r/agg/groups", {"EU": None}, None)
+            tx.outbox(_outbox_entry([("batches", [batch], "route:r")]))
+            tx.commit()
+            assert a.receive("batches", "test") == []
+        with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as b:
+            [d] = b.receive_wait("batches", "test", wait=10)
+            assert d.message_id == batch.message_id and d.envelope.body == b"1\n2\n"
+            b.ack(d)
+            assert b.publish_outbox(0.0) == 0  # published once, then forgotten
+    finally:
+        destroy(names)
