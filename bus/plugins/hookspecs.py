@@ -92,6 +92,17 @@ def coupler_step_types() -> dict[str, type]:
 
 
 @hookspec
+def coupler_aggregation_strategies() -> dict[str, Any]:
+    """Aggregation strategies of the ``aggregate`` step: ``{name: callable}``.
+
+    A site's ``strategy = "name"`` picks one; it is called with the completed group
+    (:class:`coupler.bus.runtime.steps.aggregate.Group`: ``key``, ``members`` envelopes in
+    order, ``reason``, ``options``, ``records()``) and returns ``(body bytes, FormatIndicator)``
+    of the aggregate.
+    """
+
+
+@hookspec
 def coupler_schema_dirs() -> list[Path]:
     """Directories of Avro schema files (``<name>/v<N>.avsc``) this plugin contributes."""
 

@@ -852,6 +852,7 @@ class SqliteTransport(Transport):
             counts["seen"] = tx.conn.execute(
                 "DELETE FROM seen WHERE seen_at < ?", (now - self.idempotency_retention,)
             ).rowcount
+            counts["state"] = tx.conn.execute("DELETE FROM state WHERE expires_at <= ?", (now,)).rowcount
             referenced = {
                 r[0]
                 for r in tx.conn.execute(
