@@ -163,7 +163,7 @@ class BatchDecoder:
             rows = rows.reshape(-1, self.record_size)
         bad: list[BadField] = []
         pre: dict[int, FusedResult] = {}
-        if self.fused is not None and len(rows):
+        if self.fused is not None:
             pre = dict(zip(self._fused_keys, self.fused.run(rows), strict=True))
         arrays = [self._column(o, rows, 0, bad, pre) for o in self.outputs]
         fields = list(self.schema)

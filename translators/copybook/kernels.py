@@ -19,13 +19,20 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .picture import DecodeContext, FieldDecodeError, FieldType
 
 _JAVA_SPACE = "".join(chr(i) for i in range(0x21))
 
 Bad = dict[int, FieldDecodeError]
+
+
+def _pc() -> Any:
+    """``pyarrow.compute``, imported on first use (0.04-0.2 s: a run of the compiled kernel
+    on data without nulls never needs it)."""
+    import pyarrow.compute
+
+    return pyarrow.compute
 
 
 def arrow_type(ft: FieldType, avro_type: Any) -> pa.DataType:
@@ -225,7 +232,7 @@ def _text(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType
     if ctx.improved_null_detection and not block.all():  # some byte is 0x00: maybe a null row
         null = _all_zero(block)
         if null.any():
-            arr = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), arr)
+            arr = _pc().if_else(pa.array(null), pa.scalar(None, pa.string()), arr)
     return arr, {}
 
 
@@ -235,11 +242,11 @@ def _ascii_strings(chars: np.ndarray, policy: str) -> pa.Array:
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
     arr = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)))
     if policy == "both":
-        return pc.ascii_trim(arr, _JAVA_SPACE)
+        return _pc().ascii_trim(arr, _JAVA_SPACE)
     if policy == "right":
-        return pc.ascii_rtrim(arr, _JAVA_SPACE)
+        return _pc().ascii_rtrim(arr, _JAVA_SPACE)
     if policy == "left":
-        return pc.ascii_ltrim(arr, _JAVA_SPACE)
+        return _pc().ascii_ltrim(arr, _JAVA_SPACE)
     return arr
 
 
@@ -254,11 +261,11 @@ def _text_utf32(ft: FieldType, block: np.ndarray, ctx: DecodeContext) -> pa.Arra
 def _trim(arr: pa.Array, policy: str) -> pa.Array:
     """Java's ``String.trim()`` (characters up to U+0020) on the side(s) ``policy`` names."""
     if policy == "both":
-        return pc.utf8_trim(arr, _JAVA_SPACE)
+        return _pc().utf8_trim(arr, _JAVA_SPACE)
     if policy == "right":
-        return pc.utf8_rtrim(arr, _JAVA_SPACE)
+        return _pc().utf8_rtrim(arr, _JAVA_SPACE)
     if policy == "left":
-        return pc.utf8_ltrim(arr, _JAVA_SPACE)
+        return _pc().utf8_ltrim(arr, _JAVA_SPACE)
     return arr
 
 
