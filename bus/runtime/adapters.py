@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from coupler.bus.config.loader import AdapterConfig, ConfigError
 from coupler.bus.model.adapter import Adapter, resolve_path_options
@@ -137,6 +137,7 @@ class AdapterRuntime:
             command_channel=self.d.site.command_channel,
             site_dir=self.d.site.path.parent,
             inbound=inbound,
+            registry=self.d.registry,
         )
         self.d.statistics.add(ad.name, ad.type)
         try:
@@ -149,6 +150,37 @@ class AdapterRuntime:
                                where=self.d.site.where(f"{ad.key_path}.options")) from exc
         ra = RunningAdapter(ad, adapter, context, paused)
         self.d.adapters[ad.name] = ra
+        return ra
+
+    # -- embedding: adapters built by the program that runs the daemon ----------------------
+
+    def context_for(self, name: str, channel: str | None = None, config: dict[str, Any] | None = None) -> BusContext:
+        """The context of an adapter the embedding program builds itself (then :meth:`attach`
+        it): the daemon's store, counters, pause switch and stop signal, as site adapters get."""
+        assert self.d.transport is not None, "start() the daemon first"
+        data_dir = self.d.site.data_dir / "adapters" / name
+        private_dir(data_dir)
+        self.d.statistics.add(name, "embedded")
+        return BusContext(
+            name=name, config=dict(config or {}), data_dir=data_dir, transport=self.d.transport,
+            statistics=self.d.statistics, channel=channel, paused=threading.Event(), stopping=self.d.stopping,
+            reply_timeout=self.d.site.reply_timeout, command_channel=self.d.site.command_channel,
+            site_dir=self.d.site.path.parent, registry=self.d.registry,
+        )
+
+    def attach(self, adapter: Adapter, context: BusContext, *, direction: Literal["inbound", "outbound", "both"] = "both",
+               targets: tuple[str, ...] = (), start: bool = True) -> RunningAdapter:
+        """Run ``adapter`` (built with :meth:`context_for`) as one of the site's adapters,
+        through the same workers as the site's own: its commands from the daemon's
+        dispatcher, the documents of its channel delivered to it when it is outbound."""
+        config = AdapterConfig(name=adapter.name, type=getattr(adapter, "type_name", None) or type(adapter).__name__,
+                               direction=direction, channel=context.channel,
+                               targets=tuple(targets) or tuple(getattr(adapter, "targets", ()) or ()))
+        ra = RunningAdapter(config, adapter, context, context.paused_event)
+        self.d.adapters[config.name] = ra
+        if start:
+            self.start_one(ra)
+            self.d.workers.start_adapter(ra)
         return ra
 
     @staticmethod

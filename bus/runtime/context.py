@@ -133,6 +133,11 @@ class BusContext:
         return f"adapter:{self.name}"
 
     @property
+    def paused_event(self) -> threading.Event:
+        """Set while the adapter is paused (the daemon's pause switch of this adapter)."""
+        return self._paused
+
+    @property
     def schema_registry(self) -> Any:
         """The site's schema registry (``[schemas] paths`` included), or None when embedded
         without one (see :func:`coupler.bus.api.record_of`)."""

@@ -53,6 +53,14 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
         root.removeHandler(h)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # client libraries' INFO lines (pika's connection workflow) are their internals, not the
+    # site's: warnings and errors only, unless the site asks for DEBUG
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
+
+
+#: libraries whose INFO lines stay out of the daemon's log
+QUIET_LIBRARIES = ("pika", "paramiko", "py4j")
 
 
 __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]

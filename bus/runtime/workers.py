@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from coupler.bus.config.loader import AdapterConfig, RouteConfig
-from coupler.bus.runtime.adapters import adapter_queue
+from coupler.bus.runtime.adapters import RunningAdapter, adapter_queue
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
 from coupler.bus.transport.base import Delivery
 from coupler.canonical.errors import CouplerError
@@ -33,18 +33,10 @@ class Workers:
         self.d = daemon
 
     def start(self) -> None:
+        assert self.d.datatypes is not None  # checked when the transport opened
         self.spawn("dispatcher", self.d.site.command_channel, "dispatcher", self.d.handlers.dispatch)
         for ra in self.d.adapters.values():
-            if not ra.started:
-                continue
-            self.spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self.d.handlers.command_handler(ra), ra.paused)
-            if ra.config.channel and ra.flows("outbound"):
-                source = self.source(ra.config.channel, ra.name)
-                patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
-                self.spawn(
-                    f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
-                    receive=self.d.datatypes.for_adapter(ra.name, source), patterns=patterns,
-                )
+            self.start_adapter(ra)
         for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
             consumer = f"route:{route.name}"
             source = self.source(route.source, consumer)
@@ -54,6 +46,21 @@ class Workers:
         t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
         t.start()
         self.d._threads.append(t)
+
+    def start_adapter(self, ra: RunningAdapter) -> None:
+        """The workers of one started adapter: its commands, and its channel's documents when
+        it is outbound."""
+        if not ra.started:
+            return
+        self.spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self.d.handlers.command_handler(ra), ra.paused)
+        if ra.config.channel and ra.flows("outbound"):
+            assert self.d.datatypes is not None
+            source = self.source(ra.config.channel, ra.name)
+            patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
+            self.spawn(
+                f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
+                receive=self.d.datatypes.for_adapter(ra.name, source), patterns=patterns,
+            )
 
     def source(self, channel: str, consumer: str) -> str:
         """The queue to receive ``channel`` from: itself, or a durable subscription of a topic."""

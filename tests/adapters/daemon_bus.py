@@ -42,12 +42,12 @@ class DaemonBus:
         self._stopping = self.daemon.stopping
 
     def context(self, name: str, channel: str | None = None, config: dict[str, Any] | None = None) -> BusContext:
-        return self.daemon.adapter_context(name, channel, config)
+        return self.daemon.adapter_runtime.context_for(name, channel, config)
 
     def add(self, adapter: Adapter, *, start: bool = True) -> Adapter:
         """Run ``adapter`` in the daemon (started, its workers spawned) and return it."""
         assert isinstance(adapter.context, BusContext)
-        self.daemon.attach(adapter, adapter.context, targets=tuple(adapter.targets or ()), start=start)
+        self.daemon.adapter_runtime.attach(adapter, adapter.context, targets=tuple(adapter.targets or ()), start=start)
         return adapter
 
     def commands_handled(self, name: str) -> int:

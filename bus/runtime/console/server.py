@@ -382,10 +382,10 @@ class ConsoleServer:
                 data["adapters"] = await self._call("adapters")
             elif name in ("channels", "overview", "site"):
                 data["rates"] = {c["channel"]: self.rates.rates(c["channel"]) for c in status["channels"]}
-            if name == "site":
-                from coupler.bus.runtime.console.picture import render_svg, site_graph
+                if name == "site":
+                    from coupler.bus.runtime.console.picture import render_svg, site_graph
 
-                data["picture"] = render_svg(site_graph(self.site, status, data["rates"]))
+                    data["picture"] = render_svg(site_graph(self.site, status, data["rates"]))
             elif name == "dead_letters":
                 data["dead_letters"] = await self._dead_letters(request)
             elif name == "identities":

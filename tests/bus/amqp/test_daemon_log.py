@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coupler.bus.runtime.daemon import configure_logging
+from coupler.bus.runtime.logs import configure_logging
 from tests.bus.contract.support import doc
 
 from .broker import amqp_transport, cleanup, servers_or_fail
