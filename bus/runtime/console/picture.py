@@ -105,7 +105,12 @@ def site_graph(site: SiteConfig, status: dict[str, Any], rates: dict[str, list[A
         nodes[node.key] = node
         source = channel(route.source)
         edges.append(Edge(source, node.key, f"{channels.get(route.source, {}).get('acked', 0)} routed"))
-        targets: list[str] = []
+        targets: list[str] = [t for t in getattr(route, "to", ()) or ()]
+        for step in getattr(route, "steps", ()) or ():  # steps that send aside (wire tap, expire, ...)
+            aside = getattr(step, "to", None) or (getattr(step, "model_extra", None) or {}).get("to")
+            for t in [aside] if isinstance(aside, str) else list(aside or ()):
+                if isinstance(t, str) and t not in targets:
+                    targets.append(t)
         for rule in getattr(route, "rules", ()) or ():
             targets += [t for t in rule.to if t not in targets]
         otherwise = getattr(route, "otherwise", None)
@@ -121,12 +126,15 @@ def site_graph(site: SiteConfig, status: dict[str, Any], rates: dict[str, list[A
 
 
 def _route_lines(route: Any) -> list[str]:
+    lines = []
     steps = getattr(route, "steps", None)
     if steps:  # a pipeline (Pipes and Filters): its steps in order
         names = [str(getattr(s, "type", None) or getattr(s, "name", None) or s) for s in steps]
-        return ["route", " → ".join(names)[:40]]
+        text = " → ".join(names)
+        lines.append(text if len(text) <= 30 else text[:29] + "…")
     rules = getattr(route, "rules", ()) or ()
-    return ["content-based router", f"{len(rules)} rule(s)"]
+    lines.append(f"router, {len(rules)} rule(s)" if rules else "route")
+    return lines
 
 
 def _layout(nodes: dict[tuple[str, str], Node], edges: list[Edge]) -> None:

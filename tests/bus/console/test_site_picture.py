@@ -56,6 +56,9 @@ file_name = "{{prop.file.name}}"
 name = "triage"
 from = "incoming"
 otherwise = "rejects"
+[[routes.steps]]
+type = "filter"
+when = "format.name = 'acme.Order'"
 [[routes.rules]]
 to = ["orders"]
 """)
@@ -103,6 +106,8 @@ def test_the_site_picture_draws_the_configuration_with_live_counts(tmp_path: Pat
         assert nodes["channel:orders"].get("href") == "/dead-letters?channel=orders"
         assert nodes["adapter:drop-in"].get("href") == "/adapters"
         assert "dead" not in nodes["channel:incoming"].get("class").split()
+        # a route shows its steps (Pipes and Filters) and its rules
+        assert [t.text_content() for t in nodes["route:triage"].xpath(".//tspan")] == ["triage", "filter", "router, 1 rule(s)"]
 
 
 @pytest.mark.slow
