@@ -133,6 +133,9 @@ ROWS: list[tuple[str, str, set[str]]] = [
     ("ctl trace", "ctl --site {X} trace order-1", {"empty"}),
     ("ctl console", "ctl --site {X} console", {"empty"}),
     ("ctl stop", "ctl --site {X} stop", {"empty"}),
+    ("ctl detour", "ctl --site {X} detour triage", {"empty"}),
+    ("ctl test", "ctl --site {X} test triage --file {jsonl}", {"empty"}),
+    ("ctl test", "ctl --site {site} test triage --file {X}", set(FILES) | {"json"}),
     ("store backup", "store backup --site {X} {out}", {"empty"}),
     ("store backup", "store backup --site {site} {X}", set()),
     ("channel put", "channel put --site {X} orders {xml}", {"empty"}),
@@ -174,9 +177,9 @@ def test_every_command_is_fuzzed() -> None:
         assert row.startswith(command.split()[0]) and "{X}" in row
 
 
-def _run(argv: list[str], cwd: Path, stderr: Path) -> int:
+def _start(argv: list[str], cwd: Path, stderr: Path) -> int:
     """``coupler ARGV`` as the ``coupler`` script runs it (``sys.exit(main())``), in a forked
-    child of this process (the command modules are imported once, here): its exit status."""
+    child of this process (the command modules are imported once, here): the child's pid."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 99
@@ -200,7 +203,11 @@ def _run(argv: list[str], cwd: Path, stderr: Path) -> int:
             sys.stderr.flush()
             code = 98
         os._exit(code)
-    deadline = time.monotonic() + 60
+    return pid
+
+
+def _exit_status(pid: int, deadline: float) -> int:
+    """The exit status of child ``pid``; -1000 when it still ran at ``deadline`` (killed)."""
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -225,16 +232,19 @@ def test_wrong_inputs_give_one_line_and_a_non_zero_exit(command: str, row: str, 
     wrong = _wrong_inputs(tmp_path / "wrong")
     valid = _valid(tmp_path / "valid")
     failures = []
-    for kind in KINDS:
+    children = {}
+    for kind in KINDS:  # every wrong input of the row at once (each in its own directory)
         if kind in right:
             continue
-        stderr = tmp_path / f"stderr-{kind}"
         argv = row.format(X=wrong[kind], out=tmp_path / f"out-{kind}", **valid).split()
-        code = _run(argv, tmp_path / "valid", stderr)
-        text = stderr.read_text(errors="replace")
+        children[kind] = _start(argv, tmp_path / "valid", tmp_path / f"stderr-{kind}")
+    deadline = time.monotonic() + 90
+    for kind, pid in children.items():
+        code = _exit_status(pid, deadline)
+        text = (tmp_path / f"stderr-{kind}").read_text(errors="replace")
         lines = text.strip().splitlines()
         if code == -1000:
-            failures.append(f"{kind}: still running after 60 s")
+            failures.append(f"{kind}: still running after 90 s")
         elif (code in (0, 98) or len(lines) != 1 or "Traceback" in text or not lines[0].startswith("coupler")
               or "internal error" in text):  # main()'s last resort is a bug, not an answer
             failures.append(f"{kind}: exit {code}: {text.strip()[-500:]!r}")
