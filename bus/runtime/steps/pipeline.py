@@ -268,6 +268,22 @@ def build_pipeline(
     return Pipeline(route.name, steps, route, ttl=config.ttl_seconds, channel_ttls=dict(channel_ttls or {}))
 
 
+def try_step(step_type: type[Step], options: dict[str, Any], message: Envelope, *,
+             site_dir: Path = Path("."), registry: Callable[[], Any] = lambda: None) -> tuple[Outcome, list[tuple[str, Envelope]]]:
+    """A step type's outcome for one message, without a daemon or a store (plugin authors'
+    tests): ``(outcome, what it sent on the side)``; bad ``options`` raise
+    :class:`~coupler.canonical.options.OptionsError` or :class:`ConfigError` as the site loader would."""
+    from coupler.canonical.options import validate_options
+
+    setup = StepSetup("test", 0, "routes[test].steps[0]", site_dir, registry, None, Switches(), f"{step_type.type_name}-0")
+    step = step_type(validate_options(step_type.options_model, options, prefix="routes[test].steps[0]"), setup)
+    tx = RecordingTx()
+    outcome = step.process(message, StepContext(tx, "test", test=True))
+    if isinstance(outcome, Continue):  # drain a stream: the caller gets the messages
+        outcome = Continue(tuple(outcome.messages), outcome.note)
+    return outcome, tx.sent
+
+
 class RecordingTx(TransactionOps):
     """A transaction that stores nothing: what a Test Message run would have sent."""
 
@@ -298,4 +314,4 @@ class RecordingTx(TransactionOps):
         return None
 
 
-__all__ = ["Pipeline", "RecordingTx", "StepRecord", "Stopped", "build_pipeline"]
+__all__ = ["Pipeline", "RecordingTx", "StepRecord", "Stopped", "build_pipeline", "try_step"]
