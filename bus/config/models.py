@@ -414,6 +414,11 @@ class AdapterConfig(Section):
         default=(),
     )
     idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC + " (Outbound: its delivery worker.)", default=None)
+    select: Str | None = doc(
+        "Selective Consumer (outbound): the adapter is handed only the messages of its channel matching this "
+        "selector (docs/expressions.md); the others stay on the channel for other consumers.",
+        default=None,
+    )
     throttle: ThrottleConfig | None = doc(ThrottleConfig.__doc__ or "", default=None)
     enabled: Bool = doc("Start this adapter with the daemon.", default=True)
     options: FreeTable = doc(

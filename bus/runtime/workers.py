@@ -44,6 +44,7 @@ class Workers:
                 self.spawn(
                     f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
                     receive=self.d.datatypes.for_adapter(ra.name, source), patterns=patterns,
+                    select=ra.config.select,
                 )
         for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
             consumer = f"route:{route.name}"

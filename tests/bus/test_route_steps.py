@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -506,3 +507,62 @@ def test_the_worked_examples_of_the_patterns_page_are_valid_sites() -> None:
         parse_site(block, "site.toml", step_types=types)
     listed = re.findall(r"^\| ([A-Z][A-Za-z -]+) \| (offered|partly|later) \|", page, flags=re.M)
     assert len(listed) == 65, len(listed)
+
+
+SELECT = """
+[[routes]]
+name = "high"
+from = "orders"
+select = "properties.priority = 'high'"
+to = ["orders.fast"]
+
+[[adapters]]
+name = "echo-eu"
+type = "echo"
+direction = "outbound"
+channel = "docs"
+select = "body.customer.region = 'EU'"
+[adapters.options]
+forward_to = "docs.eu"
+"""
+
+
+def test_selective_consumers_take_only_what_they_select(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + SELECT)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("orders", [order("EU", 1, priority="high"), order("EU", 2, priority="low"), order("US", 3, priority="high")])
+        fast = drained(d, "orders.fast", 2)
+        assert sorted(body(e)["amount"] for e in fast) == [1, 3]
+        t.send("docs", [order("US", 4), order("EU", 5)])
+        [eu] = drained(d, "docs.eu", 1)
+        assert body(eu)["amount"] == 5
+        # what nobody selected stays on its channel for another consumer
+        left = wait_for(lambda: t.receive("orders", "someone-else", max=10), "the low-priority order left on orders")
+        assert [body(x.envelope)["amount"] for x in left] == [2]
+        left = wait_for(lambda: t.receive("docs", "someone-else", max=10), "the US document left on docs")
+        assert [body(x.envelope)["amount"] for x in left] == [4]
+
+
+def test_the_console_switches_a_detour(tmp_path: Path) -> None:
+    from coupler.bus.runtime.console.server import read_token
+
+    site_file = write_site(tmp_path, ROUTING + '\n[http]\nlisten = "127.0.0.1:0"\n')
+    with running_daemon(site_file) as d:
+        assert d.transport is not None and d.console_url is not None
+        token = read_token(load_site(site_file))
+        base = d.console_url.split("/?")[0].rstrip("/")
+
+        def call(path: str, method: str = "GET") -> list[dict]:
+            req = urllib.request.Request(base + path, method=method, data=b"{}" if method == "POST" else None,
+                                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())
+
+        assert call("/api/routes/inspect/detour") == [{"route": "inspect", "step": "inspection", "on": False}]
+        assert call("/api/routes/inspect/detour/on", "POST")[0]["on"] is True
+        d.transport.send("det.in", order("EU", 9))
+        assert body(drained(d, "det.inspect", 1)[0])["amount"] == 9
+        with pytest.raises(urllib.error.HTTPError) as info:
+            call("/api/routes/nowhere/detour")
+        assert info.value.code == 404 and "no route named 'nowhere'" in info.value.read().decode()

@@ -282,6 +282,8 @@ class ConsoleServer:
         r.add_post("/api/dead-letters/purge", self.api_dlq_purge)
         r.add_post("/api/adapters/{name}/{action:pause|resume}", self.api_pause)
         r.add_get("/api/batch", self.api_batch)
+        r.add_get("/api/routes/{route}/detour", self.api_detour)
+        r.add_post("/api/routes/{route}/detour/{state:on|off}", self.api_detour)
         r.add_get("/api/trace", self.api_trace)
 
     async def healthz(self, request: web.Request) -> web.Response:
@@ -342,6 +344,13 @@ class ConsoleServer:
         op = request.match_info["action"]
         return web.json_response(await self._call(op, adapter=request.match_info["name"]))
 
+    async def api_detour(self, request: web.Request) -> web.Response:
+        """A route's Detour switches (``coupler ctl detour``): shown, or switched on/off (POST)."""
+        state = request.match_info.get("state")
+        step = request.query.get("step") or None
+        return web.json_response(await self._call("detour", route=request.match_info["route"], step=step,
+                                                  on=None if state is None else state == "on"))
+
     async def api_batch(self, request: web.Request) -> web.Response:
         return web.json_response((await self._call("status"))["batch"])
 
@@ -392,7 +401,7 @@ async def _json(request: web.Request) -> dict[str, Any]:
 def _status(exc: CouplerError) -> int:
     from coupler.bus.transport.base import UnknownDeadLetterError
 
-    if isinstance(exc, UnknownDeadLetterError) or "no adapter named" in exc.message:
+    if isinstance(exc, UnknownDeadLetterError) or exc.message.startswith(("no adapter named", "no route named")):
         return 404
     return 400
 
