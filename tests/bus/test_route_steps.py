@@ -267,6 +267,12 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
         assert [(e.sequence.id, e.sequence.position, e.sequence.end) for e in lines if e.sequence] == [
             (text.message_id, 0, False), (text.message_id, 1, False), (text.message_id, 2, True)]
         assert lines[0].message_id == f"{text.message_id}-0" and lines[0].correlation_id == text.message_id
+        # the trace of the split message shows each part stored by the route, through the split step
+        from coupler.bus.runtime.trace import trace
+
+        hops = trace(t, text.message_id)["hops"]
+        stored = {h["message_id"]: h["by"] for h in hops if h["event"] == "sent" and h["channel"] == "text.lines"}
+        assert stored == {e.message_id: "route:lines via split-0" for e in lines}
         many = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "a"}, {"sku": "b"}]}).encode())
         t.send("orders.in", many)
         items = drained(d, "items.out", 2)

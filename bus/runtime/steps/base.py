@@ -17,7 +17,7 @@ from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import OptionsModel
 
-from .outcomes import Continue, Outcome
+from .outcomes import Outcome
 
 
 class StepError(CouplerError):
@@ -145,12 +145,5 @@ class Step(abc.ABC):
         """Time-driven work (``timer_seconds``); what it returns continues after this step."""
         return None
 
-    def describe(self) -> str:
-        return self.type_name
 
-
-def passing(message: Envelope, note: str = "") -> Continue:
-    return Continue.one(message, note)
-
-
-__all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches", "passing"]
+__all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches"]

@@ -101,12 +101,14 @@ class Pipeline:
                     outcome.reason, extra={"route": self.name})
         return result
 
-    def run(self, ctx: StepContext, message: Envelope, start: int = 0, trace: list[StepRecord] | None = None) -> None:
+    def run(self, ctx: StepContext, message: Envelope, start: int = 0, trace: list[StepRecord] | None = None,
+            path: tuple[str, ...] = ()) -> None:
         """Pass ``message`` through the steps from ``start`` on, then the end; raises
-        :class:`Stopped` when a step fails the delivery."""
+        :class:`Stopped` when a step fails the delivery. ``path``: the steps it came through
+        (journaled with what is sent: the trace shows each message's way through the pipeline)."""
         steps = self.steps
         if start >= len(steps):
-            self._finish(ctx, message, trace)
+            self._finish(ctx, message, trace, path)
             return
         step = steps[start]
         outcome = self._process(step, ctx, message)
@@ -114,12 +116,14 @@ class Pipeline:
             trace.append(self._record(step.label, message, outcome))
         if isinstance(outcome, Continue):
             action = f"{step.label}: {outcome.note}" if outcome.note else step.label
+            here = (*path, step.setup.name)
             for out in self._each(step, outcome):
                 out.record_hop(self.component, action)
-                self.run(ctx, out, start + 1, trace)
+                self.run(ctx, out, start + 1, trace, here)
         elif isinstance(outcome, Deliver):
             for channel, out in outcome.sends:
-                self._send(ctx, channel, out.record_hop(self.component, f"{step.label}: {outcome.note or 'to ' + channel}"))
+                hop = out.record_hop(self.component, f"{step.label}: {outcome.note or 'to ' + channel}")
+                self._send(ctx, channel, hop, (*path, step.setup.name))
         elif isinstance(outcome, Discard):
             if not ctx.test:
                 with self._lock:
@@ -159,7 +163,7 @@ class Pipeline:
             log.exception("%s %s failed on %s", self.component, step.label, message.message_id, extra={"route": self.name})
             return Retry(f"{step.label}: {describe_exception(exc)}")
 
-    def _finish(self, ctx: StepContext, message: Envelope, trace: list[StepRecord] | None) -> None:
+    def _finish(self, ctx: StepContext, message: Envelope, trace: list[StepRecord] | None, path: tuple[str, ...]) -> None:
         try:
             destinations = self.end.destinations(message)
         except CouplerError as exc:
@@ -169,15 +173,15 @@ class Pipeline:
         if trace is not None:
             trace.append(StepRecord("to", message.message_id, "sent", ", ".join(destinations)))
         for channel in destinations:
-            self._send(ctx, channel, message)
+            self._send(ctx, channel, message, path)
 
-    def _send(self, ctx: StepContext, channel: str, message: Envelope) -> None:
+    def _send(self, ctx: StepContext, channel: str, message: Envelope, path: tuple[str, ...] = ()) -> None:
         ttl = min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None)
         if ttl is not None:
             expires = utc_now() + timedelta(seconds=ttl)
             if message.expires_at is None or expires < message.expires_at:
                 message = message.replace(expires_at=expires)
-        ctx.tx.send(channel, message, component=self.component)
+        ctx.tx.send(channel, message, component=f"{self.component} via {' > '.join(path)}" if path else self.component)
 
     @staticmethod
     def _record(label: str, message: Envelope, outcome: Outcome) -> StepRecord:
@@ -226,7 +230,7 @@ class Pipeline:
                     outcome = step.on_timer(ctx)
                     if isinstance(outcome, Continue):
                         for out in outcome.messages:
-                            self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1)
+                            self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1, path=(step.setup.name,))
             except Stopped as stop:
                 log.error("%s %s: timer output failed at %s: %s", self.component, step.label, stop.where, stop.outcome)
 
