@@ -95,16 +95,31 @@ class Workers:
             def receive(wait: float) -> list[Delivery]:
                 return transport.receive_wait(channel, consumer, max=1, wait=wait, selector=select)
 
+        # the chain: receive middlewares (reassembly, Idempotent Receiver; Datatype Channel and
+        # Selective Consumer in ``receive``), then the Message Throttle, tracing and metrics, then the handler
         workers = 1
         if patterns is not None:
             receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
         for i in range(workers):
             thread_name = name if workers == 1 else f"{name}#{i + 1}"
+            chain = self.observed(thread_name, handle)
             t = threading.Thread(
-                target=self.worker, args=(thread_name, channel, receive, handle, paused), name=thread_name, daemon=True
+                target=self.worker, args=(thread_name, channel, receive, chain, paused), name=thread_name, daemon=True
             )
             t.start()
             self.d._threads.append(t)
+
+    def observed(self, name: str, handle: Callable[[Delivery], None]) -> Callable[[Delivery], None]:
+        """The tracing and metrics middleware: the message's W3C trace context is the thread's
+        while it is handled (what the handler sends joins its trace), and its handling is timed
+        (:class:`~coupler.bus.runtime.console.metrics.Observer`)."""
+        observer = self.d.observer
+
+        def traced(d: Delivery) -> None:
+            with handling(d.envelope), observer.handled(name, d):
+                handle(d)
+
+        return traced
 
     def worker(
         self,
@@ -134,8 +149,7 @@ class Workers:
                     return
             for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
                 try:
-                    with handling(d.envelope), self.d.observer.handled(name, d):
-                        handle(d)
+                    handle(d)
                 except Exception as exc:
                     log.exception("%s: message %s failed", name, d.message_id, extra={"worker": name})
                     try:

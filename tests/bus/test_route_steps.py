@@ -572,3 +572,17 @@ def test_the_console_switches_a_detour(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as info:
             call("/api/routes/nowhere/detour")
         assert info.value.code == 404 and "no route named 'nowhere'" in info.value.read().decode()
+
+
+def test_daemon_check_refuses_a_rule_on_a_body_field_written_as_a_bare_name(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from .site_helpers import coupler_env
+
+    site = write_site(tmp_path, '[[routes]]\nname = "r"\nfrom = "in"\n[[routes.rules]]\nwhen = "status = \'ACTIVE\'"\nto = ["out"]\n')
+    out = subprocess.run([sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(site), "--check"],
+                         capture_output=True, text=True, env=coupler_env(), timeout=120)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    lines = [line for line in out.stderr.splitlines() if "status" in line]
+    assert len(lines) == 1 and "routes[r].rules[0].when" in lines[0] and "write body.status" in lines[0], out.stderr
