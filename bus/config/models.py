@@ -320,8 +320,8 @@ class ChannelSettings(Section):
 IDEMPOTENT_KEY_DOC = (
     "Idempotent Receiver: drop (acknowledge without handling) a message this consumer already handled "
     "within `store.idempotency_window_seconds`. `message_id` drops resends of the same message; a "
-    "business key (header and property names separated by commas, as in message selectors: "
-    "`origin, properties.order_no`) also drops another message with the same values. A message lacking "
+    "business key (fields of the expression language separated by commas: headers, properties and body "
+    "fields, `origin, properties.order_no` or `body.order.id`) also drops another message with the same values. A message lacking "
     "a field of the key goes to the Invalid Message Channel. The key is recorded in the transaction "
     "that acknowledges the message."
 )

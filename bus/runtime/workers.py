@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from coupler.bus.config.loader import AdapterConfig, RouteConfig
+from coupler.bus.model.selectors import BodyReader
 from coupler.bus.runtime.adapters import adapter_queue
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
 from coupler.bus.transport.base import Delivery
@@ -72,6 +73,7 @@ class Workers:
         patterns = ConsumerPatterns.declared(
             self.d.transport, consumer, source, channel=self.d.site.channel(channel),
             idempotent_key=config.idempotent_key, throttle=config.throttle, where=config.key_path,
+            body=BodyReader(self.d.registry),
         )
         if patterns.assembler is not None:
             self.d._consumer_patterns.append(patterns)

@@ -586,3 +586,25 @@ def test_daemon_check_refuses_a_rule_on_a_body_field_written_as_a_bare_name(tmp_
     assert out.returncode != 0 and "Traceback" not in out.stderr
     lines = [line for line in out.stderr.splitlines() if "status" in line]
     assert len(lines) == 1 and "routes[r].rules[0].when" in lines[0] and "write body.status" in lines[0], out.stderr
+
+
+IDEMPOTENT_BODY = """
+[[routes]]
+name = "once"
+from = "in"
+idempotent_key = "body.id"
+to = ["out"]
+"""
+
+
+def test_an_idempotent_key_on_a_body_field(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + IDEMPOTENT_BODY)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("in", [order("EU", 1), order("EU", 1), order("EU", 2), Envelope(format=TEXT, body=b"no id")])
+        out = drained(d, "out", 2)
+        assert sorted(body(e)["id"] for e in out) == ["EU-1", "EU-2"]
+        [bad] = wait_for(lambda: t.dead_letters(kind="invalid"), "the text message without a body id")
+        assert "business key 'body.id'" in bad.reason and "Avro or JSON body" in bad.reason
+        settled(d, "in")
+        assert t.receive("out", "test") == []
