@@ -304,8 +304,9 @@ class ChannelSettings(Section):
         default=False,
     )
     ttl_seconds: Num | None = doc(
-        "Message Expiration: what a route sends to this channel expires this many seconds later (unless it "
-        "expires sooner); an expired message is never handed to a consumer (dead letters, reason `expired`).",
+        "Message Expiration: what an adapter publishes or a route sends to this channel expires this many "
+        "seconds later (unless it expires sooner); an expired message is never handed to a consumer (dead "
+        "letters, reason `expired`, counted as expired in /metrics).",
         default=None, gt=0,
     )
     sequence_timeout_seconds: Num = doc(

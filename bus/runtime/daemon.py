@@ -94,6 +94,8 @@ class Daemon:
         self.router = Router(site.routes, body=BodyReader(self.registry))
         #: route name -> its pipeline of steps (bus/runtime/steps/), built when the transport is open
         self.pipelines: dict[str, Pipeline] = {}
+        #: Message Expiration: channel -> its ``ttl_seconds`` (``[[channels]]``)
+        self.channel_ttls = {c.name: c.ttl_seconds for c in site.model.channels if c.ttl_seconds is not None}
         #: Detour switches, set from the Control Bus
         self.switches = Switches()
         self.started_at: float | None = None
@@ -278,13 +280,12 @@ class Daemon:
     def _build_pipelines(self) -> None:
         """Every route's chain of steps (their types from plugins, ``coupler_step_types``)."""
         types = step_types(self.pm)
-        ttls = {c.name: c.ttl_seconds for c in self.site.model.channels if c.ttl_seconds is not None}
         problems: list[str] = []
         for route, config in zip(self.router.routes, self.site.routes, strict=True):
             try:
                 self.pipelines[route.name] = build_pipeline(
                     config, route, types, site_dir=self.site.path.parent, registry=self.registry,
-                    transport=self.transport, switches=self.switches, plugins=self.pm, channel_ttls=ttls,
+                    transport=self.transport, switches=self.switches, plugins=self.pm, channel_ttls=self.channel_ttls,
                 )
             except ConfigError as exc:
                 problems.extend(str(p) for p in exc.problems)

@@ -449,6 +449,18 @@ type = "expire"
 name = "to-short"
 from = "short.in"
 to = ["short"]
+
+[[channels]]
+name = "echoed"
+ttl_seconds = 0.05
+
+[[adapters]]
+name = "echo"
+type = "echo"
+direction = "outbound"
+channel = "to-echo"
+[adapters.options]
+forward_to = "echoed"
 """
 
 
@@ -469,6 +481,13 @@ def test_message_expiration_drops_and_counts_expired_messages(store: str, tmp_pa
         [dead] = wait_for(lambda: t.dead_letters(), "`short` expired")
         assert "expired" in dead.reason and dead.envelope is not None and body(dead.envelope)["amount"] == 3
         wait_for(lambda: t.stats("short")[0].expired == 1, "the expiry counted")  # coupler_channel_messages_expired_total
+        # what an adapter publishes to a channel with ttl_seconds expires too
+        t.send("to-echo", order("EU", 4))
+        wait_for(lambda: bool(t.stats("echoed")) and t.stats("echoed")[0].depth == 1, "the echo published")
+        past = utc_now() + timedelta(seconds=0.1)
+        wait_for(lambda: utc_now() > past, "the ttl of `echoed` to pass")
+        assert t.receive("echoed", "late-reader") == []
+        wait_for(lambda: t.stats("echoed")[0].expired == 1, "the echo expired")
         # the expire step, met by a message that expired on its way (a Test Message: no lease first)
         stale = order("EU", 1).replace(expires_at=utc_now() - timedelta(seconds=1))
         result = d.test_message("stale", stale)

@@ -9,17 +9,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from coupler.bus.config.loader import ConfigError, RouteConfig
+from coupler.bus.runtime.context import expiring
 from coupler.bus.runtime.router import Route
 from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 from coupler.canonical import Envelope
-from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.options import problems as options_problems
 
@@ -176,11 +175,7 @@ class Pipeline:
             self._send(ctx, channel, message, path)
 
     def _send(self, ctx: StepContext, channel: str, message: Envelope, path: tuple[str, ...] = ()) -> None:
-        ttl = min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None)
-        if ttl is not None:
-            expires = utc_now() + timedelta(seconds=ttl)
-            if message.expires_at is None or expires < message.expires_at:
-                message = message.replace(expires_at=expires)
+        message = expiring(message, min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None))
         ctx.tx.send(channel, message, component=f"{self.component} via {' > '.join(path)}" if path else self.component)
 
     @staticmethod
