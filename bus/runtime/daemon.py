@@ -286,6 +286,8 @@ class Daemon:
                 self.pipelines[route.name] = build_pipeline(
                     config, route, types, site_dir=self.site.path.parent, registry=self.registry,
                     transport=self.transport, switches=self.switches, plugins=self.pm, channel_ttls=self.channel_ttls,
+                    adapter_channels={a.name: a.channel for a in self.site.adapters
+                                      if a.channel and a.direction in ("outbound", "both")},
                 )
             except ConfigError as exc:
                 problems.extend(str(p) for p in exc.problems)

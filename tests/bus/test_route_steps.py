@@ -627,3 +627,37 @@ def test_an_idempotent_key_on_a_body_field(store: str, tmp_path: Path) -> None:
         assert "business key 'body.id'" in bad.reason and "Avro or JSON body" in bad.reason
         settled(d, "in")
         assert t.receive("out", "test") == []
+
+
+BY_IDENTITY = """
+[[routes]]
+name = "to-crm"
+from = "customers"
+otherwise = "customers.unknown"
+[[routes.steps]]
+type = "dynamic_router"
+identity = "crm/{body.provider}"
+otherwise = "customers.unknown"
+
+[[adapters]]
+name = "acme-crm"
+type = "echo"
+direction = "outbound"
+channel = "crm.acme"
+identity = { class = "crm", provider = "acme", name = "customers", version = "1" }
+[adapters.options]
+forward_to = "acme.received"
+"""
+
+
+def test_dynamic_router_by_application_identity(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + BY_IDENTITY)) as d:
+        t = d.transport
+        assert t is not None
+        acme = Envelope(format=JSON, body=json.dumps({"provider": "acme", "id": 1}).encode())
+        other = Envelope(format=JSON, body=json.dumps({"provider": "globex", "id": 2}).encode())
+        t.send("customers", [acme, other])
+        [got] = drained(d, "acme.received", 1)
+        assert json.loads(got.body)["id"] == 1 and got.properties["echoed-by"] == "acme-crm"
+        [unknown] = drained(d, "customers.unknown", 1)
+        assert json.loads(unknown.body)["provider"] == "globex"

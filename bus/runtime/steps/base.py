@@ -66,6 +66,8 @@ class StepSetup:
     name: str = ""
     #: the site's plugin manager (translator types, mapping functions), None in unit tests
     plugins: Any = None
+    #: outbound adapter name -> the channel it delivers (a Dynamic Router by identity)
+    adapter_channels: dict[str, str] = field(default_factory=dict)
 
     def site_path(self, path: str) -> Path:
         """A file named in the step's keys: relative to site.toml."""

@@ -241,6 +241,7 @@ def build_pipeline(
     switches: Switches,
     plugins: Any = None,
     channel_ttls: dict[str, float] | None = None,
+    adapter_channels: dict[str, str] | None = None,
 ) -> Pipeline:
     """The pipeline of one ``[[routes]]`` entry; :class:`ConfigError` with every step's problems."""
     steps: list[Step] = []
@@ -252,7 +253,8 @@ def build_pipeline(
             problems.append(f"{where}.type: no installed plugin provides step type {sc.type!r} "
                             f"(installed: {', '.join(sorted(types))})")
             continue
-        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}", plugins)
+        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}", plugins,
+                          dict(adapter_channels or {}))
         try:
             options = cls.options_model.model_validate(sc.options)
             steps.append(cls(options, setup))
