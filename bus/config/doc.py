@@ -222,9 +222,43 @@ def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
                 continue
             out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
         out.append("")
+    out += _transport_options()
     out += _adapter_options(adapter_types)
     out += _step_options()
     return "\n".join(out)
+
+
+def _transport_options() -> list[str]:
+    """The options models of the built-in transport types (``[store.<type>]``)."""
+    from coupler.bus.plugins.manager import plugin_manager, transport_types
+
+    kinds = {
+        name: kind for name, kind in transport_types(plugin_manager()).items()
+        if getattr(kind, "options_model", None) is not None
+        and kind.options_model.__module__.startswith("coupler.bus.transport.")  # built-ins only
+    }
+    out = [
+        "## Transport options (`[store.<type>]`)",
+        "",
+        "Each transport type declares the options of its table `[store.<type>]` as a model (its",
+        "plugin's `TransportType.options_model`); the site loader checks them with the site's other",
+        "keys. These are the options of the built-in types with options (`sqlite` has none beyond",
+        "`[store]`'s own; `memory` none).",
+        "",
+    ]
+    for name in sorted(kinds):
+        model = kinds[name].options_model
+        section = describe(model)
+        out += [f"### `[store.{name}]`", "", section.doc, ""]
+        extra = model.model_config.get("json_schema_extra")
+        example = extra.get("example") if isinstance(extra, dict) else None
+        if example:
+            out += ["```toml", str(example).rstrip("\n"), "```", ""]
+        out += ["| key | type | default | description |", "|---|---|---|---|"]
+        for path, f in walk(section, f"store.{name}."):
+            out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
+        out.append("")
+    return out
 
 
 def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:

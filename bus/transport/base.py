@@ -421,6 +421,24 @@ class TransactionOps(abc.ABC):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
 
+    # -- keyed state of stateful steps (Aggregator, Resequencer, Process Manager) -----------
+
+    #: whether a state change commits in the same transaction as the acknowledgement (SQLite,
+    #: the storage transports); False on the broker, where the step records the ids of the
+    #: messages it counted beside its state (see :mod:`coupler.bus.runtime.steps`)
+    acks_with_state: bool = True
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        """The unexpired values of ``keys`` of ``scope`` (all its keys when None), in this
+        transaction; ``lock``: keep other transactions (other daemons) from changing them until
+        this one ends."""
+        raise TransportError(f"{type(self).__name__} keeps no step state", hint="use transport.transaction()")
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        """Write (None: delete) keyed state, committed with this transaction; ``expires_at``
+        (epoch seconds): the values are gone after that time."""
+        raise TransportError(f"{type(self).__name__} keeps no step state", hint="use transport.transaction()")
+
 
 class Transport(TransactionOps):
     """Durable messaging: channels, leases, redelivery, dead letters, the Message Store.

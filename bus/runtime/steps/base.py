@@ -128,8 +128,8 @@ class Step(abc.ABC):
     options_model: ClassVar[type[OptionsModel]] = NoOptions
     #: keeps state in the store (see the package docstring)
     stateful: ClassVar[bool] = False
-    #: call :meth:`on_timer` this often (0: never)
-    timer_seconds: ClassVar[float] = 0.0
+    #: call :meth:`on_timer` this often (0: never); a step may set it from its options
+    timer_seconds: float = 0.0
 
     def __init__(self, options: Any, setup: StepSetup):
         self.options = options

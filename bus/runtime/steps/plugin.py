@@ -10,6 +10,7 @@ from coupler.bus.plugins.hookspecs import hookimpl
 
 @hookimpl
 def coupler_step_types() -> dict[str, Any]:
+    from coupler.bus.runtime.steps.aggregate import Aggregator
     from coupler.bus.runtime.steps.builtin import BUILTIN_STEPS
 
-    return dict(BUILTIN_STEPS)
+    return {**BUILTIN_STEPS, Aggregator.type_name: Aggregator}
