@@ -364,8 +364,9 @@ class ConsoleServer:
     async def api_detour(self, request: web.Request) -> web.Response:
         """A route's Detour switches (``coupler ctl detour``): shown, or switched on/off (POST)."""
         state = request.match_info.get("state")
-        step = request.query.get("step") or None
-        return web.json_response(await self._call("detour", route=request.match_info["route"], step=step,
+        route = api.route_name(request.match_info["route"])
+        q = api.parse(api.DetourQuery, dict(request.query), "query")
+        return web.json_response(await self._call("detour", route=route, step=api.none_if_empty(q.step),
                                                   on=None if state is None else state == "on"))
 
     async def api_batch(self, request: web.Request) -> web.Response:
