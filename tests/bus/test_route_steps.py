@@ -483,7 +483,7 @@ def test_message_expiration_drops_and_counts_expired_messages(store: str, tmp_pa
         wait_for(lambda: t.stats("short")[0].expired == 1, "the expiry counted")  # coupler_channel_messages_expired_total
         # what an adapter publishes to a channel with ttl_seconds expires too
         t.send("to-echo", order("EU", 4))
-        wait_for(lambda: bool(t.stats("echoed")) and t.stats("echoed")[0].depth == 1, "the echo published")
+        wait_for(lambda: bool(t.stats("echoed")) and t.stats("echoed")[0].sent == 1, "the echo published")
         past = utc_now() + timedelta(seconds=0.1)
         wait_for(lambda: utc_now() > past, "the ttl of `echoed` to pass")
         assert t.receive("echoed", "late-reader") == []
