@@ -316,7 +316,7 @@ class Daemon:
     def test_message(self, route: str, envelope: Envelope) -> dict[str, Any]:
         """Test Message through ``route``: what each step did; nothing stored or delivered."""
         marked = envelope.replace(properties={**envelope.properties, "coupler.test-message": "true"})
-        return self._pipeline(route).test(marked)
+        return self._pipeline(route).test(marked, self.transport)
 
     # -- batch jobs --------------------------------------------------------------------------
 

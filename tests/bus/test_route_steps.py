@@ -661,3 +661,30 @@ def test_dynamic_router_by_application_identity(store: str, tmp_path: Path) -> N
         assert json.loads(got.body)["id"] == 1 and got.properties["echoed-by"] == "acme-crm"
         [unknown] = drained(d, "customers.unknown", 1)
         assert json.loads(unknown.body)["provider"] == "globex"
+
+
+AGGREGATE = """
+[[routes]]
+name = "batches"
+from = "lines.in"
+to = ["batches.out"]
+[[routes.steps]]
+type = "aggregate"
+correlation = "body.customer.region"
+complete_size = 2
+strategy = "lines"
+"""
+
+
+def test_a_test_message_through_a_stateful_step_stores_nothing(tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, AGGREGATE)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("lines.in", order("EU", 1))  # the first of a group of two, held in the store
+        wait_for(lambda: t.stats("lines.in")[0].depth == 0, "the first order held")
+        result = d.test_message("batches", order("EU", 2))
+        assert result["result"] == "done" and result["steps"][0]["step"] == "step 0 aggregate"
+        assert result["state_writes"] == {} and t.receive("batches.out", "test") == []
+        t.send("lines.in", order("EU", 3))  # the real group is untouched: this completes it
+        [batch] = drained(d, "batches.out", 1)
+        assert b"EU-1" in batch.body and b"EU-3" in batch.body and b"EU-2" not in batch.body

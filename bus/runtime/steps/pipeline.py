@@ -191,10 +191,11 @@ class Pipeline:
 
     # -- test message, timers ---------------------------------------------------------------
 
-    def test(self, message: Envelope) -> dict[str, Any]:
+    def test(self, message: Envelope, transport: Transport | None = None) -> dict[str, Any]:
         """Test Message: run ``message`` through the chain without storing or delivering
-        anything; what each step did and what would have been sent."""
-        tx = RecordingTx()
+        anything; what each step did and what would have been sent. A stateful step reads its
+        real state from ``transport``; what it would write is counted, never stored."""
+        tx = RecordingTx(transport)
         trace: list[StepRecord] = []
         result = "done"
         try:
@@ -207,6 +208,7 @@ class Pipeline:
             "steps": [r.to_json() for r in trace],
             "sent": [{"channel": c, "message_id": e.message_id, "format": str(e.format), "properties": e.properties,
                       "body_size": len(e.body)} for c, e in tx.sent],
+            "state_writes": tx.state_writes,
         }
 
     def timers(self) -> list[tuple[int, Step]]:
@@ -286,10 +288,23 @@ def try_step(step_type: type[Step], options: dict[str, Any], message: Envelope, 
 
 
 class RecordingTx(TransactionOps):
-    """A transaction that stores nothing: what a Test Message run would have sent."""
+    """A transaction that stores nothing: what a Test Message run would have sent. Step state is
+    read from ``reader`` (the real store, when given) and what would be written only counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Transport | None = None) -> None:
         self.sent: list[tuple[str, Envelope]] = []
+        self.reader = reader
+        #: scope -> keys a stateful step would have written
+        self.state_writes: dict[str, int] = {}
+
+    def get_state(self, scope: str, keys: Any = None, *, lock: bool = False) -> dict[str, bytes]:
+        if self.reader is None:
+            return {}
+        with self.reader.transaction() as tx:
+            return tx.get_state(scope, keys)
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        self.state_writes[scope] = self.state_writes.get(scope, 0) + len(values)
 
     def send(self, channel: str, envelopes: Any, *, component: str = "bus") -> list[str]:
         items = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
