@@ -16,7 +16,7 @@ import decimal
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coupler.canonical import FormatIndicator
@@ -77,7 +77,7 @@ class RowEncoder:
                 raise RowError(f"format {fmt.ref}: {exc.message}", hint="declare the schema, or use "
                                f"format = \"{fmt.ref};application/json\"") from None
 
-    def encode_rows(self, rows: list[Mapping[str, Any]], single: bool) -> bytes:
+    def encode_rows(self, rows: Sequence[Mapping[str, Any]], single: bool) -> bytes:
         if self.avro:
             if not single:
                 raise RowError("Avro bodies carry one row each (rows_per_message = 1)")
