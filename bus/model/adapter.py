@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from coupler.bus.model.commands import Command, CommandFault, Reply
