@@ -253,7 +253,8 @@ class HttpAdapter(Adapter):
             except Exception as exc:  # contained to this request: kept for the operator, 500 to the caller
                 cause = describe_exception(exc)
                 self.log.error("%s: request to %s from %s failed: %s", self.name, endpoint.path, request.remote, cause)
-                self._invalid(b"", f"request to {endpoint.path} from {request.remote} failed: {cause}")
+                body = request._read_bytes or b""  # what was read of it (never read again here)
+                self._invalid(body, f"request to {endpoint.path} from {request.remote} failed: {cause}")
                 return _problem(500, "internal error; the request is kept for the operator")
         return handle
 
