@@ -610,6 +610,9 @@ _ROUTES_EXAMPLE = (
     'from = "orders"\n'
     'mode = "first"\n'
     'otherwise = "orders.other"\n'
+    "[[routes.steps]]\n"
+    'type = "filter"\n'
+    "when = \"body.status != 'CANCELLED'\"\n"
     "[[routes.rules]]\n"
     "when = \"properties.region = 'EU'\"\n"
     'to = ["orders.eu", "orders.audit"]\n'
