@@ -591,6 +591,16 @@ def test_the_console_switches_a_detour(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as info:
             call("/api/routes/nowhere/detour")
         assert info.value.code == 404 and "no route named 'nowhere'" in info.value.read().decode()
+        # a Test Message from the console: what each step did, nothing stored
+        req = urllib.request.Request(
+            base + "/api/routes/dyn/test", method="POST",
+            data=json.dumps({"body": json.dumps({"customer": {"region": "EU"}}),
+                             "format": "test.Order@1;application/json"}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            result = json.loads(r.read())
+        assert result["steps"][0]["outcome"] == "deliver" and result["sent"][0]["channel"] == "orders.EU"
+        assert d.transport.receive("orders.EU", "test") == []
 
 
 def test_daemon_check_refuses_a_rule_on_a_body_field_written_as_a_bare_name(tmp_path: Path) -> None:

@@ -74,6 +74,16 @@ class DetourQuery(BaseModel):
     step: ChannelName | Literal[""] | None = Field(None, description="the detour step's name (default: every detour of the route)")
 
 
+class TestMessageBody(BaseModel):
+    """``POST /api/routes/{route}/test``: a Test Message through the route (nothing is stored)."""
+
+    model_config = ConfigDict(extra="forbid")
+    body: str = Field(max_length=10_000_000, description="the message body (text)")
+    format: str = Field("test.Message@1;text/plain", max_length=300,
+                        description="its format indicator NAME@V[;content-type]")
+    properties: dict[str, str] = Field(default_factory=dict, description="its properties")
+
+
 def route_name(text: str) -> str:
     """A route's name from the path (the name rule of channels)."""
     if not CHANNEL_NAME.match(text):
@@ -107,7 +117,7 @@ def none_if_empty(value: str | None) -> str | None:
 
 # -- OpenAPI ------------------------------------------------------------------------------
 
-_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody, DetourQuery]
+_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody, DetourQuery, TestMessageBody]
 _REF = "#/components/schemas/{model}"
 
 
@@ -186,6 +196,10 @@ def openapi(version: str = "") -> dict[str, Any]:
             "parameters": [_ROUTE, {"name": "state", "in": "path", "required": True, "schema": {"enum": ["on", "off"]}},
                            *_query(DetourQuery)],
             "responses": _responses(_LIST, 400, 404, 415)}},
+        "/api/routes/{route}/test": {"post": {
+            "summary": "a Test Message through a route: what each step did (ctl test); nothing stored or delivered",
+            "parameters": [_ROUTE], "requestBody": _body(TestMessageBody),
+            "responses": _responses(_OBJECT, 400, 404, 415)}},
         "/api/trace": {get: {"summary": "every hop of the messages of a trace", "parameters": _query(TraceQuery),
                              "responses": _responses(_OBJECT, 400)}},
         "/api/openapi.json": {get: {"summary": "this description", "responses": _responses(_OBJECT)}},

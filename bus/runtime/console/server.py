@@ -300,6 +300,7 @@ class ConsoleServer:
         r.add_get("/api/batch", self.api_batch)
         r.add_get("/api/routes/{route}/detour", self.api_detour)
         r.add_post("/api/routes/{route}/detour/{state:on|off}", self.api_detour)
+        r.add_post("/api/routes/{route}/test", self.api_test_message)
         r.add_get("/api/trace", self.api_trace)
         r.add_get("/api/openapi.json", self.api_openapi)
 
@@ -368,6 +369,20 @@ class ConsoleServer:
         q = api.parse(api.DetourQuery, dict(request.query), "query")
         return web.json_response(await self._call("detour", route=route, step=api.none_if_empty(q.step),
                                                   on=None if state is None else state == "on"))
+
+    async def api_test_message(self, request: web.Request) -> web.Response:
+        """A Test Message through a route (``coupler ctl test``): what each step did."""
+        from coupler.bus.runtime.control import encode_envelope
+        from coupler.canonical import Envelope
+
+        route = api.route_name(request.match_info["route"])
+        data = api.parse(api.TestMessageBody, await _json(request), "body")
+        try:
+            message = Envelope(format=data.format, body=data.body.encode(), origin="console-test",
+                               properties=dict(data.properties))
+        except CouplerError as exc:  # a format indicator that is not one
+            raise api.ApiInputError(f"body.format: {exc}", [f"format: {exc}"]) from None
+        return web.json_response(await self._call("test", route=route, envelope=encode_envelope(message)))
 
     async def api_batch(self, request: web.Request) -> web.Response:
         return web.json_response((await self._call("status"))["batch"])
