@@ -53,7 +53,8 @@ def test_conditions_and_bodies_fail_only_as_coupler_errors(parts: list[str], raw
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=st.binary(max_size=400), how=st.sampled_from([
-    {"lines": True}, {"record_length": 3}, {"xpath": "//order"}, {"array": "body.items"}]),
+    {"lines": True}, {"record_length": 3}, {"xpath": "//order"}, {"array": "body.items"},
+    {"records": {"record_format": "V"}}, {"records": {"record_format": "VB", "is_rdw_big_endian": True}}]),
        content_type=CONTENT_TYPES)
 def test_the_splitter_on_any_body_fails_only_as_coupler_errors(raw: bytes, how: dict, content_type: str) -> None:
     message = Envelope(format=f"fuzz.Doc@1;{content_type}", body=raw)

@@ -253,6 +253,14 @@ record_length = 4
 name = "back"
 from = "whole"
 to = ["records.whole"]
+
+[[routes]]
+name = "cobol"
+from = "cobol.in"
+to = ["cobol.records"]
+[[routes.steps]]
+type = "split"
+records = { record_format = "V", is_rdw_big_endian = true }
 """
 
 
@@ -285,6 +293,11 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
         t.send("records.in", Envelope(format=TEXT, body=b"AAAABBBBCC", message_id="rec-1"))
         [whole] = drained(d, "records.whole", 1)
         assert whole.body == b"AAAABBBBCC"
+        # variable-length COBOL records with big-endian RDWs, framed as the copybook reader frames them
+        rdw = b"".join(len(p).to_bytes(2, "big") + b"\0\0" + p for p in (b"\xc1\xc2\xc3", b"\xf1" * 7))
+        t.send("cobol.in", Envelope(format="test.Cobol@1;application/x-cobol-record", body=rdw))
+        cobol = sorted(drained(d, "cobol.records", 2), key=lambda e: e.sequence.position if e.sequence else -1)
+        assert [e.body for e in cobol] == [b"\xc1\xc2\xc3", b"\xf1" * 7]
 
 
 def test_a_splitter_on_a_body_that_is_not_xml_sends_nothing_and_is_invalid(store: str, tmp_path: Path) -> None:
