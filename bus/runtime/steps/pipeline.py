@@ -230,6 +230,9 @@ class Pipeline:
                             self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1, path=(step.setup.name,))
             except Stopped as stop:
                 log.error("%s %s: timer output failed at %s: %s", self.component, step.label, stop.where, stop.outcome)
+            except Exception:  # a step's bug must not stop the monitor (nor the other steps' timers)
+                log.exception("%s %s: on_timer failed (its transaction was rolled back; tried again in %g s)",
+                              self.component, step.label, step.timer_seconds, extra={"route": self.name})
 
 
 def build_pipeline(
