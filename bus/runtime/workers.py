@@ -46,7 +46,7 @@ class Workers:
                 patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
                 self.spawn(
                     f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
-                    receive=datatypes.for_adapter(ra.name, source), patterns=patterns,
+                    receive=datatypes.for_adapter(ra.name, source, ra.config.select), patterns=patterns,
                     select=ra.config.select,
                 )
         for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
@@ -54,7 +54,7 @@ class Workers:
             source = self.source(route.source, consumer)
             patterns = self.patterns(consumer, route.source, source, config)
             self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
-                        receive=datatypes.for_route(route.name, consumer, source), patterns=patterns, select=config.select)
+                        receive=datatypes.for_route(route.name, consumer, source, config.select), patterns=patterns, select=config.select)
         t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
         t.start()
         self.d._threads.append(t)
