@@ -531,6 +531,12 @@ def test_ctl_test_shows_what_each_step_did_and_delivers_nothing(tmp_path: Path) 
         assert sorted(s["channel"] for s in result["sent"]) == ["copies", "out", "tap"]
         assert d.transport.stats("out") == [] or d.transport.stats("out")[0].depth == 0
         assert d.transport.receive("tap", "test") == []
+        routes = subprocess.run(
+            [sys.executable, "-m", "coupler.bus.cli.main", "ctl", "--site", str(site), "routes"],
+            capture_output=True, text=True, env=coupler_env(), check=False)
+        assert routes.returncode == 0, routes.stderr
+        row = next(line for line in routes.stdout.splitlines() if line.startswith("tag "))
+        assert "set_properties-0 > wire_tap-1" in row and "out, copies" in row
 
 
 def test_the_worked_examples_of_the_patterns_page_are_valid_sites() -> None:
