@@ -717,3 +717,32 @@ def test_a_test_message_through_a_stateful_step_stores_nothing(tmp_path: Path) -
         t.send("lines.in", order("EU", 3))  # the real group is untouched: this completes it
         [batch] = drained(d, "batches.out", 1)
         assert b"EU-1" in batch.body and b"EU-3" in batch.body and b"EU-2" not in batch.body
+
+
+ROLLED_BACK = """
+[[routes]]
+name = "jsonl"
+from = "in"
+to = ["out"]
+[[routes.steps]]
+type = "split"
+lines = true
+[[routes.steps]]
+type = "filter"
+when = "body.kind != 'noise'"
+"""
+
+
+def test_what_steps_drop_is_counted_only_when_the_delivery_commits(tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, ROLLED_BACK)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("in", Envelope(format=JSON, body=b'{"kind": "noise"}\nnot json\n'))  # the 2nd line is invalid
+        [bad] = wait_for(lambda: t.dead_letters(kind="invalid"), "the batch with a bad line in the invalid messages")
+        assert "step 1 filter" in bad.reason
+        assert d.pipelines["jsonl"].counts == {}  # the discard of line 1 was rolled back with the rest
+        t.send("in", Envelope(format=JSON, body=b'{"kind": "noise"}\n{"kind": "order"}\n'))
+        [kept] = drained(d, "out", 1)
+        assert json.loads(kept.body) == {"kind": "order"}
+        settled(d, "in")
+        assert d.pipelines["jsonl"].counts == {("step 1 filter", "discarded"): 1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import abc
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,9 @@ class StepContext:
     delivery: Delivery | None = None
     #: a Test Message run (``coupler ctl test``): nothing is committed
     test: bool = False
+    #: ``(step label, counter)`` -> messages dropped on purpose in this transaction (counted once
+    #: it commits: a delivery rolled back and redelivered is not counted twice)
+    dropped: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def send(self, channel: str, message: Envelope, component: str | None = None) -> None:
         """Send ``message`` to ``channel`` in the transaction (a Wire Tap's copy)."""

@@ -75,11 +75,19 @@ class Pipeline:
         """Run the chain on ``d`` and settle it; returns what happened (``done`` or the outcome)."""
         try:
             with transport.transaction() as tx:
-                self.run(StepContext(tx, self.name, d), d.envelope)
+                ctx = StepContext(tx, self.name, d)
+                self.run(ctx, d.envelope)
                 settle(tx, d)
-            return "done"
         except Stopped as stop:
             return self._fail(transport, d, stop)
+        self._count(ctx)
+        return "done"
+
+    def _count(self, ctx: StepContext) -> None:
+        """What the steps dropped in a committed transaction, into the counters of ``/metrics``."""
+        if ctx.dropped:
+            with self._lock:
+                self.counts.update(ctx.dropped)
 
     def _fail(self, transport: Transport, d: Delivery, stop: Stopped) -> str:
         outcome = stop.outcome
@@ -124,9 +132,7 @@ class Pipeline:
                 hop = out.record_hop(self.component, f"{step.label}: {outcome.note or 'to ' + channel}")
                 self._send(ctx, channel, hop, (*path, step.setup.name))
         elif isinstance(outcome, Discard):
-            if not ctx.test:
-                with self._lock:
-                    self.counts[(step.label, outcome.counter)] += 1
+            ctx.dropped[(step.label, outcome.counter)] += 1
             log.debug("%s %s: message %s %s: %s", self.component, step.label, message.message_id, outcome.counter,
                       outcome.reason, extra={"route": self.name})
         elif isinstance(outcome, FAILURES):
@@ -228,6 +234,7 @@ class Pipeline:
                     if isinstance(outcome, Continue):
                         for out in outcome.messages:
                             self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1, path=(step.setup.name,))
+                self._count(ctx)
             except Stopped as stop:
                 log.error("%s %s: timer output failed at %s: %s", self.component, step.label, stop.where, stop.outcome)
             except Exception:  # a step's bug must not stop the monitor (nor the other steps' timers)
