@@ -37,7 +37,14 @@ from lxml import etree
 from coupler.canonical.errors import CouplerError
 from coupler.translators.xml.catalog import XmlCatalog
 from coupler.translators.xml.errors import XsdError
-from coupler.translators.xml.security import load_schema, parse_document, safe_parser, schema_error_line
+from coupler.translators.xml.security import (
+    element_line,
+    load_schema,
+    parse_document,
+    safe_parser,
+    schema_error_line,
+    url_to_path,
+)
 
 WSDL = "http://schemas.xmlsoap.org/wsdl/"
 SOAP11_BINDING = "http://schemas.xmlsoap.org/wsdl/soap/"
@@ -329,15 +336,25 @@ class _Reader:
             except (xmlschema.XMLSchemaException, ValueError, KeyError, TypeError) as exc:
                 line = schema_elems[0].sourceline
                 raise WsdlError(f"schema in wsdl:types: {str(exc).strip().splitlines()[0]}", where=f"{base}:{line}") from None
-        if schema.all_errors:
-            self._lax_warnings(schema, sources, schema_elems, base)
+        self._lax_warnings(schema, sources, schema_elems, base)
         return schema
 
     def _lax_warnings(self, schema: Any, sources: list[bytes], schema_elems: list[Any], base: Path) -> None:
         """A warning per error of lax loading, at its WSDL line: xmlschema's elements carry no
         line, so the element is found by its position in the schema it belongs to."""
+        errors = []
+        for component in schema.maps.iter_schemas():
+            for error in component.all_errors:
+                url = getattr(component, "url", None)
+                if url and url.startswith("file:"):  # a schema file the inline ones import
+                    where = url_to_path(url)
+                    self.warnings.append(schema_error_line(error, where, element_line(where, error)))
+                else:
+                    errors.append(error)
+        if not errors:
+            return
         parsed = [etree.fromstring(data, safe_parser()) for data in sources]
-        for error in schema.all_errors:
+        for error in dict.fromkeys(errors):
             line = None
             elem = getattr(error, "elem", None)
             resource = getattr(error, "source", None)

@@ -121,17 +121,42 @@ def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None 
             raise XsdError(f"cannot read the schema: {exc}", where=str(path)) from exc
     _raise_blocked(caught, path)
     if lax is not None:
-        for error in schema.all_errors:
-            lax.append(schema_error_line(error, str(path)))
+        for component in schema.maps.iter_schemas():
+            url = getattr(component, "url", None)
+            for error in component.all_errors:
+                where = url_to_path(url) if url and url.startswith("file:") else str(path)
+                lax.append(schema_error_line(error, where, element_line(where, error)))
     return schema
+
+
+def element_line(path: str, error: Any) -> int | None:
+    """The line of the element a schema error names, in the file it came from: xmlschema reads
+    files with ElementTree (no line numbers), so the element is found by its position."""
+    elem = getattr(error, "elem", None)
+    root = getattr(getattr(error, "source", None), "root", None)
+    if elem is None or root is None:
+        return None
+    position = next((n for n, e in enumerate(root.iter()) if e is elem), None)
+    if position is None:
+        return None
+    try:
+        own = etree.parse(path, etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)).getroot()
+    except (etree.XMLSyntaxError, OSError):
+        return None
+    elements = list(own.iter(etree.Element))
+    return elements[position].sourceline if position < len(elements) else None
+
+
+def url_to_path(url: str) -> str:
+    """The local path of a ``file:`` URL (as xmlschema names the schemas it loaded)."""
+    from urllib.request import url2pathname
+
+    return url2pathname(url[5:].removeprefix("//"))
 
 
 def schema_error_line(error: Any, where: str, line: int | None = None) -> str:
     """One line for a schema error collected in lax mode: ``WHERE[:LINE]: message``."""
     line = line if line is not None else getattr(getattr(error, "elem", None), "sourceline", None)
-    url = getattr(error, "url", None) or getattr(getattr(error, "source", None), "url", None)
-    if url and line is None and isinstance(url, str) and url.startswith("file:"):
-        where = url.removeprefix("file://")
     message = _first_line(getattr(error, "message", None) or str(error)).rstrip(":").rstrip()
     return f"{where}:{line}: {message}" if line else f"{where}: {message}"
 
