@@ -331,7 +331,7 @@ class _Reader:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                streams = [io.BytesIO(data) for data in sources]
+                streams: list[Any] = [io.BytesIO(data) for data in sources]
                 schema = xmlschema.XMLSchema(streams if len(streams) > 1 else streams[0], **options)
             except (xmlschema.XMLSchemaException, ValueError, KeyError, TypeError) as exc:
                 line = schema_elems[0].sourceline
