@@ -91,6 +91,7 @@ class RecordDecoder:
         self.wildcards: list[tuple[Field, Any, int]] = []  # (field, XsdAnyElement, field index)
         self.positional = False
         self.order: str | None = None  # the field listing the children in document order
+        self.track = False  # whether the children's field positions are followed
         self.text: tuple[str, Callable[[str], Any]] | None = None
         self.mixed: str | None = None  # the field holding mixed content as XML
         self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
@@ -127,6 +128,7 @@ class RecordDecoder:
         # each declared part of an extension): tracked when there are several wildcards
         self.positional = len(self.wildcards) > 1
         self.order = self.record.order_field
+        self.track = self.positional or self.order is not None
 
     def __call__(self, elem: Any) -> dict[str, Any]:
         out = dict(self.template)
@@ -161,7 +163,7 @@ class RecordDecoder:
                 raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem,
                             self.compiler.source_name)
             children = self.children
-            track = self.positional or self.order is not None
+            track = self.track
             # with track: the index of the field of the last child, whether a child came before
             # a field declared earlier (then the record lists its children's order), and the
             # wildcard field each foreign child went to
