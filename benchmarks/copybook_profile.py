@@ -94,7 +94,7 @@ def stages(layout, path: Path, compiled: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         t = time.process_time()
         pq.write_table(table, Path(tmp) / "out.parquet", compression="snappy", use_dictionary=False,
-                       row_group_size=131_072)
+                       row_group_size=65_536)
         parquet = time.process_time() - t
     t = time.process_time()
     with open(path, "rb") as f:
