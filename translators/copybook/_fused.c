@@ -239,6 +239,22 @@ static PyObject *run(PyObject *self, PyObject *args) {
         }
     }
 
+    for (Py_ssize_t c = 0; c < ncols; c++) { /* no field may reach past its record */
+        const column_t *col = &cols[c];
+        const Py_ssize_t first = prog[c * PROGRAM_WIDTH + P_INSTANCES];
+        if (first < 0 || (first + col->count) * (Py_ssize_t)sizeof(int32_t) > instances.len) {
+            PyErr_SetString(PyExc_ValueError, "the program names instances it does not have");
+            goto done;
+        }
+        for (int64_t j = 0; j < col->count; j++) {
+            if (col->offs[j] < 0 || col->offs[j] + col->size > record_size || col->size < 1) {
+                PyErr_Format(PyExc_ValueError, "a field at byte %d (%lld bytes) does not fit a %zd-byte record",
+                             (int)col->offs[j], (long long)col->size, record_size);
+                goto done;
+            }
+        }
+    }
+
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n; r++) {
         const uint8_t *rec = base + r * record_size;

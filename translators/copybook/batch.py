@@ -96,7 +96,7 @@ class BatchDecoder:
                 assert isinstance(node, Field)
                 typ = self._arrow_type(out, element=True)
                 kind = kernels.fused_column_kind(node.field_type, self.ctx, typ)
-                if kind:
+                if kind and max(starts) + node.size <= self.record_size:  # (a short record_length: NumPy's)
                     columns.append(FusedColumn(node.field_type, starts, typ, kind))
                     self._fused_keys.append(id(out))
                 return
