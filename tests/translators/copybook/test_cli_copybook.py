@@ -10,7 +10,7 @@ import pytest
 
 from coupler.bus.cli.main import main
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "cobrix"
+CORPUS = Path(__file__).parent / "data" / "cobrix"
 T21 = CORPUS / "15_test21_ascii_nested_odo"
 T1 = CORPUS / "01_test1_fixed_comp3_odo"
 T21_OPTS = ["-o", "record_format=F", "-o", "encoding=ascii", "-o", "variable_size_occurs=true",
