@@ -62,6 +62,13 @@ from coupler.bus.model.files import (
     FileRecord,
     FileState,
 )
+from coupler.bus.model.loop import LoopThread
+from coupler.bus.model.requests import (
+    DEFAULT_COMMAND_CHANNEL,
+    Answer,
+    request_channel,
+    request_command,
+)
 from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical.options import (
@@ -81,4 +88,6 @@ __all__ = [
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
+    # the helpers of request-reply adapters: an event loop on a thread, asking the bus
+    "DEFAULT_COMMAND_CHANNEL", "Answer", "LoopThread", "request_channel", "request_command",
 ]

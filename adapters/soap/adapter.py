@@ -36,8 +36,6 @@ from pydantic import ValidationInfo, field_validator
 
 from coupler.adapters.common.lazy import lazy_module
 from coupler.adapters.common.tls import TLSOptions
-from coupler.adapters.socket.bus import request_command
-from coupler.adapters.socket.loop import LoopThread
 from coupler.bus.api import (
     Adapter,
     AdapterContext,
@@ -46,11 +44,13 @@ from coupler.bus.api import (
     CommandFault,
     Document,
     Int,
+    LoopThread,
     Num,
     OptionsModel,
     Reply,
     Str,
     option,
+    request_command,
 )
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
