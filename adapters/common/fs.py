@@ -77,6 +77,10 @@ class FileSystem(abc.ABC):
     @abc.abstractmethod
     def chmod(self, path: str, mode: int) -> None: ...
 
+    @abc.abstractmethod
+    def truncate(self, path: str, size: int) -> None:
+        """Cut ``path`` back to ``size`` bytes (undoes an append that failed part-way)."""
+
     def exists(self, path: str) -> bool:
         return self.stat(path) is not None
 
@@ -184,6 +188,15 @@ class LocalFS(FileSystem):
 
     def chmod(self, path: str, mode: int) -> None:
         os.chmod(self.path(path), mode)
+
+    def truncate(self, path: str, size: int) -> None:
+        fd = os.open(self.path(path), os.O_WRONLY)
+        try:
+            os.ftruncate(fd, size)
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def sync_dir(self, directory: str) -> None:
         if not self.durable:

@@ -18,8 +18,11 @@ Delivery is idempotent across a crash at any instant (DESIGN.md, reliability con
 * on start, :meth:`FileWriter.recover` finishes the pending temporaries of this adapter and
   removes its other ones (left half-written by a crash: their message is delivered again).
 
-``file_exists = "append"`` writes in place (no temporary): a crash between the append and its
-record appends that message again when it is redelivered (at least once).
+``file_exists = "append"`` writes in place (no temporary), record-atomically: a failed append
+is cut back to where it began, and one a crash interrupted (its ``.NAME.<tag>-<key>.append``
+marker is left) is cut back by :meth:`FileWriter.recover` at start, before any other message
+is appended. A crash between a complete append and its record appends that message again
+when it is redelivered (at least once, never a torn record).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from .writer import (
     finish_written,
     rename_into_place,
     temp_name,
+    undo_append,
     unique_candidates,
     write_file,
 )
@@ -133,7 +137,7 @@ class FileWriter:
         self.receiver = IdempotentReceiver("files") if settings.dedupe else None
         #: marks the temporaries of this adapter
         self.tag = adapter_tag(name)
-        self._temp = re.compile(r"\.(.+)\." + self.tag + r"-([A-Za-z0-9_-]+)\.part")
+        self._temp = re.compile(r"\.(.+)\." + self.tag + r"-([A-Za-z0-9_-]+)\.(part|append)")
         self.recovered = False
 
     @property
@@ -159,7 +163,10 @@ class FileWriter:
             if m is None:
                 continue
             base, key = m.group(1), m.group(2)
-            if self._is_pending(key):
+            if m.group(3) == "append":  # an append a crash cut: its fragment goes
+                undo_append(self.fs, info.path, posixpath.join(posixpath.dirname(info.path), base))
+                counts["removed"] += 1
+            elif self._is_pending(key):
                 target = posixpath.join(posixpath.dirname(info.path), base)
                 written = self._finish(key, info.path, target)
                 counts["finished"] += 1

@@ -9,11 +9,20 @@ message being delivered (:func:`temp_name`) so that a redelivery after a crash w
 same temporary again and the outbound writer can tell its own leftovers. ``commit`` is
 called once the temporary holds the whole content, before the rename. The optional done
 file is written after the rename.
+
+``append`` is record-atomic: the size of the target before the append is noted and, when the
+append fails part-way (a full disk, a dropped SFTP connection, any exception), the target is
+truncated back to it, so no fragment of the record stays for the next one to be appended to.
+With a ``tag``, the size is first written durably to a hidden marker ``.NAME.<tag>.append``
+(removed once the append is durable): a process killed in the middle of the append leaves
+it, and :func:`undo_append` (run by a redelivery of the same message, and by the outbound
+writer's recovery at start) cuts the fragment off before anything else is appended.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import posixpath
 import uuid
 from collections.abc import Callable, Iterable
@@ -22,6 +31,8 @@ from typing import BinaryIO, Literal
 from .errors import FileExistsPolicyError
 from .fs import FileSystem, directory_mode
 from .jail import safe_relative
+
+log = logging.getLogger("coupler.writer")
 
 #: what happens when a file to write exists (option ``file_exists``)
 FileExists = Literal["override", "append", "fail", "ignore", "unique"]
@@ -73,10 +84,7 @@ def write_file(
                 hint="remove it, or set file_exists to override, append, unique or ignore",
             )
         if policy == "append":
-            with fs.open_write(rel, append=True) as f:
-                for chunk in chunks:
-                    f.write(chunk)
-                fs.flush(f)
+            append_file(fs, rel, chunks, tag=tag)
             _done(fs, rel, done_suffix)
             return rel
     tmp = temp_name(rel, tag)
@@ -96,6 +104,60 @@ def write_file(
         raise
     finish_written(fs, tmp, rel, written, done_suffix, tag)
     return written
+
+
+def append_marker(rel: str, tag: str) -> str:
+    """The hidden marker ``.NAME.<tag>.append`` holding the size ``rel`` had before an append."""
+    parent, base = posixpath.split(rel)
+    return posixpath.join(parent, f".{base}.{tag}.append")
+
+
+def append_file(fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str | None = None) -> None:
+    """Append ``chunks`` to the existing ``rel``, all or nothing (see the module's text)."""
+    marker = append_marker(rel, tag) if tag else None
+    if marker is not None:
+        undo_append(fs, marker, rel)  # a fragment a killed attempt of this same message left
+    info = fs.stat(rel)
+    start = info.size if info is not None else 0
+    if marker is not None:
+        with _open_temp(fs, marker, leftover=True) as f:
+            f.write(str(start).encode())
+            fs.flush(f)
+    try:
+        with fs.open_write(rel, append=True) as f:
+            for chunk in chunks:
+                f.write(chunk)
+            fs.flush(f)
+    except BaseException:
+        try:
+            fs.truncate(rel, start)
+        except Exception:  # the marker stays: the redelivery or the next start cuts it
+            log.exception("%s: cannot cut %s back to %d bytes after a failed append", fs.label, rel, start)
+        else:
+            if marker is not None:
+                with contextlib.suppress(Exception):
+                    fs.remove(marker)
+        raise
+    if marker is not None:
+        fs.remove(marker)
+
+
+def undo_append(fs: FileSystem, marker: str, rel: str) -> bool:
+    """Cut ``rel`` back to the size ``marker`` recorded and remove the marker; False when there
+    is no marker (nothing to undo)."""
+    info = fs.stat(marker)
+    if info is None:
+        return False
+    with fs.open_read(marker) as f:
+        text = f.read(64).decode("ascii", "replace").strip()
+    if text.isdigit():  # empty: killed before the size was durable, so before the append began
+        current = fs.stat(rel)
+        if current is not None and current.size > int(text):
+            fs.truncate(rel, int(text))
+            log.warning("%s: cut %s back from %d to %d bytes: an append there was interrupted",
+                        fs.label, rel, current.size, int(text))
+    fs.remove(marker)
+    return True
 
 
 def _open_temp(fs: FileSystem, tmp: str, *, leftover: bool) -> BinaryIO:

@@ -135,6 +135,9 @@ class SftpFS(FileSystem):
     def chmod(self, path: str, mode: int) -> None:
         self.conn.call(f"chmod {path}", lambda sftp: sftp.chmod(self.full(path), mode))
 
+    def truncate(self, path: str, size: int) -> None:
+        self.conn.call(f"truncate {path}", lambda sftp: sftp.truncate(self.full(path), size))
+
 
 class _Upload:
     """A remote file being written: a connection lost under a write or the close is a

@@ -22,6 +22,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for info in infos:
         dist = f"{info.distribution} {info.version}" if info.distribution else "(not from a distribution)"
+        if info.broken:
+            print(f"{info.name}  [{dist}]  BROKEN: {info.broken}")
+            continue
         print(f"{info.name}  [{dist}]")
         for what, names in info.contributes().items():
             if names:

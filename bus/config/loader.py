@@ -209,6 +209,7 @@ def load_site(
     adapter_types: Mapping[str, type] | None = None,
     transport_types: Mapping[str, Any] | Collection[str] | None = None,
     translator_types: Collection[str] | None = None,
+    step_types: Mapping[str, type] | None = None,
     pm: pluggy.PluginManager | None = None,
 ) -> SiteConfig:
     """Read, validate and type a site file (see :func:`parse_site`).
@@ -221,6 +222,7 @@ def load_site(
         adapter_types = plugin_types.adapter_types(pm)
         transport_types = plugin_types.transport_types(pm)
         translator_types = plugin_types.translator_types(pm)
+        step_types = plugin_types.step_types(pm)
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -238,6 +240,7 @@ def load_site(
         adapter_types=adapter_types,
         transport_types=transport_types,
         translator_types=translator_types,
+        step_types=step_types,
     )
 
 
@@ -249,6 +252,7 @@ def parse_site(
     adapter_types: Mapping[str, type] | None = None,
     transport_types: Mapping[str, Any] | Collection[str] | None = None,
     translator_types: Collection[str] | None = None,
+    step_types: Mapping[str, type] | None = None,
 ) -> SiteConfig:
     """Validate the TOML ``text`` of a site file located at ``path``.
 
@@ -256,8 +260,9 @@ def parse_site(
     ``adapter_types`` (``{type name: Adapter class}``, the installed plugins') checks each
     adapter's type and its ``options`` against the options model the type declares;
     ``transport_types`` (names, or ``{name: TransportType}``) checks ``store.type`` and the
-    ``[store.<type>]`` tables against the options models, and ``translator_types`` each adapter's
-    ``translator``. Without them only the site's own keys are checked.
+    ``[store.<type>]`` tables against the options models, ``translator_types`` each adapter's
+    ``translator`` and ``step_types`` (``{type name: Step class}``) each route step's type and
+    keys. Without them only the site's own keys are checked.
     """
     path = Path(path)
     try:
@@ -282,6 +287,8 @@ def parse_site(
         if isinstance(kind, str) and kind not in transport_types:
             found.append(Problem(render(("store", "type")), _unknown("transport type", kind, transport_types),
                                  ("store", "type")))
+    if step_types is not None:
+        found.extend(_check_step_types(data.get("routes"), step_types, render))
     found.extend(_check_store_tables(store, transport_types, render))
     if translator_types is not None:
         for i, ad in enumerate(adapters_raw):
@@ -327,6 +334,34 @@ def _check_adapter_types(
     return found
 
 
+def _check_step_types(
+    routes: Any, types: Mapping[str, type], render: Callable[[tuple[str | int, ...]], str]
+) -> list[Problem]:
+    """Each ``[[routes.steps]]``: its type is installed and its keys fit the type's options model."""
+    found: list[Problem] = []
+    for i, rt in enumerate(routes if isinstance(routes, list) else []):
+        steps = rt.get("steps") if isinstance(rt, dict) else None
+        for j, step in enumerate(steps if isinstance(steps, list) else []):
+            if not isinstance(step, dict) or not isinstance(step.get("type"), str):
+                continue
+            cls = types.get(step["type"])
+            base: tuple[str | int, ...] = ("routes", i, "steps", j)
+            if cls is None:
+                found.append(Problem(render((*base, "type")), _unknown("step type", step["type"], types), (*base, "type")))
+                continue
+            model: type[BaseModel] | None = getattr(cls, "options_model", None)
+            if model is None:
+                continue
+            options = {k: v for k, v in step.items() if k not in ("type", "name")}
+            try:
+                model.model_validate(options)
+            except ValidationError as exc:
+                for p in problems(exc, model, options):
+                    full = (*base, *p.loc)
+                    found.append(Problem(render(full), p.message, full))
+    return found
+
+
 def _check_store_tables(
     store: dict[str, Any], types: Mapping[str, Any] | Collection[str] | None,
     render: Callable[[tuple[str | int, ...]], str],
@@ -366,7 +401,8 @@ def _unknown(what: str, name: str, known: Collection[str]) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=1)
     installed = ", ".join(sorted(known)) or "none"
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"no installed plugin provides {what} {name!r} ({hint}installed: {installed}; `coupler plugins` lists them)"
+    return (f"no installed plugin provides {what} {name!r} ({hint}installed: {installed}; `coupler plugins` lists "
+            f"them){plugin_types.broken_note()}")
 
 
 def _valid_entries(data: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:
@@ -442,6 +478,16 @@ def _check_semantics(
             )
         routed[source] = i
     for i, rt in entries["routes"]:
+        if not (rt.to or rt.rules or rt.steps):
+            problem(("routes", i), "goes nowhere: give it `to` channels, `rules` or `steps`")
+        for k, ch in enumerate(rt.to):
+            if ch == rt.source:
+                problem(("routes", i, "to", k), f"{ch!r} is the route's own input channel (a loop)")
+        if rt.select is not None and check_selector is not None:
+            try:
+                check_selector(rt.select)
+            except CouplerError as exc:
+                problem(("routes", i, "select"), str(exc))
         for j, rule in enumerate(rt.rules):
             at = ("routes", i, "rules", j)
             if not rule.to:
@@ -461,7 +507,7 @@ def _check_semantics(
 
 def _default_selector_check() -> Callable[[str], None] | None:
     def check(text: str) -> None:
-        Selector.parse(text)
+        Selector.parse(text, bare_properties=False)
 
     return check
 

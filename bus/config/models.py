@@ -287,6 +287,11 @@ class ChannelSettings(Section):
         "until all arrived and the channel's consumers get the whole document; the parts never reach them.",
         default=False,
     )
+    ttl_seconds: Num | None = doc(
+        "Message Expiration: what a route sends to this channel expires this many seconds later (unless it "
+        "expires sooner); an expired message is never handed to a consumer (dead letters, reason `expired`).",
+        default=None, gt=0,
+    )
     sequence_timeout_seconds: Num = doc(
         "With `reassemble`: a sequence still incomplete this long after its first part arrived goes to "
         "the Invalid Message Channel.",
@@ -425,9 +430,29 @@ class RouteRule(Section):
     to: tuple[Channel, ...] = doc("Channels the message goes to (a Recipient List when several).")
 
 
+class StepConfig(Section):
+    """One step of a route's pipeline (Pipes and Filters), run in order on every message. `type`
+    names a step type (built-in or from a plugin: `coupler plugins` lists them); the other keys of
+    the table are the step type's own (see "Step types" below)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    type: Str = doc("Step type: filter, split, transform, set_properties, wire_tap, ... or a plugin's.")
+    name: EntryName | None = doc("Step name (default: TYPE-INDEX), used by `coupler ctl detour` and in traces.",
+                                 default=None)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The step type's own keys."""
+        return dict(self.model_extra or {})
+
+
 class RouteConfig(Section):
-    """Content-based routes and recipient lists from one channel to others. Conditions are message
-    selectors over headers (`format`, `kind`, `origin`, ...), properties and the format."""
+    """Routes: pipelines from one channel to others (Pipes and Filters). A route reads `from` a
+    channel, runs its `steps` in order, and sends what comes out `to` channels or through its
+    `rules` (Content-Based Router / Recipient List). Conditions are written in the expression
+    language (docs/expressions.md): headers (`format`, `kind`, `origin`, ...),
+    `properties.NAME`, `body.FIELD` and `xpath('...')`."""
 
     name: EntryName | None = doc("Route name (default: route-<index>).", default=None)
     source: Channel = doc("Input channel.", alias="from")
@@ -448,7 +473,35 @@ class RouteConfig(Section):
     )
     idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC, default=None)
     throttle: ThrottleConfig | None = doc(ThrottleConfig.__doc__ or "", default=None)
-    rules: tuple[RouteRule, ...] = doc("The rules, in order.")
+    steps: tuple[StepConfig, ...] = doc(
+        StepConfig.__doc__ or "",
+        example=(
+            "[[routes.steps]]\n"
+            'type = "filter"\n'
+            "when = \"body.amount > 0\"\n"
+            "[[routes.steps]]\n"
+            'type = "set_properties"\n'
+            'properties = { region = "body.customer.region" }\n'
+        ),
+        default=(),
+    )
+    to: tuple[Channel, ...] = doc(
+        "Channels every message leaving the steps goes to (with `rules`: before the rules are looked at, "
+        "these channels get every message too).",
+        default=(),
+    )
+    rules: tuple[RouteRule, ...] = doc("The rules, in order (Content-Based Router / Recipient List).", default=())
+    ttl_seconds: Num | None = doc(
+        "Message Expiration: what the route sends expires this many seconds later (unless it already "
+        "expires sooner); an expired message is never handed to a consumer: it goes to the dead letters "
+        "with reason `expired`, counted as `expired` in /metrics.",
+        default=None, gt=0,
+    )
+    select: Str | None = doc(
+        "Selective Consumer: the route takes only the messages matching this selector and leaves the others "
+        "on the channel for other consumers.",
+        default=None,
+    )
     _index: int = PrivateAttr(default=0)
     #: whether the site names the route (else the loader names it ``route-<index>``)
     _named: bool = PrivateAttr(default=True)
@@ -552,7 +605,7 @@ _ROUTES_EXAMPLE = (
     'mode = "first"\n'
     'otherwise = "orders.other"\n'
     "[[routes.rules]]\n"
-    "when = \"region = 'EU'\"\n"
+    "when = \"properties.region = 'EU'\"\n"
     'to = ["orders.eu", "orders.audit"]\n'
 )
 _BATCH_EXAMPLE = (

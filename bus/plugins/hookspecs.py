@@ -83,6 +83,26 @@ def coupler_cli_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 @hookspec
+def coupler_step_types() -> dict[str, type]:
+    """Step types of route pipelines this plugin provides: ``{type name: Step subclass}``.
+
+    The type name is what a site's ``[[routes.steps]] type = "..."`` refers to; the class
+    derives from :class:`coupler.bus.runtime.steps.Step` (its docstring says how one is written).
+    """
+
+
+@hookspec
+def coupler_aggregation_strategies() -> dict[str, Any]:
+    """Aggregation strategies of the ``aggregate`` step: ``{name: callable}``.
+
+    A site's ``strategy = "name"`` picks one; it is called with the completed group
+    (:class:`coupler.bus.runtime.steps.aggregate.Group`: ``key``, ``members`` envelopes in
+    order, ``reason``, ``options``, ``records()``) and returns ``(body bytes, FormatIndicator)``
+    of the aggregate.
+    """
+
+
+@hookspec
 def coupler_schema_dirs() -> list[Path]:
     """Directories of Avro schema files (``<name>/v<N>.avsc``) this plugin contributes."""
 

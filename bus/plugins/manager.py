@@ -4,12 +4,20 @@ Everything a plugin contributes is read by calling its hooks through pluggy
 (``pm.hook.<name>``); to say which plugin contributed what (``coupler plugins``, two plugins
 claiming one type name) a hook is called on one plugin at a time with
 ``pm.subset_hook_caller``.
+
+A plugin that cannot be loaded (its entry point fails to import or to register, or one of its
+type hooks raises) does not stop the others: it is recorded as a :class:`BrokenPlugin` naming
+the entry point and its distribution, logged, listed as broken by ``coupler plugins``, and
+named in the "no installed plugin provides ..." error of a site that uses a type it would
+have provided (only such a site stops; the others run).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +33,74 @@ _TYPE_HOOKS = {
     "adapter_types": "coupler_adapter_types",
     "transport_types": "coupler_transport_types",
     "translator_types": "coupler_translator_types",
+    "step_types": "coupler_step_types",
 }
+
+
+log = logging.getLogger("coupler.plugins")
 
 
 class PluginError(CouplerError):
     """A plugin that cannot be loaded or that contributes something twice."""
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """An installed plugin that failed to load: its entry point, distribution and the cause."""
+
+    entry_point: str
+    value: str
+    distribution: str | None
+    version: str | None
+    error: str
+
+    def describe(self) -> str:
+        dist = f"distribution {self.distribution} {self.version}" if self.distribution else "no distribution"
+        return f"plugin entry point {self.entry_point!r} = {self.value!r} ({dist}) failed to load: {self.error}"
+
+
+#: the plugins this process failed to load, by entry-point name (the entry points are the
+#: process's, so one record serves every plugin manager it builds)
+_BROKEN: dict[str, BrokenPlugin] = {}
+
+
+def broken_plugins() -> list[BrokenPlugin]:
+    """The installed plugins that failed to load, by entry-point name."""
+    return [_BROKEN[name] for name in sorted(_BROKEN)]
+
+
+def broken_note() -> str:
+    """Appended to a "no installed plugin provides TYPE" error: the broken plugins, which may
+    be the ones providing it ("" when none is broken)."""
+    broken = broken_plugins()
+    if not broken:
+        return ""
+    return "; it may come from a plugin that failed to load: " + "; ".join(b.describe() for b in broken)
+
+
+def _record_broken(broken: BrokenPlugin) -> None:
+    if broken.entry_point not in _BROKEN:
+        log.error("%s; sites that use none of its types run without it (`coupler plugins` lists it)",
+                  broken.describe())
+    _BROKEN[broken.entry_point] = broken
+
+
+def _load_entry_points(pm: pluggy.PluginManager, group: str) -> None:
+    """``pm.load_setuptools_entrypoints(group)`` one entry point at a time, so that one that
+    fails is recorded as broken and the others load."""
+    for ep in importlib.metadata.entry_points(group=group):
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            pm.load_setuptools_entrypoints(group, name=ep.name)
+        except Exception as exc:  # noqa: BLE001 - any failure of a third party's import
+            dist = getattr(ep, "dist", None)
+            _record_broken(BrokenPlugin(
+                ep.name, ep.value, dist.metadata["name"] if dist is not None else None,
+                dist.version if dist is not None else None, f"{type(exc).__name__}: {exc}",
+            ))
+        else:
+            _BROKEN.pop(ep.name, None)
 
 
 #: the bus's own plugins, by entry-point name: the schemas and translator types, the transports
@@ -38,6 +109,7 @@ CORE_PLUGINS = {
     "builtin": "coupler.bus.plugins.builtin",
     "sqlite": "coupler.bus.transport.sqlite.plugin",
     "amqp": "coupler.bus.transport.amqp.plugin",
+    "steps": "coupler.bus.runtime.steps.plugin",
 }
 
 
@@ -53,10 +125,7 @@ def plugin_manager(
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     if entry_points:
-        try:
-            pm.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
-        except Exception as exc:  # a broken third-party plugin must not hide behind a traceback
-            raise PluginError(f"a plugin of entry-point group 'coupler' failed to load: {exc!r}") from exc
+        _load_entry_points(pm, hookspecs.ENTRY_POINT_GROUP)
     if core:
         for name, module in CORE_PLUGINS.items():
             if pm.get_plugin(name) is None:
@@ -78,7 +147,18 @@ def _per_plugin(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tupl
     results = []
     for plugin in plugins:
         others = [p for p in pm.get_plugins() if p is not plugin]
-        for result in pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs):
+        try:
+            found = pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - a third party's hook: it is broken, the rest go on
+            name = _plugin_name(pm, plugin)
+            dist = dict((id(p), d) for p, d in pm.list_plugin_distinfo()).get(id(plugin))
+            _record_broken(BrokenPlugin(
+                name, getattr(plugin, "__name__", repr(plugin)), dist.project_name if dist else None,
+                dist.version if dist else None, f"{hook}() raised {type(exc).__name__}: {exc}",
+            ))
+            pm.unregister(plugin)  # nothing more from it: a half-working plugin misleads
+            continue
+        for result in found:
             results.append((plugin, result))
     return results
 
@@ -111,6 +191,11 @@ def translator_types(pm: pluggy.PluginManager) -> dict[str, Any]:
 def transport_types(pm: pluggy.PluginManager) -> dict[str, Any]:
     """``{type name: factory(site) -> opened Transport}`` of every plugin (``coupler_transport_types``)."""
     return _merge(pm, "coupler_transport_types")
+
+
+def step_types(pm: pluggy.PluginManager) -> dict[str, type]:
+    """``{type name: Step class}`` of every plugin (``coupler_step_types``)."""
+    return _merge(pm, "coupler_step_types")
 
 
 def mapping_functions(pm: pluggy.PluginManager) -> dict[str, Any]:
@@ -162,15 +247,19 @@ class PluginInfo:
     adapter_types: list[str] = field(default_factory=list)
     transport_types: list[str] = field(default_factory=list)
     translator_types: list[str] = field(default_factory=list)
+    step_types: list[str] = field(default_factory=list)
     schema_dirs: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     cli_commands: list[str] = field(default_factory=list)
+    #: why it failed to load (None: it loaded)
+    broken: str | None = None
 
     def contributes(self) -> dict[str, list[str]]:
         return {
             "adapter_types": self.adapter_types,
             "transport_types": self.transport_types,
             "translator_types": self.translator_types,
+            "step_types": self.step_types,
             "schema_dirs": self.schema_dirs,
             "commands": self.commands,
             "cli_commands": self.cli_commands,
@@ -199,7 +288,15 @@ def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
         for info in infos.values():
             if info.name == owner:
                 info.cli_commands.append(name)
-    return sorted(infos.values(), key=lambda i: i.name)
+    listed = {info.name: info for info in infos.values()}
+    for b in broken_plugins():
+        info = listed.get(b.entry_point)
+        if info is None:
+            info = listed[b.entry_point] = PluginInfo(b.entry_point, b.distribution, b.version)
+        info.broken = b.error
+        for names in info.contributes().values():
+            names.clear()
+    return sorted(listed.values(), key=lambda i: i.name)
 
 
 #: extra plugin objects to load, ``module[:attribute]`` separated by commas (tests, embedding)

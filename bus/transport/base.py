@@ -421,29 +421,23 @@ class TransactionOps(abc.ABC):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
 
-    # -- step state ------------------------------------------------------------------------
+    # -- keyed state of stateful steps (Aggregator, Resequencer, Process Manager) -----------
+
+    #: whether a state change commits in the same transaction as the acknowledgement (SQLite,
+    #: the storage transports); False on the broker, where the step records the ids of the
+    #: messages it counted beside its state (see :mod:`coupler.bus.runtime.steps`)
+    acks_with_state: bool = True
 
     def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
-        """Keyed state of a stateful step (an aggregation group, a resequencer's buffer, a
-        process instance): the unexpired values of ``keys`` in ``scope`` (every key of the
-        scope when None).
-
-        Read it and write it (:meth:`put_state`) inside ``transport.transaction()`` together
-        with the receive and acknowledgement of the message that changes it: the state and the
-        acknowledgement commit together or not at all, so a daemon killed in between neither
-        loses the change nor applies it twice. ``lock`` keeps other daemons from changing these
-        keys until the transaction ends (a write transaction of the embedded store excludes
-        every other writer anyway; PostgreSQL: ``SELECT ... FOR UPDATE``).
-        """
-        raise TransportError(f"{type(self).__name__} keeps no step state",
-                             hint="use the sqlite, postgres or memory transport for stateful steps")
+        """The unexpired values of ``keys`` of ``scope`` (all its keys when None), in this
+        transaction; ``lock``: keep other transactions (other daemons) from changing them until
+        this one ends."""
+        raise TransportError(f"{type(self).__name__} keeps no step state", hint="use transport.transaction()")
 
     def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
-        """Write (a None value: delete) keyed state of a step in this transaction; values
-        written with ``expires_at`` (epoch seconds) are gone after that time (see
-        :meth:`get_state`)."""
-        raise TransportError(f"{type(self).__name__} keeps no step state",
-                             hint="use the sqlite, postgres or memory transport for stateful steps")
+        """Write (None: delete) keyed state, committed with this transaction; ``expires_at``
+        (epoch seconds): the values are gone after that time."""
+        raise TransportError(f"{type(self).__name__} keeps no step state", hint="use transport.transaction()")
 
 
 class Transport(TransactionOps):

@@ -12,7 +12,7 @@ import pluggy
 from coupler.bus.config.loader import SiteConfig
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.plugins.hookspecs import TransportType
-from coupler.bus.plugins.manager import site_plugin_manager, transport_types
+from coupler.bus.plugins.manager import broken_note, site_plugin_manager, transport_types
 from coupler.bus.transport.base import ChannelConfig, Transport
 
 
@@ -31,7 +31,7 @@ def open_transport(site: SiteConfig, pm: pluggy.PluginManager | None = None) -> 
     if kind is None:
         raise site.config_error(
             [f"store.type: no installed plugin provides transport type {site.store.type!r} "
-             f"(installed: {', '.join(sorted(kinds)) or 'none'})"],
+             f"(installed: {', '.join(sorted(kinds)) or 'none'}){broken_note()}"],
             hint="`coupler plugins` lists what is installed",
         )
     if isinstance(kind, TransportType):

@@ -34,6 +34,7 @@ from coupler.bus.transport.base import (
 from coupler.bus.transport.codec import decode, encode
 from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
+from coupler.canonical.claimcheck import claimed_file
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
 
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("coupler.bus.transport.sqlite.transport")
 
 CLAIM_PROPERTY = "coupler.claim"
+#: the ``claim`` of a message referring to a claimed file of the site (a dropped or put file
+#: over ``claim_check_bytes``, :mod:`coupler.canonical.claimcheck`): ``file:`` and its path
+#: under the data directory, counted like the store's own claims, so the file goes when the
+#: last message referring to it is settled
+FILE_CLAIM = "file:"
 
 #: a message row with its envelope: (id, channel, attempt, claim, envelope, message_id)
 _ROW = "m.id, m.channel, m.attempt, m.claim, b.envelope, m.message_id"
@@ -70,7 +76,8 @@ def prepare(
             props = {**env.properties, CLAIM_PROPERTY: claim}
             prepared.append((env, encode(env, extra_hop=hop, body=b"", properties=props), claim))
         else:
-            prepared.append((env, encode(env, extra_hop=hop), None))
+            rel = claimed_file(t.data_dir, env.properties)
+            prepared.append((env, encode(env, extra_hop=hop), FILE_CLAIM + rel if rel else None))
     return prepared, paths
 
 
@@ -467,8 +474,10 @@ class StoreTx(TransactionOps):
             return self._dead_row(row_channel, delivery.message_id, "invalid", reason, reason,
                                   component, attempt, claim, blob, None)
         if isinstance(envelope, Envelope):
+            rel = claimed_file(self.t.data_dir, envelope.properties)
             return self._dead_row(channel, envelope.message_id, "invalid", reason, reason,
-                                  component, envelope.attempt, None, envelope.to_bytes(), None)
+                                  component, envelope.attempt, FILE_CLAIM + rel if rel else None,
+                                  envelope.to_bytes(), None)
         return self._dead_row(channel, None, "invalid", reason, reason, component, 0, None, None,
                               bytes(envelope))
 
