@@ -35,6 +35,9 @@ from coupler.bus.model.adapter import (
     HEALTH_STATES,
     Adapter,
     AdapterContext,
+    InboundAdapter,
+    OutboundAdapter,
+    PollOutcome,
     resolve_path,
     resolve_path_options,
 )
@@ -63,6 +66,7 @@ from coupler.bus.model.files import (
     FileState,
 )
 from coupler.bus.model.loop import LoopThread
+from coupler.bus.model.polling import Polled, Poller
 from coupler.bus.model.requests import (
     DEFAULT_COMMAND_CHANNEL,
     Answer,
@@ -90,4 +94,6 @@ __all__ = [
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
     # the helpers of request-reply adapters: an event loop on a thread, asking the bus
     "DEFAULT_COMMAND_CHANNEL", "Answer", "LoopThread", "request_channel", "request_command",
+    # the adapter contract's halves and the polling helper of inbound sources
+    "InboundAdapter", "OutboundAdapter", "PollOutcome", "Polled", "Poller",
 ]
