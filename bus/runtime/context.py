@@ -6,7 +6,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,29 @@ class BusContext:
 
     def publish(self, envelope: Envelope, channel: str | None = None) -> str:
         """Send durably to ``channel`` or the adapter's channel (blocks while it is paused)."""
+        target = self._target(channel)
+        self._wait_while_paused()
+        (message_id,) = self._transport.send(target, self._prepare(envelope), component=self.component)
+        self._stats.count(self.name, "sent")
+        return message_id
+
+    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None) -> list[str | None]:
+        """Send a batch durably in one transaction (one disk sync); an envelope the inbound
+        stage cannot translate is in the Invalid Message Channel and gets None."""
+        target = self._target(channel)
+        self._wait_while_paused()
+        prepared: list[Envelope | None] = []
+        for envelope in envelopes:
+            try:
+                prepared.append(self._prepare(envelope))
+            except InvalidMessage:
+                prepared.append(None)
+        good = [e for e in prepared if e is not None]
+        ids = iter(self._transport.send(target, good, component=self.component) if good else [])
+        self._stats.count(self.name, "sent", len(good))
+        return [None if e is None else next(ids) for e in prepared]
+
+    def _target(self, channel: str | None) -> str:
         target = channel or self.channel
         if not target:
             raise CouplerError(
@@ -145,16 +168,17 @@ class BusContext:
                 where=f"adapter {self.name}",
                 hint="set `channel` of the adapter in site.toml",
             )
-        self._wait_while_paused()
+        return target
+
+    def _prepare(self, envelope: Envelope) -> Envelope:
+        """Origin and trace set, the inbound stage applied (InvalidMessage when it cannot)."""
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
         if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
             envelope = ensure_trace(envelope.replace())
         if self._inbound is not None:
             envelope = self._translate(envelope)
-        (message_id,) = self._transport.send(target, envelope, component=self.component)
-        self._stats.count(self.name, "sent")
-        return message_id
+        return envelope
 
     def _translate(self, envelope: Envelope) -> Envelope:
         """The inbound stage; what it cannot translate goes to the Invalid Message Channel."""
