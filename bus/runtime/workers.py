@@ -33,6 +33,7 @@ class Workers:
         self.d = daemon
 
     def start(self) -> None:
+        datatypes = self.d.datatypes
         self.spawn("dispatcher", self.d.site.command_channel, "dispatcher", self.d.handlers.dispatch)
         for ra in self.d.adapters.values():
             if not ra.started:
@@ -40,17 +41,19 @@ class Workers:
             self.spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self.d.handlers.command_handler(ra), ra.paused)
             if ra.config.channel and ra.flows("outbound"):
                 source = self.source(ra.config.channel, ra.name)
+                assert datatypes is not None  # made before the workers start
                 patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
                 self.spawn(
                     f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
-                    receive=self.d.datatypes.for_adapter(ra.name, source), patterns=patterns,
+                    receive=datatypes.for_adapter(ra.name, source), patterns=patterns,
                 )
         for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
             consumer = f"route:{route.name}"
             source = self.source(route.source, consumer)
+            assert datatypes is not None
             patterns = self.patterns(consumer, route.source, source, config)
             self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
-                        receive=self.d.datatypes.for_route(route.name, consumer, source), patterns=patterns, select=config.select)
+                        receive=datatypes.for_route(route.name, consumer, source), patterns=patterns, select=config.select)
         t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
         t.start()
         self.d._threads.append(t)
