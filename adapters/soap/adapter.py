@@ -75,6 +75,9 @@ class SoapOptions(OptionsModel):
 
     mode: Literal["server", "client"] = option("`server` serves the WSDL's operations; `client` calls them.")
     wsdl: Str = option("The WSDL file (relative to site.toml).")
+    catalog: Str | None = option(
+        "An OASIS XML catalog mapping the http(s) locations the WSDL imports to local files (relative to "
+        "site.toml); nothing is fetched over the network.", default=None)
     service: Str | None = option("The WSDL service (default: the first with SOAP ports).", default=None)
     port: Str | None = option("The WSDL port (default: the service's SOAP 1.1 and 1.2 ports).", default=None)
     soap_version: Literal["1.1", "1.2"] | None = option(
@@ -136,7 +139,7 @@ class SoapAdapter(Adapter):
     type_name: ClassVar[str] = "soap"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
-    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "tls.cert", "tls.key", "tls.ca")
+    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "catalog", "tls.cert", "tls.key", "tls.ca")
     options_model = SoapOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
@@ -145,10 +148,11 @@ class SoapAdapter(Adapter):
         self.settings = o
         self.mode = o.mode
         self.wsdl_path = Path(o.wsdl)
-        self.description = read_wsdl(self.wsdl_path)
+        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog)
         self.schemas = Schemas(self.description)
         where = f"adapters[{name}].options"
-        services = [s for s in self.description.services if o.service in (None, s.name) and s.ports]
+        # a WSDL without services (WS-Notification style): its bindings, at options.address
+        services = [s for s in self.description.callable_services() if o.service in (None, s.name)]
         if not services:
             raise SoapConfigError(f"no SOAP service {o.service or ''} in {self.wsdl_path}", where=f"{where}.service")
         self.service = services[0]
