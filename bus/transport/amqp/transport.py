@@ -346,7 +346,10 @@ class AmqpTransport(Transport):
             journal = _Journal()
             for _key, entry in entries:
                 for channel, envs, component in _outbox_sends(entry):
-                    self._call(lambda link, c=channel, e=envs, comp=component: self._send(link, c, e, comp, journal))
+                    def publish(link: Link, c: str = channel, e: list[Envelope] = envs, comp: str = component) -> None:
+                        self._send(link, c, e, comp, journal)
+
+                    self._call(publish)
                     n += len(envs)
             self._record(journal)
         if n:
