@@ -138,6 +138,7 @@ class AdapterRuntime:
             site_dir=self.d.site.path.parent,
             inbound=inbound,
             registry=self.d.registry,
+            channel_ttls=self.d.channel_ttls,
         )
         self.d.statistics.add(ad.name, ad.type)
         try:
