@@ -34,7 +34,8 @@ class Workers:
         self.d = daemon
 
     def start(self) -> None:
-        assert self.d.datatypes is not None  # checked when the transport opened
+        datatypes = self.d.datatypes
+        assert datatypes is not None  # checked when the transport opened
         self.spawn("dispatcher", self.d.site.command_channel, "dispatcher", self.d.handlers.dispatch)
         for ra in self.d.adapters.values():
             self.start_adapter(ra)
