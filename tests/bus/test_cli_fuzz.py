@@ -134,6 +134,7 @@ ROWS: list[tuple[str, str, set[str]]] = [
     ("ctl console", "ctl --site {X} console", {"empty"}),
     ("ctl stop", "ctl --site {X} stop", {"empty"}),
     ("ctl detour", "ctl --site {X} detour triage", {"empty"}),
+    ("ctl routes", "ctl --site {X} routes", {"empty"}),
     ("ctl test", "ctl --site {X} test triage --file {jsonl}", {"empty"}),
     ("ctl test", "ctl --site {site} test triage --file {X}", set(FILES) | {"json"}),
     ("store backup", "store backup --site {X} {out}", {"empty"}),
