@@ -47,6 +47,7 @@ from .state import FileState
 from .writer import (
     FileExists,
     finish_written,
+    is_cut,
     rename_into_place,
     temp_name,
     undo_append,
@@ -163,6 +164,11 @@ class FileWriter:
             if m is None:
                 continue
             base, key = m.group(1), m.group(2)
+            if is_cut(base):  # a long name's temporary: only its redelivery knows the target
+                if not self._is_pending(key):
+                    self.fs.remove(info.path)
+                    counts["removed"] += 1
+                continue
             if m.group(3) == "append":  # an append a crash cut: its fragment goes
                 undo_append(self.fs, info.path, posixpath.join(posixpath.dirname(info.path), base))
                 counts["removed"] += 1

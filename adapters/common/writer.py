@@ -22,6 +22,7 @@ writer's recovery at start) cuts the fragment off before anything else is append
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import posixpath
 import uuid
@@ -38,11 +39,27 @@ log = logging.getLogger("coupler.writer")
 FileExists = Literal["override", "append", "fail", "ignore", "unique"]
 
 
-def temp_name(rel: str, tag: str | None = None) -> str:
-    """The hidden temporary ``.NAME.<tag>.part`` beside ``rel`` (``tag`` random when None)."""
+#: the longest file name most file systems take (bytes)
+NAME_MAX = 255
+
+
+def temp_name(rel: str, tag: str | None = None, suffix: str = "part") -> str:
+    """The hidden temporary ``.NAME.<tag>.part`` beside ``rel`` (``tag`` random when None).
+    When that is longer than :data:`NAME_MAX` bytes, NAME is cut and ends with ``~`` and 8 hex
+    digits of its hash (:func:`is_cut`): the temporary of a 255-byte name is still a name."""
     parent, base = posixpath.split(rel)
     tag = tag or uuid.uuid4().hex[:12]
-    return posixpath.join(parent, f".{base}.{tag}.part")
+    room = NAME_MAX - len(f"..{tag}.{suffix}".encode())
+    if len(base.encode()) > room:
+        digest = hashlib.sha256(base.encode()).hexdigest()[:8]
+        base = base.encode()[: room - 9].decode("utf-8", "ignore") + "~" + digest
+    return posixpath.join(parent, f".{base}.{tag}.{suffix}")
+
+
+def is_cut(base: str) -> bool:
+    """Whether ``base``, read from a temporary's name, was cut by :func:`temp_name` (the target's
+    name cannot be told from it)."""
+    return len(base) > 9 and base[-9] == "~" and all(c in "0123456789abcdef" for c in base[-8:])
 
 
 def unique_candidates(rel: str) -> Iterable[str]:
@@ -108,8 +125,7 @@ def write_file(
 
 def append_marker(rel: str, tag: str) -> str:
     """The hidden marker ``.NAME.<tag>.append`` holding the size ``rel`` had before an append."""
-    parent, base = posixpath.split(rel)
-    return posixpath.join(parent, f".{base}.{tag}.append")
+    return temp_name(rel, tag, "append")
 
 
 def append_file(fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str | None = None) -> None:
