@@ -224,6 +224,8 @@ class InboundPipeline:
         self.lock = threading.Lock()  # one poll at a time (poller thread and fetch command)
         self.totals = PollResult()
         self.skip = frozenset({settings.archive_dir, settings.error_dir})
+        #: set when the daemon drains: the poll in progress stops before its next file
+        self.halt = threading.Event()
         #: entries reported as left alone (not regular files), so each is reported once
         self._irregular_reported: set[str] = set()
 
@@ -245,6 +247,8 @@ class InboundPipeline:
             result.ready = len(ready)
             result.waiting = self.stability.next_check_in() if len(ready) < len(candidates) else None
             for info in order_files(ready, self.s.order, max_files or self.s.max_files):
+                if self.halt.is_set():
+                    break
                 try:
                     self._take(info, result)
                 except (ConnectionError, EOFError, RemoteError):

@@ -16,6 +16,7 @@ from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.adapter import resolve_path as _resolve_path
 from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.model.files import FileState
+from coupler.bus.runtime.supervision import in_flight
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
@@ -32,7 +33,7 @@ class AdapterStats:
 
     name: str
     type: str
-    state: str = "created"  # created | running | paused | failed | stopped
+    state: str = "created"  # created | running | paused | failed | stopped (| degraded: see to_json)
     received: int = 0  # in: commands and documents it took from the bus
     #: out: what it passed on: messages put on the bus (published, replies) and documents
     #: delivered to its legacy system
@@ -40,13 +41,20 @@ class AdapterStats:
     failed: int = 0
     last_heartbeat: float | None = None
     error: str | None = None
+    #: a worker of the adapter died: shown ``degraded`` (with why) until this time
+    degraded_until: float | None = None
+    degraded_reason: str | None = None
+    worker_deaths: int = 0
 
     def to_json(self, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
+        degraded = self.state == "running" and self.degraded_until is not None and now < self.degraded_until
         return {
             "name": self.name,
             "type": self.type,
-            "state": self.state,
+            "state": "degraded" if degraded else self.state,
+            "degraded": self.degraded_reason if degraded else None,
+            "worker_deaths": self.worker_deaths,
             "in": self.received,
             "out": self.sent,
             "failed": self.failed,
@@ -84,6 +92,15 @@ class Statistics:
             stats = self.adapters[adapter]
             stats.state = state
             stats.error = error
+
+    def degrade(self, adapter: str, reason: str, seconds: float) -> None:
+        """A worker of ``adapter`` died (and was restarted): ``degraded`` for ``seconds``."""
+        with self._lock:
+            stats = self.adapters.get(adapter)
+            if stats is not None:
+                stats.worker_deaths += 1
+                stats.degraded_reason = reason
+                stats.degraded_until = time.time() + seconds
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -146,6 +163,9 @@ class BusContext:
                 hint="set `channel` of the adapter in site.toml",
             )
         self._wait_while_paused()
+        if self._stopping.is_set() and not in_flight():  # the drain: nothing new is received
+            raise CouplerError(f"adapter {self.name!r}: the daemon is stopping, nothing new is received",
+                               hint="it is taken again after the restart")
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
         if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)

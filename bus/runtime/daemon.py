@@ -26,12 +26,16 @@ Every message a worker handles is timed (:class:`~coupler.bus.runtime.console.me
 and its W3C trace context is the thread's current one while it is handled
 (:mod:`coupler.canonical.tracecontext`), so what the handler sends joins its trace.
 
-SIGTERM and SIGINT drain: no new message is received, the messages in flight are finished,
-the adapters are stopped and the process exits 0. Unfinished work stays in the store.
+SIGTERM and SIGINT drain (bus/runtime/supervision.py): every inbound side stops first, the
+messages in flight are finished within ``[site] drain_timeout_seconds``, the adapters are
+stopped and the process exits 0; work still running then is named, abandoned (delivered again
+after the restart) and the process exits 1. A worker that dies is logged, counted, restarted
+and its adapter shown degraded.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -72,6 +76,7 @@ from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
 from coupler.bus.runtime.dispatch import Dispatcher, Servant
 from coupler.bus.runtime.router import Route, Router
 from coupler.bus.runtime.site import DaemonLock
+from coupler.bus.runtime.supervision import Supervisor, abandoned_adapters, drain
 from coupler.bus.transport.base import Delivery, Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
@@ -169,6 +174,10 @@ class Daemon:
         self.observer.attach(self)
         self._console: Any = None
         self._spans: Any = None
+        #: runs the worker loops, restarts a dead one (bus/runtime/supervision.py)
+        self.supervisor = Supervisor(self)
+        #: the workers a drain had to abandon (run() then returns 1)
+        self.abandoned: list[str] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -183,7 +192,7 @@ class Daemon:
                 pass
         finally:
             self.shutdown()
-        return 0
+        return 1 if self.abandoned else 0
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
@@ -251,12 +260,13 @@ class Daemon:
         """Drain and release everything (idempotent)."""
         if self.stopped.is_set():
             return
-        self.stopping.set()
-        for t in self._threads:
-            t.join()
+        self.abandoned = drain(self, self.site.model.site.drain_timeout_seconds)
+        stuck = abandoned_adapters(self, self.abandoned)
         self._threads.clear()
         for ra in self.adapters.values():
-            if ra.started:
+            if ra.started and ra.name in stuck:  # its stop() could hang with the abandoned work
+                log.error("adapter %s not stopped: its work in progress was abandoned", ra.name, extra={"adapter": ra.name})
+            elif ra.started:
                 try:
                     ra.adapter.stop()
                 except Exception:
@@ -627,11 +637,13 @@ class Daemon:
         workers = 1
         if patterns is not None:
             receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
+        adapter = consumer if consumer in self.adapters else None
         for i in range(workers):
             thread_name = name if workers == 1 else f"{name}#{i + 1}"
-            t = threading.Thread(
-                target=self._worker, args=(thread_name, channel, receive, handle, paused), name=thread_name, daemon=True
-            )
+            loop = functools.partial(self._worker, thread_name, channel, receive,
+                                     self.supervisor.guard(thread_name, handle), paused)
+            t = threading.Thread(target=self.supervisor.run, args=(thread_name, adapter, loop), name=thread_name,
+                                 daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -905,6 +917,8 @@ class Daemon:
         for row in adapters:
             if row["name"] in failed:
                 alerts.append({"adapter": row["name"], "alert": f"failed to start: {failed[row['name']]}"})
+            if row.get("degraded"):
+                alerts.append({"adapter": row["name"], "alert": f"degraded: {row['degraded']}"})
             for problem in (row["health"] or {}).get("problems", []):
                 alerts.append({"adapter": row["name"], "alert": problem})
         return {

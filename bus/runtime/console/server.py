@@ -303,10 +303,13 @@ class ConsoleServer:
 
     async def healthz(self, request: web.Request) -> web.Response:
         d = self.daemon
-        failed = [row["name"] for row in d.statistics.snapshot() if row["state"] in ("failed", "stopped")]
-        ok = not d.stopping.is_set() and not failed
-        body = {"status": "ok" if ok else "failing", "site": self.site.name, "failed_adapters": failed,
-                "stopping": d.stopping.is_set()}
+        rows = d.statistics.snapshot()
+        failed = [row["name"] for row in rows if row["state"] in ("failed", "stopped")]
+        degraded = {row["name"]: row["degraded"] for row in rows if row["state"] == "degraded"}
+        ok = not d.stopping.is_set() and not failed and not degraded
+        status = "ok" if ok else "degraded" if not failed and not d.stopping.is_set() else "failing"
+        body = {"status": status, "site": self.site.name, "failed_adapters": failed,
+                "degraded_adapters": degraded, "stopping": d.stopping.is_set()}
         return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(self, request: web.Request) -> web.Response:
