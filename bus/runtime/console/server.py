@@ -333,8 +333,8 @@ class ConsoleServer:
     async def api_dlq_list(self, request: web.Request) -> web.Response:
         return web.json_response(await self._dead_letters(request))
 
-    async def _dead_letters(self, request: web.Request) -> list[dict[str, Any]]:
-        q = api.parse(api.DeadLettersQuery, dict(request.query), "query")
+    async def _dead_letters(self, request: web.Request, *, strict: bool = True) -> list[dict[str, Any]]:
+        q = api.parse(api.DeadLettersQuery, dict(request.query), "query", strict=strict)
         rows: list[dict[str, Any]] = await self._call(
             "dlq.list", queue=api.none_if_empty(q.queue), kind=api.none_if_empty(q.kind), limit=q.limit)
         channel, text = q.channel or "", (q.q or "").lower()
@@ -386,7 +386,7 @@ class ConsoleServer:
             elif name in ("channels", "overview"):
                 data["rates"] = {c["channel"]: self.rates.rates(c["channel"]) for c in status["channels"]}
             elif name == "dead_letters":
-                data["dead_letters"] = await self._dead_letters(request)
+                data["dead_letters"] = await self._dead_letters(request, strict=False)
             elif name == "identities":
                 data["identities"] = await self._call("identities")
             elif name == "trace" and request.query.get("q", "").strip():
