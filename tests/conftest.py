@@ -7,15 +7,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """The Cobrix corpus is the copybook translator's acceptance oracle: without it the run
-    fails at once instead of skipping the tests that prove decoding right."""
-    corpus = SHARED / "corpus" / "cobrix"
-    if not corpus.is_dir():
-        pytest.exit(f"the Cobrix corpus is missing at {corpus}: clone the project beside shared/", returncode=1)
+COBRIX = REPO / "tests" / "translators" / "copybook" / "data" / "cobrix"
 
 
 @pytest.fixture(scope="session")
@@ -25,8 +17,5 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def cobrix_corpus() -> Path:
-    """The Cobrix oracle corpus (``shared/`` lies beside the clone)."""
-    path = SHARED / "corpus" / "cobrix"
-    if not path.is_dir():
-        pytest.fail(f"the Cobrix corpus is missing at {path}: clone the project beside shared/")
-    return path
+    """The Cobrix oracle corpus, kept in the repository with its Apache-2.0 licence."""
+    return COBRIX

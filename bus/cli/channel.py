@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -29,6 +30,7 @@ from coupler.canonical.claimcheck import (
     CLAIMS_DIR_NAME,
     write_claim,
 )
+from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, UsageError
 
 #: the format of a body put without ``--format``: opaque bytes
@@ -80,6 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("files", metavar="FILE", nargs="*", help="one message per file ('-' or none: standard input)")
     q.add_argument("--format", default=DEFAULT_FORMAT, help=f"format indicator NAME@V[;content/type] (default {DEFAULT_FORMAT})")
     q.add_argument("--lines", action="store_true", help="one message per line of standard input")
+    q.add_argument("--ttl", type=float, metavar="SECONDS",
+                   help="Message Expiration: the messages expire SECONDS from now (never handed to a consumer after that)")
     q.add_argument("--property", "-p", action="append", default=[], metavar="KEY=VALUE", help="a message property (repeatable)")
     q.add_argument(
         "--id-from", metavar="FIELD|hash",
@@ -257,6 +261,8 @@ class _Put:
 
 def run_put(args: argparse.Namespace) -> int:
     site = load_site(site_path(args.site))
+    if args.ttl is not None and not args.ttl > 0:
+        raise CouplerError(f"--ttl {args.ttl:g}: give a number of seconds above 0", where="--ttl")
     fmt = FormatIndicator.parse(args.format)
     if not args.unregistered:
         check_format(fmt, site)
@@ -271,6 +277,8 @@ def run_put(args: argparse.Namespace) -> int:
             threshold = site.store.claim_check_bytes
             for n, body in enumerate(_bodies(args, threshold, site.data_dir / PUT_CLAIMS), 1):
                 headers: dict[str, Any] = {}
+                if args.ttl is not None:
+                    headers["expires_at"] = utc_now() + timedelta(seconds=args.ttl)
                 if args.id_from:
                     where = f"{'line' if args.lines else 'message'} {n}"
                     headers["message_id"] = message_id(args.channel, body, args.id_from, where)

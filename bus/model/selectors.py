@@ -1,24 +1,39 @@
-"""Message Selectors: conditions over an envelope's headers and properties.
+"""The expression language of Coupler: Message Selectors (conditions) and field expressions
+(keys), over an envelope's headers, properties and body. docs/expressions.md is the users'
+reference.
 
 Syntax (SQL-like, as in JMS selectors)::
 
     kind = 'command' and properties.region in ('EU', 'US')
     not (attempt > 2 or origin = "legacy-ftp") and format.name = 'acme.Customer'
-    priority >= 5 and correlation_id is not null
+    body.customer.region = 'EU' and body.amount > 100
+    xpath('/order/customer/@region') = 'EU'
 
-Fields: ``message_id``, ``kind``, ``format`` (``name@version``), ``format.name``,
+Fields: the headers ``message_id``, ``kind``, ``format`` (``name@version``), ``format.name``,
 ``format.version``, ``content_type``, ``correlation_id``, ``return_address``, ``origin``,
 ``attempt``, ``timestamp`` and ``expires_at`` (ISO 8601), ``sequence.id``,
-``sequence.position``, ``properties.NAME``; any other bare name is a property.
+``sequence.position``, ``sequence.size``; ``properties.NAME``; ``body.a.b`` (a field of the
+body: Avro binary decoded with the message's format from the schema registry, or JSON; a
+number segment indexes an array, ``body.items.0.sku``); ``xpath('EXPR')`` (XPath 1.0 over an
+XML body; the text of the first node, or the value of a number/string/boolean expression).
+
+In a route's or a step's condition (site.toml) a bare name must be a header: ``status =
+'ACTIVE'`` is refused (write ``properties.status`` or ``body.status``). Selectors given to
+the transport (``receive(selector=...)``, subscriptions) keep the JMS rule: any other bare
+name is a property.
+
 Operators: ``=``, ``!=``/``<>``, ``<``, ``<=``, ``>``, ``>=``, ``[not] in (...)``,
 ``is [not] null``, combined with ``and``, ``or``, ``not`` and parentheses. A number literal
 compares numerically (a value that is not a number does not match); a string literal
-compares as text. A missing field matches only ``is null``.
+compares as text (``true``/``false`` for a boolean field). A missing field matches only
+``is null``.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +52,7 @@ _TOKEN = re.compile(
       | (?P<number>-?\d+(?:\.\d+)?(?![\w.]))
       | (?P<op><=|>=|<>|!=|=|<|>)
       | (?P<punct>[(),])
-      | (?P<name>[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z_][A-Za-z0-9_\-]*)*)
+      | (?P<name>[A-Za-z_][A-Za-z0-9_\-]*(?:\.(?:[A-Za-z_][A-Za-z0-9_\-]*|\d+))*)
     )""",
     re.VERBOSE,
 )
@@ -103,12 +118,112 @@ _HEADERS: dict[str, Callable[[Envelope], Any]] = {
 }
 
 
-def field_getter(name: str) -> Callable[[Envelope], Any]:
-    """The function reading header or property ``name`` of an envelope (None when absent)."""
+def field_getter(name: str, body: BodyReader | None = None, *, bare_properties: bool = True) -> Callable[[Envelope], Any]:
+    """The function reading field ``name`` of an envelope (None when absent): a header,
+    ``properties.NAME``, ``body.PATH`` (with a ``body`` reader), or with ``bare_properties`` any
+    other bare name as a property; otherwise an unknown bare name is a :class:`SelectorError`."""
     if name in _HEADERS:
         return _HEADERS[name]
-    prop = name[len("properties."):] if name.startswith("properties.") else name
-    return lambda e: e.properties.get(prop)
+    if name == "body" or name.startswith("body."):
+        path = tuple(name.split(".")[1:])
+        reader = body or BodyReader()
+        return lambda e: reader.field(e, path)
+    if name.startswith("properties."):
+        prop = name[len("properties."):]
+        return lambda e: e.properties.get(prop)
+    if not bare_properties:
+        raise SelectorError(
+            f"{name!r} is not a header: write body.{name} for a field of the body or properties.{name} "
+            "for a property",
+            hint="docs/expressions.md lists the headers",
+        )
+    return lambda e: e.properties.get(name)
+
+
+class BodyReader:
+    """Reads fields of message bodies for the expression language: ``avro/binary`` decoded
+    with the message's format from the schema registry, JSON, XML for ``xpath(...)``. The body
+    of the message being evaluated is decoded once (per thread), whatever the number of fields."""
+
+    def __init__(self, registry: Callable[[], Any] | None = None):
+        self._registry = registry
+        self._local = threading.local()
+
+    def _cached(self, e: Envelope, kind: str, decode: Callable[[Envelope], Any]) -> Any:
+        last = getattr(self._local, kind, None)
+        if last is not None and last[0] is e and last[1] == len(e.body):
+            return last[2]
+        value = decode(e)
+        setattr(self._local, kind, (e, len(e.body), value))
+        return value
+
+    def record(self, e: Envelope) -> Any:
+        """The decoded body (a dict, list or value); :class:`SelectorError` when it cannot be."""
+        return self._cached(e, "record", self._decode)
+
+    def _decode(self, e: Envelope) -> Any:
+        ct = e.format.content_type
+        try:
+            if ct == "avro/binary":
+                registry = self._registry() if self._registry is not None else None
+                if registry is None:
+                    raise SelectorError(f"cannot read body fields of {e.format.ref}: no schema registry")
+                return registry.decode(e.body, e.format)
+            if ct == "application/json" or ct.endswith("+json"):
+                return json.loads(e.body)
+        except SelectorError:
+            raise
+        except Exception as exc:
+            raise SelectorError(f"message {e.message_id}: its body is not {e.format.ref}: {exc}") from None
+        raise SelectorError(
+            f"message {e.message_id}: body fields need an Avro or JSON body, not {ct}",
+            hint="use xpath('...') for an XML body",
+        )
+
+    def field(self, e: Envelope, path: tuple[str, ...]) -> Any:
+        value = self.record(e)
+        for part in path:
+            if isinstance(value, dict):
+                value = value.get(part)
+            elif isinstance(value, list) and part.isdigit():
+                value = value[int(part)] if int(part) < len(value) else None
+            else:
+                return None
+        return value
+
+    def tree(self, e: Envelope) -> Any:
+        return self._cached(e, "tree", self._parse_xml)
+
+    @staticmethod
+    def _parse_xml(e: Envelope) -> Any:
+        from lxml import etree
+
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+        try:
+            return etree.fromstring(e.body, parser)
+        except etree.XMLSyntaxError as exc:
+            raise SelectorError(f"message {e.message_id}: its body is not XML: {exc}") from None
+
+    def xpath(self, expression: str) -> Callable[[Envelope], Any]:
+        from lxml import etree
+
+        try:
+            compiled = etree.XPath(expression)
+        except etree.XPathSyntaxError as exc:
+            raise SelectorError(f"bad XPath {expression!r}: {exc}") from None
+
+        def get(e: Envelope) -> Any:
+            result = compiled(self.tree(e))
+            if isinstance(result, list):
+                if not result:
+                    return None
+                first = result[0]
+                return first if isinstance(first, str) else ("".join(first.itertext()) if hasattr(first, "itertext") else str(first))
+            if isinstance(result, bool):
+                return "true" if result else "false"
+            return result
+
+        return get
 
 
 def field_list(text: str) -> list[tuple[str, Callable[[Envelope], Any]]]:
@@ -131,6 +246,8 @@ def _compare(op: str, left: Any, right: Any) -> bool:
             left = float(left)
         except (TypeError, ValueError):
             return False
+    elif isinstance(left, bool):
+        left = "true" if left else "false"
     else:
         left = str(left)
     if op == "=":
@@ -147,7 +264,9 @@ def _compare(op: str, left: Any, right: Any) -> bool:
 
 
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, body: BodyReader | None = None, bare_properties: bool = True):
+        self.body = body
+        self.bare_properties = bare_properties
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
@@ -210,11 +329,27 @@ class _Parser:
             return tok.value
         raise self._error("a 'string' or a number")
 
-    def _comparison(self) -> Predicate:
+    def field(self) -> Callable[[Envelope], Any]:
+        """A field: a header, ``properties.X``, ``body.X.Y`` or ``xpath('...')``."""
         name_tok = self._accept("name")
         if name_tok is None:
-            raise self._error("a field name (e.g. kind, format.name, properties.region)")
-        get = field_getter(name_tok.value)
+            raise self._error("a field name (e.g. kind, properties.region, body.customer.region)")
+        if name_tok.value == "xpath" and self._accept("punct", "("):
+            expr = self.tok
+            if expr.kind != "string":
+                raise self._error("an XPath expression in quotes")
+            self.i += 1
+            if not self._accept("punct", ")"):
+                raise self._error("')'")
+            return (self.body or BodyReader()).xpath(expr.value)
+        try:
+            return field_getter(name_tok.value, self.body, bare_properties=self.bare_properties)
+        except SelectorError as exc:
+            raise SelectorError(f"{exc.message} (in {self.text!r})", where=f"column {name_tok.col}", hint=exc.hint) from None
+
+    def _comparison(self) -> Predicate:
+        name_tok = self.tok
+        get = self.field()
         if self._accept("kw", "is"):
             negate = bool(self._accept("kw", "not"))
             if not self._accept("kw", "null"):
@@ -252,16 +387,53 @@ class Selector:
     predicate: Predicate
 
     @classmethod
-    def parse(cls, text: str) -> Selector:
+    def parse(cls, text: str, *, body: BodyReader | None = None, bare_properties: bool = True) -> Selector:
+        """Parse ``text``; ``body`` reads body fields (default: JSON bodies only, no registry);
+        without ``bare_properties`` a bare name that is not a header is refused."""
         if not text or not text.strip():
             raise SelectorError("empty selector", where="column 1", hint="e.g. kind = 'command'")
-        return cls(text, _Parser(text).parse())
+        return cls(text, _Parser(text, body, bare_properties).parse())
 
     def __call__(self, envelope: Envelope) -> bool:
         return self.predicate(envelope)
 
     def __str__(self) -> str:
         return self.text
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A field of the expression language as a value (a key, a property set from the body):
+    ``body.customer.id``, ``properties.region``, ``correlation_id``, ``xpath('/order/@id')``."""
+
+    text: str
+    getter: Callable[[Envelope], Any]
+
+    @classmethod
+    def parse(cls, text: str, *, body: BodyReader | None = None) -> Expression:
+        parser = _Parser(text, body, bare_properties=False)
+        if parser.tok.kind == "end":
+            raise SelectorError("empty expression", hint="e.g. body.customer.id")
+        get = parser.field()
+        if parser.tok.kind != "end":
+            raise parser._error("the end of the expression (one field)")
+        return cls(text, get)
+
+    def __call__(self, envelope: Envelope) -> Any:
+        return self.getter(envelope)
+
+    def text_of(self, envelope: Envelope) -> str | None:
+        """The value as text (None when absent)."""
+        value = self.getter(envelope)
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        if isinstance(value, dict | list):
+            return json.dumps(value, sort_keys=True, default=str)
+        return str(value)
 
 
 def as_selector(selector: Selector | str | None) -> Selector | None:

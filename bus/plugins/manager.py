@@ -33,6 +33,7 @@ _TYPE_HOOKS = {
     "adapter_types": "coupler_adapter_types",
     "transport_types": "coupler_transport_types",
     "translator_types": "coupler_translator_types",
+    "step_types": "coupler_step_types",
 }
 
 
@@ -108,6 +109,7 @@ CORE_PLUGINS = {
     "builtin": "coupler.bus.plugins.builtin",
     "sqlite": "coupler.bus.transport.sqlite.plugin",
     "amqp": "coupler.bus.transport.amqp.plugin",
+    "steps": "coupler.bus.runtime.steps.plugin",
 }
 
 
@@ -191,6 +193,11 @@ def transport_types(pm: pluggy.PluginManager) -> dict[str, Any]:
     return _merge(pm, "coupler_transport_types")
 
 
+def step_types(pm: pluggy.PluginManager) -> dict[str, type]:
+    """``{type name: Step class}`` of every plugin (``coupler_step_types``)."""
+    return _merge(pm, "coupler_step_types")
+
+
 def mapping_functions(pm: pluggy.PluginManager) -> dict[str, Any]:
     """Custom mapping transforms of every plugin (``coupler_mapping_functions``)."""
     return _merge(pm, "coupler_mapping_functions")
@@ -240,6 +247,7 @@ class PluginInfo:
     adapter_types: list[str] = field(default_factory=list)
     transport_types: list[str] = field(default_factory=list)
     translator_types: list[str] = field(default_factory=list)
+    step_types: list[str] = field(default_factory=list)
     schema_dirs: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     cli_commands: list[str] = field(default_factory=list)
@@ -251,6 +259,7 @@ class PluginInfo:
             "adapter_types": self.adapter_types,
             "transport_types": self.transport_types,
             "translator_types": self.translator_types,
+            "step_types": self.step_types,
             "schema_dirs": self.schema_dirs,
             "commands": self.commands,
             "cli_commands": self.cli_commands,

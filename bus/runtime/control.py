@@ -300,6 +300,15 @@ class ControlService(StoreService):
         )
         return [parse_reply(r).to_json() for r in replies]
 
+    def op_detour(self, route: str, step: str | None = None, on: bool | None = None) -> list[dict[str, Any]]:
+        """The Detour switches of ``route`` (one step, or all its detours), switched ``on`` or off
+        when given; each ``{"route", "step", "on"}``."""
+        return self.daemon.detour(route, step, on)
+
+    def op_test(self, route: str, envelope: str) -> dict[str, Any]:
+        """Test Message: run ``envelope`` (base64) through ``route``; nothing is stored or delivered."""
+        return self.daemon.test_message(route, decode_envelope(envelope))
+
     def op_stop(self) -> dict[str, Any]:
         self.daemon.request_stop()
         return {"stopping": True}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coupler.bus.config.loader import RouteConfig
-from coupler.bus.model.selectors import Selector
+from coupler.bus.model.selectors import BodyReader, Selector
 from coupler.canonical import Envelope
 
 
@@ -37,18 +37,21 @@ class Route:
     otherwise: str | None = None
     #: the version it reads (``NAME@V``): the daemon converts messages to it before routing
     format: str | None = None
+    #: channels every message goes to, before the rules
+    to: tuple[str, ...] = ()
 
     @classmethod
-    def from_config(cls, config: RouteConfig) -> Route:
+    def from_config(cls, config: RouteConfig, body: BodyReader | None = None) -> Route:
+        rules = tuple(CompiledRule(Selector.parse(r.when, body=body, bare_properties=False) if r.when else None, r.to)
+                      for r in config.rules)
         return cls(
             name=config.label,
             source=config.source,
-            rules=tuple(
-                CompiledRule(Selector.parse(r.when) if r.when else None, r.to) for r in config.rules
-            ),
+            rules=rules,
             mode=config.mode,
             otherwise=config.otherwise,
             format=config.format,
+            to=config.to,
         )
 
     def destinations(self, envelope: Envelope) -> list[str]:
@@ -57,13 +60,15 @@ class Route:
         An empty list means no rule matched and there is no ``otherwise``: the message is
         unroutable.
         """
-        out: list[str] = []
+        out: list[str] = list(self.to)
+        matched = False
         for rule in self.rules:
             if rule.matches(envelope):
+                matched = True
                 out.extend(c for c in rule.to if c not in out)
                 if self.mode == "first":
                     break
-        if not out and self.otherwise:
+        if not matched and self.otherwise and (self.rules or not self.to):
             out.append(self.otherwise)
         return out
 
@@ -71,8 +76,8 @@ class Route:
 class Router:
     """Every route of a site, by input channel."""
 
-    def __init__(self, routes: list[RouteConfig]):
-        self.routes = [Route.from_config(r) for r in routes]
+    def __init__(self, routes: list[RouteConfig], body: BodyReader | None = None):
+        self.routes = [Route.from_config(r, body) for r in routes]
 
     def sources(self) -> list[str]:
         return sorted({r.source for r in self.routes})

@@ -291,6 +291,54 @@ class JournalEntry:
         }
 
 
+@dataclass(frozen=True)
+class JournalQuery:
+    """Which Message Store journal entries to read: every filter given must hold.
+
+    ``trace_ids``: the entries of the messages of these W3C traces; ``key``: the entries of
+    messages stored with this correlation id or business key (whole values only,
+    :mod:`coupler.canonical.tracecontext`); ``message_ids``: the entries of these messages;
+    ``since``: entries recorded at or after this time. At most ``limit`` entries, oldest first.
+    """
+
+    message_id: str | None = None
+    channel: str | None = None
+    event: str | None = None
+    since: datetime | None = None
+    limit: int = 1000
+    trace_ids: tuple[str, ...] | None = None
+    key: str | None = None
+    message_ids: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # any iterable is accepted; kept as a tuple so that the query is a value
+        for name in ("trace_ids", "message_ids"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+    @property
+    def key_pattern(self) -> str | None:
+        """``key`` as it appears in a row's search keys (``|v1|v2|``)."""
+        return None if self.key is None else f"|{self.key.replace('|', '/')}|"
+
+    def matches(self, entry: JournalEntry, keys: str | None) -> bool:
+        """Whether ``entry`` (stored with search ``keys``) is selected; for stores that filter
+        in Python (the SQL stores translate the query: :mod:`coupler.bus.transport.sql_filters`)."""
+        for wanted, value in ((self.message_id, entry.message_id), (self.channel, entry.channel),
+                              (self.event, entry.event)):
+            if wanted is not None and wanted != value:
+                return False
+        if self.trace_ids is not None and entry.trace_id not in self.trace_ids:
+            return False
+        if self.message_ids is not None and entry.message_id not in self.message_ids:
+            return False
+        pattern = self.key_pattern
+        if pattern is not None and pattern not in (keys or ""):
+            return False
+        return self.since is None or entry.at >= self.since
+
+
 class TransactionOps(abc.ABC):
     """The operations that can take part in one transaction (see :meth:`Transport.transaction`)."""
 
@@ -372,6 +420,24 @@ class TransactionOps(abc.ABC):
     @abc.abstractmethod
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
+
+    # -- keyed state of stateful steps (Aggregator, Resequencer, Process Manager) -----------
+
+    #: whether a state change commits in the same transaction as the acknowledgement (SQLite,
+    #: the storage transports); False on the broker, where the step records the ids of the
+    #: messages it counted beside its state (see :mod:`coupler.bus.runtime.steps`)
+    acks_with_state: bool = True
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        """The unexpired values of ``keys`` of ``scope`` (all its keys when None), in this
+        transaction; ``lock``: keep other transactions (other daemons) from changing them until
+        this one ends."""
+        raise TransportError(f"{type(self).__name__} keeps no step state", hint="use transport.transaction()")
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        """Write (None: delete) keyed state, committed with this transaction; ``expires_at``
+        (epoch seconds): the values are gone after that time."""
+        raise TransportError(f"{type(self).__name__} keeps no step state", hint="use transport.transaction()")
 
 
 class Transport(TransactionOps):
@@ -494,25 +560,19 @@ class Transport(TransactionOps):
 
     # -- message store ---------------------------------------------------------------------
 
-    @abc.abstractmethod
-    def journal(
-        self,
-        *,
-        message_id: str | None = None,
-        channel: str | None = None,
-        event: str | None = None,
-        since: datetime | None = None,
-        limit: int = 1000,
-        trace_ids: Iterable[str] | None = None,
-        key: str | None = None,
-        message_ids: Iterable[str] | None = None,
-    ) -> list[JournalEntry]:
-        """Query the Message Store journal (oldest first).
+    def journal(self, query: JournalQuery | None = None, /, **filters: Any) -> list[JournalEntry]:
+        """Query the Message Store journal (oldest first): ``query``, or a
+        :class:`JournalQuery` made of the keyword ``filters`` (``message_id``, ``channel``,
+        ``event``, ``since``, ``limit``, ``trace_ids``, ``key``, ``message_ids``)."""
+        if query is None:
+            query = JournalQuery(**filters)
+        elif filters:
+            raise TypeError("journal(): give a JournalQuery or keyword filters, not both")
+        return self.query_journal(query)
 
-        ``trace_ids``: the entries of the messages of these W3C traces; ``key``: the entries
-        of messages stored with this correlation id or business key
-        (:mod:`coupler.canonical.tracecontext`); ``message_ids``: the entries of these messages.
-        """
+    @abc.abstractmethod
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        """The journal entries matching ``query``, oldest first (see :class:`JournalQuery`)."""
 
     @abc.abstractmethod
     def maintain(self) -> dict[str, int]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from coupler.bus.transport.base import JournalEntry
+from coupler.bus.transport.base import JournalEntry, JournalQuery
 from coupler.canonical import Envelope
 from coupler.canonical.tracecontext import search_keys, trace_id_of
 
@@ -25,42 +25,27 @@ def journal_trace(envelope: Envelope) -> tuple[str | None, str | None]:
     return trace_id_of(envelope), search_keys(envelope)
 
 
-def journal_query(
-    table: str,
-    mark: str,
-    *,
-    message_id: str | None = None,
-    channel: str | None = None,
-    event: str | None = None,
-    since: datetime | None = None,
-    limit: int = 1000,
-    order: str = "id",
-    trace_ids: Iterable[str] | None = None,
-    key: str | None = None,
-    message_ids: Iterable[str] | None = None,
-) -> tuple[str, list[Any]]:
-    """The ``SELECT`` of journal entries (oldest first) matching every filter given, and its
-    arguments (``at`` is stored in epoch seconds). ``trace_ids``: rows of messages of these
-    traces; ``key``: rows of messages whose correlation id or business key is ``key``;
-    ``message_ids``: rows of any of these messages."""
-    clauses, args = _equal((("message_id", message_id), ("channel", channel), ("event", event)), mark)
-    if trace_ids is not None:
-        ids = list(trace_ids) or [""]
-        clauses.append(f"trace_id IN ({', '.join([mark] * len(ids))})")
-        args.extend(ids)
-    if message_ids is not None:
-        mids = list(message_ids) or [""]
-        clauses.append(f"message_id IN ({', '.join([mark] * len(mids))})")
-        args.extend(mids)
-    if key is not None:
-        escaped = key.replace("|", "/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+def journal_query(table: str, mark: str, query: JournalQuery, *, order: str = "id") -> tuple[str, list[Any]]:
+    """The ``SELECT`` of the journal entries ``query`` selects (oldest first), and its
+    arguments (``at`` is stored in epoch seconds; ``keys`` as ``|v1|v2|``)."""
+    clauses, args = _equal(
+        (("message_id", query.message_id), ("channel", query.channel), ("event", query.event)), mark
+    )
+    for column, values in (("trace_id", query.trace_ids), ("message_id", query.message_ids)):
+        if values is not None:
+            listed = list(values) or [""]
+            clauses.append(f"{column} IN ({', '.join([mark] * len(listed))})")
+            args.extend(listed)
+    pattern = query.key_pattern
+    if pattern is not None:
+        escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         clauses.append(f"keys LIKE {mark} ESCAPE '\\'")
-        args.append(f"%|{escaped}|%")
-    if since is not None:
+        args.append(f"%{escaped}%")
+    if query.since is not None:
         clauses.append(f"at >= {mark}")
-        args.append(since.timestamp())
+        args.append(query.since.timestamp())
     sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY {order} LIMIT {mark}"
-    return sql, [*args, limit]
+    return sql, [*args, query.limit]
 
 
 def journal_entries(rows: Iterable[tuple[Any, ...]]) -> list[JournalEntry]:

@@ -46,7 +46,7 @@ nested = { a = 1 }
 from = "orders"
 otherwise = "orders.other"
 [[routes.rules]]
-when = "region = 'EU'"
+when = "properties.region = 'EU'"
 to = ["orders.eu", "orders.audit"]
 [[routes.rules]]
 to = ["orders.rest"]
@@ -98,10 +98,10 @@ def test_full_site_is_typed(tmp_path: Path) -> None:
         ('[[adapters]]\nname = "a"\ntype = "t"\ncommands = ["sned"]\n', "adapters[a].commands[0]: 'sned' is not one of"),
         ('[[adapters]]\nname = "a"\ntype = "t"\nidentity = { provider = "x" }\n', "adapters[a].identity.class: required key is missing"),
         ('[[adapters]]\nname = "a"\ntype = "t"\n[[adapters]]\nname = "a"\ntype = "u"\n', "adapters[1].name: 'a' is already used by adapters[0]"),
-        ('[[routes]]\nfrom = "in"\n', "routes[0].rules: required key is missing"),
+        ('[[routes]]\nfrom = "in"\n', "routes[0]: goes nowhere: give it `to` channels, `rules` or `steps`"),
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nwhen = "region = "\nto = ["x"]\n', "routes[0].rules[0].when:"),
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["in"]\n', "routes[0].rules[0].to[0]: 'in' is the route's own input channel"),
-        ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["a"]\n[[routes.rules]]\nwhen = "x = 1"\nto = ["b"]\n', "routes[0].rules[0]: has no `when`"),
+        ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["a"]\n[[routes.rules]]\nwhen = "properties.x = 1"\nto = ["b"]\n', "routes[0].rules[0]: has no `when`"),
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = []\n', "routes[0].rules[0].to: needs at least one channel"),
         ('[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["a"]\n[[routes]]\nfrom = "in"\n[[routes.rules]]\nto = ["b"]\n', "routes[1].from: channel 'in' is already routed by routes[0]"),
         ('[[channels]]\nname = "bad name"\n', "channels[0].name: 'bad name' is not a valid channel name"),
@@ -172,7 +172,7 @@ def test_adapter_options_are_checked_on_load_with_the_other_problems(tmp_path: P
         "adapters[hl7-in].options.idle_timout: unknown key (did you mean 'idle_timeout'?)",
         "adapters[hl7-in].options.tls.cer: unknown key (did you mean 'cert'?)",
         "adapters[soap-in].type: no installed plugin provides adapter type 'sopa' (did you mean 'soap'? installed: "
-        "filedrop, sftp, soap, socket; `coupler plugins` lists them)",
+        "database, filedrop, http, sftp, soap, socket; `coupler plugins` lists them)",
     ]
     assert info.value.lines == [2, 10, 12, 16]
     path.write_text(path.read_text().replace('"OFF"', '"FULL"').replace("idle_timout", "idle_timeout")

@@ -54,7 +54,7 @@ fail_start = true
 from = "incoming"
 otherwise = "other"
 [[routes.rules]]
-when = "region = 'EU'"
+when = "properties.region = 'EU'"
 to = ["eu", "audit"]
 [[routes.rules]]
 when = "format.name = 'acme.Order'"
@@ -157,7 +157,7 @@ def test_routes_content_based_and_recipient_list(daemon: Daemon) -> None:
 
 
 def test_unroutable_message_goes_to_the_dead_letters(tmp_path: Path) -> None:
-    text = '[[routes]]\nname = "r"\nfrom = "in"\n[[routes.rules]]\nwhen = "x = 1"\nto = ["a"]\n'
+    text = '[[routes]]\nname = "r"\nfrom = "in"\n[[routes.rules]]\nwhen = "properties.x = 1"\nto = ["a"]\n'
     d = Daemon(load_site(make_site(tmp_path, text)), pm=plugin_manager(entry_points=False))
     d.start()
     try:

@@ -14,7 +14,7 @@ name = "cbr"
 from = "in"
 otherwise = "rest"
 [[routes.rules]]
-when = "format.name = 'acme.Order' and amount >= 1000"
+when = "format.name = 'acme.Order' and properties.amount >= 1000"
 to = ["big"]
 [[routes.rules]]
 when = "format = 'acme.Order@2' or kind = 'event'"
@@ -28,7 +28,7 @@ mode = "all"
 when = "properties.region in ('EU', 'UK')"
 to = ["europe", "audit"]
 [[routes.rules]]
-when = "region is not null"
+when = "properties.region is not null"
 to = ["audit", "anywhere"]
 """
 

@@ -13,7 +13,7 @@ import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.transport.base import TransportError
-from coupler.bus.transport.sqlite.schema import StoreVersionError
+from coupler.bus.transport.sqlite.schema import SCHEMA_VERSION, StoreVersionError
 from coupler.bus.transport.sqlite.transport import CLAIM_PROPERTY, SqliteTransport
 from coupler.canonical.errors import CouplerError
 
@@ -373,8 +373,8 @@ def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> No
     old.commit()
     old.close()
     with caplog.at_level("INFO", logger="coupler.bus.transport.sqlite.transport"), SqliteTransport(tmp_path) as t:
-        assert "migrated from schema version 1 to 3" in caplog.text
-        assert _pragma(t, "user_version") == 3
+        assert f"migrated from schema version 1 to {SCHEMA_VERSION}" in caplog.text
+        assert _pragma(t, "user_version") == SCHEMA_VERSION
         got = t.receive("q", "c", max=10)
         assert [d.envelope.body for d in got] == [b"first", b"second"]
         assert [d.message_id for d in got] == [e.message_id for e in waiting]
@@ -382,7 +382,7 @@ def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> No
         t.send("q", doc(b"new"))
         assert bodies(t.receive("q", "c")) == [b"new"]
     with SqliteTransport(tmp_path) as t:  # opening again migrates nothing
-        assert _pragma(t, "user_version") == 3
+        assert _pragma(t, "user_version") == SCHEMA_VERSION
 
 
 def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
@@ -391,7 +391,7 @@ def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
     conn = sqlite3.connect(tmp_path / "coupler.db")
     conn.execute("PRAGMA user_version = 9")
     conn.close()
-    with pytest.raises(StoreVersionError, match="schema version 9, this Coupler reads versions up to 3"):
+    with pytest.raises(StoreVersionError, match=f"schema version 9, this Coupler reads versions up to {SCHEMA_VERSION}"):
         SqliteTransport(tmp_path).open()
 
 

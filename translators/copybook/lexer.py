@@ -5,10 +5,18 @@ Two source formats:
 * ``fixed`` (the default, as punched on cards): columns 1-6 are the sequence area and
   columns 73-80 the identification area, both ignored; column 7 is the indicator:
   ``*`` and ``/`` comment lines, ``-`` a continuation line, ``D``/``d`` a debugging line
-  (skipped unless ``debug_lines=True``). Text lives in columns 8-72. As in Cobrix, a
-  line with any other character in column 7 is read as text starting in column 7.
+  (skipped unless ``debug_lines=True``, as the compiler does without ``WITH DEBUGGING
+  MODE``). Text lives in columns 8-72. As in Cobrix, a line with any other character in
+  column 7 is read as text starting in column 7.
 * ``free``: the whole line is text; a line whose first non-blank characters are ``*`` or
-  ``/`` is a comment.
+  ``/`` is a comment, one starting with ``>>D`` a debugging line.
+
+Lines that hold only a compiler-directing statement for the listing or the compiler options
+are dropped, as IBM Enterprise COBOL and GnuCOBOL do (they describe no data): ``EJECT``,
+``SKIP1``/``SKIP2``/``SKIP3`` and ``TITLE 'text'`` (each alone on its line, with or without
+a period), ``*CBL``/``*CONTROL`` options (written from column 8 on; in column 7 the ``*`` is
+already a comment indicator), and ``CBL``/``PROCESS`` option lines (anywhere from column 1).
+``REPLACE`` works on the tokens after ``COPY`` expansion (``parser.py``).
 
 In both formats ``*>`` outside a literal starts a floating comment that runs to the end of
 the line (``16 FILLER PIC X(353). *> was 420``).
@@ -25,6 +33,7 @@ separators and are dropped. Every token carries its file, line and column.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +43,11 @@ SourceFormat = Literal["fixed", "free"]
 
 _TEXT_START = 7  # 0-based index of column 8
 _TEXT_END = 72  # columns 8..72 inclusive
+#: a line holding only a listing statement: EJECT, SKIP1-3, TITLE 'literal' (period optional)
+_LISTING = re.compile(r"""(EJECT|SKIP[123])\s*\.?|TITLE\s+('[^']*'|"[^"]*")\s*\.?""", re.IGNORECASE)
+#: a line of compiler options: *CBL / *CONTROL (text area), CBL / PROCESS (from column 1 on)
+_OPTIONS = re.compile(r"(\*CBL|\*CONTROL|CBL|PROCESS)(\s.*)?", re.IGNORECASE)
+_OPTIONS_FROM_COLUMN_1 = re.compile(r"\s*(CBL|PROCESS)(\s.*)?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,12 @@ def _clean(raw: str) -> str:
     return "".join(" " if (ord(ch) < 32 or ord(ch) == 127) else ch for ch in raw)
 
 
+def _directing(text: str) -> bool:
+    """Whether a line's text is only a listing or compiler-options statement (dropped)."""
+    stripped = text.strip()
+    return bool(stripped) and (_LISTING.fullmatch(stripped) is not None or _OPTIONS.fullmatch(stripped) is not None)
+
+
 def source_lines(
     text: str,
     file: str,
@@ -96,17 +116,23 @@ def source_lines(
         line = _clean(_expand_tabs(raw, tab_width))
         if source_format == "free":
             stripped = line.lstrip()
-            if not stripped or stripped.startswith(("*", "/")):
+            if stripped[:3].upper() == ">>D" and stripped[3:4] in ("", " "):
+                if not debug_lines:
+                    continue
+                line = " " * (len(line) - len(stripped) + 3) + stripped[3:]
+                stripped = line.lstrip()
+            if not stripped or stripped.startswith(("*", "/")) or _directing(stripped):
                 continue
             out.append(_Line(number, 1, line, False))
             continue
-        if len(line) <= 6:
+        if len(line) <= 6 or _OPTIONS_FROM_COLUMN_1.fullmatch(line):
             continue
         indicator = line[6]
         start = _TEXT_START
         if indicator in "*/":
             continue
-        if indicator in "dD" and (len(line) < 8 or line[7] == " "):
+        if indicator in "dD":
+            # a debugging line (whatever follows in column 8), as the compiler reads it
             if not debug_lines:
                 continue
         elif indicator not in " -":
@@ -114,6 +140,8 @@ def source_lines(
             # text starting in column 7.
             start = _TEXT_START - 1
         body = line[start:_TEXT_END].ljust(_TEXT_END - start)  # a literal continues to column 72
+        if indicator != "-" and _directing(body):
+            continue
         tail = line[_TEXT_END:]
         if had_tab and tail.strip():
             raise CopybookSyntaxError(

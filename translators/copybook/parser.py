@@ -24,37 +24,7 @@ from typing import NoReturn
 
 from .errors import CopybookSyntaxError
 from .lexer import SourceFormat, Token, tokenize
-
-#: USAGE words as written -> the canonical usage names used by the layout and picture.py
-USAGES: dict[str, str] = {
-    "DISPLAY": "DISPLAY",
-    "DISPLAY-1": "DISPLAY-1",
-    "NATIONAL": "NATIONAL",
-    "BINARY": "COMP",
-    "COMP": "COMP",
-    "COMPUTATIONAL": "COMP",
-    "COMP-0": "COMP",
-    "COMPUTATIONAL-0": "COMP",
-    "COMP-4": "COMP",
-    "COMPUTATIONAL-4": "COMP",
-    "COMP-1": "COMP-1",
-    "COMPUTATIONAL-1": "COMP-1",
-    "COMP-2": "COMP-2",
-    "COMPUTATIONAL-2": "COMP-2",
-    "COMP-3": "COMP-3",
-    "COMPUTATIONAL-3": "COMP-3",
-    "PACKED-DECIMAL": "COMP-3",
-    "COMP-5": "COMP-5",
-    "COMPUTATIONAL-5": "COMP-5",
-    "COMP-6": "COMP-6",
-    "COMPUTATIONAL-6": "COMP-6",
-    "COMP-9": "COMP-9",
-    "COMPUTATIONAL-9": "COMP-9",
-    "INDEX": "INDEX",
-    "POINTER": "POINTER",
-    "PROCEDURE-POINTER": "PROCEDURE-POINTER",
-    "FUNCTION-POINTER": "FUNCTION-POINTER",
-}
+from .picture import NO_PICTURE_USAGES, USAGES
 
 FIGURATIVE = {
     "ZERO": "ZERO", "ZEROS": "ZERO", "ZEROES": "ZERO",
@@ -142,7 +112,7 @@ class Item:
     column: int = 0
     is_filler: bool = False
     picture: str | None = None
-    usage: str | None = None  # canonical usage (see USAGES), own or inherited
+    usage: str | None = None  # canonical usage (see picture.USAGES), own or inherited
     usage_written: str | None = None  # the USAGE word as written on this entry
     sign_position: typing.Literal["leading", "trailing"] | None = None
     sign_separate: bool = False
@@ -366,6 +336,59 @@ def _expand_copy(
         if pairs:
             sub = _apply_replacing(sub, pairs)
         out.extend(sub)
+    return out
+
+
+def _apply_replace_statements(tokens: list[Token]) -> list[Token]:
+    """The ``REPLACE`` statement, after COPY expansion as the compiler applies it:
+    ``REPLACE [LEADING|TRAILING] ==a== BY ==b== ... .`` changes the text that follows it
+    until ``REPLACE OFF.`` or the next REPLACE (which supersedes it); the statement itself
+    describes no data and is removed."""
+    out: list[Token] = []
+    pairs: list[tuple[str, list[Token], list[Token]]] = []
+    segment: list[Token] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = tokens[i]
+        starts_entry = not segment or segment[-1].kind == "period"
+        if not (tok.kind == "word" and tok.upper == "REPLACE" and starts_entry):
+            segment.append(tok)
+            i += 1
+            continue
+        out.extend(_apply_replacing(segment, pairs) if pairs else segment)
+        segment = []
+        i += 1
+        pairs = []
+        if i < n and tokens[i].kind == "word" and tokens[i].upper == "OFF":
+            i += 1
+        else:
+            while i < n and tokens[i].kind != "period":
+                mode = "full"
+                if tokens[i].kind == "word" and tokens[i].upper in ("LEADING", "TRAILING"):
+                    mode = tokens[i].upper.lower()
+                    i += 1
+                if i >= n or tokens[i].kind != "pseudo":
+                    if pairs and mode == "full":
+                        _fail("REPLACE statement must end with a period", tokens, i, "'.'")
+                    _fail("REPLACE operands are pseudo-text", tokens, i, "==text== BY ==text==")
+                old = _operand(tokens, i)
+                i += 1
+                if i >= n or not (tokens[i].kind == "word" and tokens[i].upper == "BY"):
+                    _fail("incomplete REPLACE phrase", tokens, i, "BY")
+                i += 1
+                if i >= n or tokens[i].kind != "pseudo":
+                    _fail("REPLACE operands are pseudo-text", tokens, i, "==text==")
+                new = _operand(tokens, i)
+                i += 1
+                if not old:
+                    _fail("REPLACE needs text to replace", tokens, i - 3, "==text== that is not empty")
+                pairs.append((mode, old, new))
+            if not pairs:
+                _fail("REPLACE without operands", tokens, i, "==text== BY ==text== or OFF")
+        if i >= n or tokens[i].kind != "period":
+            _fail("REPLACE statement must end with a period", tokens, i, "'.'")
+        i += 1
+    out.extend(_apply_replacing(segment, pairs) if pairs else segment)
     return out
 
 
@@ -822,9 +845,6 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
     return Copybook(roots, renames, file)
 
 
-_NO_PIC_USAGES = {"COMP-1", "COMP-2", "INDEX", "POINTER", "PROCEDURE-POINTER", "FUNCTION-POINTER"}
-
-
 def _inherit(item: Item, usage: str | None, sign: tuple[typing.Literal["leading", "trailing"] | None, bool] | None) -> None:
     if item.usage is None and usage is not None:
         item.usage = usage
@@ -840,7 +860,7 @@ def _inherit(item: Item, usage: str | None, sign: tuple[typing.Literal["leading"
         child_sign = (item.sign_position, item.sign_separate) if item.sign_position else sign
         for child in item.children:
             _inherit(child, item.usage, child_sign)
-    elif item.picture is None and (item.usage or "") not in _NO_PIC_USAGES:
+    elif item.picture is None and (item.usage or "") not in NO_PICTURE_USAGES:
         raise CopybookSyntaxError(
             f"elementary item {item.name} has no PICTURE clause", file=item.file,
             line=item.line, column=item.column, token=item.name,
@@ -866,6 +886,8 @@ def parse_copybook(
             tokens, search_path=[Path(p) for p in copy_paths], source_format=source_format,
             tab_width=tab_width, stack=(),
         )
+    if any(t.kind == "word" and t.upper == "REPLACE" for t in tokens):
+        tokens = _apply_replace_statements(tokens)
     entries = _Parser(tokens).entries()
     return _build_tree(entries, file)
 

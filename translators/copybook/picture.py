@@ -34,6 +34,7 @@ __all__ = [
     "DecodeContext",
     "FieldDecodeError",
     "FieldEncodeError",
+    "NO_PICTURE_USAGES",
     "FieldType",
     "PictureError",
     "field_type",
@@ -66,7 +67,8 @@ class FieldEncodeError(RecordEncodeError):
 # --------------------------------------------------------------------------------------
 # usages
 
-#: Accepted USAGE spellings -> the canonical usage name a FieldType carries.
+#: USAGE words as written -> the canonical usage name a FieldType carries (the one table:
+#: the parser reads USAGE clauses with it, the layout and the codecs use its values).
 USAGES: dict[str, str] = {
     "DISPLAY": "DISPLAY",
     "COMP": "COMP",
@@ -97,6 +99,8 @@ USAGES: dict[str, str] = {
 
 #: usages without a PICTURE whose size is the address size (4 bytes, 8 with ``pointer_size=8``)
 POINTER_USAGES = frozenset({"POINTER", "PROCEDURE-POINTER", "FUNCTION-POINTER"})
+#: usages of elementary items that have no PICTURE clause
+NO_PICTURE_USAGES = POINTER_USAGES | {"COMP-1", "COMP-2", "INDEX"}
 
 
 def normalize_usage(usage: str | None, *, where: str | None = None) -> str:

@@ -26,7 +26,7 @@ from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record
 from .naming import local_name
 from .scalars import Scalar
-from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, syntax_error
+from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, safe_parser, syntax_error
 
 if TYPE_CHECKING:
     from .model import SchemaModel
@@ -87,17 +87,22 @@ class RecordDecoder:
         self.required_attributes: list[str] = []
         # tag -> (field, converter, repeated, the scalar's own decode for simple-typed
         # elements: called inline when the element has neither attributes nor children)
-        self.children: dict[str, tuple[str, Callable[[Any], Any], bool, Callable[[str], Any] | None]] = {}
-        self.wildcards: list[tuple[Field, Any]] = []
+        self.children: dict[str, tuple[str, Callable[[Any], Any], bool, Callable[[str], Any] | None, int]] = {}
+        self.wildcards: list[tuple[Field, Any, int]] = []  # (field, XsdAnyElement, field index)
+        self.positional = False
+        self.order: str | None = None  # the field listing the children in document order
         self.text: tuple[str, Callable[[str], Any]] | None = None
         self.mixed: str | None = None  # the field holding mixed content as XML
         self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
 
     def compile(self) -> None:
-        for f in self.record.fields:
+        for index, f in enumerate(self.record.fields):
             self.template[f.name] = [] if f.repeated else _MISSING
             if f.kind == "anyattr":
                 self.any_attributes = (f.name, f.wildcard)
+                continue
+            if f.kind == "xsitype":
+                self.template[f.name] = None  # set from the xsi:type attribute, when there is one
                 continue
             if f.repeated:
                 self.arrays.append(f.name)
@@ -112,10 +117,16 @@ class RecordDecoder:
             elif f.kind == "mixed":
                 self.mixed = f.name
             elif f.kind == "any":
-                self.wildcards.append((f, f.wildcard))
-            else:
+                self.wildcards.append((f, f.wildcard, index))
+            elif f.kind == "element":
                 direct = f.value.decode if isinstance(f.value, Scalar) else None
-                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated, direct)
+                if direct is not None and f.default is not None:
+                    direct = _with_default(direct, f.default)
+                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated, direct, index)
+        # the wildcard a foreign element belongs to depends on where it stands (xs:any after
+        # each declared part of an extension): tracked when there are several wildcards
+        self.positional = len(self.wildcards) > 1
+        self.order = self.record.order_field
 
     def __call__(self, elem: Any) -> dict[str, Any]:
         out = dict(self.template)
@@ -150,14 +161,20 @@ class RecordDecoder:
                 raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem,
                             self.compiler.source_name)
             children = self.children
+            track = self.positional or self.order is not None
+            position = -1  # the index of the field of the last child (with track)
             for child in elem:
                 slot = children.get(child.tag)
                 if slot is None:
                     if not isinstance(child.tag, str):
                         continue  # comment or processing instruction
-                    self._wildcard(out, child)
+                    position = self._wildcard(out, child, position)
                     continue
-                name, convert, repeated, direct = slot
+                name, convert, repeated, direct, index = slot
+                if track:
+                    position = index
+                    if self.order is not None:
+                        out[self.order].append(name)
                 if not repeated and out[name] is not _MISSING:
                     raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child,
                                 self.compiler.source_name)
@@ -189,8 +206,11 @@ class RecordDecoder:
         return out
 
     def _other_attribute(self, out: dict[str, Any], elem: Any, key: str, text: str) -> None:
-        """An attribute the type does not declare: an xsi: hint, one its xs:anyAttribute admits, or an error."""
+        """An attribute the type does not declare: an xsi: hint (xsi:type kept where the record
+        has a field for it), one its xs:anyAttribute admits, or an error."""
         if key.startswith(_IGNORED_ATTRIBUTE_NS):
+            if key == XSI_TYPE and self.record.xsi_type_field is not None:
+                out[self.record.xsi_type_field] = expanded_type_name(elem, text, self.compiler.source_name)
             return
         if self.any_attributes is not None and self.any_attributes[1].is_matching(key):
             out[self.any_attributes[0]][key] = text
@@ -203,26 +223,62 @@ class RecordDecoder:
                 return f"{f.kind} {local_name(f.qname)!r}" if f.qname else f"{f.kind} content"
         return name
 
-    def _wildcard(self, out: dict[str, Any], child: Any) -> None:
-        for f, wildcard in self.wildcards:
-            if wildcard.is_matching(child.tag):
-                text = xml_text(child)
-                if f.repeated:
-                    out[f.name].append(text)
-                elif out[f.name] is _MISSING:
-                    out[f.name] = text
-                else:
-                    continue
-                return
-        raise _fail(f"unexpected element {local_name(child.tag)!r} in {self.record.name}", child,
-                    self.compiler.source_name)
+    def _wildcard(self, out: dict[str, Any], child: Any, position: int) -> int:
+        """Put a child no declared element matches into the wildcard field it belongs to (the
+        first one at or after the field of the previous child, else the first that matches);
+        returns that field's index."""
+        chosen = None
+        for f, wildcard, index in self.wildcards:
+            if not wildcard.is_matching(child.tag):
+                continue
+            if not f.repeated and out[f.name] is not _MISSING:
+                continue
+            if index >= position:
+                chosen = (f, index)
+                break
+            if chosen is None:
+                chosen = (f, index)
+        if chosen is None:
+            raise _fail(f"unexpected element {local_name(child.tag)!r} in {self.record.name}", child,
+                        self.compiler.source_name)
+        f, index = chosen
+        text = xml_text(child)
+        if f.repeated:
+            out[f.name].append(text)
+        else:
+            out[f.name] = text
+        if self.order is not None:
+            out[self.order].append(f.name)
+        return index
+
+
+def _with_default(decode: Callable[[str], Any], default: str) -> Callable[[str], Any]:
+    """A simple type's decode where an empty element takes the declaration's default (or fixed) value."""
+    return lambda text: decode(text or default)
+
+
+def expanded_type_name(elem: Any, text: str, source: str | None) -> str:
+    """The Clark name an ``xsi:type`` QName stands for where it is written (an unprefixed
+    name is in the default namespace, as XSD resolves it)."""
+    prefix, _, local = text.strip().rpartition(":")
+    uri = elem.nsmap.get(prefix or None)
+    if prefix and uri is None:
+        raise _fail(f"xsi:type {text!r}: the prefix {prefix!r} is not declared", elem, source)
+    return f"{{{uri}}}{local}" if uri else local
 
 
 def xml_text(elem: Any) -> str:
-    """One element as a self-contained XML string (unused namespace declarations removed)."""
-    clone = copy.deepcopy(elem)
-    clone.tail = None
-    etree.cleanup_namespaces(clone)
+    """One element as a self-contained XML string (unused namespace declarations removed,
+    except the prefixes that xsi:type values use: lxml does not see those as used)."""
+    keep = {value.strip().rpartition(":")[0] for value in (e.get(XSI_TYPE) for e in elem.iter() if isinstance(e.tag, str))
+            if value and ":" in value}
+    if keep:  # serialised with every declaration in scope, then the unused ones but these dropped
+        clone = etree.fromstring(etree.tostring(elem, with_tail=False), safe_parser())
+        etree.cleanup_namespaces(clone, keep_ns_prefixes=sorted(keep))
+    else:
+        clone = copy.deepcopy(elem)
+        clone.tail = None
+        etree.cleanup_namespaces(clone)
     return etree.tostring(clone, encoding="unicode")
 
 
@@ -273,9 +329,7 @@ class Decoder:
                     raise _fail("the element's type is abstract: xsi:type is required", elem, self.source_name)
                 decoder = default
             else:
-                prefix, _, local = type_name.strip().rpartition(":")
-                uri = elem.nsmap.get(prefix or None, "")
-                found = decoders.get(f"{{{uri}}}{local}" if uri else local)
+                found = decoders.get(expanded_type_name(elem, type_name, self.source_name))
                 if found is None:
                     allowed = ", ".join(local_name(k or "") for k in decoders)
                     raise _fail(f"xsi:type {type_name!r} is not allowed here (allowed: {allowed})", elem, self.source_name)
@@ -292,7 +346,7 @@ class Decoder:
         source = lambda: self.source_name  # noqa: E731
         nillable = f.nillable
         if isinstance(value, Scalar):
-            decode = value.decode
+            decode = value.decode if f.default is None else _with_default(value.decode, f.default)
 
             def convert_scalar(child: Any) -> Any:
                 keys = child.keys()

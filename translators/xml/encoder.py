@@ -117,7 +117,7 @@ class Encoder:
         if isinstance(value, Poly):
             record, data = self._branch(value, data, path)
             if record is not value.declared:
-                elem.set(XSI_TYPE, self._qname_text(record.type_qname or "", elem))
+                elem.set(XSI_TYPE, _type_qname(record.type_qname or "", elem, path))
             self._record(record, data, elem, path)
         elif isinstance(value, Record):
             self._record(value, data, elem, path)
@@ -131,6 +131,9 @@ class Encoder:
         for key in data:
             if key not in known:
                 raise RecordError(f"unknown field {key!r} in {record.name}", [*path, key])
+        order = data.get(record.order_field) if record.order_field is not None else None
+        if order:
+            self._ordered_children(record, data, order, elem, path)
         for f in record.fields:
             here = [*path, f.name]
             item = data.get(f.name)
@@ -158,11 +161,55 @@ class Encoder:
                 elem.set(f.qname, self._text(f.value, item, here))
             elif f.kind == "text":
                 elem.text = self._text(f.value, item, here)
+            elif f.kind == "xsitype":
+                if item is not None and elem.get(XSI_TYPE) is None:
+                    elem.set(XSI_TYPE, _type_qname(item, elem, here))
+            elif f.kind == "order" or order:
+                continue  # the children were written in document order above
             elif f.kind == "any":
                 for text in _as_list(item, f, here):
                     elem.append(_parse_fragment(text, here))
             else:
                 self._element(f, item, elem, here)
+
+    def _ordered_children(self, record: Record, data: dict[str, Any], order: Any, elem: Any, path: list[str]) -> None:
+        """The child elements in the order the record's order field lists them (each entry
+        takes the next value of its field); values it does not list follow in declaration order."""
+        if not isinstance(order, list | tuple) or not all(isinstance(n, str) for n in order):
+            raise RecordError("expected a list of field names", [*path, record.order_field or ""])
+        fields = {f.name: f for f in record.fields if f.kind in ("element", "any")}
+        values = {name: _as_list(data.get(name), f, [*path, name]) if f.repeated else [data.get(name)]
+                  for name, f in fields.items()}
+        used = dict.fromkeys(fields, 0)
+        where = [*path, record.order_field or ""]
+        for name in order:
+            f = fields.get(name)
+            if f is None:
+                raise RecordError(f"{name!r} is not an element field of {record.name}", where)
+            index = used[name]
+            if index >= len(values[name]):
+                raise RecordError(f"{name!r} is listed more often than it has values", where)
+            used[name] = index + 1
+            self._child(f, values[name][index], elem, [*path, f"{name}[{index}]" if f.repeated else name])
+        for name, f in fields.items():
+            if not f.repeated:
+                if not used[name]:
+                    self._child(f, values[name][0], elem, [*path, name])
+                continue
+            for index in range(used[name], len(values[name])):
+                self._child(f, values[name][index], elem, [*path, f"{name}[{index}]"])
+
+    def _child(self, f: Field, entry: Any, parent: Any, path: list[str]) -> None:
+        """One value of an element or xs:any field (a single field's None: see _element)."""
+        if f.kind == "any":
+            if entry is not None:
+                parent.append(_parse_fragment(entry, path))
+            return
+        if not f.repeated:
+            self._element(f, entry, parent, path)
+            return
+        child = etree.SubElement(parent, f.qname)
+        self._value(f.value, entry, child, path)
 
     def _element(self, f: Field, item: Any, parent: Any, path: list[str]) -> None:
         if f.repeated:
@@ -207,16 +254,6 @@ class Encoder:
             raise RecordError(f"the fields {sorted(keys)} match no type of this element", path)
         return min(fitting, key=lambda r: len(r.field_names() - keys)), data
 
-    def _qname_text(self, qname: str, elem: Any) -> str:
-        uri, local = namespace_of(qname), local_name(qname)
-        if not uri:
-            return local
-        for prefix, bound in elem.nsmap.items():
-            if bound == uri:
-                return f"{prefix}:{local}" if prefix else local
-        elem.nsmap  # noqa: B018 - nsmap is read-only; fall back to a local declaration
-        raise RecordError(f"no namespace prefix for {uri}", [])
-
     # -- streaming helpers -----------------------------------------------------------------
 
     def _path_fields(self, record_path: str) -> list[Field]:
@@ -248,6 +285,23 @@ class Encoder:
             if getattr(component, "name", None) == qname and hasattr(component, "iter_errors") and hasattr(component, "min_occurs"):
                 return component
         return None
+
+
+def _type_qname(item: Any, elem: Any, path: list[str]) -> Any:
+    """An xsi:type kept as a Clark name, written as a QName: with a prefix in scope for its
+    namespace (unprefixed for the default namespace), else one lxml declares on the element."""
+    if not isinstance(item, str) or not item.strip():
+        raise RecordError("expected the Clark name of a type ({namespace}name)", path)
+    uri, local = namespace_of(item), local_name(item)
+    if not uri:
+        if elem.nsmap.get(None):
+            raise RecordError(f"cannot name the type {local!r} (no namespace) under a default namespace", path)
+        return local
+    prefixes = [p for p, bound in elem.nsmap.items() if bound == uri]
+    if prefixes:
+        named = sorted(p for p in prefixes if p)
+        return f"{named[0]}:{local}" if named else local
+    return etree.QName(uri, local)  # lxml declares a prefix for it
 
 
 def _as_list(item: Any, f: Field, path: list[str]) -> list[Any]:

@@ -36,7 +36,7 @@ class Field:
     """One field of a record: an element, an attribute, the text of simple content, or xs:any."""
 
     name: str
-    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr"
+    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr" | "xsitype" | "order"
     qname: str | None  # Clark name of the element or attribute
     value: Any  # Scalar | Record | Poly (None for "any", "mixed" and "anyattr")
     repeated: bool = False
@@ -44,10 +44,11 @@ class Field:
     nillable: bool = False
     min_occurs: int = 1
     wildcard: Any = None  # the XsdAnyElement of an "any" field, the XsdAnyAttribute of "anyattr"
+    default: str | None = None  # a simple-typed element's default or fixed value (an empty element takes it)
 
     @property
     def required(self) -> bool:
-        return not self.optional and not self.repeated and self.kind != "anyattr"
+        return not self.optional and not self.repeated and self.kind not in ("anyattr", "order")
 
 
 @dataclass(eq=False)
@@ -59,6 +60,12 @@ class Record:
     xsd_type: Any
     fields: list[Field] = field(default_factory=list)
     type_qname: str | None = None  # the global type's Clark name (for xsi:type), else None
+    #: the name of the field listing the child elements in document order, when the content
+    #: model lets their order vary (a repeated group of several particles, xs:all, a
+    #: substitution group or the same element twice), else None
+    order_field: str | None = None
+    #: the name of the field keeping the element's own xsi:type (Clark name), else None
+    xsi_type_field: str | None = None
 
     @property
     def fullname(self) -> str:
@@ -100,10 +107,15 @@ def value_avro(value: Any, defined: set[str]) -> Any:
 
 
 _DOCS = {"element": "element", "attribute": "attribute", "text": "text content", "any": "xs:any",
-         "mixed": "mixed content (XML)", "anyattr": "xs:anyAttribute (Clark name -> text)"}
+         "mixed": "mixed content (XML)", "anyattr": "xs:anyAttribute (Clark name -> text)",
+         "xsitype": "the xsi:type the element named (Clark name), null when it named none",
+         "order": "the fields of the child elements in document order (one entry per element)"}
 
 
 def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
+    if f.kind in ("xsitype", "order"):
+        out_type: Any = ["null", "string"] if f.kind == "xsitype" else {"type": "array", "items": "string"}
+        return {"name": f.name, "doc": _DOCS[f.kind], "type": out_type, "default": None if f.kind == "xsitype" else []}
     inner = "string" if f.kind in ("any", "mixed") else value_avro(f.value, defined) if f.kind != "anyattr" else None
     doc = _DOCS[f.kind]
     out: dict[str, Any] = {"name": f.name}
@@ -193,7 +205,9 @@ class SchemaModel:
             if not sub.abstract:
                 branches.append(self.record(sub, None, None))
         if not branches:
-            raise XsdError(f"element {elem.local_name!r} has an abstract type with no concrete derivation", where=self.source)
+            # an extension point (SAML's BaseID): only a type of another schema can fill it, so
+            # a document using it is refused (by xsi:type) unless that schema is loaded too
+            return Poly(None, [record])
         return Poly(None if xsd_type.abstract else record, branches)
 
     def record(self, xsd_type: XsdComplexType, elem: XsdElement | None, parent: Record | None) -> Record:
@@ -216,6 +230,12 @@ class SchemaModel:
         elif isinstance(xsd_type.content, XsdGroup):
             self._walk(record, xsd_type.content, 1, 1)
         self._attributes(record, xsd_type)
+        if xsd_type.name:  # an xsi:type can name it (also where it is the declared type)
+            record.xsi_type_field = self._unique(record, "xsi_type")
+            record.fields.append(Field(record.xsi_type_field, "xsitype", None, None, optional=True))
+        if record.order_field is not None:
+            record.order_field = self._unique(record, "element_order")
+            record.fields.append(Field(record.order_field, "order", None, None, repeated=True, min_occurs=0))
         return record
 
     def _claim_name(self, record: Record, parent: Record | None, key: int) -> None:
@@ -232,25 +252,36 @@ class SchemaModel:
                 return
         raise XsdError(f"cannot find a unique Avro name for {base}", where=self.source)
 
-    def _walk(self, record: Record, group: XsdGroup, min_f: int, max_f: int | None) -> None:
+    def _walk(self, record: Record, group: XsdGroup, min_f: int, max_f: int | None) -> int:
+        """Add the fields of ``group``; returns how many element particles it holds, and marks
+        the record as keeping its children's order where the group lets that order vary."""
         gmin = group.min_occurs * min_f
         gmax = None if group.max_occurs is None or max_f is None else group.max_occurs * max_f
+        own_max = group.max_occurs
         choice = group.model == "choice" and len(group) > 1
+        particles = 0
         for item in group:
             if isinstance(item, XsdGroup):
-                self._walk(record, item, 0 if choice else gmin, gmax)
+                particles += self._walk(record, item, 0 if choice else gmin, gmax)
             elif isinstance(item, XsdAnyElement):
                 emin, emax = _occurs(item, 0 if choice else gmin, gmax)
                 name = self._unique(record, "any")
                 record.fields.append(Field(name, "any", None, None, repeated=emax is None or emax > 1,
                                            optional=emin == 0, min_occurs=emin, wildcard=item))
+                particles += 1
             elif isinstance(item, XsdElement):
                 emin, emax = _occurs(item, 0 if choice else gmin, gmax)
                 members = self._substitutes(item)
                 if len(members) > 1:
                     emin = 0
+                    if emax is None or emax > 1:
+                        record.order_field = ""  # repeated members of a substitution group mix
                 for member in members:
                     self._element_field(record, member, emin, emax)
+                particles += len(members)
+        if particles > 1 and (own_max is None or own_max > 1 or group.model == "all"):
+            record.order_field = ""  # named when the record is complete (see record())
+        return particles
 
     def _substitutes(self, elem: XsdElement) -> list[XsdElement]:
         head = elem.ref if elem.ref is not None else elem
@@ -271,11 +302,14 @@ class SchemaModel:
         for existing in record.fields:
             if existing.kind == "element" and existing.qname == qname:
                 existing.repeated = True  # the same element twice in the model: one array
+                record.order_field = ""  # ... whose items the document places apart
                 existing.optional = False
                 existing.min_occurs = min(existing.min_occurs, emin)
                 return
         name = self._unique(record, avro_name(elem.local_name))
-        f = Field(name, "element", qname, None, nillable=bool(elem.nillable), min_occurs=emin)
+        default = elem.default if elem.default is not None else elem.fixed
+        f = Field(name, "element", qname, None, nillable=bool(elem.nillable), min_occurs=emin,
+                  default=None if default is None else str(default))
         f.repeated = emax is None or emax > 1
         f.optional = not f.repeated and (emin == 0 or f.nillable)
         record.fields.append(f)

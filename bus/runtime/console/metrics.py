@@ -108,6 +108,7 @@ class _DaemonCollector(Collector):
         uptime.add_metric([], time.time() - (d.started_at or time.time()))
         yield uptime
         yield from self._adapters(d)
+        yield from self._steps(d)
         yield from self._batch(d)
         if d.transport is None:
             return
@@ -140,6 +141,16 @@ class _DaemonCollector(Collector):
         yield up
         yield paused
         yield from units.values()
+
+    def _steps(self, d: Daemon) -> Iterator[Any]:
+        dropped = CounterMetricFamily(
+            "coupler_route_step_messages",
+            "Messages a route step dropped on purpose, by outcome: `discarded` (Message Filter), `expired` "
+            "(Message Expiration).", labels=["route", "step", "outcome"])
+        for name, pipeline in d.pipelines.items():
+            for (step, outcome), count in sorted(pipeline.counts.items()):
+                dropped.add_metric([name, step, outcome], float(count))
+        yield dropped
 
     def _batch(self, d: Daemon) -> Iterator[Any]:
         if d.batch is None:
@@ -181,6 +192,7 @@ def metric_names() -> list[str]:
         "coupler_adapter_up", "coupler_adapter_paused", "coupler_adapter_units_in_total",
         "coupler_adapter_units_out_total", "coupler_adapter_units_failed_total",
         "coupler_adapter_delivery_seconds", "coupler_adapter_command_seconds", "coupler_route_seconds",
+        "coupler_route_step_messages_total",
         "coupler_batch_records_total", "coupler_batch_input_bytes_total", "coupler_batch_runs_total", "coupler_batch_running",
         "coupler_channel_depth", "coupler_channel_in_flight", "coupler_channel_oldest_message_age_seconds",
     ]

@@ -14,6 +14,8 @@ tables the embedded store has for the same purpose (see ``coupler.bus.transport.
 * the sequence ``dead_letter_ids`` — site-wide ids of dead letters,
 * ``claims`` / ``claim_chunks`` / ``claim_refs`` — claim-checked bodies (Claim Check), in
   chunks, with the number of message copies in each queue that refer to them,
+* ``state`` — the keyed state of stateful steps (aggregation groups, resequencer buffers,
+  process instances; :class:`StateTx`),
 * ``returns`` — how often the transport itself returned a message to its queue without an
   attempt (a browse, a selector's skip, a consumer's unused prefetch): subtracted from the
   broker's ``x-delivery-count`` so that attempts are counted exactly.
@@ -40,11 +42,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
-from coupler.bus.transport.base import ChannelConfig, JournalEntry, TransportError
+from coupler.bus.transport.base import ChannelConfig, JournalEntry, JournalQuery, TransportError
 from coupler.bus.transport.ddl import file_state, metadata, postgres
 from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
 from coupler.bus.transport.sql_filters import journal_entries, journal_query
@@ -55,6 +56,8 @@ except ImportError:  # pragma: no cover - reported when a PgStore is opened
     psycopg = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
+#: the keyed-state scope of the outputs of transactions that changed step state (see StateTx)
+OUTBOX = "outbox"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 #: what only the shared state has, beside the metadata tables of :mod:`coupler.bus.transport.ddl`
@@ -106,7 +109,12 @@ class PgStoreError(TransportError):
 class PgStore:
     """The shared state of a site in schema ``schema`` of the PostgreSQL database ``dsn``."""
 
-    def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = False):
+    def __init__(
+        self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = False,
+        keys: tuple[str, str] = ("store.amqp.postgres", "store.amqp.postgres_schema"),
+    ):
+        #: the site's keys of the DSN and the schema (named in errors)
+        self.keys = keys
         if psycopg is None:  # pragma: no cover
             raise PgStoreError(
                 "the PostgreSQL store needs psycopg", hint="pip install 'psycopg[binary]'"
@@ -114,7 +122,7 @@ class PgStore:
         if not _SCHEMA_NAME.match(schema):
             raise PgStoreError(
                 f"bad PostgreSQL schema name {schema!r}",
-                where="store.amqp.postgres_schema",
+                where=keys[1],
                 hint="lower-case letters, digits and _, starting with a letter",
             )
         self.dsn = dsn
@@ -199,7 +207,7 @@ class PgStore:
         except psycopg.Error as exc:
             raise PgStoreError(
                 f"cannot connect to PostgreSQL: {str(exc).strip()}",
-                where="store.amqp.postgres",
+                where=self.keys[0],
                 hint="check the DSN and that the server runs",
             ) from exc
         if not self.synchronous_commit:
@@ -221,7 +229,7 @@ class PgStore:
         except psycopg.OperationalError as exc:
             with contextlib.suppress(Exception):
                 conn.close()
-            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where="store.amqp.postgres") from exc
+            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=self.keys[0]) from exc
         except psycopg.Error as exc:
             raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.schema}") from exc
 
@@ -351,25 +359,9 @@ class PgStore:
                     (channel, n),
                 )
 
-    def journal(
-        self,
-        *,
-        message_id: str | None = None,
-        channel: str | None = None,
-        event: str | None = None,
-        since: datetime | None = None,
-        limit: int = 1000,
-        trace_ids: Iterable[str] | None = None,
-        key: str | None = None,
-        message_ids: Iterable[str] | None = None,
-    ) -> list[JournalEntry]:
-        sql, args = journal_query(
-            f"{self.schema}.journal", "%s",
-            message_id=message_id, channel=channel, event=event, since=since, limit=limit,
-            trace_ids=trace_ids, key=key, message_ids=message_ids,
-            # several processes write batches: the time each entry was recorded orders them
-            order="at, id",
-        )
+    def journal(self, query: JournalQuery) -> list[JournalEntry]:
+        # several processes write batches: the time each entry was recorded orders them
+        sql, args = journal_query(f"{self.schema}.journal", "%s", query, order="at, id")
         self.flush()
         with self.conn() as c:
             return journal_entries(c.execute(sql, args).fetchall())
@@ -429,6 +421,48 @@ class PgStore:
                 "ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at",
                 rows,
             )
+
+    # -- keyed state of stateful steps ----------------------------------------------------
+
+    def state_tx(self) -> StateTx:
+        """A PostgreSQL transaction of step state on a connection of this thread's own (beside
+        the autocommit one), ended by :meth:`StateTx.commit` or :meth:`StateTx.rollback`."""
+        conn = getattr(self._local, "state_conn", None)
+        if conn is None or conn.closed:
+            try:
+                conn = psycopg.connect(self.dsn, autocommit=False, connect_timeout=10)
+            except psycopg.Error as exc:
+                raise PgStoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}",
+                                   where="store.amqp.postgres", hint="check the DSN and that the server runs") from exc
+            self._local.state_conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return StateTx(self, conn)
+
+    @contextlib.contextmanager
+    def stale_outbox(self, older_than: float) -> Iterator[list[tuple[str, bytes]]]:
+        """The outbox entries (:meth:`StateTx.outbox`) written before ``older_than`` (epoch
+        seconds) whose transaction died before it published them, locked (another daemon skips
+        them); deleted when the block ends without an error."""
+        with self.conn(durable=True) as c:
+            rows = c.execute(
+                f"SELECT key, value FROM {self.schema}.state WHERE scope = %s FOR UPDATE SKIP LOCKED", (OUTBOX,)
+            ).fetchall()
+            stale = [(k, bytes(v)) for k, v in rows if json.loads(bytes(v))["at"] < older_than]
+            yield stale
+            if stale:
+                c.execute(f"DELETE FROM {self.schema}.state WHERE scope = %s AND key = ANY(%s)",
+                          (OUTBOX, [k for k, _ in stale]))
+
+    def outbox_done(self, key: str) -> None:
+        """The outputs of outbox entry ``key`` are published: forget it."""
+        with self.conn() as c:
+            c.execute(f"DELETE FROM {self.schema}.state WHERE scope = %s AND key = %s", (OUTBOX, key))
+
+    def forget_state(self) -> int:
+        """Delete expired step state; returns how many values."""
+        with self.conn() as c:
+            return int(c.execute(f"DELETE FROM {self.schema}.state WHERE expires_at <= %s", (time.time(),)).rowcount)
 
     # -- broker objects (so that a site can be taken down completely) ---------------------
 
@@ -569,6 +603,77 @@ class PgStore:
             return int(c.execute(f"SELECT nextval('{self.schema}.dead_letter_ids')").fetchone()[0])
 
 
+class StateTx:
+    """One PostgreSQL transaction of step state (see :meth:`PgStore.state_tx`).
+
+    ``lock=True`` takes a transaction-level advisory lock per key (sorted, so two daemons
+    locking several keys never deadlock): it holds for keys that do not exist yet too (a new
+    group), which ``SELECT ... FOR UPDATE`` cannot do. The locks go with the commit.
+    """
+
+    def __init__(self, store: PgStore, conn: Any):
+        self.store = store
+        self.conn = conn
+        self.s = store.schema
+
+    def _run(self, sql: str, args: Any) -> Any:
+        try:
+            return self.conn.execute(sql, args)
+        except psycopg.OperationalError as exc:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where="store.amqp.postgres") from exc
+        except psycopg.Error as exc:
+            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.s}") from exc
+
+    def get(self, scope: str, keys: Iterable[str] | None, lock: bool) -> dict[str, bytes]:
+        keys = None if keys is None else sorted(set(keys))
+        if lock:
+            for name in [scope] if keys is None else [f"{scope}\x1f{k}" for k in keys]:
+                self._run("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.s}\x1f{name}",))
+        sql = f"SELECT key, value FROM {self.s}.state WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
+        args: list[Any] = [scope, time.time()]
+        if keys is not None:
+            if not keys:
+                return {}
+            sql += " AND key = ANY(%s)"
+            args.append(keys)
+        return {k: bytes(v) for k, v in self._run(sql, args).fetchall()}
+
+    def put(self, scope: str, values: dict[str, bytes | None], expires_at: float | None) -> None:
+        gone = [k for k, v in values.items() if v is None]
+        if gone:
+            self._run(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+        kept = {k: v for k, v in values.items() if v is not None}
+        if kept:
+            self._run(
+                f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
+                "SELECT %s, k, v, %s FROM unnest(%s::text[], %s::bytea[]) AS u(k, v) "
+                "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                (scope, expires_at, list(kept), list(kept.values())),
+            )
+
+    def outbox(self, value: bytes) -> str:
+        """Keep the outputs of this transaction (``value``: JSON ``{"at": time, ...}``) with its
+        state change, so that a process that dies after the commit and before it published them
+        does not lose them: :meth:`PgStore.stale_outbox` finds them. Returns the entry's key."""
+        key = uuid.uuid4().hex
+        self._run(f"INSERT INTO {self.s}.state (scope, key, value) VALUES (%s, %s, %s)", (OUTBOX, key, value))
+        return key
+
+    def commit(self) -> None:
+        try:
+            self.conn.commit()
+        except psycopg.Error as exc:
+            with contextlib.suppress(Exception):
+                self.conn.rollback()
+            raise PgStoreError(f"PostgreSQL: state commit failed: {str(exc).strip()}", where=f"schema {self.s}") from exc
+
+    def rollback(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.rollback()
+
+
 class _JournalWriter:
     """The thread that writes a store's journal entries and counters in batches.
 
@@ -613,7 +718,7 @@ class _JournalWriter:
                 if left <= 0:
                     raise PgStoreError(
                         f"the journal could not be written to PostgreSQL within {timeout:g} s: "
-                        f"{self.error or 'no answer'}", where="store.amqp.postgres",
+                        f"{self.error or 'no answer'}", where=self.store.keys[0],
                     )
                 self.cond.wait(min(left, 0.1))
 
@@ -717,4 +822,4 @@ class PgIdentityRepository(IdentityRepository):
         return [Registration(r[0], Identity(r[1], r[2], r[3], r[4]), r[5], r[6], r[7]) for r in rows]
 
 
-__all__ = ["PgIdentityRepository", "PgStore", "PgStoreError"]
+__all__ = ["PgIdentityRepository", "PgStore", "PgStoreError", "StateTx"]

@@ -58,6 +58,7 @@ dropping the duplicate.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
@@ -92,7 +93,7 @@ from coupler.bus.transport.amqp.codec import (
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.link import CHANNEL_ERRORS, Link
 from coupler.bus.transport.amqp.names import Names
-from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
+from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore, StateTx
 from coupler.bus.transport.base import (
     DEFAULT_DEAD_LETTER,
     DEFAULT_INVALID,
@@ -102,6 +103,7 @@ from coupler.bus.transport.base import (
     DeadLetter,
     Delivery,
     JournalEntry,
+    JournalQuery,
     LeaseLostError,
     TransactionOps,
     Transport,
@@ -115,6 +117,7 @@ from coupler.bus.transport.base import (
     purged_dead_letters_detail,
     unknown_dead_letter,
 )
+from coupler.bus.transport.codec import decode, encode
 from coupler.bus.transport.policy import (
     ACKED,
     DEAD_LETTERS_PURGED,
@@ -327,7 +330,25 @@ class AmqpTransport(Transport):
             self.store.close()
             raise
         self._link = link
+        self.publish_outbox(0.0)
         return self
+
+    def publish_outbox(self, min_age: float) -> int:
+        """Publish the outputs of state changes whose process died before it published them
+        (at open, and by :meth:`maintain` for entries older than ``min_age`` seconds); returns
+        how many messages. A copy already published is published again with the same id (an
+        Idempotent Receiver drops it)."""
+        n = 0
+        with self.store.stale_outbox(time.time() - min_age) as entries:
+            journal = _Journal()
+            for _key, entry in entries:
+                for channel, envs, component in _outbox_sends(entry):
+                    self._call(lambda link, c=channel, e=envs, comp=component: self._send(link, c, e, comp, journal))
+                    n += len(envs)
+            self._record(journal)
+        if n:
+            log.warning("published %d message(s) of state changes a stopped process had not published", n)
+        return n
 
     def close(self) -> None:
         if self._link is not None and self._ack_tags:  # coalesced acknowledgements go out now
@@ -1588,22 +1609,8 @@ class AmqpTransport(Transport):
 
     # -- message store ---------------------------------------------------------------------
 
-    def journal(
-        self,
-        *,
-        message_id: str | None = None,
-        channel: str | None = None,
-        event: str | None = None,
-        since: datetime | None = None,
-        limit: int = 1000,
-        trace_ids: Iterable[str] | None = None,
-        key: str | None = None,
-        message_ids: Iterable[str] | None = None,
-    ) -> list[JournalEntry]:
-        return self.store.journal(
-            message_id=message_id, channel=channel, event=event, since=since, limit=limit, trace_ids=trace_ids, key=key,
-            message_ids=message_ids,
-        )
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        return self.store.journal(query)
 
     def exports_shared_figures(self) -> bool:
         return self.store.hold_lock("metrics")
@@ -1614,11 +1621,23 @@ class AmqpTransport(Transport):
         self._record(journal)
         now = time.time()
         counts = self.store.purge_older(now - self.journal_retention, now - self.idempotency_retention)
-        return {"expired": expired, **counts}
+        return {"expired": expired, **counts, "state": self.store.forget_state(), "outbox": self.publish_outbox(60.0)}
 
     @property
     def identities(self) -> IdentityRepository:
         return self._identities
+
+
+def _outbox_entry(sends: list[tuple[str, list[Envelope], str]]) -> bytes:
+    """The outputs of a transaction as an outbox entry of the store."""
+    return json.dumps({"at": time.time(), "sends": [
+        [channel, component, [base64.b64encode(encode(e)).decode("ascii") for e in envs]]
+        for channel, envs, component in sends]}).encode()
+
+
+def _outbox_sends(entry: bytes) -> list[tuple[str, list[Envelope], str]]:
+    data = json.loads(entry)
+    return [(channel, [decode(base64.b64decode(b)) for b in blobs], component) for channel, component, blobs in data["sends"]]
 
 
 def _claim_of(headers: dict[str, Any]) -> str | None:
@@ -1626,10 +1645,9 @@ def _claim_of(headers: dict[str, Any]) -> str | None:
     return claim.decode() if isinstance(claim, bytes) else claim
 
 
-def amqp_transport_for_site(site: Any) -> AmqpTransport:
-    """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
-    store = site.store
-    amqp = store.amqp
+def amqp_transport_for_site(site: Any, amqp: Any) -> AmqpTransport:
+    """The opened broker transport of a site whose ``[store] type`` is ``amqp``, with its
+    ``[store.amqp]`` options (:class:`~coupler.bus.transport.amqp.plugin.AmqpOptions`)."""
     return AmqpTransport(
         amqp.url,
         postgres=amqp.postgres,
@@ -1638,14 +1656,8 @@ def amqp_transport_for_site(site: Any) -> AmqpTransport:
         delivery_limit=amqp.delivery_limit,
         reconnect_timeout=amqp.reconnect_timeout_seconds,
         file_lease_seconds=amqp.file_lease_seconds,
-        claim_threshold=store.claim_check_bytes,
-        backoff=BackoffPolicy(**store.redelivery.model_dump()),
-        lease_seconds=store.lease_seconds,
-        journal_retention=store.journal_retention_days * 86400.0,
-        idempotency_retention=store.idempotency_window_seconds,
-        dead_letter=store.dead_letter_channel,
-        invalid=store.invalid_channel,
         name=f"coupler {site.name}",
+        **site.store.transport_settings(),
     ).open()
 
 
@@ -1660,6 +1672,23 @@ class _AmqpTx(TransactionOps):
         self.nacks: list[tuple[Delivery, str, str, NackDecision]] = []
         self.invalids: list[tuple[int, Envelope | bytes, str, str, str | None, Delivery | None]] = []
         self.marks: list[tuple[str, list[str]]] = []
+        #: step state: a PostgreSQL transaction opened by the first get/put, committed after
+        #: the outputs are published and before the acknowledgements
+        self.state: StateTx | None = None
+
+    #: the broker acknowledges apart from PostgreSQL: stateful steps record what they counted
+    acks_with_state = False
+
+    def _state(self) -> StateTx:
+        if self.state is None:
+            self.state = self.t.store.state_tx()
+        return self.state
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        return self._state().get(f"step:{scope}", keys, lock)
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        self._state().put(f"step:{scope}", values, expires_at)
 
     def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
         envs = self.t._check_envelopes(channel, envelopes)
@@ -1730,7 +1759,18 @@ class _AmqpTx(TransactionOps):
                 t._nack(link, d, text, component, decision, journal)
 
         try:
+            # step state first, with the outputs in its outbox: a redelivered input is then
+            # known as counted, and what the state change sent is published once the process
+            # comes back if it dies before (the same messages, the same ids)
+            outbox = None
+            if self.state is not None:
+                if self.sends:
+                    outbox = self.state.outbox(_outbox_entry(self.sends))
+                self.state.commit()
+                self.state = None
             t._call(outputs, retry=False)
+            if outbox is not None:
+                t.store.outbox_done(outbox)
             for consumer, keys in self.marks:
                 t.store.mark_seen(consumer, keys)
             if self.acks:
@@ -1743,6 +1783,9 @@ class _AmqpTx(TransactionOps):
 
     def rollback(self) -> None:
         """Return the messages received in the transaction to their queues at once."""
+        if self.state is not None:
+            self.state.rollback()
+            self.state = None
         self._release(self.received)
 
     def _release(self, deliveries: list[Delivery]) -> None:

@@ -522,6 +522,31 @@ class StoreTx(TransactionOps):
         )
         return cursor.rowcount == 1
 
+    # -- step state (see Transport.get_state) ----------------------------------------------
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        # the write transaction (BEGIN IMMEDIATE) already excludes every other writer: lock is implied
+        sql = "SELECT key, value FROM state WHERE scope = ? AND (expires_at IS NULL OR expires_at > ?)"
+        if keys is None:
+            return {k: bytes(v) for k, v in self.conn.execute(sql, (f"step:{scope}", self.now))}
+        found: dict[str, bytes] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), _IN_CHUNK):
+            chunk = keys[i : i + _IN_CHUNK]
+            rows = self.conn.execute(f"{sql} AND key IN ({','.join('?' * len(chunk))})",
+                                     (f"step:{scope}", self.now, *chunk))
+            found.update((k, bytes(v)) for k, v in rows)
+        return found
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        self.conn.executemany("DELETE FROM state WHERE scope = ? AND key = ?",
+                              [(f"step:{scope}", k) for k, v in values.items() if v is None])
+        self.conn.executemany(
+            "INSERT INTO state (scope, key, value, expires_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+            [(f"step:{scope}", k, v, expires_at) for k, v in values.items() if v is not None],
+        )
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         now = self.now
         self.conn.executemany(

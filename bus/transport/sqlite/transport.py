@@ -57,6 +57,7 @@ from coupler.bus.transport.base import (
     DeadLetter,
     Delivery,
     JournalEntry,
+    JournalQuery,
     TransactionOps,
     Transport,
     TransportError,
@@ -834,22 +835,8 @@ class SqliteTransport(Transport):
 
     # -- message store ---------------------------------------------------------------------
 
-    def journal(
-        self,
-        *,
-        message_id: str | None = None,
-        channel: str | None = None,
-        event: str | None = None,
-        since: datetime | None = None,
-        limit: int = 1000,
-        trace_ids: Iterable[str] | None = None,
-        key: str | None = None,
-        message_ids: Iterable[str] | None = None,
-    ) -> list[JournalEntry]:
-        sql, args = journal_query(
-            "journal", "?", message_id=message_id, channel=channel, event=event, since=since, limit=limit,
-            trace_ids=trace_ids, key=key, message_ids=message_ids,
-        )
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        sql, args = journal_query("journal", "?", query)
         conn = self._conn()
         return journal_entries(self._retry(lambda: conn.execute(sql, args).fetchall()))
 
@@ -868,6 +855,7 @@ class SqliteTransport(Transport):
             counts["seen"] = tx.conn.execute(
                 "DELETE FROM seen WHERE seen_at < ?", (now - self.idempotency_retention,)
             ).rowcount
+            counts["state"] = tx.conn.execute("DELETE FROM state WHERE expires_at <= ?", (now,)).rowcount
             referenced = {
                 r[0]
                 for r in tx.conn.execute(

@@ -6,20 +6,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.testing.contract import CONTRACT_OPTIONS
 from coupler.bus.transport.base import Transport
 
-from .support import CLAIM_THRESHOLD, TRANSPORTS
+from .support import TRANSPORTS
 
 
 @pytest.fixture(params=sorted(TRANSPORTS))
 def transport(request: pytest.FixtureRequest, tmp_path) -> Iterator[Transport]:
     factory = TRANSPORTS[request.param]
-    t = factory(
-        tmp_path / "data",
-        backoff=BackoffPolicy(initial_delay=0.05, multiplier=2, max_delay=0.2, max_attempts=3, jitter=0),
-        claim_threshold=CLAIM_THRESHOLD,
-    )
+    t = factory(tmp_path / "data", **CONTRACT_OPTIONS)
     try:
         yield t
     finally:

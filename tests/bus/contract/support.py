@@ -6,9 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.transport.base import Transport
+from coupler.bus.transport.memory import MemoryTransport
 from coupler.bus.transport.sqlite.transport import SqliteTransport
-from coupler.canonical import Envelope
 
 
 class FakeClock:
@@ -28,40 +27,17 @@ def sqlite_transport(data_dir: Path, **options: Any) -> SqliteTransport:
     return SqliteTransport(data_dir, **options).open()
 
 
+def memory_transport(data_dir: Path, **options: Any) -> MemoryTransport:
+    return MemoryTransport(**options).open()
+
+
 #: name -> factory(data_dir, **options) of every transport the contract tests run against;
 #: a broker transport adds itself here (its factory may skip when its server is missing)
-TRANSPORTS: dict[str, Any] = {"sqlite": sqlite_transport}
+TRANSPORTS: dict[str, Any] = {"sqlite": sqlite_transport, "memory": memory_transport}
 
-from tests.bus.amqp.broker import amqp_transport  # noqa: E402  (RabbitMQ + PostgreSQL)
+from tests.bus.amqp.broker import amqp_transport, postgres_transport  # noqa: E402  (RabbitMQ + PostgreSQL)
 
 TRANSPORTS["amqp"] = amqp_transport
+TRANSPORTS["postgres"] = postgres_transport
 
-
-#: bodies larger than this are claim-checked by the transports of the contract tests
-CLAIM_THRESHOLD = 4096
-
-
-def stored_claims(transport: Transport) -> list[str]:
-    """The claim-checked bodies a transport stores now (files of the embedded store, rows of
-    the broker transport's PostgreSQL)."""
-    files = getattr(transport, "claim_files", None)
-    return files() if files is not None else transport.store.claim_refs()  # type: ignore[attr-defined]
-
-
-def doc(body: bytes = b"payload", **headers: Any) -> Envelope:
-    headers.setdefault("format", "acme.Customer@1")
-    return Envelope(body=body, **headers)
-
-
-def bodies(deliveries: list[Any]) -> list[bytes]:
-    return [d.envelope.body for d in deliveries]
-
-
-def drain(transport: Transport, channel: str, consumer: str = "drain", wait: float = 0.0) -> list[Any]:
-    out = []
-    while True:
-        got = transport.receive_wait(channel, consumer, max=100, wait=wait)
-        if not got:
-            return out
-        transport.ack(got)
-        out.extend(got)
+from coupler.bus.testing.contract import CLAIM_THRESHOLD, bodies, doc, drain, stored_claims  # noqa: E402,F401

@@ -101,13 +101,14 @@ def program(copybook: Path, layout: Layout) -> str:
     return "\n".join(out) + "\n"
 
 
-def compiler_layout(copybook: Path, layout: Layout, workdir: Path) -> dict[str, tuple[int, int]]:
-    """``{dotted path: (offset in its record, LENGTH OF)}`` for every named item, from cobc."""
+def compiler_layout(copybook: Path, layout: Layout, workdir: Path, flags: tuple[str, ...] = ()) -> dict[str, tuple[int, int]]:
+    """``{dotted path: (offset in its record, LENGTH OF)}`` for every named item, from cobc
+    (``flags``: more cobc options, e.g. ``-fdebugging-line``)."""
     source = workdir / "oracle.cbl"
     source.write_text(program(copybook, layout))
     exe = workdir / "oracle"
     done = subprocess.run(
-        [cobc(), "-x", *COBC_FLAGS, "-I", str(copybook.parent), "-o", str(exe), str(source)],
+        [cobc(), "-x", *COBC_FLAGS, *flags, "-I", str(copybook.parent), "-o", str(exe), str(source)],
         capture_output=True, text=True, timeout=120,
     )
     if done.returncode:

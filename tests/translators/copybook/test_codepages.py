@@ -14,7 +14,7 @@ from coupler.translators.copybook.codepages import (
     code_page,
 )
 
-T9 = Path("/work/shared/corpus/cobrix/08_test9_codepages")
+T9 = Path(__file__).parent / "data" / "cobrix" / "08_test9_codepages"
 JAVA_SPACE = "".join(chr(i) for i in range(33))
 FIELDS = {
     "CURRENCY": (0, 3),

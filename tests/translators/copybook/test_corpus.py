@@ -1,6 +1,6 @@
 """Acceptance: every case of the Cobrix corpus decodes to its expected JSON lines.
 
-The corpus lives beside the repository (``../shared/corpus/cobrix``); each case below takes
+The corpus is in ``data/cobrix`` (Apache-2.0, sources in its INDEX.md); each case below takes
 its options from the corpus INDEX.md. Expected outputs are Spark ``toJSON`` lines; the only
 normalisations are the ones INDEX.md names (``orderBy``, ``take(n)``, test6's
 ``na.fill(0)``, test19's dropped ``Record_Byte_Length``). The fixed-length cases are also
@@ -21,8 +21,7 @@ from coupler.translators.copybook.decoder import BadRecord, RecordDecoder, decod
 from coupler.translators.copybook.layout import Group, Layout, build_layout
 from coupler.translators.copybook.parser import parse_file
 
-REPO = Path(__file__).resolve().parents[3]
-CORPUS = REPO.parent / "shared" / "corpus" / "cobrix"
+CORPUS = Path(__file__).parent / "data" / "cobrix"
 
 
 

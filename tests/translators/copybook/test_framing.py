@@ -17,7 +17,7 @@ from coupler.translators.copybook.framing import (
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.copybook.picture import DecodeContext, field_type
 
-CORPUS = Path("/work/shared/corpus/cobrix")
+CORPUS = Path(__file__).parent / "data" / "cobrix"
 T5 = CORPUS / "04_test5_ebcdic_rdw_multiseg"
 T1 = CORPUS / "01_test1_fixed_comp3_odo" / "test1_data" / "example.bin"
 

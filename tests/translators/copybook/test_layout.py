@@ -11,8 +11,7 @@ from coupler.translators.copybook.errors import CopybookLayoutError
 from coupler.translators.copybook.layout import Field, Group, build_layout, identifier
 from coupler.translators.copybook.parser import parse_copybook, parse_file
 
-REPO = Path(__file__).resolve().parents[3]
-CORPUS = REPO.parent / "shared" / "corpus" / "cobrix"
+CORPUS = Path(__file__).parent / "data" / "cobrix"
 
 
 

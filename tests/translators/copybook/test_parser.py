@@ -252,3 +252,69 @@ def test_mutated_copybooks_raise_only_coupler_errors(at: int, cut: int, insert: 
         parse_copybook(text)
     except CouplerError:
         pass
+
+
+def test_listing_and_option_statements_describe_no_data() -> None:
+    """*CBL and *CONTROL from column 8 on, CBL and PROCESS from column 1 on (GnuCOBOL 3.1
+    stops on the first two and calls CBL unsupported; IBM reads them as compiler options):
+    the layout is the one without them."""
+    plain = fixed("01 REC.", "   05 A PIC X(4).", "   05 B PIC 9(3) COMP-3.")
+    with_statements = (
+        "CBL XREF,MAP\n"
+        "       PROCESS APOST\n"
+        + fixed("*CONTROL NOSOURCE", "01 REC.", "   SKIP2", "   05 A PIC X(4).", "*CBL LIST",
+                "   EJECT.", "TITLE 'LAYOUT'", "   05 B PIC 9(3) COMP-3.")
+    )
+    free = "process xref\n*cbl list\n01 rec.\n  eject\n  05 a pic x(4).\n  title \"t\".\n  05 b pic 9(3) comp-3.\n"
+    for text, source_format in ((with_statements, "fixed"), (free, "free")):
+        cb = parse_copybook(text, source_format=source_format)  # type: ignore[arg-type]
+        assert [n.upper() for n in names(cb.records[0])] == names(parse_copybook(plain).records[0]) == ["A", "B"]
+
+
+def test_a_word_that_only_starts_like_a_statement_is_data() -> None:
+    cb = parse_copybook(fixed("01 REC.", "   05 EJECT-FLAG PIC X.", "   05 PROCESS-CODE", "      PIC X(2)."))
+    assert names(cb.records[0]) == ["EJECT-FLAG", "PROCESS-CODE"]
+
+
+def test_debugging_lines_in_free_format() -> None:
+    text = "01 rec.\n>>D 05 trace pic x(8).\n  05 a pic x.\n"
+    assert names(parse_copybook(text, source_format="free").records[0]) == ["a"]
+    assert names(parse_copybook(text, source_format="free", debug_lines=True).records[0]) == ["trace", "a"]
+
+
+def test_replace_applies_until_replace_off_and_after_copy(tmp_path: Path) -> None:
+    (tmp_path / "MEMBER.cpy").write_text(fixed("05 :X:-CODE PIC X(2)."))
+    text = fixed("REPLACE ==:X:== BY ==ORD== LEADING ==OLD-== BY ==NEW-==.", "01 REC.", "   COPY MEMBER.",
+                 "   05 OLD-AMT PIC 9(5).", "REPLACE OFF.", "01 OLD-REC.", "   05 OLD-X PIC X.")
+    cb = parse_copybook(text, file=str(tmp_path / "MAIN.cpy"))
+    assert names(cb.records[0]) == ["ORD-CODE", "NEW-AMT"]
+    assert cb.records[1].name == "OLD-REC" and names(cb.records[1]) == ["OLD-X"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("REPLACE A BY B.", "pseudo-text"),
+    ("REPLACE ==A== B.", "BY"),
+    ("REPLACE ==A== BY ==B==", "'.'"),
+    ("REPLACE .", "OFF"),
+])
+def test_bad_replace_statements_are_located_errors(text: str, expected: str) -> None:
+    with pytest.raises(CopybookSyntaxError) as info:
+        parse_copybook(fixed(text, "01 REC.", "   05 A PIC X."))
+    assert expected in str(info.value) and str(info.value).startswith("<copybook>:")
+
+
+def test_the_parser_reads_usage_words_from_the_one_usage_table() -> None:
+    """One table of USAGE words (picture.USAGES): every word in it parses, as the clause and
+    after USAGE IS, to the canonical usage the codecs know; a word outside it is refused."""
+    from coupler.translators.copybook import parser, picture
+
+    assert parser.USAGES is picture.USAGES
+    for word, canonical in picture.USAGES.items():
+        pic = "" if canonical in picture.NO_PICTURE_USAGES else " PIC 9(4)" if canonical != "NATIONAL" else " PIC N(2)"
+        if canonical == "DISPLAY-1":
+            pic = " PIC G(2)"
+        for clause in (word, f"USAGE IS {word}"):
+            item = parse_copybook(fixed("01 REC.", f"   05 A{pic} {clause}.")).records[0].children[0]
+            assert item.usage == canonical, (word, clause)
+    with pytest.raises(CopybookSyntaxError):
+        parse_copybook(fixed("01 REC.", "   05 A PIC 9(4) USAGE COMP-9."))

@@ -16,9 +16,7 @@ from coupler.translators.copybook.picture import (
     field_type,
 )
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus" / "cobrix"
-if not CORPUS.exists():
-    CORPUS = Path("/work/shared/corpus/cobrix")
+CORPUS = Path(__file__).parent / "data" / "cobrix"
 T6 = CORPUS / "05_test6_type_variety"
 T19 = CORPUS / "14_test19_display_numbers"
 

@@ -1,0 +1,100 @@
+"""The database connection: an SQLAlchemy engine made from the URL and a password kept apart.
+
+The password comes from an environment variable or a file readable by the site's user only;
+it is given to the driver and never written to a log, a reply or an error message (the URL
+shown anywhere is rendered with the password hidden).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine, make_url
+
+from coupler.adapters.common.secrets import secret_file, secret_from_env
+from coupler.canonical.errors import CouplerError
+
+from .options import DatabaseOptions
+
+
+class DatabaseError(CouplerError):
+    """A database that cannot be reached, a table that does not fit the options, a failed statement."""
+
+
+def read_password(opts: DatabaseOptions, where: str) -> str | None:
+    """The password from ``password_env`` or ``password_file``; None when neither is set."""
+    if opts.password_env is not None:
+        return secret_from_env(opts.password_env, f"{where}.password_env")
+    if opts.password_file is not None:
+        return secret_file(opts.password_file, f"{where}.password_file")
+    return None
+
+
+def database_url(opts: DatabaseOptions, site_dir: Path, where: str) -> URL:
+    """The URL of ``opts.url``, a relative SQLite path made absolute against ``site_dir``."""
+    try:
+        url = make_url(opts.url)
+    except Exception as exc:  # sqlalchemy.exc.ArgumentError: a malformed URL
+        raise DatabaseError(f"bad database URL: {exc}", where=f"{where}.url") from None
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:" \
+            and not url.database.startswith("file:") and not os.path.isabs(url.database):
+        url = url.set(database=str(site_dir / url.database))
+    if url.get_backend_name() == "postgresql" and url.get_driver_name() in ("psycopg2", "default", ""):
+        url = url.set(drivername="postgresql+psycopg")  # psycopg 3 is the one installed
+    return url
+
+
+def shown(url: URL) -> str:
+    """The URL as it may be shown: never with a password."""
+    return url.render_as_string(hide_password=True)
+
+
+def make_engine(opts: DatabaseOptions, site_dir: Path, where: str) -> Engine:
+    """The engine of the adapter's database (connections open on first use)."""
+    url = database_url(opts, site_dir, where)
+    backend = url.get_backend_name()
+    if backend == "sqlite" and (opts.password_env or opts.password_file):
+        raise DatabaseError("an SQLite database has no password", where=f"{where}.password_env",
+                            hint="remove password_env / password_file (protect the file with its mode instead)")
+    password = read_password(opts, where)
+    if password is not None:
+        url = url.set(password=password)
+    args: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if backend == "postgresql":
+        args["connect_timeout"] = max(1, int(opts.connect_timeout))
+        args["application_name"] = "coupler"
+        if opts.schema_:  # declared queries name the tables as the schema's own
+            args["options"] = f"-c search_path={opts.schema_},public"
+        kwargs.update(pool_size=opts.pool_size, max_overflow=opts.pool_size)
+    elif backend == "sqlite":
+        args["timeout"] = opts.connect_timeout
+        args["check_same_thread"] = False
+    # hide_parameters: a failed statement's error never carries the values (they may be personal)
+    try:
+        return sa.create_engine(url, connect_args=args, hide_parameters=True, **kwargs)
+    except (sa.exc.ArgumentError, ImportError) as exc:  # a URL the dialect refuses, a driver missing
+        raise DatabaseError(f"cannot use {shown(url)}: {str(exc).splitlines()[0]}", where=f"{where}.url") from None
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a database error: the driver's message without the statement and values."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip().splitlines()
+    return f"{type(orig or exc).__name__}: {text[0] if text else ''}"
+
+
+def reflect(engine: Engine, table: str, schema: str | None, where: str) -> sa.Table:
+    """The table as the database describes it (its columns, types and primary key)."""
+    if "." in table:
+        schema, table = table.split(".", 1)
+    try:
+        return sa.Table(table, sa.MetaData(schema=schema), autoload_with=engine)
+    except sa.exc.NoSuchTableError:
+        raise DatabaseError(f"no table {schema + '.' if schema else ''}{table} in the database",
+                            where=where, hint="create it, or correct the name (and `schema`)") from None
+    except sa.exc.DBAPIError as exc:
+        raise DatabaseError(f"cannot read the table {table}: {describe_error(exc)}", where=where) from None

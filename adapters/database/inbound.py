@@ -1,0 +1,319 @@
+"""The inbound side: read new rows, publish them, remember the progress (Shared Database).
+
+One poll is one database transaction:
+
+1. read up to ``batch_size`` rows still to publish, in key order (PostgreSQL: ``FOR UPDATE
+   SKIP LOCKED``, so two daemons never take the same row);
+2. turn each into a message (or ``rows_per_message`` rows into one) and publish it; a row
+   that cannot be converted goes to the Invalid Message Channel with its cause, the next
+   rows go on;
+3. ``status_column``: update the rows just read in the same transaction; ``watermark_column``:
+   write the last (watermark, key) read to the adapter's state file;
+4. commit, only after the bus accepted every message of the batch.
+
+A message id is derived from the adapter, the table and the row's key: when the process dies
+between the bus accepting a message and the commit, the rows are read again and published
+again with the same ids, and the Idempotent Receiver of whoever consumes them (site.toml
+``idempotent_key``) drops the second copy. Nothing is lost, and a row is marked processed
+once (the first marking was rolled back with its transaction).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from coupler.adapters.common.inbound import PollResult
+from coupler.bus.api import AdapterContext, InvalidMessage
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
+
+from .connection import DatabaseError, describe_error, reflect
+from .options import PollOptions
+from .records import RowEncoder
+
+_NAMESPACE = uuid.UUID("0d6a7c55-3c1b-4f0e-8c8e-5b1d2a9e7f28")
+
+
+@dataclass
+class Totals:
+    polls: int = 0
+    rows: int = 0
+    messages: int = 0
+    invalid: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class WatermarkState:
+    """The last (watermark, key) published, in a JSON file of the adapter's data directory
+    (written to a temporary name, flushed and renamed: a crash leaves the old or the new)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def load(self) -> list[Any] | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return list(data["last"])
+
+    def save(self, last: list[Any]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            json.dump({"last": last, "at": time.time()}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+
+
+class RowPoller:
+    """Reads the rows of one table and publishes them (see the module documentation)."""
+
+    def __init__(self, *, name: str, engine: Engine, opts: PollOptions, schema: str | None, context: AdapterContext,
+                 fmt: FormatIndicator, channel: str | None, data_dir: Path, logger: logging.Logger, where: str):
+        self.name = name
+        self.engine = engine
+        self.o = opts
+        self.context = context
+        self.channel = channel
+        self.log = logger
+        self.where = where
+        self.table = reflect(engine, opts.table, schema, f"{where}.table")
+        self.key = self._columns(list(opts.key) or [c.name for c in self.table.primary_key.columns], "key")
+        if not self.key:
+            raise DatabaseError(f"table {self.table.fullname} has no primary key", where=f"{where}.key",
+                                hint="name the columns identifying a row in poll.key")
+        self.read = self._columns(list(opts.columns), "columns") if opts.columns else list(self.table.columns)
+        for col in self.key:  # the key is always read: message ids and the update need it
+            if col not in self.read:
+                self.read.append(col)
+        self.status = self._columns([opts.status_column], "status_column")[0] if opts.status_column else None
+        self.watermark = self._columns([opts.watermark_column], "watermark_column")[0] if opts.watermark_column else None
+        if self.watermark is not None and self.watermark not in self.read:
+            self.read.append(self.watermark)
+        self.state = WatermarkState(data_dir / "watermark.json") if self.watermark is not None else None
+        self.encoder = RowEncoder(fmt)
+        self.format = fmt
+        self.postgres = engine.dialect.name == "postgresql"
+        self.totals = Totals()
+        self._lock = threading.Lock()  # one poll at a time (poll thread, fetch command)
+
+    def _columns(self, names: list[str], what: str) -> list[sa.Column[Any]]:
+        out = []
+        for n in names:
+            if n not in self.table.c:
+                known = ", ".join(self.table.c.keys())
+                raise DatabaseError(f"table {self.table.fullname} has no column {n!r} (it has {known})",
+                                    where=f"{self.where}.{what}")
+            out.append(self.table.c[n])
+        return out
+
+    # -- one poll -------------------------------------------------------------------------------
+
+    def select(self, last: list[Any] | None, limit: int | None = None) -> sa.Select[Any]:
+        q = sa.select(*self.read)
+        if self.o.where:
+            q = q.where(sa.text(self.o.where))
+        order: list[sa.Column[Any]] = list(self.key)
+        if self.status is not None:
+            pending = self.o.status_pending
+            q = q.where(self.status.is_(None) if pending is None else self.status == pending)
+        else:
+            assert self.watermark is not None
+            order = [self.watermark, *self.key]
+            if last is not None:
+                # compared as the driver stores them (no type processing): SQLite keeps a
+                # timestamp as the text it was given, which SQLAlchemy's type would re-format
+                raw = [sa.type_coerce(c, sa.types.NullType()) for c in order]
+                values = [sa.literal(_untag(v), type_=sa.types.NullType()) for v in last]
+                q = q.where(sa.tuple_(*raw) > sa.tuple_(*values))
+            q = q.add_columns(*[sa.type_coerce(c, sa.types.NullType()).label(f"_wm_{i}") for i, c in enumerate(order)])
+        q = q.order_by(*order).limit(min(limit or self.o.batch_size, self.o.batch_size))
+        if self.postgres and self.status is not None:
+            q = q.with_for_update(skip_locked=True)
+        return q
+
+    def poll(self, limit: int | None = None) -> PollResult:
+        with self._lock:
+            return self._poll(limit)
+
+    def _poll(self, limit: int | None) -> PollResult:
+        result = PollResult()
+        self.totals.polls += 1
+        last = self.state.load() if self.state is not None else None
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                rows = [dict(r._mapping) for r in conn.execute(self.select(last, limit))]
+                marks = [[row.pop(k) for k in [k for k in row if k.startswith("_wm_")]] for row in rows]
+                result.listed = len(rows)
+                if not rows:
+                    return result
+                step = self.o.rows_per_message
+                for start in range(0, len(rows), step):
+                    self._publish(rows[start:start + step], result)
+                if self.status is not None:
+                    self._mark(conn, rows)
+                else:
+                    assert self.state is not None and self.watermark is not None
+                    self.state.save([_tag(v) for v in marks[-1]])
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
+        result.done = len(rows)
+        self.totals.rows += len(rows)
+        return result
+
+    def _mark(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+        assert self.status is not None
+        done: Any = sa.func.current_timestamp() if self.o.status_done is None else self.o.status_done
+        cond = sa.and_(*[c == sa.bindparam(f"_k_{i}") for i, c in enumerate(self.key)])
+        stmt = sa.update(self.table).where(cond).values({self.status.name: done})
+        conn.execute(stmt, [{f"_k_{i}": row[c.name] for i, c in enumerate(self.key)} for row in rows])
+
+    # -- publishing -----------------------------------------------------------------------------
+
+    def key_text(self, row: dict[str, Any]) -> str:
+        return "|".join(str(row[c.name]) for c in self.key)
+
+    def message_id(self, rows: list[dict[str, Any]]) -> str:
+        keys = self.key_text(rows[0]) if len(rows) == 1 else f"{self.key_text(rows[0])}..{self.key_text(rows[-1])}"
+        return str(uuid.uuid5(_NAMESPACE, f"{self.name}|{self.table.fullname}|{keys}"))
+
+    def _publish(self, rows: list[dict[str, Any]], result: PollResult) -> None:
+        """Publish one message of ``rows``; what cannot be converted goes to the Invalid Message
+        Channel (a bad row among several: each row on its own, the good ones published)."""
+        single = self.o.rows_per_message == 1
+        message_id = self.message_id(rows)
+        try:
+            body = self.encoder.encode_rows(rows, single)
+        except Exception as exc:  # a row that has no form in the format: contained to it
+            if len(rows) > 1:
+                good = []
+                for row in rows:
+                    try:
+                        self.encoder.encode_rows([row], False)
+                        good.append(row)
+                    except Exception as one:  # noqa: BLE001
+                        self._invalid(row, one, result)
+                if good:
+                    self._publish(good, result)
+                return
+            self._invalid(rows[0], exc, result)
+            return
+        props = {
+            "db.table": self.table.fullname,
+            "db.key": self.key_text(rows[0]),
+            BUSINESS_KEY: f"{self.table.fullname}:{self.key_text(rows[0])}",
+            TRACEPARENT: TraceContext.for_key(message_id).header,
+        }
+        if not single:
+            props["db.rows"] = str(len(rows))
+        envelope = Envelope(format=self.format, body=body, message_id=message_id, properties=props,
+                            origin=self.name)
+        try:
+            self.context.publish(envelope, self.channel)
+        except InvalidMessage:
+            result.invalid += 1  # the bus's mapping refused it: in the Invalid Message Channel already
+            self.totals.invalid += 1
+            return
+        result.messages += 1
+        self.totals.messages += 1
+
+    def _invalid(self, row: dict[str, Any], exc: BaseException, result: PollResult) -> None:
+        cause = exc.message if isinstance(exc, CouplerError) else describe_exception(exc)
+        reason = f"row {self.key_text(row)} of {self.table.fullname} cannot be converted to {self.format.ref}: {cause}"
+        body = json.dumps({k: str(v) for k, v in row.items()}).encode()
+        try:
+            self.context.invalid(Envelope(format=self.format.with_content_type("application/json"), body=body,
+                                          message_id=self.message_id([row]), origin=self.name,
+                                          properties={"db.table": self.table.fullname, "db.key": self.key_text(row)}),
+                                 reason)
+        except Exception as store:  # noqa: BLE001 - recording the bad row must not stop the batch
+            raise CouplerError(f"cannot record an invalid row ({reason}): {store}") from None
+        result.invalid += 1
+        self.totals.invalid += 1
+
+    def describe(self) -> dict[str, Any]:
+        return {"table": self.table.fullname, "key": [c.name for c in self.key],
+                "progress": f"status {self.status.name}" if self.status is not None else f"watermark {self.o.watermark_column}",
+                **self.totals.to_json()}
+
+
+_TAGGED: dict[str, Callable[[str], Any]] = {
+    "datetime": dt.datetime.fromisoformat, "date": dt.date.fromisoformat, "time": dt.time.fromisoformat,
+    "decimal": decimal.Decimal, "uuid": uuid.UUID,
+}
+
+
+def _tag(value: Any) -> Any:
+    """A watermark value as JSON, its Python type kept (restored by :func:`_untag`)."""
+    for name, kind in (("datetime", dt.datetime), ("date", dt.date), ("time", dt.time),
+                       ("decimal", decimal.Decimal), ("uuid", uuid.UUID)):
+        if isinstance(value, kind):
+            return {"t": name, "v": value.isoformat() if hasattr(value, "isoformat") else str(value)}
+    if isinstance(value, bytes):
+        raise DatabaseError("a binary column cannot be a watermark")
+    return value
+
+
+def _untag(value: Any) -> Any:
+    return _TAGGED[value["t"]](value["v"]) if isinstance(value, dict) else value
+
+
+class Listener:
+    """PostgreSQL ``LISTEN``: a thread waiting for ``NOTIFY`` on a channel and waking the poll."""
+
+    def __init__(self, engine: Engine, channel: str, wake: Callable[[], None], logger: logging.Logger):
+        self.engine = engine
+        self.channel = channel
+        self.wake = wake
+        self.log = logger
+        self.notified = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"listen:{channel}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        while not self._stop.is_set():
+            try:
+                raw = self.engine.raw_connection()
+                try:
+                    conn: Any = raw.driver_connection
+                    conn.autocommit = True
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    self.wake()  # rows added while nobody listened
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            self.notified += 1
+                            self.wake()
+                finally:
+                    raw.invalidate()  # a LISTENing connection is not given back to the pool
+            except (psycopg.Error, sa.exc.DBAPIError, OSError) as exc:
+                self.log.warning("LISTEN %s failed, listening again in 2 s: %s", self.channel,
+                                 describe_error(exc))
+                self._stop.wait(2.0)

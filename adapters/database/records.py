@@ -1,0 +1,113 @@
+"""Rows as canonical records and back.
+
+A row becomes a JSON object keyed by column name: numbers stay numbers, ``NUMERIC`` /
+``DECIMAL`` become strings of their exact digits (never rounded through a binary float),
+dates and times ISO 8601 text, binary columns base64, UUIDs text. A float that is NaN or
+infinite has no JSON form: the row cannot be converted and goes to the Invalid Message
+Channel. With a declared Avro format (``format = "acme.Order@1"``, content type
+``avro/binary``) the row is encoded with the registry's schema instead and validated by it.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from coupler.canonical import FormatIndicator
+from coupler.canonical.errors import CouplerError
+from coupler.canonical.format import AVRO_BINARY, JSON
+
+
+class RowError(CouplerError):
+    """A row (or a record) that cannot be converted."""
+
+
+def json_value(value: Any, column: str) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise RowError(f"column {column}: {value} has no JSON form")
+        return value
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise RowError(f"column {column}: {value} has no JSON form")
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [json_value(v, column) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v, column) for k, v in value.items()}
+    raise RowError(f"column {column}: a {type(value).__name__} has no JSON form")
+
+
+def row_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as a JSON-ready record (:class:`RowError` when a value has no JSON form)."""
+    return {name: json_value(value, name) for name, value in row.items()}
+
+
+class RowEncoder:
+    """Rows -> message bodies of the adapter's format (JSON, or Avro through the registry)."""
+
+    def __init__(self, fmt: FormatIndicator, registry: Any = None):
+        self.format = fmt
+        self.avro = fmt.content_type == AVRO_BINARY
+        self.registry = registry
+        if self.avro and registry is None:
+            from coupler.canonical.registry import SchemaRegistry
+
+            self.registry = SchemaRegistry.default()
+        if self.avro:
+            try:
+                self.registry.resolve(fmt)
+            except CouplerError as exc:
+                raise RowError(f"format {fmt.ref}: {exc.message}", hint="declare the schema, or use "
+                               f"format = \"{fmt.ref};application/json\"") from None
+
+    def encode_rows(self, rows: list[Mapping[str, Any]], single: bool) -> bytes:
+        if self.avro:
+            if not single:
+                raise RowError("Avro bodies carry one row each (rows_per_message = 1)")
+            try:
+                return bytes(self.registry.encode(dict(rows[0]), self.format))
+            except CouplerError as exc:
+                raise RowError(exc.message) from None
+        records = [row_record(r) for r in rows]
+        return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()
+
+
+def body_records(body: bytes, fmt: FormatIndicator, registry: Any = None) -> list[dict[str, Any]]:
+    """The records of a message body: a JSON object or array of objects, or one Avro record."""
+    if fmt.content_type == AVRO_BINARY:
+        if registry is None:
+            from coupler.canonical.registry import SchemaRegistry
+
+            registry = SchemaRegistry.default()
+        try:
+            return [registry.decode(body, fmt)]
+        except CouplerError as exc:
+            raise RowError(exc.message) from None
+    if fmt.content_type not in (JSON, "text/json") and not fmt.content_type.endswith("+json"):
+        raise RowError(f"a {fmt.content_type} body cannot be written to a table",
+                       hint="map it to a canonical record first (site.toml `mapping`), JSON or Avro")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RowError(f"the body is not JSON: {exc}") from None
+    records = data if isinstance(data, list) else [data]
+    if not records or not all(isinstance(r, dict) for r in records):
+        raise RowError("the body must be a JSON object, or an array of objects (one per row)")
+    return records

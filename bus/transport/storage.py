@@ -1,0 +1,781 @@
+"""A transport in a few hundred lines: the storage interface and the behaviour written once.
+
+A new transport subclasses :class:`StorageTransport` and gives it a *storage*: a way to open
+a transaction (:meth:`StorageTransport.begin`) yielding a :class:`StorageTx`, whose eleven
+operations are all a store has to do:
+
+===================  ==========================================================================
+``put``              store messages on a channel (assigns each :class:`Stored` its ``tag``)
+``scan``             a channel's messages in delivery order (ready ones only, locked, or all)
+``update``           lease or requeue one message, if its lease token is still the one read
+``remove``           delete messages (acknowledged, dead-lettered, purged)
+``bury``             add a dead letter (:class:`Buried`); ``buried``/``unbury`` list and delete them
+``append``           journal entries and counter increments of the transaction
+``query_journal``    the journal entries a :class:`~coupler.bus.transport.base.JournalQuery` selects
+``counters``         the per-channel counters
+``state``/``put_state``  the keyed state table (below)
+===================  ==========================================================================
+
+Everything else is here, once, on top of :mod:`coupler.bus.transport.policy`: topics and
+durable subscriptions (with selectors), the Message History hops, leases and attempt counts,
+nack and backoff, expiry, dead-letter routing, the Invalid Message Channel, replay, claim
+checks of large bodies, idempotency keys and the replay cache, counters, statistics, the
+Application Repository, housekeeping. The in-memory transport
+(:mod:`coupler.bus.transport.memory`) is the smallest complete example; the ``postgres``
+transport (:mod:`coupler.bus.transport.postgres`) the one for production. The embedded
+SQLite and the RabbitMQ transports implement :class:`~coupler.bus.transport.base.Transport`
+directly: they override what is native to them (SQLite's group commit, the broker's queues).
+
+The keyed state table
+---------------------
+``state(scope, keys, lock=...)`` and ``put_state(scope, values, ...)`` read and write small
+values (bytes) under ``(scope, key)``, in the same transaction as the message operations.
+The transport keeps channel configurations (scope ``channel``), subscriptions
+(``subscription``), idempotency keys (``seen:<consumer>``), the replay cache
+(``remember:<scope>``), claim-checked bodies (``claim``) and application identities
+(``identity``) there. Stateful steps (aggregation groups, resequencer buffers, process
+instances) use it through :meth:`StorageTransaction.get_state` /
+:meth:`StorageTransaction.put_state` inside ``transport.transaction()``: a state change and
+the acknowledgement of the message that caused it commit together or not at all, and
+``lock=True`` keeps other daemons from changing the same keys until the commit (PostgreSQL:
+``SELECT ... FOR UPDATE``). Values written with ``expires_at`` are gone after that time;
+``put_state(..., only_new=True)`` writes only keys that are absent (or expired) and returns
+those it wrote, atomically across processes.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
+from coupler.bus.model.selectors import Selector, as_selector
+from coupler.bus.transport import policy
+from coupler.bus.transport.base import (
+    DEFAULT_DEAD_LETTER,
+    DEFAULT_INVALID,
+    ChannelConfig,
+    ChannelStats,
+    DeadKind,
+    DeadLetter,
+    Delivery,
+    JournalEntry,
+    JournalQuery,
+    LeaseLostError,
+    TransactionOps,
+    Transport,
+    TransportError,
+    check_channel_name,
+    check_subscription_name,
+    declared_config,
+    envelope_list,
+    error_text,
+    not_replayable,
+    purged_dead_letters_detail,
+    unknown_dead_letter,
+)
+from coupler.bus.transport.codec import decode, encode
+from coupler.canonical import Envelope
+from coupler.canonical.envelope import HistoryEntry
+from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import search_keys, trace_id_of
+
+#: the keyed-state scopes the transport itself uses
+CHANNELS, SUBSCRIPTIONS, CLAIMS, IDENTITIES = "channel", "subscription", "claim", "identity"
+
+
+@dataclass
+class Stored:
+    """One message copy on one channel, as the store keeps it. ``blob`` is the serialised
+    envelope (its body empty when ``claim`` names a claim-checked body); ``token`` is the
+    lease held on it (None when it is not leased); ``tag`` is the store's id of the copy."""
+
+    channel: str
+    message_id: str
+    blob: bytes
+    enqueued_at: float
+    visible_at: float
+    expires_at: float | None = None
+    attempts: int = 0
+    token: int | None = None
+    claim: str | None = None
+    tag: int = 0
+
+
+@dataclass
+class Buried:
+    """A dead letter as the store keeps it (``blob``: an envelope; ``raw``: bytes that are not)."""
+
+    kind: DeadKind
+    queue: str
+    channel: str | None
+    message_id: str | None
+    reason: str
+    error: str
+    component: str
+    attempts: int
+    dead_at: float
+    blob: bytes | None = None
+    raw: bytes | None = None
+    claim: str | None = None
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class JournalRow:
+    """A journal entry to append: ``keys`` are the search keys of a stored message."""
+
+    at: float
+    channel: str | None
+    message_id: str | None
+    event: str
+    detail: str | None = None
+    trace_id: str | None = None
+    keys: str | None = None
+
+
+class StorageTx(abc.ABC):
+    """The operations of one storage transaction (committed when the ``begin()`` block ends
+    normally, rolled back when it raises)."""
+
+    @abc.abstractmethod
+    def put(self, messages: list[Stored]) -> None:
+        """Store ``messages`` (each on its own ``channel``), in this order."""
+
+    @abc.abstractmethod
+    def scan(
+        self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None, limit: int = 100
+    ) -> list[Stored]:
+        """Messages of ``channel`` ordered by ``(visible_at, tag)``, after the ``after`` key.
+
+        With ``ready_at``: only those visible by then, locked for this transaction, skipping
+        any another transaction holds (``FOR UPDATE SKIP LOCKED``). Without: all, unlocked."""
+
+    @abc.abstractmethod
+    def update(self, message: Stored, *, token: int | None, visible_at: float, attempts: int) -> bool:
+        """Set a message's lease ``token``, ``visible_at`` and ``attempts`` when its token is
+        still ``message.token``; False when it changed (the lease was lost)."""
+
+    @abc.abstractmethod
+    def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
+        """Delete the messages ``(tag, token)`` of ``channel`` (token None: whatever their
+        lease); returns those deleted."""
+
+    @abc.abstractmethod
+    def bury(self, dead: Buried) -> int:
+        """Add a dead letter; returns its (site-wide) id."""
+
+    @abc.abstractmethod
+    def buried(
+        self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None, limit: int = 100
+    ) -> list[Buried]:
+        """Dead letters, newest first, selected by id, queue and kind."""
+
+    @abc.abstractmethod
+    def unbury(self, ids: list[int]) -> list[Buried]:
+        """Delete dead letters; returns those deleted."""
+
+    @abc.abstractmethod
+    def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
+        """Append journal rows and add ``{(channel, counter): n}`` to the counters."""
+
+    @abc.abstractmethod
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        """The journal entries ``query`` selects, oldest first."""
+
+    @abc.abstractmethod
+    def counters(self) -> dict[str, dict[str, int]]:
+        """``{channel: {counter: n}}`` of every channel counted."""
+
+    @abc.abstractmethod
+    def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        """The unexpired values of ``keys`` (all keys of ``scope`` when None); ``lock``:
+        keep other transactions from changing them until this one ends."""
+
+    @abc.abstractmethod
+    def put_state(
+        self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None,
+        only_new: bool = False,
+    ) -> set[str]:
+        """Write (None: delete) values; ``only_new``: only keys absent or expired. Returns
+        the keys written."""
+
+    # -- with defaults a store may override for speed ---------------------------------------
+
+    def lease(self, messages: list[Stored], *, token: int, until: float) -> list[Stored]:
+        """Lease ``messages`` (read by a locking ``scan``) until ``until``, one attempt more;
+        returns those leased (as they were read)."""
+        return [m for m in messages if self.update(m, token=token, visible_at=until, attempts=m.attempts + 1)]
+
+    def channels(self) -> set[str]:
+        """Every channel holding messages now."""
+        return set()
+
+    def census(self, channel: str, now: float) -> tuple[int, int, int, float | None]:
+        """``(depth, ready, in_flight, oldest enqueued_at)`` of a channel."""
+        depth = ready = in_flight = 0
+        oldest: float | None = None
+        after: tuple[float, int] | None = None
+        while page := self.scan(channel, ready_at=None, after=after, limit=1000):
+            for m in page:
+                depth += 1
+                if m.token is not None and m.visible_at > now:
+                    in_flight += 1
+                elif m.visible_at <= now:
+                    ready += 1
+                oldest = m.enqueued_at if oldest is None else min(oldest, m.enqueued_at)
+            after = (page[-1].visible_at, page[-1].tag)
+        return depth, ready, in_flight, oldest
+
+    def forget(self, journal_before: float) -> int:
+        """Delete journal entries older than ``journal_before`` and expired state; returns
+        how many journal entries."""
+        return 0
+
+
+class StorageTransport(Transport):
+    """Every :class:`~coupler.bus.transport.base.Transport` operation on top of a storage.
+
+    A subclass implements :meth:`begin` (and :meth:`open`/:meth:`close`); it may override
+    :meth:`wait_for` to be woken up when messages arrive instead of polling."""
+
+    #: seconds channel configurations and subscriptions are cached (other processes'
+    #: declarations are seen after at most this long)
+    config_ttl = 1.0
+
+    def __init__(
+        self,
+        *,
+        backoff: BackoffPolicy | None = None,
+        lease_seconds: float = 30.0,
+        claim_threshold: int = 256 * 1024,
+        journal_retention: float = 7 * 86400.0,
+        idempotency_retention: float = 7 * 86400.0,
+        dead_letter: str = DEFAULT_DEAD_LETTER,
+        invalid: str = DEFAULT_INVALID,
+        clock: Any = time.time,
+    ):
+        self.backoff = backoff or BackoffPolicy()
+        self.lease_seconds = lease_seconds
+        self.claim_threshold = claim_threshold
+        self.journal_retention = journal_retention
+        self.idempotency_retention = idempotency_retention
+        self.dead_letter_default = dead_letter
+        self.invalid_default = invalid
+        self.clock = clock
+        self._rng = random.Random()
+        self._local = threading.local()
+        self._configs: tuple[float, dict[str, ChannelConfig], dict[str, list[tuple[str, str, str | None]]]] | None = None
+        self._identities = StateIdentityRepository(self)
+
+    # -- what a store provides -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def begin(self) -> Any:
+        """A context manager: one storage transaction, yielding its :class:`StorageTx`."""
+
+    def wait_for(self, channel: str, timeout: float) -> None:
+        """Return when a message may have arrived on ``channel``, or after ``timeout``."""
+        time.sleep(min(timeout, 0.02))
+
+    def committed(self, tx: StorageTransaction) -> None:
+        """Called after a transaction committed (wake-ups of local waiters)."""
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[StorageTransaction]:
+        current: StorageTransaction | None = getattr(self._local, "tx", None)
+        if current is not None:
+            yield current
+            return
+        with self.begin() as stx:
+            tx = StorageTransaction(self, stx)
+            self._local.tx = tx
+            try:
+                yield tx
+                tx.flush()
+            finally:
+                self._local.tx = None
+        self.committed(tx)
+
+    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
+        with self.transaction() as tx:
+            return tx.send(channel, envelopes, component=component)
+
+    def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
+                selector: Selector | str | None = None) -> list[Delivery]:
+        with self.transaction() as tx:
+            return tx.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
+
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        with self.transaction() as tx:
+            tx.ack(deliveries)
+
+    def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
+             delay: float | None = None, dead: bool = False) -> Literal["retry", "dead"]:
+        with self.transaction() as tx:
+            return tx.nack(delivery, error, component, delay=delay, dead=dead)
+
+    def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
+                channel: str | None = None, delivery: Delivery | None = None) -> int:
+        with self.transaction() as tx:
+            return tx.invalid(envelope, reason, component, channel=channel, delivery=delivery)
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        with self.transaction() as tx:
+            return tx.seen(consumer, keys)
+
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        with self.transaction() as tx:
+            tx.mark_seen(consumer, keys)
+
+    def remember(self, scope: str, key: str, ttl: float) -> bool:
+        with self.transaction() as tx:
+            return bool(tx.stx.put_state(f"remember:{scope}", {key: b""}, expires_at=tx.now + ttl, only_new=True))
+
+    def receive_wait(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
+                     selector: Selector | str | None = None, wait: float = 0.0) -> list[Delivery]:
+        sel = as_selector(selector)
+        deadline = time.monotonic() + wait
+        while True:
+            got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
+            left = deadline - time.monotonic()
+            if got or left <= 0:
+                return got
+            self.wait_for(channel, min(left, 0.25))  # leases and backoff delays end unannounced
+
+    # -- channels --------------------------------------------------------------------------
+
+    def _metadata(self, tx: StorageTx | None = None) -> tuple[dict[str, ChannelConfig], dict[str, list[tuple[str, str, str | None]]]]:
+        cached = self._configs
+        if cached is not None and time.monotonic() - cached[0] < self.config_ttl:
+            return cached[1], cached[2]
+        if tx is None:
+            with self.transaction() as t:
+                return self._metadata(t.stx)
+        configs = {k: ChannelConfig.from_dict(json.loads(v)) for k, v in tx.state(CHANNELS).items()}
+        subs: dict[str, list[tuple[str, str, str | None]]] = {}
+        for key, value in sorted(tx.state(SUBSCRIPTIONS).items()):
+            topic, name = key.split(" ", 1)
+            subs.setdefault(topic, []).append((name, *json.loads(value)))
+        self._configs = (time.monotonic(), configs, subs)
+        return configs, subs
+
+    def channel_config(self, channel: str) -> ChannelConfig:
+        return self._metadata()[0].get(channel) or ChannelConfig()
+
+    def declare(self, channel: str, config: ChannelConfig | None = None, **settings: Any) -> ChannelConfig:
+        cfg = declared_config(channel, config, settings)
+        with self.transaction() as tx:
+            tx.stx.put_state(CHANNELS, {channel: json.dumps(cfg.to_dict()).encode()})
+        self._configs = None
+        return cfg
+
+    def channels(self) -> list[str]:
+        with self.transaction() as tx:
+            configs, subs = self._metadata(tx.stx)
+            names = set(configs) | set(tx.stx.counters()) | tx.stx.channels() | set(subs)
+            names |= {self.subscription_channel(t, n) for t, s in subs.items() for n, _c, _s in s}
+        return sorted(names)
+
+    def subscribe(self, topic: str, subscription: str, *, selector: str | None = None) -> str:
+        check_channel_name(topic)
+        check_subscription_name(subscription)
+        if selector:
+            Selector.parse(selector)  # reported now, not at the first send
+        queue = self.subscription_channel(topic, subscription)
+        with self.transaction() as tx:
+            if self.channel_config(topic).kind != "topic":
+                tx.stx.put_state(CHANNELS, {topic: json.dumps(ChannelConfig(kind="topic").to_dict()).encode()})
+            tx.stx.put_state(SUBSCRIPTIONS, {f"{topic} {subscription}": json.dumps([queue, selector]).encode()})
+            tx.record(topic, None, policy.SUBSCRIBED, subscription)
+        self._configs = None
+        return queue
+
+    def unsubscribe(self, topic: str, subscription: str) -> None:
+        queue = self.subscription_channel(topic, subscription)
+        with self.transaction() as tx:
+            tx.stx.put_state(SUBSCRIPTIONS, {f"{topic} {subscription}": None})
+            tx.purge(queue, journal=False)
+            tx.record(topic, None, policy.UNSUBSCRIBED, subscription)
+        self._configs = None
+
+    def stats(self, channel: str | None = None) -> list[ChannelStats]:
+        names = [channel] if channel else self.channels()
+        out = []
+        with self.transaction() as tx:
+            configs, subs = self._metadata(tx.stx)
+            counters = tx.stx.counters()
+            for name in names:
+                cfg = configs.get(name) or ChannelConfig()
+                depth, ready, in_flight, oldest = tx.stx.census(name, tx.now)
+                counts = {c: counters.get(name, {}).get(c, 0) + tx.counts.get((name, c), 0) for c in policy.COUNTERS}
+                out.append(ChannelStats(
+                    name, cfg.kind, depth, ready, in_flight,
+                    None if oldest is None else max(0.0, tx.now - oldest), **counts,
+                    subscriptions=tuple(sorted(n for n, _c, _s in subs.get(name, []))),
+                ))
+        return out
+
+    def peek(self, channel: str, max: int = 10) -> list[Envelope]:
+        with self.transaction() as tx:
+            return [tx.envelope(m) for m in tx.stx.scan(channel, ready_at=None, limit=max)]
+
+    def purge(self, channel: str) -> int:
+        with self.transaction() as tx:
+            return tx.purge(channel)
+
+    # -- dead letters ----------------------------------------------------------------------
+
+    def dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None, limit: int = 100) -> list[DeadLetter]:
+        with self.transaction() as tx:
+            return [tx.dead_letter(b) for b in tx.stx.buried(queue=queue, kind=kind, limit=limit)]
+
+    def dead_letter(self, id: int) -> DeadLetter:
+        with self.transaction() as tx:
+            found = tx.stx.buried(id=id, limit=1)
+            if not found:
+                raise unknown_dead_letter(id)
+            return tx.dead_letter(found[0])
+
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+        with self.transaction() as tx:
+            found = tx.stx.unbury([id])
+            if not found:
+                raise unknown_dead_letter(id)
+            dead = found[0]
+            target = channel or dead.channel
+            if dead.blob is None or not target:
+                raise not_replayable(id, has_envelope=dead.blob is not None)
+            env = tx.envelope(Stored(target, dead.message_id or "", dead.blob, 0, 0, claim=dead.claim))
+            env.attempt = 0
+            if body is not None:
+                env.body = body
+            tx.release_claims([dead.claim] if dead.claim else [])
+            tx.send(target, env, component="replay", event=policy.REPLAYED)
+            return env.message_id
+
+    def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
+        with self.transaction() as tx:
+            ids = [b.id for b in tx.stx.buried(queue=queue, kind=kind, limit=1 << 62)]
+            gone = tx.stx.unbury(ids)
+            tx.release_claims([b.claim for b in gone if b.claim])
+            tx.record(queue, None, policy.DEAD_LETTERS_PURGED, purged_dead_letters_detail(len(gone), kind))
+            return len(gone)
+
+    # -- message store, housekeeping -------------------------------------------------------
+
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        with self.transaction() as tx:
+            tx.flush()
+            return tx.stx.query_journal(query)
+
+    def maintain(self) -> dict[str, int]:
+        expired = 0
+        with self.transaction() as tx:
+            for name in self.channels():
+                for m in tx.stx.scan(name, ready_at=tx.now, limit=1 << 30):
+                    if m.expires_at is not None and m.expires_at <= tx.now:
+                        tx.bury(m, "dead", policy.REASON_EXPIRED, policy.ERROR_EXPIRED, policy.TRANSPORT)
+                        expired += 1
+            journal = tx.stx.forget(tx.now - self.journal_retention)
+        return {"expired": expired, "journal": journal}
+
+    @property
+    def identities(self) -> IdentityRepository:
+        return self._identities
+
+    def claim_refs(self) -> list[str]:
+        """The claim-checked bodies stored now (their references)."""
+        with self.transaction() as tx:
+            return sorted(k for k in tx.stx.state(CLAIMS) if " " not in k)
+
+
+@dataclass
+class StorageTransaction(TransactionOps):
+    """The transport's operations inside one storage transaction (what ``transaction()``
+    yields), with the journal rows and counts to append at its end."""
+
+    t: StorageTransport
+    stx: StorageTx
+    now: float = 0.0
+    rows: list[JournalRow] = field(default_factory=list)
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: channels that got messages (woken up after the commit)
+    sent_to: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.now = self.t.clock()
+
+    # -- the recorder of policy.py ---------------------------------------------------------
+
+    def journal(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
+        self.rows.append(JournalRow(self.now, channel, message_id, event, detail))
+
+    record = journal
+
+    def count(self, channel: str, counter: str, n: int = 1) -> None:
+        self.counts[(channel, counter)] += n
+
+    def flush(self) -> None:
+        if self.rows or self.counts:
+            self.stx.append(self.rows, dict(self.counts))
+            self.rows, self.counts = [], Counter()
+
+    # -- step state ------------------------------------------------------------------------
+
+    def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        """Keyed state of a step (see the module's notes), in this transaction."""
+        return self.stx.state(f"step:{scope}", keys, lock=lock)
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        """Write (None: delete) keyed state of a step, committed with this transaction."""
+        self.stx.put_state(f"step:{scope}", values, expires_at=expires_at)
+
+    # -- messages --------------------------------------------------------------------------
+
+    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus",
+             event: str = policy.SENT) -> list[str]:
+        check_channel_name(channel)
+        envs = envelope_list(channel, envelopes)
+        if not envs:
+            return []
+        configs, subs = self.t._metadata(self.stx)
+        targets: list[tuple[str, Selector | None]] = [(channel, None)]
+        topic = channel in subs or (configs.get(channel) or ChannelConfig()).kind == "topic"
+        if topic:
+            self.count(channel, "sent", len(envs))
+            for env in envs:
+                self.rows.append(self._sent_row(channel, env, policy.PUBLISHED, component))
+            targets = [(queue, Selector.parse(sel) if sel else None) for _n, queue, sel in subs.get(channel, [])]
+        hop = HistoryEntry(component, f"send {channel}")
+        stored: list[Stored] = []
+        for env in envs:
+            copies = [queue for queue, sel in targets if sel is None or sel(env)]
+            if not copies:
+                continue
+            claim = None
+            if len(env.body) > self.t.claim_threshold:
+                claim = uuid.uuid4().hex
+                self.stx.put_state(CLAIMS, {claim: env.body, f"{claim} refs": str(len(copies)).encode()})
+                blob = encode(env, extra_hop=hop, body=b"")
+            else:
+                blob = encode(env, extra_hop=hop)
+            expires = env.expires_at.timestamp() if env.expires_at is not None else None
+            for queue in copies:
+                stored.append(Stored(queue, env.message_id, blob, self.now, self.now, expires, claim=claim))
+                self.rows.append(self._sent_row(queue, env, event, f"from {channel}" if topic else component))
+                self.count(queue, "sent")
+        self.stx.put(stored)
+        self.sent_to.update(m.channel for m in stored)
+        return [env.message_id for env in envs]
+
+    def _sent_row(self, channel: str, env: Envelope, event: str, detail: str | None) -> JournalRow:
+        return JournalRow(self.now, channel, env.message_id, event, detail, trace_id_of(env), search_keys(env))
+
+    def envelope(self, m: Stored) -> Envelope:
+        env = decode(m.blob)
+        if m.claim is not None:
+            body = self.stx.state(CLAIMS, [m.claim]).get(m.claim)
+            if body is None:
+                raise TransportError(f"message {m.message_id}: its claim-checked body {m.claim} is missing")
+            env.body = body
+        return env
+
+    def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
+                selector: Selector | str | None = None) -> list[Delivery]:
+        check_channel_name(channel)
+        sel = as_selector(selector)
+        cfg = self.t.channel_config(channel)
+        backoff = policy.backoff_for(cfg, self.t.backoff)
+        until = self.now + policy.lease_for(lease_seconds, cfg, self.t.lease_seconds)
+        token = self.t._rng.getrandbits(62)
+        hop = HistoryEntry(consumer, f"receive {channel}")
+        out: list[Delivery] = []
+        after: tuple[float, int] | None = None
+        while len(out) < max:
+            page = self.stx.scan(channel, ready_at=self.now, after=after, limit=max if sel is None else 200)
+            if not page:
+                break
+            after = (page[-1].visible_at, page[-1].tag)
+            chosen: dict[int, Envelope] = {}
+            for m in page:
+                if len(out) + len(chosen) >= max:
+                    break
+                verdict = policy.undeliverable(
+                    backoff, expired=m.expires_at is not None and m.expires_at <= self.now,
+                    lease_lost=m.token is not None, attempts=m.attempts)
+                if verdict is not None:
+                    self.bury(m, "dead", *verdict, policy.TRANSPORT)
+                    continue
+                try:
+                    env = self.envelope(m)
+                except CouplerError as exc:
+                    self.bury(m, "invalid", "undecodable envelope", str(exc), policy.TRANSPORT)
+                    continue
+                if sel is None or sel(env):
+                    chosen[m.tag] = env
+            for m in self.stx.lease([m for m in page if m.tag in chosen], token=token, until=until):
+                env = chosen[m.tag]
+                env.attempt = m.attempts + 1
+                env.history.append(hop)
+                out.append(Delivery(channel, consumer, env, m.tag, token, env.attempt, until, m.claim))
+                self.rows.append(JournalRow(self.now, channel, m.message_id, policy.RECEIVED, consumer))
+        if out:
+            self.count(channel, "received", len(out))
+        return out
+
+    def _lost(self, d: Delivery, what: str) -> LeaseLostError:
+        return LeaseLostError(
+            f"cannot {what} message {d.message_id} on {d.channel}: the lease expired and another "
+            "consumer took it, or it was already settled",
+            hint="settle within lease_seconds or use a longer lease",
+        )
+
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
+        by_channel: dict[str, list[Delivery]] = {}
+        for d in ds:
+            by_channel.setdefault(d.channel, []).append(d)
+        for channel, group in by_channel.items():
+            gone = self.stx.remove(channel, [(d.tag, d.token) for d in group])
+            if len(gone) != len(group):
+                raise self._lost(next(d for d in group if d.tag not in {m.tag for m in gone}), "acknowledge")
+            self.count(channel, "acked", len(group))
+            self.rows.extend(JournalRow(self.now, channel, d.message_id, policy.ACKED, d.consumer) for d in group)
+            self.release_claims([m.claim for m in gone if m.claim])
+
+    def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
+             delay: float | None = None, dead: bool = False) -> Literal["retry", "dead"]:
+        text = error_text(error)
+        backoff = policy.backoff_for(self.t.channel_config(delivery.channel), self.t.backoff)
+        decision = policy.nack_decision(backoff, delivery.attempt, dead=dead, delay=delay, rng=self.t._rng)
+        if decision.outcome == "dead":
+            gone = self.stx.remove(delivery.channel, [(delivery.tag, delivery.token)])
+            if not gone:
+                raise self._lost(delivery, "reject")
+            self.count(delivery.channel, "failed")
+            self.bury(gone[0], "dead", decision.reason, text, component, removed=True)
+            return "dead"
+        m = Stored(delivery.channel, delivery.message_id, b"", 0, 0, attempts=delivery.attempt,
+                   token=delivery.token, tag=delivery.tag)
+        if not self.stx.update(m, token=None, visible_at=self.now + decision.wait, attempts=delivery.attempt):
+            raise self._lost(delivery, "reject")
+        self.count(delivery.channel, "failed")
+        policy.record_nacked(self, delivery, component, text, decision.wait)
+        self.sent_to.add(delivery.channel)
+        return "retry"
+
+    def bury(self, m: Stored, kind: DeadKind, reason: str, error: str, component: str, *,
+             removed: bool = False) -> int:
+        """Move message ``m`` to its dead-letter queue (``removed``: already deleted)."""
+        if not removed and not self.stx.remove(m.channel, [(m.tag, m.token)]):
+            return 0
+        return self._bury(m.channel, m.message_id, kind, reason, error, component, m.attempts,
+                          blob=m.blob, claim=m.claim)
+
+    def _bury(self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str, error: str,
+              component: str, attempts: int, **data: Any) -> int:
+        cfg = self.t.channel_config(channel) if channel else ChannelConfig()
+        queue = policy.dead_letter_queue(cfg, kind, dead_letter=self.t.dead_letter_default,
+                                         invalid=self.t.invalid_default)
+        id_ = self.stx.bury(Buried(kind, queue, channel, message_id, reason, error, component, attempts,
+                                   self.now, **data))
+        policy.record_dead(self, channel, message_id, queue=queue, kind=kind, reason=reason, error=error,
+                           component=component, attempts=attempts)
+        return id_
+
+    def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
+                channel: str | None = None, delivery: Delivery | None = None) -> int:
+        if delivery is not None:
+            gone = self.stx.remove(delivery.channel, [(delivery.tag, delivery.token)])
+            if not gone:
+                raise self._lost(delivery, "move to the invalid channel")
+            return self.bury(gone[0], "invalid", reason, reason, component, removed=True)
+        if isinstance(envelope, Envelope):
+            return self._bury(channel, envelope.message_id, "invalid", reason, reason, component,
+                              envelope.attempt, blob=envelope.to_bytes())
+        return self._bury(channel, None, "invalid", reason, reason, component, 0, raw=bytes(envelope))
+
+    def dead_letter(self, b: Buried) -> DeadLetter:
+        env = None
+        if b.blob is not None:
+            with_claim = Stored(b.channel or "", b.message_id or "", b.blob, 0, 0, claim=b.claim)
+            env = self.envelope(with_claim)
+        return DeadLetter(b.id, b.kind, b.queue, b.channel, env, b.raw, b.reason, b.error, b.component,
+                          b.attempts, datetime.fromtimestamp(b.dead_at, UTC))
+
+    def purge(self, channel: str, *, journal: bool = True) -> int:
+        tags: list[tuple[int, int | None]] = [(m.tag, None) for m in self.stx.scan(channel, ready_at=None, limit=1 << 62)]
+        gone = self.stx.remove(channel, tags) if tags else []
+        self.release_claims([m.claim for m in gone if m.claim])
+        if journal:
+            self.record(channel, None, policy.PURGED, f"{len(gone)} message(s)")
+        return len(gone)
+
+    def release_claims(self, claims: list[str]) -> None:
+        """One message copy or dead letter fewer refers to each of ``claims``."""
+        for claim, n in Counter(claims).items():
+            key = f"{claim} refs"
+            left = int(self.stx.state(CLAIMS, [key], lock=True).get(key, b"0")) - n
+            self.stx.put_state(CLAIMS, {key: str(left).encode()} if left > 0 else {key: None, claim: None})
+
+    # -- idempotency -----------------------------------------------------------------------
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        return set(self.stx.state(f"seen:{consumer}", list(keys)))
+
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        self.stx.put_state(f"seen:{consumer}", dict.fromkeys(keys, b""),
+                           expires_at=self.now + self.t.idempotency_retention)
+
+
+class StateIdentityRepository(IdentityRepository):
+    """The Application Repository in the keyed state table (scope ``identity``)."""
+
+    def __init__(self, transport: StorageTransport):
+        self._t = transport
+
+    def register(self, identity: Identity | str, channel: str, *, adapter: str | None = None) -> Registration:
+        ident = Identity.parse(identity) if isinstance(identity, str) else identity
+        if ident.cls is None:
+            raise IdentityError("an application identity needs at least its class", where=str(ident))
+        with self._t.transaction() as tx:
+            reg = Registration(tx.t._rng.getrandbits(48), ident, channel, adapter, tx.now)
+            tx.stx.put_state(IDENTITIES, {f"{ident} {channel}": json.dumps([ident.to_json(), channel, adapter, reg.id, tx.now]).encode()})
+            tx.record(channel, None, policy.IDENTITY_REGISTERED, str(ident))
+        return reg
+
+    def unregister(self, *, adapter: str | None = None, identity: Identity | str | None = None) -> int:
+        if adapter is None and identity is None:
+            raise IdentityError("unregister needs an adapter or an identity")
+        ident = Identity.parse(identity) if isinstance(identity, str) else identity
+        gone = [r for r in self.list()
+                if (adapter is None or r.adapter == adapter) and (ident is None or r.identity == ident)]
+        with self._t.transaction() as tx:
+            tx.stx.put_state(IDENTITIES, {f"{r.identity} {r.channel}": None for r in gone})
+        return len(gone)
+
+    def list(self) -> list[Registration]:
+        with self._t.transaction() as tx:
+            values = tx.stx.state(IDENTITIES)
+        regs = []
+        for value in values.values():
+            ident, channel, adapter, id_, at = json.loads(value)
+            regs.append(Registration(id_, Identity.from_dict(ident), channel, adapter, at))
+        return sorted(regs, key=lambda r: (str(r.identity), r.id))
+
+
+__all__ = ["Buried", "JournalRow", "StorageTransaction", "StorageTransport", "StorageTx", "Stored"]

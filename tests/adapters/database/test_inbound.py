@@ -1,0 +1,172 @@
+"""Inbound: rows of a shared table polled into messages, progress in a status column or a
+watermark, bad rows to the Invalid Message Channel, LISTEN/NOTIFY (PostgreSQL)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from coupler.adapters.database import DatabaseAdapter
+from coupler.bus.api import Command, command_envelope
+from coupler.bus.testing import EmbeddedBus
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
+from tests.bus.site_helpers import wait_for
+
+from .conftest import Database
+
+ORDERS = {
+    "postgresql": "CREATE TABLE orders (id serial PRIMARY KEY, customer text NOT NULL, amount numeric(10,2), "
+                  "ordered date, weight double precision, processed_at timestamptz)",
+    "sqlite": "CREATE TABLE orders (id integer PRIMARY KEY, customer text NOT NULL, amount numeric(10,2), "
+              "ordered date, weight real, processed_at timestamp)",
+}
+
+
+def make_orders(db: Database, n: int, first: int = 1) -> None:
+    if first == 1:
+        db.sql(ORDERS[db.kind])
+    db.many(f"INSERT INTO orders (id, customer, amount, ordered, weight) VALUES ({db.p}, {db.p}, {db.p}, {db.p}, {db.p})",
+            [(i, f"customer {i}", f"{i}.50", f"2026-11-{1 + i % 28:02d}", i * 0.25) for i in range(first, first + n)])
+
+
+def fetch(adapter: DatabaseAdapter, **query: str) -> dict[str, str]:
+    cmd = Command("fetch", adapter.name, command_envelope("fetch", adapter.name), query=dict(query))
+    return adapter.handle(cmd).details
+
+
+def poll_adapter(bus: EmbeddedBus, db: Database, **poll: Any) -> DatabaseAdapter:
+    poll = {"table": "orders", "autopoll": False, **poll}
+    return bus.adapter(DatabaseAdapter, "orders-in", db.options(poll=poll), direction="inbound", channel="orders")
+
+
+def test_status_column_rows_published_once_and_marked_in_the_same_transaction(bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 5)
+    a = poll_adapter(bus, db, status_column="processed_at", batch_size=3)
+    assert fetch(a)["messages"] == "3"  # one transaction of batch_size rows
+    assert fetch(a)["messages"] == "2"
+    assert fetch(a)["messages"] == "0"
+    msgs = bus.published("orders")
+    records = [json.loads(m.body) for m in msgs]
+    assert [r["id"] for r in records] == [1, 2, 3, 4, 5]
+    first = records[0]
+    assert first["customer"] == "customer 1" and first["amount"] == "1.50"  # exact decimal digits
+    assert first["ordered"] == "2026-11-02" and first["weight"] == 0.25
+    assert str(msgs[0].format) == "db.orders@1;application/json"
+    assert msgs[0].properties["db.key"] == "1" and TraceContext.parse(msgs[0].properties[TRACEPARENT])
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+    # a row added later is published by the next poll, with an id derived from its key
+    make_orders(db, 1, first=6)
+    fetch(a)
+    (sixth,) = bus.published("orders")
+    assert json.loads(sixth.body)["id"] == 6 and sixth.message_id not in {m.message_id for m in msgs}
+
+
+def test_status_values_declared(bus: EmbeddedBus, db: Database) -> None:
+    db.sql("CREATE TABLE jobs (job_no varchar(10) PRIMARY KEY, state varchar(10) NOT NULL)")
+    db.many(f"INSERT INTO jobs VALUES ({db.p}, {db.p})", [("J1", "NEW"), ("J2", "HELD"), ("J3", "NEW")])
+    a = poll_adapter(bus, db, table="jobs", status_column="state", status_pending="NEW", status_done="SENT")
+    fetch(a)
+    assert [json.loads(m.body)["job_no"] for m in bus.published("orders")] == ["J1", "J3"]
+    assert db.sql("SELECT job_no, state FROM jobs ORDER BY job_no") == [("J1", "SENT"), ("J2", "HELD"), ("J3", "SENT")]
+
+
+def test_watermark_kept_by_the_adapter_survives_a_restart(bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 4)
+    a = poll_adapter(bus, db, watermark_column="id", batch_size=10)
+    fetch(a)
+    assert len(bus.published("orders")) == 4
+    a.stop()
+    make_orders(db, 2, first=5)
+    b = poll_adapter(bus, db, watermark_column="id", batch_size=10)  # a new instance: the state file
+    fetch(b)
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [5, 6]
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(6,)]  # nothing written
+
+
+def test_watermark_on_a_timestamp_with_ties_resumes_after_the_last_key(bus: EmbeddedBus, db: Database) -> None:
+    db.sql("CREATE TABLE events (id integer PRIMARY KEY, at timestamp NOT NULL)")
+    db.many(f"INSERT INTO events VALUES ({db.p}, {db.p})",
+            [(i, "2026-11-26 10:00:00" if i <= 4 else "2026-11-26 11:00:00") for i in range(1, 8)])
+    a = poll_adapter(bus, db, table="events", watermark_column="at", batch_size=3)
+    for _ in range(4):
+        fetch(a)
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_a_row_that_cannot_be_converted_goes_to_the_invalid_channel_and_the_others_go_on(
+        bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 5)
+    db.sql(f"UPDATE orders SET weight = {db.p} WHERE id = 3", (float("inf"),))
+    a = poll_adapter(bus, db, status_column="processed_at")
+    details = fetch(a)
+    assert details["messages"] == "4" and details["invalid"] == "1"
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 4, 5]
+    (bad,) = bus.invalid()
+    assert "row 3 of" in bad.reason and "weight" in bad.reason and "no JSON form" in bad.reason
+    assert bad.envelope is not None and json.loads(bad.envelope.body)["id"] == "3"
+    # the bad row is marked too: it is in the Invalid Message Channel, not read again forever
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+
+
+def test_rows_per_message_batches_rows_and_contains_a_bad_one(bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 7)
+    db.sql(f"UPDATE orders SET weight = {db.p} WHERE id = 2", (float("inf"),))
+    a = poll_adapter(bus, db, status_column="processed_at", rows_per_message=3)
+    fetch(a)
+    batches = [json.loads(m.body) for m in bus.published("orders")]
+    assert [[r["id"] for r in b] for b in batches] == [[1, 3], [4, 5, 6], [7]]
+    assert len(bus.invalid()) == 1
+
+
+def test_the_bus_refusing_a_publish_rolls_the_marks_back(bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 3)
+    a = poll_adapter(bus, db, status_column="processed_at")
+    publish, calls = a.context.publish, []
+
+    def failing(envelope, channel=None):  # type: ignore[no-untyped-def]
+        calls.append(envelope.message_id)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return publish(envelope, channel)
+
+    a.context.publish = failing  # type: ignore[method-assign,union-attr]
+    with pytest.raises(Exception, match="disk full"):
+        a.poller.poll()  # type: ignore[union-attr]
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]
+    a.context.publish = publish  # type: ignore[method-assign,union-attr]
+    fetch(a)
+    msgs = bus.published("orders")
+    # row 1 was accepted before the failure: published again under the same message id
+    assert [json.loads(m.body)["id"] for m in msgs] == [1, 1, 2, 3]
+    assert msgs[0].message_id == msgs[1].message_id == calls[0]
+
+
+def test_listen_notify_wakes_the_poll(bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 1)
+    channel = f"{postgres.schema}_orders"
+    a = bus.adapter(DatabaseAdapter, "orders-in", postgres.options(poll={
+        "table": "orders", "status_column": "processed_at", "interval": 300, "max_interval": 300,
+        "listen": channel}), direction="inbound", channel="orders")
+    got: list[Any] = []
+    wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 1, "the first row")
+    wait_for(lambda: a.listener is not None and a.health().get("poll", {}).get("polls", 0) >= 1, "a poll")
+    make_orders(postgres, 1, first=2)
+    postgres.sql(f"NOTIFY {channel}")  # the interval (300 s) is far beyond the wait below
+    wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 2, "the notified row", timeout=60)
+    assert [json.loads(m.body)["id"] for m in got] == [1, 2]
+    assert a.health()["notifications"] >= 1
+
+
+def test_options_are_checked_at_start(bus: EmbeddedBus, db: Database) -> None:
+    from coupler.bus.api import OptionsError
+    from coupler.canonical.errors import CouplerError
+
+    make_orders(db, 1)
+    with pytest.raises(OptionsError, match="exactly one of status_column"):
+        poll_adapter(bus, db)
+    with pytest.raises(CouplerError, match="no column 'done_at'"):
+        poll_adapter(bus, db, status_column="done_at")
+    with pytest.raises(CouplerError, match="no table"):
+        poll_adapter(bus, db, table="nothere", status_column="processed_at")

@@ -1,0 +1,117 @@
+"""Outbound: records written to a table (insert, update, upsert, stored procedure), once per
+message id; the mapping checked against the table at start; SQL in values stays data."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from coupler.adapters.database import DatabaseAdapter
+from coupler.bus.api import Command, CommandFault, Document, command_envelope
+from coupler.bus.testing import EmbeddedBus
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.errors import CouplerError
+
+from .conftest import Database
+
+FMT = FormatIndicator("acme.Order", 1, "application/json")
+TABLE = ("CREATE TABLE orders_copy (order_no varchar(20) PRIMARY KEY, customer text NOT NULL, "
+         "amount numeric(10,2), ordered date, note text)")
+HOSTILE = "x'); DROP TABLE orders_copy; --"
+
+
+def message(records: Any, message_id: str | None = None) -> Envelope:
+    env = Envelope(format=FMT, body=json.dumps(records).encode())
+    return env.replace(message_id=message_id) if message_id else env
+
+
+def writer(bus: EmbeddedBus, db: Database, **write: Any) -> DatabaseAdapter:
+    write = {"table": "orders_copy", **write}
+    return bus.adapter(DatabaseAdapter, "orders-out", db.options(write=write), direction="outbound",
+                       channel="orders")
+
+
+MAPPING = {"orderNo": "order_no", "customer": "customer", "amount": "amount", "ordered": "ordered", "note": "note"}
+
+
+def test_insert_maps_fields_to_columns_and_writes_a_message_once(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    a = writer(bus, db, mapping=MAPPING)
+    m = message([{"orderNo": "A1", "customer": "Ada", "amount": "12.50", "ordered": "2026-11-26", "ignored": 1},
+                 {"orderNo": "A2", "customer": "Grace", "amount": 7, "note": HOSTILE}])
+    bus.deliver(a, m)
+    bus.deliver(a, m)  # delivered again (a crash before the acknowledgement): not written twice
+    rows = db.sql("SELECT order_no, customer, amount, ordered, note FROM orders_copy ORDER BY order_no")
+    assert [(r[0], r[1], Decimal(str(r[2])), str(r[3]) if r[3] else None, r[4]) for r in rows] == [
+        ("A1", "Ada", Decimal("12.50"), "2026-11-26", None), ("A2", "Grace", Decimal(7), None, HOSTILE)]
+    assert a.describe()["outbound"]["duplicates"] == 1
+    # the hostile value went in as data: the table is there and holds it verbatim
+    assert db.sql(f"SELECT count(*) FROM orders_copy WHERE note = {db.p}", (HOSTILE,)) == [(1,)]
+
+
+def test_upsert_inserts_then_updates_by_key(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    a = writer(bus, db, operation="upsert", key="order_no", mapping=MAPPING)
+    bus.deliver(a, message({"orderNo": "A1", "customer": "Ada", "amount": "1.00"}))
+    bus.deliver(a, message({"orderNo": "A1", "customer": "Ada L.", "amount": "2.00"}))
+    bus.deliver(a, message({"orderNo": "A2", "customer": "Grace"}))
+    assert [(r[0], r[1], r[2] and Decimal(str(r[2]))) for r in db.sql("SELECT order_no, customer, amount FROM orders_copy ORDER BY 1")] \
+        == [("A1", "Ada L.", Decimal(2)), ("A2", "Grace", None)]
+
+
+def test_update_of_a_missing_row_is_refused(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    db.sql("INSERT INTO orders_copy (order_no, customer) VALUES ('A1', 'Ada')")
+    a = writer(bus, db, operation="update", key=["order_no"], mapping=MAPPING)
+    bus.deliver(a, message({"orderNo": "A1", "customer": "Ada", "note": "paid"}))
+    assert db.sql("SELECT note FROM orders_copy") == [("paid",)]
+    with pytest.raises(CommandFault, match="no row of .*orders_copy with order_no = 'ZZ'") as err:
+        bus.deliver(a, message({"orderNo": "ZZ", "customer": "Nobody"}))
+    assert err.value.code == "invalid"
+
+
+def test_a_value_the_column_cannot_take_refuses_that_message_only(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    a = writer(bus, db, mapping=MAPPING)
+    with pytest.raises(CommandFault, match="does not fit column ordered") as err:
+        bus.deliver(a, message({"orderNo": "B1", "customer": "Ada", "ordered": "yesterday"}))
+    assert err.value.code == "invalid"
+    with pytest.raises(CommandFault, match="not JSON"):
+        bus.deliver(a, Envelope(format=FMT, body=b"{not json"))
+    bus.deliver(a, message({"orderNo": "B2", "customer": "Grace"}))  # the adapter goes on
+    assert db.sql("SELECT order_no FROM orders_copy") == [("B2",)]
+
+
+def test_the_mapping_is_checked_against_the_table_at_start(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    with pytest.raises(CouplerError, match="no column 'order_number'"):
+        writer(bus, db, mapping={"orderNo": "order_number", "customer": "customer"})
+    with pytest.raises(CouplerError, match=r"column\(s\) customer of .*orders_copy need a value and no field is mapped"):
+        writer(bus, db, mapping={"orderNo": "order_no"})
+    with pytest.raises(CouplerError, match=r"upsert needs a unique key .*\(customer\)"):
+        writer(bus, db, operation="upsert", key="customer", mapping=MAPPING)
+
+
+def test_the_send_command_writes_and_a_resent_command_is_written_once(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    a = writer(bus, db, mapping=MAPPING)
+    doc = Document(FMT, json.dumps({"orderNo": "S1", "customer": "Ada"}).encode())
+    env = command_envelope("send", a.name, document=doc)
+    command = Command("send", a.name, env, document=doc)
+    assert a.handle(command).details["status"] == "written"
+    assert a.handle(command).details["status"] == "duplicate"
+    assert db.sql("SELECT count(*) FROM orders_copy") == [(1,)]
+
+
+def test_stored_procedure_called_with_the_mapped_fields(bus: EmbeddedBus, postgres: Database) -> None:
+    postgres.sql("CREATE TABLE audit (who text, what text)")
+    postgres.sql(f"CREATE PROCEDURE {postgres.schema}.record_audit(who text, what text) LANGUAGE sql "
+                 f"AS $$ INSERT INTO {postgres.schema}.audit VALUES (who, what) $$")
+    a = bus.adapter(DatabaseAdapter, "audit", postgres.options(write={
+        "operation": "procedure", "procedure": f"{postgres.schema}.record_audit",
+        "mapping": {"user": "who", "action": "what"}}), direction="outbound", channel="audit")
+    bus.deliver(a, message({"user": "ada", "action": HOSTILE}))
+    assert postgres.sql("SELECT who, what FROM audit") == [("ada", HOSTILE)]
