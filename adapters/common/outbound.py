@@ -38,7 +38,7 @@ from coupler.bus.api import Bool, CommandFault, IdempotentReceiver, OptionsModel
 from coupler.canonical import Envelope
 
 from .claims import body_chunks
-from .errors import FileExistsPolicyError, PathTraversalError
+from .errors import FileExistsPolicyError, PathTraversalError, PayloadError
 from .fs import FileSystem
 from .jail import safe_relative
 from .naming import check_template, render
@@ -260,6 +260,10 @@ class FileWriter:
             self.refused += 1
             self.log.warning("%s: refused message %s: %s", self.name, envelope.message_id, exc)
             raise CommandFault(f"path traversal refused: {exc}", code="invalid") from exc
+        except PayloadError as exc:  # its claim-checked body is missing, or not one of the bus's
+            self.refused += 1
+            self.log.warning("%s: refused message %s: %s", self.name, envelope.message_id, exc)
+            raise CommandFault(str(exc), code="invalid") from exc
         except FileExistsPolicyError as exc:
             if committed:  # the rename lost a race: nothing was written
                 self.state.mark_seen(_ABANDONED, [key])
