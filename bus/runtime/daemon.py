@@ -35,6 +35,7 @@ and its adapter shown degraded.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -332,7 +333,8 @@ class Daemon:
         from coupler.bus.batch.schedule import BatchScheduler
 
         self.batch = BatchScheduler(self.site)
-        t = threading.Thread(target=self.batch.run, args=(self.stopping,), name="batch", daemon=True)
+        loop = functools.partial(self.batch.run, self.stopping)
+        t = threading.Thread(target=self.supervisor.run, args=("batch", None, loop), name="batch", daemon=True)
         t.start()
         self._threads.append(t)
 

@@ -1,6 +1,6 @@
 """Worker supervision and the drain: no worker ends without a word, no stop waits for ever.
 
-* :class:`Supervisor` runs each worker loop: a worker that dies for any reason (an exception
+* :class:`Supervisor` runs each worker loop (and the monitor and batch scheduler threads): one that dies for any reason (an exception
   escaping its loop, ``SystemExit`` or ``KeyboardInterrupt`` raised by an adapter's
   ``deliver()``) is logged with its adapter and the message it was handling, counted
   (``failed`` of the adapter, ``worker_deaths``), the message is given back to the store

@@ -52,7 +52,8 @@ class Workers:
             patterns = self.patterns(consumer, route.source, source, config)
             self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
                         receive=self.d.datatypes.for_route(route.name, consumer, source), patterns=patterns, select=config.select)
-        t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
+        t = threading.Thread(target=self.d.supervisor.run, args=("monitor", None, self.d.monitor.run), name="monitor",
+                             daemon=True)
         t.start()
         self.d._threads.append(t)
 

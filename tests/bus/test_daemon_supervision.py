@@ -158,3 +158,26 @@ options = {{ directory = "{out}" }}
         _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert os.listdir(inbox / "archive") and not (inbox / "late.txt").exists()
+
+
+def test_the_monitor_thread_is_supervised_too(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A bug that ends the monitor (heartbeats, stuck channels, route timers) is logged and the
+    monitor restarted, like a delivery worker."""
+    import logging
+
+    from .site_helpers import running_daemon
+
+    site = write_site(tmp_path / "site", "[monitor]\ninterval_seconds = 0.05\n")
+    with caplog.at_level(logging.ERROR), running_daemon(site) as daemon:
+        calls = []
+        check = daemon.monitor.check_stuck
+
+        def broken_once() -> None:
+            calls.append(1)
+            if len(calls) == 1:
+                raise RuntimeError("a bug in the monitor")
+            check()
+
+        daemon.monitor.check_stuck = broken_once  # type: ignore[method-assign]
+        wait_for(lambda: len(calls) >= 3, "the monitor to run again after it died", timeout=60)
+    assert "worker monitor died: RuntimeError: a bug in the monitor (death 1)" in caplog.text
