@@ -280,6 +280,10 @@ def open_regular(path: Path, expect: FileInfo | None = None) -> BinaryIO:
 def check_listed(st: os.stat_result, expect: FileInfo, path: Path | str) -> None:
     """Raise :class:`FileChanged` unless ``st`` has the size and mtime ``expect`` was listed with."""
     if st.st_size != expect.size or st.st_mtime_ns != expect.mtime_ns:
-        what = "grew" if st.st_size > expect.size else "shrank" if st.st_size < expect.size else "was rewritten"
-        raise FileChanged(errno.EAGAIN, f"{what} while it was read ({expect.size} bytes listed, {st.st_size} now)",
-                          str(path))
+        raise changed(expect, st.st_size, path)
+
+
+def changed(expect: FileInfo, size: int, path: Path | str) -> FileChanged:
+    """The :class:`FileChanged` of a file listed as ``expect`` that now has ``size`` bytes."""
+    what = "grew" if size > expect.size else "shrank" if size < expect.size else "was rewritten"
+    return FileChanged(errno.EAGAIN, f"{what} while it was read ({expect.size} bytes listed, {size} now)", str(path))

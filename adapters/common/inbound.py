@@ -55,7 +55,7 @@ from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .claims import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, store_claim
 from .errors import FileChanged, PayloadError, RemoteError
-from .fs import FileInfo, FileSystem, check_listed, open_regular
+from .fs import FileInfo, FileSystem, changed, check_listed, open_regular
 from .jail import safe_relative
 from .options import Strings
 from .payload import PayloadMode, PayloadSettings, Splitter, WholeSplitter, splitter_for
@@ -253,6 +253,8 @@ class InboundPipeline:
                     self._take(info, result)
                 except (ConnectionError, EOFError, RemoteError):
                     raise  # the server is gone: the whole poll is retried after a backoff
+                except FileChanged as exc:  # a writer still at work: not ready yet, not an error
+                    self.log.info("%s: %s is taken again once stable: %s", self.name, info.path, exc.strerror)
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
                     self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path, exc)
@@ -278,6 +280,8 @@ class InboundPipeline:
         return records[0] if records else None
 
     def _take(self, info: FileInfo, result: PollResult) -> None:
+        if not self.local.owned:  # read in place: one already changed since the listing gets no record
+            self._unchanged(info)
         known = self._known(info)
         local: Path | None = None
         if known is not None and not self.s.checksum:
@@ -469,8 +473,7 @@ class InboundPipeline:
         if current is None:
             raise FileChanged(2, "removed while it was being taken", info.path)
         if (current.size, current.mtime_ns) != (info.size, info.mtime_ns):
-            raise FileChanged(11, f"changed while it was read ({info.size} bytes listed, {current.size} now)",
-                              info.path)
+            raise changed(info, current.size, info.path)
 
     def _report_irregular(self) -> None:
         irregular: dict[str, str] = getattr(self.fs, "irregular", {})
