@@ -351,7 +351,12 @@ class SqliteTransport(Transport):
 
     @contextmanager
     def transaction(self) -> Iterator[TransactionOps]:
-        with self._write(durable=True) as tx:
+        # fsync'd when it adds a message (``insert``), else as an acknowledgement is: a
+        # consume-and-produce transaction that only acknowledges and keeps step state (a
+        # filter's discard, an aggregator's member) loses, on a power failure, its state
+        # change together with its acknowledgement (the WAL keeps commits in order), so the
+        # message is delivered again and counted once
+        with self._write(durable=self.sync_acks) as tx:
             yield tx
 
     @contextmanager
