@@ -115,17 +115,19 @@ class IdempotentReceiver:
         if not keyed:
             return []
         fresh: list[Delivery] = []
-        with transport.transaction() as tx:
-            already = tx.seen(self.consumer, [k for _, ks in keyed for k in ks])
-            batch: set[str] = set()  # the same message twice in one batch: the first one counts
-            dups = []
-            for d, ks in keyed:
-                if any(k in already or k in batch for k in ks):
-                    dups.append(d)
-                else:
-                    batch.update(ks)
-                    fresh.append(d)
-            if dups:
+        # a read (no write transaction unless there are duplicates to acknowledge): the keys
+        # are marked by the transaction that handles the message (``mark``), not here
+        already = transport.seen(self.consumer, [k for _, ks in keyed for k in ks])
+        batch: set[str] = set()  # the same message twice in one batch: the first one counts
+        dups = []
+        for d, ks in keyed:
+            if any(k in already or k in batch for k in ks):
+                dups.append(d)
+            else:
+                batch.update(ks)
+                fresh.append(d)
+        if dups:
+            with transport.transaction() as tx:
                 tx.ack(dups)
         if dups:
             self.duplicates += len(dups)

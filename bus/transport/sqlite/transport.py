@@ -538,8 +538,13 @@ class SqliteTransport(Transport):
             return tx.invalid(envelope, reason, component, channel=channel, delivery=delivery)
 
     def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
-        with self.transaction() as tx:
-            return tx.seen(consumer, keys)
+        current = getattr(self._local, "tx", None)
+        if current is not None and _process() == self._pid:
+            return set(current.seen(consumer, keys))
+        # a read: no write lock (a WAL reader sees the last commit)
+        conn = self._conn()
+        keys = list(keys)
+        return set(self._retry(lambda: StoreTx(self, conn, durable=False).seen(consumer, keys)))
 
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         with self.transaction() as tx:
