@@ -166,7 +166,7 @@ class FileWriter:
                 continue
             base, key = m.group(1), m.group(2)
             if m.group(3) == "append":
-                if self.receiver is not None and self.state.seen(self.receiver.consumer, [key]):
+                if self.receiver is not None and self.receiver.processed(self.state, key):
                     self.fs.remove(info.path)  # the append was recorded: only its marker was left
                 else:  # an append a crash cut, or not recorded: it goes (its message comes again)
                     undo_append(self.fs, info.path, posixpath.join(posixpath.dirname(info.path), base))

@@ -96,6 +96,10 @@ class IdempotentReceiver:
             return True
         return False
 
+    def processed(self, store: SeenStore, message_id: str) -> bool:
+        """Whether the message with id ``message_id`` was recorded as processed."""
+        return bool(store.seen(self.consumer, [f"id:{message_id}"]))
+
     def mark(self, store: SeenStore, envelopes: Envelope | Iterable[Envelope]) -> None:
         """Record messages as processed (in the transaction that acknowledges them)."""
         envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
