@@ -124,8 +124,9 @@ class SqliteTransport(Transport):
     (every commit fsync'd by SQLite itself inside the write lock) or ``NORMAL`` (the WAL is
     fsync'd at checkpoints only: a power failure may lose the last commits, a process crash
     loses nothing). Lease grants are committed without an fsync of their own: losing one only
-    makes a message visible again early. So are acknowledgements and negative ones unless
-    ``sync_acks``: they reach the disk with the next fsync'd commit or background checkpoint
+    makes a message visible again early. So are acknowledgements and negative ones, and the
+    transactions (``transaction()``) that add no message (a route's discard, an aggregator's
+    member), unless ``sync_acks``: they reach the disk with the next fsync'd commit or background checkpoint
     (``checkpoint_interval``), so a power failure may deliver again a message acknowledged
     in that last interval -- the at-least-once delivery every consumer already handles
     (a crash between its work and its ack does the same) -- and never loses one.
