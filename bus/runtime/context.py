@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, UnitError
 from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
 
@@ -91,6 +93,17 @@ class Statistics:
             return [s.to_json(now) for s in self.adapters.values()]
 
 
+def expiring(envelope: Envelope, ttl: float | None) -> Envelope:
+    """``envelope`` expiring ``ttl`` seconds from now (Message Expiration), unless it expires
+    sooner already; as it is without a ``ttl``."""
+    if ttl is None:
+        return envelope
+    expires = utc_now() + timedelta(seconds=ttl)
+    if envelope.expires_at is not None and envelope.expires_at <= expires:
+        return envelope
+    return envelope.replace(expires_at=expires)
+
+
 class BusContext:
     """What one adapter gets from the bus (implements :class:`~coupler.bus.api.AdapterContext`)."""
 
@@ -109,6 +122,7 @@ class BusContext:
         command_channel: str = "coupler.commands",
         site_dir: Path | None = None,
         inbound: Callable[[Envelope], Envelope] | None = None,
+        channel_ttls: dict[str, float] | None = None,
     ):
         self.name = name
         #: the directory of site.toml (default: the working directory, for embedding)
@@ -125,6 +139,8 @@ class BusContext:
         self._reply_timeout = reply_timeout
         #: unwrap and translate what the adapter publishes (bus/runtime/stages.py), if declared
         self._inbound = inbound
+        #: Message Expiration: channel -> its ``ttl_seconds`` (what is published there expires)
+        self._ttls = channel_ttls or {}
 
     @property
     def component(self) -> str:
@@ -140,7 +156,8 @@ class BusContext:
         """Send durably to ``channel`` or the adapter's channel (blocks while it is paused)."""
         target = self._target(channel)
         self._wait_while_paused()
-        (message_id,) = self._transport.send(target, self._prepare(envelope), component=self.component)
+        envelope = expiring(self._prepare(envelope), self._ttls.get(target))
+        (message_id,) = self._transport.send(target, envelope, component=self.component)
         self._stats.count(self.name, "sent")
         return message_id
 
@@ -150,9 +167,10 @@ class BusContext:
         target = self._target(channel)
         self._wait_while_paused()
         prepared: list[Envelope | None] = []
+        ttl = self._ttls.get(target)
         for envelope in envelopes:
             try:
-                prepared.append(self._prepare(envelope))
+                prepared.append(expiring(self._prepare(envelope), ttl))
             except InvalidMessage:
                 prepared.append(None)
         good = [e for e in prepared if e is not None]
