@@ -83,11 +83,14 @@ def write_file(
     make_dirs: bool = True,
     tag: str | None = None,
     commit: Callable[[str], None] | None = None,
+    keep_marker: bool = False,
 ) -> str | None:
     """Write ``chunks`` as ``name`` under ``fs``; returns the name written, None when ignored.
 
     ``tag`` names the temporary (:func:`temp_name`; a leftover of that name is replaced);
-    ``commit(temporary)`` runs when it holds the whole content, before the rename."""
+    ``commit(temporary)`` runs when it holds the whole content, before the rename.
+    ``keep_marker``: an append leaves its marker (:func:`append_marker`) for the caller to
+    remove once it recorded the append (:func:`append_file`)."""
     rel = safe_relative(name, where=fs.label)
     parent = posixpath.dirname(rel)
     if make_dirs and parent:
@@ -101,7 +104,7 @@ def write_file(
                 hint="remove it, or set file_exists to override, append, unique or ignore",
             )
         if policy == "append":
-            append_file(fs, rel, chunks, tag=tag)
+            append_file(fs, rel, chunks, tag=tag, keep_marker=keep_marker)
             _done(fs, rel, done_suffix)
             return rel
     tmp = temp_name(rel, tag)
@@ -128,8 +131,14 @@ def append_marker(rel: str, tag: str) -> str:
     return temp_name(rel, tag, "append")
 
 
-def append_file(fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str | None = None) -> None:
-    """Append ``chunks`` to the existing ``rel``, all or nothing (see the module's text)."""
+def append_file(
+    fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str | None = None, keep_marker: bool = False
+) -> None:
+    """Append ``chunks`` to the existing ``rel``, all or nothing (see the module's text).
+
+    ``keep_marker``: the marker stays after a complete append, so that a crash before the
+    caller recorded the append still cuts it back (the redelivery appends it once); the
+    caller removes the marker after its record."""
     marker = append_marker(rel, tag) if tag else None
     if marker is not None:
         undo_append(fs, marker, rel)  # a fragment a killed attempt of this same message left
@@ -154,7 +163,7 @@ def append_file(fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str |
                 with contextlib.suppress(Exception):
                     fs.remove(marker)
         raise
-    if marker is not None:
+    if marker is not None and not keep_marker:
         fs.remove(marker)
 
 
