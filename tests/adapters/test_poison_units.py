@@ -230,15 +230,21 @@ def test_filedrop_a_file_the_bus_side_breaks_on_goes_to_the_error_directory(tmp_
     drop.mkdir()
     (drop / "1-poison.dat").write_bytes(POISON)
     (drop / "2-good.dat").write_bytes(GOOD)
-    publish = BusContext.publish
+    publish, publish_many = BusContext.publish, BusContext.publish_many
 
     def broken_publish(self: BusContext, envelope, channel=None):  # type: ignore[no-untyped-def]
         if envelope.body == POISON:
             return {}["a bug on the bus side"]  # KeyError, outside any translation stage
         return publish(self, envelope, channel)
 
+    def broken_publish_many(self: BusContext, envelopes, channel=None):  # type: ignore[no-untyped-def]
+        if any(e.body == POISON for e in envelopes):  # records of a file go in batches
+            return {}["a bug on the bus side"]
+        return publish_many(self, envelopes, channel)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(BusContext, "publish", broken_publish)
+        mp.setattr(BusContext, "publish_many", broken_publish_many)
         with daemon_of(site) as daemon:
             assert channel_bodies(daemon, 1) == [{"account_id": "0001", "name": "ALICE"}]
             reason_file = wait_for(lambda: next((drop / "error").glob("1-poison.dat.reason"), None), "the .reason file")
