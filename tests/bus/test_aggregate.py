@@ -218,4 +218,4 @@ type = "aggregate"
     with pytest.raises(ConfigError) as unknown:  # the strategies of plugins are known when the daemon starts
         with running_daemon(write_site(tmp_path, route + 'complete_size = 2\nstrategy = "sum"\n')):
             pass
-    assert "routes[r].steps[0].strategy: unknown strategy 'sum' (known: avro, fixed, lines, records, xml)" in str(unknown.value)
+    assert "routes[r].steps[0].strategy: unknown strategy 'sum' (known: all, avro, best, first, fixed, lines, records, xml)" in str(unknown.value)
