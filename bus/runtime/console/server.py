@@ -281,6 +281,8 @@ class ConsoleServer:
         r.add_post("/api/dead-letters/{id:\\d+}/replay", self.api_dlq_replay)
         r.add_post("/api/dead-letters/purge", self.api_dlq_purge)
         r.add_post("/api/adapters/{name}/{action:pause|resume}", self.api_pause)
+        r.add_get("/api/groups", self._api("groups"))
+        r.add_post("/api/groups/{action:complete|discard}", self.api_group)
         r.add_get("/api/batch", self.api_batch)
         r.add_get("/api/trace", self.api_trace)
 
@@ -342,6 +344,13 @@ class ConsoleServer:
         op = request.match_info["action"]
         return web.json_response(await self._call(op, adapter=request.match_info["name"]))
 
+    async def api_group(self, request: web.Request) -> web.Response:
+        data = await _json(request)
+        args = {k: data.get(k) for k in ("route", "step", "key")}
+        if not all(isinstance(v, str) and v for v in args.values()):
+            raise CouplerError("give route, step and key of the group (strings)")
+        return web.json_response(await self._call(f"group.{request.match_info['action']}", **args))
+
     async def api_batch(self, request: web.Request) -> web.Response:
         return web.json_response((await self._call("status"))["batch"])
 
@@ -365,6 +374,8 @@ class ConsoleServer:
                 data["dead_letters"] = await self._dead_letters(request)
             elif name == "identities":
                 data["identities"] = await self._call("identities")
+            elif name == "groups":
+                data["groups"] = await self._call("groups")
             elif name == "trace" and request.query.get("q", "").strip():
                 data["trace"] = await self._call("trace", query=request.query["q"].strip())
             html = pages.render(name, self.site.name, data)
