@@ -58,9 +58,9 @@ dropping the duplicate.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
-import base64
 import json
 import logging
 import random
@@ -117,6 +117,7 @@ from coupler.bus.transport.base import (
     purged_dead_letters_detail,
     unknown_dead_letter,
 )
+from coupler.bus.transport.codec import decode, encode
 from coupler.bus.transport.policy import (
     ACKED,
     DEAD_LETTERS_PURGED,
@@ -138,7 +139,6 @@ from coupler.bus.transport.policy import (
     record_dead,
     record_nacked,
 )
-from coupler.bus.transport.codec import decode, encode
 from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
@@ -341,10 +341,15 @@ class AmqpTransport(Transport):
         n = 0
         with self.store.stale_outbox(time.time() - min_age) as entries:
             journal = _Journal()
-            for _key, entry in entries:
-                for channel, envs, component in _outbox_sends(entry):
-                    self._call(lambda link, c=channel, e=envs, comp=component: self._send(link, c, e, comp, journal))
-                    n += len(envs)
+            sends = [send for _key, entry in entries for send in _outbox_sends(entry)]
+
+            def publish(link: Link) -> None:
+                for channel, envs, component in sends:
+                    self._send(link, channel, envs, component, journal)
+
+            if sends:
+                self._call(publish)
+                n = sum(len(envs) for _c, envs, _comp in sends)
             self._record(journal)
         if n:
             log.warning("published %d message(s) of state changes a stopped process had not published", n)
