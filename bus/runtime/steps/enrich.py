@@ -161,7 +161,7 @@ class Enricher(Step):
 
     # -- merging ----------------------------------------------------------------------------
 
-    def _record(self, e: Envelope) -> Any:
+    def body_record(self, e: Envelope) -> Any:
         ct = e.format.content_type
         try:
             if ct == "avro/binary":
@@ -175,7 +175,7 @@ class Enricher(Step):
         raise StepError(f"message {e.message_id}: cannot enrich a {ct} body (JSON or Avro)")
 
     def merge(self, message: Envelope, answer: Any) -> Envelope:
-        body = self._record(message)
+        body = self.body_record(message)
         if not isinstance(body, dict):
             raise StepError(f"message {message.message_id}: its body is not a record")
         if self.options.into:
@@ -256,7 +256,7 @@ class Enricher(Step):
                     raise StepError(f"{o.target} answered {reply.code}: {reply.reason}")
                 if not reply.documents:
                     raise StepError(f"{o.target} answered without a document")
-                answer = self._record(reply.documents[0].to_envelope())
+                answer = self.body_record(reply.documents[0].to_envelope())
                 enriched = self.merge(message, answer)
             except CouplerError as exc:
                 self._give_up(tx, message, str(exc))

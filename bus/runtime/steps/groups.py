@@ -47,7 +47,7 @@ def summary(pipelines: dict[str, Pipeline], transport: Transport) -> list[dict[s
     out = []
     for p, _i, step in stateful_steps(pipelines):
         with transport.transaction() as tx:
-            groups = _open(step, tx)
+            groups = [g for g in _open(step, tx) if g.get("status", "running") == "running"]
         out.append({
             "route": p.name, "step": step.setup.name, "type": step.type_name, "open": len(groups),
             "held": sum(int(g.get("size", 0)) for g in groups),
