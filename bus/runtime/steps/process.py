@@ -42,7 +42,7 @@ from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import Int, Num, OptionsModel, Str, option
 
 from .base import Step, StepContext, StepError, StepSetup
-from .enrich import EnrichOptions, Enricher
+from .enrich import Enricher, EnrichOptions
 from .outcomes import Continue, Discard, Outcome
 from .state import StepState
 
