@@ -9,7 +9,8 @@ PYTEST_ARGS ?=
 .PHONY: demo test lint bench wheel system-deps services venv clean
 
 # the virtual environment, reinstalled only when the packaging files change
-$(STAMP): pyproject.toml setup.py
+# (system-deps first: the C compiler builds the fused copybook kernel at install)
+$(STAMP): pyproject.toml setup.py translators/copybook/_fused.c | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -19,7 +20,8 @@ venv: $(STAMP)
 
 # system packages the tests need: a Java 17 runtime for Spark, OpenSSH's sshd for SFTP,
 # Debian's chromium for the console's browser tests (Playwright drives it; it never downloads one)
-# GnuCOBOL 3's cobc (the copybook tests' compiler oracle)
+# GnuCOBOL 3's cobc (the copybook tests' compiler oracle); a C compiler and Python's headers
+# (setup.py builds the fused copybook kernel, translators/copybook/_fused.c)
 # (checked on every run: it takes milliseconds when they are present)
 system-deps:
 	@missing=""; \
@@ -27,6 +29,8 @@ system-deps:
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	command -v cobc >/dev/null 2>&1 || missing="$$missing gnucobol3"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	test -f "$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" || missing="$$missing python3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing system packages:$$missing"; \

@@ -1,4 +1,4 @@
-"""Bus throughput and latency on each transport side by side: embedded SQLite, AMQP, RabbitMQ.
+"""Bus throughput and latency on each transport side by side: embedded SQLite, AMQP, RabbitMQ, PostgreSQL.
 
 Workload: durable send + receive + acknowledge of 1 KiB bodies, one producer process and one
 consumer process.
@@ -31,6 +31,13 @@ Every run reports the 1-minute load average when it started and the CPU time (no
 time) the producer and the consumer spent per message: on a shared machine the wall-clock
 rate depends on what else runs, the CPU cost does much less. Before the runs the script
 measures what one fsync'd commit costs on the disk of the temporary directory.
+
+* ``postgres`` -- Coupler's PostgreSQL transport (``PostgresTransport``: a table per channel,
+  ``FOR UPDATE SKIP LOCKED`` leases, ``LISTEN/NOTIFY`` wake-ups, journal rows in the same
+  transactions, ``synchronous_commit`` on);
+* ``raw psycopg`` -- the same workload on one PostgreSQL table with plain psycopg, no Coupler:
+  insert per batch, a ``SKIP LOCKED`` lease (``UPDATE ... RETURNING``) and a delete per
+  received batch, polling every 0.2 ms when empty; no envelopes, no journal, no counters.
 
 * ``rabbitmq quorum`` -- the same pika baseline on a quorum queue (the queue type of the
   AMQP transport's channels, which counts deliveries exactly): what the queue type costs.
@@ -78,20 +85,25 @@ PG_DSN = os.environ.get("COUPLER_BENCH_POSTGRES", "postgresql://postgres@127.0.0
 
 
 def _use_code_of(spec: tuple[Any, ...]) -> None:
-    """In a fresh process, before ``coupler`` is imported: the code the spec runs
-    (``("amqp", names, path)``: an older commit's worktree, for ``--baseline-ref``)."""
-    if spec[0] == "amqp" and len(spec) > 2 and spec[2]:
+    """In a fresh process, before ``coupler`` is imported: the code the spec runs (its last
+    item: an older commit's worktree, for ``--baseline-ref``; None: the current code)."""
+    if spec[-1]:
         import baseline
 
-        baseline.use_code(Path(spec[2]))
+        baseline.use_code(Path(spec[-1]))
 
 
 def _open_transport(spec: tuple[Any, ...]) -> Any:
-    """``("sqlite", data_dir, synchronous, sync_acks)`` or ``("amqp", names[, code])``, opened."""
+    """``("sqlite", data_dir, synchronous, sync_acks, code)``, ``("amqp", names, code)`` or
+    ``("postgres", schema, code)``, opened."""
     if spec[0] == "sqlite":
         from coupler.bus.transport.sqlite.transport import SqliteTransport
 
         return SqliteTransport(spec[1], synchronous=spec[2], sync_acks=spec[3]).open()
+    if spec[0] == "postgres":
+        from coupler.bus.transport.postgres.transport import PostgresTransport
+
+        return PostgresTransport(PG_DSN, schema=spec[1]).open()
     from coupler.bus.transport.amqp.transport import AmqpTransport
 
     return AmqpTransport(AMQP_URL, postgres=PG_DSN, **spec[1]).open()
@@ -147,13 +159,15 @@ def _run_transport(spec: tuple[Any, ...], count: int, batch: int, rate: float | 
 
 
 def run_sqlite(
-    sync: str, count: int, batch: int, rate: float | None = None, sync_acks: bool = False
+    sync: str, count: int, batch: int, rate: float | None = None, sync_acks: bool = False,
+    code: Path | None = None,
 ) -> dict[str, Any]:
-    """The embedded transport (``SqliteTransport``) with ``synchronous=sync``."""
+    """The embedded transport (``SqliteTransport``) with ``synchronous=sync``; ``code``: an
+    older commit's worktree to run instead of the current code."""
     data_dir = tempfile.mkdtemp(prefix="coupler-bench-")
     try:
-        spec = ("sqlite", data_dir, sync, sync_acks)
-        _open_transport(spec).close()
+        spec = ("sqlite", data_dir, sync, sync_acks, str(code) if code else None)
+        _setup_in_process(spec)
         return _run_transport(spec, count, batch, rate)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -164,10 +178,10 @@ def _setup(spec: tuple[Any, ...], destroy: bool) -> None:
     a process of its own running the spec's code."""
     _use_code_of(spec)
     t = _open_transport(spec)
-    if len(spec) > 2 and spec[2]:  # the old code runs, not the installed one
-        import coupler.bus.transport.amqp.transport as module
+    if spec[-1]:  # the old code runs, not the installed one
+        import coupler.bus.transport.base as module
 
-        assert Path(module.__file__).resolve().is_relative_to(Path(spec[2]).resolve()), module.__file__
+        assert Path(module.__file__).resolve().is_relative_to(Path(spec[-1]).resolve()), module.__file__
     if destroy:
         t.destroy()
     else:
@@ -181,20 +195,101 @@ def run_amqp(count: int, batch: int, rate: float | None = None, code: Path | Non
     an older commit's worktree to run instead of the current code."""
     tag = uuid.uuid4().hex[:8]
     spec = ("amqp", {"prefix": f"bench.{tag}.", "postgres_schema": f"bench_{tag}"}, str(code) if code else None)
-    ctx = mp.get_context("spawn")
-
-    def setup(destroy: bool) -> None:
-        p = ctx.Process(target=_setup, args=(spec, destroy))
-        p.start()
-        p.join(120)
-        if p.exitcode != 0:
-            raise RuntimeError(f"setting up the AMQP site failed ({p.exitcode})")
-
-    setup(False)
+    _setup_in_process(spec)
     try:
         return _run_transport(spec, count, batch, rate)
     finally:
-        setup(True)
+        _setup_in_process(spec, destroy=True)
+
+
+def _setup_in_process(spec: tuple[Any, ...], destroy: bool = False) -> None:
+    """:func:`_setup` in a fresh process (the spec's code may be another commit's)."""
+    p = mp.get_context("spawn").Process(target=_setup, args=(spec, destroy))
+    p.start()
+    p.join(120)
+    if p.exitcode != 0:
+        raise RuntimeError(f"setting up {spec[0]} failed ({p.exitcode})")
+
+
+def run_postgres(count: int, batch: int, rate: float | None = None) -> dict[str, Any]:
+    """Coupler's PostgreSQL transport (``PostgresTransport``: a table per channel, SKIP LOCKED
+    leases, LISTEN/NOTIFY, journal in the same transactions), in a schema of its own."""
+    spec = ("postgres", f"bench_pg_{uuid.uuid4().hex[:8]}", None)
+    _setup_in_process(spec)
+    try:
+        return _run_transport(spec, count, batch, rate)
+    finally:
+        _setup_in_process(spec, destroy=True)
+
+
+# -- raw psycopg: a SKIP LOCKED queue, the floor of the postgres transport ------------------
+
+
+def _rawpg_producer(table: str, count: int, batch: int, out: Any, go: Any) -> None:
+    import psycopg
+
+    db = psycopg.connect(PG_DSN, autocommit=True)
+    go.wait()
+    cpu = time.process_time()
+    for i in range(0, count, batch):
+        n = min(batch, count - i)
+        with db.transaction():
+            db.execute(f"INSERT INTO {table} (visible_at, body) SELECT %s, unnest(%s::bytea[])",
+                       (time.time(), [_body(i + j) for j in range(n)]))
+    out.put(("producer", time.process_time() - cpu))
+    db.close()
+
+
+def _rawpg_consumer(table: str, count: int, batch: int, out: Any, go: Any) -> None:
+    import psycopg
+
+    db = psycopg.connect(PG_DSN, autocommit=True)
+    latencies: list[float] = []
+    got = 0
+    go.wait()
+    start = time.monotonic()
+    cpu = time.process_time()
+    while got < count:
+        now = time.time()
+        with db.transaction():  # the lease
+            rows = db.execute(
+                f"UPDATE {table} SET visible_at = %s WHERE id IN (SELECT id FROM {table} WHERE visible_at <= %s "
+                "ORDER BY visible_at, id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id, body",
+                (now + 30, now, batch),
+            ).fetchall()
+        if not rows:
+            time.sleep(0.0002)
+            continue
+        with db.transaction():  # the acknowledgement
+            db.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", ([r[0] for r in rows],))
+        done = time.monotonic()
+        latencies.extend(done - _stamp(r[1]) for r in rows)
+        got += len(rows)
+    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
+    db.close()
+
+
+def run_rawpg(count: int, batch: int) -> dict[str, Any]:
+    """The same workload on one psycopg table, no Coupler: insert per batch, a SKIP LOCKED
+    lease (``UPDATE ... RETURNING``) and a delete per received batch, no envelopes, no journal."""
+    import psycopg
+
+    table = f"bench_raw_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as db:
+        db.execute(f"CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, visible_at DOUBLE PRECISION NOT NULL, "
+                   "body BYTEA NOT NULL)")
+        db.execute(f"CREATE INDEX ON {table} (visible_at, id)")
+    ctx = mp.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=_rawpg_consumer, args=(table, count, batch, out, go)),
+        ctx.Process(target=_rawpg_producer, args=(table, count, batch, out, go)),
+    ]
+    try:
+        return _run(procs, go, out, count)
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as db:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def postgres_available() -> bool:
@@ -491,7 +586,7 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
     }
 
 
-STACKS = ("raw", "sqlite", "amqp", "rabbitmq", "quorum")
+STACKS = ("raw", "sqlite", "amqp", "rabbitmq", "quorum", "postgres", "rawpg")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -502,12 +597,14 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(STACKS),
         help="comma-separated stacks to run: raw (raw sqlite3), sqlite (the embedded transport), amqp "
         "(the broker transport), rabbitmq (pika on a classic durable queue), quorum (pika on a quorum "
-        "queue); e.g. --only amqp,rabbitmq,quorum for the acceptance rows of the broker transport",
+        "queue), postgres (the PostgreSQL transport), rawpg (psycopg on a SKIP LOCKED table); e.g. "
+        "--only amqp,rabbitmq,quorum for the acceptance rows of the broker transport, --only postgres,rawpg "
+        "for the PostgreSQL transport's",
     )
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument(
         "--baseline-ref", metavar="REF",
-        help="also run the amqp rows with the code of git commit REF (a temporary worktree), "
+        help="also run the sqlite FULL and amqp rows with the code of git commit REF (a temporary worktree), "
         "each right before the current code's row: before and after in the same run",
     )
     args = parser.parse_args(argv)
@@ -557,17 +654,22 @@ def main(argv: list[str] | None = None) -> int:
     old_code: Path | None = None
     old_name = ""
     stack = contextlib.ExitStack()
-    if args.baseline_ref and have_amqp:
+    have_pg = bool(only & {"postgres", "rawpg"}) and postgres_available()
+    if only & {"postgres", "rawpg"} and not have_pg:
+        print(f"PostgreSQL ({PG_DSN}) not reachable: no postgres runs", file=sys.stderr)
+    if args.baseline_ref and (have_amqp or "sqlite" in only):
         import baseline
 
         old_name = baseline.describe(args.baseline_ref)
         old_code = stack.enter_context(baseline.checkout(old_name))
-        print(f"amqp {old_name}: the transport of commit {old_name} (git worktree {old_code}); "
-              f"amqp: the working copy ({baseline.head()})")
+        print(f"sqlite/amqp {old_name}: the transports of commit {old_name} (git worktree {old_code}); "
+              f"sqlite/amqp: the working copy ({baseline.head()})")
     # interleaved so that all sides see the same machine load
     for batch, n in ((100, n100), (1, n1)):
         if "raw" in only:
             record(f"raw sqlite3 FULL batch {batch}", run_raw("FULL", n, batch))
+        if "sqlite" in only and old_code is not None:
+            record(f"sqlite {old_name} FULL batch {batch}", run_sqlite("FULL", n, batch, code=old_code))
         if "sqlite" in only:
             for sync in ("FULL", "NORMAL"):
                 record(f"sqlite {sync} batch {batch}", run_sqlite(sync, n, batch))
@@ -580,6 +682,10 @@ def main(argv: list[str] | None = None) -> int:
             record(f"rabbitmq batch {batch}", run_rabbitmq(n, batch))
         if have_rmq and "quorum" in only:
             record(f"rabbitmq quorum batch {batch}", run_rabbitmq(n, batch, quorum=True))
+        if have_pg and "rawpg" in only:
+            record(f"raw psycopg batch {batch}", run_rawpg(n, batch))
+        if have_pg and "postgres" in only:
+            record(f"postgres batch {batch}", run_postgres(n, batch))
     if "sqlite" in only:
         for sync in ("FULL", "NORMAL"):
             record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
@@ -613,9 +719,12 @@ def main(argv: list[str] | None = None) -> int:
         ratio(f"amqp / rabbitmq, {b} (acceptance: >= 0.8)", f"amqp {b}", f"rabbitmq {b}")
         ratio(f"amqp / rabbitmq quorum, {b}", f"amqp {b}", f"rabbitmq quorum {b}")
         ratio(f"rabbitmq quorum / rabbitmq, {b}", f"rabbitmq quorum {b}", f"rabbitmq {b}")
+        ratio(f"postgres / raw psycopg, {b} (acceptance: >= 0.8)", f"postgres {b}", f"raw psycopg {b}")
     if old_name:
         for b in ("batch 100", "batch 1", "latency @1000/s"):
             ratio(f"amqp / amqp {old_name}, {b}", f"amqp {b}", f"amqp {old_name} {b}")
+        for b in ("batch 100", "batch 1"):
+            ratio(f"sqlite FULL / sqlite {old_name} FULL, {b}", f"sqlite FULL {b}", f"sqlite {old_name} FULL {b}")
     for b in ("batch 100", "batch 1"):  # CPU time per message, producer + consumer
         for den in ("rabbitmq", "rabbitmq quorum"):
             if f"amqp {b}" in runs and f"{den} {b}" in runs:

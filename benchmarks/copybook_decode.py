@@ -58,9 +58,9 @@ def timed(fn):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def coupler_vectorised(layout, path: Path) -> tuple[int, float]:
+def coupler_vectorised(layout, path: Path, compiled: bool) -> tuple[int, float]:
     before, peak, rows = rss_mb(), 0.0, 0
-    for decoded in BatchDecoder(layout).iter_file(path):
+    for decoded in BatchDecoder(layout, compiled=compiled).iter_file(path):
         rows += decoded.batch.num_rows
         peak = max(peak, rss_mb() - before)
     return rows, peak
@@ -116,6 +116,10 @@ def cobrix_decode(jar: Path, copybook: Path, path: Path) -> tuple[int, dict, flo
 #: RSS of the parent it was forked from) to the file named by $BENCH_HWM at exit
 CLI_WITH_PEAK_RSS = """\
 import atexit, os, runpy, sys
+if os.environ.get("BENCH_CODE"):  # --baseline-ref: the older commit's code
+    sys.path.insert(0, os.environ["BENCH_DIR"])
+    import baseline
+    baseline.use_code(baseline.Path(os.environ["BENCH_CODE"]))
 def _hwm():
     with open("/proc/self/status") as f, open(os.environ["BENCH_HWM"], "w") as out:
         out.write(next(line for line in f if line.startswith("VmHWM")).split()[1])
@@ -135,15 +139,19 @@ def _peak_rss_of(pid: int, peak: list[int], done: threading.Event) -> None:
             return
 
 
+ALL_CORES: set[int] = set()
+
+
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None,
-              on_stdout=None) -> tuple[float, float, float]:
+              on_stdout=None, cores: int = 1) -> tuple[float, float, float]:
     """Run ``cmd`` to its end: (wall s, CPU s of the child: user + system, peak RSS MB)."""
     env = dict(os.environ if env is None else env)
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as hwm:
         env["BENCH_HWM"] = hwm.name
         wall = time.perf_counter()
+        wide = sorted(ALL_CORES)[:cores] if cores > 1 else None
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE if on_stdout else subprocess.DEVNULL,
-                                stderr=err)
+                                stderr=err, preexec_fn=(lambda: os.sched_setaffinity(0, wide)) if wide else None)
         peak, done = [0], threading.Event()
         poller = threading.Thread(target=_peak_rss_of, args=(proc.pid, peak, done), daemon=True)
         poller.start()
@@ -162,16 +170,24 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None,
     return wall, usage.ru_utime + usage.ru_stime, max(peak[0], int(reported or 0)) / 1024
 
 
-def whole_process(copybook: Path, data: Path, workdir: Path, repeat: int) -> tuple[float, float, float, int]:
-    """``coupler copybook decode --to parquet`` as a user runs it, in a new process on this
-    one core: the best (wall s, CPU s, peak RSS MB) of ``repeat`` runs, and the records written."""
+def whole_process(copybook: Path, data: Path, workdir: Path, repeat: int, *, jobs: int = 1,
+                  kernel: str = "", code: Path | None = None) -> tuple[float, float, float, int]:
+    """``coupler copybook decode --to parquet`` as a user runs it, in a new process on
+    ``jobs`` cores (``--jobs`` as many): the best (wall s, CPU s, peak RSS MB) of ``repeat``
+    runs, and the records written. ``kernel="numpy"`` runs the NumPy kernels instead of the
+    compiled one; ``code`` runs an older commit's code (``--baseline-ref``)."""
     import pyarrow.parquet as pq
 
     out = workdir / "whole.parquet"
     cmd = [sys.executable, "-c", CLI_WITH_PEAK_RSS, "copybook", "decode", str(copybook), str(data),
            "--to", "parquet", "--output", str(out)]
+    if code is None:
+        cmd += ["--jobs", str(jobs)]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    runs = [run_child(cmd, env=env) for _ in range(repeat)]
+    env["COUPLER_COPYBOOK_KERNEL"] = kernel
+    if code is not None:
+        env.update(BENCH_CODE=str(code), BENCH_DIR=str(Path(__file__).resolve().parent))
+    runs = [run_child(cmd, env=env, cores=jobs) for _ in range(repeat)]
     rows = pq.ParquetFile(out).metadata.num_rows if data.stat().st_size else 0
     return min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs), rows
 
@@ -210,7 +226,11 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=3, help="whole-process runs of each kind (best shown)")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "coupler-bench")
+    parser.add_argument("--baseline-ref", help="also run the whole process with this commit's code (e.g. HEAD~3)")
+    parser.add_argument("--no-peers", action="store_true", help="skip the per-record decoder, cobolio and Cobrix")
     args = parser.parse_args()
+    if hasattr(os, "sched_getaffinity"):
+        ALL_CORES.update(os.sched_getaffinity(0))
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
     load_before = os.getloadavg()
@@ -236,31 +256,60 @@ def main() -> int:
         print(f"  {name}: {rows} records, {size / wall:.1f} MB/s wall, {size / cpu if cpu else 0:.1f} MB/s CPU",
               file=sys.stderr)
 
-    (rows, growth), wall, cpu = timed(lambda: coupler_vectorised(layout, full))
-    add("kernel: Coupler vectorised (NumPy → Arrow), in process", full, rows, wall, cpu, f"RSS growth {growth:.0f} MB")
-    kernel_cpu = full.stat().st_size / MB / cpu
+    kernel_rates = {}
+    for compiled in (False, True, False, True):  # alternating, the best of two each
+        (rows, growth), wall, cpu = timed(lambda compiled=compiled: coupler_vectorised(layout, full, compiled))
+        best = kernel_rates.get(compiled)
+        if best is None or wall < best[2]:
+            kernel_rates[compiled] = (rows, growth, wall, cpu)
+    for compiled, label in ((False, "NumPy kernels"), (True, "compiled fused kernel (C)")):
+        rows, growth, wall, cpu = kernel_rates[compiled]
+        add(f"kernel: Coupler vectorised, {label} → Arrow, in process", full, rows, wall, cpu,
+            f"RSS growth {growth:.0f} MB; best of 2")
+    kernel_cpu = full.stat().st_size / MB / kernel_rates[True][3]
 
     text_cpy, text_data = text_file(args.dir, args.records)
     whole_process(copybook, sample, args.dir, 1)  # warm-up: bytecode written, files in the page cache
     startup_wall, startup_cpu, startup_rss, _ = whole_process(copybook, empty, args.dir, args.repeat)
     whole: dict[str, tuple[float, float, float]] = {}
-    for label, cpy, data in (("207-byte record", copybook, full), ("mostly PIC X", text_cpy, text_data),
-                             ("207-byte record, a fifth of the file", copybook, fifth)):
-        wall, cpu, rss, out_rows = whole_process(cpy, data, args.dir, args.repeat)
-        whole[label] = (data.stat().st_size / MB / wall, data.stat().st_size / MB / cpu, rss)
-        add(f"whole process `copybook decode --to parquet` ({label})", data, out_rows, wall, cpu,
-            f"peak RSS {rss:.0f} MB; start-up, framing and Parquet writing included")
-    rows, wall, cpu = timed(lambda: coupler_per_record(layout, sample))
-    add("Coupler per-record (Python dicts)", sample, rows, wall, cpu)
+    runs: list[tuple[str, Path, Path, dict[str, Any]]] = [
+        ("207-byte record", copybook, full, {}),
+        ("207-byte record, NumPy kernels", copybook, full, {"kernel": "numpy"}),
+        ("207-byte record, --jobs 2 on two cores", copybook, full, {"jobs": 2}),
+        ("mostly PIC X", text_cpy, text_data, {}),
+        ("mostly PIC X, --jobs 2 on two cores", text_cpy, text_data, {"jobs": 2}),
+        ("207-byte record, a fifth of the file", copybook, fifth, {}),
+    ]
+    if args.baseline_ref:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import baseline
 
+        stack = contextlib.ExitStack()
+        old = stack.enter_context(baseline.checkout(args.baseline_ref))
+        runs.insert(1, (f"207-byte record, commit {baseline.describe(args.baseline_ref)} (baseline)",
+                        copybook, full, {"code": old}))
+        whole_process(copybook, sample, args.dir, 1, code=old)  # its bytecode written
+    else:
+        stack = contextlib.ExitStack()
+    with stack:
+        for label, cpy, data, how in runs:
+            wall, cpu, rss, out_rows = whole_process(cpy, data, args.dir, args.repeat, **how)
+            whole[label] = (data.stat().st_size / MB / wall, data.stat().st_size / MB / cpu, rss)
+            add(f"whole process `copybook decode --to parquet` ({label})", data, out_rows, wall, cpu,
+                f"peak RSS {rss:.0f} MB; start-up, framing and Parquet writing included")
+    jar = None if args.no_peers else ztract_jar()
+    if not args.no_peers:
+        rows, wall, cpu = timed(lambda: coupler_per_record(layout, sample))
+        add("Coupler per-record (Python dicts)", sample, rows, wall, cpu)
     try:
+        if args.no_peers:
+            raise ImportError
         (rows, first), wall, cpu = timed(lambda: cobolio_decode(sample))
         agrees = Decimal(first["AMOUNT"]) == reference["AMOUNT"]
         add("cobolio 0.1.5 (per record, strings)", sample, rows, wall, cpu, f"AMOUNT agrees: {agrees}")
     except ImportError:
-        print("  cobolio not installed: pip install '.[bench]'", file=sys.stderr)
+        print("  cobolio not installed (pip install '.[bench]') or --no-peers", file=sys.stderr)
 
-    jar = ztract_jar()
     cobrix = None
     if jar:
         rows, first, wall, cpu, rss = cobrix_decode(jar, copybook, full)
@@ -282,6 +331,8 @@ def main() -> int:
         size = f"{file.name} ({file.stat().st_size / MB:.0f} MB)"
         print(f"| {name} | {size} | {rows} | {wall_rate:.1f} | {cpu_rate:.1f} | {kernel_cpu / cpu_rate:.2f} | {note} |")
     main_wall, main_cpu, main_rss = whole["207-byte record"]
+    jobs2_wall = whole["207-byte record, --jobs 2 on two cores"][0]
+    numpy_wall = whole["207-byte record, NumPy kernels"][0]
     text_wall, text_cpu, _ = whole["mostly PIC X"]
     fifth_rss = whole["207-byte record, a fifth of the file"][2]
     print()
@@ -289,6 +340,12 @@ def main() -> int:
           f"mostly PIC X: **{text_wall:.1f} MB/s wall, {text_cpu:.1f} MB/s CPU** (target ≥ 250 MB/s on one core: "
           f"{'met' if min(main_wall, main_cpu) >= 250 else 'not met'} on this run)")
     print(f"- whole process / kernel (CPU time): {main_cpu / kernel_cpu:.2f}")
+    print(f"- compiled / NumPy kernels: in process {kernel_rates[False][2] / kernel_rates[True][2]:.2f}× (wall), "
+          f"whole process {main_wall / numpy_wall:.2f}× (wall)")
+    print(f"- --jobs 2 on two cores / one core (whole process, wall): {jobs2_wall / main_wall:.2f}×")
+    for label, (rate, _, _) in whole.items():
+        if "baseline" in label:
+            print(f"- this code / {label}: {main_wall / rate:.2f}× (wall)")
     print(f"- start-up (empty file, whole process): {startup_wall:.2f} s wall, {startup_cpu:.2f} s CPU, "
           f"peak RSS {startup_rss:.0f} MB")
     print(f"- peak RSS: {fifth_rss:.0f} MB for {fifth.stat().st_size / MB:.0f} MB, {main_rss:.0f} MB for "

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from coupler.canonical import Envelope
+from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY
 
 from .errors import PayloadError
 
-CLAIM_PROPERTY = "coupler.claim-file"
-CLAIM_SIZE_PROPERTY = "coupler.claim-size"
+__all__ = ["CLAIM_PROPERTY", "CLAIM_SIZE_PROPERTY", "body_chunks", "prune_claims", "store_claim"]
 _CHUNK = 1 << 20
 
 

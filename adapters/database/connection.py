@@ -8,13 +8,13 @@ shown anywhere is rendered with the password hidden).
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
+from coupler.adapters.common.secrets import secret_file, secret_from_env
 from coupler.canonical.errors import CouplerError
 
 from .options import DatabaseOptions
@@ -27,27 +27,10 @@ class DatabaseError(CouplerError):
 def read_password(opts: DatabaseOptions, where: str) -> str | None:
     """The password from ``password_env`` or ``password_file``; None when neither is set."""
     if opts.password_env is not None:
-        value = os.environ.get(opts.password_env)
-        if value is None:
-            raise DatabaseError(f"environment variable {opts.password_env} (the database password) is not set",
-                                where=f"{where}.password_env", hint="export it in the daemon's environment")
-        return value
-    if opts.password_file is None:
-        return None
-    path = Path(opts.password_file)
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise DatabaseError(f"cannot read the password file {path}: {exc.strerror}", where=f"{where}.password_file") from None
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise DatabaseError(
-            f"the password file {path} is readable by other users (mode {stat.S_IMODE(info.st_mode):04o})",
-            where=f"{where}.password_file", hint=f"chmod 600 {path}",
-        )
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise DatabaseError(f"the password file {path} belongs to another user", where=f"{where}.password_file",
-                            hint="give it to the user the daemon runs as (chown), mode 0600")
-    return path.read_text(encoding="utf-8").rstrip("\r\n")
+        return secret_from_env(opts.password_env, f"{where}.password_env")
+    if opts.password_file is not None:
+        return secret_file(opts.password_file, f"{where}.password_file")
+    return None
 
 
 def database_url(opts: DatabaseOptions, site_dir: Path, where: str) -> URL:

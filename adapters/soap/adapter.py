@@ -57,6 +57,7 @@ from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.canonical.tracecontext import current as current_trace
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, read_wsdl, unwrap, wrap
+from coupler.translators.soap.addressing import ANONYMOUS, NONE
 from coupler.translators.soap.envelope import CONTENT_TYPES
 from coupler.translators.soap.wsdl import SOAP11_BINDING, SOAP12_BINDING, XS, Port
 from coupler.translators.soap.wssecurity import (
@@ -81,6 +82,9 @@ SENDER_CODES = ("invalid", "unsupported", "unserved")
 FAULT_NS = "urn:coupler:fault"
 WSSE_FAILED = "wsse:FailedAuthentication"
 WSSE_EXPIRED = "wsse:MessageExpired"
+#: WS-Addressing 1.0 SOAP binding 6.4.1: a non-anonymous ReplyTo/FaultTo this endpoint does not serve
+WSA_ONLY_ANONYMOUS = "wsa:OnlyAnonymousAddressSupported"
+
 _ACTION = re.compile(r';\s*action\s*=\s*"?([^";]*)"?', re.IGNORECASE)
 
 
@@ -155,6 +159,12 @@ class SoapOptions(OptionsModel):
     password: Str | None = option("Client: its password.", default=None)
     password_digest: Bool = option("Client: send PasswordDigest instead of PasswordText.", default=False)
     addressing: Bool = option("WS-Addressing headers on requests and responses.", default=False)
+    reply_addresses: list[Str] = option(
+        "Server: addresses (URL prefixes) a request's WS-Addressing ReplyTo or FaultTo may name; the response "
+        "(or fault) is then POSTed there and the request answered 202. A request naming any other address is "
+        "refused with the fault wsa:OnlyAnonymousAddressSupported: the server never calls out to an address a "
+        "client chose. Empty: responses go back on the request's connection only.",
+        default_factory=list)
     formats: dict[str, Str] = option(
         "Format indicators (NAME@V) of operations' documents: `{ OPERATION = ..., OPERATIONResponse = ... }`.",
         default_factory=dict)
@@ -369,7 +379,16 @@ class SoapAdapter(Adapter):
         body = await request.read()  # too large: aiohttp answers 413 (client_max_size)
         version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
         try:
-            return await self._answer(request, body, version)
+            callback: list[tuple[str | None, str | None]] = []  # where the request asks its answer go
+            response = await self._answer(request, body, version, callback)
+            if not callback:
+                return response
+            [(reply_to, fault_to)] = callback
+            target = fault_to if response.status >= 400 and fault_to else reply_to
+            if target is None:  # only FaultTo was given and this is no fault: the usual answer
+                return response
+            await self._send_to_reply_address(target, response)
+            return web.Response(status=202)
         except Exception as exc:
             cause = describe_exception(exc)  # type, message and the line of code that raised
             self.logger.error("SOAP request from %s failed: %s", request.remote, cause)
@@ -378,7 +397,8 @@ class SoapAdapter(Adapter):
             told = f"internal error ({type(exc).__name__}); the request is kept for the operator"
             return self._fault_response(version, SoapFault("Receiver", told))
 
-    async def _answer(self, request: web.Request, body: bytes, version: str) -> web.Response:
+    async def _answer(self, request: web.Request, body: bytes, version: str,
+                      callback: list[tuple[str | None, str | None]]) -> web.Response:
         try:
             message = unwrap(body, name="request")
         except CouplerError as exc:
@@ -391,6 +411,12 @@ class SoapAdapter(Adapter):
             refused = await self._authenticate(message.security, secure=request.secure, remote=request.remote)
             if refused is not None:
                 return self._fault_response(version, refused)
+        if message.addressing is not None:
+            addresses = self._reply_addresses(message.addressing, request.remote)
+            if isinstance(addresses, SoapFault):
+                return self._fault_response(version, addresses)
+            if addresses is not None:
+                callback.append(addresses)
         op = self._find_operation(version, message.body, _soap_action(request, version))
         if op is None:
             got = message.body[0].tag if message.body else "an empty body"
@@ -503,6 +529,33 @@ class SoapAdapter(Adapter):
         code = "Sender" if fault.code in SENDER_CODES else "Receiver"
         detail = f'<cf:fault xmlns:cf="{FAULT_NS}"><cf:code>{fault.code}</cf:code></cf:fault>'
         return SoapFault(code, fault.message, detail=detail)
+
+    def _reply_addresses(self, addressing: Addressing, remote: str | None) -> SoapFault | tuple[str | None, str | None] | None:
+        """Where the response and a fault go: None on the request's connection (anonymous or
+        none); ``(reply_to, fault_to)`` when they name addresses the site allows
+        (``reply_addresses``); else the fault refusing the request (the server never calls out
+        to an address a client chose)."""
+        named = {}
+        for header, address in (("ReplyTo", addressing.reply_to), ("FaultTo", addressing.fault_to)):
+            if address and address not in (ANONYMOUS, NONE):
+                named[header] = address
+        if not named:
+            return None
+        for header, address in named.items():
+            if not any(address.startswith(prefix) for prefix in self.settings.reply_addresses):
+                self.logger.warning("SOAP request from %s refused: its %s names %r, not an address this endpoint "
+                                    "may call (reply_addresses)", remote, header, address[:200])
+                return SoapFault("Sender", f"{header} {address[:200]!r}: this endpoint answers on the request's "
+                                 "connection only (anonymous)", subcode=WSA_ONLY_ANONYMOUS)
+        return named.get("ReplyTo"), named.get("FaultTo")
+
+    async def _send_to_reply_address(self, address: str, response: web.Response) -> None:
+        """POST ``response`` (a SOAP envelope) to an allowed non-anonymous reply address."""
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.post(address, data=response.body, headers={"Content-Type": response.content_type}) as r:
+                if r.status >= 300:
+                    raise CouplerError(f"the reply address {address} answered HTTP {r.status}")
 
     def _fault_response(self, version: str, fault: SoapFault) -> web.Response:
         status = 400 if version == "1.2" and fault.code == "Sender" else 500

@@ -15,13 +15,22 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from coupler.bus.cli.site import add_site_argument
 from coupler.bus.config.loader import load_site, site_path
 from coupler.bus.runtime.control import decode_envelope, encode_envelope, site_service
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.claimcheck import (
+    CLAIM_PROPERTY,
+    CLAIM_SIZE_PROPERTY,
+    CLAIMS_DIR_NAME,
+    write_claim,
+)
+from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, UsageError
 
 #: the format of a body put without ``--format``: opaque bytes
@@ -73,6 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("files", metavar="FILE", nargs="*", help="one message per file ('-' or none: standard input)")
     q.add_argument("--format", default=DEFAULT_FORMAT, help=f"format indicator NAME@V[;content/type] (default {DEFAULT_FORMAT})")
     q.add_argument("--lines", action="store_true", help="one message per line of standard input")
+    q.add_argument("--ttl", type=float, metavar="SECONDS",
+                   help="Message Expiration: the messages expire SECONDS from now (never handed to a consumer after that)")
     q.add_argument("--property", "-p", action="append", default=[], metavar="KEY=VALUE", help="a message property (repeatable)")
     q.add_argument(
         "--id-from", metavar="FIELD|hash",
@@ -112,7 +123,42 @@ def parse_properties(items: list[str]) -> dict[str, str]:
     return props
 
 
-def _bodies(args: argparse.Namespace) -> Iterator[bytes]:
+#: where ``channel put`` claims the files over the store's ``claim_check_bytes`` (under the data
+#: directory; the store removes each when the last message referring to it is settled)
+PUT_CLAIMS = Path("put") / CLAIMS_DIR_NAME
+_CHUNK = 1 << 20
+
+
+@dataclass
+class _Claimed:
+    """A body streamed into a claimed file (the message carries its path, not its bytes)."""
+
+    path: Path
+    size: int
+
+    def chunks(self) -> Iterator[bytes]:
+        with open(self.path, "rb") as f:
+            while block := f.read(_CHUNK):
+                yield block
+
+
+def _read_body(stream: BinaryIO, threshold: int, claims_dir: Path) -> bytes | _Claimed:
+    """The bytes of ``stream`` when they are at most ``threshold``; else streamed, in bounded
+    memory, into a claimed file."""
+    head = stream.read(threshold + 1)
+    if len(head) <= threshold:
+        return head
+
+    def rest() -> Iterator[bytes]:
+        yield head
+        while block := stream.read(_CHUNK):
+            yield block
+
+    path, size = write_claim(claims_dir, rest())
+    return _Claimed(path, size)
+
+
+def _bodies(args: argparse.Namespace, threshold: int, claims_dir: Path) -> Iterator[bytes | _Claimed]:
     if args.lines:
         if args.files and args.files != ["-"]:
             raise UsageError("--lines reads standard input; give no FILE")
@@ -122,24 +168,33 @@ def _bodies(args: argparse.Namespace) -> Iterator[bytes]:
                 yield line
         return
     if not args.files or args.files == ["-"]:
-        yield sys.stdin.buffer.read()
+        yield _read_body(sys.stdin.buffer, threshold, claims_dir)
         return
     for name in args.files:
         try:
-            yield Path(name).read_bytes()
+            with open(name, "rb") as f:
+                body = _read_body(f, threshold, claims_dir)
         except OSError as exc:
             raise CouplerError(f"cannot read {name}: {exc.strerror}", where=name) from exc
+        yield body
 
 
 #: message ids of ``--id-from``: name-based UUIDs of the channel and the message's key
 _ID_NAMESPACE = uuid.UUID("0f1c2b7e-6a1d-4c2e-9d3b-2f8e6c4a5b17")
 
 
-def message_id(channel: str, body: bytes, id_from: str, where: str) -> str:
+def message_id(channel: str, body: bytes | _Claimed, id_from: str, where: str) -> str:
     """The reproducible id of ``body`` put on ``channel``: from the JSON field ``id_from``
     (a dotted path), or from the SHA-256 of the bytes when ``id_from`` is ``hash``."""
     if id_from == "hash":
-        key = "sha256:" + hashlib.sha256(body).hexdigest()
+        digest = hashlib.sha256()
+        for block in body.chunks() if isinstance(body, _Claimed) else [body]:
+            digest.update(block)
+        key = "sha256:" + digest.hexdigest()
+    elif isinstance(body, _Claimed):
+        raise CouplerError(f"{body.size} bytes is over the store's claim_check_bytes: the message is not read "
+                           f"into memory, so it has no field {id_from!r} to take the id from", where=where,
+                           hint="use --id-from hash for large messages")
     else:
         try:
             value: Any = json.loads(body)
@@ -179,13 +234,21 @@ class _Put:
             return
         raise _Interrupted(signum)
 
-    def commit(self, batch: list[str]) -> None:
+    def commit(self, batch: list[str], claimed: list[tuple[Path, str]]) -> None:
+        """Put ``batch``; the files it claimed are the store's once it is committed, else removed."""
         self.committing = True
         try:
             result = self.service.call("channel.put", channel=self.args.channel, envelopes=batch,
                                        skip_put=self.args.id_from is not None)
+        except BaseException:
+            for path, _ in claimed:
+                path.unlink(missing_ok=True)
+            raise
         finally:
             self.committing = False
+        for path, claimed_id in claimed:
+            if claimed_id not in result["message_ids"]:  # put before (--id-from): no message refers to it
+                path.unlink(missing_ok=True)
         self.ids += result["message_ids"]
         self.skipped += result.get("skipped", 0)
         if self.pending is not None:
@@ -198,6 +261,8 @@ class _Put:
 
 def run_put(args: argparse.Namespace) -> int:
     site = load_site(site_path(args.site))
+    if args.ttl is not None and not args.ttl > 0:
+        raise CouplerError(f"--ttl {args.ttl:g}: give a number of seconds above 0", where="--ttl")
     fmt = FormatIndicator.parse(args.format)
     if not args.unregistered:
         check_format(fmt, site)
@@ -206,25 +271,40 @@ def run_put(args: argparse.Namespace) -> int:
         put = _Put(service, args)
         main = threading.current_thread() is threading.main_thread()  # signals reach the main thread only
         previous = {sig: signal.signal(sig, put.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        batch: list[str] = []
+        claimed: list[tuple[Path, str]] = []
         try:
-            batch: list[str] = []
-            for n, body in enumerate(_bodies(args), 1):
+            threshold = site.store.claim_check_bytes
+            for n, body in enumerate(_bodies(args, threshold, site.data_dir / PUT_CLAIMS), 1):
                 headers: dict[str, Any] = {}
+                if args.ttl is not None:
+                    headers["expires_at"] = utc_now() + timedelta(seconds=args.ttl)
                 if args.id_from:
                     where = f"{'line' if args.lines else 'message'} {n}"
                     headers["message_id"] = message_id(args.channel, body, args.id_from, where)
-                batch.append(encode_envelope(Envelope(format=fmt, body=body, properties=dict(props), origin="cli", **headers)))
-                if len(batch) >= _PUT_BATCH:
-                    put.commit(batch)
-                    batch = []
-                    print(f"committed {put.summary()}", file=sys.stderr, flush=True)
+                properties = dict(props)
+                if isinstance(body, _Claimed):  # the message carries where its body is
+                    properties |= {CLAIM_PROPERTY: str(body.path), CLAIM_SIZE_PROPERTY: str(body.size)}
+                data = body if isinstance(body, bytes) else b""
+                env = Envelope(format=fmt, body=data, properties=properties, origin="cli", **headers)
+                if isinstance(body, _Claimed):
+                    claimed.append((body.path, env.message_id))
+                batch.append(encode_envelope(env))
+                if len(batch) >= _PUT_BATCH or claimed:
+                    put.commit(batch, claimed)
+                    batch, claimed = [], []
+                    if len(put.ids) + put.skipped >= _PUT_BATCH:
+                        print(f"committed {put.summary()}", file=sys.stderr, flush=True)
             if batch:
-                put.commit(batch)
+                put.commit(batch, claimed)
+                batch, claimed = [], []
         except _Interrupted as sig:
             again = "; run it again with the same --id-from to put the rest" if args.id_from else ""
             print(f"coupler: interrupted ({sig}): committed {put.summary()}{again}", file=sys.stderr, flush=True)
             return 128 + sig.signum
         finally:
+            for path, _ in claimed:  # read, not committed: no message refers to it
+                path.unlink(missing_ok=True)
             for sig_number, handler in previous.items():
                 signal.signal(sig_number, handler)
     if args.json:

@@ -101,6 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_max_errors_option(dec)
     dec.add_argument(
+        "--jobs", type=int, metavar="N",
+        help="decode N chunks of records at once (default: the cores this process may use); the output,"
+        " its order and the error reports are the same whatever N is (fixed-length records, vectorised"
+        " decoder; other files are decoded on one core)",
+    )
+    dec.add_argument(
         "--per-record", action="store_true",
         help="use the per-record decoder even where the vectorised one applies (same output, slower)",
     )
@@ -317,7 +323,10 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
     from coupler.translators.copybook.arrow_json import json_lines
     from coupler.translators.copybook.batch_files import decode_file_batches
 
-    batches = decode_file_batches(layout, paths, options, stats=stats, policy=policy)
+    jobs = args.jobs if args.jobs is not None else _cores()
+    if jobs < 1:
+        raise UsageError(f"--jobs must be 1 or more, not {jobs}")
+    batches = decode_file_batches(layout, paths, options, stats=stats, policy=policy, jobs=jobs)
 
     def reported():
         for fb in batches:

@@ -19,7 +19,7 @@ from coupler.bus.config.loader import load_site, site_path
 from coupler.bus.runtime.control import ControlClient, ControlError, decode_envelope, site_service
 from coupler.bus.runtime.site import daemon_running
 
-_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop"}
+_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop", "detour", "test"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +71,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("query", metavar="ID", help="a message id, trace id (or traceparent), correlation id or business key")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run, op="trace")
+    q = ops.add_parser("detour", help="show or switch a route's Detour steps (on: messages take the detour)")
+    q.add_argument("route", metavar="ROUTE", help="the route's name")
+    q.add_argument("state", nargs="?", choices=("on", "off"), help="switch on or off (default: show)")
+    q.add_argument("--step", help="one detour step by name (default: every detour of the route)")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=run, op="detour")
+    q = ops.add_parser("test", help="push a marked Test Message through a route and show what each step did "
+                                     "(nothing is stored or delivered)")
+    q.add_argument("route", metavar="ROUTE", help="the route's name")
+    q.add_argument("--file", required=True, help="the message body")
+    q.add_argument("--format", default="test.Message@1;application/octet-stream",
+                   help="its format indicator NAME@V[;content-type] (default: %(default)s)")
+    q.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE", help="a property (repeatable)")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=run, op="test")
     q = ops.add_parser("console", help="the URL of the daemon's web console, with its token")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run_console, op="console")
@@ -98,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
         call_args = {"target": args.target, "timeout": args.timeout}
     elif op == "trace":
         call_args = {"query": args.query}
+    elif op == "detour":
+        call_args = {"route": args.route, "step": args.step, "on": None if args.state is None else args.state == "on"}
+    elif op == "test":
+        call_args = {"route": args.route, "envelope": _test_envelope(args)}
     with site_service(site, need_daemon=op in _NEEDS_DAEMON) as service:
         if op == "ping" and isinstance(service, ControlClient):  # the daemon waits for replies first
             service.timeout = max(service.timeout, (args.timeout or site.reply_timeout) + 10)
@@ -116,6 +135,23 @@ def run(args: argparse.Namespace) -> int:
     if op == "ping" and not all(r["ok"] for r in result):
         return 1
     return 0
+
+
+def _test_envelope(args: argparse.Namespace) -> str:
+    from coupler.bus.runtime.control import encode_envelope
+    from coupler.canonical import Envelope
+
+    try:
+        body = open(args.file, "rb").read()  # noqa: SIM115 - read at once, closed by GC
+    except OSError as exc:
+        raise ControlError(f"cannot read {args.file}: {exc.strerror}", where="--file") from None
+    props = {}
+    for item in args.property:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ControlError(f"property {item!r} is not KEY=VALUE", where="--property")
+        props[key] = value
+    return encode_envelope(Envelope(format=args.format, body=body, origin="ctl-test", properties=props))
 
 
 def run_console(args: argparse.Namespace) -> int:
@@ -263,6 +299,15 @@ def _print_human(op: str, result: Any) -> None:
         print("daemon stopped" if result.get("stopped") else "daemon stopping")
     elif op == "trace":
         print_trace(result)
+    elif op == "detour":
+        for r in result:
+            print(f"route {r['route']} detour {r['step']}: {'on' if r['on'] else 'off'}")
+    elif op == "test":
+        print(f"route {result['route']}: {result['result']} (test message: nothing stored or delivered)")
+        _table([[r["step"], r["message_id"], r["outcome"], r["detail"]] for r in result["steps"]],
+               ["STEP", "MESSAGE", "OUTCOME", "DETAIL"])
+        for sent in result["sent"]:
+            print(f"would send {sent['message_id']} ({sent['format']}, {sent['body_size']} bytes) to {sent['channel']}")
 
 
 def print_trace(result: dict[str, Any]) -> None:

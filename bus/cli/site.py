@@ -68,7 +68,8 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_daemon(args: argparse.Namespace) -> int:
-    from coupler.bus.runtime.daemon import Daemon, configure_logging
+    from coupler.bus.runtime.daemon import Daemon
+    from coupler.bus.runtime.logs import configure_logging
     pm = site_plugin_manager()
     site = load_site(site_path(args.site), pm=pm)  # adapter types and options too, every problem at once
     configure_logging(

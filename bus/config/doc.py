@@ -222,8 +222,43 @@ def render_markdown(adapter_types: dict[str, type] | None = None) -> str:
                 continue
             out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
         out.append("")
+    out += _transport_options()
     out += _adapter_options(adapter_types)
+    out += _step_options()
     return "\n".join(out)
+
+
+def _transport_options() -> list[str]:
+    """The options models of the built-in transport types (``[store.<type>]``)."""
+    from coupler.bus.plugins.manager import plugin_manager, transport_types
+
+    kinds = {
+        name: kind for name, kind in transport_types(plugin_manager()).items()
+        if getattr(kind, "options_model", None) is not None
+        and kind.options_model.__module__.startswith("coupler.bus.transport.")  # built-ins only
+    }
+    out = [
+        "## Transport options (`[store.<type>]`)",
+        "",
+        "Each transport type declares the options of its table `[store.<type>]` as a model (its",
+        "plugin's `TransportType.options_model`); the site loader checks them with the site's other",
+        "keys. These are the options of the built-in types with options (`sqlite` has none beyond",
+        "`[store]`'s own; `memory` none).",
+        "",
+    ]
+    for name in sorted(kinds):
+        model = kinds[name].options_model
+        section = describe(model)
+        out += [f"### `[store.{name}]`", "", section.doc, ""]
+        extra = model.model_config.get("json_schema_extra")
+        example = extra.get("example") if isinstance(extra, dict) else None
+        if example:
+            out += ["```toml", str(example).rstrip("\n"), "```", ""]
+        out += ["| key | type | default | description |", "|---|---|---|---|"]
+        for path, f in walk(section, f"store.{name}."):
+            out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
+        out.append("")
+    return out
 
 
 def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
@@ -251,6 +286,36 @@ def _adapter_options(adapter_types: dict[str, type] | None) -> list[str]:
             continue
         out += [f"### `type = \"{name}\"`", "", "| key | type | default | description |", "|---|---|---|---|"]
         for path, f in walk(describe(model), "options."):
+            out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
+        out.append("")
+    return out
+
+
+def _step_options() -> list[str]:
+    """The keys of the built-in step types (``[[routes.steps]]``)."""
+    from coupler.bus.plugins.manager import plugin_manager, step_types
+
+    types = {name: cls for name, cls in step_types(plugin_manager()).items()
+             if cls.__module__.startswith("coupler.bus.")}  # built-ins only
+    out = [
+        "## Step types (`[[routes.steps]]`)",
+        "",
+        "A route's steps run in order on every message (docs/patterns.md shows them in use; the",
+        "conditions and fields are written in the expression language of docs/expressions.md). Each",
+        "step table has `type` (and an optional `name`) and the keys of its type, checked like an",
+        "adapter's options. These are the built-in types; plugins add others (`coupler plugins`).",
+        "",
+    ]
+    for name in sorted(types):
+        cls = types[name]
+        summary = " ".join((cls.__doc__ or "").split())
+        out += [f"### `type = \"{name}\"`", "", summary, ""]
+        fields = walk(describe(cls.options_model), "")
+        if not fields:
+            out += ["No keys of its own.", ""]
+            continue
+        out += ["| key | type | default | description |", "|---|---|---|---|"]
+        for path, f in fields:
             out.append(f"| `{path}` | {_kind(f)} | {_default(f)} | {_doc(f)} |")
         out.append("")
     return out

@@ -25,7 +25,6 @@ from pydantic import BaseModel, ValidationError
 
 from coupler.bus.config.models import (
     AdapterConfig,
-    AmqpSection,
     BatchJobConfig,
     ChannelSettings,
     HttpSection,
@@ -48,7 +47,6 @@ from coupler.canonical.options import Problem, key_path, problems
 __all__ = [
     "SITE_ENV",
     "AdapterConfig",
-    "AmqpSection",
     "BatchJobConfig",
     "ChannelSettings",
     "ConfigError",
@@ -160,6 +158,12 @@ class SiteConfig:
     def lock_path(self) -> Path:
         return self.data_dir / "daemon.lock"
 
+    def store_table(self, name: str) -> dict[str, Any]:
+        """The raw ``[store.<name>]`` table (the options of transport type ``name``; {} when
+        absent): the transport's plugin validates it with its options model."""
+        table = (self.model.store.model_extra or {}).get(name, {})
+        return dict(table) if isinstance(table, dict) else {}
+
     @property
     def store_path(self) -> Path:
         return _resolve(self.data_dir, self.store.path)
@@ -203,7 +207,7 @@ def load_site(
     *,
     check_selector: Callable[[str], None] | None = None,
     adapter_types: Mapping[str, type] | None = None,
-    transport_types: Collection[str] | None = None,
+    transport_types: Mapping[str, Any] | Collection[str] | None = None,
     translator_types: Collection[str] | None = None,
     step_types: Mapping[str, type] | None = None,
     pm: pluggy.PluginManager | None = None,
@@ -246,7 +250,7 @@ def parse_site(
     *,
     check_selector: Callable[[str], None] | None = None,
     adapter_types: Mapping[str, type] | None = None,
-    transport_types: Collection[str] | None = None,
+    transport_types: Mapping[str, Any] | Collection[str] | None = None,
     translator_types: Collection[str] | None = None,
     step_types: Mapping[str, type] | None = None,
 ) -> SiteConfig:
@@ -255,8 +259,9 @@ def parse_site(
     ``check_selector`` parses a route condition and raises on a bad one (default: the router's).
     ``adapter_types`` (``{type name: Adapter class}``, the installed plugins') checks each
     adapter's type and its ``options`` against the options model the type declares;
-    ``transport_types`` checks ``store.type`` and ``translator_types`` each adapter's
-    ``translator``; ``step_types`` (``{type name: Step class}``) each route step's type and
+    ``transport_types`` (names, or ``{name: TransportType}``) checks ``store.type`` and the
+    ``[store.<type>]`` tables against the options models, ``translator_types`` each adapter's
+    ``translator`` and ``step_types`` (``{type name: Step class}``) each route step's type and
     keys. Without them only the site's own keys are checked.
     """
     path = Path(path)
@@ -276,14 +281,15 @@ def parse_site(
     adapters_raw: list[Any] = data["adapters"] if isinstance(data.get("adapters"), list) else []
     if adapter_types is not None:
         found.extend(_check_adapter_types(adapters_raw, adapter_types, render))
+    store: dict[str, Any] = data["store"] if isinstance(data.get("store"), dict) else {}
     if transport_types is not None:
-        store: dict[str, Any] = data["store"] if isinstance(data.get("store"), dict) else {}
         kind = store.get("type", "sqlite")
         if isinstance(kind, str) and kind not in transport_types:
             found.append(Problem(render(("store", "type")), _unknown("transport type", kind, transport_types),
                                  ("store", "type")))
     if step_types is not None:
         found.extend(_check_step_types(data.get("routes"), step_types, render))
+    found.extend(_check_store_tables(store, transport_types, render))
     if translator_types is not None:
         for i, ad in enumerate(adapters_raw):
             name = ad.get("translator") if isinstance(ad, dict) else None
@@ -353,6 +359,41 @@ def _check_step_types(
                 for p in problems(exc, model, options):
                     full = (*base, *p.loc)
                     found.append(Problem(render(full), p.message, full))
+    return found
+
+
+def _check_store_tables(
+    store: dict[str, Any], types: Mapping[str, Any] | Collection[str] | None,
+    render: Callable[[tuple[str | int, ...]], str],
+) -> list[Problem]:
+    """The problems of the ``[store.<type>]`` tables: each must be a table named after a
+    transport type (when the installed ones are known), its keys those of the type's options
+    model."""
+    found: list[Problem] = []
+    for key, value in store.items():
+        if key in StoreSection.model_fields:
+            continue
+        loc: tuple[str | int, ...] = ("store", key)
+        known = sorted(StoreSection.model_fields) + sorted(types or ())
+        if not isinstance(value, dict):
+            close = difflib.get_close_matches(key, known, n=1)
+            found.append(Problem(render(loc), "unknown key" + (f"; did you mean {close[0]!r}?" if close else ""), loc))
+            continue
+        if types is None:
+            continue
+        if key not in types:
+            found.append(Problem(render(loc), f"no installed transport type {key!r} has options "
+                                 f"(transport types: {', '.join(sorted(types))})", loc))
+            continue
+        model = getattr(types[key], "options_model", None) if isinstance(types, Mapping) else None
+        if model is None:
+            continue
+        try:
+            model.model_validate(value)
+        except ValidationError as exc:
+            for p in problems(exc, model, value):
+                full = (*loc, *p.loc)
+                found.append(Problem(render(full), p.message, full))
     return found
 
 

@@ -131,50 +131,19 @@ class RedeliverySection(Section):
     jitter: Num = doc("Random fraction (0..1) added to or taken from each delay.", default=0.1, ge=0)
 
 
-class AmqpSection(Section):
-    """The broker transport (`type = "amqp"`): channels on RabbitMQ, the state every daemon of a
-    multi-node site shares (journal, idempotency keys, identities, configurations, the polling
-    adapters' file seen-state) in PostgreSQL. See docs/operations.md."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "example": '[store]\ntype = "amqp"\n\n[store.amqp]\nurl = "amqp://coupler:secret@rabbit.example:5672/%2F"\n'
-            'postgres = "postgresql://coupler@db.example:5432/coupler"'
-        }
-    )
-
-    url: Str = doc(
-        "AMQP URL of the RabbitMQ broker (or of a load balancer in front of its cluster).",
-        default="amqp://guest:guest@127.0.0.1:5672/%2F",
-    )
-    postgres: Str = doc(
-        "PostgreSQL connection string (libpq DSN or URL) of the shared state.",
-        default="postgresql://127.0.0.1:5432/coupler",
-    )
-    postgres_schema: Str = doc("PostgreSQL schema holding the site's tables.", default="coupler")
-    prefix: Str = doc("Prefix of the name of every queue and exchange of the site.", default="coupler.")
-    delivery_limit: Int = doc(
-        "Times the broker returns an unacknowledged message (crashed consumers) before dead-lettering it.",
-        default=50,
-        ge=1,
-    )
-    reconnect_timeout_seconds: Num = doc(
-        "How long an operation waits for the broker to come back before it fails.", default=60.0, ge=1
-    )
-    file_lease_seconds: Num = doc(
-        "How long a daemon's claim on a file it polls (file drop, SFTP) lasts without progress before "
-        "another daemon may take the file over (a daemon that died in the middle of it).",
-        default=300.0,
-        ge=1,
-    )
-
-
 class StoreSection(Section):
-    """The messaging infrastructure: the embedded SQLite store by default."""
+    """The messaging infrastructure: the embedded SQLite store by default. The keys below are
+    common to every transport (`path`, `synchronous` and `sync_acks` are the embedded store's);
+    a transport's own options are the table `[store.<type>]` its plugin declares (see
+    "Transport options" below)."""
+
+    # [store.<type>] tables: checked by the loader against the options model of the type
+    model_config = ConfigDict(extra="allow")
 
     type: Str = doc(
-        "Transport type: `sqlite`, the embedded store, or `amqp`, RabbitMQ + PostgreSQL for multi-node "
-        "sites; plugins may add others (`coupler plugins` lists them).",
+        "Transport type: `sqlite`, the embedded store; `postgres`, PostgreSQL alone, or `amqp`, RabbitMQ + "
+        "PostgreSQL, for multi-node sites; `memory` for tests; plugins may add others (`coupler plugins` "
+        "lists them).",
         default="sqlite",
     )
     path: Str = doc("Database file name, in the data directory.", default="coupler.db")
@@ -206,7 +175,22 @@ class StoreSection(Section):
     )
     journal_retention_days: Num = doc("Message Store journal retention.", default=7.0, ge=0)
     redelivery: RedeliverySection = doc(RedeliverySection.__doc__ or "", default_factory=RedeliverySection)
-    amqp: AmqpSection = doc(AmqpSection.__doc__ or "", default_factory=AmqpSection)
+
+    def transport_settings(self) -> dict[str, Any]:
+        """What every transport takes from the common keys: the keyword arguments of
+        :class:`~coupler.bus.transport.storage.StorageTransport` (and of the SQLite and
+        RabbitMQ transports)."""
+        from coupler.bus.model.backoff import BackoffPolicy
+
+        return {
+            "backoff": BackoffPolicy(**self.redelivery.model_dump()),
+            "lease_seconds": self.lease_seconds,
+            "claim_threshold": self.claim_check_bytes,
+            "journal_retention": self.journal_retention_days * 86400.0,
+            "idempotency_retention": self.idempotency_window_seconds,
+            "dead_letter": self.dead_letter_channel,
+            "invalid": self.invalid_channel,
+        }
 
 
 # -- the other sections --------------------------------------------------------------------
@@ -302,6 +286,11 @@ class ChannelSettings(Section):
         "Message Sequence: the parts of a split document (messages with a `sequence` header) are held "
         "until all arrived and the channel's consumers get the whole document; the parts never reach them.",
         default=False,
+    )
+    ttl_seconds: Num | None = doc(
+        "Message Expiration: what a route sends to this channel expires this many seconds later (unless it "
+        "expires sooner); an expired message is never handed to a consumer (dead letters, reason `expired`).",
+        default=None, gt=0,
     )
     sequence_timeout_seconds: Num = doc(
         "With `reassemble`: a sequence still incomplete this long after its first part arrived goes to "

@@ -8,16 +8,40 @@ module implements any of these hooks with ``@coupler.bus.plugins.hookspecs.hooki
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pluggy
+from pydantic import BaseModel
 
 PROJECT = "coupler"
 ENTRY_POINT_GROUP = "coupler"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class TransportFactory(Protocol):
+    """Opens the transport of a site: ``(site, options) -> Transport``, opened. ``site`` is the
+    loaded :class:`coupler.bus.config.loader.SiteConfig`; ``options`` the validated
+    ``[store.<type>]`` table (an instance of the type's ``options_model``, or None)."""
+
+    def __call__(self, site: Any, options: Any, /) -> Any: ...
+
+
+@dataclass(frozen=True)
+class TransportType:
+    """A transport type a plugin provides (``coupler_transport_types``).
+
+    ``open`` opens it for a site; ``options_model`` (a pydantic model, usually a
+    :class:`coupler.canonical.options.OptionsModel`) declares the keys of the site's
+    ``[store.<type>]`` table: the site loader checks them with the site's other keys and the
+    configuration reference documents them.
+    """
+
+    open: TransportFactory
+    options_model: type[BaseModel] | None = None
 
 
 @hookspec
@@ -40,12 +64,13 @@ def coupler_translator_types() -> dict[str, Any]:
 
 
 @hookspec
-def coupler_transport_types() -> dict[str, Any]:
-    """Transport types this plugin provides: ``{type name: factory}``.
+def coupler_transport_types() -> dict[str, TransportType]:
+    """Transport types this plugin provides: ``{type name: TransportType}``.
 
-    The type name is what a site's ``[store] type = "..."`` refers to. The factory is called
-    with the loaded site (:class:`coupler.bus.config.loader.SiteConfig`) and returns the
-    site's transport (a :class:`coupler.bus.transport.base.Transport`), opened.
+    The type name is what a site's ``[store] type = "..."`` refers to; its options are the
+    site's ``[store.<type name>]`` table. :class:`TransportType` ``.open(site, options)``
+    returns the site's transport (a :class:`coupler.bus.transport.base.Transport`), opened.
+    (A plain ``factory(site)`` is still accepted, for a transport without options.)
     """
 
 

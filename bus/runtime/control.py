@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelope, parse_reply
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError
 
@@ -315,6 +316,15 @@ class ControlService(StoreService):
         )
         return [parse_reply(r).to_json() for r in replies]
 
+    def op_detour(self, route: str, step: str | None = None, on: bool | None = None) -> list[dict[str, Any]]:
+        """The Detour switches of ``route`` (one step, or all its detours), switched ``on`` or off
+        when given; each ``{"route", "step", "on"}``."""
+        return self.daemon.detour(route, step, on)
+
+    def op_test(self, route: str, envelope: str) -> dict[str, Any]:
+        """Test Message: run ``envelope`` (base64) through ``route``; nothing is stored or delivered."""
+        return self.daemon.test_message(route, decode_envelope(envelope))
+
     def op_stop(self) -> dict[str, Any]:
         self.daemon.request_stop()
         return {"stopping": True}
@@ -327,11 +337,28 @@ def max_(a: float, b: float) -> float:
 def channel_get(transport: Any, channel: str, *, max: int, wait: float, peek: bool) -> list[Envelope]:
     """Receive and acknowledge up to ``max`` messages (``peek``: look without receiving)."""
     if peek:
-        return list(transport.peek(channel, max))
+        return [_claimed_body(e) for e in transport.peek(channel, max)]
     deliveries = transport.receive_wait(channel, "cli", max=max, wait=wait)
+    envelopes = [_claimed_body(d.envelope) for d in deliveries]  # read before the ack may remove the file
     if deliveries:
         transport.ack(deliveries)
-    return [d.envelope for d in deliveries]
+    return envelopes
+
+
+def _claimed_body(env: Envelope) -> Envelope:
+    """``env`` with the body of the claimed file it refers to (Claim Check of whole files),
+    as the one who gets it from a channel expects; unchanged when the file is gone."""
+    claim = env.properties.get(CLAIM_PROPERTY)
+    if not claim:
+        return env
+    try:
+        env.body = Path(claim).read_bytes()
+    except OSError as exc:
+        log.warning("message %s: its claimed body %s cannot be read: %s", env.message_id, claim, exc.strerror)
+        return env
+    env.properties.pop(CLAIM_PROPERTY, None)
+    env.properties.pop(CLAIM_SIZE_PROPERTY, None)
+    return env
 
 
 class _Handler(socketserver.StreamRequestHandler):

@@ -20,6 +20,9 @@ assert what is delivered, never how fast. A transport keeps large bodies aside (
 and lists them with ``claim_refs()`` (or ``claim_files()``) for the claim-check tests.
 """
 
+# the tests check what they read (a dead letter's envelope, an age) with assert only
+# mypy: disable-error-code="union-attr,operator"
+
 from __future__ import annotations
 
 import time
@@ -29,7 +32,12 @@ from typing import Any
 import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
-from coupler.bus.transport.base import LeaseLostError, Transport, UnknownDeadLetterError
+from coupler.bus.transport.base import (
+    LeaseLostError,
+    Transport,
+    TransportError,
+    UnknownDeadLetterError,
+)
 from coupler.canonical import Envelope
 
 #: bodies larger than this are claim-checked by the transports of the contract tests
@@ -48,7 +56,7 @@ def stored_claims(transport: Transport) -> list[str]:
         listing = getattr(transport, name, None)
         if listing is not None:
             return list(listing())
-    return list(transport.store.claim_refs())  # type: ignore[attr-defined]  (the RabbitMQ transport)
+    return list(transport.store.claim_refs())  # type: ignore[attr-defined]  # the RabbitMQ transport
 
 
 def doc(body: bytes = b"payload", **headers: Any) -> Envelope:
@@ -63,7 +71,7 @@ def bodies(deliveries: list[Any]) -> list[bytes]:
 
 def drain(transport: Transport, channel: str, consumer: str = "drain", wait: float = 0.0) -> list[Any]:
     """Receive and acknowledge everything on ``channel``."""
-    out = []
+    out: list[Any] = []
     while True:
         got = transport.receive_wait(channel, consumer, max=100, wait=wait)
         if not got:
@@ -447,3 +455,40 @@ def test_attempts_survive_a_reopened_transport(transport: Transport) -> None:
     transport.open()
     got = drain(transport, "q", wait=1)
     assert bodies(got) == [b"1", b"2", b"3", b"4"] and {d.attempt for d in got} == {1}
+
+
+# -- step state: keyed, in the transaction of the acknowledgement ------------------------------
+
+
+def test_step_state_commits_with_the_acknowledgement_or_not_at_all(transport: Transport) -> None:
+    try:
+        with transport.transaction() as tx:
+            tx.get_state("aggregator")
+    except TransportError as exc:  # the RabbitMQ transport: no stateful steps on it
+        pytest.skip(str(exc))
+    transport.send("in", [doc(b"1"), doc(b"2")])
+    with transport.transaction() as tx:  # an aggregator adds the first message to its group
+        [d] = tx.receive("in", "aggregator")
+        group = tx.get_state("aggregator", ["order-7"], lock=True).get("order-7", b"")
+        tx.put_state("aggregator", {"order-7": group + d.envelope.body})
+        tx.ack(d)
+    with pytest.raises(RuntimeError), transport.transaction() as tx:  # a crash before the commit
+        [d] = tx.receive("in", "aggregator")
+        tx.put_state("aggregator", {"order-7": b"lost", "other": b"x"})
+        tx.ack(d)
+        raise RuntimeError
+    with transport.transaction() as tx:
+        assert tx.get_state("aggregator") == {"order-7": b"1"}  # neither the state nor the ack
+        [d] = tx.receive("in", "aggregator")
+        assert d.envelope.body == b"2"
+        tx.put_state("aggregator", {"order-7": None, "order-8": b"2"}, expires_at=time.time() + 0.3)
+        tx.ack(d)
+    with transport.transaction() as tx:
+        assert tx.get_state("aggregator", ["order-7", "order-8"]) == {"order-8": b"2"}
+        assert tx.get_state("resequencer") == {}  # scopes are separate
+    assert _wait_until(lambda: _state_gone(transport)), "a value read after its expiry"
+
+
+def _state_gone(transport: Transport) -> bool:
+    with transport.transaction() as tx:
+        return tx.get_state("aggregator") == {}

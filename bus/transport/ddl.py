@@ -1,9 +1,10 @@
 """The metadata tables both stores keep, written once for SQLite and PostgreSQL.
 
 The embedded store (:mod:`coupler.bus.transport.sqlite.schema`) and the shared state of the
-broker transport (:mod:`coupler.bus.transport.amqp.store`) keep the same metadata: channel
-configurations, durable subscriptions, the Message Store journal, per-channel counters, the
-Idempotent Receiver's keys and the Application Repository; the polling adapters' file
+broker and PostgreSQL transports (:mod:`coupler.bus.transport.amqp.store`) keep the same
+metadata: channel configurations, durable subscriptions, the Message Store journal,
+per-channel counters, the Idempotent Receiver's keys, the Application Repository and the
+keyed ``state`` of stateful steps; the polling adapters' file
 seen-state has the same shape in ``files.db`` (one adapter per database) and in PostgreSQL
 (every adapter of the site, with claims). The statements are written here once; a
 :class:`Dialect` fills in what differs (column types, the schema prefix, SQLite's
@@ -27,6 +28,8 @@ class Dialect:
     real: str
     #: a 64-bit integer column
     bigint: str
+    #: a column of bytes
+    blob: str
     #: an integer primary key the database assigns
     serial_key: str
     #: appended to tables keyed on their primary key only
@@ -42,12 +45,13 @@ class Dialect:
         return f"{self.schema}.{name}" if self.schema else name
 
 
-SQLITE = Dialect(real="REAL", bigint="INTEGER", serial_key="INTEGER PRIMARY KEY", without_rowid=" WITHOUT ROWID")
+SQLITE = Dialect(real="REAL", bigint="INTEGER", blob="BLOB", serial_key="INTEGER PRIMARY KEY",
+                 without_rowid=" WITHOUT ROWID")
 
 
 def postgres(schema: str) -> Dialect:
     """PostgreSQL, the tables in ``schema`` (a checked identifier)."""
-    return Dialect(real="DOUBLE PRECISION", bigint="BIGINT", serial_key="BIGSERIAL PRIMARY KEY",
+    return Dialect(real="DOUBLE PRECISION", bigint="BIGINT", blob="BYTEA", serial_key="BIGSERIAL PRIMARY KEY",
                    schema=schema, journal_indexes=True)
 
 
@@ -93,6 +97,16 @@ def metadata(d: Dialect) -> list[str]:
     registered_at {d.real} NOT NULL,
     UNIQUE (class, provider, name, version, channel)
 )""",
+        # keyed state: stateful steps (aggregation groups, resequencer buffers, process
+        # instances), written in the transaction that acknowledges their message; the stores
+        # of coupler.bus.transport.storage keep their own metadata here too
+        f"""CREATE TABLE IF NOT EXISTS {t('state')} (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value {d.blob} NOT NULL,
+    expires_at {d.real},
+    PRIMARY KEY (scope, key)
+){d.without_rowid}""",
     ]
     if d.schema:  # PostgreSQL adds the trace columns to a journal of before (SQLite: its migration)
         statements += journal_trace_columns(d, if_not_exists=True)

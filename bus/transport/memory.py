@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery
 from coupler.bus.transport.storage import Buried, JournalRow, StorageTransport, StorageTx, Stored
 
@@ -70,14 +72,14 @@ class MemoryTx(StorageTx):
 
     def __init__(self, t: MemoryTransport):
         self.t = t
-        self.undo: list[Callable[[], None]] = []
+        self.undo: list[Callable[[], object]] = []
 
     def put(self, messages: list[Stored]) -> None:
         for m in messages:
             m.tag = next(self.t.ids)
             queue = self.t.messages.setdefault(m.channel, {})
             queue[m.tag] = m
-            self.undo.append(lambda q=queue, tag=m.tag: q.pop(tag, None))
+            self.undo.append(partial(queue.pop, m.tag, None))
 
     def scan(self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None,
              limit: int = 100) -> list[Stored]:
@@ -94,7 +96,7 @@ class MemoryTx(StorageTx):
         if m is None or m.token != message.token:
             return False
         queue[m.tag] = replace(m, token=token, visible_at=visible_at, attempts=attempts)
-        self.undo.append(lambda: queue.__setitem__(m.tag, m))
+        self.undo.append(partial(queue.__setitem__, m.tag, m))
         return True
 
     def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
@@ -104,7 +106,7 @@ class MemoryTx(StorageTx):
             m = queue.get(tag)
             if m is not None and (token is None or m.token == token):
                 del queue[tag]
-                self.undo.append(lambda m=m: queue.__setitem__(m.tag, m))
+                self.undo.append(partial(queue.__setitem__, m.tag, m))
                 gone.append(m)
         return gone
 
@@ -114,7 +116,7 @@ class MemoryTx(StorageTx):
     def bury(self, dead: Buried) -> int:
         dead = replace(dead, id=next(self.t.ids))
         self.t.dead[dead.id] = dead
-        self.undo.append(lambda: self.t.dead.pop(dead.id, None))
+        self.undo.append(partial(self.t.dead.pop, dead.id, None))
         return dead.id
 
     def buried(self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None,
@@ -126,7 +128,7 @@ class MemoryTx(StorageTx):
     def unbury(self, ids: list[int]) -> list[Buried]:
         gone = [self.t.dead.pop(i) for i in ids if i in self.t.dead]
         for b in gone:
-            self.undo.append(lambda b=b: self.t.dead.__setitem__(b.id, b))
+            self.undo.append(partial(self.t.dead.__setitem__, b.id, b))
         return gone
 
     def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
@@ -135,11 +137,11 @@ class MemoryTx(StorageTx):
             entry = JournalEntry(next(self.t.ids), datetime.fromtimestamp(r.at, UTC), r.channel, r.message_id,
                                  r.event, r.detail, r.trace_id)
             self.t.rows.append((entry, r.keys))
-        self.undo.append(lambda: self.t.rows.__delitem__(slice(size, None)))
+        self.undo.append(partial(self.t.rows.__delitem__, slice(size, None)))
         for (channel, counter), n in counts.items():
             totals = self.t.totals.setdefault(channel, {})
             totals[counter] = totals.get(counter, 0) + n
-            self.undo.append(lambda t=totals, c=counter, n=n: t.__setitem__(c, t[c] - n))
+            self.undo.append(partial(totals.__setitem__, counter, totals[counter] - n))
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
         return [e for e, keys in self.t.rows if query.matches(e, keys)][: query.limit]
@@ -167,8 +169,9 @@ class MemoryTx(StorageTx):
                 self.t.values.pop((scope, key), None)
             else:
                 self.t.values[(scope, key)] = (value, expires_at)
-            self.undo.append(lambda k=(scope, key), old=old: self.t.values.__setitem__(k, old)
-                             if old is not None else self.t.values.pop(k, None))
+            k = (scope, key)
+            self.undo.append(partial(self.t.values.__setitem__, k, old) if old is not None
+                             else partial(self.t.values.pop, k, None))
             written.add(key)
         return written
 
@@ -177,10 +180,11 @@ class MemoryTx(StorageTx):
         gone = len(self.t.rows) - len(keep)
         old = self.t.rows
         self.t.rows = keep
-        self.undo.append(lambda: setattr(self.t, "rows", old))
+        self.undo.append(partial(setattr, self.t, "rows", old))
         return gone
 
 
-def memory_transport(**options: Any) -> MemoryTransport:
-    """An open in-memory transport (``options`` as :class:`StorageTransport` takes them)."""
-    return MemoryTransport(**options).open()
+@hookimpl
+def coupler_transport_types() -> dict[str, TransportType]:
+    """Transport type ``memory`` (a site's messages live as long as its daemon)."""
+    return {"memory": TransportType(lambda site, _options: MemoryTransport(**site.store.transport_settings()))}

@@ -151,7 +151,7 @@ class StorageTx(abc.ABC):
 
     @abc.abstractmethod
     def put(self, messages: list[Stored]) -> None:
-        """Store ``messages`` (each on its own ``channel``) and set their ``tag``."""
+        """Store ``messages`` (each on its own ``channel``), in this order."""
 
     @abc.abstractmethod
     def scan(
@@ -212,6 +212,11 @@ class StorageTx(abc.ABC):
         the keys written."""
 
     # -- with defaults a store may override for speed ---------------------------------------
+
+    def lease(self, messages: list[Stored], *, token: int, until: float) -> list[Stored]:
+        """Lease ``messages`` (read by a locking ``scan``) until ``until``, one attempt more;
+        returns those leased (as they were read)."""
+        return [m for m in messages if self.update(m, token=token, visible_at=until, attempts=m.attempts + 1)]
 
     def channels(self) -> set[str]:
         """Every channel holding messages now."""
@@ -605,8 +610,9 @@ class StorageTransaction(TransactionOps):
             if not page:
                 break
             after = (page[-1].visible_at, page[-1].tag)
+            chosen: dict[int, Envelope] = {}
             for m in page:
-                if len(out) >= max:
+                if len(out) + len(chosen) >= max:
                     break
                 verdict = policy.undeliverable(
                     backoff, expired=m.expires_at is not None and m.expires_at <= self.now,
@@ -619,10 +625,10 @@ class StorageTransaction(TransactionOps):
                 except CouplerError as exc:
                     self.bury(m, "invalid", "undecodable envelope", str(exc), policy.TRANSPORT)
                     continue
-                if sel is not None and not sel(env):
-                    continue
-                if not self.stx.update(m, token=token, visible_at=until, attempts=m.attempts + 1):
-                    continue
+                if sel is None or sel(env):
+                    chosen[m.tag] = env
+            for m in self.stx.lease([m for m in page if m.tag in chosen], token=token, until=until):
+                env = chosen[m.tag]
                 env.attempt = m.attempts + 1
                 env.history.append(hop)
                 out.append(Delivery(channel, consumer, env, m.tag, token, env.attempt, until, m.claim))
@@ -712,7 +718,7 @@ class StorageTransaction(TransactionOps):
                           b.attempts, datetime.fromtimestamp(b.dead_at, UTC))
 
     def purge(self, channel: str, *, journal: bool = True) -> int:
-        tags = [(m.tag, None) for m in self.stx.scan(channel, ready_at=None, limit=1 << 62)]
+        tags: list[tuple[int, int | None]] = [(m.tag, None) for m in self.stx.scan(channel, ready_at=None, limit=1 << 62)]
         gone = self.stx.remove(channel, tags) if tags else []
         self.release_claims([m.claim for m in gone if m.claim])
         if journal:

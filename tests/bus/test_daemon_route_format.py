@@ -33,7 +33,7 @@ from = "customer-changes"
 format = "acme.Customer@1"
 otherwise = "customers.other"
 [[routes.rules]]
-when = "region = 'EU'"
+when = "properties.region = 'EU'"
 to = ["customers.eu"]
 
 [[routes]]

@@ -52,7 +52,7 @@ def test_plugins_json_lists_transports_and_translators_next_to_adapters() -> Non
 
 
 def test_the_builtin_transports_come_only_through_the_hook() -> None:
-    assert sorted(transport_types(plugin_manager())) == ["amqp", "sqlite"]
+    assert sorted(transport_types(plugin_manager())) == ["amqp", "memory", "postgres", "sqlite"]
     assert transport_types(plugin_manager(entry_points=False, core=False)) == {}
     assert sorted(translator_types(plugin_manager())) == ["copybook", "json", "xml"]
 

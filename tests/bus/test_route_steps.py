@@ -209,3 +209,300 @@ def test_metrics_count_the_discarded_messages(tmp_path: Path) -> None:
         with urllib.request.urlopen(d.console_url.rstrip("/") + "/metrics") as r:
             metrics = r.read().decode()
         assert 'coupler_route_step_messages_total{outcome="discarded",route="eu-orders",step="step 0 filter"} 1.0' in metrics
+
+
+SPLIT = """
+[[channels]]
+name = "whole"
+reassemble = true
+
+[[routes]]
+name = "lines"
+from = "text.in"
+to = ["text.lines"]
+[[routes.steps]]
+type = "split"
+lines = true
+
+[[routes]]
+name = "items"
+from = "orders.in"
+to = ["items.out"]
+[[routes.steps]]
+type = "split"
+array = "body.items"
+
+[[routes]]
+name = "xml"
+from = "xml.in"
+to = ["xml.out"]
+[[routes.steps]]
+type = "split"
+xpath = "//order"
+
+[[routes]]
+name = "records"
+from = "records.in"
+to = ["whole"]
+[[routes.steps]]
+type = "split"
+record_length = 4
+
+[[routes]]
+name = "back"
+from = "whole"
+to = ["records.whole"]
+"""
+
+
+def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + SPLIT)) as d:
+        t = d.transport
+        assert t is not None
+        text = Envelope(format=TEXT, body=b"one\r\ntwo\n\nthree")
+        t.send("text.in", text)
+        lines = sorted(drained(d, "text.lines", 3), key=lambda e: e.sequence.position if e.sequence else -1)
+        assert [e.body for e in lines] == [b"one", b"two", b"three"]
+        assert [(e.sequence.id, e.sequence.position, e.sequence.end) for e in lines if e.sequence] == [
+            (text.message_id, 0, False), (text.message_id, 1, False), (text.message_id, 2, True)]
+        assert lines[0].message_id == f"{text.message_id}-0" and lines[0].correlation_id == text.message_id
+        many = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "a"}, {"sku": "b"}]}).encode())
+        t.send("orders.in", many)
+        items = drained(d, "items.out", 2)
+        assert sorted(json.loads(e.body)["sku"] for e in items) == ["a", "b"]
+        assert {str(e.format) for e in items} == {"test.Order.item@1;application/json"}
+        t.send("xml.in", Envelope(format=XML, body=b'<batch xmlns:x="urn:x"><order no="1"/><g><order no="2"><x:n/></order></g></batch>'))
+        orders = drained(d, "xml.out", 2)
+        assert sorted(e.body for e in orders) == [b'<order xmlns:x="urn:x" no="1"/>', b'<order xmlns:x="urn:x" no="2"><x:n/></order>']
+        # fixed-size records, put back together by a reassembling channel
+        t.send("records.in", Envelope(format=TEXT, body=b"AAAABBBBCC", message_id="rec-1"))
+        [whole] = drained(d, "records.whole", 1)
+        assert whole.body == b"AAAABBBBCC"
+
+
+def test_a_splitter_on_a_body_that_is_not_xml_sends_nothing_and_is_invalid(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + SPLIT)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("xml.in", Envelope(format=XML, body=b"<batch><order no='1'/><order"))
+        [bad] = wait_for(lambda: t.dead_letters(kind="invalid"), "the broken XML in the invalid messages")
+        assert "step 0 split" in bad.reason and "not XML" in bad.reason
+        assert t.receive("xml.out", "test") == []  # the part before the error was rolled back
+
+
+ROUTING = """
+[[routes]]
+name = "dyn"
+from = "dyn.in"
+[[routes.steps]]
+type = "dynamic_router"
+channel = "orders.{body.customer.region}"
+allowed = ["orders.EU", "orders.US"]
+otherwise = "orders.unknown"
+
+[[routes]]
+name = "slip-start"
+from = "slip.in"
+to = ["slip.done"]
+[[routes.steps]]
+type = "routing_slip"
+attach = ["stage.a", "stage.b"]
+
+[[routes]]
+name = "stage-a"
+from = "stage.a"
+to = ["slip.done"]
+[[routes.steps]]
+type = "set_properties"
+properties = { visited_a = "message_id" }
+[[routes.steps]]
+type = "routing_slip"
+
+[[routes]]
+name = "stage-b"
+from = "stage.b"
+to = ["slip.done"]
+[[routes.steps]]
+type = "set_properties"
+properties = { visited_b = "message_id" }
+[[routes.steps]]
+type = "routing_slip"
+
+[[routes]]
+name = "inspect"
+from = "det.in"
+to = ["det.out"]
+[[routes.steps]]
+type = "detour"
+name = "inspection"
+to = "det.inspect"
+"""
+
+
+def test_dynamic_router_routing_slip_and_detour(store: str, tmp_path: Path) -> None:
+    from coupler.bus.runtime.control import ControlService
+
+    with running_daemon(write_site(tmp_path, store + ROUTING)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("dyn.in", [order("EU", 1), order("US", 2), order("APAC", 3)])
+        assert body(drained(d, "orders.EU", 1)[0])["customer"]["region"] == "EU"
+        assert body(drained(d, "orders.US", 1)[0])["customer"]["region"] == "US"
+        assert body(drained(d, "orders.unknown", 1)[0])["customer"]["region"] == "APAC"
+        # a slip attached by the first route: stage.a, then stage.b, then the last route's `to`
+        t.send("slip.in", order("EU", 1))
+        [done] = drained(d, "slip.done", 1)
+        assert "visited_a" in done.properties and "visited_b" in done.properties
+        assert "coupler.routing-slip" not in done.properties
+        # a slip carried by the message
+        t.send("slip.in", order("EU", 2, **{"coupler.routing-slip": "stage.b"}))
+        [done] = drained(d, "slip.done", 1)
+        assert "visited_b" in done.properties and "visited_a" not in done.properties
+        # detour: off, switched on from the Control Bus, off again
+        service = ControlService(d)
+        t.send("det.in", order("EU", 1))
+        drained(d, "det.out", 1)
+        assert service.call("detour", route="inspect", on=True) == [{"route": "inspect", "step": "inspection", "on": True}]
+        t.send("det.in", order("EU", 2))
+        assert body(drained(d, "det.inspect", 1)[0])["amount"] == 2
+        service.call("detour", route="inspect", on=False)
+        t.send("det.in", order("EU", 3))
+        assert body(drained(d, "det.out", 1)[0])["amount"] == 3
+
+
+TRANSFORM = """
+[schemas]
+paths = ["schemas"]
+
+[[routes]]
+name = "upgrade"
+from = "readings.in"
+to = ["readings.v2"]
+[[routes.steps]]
+type = "transform"
+to_format = "test.Reading@2"
+
+[[routes]]
+name = "normalize"
+from = "mixed.in"
+to = ["normal.out"]
+[[routes.steps]]
+type = "transform"
+[[routes.steps.cases]]
+when = "format.name = 'test.Order'"
+fields = ["id", "customer.region"]
+[[routes.steps.cases]]
+when = "format.name = 'test.Reading' and format.version = 1"
+to_format = "test.Reading@2"
+"""
+
+
+METER_V1 = {"type": "record", "name": "Reading", "namespace": "test",
+            "fields": [{"name": "meter", "type": "string"}, {"name": "value", "type": "int"}]}
+METER_V2 = {"type": "record", "name": "Reading", "namespace": "test",
+            "fields": [{"name": "meter", "type": "string"}, {"name": "value", "type": "int"},
+                       {"name": "unit", "type": "string", "default": "kWh"}]}
+
+
+def test_transform_converts_filters_content_and_normalizes(store: str, tmp_path: Path) -> None:
+    for version, schema in ((1, METER_V1), (2, METER_V2)):
+        path = tmp_path / "schemas" / "test" / "reading" / f"v{version}.avsc"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(schema))
+    with running_daemon(write_site(tmp_path, store + TRANSFORM)) as d:
+        t = d.transport
+        assert t is not None
+        registry = d.registry()
+        v1 = Envelope(format="test.Reading@1", body=registry.encode({"meter": "m1", "value": 7}, "test.Reading@1"))
+        t.send("readings.in", v1)
+        [v2] = drained(d, "readings.v2", 1)
+        assert v2.format.ref == "test.Reading@2" and registry.decode(v2.body, v2.format) == {"meter": "m1", "value": 7, "unit": "kWh"}
+        t.send("mixed.in", [order("EU", 5), v1.replace(message_id="v1-again"),
+                            Envelope(format=TEXT, body=b"left alone")])
+        out = drained(d, "normal.out", 3)
+        by_name = {e.format.name: e for e in out}
+        assert json.loads(by_name["test.Order"].body) == {"customer": {"region": "EU"}, "id": "EU-5"}
+        assert by_name["test.Reading"].format.version == 2
+        assert by_name["test.Lines"].body == b"left alone"
+
+
+EXPIRE = """
+[[channels]]
+name = "short"
+ttl_seconds = 0.05
+
+[[routes]]
+name = "stale"
+from = "exp.in"
+to = ["exp.out"]
+[[routes.steps]]
+type = "expire"
+
+[[routes]]
+name = "to-short"
+from = "short.in"
+to = ["short"]
+"""
+
+
+def test_message_expiration_drops_and_counts_expired_messages(store: str, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from coupler.canonical.envelope import utc_now
+
+    with running_daemon(write_site(tmp_path, store + EXPIRE)) as d:
+        t = d.transport
+        assert t is not None
+        # the channel's ttl_seconds: what the route sent to `short` expires before anyone takes it
+        t.send("short.in", order("EU", 3))
+        settled(d, "short.in")
+        past = utc_now() + timedelta(seconds=0.1)
+        wait_for(lambda: utc_now() > past, "the ttl of `short` to pass")
+        assert t.receive("short", "late-reader") == []
+        [dead] = wait_for(lambda: t.dead_letters(), "`short` expired")
+        assert "expired" in dead.reason and dead.envelope is not None and body(dead.envelope)["amount"] == 3
+        wait_for(lambda: t.stats("short")[0].expired == 1, "the expiry counted")  # coupler_channel_messages_expired_total
+        # the expire step, met by a message that expired on its way (a Test Message: no lease first)
+        stale = order("EU", 1).replace(expires_at=utc_now() - timedelta(seconds=1))
+        result = d.test_message("stale", stale)
+        assert result["steps"][0]["outcome"] == "expired" and result["sent"] == []
+        assert d.test_message("stale", order("EU", 2))["sent"][0]["channel"] == "exp.out"
+
+
+def test_ctl_test_shows_what_each_step_did_and_delivers_nothing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from .site_helpers import coupler_env
+
+    site = write_site(tmp_path, FILTER + PROPERTIES.replace('name = "tag"', 'name = "tag"', 1))
+    sample = tmp_path / "order.json"
+    sample.write_text(json.dumps({"customer": {"region": "EU"}, "amount": 3, "items": [{"sku": "z"}]}))
+    with running_daemon(site) as d:
+        assert d.transport is not None
+        out = subprocess.run(
+            [sys.executable, "-m", "coupler.bus.cli.main", "ctl", "--site", str(site), "test", "tag", "--file", str(sample),
+             "--format", "test.Order@1;application/json", "--json"],
+            capture_output=True, text=True, env=coupler_env(), check=False)
+        assert out.returncode == 0, out.stderr
+        result = json.loads(out.stdout)
+        assert result["result"] == "done"
+        assert [s["step"] for s in result["steps"]] == ["step 0 set_properties", "step 1 wire_tap", "to"]
+        assert "region=EU" in result["steps"][0]["detail"]
+        assert sorted(s["channel"] for s in result["sent"]) == ["copies", "out", "tap"]
+        assert d.transport.stats("out") == [] or d.transport.stats("out")[0].depth == 0
+        assert d.transport.receive("tap", "test") == []
+
+
+def test_the_worked_examples_of_the_patterns_page_are_valid_sites() -> None:
+    from coupler.bus.config.loader import parse_site
+    from coupler.bus.plugins.manager import step_types
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "patterns.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", page, flags=re.S)
+    assert len(blocks) >= 7
+    types = step_types(plugin_manager(entry_points=False))
+    for block in blocks:
+        parse_site(block, "site.toml", step_types=types)
+    listed = re.findall(r"^\| ([A-Z][A-Za-z -]+) \| (offered|partly|later) \|", page, flags=re.M)
+    assert len(listed) == 65, len(listed)

@@ -20,11 +20,18 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .decoder import _json_str, java_float_text
 
 __all__ = ["json_lines", "normalize_groups"]
+
+
+def _pc() -> Any:
+    """``pyarrow.compute``, imported on first use (0.04-0.2 s: a run of the compiled kernel
+    on data without nulls never needs it)."""
+    import pyarrow.compute
+
+    return pyarrow.compute
 
 #: characters ``json.dumps(ensure_ascii=False)`` escapes
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
@@ -42,13 +49,18 @@ def _normalize(arr: pa.Array) -> pa.Array:
         if arr.offset:
             arr = pa.concat_arrays([arr])  # a fresh array: field() below ignores no offset
         children = [_normalize(arr.field(i)) for i in range(typ.num_fields)]
+        if not arr.null_count and not any(child.null_count for child in children):
+            # no null anywhere (the common case): no compute kernel, and pyarrow.compute
+            # (0.04 s to import) is not loaded by a run that never needs it
+            return pa.StructArray.from_arrays(children, fields=list(typ))
+
         valid = children[0].is_valid()
         for child in children[1:]:
-            valid = pc.or_(valid, child.is_valid())
+            valid = _pc().or_(valid, child.is_valid())
         if arr.null_count:
-            valid = pc.and_(valid, arr.is_valid())
+            valid = _pc().and_(valid, arr.is_valid())
         return pa.StructArray.from_arrays(
-            children, fields=list(typ), mask=pc.invert(valid)
+            children, fields=list(typ), mask=_pc().invert(valid)
         )
     if pa.types.is_list(typ) and (pa.types.is_struct(typ.value_type) or pa.types.is_list(typ.value_type)):
         values = _normalize(arr.values)
@@ -77,13 +89,13 @@ def _members(fields: list[pa.Field], columns: list[pa.Array], n: int) -> pa.Arra
         return pa.array([""] * n, pa.string())
     # each member carries its leading comma; the first one is cut off after joining. (A join
     # with null_handling="skip" drops the rows whose members are all null: Arrow 26.)
-    joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "")
-    return pc.utf8_slice_codeunits(joined, 1)
+    joined = parts[0] if len(parts) == 1 else _pc().binary_join_element_wise(*parts, "")
+    return _pc().utf8_slice_codeunits(joined, 1)
 
 
 def _wrap(left: str, text: pa.Array, right: str) -> pa.Array:
     """``left + text + right`` per value (null stays null)."""
-    return pc.binary_join_element_wise(left, text, right, "")
+    return _pc().binary_join_element_wise(left, text, right, "")
 
 
 def _python(arr: pa.Array, fmt: Callable[[Any], str]) -> pa.Array:
@@ -94,10 +106,10 @@ def _python(arr: pa.Array, fmt: Callable[[Any], str]) -> pa.Array:
 def _patch(text: pa.Array, arr: pa.Array, mask: pa.Array, fmt: Callable[[Any], str]) -> pa.Array:
     """``text`` with the rows of ``mask`` printed by ``fmt`` in Python instead."""
     mask = mask.fill_null(False)
-    if not pc.any(mask).as_py():
+    if not _pc().any(mask).as_py():
         return text
     picked = arr.filter(mask).to_pylist()
-    return pc.replace_with_mask(text, mask, pa.array([fmt(v) for v in picked], pa.string()))
+    return _pc().replace_with_mask(text, mask, pa.array([fmt(v) for v in picked], pa.string()))
 
 
 def _text(arr: pa.Array) -> pa.Array:
@@ -105,19 +117,19 @@ def _text(arr: pa.Array) -> pa.Array:
     typ = arr.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         quoted = _wrap('"', arr, '"')
-        return _patch(quoted, arr, pc.match_substring_regex(arr, _NEEDS_ESCAPE), _json_str)
+        return _patch(quoted, arr, _pc().match_substring_regex(arr, _NEEDS_ESCAPE), _json_str)
     if pa.types.is_integer(typ):
         return arr.cast(pa.string())
     if pa.types.is_decimal(typ):
         text = arr.cast(pa.string())
         # Arrow prints small magnitudes in scientific notation (1E-10); Python as 0.0000000001
-        return _patch(text, arr, pc.match_substring(text, "E"), lambda d: format(Decimal(d), "f"))
+        return _patch(text, arr, _pc().match_substring(text, "E"), lambda d: format(Decimal(d), "f"))
     if pa.types.is_float32(typ):
         return _python(arr, lambda v: java_float_text(v, single=True))
     if pa.types.is_floating(typ):
         return _python(arr, java_float_text)
     if pa.types.is_boolean(typ):
-        return pc.if_else(arr, "true", "false")
+        return _pc().if_else(arr, "true", "false")
     if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ):
         return _python(arr, lambda b: _json_str(b.hex().upper()))
     if pa.types.is_struct(typ):
@@ -125,12 +137,12 @@ def _text(arr: pa.Array) -> pa.Array:
             arr = pa.concat_arrays([arr])
         body = _members(list(typ), [arr.field(i) for i in range(typ.num_fields)], len(arr))
         text = _wrap("{", body, "}")
-        return pc.if_else(arr.is_valid(), text, pa.scalar(None, pa.string())) if arr.null_count else text
+        return _pc().if_else(arr.is_valid(), text, pa.scalar(None, pa.string())) if arr.null_count else text
     if pa.types.is_list(typ) or pa.types.is_large_list(typ):
         items = _text(arr.values).fill_null("null")
         lists = type(arr).from_arrays(arr.offsets, items)
-        text = _wrap("[", pc.binary_join(lists, ","), "]")
-        return pc.if_else(arr.is_valid(), text, pa.scalar(None, pa.string())) if arr.null_count else text
+        text = _wrap("[", _pc().binary_join(lists, ","), "]")
+        return _pc().if_else(arr.is_valid(), text, pa.scalar(None, pa.string())) if arr.null_count else text
     if pa.types.is_null(typ):
         return pa.nulls(len(arr), pa.string())
     raise TypeError(f"no JSON text for Arrow type {typ}")

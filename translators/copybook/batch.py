@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import kernels
 from .avro import field_avro_type, output_fields
-from .kernels import arrow_type, decode_column
+from .kernels import FusedColumn, FusedKernel, FusedResult, arrow_type, decode_column
 from .layout import Field, Layout, OutputNode
 from .options import CopybookOptions
 from .picture import DecodeContext
@@ -61,7 +62,8 @@ def _as_options(options: CopybookOptions | Mapping[str, Any] | None) -> Copybook
 class BatchDecoder:
     """Decodes ``(records, record_size)`` byte arrays into Arrow record batches."""
 
-    def __init__(self, layout: Layout, options: CopybookOptions | Mapping[str, Any] | None = None):
+    def __init__(self, layout: Layout, options: CopybookOptions | Mapping[str, Any] | None = None, *,
+                 compiled: bool | None = None):
         self.layout = layout
         self.options = _as_options(options)
         reason = self.unsupported_reason(layout, self.options)
@@ -71,6 +73,40 @@ class BatchDecoder:
         self.outputs = output_fields(layout, self.options)
         self.record_size = self.options.record_length or layout.size
         self.schema = pa.schema([self._arrow_field(o) for o in self.outputs])
+        #: the fused compiled kernel for the fields it knows (None: NumPy kernels only);
+        #: ``compiled=None`` uses it when it is built (``kernels.COMPILED``)
+        self.fused: FusedKernel | None = None
+        self._fused_keys: list[int] = []
+        if (kernels.COMPILED if compiled is None else compiled) and kernels.FUSED_BUILT:
+            self._compile()
+
+    def _compile(self) -> None:
+        """Plan the fused kernel: every elementary field it can decode, with the offsets of
+        its instances in a record in the order :meth:`_column` flattens OCCURS elements."""
+        columns: list[FusedColumn] = []
+
+        def walk(out: OutputNode, bases: list[int], base_offset: int) -> None:
+            node = out.node
+            rel = node.offset - base_offset
+            if node.occurs:
+                starts = [b + rel + k * node.size for b in bases for k in range(node.occurs.max)]
+            else:
+                starts = [b + rel for b in bases]
+            if out.children is None:
+                assert isinstance(node, Field)
+                typ = self._arrow_type(out, element=True)
+                kind = kernels.fused_column_kind(node.field_type, self.ctx, typ)
+                if kind:
+                    columns.append(FusedColumn(node.field_type, starts, typ, kind))
+                    self._fused_keys.append(id(out))
+                return
+            for child in out.children:
+                walk(child, starts, node.offset)
+
+        for out in self.outputs:
+            walk(out, [0], 0)
+        if columns:
+            self.fused = FusedKernel(columns, self.ctx)
 
     # -- capability --------------------------------------------------------------------------
 
@@ -126,7 +162,10 @@ class BatchDecoder:
                 raise ValueError(f"{len(rows)} bytes are not a whole number of {self.record_size}-byte records")
             rows = rows.reshape(-1, self.record_size)
         bad: list[BadField] = []
-        arrays = [self._column(o, rows, 0, bad) for o in self.outputs]
+        pre: dict[int, FusedResult] = {}
+        if self.fused is not None:
+            pre = dict(zip(self._fused_keys, self.fused.run(rows), strict=True))
+        arrays = [self._column(o, rows, 0, bad, pre) for o in self.outputs]
         fields = list(self.schema)
         if self.options.generate_record_id:
             n = len(rows)
@@ -141,7 +180,8 @@ class BatchDecoder:
         bad = sorted((replace(b, record=b.record + first_record) for b in bad), key=lambda b: (b.record, b.offset))
         return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
 
-    def _column(self, out: OutputNode, rows: np.ndarray, base: int, bad: list[BadField]) -> pa.Array:
+    def _column(self, out: OutputNode, rows: np.ndarray, base: int, bad: list[BadField],
+                pre: dict[int, FusedResult]) -> pa.Array:
         """The array of ``out`` for every row; ``rows`` hold bytes from record offset ``base``.
 
         Bad fields are reported with ``record`` = the index of the row they come from.
@@ -149,11 +189,11 @@ class BatchDecoder:
         node = out.node
         start = node.offset - base
         if not node.occurs:
-            return self._element(out, rows, start, base, bad)
+            return self._element(out, rows, start, base, bad, pre)
         count, size, n = node.occurs.max, node.size, len(rows)
         items = rows[:, start : start + count * size].reshape(n * count, size)
         item_bad: list[BadField] = []
-        values = self._element(out, items, 0, node.offset, item_bad)
+        values = self._element(out, items, 0, node.offset, item_bad, pre)
         lengths = np.full(n, count, dtype=np.int64)
         if node.occurs.depending_on:
             wanted = self._counter(node.occurs.depending_on, rows, base)
@@ -176,17 +216,21 @@ class BatchDecoder:
         return pa.ListArray.from_arrays(pa.array(offsets), values)
 
     def _element(self, out: OutputNode, rows: np.ndarray, start: int, base: int,
-                 bad: list[BadField]) -> pa.Array:
+                 bad: list[BadField], pre: dict[int, FusedResult]) -> pa.Array:
         node = out.node
         if out.children is None:
             assert isinstance(node, Field)
             typ = self._arrow_type(out, element=True)
             block = rows[:, start : start + node.size]
-            arr, errors = decode_column(node.field_type, block, self.ctx, typ)
+            fused = pre.get(id(out))
+            if fused is not None:
+                arr, errors = fused.finish(node.field_type, block, self.ctx, typ)
+            else:
+                arr, errors = decode_column(node.field_type, block, self.ctx, typ)
             for i, exc in errors.items():
                 bad.append(BadField(i, node.dotted_path, base + start, block[i].tobytes(), exc.reason))
             return arr
-        children = [self._column(c, rows, base, bad) for c in out.children]
+        children = [self._column(c, rows, base, bad, pre) for c in out.children]
         return pa.StructArray.from_arrays(children, fields=[self._arrow_field(c) for c in out.children])
 
     def _counter(self, name: str, rows: np.ndarray, base: int) -> np.ndarray:

@@ -14,17 +14,25 @@ A kernel returns ``(array, bad)``: ``bad`` maps a row index to the
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .picture import DecodeContext, FieldDecodeError, FieldType
 
 _JAVA_SPACE = "".join(chr(i) for i in range(0x21))
 
 Bad = dict[int, FieldDecodeError]
+
+
+def _pc() -> Any:
+    """``pyarrow.compute``, imported on first use (0.04-0.2 s: a run of the compiled kernel
+    on data without nulls never needs it)."""
+    import pyarrow.compute
+
+    return pyarrow.compute
 
 
 def arrow_type(ft: FieldType, avro_type: Any) -> pa.DataType:
@@ -224,7 +232,7 @@ def _text(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType
     if ctx.improved_null_detection and not block.all():  # some byte is 0x00: maybe a null row
         null = _all_zero(block)
         if null.any():
-            arr = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), arr)
+            arr = _pc().if_else(pa.array(null), pa.scalar(None, pa.string()), arr)
     return arr, {}
 
 
@@ -234,11 +242,11 @@ def _ascii_strings(chars: np.ndarray, policy: str) -> pa.Array:
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
     arr = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)))
     if policy == "both":
-        return pc.ascii_trim(arr, _JAVA_SPACE)
+        return _pc().ascii_trim(arr, _JAVA_SPACE)
     if policy == "right":
-        return pc.ascii_rtrim(arr, _JAVA_SPACE)
+        return _pc().ascii_rtrim(arr, _JAVA_SPACE)
     if policy == "left":
-        return pc.ascii_ltrim(arr, _JAVA_SPACE)
+        return _pc().ascii_ltrim(arr, _JAVA_SPACE)
     return arr
 
 
@@ -253,9 +261,181 @@ def _text_utf32(ft: FieldType, block: np.ndarray, ctx: DecodeContext) -> pa.Arra
 def _trim(arr: pa.Array, policy: str) -> pa.Array:
     """Java's ``String.trim()`` (characters up to U+0020) on the side(s) ``policy`` names."""
     if policy == "both":
-        return pc.utf8_trim(arr, _JAVA_SPACE)
+        return _pc().utf8_trim(arr, _JAVA_SPACE)
     if policy == "right":
-        return pc.utf8_rtrim(arr, _JAVA_SPACE)
+        return _pc().utf8_rtrim(arr, _JAVA_SPACE)
     if policy == "left":
-        return pc.utf8_ltrim(arr, _JAVA_SPACE)
+        return _pc().utf8_ltrim(arr, _JAVA_SPACE)
     return arr
+
+
+# --- the fused kernel (compiled) ----------------------------------------------------------
+
+try:  # built at install from _fused.c (setup.py); without a C compiler the NumPy kernels decode
+    from . import _fused
+except ImportError:  # pragma: no cover - depends on the machine's build
+    _fused = None  # type: ignore[assignment]
+
+#: the fused kernel is used when built, unless COUPLER_COPYBOOK_KERNEL=numpy (to compare them)
+FUSED_BUILT = _fused is not None
+COMPILED = FUSED_BUILT and os.environ.get("COUPLER_COPYBOOK_KERNEL", "") != "numpy"
+
+_ZONED_K, _PACKED_K, _BINARY_K, _TEXT_K = 1, 2, 3, 4
+_PROGRAM_WIDTH = 12
+_TRIM = {"both": 1, "left": 2, "right": 3}
+_NULL_ZERO = 16
+
+
+def _utf8_table(ctx: DecodeContext) -> bytes | None:
+    """The code page for the fused kernel: per byte its UTF-8 (4 bytes), their length,
+    whether Java's ``trim()`` removes it (code point <= U+0020), the first UTF-8 byte, and
+    whether there are more (tables of 256 bytes after the first of 1,024); then the byte of
+    the space eight times (trailing padding is skipped eight bytes at a time)."""
+    points = _code_points(ctx)
+    if points is None:
+        return None
+    utf8 = bytearray(256 * 4)
+    lengths = bytearray(256)
+    for b, cp in enumerate(points.tolist()):
+        enc = chr(cp).encode("utf-8", errors="surrogatepass")
+        utf8[b * 4 : b * 4 + len(enc)] = enc
+        lengths[b] = len(enc)
+    trimmed = bytes(1 if cp <= 0x20 else 0 for cp in points.tolist())
+    first = bytes(utf8[b * 4] for b in range(256))
+    multi = bytes(1 if n > 1 else 0 for n in lengths)
+    spaces = points.tolist()
+    space = spaces.index(0x20) if 0x20 in spaces else 0
+    return bytes(utf8) + bytes(lengths) + trimmed + first + multi + bytes([space]) * 8
+
+
+def fused_column_kind(ft: FieldType, ctx: DecodeContext, typ: pa.DataType) -> int:
+    """The fused kernel's kind for a field (0: not compiled, the NumPy kernels decode it).
+
+    The same storage forms as the NumPy kernels (:func:`_kernel_for`); anything else in a
+    compiled column (blanks, bad signs, overflow) is flagged and decoded by the field's codec."""
+    kernel = _kernel_for(ft, ctx, typ)
+    if kernel is _text:
+        return _TEXT_K if _code_points(ctx) is not None else 0
+    if kernel is _zoned:
+        return _ZONED_K
+    if kernel is _packed:
+        return _PACKED_K
+    if kernel is _binary:
+        return _BINARY_K
+    return 0
+
+
+class FusedColumn:
+    """One output column of the fused kernel: a field, the byte offsets of its instances in
+    a record (one, or one per OCCURS element, in the order of the flattened list), its type."""
+
+    def __init__(self, ft: FieldType, offsets: list[int], typ: pa.DataType, kind: int):
+        self.ft, self.offsets, self.typ, self.kind = ft, offsets, typ, kind
+        self.width = 0 if kind == _TEXT_K else 16 if pa.types.is_decimal(typ) else typ.bit_width // 8
+
+
+class FusedKernel:
+    """Decodes the compiled columns of a batch in one pass over its records (``_fused.c``).
+
+    ``run(rows)`` returns one :class:`FusedResult` per column: values and flags of every
+    instance (``len(rows) * len(offsets)``). Columns not compiled are not given to it."""
+
+    def __init__(self, columns: list[FusedColumn], ctx: DecodeContext):
+        assert _fused is not None
+        self.columns = columns
+        self.ctx = ctx
+        table = _utf8_table(ctx) if any(c.kind == _TEXT_K for c in columns) else b""
+        self.tables = table or b"\0"
+        self.instances = np.array([o for c in columns for o in c.offsets] or [0], dtype=np.int32)
+        self._programs: dict[int, tuple[np.ndarray, int, int, int, int]] = {}
+
+    def _program(self, n: int) -> tuple[np.ndarray, int, int, int, int]:
+        """The program for batches of ``n`` records, and its buffer sizes (cached per ``n``)."""
+        cached = self._programs.get(n)
+        if cached is not None:
+            return cached
+        prog = np.zeros((len(self.columns), _PROGRAM_WIDTH), dtype=np.int64)
+        values = flags = textoff = text = inst = 0
+        null_zero = _NULL_ZERO if self.ctx.improved_null_detection else 0
+        for i, col in enumerate(self.columns):
+            ft, m = col.ft, len(col.offsets)
+            count = n * m
+            row = prog[i]
+            row[0:4] = (col.kind, ft.size, m, inst)
+            row[9] = flags
+            inst += m
+            flags += count
+            if col.kind == _TEXT_K:
+                row[4] = 0  # the one code page table
+                row[8] = text
+                row[10] = textoff
+                row[11] = _TRIM.get(self.ctx.string_trimming_policy, 0) | null_zero
+                text += count * ft.size * 4
+                textoff += count + 1
+                continue
+            row[4] = col.width
+            row[5] = int(ft.signed)
+            row[8] = values
+            values += count * col.width
+            if col.kind == _ZONED_K:
+                row[6] = (0 if ft.sign_position == "leading" else ft.size - 1) if ft.signed else -1
+                row[11] = null_zero if ft.usage in ("DISPLAY",) else 0
+            elif col.kind == _PACKED_K:
+                row[7] = ft.max_abs_unscaled
+            else:
+                limit = ft.binary_limit(self.ctx) if ft.usage == "COMP" else 0
+                row[7] = limit if limit < (1 << 63) else 0
+                if ft.usage == "COMP" and not row[7]:
+                    row[7] = -1  # a limit of 2**63: only the most negative int64 is refused
+        result = (prog, values, flags, textoff, text)
+        self._programs[n] = result
+        return result
+
+    def run(self, rows: np.ndarray) -> list[FusedResult]:
+        n, size = rows.shape
+        prog, nvalues, nflags, ntextoff, ntext = self._program(n)
+        # Arrow's allocator (jemalloc) reuses the memory of the batches already written,
+        # where fresh NumPy arrays of megabytes would be mapped and faulted in every batch
+        values, flags_buf = pa.allocate_buffer(max(nvalues, 1)), pa.allocate_buffer(max(nflags, 1))
+        tbuf, obuf = pa.allocate_buffer(max(ntext, 1)), pa.allocate_buffer(max(ntextoff, 1) * 4)
+        counts = np.empty(len(self.columns), dtype=np.int64)
+        data = rows if rows.flags.c_contiguous else np.ascontiguousarray(rows)
+        _fused.run(data, n, size, prog, self.instances, self.tables, values, flags_buf, obuf, tbuf, counts)
+        flags = np.frombuffer(flags_buf, dtype=np.uint8)
+        vbuf = values
+        out = []
+        for i, col in enumerate(self.columns):
+            row = prog[i]
+            count = n * len(col.offsets)
+            flag = flags[row[9] : row[9] + count]
+            bad = int(counts[i])
+            validity, nulls = None, 0
+            if bad:
+                null = flag == 1
+                nulls = int(null.sum())
+                if nulls:
+                    validity = pa.py_buffer(np.packbits(~null, bitorder="little"))
+            if col.kind == _TEXT_K:
+                arr = pa.StringArray.from_buffers(count, obuf.slice(row[10] * 4, (count + 1) * 4),
+                                                  tbuf.slice(row[8]), validity, nulls)
+            else:
+                arr = pa.Array.from_buffers(col.typ, count, [validity, vbuf.slice(row[8], count * col.width)],
+                                            null_count=nulls)
+            out.append(FusedResult(arr, flag if bad and nulls < bad else None))
+        return out
+
+
+class FusedResult:
+    """A column decoded by the fused kernel: ``array``, and ``flags`` when some rows need the
+    field's codec (flag 2; None when there are none)."""
+
+    __slots__ = ("array", "flags")
+
+    def __init__(self, array: pa.Array, flags: np.ndarray | None):
+        self.array, self.flags = array, flags
+
+    def finish(self, ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType) -> tuple[pa.Array, Bad]:
+        """The column's values, the flagged rows decoded by the codec (``block``: their bytes)."""
+        if self.flags is None:
+            return self.array, {}
+        return _fallback(ft, block, ctx, typ, self.flags == 2, self.array)

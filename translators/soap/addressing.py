@@ -12,6 +12,8 @@ from coupler.canonical.envelope import Envelope
 
 WSA = "http://www.w3.org/2005/08/addressing"
 ANONYMOUS = f"{WSA}/anonymous"
+#: "discard the reply": no address to send to
+NONE = f"{WSA}/none"
 
 
 @dataclass
@@ -23,6 +25,8 @@ class Addressing:
     reply_to: str | None = None
     action: str | None = None
     to: str | None = None
+    #: where a fault is to go (read from a request; Coupler never writes it)
+    fault_to: str | None = None
 
     @classmethod
     def from_envelope(cls, envelope: Envelope, *, action: str | None = None, to: str | None = None) -> Addressing:
@@ -68,12 +72,14 @@ class Addressing:
             return elem.text.strip() if elem is not None and elem.text else None
 
         reply = header.find(f"{{{WSA}}}ReplyTo/{{{WSA}}}Address")
+        fault = header.find(f"{{{WSA}}}FaultTo/{{{WSA}}}Address")
         return cls(
             message_id=text("MessageID"),
             relates_to=text("RelatesTo"),
             reply_to=reply.text.strip() if reply is not None and reply.text else None,
             action=text("Action"),
             to=text("To"),
+            fault_to=fault.text.strip() if fault is not None and fault.text else None,
         )
 
 

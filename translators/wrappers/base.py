@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
@@ -15,6 +17,8 @@ _M = TypeVar("_M", bound=BaseModel)
 
 #: the envelope headers a wrapper can carry (besides free-form properties)
 HEADER_NAMES = ("correlation_id", "return_address", "message_id")
+#: the property keeping a return address a partner's envelope named but the site does not allow
+REFUSED_RETURN_ADDRESS = "refused_return_address"
 
 
 class WrapperError(CouplerError):
@@ -80,6 +84,18 @@ class Wrapper(Protocol):
         ...
 
 
+def checked_return_address(headers: Headers, allowed: Sequence[str]) -> Headers:
+    """``headers`` unwrapped from a partner's envelope, whose return address (a ReplyTo, a
+    reply-queue field) is kept only when it is a channel the site allows (``allowed``: glob
+    patterns such as ``replies.*``): otherwise replies to it would go wherever the partner
+    chose. A refused one is kept as the property :data:`REFUSED_RETURN_ADDRESS`."""
+    value = headers.return_address
+    if value and not any(fnmatchcase(value, pattern) for pattern in allowed):
+        headers.return_address = None
+        headers.properties[REFUSED_RETURN_ADDRESS] = value
+    return headers
+
+
 # -- the options of a wrapper -------------------------------------------------------------
 
 
@@ -89,6 +105,10 @@ class HeaderFields(OptionsModel):
     correlation_id: Str | None = option("Where the correlation id is carried.", default=None)
     return_address: Str | None = option("Where the return address is carried.", default=None)
     message_id: Str | None = option("Where the message id is carried.", default=None)
+    return_addresses: list[Str] = option(
+        "Channels a return address read from the envelope may name (glob patterns, such as `replies.*`); "
+        "any other is not used (kept as the property `refused_return_address`), so a partner cannot choose "
+        "where replies go. Empty: none is used.", default_factory=list)
 
     def header_paths(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in HEADER_NAMES if getattr(self, name) is not None}

@@ -28,7 +28,14 @@ from coupler.translators.mapping.casts import CastUnsupported, make_cast
 from coupler.translators.mapping.jsonvalues import coerce
 from coupler.translators.mapping.records import get_path, set_path
 
-from .base import HEADER_NAMES, HeaderFields, Headers, WrapperError, wrapper_options
+from .base import (
+    HEADER_NAMES,
+    HeaderFields,
+    Headers,
+    WrapperError,
+    checked_return_address,
+    wrapper_options,
+)
 
 _STRING = AType("string", "string")
 
@@ -63,6 +70,8 @@ class CopybookHeader:
     length: str | None = None
     constants: dict[str, Any] = field(default_factory=dict)
     kind: str = "copybook"
+    #: channels a return address read from a header may name (:func:`checked_return_address`)
+    return_addresses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from coupler.translators.copybook.avro import avro_schema
@@ -100,7 +109,8 @@ class CopybookHeader:
             if name in HEADER_NAMES:
                 raise WrapperError(f"{name} is an envelope header, not a property", where=f"properties.{name}")
             headers[name] = path
-        return cls(base_dir / opts.copybook, dict(opts.options), headers, opts.length, dict(opts.constants))
+        return cls(base_dir / opts.copybook, dict(opts.options), headers, opts.length, dict(opts.constants),
+                   return_addresses=tuple(opts.return_addresses))
 
     def _slot(self, path: str, where: str) -> _Slot:
         try:
@@ -150,4 +160,4 @@ class CopybookHeader:
                 raise WrapperError(f"the header announces {length} payload bytes, only {len(payload)} follow", where=f"byte {self.size}")
             if length < len(payload):
                 raise WrapperError(f"{len(payload) - length} bytes after the {length}-byte payload", where=f"byte {self.size + length}")
-        return payload, headers
+        return payload, checked_return_address(headers, self.return_addresses)

@@ -1,8 +1,10 @@
 """The SOAP envelope as a chain wrapper: an XML payload in the Body, WS-Addressing headers
 (``MessageID``, ``RelatesTo``, ``ReplyTo``) <-> the envelope's message_id, correlation_id
 and return_address. Options: ``version`` (``1.1`` or ``1.2``), ``action`` (the WS-Addressing
-Action), ``to`` (the WS-Addressing To). A fault unwraps to its XML with the property
-``soap_fault`` set to the fault code."""
+Action), ``to`` (the WS-Addressing To), ``return_addresses`` (the channels a partner's
+``ReplyTo`` may name: any other is not used as the return address, so a partner's document
+never chooses the bus channel a reply is put on; default none). A fault unwraps to its XML
+with the property ``soap_fault`` set to the fault code."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import OptionsModel, Str, option
 from coupler.translators.xml.decoder import xml_text
 
-from .base import Headers, WrapperError, wrapper_options
+from .base import Headers, WrapperError, checked_return_address, wrapper_options
 
 
 class SoapWrapperOptions(OptionsModel):
@@ -27,6 +29,10 @@ class SoapWrapperOptions(OptionsModel):
         option("The SOAP version (1.1 or 1.2).", default="1.1"))
     action: Str | None = option("The WS-Addressing action.", default=None)
     to: Str | None = option("The WS-Addressing To.", default=None)
+    return_addresses: list[Str] = option(
+        "Channels a partner's WS-Addressing ReplyTo may name (glob patterns, such as `replies.*`); any other is "
+        "not used as the return address (kept as the property `refused_return_address`). Empty: none is used.",
+        default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class SoapWrapper:
     action: str | None = None
     to: str | None = None
     kind: str = "soap"
+    return_addresses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.version not in ("1.1", "1.2"):
@@ -43,7 +50,7 @@ class SoapWrapper:
     @classmethod
     def from_options(cls, options: dict[str, Any], base_dir: Path) -> SoapWrapper:
         opts = wrapper_options(SoapWrapperOptions, options)
-        return cls(opts.version, opts.action, opts.to)
+        return cls(opts.version, opts.action, opts.to, return_addresses=tuple(opts.return_addresses))
 
     def wrap(self, payload: bytes, headers: Headers) -> bytes:
         from coupler.translators.soap import Addressing, wrap
@@ -67,7 +74,8 @@ class SoapWrapper:
 
         try:
             message = unwrap(data)
-            headers = Headers(**(message.addressing.envelope_headers() if message.addressing else {}))
+            headers = checked_return_address(
+                Headers(**(message.addressing.envelope_headers() if message.addressing else {})), self.return_addresses)
             if message.fault is not None:
                 headers.properties["soap_fault"] = str(message.fault.code)
                 body = message.fault.to_element(message.version)

@@ -27,7 +27,7 @@ from coupler.translators.mapping.casts import CastUnsupported, make_cast
 from coupler.translators.mapping.jsonvalues import coerce
 from coupler.translators.mapping.records import complete, get_path, set_path
 
-from .base import HeaderFields, Headers, WrapperError, wrapper_options
+from .base import HeaderFields, Headers, WrapperError, checked_return_address, wrapper_options
 
 _STRING = AType("string", "string")
 
@@ -48,6 +48,8 @@ class XmlWrapper:
     """A document of an XSD element carrying header fields and the payload."""
 
     kind = "xml"
+    #: channels a return address read from a document may name (:func:`checked_return_address`)
+    return_addresses: tuple[str, ...] = ()
 
     def __init__(self, xsd: Path, payload: str, *, element: str | None = None,
                  headers: dict[str, str] | None = None, constants: dict[str, Any] | None = None):
@@ -84,8 +86,10 @@ class XmlWrapper:
         opts = wrapper_options(XmlWrapperOptions, options)
         headers = opts.header_paths()
         headers.update(opts.properties)
-        return cls(base_dir / opts.xsd, opts.payload, element=opts.element, headers=headers,
-                   constants=dict(opts.constants))
+        wrapper = cls(base_dir / opts.xsd, opts.payload, element=opts.element, headers=headers,
+                      constants=dict(opts.constants))
+        wrapper.return_addresses = tuple(opts.return_addresses)
+        return wrapper
 
     def _resolve(self, path: str, where: str) -> tuple[Any, AType]:
         try:
@@ -127,5 +131,6 @@ class XmlWrapper:
                 headers.set(name, from_field(value))
         payload = get_path(record, self.payload_steps)
         if payload is None:
-            return b"", headers
-        return (payload if isinstance(payload, bytes) else payload.encode("utf-8")), headers
+            return b"", checked_return_address(headers, self.return_addresses)
+        return (payload if isinstance(payload, bytes) else payload.encode("utf-8")), checked_return_address(
+            headers, self.return_addresses)

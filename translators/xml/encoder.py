@@ -117,7 +117,7 @@ class Encoder:
         if isinstance(value, Poly):
             record, data = self._branch(value, data, path)
             if record is not value.declared:
-                elem.set(XSI_TYPE, self._qname_text(record.type_qname or "", elem))
+                elem.set(XSI_TYPE, _type_qname(record.type_qname or "", elem, path))
             self._record(record, data, elem, path)
         elif isinstance(value, Record):
             self._record(value, data, elem, path)
@@ -163,7 +163,7 @@ class Encoder:
                 elem.text = self._text(f.value, item, here)
             elif f.kind == "xsitype":
                 if item is not None and elem.get(XSI_TYPE) is None:
-                    elem.set(XSI_TYPE, _type_qname(item, here))
+                    elem.set(XSI_TYPE, _type_qname(item, elem, here))
             elif f.kind == "order" or order:
                 continue  # the children were written in document order above
             elif f.kind == "any":
@@ -254,16 +254,6 @@ class Encoder:
             raise RecordError(f"the fields {sorted(keys)} match no type of this element", path)
         return min(fitting, key=lambda r: len(r.field_names() - keys)), data
 
-    def _qname_text(self, qname: str, elem: Any) -> str:
-        uri, local = namespace_of(qname), local_name(qname)
-        if not uri:
-            return local
-        for prefix, bound in elem.nsmap.items():
-            if bound == uri:
-                return f"{prefix}:{local}" if prefix else local
-        elem.nsmap  # noqa: B018 - nsmap is read-only; fall back to a local declaration
-        raise RecordError(f"no namespace prefix for {uri}", [])
-
     # -- streaming helpers -----------------------------------------------------------------
 
     def _path_fields(self, record_path: str) -> list[Field]:
@@ -297,13 +287,21 @@ class Encoder:
         return None
 
 
-def _type_qname(item: Any, path: list[str]) -> Any:
-    """An xsi:type kept as a Clark name, written as a QName: lxml declares a prefix for its
-    namespace on the element when none is in scope."""
+def _type_qname(item: Any, elem: Any, path: list[str]) -> Any:
+    """An xsi:type kept as a Clark name, written as a QName: with a prefix in scope for its
+    namespace (unprefixed for the default namespace), else one lxml declares on the element."""
     if not isinstance(item, str) or not item.strip():
         raise RecordError("expected the Clark name of a type ({namespace}name)", path)
     uri, local = namespace_of(item), local_name(item)
-    return etree.QName(uri, local) if uri else local
+    if not uri:
+        if elem.nsmap.get(None):
+            raise RecordError(f"cannot name the type {local!r} (no namespace) under a default namespace", path)
+        return local
+    prefixes = [p for p, bound in elem.nsmap.items() if bound == uri]
+    if prefixes:
+        named = sorted(p for p in prefixes if p)
+        return f"{named[0]}:{local}" if named else local
+    return etree.QName(uri, local)  # lxml declares a prefix for it
 
 
 def _as_list(item: Any, f: Field, path: list[str]) -> list[Any]:

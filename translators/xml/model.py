@@ -147,7 +147,6 @@ class SchemaModel:
         self._scalars: dict[int, Scalar] = {}
         self._names: dict[str, int] = {}
         self._derived = self._derived_types()
-        self._typed = self._xsi_typed_types()
 
     # -- global elements -------------------------------------------------------------------
 
@@ -206,7 +205,9 @@ class SchemaModel:
             if not sub.abstract:
                 branches.append(self.record(sub, None, None))
         if not branches:
-            raise XsdError(f"element {elem.local_name!r} has an abstract type with no concrete derivation", where=self.source)
+            # an extension point (SAML's BaseID): only a type of another schema can fill it, so
+            # a document using it is refused (by xsi:type) unless that schema is loaded too
+            return Poly(None, [record])
         return Poly(None if xsd_type.abstract else record, branches)
 
     def record(self, xsd_type: XsdComplexType, elem: XsdElement | None, parent: Record | None) -> Record:
@@ -229,7 +230,7 @@ class SchemaModel:
         elif isinstance(xsd_type.content, XsdGroup):
             self._walk(record, xsd_type.content, 1, 1)
         self._attributes(record, xsd_type)
-        if xsd_type.name in self._typed:
+        if xsd_type.name:  # an xsi:type can name it (also where it is the declared type)
             record.xsi_type_field = self._unique(record, "xsi_type")
             record.fields.append(Field(record.xsi_type_field, "xsitype", None, None, optional=True))
         if record.order_field is not None:
@@ -391,24 +392,6 @@ class SchemaModel:
                       scale=scale, symbols=symbols, enum_name=enum_name, enum_namespace=enum_ns,
                       xsd_type=xsd_type, check_facets=check)
 
-    def _xsi_typed_types(self) -> set[str]:
-        """The complex types an element's xsi:type can name: the declared types that have
-        derived types (or are abstract), their derived types, and xs:anyType. Their records
-        keep the xsi:type the document wrote (also a redundant one naming the declared type)."""
-        typed = {ANY_TYPE}
-        for schema in self.schema.maps.iter_schemas():
-            if _is_builtin_schema_ns(schema.target_namespace):
-                continue
-            for component in schema.iter_components(XsdElement):
-                xsd_type = component.type
-                if not isinstance(xsd_type, XsdComplexType) or not xsd_type.name:
-                    continue
-                derived = [] if _blocks(component, xsd_type) else self._derived.get(xsd_type.name, [])
-                if derived or xsd_type.abstract:
-                    typed.add(xsd_type.name)
-                    typed.update(t.name for t in derived if t.name)
-        return typed
-
     def _derived_types(self) -> dict[str, list[XsdComplexType]]:
         derived: dict[str, list[XsdComplexType]] = {}
         for xsd_type in self.schema.maps.types.values():
@@ -455,10 +438,6 @@ def _is_plain(xsd_type: Any) -> bool:
 def _blocks(elem: XsdElement, xsd_type: Any) -> bool:
     block = f"{elem.block or ''} {xsd_type.block or ''}"
     return "extension" in block and "restriction" in block
-
-
-def _is_builtin_schema_ns(uri: str | None) -> bool:
-    return uri in (XS, XSI, "http://www.w3.org/XML/1998/namespace")
 
 
 def _is_builtin_schema(component: Any) -> bool:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from coupler.bus.config.loader import ConfigError
-from coupler.bus.runtime.console import pages
+from coupler.bus.runtime.console import api, pages
+from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
 
 if TYPE_CHECKING:
@@ -252,10 +253,25 @@ class ConsoleServer:
             return web.json_response({"error": "POST a JSON body (Content-Type: application/json)"}, status=415)
         try:
             return await handler(request)
+        except ApiInputError as exc:
+            if request.path.startswith("/api/"):
+                return web.json_response({"error": str(exc), "problems": exc.problems}, status=400)
+            return web.Response(text=pages.error_page(self.site.name, str(exc)), content_type="text/html", status=400)
         except CouplerError as exc:
             if request.path.startswith("/api/"):
                 return web.json_response({"error": str(exc)}, status=_status(exc))
             return web.Response(text=pages.error_page(self.site.name, str(exc)), content_type="text/html", status=_status(exc))
+        except web.HTTPException as exc:  # no such route or method: JSON on the API too
+            if exc.status >= 400 and request.path.startswith("/api/"):
+                return web.json_response({"error": f"{exc.status} {exc.reason}: {request.method} {request.path}"},
+                                         status=exc.status)
+            raise
+        except Exception as exc:  # a bug: logged with its traceback, answered in one line
+            log.exception("console: %s %s failed", request.method, request.path)
+            text = f"internal error ({type(exc).__name__}); the daemon's log has the details"
+            if request.path.startswith("/api/"):
+                return web.json_response({"error": text}, status=500)
+            return web.Response(text=pages.error_page(self.site.name, text), content_type="text/html", status=500)
 
     def _denied(self, request: web.Request) -> web.Response:
         if request.path.startswith("/api/"):
@@ -285,6 +301,7 @@ class ConsoleServer:
         r.add_post("/api/groups/{action:complete|discard}", self.api_group)
         r.add_get("/api/batch", self.api_batch)
         r.add_get("/api/trace", self.api_trace)
+        r.add_get("/api/openapi.json", self.api_openapi)
 
     async def healthz(self, request: web.Request) -> web.Response:
         d = self.daemon
@@ -316,12 +333,10 @@ class ConsoleServer:
         return web.json_response(await self._dead_letters(request))
 
     async def _dead_letters(self, request: web.Request) -> list[dict[str, Any]]:
-        q = request.query
-        kind = q.get("kind") or None
-        if kind not in (None, "dead", "invalid"):
-            raise CouplerError(f"kind {kind!r} is not dead or invalid")
-        rows: list[dict[str, Any]] = await self._call("dlq.list", queue=q.get("queue") or None, kind=kind, limit=int(q.get("limit") or 200))
-        channel, text = q.get("channel") or "", (q.get("q") or "").lower()
+        q = api.parse(api.DeadLettersQuery, dict(request.query), "query")
+        rows: list[dict[str, Any]] = await self._call(
+            "dlq.list", queue=api.none_if_empty(q.queue), kind=api.none_if_empty(q.kind), limit=q.limit)
+        channel, text = q.channel or "", (q.q or "").lower()
         return [
             r for r in rows
             if (not channel or r["channel"] == channel)
@@ -329,16 +344,18 @@ class ConsoleServer:
         ]
 
     async def api_dlq_show(self, request: web.Request) -> web.Response:
-        return web.json_response(await self._call("dlq.show", id=int(request.match_info["id"])))
+        return web.json_response(await self._call("dlq.show", id=api.dead_letter_id(request.match_info["id"])))
 
     async def api_dlq_replay(self, request: web.Request) -> web.Response:
-        data = await _json(request)
-        result = await self._call("dlq.replay", id=int(request.match_info["id"]), channel=data.get("channel") or None, body=data.get("body"))
+        dl_id = api.dead_letter_id(request.match_info["id"])
+        data = api.parse(api.ReplayBody, await _json(request), "body")
+        result = await self._call("dlq.replay", id=dl_id, channel=api.none_if_empty(data.channel), body=data.body)
         return web.json_response(result)
 
     async def api_dlq_purge(self, request: web.Request) -> web.Response:
-        data = await _json(request)
-        return web.json_response(await self._call("dlq.purge", queue=data.get("queue") or None, kind=data.get("kind") or None))
+        data = api.parse(api.PurgeBody, await _json(request), "body")
+        return web.json_response(await self._call("dlq.purge", queue=api.none_if_empty(data.queue),
+                                                  kind=api.none_if_empty(data.kind)))
 
     async def api_pause(self, request: web.Request) -> web.Response:
         op = request.match_info["action"]
@@ -355,10 +372,14 @@ class ConsoleServer:
         return web.json_response((await self._call("status"))["batch"])
 
     async def api_trace(self, request: web.Request) -> web.Response:
-        query = request.query.get("q", "").strip()
-        if not query:
-            raise CouplerError("give a message id, trace id, correlation id or business key as ?q=")
+        if not request.query.get("q", "").strip():
+            raise api.ApiInputError("give a message id, trace id, correlation id or business key as ?q=",
+                                    ["q: required"])
+        query = api.parse(api.TraceQuery, dict(request.query), "query").q.strip()
         return web.json_response(await self._call("trace", query=query))
+
+    async def api_openapi(self, request: web.Request) -> web.Response:
+        return web.json_response(api.openapi())
 
     # -- pages -------------------------------------------------------------------------------
 
@@ -385,7 +406,7 @@ class ConsoleServer:
 
     async def dead_letter_page(self, request: web.Request) -> web.Response:
         status = await self._call("status")
-        dl = await self._call("dlq.show", id=int(request.match_info["id"]))
+        dl = await self._call("dlq.show", id=api.dead_letter_id(request.match_info["id"]))
         html = pages.render("dead_letter", self.site.name, {"status": status, "dead_letter": dl, "query": {}})
         return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
 

@@ -64,8 +64,13 @@ class StepSetup:
     switches: Switches = field(default_factory=Switches)
     #: the step's name (``name = ...``, default ``TYPE-INDEX``)
     name: str = ""
-    #: the daemon's plugin manager (hooks such as ``coupler_aggregation_strategies``); None in tests
+    #: the site's plugin manager (translator types, mapping functions), None in unit tests
     plugins: Any = None
+
+    def site_path(self, path: str) -> Path:
+        """A file named in the step's keys: relative to site.toml."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.site_dir / p
 
     @property
     def state_scope(self) -> str:

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
 
 from coupler.bus.config.models import Channel
+from coupler.bus.model.names import is_channel_name
 from coupler.bus.model.selectors import SelectorError
 from coupler.canonical import Envelope
-from coupler.canonical.options import OptionsModel, Str, option
+from coupler.canonical.options import Bool, OptionsModel, Str, option
 
 from .base import Step, StepContext, StepError, StepSetup
-from .outcomes import Continue, Deliver, Discard, Outcome
+from .outcomes import Continue, Deliver, Discard, Invalid, Outcome
 
 
 class FilterOptions(OptionsModel):
@@ -107,11 +108,155 @@ class WireTap(Step):
         return Continue.one(message, "not copied")
 
 
-BUILTIN_STEPS: dict[str, type[Step]] = {cls.type_name: cls for cls in (Filter, SetProperties, WireTap)}
 
 
-def builtin_steps() -> dict[str, Any]:
-    return dict(BUILTIN_STEPS)
+# -- routing -------------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
-__all__ = ["BUILTIN_STEPS", "Filter", "SetProperties", "WireTap"]
+class DynamicRouterOptions(OptionsModel):
+    channel: Str = option(
+        "The target channel, with `{expression}` placeholders computed from each message "
+        "(`orders.{body.customer.region}`, `{properties.target}`).",
+        example='channel = "orders.{body.customer.region}"',
+    )
+    allowed: tuple[Channel, ...] = option(
+        "When set, the only channels it may compute; any other goes to `otherwise` (or the dead letters).",
+        default=(),
+    )
+    otherwise: Channel | None = option(
+        "Where a message goes whose channel cannot be computed (a field missing, not an allowed or valid "
+        "channel name); default: the Invalid Message Channel.",
+        default=None,
+    )
+
+
+class DynamicRouter(Step):
+    """Dynamic Router: the target channel computed from the message."""
+
+    type_name = "dynamic_router"
+    options_model = DynamicRouterOptions
+
+    def __init__(self, options: DynamicRouterOptions, setup: StepSetup):
+        super().__init__(options, setup)
+        self.parts = _PLACEHOLDER.split(options.channel)  # text, expression, text, ...
+        self.fields = {text: setup.expression(text.strip(), "channel") for text in self.parts[1::2]}
+
+    def process(self, message: Envelope, ctx: StepContext) -> Outcome:
+        out = []
+        for i, part in enumerate(self.parts):
+            if i % 2 == 0:
+                out.append(part)
+                continue
+            value = self.fields[part].text_of(message)
+            if value is None:
+                return self._cannot(message, f"message {message.message_id} has no {part.strip()}")
+            out.append(value)
+        channel = "".join(out)
+        if not is_channel_name(channel) or (self.options.allowed and channel not in self.options.allowed):
+            return self._cannot(message, f"{channel!r} is not a channel it may route to")
+        return Deliver(((channel, message),), f"to {channel}")
+
+    def _cannot(self, message: Envelope, why: str) -> Outcome:
+        if self.options.otherwise:
+            return Deliver(((self.options.otherwise, message),), f"{why}: to {self.options.otherwise}")
+        return Invalid(why)
+
+
+#: the property carrying a Routing Slip (channels separated by commas)
+ROUTING_SLIP = "coupler.routing-slip"
+
+
+class RoutingSlipOptions(OptionsModel):
+    attach: tuple[Channel, ...] = option(
+        "The slip given to a message that carries none (the channels it is to visit, in order).", default=()
+    )
+    property: Str = option("The property holding the slip (channels separated by commas).", default=ROUTING_SLIP)
+
+
+class RoutingSlip(Step):
+    """Routing Slip: a message visits the channels of its slip in order. This step sends it to
+    the next channel of its slip (and takes that channel off); a message whose slip is done goes
+    on (to the route's `to`). Each route reading a channel of the slip ends with this step."""
+
+    type_name = "routing_slip"
+    options_model = RoutingSlipOptions
+
+    def process(self, message: Envelope, ctx: StepContext) -> Outcome:
+        key = self.options.property
+        carried = message.properties.get(key)
+        slip = [c.strip() for c in carried.split(",") if c.strip()] if carried is not None else list(self.options.attach)
+        if not slip:
+            props = {k: v for k, v in message.properties.items() if k != key}
+            return Continue.one(message.replace(properties=props), "slip done")
+        bad = [c for c in slip if not is_channel_name(c)]
+        if bad:
+            return Invalid(f"routing slip {', '.join(slip)}: {bad[0]!r} is not a channel name")
+        following = slip[1:]
+        props = dict(message.properties)
+        if following:
+            props[key] = ",".join(following)
+        else:
+            props[key] = ""
+        return Deliver(((slip[0], message.replace(properties=props)),), f"to {slip[0]} (then {', '.join(following) or 'done'})")
+
+
+class DetourOptions(OptionsModel):
+    to: Channel = option("Where messages go while the detour is on (a route that inspects, tests or validates them).")
+    on: Bool = option(
+        "Whether it starts switched on; `coupler ctl detour ROUTE on|off --step NAME` switches it at run time.",
+        default=False,
+    )
+
+
+class Detour(Step):
+    """Detour: while switched on (Control Bus, CLI, console), messages go to `to` instead of on."""
+
+    type_name = "detour"
+    options_model = DetourOptions
+
+    def __init__(self, options: DetourOptions, setup: StepSetup):
+        super().__init__(options, setup)
+        self.key = setup.state_scope
+        setup.switches.set(self.key, setup.switches.get(self.key, options.on))
+
+    def process(self, message: Envelope, ctx: StepContext) -> Outcome:
+        if self.setup.switches.get(self.key, self.options.on):
+            return Deliver(((self.options.to, message),), f"detour on: to {self.options.to}")
+        return Continue.one(message, "detour off")
+
+
+class ExpireOptions(OptionsModel):
+    to: Channel | None = option(
+        "Where expired messages go (default: they are dropped, counted as `expired` in /metrics).", default=None
+    )
+
+
+class Expire(Step):
+    """Message Expiration: a message past its `expires_at` does not go on."""
+
+    type_name = "expire"
+    options_model = ExpireOptions
+
+    def process(self, message: Envelope, ctx: StepContext) -> Outcome:
+        if not message.is_expired():
+            return Continue.one(message, "not expired")
+        assert message.expires_at is not None
+        if self.options.to:
+            return Deliver(((self.options.to, message),), f"expired: to {self.options.to}")
+        return Discard(f"expired at {message.expires_at.isoformat()}", counter="expired")
+
+
+def _all_types() -> dict[str, type[Step]]:
+    from .split import Split
+    from .transform import Transform
+
+    types: list[type[Step]] = [Filter, SetProperties, WireTap, Split, Transform, DynamicRouter, RoutingSlip, Detour, Expire]
+    return {cls.type_name: cls for cls in types}
+
+
+#: the built-in step types by name
+BUILTIN_STEPS: dict[str, type[Step]] = _all_types()
+
+__all__ = ["BUILTIN_STEPS", "Detour", "DynamicRouter", "Expire", "Filter", "RoutingSlip", "SetProperties", "WireTap"]

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -60,6 +60,8 @@ class Pipeline:
     end: Route
     #: Message Expiration: messages the route sends expire this many seconds later (None: never)
     ttl: float | None = None
+    #: channel -> its ``ttl_seconds`` (``[[channels]]``)
+    channel_ttls: dict[str, float] = field(default_factory=dict)
     #: ``(step label, counter)`` -> count: discarded, expired, ... (``/metrics``)
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -112,21 +114,37 @@ class Pipeline:
             trace.append(self._record(step.label, message, outcome))
         if isinstance(outcome, Continue):
             action = f"{step.label}: {outcome.note}" if outcome.note else step.label
-            for out in outcome.messages:
+            for out in self._each(step, outcome):
                 out.record_hop(self.component, action)
                 self.run(ctx, out, start + 1, trace)
         elif isinstance(outcome, Deliver):
             for channel, out in outcome.sends:
                 self._send(ctx, channel, out.record_hop(self.component, f"{step.label}: {outcome.note or 'to ' + channel}"))
         elif isinstance(outcome, Discard):
-            with self._lock:
-                self.counts[(step.label, outcome.counter)] += 1
+            if not ctx.test:
+                with self._lock:
+                    self.counts[(step.label, outcome.counter)] += 1
             log.debug("%s %s: message %s %s: %s", self.component, step.label, message.message_id, outcome.counter,
                       outcome.reason, extra={"route": self.name})
         elif isinstance(outcome, FAILURES):
             raise Stopped(outcome, step.label)
         else:
             raise Stopped(Retry(f"{step.label} returned {outcome!r}, not an outcome"), step.label)
+
+    def _each(self, step: Step, outcome: Continue) -> Iterator[Envelope]:
+        """The messages of ``outcome``; a streaming step's failure half-way stops the delivery."""
+        it = iter(outcome.messages)
+        while True:
+            try:
+                out = next(it)
+            except StopIteration:
+                return
+            except CouplerError as exc:
+                raise Stopped(Invalid(f"{step.label}: {exc}"), step.label) from None
+            except Exception as exc:
+                log.exception("%s %s failed", self.component, step.label, extra={"route": self.name})
+                raise Stopped(Retry(f"{step.label}: {describe_exception(exc)}"), step.label) from None
+            yield out
 
     def _process(self, step: Step, ctx: StepContext, message: Envelope) -> Outcome:
         try:
@@ -154,8 +172,11 @@ class Pipeline:
             self._send(ctx, channel, message)
 
     def _send(self, ctx: StepContext, channel: str, message: Envelope) -> None:
-        if self.ttl is not None and message.expires_at is None:
-            message = message.replace(expires_at=utc_now() + timedelta(seconds=self.ttl))
+        ttl = min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None)
+        if ttl is not None:
+            expires = utc_now() + timedelta(seconds=ttl)
+            if message.expires_at is None or expires < message.expires_at:
+                message = message.replace(expires_at=expires)
         ctx.tx.send(channel, message, component=self.component)
 
     @staticmethod
@@ -220,6 +241,7 @@ def build_pipeline(
     transport: Transport | None,
     switches: Switches,
     plugins: Any = None,
+    channel_ttls: dict[str, float] | None = None,
 ) -> Pipeline:
     """The pipeline of one ``[[routes]]`` entry; :class:`ConfigError` with every step's problems."""
     steps: list[Step] = []
@@ -231,8 +253,7 @@ def build_pipeline(
             problems.append(f"{where}.type: no installed plugin provides step type {sc.type!r} "
                             f"(installed: {', '.join(sorted(types))})")
             continue
-        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}",
-                          plugins)
+        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}", plugins)
         try:
             options = cls.options_model.model_validate(sc.options)
             steps.append(cls(options, setup))
@@ -244,7 +265,7 @@ def build_pipeline(
             problems.append(f"{where}: {exc}")
     if problems:
         raise ConfigError(problems)
-    return Pipeline(route.name, steps, route, ttl=config.ttl_seconds)
+    return Pipeline(route.name, steps, route, ttl=config.ttl_seconds, channel_ttls=dict(channel_ttls or {}))
 
 
 class RecordingTx(TransactionOps):

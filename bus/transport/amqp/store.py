@@ -91,13 +91,6 @@ CREATE TABLE IF NOT EXISTS {s}.broker_objects (
     name TEXT NOT NULL,
     kind TEXT NOT NULL,
     PRIMARY KEY (name, kind)
-);
-CREATE TABLE IF NOT EXISTS {s}.state (
-    scope TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value BYTEA NOT NULL,
-    expires_at DOUBLE PRECISION,
-    PRIMARY KEY (scope, key)
 )
 """
 
@@ -116,7 +109,12 @@ class PgStoreError(TransportError):
 class PgStore:
     """The shared state of a site in schema ``schema`` of the PostgreSQL database ``dsn``."""
 
-    def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = False):
+    def __init__(
+        self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = False,
+        keys: tuple[str, str] = ("store.amqp.postgres", "store.amqp.postgres_schema"),
+    ):
+        #: the site's keys of the DSN and the schema (named in errors)
+        self.keys = keys
         if psycopg is None:  # pragma: no cover
             raise PgStoreError(
                 "the PostgreSQL store needs psycopg", hint="pip install 'psycopg[binary]'"
@@ -124,7 +122,7 @@ class PgStore:
         if not _SCHEMA_NAME.match(schema):
             raise PgStoreError(
                 f"bad PostgreSQL schema name {schema!r}",
-                where="store.amqp.postgres_schema",
+                where=keys[1],
                 hint="lower-case letters, digits and _, starting with a letter",
             )
         self.dsn = dsn
@@ -209,7 +207,7 @@ class PgStore:
         except psycopg.Error as exc:
             raise PgStoreError(
                 f"cannot connect to PostgreSQL: {str(exc).strip()}",
-                where="store.amqp.postgres",
+                where=self.keys[0],
                 hint="check the DSN and that the server runs",
             ) from exc
         if not self.synchronous_commit:
@@ -231,7 +229,7 @@ class PgStore:
         except psycopg.OperationalError as exc:
             with contextlib.suppress(Exception):
                 conn.close()
-            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where="store.amqp.postgres") from exc
+            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=self.keys[0]) from exc
         except psycopg.Error as exc:
             raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.schema}") from exc
 
@@ -720,7 +718,7 @@ class _JournalWriter:
                 if left <= 0:
                     raise PgStoreError(
                         f"the journal could not be written to PostgreSQL within {timeout:g} s: "
-                        f"{self.error or 'no answer'}", where="store.amqp.postgres",
+                        f"{self.error or 'no answer'}", where=self.store.keys[0],
                     )
                 self.cond.wait(min(left, 0.1))
 

@@ -1650,10 +1650,9 @@ def _claim_of(headers: dict[str, Any]) -> str | None:
     return claim.decode() if isinstance(claim, bytes) else claim
 
 
-def amqp_transport_for_site(site: Any) -> AmqpTransport:
-    """The opened broker transport of a site whose ``[store] type`` is ``amqp``."""
-    store = site.store
-    amqp = store.amqp
+def amqp_transport_for_site(site: Any, amqp: Any) -> AmqpTransport:
+    """The opened broker transport of a site whose ``[store] type`` is ``amqp``, with its
+    ``[store.amqp]`` options (:class:`~coupler.bus.transport.amqp.plugin.AmqpOptions`)."""
     return AmqpTransport(
         amqp.url,
         postgres=amqp.postgres,
@@ -1662,14 +1661,8 @@ def amqp_transport_for_site(site: Any) -> AmqpTransport:
         delivery_limit=amqp.delivery_limit,
         reconnect_timeout=amqp.reconnect_timeout_seconds,
         file_lease_seconds=amqp.file_lease_seconds,
-        claim_threshold=store.claim_check_bytes,
-        backoff=BackoffPolicy(**store.redelivery.model_dump()),
-        lease_seconds=store.lease_seconds,
-        journal_retention=store.journal_retention_days * 86400.0,
-        idempotency_retention=store.idempotency_window_seconds,
-        dead_letter=store.dead_letter_channel,
-        invalid=store.invalid_channel,
         name=f"coupler {site.name}",
+        **site.store.transport_settings(),
     ).open()
 
 

@@ -34,6 +34,7 @@ from coupler.bus.transport.base import (
 from coupler.bus.transport.codec import decode, encode
 from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
+from coupler.canonical.claimcheck import claimed_file
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
 
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("coupler.bus.transport.sqlite.transport")
 
 CLAIM_PROPERTY = "coupler.claim"
+#: the ``claim`` of a message referring to a claimed file of the site (a dropped or put file
+#: over ``claim_check_bytes``, :mod:`coupler.canonical.claimcheck`): ``file:`` and its path
+#: under the data directory, counted like the store's own claims, so the file goes when the
+#: last message referring to it is settled
+FILE_CLAIM = "file:"
 
 #: a message row with its envelope: (id, channel, attempt, claim, envelope, message_id)
 _ROW = "m.id, m.channel, m.attempt, m.claim, b.envelope, m.message_id"
@@ -70,7 +76,8 @@ def prepare(
             props = {**env.properties, CLAIM_PROPERTY: claim}
             prepared.append((env, encode(env, extra_hop=hop, body=b"", properties=props), claim))
         else:
-            prepared.append((env, encode(env, extra_hop=hop), None))
+            rel = claimed_file(t.data_dir, env.properties)
+            prepared.append((env, encode(env, extra_hop=hop), FILE_CLAIM + rel if rel else None))
     return prepared, paths
 
 
@@ -467,8 +474,10 @@ class StoreTx(TransactionOps):
             return self._dead_row(row_channel, delivery.message_id, "invalid", reason, reason,
                                   component, attempt, claim, blob, None)
         if isinstance(envelope, Envelope):
+            rel = claimed_file(self.t.data_dir, envelope.properties)
             return self._dead_row(channel, envelope.message_id, "invalid", reason, reason,
-                                  component, envelope.attempt, None, envelope.to_bytes(), None)
+                                  component, envelope.attempt, FILE_CLAIM + rel if rel else None,
+                                  envelope.to_bytes(), None)
         return self._dead_row(channel, None, "invalid", reason, reason, component, 0, None, None,
                               bytes(envelope))
 
@@ -513,28 +522,29 @@ class StoreTx(TransactionOps):
         )
         return cursor.rowcount == 1
 
-    # -- keyed state of stateful steps (one write transaction: no other writer meanwhile) ---
+    # -- step state (see Transport.get_state) ----------------------------------------------
 
     def get_state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        # the write transaction (BEGIN IMMEDIATE) already excludes every other writer: lock is implied
         sql = "SELECT key, value FROM state WHERE scope = ? AND (expires_at IS NULL OR expires_at > ?)"
         if keys is None:
-            return {k: bytes(v) for k, v in self.conn.execute(sql, (scope, self.now))}
-        keys = list(keys)
+            return {k: bytes(v) for k, v in self.conn.execute(sql, (f"step:{scope}", self.now))}
         found: dict[str, bytes] = {}
+        keys = list(keys)
         for i in range(0, len(keys), _IN_CHUNK):
             chunk = keys[i : i + _IN_CHUNK]
-            rows = self.conn.execute(f"{sql} AND key IN ({','.join('?' * len(chunk))})", (scope, self.now, *chunk))
+            rows = self.conn.execute(f"{sql} AND key IN ({','.join('?' * len(chunk))})",
+                                     (f"step:{scope}", self.now, *chunk))
             found.update((k, bytes(v)) for k, v in rows)
         return found
 
     def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
-        gone = [(scope, k) for k, v in values.items() if v is None]
-        if gone:
-            self.conn.executemany("DELETE FROM state WHERE scope = ? AND key = ?", gone)
+        self.conn.executemany("DELETE FROM state WHERE scope = ? AND key = ?",
+                              [(f"step:{scope}", k) for k, v in values.items() if v is None])
         self.conn.executemany(
             "INSERT INTO state (scope, key, value, expires_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-            [(scope, k, v, expires_at) for k, v in values.items() if v is not None],
+            [(f"step:{scope}", k, v, expires_at) for k, v in values.items() if v is not None],
         )
 
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:

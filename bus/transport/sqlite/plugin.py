@@ -6,17 +6,16 @@ third party's transport.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from coupler.bus.model.backoff import BackoffPolicy
-from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import Transport
 
 if TYPE_CHECKING:
     from coupler.bus.config.loader import SiteConfig
 
 
-def open_sqlite(site: SiteConfig) -> Transport:
+def open_sqlite(site: SiteConfig, options: None = None) -> Transport:
     """The site's SQLite store, opened."""
     from coupler.bus.transport.sqlite.transport import SqliteTransport
 
@@ -26,16 +25,11 @@ def open_sqlite(site: SiteConfig) -> Transport:
         filename=store.path,
         synchronous=store.synchronous,
         sync_acks=store.sync_acks,
-        backoff=BackoffPolicy(**store.redelivery.model_dump()),
-        lease_seconds=store.lease_seconds,
-        claim_threshold=store.claim_check_bytes,
-        journal_retention=store.journal_retention_days * 86400.0,
-        idempotency_retention=store.idempotency_window_seconds,
-        dead_letter=store.dead_letter_channel,
-        invalid=store.invalid_channel,
+        **store.transport_settings(),
     ).open()
 
 
 @hookimpl
-def coupler_transport_types() -> dict[str, Any]:
-    return {"sqlite": open_sqlite}
+def coupler_transport_types() -> dict[str, TransportType]:
+    # its keys (path, synchronous, sync_acks) are [store]'s own: the embedded default's
+    return {"sqlite": TransportType(open_sqlite)}

@@ -9,9 +9,8 @@ instead of the pages holding the 1 KiB envelopes.
 Version 1 (stores created before the split; ``user_version`` 0) kept the envelope in a column
 of ``messages``; :func:`ensure_schema` migrates such a store in place, in one transaction.
 Version 3 adds the trace id and search keys of sent messages to ``journal`` (message
-tracing); a version 2 store gains the two columns in place. Version 4 adds ``state``, the
-keyed state of stateful steps (aggregation groups, resequencer buffers, process instances),
-written in the same transaction as the acknowledgement of the message that changed it.
+tracing); a version 2 store gains the two columns in place. Version 4 adds the keyed
+``state`` table of stateful steps (created in place in an older store).
 
 A store of a newer version than this code knows is refused with a clear message.
 """
@@ -63,14 +62,7 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     raw BLOB
 );
 CREATE INDEX IF NOT EXISTS dead_letters_queue ON dead_letters (queue, id);
-CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL;
-CREATE TABLE IF NOT EXISTS state (
-    scope TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value BLOB NOT NULL,
-    expires_at REAL,
-    PRIMARY KEY (scope, key)
-) WITHOUT ROWID
+CREATE INDEX IF NOT EXISTS dead_letters_claim ON dead_letters (claim) WHERE claim IS NOT NULL
 """
 
 
@@ -104,6 +96,7 @@ def ensure_schema(conn: sqlite3.Connection, where: str) -> int | None:
         conn.execute("INSERT INTO bodies (id, envelope) SELECT id, envelope FROM messages")
         conn.execute("ALTER TABLE messages DROP COLUMN envelope")
         migrated = 1
+    had_state = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'state'").fetchone() is not None
     for statement in [*_TABLES.split(";"), *metadata(SQLITE)]:
         if statement.strip():
             conn.execute(statement)
@@ -112,6 +105,8 @@ def ensure_schema(conn: sqlite3.Connection, where: str) -> int | None:
         for statement in journal_trace_columns(SQLITE):
             conn.execute(statement)
         migrated = migrated or 2
+    if version and not had_state:
+        migrated = migrated or 3  # version 3: the step state table is new
     conn.execute(journal_trace_index(SQLITE))
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return migrated

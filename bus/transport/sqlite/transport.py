@@ -84,9 +84,11 @@ from coupler.bus.transport.private import private_dir, private_file
 from coupler.bus.transport.sql_filters import dead_letter_where, journal_entries, journal_query
 from coupler.bus.transport.sqlite.group_commit import GroupCommit
 from coupler.bus.transport.sqlite.identities import SqliteIdentityRepository
-from coupler.bus.transport.sqlite.ops import CLAIM_PROPERTY, Leased, StoreTx, prepare
+from coupler.bus.transport.sqlite.ops import CLAIM_PROPERTY, FILE_CLAIM, Leased, StoreTx, prepare
 from coupler.bus.transport.sqlite.schema import SCHEMA_VERSION, StoreVersionError, ensure_schema
 from coupler.canonical import Envelope
+from coupler.canonical.claimcheck import CLAIM_PROPERTY as FILE_CLAIM_PROPERTY
+from coupler.canonical.claimcheck import CLAIM_SIZE_PROPERTY
 
 log = logging.getLogger(__name__)
 
@@ -397,7 +399,7 @@ class SqliteTransport(Transport):
             self._group.make_durable(seq, self._local.sync_lock, self._sync_wal)
         for ref in tx.unreferenced_claims:
             with contextlib.suppress(OSError):
-                (self.claims_dir / ref).unlink()
+                self._claim_path(ref).unlink()
 
     # -- statistics ------------------------------------------------------------------------
     # Channel counters are kept in memory when a transaction commits and added to the
@@ -800,7 +802,8 @@ class SqliteTransport(Transport):
             env.attempt = 0
             env.record_hop("dead-letter", f"replay {id}")
             if body is not None:  # edited: the new body replaces the stored (or claim-checked) one
-                env.properties.pop(CLAIM_PROPERTY, None)
+                for prop in (CLAIM_PROPERTY, FILE_CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY):
+                    env.properties.pop(prop, None)
                 env.body = body
                 prepared, paths = prepare(self, target, [env], "dead-letter")
                 tx.written_claims.extend(paths)
@@ -882,8 +885,17 @@ class SqliteTransport(Transport):
 
     # -- claim check -----------------------------------------------------------------------
 
+    def _claim_path(self, claim: str) -> Path:
+        """The file of a claim: the store's own, or a claimed file of the site (``file:``)."""
+        if claim.startswith(FILE_CLAIM):
+            return self.data_dir / claim[len(FILE_CLAIM):]
+        return self.claims_dir / claim
+
     def _restore_claim(self, env: Envelope, claim: str | None) -> Envelope:
         if claim is None:
+            return env
+        if claim.startswith(FILE_CLAIM):  # a claimed file stays a file (streamed), where it is now
+            env.properties[FILE_CLAIM_PROPERTY] = str(self._claim_path(claim))  # (a restored backup moved it)
             return env
         try:
             env.body = (self.claims_dir / claim).read_bytes()

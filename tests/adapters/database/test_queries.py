@@ -80,7 +80,7 @@ def test_password_file_readable_by_others_is_refused(bus: EmbeddedBus, postgres:
     secret = tmp_path / "db.password"
     secret.write_text("hunter2-file\n")
     secret.chmod(0o644)
-    with pytest.raises(CouplerError, match="readable by other users .*0644") as err:
+    with pytest.raises(CouplerError, match="readable by other users .mode 0644") as err:
         bus.adapter(DatabaseAdapter, "x", db.options(password_file=str(secret)), direction="inbound")
     assert "hunter2" not in str(err.value)
     secret.chmod(0o600)
@@ -100,7 +100,7 @@ def test_the_password_is_never_logged_or_answered(bus: EmbeddedBus, caplog: pyte
     assert "cannot connect to postgresql+psycopg://app:***@127.0.0.1:9/test" in str(err.value)
     assert "hunter2" not in str(err.value) and "hunter2" not in caplog.text
     monkeypatch.delenv("TEST_DB_PASSWORD")
-    with pytest.raises(CouplerError, match="environment variable TEST_DB_PASSWORD .* is not set"):
+    with pytest.raises(CouplerError, match="environment variable TEST_DB_PASSWORD is not set"):
         bus.adapter(DatabaseAdapter, "y", {"url": "postgresql://app@127.0.0.1:9/test",
                                            "password_env": "TEST_DB_PASSWORD"}, direction="inbound")
     assert os.environ.get("TEST_DB_PASSWORD") is None

@@ -77,3 +77,14 @@ def retry(fn: Any, timeout: float = 30.0) -> None:
 
 
 amqp_transport.cleanup = cleanup  # type: ignore[attr-defined]
+
+
+def postgres_transport(data_dir: Path, **options: Any) -> Any:
+    """Contract-test factory: an open PostgresTransport in a schema of its own."""
+    servers_or_fail()
+    from coupler.bus.transport.postgres.transport import PostgresTransport
+
+    return PostgresTransport(PG_DSN, schema=unique_names()["postgres_schema"], **options).open()
+
+
+postgres_transport.cleanup = lambda t: t.destroy()  # type: ignore[attr-defined]

@@ -1,7 +1,8 @@
-"""Optional OpenTelemetry export: with ``opentelemetry-sdk`` (and its OTLP/HTTP exporter)
-installed and ``[tracing] otlp_endpoint`` set, the daemon exports a span per handled message,
-in the message's trace, to a real HTTP collector endpoint. Without the packages nothing
-changes (the other console tests run without them)."""
+"""OpenTelemetry export: with ``opentelemetry-sdk`` and its OTLP/HTTP exporter installed (the
+``otlp`` extra; ``make test`` installs them through the dev extra) and ``[tracing]
+otlp_endpoint`` set, the daemon exports a span per handled message, in the message's trace,
+to a real OTLP/HTTP receiver: an HTTP server that decodes each request body with
+opentelemetry-proto's ``ExportTraceServiceRequest`` (the collector's own message type)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,13 @@ import asyncio
 import json
 import threading
 
-import pytest
 from aiohttp import web
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from coupler.bus.runtime.trace import trace
 
 from ..site_helpers import running_daemon, wait_for
 from .helpers import console_site
-
-pytest.importorskip("opentelemetry.sdk")
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
 
 class Collector:
@@ -46,10 +44,6 @@ class Collector:
         return asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
 
     def spans(self) -> list:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest,
-        )
-
         out = []
         for body in self.bodies:
             req = ExportTraceServiceRequest()

@@ -35,8 +35,9 @@ def memory_transport(data_dir: Path, **options: Any) -> MemoryTransport:
 #: a broker transport adds itself here (its factory may skip when its server is missing)
 TRANSPORTS: dict[str, Any] = {"sqlite": sqlite_transport, "memory": memory_transport}
 
-from tests.bus.amqp.broker import amqp_transport  # noqa: E402  (RabbitMQ + PostgreSQL)
+from tests.bus.amqp.broker import amqp_transport, postgres_transport  # noqa: E402  (RabbitMQ + PostgreSQL)
 
 TRANSPORTS["amqp"] = amqp_transport
+TRANSPORTS["postgres"] = postgres_transport
 
 from coupler.bus.testing.contract import CLAIM_THRESHOLD, bodies, doc, drain, stored_claims  # noqa: E402,F401

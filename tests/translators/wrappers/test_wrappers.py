@@ -20,7 +20,8 @@ HEADER = {
     "type": "copybook",
     "options": {
         "copybook": "txn-header.cpy", "options": {"encoding": "ascii"},
-        "correlation_id": "CORR-ID", "return_address": "REPLY-QUEUE", "length": "DATA-LEN",
+        "correlation_id": "CORR-ID", "return_address": "REPLY-QUEUE", "return_addresses": ["REPLY.*"],
+        "length": "DATA-LEN",
         "properties": {"txn": "TXN-CODE"}, "constants": {"VERSION": 1},
     },
 }
@@ -75,10 +76,11 @@ def test_xml_envelope_carries_binary_payload_and_headers() -> None:
 
 
 def test_soap_body_then_envelope_then_mllp() -> None:
-    chain = build_chain([{"type": "soap", "options": {"version": "1.2", "action": "urn:pay"}}, {"type": "mllp"}])
+    chain = build_chain([{"type": "soap", "options": {"version": "1.2", "action": "urn:pay",
+                                                       "return_addresses": ["replies.*"]}}, {"type": "mllp"}])
     body = b'<pay xmlns="urn:x"><amount>1</amount></pay>'
     headers = Headers(message_id="0b5c2a9e-0f67-4a43-9a34-1a2b3c4d5e6f",
-                      correlation_id="12345678-1234-1234-1234-123456789012", return_address="http://reply")
+                      correlation_id="12345678-1234-1234-1234-123456789012", return_address="replies.pay")
     wire = chain.wrap(body, headers)
     assert wire.startswith(b"\x0b") and wire.endswith(b"\x1c\r")
     message = unwrap(wire[1:-2])  # the SOAP unwrapper of translators/soap reads what the chain wrote
@@ -154,3 +156,25 @@ def test_chain_from_site_toml() -> None:
 def test_bad_wrapper_options_name_the_key(entry: dict, message: str) -> None:
     with pytest.raises(WrapperError, match=message):
         build_chain([entry], base_dir=DATA)
+
+
+@pytest.mark.parametrize("reply_to", ["orders", "http://169.254.169.254/latest/meta-data", "replies", "coupler.adapter.out"])
+def test_a_partners_reply_to_is_a_return_address_only_when_the_site_allows_that_channel(reply_to: str) -> None:
+    """The SOAP wrapper does not let a partner's ReplyTo choose the channel a reply is put on."""
+    allowed = build_chain([{"type": "soap", "options": {"return_addresses": ["replies.*"]}}])
+    wire = wrap(None, version="1.1", addressing=Addressing(message_id="urn:uuid:12345678-1234-1234-1234-123456789012",
+                                                            reply_to=reply_to))
+    _, found = allowed.unwrap(wire)
+    assert found.return_address is None
+    assert found.properties["refused_return_address"] == reply_to
+    _, found = build_chain([{"type": "soap"}]).unwrap(wire)  # by default none is used
+    assert found.return_address is None
+    ok = wrap(None, version="1.1", addressing=Addressing(reply_to="replies.partner-a"))
+    assert allowed.unwrap(ok)[1].return_address == "replies.partner-a"
+
+
+def test_a_return_address_field_of_a_copybook_header_is_checked_too() -> None:
+    chain = build_chain([HEADER], base_dir=DATA)
+    wire = chain.wrap(b"X", Headers(return_address="orders"))
+    _, found = chain.unwrap(wire)
+    assert found.return_address is None and found.properties["refused_return_address"] == "orders"

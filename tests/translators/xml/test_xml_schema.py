@@ -88,7 +88,8 @@ def test_simple_types_map_to_logical_types(model: XsdModel) -> None:
 def test_attributes_and_simple_content(model: XsdModel) -> None:
     order = model.avro_schema("order")
     money = _fields(_find(order, "Money"))
-    assert list(money) == ["currency", "value"]
+    assert list(money) == ["currency", "value", "xsi_type"]  # a named type: xsi:type may name it
+    assert money["xsi_type"]["type"] == ["null", "string"] and money["xsi_type"]["default"] is None
     assert money["value"]["type"] == {"type": "bytes", "logicalType": "decimal", "precision": 14, "scale": 2}
     company = _fields(_find(order, "Company"))
     # the attribute "name" collides with the element "name": it gets the _attr suffix

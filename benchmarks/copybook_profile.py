@@ -1,0 +1,143 @@
+"""Where the copybook decoder's time goes: per field kind and per stage, in process.
+
+    .venv/bin/python benchmarks/copybook_profile.py [--records 400000]
+
+For the 207-byte benchmark record (``datagen.py``) and the mostly-PIC X record of
+``copybook_decode.py``, decodes the file in batches as ``copybook decode`` does and
+reports the CPU time of each field kind (text by code page, zoned, packed, binary), of
+assembling the Arrow batch (lists, structs) and of Parquet encoding, for each kernel the
+process has (the NumPy kernels, and the compiled one when it is built). One core (pinned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import datagen  # noqa: E402
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from coupler.translators.copybook import kernels  # noqa: E402
+from coupler.translators.copybook.batch import DEFAULT_BATCH_RECORDS, BatchDecoder  # noqa: E402
+from coupler.translators.copybook.layout import Field, build_layout  # noqa: E402
+from coupler.translators.copybook.parser import parse_copybook  # noqa: E402
+from coupler.translators.copybook.picture import DecodeContext  # noqa: E402
+
+MB = 1e6
+
+
+def kind_of(ft) -> str:
+    if ft.kind == "string":
+        return "text (PIC X, EBCDIC cp037)"
+    if ft.usage == "COMP-3":
+        return "packed decimal (COMP-3)"
+    if ft.usage in ("COMP", "COMP-5"):
+        return "binary (COMP)"
+    return "zoned decimal (DISPLAY)"
+
+
+def per_kind(layout, data: bytes, record_size: int) -> dict[str, tuple[float, int]]:
+    """CPU seconds and bytes per field kind, NumPy column kernels, batch by batch."""
+    dec = BatchDecoder(layout)
+    ctx = DecodeContext.from_options(dec.options)
+    rows_all = np.frombuffer(data, dtype=np.uint8).reshape(-1, record_size)
+    leaves = []
+    for node in layout.walk():
+        if isinstance(node, Field):
+            # an OCCURS element's instances: the item's stride
+            count, stride = 1, 0
+            for anc in _occurs_ancestors(layout, node):
+                count, stride = anc.occurs.max, anc.size
+            from coupler.translators.copybook.avro import field_avro_type
+
+            typ = kernels.arrow_type(node.field_type, field_avro_type(node))
+            leaves.append((node, count, stride, typ))
+    spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for first in range(0, len(rows_all), DEFAULT_BATCH_RECORDS):
+        rows = rows_all[first:first + DEFAULT_BATCH_RECORDS]
+        for node, count, stride, typ in leaves:
+            if count > 1:
+                base = node.offset
+                blocks = [rows[:, base + k * stride: base + k * stride + node.size] for k in range(count)]
+                block = np.stack(blocks, axis=1).reshape(-1, node.size)
+            else:
+                block = rows[:, node.offset: node.offset + node.size]
+            t = time.process_time()
+            kernels.decode_column(node.field_type, block, ctx, typ)
+            spent[kind_of(node.field_type)][0] += time.process_time() - t
+            spent[kind_of(node.field_type)][1] += block.size
+    return {k: (v[0], v[1]) for k, v in spent.items()}
+
+
+def _occurs_ancestors(layout, target):
+    from coupler.translators.copybook.batch import _ancestors
+
+    return [a for a in _ancestors(layout, target) if a.occurs]
+
+
+def stages(layout, path: Path, compiled: bool) -> dict[str, float]:
+    dec = BatchDecoder(layout, compiled=compiled) if "compiled" in BatchDecoder.__init__.__code__.co_varnames \
+        else BatchDecoder(layout)
+    t = time.process_time()
+    batches = [d.batch for d in dec.iter_file(path)]
+    decode = time.process_time() - t
+    table = pa.Table.from_batches(batches)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.process_time()
+        pq.write_table(table, Path(tmp) / "out.parquet", compression="snappy", use_dictionary=False,
+                       row_group_size=131_072)
+        parquet = time.process_time() - t
+    t = time.process_time()
+    with open(path, "rb") as f:
+        while f.read(DEFAULT_BATCH_RECORDS * 207):
+            pass
+    read = time.process_time() - t
+    return {"read the file (8,192-record chunks)": read, "decode to Arrow batches": decode,
+            "Parquet encoding (snappy, no dictionary)": parquet}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=400_000)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "coupler-bench")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    args.dir.mkdir(parents=True, exist_ok=True)
+    path = datagen.write_fixed_file(args.dir / f"txn-{args.records}.dat", args.records)
+    layout = build_layout(parse_copybook(datagen.COPYBOOK))
+    size = path.stat().st_size
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.records:,} records, {size / MB:.0f} MB, one core\n")
+    print("| field kind (NumPy column kernels) | bytes of the file | CPU s | MB/s of its own bytes | share of kernel time |")
+    print("|---|---:|---:|---:|---:|")
+    kinds = per_kind(layout, path.read_bytes(), datagen.RECORD_SIZE)
+    total = sum(v[0] for v in kinds.values())
+    for name, (cpu, nbytes) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+        print(f"| {name} | {nbytes / MB:.0f} MB | {cpu:.3f} | {nbytes / MB / cpu:.0f} | {cpu / total:.0%} |")
+    print()
+    variants = [False]
+    try:
+        from coupler.translators.copybook import _fused  # noqa: F401
+
+        variants.append(True)
+    except ImportError:
+        pass
+    print("| stage | kernel | CPU s | MB/s of the file |")
+    print("|---|---|---:|---:|")
+    for compiled in variants:
+        for name, cpu in stages(layout, path, compiled).items():
+            print(f"| {name} | {'compiled (C)' if compiled else 'NumPy'} | {cpu:.3f} | {size / MB / cpu:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The console's JSON API: what each operation accepts, checked before it runs, and the
+OpenAPI description built from the same models (served at ``/api/openapi.json``; a copy is
+``docs/console-openapi.json``).
+
+Every input (query parameters, path parameters, JSON bodies) is validated by a pydantic
+model; a bad one is answered ``400`` with ``{"error": ..., "problems": [...]}`` naming each
+parameter, never a ``500``. An empty query parameter means "not given" (the console's forms
+send empty fields).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coupler.bus.model.names import CHANNEL_NAME
+from coupler.canonical.errors import CouplerError
+
+_NAME = CHANNEL_NAME.pattern.strip("^$")
+ChannelName = Annotated[str, Field(pattern=f"^{_NAME}$", description="a channel name")]
+QueueName = Annotated[str, Field(pattern=f"^{_NAME}(#{_NAME})?$", description="a channel or TOPIC#SUBSCRIPTION")]
+#: the largest id SQLite and PostgreSQL store (a signed 64-bit integer)
+MAX_ID = 2**63 - 1
+
+
+class ApiInputError(CouplerError):
+    """An API request whose parameters or body are not what the operation takes (400)."""
+
+    def __init__(self, message: str, problems: list[str]):
+        super().__init__(message)
+        self.problems = problems
+
+
+class DeadLettersQuery(BaseModel):
+    """``GET /api/dead-letters``: filters of the dead letters listed."""
+
+    model_config = ConfigDict(extra="ignore")
+    queue: QueueName | Literal[""] | None = Field(None, description="only those of this queue")
+    kind: Literal["dead", "invalid", ""] | None = Field(None, description="dead letters or invalid messages")
+    limit: int = Field(200, ge=1, le=10_000, description="at most this many (newest first)")
+    channel: QueueName | Literal[""] | None = Field(None, description="only those that were on this channel")
+    q: str | None = Field(None, max_length=1_000, description="text found in the reason, error, id, component or format")
+
+
+class TraceQuery(BaseModel):
+    """``GET /api/trace``: the messages of a trace."""
+
+    model_config = ConfigDict(extra="ignore")
+    q: str = Field(min_length=1, max_length=1_000, pattern=r"\S",
+                   description="a message id, trace id, correlation id or business key")
+
+
+class ReplayBody(BaseModel):
+    """``POST /api/dead-letters/{id}/replay``: where to, and an edited body."""
+
+    model_config = ConfigDict(extra="forbid")
+    channel: ChannelName | Literal[""] | None = Field(None, description="replay onto this channel (default: its own)")
+    body: str | None = Field(None, description="the edited body, as dead-letters/{id} decoded it")
+
+
+class PurgeBody(BaseModel):
+    """``POST /api/dead-letters/purge``: which dead letters to delete (none given: all)."""
+
+    model_config = ConfigDict(extra="forbid")
+    queue: QueueName | Literal[""] | None = None
+    kind: Literal["dead", "invalid", ""] | None = None
+
+
+def parse(model: type[BaseModel], data: Any, where: str) -> Any:
+    """``data`` validated by ``model``, or :class:`ApiInputError` naming every problem."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False, include_input=False):
+            loc = ".".join(str(p) for p in err["loc"]) or where
+            problems.append(f"{loc}: {err['msg']}")
+        raise ApiInputError(f"{where}: " + "; ".join(problems), problems) from None
+
+
+def dead_letter_id(text: str) -> int:
+    """A dead letter's id from the path (digits by the route), within what a store holds."""
+    value = int(text)
+    if not 1 <= value <= MAX_ID:
+        raise ApiInputError(f"dead letter id {text} is out of range (1 to {MAX_ID})", ["id: out of range"])
+    return value
+
+
+def none_if_empty(value: str | None) -> str | None:
+    return value or None
+
+
+# -- OpenAPI ------------------------------------------------------------------------------
+
+_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody]
+_REF = "#/components/schemas/{model}"
+
+
+def _json(schema: dict[str, Any] | None = None, description: str = "") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema or {}}}}
+
+
+def _responses(ok: dict[str, Any], *codes: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"200": _json(ok, "the result"),
+                           "401": _json({"$ref": "#/components/schemas/Error"}, "no valid token")}
+    reasons = {400: "invalid parameters or body", 404: "no such dead letter or adapter",
+               415: "the body is not JSON"}
+    for code in codes:
+        out[str(code)] = _json({"$ref": "#/components/schemas/Error"}, reasons[code])
+    return out
+
+
+def _query(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template=_REF)
+    required = set(schema.get("required", []))
+    return [{"name": name, "in": "query", "required": name in required, "schema": prop,
+             "description": prop.get("description", "")}
+            for name, prop in schema["properties"].items()]
+
+
+def _body(model: type[BaseModel]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}}
+
+
+_ID = {"name": "id", "in": "path", "required": True,
+       "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}, "description": "the dead letter's id"}
+_OBJECT = {"type": "object"}
+_LIST = {"type": "array", "items": {"type": "object"}}
+
+
+def openapi(version: str = "") -> dict[str, Any]:
+    """The OpenAPI 3.1 description of the console's JSON API."""
+    schemas: dict[str, Any] = {
+        "Error": {"type": "object", "required": ["error"],
+                  "properties": {"error": {"type": "string"}, "problems": {"type": "array", "items": {"type": "string"}}}},
+    }
+    for model in _MODELS:
+        schema = model.model_json_schema(ref_template=_REF)
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    get = "get"
+    paths: dict[str, Any] = {
+        "/api/status": {get: {"summary": "the site's status (ctl status)", "responses": _responses(_OBJECT)}},
+        "/api/adapters": {get: {"summary": "every adapter with its statistics and health", "responses": _responses(_LIST)}},
+        "/api/channels": {get: {"summary": "every channel's depth, age and rates", "responses": _responses(_LIST)}},
+        "/api/identities": {get: {"summary": "the application identities", "responses": _responses(_LIST)}},
+        "/api/batch": {get: {"summary": "the [[batch]] jobs", "responses": _responses(_LIST)}},
+        "/api/dead-letters": {get: {"summary": "dead letters and invalid messages", "parameters": _query(DeadLettersQuery),
+                                    "responses": _responses(_LIST, 400)}},
+        "/api/dead-letters/{id}": {get: {"summary": "one dead letter with its decoded body", "parameters": [_ID],
+                                         "responses": _responses(_OBJECT, 400, 404)}},
+        "/api/dead-letters/{id}/replay": {"post": {
+            "summary": "replay a dead letter (edited: with body)", "parameters": [_ID], "requestBody": _body(ReplayBody),
+            "responses": _responses(_OBJECT, 400, 404, 415)}},
+        "/api/dead-letters/purge": {"post": {"summary": "delete dead letters", "requestBody": _body(PurgeBody),
+                                             "responses": _responses(_OBJECT, 400, 415)}},
+        "/api/adapters/{name}/{action}": {"post": {
+            "summary": "pause or resume an adapter",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _OBJECT}}},
+            "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string", "pattern": f"^{_NAME}$"}},
+                           {"name": "action", "in": "path", "required": True, "schema": {"enum": ["pause", "resume"]}}],
+            "responses": _responses(_OBJECT, 400, 404, 415)}},
+        "/api/trace": {get: {"summary": "every hop of the messages of a trace", "parameters": _query(TraceQuery),
+                             "responses": _responses(_OBJECT, 400)}},
+        "/api/openapi.json": {get: {"summary": "this description", "responses": _responses(_OBJECT)}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Coupler console API", "version": version or "1",
+                 "description": "The Control Bus operations of a running site as JSON (docs/operations.md)."},
+        "components": {"schemas": schemas,
+                       "securitySchemes": {"token": {"type": "http", "scheme": "bearer",
+                                                     "description": "the site's console token (coupler ctl console)"}}},
+        "security": [{"token": []}],
+        "paths": paths,
+    }

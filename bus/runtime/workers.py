@@ -1,0 +1,141 @@
+"""The worker loop: one thread (or ``throttle.concurrency`` threads) per consumer, receiving one
+message at a time under a lease and running it through its chain: the receive middlewares
+(Message Sequence reassembly, Idempotent Receiver, Datatype Channel conversion, Selective
+Consumer), the handle middlewares (Message Throttle, trace context, metrics) and the handler
+(a route's pipeline, an adapter's delivery or command)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from coupler.bus.config.loader import AdapterConfig, RouteConfig
+from coupler.bus.runtime.adapters import adapter_queue
+from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
+from coupler.bus.transport.base import Delivery
+from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import handling
+
+if TYPE_CHECKING:
+    from coupler.bus.runtime.daemon import Daemon
+
+log = logging.getLogger("coupler.daemon")
+#: how long one receive waits for a message (the stop flag is looked at in between)
+_RECEIVE_WAIT = 0.2
+
+
+class Workers:
+    """The consumers of one daemon and their threads."""
+
+    def __init__(self, daemon: Daemon):
+        self.d = daemon
+
+    def start(self) -> None:
+        self.spawn("dispatcher", self.d.site.command_channel, "dispatcher", self.d.handlers.dispatch)
+        for ra in self.d.adapters.values():
+            if not ra.started:
+                continue
+            self.spawn(f"commands:{ra.name}", adapter_queue(ra.name), ra.name, self.d.handlers.command_handler(ra), ra.paused)
+            if ra.config.channel and ra.flows("outbound"):
+                source = self.source(ra.config.channel, ra.name)
+                patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
+                self.spawn(
+                    f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
+                    receive=self.d.datatypes.for_adapter(ra.name, source), patterns=patterns,
+                )
+        for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
+            consumer = f"route:{route.name}"
+            source = self.source(route.source, consumer)
+            patterns = self.patterns(consumer, route.source, source, config)
+            self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
+                        receive=self.d.datatypes.for_route(route.name, consumer, source), patterns=patterns, select=config.select)
+        t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
+        t.start()
+        self.d._threads.append(t)
+
+    def source(self, channel: str, consumer: str) -> str:
+        """The queue to receive ``channel`` from: itself, or a durable subscription of a topic."""
+        assert self.d.transport is not None
+        if self.d.transport.channel_config(channel).kind == "topic":
+            return self.d.transport.subscribe(channel, consumer)
+        return channel
+
+    def patterns(self, consumer: str, channel: str, source: str, config: AdapterConfig | RouteConfig) -> ConsumerPatterns:
+        """The Idempotent Receiver, Message Throttle and sequence reassembly ``consumer``
+        declared (reading ``channel`` from queue ``source``)."""
+        assert self.d.transport is not None
+        patterns = ConsumerPatterns.declared(
+            self.d.transport, consumer, source, channel=self.d.site.channel(channel),
+            idempotent_key=config.idempotent_key, throttle=config.throttle, where=config.key_path,
+        )
+        if patterns.assembler is not None:
+            self.d._consumer_patterns.append(patterns)
+        return patterns
+
+    def spawn(
+        self,
+        name: str,
+        channel: str,
+        consumer: str,
+        handle: Callable[[Delivery], None],
+        paused: threading.Event | None = None,
+        *,
+        receive: Receiver | None = None,
+        patterns: ConsumerPatterns | None = None,
+        select: str | None = None,
+    ) -> None:
+        assert self.d.transport is not None
+        transport = self.d.transport
+        if receive is None:
+            def receive(wait: float) -> list[Delivery]:
+                return transport.receive_wait(channel, consumer, max=1, wait=wait, selector=select)
+
+        workers = 1
+        if patterns is not None:
+            receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
+        for i in range(workers):
+            thread_name = name if workers == 1 else f"{name}#{i + 1}"
+            t = threading.Thread(
+                target=self.worker, args=(thread_name, channel, receive, handle, paused), name=thread_name, daemon=True
+            )
+            t.start()
+            self.d._threads.append(t)
+
+    def worker(
+        self,
+        name: str,
+        channel: str,
+        receive: Receiver,
+        handle: Callable[[Delivery], None],
+        paused: threading.Event | None,
+    ) -> None:
+        assert self.d.transport is not None
+        while not self.d.stopping.is_set():
+            if paused is not None and paused.is_set():
+                self.d.stopping.wait(0.1)
+                continue
+            try:
+                deliveries = receive(_RECEIVE_WAIT)
+            except CouplerError as exc:
+                log.error("%s: cannot receive from %s: %s", name, channel, exc, extra={"worker": name})
+                self.d.stopping.wait(1.0)
+                continue
+            if paused is not None and deliveries and paused.is_set():
+                # paused while this receive was waiting: hold the message until resumed; on a
+                # stop it is left to its lease and delivered again after the restart
+                while paused.is_set() and not self.d.stopping.is_set():
+                    self.d.stopping.wait(0.05)
+                if paused.is_set():
+                    return
+            for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
+                try:
+                    with handling(d.envelope), self.d.observer.handled(name, d):
+                        handle(d)
+                except Exception as exc:
+                    log.exception("%s: message %s failed", name, d.message_id, extra={"worker": name})
+                    try:
+                        self.d.transport.nack(d, exc, name)
+                    except CouplerError:
+                        log.exception("%s: cannot nack %s", name, d.message_id)

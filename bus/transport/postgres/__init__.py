@@ -1,0 +1,1 @@
+"""The PostgreSQL transport (``[store] type = "postgres"``): see :mod:`.transport`."""

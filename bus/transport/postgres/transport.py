@@ -1,0 +1,435 @@
+"""The PostgreSQL transport (``[store] type = "postgres"``): a multi-node bus on PostgreSQL alone.
+
+Each channel is a table of its own (``q_<name>_<hash>``, listed in ``queues``), one row per
+message copy, indexed by ``(visible_at, tag)``. A receive leases the oldest ready rows with
+``SELECT ... FOR UPDATE SKIP LOCKED`` and one ``UPDATE``, so competing daemons on any number
+of machines each get different messages without waiting for each other; acknowledging
+deletes the row if its lease token is still the one granted. A send ends with
+``pg_notify``: every process ``LISTEN``s on the schema's notification channel and wakes its
+waiting receivers at once (they re-check every 0.25 s for leases and delays that end
+unannounced). Every operation is one PostgreSQL transaction, so a daemon killed at any moment
+leaves each message either settled or waiting for its lease to end.
+
+What the transport shares with the RabbitMQ transport's store
+(:class:`~coupler.bus.transport.amqp.store.PgStore`, the same schema layout): the journal and
+counters tables, the Application Repository, the polling adapters' file seen-state, the
+dead-letter id sequence and the site-wide metrics lock. Its own: the channel tables,
+``dead_letters`` and the keyed ``state`` table (channel configurations, subscriptions,
+idempotency keys, claim-checked bodies, step state).
+
+Everything a transport decides (leases, backoff, expiry, dead letters, topics, claim checks)
+is :class:`~coupler.bus.transport.storage.StorageTransport`'s; this module is only storage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import psycopg
+
+from coupler.bus.model.identities import IdentityRepository
+from coupler.bus.transport.amqp.file_state import PgFileState
+from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
+from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
+from coupler.bus.transport.policy import COUNTERS
+from coupler.bus.transport.sql_filters import journal_entries, journal_query
+from coupler.bus.transport.storage import (
+    Buried,
+    JournalRow,
+    StorageTransaction,
+    StorageTransport,
+    StorageTx,
+    Stored,
+)
+
+_OWN_DDL = """
+CREATE TABLE IF NOT EXISTS {s}.queues (name TEXT PRIMARY KEY, tab TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.dead_letters (
+    id BIGINT PRIMARY KEY DEFAULT nextval('{s}.dead_letter_ids'),
+    kind TEXT NOT NULL, queue TEXT NOT NULL, channel TEXT, message_id TEXT,
+    reason TEXT NOT NULL, error TEXT NOT NULL, component TEXT NOT NULL, attempts INTEGER NOT NULL,
+    dead_at DOUBLE PRECISION NOT NULL, blob BYTEA, raw BYTEA, claim TEXT
+)
+"""
+
+_CHANNEL_DDL = """
+CREATE TABLE IF NOT EXISTS {t} (
+    tag BIGSERIAL PRIMARY KEY, message_id TEXT NOT NULL, blob BYTEA NOT NULL,
+    enqueued_at DOUBLE PRECISION NOT NULL, visible_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION, attempts INTEGER NOT NULL DEFAULT 0, token BIGINT, claim TEXT
+);
+CREATE INDEX IF NOT EXISTS {i}_ready ON {t} (visible_at, tag)
+"""
+
+#: columns of the inserting statements, with their types
+_PUT = (("message_id", "text"), ("blob", "bytea"), ("enqueued_at", "float8"), ("visible_at", "float8"),
+        ("expires_at", "float8"), ("attempts", "int"), ("claim", "text"))
+_JOURNAL = (("at", "float8"), ("channel", "text"), ("message_id", "text"), ("event", "text"), ("detail", "text"),
+            ("trace_id", "text"), ("keys", "text"))
+_MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts, token, claim"
+_DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
+
+
+def table_of(channel: str) -> str:
+    """The table of a channel: readable, unique (a hash of the whole name), within 63 bytes."""
+    readable = re.sub(r"[^a-z0-9]+", "_", channel.lower())[:40]
+    return f"q_{readable}_{hashlib.sha1(channel.encode()).hexdigest()[:10]}"
+
+
+class PostgresTransport(StorageTransport):
+    """Channels, dead letters and state in schema ``schema`` of the PostgreSQL database ``dsn``.
+
+    ``synchronous_commit`` False lets PostgreSQL confirm commits before its WAL is flushed
+    (a server crash may lose the last fraction of a second; a process crash never does)."""
+
+    def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = True, **options: Any):
+        super().__init__(**options)
+        self.dsn = dsn
+        # checks the schema name; its connections (one a thread) are this transport's too
+        self.store = PgStore(dsn, schema=schema, synchronous_commit=synchronous_commit,
+                             keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
+        self.schema = schema
+        self.synchronous_commit = synchronous_commit
+        self.notify_channel = f"coupler_{schema}"
+        self._lock = threading.Lock()
+        self._tables: set[str] = set()
+        self._pending: Counter[tuple[str, str]] = Counter()
+        self._pending_since = time.monotonic()
+        self._wake = threading.Condition()
+        self._arrivals: Counter[str] = Counter()
+        self._listener: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._identities_pg = PgIdentityRepository(self.store)
+
+    def __repr__(self) -> str:
+        return f"PostgresTransport(schema={self.schema!r})"
+
+    # -- connections -----------------------------------------------------------------------
+
+    def open(self) -> PostgresTransport:
+        if self._listener is not None:
+            return self
+        self.store.open()
+        with self.begin() as tx:
+            tx.c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
+            for statement in _OWN_DDL.format(s=self.schema).split(";"):
+                tx.c.execute(statement)
+        self._closing.clear()
+        self._listener = threading.Thread(target=self._listen, name=f"listen {self.schema}", daemon=True)
+        self._listener.start()
+        return self
+
+    def close(self) -> None:
+        with contextlib.suppress(TransportError):
+            self._write_counts(force=True)
+        self._closing.set()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.join(timeout=5)
+        self.store.close()
+
+    def destroy(self) -> None:
+        """Delete the schema and everything in it (tests, decommissioning a site)."""
+        self.store.open().drop()
+        self.close()
+
+    def _conn(self) -> psycopg.Connection[Any]:
+        return self.store._connection()
+
+    @contextlib.contextmanager
+    def begin(self) -> Iterator[PgTx]:
+        conn = self._conn()
+        tx = PgTx(self, conn)
+        try:
+            with conn.transaction():
+                yield tx
+        except psycopg.OperationalError as exc:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where="store.postgres.dsn") from exc
+        except psycopg.Error as exc:
+            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.schema}") from exc
+        self._tables |= tx.created
+        if tx.counts:
+            with self._lock:
+                self._pending.update(tx.counts)
+            self._write_counts()
+
+    def _write_counts(self, *, force: bool = False) -> None:
+        """Add this process's counts to ``counters`` (once a second: one row per channel is
+        shared by every daemon, so each commit must not lock it)."""
+        with self._lock:
+            if not self._pending or (not force and time.monotonic() - self._pending_since < 1.0):
+                return
+            pending, self._pending = self._pending, Counter()
+            self._pending_since = time.monotonic()
+        by_channel: dict[str, dict[str, int]] = {}
+        for (channel, counter), n in pending.items():
+            by_channel.setdefault(channel, {})[counter] = n
+        s = self.schema
+        try:
+            with self._conn().transaction():
+                for channel, counts in sorted(by_channel.items()):
+                    values = [counts.get(c, 0) for c in COUNTERS]
+                    self._conn().execute(
+                        f"INSERT INTO {s}.counters (channel, {', '.join(COUNTERS)}) VALUES (%s{', %s' * len(COUNTERS)}) "
+                        f"ON CONFLICT (channel) DO UPDATE SET "
+                        + ", ".join(f"{c} = {s}.counters.{c} + excluded.{c}" for c in COUNTERS),
+                        (channel, *values),
+                    )
+        except psycopg.Error as exc:
+            with self._lock:
+                self._pending.update(pending)
+            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {s}") from exc
+
+    # -- wake-ups --------------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        conn: psycopg.Connection[Any] | None = None
+        while not self._closing.is_set():
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+                    conn.execute(f'LISTEN "{self.notify_channel}"')
+                for note in conn.notifies(timeout=0.5):
+                    with self._wake:
+                        self._arrivals[note.payload] += 1
+                        self._wake.notify_all()
+            except psycopg.Error:
+                conn = None
+                self._closing.wait(1.0)
+        if conn is not None:
+            conn.close()
+
+    def wait_for(self, channel: str, timeout: float) -> None:
+        with self._wake:
+            seen = self._arrivals[channel]
+            self._wake.wait_for(lambda: self._arrivals[channel] != seen, timeout)
+
+    def committed(self, tx: StorageTransaction) -> None:
+        if tx.sent_to:
+            with self._wake:
+                self._arrivals.update(tx.sent_to)
+                self._wake.notify_all()
+
+    # -- what only PostgreSQL gives ---------------------------------------------------------
+
+    @property
+    def identities(self) -> IdentityRepository:
+        return self._identities_pg
+
+    def file_state(self, adapter: str, owner: str) -> PgFileState:
+        return PgFileState(self.store, adapter, owner)
+
+    def exports_shared_figures(self) -> bool:
+        return self.store.hold_lock("metrics")
+
+
+class PgTx(StorageTx):
+    """One PostgreSQL transaction of a :class:`PostgresTransport`."""
+
+    def __init__(self, t: PostgresTransport, c: psycopg.Connection[Any]):
+        self.t = t
+        self.c = c
+        self.s = t.schema
+        self.created: set[str] = set()
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.notified: set[str] = set()
+
+    def _table(self, channel: str, *, create: bool = False) -> str | None:
+        table = table_of(channel)
+        if table in self.t._tables or table in self.created:
+            return f"{self.s}.{table}"
+        exists = self.c.execute("SELECT 1 FROM " + self.s + ".queues WHERE name = %s", (channel,)).fetchone()
+        if exists is None:
+            if not create:
+                return None
+            # two senders to a new channel at once would race on CREATE ... IF NOT EXISTS
+            self.c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.s}.{table}",))
+            for statement in _CHANNEL_DDL.format(t=f"{self.s}.{table}", i=table).split(";"):
+                self.c.execute(statement)
+            self.c.execute(f"INSERT INTO {self.s}.queues (name, tab) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                           (channel, table))
+        self.created.add(table)
+        return f"{self.s}.{table}"
+
+    def _insert(self, table: str, columns: tuple[tuple[str, str], ...], rows: list[tuple[Any, ...]]) -> None:
+        """Insert ``rows`` in their order, in one statement (one array a column)."""
+        names = [name for name, _type in columns]
+        arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in columns)
+        self.c.execute(
+            f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS u({', '.join(names)}, n) ORDER BY n",
+            [list(col) for col in zip(*rows, strict=True)],
+        )
+
+    def put(self, messages: list[Stored]) -> None:
+        by_channel: dict[str, list[Stored]] = {}
+        for m in messages:
+            by_channel.setdefault(m.channel, []).append(m)
+        for channel, group in by_channel.items():
+            table = self._table(channel, create=True)
+            assert table is not None  # created
+            self._insert(table, _PUT, [(m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts,
+                                        m.claim) for m in group])
+            if channel not in self.notified:
+                self.c.execute("SELECT pg_notify(%s, %s)", (self.t.notify_channel, channel))
+                self.notified.add(channel)
+
+    def scan(self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None,
+             limit: int = 100) -> list[Stored]:
+        table = self._table(channel)
+        if table is None:
+            return []
+        clauses, args = [], []
+        if ready_at is not None:
+            clauses.append("visible_at <= %s")
+            args.append(ready_at)
+        if after is not None:
+            clauses.append("(visible_at, tag) > (%s, %s)")
+            args.extend(after)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        lock = " FOR UPDATE SKIP LOCKED" if ready_at is not None else ""
+        rows = self.c.execute(
+            f"SELECT {_MESSAGE} FROM {table} {where} ORDER BY visible_at, tag LIMIT %s{lock}", [*args, limit]
+        ).fetchall()
+        return [_stored(channel, r) for r in rows]
+
+    def update(self, message: Stored, *, token: int | None, visible_at: float, attempts: int) -> bool:
+        table = self._table(message.channel)
+        cur = self.c.execute(
+            f"UPDATE {table} SET token = %s, visible_at = %s, attempts = %s "
+            "WHERE tag = %s AND token IS NOT DISTINCT FROM %s",
+            (token, visible_at, attempts, message.tag, message.token),
+        )
+        return cur.rowcount == 1
+
+    def lease(self, messages: list[Stored], *, token: int, until: float) -> list[Stored]:
+        if not messages:
+            return []
+        table = self._table(messages[0].channel)
+        leased = {r[0] for r in self.c.execute(
+            f"UPDATE {table} SET token = %s, visible_at = %s, attempts = attempts + 1 "
+            "WHERE tag = ANY(%s) RETURNING tag", (token, until, [m.tag for m in messages]),
+        )}
+        return [m for m in messages if m.tag in leased]
+
+    def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
+        table = self._table(channel)
+        if table is None or not tags:
+            return []
+        rows = self.c.execute(
+            f"DELETE FROM {table} q USING unnest(%s::bigint[], %s::bigint[]) AS u(tag, token) "
+            f"WHERE q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
+            f"RETURNING {', '.join('q.' + c for c in _MESSAGE.split(', '))}",
+            ([t for t, _ in tags], [k for _, k in tags]),
+        ).fetchall()
+        return [_stored(channel, r) for r in rows]
+
+    def channels(self) -> set[str]:
+        return {r[0] for r in self.c.execute(f"SELECT name FROM {self.s}.queues")}
+
+    def census(self, channel: str, now: float) -> tuple[int, int, int, float | None]:
+        table = self._table(channel)
+        if table is None:
+            return 0, 0, 0, None
+        row = self.c.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE visible_at <= %s), "
+            f"count(*) FILTER (WHERE token IS NOT NULL AND visible_at > %s), min(enqueued_at) FROM {table}",
+            (now, now),
+        ).fetchone()
+        assert row is not None  # an aggregate has one row
+        return row[0], row[1], row[2], row[3]
+
+    def bury(self, dead: Buried) -> int:
+        row = self.c.execute(
+            f"INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (dead.kind, dead.queue, dead.channel, dead.message_id, dead.reason, dead.error, dead.component,
+             dead.attempts, dead.dead_at, dead.blob, dead.raw, dead.claim),
+        ).fetchone()
+        assert row is not None  # INSERT ... RETURNING
+        return int(row[0])
+
+    def buried(self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None,
+               limit: int = 100) -> list[Buried]:
+        clauses = [f"{c} = %s" for c, v in (("id", id), ("queue", queue), ("kind", kind)) if v is not None]
+        args = [v for v in (id, queue, kind) if v is not None]
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self.c.execute(
+            f"SELECT {_DEAD} FROM {self.s}.dead_letters {where} ORDER BY id DESC LIMIT %s", [*args, limit]
+        ).fetchall()
+        return [_buried(r) for r in rows]
+
+    def unbury(self, ids: list[int]) -> list[Buried]:
+        if not ids:
+            return []
+        rows = self.c.execute(
+            f"DELETE FROM {self.s}.dead_letters WHERE id = ANY(%s) RETURNING {_DEAD}", (ids,)
+        ).fetchall()
+        return [_buried(r) for r in rows]
+
+    def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
+        if rows:
+            self._insert(f"{self.s}.journal", _JOURNAL, [
+                (r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows])
+        self.counts.update(counts)
+
+    def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        sql, args = journal_query(f"{self.s}.journal", "%s", query)
+        return journal_entries(self.c.execute(sql, args).fetchall())
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        self.t._write_counts(force=True)
+        rows = self.c.execute(f"SELECT channel, {', '.join(COUNTERS)} FROM {self.s}.counters").fetchall()
+        return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
+
+    def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
+        sql = f"SELECT key, value FROM {self.s}.state WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
+        args: list[Any] = [scope, self.t.clock()]
+        if keys is not None:
+            keys = list(keys)
+            if not keys:
+                return {}
+            sql += " AND key = ANY(%s)"
+            args.append(keys)
+        rows = self.c.execute(sql + (" FOR UPDATE" if lock else ""), args).fetchall()
+        return {k: bytes(v) for k, v in rows}
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None,
+                  only_new: bool = False) -> set[str]:
+        gone = [k for k, v in values.items() if v is None]
+        if gone:
+            self.c.execute(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+        kept = {k: v for k, v in values.items() if v is not None}
+        if not kept:
+            return set(gone)
+        condition = f" WHERE {self.s}.state.expires_at <= %s" if only_new else ""
+        rows = self.c.execute(
+            f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
+            "SELECT %s, k, v, %s FROM unnest(%s::text[], %s::bytea[]) AS u(k, v) "
+            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+            f"{condition} RETURNING key",
+            [scope, expires_at, list(kept), list(kept.values()), *([self.t.clock()] if only_new else [])],
+        ).fetchall()
+        return set(gone) | {r[0] for r in rows}
+
+    def forget(self, journal_before: float) -> int:
+        self.c.execute(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
+        return self.c.execute(f"DELETE FROM {self.s}.journal WHERE at < %s", (journal_before,)).rowcount
+
+
+def _stored(channel: str, r: tuple[Any, ...]) -> Stored:
+    return Stored(channel, r[1], bytes(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[0])
+
+
+def _buried(r: tuple[Any, ...]) -> Buried:
+    blob, raw = (bytes(b) if b is not None else None for b in r[9:11])
+    return Buried(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], blob, raw, r[11], r[12])

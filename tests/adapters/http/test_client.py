@@ -1,0 +1,117 @@
+"""Outbound REST: the adapter's httpx client against a real aiohttp server (the partner)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coupler.adapters.http import HttpAdapter
+from coupler.bus.api import Command, CommandFault, Document, command_envelope
+from coupler.bus.testing import EmbeddedBus
+from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
+
+from .conftest import ORDER
+from .partner import Partner
+
+FMT = FormatIndicator("acme.Order", 1, "application/json")
+
+
+@pytest.fixture
+def partner() -> Iterator[Partner]:
+    p = Partner().start()
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[EmbeddedBus]:
+    with EmbeddedBus(tmp_path / "site") as b:
+        yield b
+
+
+def client(bus: EmbeddedBus, partner: Partner, **options: Any) -> HttpAdapter:
+    options = {"mode": "client", "url": partner.url + "/api/customers/{field.customer}/orders", "backoff": 0.01,
+               **options}
+    return bus.adapter(HttpAdapter, "orders-out", options, direction="outbound", channel="orders")
+
+
+def message(**props: str) -> Envelope:
+    trace = TraceContext.new()
+    return Envelope(format=FMT, body=json.dumps(ORDER).encode(), properties={TRACEPARENT: trace.header, **props})
+
+
+def test_a_document_is_posted_with_its_idempotency_key_and_trace(embedded: EmbeddedBus, partner: Partner) -> None:
+    a = client(embedded, partner, headers={"X-Order": "{field.orderNo}", "X-Region": "{prop.region}"})
+    m = message(region="EU west")
+    embedded.deliver(a, m)
+    (call,) = partner.calls
+    assert call["method"] == "POST" and call["path"] == "/api/customers/Ada/orders"
+    assert json.loads(call["body"]) == ORDER and call["headers"]["Content-Type"] == "application/json"
+    assert call["headers"]["Idempotency-Key"] == m.message_id
+    assert call["headers"]["X-Order"] == "A-1" and call["headers"]["X-Region"] == "EU west"
+    sent = TraceContext.parse(call["headers"][TRACEPARENT])
+    assert sent is not None and sent.trace_id == TraceContext.parse(m.properties[TRACEPARENT]).trace_id  # type: ignore[union-attr]
+
+
+def test_5xx_and_cut_connections_are_retried_with_the_same_key(embedded: EmbeddedBus, partner: Partner) -> None:
+    a = client(embedded, partner)
+    partner.script = [503, 0, 502]
+    m = message()
+    embedded.deliver(a, m)
+    assert len(partner.calls) == 4
+    assert {c["headers"]["Idempotency-Key"] for c in partner.calls} == {m.message_id}
+    assert a.health()["http"]["retried"] == 3
+
+
+def test_retries_exhausted_leave_the_message_to_the_bus(embedded: EmbeddedBus, partner: Partner) -> None:
+    a = client(embedded, partner, retries=2)
+    partner.script = [500, 500, 500, 500]
+    with pytest.raises(CouplerError, match=r"answered 500 .*\(after 3 attempts") as err:
+        embedded.deliver(a, message())
+    assert not isinstance(err.value, CommandFault)  # not a refusal: the bus redelivers later
+
+
+def test_429_waits_and_4xx_refuses_with_the_response(embedded: EmbeddedBus, partner: Partner) -> None:
+    a = client(embedded, partner)
+    partner.script = [429]
+    embedded.deliver(a, message())
+    assert len(partner.calls) == 2
+    partner.script = [422]
+    with pytest.raises(CommandFault, match=r"answered 422 Unprocessable .*scripted 422") as err:
+        embedded.deliver(a, message())
+    assert err.value.code == "invalid"  # the daemon puts it in the Invalid Message Channel, with this reason
+    assert len(partner.calls) == 3  # a 4xx is not retried
+
+
+def test_oauth2_client_credentials_fetched_and_refreshed(embedded: EmbeddedBus, partner: Partner,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARTNER_SECRET", "client-secret")
+    partner.require_token = True
+    partner.token_ttl = 3600
+    a = client(embedded, partner, oauth2={"token_url": partner.url + "/oauth/token", "client_id": "client-1",
+                                          "client_secret_env": "PARTNER_SECRET", "scope": "orders"})
+    embedded.deliver(a, message())
+    embedded.deliver(a, message())
+    assert partner.tokens_issued == 1  # cached while valid
+    assert partner.calls[0]["headers"]["Authorization"] == "Bearer tok-1"
+    partner.valid_tokens = set()  # revoked at the partner: a 401 fetches a new one, once
+    embedded.deliver(a, message())
+    assert partner.tokens_issued == 2 and partner.calls[-1]["headers"]["Authorization"] == "Bearer tok-2"
+    partner.token_ttl = 10  # expiring within the 30 s margin: fetched again before each call
+    a.caller.token.get(renew=True)  # type: ignore[union-attr]
+    embedded.deliver(a, message())
+    assert partner.tokens_issued == 4
+
+
+def test_the_request_command_answers_with_the_partners_response(embedded: EmbeddedBus, partner: Partner) -> None:
+    a = client(embedded, partner)
+    doc = Document(FMT, json.dumps(ORDER).encode())
+    reply = a.handle(Command("request", a.name, command_envelope("request", a.name, document=doc), document=doc))
+    (answer,) = reply.documents
+    assert json.loads(answer.body) == {"id": 1, "ok": True} and reply.details["http.status"] == "201"

@@ -1,0 +1,150 @@
+"""Inbound REST: httpx (an independent client) against the adapter's aiohttp server."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from coupler.adapters.http import HttpAdapter
+from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
+from tests.adapters.socket.bus_harness import BusHarness
+
+from .conftest import ORDER
+
+
+def test_a_valid_order_is_accepted_once_durable(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    a = server()
+    caller = TraceContext.new()
+    answer = httpx.post(f"{a.url}/orders", json=ORDER, headers={TRACEPARENT: caller.header})
+    assert answer.status_code == 202
+    message_id = answer.json()["message_id"]
+    (msg,) = bus.received("orders")  # on the bus when 202 came back
+    assert msg.message_id == message_id and json.loads(msg.body) == ORDER
+    assert str(msg.format) == "acme.Order@1;application/json"
+    trace = TraceContext.parse(msg.properties[TRACEPARENT])
+    assert trace is not None and trace.trace_id == caller.trace_id and trace.span_id != caller.span_id
+    assert TraceContext.parse(answer.headers[TRACEPARENT]).trace_id == caller.trace_id  # type: ignore[union-attr]
+
+
+def test_bodies_are_validated(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    a = server()
+    bad = httpx.post(f"{a.url}/orders", json={**ORDER, "quantity": "three"})
+    assert bad.status_code == 422 and "not a valid acme.Order@1" in bad.json()["detail"]
+    assert httpx.post(f"{a.url}/orders", content=b"{oops", headers={"Content-Type": "application/json"}).status_code == 400
+    assert httpx.post(f"{a.url}/orders", content=b"a,b", headers={"Content-Type": "text/csv"}).status_code == 415
+    xml = b"<order><orderNo>X1</orderNo><customer>Ada</customer><quantity>2</quantity></order>"
+    assert httpx.post(f"{a.url}/orders.xml", content=xml, headers={"Content-Type": "application/xml"}).status_code == 202
+    invalid_xml = httpx.post(f"{a.url}/orders.xml", content=b"<order><orderNo>X2</orderNo></order>",
+                             headers={"Content-Type": "application/xml"})
+    assert invalid_xml.status_code == 422 and "XSD" in invalid_xml.json()["detail"]
+    entity = b'<!DOCTYPE order [<!ENTITY x SYSTEM "file:///etc/passwd">]><order>&x;</order>'
+    assert httpx.post(f"{a.url}/orders.xml", content=entity, headers={"Content-Type": "application/xml"}).status_code == 400
+    (msg,) = bus.received("orders")
+    assert msg.body == xml and msg.format.content_type == "application/xml"
+
+
+def test_idempotency_key_makes_a_resent_request_one_message(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    a = server()
+    first = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Idempotency-Key": "order-A-1"})
+    again = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Idempotency-Key": "order-A-1"})
+    other = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Idempotency-Key": "order-A-2"})
+    assert first.status_code == again.status_code == other.status_code == 202
+    assert first.json()["message_id"] == again.json()["message_id"] != other.json()["message_id"]
+    assert again.json()["replayed"] is True
+    assert [m.message_id for m in bus.received("orders")] == [first.json()["message_id"], other.json()["message_id"]]
+
+
+def test_request_reply_answers_synchronously(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    a = server()
+    answer = httpx.post(f"{a.url}/stock", json=ORDER, timeout=30)
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    assert answer.json() == {"orderNo": "A-1", "inStock": True, "operation": "stock"}
+    refused = httpx.post(f"{a.url}/stock", json={**ORDER, "customer": "nobody"}, timeout=30)
+    assert refused.status_code == 422 and refused.json()["detail"] == "no such customer"
+
+
+def test_request_reply_times_out_with_504(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    import threading
+
+    from coupler.bus.api import Adapter, Command, Reply
+
+    release = threading.Event()
+
+    class Slow(Adapter):
+        commands = ("request",)
+
+        def on_request(self, command: Command) -> Reply:
+            release.wait(20)  # answers only after the caller gave up
+            return Reply()
+
+    bus.add(Slow("slow-service", {}, bus.context("slow-service")))
+    a = server(endpoints={"slow": {"format": "acme.Order@1", "exchange": "request-reply", "target": "slow-service",
+                                   "timeout": 1}})
+    try:
+        answer = httpx.post(f"{a.url}/slow", json=ORDER, timeout=30)
+    finally:
+        release.set()
+    assert answer.status_code == 504, answer.text
+
+
+def test_openapi_document_is_generated_from_the_formats(server: Callable[..., HttpAdapter]) -> None:
+    a = server(auth="bearer", tokens_env="HTTP_TEST_TOKENS")
+    doc = httpx.get(f"{a.url}/openapi.json").json()
+    assert doc["openapi"].startswith("3.1")
+    schema = doc["paths"]["/orders"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["required"] == ["orderNo", "customer", "quantity"]
+    assert schema["properties"]["priority"]["enum"] == ["LOW", "HIGH"]
+    assert schema["properties"]["quantity"] == {"type": "integer", "format": "int32"}
+    assert "202" in doc["paths"]["/orders"]["post"]["responses"] and "200" in doc["paths"]["/stock"]["post"]["responses"]
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+@pytest.fixture(autouse=True)
+def _tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_TEST_TOKENS", "s3cret-token-1,s3cret-token-2")
+
+
+def test_a_wrong_token_is_401_and_never_logged(bus: BusHarness, server: Callable[..., HttpAdapter],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    a = server(auth="bearer", tokens_env="HTTP_TEST_TOKENS")
+    wrong = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Authorization": "Bearer guessed-token-xyz"})
+    assert wrong.status_code == 401 and wrong.headers["WWW-Authenticate"].startswith("Bearer")
+    assert httpx.post(f"{a.url}/orders", json=ORDER).status_code == 401
+    assert "guessed-token" not in caplog.text and "s3cret" not in caplog.text
+    assert "missing or wrong bearer credentials" in caplog.text
+    ok = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Authorization": "Bearer s3cret-token-2"})
+    assert ok.status_code == 202 and len(bus.received("orders")) == 1
+
+
+def test_basic_auth(bus: BusHarness, server: Callable[..., HttpAdapter], secret_file: Callable[[str, str], str]) -> None:
+    a = server(auth="basic", users_file=secret_file("users", "partner:pa55word\n"))
+    assert httpx.post(f"{a.url}/orders", json=ORDER, auth=("partner", "wrong")).status_code == 401
+    assert httpx.post(f"{a.url}/orders", json=ORDER, auth=("partner", "pa55word")).status_code == 202
+
+
+def test_mutual_tls(bus: BusHarness, server: Callable[..., HttpAdapter], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import ssl
+
+    from tests.adapters.pki import make_pki
+
+    pki = make_pki(tmp_path)
+    cert, key = pki["server"]
+    a = server(tls={"cert": cert, "key": key, "ca": pki["ca"], "client_auth": "required"})
+    assert a.url is not None and a.url.startswith("https://")
+    ctx = ssl.create_default_context(cafile=pki["ca"])
+    with pytest.raises(httpx.HTTPError):  # no client certificate: the handshake fails
+        httpx.post(f"{a.url}/orders", json=ORDER, verify=ctx)
+    ctx.load_cert_chain(*pki["client"])
+    assert httpx.post(f"{a.url}/orders", json=ORDER, verify=ctx).status_code == 202
+
+
+def test_rate_limit_per_client(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    a = server(rate_limit=1.0, rate_burst=3)
+    with httpx.Client() as client:
+        codes = [client.post(f"{a.url}/orders", json=ORDER).status_code for _ in range(6)]
+    assert codes[:3] == [202, 202, 202] and 429 in codes[3:]
