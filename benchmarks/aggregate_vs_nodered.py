@@ -9,8 +9,9 @@ amount, route on ``route`` (eu, us, asia), join each route's orders into batches
   appending each batch to ``{correlation_id}.jsonl`` -- the default SQLite store, every record
   durable before it is acknowledged.
 * Node-RED 4 (installed from the npm registry into ``build/node-red`` when missing; version 5
-  needs a newer Node.js than this machine has): watch -> file in (lines) -> json -> switch
-  (amount >= 0) -> switch (route) -> join (100, 2 s) x3 -> json -> file (append) x3.
+  needs a newer Node.js than this machine has): watch -> switch (*.jsonl) -> file in (lines)
+  -> switch (not empty) -> json -> switch (amount >= 0) -> switch (route) -> join (100, 2 s) x3
+  -> json -> file (append) x3.
 
 Throughput: orders/s from the file's arrival (renamed into the watched directory) to the last
 batch appended. Crash: the same file again with the process SIGKILLed ``--kills`` times at
@@ -92,13 +93,16 @@ def node_red_flow(drop: Path, out: Path) -> list[dict]:
     nodes: list[dict] = [{"id": z, "type": "tab", "label": "orders"}]
 
     def node(id_: str, type_: str, wires: list[list[str]], **kw: object) -> None:
-        nodes.append({"id": id_, "type": type_, "z": z, "wires": wires, **kw})
+        # ids that are not type names (Node-RED takes an id equal to a type for a config node)
+        nodes.append({"id": f"n-{id_}", "type": type_, "z": z, "wires": [[f"n-{w}" for w in out] for out in wires], **kw})
 
     node("watch", "watch", [["only-jsonl"]], files=str(drop), recursive=False)
     node("only-jsonl", "switch", [["read"]], property="filename", propertyType="msg",
          rules=[{"t": "regex", "v": r"\.jsonl$", "vt": "str", "case": False}], checkall="true", repair=False, outputs=1)
-    node("read", "file in", [["parse"]], filename="filename", filenameType="msg", format="lines", chunk=False,
+    node("read", "file in", [["non-empty"]], filename="filename", filenameType="msg", format="lines", chunk=False,
          sendError=False, encoding="utf8", allProps=False)
+    node("non-empty", "switch", [["parse"]], property="payload", propertyType="msg", rules=[{"t": "nempty"}],
+         checkall="true", repair=False, outputs=1)
     node("parse", "json", [["positive"]], property="payload", action="obj", pretty=False)
     node("positive", "switch", [["by-route"]], property="payload.amount", propertyType="msg",
          rules=[{"t": "gte", "v": "0", "vt": "num"}], checkall="true", repair=False, outputs=1)

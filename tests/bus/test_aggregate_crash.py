@@ -99,6 +99,7 @@ def _kill(proc: subprocess.Popen[str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400 if FULL else 300)
 def test_every_record_in_exactly_one_batch_despite_sigkills(store: str, tmp_path: Path) -> None:
     seed = int(os.environ.get("COUPLER_AGGREGATE_CRASH_SEED") or random.randrange(1 << 32))
     rng = random.Random(seed)

@@ -86,8 +86,8 @@ class AggregateOptions(OptionsModel):
     complete_sequence: bool = option(
         "Complete when every part of the Message Sequence is there (members in position order).", default=False)
     strategy: Str = option(
-        "How the members become one body: `lines`, `fixed`, `xml`, `avro`, `records`, or the name of a "
-        "third party's strategy (hook `coupler_aggregation_strategies`).", default="lines")
+        "How the members become one body: `lines`, `fixed`, `xml`, `avro`, `records`, `all`, `first`, `best`, or "
+        "the name of a third party's strategy (hook `coupler_aggregation_strategies`).", default="lines")
     format: Str | None = option(
         "The format of the aggregate (`name@version[;content-type]`); `records`: the registry format with the "
         "array `field`. Default: the first member's format (`xml`: application/xml, `avro`: application/avro).",
@@ -234,7 +234,10 @@ def strategies(plugins: Any) -> dict[str, Strategy]:
 
 
 class Aggregator(Step):
-    """Aggregator (see the module docstring)."""
+    """Aggregator: messages with the same `correlation` key are collected in the transport's store and
+    leave as one message when their group completes (size, time-out, interval, condition or complete
+    Message Sequence), its body made by `strategy`; late messages go to `late_to` or are discarded.
+    See docs/stateful-patterns.md."""
 
     type_name = "aggregate"
     options_model = AggregateOptions

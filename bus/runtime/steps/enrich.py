@@ -104,7 +104,10 @@ def _path(record: Any, dotted: str) -> Any:
 
 
 class Enricher(Step):
-    """Content Enricher (see the module docstring)."""
+    """Content Enricher: merges into the body (`into` / `fields`) the answer of an adapter asked with the
+    `request` command (the message waits in the store; time-outs retried, then `failed_to`; answers
+    cached per `key` for `cache_ttl_seconds`) or the row of a `reference` file. See
+    docs/stateful-patterns.md."""
 
     type_name = "enrich"
     options_model = EnrichOptions

@@ -69,7 +69,9 @@ class ProcessOptions(OptionsModel):
 
 
 class ProcessManager(Step):
-    """Process Manager (see the module docstring)."""
+    """Process Manager: a declared sequence of `stages`, each a request to an adapter with the message as
+    the answers before it left it; each instance (`key`) and its stage kept in the store and shown on the
+    console; after the last stage the message goes on. See docs/stateful-patterns.md."""
 
     type_name = "process"
     options_model = ProcessOptions

@@ -70,7 +70,10 @@ class ResequenceOptions(OptionsModel):
 
 
 class Resequencer(Step):
-    """Resequencer (see the module docstring)."""
+    """Resequencer: `stream` mode sends messages on in order of their `sequence` number (per
+    `correlation` key), holding early ones in the store; a gap open for `gap_timeout_seconds` goes to the
+    Invalid Message Channel and the stream goes on. `batch` mode collects for `window_seconds` and sorts.
+    See docs/stateful-patterns.md."""
 
     type_name = "resequence"
     options_model = ResequenceOptions
