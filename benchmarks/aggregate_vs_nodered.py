@@ -9,7 +9,7 @@ amount, route on ``route`` (eu, us, asia), join each route's orders into batches
   appending each batch to ``{correlation_id}.jsonl`` -- the default SQLite store, every record
   durable before it is acknowledged.
 * Node-RED 4 (installed from the npm registry into ``build/node-red`` when missing; version 5
-  needs a newer Node.js than this machine has): watch -> switch (*.jsonl) -> file in (lines)
+  needs a newer Node.js than this machine has): watch -> switch (*.jsonl) -> filter (once per file name) -> file in (lines)
   -> switch (not empty) -> json -> switch (amount >= 0) -> switch (route) -> join (100, 2 s) x3
   -> json -> file (append) x3.
 
@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -97,7 +98,10 @@ def node_red_flow(drop: Path, out: Path) -> list[dict]:
         nodes.append({"id": f"n-{id_}", "type": type_, "z": z, "wires": [[f"n-{w}" for w in out] for out in wires], **kw})
 
     node("watch", "watch", [["only-jsonl"]], files=str(drop), recursive=False)
-    node("only-jsonl", "switch", [["read"]], property="filename", propertyType="msg",
+    # the watch reports a file renamed into the directory more than once: read it once
+    node("once", "rbe", [["read"]], func="rbe", gap="", start="", inout="out", septopics=False, property="filename",
+         topi="topic")
+    node("only-jsonl", "switch", [["once"]], property="filename", propertyType="msg",
          rules=[{"t": "regex", "v": r"\.jsonl$", "vt": "str", "case": False}], checkall="true", repair=False, outputs=1)
     node("read", "file in", [["non-empty"]], filename="filename", filenameType="msg", format="lines", chunk=False,
          sendError=False, encoding="utf8", allProps=False)
@@ -216,6 +220,9 @@ class NodeRed(Peer):
                 break
         else:
             raise RuntimeError("node-red did not start")
+        # its log goes on being read (a full pipe would stop it); the watch is set up just after
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        time.sleep(1.0)
 
     def written(self) -> list[int]:
         return [o["n"] for f in sorted(self.out.glob("*.jsonl")) for line in f.read_text().splitlines() if line
