@@ -247,12 +247,15 @@ def arrive(peer: Peer, source: Path) -> None:
     os.rename(tmp, peer.drop / "orders.jsonl")
 
 
-def wait_written(peer: Peer, expected: int, timeout: float) -> tuple[list[int], float]:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout:
+def wait_written(peer: Peer, expected: int, idle: float) -> tuple[list[int], float]:
+    """What ``peer`` wrote once it holds ``expected`` orders, or once nothing new came for ``idle`` s."""
+    last, count = time.perf_counter(), 0
+    while time.perf_counter() - last < idle:
         got = peer.written()
         if len(got) >= expected:
             return got, time.perf_counter()
+        if len(got) > count:
+            last, count = time.perf_counter(), len(got)
         time.sleep(0.05)
     return peer.written(), time.perf_counter()
 
@@ -262,7 +265,7 @@ def throughput(peer: Peer, source: Path, kept: set[int]) -> dict[str, float]:
     try:
         t0 = time.perf_counter()
         arrive(peer, source)
-        got, t1 = wait_written(peer, len(kept), 600)
+        got, t1 = wait_written(peer, len(kept), 120)
         time.sleep(3)  # a batch written twice would be there by now
         got = peer.written()
     finally:
@@ -278,7 +281,7 @@ def crash(peer: Peer, source: Path, kept: set[int], kills: int, rng: random.Rand
         time.sleep(rng.uniform(0.05, span / max(kills, 1)))
         peer.kill()
         peer.start()  # restarted as a user would: the same command
-    got, _ = wait_written(peer, len(kept), 300)
+    got, _ = wait_written(peer, len(kept), 60)
     time.sleep(5)  # the time-outs of what is still held, and any batch written twice
     got = peer.written()
     peer.stop()
