@@ -292,6 +292,76 @@ def run_rawpg(count: int, batch: int) -> dict[str, Any]:
             db.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+# -- a plain route run by the daemon (no steps): the cost of the route worker ----------------
+
+ROUTE_SITE = """
+[site]
+data_dir = "data"
+
+[[routes]]
+name = "plain"
+from = "in"
+[[routes.rules]]
+to = ["out"]
+"""
+
+
+def _route_run(code: str | None, directory: str, count: int, out: Any) -> None:
+    """In a fresh process: ``count`` messages stored on ``in``, then a daemon (of ``code``, an
+    older commit's worktree, or the current code) started with one plain route ``in -> out``;
+    msg/s from the start until ``out`` holds them all."""
+    if code:
+        import baseline
+
+        baseline.use_code(Path(code))
+    from coupler.bus.config.loader import load_site
+    from coupler.bus.plugins.manager import plugin_manager
+    from coupler.bus.runtime.daemon import Daemon
+    from coupler.bus.transport.sqlite.transport import SqliteTransport
+    from coupler.canonical import Envelope
+
+    site_file = Path(directory) / "site.toml"
+    site_file.write_text(ROUTE_SITE)
+    site = load_site(site_file)
+    with SqliteTransport(site.data_dir) as t:
+        for i in range(0, count, 500):
+            t.send("in", [Envelope(format="bench.Item@1", body=_body(i + j)) for j in range(min(500, count - i))])
+    d = Daemon(site, pm=plugin_manager(entry_points=False))
+    load = os.getloadavg()[0]
+    d.start()
+    try:
+        assert d.transport is not None
+
+        def routed() -> int:
+            assert d.transport is not None
+            stats = d.transport.stats("out")
+            return stats[0].depth if stats else 0
+
+        while (first := routed()) < count // 50:  # the steady state: start-up is not measured
+            time.sleep(0.005)
+        start, cpu = time.monotonic(), time.process_time()
+        while routed() < count:
+            time.sleep(0.01)
+        seconds, cpu = time.monotonic() - start, time.process_time() - cpu
+    finally:
+        d.shutdown()
+    n = count - first
+    out.put({"count": n, "msg_per_s": round(n / seconds), "p50_ms": 0.0, "p99_ms": 0.0,
+             "producer_cpu_us": 0.0, "consumer_cpu_us": round(cpu / n * 1e6, 1), "load": load})
+
+
+def run_route(count: int, code: Path | None = None) -> dict[str, Any]:
+    """A plain route (one rule, no steps) of a daemon on SQLite FULL, in its own process."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    with tempfile.TemporaryDirectory(prefix="coupler-route-") as directory:
+        p = ctx.Process(target=_route_run, args=(str(code) if code else None, directory, count, out))
+        p.start()
+        result = out.get(timeout=1800)
+        p.join(60)
+    return dict(result)
+
+
 def postgres_available() -> bool:
     try:
         import psycopg
@@ -586,7 +656,7 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
     }
 
 
-STACKS = ("raw", "sqlite", "amqp", "rabbitmq", "quorum", "postgres", "rawpg")
+STACKS = ("raw", "sqlite", "amqp", "rabbitmq", "quorum", "postgres", "rawpg", "route")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -597,14 +667,14 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(STACKS),
         help="comma-separated stacks to run: raw (raw sqlite3), sqlite (the embedded transport), amqp "
         "(the broker transport), rabbitmq (pika on a classic durable queue), quorum (pika on a quorum "
-        "queue), postgres (the PostgreSQL transport), rawpg (psycopg on a SKIP LOCKED table); e.g. "
-        "--only amqp,rabbitmq,quorum for the acceptance rows of the broker transport, --only postgres,rawpg "
-        "for the PostgreSQL transport's",
+        "queue), postgres (the PostgreSQL transport), rawpg (psycopg on a SKIP LOCKED table), route (a "
+        "daemon's plain route on SQLite, no steps); e.g. --only amqp,rabbitmq,quorum for the acceptance rows "
+        "of the broker transport, --only postgres,rawpg for the PostgreSQL transport's",
     )
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument(
         "--baseline-ref", metavar="REF",
-        help="also run the sqlite FULL and amqp rows with the code of git commit REF (a temporary worktree), "
+        help="also run the sqlite FULL, amqp and route rows with the code of git commit REF (a temporary worktree), "
         "each right before the current code's row: before and after in the same run",
     )
     args = parser.parse_args(argv)
@@ -657,13 +727,13 @@ def main(argv: list[str] | None = None) -> int:
     have_pg = bool(only & {"postgres", "rawpg"}) and postgres_available()
     if only & {"postgres", "rawpg"} and not have_pg:
         print(f"PostgreSQL ({PG_DSN}) not reachable: no postgres runs", file=sys.stderr)
-    if args.baseline_ref and (have_amqp or "sqlite" in only):
+    if args.baseline_ref and (have_amqp or "sqlite" in only or "route" in only):
         import baseline
 
         old_name = baseline.describe(args.baseline_ref)
         old_code = stack.enter_context(baseline.checkout(old_name))
-        print(f"sqlite/amqp {old_name}: the transports of commit {old_name} (git worktree {old_code}); "
-              f"sqlite/amqp: the working copy ({baseline.head()})")
+        print(f"sqlite/amqp/route {old_name}: the code of commit {old_name} (git worktree {old_code}); "
+              f"sqlite/amqp/route: the working copy ({baseline.head()})")
     # interleaved so that all sides see the same machine load
     for batch, n in ((100, n100), (1, n1)):
         if "raw" in only:
@@ -686,6 +756,11 @@ def main(argv: list[str] | None = None) -> int:
             record(f"raw psycopg batch {batch}", run_rawpg(n, batch))
         if have_pg and "postgres" in only:
             record(f"postgres batch {batch}", run_postgres(n, batch))
+    if "route" in only:
+        for _ in range(2):  # interleaved twice: before, after, before, after
+            if old_code is not None:
+                record(f"route {old_name} #{_ + 1}", run_route(n1, code=old_code))
+            record(f"route #{_ + 1}", run_route(n1))
     if "sqlite" in only:
         for sync in ("FULL", "NORMAL"):
             record(f"sqlite {sync} latency @1000/s", run_sqlite(sync, nlat, 1, rate=1000))
@@ -725,6 +800,8 @@ def main(argv: list[str] | None = None) -> int:
             ratio(f"amqp / amqp {old_name}, {b}", f"amqp {b}", f"amqp {old_name} {b}")
         for b in ("batch 100", "batch 1"):
             ratio(f"sqlite FULL / sqlite {old_name} FULL, {b}", f"sqlite FULL {b}", f"sqlite {old_name} FULL {b}")
+        for i in (1, 2):
+            ratio(f"route / route {old_name}, run {i} (acceptance: >= 0.9)", f"route #{i}", f"route {old_name} #{i}")
     for b in ("batch 100", "batch 1"):  # CPU time per message, producer + consumer
         for den in ("rabbitmq", "rabbitmq quorum"):
             if f"amqp {b}" in runs and f"{den} {b}" in runs:

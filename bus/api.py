@@ -24,6 +24,11 @@ mapping of site.toml (``wrappers``, ``mapping``) are applied by the bus, on ``pu
 (unwrap, legacy -> canonical) and before ``deliver`` / ``handle`` (canonical -> legacy,
 wrap); see :mod:`coupler.bus.runtime.stages`.
 
+A route step type (``coupler_step_types``) is a subclass of :class:`Step` answering typed
+outcomes (:class:`Continue`, :class:`Deliver`, :class:`Discard`, :class:`Retry`,
+:class:`DeadLetter`, :class:`Invalid`); :func:`try_step` runs one on a message in a test. See
+:mod:`coupler.bus.runtime.steps` and ``examples/plugin-step``.
+
 Relative file paths in options are relative to the directory of site.toml: an adapter type
 names its path options in :attr:`Adapter.path_options` (``"wsdl"``, ``"tls.cert"``) and the
 daemon resolves them before the adapter is created; other paths can be resolved with
@@ -63,6 +68,20 @@ from coupler.bus.model.files import (
     FileState,
 )
 from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.runtime.steps import (
+    Continue,
+    DeadLetter,
+    Deliver,
+    Discard,
+    Invalid,
+    Outcome,
+    Retry,
+    Step,
+    StepContext,
+    StepError,
+    StepSetup,
+)
+from coupler.bus.runtime.steps.pipeline import try_step
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical.options import (
     Bool,
@@ -81,4 +100,7 @@ __all__ = [
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
+    # route pipelines: step types (coupler_step_types) and their outcomes
+    "Continue", "DeadLetter", "Deliver", "Discard", "Invalid", "Outcome", "Retry", "Step", "StepContext",
+    "StepError", "StepSetup", "try_step",
 ]

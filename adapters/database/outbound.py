@@ -97,7 +97,7 @@ class TableWriter:
         inspector = sa.inspect(self.engine)
         schema = table.schema
         for index in inspector.get_indexes(table.name, schema=schema):
-            if index.get("unique") and set(index["column_names"]) == key:  # type: ignore[arg-type]
+            if index.get("unique") and set(index["column_names"]) == key:
                 return True
         return any(set(u["column_names"]) == key for u in inspector.get_unique_constraints(table.name, schema=schema))
 
@@ -255,10 +255,9 @@ class TableWriter:
         for row in rows:  # rows of one message may differ in the fields they carry
             changes = {c: v for c, v in row.items() if c not in self.o.key}
             if dialect in ("postgresql", "sqlite"):
-                if dialect == "postgresql":
-                    from sqlalchemy.dialects.postgresql import insert
-                else:
-                    from sqlalchemy.dialects.sqlite import insert
+                from sqlalchemy.dialects import postgresql, sqlite
+
+                insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
                 stmt = insert(table).values(row)
                 stmt = (stmt.on_conflict_do_update(index_elements=list(self.o.key), set_=changes) if changes
                         else stmt.on_conflict_do_nothing(index_elements=list(self.o.key)))

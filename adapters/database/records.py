@@ -16,7 +16,7 @@ import decimal
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coupler.canonical import FormatIndicator
@@ -54,6 +54,13 @@ def json_value(value: Any, column: str) -> Any:
     raise RowError(f"column {column}: a {type(value).__name__} has no JSON form")
 
 
+def _default(value: Any) -> Any:
+    """What :func:`json.dumps` cannot write itself (the encoder's ``default``)."""
+    if isinstance(value, decimal.Decimal) and not value.is_finite():
+        raise ValueError("a decimal that is not finite")
+    return json_value(value, "?")
+
+
 def row_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row as a JSON-ready record (:class:`RowError` when a value has no JSON form)."""
     return {name: json_value(value, name) for name, value in row.items()}
@@ -77,7 +84,7 @@ class RowEncoder:
                 raise RowError(f"format {fmt.ref}: {exc.message}", hint="declare the schema, or use "
                                f"format = \"{fmt.ref};application/json\"") from None
 
-    def encode_rows(self, rows: list[Mapping[str, Any]], single: bool) -> bytes:
+    def encode_rows(self, rows: Sequence[Mapping[str, Any]], single: bool) -> bytes:
         if self.avro:
             if not single:
                 raise RowError("Avro bodies carry one row each (rows_per_message = 1)")
@@ -85,8 +92,12 @@ class RowEncoder:
                 return bytes(self.registry.encode(dict(rows[0]), self.format))
             except CouplerError as exc:
                 raise RowError(exc.message) from None
-        records = [row_record(r) for r in rows]
-        return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()
+        data: Any = rows[0] if single else list(rows)
+        try:  # the C encoder; only the values JSON has no type for reach _default
+            return json.dumps(data, default=_default, allow_nan=False, separators=(",", ":")).encode()
+        except (ValueError, TypeError):  # say which column: convert value by value
+            records = [row_record(r) for r in rows]
+            return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()
 
 
 def body_records(body: bytes, fmt: FormatIndicator, registry: Any = None) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ answer (``504`` when none comes in time). ``GET /openapi.json`` describes the en
 Callers authenticate with a bearer token, HTTP basic or a client certificate (mutual TLS);
 body size, body read time and the request rate per address are limited; an
 ``Idempotency-Key`` header makes a request sent again the same message (same id, published
-once by this process, dropped by an Idempotent Receiver after a crash). A caller's
+once by this process, dropped by an Idempotent Receiver after a crash; a request-reply
+endpoint answers it again with the answer it gave, without asking the bus). A caller's
 ``traceparent`` is continued on the bus.
 
 Client (``mode = "client"``): see :mod:`.client`.
@@ -116,6 +117,8 @@ class HttpAdapter(Adapter):
         self._tokens: list[bytes] = []
         self._users: dict[str, bytes] = {}
         self._seen: OrderedDict[str, str] = OrderedDict()  # Idempotency-Key -> message id (this process)
+        #: request-reply: the answer given for an Idempotency-Key (expiry, (status, body, headers))
+        self._answers: OrderedDict[str, tuple[float, tuple[int, bytes, dict[str, str]]]] = OrderedDict()
         self._seen_lock = threading.Lock()
         self._stopping = threading.Event()
         self.caller: Caller | None = None
@@ -253,7 +256,8 @@ class HttpAdapter(Adapter):
             except Exception as exc:  # contained to this request: kept for the operator, 500 to the caller
                 cause = describe_exception(exc)
                 self.log.error("%s: request to %s from %s failed: %s", self.name, endpoint.path, request.remote, cause)
-                self._invalid(b"", f"request to {endpoint.path} from {request.remote} failed: {cause}")
+                body = request._read_bytes or b""  # what was read of it (never read again here)
+                self._invalid(body, f"request to {endpoint.path} from {request.remote} failed: {cause}")
                 return _problem(500, "internal error; the request is kept for the operator")
         return handle
 
@@ -324,6 +328,9 @@ class HttpAdapter(Adapter):
                     self._remember(key, endpoint, message_id)
                 self.counts["accepted"] += 1
                 return web.json_response({"message_id": message_id}, status=202, headers={TRACEPARENT: trace.header})
+            if key and (kept := self._answered(key, endpoint)) is not None:
+                self.counts["replayed"] += 1  # asked before: the same answer, the bus not asked again
+                return web.Response(body=kept[1], status=kept[0], headers={**kept[2], "Idempotent-Replayed": "true"})
             try:
                 answer = await loop.run_in_executor(self._executor, self._ask, document, endpoint)
             except CommandFault as fault:
@@ -332,10 +339,14 @@ class HttpAdapter(Adapter):
                 return _problem(502, f"the bus failed: {exc.message}")
         self.counts["answered"] += 1
         if not answer:
-            return web.Response(status=204, headers={TRACEPARENT: trace.header})
-        reply = answer[0]
-        return web.Response(body=reply.body, status=200,
-                            headers={"Content-Type": _content_type(reply.format), TRACEPARENT: trace.header})
+            response = web.Response(status=204, headers={TRACEPARENT: trace.header})
+        else:
+            reply = answer[0]
+            response = web.Response(body=reply.body, status=200,
+                                    headers={"Content-Type": _content_type(reply.format), TRACEPARENT: trace.header})
+        if key:  # an answer (not a fault) is kept for the key, for idempotency_ttl
+            self._keep_answer(key, endpoint, response)
+        return response
 
     def _replayed(self, key: str, endpoint: Endpoint) -> bool:
         with self._seen_lock:
@@ -346,6 +357,22 @@ class HttpAdapter(Adapter):
             self._seen[f"{endpoint.name}|{key}"] = message_id
             while len(self._seen) > 100_000:
                 self._seen.popitem(last=False)
+
+    def _answered(self, key: str, endpoint: Endpoint) -> tuple[int, bytes, dict[str, str]] | None:
+        with self._seen_lock:
+            kept = self._answers.get(f"{endpoint.name}|{key}")
+        if kept is None or kept[0] < time.monotonic():
+            return None
+        return kept[1]
+
+    def _keep_answer(self, key: str, endpoint: Endpoint, response: web.Response) -> None:
+        body = response.body if isinstance(response.body, bytes) else b""
+        headers = {k: v for k, v in response.headers.items() if k in ("Content-Type", TRACEPARENT)}
+        with self._seen_lock:
+            self._answers[f"{endpoint.name}|{key}"] = (time.monotonic() + self.settings.idempotency_ttl,
+                                                       (response.status, body, headers))
+            while len(self._answers) > 10_000:
+                self._answers.popitem(last=False)
 
     def _publish(self, document: Document, message_id: str, endpoint: Endpoint) -> None:
         assert self.context is not None

@@ -4,8 +4,9 @@ Each call sends the document's body with its content type, the ``Idempotency-Key
 (the message id: a call made again after a crash or a retry is the same call to a partner
 that honours it) and ``traceparent`` (a child of the message's trace). 5xx answers, 408,
 429 (after its ``Retry-After``) and connection errors are retried with exponential backoff;
-then the bus redelivers later. Any other 4xx refuses the message (fault ``invalid``: it goes
-to the Invalid Message Channel with the status and the start of the response). OAuth2
+then the bus redelivers later. Any other 4xx refuses the message at once: it goes to the dead
+letters with the status and the start of the response (fault ``unsupported``, which the
+daemon dead-letters without retrying). OAuth2
 client-credentials tokens are fetched before the first call and again before they expire
 (or when a call is answered 401).
 """
@@ -184,9 +185,12 @@ class Caller:
                     continue
                 excerpt = answer.text[:500]
                 if 400 <= answer.status_code < 500 and answer.status_code not in RETRIED:
-                    self.refused += 1
+                    self.refused += 1  # the partner will not take it however often it comes:
+                    # straight to the dead letters (fault `unsupported`), with its answer
                     raise CommandFault(f"{self.o.method} {url} answered {answer.status_code} "
-                                       f"{answer.reason_phrase}: {excerpt}", code="invalid")
+                                       f"{answer.reason_phrase}: {excerpt}", code="unsupported",
+                                       hint="fix the message or the partner's side, then replay it "
+                                            "(coupler ctl dlq)")
                 problem = f"{self.o.method} {url} answered {answer.status_code} {answer.reason_phrase}: {excerpt}"
                 retry_after = answer.headers.get("Retry-After", "")
                 if retry_after.isdigit():

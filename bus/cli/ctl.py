@@ -19,7 +19,7 @@ from coupler.bus.config.loader import load_site, site_path
 from coupler.bus.runtime.control import ControlClient, ControlError, decode_envelope, site_service
 from coupler.bus.runtime.site import daemon_running
 
-_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop", "detour", "test"}
+_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop", "detour", "test", "routes"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("channels", "every channel: depth, oldest message age, counters"),
         ("adapters", "every adapter: state, health, in/out/failed counts, last heartbeat"),
         ("identities", "registered application identities"),
+        ("routes", "every route pipeline: input channel, steps (detours on or off), end, messages its steps dropped"),
     ):
         q = ops.add_parser(name, help=text)
         q.add_argument("--json", action="store_true", help="machine-readable output")
@@ -299,6 +300,15 @@ def _print_human(op: str, result: Any) -> None:
         print("daemon stopped" if result.get("stopped") else "daemon stopping")
     elif op == "trace":
         print_trace(result)
+    elif op == "routes":
+        if not result:
+            print("no routes")
+        else:
+            _table([[r["route"], r["from"],
+                     " > ".join(s["name"] + ("" if "on" not in s else f" ({'on' if s['on'] else 'off'})") for s in r["steps"]) or "-",
+                     ", ".join(r["to"] + ([f"{r['rules']} rule(s)"] if r["rules"] else [])) or "-",
+                     ", ".join(f"{k}: {v}" for k, v in r["dropped"].items()) or "-"] for r in result],
+                   ["ROUTE", "FROM", "STEPS", "TO", "DROPPED"])
     elif op == "detour":
         for r in result:
             print(f"route {r['route']} detour {r['step']}: {'on' if r['on'] else 'off'}")

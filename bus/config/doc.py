@@ -310,7 +310,7 @@ def _step_options() -> list[str]:
         cls = types[name]
         summary = " ".join((cls.__doc__ or "").split())
         out += [f"### `type = \"{name}\"`", "", summary, ""]
-        fields = walk(describe(cls.options_model), "")
+        fields = walk(describe(getattr(cls, "options_model")), "")  # noqa: B009 - a Step class, typed `type` by the hook
         if not fields:
             out += ["No keys of its own.", ""]
             continue

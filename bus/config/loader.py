@@ -477,6 +477,12 @@ def _check_semantics(
                 "(one route per input channel: add rules to that route)",
             )
         routed[source] = i
+    for i, ad in entries["adapters"]:
+        if ad.select is not None and check_selector is not None:
+            try:
+                check_selector(ad.select)
+            except CouplerError as exc:
+                problem(("adapters", i, "select"), str(exc))
     for i, rt in entries["routes"]:
         if not (rt.to or rt.rules or rt.steps):
             problem(("routes", i), "goes nowhere: give it `to` channels, `rules` or `steps`")

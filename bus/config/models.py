@@ -288,8 +288,9 @@ class ChannelSettings(Section):
         default=False,
     )
     ttl_seconds: Num | None = doc(
-        "Message Expiration: what a route sends to this channel expires this many seconds later (unless it "
-        "expires sooner); an expired message is never handed to a consumer (dead letters, reason `expired`).",
+        "Message Expiration: what an adapter publishes or a route sends to this channel expires this many "
+        "seconds later (unless it expires sooner); an expired message is never handed to a consumer (dead "
+        "letters, reason `expired`, counted as expired in /metrics).",
         default=None, gt=0,
     )
     sequence_timeout_seconds: Num = doc(
@@ -304,8 +305,8 @@ class ChannelSettings(Section):
 IDEMPOTENT_KEY_DOC = (
     "Idempotent Receiver: drop (acknowledge without handling) a message this consumer already handled "
     "within `store.idempotency_window_seconds`. `message_id` drops resends of the same message; a "
-    "business key (header and property names separated by commas, as in message selectors: "
-    "`origin, properties.order_no`) also drops another message with the same values. A message lacking "
+    "business key (fields of the expression language separated by commas: headers, properties and body "
+    "fields, `origin, properties.order_no` or `body.order.id`) also drops another message with the same values. A message lacking "
     "a field of the key goes to the Invalid Message Channel. The key is recorded in the transaction "
     "that acknowledges the message."
 )
@@ -398,6 +399,11 @@ class AdapterConfig(Section):
         default=(),
     )
     idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC + " (Outbound: its delivery worker.)", default=None)
+    select: Str | None = doc(
+        "Selective Consumer (outbound): the adapter is handed only the messages of its channel matching this "
+        "selector (docs/expressions.md); the others stay on the channel for other consumers.",
+        default=None,
+    )
     throttle: ThrottleConfig | None = doc(ThrottleConfig.__doc__ or "", default=None)
     enabled: Bool = doc("Start this adapter with the daemon.", default=True)
     options: FreeTable = doc(
@@ -604,6 +610,9 @@ _ROUTES_EXAMPLE = (
     'from = "orders"\n'
     'mode = "first"\n'
     'otherwise = "orders.other"\n'
+    "[[routes.steps]]\n"
+    'type = "filter"\n'
+    "when = \"body.status != 'CANCELLED'\"\n"
     "[[routes.rules]]\n"
     "when = \"properties.region = 'EU'\"\n"
     'to = ["orders.eu", "orders.audit"]\n'

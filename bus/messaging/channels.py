@@ -115,8 +115,10 @@ class DatatypeChannel:
         wait: float = 0.0,
         lease_seconds: float | None = None,
         component: str | None = None,
+        selector: Selector | str | None = None,
     ) -> list[Delivery]:
-        """Receive messages converted to ``format_name@version``.
+        """Receive messages converted to ``format_name@version`` (those matching ``selector``,
+        a Selective Consumer: looked at before the conversion).
 
         A message that cannot be converted is moved to the Invalid Message Channel with the
         reason (and not returned), recorded as failed in ``component`` (the consumer's name
@@ -127,7 +129,7 @@ class DatatypeChannel:
         target = FormatIndicator(self.format_name, version)
         self.registry.get(self.format_name, version)  # the consumer's version must exist
         got = self.transport.receive_wait(
-            self.name, consumer, max=max, wait=wait, lease_seconds=lease_seconds
+            self.name, consumer, max=max, wait=wait, lease_seconds=lease_seconds, selector=selector
         )
         out = []
         for delivery in got:

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from coupler.bus.model.selectors import SelectorError, field_list
+from coupler.bus.model.selectors import BodyReader, SelectorError, field_list
 from coupler.bus.transport.base import Delivery, Transport
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
@@ -48,13 +48,13 @@ class SeenStore(Protocol):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None: ...
 
 
-def parse_key(key: str, *, where: str = "idempotent_key") -> list[tuple[str, Callable[[Envelope], Any]]]:
-    """The field getters of a business-key expression (none for ``message_id``);
-    :class:`BusinessKeyError` when a field is empty."""
+def parse_key(key: str, *, where: str = "idempotent_key", body: BodyReader | None = None) -> list[tuple[str, Callable[[Envelope], Any]]]:
+    """The field getters of a business-key expression (none for ``message_id``), body fields
+    read by ``body``; :class:`BusinessKeyError` when a field is empty."""
     if key.strip() == MESSAGE_ID:
         return []
     try:
-        return field_list(key)
+        return field_list(key, body)
     except SelectorError as exc:
         raise BusinessKeyError(f"business key: {exc.message}", where=where, hint=exc.hint) from None
 
@@ -62,10 +62,11 @@ def parse_key(key: str, *, where: str = "idempotent_key") -> list[tuple[str, Cal
 class IdempotentReceiver:
     """The Idempotent Receiver of ``consumer``, keyed on ``key`` (see the module notes)."""
 
-    def __init__(self, consumer: str, key: str = MESSAGE_ID, *, where: str = "idempotent_key"):
+    def __init__(self, consumer: str, key: str = MESSAGE_ID, *, where: str = "idempotent_key",
+                 body: BodyReader | None = None):
         self.consumer = consumer
         self.key = key
-        self._getters = parse_key(key, where=where)
+        self._getters = parse_key(key, where=where, body=body)
         #: duplicates dropped so far
         self.duplicates = 0
 
@@ -79,7 +80,10 @@ class IdempotentReceiver:
         if self._getters:
             values = []
             for name, get in self._getters:
-                value = get(envelope)
+                try:
+                    value = get(envelope)
+                except SelectorError as exc:  # a body field of a body that cannot be read
+                    raise BusinessKeyError(f"business key {self.key!r}: {exc.message}", where=self.consumer) from None
                 if value is None:
                     raise BusinessKeyError(
                         f"message {envelope.message_id} has no {name} for the business key {self.key!r}",

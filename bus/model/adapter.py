@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -38,6 +39,14 @@ class AdapterContext(Protocol):
         ``wrappers`` or a ``mapping`` for the adapter, the bus unwraps and translates it to
         the canonical entity first. Raises :class:`InvalidMessage` when it cannot (the message
         is then in the Invalid Message Channel with the reason)."""
+        ...
+
+    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None) -> list[str | None]:
+        """:meth:`publish` for a batch, in one transaction of the store (one disk sync for
+        all): every message is durable when it returns, or none is (it raises). An envelope
+        the bus cannot translate is in the Invalid Message Channel and its entry is None; the
+        others are the message ids, in order. For adapters that read many units at once (rows
+        of a table) and remember their progress per batch."""
         ...
 
     def reply(self, request: Envelope, reply: Envelope) -> None:

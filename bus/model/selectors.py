@@ -226,16 +226,16 @@ class BodyReader:
         return get
 
 
-def field_list(text: str) -> list[tuple[str, Callable[[Envelope], Any]]]:
-    """The names and getters of a comma-separated list of header or property names
-    (``origin, properties.order_no``: a business key); :class:`SelectorError` for an empty one."""
+def field_list(text: str, body: BodyReader | None = None) -> list[tuple[str, Callable[[Envelope], Any]]]:
+    """The names and getters of a comma-separated list of fields (``origin, properties.order_no,
+    body.customer.id``: a business key); :class:`SelectorError` for an empty one."""
     names = [n.strip() for n in text.split(",")]
     if not all(names):
         raise SelectorError(
             f"empty field in {text!r}",
-            hint="header and property names separated by commas, e.g. origin, properties.order_no",
+            hint="header, property and body fields separated by commas, e.g. origin, properties.order_no",
         )
-    return [(n, field_getter(n)) for n in names]
+    return [(n, field_getter(n, body)) for n in names]
 
 
 def _compare(op: str, left: Any, right: Any) -> bool:

@@ -137,6 +137,7 @@ class AdapterRuntime:
             command_channel=self.d.site.command_channel,
             site_dir=self.d.site.path.parent,
             inbound=inbound,
+            channel_ttls=self.d.channel_ttls,
         )
         self.d.statistics.add(ad.name, ad.type)
         try:

@@ -22,6 +22,7 @@ from coupler.bus.config.models import ChannelSettings, ThrottleConfig
 from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.messaging.sequence import SequenceAssembler
 from coupler.bus.messaging.throttle import Throttle
+from coupler.bus.model.selectors import BodyReader
 from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 
 log = logging.getLogger("coupler.daemon")
@@ -51,12 +52,13 @@ class ConsumerPatterns:
         idempotent_key: str | None,
         throttle: ThrottleConfig | None,
         where: str,
+        body: BodyReader | None = None,
     ) -> ConsumerPatterns:
         """The patterns of ``consumer`` reading queue ``source`` (its channel's settings
         ``channel``; ``where`` is its key path in site.toml)."""
         patterns = cls(consumer)
         if idempotent_key is not None:
-            patterns.idempotent = IdempotentReceiver(consumer, idempotent_key, where=f"{where}.idempotent_key")
+            patterns.idempotent = IdempotentReceiver(consumer, idempotent_key, where=f"{where}.idempotent_key", body=body)
         if throttle is not None:
             patterns.throttle = Throttle(throttle.rate, burst=throttle.burst)
             patterns.concurrency = throttle.concurrency

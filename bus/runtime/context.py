@@ -6,8 +6,9 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from coupler.bus.model.files import FileState
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, UnitError
 from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
 
@@ -91,6 +93,17 @@ class Statistics:
             return [s.to_json(now) for s in self.adapters.values()]
 
 
+def expiring(envelope: Envelope, ttl: float | None) -> Envelope:
+    """``envelope`` expiring ``ttl`` seconds from now (Message Expiration), unless it expires
+    sooner already; as it is without a ``ttl``."""
+    if ttl is None:
+        return envelope
+    expires = utc_now() + timedelta(seconds=ttl)
+    if envelope.expires_at is not None and envelope.expires_at <= expires:
+        return envelope
+    return envelope.replace(expires_at=expires)
+
+
 class BusContext:
     """What one adapter gets from the bus (implements :class:`~coupler.bus.api.AdapterContext`)."""
 
@@ -109,6 +122,7 @@ class BusContext:
         command_channel: str = "coupler.commands",
         site_dir: Path | None = None,
         inbound: Callable[[Envelope], Envelope] | None = None,
+        channel_ttls: dict[str, float] | None = None,
     ):
         self.name = name
         #: the directory of site.toml (default: the working directory, for embedding)
@@ -125,6 +139,8 @@ class BusContext:
         self._reply_timeout = reply_timeout
         #: unwrap and translate what the adapter publishes (bus/runtime/stages.py), if declared
         self._inbound = inbound
+        #: Message Expiration: channel -> its ``ttl_seconds`` (what is published there expires)
+        self._ttls = channel_ttls or {}
 
     @property
     def component(self) -> str:
@@ -138,6 +154,31 @@ class BusContext:
 
     def publish(self, envelope: Envelope, channel: str | None = None) -> str:
         """Send durably to ``channel`` or the adapter's channel (blocks while it is paused)."""
+        target = self._target(channel)
+        self._wait_while_paused()
+        envelope = expiring(self._prepare(envelope), self._ttls.get(target))
+        (message_id,) = self._transport.send(target, envelope, component=self.component)
+        self._stats.count(self.name, "sent")
+        return message_id
+
+    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None) -> list[str | None]:
+        """Send a batch durably in one transaction (one disk sync); an envelope the inbound
+        stage cannot translate is in the Invalid Message Channel and gets None."""
+        target = self._target(channel)
+        self._wait_while_paused()
+        prepared: list[Envelope | None] = []
+        ttl = self._ttls.get(target)
+        for envelope in envelopes:
+            try:
+                prepared.append(expiring(self._prepare(envelope), ttl))
+            except InvalidMessage:
+                prepared.append(None)
+        good = [e for e in prepared if e is not None]
+        ids = iter(self._transport.send(target, good, component=self.component) if good else [])
+        self._stats.count(self.name, "sent", len(good))
+        return [None if e is None else next(ids) for e in prepared]
+
+    def _target(self, channel: str | None) -> str:
         target = channel or self.channel
         if not target:
             raise CouplerError(
@@ -145,16 +186,17 @@ class BusContext:
                 where=f"adapter {self.name}",
                 hint="set `channel` of the adapter in site.toml",
             )
-        self._wait_while_paused()
+        return target
+
+    def _prepare(self, envelope: Envelope) -> Envelope:
+        """Origin and trace set, the inbound stage applied (InvalidMessage when it cannot)."""
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
         if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
             envelope = ensure_trace(envelope.replace())
         if self._inbound is not None:
             envelope = self._translate(envelope)
-        (message_id,) = self._transport.send(target, envelope, component=self.component)
-        self._stats.count(self.name, "sent")
-        return message_id
+        return envelope
 
     def _translate(self, envelope: Envelope) -> Envelope:
         """The inbound stage; what it cannot translate goes to the Invalid Message Channel."""

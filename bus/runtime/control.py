@@ -316,6 +316,10 @@ class ControlService(StoreService):
         )
         return [parse_reply(r).to_json() for r in replies]
 
+    def op_routes(self) -> list[dict[str, Any]]:
+        """Every route pipeline: input channel, steps, end, what its steps dropped."""
+        return self.daemon.pipelines.rows()
+
     def op_detour(self, route: str, step: str | None = None, on: bool | None = None) -> list[dict[str, Any]]:
         """The Detour switches of ``route`` (one step, or all its detours), switched ``on`` or off
         when given; each ``{"route", "step", "on"}``."""

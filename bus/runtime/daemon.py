@@ -42,7 +42,7 @@ from typing import Any
 
 import pluggy
 
-from coupler.bus.config.loader import ConfigError, SiteConfig
+from coupler.bus.config.loader import SiteConfig
 from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.commands import (
     COMMON_COMMANDS,
@@ -51,7 +51,6 @@ from coupler.bus.model.selectors import BodyReader
 from coupler.bus.plugins.manager import (
     broken_plugins,
     site_plugin_manager,
-    step_types,
 )
 from coupler.bus.runtime.adapters import AdapterRuntime, RunningAdapter
 from coupler.bus.runtime.console.metrics import Observer
@@ -62,15 +61,14 @@ from coupler.bus.runtime.dispatch import Dispatcher
 from coupler.bus.runtime.handlers import Handlers
 from coupler.bus.runtime.monitor import Monitor
 from coupler.bus.runtime.router import Router
+from coupler.bus.runtime.routes import RoutePipelines
 from coupler.bus.runtime.site import DaemonLock
 from coupler.bus.runtime.steps.base import Switches
-from coupler.bus.runtime.steps.pipeline import Pipeline, build_pipeline
 from coupler.bus.runtime.workers import Workers
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
 from coupler.canonical import Envelope
-from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger("coupler.daemon")
 
@@ -93,7 +91,9 @@ class Daemon:
         self.monitor = Monitor(self)
         self.router = Router(site.routes, body=BodyReader(self.registry))
         #: route name -> its pipeline of steps (bus/runtime/steps/), built when the transport is open
-        self.pipelines: dict[str, Pipeline] = {}
+        self.pipelines = RoutePipelines(self)
+        #: Message Expiration: channel -> its ``ttl_seconds`` (``[[channels]]``)
+        self.channel_ttls = {c.name: c.ttl_seconds for c in site.model.channels if c.ttl_seconds is not None}
         #: Detour switches, set from the Control Bus
         self.switches = Switches()
         self.started_at: float | None = None
@@ -150,7 +150,7 @@ class Daemon:
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatypes(classes)
-            self._build_pipelines()
+            self.pipelines.build()
             from coupler.bus.runtime.console.spans import SpanExport
 
             self._spans = self.observer.spans = SpanExport.create(self.site)  # [tracing] otlp_endpoint
@@ -228,7 +228,7 @@ class Daemon:
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatypes(classes)
-            self._build_pipelines()
+            self.pipelines.build()
             self.adapter_runtime.start_all(classes, paused=True)
             return self.failed_adapters()
         finally:
@@ -273,47 +273,13 @@ class Daemon:
         self.datatypes = DatatypeReaders(self.site, self.transport, self.registry)
         self.datatypes.check(classes)
 
-    # routes ------------------------------------------------------------------------------
-
-    def _build_pipelines(self) -> None:
-        """Every route's chain of steps (their types from plugins, ``coupler_step_types``)."""
-        types = step_types(self.pm)
-        ttls = {c.name: c.ttl_seconds for c in self.site.model.channels if c.ttl_seconds is not None}
-        problems: list[str] = []
-        for route, config in zip(self.router.routes, self.site.routes, strict=True):
-            try:
-                self.pipelines[route.name] = build_pipeline(
-                    config, route, types, site_dir=self.site.path.parent, registry=self.registry,
-                    transport=self.transport, switches=self.switches, plugins=self.pm, channel_ttls=ttls,
-                )
-            except ConfigError as exc:
-                problems.extend(str(p) for p in exc.problems)
-        if problems:
-            raise self.site.config_error(problems, hint="`coupler plugins` lists the step types; docs/patterns.md their keys")
-
-    def _pipeline(self, route: str) -> Pipeline:
-        if route not in self.pipelines:
-            raise CouplerError(f"no route named {route!r}", hint=f"routes of this site: {', '.join(self.pipelines) or 'none'}")
-        return self.pipelines[route]
+    # routes (bus/runtime/routes.py) ---------------------------------------------------------
 
     def detour(self, route: str, step: str | None, on: bool | None) -> list[dict[str, Any]]:
-        """The Detour steps of ``route`` (``step``: one of them by name), switched ``on``/off when given."""
-        detours = [s for s in self._pipeline(route).steps if s.type_name == "detour" and step in (None, s.setup.name)]
-        if not detours:
-            raise CouplerError(f"route {route!r} has no detour step{f' named {step!r}' if step else ''}",
-                               hint="add a [[routes.steps]] of type \"detour\" to the route")
-        rows = []
-        for s in detours:
-            if on is not None:
-                self.switches.set(s.setup.state_scope, on)
-                log.info("route %s: detour %s switched %s", route, s.setup.name, "on" if on else "off", extra={"route": route})
-            rows.append({"route": route, "step": s.setup.name, "on": self.switches.get(s.setup.state_scope, False)})
-        return rows
+        return self.pipelines.detour(route, step, on)
 
     def test_message(self, route: str, envelope: Envelope) -> dict[str, Any]:
-        """Test Message through ``route``: what each step did; nothing stored or delivered."""
-        marked = envelope.replace(properties={**envelope.properties, "coupler.test-message": "true"})
-        return self._pipeline(route).test(marked)
+        return self.pipelines.test_message(route, envelope)
 
     # -- batch jobs --------------------------------------------------------------------------
 

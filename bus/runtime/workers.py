@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from coupler.bus.config.loader import AdapterConfig, RouteConfig
+from coupler.bus.model.selectors import BodyReader
 from coupler.bus.runtime.adapters import adapter_queue
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
 from coupler.bus.transport.base import Delivery
@@ -33,6 +34,8 @@ class Workers:
         self.d = daemon
 
     def start(self) -> None:
+        datatypes = self.d.datatypes
+        assert datatypes is not None  # checked when the transport opened
         self.spawn("dispatcher", self.d.site.command_channel, "dispatcher", self.d.handlers.dispatch)
         for ra in self.d.adapters.values():
             if not ra.started:
@@ -43,14 +46,15 @@ class Workers:
                 patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
                 self.spawn(
                     f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
-                    receive=self.d.datatypes.for_adapter(ra.name, source), patterns=patterns,
+                    receive=datatypes.for_adapter(ra.name, source, ra.config.select), patterns=patterns,
+                    select=ra.config.select,
                 )
         for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
             consumer = f"route:{route.name}"
             source = self.source(route.source, consumer)
             patterns = self.patterns(consumer, route.source, source, config)
             self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
-                        receive=self.d.datatypes.for_route(route.name, consumer, source), patterns=patterns, select=config.select)
+                        receive=datatypes.for_route(route.name, consumer, source, config.select), patterns=patterns, select=config.select)
         t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
         t.start()
         self.d._threads.append(t)
@@ -69,6 +73,7 @@ class Workers:
         patterns = ConsumerPatterns.declared(
             self.d.transport, consumer, source, channel=self.d.site.channel(channel),
             idempotent_key=config.idempotent_key, throttle=config.throttle, where=config.key_path,
+            body=BodyReader(self.d.registry),
         )
         if patterns.assembler is not None:
             self.d._consumer_patterns.append(patterns)
@@ -92,16 +97,31 @@ class Workers:
             def receive(wait: float) -> list[Delivery]:
                 return transport.receive_wait(channel, consumer, max=1, wait=wait, selector=select)
 
+        # the chain: receive middlewares (reassembly, Idempotent Receiver; Datatype Channel and
+        # Selective Consumer in ``receive``), then the Message Throttle, tracing and metrics, then the handler
         workers = 1
         if patterns is not None:
             receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
         for i in range(workers):
             thread_name = name if workers == 1 else f"{name}#{i + 1}"
+            chain = self.observed(thread_name, handle)
             t = threading.Thread(
-                target=self.worker, args=(thread_name, channel, receive, handle, paused), name=thread_name, daemon=True
+                target=self.worker, args=(thread_name, channel, receive, chain, paused), name=thread_name, daemon=True
             )
             t.start()
             self.d._threads.append(t)
+
+    def observed(self, name: str, handle: Callable[[Delivery], None]) -> Callable[[Delivery], None]:
+        """The tracing and metrics middleware: the message's W3C trace context is the thread's
+        while it is handled (what the handler sends joins its trace), and its handling is timed
+        (:class:`~coupler.bus.runtime.console.metrics.Observer`)."""
+        observer = self.d.observer
+
+        def traced(d: Delivery) -> None:
+            with handling(d.envelope), observer.handled(name, d):
+                handle(d)
+
+        return traced
 
     def worker(
         self,
@@ -131,8 +151,7 @@ class Workers:
                     return
             for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
                 try:
-                    with handling(d.envelope), self.d.observer.handled(name, d):
-                        handle(d)
+                    handle(d)
                 except Exception as exc:
                     log.exception("%s: message %s failed", name, d.message_id, extra={"worker": name})
                     try:

@@ -172,7 +172,7 @@ def test_adapter_options_are_checked_on_load_with_the_other_problems(tmp_path: P
         "adapters[hl7-in].options.idle_timout: unknown key (did you mean 'idle_timeout'?)",
         "adapters[hl7-in].options.tls.cer: unknown key (did you mean 'cert'?)",
         "adapters[soap-in].type: no installed plugin provides adapter type 'sopa' (did you mean 'soap'? installed: "
-        "database, filedrop, http, sftp, soap, socket; `coupler plugins` lists them)",
+        "amqp, database, filedrop, http, sftp, soap, socket; `coupler plugins` lists them)",
     ]
     assert info.value.lines == [2, 10, 12, 16]
     path.write_text(path.read_text().replace('"OFF"', '"FULL"').replace("idle_timout", "idle_timeout")

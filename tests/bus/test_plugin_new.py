@@ -81,7 +81,7 @@ def test_plugin_new_refuses_a_bad_name_and_a_directory_in_use(tmp_path: Path) ->
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     bad = coupler(env, "plugin", "new", "Acme_Notes", "--directory", str(tmp_path / "x"))
     assert bad.returncode != 0
-    assert "'Acme_Notes' is not an adapter type name" in bad.stderr and "Traceback" not in bad.stderr
+    assert "'Acme_Notes' is not a plugin type name" in bad.stderr and "Traceback" not in bad.stderr
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "keep.txt").write_text("mine")
     used = coupler(env, "plugin", "new", "acme-notes", "--directory", str(tmp_path / "used"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -252,6 +253,14 @@ record_length = 4
 name = "back"
 from = "whole"
 to = ["records.whole"]
+
+[[routes]]
+name = "cobol"
+from = "cobol.in"
+to = ["cobol.records"]
+[[routes.steps]]
+type = "split"
+records = { record_format = "V", is_rdw_big_endian = true }
 """
 
 
@@ -266,6 +275,12 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
         assert [(e.sequence.id, e.sequence.position, e.sequence.end) for e in lines if e.sequence] == [
             (text.message_id, 0, False), (text.message_id, 1, False), (text.message_id, 2, True)]
         assert lines[0].message_id == f"{text.message_id}-0" and lines[0].correlation_id == text.message_id
+        # the trace of the split message shows each part stored by the route, through the split step
+        from coupler.bus.runtime.trace import trace
+
+        hops = trace(t, text.message_id)["hops"]
+        stored = {h["message_id"]: h["by"] for h in hops if h["event"] == "sent" and h["channel"] == "text.lines"}
+        assert stored == {e.message_id: "route:lines via split-0" for e in lines}
         many = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "a"}, {"sku": "b"}]}).encode())
         t.send("orders.in", many)
         items = drained(d, "items.out", 2)
@@ -278,6 +293,11 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
         t.send("records.in", Envelope(format=TEXT, body=b"AAAABBBBCC", message_id="rec-1"))
         [whole] = drained(d, "records.whole", 1)
         assert whole.body == b"AAAABBBBCC"
+        # variable-length COBOL records with big-endian RDWs, framed as the copybook reader frames them
+        rdw = b"".join(len(p).to_bytes(2, "big") + b"\0\0" + p for p in (b"\xc1\xc2\xc3", b"\xf1" * 7))
+        t.send("cobol.in", Envelope(format="test.Cobol@1;application/x-cobol-record", body=rdw))
+        cobol = sorted(drained(d, "cobol.records", 2), key=lambda e: e.sequence.position if e.sequence else -1)
+        assert [e.body for e in cobol] == [b"\xc1\xc2\xc3", b"\xf1" * 7]
 
 
 def test_a_splitter_on_a_body_that_is_not_xml_sends_nothing_and_is_invalid(store: str, tmp_path: Path) -> None:
@@ -442,6 +462,18 @@ type = "expire"
 name = "to-short"
 from = "short.in"
 to = ["short"]
+
+[[channels]]
+name = "echoed"
+ttl_seconds = 0.05
+
+[[adapters]]
+name = "echo"
+type = "echo"
+direction = "outbound"
+channel = "to-echo"
+[adapters.options]
+forward_to = "echoed"
 """
 
 
@@ -462,6 +494,13 @@ def test_message_expiration_drops_and_counts_expired_messages(store: str, tmp_pa
         [dead] = wait_for(lambda: t.dead_letters(), "`short` expired")
         assert "expired" in dead.reason and dead.envelope is not None and body(dead.envelope)["amount"] == 3
         wait_for(lambda: t.stats("short")[0].expired == 1, "the expiry counted")  # coupler_channel_messages_expired_total
+        # what an adapter publishes to a channel with ttl_seconds expires too
+        t.send("to-echo", order("EU", 4))
+        wait_for(lambda: bool(t.stats("echoed")) and t.stats("echoed")[0].sent == 1, "the echo published")
+        past = utc_now() + timedelta(seconds=0.1)
+        wait_for(lambda: utc_now() > past, "the ttl of `echoed` to pass")
+        assert t.receive("echoed", "late-reader") == []
+        wait_for(lambda: t.stats("echoed")[0].expired == 1, "the echo expired")
         # the expire step, met by a message that expired on its way (a Test Message: no lease first)
         stale = order("EU", 1).replace(expires_at=utc_now() - timedelta(seconds=1))
         result = d.test_message("stale", stale)
@@ -492,6 +531,12 @@ def test_ctl_test_shows_what_each_step_did_and_delivers_nothing(tmp_path: Path) 
         assert sorted(s["channel"] for s in result["sent"]) == ["copies", "out", "tap"]
         assert d.transport.stats("out") == [] or d.transport.stats("out")[0].depth == 0
         assert d.transport.receive("tap", "test") == []
+        routes = subprocess.run(
+            [sys.executable, "-m", "coupler.bus.cli.main", "ctl", "--site", str(site), "routes"],
+            capture_output=True, text=True, env=coupler_env(), check=False)
+        assert routes.returncode == 0, routes.stderr
+        row = next(line for line in routes.stdout.splitlines() if line.startswith("tag "))
+        assert "set_properties-0 > wire_tap-1" in row and "out, copies" in row
 
 
 def test_the_worked_examples_of_the_patterns_page_are_valid_sites() -> None:
@@ -506,3 +551,198 @@ def test_the_worked_examples_of_the_patterns_page_are_valid_sites() -> None:
         parse_site(block, "site.toml", step_types=types)
     listed = re.findall(r"^\| ([A-Z][A-Za-z -]+) \| (offered|partly|later) \|", page, flags=re.M)
     assert len(listed) == 65, len(listed)
+
+
+SELECT = """
+[[routes]]
+name = "high"
+from = "orders"
+select = "properties.priority = 'high'"
+to = ["orders.fast"]
+
+[[adapters]]
+name = "echo-eu"
+type = "echo"
+direction = "outbound"
+channel = "docs"
+select = "body.customer.region = 'EU'"
+[adapters.options]
+forward_to = "docs.eu"
+"""
+
+
+def test_selective_consumers_take_only_what_they_select(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + SELECT)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("orders", [order("EU", 1, priority="high"), order("EU", 2, priority="low"), order("US", 3, priority="high")])
+        fast = drained(d, "orders.fast", 2)
+        assert sorted(body(e)["amount"] for e in fast) == [1, 3]
+        t.send("docs", [order("US", 4), order("EU", 5)])
+        [eu] = drained(d, "docs.eu", 1)
+        assert body(eu)["amount"] == 5
+        # what nobody selected stays on its channel for another consumer
+        left = wait_for(lambda: t.receive("orders", "someone-else", max=10), "the low-priority order left on orders")
+        assert [body(x.envelope)["amount"] for x in left] == [2]
+        left = wait_for(lambda: t.receive("docs", "someone-else", max=10), "the US document left on docs")
+        assert [body(x.envelope)["amount"] for x in left] == [4]
+
+
+def test_the_console_switches_a_detour(tmp_path: Path) -> None:
+    from coupler.bus.runtime.console.server import read_token
+
+    site_file = write_site(tmp_path, ROUTING + '\n[http]\nlisten = "127.0.0.1:0"\n')
+    with running_daemon(site_file) as d:
+        assert d.transport is not None and d.console_url is not None
+        token = read_token(load_site(site_file))
+        base = d.console_url.split("/?")[0].rstrip("/")
+
+        def call(path: str, method: str = "GET") -> list[dict]:
+            req = urllib.request.Request(base + path, method=method, data=b"{}" if method == "POST" else None,
+                                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())
+
+        assert call("/api/routes/inspect/detour") == [{"route": "inspect", "step": "inspection", "on": False}]
+        assert call("/api/routes/inspect/detour/on", "POST")[0]["on"] is True
+        d.transport.send("det.in", order("EU", 9))
+        assert body(drained(d, "det.inspect", 1)[0])["amount"] == 9
+        with pytest.raises(urllib.error.HTTPError) as info:
+            call("/api/routes/nowhere/detour")
+        assert info.value.code == 404 and "no route named 'nowhere'" in info.value.read().decode()
+        # a Test Message from the console: what each step did, nothing stored
+        req = urllib.request.Request(
+            base + "/api/routes/dyn/test", method="POST",
+            data=json.dumps({"body": json.dumps({"customer": {"region": "EU"}}),
+                             "format": "test.Order@1;application/json"}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            result = json.loads(r.read())
+        assert result["steps"][0]["outcome"] == "deliver" and result["sent"][0]["channel"] == "orders.EU"
+        assert d.transport.receive("orders.EU", "test") == []
+
+
+def test_daemon_check_refuses_a_rule_on_a_body_field_written_as_a_bare_name(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from .site_helpers import coupler_env
+
+    site = write_site(tmp_path, '[[routes]]\nname = "r"\nfrom = "in"\n[[routes.rules]]\nwhen = "status = \'ACTIVE\'"\nto = ["out"]\n')
+    out = subprocess.run([sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(site), "--check"],
+                         capture_output=True, text=True, env=coupler_env(), timeout=120)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    lines = [line for line in out.stderr.splitlines() if "status" in line]
+    assert len(lines) == 1 and "routes[r].rules[0].when" in lines[0] and "write body.status" in lines[0], out.stderr
+
+
+IDEMPOTENT_BODY = """
+[[routes]]
+name = "once"
+from = "in"
+idempotent_key = "body.id"
+to = ["out"]
+"""
+
+
+def test_an_idempotent_key_on_a_body_field(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + IDEMPOTENT_BODY)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("in", [order("EU", 1), order("EU", 1), order("EU", 2), Envelope(format=TEXT, body=b"no id")])
+        out = drained(d, "out", 2)
+        assert sorted(body(e)["id"] for e in out) == ["EU-1", "EU-2"]
+        [bad] = wait_for(lambda: t.dead_letters(kind="invalid"), "the text message without a body id")
+        assert "business key 'body.id'" in bad.reason and "Avro or JSON body" in bad.reason
+        settled(d, "in")
+        assert t.receive("out", "test") == []
+
+
+BY_IDENTITY = """
+[[routes]]
+name = "to-crm"
+from = "customers"
+otherwise = "customers.unknown"
+[[routes.steps]]
+type = "dynamic_router"
+identity = "crm/{body.provider}"
+otherwise = "customers.unknown"
+
+[[adapters]]
+name = "acme-crm"
+type = "echo"
+direction = "outbound"
+channel = "crm.acme"
+identity = { class = "crm", provider = "acme", name = "customers", version = "1" }
+[adapters.options]
+forward_to = "acme.received"
+"""
+
+
+def test_dynamic_router_by_application_identity(store: str, tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, store + BY_IDENTITY)) as d:
+        t = d.transport
+        assert t is not None
+        acme = Envelope(format=JSON, body=json.dumps({"provider": "acme", "id": 1}).encode())
+        other = Envelope(format=JSON, body=json.dumps({"provider": "globex", "id": 2}).encode())
+        t.send("customers", [acme, other])
+        [got] = drained(d, "acme.received", 1)
+        assert json.loads(got.body)["id"] == 1 and got.properties["echoed-by"] == "acme-crm"
+        [unknown] = drained(d, "customers.unknown", 1)
+        assert json.loads(unknown.body)["provider"] == "globex"
+
+
+AGGREGATE = """
+[[routes]]
+name = "batches"
+from = "lines.in"
+to = ["batches.out"]
+[[routes.steps]]
+type = "aggregate"
+correlation = "body.customer.region"
+complete_size = 2
+strategy = "lines"
+"""
+
+
+def test_a_test_message_through_a_stateful_step_stores_nothing(tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, AGGREGATE)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("lines.in", order("EU", 1))  # the first of a group of two, held in the store
+        wait_for(lambda: t.stats("lines.in")[0].depth == 0, "the first order held")
+        result = d.test_message("batches", order("EU", 2))
+        assert result["result"] == "done" and result["steps"][0]["step"] == "step 0 aggregate"
+        assert result["state_writes"] == {} and t.receive("batches.out", "test") == []
+        t.send("lines.in", order("EU", 3))  # the real group is untouched: this completes it
+        [batch] = drained(d, "batches.out", 1)
+        assert b"EU-1" in batch.body and b"EU-3" in batch.body and b"EU-2" not in batch.body
+
+
+ROLLED_BACK = """
+[[routes]]
+name = "jsonl"
+from = "in"
+to = ["out"]
+[[routes.steps]]
+type = "split"
+lines = true
+[[routes.steps]]
+type = "filter"
+when = "body.kind != 'noise'"
+"""
+
+
+def test_what_steps_drop_is_counted_only_when_the_delivery_commits(tmp_path: Path) -> None:
+    with running_daemon(write_site(tmp_path, ROLLED_BACK)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("in", Envelope(format=JSON, body=b'{"kind": "noise"}\nnot json\n'))  # the 2nd line is invalid
+        [bad] = wait_for(lambda: t.dead_letters(kind="invalid"), "the batch with a bad line in the invalid messages")
+        assert "step 1 filter" in bad.reason
+        assert d.pipelines["jsonl"].counts == {}  # the discard of line 1 was rolled back with the rest
+        t.send("in", Envelope(format=JSON, body=b'{"kind": "noise"}\n{"kind": "order"}\n'))
+        [kept] = drained(d, "out", 1)
+        assert json.loads(kept.body) == {"kind": "order"}
+        settled(d, "in")
+        assert d.pipelines["jsonl"].counts == {("step 1 filter", "discarded"): 1}

@@ -67,6 +67,39 @@ class PurgeBody(BaseModel):
     kind: Literal["dead", "invalid", ""] | None = None
 
 
+class DetourQuery(BaseModel):
+    """``GET|POST /api/routes/{route}/detour[/{state}]``: one detour step of the route by name."""
+
+    model_config = ConfigDict(extra="forbid")
+    step: ChannelName | Literal[""] | None = Field(None, description="the detour step's name (default: every detour of the route)")
+
+
+class GroupBody(BaseModel):
+    """``POST /api/groups/{complete|discard}``: one open group of a route's aggregate step."""
+
+    model_config = ConfigDict(extra="forbid")
+    route: str = Field(min_length=1, max_length=200, description="the route")
+    step: str = Field(min_length=1, max_length=200, description="the aggregate step's name")
+    key: str = Field(min_length=1, max_length=10_000, description="the group's correlation key")
+
+
+class TestMessageBody(BaseModel):
+    """``POST /api/routes/{route}/test``: a Test Message through the route (nothing is stored)."""
+
+    model_config = ConfigDict(extra="forbid")
+    body: str = Field(max_length=10_000_000, description="the message body (text)")
+    format: str = Field("test.Message@1;text/plain", max_length=300,
+                        description="its format indicator NAME@V[;content-type]")
+    properties: dict[str, str] = Field(default_factory=dict, description="its properties")
+
+
+def route_name(text: str) -> str:
+    """A route's name from the path (the name rule of channels)."""
+    if not CHANNEL_NAME.match(text):
+        raise ApiInputError(f"route {text!r} is not a valid route name", ["route: not a valid name"])
+    return text
+
+
 def parse(model: type[BaseModel], data: Any, where: str) -> Any:
     """``data`` validated by ``model``, or :class:`ApiInputError` naming every problem."""
     try:
@@ -93,7 +126,7 @@ def none_if_empty(value: str | None) -> str | None:
 
 # -- OpenAPI ------------------------------------------------------------------------------
 
-_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody]
+_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody, DetourQuery, TestMessageBody]
 _REF = "#/components/schemas/{model}"
 
 
@@ -104,7 +137,7 @@ def _json(schema: dict[str, Any] | None = None, description: str = "") -> dict[s
 def _responses(ok: dict[str, Any], *codes: int) -> dict[str, Any]:
     out: dict[str, Any] = {"200": _json(ok, "the result"),
                            "401": _json({"$ref": "#/components/schemas/Error"}, "no valid token")}
-    reasons = {400: "invalid parameters or body", 404: "no such dead letter or adapter",
+    reasons = {400: "invalid parameters or body", 404: "no such dead letter, adapter or route",
                415: "the body is not JSON"}
     for code in codes:
         out[str(code)] = _json({"$ref": "#/components/schemas/Error"}, reasons[code])
@@ -125,6 +158,8 @@ def _body(model: type[BaseModel]) -> dict[str, Any]:
 
 _ID = {"name": "id", "in": "path", "required": True,
        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}, "description": "the dead letter's id"}
+_ROUTE = {"name": "route", "in": "path", "required": True, "schema": {"type": "string", "pattern": f"^{_NAME}$"},
+          "description": "the route's name"}
 _OBJECT = {"type": "object"}
 _LIST = {"type": "array", "items": {"type": "object"}}
 
@@ -160,6 +195,19 @@ def openapi(version: str = "") -> dict[str, Any]:
             "requestBody": {"required": True, "content": {"application/json": {"schema": _OBJECT}}},
             "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string", "pattern": f"^{_NAME}$"}},
                            {"name": "action", "in": "path", "required": True, "schema": {"enum": ["pause", "resume"]}}],
+            "responses": _responses(_OBJECT, 400, 404, 415)}},
+        "/api/routes/{route}/detour": {get: {
+            "summary": "the Detour steps of a route and whether each is on (ctl detour)",
+            "parameters": [_ROUTE, *_query(DetourQuery)], "responses": _responses(_LIST, 400, 404)}},
+        "/api/routes/{route}/detour/{state}": {"post": {
+            "summary": "switch a route's Detour steps on or off",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _OBJECT}}},
+            "parameters": [_ROUTE, {"name": "state", "in": "path", "required": True, "schema": {"enum": ["on", "off"]}},
+                           *_query(DetourQuery)],
+            "responses": _responses(_LIST, 400, 404, 415)}},
+        "/api/routes/{route}/test": {"post": {
+            "summary": "a Test Message through a route: what each step did (ctl test); nothing stored or delivered",
+            "parameters": [_ROUTE], "requestBody": _body(TestMessageBody),
             "responses": _responses(_OBJECT, 400, 404, 415)}},
         "/api/trace": {get: {"summary": "every hop of the messages of a trace", "parameters": _query(TraceQuery),
                              "responses": _responses(_OBJECT, 400)}},

@@ -300,6 +300,9 @@ class ConsoleServer:
         r.add_get("/api/groups", self._api("groups"))
         r.add_post("/api/groups/{action:complete|discard}", self.api_group)
         r.add_get("/api/batch", self.api_batch)
+        r.add_get("/api/routes/{route}/detour", self.api_detour)
+        r.add_post("/api/routes/{route}/detour/{state:on|off}", self.api_detour)
+        r.add_post("/api/routes/{route}/test", self.api_test_message)
         r.add_get("/api/trace", self.api_trace)
         r.add_get("/api/openapi.json", self.api_openapi)
 
@@ -362,11 +365,32 @@ class ConsoleServer:
         return web.json_response(await self._call(op, adapter=request.match_info["name"]))
 
     async def api_group(self, request: web.Request) -> web.Response:
-        data = await _json(request)
-        args = {k: data.get(k) for k in ("route", "step", "key")}
-        if not all(isinstance(v, str) and v for v in args.values()):
-            raise CouplerError("give route, step and key of the group (strings)")
-        return web.json_response(await self._call(f"group.{request.match_info['action']}", **args))
+        """Complete an aggregation group now, or discard it (the Open groups page's buttons)."""
+        data = api.parse(api.GroupBody, await _json(request), "body")
+        return web.json_response(await self._call(f"group.{request.match_info['action']}", route=data.route,
+                                                  step=data.step, key=data.key))
+
+    async def api_detour(self, request: web.Request) -> web.Response:
+        """A route's Detour switches (``coupler ctl detour``): shown, or switched on/off (POST)."""
+        state = request.match_info.get("state")
+        route = api.route_name(request.match_info["route"])
+        q = api.parse(api.DetourQuery, dict(request.query), "query")
+        return web.json_response(await self._call("detour", route=route, step=api.none_if_empty(q.step),
+                                                  on=None if state is None else state == "on"))
+
+    async def api_test_message(self, request: web.Request) -> web.Response:
+        """A Test Message through a route (``coupler ctl test``): what each step did."""
+        from coupler.bus.runtime.control import encode_envelope
+        from coupler.canonical import Envelope
+
+        route = api.route_name(request.match_info["route"])
+        data = api.parse(api.TestMessageBody, await _json(request), "body")
+        try:
+            message = Envelope(format=data.format, body=data.body.encode(), origin="console-test",
+                               properties=dict(data.properties))
+        except CouplerError as exc:  # a format indicator that is not one
+            raise api.ApiInputError(f"body.format: {exc}", [f"format: {exc}"]) from None
+        return web.json_response(await self._call("test", route=route, envelope=encode_envelope(message)))
 
     async def api_batch(self, request: web.Request) -> web.Response:
         return web.json_response((await self._call("status"))["batch"])
@@ -424,7 +448,7 @@ async def _json(request: web.Request) -> dict[str, Any]:
 def _status(exc: CouplerError) -> int:
     from coupler.bus.transport.base import UnknownDeadLetterError
 
-    if isinstance(exc, UnknownDeadLetterError) or "no adapter named" in exc.message:
+    if isinstance(exc, UnknownDeadLetterError) or exc.message.startswith(("no adapter named", "no route named")):
         return 404
     return 400
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import abc
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import OptionsModel
 
-from .outcomes import Continue, Outcome
+from .outcomes import Outcome
 
 
 class StepError(CouplerError):
@@ -66,6 +67,8 @@ class StepSetup:
     name: str = ""
     #: the site's plugin manager (translator types, mapping functions), None in unit tests
     plugins: Any = None
+    #: outbound adapter name -> the channel it delivers (a Dynamic Router by identity)
+    adapter_channels: dict[str, str] = field(default_factory=dict)
 
     def site_path(self, path: str) -> Path:
         """A file named in the step's keys: relative to site.toml."""
@@ -111,6 +114,9 @@ class StepContext:
     delivery: Delivery | None = None
     #: a Test Message run (``coupler ctl test``): nothing is committed
     test: bool = False
+    #: ``(step label, counter)`` -> messages dropped on purpose in this transaction (counted once
+    #: it commits: a delivery rolled back and redelivered is not counted twice)
+    dropped: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def send(self, channel: str, message: Envelope, component: str | None = None) -> None:
         """Send ``message`` to ``channel`` in the transaction (a Wire Tap's copy)."""
@@ -145,12 +151,5 @@ class Step(abc.ABC):
         """Time-driven work (``timer_seconds``); what it returns continues after this step."""
         return None
 
-    def describe(self) -> str:
-        return self.type_name
 
-
-def passing(message: Envelope, note: str = "") -> Continue:
-    return Continue.one(message, note)
-
-
-__all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches", "passing"]
+__all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches"]

@@ -116,10 +116,17 @@ _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
 class DynamicRouterOptions(OptionsModel):
-    channel: Str = option(
+    channel: Str | None = option(
         "The target channel, with `{expression}` placeholders computed from each message "
         "(`orders.{body.customer.region}`, `{properties.target}`).",
         example='channel = "orders.{body.customer.region}"',
+        default=None,
+    )
+    identity: Str | None = option(
+        "Instead of `channel`: an application identity pattern (`class/provider/name@version`, with "
+        "placeholders: `crm/{body.provider}`) resolved in the identity registry; the message goes to the "
+        "channel of the outbound adapter registered with the most specific matching identity.",
+        default=None,
     )
     allowed: tuple[Channel, ...] = option(
         "When set, the only channels it may compute; any other goes to `otherwise` (or the dead letters).",
@@ -127,21 +134,27 @@ class DynamicRouterOptions(OptionsModel):
     )
     otherwise: Channel | None = option(
         "Where a message goes whose channel cannot be computed (a field missing, not an allowed or valid "
-        "channel name); default: the Invalid Message Channel.",
+        "channel name, no adapter with that identity); default: the Invalid Message Channel.",
         default=None,
     )
 
 
 class DynamicRouter(Step):
-    """Dynamic Router: the target channel computed from the message."""
+    """Dynamic Router: the target channel computed from the message, or found in the identity
+    registry (Application identity addressing)."""
 
     type_name = "dynamic_router"
     options_model = DynamicRouterOptions
 
     def __init__(self, options: DynamicRouterOptions, setup: StepSetup):
         super().__init__(options, setup)
-        self.parts = _PLACEHOLDER.split(options.channel)  # text, expression, text, ...
-        self.fields = {text: setup.expression(text.strip(), "channel") for text in self.parts[1::2]}
+        if (options.channel is None) == (options.identity is None):
+            raise setup.problem("channel", "a dynamic router needs `channel` or `identity` (one of them)")
+        template = options.channel if options.channel is not None else options.identity
+        assert template is not None
+        key = "channel" if options.channel is not None else "identity"
+        self.parts = _PLACEHOLDER.split(template)  # text, expression, text, ...
+        self.fields = {text: setup.expression(text.strip(), key) for text in self.parts[1::2]}
 
     def process(self, message: Envelope, ctx: StepContext) -> Outcome:
         out = []
@@ -153,10 +166,32 @@ class DynamicRouter(Step):
             if value is None:
                 return self._cannot(message, f"message {message.message_id} has no {part.strip()}")
             out.append(value)
-        channel = "".join(out)
+        text = "".join(out)
+        if self.options.identity is not None:
+            channel = self._by_identity(text)
+            if channel is None:
+                return self._cannot(message, f"no outbound adapter with a channel is registered for identity {text!r}")
+        else:
+            channel = text
         if not is_channel_name(channel) or (self.options.allowed and channel not in self.options.allowed):
             return self._cannot(message, f"{channel!r} is not a channel it may route to")
         return Deliver(((channel, message),), f"to {channel}")
+
+    def _by_identity(self, text: str) -> str | None:
+        from coupler.bus.model.identities import Identity, IdentityError
+
+        transport = self.setup.transport
+        if transport is None:
+            return None
+        try:
+            pattern = Identity.parse(text)
+        except IdentityError:
+            return None
+        for reg in transport.identities.matches(pattern):
+            channel = self.setup.adapter_channels.get(reg.adapter or "")
+            if channel:
+                return channel
+        return None
 
     def _cannot(self, message: Envelope, why: str) -> Outcome:
         if self.options.otherwise:

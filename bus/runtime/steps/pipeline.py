@@ -9,17 +9,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from coupler.bus.config.loader import ConfigError, RouteConfig
+from coupler.bus.runtime.context import expiring
 from coupler.bus.runtime.router import Route
 from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 from coupler.canonical import Envelope
-from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.options import problems as options_problems
 
@@ -76,11 +75,19 @@ class Pipeline:
         """Run the chain on ``d`` and settle it; returns what happened (``done`` or the outcome)."""
         try:
             with transport.transaction() as tx:
-                self.run(StepContext(tx, self.name, d), d.envelope)
+                ctx = StepContext(tx, self.name, d)
+                self.run(ctx, d.envelope)
                 settle(tx, d)
-            return "done"
         except Stopped as stop:
             return self._fail(transport, d, stop)
+        self._count(ctx)
+        return "done"
+
+    def _count(self, ctx: StepContext) -> None:
+        """What the steps dropped in a committed transaction, into the counters of ``/metrics``."""
+        if ctx.dropped:
+            with self._lock:
+                self.counts.update(ctx.dropped)
 
     def _fail(self, transport: Transport, d: Delivery, stop: Stopped) -> str:
         outcome = stop.outcome
@@ -101,12 +108,14 @@ class Pipeline:
                     outcome.reason, extra={"route": self.name})
         return result
 
-    def run(self, ctx: StepContext, message: Envelope, start: int = 0, trace: list[StepRecord] | None = None) -> None:
+    def run(self, ctx: StepContext, message: Envelope, start: int = 0, trace: list[StepRecord] | None = None,
+            path: tuple[str, ...] = ()) -> None:
         """Pass ``message`` through the steps from ``start`` on, then the end; raises
-        :class:`Stopped` when a step fails the delivery."""
+        :class:`Stopped` when a step fails the delivery. ``path``: the steps it came through
+        (journaled with what is sent: the trace shows each message's way through the pipeline)."""
         steps = self.steps
         if start >= len(steps):
-            self._finish(ctx, message, trace)
+            self._finish(ctx, message, trace, path)
             return
         step = steps[start]
         outcome = self._process(step, ctx, message)
@@ -114,16 +123,16 @@ class Pipeline:
             trace.append(self._record(step.label, message, outcome))
         if isinstance(outcome, Continue):
             action = f"{step.label}: {outcome.note}" if outcome.note else step.label
+            here = (*path, step.setup.name)
             for out in self._each(step, outcome):
                 out.record_hop(self.component, action)
-                self.run(ctx, out, start + 1, trace)
+                self.run(ctx, out, start + 1, trace, here)
         elif isinstance(outcome, Deliver):
             for channel, out in outcome.sends:
-                self._send(ctx, channel, out.record_hop(self.component, f"{step.label}: {outcome.note or 'to ' + channel}"))
+                hop = out.record_hop(self.component, f"{step.label}: {outcome.note or 'to ' + channel}")
+                self._send(ctx, channel, hop, (*path, step.setup.name))
         elif isinstance(outcome, Discard):
-            if not ctx.test:
-                with self._lock:
-                    self.counts[(step.label, outcome.counter)] += 1
+            ctx.dropped[(step.label, outcome.counter)] += 1
             log.debug("%s %s: message %s %s: %s", self.component, step.label, message.message_id, outcome.counter,
                       outcome.reason, extra={"route": self.name})
         elif isinstance(outcome, FAILURES):
@@ -159,7 +168,7 @@ class Pipeline:
             log.exception("%s %s failed on %s", self.component, step.label, message.message_id, extra={"route": self.name})
             return Retry(f"{step.label}: {describe_exception(exc)}")
 
-    def _finish(self, ctx: StepContext, message: Envelope, trace: list[StepRecord] | None) -> None:
+    def _finish(self, ctx: StepContext, message: Envelope, trace: list[StepRecord] | None, path: tuple[str, ...]) -> None:
         try:
             destinations = self.end.destinations(message)
         except CouplerError as exc:
@@ -169,15 +178,11 @@ class Pipeline:
         if trace is not None:
             trace.append(StepRecord("to", message.message_id, "sent", ", ".join(destinations)))
         for channel in destinations:
-            self._send(ctx, channel, message)
+            self._send(ctx, channel, message, path)
 
-    def _send(self, ctx: StepContext, channel: str, message: Envelope) -> None:
-        ttl = min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None)
-        if ttl is not None:
-            expires = utc_now() + timedelta(seconds=ttl)
-            if message.expires_at is None or expires < message.expires_at:
-                message = message.replace(expires_at=expires)
-        ctx.tx.send(channel, message, component=self.component)
+    def _send(self, ctx: StepContext, channel: str, message: Envelope, path: tuple[str, ...] = ()) -> None:
+        message = expiring(message, min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None))
+        ctx.tx.send(channel, message, component=f"{self.component} via {' > '.join(path)}" if path else self.component)
 
     @staticmethod
     def _record(label: str, message: Envelope, outcome: Outcome) -> StepRecord:
@@ -192,10 +197,11 @@ class Pipeline:
 
     # -- test message, timers ---------------------------------------------------------------
 
-    def test(self, message: Envelope) -> dict[str, Any]:
+    def test(self, message: Envelope, transport: Transport | None = None) -> dict[str, Any]:
         """Test Message: run ``message`` through the chain without storing or delivering
-        anything; what each step did and what would have been sent."""
-        tx = RecordingTx()
+        anything; what each step did and what would have been sent. A stateful step reads its
+        real state from ``transport``; what it would write is counted, never stored."""
+        tx = RecordingTx(transport)
         trace: list[StepRecord] = []
         result = "done"
         try:
@@ -208,6 +214,7 @@ class Pipeline:
             "steps": [r.to_json() for r in trace],
             "sent": [{"channel": c, "message_id": e.message_id, "format": str(e.format), "properties": e.properties,
                       "body_size": len(e.body)} for c, e in tx.sent],
+            "state_writes": tx.state_writes,
         }
 
     def timers(self) -> list[tuple[int, Step]]:
@@ -226,9 +233,13 @@ class Pipeline:
                     outcome = step.on_timer(ctx)
                     if isinstance(outcome, Continue):
                         for out in outcome.messages:
-                            self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1)
+                            self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1, path=(step.setup.name,))
+                self._count(ctx)
             except Stopped as stop:
                 log.error("%s %s: timer output failed at %s: %s", self.component, step.label, stop.where, stop.outcome)
+            except Exception:  # a step's bug must not stop the monitor (nor the other steps' timers)
+                log.exception("%s %s: on_timer failed (its transaction was rolled back; tried again in %g s)",
+                              self.component, step.label, step.timer_seconds, extra={"route": self.name})
 
 
 def build_pipeline(
@@ -242,6 +253,7 @@ def build_pipeline(
     switches: Switches,
     plugins: Any = None,
     channel_ttls: dict[str, float] | None = None,
+    adapter_channels: dict[str, str] | None = None,
 ) -> Pipeline:
     """The pipeline of one ``[[routes]]`` entry; :class:`ConfigError` with every step's problems."""
     steps: list[Step] = []
@@ -253,7 +265,8 @@ def build_pipeline(
             problems.append(f"{where}.type: no installed plugin provides step type {sc.type!r} "
                             f"(installed: {', '.join(sorted(types))})")
             continue
-        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}", plugins)
+        setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}", plugins,
+                          dict(adapter_channels or {}))
         try:
             options = cls.options_model.model_validate(sc.options)
             steps.append(cls(options, setup))
@@ -268,11 +281,40 @@ def build_pipeline(
     return Pipeline(route.name, steps, route, ttl=config.ttl_seconds, channel_ttls=dict(channel_ttls or {}))
 
 
-class RecordingTx(TransactionOps):
-    """A transaction that stores nothing: what a Test Message run would have sent."""
+def try_step(step_type: type[Step], options: dict[str, Any], message: Envelope, *,
+             site_dir: Path = Path("."), registry: Callable[[], Any] = lambda: None) -> tuple[Outcome, list[tuple[str, Envelope]]]:
+    """A step type's outcome for one message, without a daemon or a store (plugin authors'
+    tests): ``(outcome, what it sent on the side)``; bad ``options`` raise
+    :class:`~coupler.canonical.options.OptionsError` or :class:`ConfigError` as the site loader would."""
+    from coupler.canonical.options import validate_options
 
-    def __init__(self) -> None:
+    setup = StepSetup("test", 0, "routes[test].steps[0]", site_dir, registry, None, Switches(), f"{step_type.type_name}-0")
+    step = step_type(validate_options(step_type.options_model, options, prefix="routes[test].steps[0]"), setup)
+    tx = RecordingTx()
+    outcome = step.process(message, StepContext(tx, "test", test=True))
+    if isinstance(outcome, Continue):  # drain a stream: the caller gets the messages
+        outcome = Continue(tuple(outcome.messages), outcome.note)
+    return outcome, tx.sent
+
+
+class RecordingTx(TransactionOps):
+    """A transaction that stores nothing: what a Test Message run would have sent. Step state is
+    read from ``reader`` (the real store, when given) and what would be written only counted."""
+
+    def __init__(self, reader: Transport | None = None) -> None:
         self.sent: list[tuple[str, Envelope]] = []
+        self.reader = reader
+        #: scope -> keys a stateful step would have written
+        self.state_writes: dict[str, int] = {}
+
+    def get_state(self, scope: str, keys: Any = None, *, lock: bool = False) -> dict[str, bytes]:
+        if self.reader is None:
+            return {}
+        with self.reader.transaction() as tx:
+            return tx.get_state(scope, keys)
+
+    def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
+        self.state_writes[scope] = self.state_writes.get(scope, 0) + len(values)
 
     def send(self, channel: str, envelopes: Any, *, component: str = "bus") -> list[str]:
         items = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
@@ -298,4 +340,4 @@ class RecordingTx(TransactionOps):
         return None
 
 
-__all__ = ["Pipeline", "RecordingTx", "StepRecord", "Stopped", "build_pipeline"]
+__all__ = ["Pipeline", "RecordingTx", "StepRecord", "Stopped", "build_pipeline", "try_step"]

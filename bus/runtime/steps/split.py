@@ -16,6 +16,7 @@ from typing import Any
 from coupler.bus.config.models import Indicator
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import Sequence
+from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import Bool, Int, OptionsModel, Str, option
 
 from .base import Step, StepContext, StepError, StepSetup
@@ -43,6 +44,14 @@ class SplitOptions(OptionsModel):
         "Split a body of fixed-size records (a copybook file's records) into parts of this many bytes.",
         default=None, ge=1,
     )
+    records: dict[str, Str | Int | Bool] | None = option(
+        "Split a body of COBOL records framed as the copybook options say (Cobrix's names, "
+        "docs/copybook.md): `record_format` V (RDW), VB (blocked), F/FB (with `record_length`) or D "
+        "(text lines), `is_rdw_big_endian`, `rdw_adjustment`, `file_start_offset`, ...; each record's "
+        "payload (descriptor words removed) is a part.",
+        example='records = { record_format = "V", is_rdw_big_endian = true }',
+        default=None,
+    )
 
 
 class Split(Step):
@@ -53,10 +62,10 @@ class Split(Step):
 
     def __init__(self, options: SplitOptions, setup: StepSetup):
         super().__init__(options, setup)
-        chosen = [k for k in ("array", "xpath", "lines", "record_length") if getattr(options, k)]
+        chosen = [k for k in ("array", "xpath", "lines", "record_length", "records") if getattr(options, k)]
         if len(chosen) != 1:
-            raise setup.problem("type", "a split needs exactly one of `array`, `xpath`, `lines` or `record_length`"
-                                + (f" (it has {', '.join(chosen)})" if chosen else ""))
+            raise setup.problem("type", "a split needs exactly one of `array`, `xpath`, `lines`, `record_length` "
+                                "or `records`" + (f" (it has {', '.join(chosen)})" if chosen else ""))
         self.how = chosen[0]
         if options.array is not None:
             if not (options.array == "body" or options.array.startswith("body.")):
@@ -65,6 +74,18 @@ class Split(Step):
             self.part_format = FormatIndicator.parse(options.part_format) if options.part_format else None
         if options.xpath is not None:
             self.path = _element_path(options.xpath, setup)
+        if options.records is not None:
+            from coupler.translators.copybook.options import CopybookOptions
+
+            try:
+                self.framing = CopybookOptions.from_mapping({k: str(v).lower() if isinstance(v, bool) else str(v)
+                                                             for k, v in options.records.items()})
+            except CouplerError as exc:
+                raise setup.problem("records", exc.message) from None
+            if self.framing.record_length_field:
+                raise setup.problem("records", "record_length_field needs the copybook: split with record_format V or F")
+            if self.framing.record_format in ("F", "FB") and not self.framing.record_length:
+                raise setup.problem("records", f"record_format {self.framing.record_format} needs record_length")
 
     def process(self, message: Envelope, ctx: StepContext) -> Outcome:
         parts: Iterator[tuple[bytes, FormatIndicator]]
@@ -76,6 +97,8 @@ class Split(Step):
             parts = ((message.body[i:i + n], message.format) for i in range(0, len(message.body), n))
         elif self.how == "xpath":
             parts = ((b, message.format) for b in _xml_elements(message, self.path))
+        elif self.how == "records":
+            parts = ((b, message.format) for b in _framed(message, self.framing))
         else:
             parts = self._elements(message)
         return Continue(_sequence(message, parts), f"split by {self.how}")
@@ -132,6 +155,16 @@ def _lines(body: bytes, skip_empty: bool) -> Iterator[bytes]:
         if len(line) or not skip_empty:
             yield bytes(line)
         start = stop + 1
+
+
+def _framed(message: Envelope, framing: Any) -> Iterator[bytes]:
+    """The record payloads of a COBOL data body, read in chunks (translators/copybook/framing.py)."""
+    from coupler.translators.copybook.framing import TruncatedRecord, iter_records
+
+    for record in iter_records(io.BytesIO(message.body), framing, file=f"message {message.message_id}"):
+        if isinstance(record, TruncatedRecord):
+            raise StepError(str(record.error(f"message {message.message_id}")))
+        yield record.payload
 
 
 def _element_path(text: str, setup: StepSetup) -> tuple[bool, tuple[str, ...]]:

@@ -292,6 +292,9 @@ class AmqpTransport(Transport):
         #: (generation, delivery tag) of messages taken from a buffer and not yet leased
         self._limbo: set[tuple[int, int]] = set()
         self._subscribers: dict[str, tuple[float, list[tuple[str, Selector]]]] = {}
+        #: per channel with ready messages: (since when this process has seen it waiting
+        #: without an acknowledgement, its acked count then) -- see stats()
+        self._waiting: dict[str, tuple[float, int]] = {}
         self.prefetch_limit = prefetch_limit
         self.claim_threshold = claim_threshold
         self._lease_ids = itertools.count(1)
@@ -1331,15 +1334,21 @@ class AmqpTransport(Transport):
     def stats(self, channel: str | None = None) -> list[ChannelStats]:
         """Statistics; ``in_flight`` counts the messages this process holds (leased or pushed
         ahead to it; AMQP does not tell how many other consumers hold). ``oldest_age`` is the
-        age of the oldest of the messages this process holds and the first ready one in the
-        queue (looked at on a spare channel): the time since it was sent to the channel,
-        redeliveries included."""
+        age of the oldest of the messages this process holds (the time since it was sent to
+        the channel, redeliveries included) and, for ready messages, the time since this
+        process first saw the queue waiting with no acknowledgement on the channel since.
+
+        The ready messages are never looked at: a ``basic.get`` given back counts as a delivery
+        towards the quorum queue's ``x-delivery-limit``, so a monitor peeking every few seconds
+        dead-lettered an idle message after ``delivery_limit`` looks. An operator therefore sees
+        a waiting channel's age from the second look of a process on (the monitor's next cycle)."""
         kinds = self.store.kinds()
         counters = self.store.counters(channel)
         subs: dict[str, list[str]] = {}
         for topic, name, _c, _s in self.store.subscriptions():
             subs.setdefault(topic, []).append(name)
         names = {channel} if channel else set(kinds) | set(counters)
+        now = time.time()
 
         def depths(link: Link) -> dict[str, tuple[int, int, float | None]]:
             out: dict[str, tuple[int, int, float | None]] = {}
@@ -1355,13 +1364,18 @@ class AmqpTransport(Transport):
                 times = leased + [Received(None, b"", dict(p.headers or {})).enqueued_at for p in ahead]
                 ready = self._depth(link, name)
                 if ready:
-                    self._browse_some(link, queue, lambda _c, props, _b, _m, into=times: into.append(
-                        Received(None, b"", dict(props.headers or {})).enqueued_at), 1)
+                    acked = int(counters.get(name, {}).get("acked", 0))
+                    since, then = self._waiting.get(name, (now, acked))
+                    if acked != then:  # the queue moved since: its head is a newer message
+                        since = now
+                    self._waiting[name] = (since, acked)
+                    times.append(since)
+                else:
+                    self._waiting.pop(name, None)
                 out[name] = (ready, len(leased) + len(ahead), min(times) if times else None)
             return out
 
         depth = self._call(depths)
-        now = time.time()
         result = []
         for name in sorted(names):
             ready, held, oldest = depth[name]

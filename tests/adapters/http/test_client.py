@@ -85,7 +85,7 @@ def test_429_waits_and_4xx_refuses_with_the_response(embedded: EmbeddedBus, part
     partner.script = [422]
     with pytest.raises(CommandFault, match=r"answered 422 Unprocessable .*scripted 422") as err:
         embedded.deliver(a, message())
-    assert err.value.code == "invalid"  # the daemon puts it in the Invalid Message Channel, with this reason
+    assert err.value.code == "unsupported"  # the daemon dead-letters it at once, with this reason
     assert len(partner.calls) == 3  # a 4xx is not retried
 
 
@@ -115,3 +115,29 @@ def test_the_request_command_answers_with_the_partners_response(embedded: Embedd
     reply = a.handle(Command("request", a.name, command_envelope("request", a.name, document=doc), document=doc))
     (answer,) = reply.documents
     assert json.loads(answer.body) == {"id": 1, "ok": True} and reply.details["http.status"] == "201"
+
+
+def test_in_a_daemon_a_4xx_puts_the_message_in_the_dead_letters_with_the_response(
+        tmp_path: Path, partner: Partner) -> None:
+    from tests.bus.site_helpers import running_daemon, wait_for, write_site
+
+    site = write_site(tmp_path / "site", f"""
+[[adapters]]
+name = "partner-out"
+type = "http"
+direction = "outbound"
+channel = "orders"
+[adapters.options]
+mode = "client"
+url = "{partner.url}/api/orders"
+""")
+    partner.script = [409]
+    with running_daemon(site, plugins=None) as daemon:
+        assert daemon.transport is not None
+        (message_id,) = daemon.transport.send("orders", message())
+        dead = wait_for(lambda: daemon.transport.dead_letters(), "the dead letter")  # type: ignore[union-attr]
+    (letter,) = dead
+    assert letter.envelope is not None and letter.envelope.message_id == message_id
+    assert letter.kind == "dead" and letter.component == "adapter:partner-out" and letter.attempts == 1
+    assert "answered 409 Conflict" in letter.error and "scripted 409" in letter.error  # the response
+    assert len(partner.calls) == 1  # not retried

@@ -148,3 +148,34 @@ def test_rate_limit_per_client(bus: BusHarness, server: Callable[..., HttpAdapte
     with httpx.Client() as client:
         codes = [client.post(f"{a.url}/orders", json=ORDER).status_code for _ in range(6)]
     assert codes[:3] == [202, 202, 202] and 429 in codes[3:]
+
+
+def test_an_exception_while_handling_one_request_is_contained_to_it(bus: BusHarness,
+                                                                    server: Callable[..., HttpAdapter]) -> None:
+    a = server()
+    publish = a._publish
+
+    def buggy(document, message_id, endpoint):  # type: ignore[no-untyped-def]
+        if b"BUG" in document.body:
+            raise KeyError("a bug of the code")  # not a CouplerError: a defect, not a refusal
+        return publish(document, message_id, endpoint)
+
+    a._publish = buggy  # type: ignore[method-assign]
+    bad = httpx.post(f"{a.url}/orders", json={**ORDER, "customer": "BUG"})
+    assert bad.status_code == 500 and "kept for the operator" in bad.json()["detail"]
+    assert "KeyError" not in bad.text  # no internals to the caller
+    dead = bus.transport.dead_letters(kind="invalid")
+    assert len(dead) == 1 and "KeyError" in dead[0].reason and dead[0].raw is not None and b"BUG" in dead[0].raw
+    assert httpx.post(f"{a.url}/orders", json=ORDER).status_code == 202  # the adapter goes on
+
+
+def test_idempotency_key_on_request_reply_gives_the_same_answer_without_asking_again(
+        bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+    a = server()
+    first = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-1"}, timeout=30)
+    asked = bus.handled.count("stock")
+    again = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-1"}, timeout=30)
+    assert first.status_code == again.status_code == 200 and first.json() == again.json()
+    assert again.headers["Idempotent-Replayed"] == "true" and bus.handled.count("stock") == asked
+    other = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-2"}, timeout=30)
+    assert other.status_code == 200 and bus.handled.count("stock") == asked + 1

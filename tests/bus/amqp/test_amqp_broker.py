@@ -364,3 +364,20 @@ kind = "topic"
 def test_unreachable_broker_is_a_clear_error(names) -> None:
     with pytest.raises(TransportError, match="cannot connect to RabbitMQ at 127.0.0.1:1"):
         AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", postgres=PG_DSN, **names).open()
+
+
+def test_statistics_never_count_as_deliveries_of_a_waiting_message(names) -> None:
+    """The stuck-channel monitor reads stats() every few seconds: an idle message must not
+    reach the queue's delivery limit (and the dead letters) by being looked at."""
+    t = _transport(names, delivery_limit=3)
+    try:
+        t.send("idle", doc(b"waiting"))
+        ages = [t.stats("idle")[0] for _ in range(12)]
+        assert all(st.depth == 1 for st in ages)
+        assert t.dead_letters() == []
+        assert ages[-1].oldest_age is not None and ages[-1].oldest_age >= ages[1].oldest_age
+        [d] = t.receive("idle", "c")
+        assert d.envelope.body == b"waiting" and d.attempt == 1
+        t.ack(d)
+    finally:
+        t.close()
