@@ -40,6 +40,9 @@ from coupler.bus.model.adapter import (
     HEALTH_STATES,
     Adapter,
     AdapterContext,
+    InboundAdapter,
+    OutboundAdapter,
+    PollOutcome,
     resolve_path,
     resolve_path_options,
 )
@@ -66,6 +69,14 @@ from coupler.bus.model.files import (
     FileKey,
     FileRecord,
     FileState,
+)
+from coupler.bus.model.loop import LoopThread
+from coupler.bus.model.polling import Polled, Poller
+from coupler.bus.model.requests import (
+    DEFAULT_COMMAND_CHANNEL,
+    Answer,
+    request_channel,
+    request_command,
 )
 from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.bus.runtime.steps import (
@@ -100,6 +111,10 @@ __all__ = [
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "resolve_path", "resolve_path_options",
+    # the helpers of request-reply adapters: an event loop on a thread, asking the bus
+    "DEFAULT_COMMAND_CHANNEL", "Answer", "LoopThread", "request_channel", "request_command",
+    # the adapter contract's halves and the polling helper of inbound sources
+    "InboundAdapter", "OutboundAdapter", "PollOutcome", "Polled", "Poller",
     # route pipelines: step types (coupler_step_types) and their outcomes
     "Continue", "DeadLetter", "Deliver", "Discard", "Invalid", "Outcome", "Retry", "Step", "StepContext",
     "StepError", "StepSetup", "try_step",

@@ -31,6 +31,14 @@ class CouplerError(Exception):
         return " ".join(text.split("\n"))
 
 
+class TranslationError(CouplerError):
+    """A document, record or payload a translator cannot translate, or a translation it is
+    asked for that cannot be done (a format specification, a mapping's input). The one class
+    of the mapping translator (``coupler.translators.mapping.TranslateError``, its old name)
+    and of the socket adapter's payload translators
+    (``coupler.adapters.socket.translate.TranslationError``)."""
+
+
 class UsageError(CouplerError):
     """The command line itself is wrong (exit code 2)."""
 

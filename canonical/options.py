@@ -75,7 +75,11 @@ class Problem:
 class OptionsError(CouplerError):
     """Options that do not validate; ``problems`` lists each one (all are in the message)."""
 
-    def __init__(self, problems: Sequence[Problem | str], *, where: str | None = None, hint: str | None = None):
+    def __init__(
+        self, problems: Sequence[Problem | str] | str, *, where: str | None = None, hint: str | None = None
+    ):
+        if isinstance(problems, str):
+            problems = [problems]
         self.problems = [p if isinstance(p, Problem) else Problem("", p) for p in problems]
         texts = [str(p) for p in self.problems]
         message = texts[0] if len(texts) == 1 else f"{len(texts)} problems: " + "; ".join(texts)

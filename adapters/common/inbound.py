@@ -57,7 +57,7 @@ from .fs import FileInfo, FileSystem
 from .jail import safe_relative
 from .options import Strings
 from .payload import PayloadMode, PayloadSettings, Splitter, WholeSplitter, splitter_for
-from .readiness import StabilityCheck
+from .readiness import Readiness, readiness_for
 from .selection import Order, Selection, order_files
 from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileState
 from .writer import write_file
@@ -217,7 +217,7 @@ class InboundPipeline:
         self._format = format
         self.claims_dir = claims_dir
         self.log = context.logger if context is not None else logging.getLogger(f"coupler.adapter.{name}")
-        self.stability = StabilityCheck(settings.stable_seconds)
+        self.readiness: Readiness = readiness_for(settings.stable_seconds, settings.selection.done_suffix)
         self.splitter: Splitter = splitter_for(settings.payload, where=f"adapters[{name}].options")
         self.lock = threading.Lock()  # one poll at a time (poller thread and fetch command)
         self.totals = PollResult()
@@ -236,9 +236,9 @@ class InboundPipeline:
                     candidates.append(info)
             result.listed = len(candidates)
             ready = [f for f in candidates if self._ready(f, present)]
-            self.stability.prune(present)
+            self.readiness.prune(present)
             result.ready = len(ready)
-            result.waiting = self.stability.next_check_in() if len(ready) < len(candidates) else None
+            result.waiting = self.readiness.next_check_in() if len(ready) < len(candidates) else None
             for info in order_files(ready, self.s.order, max_files or self.s.max_files):
                 try:
                     self._take(info, result)
@@ -259,10 +259,7 @@ class InboundPipeline:
     def _ready(self, info: FileInfo, present: set[str]) -> bool:
         if self._known(info) is not None:
             return True  # seen before (e.g. a restart in the middle): no need to wait again
-        done = self.s.selection.done_suffix
-        if done:
-            return info.path + done in present
-        return self.stability.ready(info)
+        return self.readiness.ready(info, present)
 
     def _known(self, info: FileInfo) -> Any:
         records = self.state.find(info.path, info.size, info.mtime_ns)
@@ -451,20 +448,22 @@ class InboundPipeline:
     # -- after the file ---------------------------------------------------------------------
 
     def _after_success(self, info: FileInfo) -> None:
-        done = self.s.selection.done_suffix
         if self.s.after == "keep":
             return
         if self.s.after == "delete":
             self.fs.remove(info.path)
-            if done:
-                self.fs.remove(info.path + done)
+            self._remove_companions(info.path)
             return
         folder = self.s.archive_dir
         if self.s.archive_dated:
             folder = posixpath.join(folder, time.strftime("%Y-%m-%d", time.gmtime()))
-        target = self._move(info.path, folder)
-        if done and target is not None:
-            self.fs.remove(info.path + done)
+        if self._move(info.path, folder) is not None:
+            self._remove_companions(info.path)
+
+    def _remove_companions(self, path: str) -> None:
+        """Remove what the readiness strategy put beside a file (its done marker)."""
+        for companion in self.readiness.companions(path):
+            self.fs.remove(companion)
 
     def _after_failure(self, info: FileInfo, key: FileKey, reason: str) -> None:
         target = self._move(info.path, self.s.error_dir)
@@ -475,9 +474,7 @@ class InboundPipeline:
             f"failed_at: {datetime.now(UTC).isoformat()}\nadapter: {self.name}\nreason: {reason}\n"
         )
         write_file(self.fs, target + self.s.selection.reason_suffix, [text.encode()], policy="unique")
-        done = self.s.selection.done_suffix
-        if done:
-            self.fs.remove(info.path + done)
+        self._remove_companions(info.path)
 
     def _move(self, path: str, folder: str) -> str | None:
         """Move ``path`` into ``folder`` under a free name; None when it is gone already."""

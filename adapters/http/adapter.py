@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from coupler.adapters.common.lazy import lazy_module
 from coupler.adapters.common.secrets import secret_file, secret_from_env
-from coupler.adapters.socket.bus import request_command
-from coupler.adapters.socket.loop import LoopThread
 from coupler.bus.api import (
     Adapter,
     AdapterContext,
@@ -40,7 +38,9 @@ from coupler.bus.api import (
     CommandFault,
     Document,
     InvalidMessage,
+    LoopThread,
     Reply,
+    request_command,
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception

@@ -25,16 +25,17 @@ from coupler.bus.api import (
     Command,
     CommandFault,
     Document,
+    LoopThread,
     Reply,
+    request_channel,
+    request_command,
 )
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.translators.framing import FrameError
 
 from . import hl7v2
-from .bus import request_channel, request_command
 from .client import FrameClient
-from .loop import LoopThread
 from .options import SocketOptions, parse_options
 from .server import CloseConnection, FrameServer, ServerLimits
 from .translate import PayloadTranslator, make_translator

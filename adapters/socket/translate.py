@@ -30,16 +30,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from coupler.bus.api import Document
 from coupler.canonical import FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import TranslationError  # noqa: F401  (re-exported: payload translators raise it)
 
 from .hl7v2 import read_header
 
 DEFAULT_FORMAT = FormatIndicator("socket.Payload", 1, "application/octet-stream")
 HL7_FORMAT = FormatIndicator("hl7.V2", 1, "application/hl7-v2")
-
-
-class TranslationError(CouplerError):
-    """A payload or document the adapter's translator cannot translate."""
 
 
 @runtime_checkable

@@ -53,6 +53,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "ctl stop": [("drain and stop the daemon", "coupler ctl --site mysite/site.toml stop")],
     "ctl trace": [("every hop of a message and what was derived from it", "coupler ctl --site mysite/site.toml trace 0b7e3c52-8f7d-4d43-9a37-2d1f4b7c9e10"),
                   ("the messages of one file", "coupler ctl --site mysite/site.toml trace ORDERS.DAT")],
+    "ctl routes": [("every route pipeline with its steps and detour switches", "coupler ctl --site mysite/site.toml routes")],
+    "ctl detour": [("send a route's messages through its Detour steps", "coupler ctl --site mysite/site.toml detour orders on"),
+                   ("back to the main path", "coupler ctl --site mysite/site.toml detour orders off")],
+    "ctl test": [("what each step of a route does with a file (nothing is delivered)",
+                  "coupler ctl --site mysite/site.toml test orders --file order.json --format shop.Order@1;application/json")],
     "ctl console": [("the console's URL with its token (keep it private)", "coupler ctl --site mysite/site.toml console")],
     "store backup": [("an online backup of the data directory", "coupler store backup --site mysite/site.toml /backups/mysite-today")],
     "channel put": [

@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     wsdl_sub = wsdl.add_subparsers(dest="wsdl_command", metavar="COMMAND", required=True)
     p = wsdl_sub.add_parser("describe", help="services, ports, bindings and operations of a WSDL")
     p.add_argument("wsdl", type=Path, help="the WSDL file")
+    p.add_argument("--catalog", type=Path,
+                   help="an OASIS XML catalog mapping the http(s) locations the WSDL imports to local files")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run_describe)
 
@@ -193,7 +195,9 @@ def run_encode(args: argparse.Namespace) -> int:
 def run_describe(args: argparse.Namespace) -> int:
     from coupler.translators.soap.wsdl import read_wsdl
 
-    description = read_wsdl(args.wsdl)
+    description = read_wsdl(args.wsdl, catalog=args.catalog)
+    for warning in description.warnings:
+        print(f"coupler: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(description.to_dict(), indent=2))
         return 0

@@ -1,16 +1,20 @@
-"""The adapter contract: the :class:`Adapter` base class and the :class:`AdapterContext` the
-daemon gives each adapter (re-exported to adapters by :mod:`coupler.bus.api`)."""
+"""The adapter contract: the :class:`Adapter` base class, its halves (:class:`InboundAdapter`,
+a source polled by the bus's :class:`~coupler.bus.model.polling.Poller`;
+:class:`OutboundAdapter`, a sink with ``deliver``) and the :class:`AdapterContext` the daemon
+gives each adapter (re-exported to adapters by :mod:`coupler.bus.api`)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from coupler.bus.model.commands import Command, CommandFault, Reply
 from coupler.bus.model.files import FileState
+from coupler.bus.model.polling import Polled, Poller
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.options import OptionsModel, validate_options
 
@@ -193,6 +197,75 @@ class Adapter:
             "format": str(self.format) if self.format else None,
             "health": self.health(),
         }
+
+
+class InboundAdapter(Adapter):
+    """The inbound half of the adapter contract: a source that polls its legacy system and
+    publishes what it finds (``context.publish``).
+
+    Implement :meth:`poll` (one pass: take what is ready, publish it, return what it did as a
+    :class:`~coupler.bus.model.polling.Polled`, e.g. ``PollOutcome(taken=3)``); the bus's
+    :class:`~coupler.bus.model.polling.Poller` calls it every ``poll_interval`` seconds from a
+    thread of its own, backs off up to ``max_interval`` while polls find nothing, contains a
+    failing poll (logged, counted in :meth:`health`, retried after the back-off) and wakes
+    at once for the ``fetch`` command. One unit that fails inside a poll (a file, a row) must
+    not stop the others: catch, send it to the Invalid Message Channel (``context.invalid``)
+    and go on, as the built-in file and database adapters do.
+    """
+
+    commands: ClassVar[tuple[str, ...]] = ("ping", "describe", "fetch")
+    directions: ClassVar[tuple[str, ...]] = ("inbound",)
+    poll_interval: float = 5.0
+    max_interval: float = 60.0
+    idle_backoff: float = 2.0
+
+    def poll(self) -> Polled:
+        """One pass over the legacy system (see the class documentation)."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        heartbeat = self.context.heartbeat if self.context is not None else None
+        self.poller = Poller(self.name, self.poll, interval=self.poll_interval, max_interval=self.max_interval,
+                             idle_backoff=self.idle_backoff, heartbeat=heartbeat)
+        self.poller.start()
+
+    def stop(self) -> None:
+        poller = getattr(self, "poller", None)
+        if poller is not None:
+            poller.stop()
+
+    def on_fetch(self, command: Command) -> Reply:
+        """Poll now (the Polling Consumer's ``fetch``), in the caller's thread."""
+        return Reply(details={"status": "polled", "taken": str(self.poll().taken)})
+
+    def health(self) -> dict[str, Any]:
+        poller = getattr(self, "poller", None)
+        if poller is None:
+            return super().health()
+        figures = poller.health()
+        problems = [f"the last poll failed: {figures['last_error']}"] if figures["last_error"] else []
+        return {"status": "degraded" if problems else "ok", "problems": problems, **figures}
+
+
+@dataclass(frozen=True)
+class PollOutcome:
+    """What a poll did: ``taken`` units, ``waiting`` seconds until one it saw may be ready."""
+
+    taken: int = 0
+    waiting: float | None = None
+
+
+class OutboundAdapter(Adapter):
+    """The outbound half of the adapter contract: a sink. Implement :meth:`deliver` (hand one
+    document to the legacy system; raise to have it redelivered, :class:`CommandFault` with
+    ``code="invalid"`` when it can never be delivered); the ``send`` command delivers through
+    it too."""
+
+    commands: ClassVar[tuple[str, ...]] = ("ping", "describe", "send")
+    directions: ClassVar[tuple[str, ...]] = ("outbound",)
+
+    def deliver(self, envelope: Envelope) -> None:
+        raise NotImplementedError
 
 
 def resolve_path(base: Path, path: str | Path) -> Path:

@@ -475,6 +475,39 @@ class Transport(TransactionOps):
         undone). A nested ``transaction()`` in the same thread joins the outer one.
         """
 
+    # -- TransactionOps on the transport itself: a transaction of their own ------------------
+
+    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
+        with self.transaction() as tx:
+            return tx.send(channel, envelopes, component=component)
+
+    def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
+                selector: Selector | str | None = None) -> list[Delivery]:
+        with self.transaction() as tx:
+            return tx.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
+
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        with self.transaction() as tx:
+            tx.ack(deliveries)
+
+    def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
+             delay: float | None = None, dead: bool = False) -> Literal["retry", "dead"]:
+        with self.transaction() as tx:
+            return tx.nack(delivery, error, component, delay=delay, dead=dead)
+
+    def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
+                channel: str | None = None, delivery: Delivery | None = None) -> int:
+        with self.transaction() as tx:
+            return tx.invalid(envelope, reason, component, channel=channel, delivery=delivery)
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        with self.transaction() as tx:
+            return tx.seen(consumer, keys)
+
+    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
+        with self.transaction() as tx:
+            tx.mark_seen(consumer, keys)
+
     # -- receiving with waiting ------------------------------------------------------------
 
     @abc.abstractmethod

@@ -54,7 +54,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -218,6 +218,11 @@ class StorageTx(abc.ABC):
         returns those leased (as they were read)."""
         return [m for m in messages if self.update(m, token=token, visible_at=until, attempts=m.attempts + 1)]
 
+    def take(self, channel: str, *, now: float, limit: int, token: int, until: float) -> list[Stored]:
+        """``scan`` the ready messages and ``lease`` them all at once; the messages as they
+        were read (a store may do it in one statement)."""
+        return self.lease(self.scan(channel, ready_at=now, limit=limit), token=token, until=until)
+
     def channels(self) -> set[str]:
         """Every channel holding messages now."""
         return set()
@@ -309,37 +314,6 @@ class StorageTransport(Transport):
             finally:
                 self._local.tx = None
         self.committed(tx)
-
-    def send(self, channel: str, envelopes: Envelope | Iterable[Envelope], *, component: str = "bus") -> list[str]:
-        with self.transaction() as tx:
-            return tx.send(channel, envelopes, component=component)
-
-    def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
-                selector: Selector | str | None = None) -> list[Delivery]:
-        with self.transaction() as tx:
-            return tx.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
-
-    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
-        with self.transaction() as tx:
-            tx.ack(deliveries)
-
-    def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
-             delay: float | None = None, dead: bool = False) -> Literal["retry", "dead"]:
-        with self.transaction() as tx:
-            return tx.nack(delivery, error, component, delay=delay, dead=dead)
-
-    def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
-                channel: str | None = None, delivery: Delivery | None = None) -> int:
-        with self.transaction() as tx:
-            return tx.invalid(envelope, reason, component, channel=channel, delivery=delivery)
-
-    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
-        with self.transaction() as tx:
-            return tx.seen(consumer, keys)
-
-    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
-        with self.transaction() as tx:
-            tx.mark_seen(consumer, keys)
 
     def remember(self, scope: str, key: str, ttl: float) -> bool:
         with self.transaction() as tx:
@@ -605,8 +579,14 @@ class StorageTransaction(TransactionOps):
         hop = HistoryEntry(consumer, f"receive {channel}")
         out: list[Delivery] = []
         after: tuple[float, int] | None = None
-        while len(out) < max:
-            page = self.stx.scan(channel, ready_at=self.now, after=after, limit=max if sel is None else 200)
+        if sel is None:  # the common case: lease the oldest ready messages at once
+            for m in self.stx.take(channel, now=self.now, limit=max, token=token, until=until):
+                leased = replace(m, token=token)
+                env = self._deliverable(leased, backoff, lease_lost=m.token is not None)
+                if env is not None:
+                    self._deliver(out, leased, env, consumer, hop, until, attempt=m.attempts + 1)
+        while sel is not None and len(out) < max:
+            page = self.stx.scan(channel, ready_at=self.now, after=after, limit=200)
             if not page:
                 break
             after = (page[-1].visible_at, page[-1].tag)
@@ -614,28 +594,35 @@ class StorageTransaction(TransactionOps):
             for m in page:
                 if len(out) + len(chosen) >= max:
                     break
-                verdict = policy.undeliverable(
-                    backoff, expired=m.expires_at is not None and m.expires_at <= self.now,
-                    lease_lost=m.token is not None, attempts=m.attempts)
-                if verdict is not None:
-                    self.bury(m, "dead", *verdict, policy.TRANSPORT)
-                    continue
-                try:
-                    env = self.envelope(m)
-                except CouplerError as exc:
-                    self.bury(m, "invalid", "undecodable envelope", str(exc), policy.TRANSPORT)
-                    continue
-                if sel is None or sel(env):
+                env = self._deliverable(m, backoff, lease_lost=m.token is not None)
+                if env is not None and sel(env):
                     chosen[m.tag] = env
             for m in self.stx.lease([m for m in page if m.tag in chosen], token=token, until=until):
-                env = chosen[m.tag]
-                env.attempt = m.attempts + 1
-                env.history.append(hop)
-                out.append(Delivery(channel, consumer, env, m.tag, token, env.attempt, until, m.claim))
-                self.rows.append(JournalRow(self.now, channel, m.message_id, policy.RECEIVED, consumer))
+                self._deliver(out, replace(m, token=token), chosen[m.tag], consumer, hop, until, attempt=m.attempts + 1)
         if out:
             self.count(channel, "received", len(out))
         return out
+
+    def _deliverable(self, m: Stored, backoff: BackoffPolicy, *, lease_lost: bool) -> Envelope | None:
+        """The envelope of ``m`` (as held now), or None when it went to the dead letters
+        instead (expired, out of attempts after a lost lease, undecodable)."""
+        verdict = policy.undeliverable(backoff, expired=m.expires_at is not None and m.expires_at <= self.now,
+                                       lease_lost=lease_lost, attempts=m.attempts)
+        if verdict is not None:
+            self.bury(m, "dead", *verdict, policy.TRANSPORT)
+            return None
+        try:
+            return self.envelope(m)
+        except CouplerError as exc:
+            self.bury(m, "invalid", "undecodable envelope", str(exc), policy.TRANSPORT)
+            return None
+
+    def _deliver(self, out: list[Delivery], m: Stored, env: Envelope, consumer: str, hop: HistoryEntry,
+                 until: float, *, attempt: int) -> None:
+        env.attempt = attempt
+        env.history.append(hop)
+        out.append(Delivery(m.channel, consumer, env, m.tag, m.token or 0, attempt, until, m.claim))
+        self.rows.append(JournalRow(self.now, m.channel, m.message_id, policy.RECEIVED, consumer))
 
     def _lost(self, d: Delivery, what: str) -> LeaseLostError:
         return LeaseLostError(

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from coupler.bus.config.loader import load_site
-from coupler.bus.transport.sqlite.transport import SqliteTransport
+from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 
+from .amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 from .contract.support import drain
 from .site_helpers import start_daemon_process, wait_for, write_site
 
@@ -25,6 +26,17 @@ BATCHES = 200
 PER_BATCH = 10  # 2,000 records
 KILLS = 30
 JSON = FormatIndicator.parse("test.Batch@1;application/json")
+
+AMQP_STORE = """
+[store]
+type = "amqp"
+
+[store.amqp]
+url = "{url}"
+postgres = "{dsn}"
+prefix = "{prefix}"
+postgres_schema = "{postgres_schema}"
+"""
 
 SITE = """
 [site]
@@ -59,14 +71,29 @@ def _record(n: int) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_a_pipeline_delivers_every_output_exactly_once_despite_sigkill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "amqp"])
+def test_a_pipeline_delivers_every_output_exactly_once_despite_sigkill(tmp_path: Path, store: str) -> None:
+    names: dict[str, str] = {}
+    text = SITE
+    if store == "amqp":  # the broker transport: RabbitMQ queues, state in PostgreSQL
+        servers_or_fail()
+        names = unique_names()
+        text = AMQP_STORE.format(url=AMQP_URL, dsn=PG_DSN, **names) + SITE
+    try:
+        _crash_pipeline(tmp_path, text)
+    finally:
+        if names:
+            destroy(names)
+
+
+def _crash_pipeline(tmp_path: Path, text: str) -> None:
     seed = random.randrange(2**32)
     log.warning("pipeline crash test seed: %d", seed)  # rerun with this seed to replay the kill instants
     print(f"pipeline crash test seed: {seed}")
     rng = random.Random(seed)
-    site_file = write_site(tmp_path, SITE)
+    site_file = write_site(tmp_path, text)
     site = load_site(site_file)
-    with SqliteTransport(site.data_dir) as t:
+    with open_transport(site) as t:
         for b in range(BATCHES):
             records = [_record(b * PER_BATCH + i) for i in range(PER_BATCH)]
             t.send("batches", Envelope(format=JSON, body=json.dumps({"records": records}).encode()))
@@ -78,10 +105,10 @@ def test_a_pipeline_delivers_every_output_exactly_once_despite_sigkill(tmp_path:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
-            with SqliteTransport(site.data_dir) as t:
+            with open_transport(site) as t:
                 busy += t.stats("batches")[0].depth > 0  # killed while work was left
             proc = start_daemon_process(site_file)
-        with SqliteTransport(site.data_dir) as t:
+        with open_transport(site) as t:
             wait_for(lambda: t.stats("batches")[0].depth == 0, "every batch handled", timeout=300)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -90,7 +117,7 @@ def test_a_pipeline_delivers_every_output_exactly_once_despite_sigkill(tmp_path:
             proc.kill()
             proc.wait()
         _, err = proc.communicate()
-    with SqliteTransport(site.data_dir) as t:
+    with open_transport(site) as t:
         eu = [json.loads(d.envelope.body) for d in drain(t, "out.eu")]
         other = [json.loads(d.envelope.body) for d in drain(t, "out.other")]
         assert t.dead_letters() == []

@@ -15,7 +15,8 @@
  * improved null detection), 2 the storage form is not one the kernel knows (blanks, a bad
  * sign nibble, an overflow): Python decodes those with the field's own codec, which decides
  * the value or the bad-data reason (the per-record decoder's semantics stay in one place).
- * counts[c] is the number of non-zero flags of column c.
+ * counts[c] is the number of non-zero flags of column c; the text columns are packed together
+ * at the end (see counts[ncols + c]), so a batch holds no unused text capacity.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -199,7 +200,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     const int64_t *prog = (const int64_t *)program.buf;
     Py_ssize_t ncols = program.len / (Py_ssize_t)(sizeof(int64_t) * PROGRAM_WIDTH);
     column_t *cols = NULL;
-    if (data.len < n * record_size || ncols * (Py_ssize_t)sizeof(int64_t) > counts.len) {
+    if (data.len < n * record_size || (2 * ncols + 1) * (Py_ssize_t)sizeof(int64_t) > counts.len) {
         PyErr_SetString(PyExc_ValueError, "buffers smaller than the program needs");
         goto done;
     }
@@ -238,6 +239,22 @@ static PyObject *run(PyObject *self, PyObject *args) {
         }
     }
 
+    for (Py_ssize_t c = 0; c < ncols; c++) { /* no field may reach past its record */
+        const column_t *col = &cols[c];
+        const Py_ssize_t first = prog[c * PROGRAM_WIDTH + P_INSTANCES];
+        if (first < 0 || (first + col->count) * (Py_ssize_t)sizeof(int32_t) > instances.len) {
+            PyErr_SetString(PyExc_ValueError, "the program names instances it does not have");
+            goto done;
+        }
+        for (int64_t j = 0; j < col->count; j++) {
+            if (col->offs[j] < 0 || col->offs[j] + col->size > record_size || col->size < 1) {
+                PyErr_Format(PyExc_ValueError, "a field at byte %d (%lld bytes) does not fit a %zd-byte record",
+                             (int)col->offs[j], (long long)col->size, record_size);
+                goto done;
+            }
+        }
+    }
+
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n; r++) {
         const uint8_t *rec = base + r * record_size;
@@ -273,7 +290,18 @@ static PyObject *run(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    for (Py_ssize_t c = 0; c < ncols; c++) cnt[c] = cols[c].bad;
+    /* the text columns' regions (sized for four UTF-8 bytes a character) moved together:
+     * counts[ncols + c] is where column c's text starts now, counts[2 * ncols] their total */
+    int64_t at = 0;
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        cnt[c] = cols[c].bad;
+        cnt[ncols + c] = at;
+        if (cols[c].kind == K_TEXT) {
+            memmove(txt + at, cols[c].values, (size_t)cols[c].cursor);
+            at += cols[c].cursor;
+        }
+    }
+    cnt[2 * ncols] = at;
     result = Py_None;
     Py_INCREF(result);
 done:

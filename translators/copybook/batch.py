@@ -96,7 +96,7 @@ class BatchDecoder:
                 assert isinstance(node, Field)
                 typ = self._arrow_type(out, element=True)
                 kind = kernels.fused_column_kind(node.field_type, self.ctx, typ)
-                if kind:
+                if kind and max(starts) + node.size <= self.record_size:  # (a short record_length: NumPy's)
                     columns.append(FusedColumn(node.field_type, starts, typ, kind))
                     self._fused_keys.append(id(out))
                 return
@@ -180,7 +180,7 @@ class BatchDecoder:
         bad = sorted((replace(b, record=b.record + first_record) for b in bad), key=lambda b: (b.record, b.offset))
         return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
 
-    def _column(self, out: OutputNode, rows: np.ndarray, base: int, bad: list[BadField],
+    def _column(self, out: OutputNode, rows: np.ndarray | _Rows, base: int, bad: list[BadField],
                 pre: dict[int, FusedResult]) -> pa.Array:
         """The array of ``out`` for every row; ``rows`` hold bytes from record offset ``base``.
 
@@ -191,12 +191,13 @@ class BatchDecoder:
         if not node.occurs:
             return self._element(out, rows, start, base, bad, pre)
         count, size, n = node.occurs.max, node.size, len(rows)
-        items = rows[:, start : start + count * size].reshape(n * count, size)
+        # the elements' bytes, one row each: a copy that only NumPy kernels and bad values need
+        items = _Rows(n * count, lambda: _arr(rows)[:, start : start + count * size].reshape(n * count, size))
         item_bad: list[BadField] = []
         values = self._element(out, items, 0, node.offset, item_bad, pre)
         lengths = np.full(n, count, dtype=np.int64)
         if node.occurs.depending_on:
-            wanted = self._counter(node.occurs.depending_on, rows, base)
+            wanted = self._counter(node.occurs.depending_on, _arr(rows), base)
             for r in np.flatnonzero((wanted < node.occurs.min) | (wanted > count)).tolist():
                 bad.append(BadField(r, node.dotted_path, node.offset, b"",
                                     f"OCCURS DEPENDING ON {node.occurs.depending_on} = {wanted[r]} is outside "
@@ -213,16 +214,20 @@ class BatchDecoder:
                 bad.append(replace(b, record=parent, offset=b.offset + k * size, path=path))
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lengths, out=offsets[1:])
-        return pa.ListArray.from_arrays(pa.array(offsets), values)
+        # from the buffer, not pa.array(offsets): converting a NumPy array makes pyarrow look
+        # for pandas and import numpy.ma (0.02-0.05 s of every run's start-up)
+        return pa.ListArray.from_arrays(pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(offsets)]), values)
 
-    def _element(self, out: OutputNode, rows: np.ndarray, start: int, base: int,
+    def _element(self, out: OutputNode, rows: np.ndarray | _Rows, start: int, base: int,
                  bad: list[BadField], pre: dict[int, FusedResult]) -> pa.Array:
         node = out.node
         if out.children is None:
             assert isinstance(node, Field)
-            typ = self._arrow_type(out, element=True)
-            block = rows[:, start : start + node.size]
             fused = pre.get(id(out))
+            if fused is not None and fused.flags is None:
+                return fused.array  # every value decoded by the compiled kernel: no bytes needed
+            typ = self._arrow_type(out, element=True)
+            block = _arr(rows)[:, start : start + node.size]
             if fused is not None:
                 arr, errors = fused.finish(node.field_type, block, self.ctx, typ)
             else:
@@ -264,6 +269,29 @@ class BatchDecoder:
                 done.bad.append(BadField(whole // size, "<record>", 0, tail,
                                          f"truncated record at byte {start + whole}: {len(tail)} of {size} bytes"))
                 yield done
+
+
+class _Rows:
+    """Rows of bytes made on first use (the OCCURS elements' copy), and how many there are."""
+
+    __slots__ = ("_make", "_value", "count")
+
+    def __init__(self, count: int, make: Any):
+        self.count, self._make = count, make
+        self._value: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def get(self) -> np.ndarray:
+        if self._value is None:
+            self._value = self._make()
+        assert self._value is not None
+        return self._value
+
+
+def _arr(rows: np.ndarray | _Rows) -> np.ndarray:
+    return rows.get() if isinstance(rows, _Rows) else rows
 
 
 def _ancestors(layout: Layout, target: Any) -> list[Any]:

@@ -397,12 +397,15 @@ class FusedKernel:
         # Arrow's allocator (jemalloc) reuses the memory of the batches already written,
         # where fresh NumPy arrays of megabytes would be mapped and faulted in every batch
         values, flags_buf = pa.allocate_buffer(max(nvalues, 1)), pa.allocate_buffer(max(nflags, 1))
-        tbuf, obuf = pa.allocate_buffer(max(ntext, 1)), pa.allocate_buffer(max(ntextoff, 1) * 4)
-        counts = np.empty(len(self.columns), dtype=np.int64)
+        tbuf, obuf = pa.allocate_buffer(max(ntext, 1), resizable=True), pa.allocate_buffer(max(ntextoff, 1) * 4)
+        counts = np.empty(2 * len(self.columns) + 1, dtype=np.int64)
         data = rows if rows.flags.c_contiguous else np.ascontiguousarray(rows)
         _fused.run(data, n, size, prog, self.instances, self.tables, values, flags_buf, obuf, tbuf, counts)
         flags = np.frombuffer(flags_buf, dtype=np.uint8)
         vbuf = values
+        ncols = len(self.columns)
+        if ntext:  # the kernel packed the text columns together: give back the rest of the region
+            tbuf.resize(max(int(counts[2 * ncols]), 1), shrink_to_fit=True)
         out = []
         for i, col in enumerate(self.columns):
             row = prog[i]
@@ -417,7 +420,7 @@ class FusedKernel:
                     validity = pa.py_buffer(np.packbits(~null, bitorder="little"))
             if col.kind == _TEXT_K:
                 arr = pa.StringArray.from_buffers(count, obuf.slice(row[10] * 4, (count + 1) * 4),
-                                                  tbuf.slice(row[8]), validity, nulls)
+                                                  tbuf.slice(int(counts[ncols + i])), validity, nulls)
             else:
                 arr = pa.Array.from_buffers(col.typ, count, [validity, vbuf.slice(row[8], count * col.width)],
                                             null_count=nulls)

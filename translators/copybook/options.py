@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from coupler.canonical.options import OptionsError as CanonicalOptionsError
 from coupler.translators.copybook.codepages import CodePageError, code_page_name
 from coupler.translators.copybook.errors import CopybookError
 from coupler.translators.copybook.picture import DecodeContext
@@ -36,8 +37,10 @@ from coupler.translators.copybook.picture import DecodeContext
 __all__ = ["CopybookOptions", "OptionsError", "parse_key_values"]
 
 
-class OptionsError(CopybookError):
-    """An unknown option or a value an option does not accept."""
+class OptionsError(CopybookError, CanonicalOptionsError):
+    """An unknown option or a value an option does not accept: the options error of every
+    options model (:class:`coupler.canonical.options.OptionsError`, which catches both) and a
+    :class:`CopybookError`."""
 
 
 _RECORD_FORMATS = ("F", "FB", "V", "VB", "D")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, TranslationError
 
 
 class MappingError(CouplerError):
@@ -10,5 +10,6 @@ class MappingError(CouplerError):
     record it cannot map; ``where`` names the mapping file and line, or the record."""
 
 
-class TranslateError(CouplerError):
-    """A ``coupler translate`` format specification or input that cannot be used."""
+#: a ``coupler translate`` format specification or input that cannot be used: the one
+#: :class:`~coupler.canonical.errors.TranslationError` (this name kept for code that catches it)
+TranslateError = TranslationError

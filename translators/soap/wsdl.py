@@ -2,12 +2,20 @@
 operations with their input, output and fault messages, SOAPAction, one-way operations and
 the SOAP headers declared in the binding.
 
-Imported WSDLs and XSDs are resolved relative to the WSDL file, never over the network; the
-schemas (inline and imported) are loaded with xmlschema so that a part naming an element that
-no schema declares is an error naming the part. A schema inside ``wsdl:types`` inherits the
-namespace declarations of ``wsdl:definitions`` (``tns``, ``s``, ``xsd`` prefixes declared only
-there), and the schemas of one ``wsdl:types`` are loaded together, so that one may refer to
-another's components (``xs:import`` without ``schemaLocation``, as .NET writes them).
+Imported WSDLs and XSDs are resolved relative to the WSDL file, or through an OASIS XML catalog
+(``catalog=``, ``coupler wsdl describe --catalog``) for ``http(s)://`` locations, never over the
+network; the schemas (inline and imported) are loaded with xmlschema so that a part naming an
+element that no schema declares is an error naming the part. A schema inside ``wsdl:types``
+inherits the namespace declarations of ``wsdl:definitions`` (``tns``, ``s``, ``xsd`` prefixes
+declared only there), and the schemas of one ``wsdl:types`` are loaded together, so that one may
+refer to another's components (``xs:import`` without ``schemaLocation``, as .NET writes them).
+
+Lax WSDLs are read as zeep and .NET clients read them, each liberty a warning naming the line
+(:attr:`WsdlDescription.warnings`): a schema that refers to the namespace of another schema of
+the same ``wsdl:types`` without importing it (the import is implied), an ``xs:import`` written
+directly in ``wsdl:types``, attributes XSD does not allow where a toolkit wrote them. Bindings
+that no ``wsdl:service`` port uses (WS-Notification style services, whose address is learned at
+run time) are listed in :attr:`WsdlDescription.unbound`, as ports without an address.
 
 Only :class:`WsdlError` (a :class:`~coupler.canonical.errors.CouplerError`) escapes
 :func:`read_wsdl`.
@@ -27,8 +35,16 @@ from xml.sax.saxutils import escape
 from lxml import etree
 
 from coupler.canonical.errors import CouplerError
+from coupler.translators.xml.catalog import XmlCatalog
 from coupler.translators.xml.errors import XsdError
-from coupler.translators.xml.security import load_schema, parse_document
+from coupler.translators.xml.security import (
+    element_line,
+    load_schema,
+    parse_document,
+    safe_parser,
+    schema_error_line,
+    url_to_path,
+)
 
 WSDL = "http://schemas.xmlsoap.org/wsdl/"
 SOAP11_BINDING = "http://schemas.xmlsoap.org/wsdl/soap/"
@@ -36,6 +52,8 @@ SOAP12_BINDING = "http://schemas.xmlsoap.org/wsdl/soap12/"
 XS = "http://www.w3.org/2001/XMLSchema"
 SOAP_NS = {SOAP11_BINDING: "1.1", SOAP12_BINDING: "1.2"}
 _DECLARED = re.compile(r'\sxmlns(?::([^\s=]+))?\s*=')
+#: schema attributes whose value is a QName (or a list of QNames)
+_QNAME_ATTRIBUTES = ("type", "ref", "base", "itemType", "memberTypes", "substitutionGroup", "refer")
 
 
 class WsdlError(XsdError):
@@ -96,6 +114,7 @@ class Port:
     style: str
     transport: str | None
     operations: list[Operation] = field(default_factory=list)
+    bound: bool = True  # False: a binding no wsdl:service port uses (no address in the WSDL)
 
 
 @dataclass
@@ -110,16 +129,28 @@ class WsdlDescription:
     target_namespace: str | None
     services: list[Service] = field(default_factory=list)
     schemas: list[Any] = field(default_factory=list, repr=False)  # xmlschema schemas of the types
+    #: SOAP bindings no service port uses, as ports without an address (``bound`` False)
+    unbound: list[Port] = field(default_factory=list)
+    #: liberties taken with a lax WSDL, one line each (``FILE:LINE: what``)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data.pop("schemas")
-        for service in data["services"]:
-            for port in service["ports"]:
-                for op in port["operations"]:
-                    op["one_way"] = op["output"] is None
-                    op.pop("where")
+        data["unbound_bindings"] = data.pop("unbound")
+        for port in [p for service in data["services"] for p in service["ports"]] + data["unbound_bindings"]:
+            for op in port["operations"]:
+                op["one_way"] = op["output"] is None
+                op.pop("where")
         return data
+
+    def callable_services(self) -> list[Service]:
+        """The services with SOAP ports; when the WSDL has none, one unnamed service holding
+        the unbound bindings (their address comes from the configuration)."""
+        services = [s for s in self.services if s.ports]
+        if not services and self.unbound:
+            return [Service("", list(self.unbound))]
+        return services
 
     def port(self, name: str) -> Port:
         for service in self.services:
@@ -148,6 +179,13 @@ class WsdlDescription:
                                 lines.append(f"      {label} header: {h.part}={_short(h.element or '')}")
                     for fault in op.faults:
                         lines.append(f"      fault {fault.name}: {_short(fault.element or '')}")
+        if self.unbound:
+            lines.append("bindings no service port uses (no address in the WSDL: give one in site.toml)")
+            for port in self.unbound:
+                lines.append(f"  binding {_short(port.binding)}: SOAP {port.soap_version}, {port.style}")
+                for op in port.operations:
+                    kind = "one-way" if op.one_way else "request-response"
+                    lines.append(f"    operation {op.name} ({kind}, {op.style}) SOAPAction {op.soap_action!r}")
         return "\n".join(lines)
 
 
@@ -155,12 +193,15 @@ def _short(qname: str) -> str:
     return qname.rsplit("}", 1)[-1]
 
 
-def read_wsdl(path: str | Path) -> WsdlDescription:
-    """Read a WSDL 1.1 file (and the WSDLs and XSDs it imports, from local files only)."""
+def read_wsdl(path: str | Path, *, catalog: str | Path | XmlCatalog | None = None) -> WsdlDescription:
+    """Read a WSDL 1.1 file (and the WSDLs and XSDs it imports, from local files only; remote
+    locations through the OASIS XML ``catalog``, when given)."""
     path = Path(path)
     if not path.is_file():
         raise WsdlError(f"WSDL file not found: {path}")
-    reader = _Reader(path)
+    if catalog is not None and not isinstance(catalog, XmlCatalog):
+        catalog = XmlCatalog(catalog)
+    reader = _Reader(path, catalog)
     try:
         return reader.read()
     except CouplerError:
@@ -172,87 +213,183 @@ def read_wsdl(path: str | Path) -> WsdlDescription:
 
 
 class _Reader:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, catalog: XmlCatalog | None = None):
         self.path = path
+        self.catalog = catalog
         self.messages: dict[str, Any] = {}
         self.port_types: dict[str, Any] = {}
         self.bindings: dict[str, Any] = {}
         self.services: list[Any] = []
         self.schemas: list[Any] = []
         self.seen: set[Path] = set()
+        self.warnings: list[str] = []
 
     def read(self) -> WsdlDescription:
         root = self._load(self.path)
-        description = WsdlDescription(str(self.path), root.get("targetNamespace"), schemas=self.schemas)
+        description = WsdlDescription(str(self.path), root.get("targetNamespace"), schemas=self.schemas,
+                                      warnings=self.warnings)
         elements = self._declared_elements()
+        used: set[str] = set()
         for service_elem in self.services:
             service = Service(service_elem.get("name"))
             for port_elem in service_elem.findall(f"{{{WSDL}}}port"):
-                port = self._port(port_elem, elements)
+                binding_name = self._qname(port_elem, port_elem.get("binding"))
+                used.add(binding_name)
+                port = self._port(port_elem, binding_name, elements)
                 if port is not None:
                     service.ports.append(port)
             description.services.append(service)
+        for name, binding in self.bindings.items():
+            if name not in used:
+                port = self._bind(binding, name, _short(name), None, elements)
+                if port is not None:
+                    port.bound = False
+                    description.unbound.append(port)
         return description
 
-    def _load(self, path: Path) -> Any:
+    def _load(self, path: Path, namespace: str | None = None) -> Any:
         path = path.resolve()
         self.seen.add(path)
         root = parse_document(path).getroot()
         if root.tag != f"{{{WSDL}}}definitions":
             raise WsdlError(f"root element {root.tag} is not wsdl:definitions", where=str(path))
-        tns = root.get("targetNamespace", "")
+        # an imported WSDL without a targetNamespace takes the one its wsdl:import names
+        tns = root.get("targetNamespace") or namespace or ""
         for imp in root.findall(f"{{{WSDL}}}import"):
             location = imp.get("location", "")
-            target = self._local(location, path, "wsdl:import")
+            target = self._local(location, path, "wsdl:import", imp)
             if target not in self.seen:
-                if target.suffix.lower() == ".xsd":
+                if target.suffix.lower() == ".xsd" or _is_schema_file(target):
+                    self.seen.add(target)
                     self.schemas.append(self._schema_file(target))
                 else:
-                    self._load(target)
+                    self._load(target, imp.get("namespace"))
         types = root.find(f"{{{WSDL}}}types")
         if types is not None:
+            for imp in types.findall(f"{{{XS}}}import"):  # lax: an import outside any xs:schema
+                location = imp.get("schemaLocation")
+                if not location:
+                    continue
+                self.warnings.append(f"{path}:{imp.sourceline}: xs:import written directly in wsdl:types "
+                                     "(not inside an xs:schema): the schema it names is read, as zeep does")
+                target = self._local(location, path, "xs:import", imp)
+                if target not in self.seen:
+                    self.seen.add(target)
+                    self.schemas.append(self._schema_file(target))
             inline = types.findall(f"{{{XS}}}schema")
             if inline:
                 self.schemas.append(self._inline_schemas(inline, path))
         for kind, table in (("message", self.messages), ("portType", self.port_types), ("binding", self.bindings)):
             for elem in root.findall(f"{{{WSDL}}}{kind}"):
-                table[f"{{{tns}}}{elem.get('name')}"] = elem
+                table[f"{{{tns}}}{elem.get('name')}" if tns else elem.get("name")] = elem
         self.services += root.findall(f"{{{WSDL}}}service")
         return root
 
-    def _local(self, location: str, base: Path, what: str) -> Path:
+    def _local(self, location: str, base: Path, what: str, elem: Any = None) -> Path:
+        where = f"{base}:{elem.sourceline}" if elem is not None else str(base)
         if "://" in location and not location.startswith("file:"):
-            raise WsdlError(
-                f"{what} {location!r} needs the network; imports are resolved from local files only",
-                where=str(base), hint="download it next to the WSDL and use a relative location",
-            )
+            mapped = self.catalog.resolve(location) if self.catalog is not None else None
+            if mapped is None:
+                raise WsdlError(
+                    f"{what} {location!r} needs the network; imports are resolved from local files only",
+                    where=where,
+                    hint="download it and map it in an OASIS XML catalog (--catalog, site key catalog), "
+                         "or use a relative location" if self.catalog is None else
+                         f"the catalog {self.catalog.path} does not map it: add an entry for it",
+                )
+            if not mapped.is_file():
+                raise WsdlError(f"{what} {location!r}: the catalog maps it to {mapped}, which does not exist",
+                                where=where)
+            return mapped.resolve()
         target = (base.parent / location.removeprefix("file://")).resolve()
         if not target.is_file():
-            raise WsdlError(f"{what} {location!r}: file not found ({target})", where=str(base))
+            raise WsdlError(f"{what} {location!r}: file not found ({target})", where=where)
         return target
 
     def _schema_file(self, path: Path) -> Any:
-        return load_schema(path)
+        return load_schema(path, catalog=self.catalog, lax=self.warnings)
 
     def _inline_schemas(self, schema_elems: list[Any], base: Path) -> Any:
-        """The schemas of one ``wsdl:types``, loaded together as one xmlschema schema."""
+        """The schemas of one ``wsdl:types``, loaded together as one xmlschema schema; a
+        reference to another of them without an import gets the import, and errors in the
+        schemas' own constructs are warnings (lax, as zeep reads them)."""
         import xmlschema  # here, not at start-up: every coupler command imports this module
 
-        sources: list[Any] = []
+        targets = {s.get("targetNamespace") or "" for s in schema_elems}
+        sources: list[bytes] = []
         for schema_elem in schema_elems:
             for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
                 location = imp.get("schemaLocation")
                 if location:
-                    self._local(location, base, "xs:import" if imp.tag.endswith("import") else "xs:include")
-            sources.append(io.BytesIO(_standalone(schema_elem)))
+                    self._local(location, base, "xs:import" if imp.tag.endswith("import") else "xs:include", imp)
+            implied = self._implied_imports(schema_elem, targets, base)
+            sources.append(_standalone(schema_elem, implied))
+        options: dict[str, Any] = {"base_url": str(base.parent), "allow": "local", "defuse": "always",
+                                   "validation": "lax"}
+        if self.catalog is not None:
+            options["uri_mapper"] = self.catalog.uri_mapper
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                return xmlschema.XMLSchema(sources if len(sources) > 1 else sources[0], base_url=str(base.parent),
-                                           allow="local", defuse="always")
+                streams: list[Any] = [io.BytesIO(data) for data in sources]
+                schema = xmlschema.XMLSchema(streams if len(streams) > 1 else streams[0], **options)
             except (xmlschema.XMLSchemaException, ValueError, KeyError, TypeError) as exc:
                 line = schema_elems[0].sourceline
                 raise WsdlError(f"schema in wsdl:types: {str(exc).strip().splitlines()[0]}", where=f"{base}:{line}") from None
+        self._lax_warnings(schema, sources, schema_elems, base)
+        return schema
+
+    def _lax_warnings(self, schema: Any, sources: list[bytes], schema_elems: list[Any], base: Path) -> None:
+        """A warning per error of lax loading, at its WSDL line: xmlschema's elements carry no
+        line, so the element is found by its position in the schema it belongs to."""
+        errors = []
+        for component in schema.maps.iter_schemas():
+            for error in component.all_errors:
+                url = getattr(component, "url", None)
+                if url and url.startswith("file:"):  # a schema file the inline ones import
+                    where = url_to_path(url)
+                    self.warnings.append(schema_error_line(error, where, element_line(where, error)))
+                else:
+                    errors.append(error)
+        if not errors:
+            return
+        parsed = [etree.fromstring(data, safe_parser()) for data in sources]
+        for error in dict.fromkeys(errors):
+            line = None
+            elem = getattr(error, "elem", None)
+            resource = getattr(error, "source", None)
+            root = getattr(resource, "root", None)
+            if elem is not None and root is not None:
+                positions = {id(e): n for n, e in enumerate(root.iter())}
+                position = positions.get(id(elem))
+                for own, schema_elem in zip(parsed, schema_elems, strict=True):
+                    elements = list(own.iter(etree.Element))
+                    if position is not None and len(elements) == len(positions) and own.get("targetNamespace") == root.get("targetNamespace"):
+                        line = schema_elem.sourceline + (elements[position].sourceline or 1) - 1
+                        break
+            self.warnings.append(schema_error_line(error, str(base), line))
+
+    def _implied_imports(self, schema_elem: Any, targets: set[str], base: Path) -> list[str]:
+        """Namespaces of the other schemas of the same ``wsdl:types`` that this one refers to
+        (by a QName with a prefix in scope) without importing them: .NET and zeep resolve such
+        references; here each gets an import, and a warning names the first reference's line."""
+        own = schema_elem.get("targetNamespace") or ""
+        imported = {imp.get("namespace") or "" for imp in schema_elem.findall(f"{{{XS}}}import")}
+        implied: dict[str, int] = {}
+        for elem in schema_elem.iter(f"{{{XS}}}*"):
+            for attribute in _QNAME_ATTRIBUTES:
+                value = elem.get(attribute)
+                if not value:
+                    continue
+                for qname in value.split():
+                    prefix = qname.rpartition(":")[0]
+                    uri = elem.nsmap.get(prefix or None)
+                    if uri and uri != own and uri in targets and uri not in imported and uri not in implied:
+                        implied[uri] = elem.sourceline
+        for uri, line in implied.items():
+            self.warnings.append(f"{base}:{line}: the schema of {own or 'no namespace'} refers to {uri} without "
+                                 "xs:import; read as imported (another schema of this wsdl:types defines it)")
+        return list(implied)
 
     def _declared_elements(self) -> set[str]:
         names: set[str] = set()
@@ -275,18 +412,21 @@ class _Reader:
             raise WsdlError(f"undeclared namespace prefix {prefix!r} in {text!r}", where=f"{self.path}:{elem.sourceline}")
         return f"{{{uri}}}{local}" if uri else local
 
-    def _port(self, port_elem: Any, elements: set[str]) -> Port | None:
-        binding_name = self._qname(port_elem, port_elem.get("binding"))
+    def _port(self, port_elem: Any, binding_name: str, elements: set[str]) -> Port | None:
         binding = self.bindings.get(binding_name)
         if binding is None:
             raise WsdlError(f"port {port_elem.get('name')!r}: unknown binding {binding_name}", where=f"{self.path}:{port_elem.sourceline}")
+        return self._bind(binding, binding_name, port_elem.get("name"), port_elem, elements)
+
+    def _bind(self, binding: Any, binding_name: str, name: str, port_elem: Any, elements: set[str]) -> Port | None:
+        """A port of ``binding`` (``port_elem`` None: a binding no service uses, no address)."""
         soap_binding = next((c for c in binding if isinstance(c.tag, str) and c.tag.endswith("}binding") and c.tag[1:].split("}")[0] in SOAP_NS), None)
         if soap_binding is None:
             return None  # an HTTP or other non-SOAP binding
         ns = soap_binding.tag[1:].split("}")[0]
-        address = port_elem.find(f"{{{ns}}}address")
+        address = port_elem.find(f"{{{ns}}}address") if port_elem is not None else None
         port = Port(
-            name=port_elem.get("name"),
+            name=name,
             binding=binding_name,
             address=address.get("location") if address is not None else None,
             soap_version=SOAP_NS[ns],
@@ -295,7 +435,7 @@ class _Reader:
         )
         port_type = self.port_types.get(self._qname(binding, binding.get("type")))
         if port_type is None:
-            raise WsdlError(f"binding {binding_name}: unknown portType {binding.get('type')}", where=f"{self.path}:{binding.sourceline}")
+            raise WsdlError(f"binding {binding_name}: unknown portType {binding.get('type')}", where=f"{self._where(binding)}")
         abstract = {op.get("name"): op for op in port_type.findall(f"{{{WSDL}}}operation")}
         for op_elem in binding.findall(f"{{{WSDL}}}operation"):
             port.operations.append(self._operation(op_elem, abstract, ns, port.style, elements))
@@ -339,28 +479,31 @@ class _Reader:
         qname = self._qname(ref_elem, ref)
         message = self.messages.get(qname)
         if message is None:
-            raise WsdlError(f"unknown message {ref!r}", where=f"{self.path}:{ref_elem.sourceline}")
+            raise WsdlError(f"unknown message {ref!r}", where=self._where(ref_elem))
         info = MessageInfo(qname)
         for part in message.findall(f"{{{WSDL}}}part"):
             element = self._qname(part, part.get("element")) or None
             if element and element not in elements:
                 raise WsdlError(
                     f"message {message.get('name')!r} part {part.get('name')!r}: element {part.get('element')} is not declared by any schema",
-                    where=f"{self.path}:{part.sourceline}",
+                    where=self._where(part),
                 )
             info.parts.append(Part(part.get("name"), element, self._qname(part, part.get("type")) or None))
         return info
 
 
-def _standalone(schema_elem: Any) -> bytes:
+def _standalone(schema_elem: Any, imports: list[str] = ()) -> bytes:  # type: ignore[assignment]
     """An inline schema as its own document, declaring every namespace in scope where it stands
     (its QName-valued attributes such as ``type="tns:Foo"`` may use a prefix that only
     ``wsdl:definitions`` declares; serialising the element alone drops that declaration). The
     missing declarations are added to the start tag of the serialised element: moving the
-    element under a new root with lxml would merge prefixes bound to the same URI."""
+    element under a new root with lxml would merge prefixes bound to the same URI. ``imports``:
+    namespaces to import (written right after the start tag, on its line: the lines of the
+    schema stay those of the WSDL, counted from the schema's start tag)."""
     text = etree.tostring(schema_elem)
     end = text.index(b">")
-    if text[end - 1:end] == b"/":
+    closed = text[end - 1:end] == b"/"
+    if closed:
         end -= 1
     start = text[:end].decode("utf-8")
     declared = set(_DECLARED.findall(start))
@@ -368,4 +511,20 @@ def _standalone(schema_elem: Any) -> bytes:
         f' xmlns{":" + prefix if prefix else ""}="{escape(uri, {chr(34): "&quot;"})}"'
         for prefix, uri in schema_elem.nsmap.items() if (prefix or "") not in declared
     )
-    return text[:end] + extra.encode("utf-8") + text[end:]
+    head = text[:end] + extra.encode("utf-8")
+    if not imports:
+        return head + text[end:]
+    added = "".join(f'<import xmlns="{XS}" namespace="{escape(uri, {chr(34): "&quot;"})}"/>' for uri in imports)
+    if closed:
+        return head + b">" + added.encode("utf-8") + f"</{schema_elem.prefix + ':' if schema_elem.prefix else ''}schema>".encode()
+    return head + b">" + added.encode("utf-8") + text[end + 1:]
+
+
+def _is_schema_file(path: Path) -> bool:
+    """Whether an imported file is an XSD (WSDLs import schemas under other suffixes, e.g. ``?xsd=1``)."""
+    try:
+        _, root = next(etree.iterparse(str(path), events=("start",), resolve_entities=False, no_network=True,
+                                       load_dtd=False))
+    except (etree.XMLSyntaxError, OSError, StopIteration):
+        return False
+    return root.tag == f"{{{XS}}}schema"

@@ -91,6 +91,7 @@ class RecordDecoder:
         self.wildcards: list[tuple[Field, Any, int]] = []  # (field, XsdAnyElement, field index)
         self.positional = False
         self.order: str | None = None  # the field listing the children in document order
+        self.track = False  # whether the children's field positions are followed
         self.text: tuple[str, Callable[[str], Any]] | None = None
         self.mixed: str | None = None  # the field holding mixed content as XML
         self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
@@ -127,6 +128,7 @@ class RecordDecoder:
         # each declared part of an extension): tracked when there are several wildcards
         self.positional = len(self.wildcards) > 1
         self.order = self.record.order_field
+        self.track = self.positional or self.order is not None
 
     def __call__(self, elem: Any) -> dict[str, Any]:
         out = dict(self.template)
@@ -161,20 +163,28 @@ class RecordDecoder:
                 raise _fail(f"text {text.strip()[:30]!r} is not allowed in {self.record.name}", elem,
                             self.compiler.source_name)
             children = self.children
-            track = self.positional or self.order is not None
-            position = -1  # the index of the field of the last child (with track)
+            track = self.track
+            # with track: the index of the field of the last child, whether a child came before
+            # a field declared earlier (then the record lists its children's order), and the
+            # wildcard field each foreign child went to
+            position = -1
+            deviated = False
+            wild: list[str] = []
             for child in elem:
                 slot = children.get(child.tag)
                 if slot is None:
                     if not isinstance(child.tag, str):
                         continue  # comment or processing instruction
-                    position = self._wildcard(out, child, position)
+                    index = self._wildcard(out, child, position, wild)
+                    if index < position:
+                        deviated = True
+                    position = index
                     continue
                 name, convert, repeated, direct, index = slot
                 if track:
+                    if index < position:
+                        deviated = True
                     position = index
-                    if self.order is not None:
-                        out[self.order].append(name)
                 if not repeated and out[name] is not _MISSING:
                     raise _fail(f"element {local_name(child.tag)!r} occurs more than once", child,
                                 self.compiler.source_name)
@@ -195,6 +205,8 @@ class RecordDecoder:
                 if tail and not tail.isspace() and self.text is None:
                     raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem,
                                 self.compiler.source_name)
+            if deviated and self.order is not None:
+                out[self.order] = self._document_order(elem, wild)
         for name, required in self.singles:
             if out[name] is _MISSING:
                 if required:
@@ -223,7 +235,21 @@ class RecordDecoder:
                 return f"{f.kind} {local_name(f.qname)!r}" if f.qname else f"{f.kind} content"
         return name
 
-    def _wildcard(self, out: dict[str, Any], child: Any, position: int) -> int:
+    def _document_order(self, elem: Any, wild: list[str]) -> list[str]:
+        """The field of each child element in document order (``wild``: the wildcard fields
+        the foreign children went to, in order). Listed only when the document's order differs
+        from the declaration order, which an empty list stands for."""
+        foreign = iter(wild)
+        order = []
+        for child in elem:
+            slot = self.children.get(child.tag)
+            if slot is not None:
+                order.append(slot[0])
+            elif isinstance(child.tag, str):
+                order.append(next(foreign))
+        return order
+
+    def _wildcard(self, out: dict[str, Any], child: Any, position: int, wild: list[str]) -> int:
         """Put a child no declared element matches into the wildcard field it belongs to (the
         first one at or after the field of the previous child, else the first that matches);
         returns that field's index."""
@@ -247,8 +273,7 @@ class RecordDecoder:
             out[f.name].append(text)
         else:
             out[f.name] = text
-        if self.order is not None:
-            out[self.order].append(f.name)
+        wild.append(f.name)
         return index
 
 

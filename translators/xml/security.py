@@ -93,17 +93,26 @@ def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None =
     return tree
 
 
-def load_schema(path: str | Path) -> xmlschema.XMLSchema:
-    """Load an XSD, resolving imports and includes relative to it, never over the network."""
+def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None = None) -> xmlschema.XMLSchema:
+    """Load an XSD, resolving imports and includes relative to it (or through ``catalog``, an
+    :class:`~coupler.translators.xml.catalog.XmlCatalog`), never over the network. With
+    ``lax`` (a list), errors in the schema's own constructs (an attribute XSD does not allow
+    where a toolkit wrote it) do not stop the load: each is appended to ``lax`` as one line
+    ``FILE[:LINE]: message``, as zeep and .NET read such schemas."""
     import xmlschema  # here: every coupler command imports this module, few load a schema
 
     path = Path(path)
     if not path.is_file():
         raise XsdError(f"schema file not found: {path}", hint="check the path")
+    options: dict[str, Any] = {"allow": "local", "defuse": "always"}
+    if catalog is not None:
+        options["uri_mapper"] = catalog.uri_mapper
+    if lax is not None:
+        options["validation"] = "lax"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            schema = xmlschema.XMLSchema(str(path), allow="local", defuse="always")
+            schema = xmlschema.XMLSchema(str(path), **options)
         except xmlschema.XMLSchemaException as exc:
             _raise_blocked(caught, path)
             _raise_not_a_schema(path)
@@ -111,7 +120,45 @@ def load_schema(path: str | Path) -> xmlschema.XMLSchema:
         except OSError as exc:
             raise XsdError(f"cannot read the schema: {exc}", where=str(path)) from exc
     _raise_blocked(caught, path)
+    if lax is not None:
+        for component in schema.maps.iter_schemas():
+            url = getattr(component, "url", None)
+            for error in component.all_errors:
+                where = url_to_path(url) if url and url.startswith("file:") else str(path)
+                lax.append(schema_error_line(error, where, element_line(where, error)))
     return schema
+
+
+def element_line(path: str, error: Any) -> int | None:
+    """The line of the element a schema error names, in the file it came from: xmlschema reads
+    files with ElementTree (no line numbers), so the element is found by its position."""
+    elem = getattr(error, "elem", None)
+    root = getattr(getattr(error, "source", None), "root", None)
+    if elem is None or root is None:
+        return None
+    position = next((n for n, e in enumerate(root.iter()) if e is elem), None)
+    if position is None:
+        return None
+    try:
+        own = etree.parse(path, etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)).getroot()
+    except (etree.XMLSyntaxError, OSError):
+        return None
+    elements = list(own.iter(etree.Element))
+    return elements[position].sourceline if position < len(elements) else None
+
+
+def url_to_path(url: str) -> str:
+    """The local path of a ``file:`` URL (as xmlschema names the schemas it loaded)."""
+    from urllib.request import url2pathname
+
+    return url2pathname(url[5:].removeprefix("//"))
+
+
+def schema_error_line(error: Any, where: str, line: int | None = None) -> str:
+    """One line for a schema error collected in lax mode: ``WHERE[:LINE]: message``."""
+    line = line if line is not None else getattr(getattr(error, "elem", None), "sourceline", None)
+    message = _first_line(getattr(error, "message", None) or str(error)).rstrip(":").rstrip()
+    return f"{where}:{line}: {message}" if line else f"{where}: {message}"
 
 
 def _raise_blocked(caught: list[warnings.WarningMessage], path: Path) -> None:

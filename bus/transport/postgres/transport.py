@@ -118,9 +118,9 @@ class PostgresTransport(StorageTransport):
             return self
         self.store.open()
         with self.begin() as tx:
-            tx.c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
+            tx.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
             for statement in _OWN_DDL.format(s=self.schema).split(";"):
-                tx.c.execute(statement)
+                tx.x(statement)
         self._closing.clear()
         self._listener = threading.Thread(target=self._listen, name=f"listen {self.schema}", daemon=True)
         self._listener.start()
@@ -148,8 +148,14 @@ class PostgresTransport(StorageTransport):
         conn = self._conn()
         tx = PgTx(self, conn)
         try:
-            with conn.transaction():
+            try:
                 yield tx
+                tx.commit()
+            except BaseException:
+                if tx.begun and not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
         except psycopg.OperationalError as exc:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -241,33 +247,65 @@ class PgTx(StorageTx):
         self.s = t.schema
         self.created: set[str] = set()
         self.counts: Counter[tuple[str, str]] = Counter()
-        self.notified: set[str] = set()
+        #: channels to notify and journal rows to write, sent with the COMMIT
+        self.notify: set[str] = set()
+        self.journal_rows: list[tuple[Any, ...]] = []
+        self.begun = False
+
+    def x(self, sql: str, params: Any = None, **options: Any) -> psycopg.Cursor[Any]:
+        """Run a statement of this transaction; the first one goes out with its ``BEGIN``
+        (one round trip: pipeline mode)."""
+        if self.begun:
+            return self.c.execute(sql, params, **options)
+        self.begun = True
+        with self.c.pipeline():
+            self.c.execute("BEGIN")
+            return self.c.execute(sql, params, **options)
+
+    def commit(self) -> None:
+        """Write the journal rows, notify the channels that got messages and commit: one
+        round trip (pipeline mode); nothing at all for a transaction that did nothing."""
+        if not (self.begun or self.journal_rows or self.notify):
+            return
+        with self.c.pipeline():
+            if not self.begun:
+                self.c.execute("BEGIN")
+                self.begun = True
+            if self.journal_rows:
+                self._insert(f"{self.s}.journal", _JOURNAL, self.journal_rows)
+            for channel in sorted(self.notify):
+                self.c.execute("SELECT pg_notify(%s, %s)", (self.t.notify_channel, channel))
+            self.c.execute("COMMIT")
 
     def _table(self, channel: str, *, create: bool = False) -> str | None:
         table = table_of(channel)
         if table in self.t._tables or table in self.created:
             return f"{self.s}.{table}"
-        exists = self.c.execute("SELECT 1 FROM " + self.s + ".queues WHERE name = %s", (channel,)).fetchone()
+        exists = self.x("SELECT 1 FROM " + self.s + ".queues WHERE name = %s", (channel,)).fetchone()
         if exists is None:
             if not create:
                 return None
             # two senders to a new channel at once would race on CREATE ... IF NOT EXISTS
-            self.c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.s}.{table}",))
+            self.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.s}.{table}",))
             for statement in _CHANNEL_DDL.format(t=f"{self.s}.{table}", i=table).split(";"):
-                self.c.execute(statement)
-            self.c.execute(f"INSERT INTO {self.s}.queues (name, tab) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                self.x(statement)
+            self.x(f"INSERT INTO {self.s}.queues (name, tab) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                            (channel, table))
         self.created.add(table)
         return f"{self.s}.{table}"
 
     def _insert(self, table: str, columns: tuple[tuple[str, str], ...], rows: list[tuple[Any, ...]]) -> None:
-        """Insert ``rows`` in their order, in one statement (one array a column)."""
-        names = [name for name, _type in columns]
+        """Insert ``rows`` in their order, in one statement: one row as it is, several as one
+        array a column (binary: no quoting of every element)."""
+        names = ", ".join(name for name, _type in columns)
+        if len(rows) == 1:
+            self.x(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})", rows[0])
+            return
         arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in columns)
-        self.c.execute(
-            f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM unnest({arrays}) "
-            f"WITH ORDINALITY AS u({', '.join(names)}, n) ORDER BY n",
-            [list(col) for col in zip(*rows, strict=True)],
+        self.x(
+            f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS u({names}, n) ORDER BY n",
+            [list(col) for col in zip(*rows, strict=True)], binary=True,
         )
 
     def put(self, messages: list[Stored]) -> None:
@@ -279,9 +317,7 @@ class PgTx(StorageTx):
             assert table is not None  # created
             self._insert(table, _PUT, [(m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts,
                                         m.claim) for m in group])
-            if channel not in self.notified:
-                self.c.execute("SELECT pg_notify(%s, %s)", (self.t.notify_channel, channel))
-                self.notified.add(channel)
+            self.notify.add(channel)
 
     def scan(self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None,
              limit: int = 100) -> list[Stored]:
@@ -297,50 +333,68 @@ class PgTx(StorageTx):
             args.extend(after)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         lock = " FOR UPDATE SKIP LOCKED" if ready_at is not None else ""
-        rows = self.c.execute(
+        rows = self.x(
             f"SELECT {_MESSAGE} FROM {table} {where} ORDER BY visible_at, tag LIMIT %s{lock}", [*args, limit]
         ).fetchall()
         return [_stored(channel, r) for r in rows]
 
     def update(self, message: Stored, *, token: int | None, visible_at: float, attempts: int) -> bool:
         table = self._table(message.channel)
-        cur = self.c.execute(
+        row = self.x(
             f"UPDATE {table} SET token = %s, visible_at = %s, attempts = %s "
-            "WHERE tag = %s AND token IS NOT DISTINCT FROM %s",
+            "WHERE tag = %s AND token IS NOT DISTINCT FROM %s RETURNING tag",
             (token, visible_at, attempts, message.tag, message.token),
-        )
-        return cur.rowcount == 1
+        ).fetchone()
+        return row is not None
 
     def lease(self, messages: list[Stored], *, token: int, until: float) -> list[Stored]:
         if not messages:
             return []
-        table = self._table(messages[0].channel)
-        leased = {r[0] for r in self.c.execute(
-            f"UPDATE {table} SET token = %s, visible_at = %s, attempts = attempts + 1 "
-            "WHERE tag = ANY(%s) RETURNING tag", (token, until, [m.tag for m in messages]),
-        )}
-        return [m for m in messages if m.tag in leased]
+        # the rows were read with FOR UPDATE by this transaction: nobody else can change them
+        self.x(f"UPDATE {self._table(messages[0].channel)} SET token = %s, visible_at = %s, "
+                       "attempts = attempts + 1 WHERE tag = ANY(%s)", (token, until, [m.tag for m in messages]),
+                       binary=True)
+        return messages
+
+    def take(self, channel: str, *, now: float, limit: int, token: int, until: float) -> list[Stored]:
+        # scan and lease in one statement (the rows as they were before the lease)
+        table = self._table(channel)
+        if table is None:
+            return []
+        rows = self.x(
+            f"WITH c AS (SELECT {_MESSAGE} FROM {table} WHERE visible_at <= %s ORDER BY visible_at, tag "
+            "LIMIT %s FOR UPDATE SKIP LOCKED) "
+            f"UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 FROM c WHERE q.tag = c.tag "
+            f"RETURNING {', '.join('c.' + c for c in _MESSAGE.split(', '))}",
+            (now, limit, token, until),
+        ).fetchall()
+        return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
 
     def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
         table = self._table(channel)
         if table is None or not tags:
             return []
-        rows = self.c.execute(
-            f"DELETE FROM {table} q USING unnest(%s::bigint[], %s::bigint[]) AS u(tag, token) "
-            f"WHERE q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
-            f"RETURNING {', '.join('q.' + c for c in _MESSAGE.split(', '))}",
-            ([t for t, _ in tags], [k for _, k in tags]),
-        ).fetchall()
+        returning = ", ".join("q." + c for c in _MESSAGE.split(", "))
+        if len(tags) == 1:
+            [(tag, token)] = tags
+            rows = self.x(f"DELETE FROM {table} q WHERE tag = %s AND (%s::bigint IS NULL OR token = %s) "
+                                  f"RETURNING {returning}", (tag, token, token)).fetchall()
+        else:
+            rows = self.x(
+                f"DELETE FROM {table} q USING unnest(%s::bigint[], %s::bigint[]) AS u(tag, token) "
+                f"WHERE q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) RETURNING {returning}",
+                ([t for t, _ in tags], [k for _, k in tags]), binary=True,
+            ).fetchall()
         return [_stored(channel, r) for r in rows]
 
     def channels(self) -> set[str]:
-        return {r[0] for r in self.c.execute(f"SELECT name FROM {self.s}.queues")}
+        return {r[0] for r in self.x(f"SELECT name FROM {self.s}.queues")}
 
     def census(self, channel: str, now: float) -> tuple[int, int, int, float | None]:
         table = self._table(channel)
         if table is None:
             return 0, 0, 0, None
-        row = self.c.execute(
+        row = self.x(
             f"SELECT count(*), count(*) FILTER (WHERE visible_at <= %s), "
             f"count(*) FILTER (WHERE token IS NOT NULL AND visible_at > %s), min(enqueued_at) FROM {table}",
             (now, now),
@@ -349,7 +403,7 @@ class PgTx(StorageTx):
         return row[0], row[1], row[2], row[3]
 
     def bury(self, dead: Buried) -> int:
-        row = self.c.execute(
+        row = self.x(
             f"INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (dead.kind, dead.queue, dead.channel, dead.message_id, dead.reason, dead.error, dead.component,
@@ -363,7 +417,7 @@ class PgTx(StorageTx):
         clauses = [f"{c} = %s" for c, v in (("id", id), ("queue", queue), ("kind", kind)) if v is not None]
         args = [v for v in (id, queue, kind) if v is not None]
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self.c.execute(
+        rows = self.x(
             f"SELECT {_DEAD} FROM {self.s}.dead_letters {where} ORDER BY id DESC LIMIT %s", [*args, limit]
         ).fetchall()
         return [_buried(r) for r in rows]
@@ -371,24 +425,25 @@ class PgTx(StorageTx):
     def unbury(self, ids: list[int]) -> list[Buried]:
         if not ids:
             return []
-        rows = self.c.execute(
+        rows = self.x(
             f"DELETE FROM {self.s}.dead_letters WHERE id = ANY(%s) RETURNING {_DEAD}", (ids,)
         ).fetchall()
         return [_buried(r) for r in rows]
 
     def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
-        if rows:
-            self._insert(f"{self.s}.journal", _JOURNAL, [
-                (r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows])
+        self.journal_rows += [(r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows]
         self.counts.update(counts)
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
+        if self.journal_rows:  # this transaction's own rows first
+            self._insert(f"{self.s}.journal", _JOURNAL, self.journal_rows)
+            self.journal_rows = []
         sql, args = journal_query(f"{self.s}.journal", "%s", query)
-        return journal_entries(self.c.execute(sql, args).fetchall())
+        return journal_entries(self.x(sql, args).fetchall())
 
     def counters(self) -> dict[str, dict[str, int]]:
         self.t._write_counts(force=True)
-        rows = self.c.execute(f"SELECT channel, {', '.join(COUNTERS)} FROM {self.s}.counters").fetchall()
+        rows = self.x(f"SELECT channel, {', '.join(COUNTERS)} FROM {self.s}.counters").fetchall()
         return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
 
     def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
@@ -400,19 +455,19 @@ class PgTx(StorageTx):
                 return {}
             sql += " AND key = ANY(%s)"
             args.append(keys)
-        rows = self.c.execute(sql + (" FOR UPDATE" if lock else ""), args).fetchall()
+        rows = self.x(sql + (" FOR UPDATE" if lock else ""), args).fetchall()
         return {k: bytes(v) for k, v in rows}
 
     def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None,
                   only_new: bool = False) -> set[str]:
         gone = [k for k, v in values.items() if v is None]
         if gone:
-            self.c.execute(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+            self.x(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
         kept = {k: v for k, v in values.items() if v is not None}
         if not kept:
             return set(gone)
         condition = f" WHERE {self.s}.state.expires_at <= %s" if only_new else ""
-        rows = self.c.execute(
+        rows = self.x(
             f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
             "SELECT %s, k, v, %s FROM unnest(%s::text[], %s::bytea[]) AS u(k, v) "
             "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
@@ -422,8 +477,10 @@ class PgTx(StorageTx):
         return set(gone) | {r[0] for r in rows}
 
     def forget(self, journal_before: float) -> int:
-        self.c.execute(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
-        return self.c.execute(f"DELETE FROM {self.s}.journal WHERE at < %s", (journal_before,)).rowcount
+        self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
+        row = self.x(f"WITH gone AS (DELETE FROM {self.s}.journal WHERE at < %s RETURNING 1) "
+                             "SELECT count(*) FROM gone", (journal_before,)).fetchone()
+        return int(row[0]) if row else 0
 
 
 def _stored(channel: str, r: tuple[Any, ...]) -> Stored:

@@ -520,26 +520,6 @@ class SqliteTransport(Transport):
         with self._write(durable=self.sync_acks) as tx:
             return tx.nack(delivery, error, component, delay=delay, dead=dead)
 
-    def invalid(
-        self,
-        envelope: Envelope | bytes,
-        reason: str,
-        component: str,
-        *,
-        channel: str | None = None,
-        delivery: Delivery | None = None,
-    ) -> int:
-        with self.transaction() as tx:
-            return tx.invalid(envelope, reason, component, channel=channel, delivery=delivery)
-
-    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
-        with self.transaction() as tx:
-            return tx.seen(consumer, keys)
-
-    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
-        with self.transaction() as tx:
-            tx.mark_seen(consumer, keys)
-
     def remember(self, scope: str, key: str, ttl: float) -> bool:
         with self.transaction() as tx:
             assert isinstance(tx, StoreTx)

@@ -174,3 +174,20 @@ def test_the_corpus_has_compiled_fields_of_every_kind() -> None:
 def test_compiled_is_the_default_when_built() -> None:
     layout = build_layout(parse_copybook(EVERY_KIND))
     assert (BatchDecoder(layout).fused is not None) == kernels.COMPILED
+
+
+def test_a_program_that_reaches_past_the_record_is_refused() -> None:
+    """The kernel checks every field against the record size before reading (no stray reads)."""
+    import numpy as np
+
+    from coupler.translators.copybook import _fused
+
+    layout = build_layout(parse_copybook("       01 R.\n          05 A PIC X(4).\n          05 B PIC S9(5) COMP-3.\n"))
+    kernel = BatchDecoder(layout, compiled=True).fused
+    assert kernel is not None
+    prog, *_ = kernel._program(2)
+    with pytest.raises(ValueError, match="does not fit a 5-byte record"):
+        _fused.run(np.zeros((2, 5), np.uint8), 2, 5, prog, kernel.instances, kernel.tables,
+                   bytearray(99), bytearray(99), bytearray(99), bytearray(99), np.zeros(9, np.int64))
+    short = BatchDecoder(layout, {"record_length": "5"}, compiled=True)  # B is NumPy's then
+    assert short.fused is not None and [c.ft.size for c in short.fused.columns] == [4]

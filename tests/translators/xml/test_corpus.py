@@ -1,5 +1,5 @@
 """Real partners' XML: public schemas and documents (ISO 20022 pain/camt/pacs, UBL 2.1, XRechnung, FatturaPA,
-HL7 CDA) translate without loss. Sources and licences: ``corpus/*/SOURCES.md``.
+HL7 CDA, GS1 EPCIS 2.0, SAML 2.0, SIRI 2.0, Maven POM 4.0.0) translate without loss. Sources and licences: ``corpus/*/SOURCES.md``.
 
 For each schema the Avro schema is accepted by fastavro; each valid document decodes, the
 record survives Avro binary, re-encodes to XML that validates against the XSD and has the same
@@ -60,10 +60,52 @@ VALID: dict[str, list[str]] = {
         f"fatturapa/IT01234567890_{n}.xml" for n in ("FPA01", "FPA02", "FPA03", "FPR01", "FPR02", "FPR03", "FPR04")
     ],
     "hl7cda/schema/infrastructure/cda/CDA_SDTC.xsd": ["hl7cda/sampleCCD.xml"],
+    # issue 31: instance-level typing and document order
+    "epcis/xsd/EPCglobal-epcis-2_0.xsd": [
+        f"epcis/{n}.xml" for n in (
+            "WithFullCombinationOfFields_object_event_all_possible_fields", "WithSensorData_SensorDataExamples",
+            "WithExtension_ObjectEvent", "WithExtension_AggregationEvent",
+            "WithExtension_TransactionEvent", "WithExtension_TransformationEvent", "WithExtension_AssociationEvent",
+            "WithFullCombinationOfFields_aggregation_event_all_possible_fields",
+            "WithFullCombinationOfFields_transaction_event_all_possible_fields",
+            "WithFullCombinationOfFields_transformation_event_all_possible_fields",
+            "WithFullCombinationOfFields_association_event_all_possible_fields",
+            "WithEventHashID_event_with_identical_hash_id_1", "Example_9.6.1-ObjectEvent-2020_06_18a",
+            "Example-TransactionEvent-2020_07_03y", "Example-PersistentDisposition",
+            "AssociationEvent_AssociationEventExamples",
+        )
+    ],
+    "saml/schemas/saml-schema-protocol-2.0.xsd": [
+        f"saml/{n}.xml" for n in (
+            "pretty_signed_message_response", "decrypted_valid_encrypted_assertion", "authn_request",
+            "logout_request", "logout_request_with_sessionindex", "logout_response",
+        )
+    ],
+    "saml/schemas/saml-schema-metadata-2.0.xsd": [
+        f"saml/{n}.xml" for n in (
+            "idp_multiple_descriptors", "idp_metadata", "idp_metadata_multi_certs", "testshib-providers",
+            "signed_metadata_settings1", "entities_metadata",
+        )
+    ],
+    "siri/xsd/siri.xsd": [
+        f"siri/{n}.xml" for n in (
+            "exd_allServices_capabilitiesResponse", "exs_stopMonitoring_capabilitiesResponse",
+            "exd_lines_discoveryResponse", "exs_stopMonitoring_response", "ext_estimatedTimetable_response",
+            "exv_vehicleMonitoring_response", "exx_situationExchange_response", "exa_checkStatus_response",
+        )
+    ],
+    "maven/maven-4.0.0.xsd": [
+        f"maven/{n}.xml" for n in (
+            "cbsa_pom", "cbsa_src_webui_pom", "cbsa_src_Z-OS-Connect-Customer-Services-Interface_pom",
+            "cbsa_src_Z-OS-Connect-Payment-Interface_pom", "gs1-epcis_WSDL_pom",
+        )
+    ],
 }
 #: public documents that do not validate against their schema (kept as found)
 INVALID: dict[str, list[str]] = {
     "hl7cda/schema/infrastructure/cda/CDA_SDTC.xsd": ["hl7cda/cda.xml"],
+    "saml/schemas/saml-schema-protocol-2.0.xsd": ["saml/open_saml_response.xml"],  # a SignatureValue that is not base64
+    "saml/schemas/saml-schema-metadata-2.0.xsd": ["saml/metadata_bad_order_settings1.xml"],  # elements out of order
 }
 PAIRS = [(xsd, doc) for xsd, docs in VALID.items() for doc in docs]
 
@@ -157,7 +199,8 @@ def test_valid_document_round_trips_without_loss(xsd: str, doc: str) -> None:
 
 def _mutations(path: Path) -> list[tuple[str, bytes]]:
     """Deterministic damage: an unknown attribute on the root, an unknown child in the first
-    element with children, the first date, amount or code made unreadable, the last leaf removed."""
+    element with children, the first date, amount or code made unreadable, the last leaf removed,
+    two adjacent siblings swapped, text put in the root."""
     tree = etree.parse(str(path))
     root = tree.getroot()
     out: list[tuple[str, bytes]] = []
@@ -206,6 +249,23 @@ def _mutations(path: Path) -> list[tuple[str, bytes]]:
         return True
 
     variant("missing-element", drop_last_leaf)
+
+    def swap_siblings(r: Any) -> bool:  # the first two adjacent siblings of different names, swapped
+        for e in r.iter():
+            kids = [c for c in e if isinstance(c.tag, str)] if isinstance(e.tag, str) else []
+            for a, b in zip(kids, kids[1:], strict=False):
+                if a.tag != b.tag and a.getnext() is b:
+                    a.addprevious(b)
+                    return True
+        return False
+
+    variant("swapped-siblings", swap_siblings)
+
+    def text_in_root(r: Any) -> bool:  # text where the root's content model has only elements
+        r.text = "stray text"
+        return True
+
+    variant("stray-text", text_in_root)
     return out
 
 

@@ -1,4 +1,5 @@
-"""An asyncio event loop on a thread of its own, for adapters driven by synchronous calls."""
+"""An asyncio event loop on a thread of its own, for adapters driven by synchronous calls
+(the socket and SOAP adapters' servers and clients; exported by :mod:`coupler.bus.api`)."""
 
 from __future__ import annotations
 

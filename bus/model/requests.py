@@ -3,7 +3,8 @@
 An inbound request either becomes a common ``request`` command to a target (the dispatcher
 hands it to the adapter serving that target and its Reply comes back), or a plain
 Request-Reply on a channel (whoever consumes the channel answers with
-``context.reply``). Shared by the socket and SOAP adapters.
+``context.reply``). The inbound half of any request-reply adapter (the socket and SOAP
+adapters) uses these through :mod:`coupler.bus.api`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from coupler.bus.api import (
+from coupler.bus.model.adapter import AdapterContext
+from coupler.bus.model.commands import (
     FAULT_CODES,
-    AdapterContext,
     CommandFault,
     Document,
     command_envelope,
