@@ -71,6 +71,20 @@ def sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def claim_path(envelope_properties: dict[str, str]) -> Path | None:
+    """The claimed file a message refers to, only when it looks like one the bus made: an
+    absolute path, in a directory named ``claims``, not a symbolic link itself. None
+    when there is no claim; :class:`ValueError` for any other path, so that a property
+    forged by a partner never makes an adapter stream a file of its choosing (``/etc/shadow``)."""
+    claim = envelope_properties.get(CLAIM_PROPERTY)
+    if not claim:
+        return None
+    path = Path(claim)
+    if not path.is_absolute() or ".." in path.parts or path.parent.name != CLAIMS_DIR_NAME or path.is_symlink():
+        raise ValueError(f"{CLAIM_PROPERTY} {claim!r} is not a claimed file of the bus")
+    return path
+
+
 def claimed_file(data_dir: Path, envelope_properties: dict[str, str]) -> str | None:
     """The claimed file a message refers to, relative to ``data_dir``, when it is one the site
     made (a regular file in a ``claims`` directory under ``data_dir``, reached without a

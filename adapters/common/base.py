@@ -139,6 +139,14 @@ class FileAdapterBase(Adapter):
             )
             self.poller.start()
 
+    def stop_inbound(self) -> None:
+        """The drain's first step: the poll in progress ends after its current file, no other starts."""
+        if self.pipeline is not None:
+            self.pipeline.halt.set()
+        if self.poller is not None:
+            self.poller.stop()
+            self.poller = None
+
     def stop(self) -> None:
         if self.poller is not None:
             self.poller.stop()

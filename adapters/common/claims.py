@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from coupler.canonical import Envelope
-from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY
+from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, claim_path
 
 from .errors import PayloadError
 
@@ -51,8 +51,11 @@ def store_claim(claims_dir: Path, source: Path, *, move: bool, suffix: str = "")
 
 def body_chunks(envelope: Envelope, chunk: int = _CHUNK) -> Iterator[bytes]:
     """The message body, streamed from the claimed file when it carries a claim check."""
-    claim = envelope.properties.get(CLAIM_PROPERTY)
-    if not claim:
+    try:
+        claim = claim_path(envelope.properties)
+    except ValueError as exc:
+        raise PayloadError(f"message {envelope.message_id}: {exc}", hint="refused: only the bus's claim checks are read") from None
+    if claim is None:
         yield envelope.body
         return
     try:

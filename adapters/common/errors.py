@@ -27,3 +27,9 @@ class HostKeyError(CouplerError):
 
 class RemoteError(CouplerError):
     """An SFTP server that cannot be reached, refuses the login or fails an operation."""
+
+
+class FileChanged(OSError):
+    """A file that changed (grew, shrank, was replaced or removed) between its listing and the
+    end of its reading: not this file's fault, and not yet taken; the next poll takes it again
+    once it is stable."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import FileChanged
 from .jail import local_path
 
 
@@ -96,6 +97,8 @@ class LocalFS(FileSystem):
     """A local directory tree; symbolic links leading out of the root are refused."""
 
     def __init__(self, root: Path, *, durable: bool = True):
+        #: entries of the last scan that are not regular files (path -> kind), never read
+        self.irregular: dict[str, str] = {}
         self.root = Path(root)
         self.label = str(self.root)
         self.durable = durable
@@ -104,6 +107,8 @@ class LocalFS(FileSystem):
         return self.root if rel in ("", ".") else local_path(self.root, rel, where=self.label)
 
     def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
+        irregular: dict[str, str] = {}
+        self.irregular = irregular  # what the last scan left alone: FIFOs, links, sockets, devices
         stack = [directory]
         while stack:
             current = stack.pop()
@@ -120,6 +125,7 @@ class LocalFS(FileSystem):
                                 stack.append(rel)
                             continue
                         if not entry.is_file(follow_symlinks=False):
+                            irregular[rel] = _kind(entry.stat(follow_symlinks=False).st_mode)
                             continue
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
@@ -208,6 +214,18 @@ class LocalFS(FileSystem):
             os.close(fd)
 
 
+def _kind(mode: int) -> str:
+    if stat_module.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat_module.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat_module.S_ISSOCK(mode):
+        return "a socket"
+    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
 def directory_mode(file_mode: int) -> int:
     """The mode of a directory that holds files of ``file_mode``: the owner's rwx, and read and
     search for whoever may read the files (0640 -> 0750, 0644 -> 0755, 0600 -> 0700)."""
@@ -230,3 +248,42 @@ def make_directory(path: Path, mode: int) -> None:
         except FileExistsError:
             continue  # created meanwhile: its mode is its creator's
         os.chmod(directory, mode)
+
+
+def open_regular(path: Path, expect: FileInfo | None = None) -> BinaryIO:
+    """``path`` opened for reading if it is (still) a regular file, reached without following a
+    symbolic link: a FIFO, device or link put in its place after the listing is refused at
+    once (a FIFO would block the poller; a link could lead out of the directory). With
+    ``expect`` (its listing), it must also still have the size and mtime listed. Raises
+    :class:`FileChanged` (an OSError) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise FileChanged(errno.ENOENT, "removed after it was listed", str(path)) from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileChanged(errno.ELOOP, "a symbolic link now (refused)", str(path)) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat_module.S_ISREG(st.st_mode):
+            raise FileChanged(errno.EINVAL, "no longer a regular file (refused)", str(path))
+        if expect is not None:
+            check_listed(st, expect, path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_listed(st: os.stat_result, expect: FileInfo, path: Path | str) -> None:
+    """Raise :class:`FileChanged` unless ``st`` has the size and mtime ``expect`` was listed with."""
+    if st.st_size != expect.size or st.st_mtime_ns != expect.mtime_ns:
+        raise changed(expect, st.st_size, path)
+
+
+def changed(expect: FileInfo, size: int, path: Path | str) -> FileChanged:
+    """The :class:`FileChanged` of a file listed as ``expect`` that now has ``size`` bytes."""
+    what = "grew" if size > expect.size else "shrank" if size < expect.size else "was rewritten"
+    return FileChanged(errno.EAGAIN, f"{what} while it was read ({expect.size} bytes listed, {size} now)", str(path))

@@ -8,13 +8,14 @@ One poll:
 3. take up to ``max_files`` of them in name or mtime order, and for each:
    claim it and record ``PROCESSING`` (on a multi-node site the seen-state is shared and
    one daemon only wins the claim; the others leave the file alone) → get a local copy (the file itself, or an SFTP download) →
-   check the whole payload (a bad file publishes nothing) → publish its messages, recording
-   progress after each → ``PUBLISHED`` → archive, move or delete it → ``DONE``.
+   check the whole payload (a bad file publishes nothing) → publish its messages, in batches
+   of up to 256 records (or 1 MiB) in one transaction of the store each, recording progress
+   after each batch → ``PUBLISHED`` → archive, move or delete it → ``DONE``.
    A payload error sends it to the error directory with a ``.reason`` file (``FAILED``);
    a file over ``batch_threshold_bytes`` is handed to the batch job (``STAGED``).
 
 Message ids are derived from the file key and the record index, so a message published
-again after a crash (between the publish and the progress record) carries the same id and
+again after a crash (between the publish of its batch and the progress record) carries the same id and
 an Idempotent Receiver drops it. A restart resumes a ``PROCESSING`` file after its last
 published message and finishes a ``PUBLISHED`` one without publishing it again.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import posixpath
 import sqlite3
 import threading
@@ -47,13 +49,14 @@ from coupler.bus.api import (
     option,
 )
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.claimcheck import write_claim
 from coupler.canonical.envelope import MessageKind, Sequence
 from coupler.canonical.errors import CouplerError, UnitError
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .claims import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, store_claim
-from .errors import PayloadError, RemoteError
-from .fs import FileInfo, FileSystem
+from .errors import FileChanged, PayloadError, RemoteError
+from .fs import FileInfo, FileSystem, changed, check_listed, open_regular
 from .jail import safe_relative
 from .options import Strings
 from .payload import PayloadMode, PayloadSettings, Splitter, WholeSplitter, splitter_for
@@ -63,6 +66,9 @@ from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileSta
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
+#: records of a file published in one transaction of the store (one disk sync), at most
+PUBLISH_BATCH = 256
+PUBLISH_BATCH_BYTES = 1 << 20
 #: what happens to a file once published (option ``after``)
 After = Literal["archive", "delete", "keep"]
 
@@ -222,6 +228,10 @@ class InboundPipeline:
         self.lock = threading.Lock()  # one poll at a time (poller thread and fetch command)
         self.totals = PollResult()
         self.skip = frozenset({settings.archive_dir, settings.error_dir})
+        #: set when the daemon drains: the poll in progress stops before its next file
+        self.halt = threading.Event()
+        #: entries reported as left alone (not regular files), so each is reported once
+        self._irregular_reported: set[str] = set()
 
     # -- the poll ---------------------------------------------------------------------------
 
@@ -235,15 +245,20 @@ class InboundPipeline:
                 if self.s.selection.matches(info.path):
                     candidates.append(info)
             result.listed = len(candidates)
+            self._report_irregular()
             ready = [f for f in candidates if self._ready(f, present)]
             self.readiness.prune(present)
             result.ready = len(ready)
             result.waiting = self.readiness.next_check_in() if len(ready) < len(candidates) else None
             for info in order_files(ready, self.s.order, max_files or self.s.max_files):
+                if self.halt.is_set():
+                    break
                 try:
                     self._take(info, result)
                 except (ConnectionError, EOFError, RemoteError):
                     raise  # the server is gone: the whole poll is retried after a backoff
+                except FileChanged as exc:  # a writer still at work: not ready yet, not an error
+                    self.log.info("%s: %s is taken again once stable: %s", self.name, info.path, exc.strerror)
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
                     self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path, exc)
@@ -266,6 +281,8 @@ class InboundPipeline:
         return records[0] if records else None
 
     def _take(self, info: FileInfo, result: PollResult) -> None:
+        if not self.local.owned:  # read in place: one already changed since the listing gets no record
+            self._unchanged(info)
         known = self._known(info)
         local: Path | None = None
         if known is not None and not self.s.checksum:
@@ -275,7 +292,7 @@ class InboundPipeline:
         else:
             try:
                 local = self.local.fetch(info)
-                key = FileKey(info.path, info.size, info.mtime_ns, _sha256(local))
+                key = FileKey(info.path, info.size, info.mtime_ns, _sha256(self._open(local, info)))
             except FileNotFoundError:  # taken and moved away by another daemon meanwhile
                 self.local.discard(info)
                 return
@@ -297,13 +314,14 @@ class InboundPipeline:
                 result.staged += 1
                 return
             if self.s.validate_first and not isinstance(self.splitter, WholeSplitter) and record.published == 0:
-                with open(local, "rb") as f:
+                with self._open(local, info) as f:
                     for _ in self.splitter.split(f, f"{self.fs.label}/{info.path}"):
                         pass
             result.messages += self._publish(info, key, local, record.published, result)
         except (OSError, EOFError, RemoteError, FileClaimLost, sqlite3.Error):
             raise  # not this file's fault (I/O, the seen-state): taken again by the next poll
         except (PayloadError, UnitError) as exc:
+            self._unchanged(info)  # a record cut by a writer still at work is not the file's fault
             self._fail(info, key, exc)
             result.failed += 1
             return
@@ -311,9 +329,11 @@ class InboundPipeline:
             raise  # the bus refused the publish (its store, a stop): retried by the next poll
         except Exception as exc:  # anything else this file makes a splitter or translator raise
             self.log.debug("%s: %s raised", self.name, info.path, exc_info=True)
+            self._unchanged(info)
             self._fail(info, key, UnitError.of(exc, where=f"{self.fs.label}/{info.path}"))
             result.failed += 1
             return
+        self._unchanged(info)  # appended to after it was read: not moved away with the rest unread
         self.state.set_state(key, PUBLISHED)
         self._after_success(info)
         self.state.set_state(key, DONE)
@@ -393,35 +413,94 @@ class InboundPipeline:
         if isinstance(self.splitter, WholeSplitter):
             if start > 0:
                 return 0
-            if info.size > self.s.claim_check_bytes:
-                claim = store_claim(self.claims_dir, local, move=self.local.owned)
+            if info.size > self.s.claim_check_bytes and self.local.owned:  # a download of ours: moved
+                claim = store_claim(self.claims_dir, local, move=True)
+                props |= {CLAIM_PROPERTY: str(claim), CLAIM_SIZE_PROPERTY: str(info.size)}
+                body = b""
+            elif info.size > self.s.claim_check_bytes:
+                with self._open(local, info) as f:
+                    claim, _ = write_claim(self.claims_dir, iter(lambda: f.read(1 << 20), b""))
+                    try:
+                        self._read_whole(f, local, info)
+                    except BaseException:
+                        claim.unlink(missing_ok=True)
+                        raise
                 props |= {CLAIM_PROPERTY: str(claim), CLAIM_SIZE_PROPERTY: str(info.size)}
                 body = b""
             else:
-                body = local.read_bytes()
+                with self._open(local, info) as f:
+                    body = f.read()
+                    self._read_whole(f, local, info)
             sent = self._send(Envelope(format=fmt, body=body, message_id=self.message_id(key, 0), properties=props), info, result)
             self.state.progress(key, 1)
             return sent
         published = 0
-        with open(local, "rb") as f:
+        batch: list[Envelope] = []
+        size = 0
+        with self._open(local, info) as f:
             it = self.splitter.split(f, f"{self.fs.label}/{info.path}")
             current = next(it, None)
             index = 0
             while current is not None:
                 following = next(it, None)
                 if index >= start:
-                    env = Envelope(
+                    batch.append(Envelope(
                         format=fmt,
                         body=current,
                         message_id=self.message_id(key, index),
                         sequence=Sequence(sequence_id, index, end=following is None),
                         properties={**props, "record.index": str(index)},
-                    )
-                    published += self._send(env, info, result)
-                    self.state.progress(key, index + 1)
+                    ))
+                    size += len(current)
+                    if len(batch) >= PUBLISH_BATCH or size >= PUBLISH_BATCH_BYTES or following is None:
+                        published += self._send_many(batch, info, result)
+                        self.state.progress(key, index + 1)
+                        batch, size = [], 0
                 current = following
                 index += 1
         return published
+
+    # -- reading the file as it was listed -----------------------------------------------------
+
+    def _open(self, local: Path, info: FileInfo) -> Any:
+        """The file to read, refused if it is no longer a regular file (a FIFO or link put in
+        its place) or, read in place, if it changed since it was listed."""
+        return open_regular(local, None if self.local.owned else info)
+
+    def _read_whole(self, f: Any, local: Path, info: FileInfo) -> None:
+        """After reading ``f`` to its end: the file read in place still is as listed."""
+        if not self.local.owned:
+            check_listed(os.fstat(f.fileno()), info, local)
+
+    def _unchanged(self, info: FileInfo) -> None:
+        """Raise :class:`FileChanged` when the listed file is gone or changed (a writer still at
+        work: it is taken again once stable, never moved away half-read or failed for it)."""
+        current = self.fs.stat(info.path)
+        if current is None:
+            raise FileChanged(2, "removed while it was being taken", info.path)
+        if (current.size, current.mtime_ns) != (info.size, info.mtime_ns):
+            raise changed(info, current.size, info.path)
+
+    def _report_irregular(self) -> None:
+        irregular: dict[str, str] = getattr(self.fs, "irregular", {})
+        for path in sorted(set(irregular) - self._irregular_reported):
+            self.log.warning("%s: %r is %s: left alone (only regular files are taken)", self.name, path, irregular[path])
+        self._irregular_reported = set(irregular)
+
+    def _send_many(self, envelopes: list[Envelope], info: FileInfo, result: PollResult | None) -> int:
+        """Publish records of a file in one transaction of the store (one disk sync for the
+        batch) when the bus offers it; how many it took (the others are in the Invalid
+        Message Channel with the reason: the file goes on)."""
+        publish_many = getattr(self.context, "publish_many", None)
+        if publish_many is None:
+            return sum(self._send(e, info, result) for e in envelopes)
+        refused = sum(1 for i in publish_many(envelopes) if i is None)
+        if refused:
+            self.log.warning("%s: %d messages of %s are invalid (see the Invalid Message Channel)",
+                             self.name, refused, info.path)
+            if result is not None:
+                result.invalid += refused
+        return len(envelopes) - refused
 
     def _stage_for_batch(self, info: FileInfo, key: FileKey, local: Path) -> None:
         assert self.s.batch_dir is not None
@@ -473,7 +552,7 @@ class InboundPipeline:
             f"file: {self.fs.label}/{info.path}\nsize: {key.size}\nmtime_ns: {key.mtime_ns}\n"
             f"failed_at: {datetime.now(UTC).isoformat()}\nadapter: {self.name}\nreason: {reason}\n"
         )
-        write_file(self.fs, target + self.s.selection.reason_suffix, [text.encode()], policy="unique")
+        write_file(self.fs, _fitting(target, self.s.selection.reason_suffix), [text.encode()], policy="unique")
         self._remove_companions(info.path)
 
     def _move(self, path: str, folder: str) -> str | None:
@@ -501,9 +580,23 @@ class InboundPipeline:
         return None  # pragma: no cover - unique_candidates is endless
 
 
-def _sha256(path: Path) -> str:
+#: the longest file name most file systems take (bytes)
+NAME_MAX = 255
+
+
+def _fitting(path: str, suffix: str) -> str:
+    """``path + suffix``, its name cut (on a character boundary, with room for the ``-N`` of a
+    unique name) when it would be longer than :data:`NAME_MAX` bytes."""
+    parent, name = posixpath.split(path)
+    room = NAME_MAX - len(suffix.encode()) - 4
+    if len((name + suffix).encode()) > NAME_MAX:
+        name = name.encode()[:room].decode("utf-8", "ignore")
+    return posixpath.join(parent, name + suffix)
+
+
+def _sha256(f: Any) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with f:
         while block := f.read(1 << 20):
             h.update(block)
     return h.hexdigest()

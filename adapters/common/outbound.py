@@ -21,8 +21,9 @@ Delivery is idempotent across a crash at any instant (DESIGN.md, reliability con
 ``file_exists = "append"`` writes in place (no temporary), record-atomically: a failed append
 is cut back to where it began, and one a crash interrupted (its ``.NAME.<tag>-<key>.append``
 marker is left) is cut back by :meth:`FileWriter.recover` at start, before any other message
-is appended. A crash between a complete append and its record appends that message again
-when it is redelivered (at least once, never a torn record).
+is appended. The marker stays until the append is recorded: a crash between a complete
+append and its record cuts the append back too, and the redelivered message appends it once
+(exactly once, with ``dedupe`` and message ids that are safe file name parts, as UUIDs are).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from coupler.bus.api import Bool, CommandFault, IdempotentReceiver, OptionsModel
 from coupler.canonical import Envelope
 
 from .claims import body_chunks
-from .errors import FileExistsPolicyError, PathTraversalError
+from .errors import FileExistsPolicyError, PathTraversalError, PayloadError
 from .fs import FileSystem
 from .jail import safe_relative
 from .naming import check_template, render
@@ -46,7 +47,9 @@ from .options import Mode
 from .state import FileState
 from .writer import (
     FileExists,
+    append_marker,
     finish_written,
+    is_cut,
     rename_into_place,
     temp_name,
     undo_append,
@@ -163,8 +166,16 @@ class FileWriter:
             if m is None:
                 continue
             base, key = m.group(1), m.group(2)
-            if m.group(3) == "append":  # an append a crash cut: its fragment goes
-                undo_append(self.fs, info.path, posixpath.join(posixpath.dirname(info.path), base))
+            if is_cut(base):  # a long name's temporary: only its redelivery knows the target
+                if not self._is_pending(key):
+                    self.fs.remove(info.path)
+                    counts["removed"] += 1
+                continue
+            if m.group(3) == "append":
+                if self.receiver is not None and self.receiver.processed(self.state, key):
+                    self.fs.remove(info.path)  # the append was recorded: only its marker was left
+                else:  # an append a crash cut, or not recorded: it goes (its message comes again)
+                    undo_append(self.fs, info.path, posixpath.join(posixpath.dirname(info.path), base))
                 counts["removed"] += 1
             elif self._is_pending(key):
                 target = posixpath.join(posixpath.dirname(info.path), base)
@@ -245,15 +256,23 @@ class FileWriter:
                 self.state.mark_seen(_PENDING, [key])
                 committed = True
 
+        # an append keeps its marker until it is recorded (a crash before the record cuts it
+        # back, so the redelivery appends it once), when the record is keyed by the message id
+        keep_marker = self.receiver is not None and key == envelope.message_id
         try:
             written = write_file(
                 self.fs, name, self._chunks(envelope), policy=self.s.file_exists,
                 mode=self.s.chmod, done_suffix=self.s.done_suffix, tag=tag, commit=commit,
+                keep_marker=keep_marker,
             )
         except PathTraversalError as exc:  # a symbolic link inside the root leading out
             self.refused += 1
             self.log.warning("%s: refused message %s: %s", self.name, envelope.message_id, exc)
             raise CommandFault(f"path traversal refused: {exc}", code="invalid") from exc
+        except PayloadError as exc:  # its claim-checked body is missing, or not one of the bus's
+            self.refused += 1
+            self.log.warning("%s: refused message %s: %s", self.name, envelope.message_id, exc)
+            raise CommandFault(str(exc), code="invalid") from exc
         except FileExistsPolicyError as exc:
             if committed:  # the rename lost a race: nothing was written
                 self.state.mark_seen(_ABANDONED, [key])
@@ -262,6 +281,8 @@ class FileWriter:
             self.after_rename(written)
         if self.receiver is not None:
             self.receiver.mark(self.state, envelope)
+        if keep_marker and self.fs.exists(marker := append_marker(name, tag)):
+            self.fs.remove(marker)
         if written is not None:
             self.written += 1
         return written

@@ -22,6 +22,7 @@ writer's recovery at start) cuts the fragment off before anything else is append
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import posixpath
 import uuid
@@ -38,11 +39,27 @@ log = logging.getLogger("coupler.writer")
 FileExists = Literal["override", "append", "fail", "ignore", "unique"]
 
 
-def temp_name(rel: str, tag: str | None = None) -> str:
-    """The hidden temporary ``.NAME.<tag>.part`` beside ``rel`` (``tag`` random when None)."""
+#: the longest file name most file systems take (bytes)
+NAME_MAX = 255
+
+
+def temp_name(rel: str, tag: str | None = None, suffix: str = "part") -> str:
+    """The hidden temporary ``.NAME.<tag>.part`` beside ``rel`` (``tag`` random when None).
+    When that is longer than :data:`NAME_MAX` bytes, NAME is cut and ends with ``~`` and 8 hex
+    digits of its hash (:func:`is_cut`): the temporary of a 255-byte name is still a name."""
     parent, base = posixpath.split(rel)
     tag = tag or uuid.uuid4().hex[:12]
-    return posixpath.join(parent, f".{base}.{tag}.part")
+    room = NAME_MAX - len(f"..{tag}.{suffix}".encode())
+    if len(base.encode()) > room:
+        digest = hashlib.sha256(base.encode()).hexdigest()[:8]
+        base = base.encode()[: room - 9].decode("utf-8", "ignore") + "~" + digest
+    return posixpath.join(parent, f".{base}.{tag}.{suffix}")
+
+
+def is_cut(base: str) -> bool:
+    """Whether ``base``, read from a temporary's name, was cut by :func:`temp_name` (the target's
+    name cannot be told from it)."""
+    return len(base) > 9 and base[-9] == "~" and all(c in "0123456789abcdef" for c in base[-8:])
 
 
 def unique_candidates(rel: str) -> Iterable[str]:
@@ -66,11 +83,14 @@ def write_file(
     make_dirs: bool = True,
     tag: str | None = None,
     commit: Callable[[str], None] | None = None,
+    keep_marker: bool = False,
 ) -> str | None:
     """Write ``chunks`` as ``name`` under ``fs``; returns the name written, None when ignored.
 
     ``tag`` names the temporary (:func:`temp_name`; a leftover of that name is replaced);
-    ``commit(temporary)`` runs when it holds the whole content, before the rename."""
+    ``commit(temporary)`` runs when it holds the whole content, before the rename.
+    ``keep_marker``: an append leaves its marker (:func:`append_marker`) for the caller to
+    remove once it recorded the append (:func:`append_file`)."""
     rel = safe_relative(name, where=fs.label)
     parent = posixpath.dirname(rel)
     if make_dirs and parent:
@@ -84,7 +104,7 @@ def write_file(
                 hint="remove it, or set file_exists to override, append, unique or ignore",
             )
         if policy == "append":
-            append_file(fs, rel, chunks, tag=tag)
+            append_file(fs, rel, chunks, tag=tag, keep_marker=keep_marker)
             _done(fs, rel, done_suffix)
             return rel
     tmp = temp_name(rel, tag)
@@ -108,12 +128,17 @@ def write_file(
 
 def append_marker(rel: str, tag: str) -> str:
     """The hidden marker ``.NAME.<tag>.append`` holding the size ``rel`` had before an append."""
-    parent, base = posixpath.split(rel)
-    return posixpath.join(parent, f".{base}.{tag}.append")
+    return temp_name(rel, tag, "append")
 
 
-def append_file(fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str | None = None) -> None:
-    """Append ``chunks`` to the existing ``rel``, all or nothing (see the module's text)."""
+def append_file(
+    fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str | None = None, keep_marker: bool = False
+) -> None:
+    """Append ``chunks`` to the existing ``rel``, all or nothing (see the module's text).
+
+    ``keep_marker``: the marker stays after a complete append, so that a crash before the
+    caller recorded the append still cuts it back (the redelivery appends it once); the
+    caller removes the marker after its record."""
     marker = append_marker(rel, tag) if tag else None
     if marker is not None:
         undo_append(fs, marker, rel)  # a fragment a killed attempt of this same message left
@@ -138,7 +163,7 @@ def append_file(fs: FileSystem, rel: str, chunks: Iterable[bytes], *, tag: str |
                 with contextlib.suppress(Exception):
                     fs.remove(marker)
         raise
-    if marker is not None:
+    if marker is not None and not keep_marker:
         fs.remove(marker)
 
 

@@ -9,6 +9,7 @@ translates them, archives the inputs after success and publishes ``coupler.Batch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,7 +18,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,9 +200,39 @@ def write_output(df: Any, spec: Spec, output: str, options: Mapping[str, str]) -
     """Write ``df`` to ``output`` as ``spec``, replacing what was there.
 
     Avro, Parquet and copybook outputs go through Coupler's writers (published atomically);
-    JSON lines and XML through Spark's (Hadoop's commit protocol: ``_SUCCESS`` marks completion).
+    JSON lines and XML through Spark's, into a staging folder swapped in when the job has
+    succeeded (:func:`_staged`): a job killed half-way leaves the old output whole.
     """
     writer = df.write.mode("overwrite").options(**options)
+    if spec.kind in ("jsonl", "xml") and "://" not in output:
+        with _staged(output) as staging:
+            _spark_write(writer, spec, staging)
+        return
+    _spark_write(writer, spec, output)
+
+
+@contextlib.contextmanager
+def _staged(output: str) -> Iterator[str]:
+    """A hidden folder beside ``output`` (``.NAME.staging/<id>``, as Coupler's writers use) to
+    write into; when the block succeeds it replaces ``output`` by renames (Spark's overwrite
+    deletes the old output first, so a killed job would leave neither). What a killed job
+    left is removed by the next one."""
+    out = Path(output)
+    root = out.parent / f".{out.name}.staging"
+    shutil.rmtree(root, ignore_errors=True)
+    job = root / uuid.uuid4().hex[:12]
+    root.mkdir(parents=True)
+    try:
+        yield str(job)
+        old = root / f"old-{job.name}"
+        if out.exists():
+            os.replace(out, old)
+        os.replace(job, out)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _spark_write(writer: Any, spec: Spec, output: str) -> None:
     if spec.kind == "avro":
         writer.format("canonical-avro").option("format", spec.format).save(output)
     elif spec.kind == "copybook":

@@ -115,6 +115,13 @@ class SiteSection(Section):
         "adapter state. Relative paths are relative to site.toml.",
         default="data",
     )
+    drain_timeout_seconds: Num = doc(
+        "On SIGTERM or `coupler ctl stop`, after every inbound side stopped: how long to wait for the "
+        "deliveries in progress. What still runs then is named in the log and abandoned (its messages are "
+        "delivered again after the restart) and the daemon exits 1.",
+        default=60.0,
+        ge=0,
+    )
 
 
 # -- [store] -------------------------------------------------------------------------------

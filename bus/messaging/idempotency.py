@@ -100,6 +100,10 @@ class IdempotentReceiver:
             return True
         return False
 
+    def processed(self, store: SeenStore, message_id: str) -> bool:
+        """Whether the message with id ``message_id`` was recorded as processed."""
+        return bool(store.seen(self.consumer, [f"id:{message_id}"]))
+
     def mark(self, store: SeenStore, envelopes: Envelope | Iterable[Envelope]) -> None:
         """Record messages as processed (in the transaction that acknowledges them)."""
         envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
@@ -119,17 +123,19 @@ class IdempotentReceiver:
         if not keyed:
             return []
         fresh: list[Delivery] = []
-        with transport.transaction() as tx:
-            already = tx.seen(self.consumer, [k for _, ks in keyed for k in ks])
-            batch: set[str] = set()  # the same message twice in one batch: the first one counts
-            dups = []
-            for d, ks in keyed:
-                if any(k in already or k in batch for k in ks):
-                    dups.append(d)
-                else:
-                    batch.update(ks)
-                    fresh.append(d)
-            if dups:
+        # a read (no write transaction unless there are duplicates to acknowledge): the keys
+        # are marked by the transaction that handles the message (``mark``), not here
+        already = transport.seen(self.consumer, [k for _, ks in keyed for k in ks])
+        batch: set[str] = set()  # the same message twice in one batch: the first one counts
+        dups = []
+        for d, ks in keyed:
+            if any(k in already or k in batch for k in ks):
+                dups.append(d)
+            else:
+                batch.update(ks)
+                fresh.append(d)
+        if dups:
+            with transport.transaction() as tx:
                 tx.ack(dups)
         if dups:
             self.duplicates += len(dups)

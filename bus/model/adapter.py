@@ -146,6 +146,11 @@ class Adapter:
     def stop(self) -> None:
         """Finish in-flight work and release resources."""
 
+    def stop_inbound(self) -> None:  # noqa: B027 - optional for adapters with an inbound side
+        """Stop taking anything new from the legacy side (pollers, listeners), first thing when
+        the daemon drains; deliveries go on until :meth:`stop`. (Whatever an adapter's own
+        threads publish during a drain is refused anyway.)"""
+
     # -- commands ----------------------------------------------------------------------------
 
     def handle(self, command: Command) -> Reply:

@@ -290,11 +290,7 @@ def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
                 info.cli_commands.append(name)
     listed = {info.name: info for info in infos.values()}
     for b in broken_plugins():
-        found = listed.get(b.entry_point)
-        if found is not None:
-            info = found
-        else:
-            info = listed[b.entry_point] = PluginInfo(b.entry_point, b.distribution, b.version)
+        info = listed.setdefault(b.entry_point, PluginInfo(b.entry_point, b.distribution, b.version))
         info.broken = b.error
         for names in info.contributes().values():
             names.clear()

@@ -17,6 +17,7 @@ from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.adapter import resolve_path as _resolve_path
 from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.model.files import FileState
+from coupler.bus.runtime.supervision import in_flight
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
@@ -34,7 +35,7 @@ class AdapterStats:
 
     name: str
     type: str
-    state: str = "created"  # created | running | paused | failed | stopped
+    state: str = "created"  # created | running | paused | failed | stopped (| degraded: see to_json)
     received: int = 0  # in: commands and documents it took from the bus
     #: out: what it passed on: messages put on the bus (published, replies) and documents
     #: delivered to its legacy system
@@ -42,13 +43,20 @@ class AdapterStats:
     failed: int = 0
     last_heartbeat: float | None = None
     error: str | None = None
+    #: a worker of the adapter died: shown ``degraded`` (with why) until this time
+    degraded_until: float | None = None
+    degraded_reason: str | None = None
+    worker_deaths: int = 0
 
     def to_json(self, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
+        degraded = self.state == "running" and self.degraded_until is not None and now < self.degraded_until
         return {
             "name": self.name,
             "type": self.type,
-            "state": self.state,
+            "state": "degraded" if degraded else self.state,
+            "degraded": self.degraded_reason if degraded else None,
+            "worker_deaths": self.worker_deaths,
             "in": self.received,
             "out": self.sent,
             "failed": self.failed,
@@ -86,6 +94,15 @@ class Statistics:
             stats = self.adapters[adapter]
             stats.state = state
             stats.error = error
+
+    def degrade(self, adapter: str, reason: str, seconds: float) -> None:
+        """A worker of ``adapter`` died (and was restarted): ``degraded`` for ``seconds``."""
+        with self._lock:
+            stats = self.adapters.get(adapter)
+            if stats is not None:
+                stats.worker_deaths += 1
+                stats.degraded_reason = reason
+                stats.degraded_until = time.time() + seconds
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -147,10 +164,15 @@ class BusContext:
         return f"adapter:{self.name}"
 
     def _wait_while_paused(self) -> None:
+        """Before a publish: wait while the adapter is paused; refused while the daemon drains
+        (nothing new is received), unless it finishes a delivery in progress."""
         while self._paused.is_set():
             if self._stopping.is_set():
                 raise CouplerError(f"adapter {self.name!r} is paused and the daemon is stopping")
             self._stopping.wait(0.05)
+        if self._stopping.is_set() and not in_flight():
+            raise CouplerError(f"adapter {self.name!r}: the daemon is stopping, nothing new is received",
+                               hint="it is taken again after the restart")
 
     def publish(self, envelope: Envelope, channel: str | None = None) -> str:
         """Send durably to ``channel`` or the adapter's channel (blocks while it is paused)."""

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelope, parse_reply
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY
+from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, claim_path
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError
 
@@ -352,11 +352,15 @@ def channel_get(transport: Any, channel: str, *, max: int, wait: float, peek: bo
 def _claimed_body(env: Envelope) -> Envelope:
     """``env`` with the body of the claimed file it refers to (Claim Check of whole files),
     as the one who gets it from a channel expects; unchanged when the file is gone."""
-    claim = env.properties.get(CLAIM_PROPERTY)
-    if not claim:
+    try:
+        claim = claim_path(env.properties)
+    except ValueError as exc:
+        log.warning("message %s: %s: its body is not read", env.message_id, exc)
+        return env
+    if claim is None:
         return env
     try:
-        env.body = Path(claim).read_bytes()
+        env.body = claim.read_bytes()
     except OSError as exc:
         log.warning("message %s: its claimed body %s cannot be read: %s", env.message_id, claim, exc.strerror)
         return env

@@ -26,12 +26,16 @@ Every message a worker handles is timed (:class:`~coupler.bus.runtime.console.me
 and its W3C trace context is the thread's current one while it is handled
 (:mod:`coupler.canonical.tracecontext`), so what the handler sends joins its trace.
 
-SIGTERM and SIGINT drain: no new message is received, the messages in flight are finished,
-the adapters are stopped and the process exits 0. Unfinished work stays in the store.
+SIGTERM and SIGINT drain (bus/runtime/supervision.py): every inbound side stops first, the
+messages in flight are finished within ``[site] drain_timeout_seconds``, the adapters are
+stopped and the process exits 0; work still running then is named, abandoned (delivered again
+after the restart) and the process exits 1. A worker that dies is logged, counted, restarted
+and its adapter shown degraded.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -64,6 +68,7 @@ from coupler.bus.runtime.router import Router
 from coupler.bus.runtime.routes import RoutePipelines
 from coupler.bus.runtime.site import DaemonLock
 from coupler.bus.runtime.steps.base import Switches
+from coupler.bus.runtime.supervision import Supervisor, abandoned_adapters, drain
 from coupler.bus.runtime.workers import Workers
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.factory import open_transport
@@ -115,6 +120,10 @@ class Daemon:
         self.observer.attach(self)
         self._console: Any = None
         self._spans: Any = None
+        #: runs the worker loops, restarts a dead one (bus/runtime/supervision.py)
+        self.supervisor = Supervisor(self)
+        #: the workers a drain had to abandon (run() then returns 1)
+        self.abandoned: list[str] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -129,7 +138,7 @@ class Daemon:
                 pass
         finally:
             self.shutdown()
-        return 0
+        return 1 if self.abandoned else 0
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
@@ -198,11 +207,10 @@ class Daemon:
         """Drain and release everything (idempotent)."""
         if self.stopped.is_set():
             return
-        self.stopping.set()
-        for t in self._threads:
-            t.join()
+        self.abandoned = drain(self, self.site.model.site.drain_timeout_seconds)
+        stuck = abandoned_adapters(self, self.abandoned)
         self._threads.clear()
-        self.adapter_runtime.stop_all()
+        self.adapter_runtime.stop_all(skip=stuck)
         if self._console is not None:
             self._console.close()
             self._console = None
@@ -291,7 +299,8 @@ class Daemon:
         from coupler.bus.batch.schedule import BatchScheduler
 
         self.batch = BatchScheduler(self.site)
-        t = threading.Thread(target=self.batch.run, args=(self.stopping,), name="batch", daemon=True)
+        loop = functools.partial(self.batch.run, self.stopping)
+        t = threading.Thread(target=self.supervisor.run, args=("batch", None, loop), name="batch", daemon=True)
         t.start()
         self._threads.append(t)
 
@@ -325,6 +334,8 @@ class Daemon:
         for row in adapters:
             if row["name"] in failed:
                 alerts.append({"adapter": row["name"], "alert": f"failed to start: {failed[row['name']]}"})
+            if row.get("degraded"):
+                alerts.append({"adapter": row["name"], "alert": f"degraded: {row['degraded']}"})
             for problem in (row["health"] or {}).get("problems", []):
                 alerts.append({"adapter": row["name"], "alert": problem})
         return {

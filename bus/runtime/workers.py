@@ -6,6 +6,7 @@ Consumer), the handle middlewares (Message Throttle, trace context, metrics) and
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -55,7 +56,8 @@ class Workers:
             patterns = self.patterns(consumer, route.source, source, config)
             self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
                         receive=datatypes.for_route(route.name, consumer, source, config.select), patterns=patterns, select=config.select)
-        t = threading.Thread(target=self.d.monitor.run, name="monitor", daemon=True)
+        t = threading.Thread(target=self.d.supervisor.run, args=("monitor", None, self.d.monitor.run), name="monitor",
+                             daemon=True)
         t.start()
         self.d._threads.append(t)
 
@@ -102,12 +104,14 @@ class Workers:
         workers = 1
         if patterns is not None:
             receive, handle, workers = patterns.receiver(transport, receive), patterns.handler(handle), patterns.concurrency
+        adapter = consumer if consumer in self.d.adapters else None
         for i in range(workers):
             thread_name = name if workers == 1 else f"{name}#{i + 1}"
-            chain = self.observed(thread_name, handle)
-            t = threading.Thread(
-                target=self.worker, args=(thread_name, channel, receive, chain, paused), name=thread_name, daemon=True
-            )
+            # run by the supervisor: a loop that dies is reported and restarted (supervision.py)
+            chain = self.d.supervisor.guard(thread_name, self.observed(thread_name, handle))
+            loop = functools.partial(self.worker, thread_name, channel, receive, chain, paused)
+            t = threading.Thread(target=self.d.supervisor.run, args=(thread_name, adapter, loop), name=thread_name,
+                                 daemon=True)
             t.start()
             self.d._threads.append(t)
 

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 
 FULL = os.environ.get("COUPLER_AGGREGATE_CRASH_FULL") == "1"
 FILES, RECORDS, KILLS = (200, 100, 40) if FULL else (30, 50, 8)
-GROUPS = 3  # records go to 3 groups: batches of 100 by size, what a group holds after 2 s by the time-out
+GROUPS = 7  # records go to 7 groups: batches of 100 by size; each group ends with fewer than 100, which
+# only the 2-second time-out completes (so a time-out happens however fast the records come)
 
 SITE = """
 [site]

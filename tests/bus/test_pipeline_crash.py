@@ -80,13 +80,18 @@ def test_a_pipeline_delivers_every_output_exactly_once_despite_sigkill(tmp_path:
         names = unique_names()
         text = AMQP_STORE.format(url=AMQP_URL, dsn=PG_DSN, **names) + SITE
     try:
-        _crash_pipeline(tmp_path, text)
+        _crash_pipeline(tmp_path, text, exact=store == "sqlite")
     finally:
         if names:
             destroy(names)
 
 
-def _crash_pipeline(tmp_path: Path, text: str) -> None:
+def _crash_pipeline(tmp_path: Path, text: str, exact: bool) -> None:
+    """``exact``: no message twice on the output channels (SQLite: the route's sends and the
+    acknowledgement are one transaction). On the broker a kill between the sends and the
+    acknowledgement sends a part again, under the same message id (``<batch id>-<n>``), so the
+    outputs are exactly once after an Idempotent Receiver keyed on the message id -- what every
+    consumer of a broker site declares (docs/operations.md) -- and that is what is checked."""
     seed = random.randrange(2**32)
     log.warning("pipeline crash test seed: %d", seed)  # rerun with this seed to replay the kill instants
     print(f"pipeline crash test seed: {seed}")
@@ -109,7 +114,9 @@ def _crash_pipeline(tmp_path: Path, text: str) -> None:
                 busy += t.stats("batches")[0].depth > 0  # killed while work was left
             proc = start_daemon_process(site_file)
         with open_transport(site) as t:
-            wait_for(lambda: t.stats("batches")[0].depth == 0, "every batch handled", timeout=300)
+            # every batch acknowledged (a broker site's depth does not count what the daemon holds)
+            wait_for(lambda: (st := t.stats("batches")[0]).depth == 0 and st.acked >= BATCHES,
+                     "every batch handled", timeout=300)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:
@@ -118,10 +125,21 @@ def _crash_pipeline(tmp_path: Path, text: str) -> None:
             proc.wait()
         _, err = proc.communicate()
     with open_transport(site) as t:
-        eu = [json.loads(d.envelope.body) for d in drain(t, "out.eu")]
-        other = [json.loads(d.envelope.body) for d in drain(t, "out.other")]
+        eu_all = [(d.message_id, json.loads(d.envelope.body)) for d in drain(t, "out.eu", wait=2)]
+        other_all = [(d.message_id, json.loads(d.envelope.body)) for d in drain(t, "out.other", wait=2)]
         assert t.dead_letters() == []
+    ids = {}
+    for mid, r in eu_all + other_all:  # one message id per record, however often it was sent
+        assert ids.setdefault(r["n"], mid) == mid, f"seed {seed}: record {r['n']} under two ids"
+    if exact:
+        assert len(eu_all) + len(other_all) == len(ids), f"seed {seed}: a message twice"
+    eu = list({mid: r for mid, r in eu_all}.values())
+    other = list({mid: r for mid, r in other_all}.values())
     kept = [_record(n) for n in range(BATCHES * PER_BATCH) if n % 10 != 7]
+    got = [r["n"] for r in eu + other]
+    missing = sorted({r["n"] for r in kept} - set(got))
+    twice = sorted(n for n in set(got) if got.count(n) > 1)
+    assert not missing and not twice, f"seed {seed}: missing {missing[:40]} ({len(missing)}), twice {twice[:40]} ({len(twice)})"
     assert sorted(r["n"] for r in eu) == [r["n"] for r in kept if r["region"] == "EU"], f"seed {seed}"
     assert sorted(r["n"] for r in other) == [r["n"] for r in kept if r["region"] == "US"], f"seed {seed}"
     assert all(set(r) == {"n", "region"} for r in eu + other)  # transformed (Content Filter)

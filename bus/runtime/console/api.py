@@ -5,7 +5,8 @@ OpenAPI description built from the same models (served at ``/api/openapi.json``;
 Every input (query parameters, path parameters, JSON bodies) is validated by a pydantic
 model; a bad one is answered ``400`` with ``{"error": ..., "problems": [...]}`` naming each
 parameter, never a ``500``. An empty query parameter means "not given" (the console's forms
-send empty fields).
+send empty fields). Text parameters are short enough (200 characters) that a request with
+every parameter at its longest still fits aiohttp's 8 kB request line.
 """
 
 from __future__ import annotations
@@ -35,19 +36,19 @@ class ApiInputError(CouplerError):
 class DeadLettersQuery(BaseModel):
     """``GET /api/dead-letters``: filters of the dead letters listed."""
 
-    model_config = ConfigDict(extra="ignore")
-    queue: QueueName | Literal[""] | None = Field(None, description="only those of this queue")
-    kind: Literal["dead", "invalid", ""] | None = Field(None, description="dead letters or invalid messages")
+    model_config = ConfigDict(extra="forbid")
+    queue: QueueName | Literal[""] = Field("", description="only those of this queue")
+    kind: Literal["dead", "invalid", ""] = Field("", description="dead letters or invalid messages")
     limit: int = Field(200, ge=1, le=10_000, description="at most this many (newest first)")
-    channel: QueueName | Literal[""] | None = Field(None, description="only those that were on this channel")
-    q: str | None = Field(None, max_length=1_000, description="text found in the reason, error, id, component or format")
+    channel: QueueName | Literal[""] = Field("", description="only those that were on this channel")
+    q: str = Field("", max_length=200, description="text found in the reason, error, id, component or format")
 
 
 class TraceQuery(BaseModel):
     """``GET /api/trace``: the messages of a trace."""
 
-    model_config = ConfigDict(extra="ignore")
-    q: str = Field(min_length=1, max_length=1_000, pattern=r"\S",
+    model_config = ConfigDict(extra="forbid")
+    q: str = Field(min_length=1, max_length=200, pattern=r"\S",
                    description="a message id, trace id, correlation id or business key")
 
 
@@ -100,8 +101,11 @@ def route_name(text: str) -> str:
     return text
 
 
-def parse(model: type[BaseModel], data: Any, where: str) -> Any:
-    """``data`` validated by ``model``, or :class:`ApiInputError` naming every problem."""
+def parse(model: type[BaseModel], data: Any, where: str, *, strict: bool = True) -> Any:
+    """``data`` validated by ``model``, or :class:`ApiInputError` naming every problem (an
+    unknown parameter is one, unless not ``strict``: the console's pages ignore them)."""
+    if not strict and isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k in model.model_fields}
     try:
         return model.model_validate(data)
     except ValidationError as exc:

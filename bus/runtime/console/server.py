@@ -308,10 +308,13 @@ class ConsoleServer:
 
     async def healthz(self, request: web.Request) -> web.Response:
         d = self.daemon
-        failed = [row["name"] for row in d.statistics.snapshot() if row["state"] in ("failed", "stopped")]
-        ok = not d.stopping.is_set() and not failed
-        body = {"status": "ok" if ok else "failing", "site": self.site.name, "failed_adapters": failed,
-                "stopping": d.stopping.is_set()}
+        rows = d.statistics.snapshot()
+        failed = [row["name"] for row in rows if row["state"] in ("failed", "stopped")]
+        degraded = {row["name"]: row["degraded"] for row in rows if row["state"] == "degraded"}
+        ok = not d.stopping.is_set() and not failed and not degraded
+        status = "ok" if ok else "degraded" if not failed and not d.stopping.is_set() else "failing"
+        body = {"status": status, "site": self.site.name, "failed_adapters": failed,
+                "degraded_adapters": degraded, "stopping": d.stopping.is_set()}
         return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(self, request: web.Request) -> web.Response:
@@ -335,8 +338,8 @@ class ConsoleServer:
     async def api_dlq_list(self, request: web.Request) -> web.Response:
         return web.json_response(await self._dead_letters(request))
 
-    async def _dead_letters(self, request: web.Request) -> list[dict[str, Any]]:
-        q = api.parse(api.DeadLettersQuery, dict(request.query), "query")
+    async def _dead_letters(self, request: web.Request, *, strict: bool = True) -> list[dict[str, Any]]:
+        q = api.parse(api.DeadLettersQuery, dict(request.query), "query", strict=strict)
         rows: list[dict[str, Any]] = await self._call(
             "dlq.list", queue=api.none_if_empty(q.queue), kind=api.none_if_empty(q.kind), limit=q.limit)
         channel, text = q.channel or "", (q.q or "").lower()
@@ -416,7 +419,7 @@ class ConsoleServer:
             elif name in ("channels", "overview"):
                 data["rates"] = {c["channel"]: self.rates.rates(c["channel"]) for c in status["channels"]}
             elif name == "dead_letters":
-                data["dead_letters"] = await self._dead_letters(request)
+                data["dead_letters"] = await self._dead_letters(request, strict=False)
             elif name == "identities":
                 data["identities"] = await self._call("identities")
             elif name == "groups":

@@ -124,8 +124,9 @@ class SqliteTransport(Transport):
     (every commit fsync'd by SQLite itself inside the write lock) or ``NORMAL`` (the WAL is
     fsync'd at checkpoints only: a power failure may lose the last commits, a process crash
     loses nothing). Lease grants are committed without an fsync of their own: losing one only
-    makes a message visible again early. So are acknowledgements and negative ones unless
-    ``sync_acks``: they reach the disk with the next fsync'd commit or background checkpoint
+    makes a message visible again early. So are acknowledgements and negative ones, and the
+    transactions (``transaction()``) that add no message (a route's discard, an aggregator's
+    member), unless ``sync_acks``: they reach the disk with the next fsync'd commit or background checkpoint
     (``checkpoint_interval``), so a power failure may deliver again a message acknowledged
     in that last interval -- the at-least-once delivery every consumer already handles
     (a crash between its work and its ack does the same) -- and never loses one.
@@ -351,7 +352,12 @@ class SqliteTransport(Transport):
 
     @contextmanager
     def transaction(self) -> Iterator[TransactionOps]:
-        with self._write(durable=True) as tx:
+        # fsync'd when it adds a message (``insert``), else as an acknowledgement is: a
+        # consume-and-produce transaction that only acknowledges and keeps step state (a
+        # filter's discard, an aggregator's member) loses, on a power failure, its state
+        # change together with its acknowledgement (the WAL keeps commits in order), so the
+        # message is delivered again and counted once
+        with self._write(durable=self.sync_acks) as tx:
             yield tx
 
     @contextmanager
@@ -519,6 +525,15 @@ class SqliteTransport(Transport):
         # a lost nack or dead-lettering leaves the message in its channel: nothing is lost
         with self._write(durable=self.sync_acks) as tx:
             return tx.nack(delivery, error, component, delay=delay, dead=dead)
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        current = getattr(self._local, "tx", None)
+        if current is not None and _process() == self._pid:
+            return set(current.seen(consumer, keys))
+        # a read: no write lock (a WAL reader sees the last commit)
+        conn = self._conn()
+        keys = list(keys)
+        return set(self._retry(lambda: StoreTx(self, conn, durable=False).seen(consumer, keys)))
 
     def remember(self, scope: str, key: str, ttl: float) -> bool:
         with self.transaction() as tx:

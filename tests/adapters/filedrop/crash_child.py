@@ -2,7 +2,8 @@
 
 ``python crash_child.py SITE DROP KILL`` where KILL is ``none``, ``before-archive`` (after
 every message is published, before the file is archived) or ``after-publish:N`` (right
-after the N-th publish returned, before its progress is recorded).
+after the N-th publish of a batch returned, before its progress is recorded; batches of 2
+records here).
 """
 
 from __future__ import annotations
@@ -32,19 +33,22 @@ def main(site: str, drop: str, kill: str) -> None:
 
         InboundPipeline._after_success = die  # type: ignore[method-assign]
     elif kill.startswith("after-publish:"):
+        import coupler.adapters.common.inbound as inbound
+
+        inbound.PUBLISH_BATCH = 2  # type: ignore[misc]
         limit = int(kill.split(":")[1])
-        publish = ctx.publish
+        publish_many = ctx.publish_many
         count = 0
 
-        def publish_then_die(envelope, channel=None):  # type: ignore[no-untyped-def]
+        def publish_then_die(envelopes, channel=None):  # type: ignore[no-untyped-def]
             nonlocal count
-            message_id = publish(envelope, channel)
+            ids = publish_many(envelopes, channel)
             count += 1
             if count == limit:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return message_id
+            return ids
 
-        ctx.publish = publish_then_die  # type: ignore[method-assign]
+        ctx.publish_many = publish_then_die  # type: ignore[method-assign]
     a.start()
     a.pipeline.poll()
     a.stop()

@@ -227,7 +227,10 @@ def test_poller_thread_takes_files_and_stops(bus: Bus, tmp_path: Path) -> None:
     a = make(bus, drop, autopoll=True, poll_interval=0.05, max_poll_interval=0.2)
     a.start()
     try:
-        (drop / "t.txt").write_bytes(b"threaded")
+        # dropped whole (stable_seconds = 0 takes a file as it is listed: one being written
+        # would be taken at the size it had, then again once it changed)
+        (drop / ".t.txt").write_bytes(b"threaded")
+        (drop / ".t.txt").rename(drop / "t.txt")
         deadline = time.monotonic() + 10
         msgs = []
         while not msgs and time.monotonic() < deadline:

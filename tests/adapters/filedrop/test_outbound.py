@@ -179,11 +179,28 @@ def test_bad_template_is_a_configuration_error(bus: Bus, tmp_path: Path) -> None
 
 
 def test_claim_checked_body_is_streamed_to_the_file(bus: Bus, tmp_path: Path) -> None:
-    big = tmp_path / "claim"
+    big = tmp_path / "claims" / "0123abcd"  # a claim check as the bus stores one
+    big.parent.mkdir()
     big.write_bytes(os.urandom(3_000_000))
     a = make(bus, tmp_path / "out", file_name="big.bin")
     try:
         a.deliver(env(b"", **{"coupler.claim-file": str(big)}))
         assert (tmp_path / "out" / "big.bin").read_bytes() == big.read_bytes()
+    finally:
+        a.stop()
+
+
+def test_a_claim_property_not_naming_a_claimed_file_is_refused_as_invalid(bus: Bus, tmp_path: Path) -> None:
+    """A ``coupler.claim-file`` property a partner forged never makes the adapter write a file
+    of its choosing: only a file in a ``claims`` directory is a claim check."""
+    secret = tmp_path / "etc" / "shadow"
+    secret.parent.mkdir()
+    secret.write_bytes(b"root:$6$secret")
+    a = make(bus, tmp_path / "out")
+    try:
+        with pytest.raises(CommandFault) as info:
+            a.deliver(env(b"", **{"coupler.claim-file": str(secret)}))
+        assert info.value.code == "invalid" and "not a claimed file" in str(info.value)
+        assert files(tmp_path / "out") == {}
     finally:
         a.stop()
