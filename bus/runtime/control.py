@@ -245,6 +245,22 @@ class ControlService(StoreService):
             out.append(row)
         return out
 
+    def op_groups(self) -> list[dict[str, Any]]:
+        """The open groups of the routes' stateful steps (Aggregator, Resequencer, Enricher)."""
+        from coupler.bus.runtime.steps.groups import open_groups
+
+        return open_groups(self.daemon.pipelines, self.transport)
+
+    def op_group_complete(self, route: str, step: str, key: str) -> dict[str, Any]:
+        from coupler.bus.runtime.steps.groups import force_complete
+
+        return force_complete(self.daemon.pipelines, self.transport, route, step, key)
+
+    def op_group_discard(self, route: str, step: str, key: str) -> dict[str, Any]:
+        from coupler.bus.runtime.steps.groups import discard
+
+        return discard(self.daemon.pipelines, self.transport, route, step, key)
+
     def op_pause(self, adapter: str) -> dict[str, Any]:
         self.daemon.pause(adapter)
         return {"adapter": adapter, "paused": True}

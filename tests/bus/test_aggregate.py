@@ -218,4 +218,50 @@ type = "aggregate"
     with pytest.raises(ConfigError) as unknown:  # the strategies of plugins are known when the daemon starts
         with running_daemon(write_site(tmp_path, route + 'complete_size = 2\nstrategy = "sum"\n')):
             pass
-    assert "routes[r].steps[0].strategy: unknown strategy 'sum' (known: avro, fixed, lines, records, xml)" in str(unknown.value)
+    assert "routes[r].steps[0].strategy: unknown strategy 'sum' (known: all, avro, best, first, fixed, lines, records, xml)" in str(unknown.value)
+
+
+OPERATED = """
+[[routes]]
+name = "batches"
+from = "orders.in"
+to = ["batches.out"]
+[[routes.steps]]
+type = "aggregate"
+name = "by-region"
+correlation = "body.customer.region"
+complete_size = 100
+timeout_seconds = 3600
+"""
+
+
+def test_an_operator_sees_open_groups_completes_or_discards_one_and_metrics_count_them(store: str, tmp_path: Path) -> None:
+    from coupler.bus.runtime.console import pages
+    from coupler.bus.runtime.control import ControlService
+
+    with running_daemon(write_site(tmp_path, store + OPERATED)) as d:
+        t = d.transport
+        assert t is not None
+        t.send("orders.in", [order("EU", 1), order("US", 2), order("EU", 3)])
+        settled(d, "orders.in")
+        ctl = ControlService(d)
+        groups = {g["key"]: g for g in ctl.call("groups")}
+        assert {k: (g["route"], g["step"], g["type"], g["size"]) for k, g in groups.items()} == {
+            "EU": ("batches", "by-region", "aggregate", 2), "US": ("batches", "by-region", "aggregate", 1)}
+        assert groups["EU"]["age_seconds"] >= 0
+        html = pages.render("groups", "site", {"status": {}, "groups": list(groups.values()), "query": {}})
+        assert "Complete now" in html and "<code>EU</code>" in html
+        metrics = d.observer.exposition().decode()
+        assert 'coupler_step_open_groups{route="batches",step="by-region",type="aggregate"} 2.0' in metrics
+        assert 'coupler_step_held_messages{route="batches",step="by-region",type="aggregate"} 3.0' in metrics
+        done = ctl.call("group.complete", route="batches", step="by-region", key="EU")
+        [batch] = drained(d, "batches.out", 1)
+        assert batch.message_id == done["message_id"] and batch.properties["aggregate.reason"] == "forced"
+        assert [json.loads(x)["amount"] for x in batch.body.splitlines()] == [1, 3]
+        assert ctl.call("group.discard", route="batches", step="by-region", key="US")["discarded"] == 1
+        assert ctl.call("groups") == []
+        with pytest.raises(Exception, match="no open group 'US'"):
+            ctl.call("group.discard", route="batches", step="by-region", key="US")
+        metrics = d.observer.exposition().decode()
+        assert 'coupler_aggregate_completions_total{reason="forced",route="batches",step="by-region"} 1.0' in metrics
+        assert 'coupler_step_open_groups{route="batches",step="by-region",type="aggregate"} 0.0' in metrics

@@ -113,12 +113,17 @@ def _crash_pipeline(tmp_path: Path, text: str, exact: bool) -> None:
             with open_transport(site) as t:
                 busy += t.stats("batches")[0].depth > 0  # killed while work was left
             proc = start_daemon_process(site_file)
-        with open_transport(site) as t:
-            # every batch acknowledged (a broker site's depth does not count what the daemon holds)
-            wait_for(lambda: (st := t.stats("batches")[0]).depth == 0 and st.acked >= BATCHES,
-                     "every batch handled", timeout=300)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+        while True:
+            with open_transport(site) as t:
+                wait_for(lambda: t.stats("batches")[0].depth == 0, "every batch handled", timeout=240)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
+            # a broker's depth does not count what another consumer holds: with the daemon
+            # stopped, what it had taken ahead is back in the queue
+            with open_transport(site) as t:
+                if t.stats("batches")[0].depth == 0:
+                    break
+            proc = start_daemon_process(site_file)
     finally:
         if proc.poll() is None:
             proc.kill()

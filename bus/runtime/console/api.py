@@ -75,6 +75,15 @@ class DetourQuery(BaseModel):
     step: ChannelName | Literal[""] | None = Field(None, description="the detour step's name (default: every detour of the route)")
 
 
+class GroupBody(BaseModel):
+    """``POST /api/groups/{complete|discard}``: one open group of a route's aggregate step."""
+
+    model_config = ConfigDict(extra="forbid")
+    route: str = Field(min_length=1, max_length=200, description="the route")
+    step: str = Field(min_length=1, max_length=200, description="the aggregate step's name")
+    key: str = Field(min_length=1, max_length=10_000, description="the group's correlation key")
+
+
 class TestMessageBody(BaseModel):
     """``POST /api/routes/{route}/test``: a Test Message through the route (nothing is stored)."""
 

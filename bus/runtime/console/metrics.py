@@ -151,6 +151,35 @@ class _DaemonCollector(Collector):
             for (step, outcome), count in sorted(pipeline.counts.items()):
                 dropped.add_metric([name, step, outcome], float(count))
         yield dropped
+        yield from self._groups(d)
+
+    def _groups(self, d: Daemon) -> Iterator[Any]:
+        from coupler.bus.runtime.steps.groups import summary
+
+        if d.transport is None:
+            return
+        open_ = GaugeMetricFamily("coupler_step_open_groups", "Groups a stateful step holds in the store (aggregation "
+                                  "groups, resequencer streams with a gap, messages waiting for an enricher's answer).",
+                                  labels=["route", "step", "type"])
+        held = GaugeMetricFamily("coupler_step_held_messages", "Messages those groups hold.", labels=["route", "step", "type"])
+        oldest = GaugeMetricFamily("coupler_step_oldest_group_age_seconds", "Age of the step's oldest open group (0: none).",
+                                   labels=["route", "step", "type"])
+        completed = CounterMetricFamily("coupler_aggregate_completions", "Aggregation groups this daemon completed, by "
+                                        "reason (size, timeout, interval, predicate, sequence, forced).",
+                                        labels=["route", "step", "reason"])
+        try:
+            rows = summary(d.pipelines, d.transport)
+        except Exception as exc:  # the store busy or away: the next scrape tries again
+            log.debug("metrics: cannot read the open groups: %s", exc)
+            return
+        for r in rows:
+            labels = [r["route"], r["step"], r["type"]]
+            open_.add_metric(labels, float(r["open"]))
+            held.add_metric(labels, float(r["held"]))
+            oldest.add_metric(labels, float(r["oldest_age_seconds"]))
+            for reason, n in sorted(r["completed"].items()):
+                completed.add_metric([r["route"], r["step"], reason], float(n))
+        yield from (open_, held, oldest, completed)
 
     def _batch(self, d: Daemon) -> Iterator[Any]:
         if d.batch is None:
@@ -192,7 +221,8 @@ def metric_names() -> list[str]:
         "coupler_adapter_up", "coupler_adapter_paused", "coupler_adapter_units_in_total",
         "coupler_adapter_units_out_total", "coupler_adapter_units_failed_total",
         "coupler_adapter_delivery_seconds", "coupler_adapter_command_seconds", "coupler_route_seconds",
-        "coupler_route_step_messages_total",
+        "coupler_route_step_messages_total", "coupler_step_open_groups", "coupler_step_held_messages",
+        "coupler_step_oldest_group_age_seconds", "coupler_aggregate_completions_total",
         "coupler_batch_records_total", "coupler_batch_input_bytes_total", "coupler_batch_runs_total", "coupler_batch_running",
         "coupler_channel_depth", "coupler_channel_in_flight", "coupler_channel_oldest_message_age_seconds",
     ]

@@ -7,18 +7,19 @@ body being edited, are left alone), and posts the buttons' actions (``data-post`
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 PAGES = (
     ("/", "overview"), ("/site", "site"), ("/adapters", "adapters"), ("/channels", "channels"),
-    ("/dead-letters", "dead_letters"), ("/identities", "identities"), ("/batch", "batch"),
+    ("/dead-letters", "dead_letters"), ("/groups", "groups"), ("/identities", "identities"), ("/batch", "batch"),
     ("/trace", "trace"),
 )
 _TITLES = {
     "overview": "Overview", "site": "Site picture", "adapters": "Adapters", "channels": "Channels", "dead_letters": "Dead letters",
-    "identities": "Identities", "batch": "Batch jobs", "trace": "Message trace", "dead_letter": "Dead letter",
+    "identities": "Identities", "groups": "Open groups", "batch": "Batch jobs", "trace": "Message trace", "dead_letter": "Dead letter",
 }
 
 
@@ -257,3 +258,20 @@ def _trace(data: dict[str, Any]) -> str:
         caption = "Every hop of this message, oldest first"
     return form + f'<div data-live id="trace-summary">{summary}</div>' + _table(
         caption, ["At", "Event", "Outcome", "Channel", "Message", "By"], rows, live="trace", empty=f"nothing in the journal for {q}")
+
+
+
+def _groups(data: dict[str, Any]) -> str:
+    """The open groups of the stateful steps (Aggregator, Resequencer, Content Enricher), with
+    the operator's actions on an aggregation group: complete it now, or discard it."""
+    rows = []
+    for g in data["groups"]:
+        body = escape(json.dumps({"route": g["route"], "step": g["step"], "key": g["key"]}), quote=True)
+        actions = ""
+        if g["type"] == "aggregate":
+            actions = (f'<button type="button" data-post="/api/groups/complete" data-body="{body}">Complete now</button> '
+                       f'<button type="button" class="danger" data-post="/api/groups/discard" data-body="{body}">Discard</button>')
+        rows.append([e(g["route"]), e(g["step"]), e(g["type"]), f"<code>{e(g['key'])}</code>", e(g.get("size")),
+                     e(_age(g.get("age_seconds"))), actions])
+    return _table("Groups held in the store by the routes' stateful steps", ["Route", "Step", "Type", "Key", "Size", "Age", ""],
+                  rows, live="groups", empty="No open groups.")

@@ -297,6 +297,8 @@ class ConsoleServer:
         r.add_post("/api/dead-letters/{id:\\d+}/replay", self.api_dlq_replay)
         r.add_post("/api/dead-letters/purge", self.api_dlq_purge)
         r.add_post("/api/adapters/{name}/{action:pause|resume}", self.api_pause)
+        r.add_get("/api/groups", self._api("groups"))
+        r.add_post("/api/groups/{action:complete|discard}", self.api_group)
         r.add_get("/api/batch", self.api_batch)
         r.add_get("/api/routes/{route}/detour", self.api_detour)
         r.add_post("/api/routes/{route}/detour/{state:on|off}", self.api_detour)
@@ -365,6 +367,12 @@ class ConsoleServer:
         op = request.match_info["action"]
         return web.json_response(await self._call(op, adapter=request.match_info["name"]))
 
+    async def api_group(self, request: web.Request) -> web.Response:
+        """Complete an aggregation group now, or discard it (the Open groups page's buttons)."""
+        data = api.parse(api.GroupBody, await _json(request), "body")
+        return web.json_response(await self._call(f"group.{request.match_info['action']}", route=data.route,
+                                                  step=data.step, key=data.key))
+
     async def api_detour(self, request: web.Request) -> web.Response:
         """A route's Detour switches (``coupler ctl detour``): shown, or switched on/off (POST)."""
         state = request.match_info.get("state")
@@ -418,6 +426,8 @@ class ConsoleServer:
                 data["dead_letters"] = await self._dead_letters(request, strict=False)
             elif name == "identities":
                 data["identities"] = await self._call("identities")
+            elif name == "groups":
+                data["groups"] = await self._call("groups")
             elif name == "trace" and request.query.get("q", "").strip():
                 data["trace"] = await self._call("trace", query=request.query["q"].strip())
             html = pages.render(name, self.site.name, data)

@@ -21,8 +21,11 @@ Strategies (the body of the aggregated message): ``lines`` (each body one line),
 (fixed-length records one after the other, ``record_length`` checked), ``xml`` (each XML
 document's root element inside a ``wrapper`` element), ``avro`` (an Avro object container
 file of the Avro records, content type ``application/avro``), ``records`` (the records into
-the array ``field`` of the registry format ``format``), or a third party's strategy by name
-(hook ``coupler_aggregation_strategies``: ``{name: callable(group) -> (body, format)}``).
+the array ``field`` of the registry format ``format``); for Scatter-Gather and the Composed
+Message Processor ``all`` (every answer's record in a JSON array), ``first`` (the first answer;
+with ``discard_late`` the later ones are dropped) and ``best`` (the answer with the lowest or
+highest value of the expression ``best``); or a third party's strategy by name (hook
+``coupler_aggregation_strategies``: ``{name: callable(group) -> (body, format)}``).
 
 State (survives a crash and a restart, see :mod:`coupler.bus.runtime.steps.state`): per group
 a header (``groups``: id, size, first and last arrival) and one entry per member (``members``),
@@ -53,7 +56,7 @@ from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import Int, Num, OptionsModel, Str, option
 
 from .base import Step, StepContext, StepError, StepSetup
-from .outcomes import Continue, Deliver, Outcome
+from .outcomes import Continue, Deliver, Discard, Outcome
 from .state import StepState
 
 #: message ids of aggregates: uuid5 of the step, the key and the group id (a group completed
@@ -83,8 +86,8 @@ class AggregateOptions(OptionsModel):
     complete_sequence: bool = option(
         "Complete when every part of the Message Sequence is there (members in position order).", default=False)
     strategy: Str = option(
-        "How the members become one body: `lines`, `fixed`, `xml`, `avro`, `records`, or the name of a "
-        "third party's strategy (hook `coupler_aggregation_strategies`).", default="lines")
+        "How the members become one body: `lines`, `fixed`, `xml`, `avro`, `records`, `all`, `first`, `best`, or "
+        "the name of a third party's strategy (hook `coupler_aggregation_strategies`).", default="lines")
     format: Str | None = option(
         "The format of the aggregate (`name@version[;content-type]`); `records`: the registry format with the "
         "array `field`. Default: the first member's format (`xml`: application/xml, `avro`: application/avro).",
@@ -97,8 +100,14 @@ class AggregateOptions(OptionsModel):
     late_to: Channel | None = option(
         "Where messages for a group completed less than `late_window_seconds` ago go (default: they start a "
         "new group).", default=None)
-    late_window_seconds: Num = option("How long a completed group's key is remembered for `late_to`.",
+    discard_late: bool = option("Discard messages for a group completed less than `late_window_seconds` ago "
+                                "(counted as `late` in /metrics): the answers after the first (`first`).",
+                                default=False)
+    late_window_seconds: Num = option("How long a completed group's key is remembered for `late_to` / `discard_late`.",
                                       default=3600.0, gt=0)
+    best: Str | None = option("`best`: the expression whose value ranks the answers (a number).", default=None,
+                              example='best = "body.price"')
+    best_order: Literal["min", "max"] = option("`best`: the lowest or the highest value wins.", default="min")
 
     @model_validator(mode="after")
     def _completes(self) -> AggregateOptions:
@@ -118,6 +127,8 @@ class Group:
     reason: str
     options: AggregateOptions
     registry: Callable[[], Any]
+    #: compiles an expression of the expression language (``best``)
+    expression: Callable[[str], Expression] = lambda text: Expression.parse(text)
 
     def records(self) -> list[Any]:
         """The members' bodies as records (Avro through the registry, or JSON)."""
@@ -181,7 +192,35 @@ def records(group: Group) -> tuple[bytes, FormatIndicator]:
     return json.dumps(record).encode(), fmt
 
 
-STRATEGIES: dict[str, Strategy] = {"lines": lines, "fixed": fixed, "xml": xml, "avro": avro, "records": records}
+def all_(group: Group) -> tuple[bytes, FormatIndicator]:
+    """Scatter-Gather ``all``: every answer's record in a JSON array."""
+    return json.dumps(group.records()).encode(), _format(group, "application/json")
+
+
+def first(group: Group) -> tuple[bytes, FormatIndicator]:
+    """Scatter-Gather ``first``: the answer that came first, as it is."""
+    return group.members[0].body, _format(group)
+
+
+def best(group: Group) -> tuple[bytes, FormatIndicator]:
+    """Scatter-Gather ``best``: the answer with the lowest (``best_order = "min"``) or highest
+    value of the expression ``best``; answers without a number for it never win."""
+    o = group.options
+    assert o.best is not None
+    scored = []
+    for i, m in enumerate(group.members):
+        try:
+            scored.append((float(group.expression(o.best)(m)), i, m))
+        except (TypeError, ValueError, CouplerError):
+            continue
+    if not scored:
+        raise StepError(f"no answer of group {group.key} has a number for {o.best}")
+    _, _, winner = (min if o.best_order == "min" else max)(scored, key=lambda s: (s[0], s[1]) if o.best_order == "min" else (s[0], -s[1]))
+    return winner.body, FormatIndicator.parse(o.format) if o.format else winner.format
+
+
+STRATEGIES: dict[str, Strategy] = {"lines": lines, "fixed": fixed, "xml": xml, "avro": avro, "records": records,
+                                   "all": all_, "first": first, "best": best}
 
 
 def strategies(plugins: Any) -> dict[str, Strategy]:
@@ -195,7 +234,10 @@ def strategies(plugins: Any) -> dict[str, Strategy]:
 
 
 class Aggregator(Step):
-    """Aggregator (see the module docstring)."""
+    """Aggregator: messages with the same `correlation` key are collected in the transport's store and
+    leave as one message when their group completes (size, time-out, interval, condition or complete
+    Message Sequence), its body made by `strategy`; late messages go to `late_to` or are discarded.
+    See docs/stateful-patterns.md."""
 
     type_name = "aggregate"
     options_model = AggregateOptions
@@ -218,6 +260,11 @@ class Aggregator(Step):
                 FormatIndicator.parse(o.format)
             except CouplerError as exc:
                 raise setup.problem("format", str(exc)) from None
+        if o.strategy == "best" and not o.best:
+            raise setup.problem("best", "the `best` strategy needs `best`, the expression that ranks the answers")
+        self._expressions: dict[str, Expression] = {}
+        if o.best:
+            self._expression(o.best)
         self.state = StepState(setup.state_scope)
         timed = [t for t in (o.timeout_seconds, o.interval_seconds) if t]
         self.timer_seconds = min([o.interval_seconds or 1.0, *(t / 4 for t in timed), 1.0]) if timed else 0.0
@@ -227,6 +274,11 @@ class Aggregator(Step):
 
     def describe(self) -> str:
         return f"aggregate by {self.key.text}"
+
+    def _expression(self, text: str) -> Expression:
+        if text not in self._expressions:
+            self._expressions[text] = self.setup.expression(text, "best")
+        return self._expressions[text]
 
     # -- one message ------------------------------------------------------------------------
 
@@ -243,8 +295,10 @@ class Aggregator(Step):
         head = self.state.get_json(tx, "groups", key, lock=True)
         if not self.state.first_time(tx, message):
             return Continue((), f"counted before (redelivered): group {key}")
-        if head is None and o.late_to and self.state.get(tx, "closed", [key]):
-            return Deliver(((o.late_to, message),), f"late for group {key}: to {o.late_to}")
+        if head is None and (o.late_to or o.discard_late) and self.state.get(tx, "closed", [key]):
+            if o.late_to:
+                return Deliver(((o.late_to, message),), f"late for group {key}: to {o.late_to}")
+            return Discard(f"late for group {key}", counter="late")
         now = time.time()
         if head is None:
             head = {"id": uuid.uuid4().hex, "n": 0, "first": now, "last": now, "bytes": 0, "size": None}
@@ -302,13 +356,13 @@ class Aggregator(Step):
         members = [decode(stored[k]) for k in sorted(stored)]
         self.state.put(tx, "members", dict.fromkeys(stored))
         self.state.put_json(tx, "groups", key, None)
-        if self.options.late_to:
+        if self.options.late_to or self.options.discard_late:
             self.state.put(tx, "closed", {key: head["id"].encode()}, ttl=self.options.late_window_seconds)
         self.completed[reason] = self.completed.get(reason, 0) + 1
         return self.aggregate(key, head, members, reason)
 
     def aggregate(self, key: str, head: dict[str, Any], members: list[Envelope], reason: str) -> Envelope:
-        group = Group(key, members, reason, self.options, self.setup.registry)
+        group = Group(key, members, reason, self.options, self.setup.registry, self._expression)
         try:
             body, fmt = self.strategy(group)
         except CouplerError:

@@ -15,6 +15,7 @@ acknowledgement of the message that changed it:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -56,7 +57,12 @@ class StepState:
         the state); on AMQP records its id, and is False for one counted before."""
         if tx.acks_with_state:
             return True
-        key = message.message_id
+        # the id and what the message says: a redelivery is the same; copies of one message that
+        # came back by different branches (a Scatter-Gather's answers) are not
+        digest = hashlib.sha1(message.body)
+        for k, v in sorted(message.properties.items()):
+            digest.update(f"\x1f{k}={v}".encode())
+        key = f"{message.message_id}:{digest.hexdigest()[:16]}"
         if tx.get_state(self.part("counted"), [key], lock=True):
             return False
         self.put(tx, "counted", {key: b""}, ttl=COUNTED_RETENTION)

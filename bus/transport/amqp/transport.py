@@ -344,13 +344,15 @@ class AmqpTransport(Transport):
         n = 0
         with self.store.stale_outbox(time.time() - min_age) as entries:
             journal = _Journal()
-            for _key, entry in entries:
-                for channel, envs, component in _outbox_sends(entry):
-                    def publish(link: Link, c: str = channel, e: list[Envelope] = envs, comp: str = component) -> None:
-                        self._send(link, c, e, comp, journal)
+            sends = [send for _key, entry in entries for send in _outbox_sends(entry)]
 
-                    self._call(publish)
-                    n += len(envs)
+            def publish(link: Link) -> None:
+                for channel, envs, component in sends:
+                    self._send(link, channel, envs, component, journal)
+
+            if sends:
+                self._call(publish)
+                n = sum(len(envs) for _c, envs, _comp in sends)
             self._record(journal)
         if n:
             log.warning("published %d message(s) of state changes a stopped process had not published", n)
