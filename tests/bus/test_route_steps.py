@@ -745,4 +745,6 @@ def test_what_steps_drop_is_counted_only_when_the_delivery_commits(tmp_path: Pat
         [kept] = drained(d, "out", 1)
         assert json.loads(kept.body) == {"kind": "order"}
         settled(d, "in")
+        # counted right after the commit, which the channel's depth may show a moment before
+        wait_for(lambda: d.pipelines["jsonl"].counts, "the discard counted")
         assert d.pipelines["jsonl"].counts == {("step 1 filter", "discarded"): 1}
