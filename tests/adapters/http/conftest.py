@@ -1,4 +1,4 @@
-"""The http adapter's tests: a real bus (the socket suites' harness, with its command
+"""The http adapter's tests: a real daemon (tests/adapters/daemon_bus.py: its own command
 dispatcher), the adapter's aiohttp server with httpx as the independent client, and an aiohttp
 server as the partner its client calls."""
 
@@ -14,12 +14,12 @@ import pytest
 from coupler.adapters.http import HttpAdapter
 from coupler.bus.api import Adapter, Command, CommandFault, Document, Reply
 from coupler.canonical import FormatIndicator
-from tests.adapters.socket.bus_harness import BusHarness, harness_fixture
+from tests.adapters.daemon_bus import DaemonBus, daemon_bus_fixture
 
 DATA = Path(__file__).parent / "data"
 ORDER = {"orderNo": "A-1", "customer": "Ada", "quantity": 3}
 
-bus = pytest.fixture(harness_fixture, name="bus")
+bus = pytest.fixture(daemon_bus_fixture, name="bus")
 
 
 class StockService(Adapter):
@@ -37,7 +37,7 @@ class StockService(Adapter):
 
 
 @pytest.fixture
-def server(bus: BusHarness) -> Callable[..., HttpAdapter]:
+def server(bus: DaemonBus) -> Callable[..., HttpAdapter]:
     bus.add(StockService("stock", {}, bus.context("stock")))
 
     def make(name: str = "orders-in", **options: Any) -> HttpAdapter:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from coupler.adapters.http import HttpAdapter
-from tests.adapters.socket.bus_harness import BusHarness
+from tests.adapters.daemon_bus import DaemonBus
 from tests.bus.site_helpers import wait_for
 
 from .conftest import ORDER
@@ -57,7 +57,7 @@ def send_huge(a: HttpAdapter, head: bytes) -> tuple[bytes, int]:
     return answer, sent
 
 
-def test_a_1gb_body_is_refused_by_the_limit_with_memory_flat(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_a_1gb_body_is_refused_by_the_limit_with_memory_flat(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server(max_body_bytes=1 << 20)
     before = rss()
     declared = (b"POST /orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -78,7 +78,7 @@ def test_a_1gb_body_is_refused_by_the_limit_with_memory_flat(bus: BusHarness, se
     assert a.counts["refused"] >= 1
 
 
-def test_200_slow_clients_do_not_keep_others_from_being_served(bus: BusHarness,
+def test_200_slow_clients_do_not_keep_others_from_being_served(bus: DaemonBus,
                                                                server: Callable[..., HttpAdapter]) -> None:
     a = server(read_timeout=5.0)
     slow = []

@@ -11,12 +11,12 @@ import pytest
 
 from coupler.adapters.http import HttpAdapter
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
-from tests.adapters.socket.bus_harness import BusHarness
+from tests.adapters.daemon_bus import DaemonBus
 
 from .conftest import ORDER
 
 
-def test_a_valid_order_is_accepted_once_durable(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_a_valid_order_is_accepted_once_durable(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server()
     caller = TraceContext.new()
     answer = httpx.post(f"{a.url}/orders", json=ORDER, headers={TRACEPARENT: caller.header})
@@ -30,7 +30,7 @@ def test_a_valid_order_is_accepted_once_durable(bus: BusHarness, server: Callabl
     assert TraceContext.parse(answer.headers[TRACEPARENT]).trace_id == caller.trace_id  # type: ignore[union-attr]
 
 
-def test_bodies_are_validated(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_bodies_are_validated(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server()
     bad = httpx.post(f"{a.url}/orders", json={**ORDER, "quantity": "three"})
     assert bad.status_code == 422 and "not a valid acme.Order@1" in bad.json()["detail"]
@@ -47,7 +47,7 @@ def test_bodies_are_validated(bus: BusHarness, server: Callable[..., HttpAdapter
     assert msg.body == xml and msg.format.content_type == "application/xml"
 
 
-def test_idempotency_key_makes_a_resent_request_one_message(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_idempotency_key_makes_a_resent_request_one_message(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server()
     first = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Idempotency-Key": "order-A-1"})
     again = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Idempotency-Key": "order-A-1"})
@@ -58,7 +58,7 @@ def test_idempotency_key_makes_a_resent_request_one_message(bus: BusHarness, ser
     assert [m.message_id for m in bus.received("orders")] == [first.json()["message_id"], other.json()["message_id"]]
 
 
-def test_request_reply_answers_synchronously(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_request_reply_answers_synchronously(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server()
     answer = httpx.post(f"{a.url}/stock", json=ORDER, timeout=30)
     assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
@@ -67,7 +67,7 @@ def test_request_reply_answers_synchronously(bus: BusHarness, server: Callable[.
     assert refused.status_code == 422 and refused.json()["detail"] == "no such customer"
 
 
-def test_request_reply_times_out_with_504(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_request_reply_times_out_with_504(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     import threading
 
     from coupler.bus.api import Adapter, Command, Reply
@@ -108,7 +108,7 @@ def _tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_TEST_TOKENS", "s3cret-token-1,s3cret-token-2")
 
 
-def test_a_wrong_token_is_401_and_never_logged(bus: BusHarness, server: Callable[..., HttpAdapter],
+def test_a_wrong_token_is_401_and_never_logged(bus: DaemonBus, server: Callable[..., HttpAdapter],
                                                caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     a = server(auth="bearer", tokens_env="HTTP_TEST_TOKENS")
@@ -121,13 +121,13 @@ def test_a_wrong_token_is_401_and_never_logged(bus: BusHarness, server: Callable
     assert ok.status_code == 202 and len(bus.received("orders")) == 1
 
 
-def test_basic_auth(bus: BusHarness, server: Callable[..., HttpAdapter], secret_file: Callable[[str, str], str]) -> None:
+def test_basic_auth(bus: DaemonBus, server: Callable[..., HttpAdapter], secret_file: Callable[[str, str], str]) -> None:
     a = server(auth="basic", users_file=secret_file("users", "partner:pa55word\n"))
     assert httpx.post(f"{a.url}/orders", json=ORDER, auth=("partner", "wrong")).status_code == 401
     assert httpx.post(f"{a.url}/orders", json=ORDER, auth=("partner", "pa55word")).status_code == 202
 
 
-def test_mutual_tls(bus: BusHarness, server: Callable[..., HttpAdapter], tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_mutual_tls(bus: DaemonBus, server: Callable[..., HttpAdapter], tmp_path) -> None:  # type: ignore[no-untyped-def]
     import ssl
 
     from tests.adapters.pki import make_pki
@@ -143,14 +143,14 @@ def test_mutual_tls(bus: BusHarness, server: Callable[..., HttpAdapter], tmp_pat
     assert httpx.post(f"{a.url}/orders", json=ORDER, verify=ctx).status_code == 202
 
 
-def test_rate_limit_per_client(bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+def test_rate_limit_per_client(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server(rate_limit=1.0, rate_burst=3)
     with httpx.Client() as client:
         codes = [client.post(f"{a.url}/orders", json=ORDER).status_code for _ in range(6)]
     assert codes[:3] == [202, 202, 202] and 429 in codes[3:]
 
 
-def test_an_exception_while_handling_one_request_is_contained_to_it(bus: BusHarness,
+def test_an_exception_while_handling_one_request_is_contained_to_it(bus: DaemonBus,
                                                                     server: Callable[..., HttpAdapter]) -> None:
     a = server()
     publish = a._publish
@@ -170,12 +170,12 @@ def test_an_exception_while_handling_one_request_is_contained_to_it(bus: BusHarn
 
 
 def test_idempotency_key_on_request_reply_gives_the_same_answer_without_asking_again(
-        bus: BusHarness, server: Callable[..., HttpAdapter]) -> None:
+        bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server()
     first = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-1"}, timeout=30)
-    asked = bus.handled.count("stock")
+    asked = bus.commands_handled("stock")
     again = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-1"}, timeout=30)
     assert first.status_code == again.status_code == 200 and first.json() == again.json()
-    assert again.headers["Idempotent-Replayed"] == "true" and bus.handled.count("stock") == asked
+    assert again.headers["Idempotent-Replayed"] == "true" and bus.commands_handled("stock") == asked
     other = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-2"}, timeout=30)
-    assert other.status_code == 200 and bus.handled.count("stock") == asked + 1
+    assert other.status_code == 200 and bus.commands_handled("stock") == asked + 1
