@@ -2,8 +2,9 @@
 shared PostgreSQL seen-state), for the tests of several daemons polling one directory.
 
 ``python -m tests.bus.amqp.filedrop_node PREFIX SCHEMA DATA_DIR DROP LEASE KILL_AFTER``
-polls DROP once and SIGKILLs itself right after its KILL_AFTER-th publish returned (before
-the progress of that message is recorded).
+polls DROP once and SIGKILLs itself right after its KILL_AFTER-th message was published
+(records of a file are published in batches, one ``publish_many`` call each: it dies inside
+the batch, before the batch's progress is recorded).
 """
 
 from __future__ import annotations
@@ -56,18 +57,29 @@ class Node:
 def main(prefix: str, schema: str, data_dir: str, drop: str, lease: str, kill_after: str) -> None:
     node = Node({"prefix": prefix, "postgres_schema": schema}, Path(data_dir), Path(drop),
                 file_lease_seconds=float(lease))
-    publish = node.context.publish
+    publish, publish_many = node.context.publish, node.context.publish_many
     count = 0
 
-    def publish_then_die(envelope: Any, channel: str | None = None) -> str:
+    def died_after(n: int) -> None:
         nonlocal count
-        message_id = publish(envelope, channel)
-        count += 1
-        if count == int(kill_after):
+        count += n
+        if count >= int(kill_after):
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def publish_then_die(envelope: Any, channel: str | None = None) -> str:
+        message_id = publish(envelope, channel)
+        died_after(1)
         return message_id
 
+    def publish_many_then_die(envelopes: Any, channel: str | None = None) -> list[str | None]:
+        ids: list[str | None] = []
+        for envelope in envelopes:  # one at a time, so that it dies after the KILL_AFTER-th
+            ids += publish_many([envelope], channel)
+            died_after(1)
+        return ids
+
     node.context.publish = publish_then_die  # type: ignore[method-assign]
+    node.context.publish_many = publish_many_then_die  # type: ignore[method-assign]
     node.adapter.pipeline.poll()
     node.close()
 

@@ -100,8 +100,9 @@ def test_a_killed_daemons_file_is_taken_over_and_resumed(names: dict[str, str], 
         stat = (drop / "f.txt").stat()
         key = FileKey("f.txt", stat.st_size, stat.st_mtime_ns)
         left = survivor.adapter.state.get(key)
-        # killed after its 3rd publish, before recording it: 2 recorded, the row still claimed
-        assert left is not None and (left.state, left.published) == (PROCESSING, 2)
+        # killed after its 3rd publish, inside the file's first batch of records: no progress
+        # recorded, the row still claimed
+        assert left is not None and (left.state, left.published) == (PROCESSING, 0)
         deadline = time.monotonic() + 60
         while (drop / "f.txt").exists():  # the dead daemon's lease (1 s) runs out, then it is ours
             assert time.monotonic() < deadline, "the file of the killed daemon was never taken over"
@@ -113,7 +114,8 @@ def test_a_killed_daemons_file_is_taken_over_and_resumed(names: dict[str, str], 
         survivor.close()
     assert (drop / "archive" / "f.txt").exists()
     assert record is not None and (record.state, record.published) == (DONE, 6)
-    # nothing lost; the 3rd message may come twice, with the same id (Idempotent Receiver)
+    # nothing lost; the 3 messages of the cut batch may come twice, with the same ids
+    # (Idempotent Receiver)
     assert {m.body for m in msgs} == set(lines)
     assert len({m.message_id for m in msgs}) == len(lines)
-    assert len(msgs) <= len(lines) + 1
+    assert len(msgs) <= len(lines) + 3
