@@ -64,7 +64,7 @@ table = "orders"
 status_column = "processed_at"
 interval = 0.05
 max_interval = 0.2
-batch_size = 20
+batch_size = 2  # small polls: a kill a few tenths of a second after the start finds work left
 """
 
 WRITE = """[adapters.options.write]
