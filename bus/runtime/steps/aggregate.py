@@ -37,6 +37,7 @@ for ``late_window_seconds`` and messages arriving for it go to that channel.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import time
@@ -317,6 +318,7 @@ class Aggregator(Step):
         if reason is None:
             self.state.put_json(tx, "groups", key, head)
             return Continue((), f"held in group {key} ({head['n']})")
+        ctx.committed.append(functools.partial(self.count_completion, reason))
         return Continue((self._complete(tx, key, head, reason),), f"group {key} complete ({reason}, {head['n']})")
 
     def _key(self, message: Envelope) -> str:
@@ -358,8 +360,11 @@ class Aggregator(Step):
         self.state.put_json(tx, "groups", key, None)
         if self.options.late_to or self.options.discard_late:
             self.state.put(tx, "closed", {key: head["id"].encode()}, ttl=self.options.late_window_seconds)
-        self.completed[reason] = self.completed.get(reason, 0) + 1
         return self.aggregate(key, head, members, reason)
+
+    def count_completion(self, reason: str) -> None:
+        """A completion by ``reason`` committed: counted for ``/metrics``."""
+        self.completed[reason] = self.completed.get(reason, 0) + 1
 
     def aggregate(self, key: str, head: dict[str, Any], members: list[Envelope], reason: str) -> Envelope:
         group = Group(key, members, reason, self.options, self.setup.registry, self._expression)
@@ -397,6 +402,7 @@ class Aggregator(Step):
             reason = None if head is None else self._due(head, now, interval)
             if head is not None and reason is not None:
                 out.append(self._complete(ctx.tx, key, head, reason))
+                ctx.committed.append(functools.partial(self.count_completion, reason))
         return Continue(out, "time-out") if out else None
 
     def _due(self, head: dict[str, Any], now: float, interval: bool) -> str | None:

@@ -117,6 +117,8 @@ class StepContext:
     #: ``(step label, counter)`` -> messages dropped on purpose in this transaction (counted once
     #: it commits: a delivery rolled back and redelivered is not counted twice)
     dropped: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: what a step counts once this transaction commits (an aggregate's completion reason)
+    committed: list[Callable[[], None]] = field(default_factory=list)
 
     def send(self, channel: str, message: Envelope, component: str | None = None) -> None:
         """Send ``message`` to ``channel`` in the transaction (a Wire Tap's copy)."""

@@ -74,9 +74,12 @@ def force_complete(pipelines: dict[str, Pipeline], transport: Transport, route: 
             out = agg.force(tx, key)
             if out is None:
                 raise GroupError(f"route {route} step {step} has no open group {key!r}")
-            p.run(StepContext(tx, p.name), out.record_hop(p.component, f"{agg.label}: group {key} completed by an operator"), i + 1)
+            ctx = StepContext(tx, p.name)
+            ctx.committed.append(lambda: agg.count_completion("forced"))
+            p.run(ctx, out.record_hop(p.component, f"{agg.label}: group {key} completed by an operator"), i + 1)
     except Stopped as stop:
         raise GroupError(f"the aggregate of group {key} was refused at {stop.where}: {stop.outcome}") from None
+    p.count_committed(ctx)
     return {"route": route, "step": step, "key": key, "completed": True, "message_id": out.message_id}
 
 

@@ -80,14 +80,17 @@ class Pipeline:
                 settle(tx, d)
         except Stopped as stop:
             return self._fail(transport, d, stop)
-        self._count(ctx)
+        self.count_committed(ctx)
         return "done"
 
-    def _count(self, ctx: StepContext) -> None:
-        """What the steps dropped in a committed transaction, into the counters of ``/metrics``."""
+    def count_committed(self, ctx: StepContext) -> None:
+        """What the steps dropped (and counted) in a committed transaction, into the counters of
+        ``/metrics``."""
         if ctx.dropped:
             with self._lock:
                 self.counts.update(ctx.dropped)
+        for count in ctx.committed:
+            count()
 
     def _fail(self, transport: Transport, d: Delivery, stop: Stopped) -> str:
         outcome = stop.outcome
@@ -234,7 +237,7 @@ class Pipeline:
                     if isinstance(outcome, Continue):
                         for out in outcome.messages:
                             self.run(ctx, out.record_hop(self.component, f"{step.label}: {outcome.note or 'timer'}"), i + 1, path=(step.setup.name,))
-                self._count(ctx)
+                self.count_committed(ctx)
             except Stopped as stop:
                 log.error("%s %s: timer output failed at %s: %s", self.component, step.label, stop.where, stop.outcome)
             except Exception:  # a step's bug must not stop the monitor (nor the other steps' timers)
