@@ -104,6 +104,12 @@ def route_name(text: str) -> str:
 def parse(model: type[BaseModel], data: Any, where: str, *, strict: bool = True) -> Any:
     """``data`` validated by ``model``, or :class:`ApiInputError` naming every problem (an
     unknown parameter is one, unless not ``strict``: the console's pages ignore them)."""
+    if hasattr(data, "getall"):  # a request's query (a MultiDict): each parameter given once
+        repeated = sorted({k for k in data if len(data.getall(k)) > 1})
+        if repeated and strict:
+            problems = [f"{k}: given more than once" for k in repeated]
+            raise ApiInputError(f"{where}: " + "; ".join(problems), problems)
+        data = dict(data)
     if not strict and isinstance(data, dict):
         data = {k: v for k, v in data.items() if k in model.model_fields}
     try:

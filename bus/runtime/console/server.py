@@ -339,7 +339,7 @@ class ConsoleServer:
         return web.json_response(await self._dead_letters(request))
 
     async def _dead_letters(self, request: web.Request, *, strict: bool = True) -> list[dict[str, Any]]:
-        q = api.parse(api.DeadLettersQuery, dict(request.query), "query", strict=strict)
+        q = api.parse(api.DeadLettersQuery, request.query, "query", strict=strict)
         rows: list[dict[str, Any]] = await self._call(
             "dlq.list", queue=api.none_if_empty(q.queue), kind=api.none_if_empty(q.kind), limit=q.limit)
         channel, text = q.channel or "", (q.q or "").lower()
@@ -377,7 +377,7 @@ class ConsoleServer:
         """A route's Detour switches (``coupler ctl detour``): shown, or switched on/off (POST)."""
         state = request.match_info.get("state")
         route = api.route_name(request.match_info["route"])
-        q = api.parse(api.DetourQuery, dict(request.query), "query")
+        q = api.parse(api.DetourQuery, request.query, "query")
         return web.json_response(await self._call("detour", route=route, step=api.none_if_empty(q.step),
                                                   on=None if state is None else state == "on"))
 
@@ -402,7 +402,7 @@ class ConsoleServer:
         if not request.query.get("q", "").strip():
             raise api.ApiInputError("give a message id, trace id, correlation id or business key as ?q=",
                                     ["q: required"])
-        query = api.parse(api.TraceQuery, dict(request.query), "query").q.strip()
+        query = api.parse(api.TraceQuery, request.query, "query").q.strip()
         return web.json_response(await self._call("trace", query=query))
 
     async def api_openapi(self, request: web.Request) -> web.Response:
