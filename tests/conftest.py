@@ -19,3 +19,12 @@ def repo_root() -> Path:
 def cobrix_corpus() -> Path:
     """The Cobrix oracle corpus, kept in the repository with its Apache-2.0 licence."""
     return COBRIX
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test`` runs two workers), every Spark test goes to one
+    worker, so the suite starts one Spark session (a JVM) and not one per worker."""
+    spark = REPO / "tests" / "spark"
+    for item in items:
+        if spark in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.xdist_group("spark"))

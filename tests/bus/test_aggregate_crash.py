@@ -4,15 +4,14 @@ compete for the records and both are killed): every record in exactly one batch,
 no batch with two contents.
 
 Sized to keep the suite short; the full size of issue 27 (200 files of 100 records, 40 kills)
-runs with ``COUPLER_AGGREGATE_CRASH_FULL=1``. The seed is printed (``-s``) and logged; rerun a
-failure with ``COUPLER_AGGREGATE_CRASH_SEED=<seed>``.
+runs with ``COUPLER_CRASH_FULL=1``. The seed is printed (``-s``); rerun a failure with
+``COUPLER_CHAOS_SEED=<seed>``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import signal
 import subprocess
@@ -26,12 +25,12 @@ import pytest
 from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 
+from ..chaos import FULL, chaos_seed, crash_size
 from .site_helpers import start_daemon_process, write_site
 
 log = logging.getLogger(__name__)
 
-FULL = os.environ.get("COUPLER_AGGREGATE_CRASH_FULL") == "1"
-FILES, RECORDS, KILLS = (200, 100, 40) if FULL else (30, 50, 8)
+FILES, RECORDS, KILLS = crash_size((30, 50, 8), (200, 100, 40))
 GROUPS = 7  # records go to 7 groups: batches of 100 by size; each group ends with fewer than 100, which
 # only the 2-second time-out completes (so a time-out happens however fast the records come)
 
@@ -102,10 +101,8 @@ def _kill(proc: subprocess.Popen[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(2400 if FULL else 300)
 def test_every_record_in_exactly_one_batch_despite_sigkills(store: str, tmp_path: Path) -> None:
-    seed = int(os.environ.get("COUPLER_AGGREGATE_CRASH_SEED") or random.randrange(1 << 32))
+    seed = chaos_seed("aggregate crash")
     rng = random.Random(seed)
-    print(f"aggregate crash test seed {seed}")
-    log.warning("aggregate crash test seed %d", seed)
     total = FILES * RECORDS
     drop = tmp_path / "drop"
     drop.mkdir()

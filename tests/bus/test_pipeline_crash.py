@@ -1,10 +1,10 @@
 """Acceptance: a split -> filter -> transform -> route pipeline run by a daemon process that is
-SIGKILLed 30 times at random moments delivers every output exactly once."""
+SIGKILLed at random moments delivers every output exactly once (issue 25's size, 2,000
+records and 30 kills, with ``COUPLER_CRASH_FULL=1``; ``make test`` runs 1,000 and 10)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import random
 import signal
 import time
@@ -16,15 +16,13 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 
+from ..chaos import chaos_seed, crash_size
 from .amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 from .contract.support import drain
 from .site_helpers import start_daemon_process, wait_for, write_site
 
-log = logging.getLogger(__name__)
-
-BATCHES = 200
-PER_BATCH = 10  # 2,000 records
-KILLS = 30
+BATCHES, KILLS = crash_size((100, 10), (200, 30))
+PER_BATCH = 10  # 1,000 or 2,000 records
 JSON = FormatIndicator.parse("test.Batch@1;application/json")
 
 AMQP_STORE = """
@@ -92,9 +90,7 @@ def _crash_pipeline(tmp_path: Path, text: str, exact: bool) -> None:
     acknowledgement sends a part again, under the same message id (``<batch id>-<n>``), so the
     outputs are exactly once after an Idempotent Receiver keyed on the message id -- what every
     consumer of a broker site declares (docs/operations.md) -- and that is what is checked."""
-    seed = random.randrange(2**32)
-    log.warning("pipeline crash test seed: %d", seed)  # rerun with this seed to replay the kill instants
-    print(f"pipeline crash test seed: {seed}")
+    seed = chaos_seed("pipeline crash")
     rng = random.Random(seed)
     site_file = write_site(tmp_path, text)
     site = load_site(site_file)
@@ -148,5 +144,5 @@ def _crash_pipeline(tmp_path: Path, text: str, exact: bool) -> None:
     assert sorted(r["n"] for r in eu) == [r["n"] for r in kept if r["region"] == "EU"], f"seed {seed}"
     assert sorted(r["n"] for r in other) == [r["n"] for r in kept if r["region"] == "US"], f"seed {seed}"
     assert all(set(r) == {"n", "region"} for r in eu + other)  # transformed (Content Filter)
-    assert kills == KILLS and busy >= 25, f"only {busy} of the kills hit the daemon at work"
+    assert kills == KILLS and busy >= KILLS - KILLS // 6, f"only {busy} of the kills hit the daemon at work"
 

@@ -1,7 +1,8 @@
 """The site-to-site Messaging Bridge across crashes: site A (embedded SQLite store) forwards
 its channel ``outgoing`` through a RabbitMQ queue to site B (the broker store: RabbitMQ +
 PostgreSQL), whose amqp adapter publishes it on ``incoming``. Both daemons are SIGKILLed at
-random moments, 10 times each (the seed is printed; COUPLER_CRASH_SEED replays it).
+random moments, 10 times each at full size (the seed is printed; COUPLER_CHAOS_SEED replays it;
+``make test`` runs 400 messages and 4 kills each, ``COUPLER_CRASH_FULL=1`` the full size).
 
 Every message arrives under its own message id; a copy sent again after a kill (A killed
 between the broker's confirm and its acknowledgement, B killed between publishing and its
@@ -10,7 +11,6 @@ broker acknowledgement) carries the same id, and the Idempotent Receiver of B's 
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -31,10 +31,10 @@ from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
 from tests.bus.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
+from tests.chaos import chaos_seed, crash_size
 
-TOTAL = 1_000
-KILLS = 20  # 10 of each site
-STEP = TOTAL // (KILLS // 2)  # added at each of the 10 kills of site A
+TOTAL, KILLS = crash_size((400, 8), (1_000, 20))  # half the kills at each site
+STEP = TOTAL // (KILLS // 2)  # added at each kill of site A
 
 SITE_A = """
 [site]
@@ -113,8 +113,7 @@ def _up(site: Path, proc: subprocess.Popen[bytes]) -> bool:
 @pytest.mark.slow
 def test_bridge_sqlite_site_to_amqp_site_exactly_once_across_kills_of_either_side(
         tmp_path: Path, bridge_names: dict[str, str]) -> None:
-    seed = int(os.environ.get("COUPLER_CRASH_SEED", random.randrange(1 << 30)))
-    print(f"crash seed {seed} (COUPLER_CRASH_SEED={seed} replays the kill moments)")
+    seed = chaos_seed("crash")
     rng = random.Random(seed)
     a_site, b_site = tmp_path / "a" / "site.toml", tmp_path / "b" / "site.toml"
     for path, text in ((a_site, SITE_A), (b_site, SITE_B)):
@@ -180,5 +179,5 @@ def test_bridge_sqlite_site_to_amqp_site_exactly_once_across_kills_of_either_sid
     assert sorted(once) == sorted(sent) and len(sent) == TOTAL
     with SqliteTransport(a_data) as t:
         assert t.dead_letters() == [] and t.stats("outgoing")[0].depth == 0
-    print(f"{TOTAL} messages bridged, {KILLS} SIGKILLs (10 per site); {copies - TOTAL} copies sent again "
+    print(f"{TOTAL} messages bridged, {KILLS} SIGKILLs (half per site); {copies - TOTAL} copies sent again "
           f"(same ids) and dropped by the Idempotent Receiver")

@@ -1,4 +1,5 @@
-"""SIGKILL of the daemon at random moments (the seed is printed; COUPLER_CRASH_SEED replays it).
+"""SIGKILL of the daemon at random moments (the seed is printed; COUPLER_CHAOS_SEED replays it;
+``make test`` runs 600 rows and 6 kills, ``COUPLER_CRASH_FULL=1`` the sizes below).
 
 Inbound: 2,000 rows of a PostgreSQL table polled: every row is on the bus (distinct message
 ids, one per row; a copy published again after a kill between the bus accepting it and the
@@ -13,7 +14,6 @@ once (a trigger counts every insert and update of a row), the channel empty, no 
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -33,11 +33,11 @@ from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
+from tests.chaos import chaos_seed, crash_size
 
 from .conftest import Database
 
-TOTAL = 2_000
-KILLS = 20
+TOTAL, KILLS = crash_size((600, 6), (2_000, 20))
 STEP = TOTAL // KILLS  # rows (messages) added before each daemon start, so every kill finds work
 
 SITE = """
@@ -128,8 +128,7 @@ def _chaos(site: Path, top_up: Callable[[int], None], count: Callable[[], int], 
 
 
 def _seed() -> int:
-    seed = int(os.environ.get("COUPLER_CRASH_SEED", random.randrange(1 << 30)))
-    print(f"crash seed {seed} (COUPLER_CRASH_SEED={seed} replays the kill moments)")
+    seed = chaos_seed("crash")
     return seed
 
 

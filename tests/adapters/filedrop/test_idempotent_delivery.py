@@ -21,7 +21,7 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
-from tests.chaos import chaos_rng
+from tests.chaos import chaos_rng, crash_size
 
 SITE = """
 [site]
@@ -162,8 +162,8 @@ def test_temporaries_of_the_adapter_are_cleaned_on_start_and_others_left(tmp_pat
 # topped up between kills (no daemon runs then) so that every kill finds work left however fast
 # the machine is: a fixed 2,000 files were all delivered before the last of 40 kills on a quiet
 # machine (the check that the kills proved something failed), and cost 104 s on a busy one
-KILLS = 20
-BATCH = 500  # files added whenever fewer than this are left to deliver
+# (``make test`` runs 8 kills over batches of 200 files; COUPLER_CRASH_FULL=1 the 20 and 500 of before)
+KILLS, BATCH = crash_size((8, 200), (20, 500))  # BATCH: files added whenever fewer are left to deliver
 
 
 @pytest.mark.slow

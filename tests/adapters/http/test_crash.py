@@ -1,5 +1,6 @@
 """2,000 POSTs to a daemon's http adapter, the daemon SIGKILLed 20 times while they come in
-(the seed is printed; COUPLER_CRASH_SEED replays it). Each request carries an
+(the seed is printed; COUPLER_CHAOS_SEED replays it; ``make test`` runs 600 POSTs and 6 kills,
+``COUPLER_CRASH_FULL=1`` the full size). Each request carries an
 Idempotency-Key and is sent again until it gets a 2xx, as a well-behaved client does: every
 request that got a 2xx is on the bus, under the message id its answer named; a copy
 published again after a kill (between the publish and the answer) has the same id and an
@@ -8,7 +9,6 @@ Idempotent Receiver drops it."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import signal
@@ -26,9 +26,9 @@ from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
+from tests.chaos import chaos_seed, crash_size
 
-TOTAL = 2_000
-KILLS = 20
+TOTAL, KILLS = crash_size((600, 6), (2_000, 20))
 DATA = Path(__file__).parent / "data"
 
 SITE = """
@@ -57,8 +57,7 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_every_post_that_got_a_2xx_is_on_the_bus_once(tmp_path: Path) -> None:
-    seed = int(os.environ.get("COUPLER_CRASH_SEED", random.randrange(1 << 30)))
-    print(f"crash seed {seed} (COUPLER_CRASH_SEED={seed} replays the kill moments)")
+    seed = chaos_seed("crash")
     rng = random.Random(seed)
     port = _free_port()
     root = tmp_path / "site"
