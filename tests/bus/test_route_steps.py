@@ -280,7 +280,9 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
 
         hops = trace(t, text.message_id)["hops"]
         stored = {h["message_id"]: h["by"] for h in hops if h["event"] == "sent" and h["channel"] == "text.lines"}
-        assert stored == {e.message_id: "route:lines via split-0" for e in lines}
+        assert stored == {e.message_id: "route:lines" for e in lines}
+        steps = {h["message_id"]: (h["outcome"], h["by"]) for h in hops if h["event"] == "steps"}
+        assert steps == {e.message_id: ("through split-0", "route:lines") for e in lines}
         many = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "a"}, {"sku": "b"}]}).encode())
         t.send("orders.in", many)
         items = drained(d, "items.out", 2)
