@@ -15,8 +15,8 @@ from lxml import html
 
 from coupler.bus.cli.ctl import print_trace
 from coupler.bus.config.loader import load_site
-from coupler.bus.runtime.control import ControlClient
 from coupler.bus.runtime.console.server import read_token
+from coupler.bus.runtime.control import ControlClient
 from coupler.canonical import Envelope, FormatIndicator
 
 from ..site_helpers import running_daemon, wait_for
