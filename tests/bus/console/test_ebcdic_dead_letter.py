@@ -8,6 +8,7 @@ outbound mapping writes back as the edited record's bytes."""
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from coupler.bus.runtime.control import ControlClient, ControlError, StoreServic
 from coupler.canonical import FormatIndicator
 from coupler.canonical.registry import SchemaRegistry
 from tests.adapters.filedrop.test_site_translation import MAPPING, RECORDS, SITE, make_site
-from tests.bus.site_helpers import running_daemon, wait_for
+from tests.bus.site_helpers import REPO, running_daemon, wait_for
+from tests.terminal import coupler_on_a_terminal
 
 CP = "cp037"
 
@@ -91,6 +93,12 @@ def test_a_refused_record_replayed_while_the_daemon_is_stopped_goes_through_the_
         (tmp_path / "drop" / "accounts.dat").write_bytes(ebcdic(BAD))
         (dead,) = wait_for(lambda: t.dead_letters(kind="invalid"), "the invalid record")
     config = load_site(site)
+    # `coupler ctl dlq show` on a terminal: the record decoded with its copybook, no raw EBCDIC
+    run = coupler_on_a_terminal(["ctl", "--site", str(site), "dlq", "show", str(dead.id)], terminal="stdout",
+                                env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert run.returncode == 0, run.piped
+    assert "body (decoded as copybook):" in run.shown and '"ACCT_NAME": "MALLORY"' in run.shown, run.shown
+    assert ebcdic(b"MALLORY") not in run.shown.encode("utf-8", "surrogateescape")
     with site_service(config) as service:  # no daemon: the store itself, the mapping from site.toml
         assert isinstance(service, StoreService)
         text = json.loads(service.call("dlq.show", id=dead.id)["decoded"]["text"])
