@@ -56,11 +56,11 @@ def note(*, mapping: str | None = None, to: str | None = None, discarded: tuple[
     step and why (``partly``: some of its parts, others went on); None when nothing."""
     parts = []
     if mapping:
-        parts.append(f"mapping {mapping}")
+        parts.append(f"mapping {_quote(mapping)}")
     if to:
-        parts.append(f"to {to}")
+        parts.append(f"to {_quote(to)}")
     if discarded:
-        parts.append(f"{'some ' if partly else ''}discarded by {discarded[0]}: {discarded[1]}")
+        parts.append(f"{'some ' if partly else ''}discarded by {_quote(discarded[0])}: {_quote(discarded[1])}")
     return _NOTE_SEP.join(parts) or None
 
 
@@ -75,19 +75,21 @@ def via(component: str, mapping: str) -> str:
 
 
 def note_parts(text: str) -> list[tuple[str, str]]:
-    """``(hop event, what)`` of each part of a note (a part that starts with no known kind
-    belongs to the one before: a file name with ``; `` in it)."""
+    """``(hop event, what)`` of each part of a note."""
     parts: list[tuple[str, str]] = []
     for piece in text.split(_NOTE_SEP):
         kind = next((k for k in _NOTE_KINDS if piece.startswith(k + " ")), None)
-        if kind is None and parts:
-            event, what = parts[-1]
-            parts[-1] = (event, what + _NOTE_SEP + piece)
-        elif kind is None:
-            parts.append(("note", piece))
-        else:
-            parts.append((_NOTE_KINDS[kind], piece))
+        parts.append((_NOTE_KINDS[kind] if kind else "note", _unquote(piece)))
     return parts
+
+
+def _quote(value: str) -> str:
+    """A value in a note: its ``;`` (which separates the parts) and ``%`` escaped."""
+    return value.replace("%", "%25").replace(";", "%3B")
+
+
+def _unquote(value: str) -> str:
+    return value.replace("%3B", ";").replace("%25", "%")
 
 
 def trace_ids_of(transport: Transport, query: str) -> tuple[list[str], list[str]]:

@@ -119,3 +119,14 @@ def test_the_trace_of_one_record_shows_that_record_alone_with_links(tmp_path: Pa
         whole = _page(url + whole_link[0], token)
         linked = {a.get("href") for a in whole.xpath("//section[@id='trace']//tbody//a")}
         assert {f"/trace?q={e.message_id}" for e in published} <= linked  # all three records
+
+
+def test_a_note_reads_back_whatever_a_file_name_or_a_reason_holds() -> None:
+    """What a consumer did is journaled as one text with its acknowledgement; the trace reads
+    its parts back whatever the values hold (a file name with "; to " or "%3B" in it)."""
+    from coupler.bus.runtime.trace import note, note_parts
+
+    odd = "/out/a; to b%3B.dat"
+    assert note_parts(note(mapping="maps/m.toml", to=odd) or "") == [("mapped", "mapping maps/m.toml"), ("delivered", f"to {odd}")]
+    reason = "did not match \"body.note = 'x; mapping y'\""
+    assert note_parts(note(discarded=("f (step 0 filter)", reason)) or "") == [("discarded", f"discarded by f (step 0 filter): {reason}")]
