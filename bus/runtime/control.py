@@ -195,11 +195,12 @@ class StoreService:
 
         env = dl.envelope
         adapter = dl.component.removeprefix("adapter:")
-        if dl.kind != "invalid" or env is None or not dl.component.startswith("adapter:") or PROP_LEGACY in env.properties:
+        if (dl.kind != "invalid" or env is None or not dl.component.startswith("adapter:") or env.origin != adapter
+                or PROP_LEGACY in env.properties):
             return None
         stage = self.inbound_stage(adapter)
-        if stage is None or getattr(stage, "mapping", None) is None:
-            return None
+        if stage is None or getattr(stage, "mapping", None) is None or env.format.name == stage.publishes.name:
+            return None  # not what the adapter published: a canonical message its outbound side refused
         return adapter, stage
 
     def inbound_stage(self, adapter: str) -> Any:
