@@ -161,10 +161,13 @@ class FileAdapterBase(Adapter):
 
     # -- commands -------------------------------------------------------------------------------
 
-    def deliver(self, envelope: Any) -> None:
+    def deliver(self, envelope: Any) -> str | None:
+        """Write the message as a file; returns where (``ROOT/NAME``, for the trace), None when
+        it was written before (a redelivery)."""
         if self.writer is None:
             raise CommandFault(f"adapter {self.name!r} is not an outbound adapter", code="unsupported")
-        self.writer.deliver(envelope)
+        written = self.writer.deliver(envelope)
+        return f"{self.writer.fs.label}/{written}" if written else None
 
     def on_send(self, command: Command) -> Reply:
         if self.writer is None:

@@ -285,7 +285,7 @@ def _print_human(op: str, result: Any) -> None:
         sys.stdout.buffer.write(body)
         sys.stdout.write("\n")
     elif op == "dlq.replay":
-        print(f"replayed as message {result['message_id']}")
+        print(f"replayed as message {result['message_id']}" + (f" through mapping {result['mapped']}" if result.get("mapped") else ""))
     elif op == "dlq.purge":
         print(f"purged {result['purged']} dead letter(s)")
     elif op in ("pause", "resume"):

@@ -174,8 +174,11 @@ class Adapter:
         self.deliver(command.document.to_envelope(origin=command.envelope.origin))
         return Reply(details={"status": "delivered"})
 
-    def deliver(self, envelope: Envelope) -> None:
-        """Outbound: hand one document to the legacy system (raise to have it redelivered)."""
+    def deliver(self, envelope: Envelope) -> str | None:
+        """Outbound: hand one document to the legacy system (raise to have it redelivered).
+
+        May return where it went (the file written, the URL posted to): journaled with the
+        message's acknowledgement, the trace shows it as a hop."""
         raise CommandFault(f"adapter {self.name!r} cannot deliver documents", code="unsupported")
 
     def health(self) -> dict[str, Any]:
@@ -269,7 +272,7 @@ class OutboundAdapter(Adapter):
     commands: ClassVar[tuple[str, ...]] = ("ping", "describe", "send")
     directions: ClassVar[tuple[str, ...]] = ("outbound",)
 
-    def deliver(self, envelope: Envelope) -> None:
+    def deliver(self, envelope: Envelope) -> str | None:
         raise NotImplementedError
 
 

@@ -18,6 +18,7 @@ from coupler.bus.model.adapter import resolve_path as _resolve_path
 from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.model.files import FileState
 from coupler.bus.runtime.supervision import in_flight
+from coupler.bus.runtime.trace import via
 from coupler.bus.transport.base import Transport
 from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
@@ -158,12 +159,21 @@ class BusContext:
         self._reply_timeout = reply_timeout
         #: unwrap and translate what the adapter publishes (bus/runtime/stages.py), if declared
         self._inbound = inbound
+        #: who stores what it publishes, for the journal: the adapter, and the mapping it went through
+        mapping_name = getattr(inbound, "mapping_name", None)
+        self._stored_by = via(self.component, mapping_name) if mapping_name else self.component
         #: Message Expiration: channel -> its ``ttl_seconds`` (what is published there expires)
         self._ttls = channel_ttls or {}
 
     @property
     def component(self) -> str:
         return f"adapter:{self.name}"
+
+    @property
+    def inbound_stage(self) -> Callable[[Envelope], Envelope] | None:
+        """What every publish runs (unwrap, the inbound mapping: bus/runtime/stages.py), if
+        declared; a replayed invalid record runs it again."""
+        return self._inbound
 
     @property
     def paused_event(self) -> threading.Event:
@@ -192,7 +202,7 @@ class BusContext:
         target = self._target(channel)
         self._wait_while_paused()
         envelope = expiring(self._prepare(envelope), self._ttls.get(target))
-        (message_id,) = self._transport.send(target, envelope, component=self.component)
+        (message_id,) = self._transport.send(target, envelope, component=self._stored_by)
         self._stats.count(self.name, "sent")
         return message_id
 
@@ -209,7 +219,7 @@ class BusContext:
             except InvalidMessage:
                 prepared.append(None)
         good = [e for e in prepared if e is not None]
-        ids = iter(self._transport.send(target, good, component=self.component) if good else [])
+        ids = iter(self._transport.send(target, good, component=self._stored_by) if good else [])
         self._stats.count(self.name, "sent", len(good))
         return [None if e is None else next(ids) for e in prepared]
 

@@ -32,7 +32,7 @@ from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelo
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.claimcheck import CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY, claim_path
 from coupler.canonical.envelope import utc_now
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, UnitError
 
 if TYPE_CHECKING:
     from coupler.bus.config.loader import SiteConfig
@@ -160,18 +160,63 @@ class StoreService:
 
     def op_dlq_replay(self, id: int, channel: str | None = None, body: str | None = None) -> dict[str, Any]:
         """Replay a dead letter; with ``body`` (the text of the body as ``dlq.show`` decoded
-        it, edited), encoded back to the message's format first (edit and replay)."""
+        it, edited), encoded back to the message's format first (edit and replay). A record
+        an inbound adapter's mapping refused (Invalid Message Channel) goes back to its channel
+        through that mapping again (``mapped``: the mapping), as if the adapter published it
+        now; one the mapping still refuses stays where it is."""
+        dl = self.transport.dead_letter(int(id))
         data: bytes | None = None
         if body is not None:
             from coupler.bus.runtime.bodies import encode_body
 
-            dl = self.transport.dead_letter(int(id))
             if dl.envelope is None:
                 raise ControlError(f"dead letter {id} has no envelope to edit", hint="purge it")
             fmt = dl.envelope.format
             data = encode_body(fmt, body, self.registry() if fmt.content_type == "avro/binary" else None, self.site,
                                original=dl.envelope)
-        return {"message_id": self.transport.replay(int(id), channel, body=data)}
+        found = self._refused_by_mapping(dl) if channel in (None, "", dl.channel) else None
+        if found is None:
+            return {"message_id": self.transport.replay(int(id), channel, body=data)}
+        adapter, stage = found
+        assert dl.envelope is not None
+        record = dl.envelope if data is None else dl.envelope.replace(body=data)
+        try:
+            mapped = stage(record)
+        except Exception as exc:  # any exception: this record is the unit that failed
+            raise ControlError(f"dead letter {id}: adapter {adapter}'s mapping {stage.mapping_name} still refuses it: "
+                               f"{UnitError.of(exc)}", hint=f"edit it and replay again (`coupler ctl dlq show {id}`)") from None
+        mapped.record_hop(f"adapter:{adapter}", f"mapping {stage.mapping_name} (replay {id})")
+        return {"message_id": self.transport.replay(int(id), channel, envelope=mapped), "mapped": stage.mapping_name}
+
+    def _refused_by_mapping(self, dl: Any) -> tuple[str, Any] | None:
+        """``(adapter, its inbound stage)`` when ``dl`` is a record the mapping of an inbound
+        adapter refused (it was never translated), else None."""
+        from coupler.bus.runtime.stages import PROP_LEGACY
+
+        env = dl.envelope
+        adapter = dl.component.removeprefix("adapter:")
+        if (dl.kind != "invalid" or env is None or not dl.component.startswith("adapter:") or env.origin != adapter
+                or PROP_LEGACY in env.properties):
+            return None
+        stage = self.inbound_stage(adapter)
+        if stage is None or getattr(stage, "mapping", None) is None or env.format.name == stage.publishes.name:
+            return None  # not what the adapter published: a canonical message its outbound side refused
+        return adapter, stage
+
+    def inbound_stage(self, adapter: str) -> Any:
+        """The inbound stage (unwrap, mapping) of ``adapter`` as site.toml declares it, or None."""
+        site = self.site
+        config = next((a for a in site.adapters if a.name == adapter), None) if site is not None else None
+        if site is None or config is None or not config.mapping or config.direction not in ("inbound", "both"):
+            return None
+        from coupler.bus.config.loader import ConfigError
+        from coupler.bus.plugins.manager import mapping_functions, site_plugin_manager
+        from coupler.bus.runtime.stages import InboundTranslation
+
+        try:
+            return InboundTranslation.for_adapter(config, self.registry(), site.path.parent, mapping_functions(site_plugin_manager()))
+        except ConfigError as exc:
+            raise ControlError(f"adapter {adapter}: {'; '.join(str(p) for p in exc.problems)}", where=str(site.path)) from None
 
     def op_trace(self, query: str, limit: int = 5000) -> dict[str, Any]:
         """Every hop of the messages of the trace(s) ``query`` names (bus/runtime/trace.py)."""
@@ -223,6 +268,11 @@ class ControlService(StoreService):
 
     def registry(self) -> Any:
         return self.daemon.registry()
+
+    def inbound_stage(self, adapter: str) -> Any:
+        """The running adapter's inbound stage (its mapping as loaded at start)."""
+        ra = self.daemon.adapters.get(adapter)
+        return ra.context.inbound_stage if ra is not None else None
 
     def op_status(self) -> dict[str, Any]:
         status = self.daemon.status()

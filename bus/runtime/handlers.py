@@ -19,6 +19,7 @@ from coupler.bus.model.commands import (
 from coupler.bus.runtime.adapters import RunningAdapter, adapter_queue
 from coupler.bus.runtime.consumers import ConsumerPatterns
 from coupler.bus.runtime.router import Route
+from coupler.bus.runtime.trace import note
 from coupler.bus.transport.base import Delivery
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class Handlers:
             assert self.d.transport is not None
             self.d.statistics.count(ra.name, "received")
             try:
-                ra.adapter.deliver(ra.outbound_envelope(d.envelope))
+                went = ra.adapter.deliver(ra.outbound_envelope(d.envelope))
             except CommandFault as exc:
                 self.d.statistics.count(ra.name, "failed")
                 if exc.code == "invalid":
@@ -133,6 +134,9 @@ class Handlers:
                 outcome = self.d.transport.nack(d, exc, f"adapter:{ra.name}")
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
+            # journaled with the acknowledgement: the trace shows the mapping and where it went
+            mapping = ra.translation.mapping_name if ra.translation is not None and ra.translation.mapped(d.envelope) else None
+            d.note = note(mapping=mapping, to=went if isinstance(went, str) else None)
             with self.d.transport.transaction() as tx:
                 patterns.settle(tx, d)
             self.d.statistics.count(ra.name, "sent")  # out: delivered to its legacy system

@@ -60,10 +60,12 @@ class InboundTranslation:
     """Unwrap, then legacy -> canonical, for what one inbound adapter publishes."""
 
     def __init__(self, adapter: str, *, chain: Any = None, mapping: Any = None, registry: Any = None,
-                 publishes: FormatIndicator | None = None):
+                 publishes: FormatIndicator | None = None, mapping_name: str | None = None):
         self.adapter = adapter
         self.chain = chain
         self.mapping = mapping
+        #: the mapping as site.toml names it (journaled with what it made: the trace shows it)
+        self.mapping_name = (mapping_name or str(mapping.file)) if mapping is not None else None
         self.registry = registry
         self.reader: Any = None
         self.maps: FormatIndicator | None = None
@@ -106,7 +108,8 @@ class InboundTranslation:
         if chain is None and mapping is None:
             return None
         try:
-            return cls(config.name, chain=chain, mapping=mapping, registry=registry, publishes=publishes)
+            return cls(config.name, chain=chain, mapping=mapping, registry=registry, publishes=publishes,
+                       mapping_name=config.mapping)
         except CouplerError as exc:
             raise ConfigError([f"{config.key_path}: {exc}"]) from None
 

@@ -50,11 +50,13 @@ class OutboundTranslation:
     """Canonical documents -> what one outbound adapter takes (see the module docstring)."""
 
     def __init__(self, adapter: str, reads: FormatIndicator | None, registry: Any, mapping: Any = None,
-                 translator: Any = None):
+                 translator: Any = None, mapping_name: str | None = None):
         self.adapter = adapter
         self.reads = reads
         self.registry = registry
         self.mapping = mapping
+        #: the mapping as site.toml names it (journaled with the delivery: the trace shows it)
+        self.mapping_name = (mapping_name or str(mapping.file)) if mapping is not None else None
         #: the translator type (``coupler_translator_types``) writing mapped records
         self.translator = translator
         self._encode: Any = None
@@ -103,7 +105,8 @@ class OutboundTranslation:
             name = (mapping.legacy_spec or "json").partition(":")[0]
             name = name if name in translators else "json"
         try:
-            return cls(config.name, reads, registry, mapping, translators.get(name) if name else None)
+            return cls(config.name, reads, registry, mapping, translators.get(name) if name else None,
+                       mapping_name=config.mapping)
         except CouplerError as exc:
             raise ConfigError([f"{config.key_path}: {exc}"]) from exc
 
@@ -121,6 +124,10 @@ class OutboundTranslation:
             error = UnitError.of(exc)
             raise CommandFault(f"adapter {self.adapter!r} cannot take {doc.format.ref}: {error}", code="invalid",
                                hint=error.hint) from None
+
+    def mapped(self, env: Envelope) -> bool:
+        """Whether :meth:`envelope` runs ``env`` through the mapping."""
+        return self.mapping is not None and self.reads is not None and env.format.name == self.reads.name
 
     def envelope(self, env: Envelope) -> Envelope:
         doc = self.document(Document.from_envelope(env))

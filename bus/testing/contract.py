@@ -182,6 +182,36 @@ def test_replay_with_an_edited_body(transport: Transport) -> None:
     assert back.envelope.body == b"right" and back.attempt == 1
 
 
+def test_replay_with_a_message_in_its_place(transport: Transport) -> None:
+    """An operator's edit run through an inbound mapping again: another format and body, the
+    same message id; a claim-checked body is let go."""
+    transport.send("q", doc(BIG, format="legacy.Record@1"))
+    [d] = transport.receive("q", "c")
+    transport.nack(d, "refused", "c", dead=True)
+    [dead] = transport.dead_letters()
+    mapped = dead.envelope.replace(format="acme.Customer@1;application/json", body=b'{"id": 1}',
+                                   properties={**dead.envelope.properties, "mapped": "yes"})
+    with pytest.raises(TransportError, match="not other-id"):
+        transport.replay(dead.id, envelope=mapped.replace(message_id="other-id"))
+    assert transport.replay(dead.id, envelope=mapped) == d.message_id
+    assert transport.dead_letters() == []
+    [back] = transport.receive_wait("q", "c", wait=5)
+    assert back.envelope.body == b'{"id": 1}' and back.envelope.format.ref == "acme.Customer@1"
+    assert back.envelope.properties["mapped"] == "yes" and back.attempt == 1
+    transport.ack(back)
+    assert _wait_until(lambda: stored_claims(transport) == [])
+
+
+def test_an_acknowledgement_is_journaled_with_the_consumers_note(transport: Transport) -> None:
+    """What the consumer did (the file it wrote, why it discarded it), for the trace."""
+    transport.send("q", [doc(b"a"), doc(b"b")])
+    first, second = transport.receive("q", "writer", max=2)
+    first.note = "to /out/a.dat"
+    transport.ack([first, second])
+    acks = {e.message_id: e.detail for e in transport.journal(event="acked")}
+    assert acks == {first.message_id: "writer: to /out/a.dat", second.message_id: "writer"}
+
+
 def test_the_journal_finds_the_messages_of_a_trace(transport: Transport) -> None:
     from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
 

@@ -125,6 +125,15 @@ def not_replayable(id: int, *, has_envelope: bool) -> TransportError:
     )
 
 
+def replacement(id: int, stored: Envelope, envelope: Envelope) -> Envelope:
+    """The message a replay of dead letter ``id`` (holding ``stored``) sends in its place:
+    a copy of ``envelope``, which must carry the same message id."""
+    if envelope.message_id != stored.message_id:
+        raise TransportError(f"dead letter {id} holds message {stored.message_id}, not {envelope.message_id}",
+                             hint="replay it with its own message id")
+    return envelope.replace()
+
+
 def purged_dead_letters_detail(n: int, kind: DeadKind | None) -> str:
     """The journal detail of a purge of dead letters."""
     return f"{n} {kind or 'dead and invalid'}"
@@ -201,10 +210,18 @@ class Delivery:
     lease_expires_at: float
     #: the claim-check reference of the stored body (transport internal; None for most)
     claim: str | None = None
+    #: what the consumer did with it, journaled with its acknowledgement (the mapping it ran,
+    #: the file it wrote, why a route discarded it): the trace shows it (bus/runtime/trace.py)
+    note: str | None = None
 
     @property
     def message_id(self) -> str:
         return self.envelope.message_id
+
+    @property
+    def ack_detail(self) -> str:
+        """The journal detail of its acknowledgement: the consumer, then its ``note``."""
+        return f"{self.consumer}: {self.note}" if self.note else self.consumer
 
 
 @dataclass(frozen=True)
@@ -580,9 +597,12 @@ class Transport(TransactionOps):
         """One dead letter, or :class:`UnknownDeadLetterError`."""
 
     @abc.abstractmethod
-    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None,
+               envelope: Envelope | None = None) -> str:
         """Send a dead letter back to its channel (or ``channel``) with a fresh attempt count;
-        with ``body``, the message carries that body instead (edit and replay).
+        with ``body``, the message carries that body instead (edit and replay); with
+        ``envelope`` (the dead letter's message id, see :func:`replacement`), that message goes
+        in its place (an edited record run through its inbound mapping again).
 
         Returns the message id; the dead letter is removed in the same transaction.
         """

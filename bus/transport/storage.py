@@ -83,6 +83,7 @@ from coupler.bus.transport.base import (
     error_text,
     not_replayable,
     purged_dead_letters_detail,
+    replacement,
     unknown_dead_letter,
 )
 from coupler.bus.transport.codec import decode, encode
@@ -424,7 +425,8 @@ class StorageTransport(Transport):
                 raise unknown_dead_letter(id)
             return tx.dead_letter(found[0])
 
-    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None,
+               envelope: Envelope | None = None) -> str:
         with self.transaction() as tx:
             found = tx.stx.unbury([id])
             if not found:
@@ -434,6 +436,8 @@ class StorageTransport(Transport):
             if dead.blob is None or not target:
                 raise not_replayable(id, has_envelope=dead.blob is not None)
             env = tx.envelope(Stored(target, dead.message_id or "", dead.blob, 0, 0, claim=dead.claim))
+            if envelope is not None:  # another message in its place (same id)
+                env = replacement(id, env, envelope)
             env.attempt = 0
             if body is not None:
                 env.body = body
@@ -641,7 +645,7 @@ class StorageTransaction(TransactionOps):
             if len(gone) != len(group):
                 raise self._lost(next(d for d in group if d.tag not in {m.tag for m in gone}), "acknowledge")
             self.count(channel, "acked", len(group))
-            self.rows.extend(JournalRow(self.now, channel, d.message_id, policy.ACKED, d.consumer) for d in group)
+            self.rows.extend(JournalRow(self.now, channel, d.message_id, policy.ACKED, d.ack_detail) for d in group)
             self.release_claims([m.claim for m in gone if m.claim])
 
     def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,

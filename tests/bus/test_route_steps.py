@@ -104,7 +104,8 @@ def test_message_filter_discards_or_sends_otherwise_and_counts(store: str, tmp_p
     with running_daemon(write_site(tmp_path, store + FILTER)) as d:
         t = d.transport
         assert t is not None
-        t.send("orders.in", [order("EU", 10), order("US", 10), order("EU", -1), order("EU", 20)])
+        sent = [order("EU", 10), order("US", 10), order("EU", -1), order("EU", 20)]
+        t.send("orders.in", sent)
         t.send("big.in", [order("EU", 150), order("EU", 5)])
         eu = drained(d, "orders.eu", 2)
         assert sorted(body(e)["amount"] for e in eu) == [10, 20]
@@ -117,6 +118,21 @@ def test_message_filter_discards_or_sends_otherwise_and_counts(store: str, tmp_p
         assert d.pipelines["eu-orders"].counts[("step 0 filter", "discarded")] == 2
         # every step is in the Message History of what leaves the route
         assert ("route:eu-orders", "step 0 filter: passed") in [(h.component, h.action) for h in eu[0].history]
+        # a discarded message is journaled with the step and its expression: its trace says why it ended
+        from coupler.bus.runtime.trace import trace
+
+        us = next(e for e in sent if body(e)["customer"]["region"] == "US")
+        found = wait_for(lambda: (got := trace(t, us.message_id)) and got["messages"][0]["outcome"] == "discarded" and got,
+                         "the discarded message's trace")
+        [why] = [h for h in found["hops"] if h["event"] == "discarded"]
+        assert why["by"] == "route:eu-orders" and why["channel"] == "orders.in"
+        assert why["outcome"] == ("discarded by filter-0 (step 0 filter): "
+                                  "did not match \"body.customer.region = 'EU' and body.amount > 0\"")
+        assert [h["event"] for h in found["hops"]][-2:] == ["discarded", "acked"]
+        # one sent on to its `otherwise` channel is not discarded
+        small_trace = trace(t, small.message_id)
+        assert small_trace["messages"][0]["outcome"] == "done"
+        assert not [h for h in small_trace["hops"] if h["event"] == "discarded"]
 
 
 PROPERTIES = """
@@ -280,7 +296,9 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
 
         hops = trace(t, text.message_id)["hops"]
         stored = {h["message_id"]: h["by"] for h in hops if h["event"] == "sent" and h["channel"] == "text.lines"}
-        assert stored == {e.message_id: "route:lines via split-0" for e in lines}
+        assert stored == {e.message_id: "route:lines" for e in lines}
+        steps = {h["message_id"]: (h["outcome"], h["by"]) for h in hops if h["event"] == "steps"}
+        assert steps == {e.message_id: ("through split-0", "route:lines") for e in lines}
         many = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "a"}, {"sku": "b"}]}).encode())
         t.send("orders.in", many)
         items = drained(d, "items.out", 2)
@@ -298,6 +316,46 @@ def test_splitter_parts_carry_message_sequence_headers(store: str, tmp_path: Pat
         t.send("cobol.in", Envelope(format="test.Cobol@1;application/x-cobol-record", body=rdw))
         cobol = sorted(drained(d, "cobol.records", 2), key=lambda e: e.sequence.position if e.sequence else -1)
         assert [e.body for e in cobol] == [b"\xc1\xc2\xc3", b"\xf1" * 7]
+
+
+SPLIT_FILTER = """
+[[routes]]
+name = "skus"
+from = "orders.in"
+to = ["items.out"]
+[[routes.steps]]
+type = "split"
+array = "body.items"
+[[routes.steps]]
+type = "filter"
+name = "only-a"
+when = "body.sku = 'a'"
+"""
+
+
+def test_the_trace_says_which_parts_a_filter_discarded_and_when_it_discarded_them_all(tmp_path: Path) -> None:
+    from coupler.bus.runtime.trace import trace
+
+    with running_daemon(write_site(tmp_path, SPLIT_FILTER)) as d:
+        t = d.transport
+        assert t is not None
+        some = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "a"}, {"sku": "b"}, {"sku": "c"}]}).encode())
+        none = Envelope(format=JSON, body=json.dumps({"items": [{"sku": "x"}, {"sku": "y"}]}).encode())
+        t.send("orders.in", [some, none])
+        [kept] = drained(d, "items.out", 1)
+        assert json.loads(kept.body) == {"sku": "a"}
+        settled(d, "orders.in")
+
+        def why(message: Envelope) -> tuple[str, list[str]]:
+            found = wait_for(lambda: (got := trace(t, message.message_id)) and got["messages"] and got, "its trace")
+            own = found["messages"][0]
+            return own["outcome"], [h["outcome"] for h in found["hops"] if h["event"] == "discarded" and h["message_id"] == message.message_id]
+
+        # two parts of three discarded, one sent on: the message is done, the discards are said (one
+        # reason, said once and counted)
+        assert why(some) == ("done", ["some discarded by only-a (step 1 filter): did not match \"body.sku = 'a'\" (2 parts)"])
+        # every part discarded: the message ended there
+        assert why(none) == ("discarded", ["discarded by only-a (step 1 filter): did not match \"body.sku = 'a'\" (2 parts)"])
 
 
 def test_a_splitter_on_a_body_that_is_not_xml_sends_nothing_and_is_invalid(store: str, tmp_path: Path) -> None:
@@ -508,13 +566,13 @@ def test_message_expiration_drops_and_counts_expired_messages(store: str, tmp_pa
         assert d.test_message("stale", order("EU", 2))["sent"][0]["channel"] == "exp.out"
 
 
-def test_ctl_test_shows_what_each_step_did_and_delivers_nothing(tmp_path: Path) -> None:
+def test_ctl_test_shows_what_each_step_did_and_delivers_nothing(store: str, tmp_path: Path) -> None:
     import subprocess
     import sys
 
     from .site_helpers import coupler_env
 
-    site = write_site(tmp_path, FILTER + PROPERTIES.replace('name = "tag"', 'name = "tag"', 1))
+    site = write_site(tmp_path, store + FILTER + PROPERTIES)
     sample = tmp_path / "order.json"
     sample.write_text(json.dumps({"customer": {"region": "EU"}, "amount": 3, "items": [{"sku": "z"}]}))
     with running_daemon(site) as d:
@@ -588,10 +646,10 @@ def test_selective_consumers_take_only_what_they_select(store: str, tmp_path: Pa
         assert [body(x.envelope)["amount"] for x in left] == [4]
 
 
-def test_the_console_switches_a_detour(tmp_path: Path) -> None:
+def test_the_console_switches_a_detour(store: str, tmp_path: Path) -> None:
     from coupler.bus.runtime.console.server import read_token
 
-    site_file = write_site(tmp_path, ROUTING + '\n[http]\nlisten = "127.0.0.1:0"\n')
+    site_file = write_site(tmp_path, store + ROUTING + '\n[http]\nlisten = "127.0.0.1:0"\n')
     with running_daemon(site_file) as d:
         assert d.transport is not None and d.console_url is not None
         token = read_token(load_site(site_file))

@@ -245,7 +245,8 @@ def _trace(data: dict[str, Any]) -> str:
     whole = data["query"].get("whole") == "1" or not named
     hops = trace["hops"] if whole else [h for h in trace["hops"] if h["message_id"] in named]
     rows = [[f'<span class="nowrap">{e(h["at"])}</span>', e(h["event"]), e(h["outcome"]), e(h["channel"]),
-             f'<a href="/trace?q={quote(h["message_id"] or "")}">{_id(h["message_id"])}</a>', e(h["by"])] for h in hops]
+             f'<a href="/trace?q={quote(h["message_id"] or "")}">{_id(h["message_id"])}</a>',
+             f'<span class="nowrap">{e(h["by"])}</span>'] for h in hops]
     traces = ", ".join(f'<a href="/trace?q={quote(t)}&amp;whole=1"><code>{e(t)}</code></a>' for t in trace["trace_ids"]) or "–"
     if whole:
         summary = f'<p>{len(trace["messages"])} message(s) in trace {traces}</p>'

@@ -61,9 +61,10 @@ own; what it returns continues from the step after it, like ``process``'s outcom
 Every step of every message is recorded: each message that leaves a step carries a Message
 History hop ``route:NAME`` / ``step N TYPE: what it did``, and what a route stores is journaled
 by ``route:NAME via STEP > STEP`` (the steps it came through), so ``coupler ctl trace`` and the
-console show its path through the pipeline. A discarded message is acknowledged (journaled as
-done by the route), counted per step in ``/metrics`` (``coupler_route_step_messages_total``) and
-logged at debug level with the step and the reason.
+console show its path through the pipeline. A discarded message is acknowledged, its journal
+entry naming the step and the reason (``discarded by NAME (step N TYPE): REASON``, a filter's
+expression: the trace shows why the message ended), counted per step in ``/metrics``
+(``coupler_route_step_messages_total``) and logged at debug level with the step and the reason.
 """
 
 from coupler.bus.runtime.steps.base import Step, StepContext, StepError, StepSetup

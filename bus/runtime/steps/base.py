@@ -119,6 +119,11 @@ class StepContext:
     dropped: Counter[tuple[str, str]] = field(default_factory=Counter)
     #: what a step counts once this transaction commits (an aggregate's completion reason)
     committed: list[Callable[[], None]] = field(default_factory=list)
+    #: ``(step, reason)`` of each message a step discarded, journaled with the acknowledgement
+    #: of the delivery (the trace shows why the message ended)
+    discarded: list[tuple[str, str]] = field(default_factory=list)
+    #: messages the route sent on (to its channels) in this transaction
+    sent: int = 0
 
     def send(self, channel: str, message: Envelope, component: str | None = None) -> None:
         """Send ``message`` to ``channel`` in the transaction (a Wire Tap's copy)."""

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from coupler.bus.config.loader import ConfigError, RouteConfig
 from coupler.bus.runtime.context import expiring
 from coupler.bus.runtime.router import Route
+from coupler.bus.runtime.trace import join_notes, note
 from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError, describe_exception
@@ -77,6 +78,7 @@ class Pipeline:
             with transport.transaction() as tx:
                 ctx = StepContext(tx, self.name, d)
                 self.run(ctx, d.envelope)
+                d.note = discard_note(ctx)
                 settle(tx, d)
         except Stopped as stop:
             return self._fail(transport, d, stop)
@@ -136,6 +138,7 @@ class Pipeline:
                 self._send(ctx, channel, hop, (*path, step.setup.name))
         elif isinstance(outcome, Discard):
             ctx.dropped[(step.label, outcome.counter)] += 1
+            ctx.discarded.append((f"{step.setup.name} ({step.label})", outcome.reason))
             log.debug("%s %s: message %s %s: %s", self.component, step.label, message.message_id, outcome.counter,
                       outcome.reason, extra={"route": self.name})
         elif isinstance(outcome, FAILURES):
@@ -186,6 +189,7 @@ class Pipeline:
     def _send(self, ctx: StepContext, channel: str, message: Envelope, path: tuple[str, ...] = ()) -> None:
         message = expiring(message, min((t for t in (self.ttl, self.channel_ttls.get(channel)) if t is not None), default=None))
         ctx.tx.send(channel, message, component=f"{self.component} via {' > '.join(path)}" if path else self.component)
+        ctx.sent += 1
 
     @staticmethod
     def _record(label: str, message: Envelope, outcome: Outcome) -> StepRecord:
@@ -243,6 +247,24 @@ class Pipeline:
             except Exception:  # a step's bug must not stop the monitor (nor the other steps' timers)
                 log.exception("%s %s: on_timer failed (its transaction was rolled back; tried again in %g s)",
                               self.component, step.label, step.timer_seconds, extra={"route": self.name})
+
+
+#: at most this many discards are named in the journal entry of one delivery
+_NOTED = 3
+
+
+def discard_note(ctx: StepContext) -> str | None:
+    """Why the steps discarded the message (or some of its parts), for the journal entry of
+    its acknowledgement: the step and its reason (a filter's expression)."""
+    if not ctx.discarded:
+        return None
+    partly = ctx.sent > 0
+    distinct = list(dict.fromkeys(ctx.discarded))
+    notes = [note(discarded=(step, reason + (f" ({len(ctx.discarded)} parts)" if len(distinct) == 1 and len(ctx.discarded) > 1 else "")),
+                  partly=partly) for step, reason in distinct[:_NOTED]]
+    if len(distinct) > _NOTED:
+        notes[-1] = f"{notes[-1]} and {len(distinct) - _NOTED} more"
+    return join_notes(*notes)
 
 
 def build_pipeline(

@@ -115,6 +115,7 @@ from coupler.bus.transport.base import (
     error_text,
     not_replayable,
     purged_dead_letters_detail,
+    replacement,
     unknown_dead_letter,
 )
 from coupler.bus.transport.codec import decode, encode
@@ -1054,7 +1055,7 @@ class AmqpTransport(Transport):
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
-            journal.add(d.channel, d.message_id, ACKED, d.consumer)
+            journal.add(d.channel, d.message_id, ACKED, d.ack_detail)
 
     def _send_pending_acks(self, link: Link) -> None:
         """Send the coalesced acknowledgements (holding the connection)."""
@@ -1106,7 +1107,7 @@ class AmqpTransport(Transport):
         for channel, n in Counter(d.channel for d in ds).items():
             journal.count(channel, "acked", n)
         for d in ds:
-            journal.add(d.channel, d.message_id, ACKED, d.consumer)
+            journal.add(d.channel, d.message_id, ACKED, d.ack_detail)
 
     def _nack_plan(self, d: Delivery, dead: bool, delay: float | None) -> NackDecision:
         policy = backoff_for(self.channel_config(d.channel), self.backoff)
@@ -1555,7 +1556,8 @@ class AmqpTransport(Transport):
                 return dl
         raise unknown_dead_letter(id)
 
-    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None,
+               envelope: Envelope | None = None) -> str:
         target_dl = self.dead_letter(id)
         journal = _Journal()
         if target_dl.envelope is None or (channel or target_dl.channel) is None:
@@ -1563,6 +1565,9 @@ class AmqpTransport(Transport):
         target = channel or target_dl.channel
         assert target is not None
         env = target_dl.envelope
+        edited = body is not None or envelope is not None
+        if envelope is not None:  # another message in its place (same id)
+            env = replacement(id, env, envelope)
         env.attempt = 0
         if body is not None:  # edit and replay
             env.body = body
@@ -1588,7 +1593,10 @@ class AmqpTransport(Transport):
             dead_queue = self.names.dead(target_dl.queue)
             self._browse(link, dead_queue, find_claim)
             claim = claims[0] if claims else None
-            if claim:  # the message in the channel refers to the stored body again
+            if claim and edited:  # the edited body goes in the message: the stored one is let go
+                self.store.move_claim(claim, dead_queue, None)
+                body, props = to_amqp(env)
+            elif claim:  # the message in the channel refers to the stored body again
                 self.store.move_claim(claim, dead_queue, queue)
                 body, props = to_amqp(env.replace(body=b""), extra={H_CLAIM: claim})
             else:

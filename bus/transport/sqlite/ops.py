@@ -390,7 +390,7 @@ class StoreTx(TransactionOps):
         for channel, n in by_channel.items():
             self.count(channel, "acked", n)
         now = self.now
-        self.journal_many((now, d.channel, d.envelope.message_id, policy.ACKED, d.consumer) for d in ds)
+        self.journal_many((now, d.channel, d.envelope.message_id, policy.ACKED, d.ack_detail) for d in ds)
         refs = [d.claim for d in ds if d.claim]
         if refs:
             self.release_claims(refs)

@@ -67,6 +67,7 @@ from coupler.bus.transport.base import (
     envelope_list,
     not_replayable,
     purged_dead_letters_detail,
+    replacement,
     unknown_dead_letter,
 )
 from coupler.bus.transport.codec import decode
@@ -781,7 +782,8 @@ class SqliteTransport(Transport):
             dead_at=_ts(dead_at),
         )
 
-    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None) -> str:
+    def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None,
+               envelope: Envelope | None = None) -> str:
         with self.transaction() as tx:
             assert isinstance(tx, StoreTx)
             row = tx.conn.execute(
@@ -794,19 +796,22 @@ class SqliteTransport(Transport):
             if blob is None or target is None:
                 raise not_replayable(id, has_envelope=blob is not None)
             env = Envelope.from_bytes(blob)
+            if envelope is not None:  # another message in its place (same id)
+                env = replacement(id, env, envelope)
             env.attempt = 0
             env.record_hop("dead-letter", f"replay {id}")
-            if body is not None:  # edited: the new body replaces the stored (or claim-checked) one
+            if body is not None or envelope is not None:  # edited: the new body replaces the stored (or claim-checked) one
                 for prop in (CLAIM_PROPERTY, FILE_CLAIM_PROPERTY, CLAIM_SIZE_PROPERTY):
                     env.properties.pop(prop, None)
-                env.body = body
+                if body is not None:
+                    env.body = body
                 prepared, paths = prepare(self, target, [env], "dead-letter")
                 tx.written_claims.extend(paths)
                 tx.insert(target, prepared)
             else:
                 tx.insert(target, [(env, env.to_bytes(), claim)])
             tx.conn.execute("DELETE FROM dead_letters WHERE id = ?", (id,))
-            if body is not None and claim is not None:
+            if (body is not None or envelope is not None) and claim is not None:
                 tx.release_claims([claim])
             tx.journal_sent(target, [env], REPLAYED, f"dead letter {id}")
             return env.message_id

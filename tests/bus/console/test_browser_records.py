@@ -1,8 +1,9 @@
 """The operator's day with records of a mainframe file, in a real headless Chromium (Debian's
 /usr/bin/chromium driven by Playwright, as test_browser.py): an EBCDIC record a mapping
 refused is shown as JSON (decoded with the copybook of the adapter's mapping), edited in the
-page and replayed, re-encoded byte-exact; the trace of one record shows that record alone,
-with the whole trace a click away. Screenshots go to the test's directory
+page and replayed through the adapter's mapping (canonical on the channel, written back by the
+outbound mapping byte-exact); the trace of one record shows that record alone, with its
+mappings and the file written as hops, the whole trace a click away. Screenshots go to the test's directory
 (``COUPLER_SCREENSHOTS=DIR`` writes them there instead: docs/images holds the documented ones)."""
 
 from __future__ import annotations
@@ -51,9 +52,14 @@ def test_ebcdic_dead_letter_edited_as_json_and_the_trace_of_one_record(tmp_path:
         body.fill(json.dumps(record, indent=2))
         page.screenshot(path=str(shots / "console-ebcdic-dead-letter.png"), full_page=True)
         page.get_by_role("button", name="Replay edited body").click()
-        page.wait_for_selector("#notice:has-text('replayed as message')")
-        replayed = wait_for(lambda: [e for e in t.peek("accounts", 10) if e.body == ebcdic(FIXED)], "the re-encoded record")
-        assert len(replayed) == 1  # the edited record, encoded back to EBCDIC byte for byte
+        page.wait_for_selector("#notice:has-text('through mapping mappings/account.toml')")
+        [replayed] = wait_for(lambda: t.peek("accounts", 10), "the replayed record")
+        # through the adapter's mapping: on the channel in its canonical format
+        assert replayed.message_id == dead.envelope.message_id and replayed.format.ref == "test.Account@1"
+        daemon.resume("accounts-out")
+        wait_for(lambda: target.stat().st_size == 66, "the replayed record written back")
+        # the outbound mapping writes the edited record back: EBCDIC, byte for byte
+        assert target.read_bytes() == ebcdic(RECORDS[0]) + ebcdic(RECORDS[1]) + ebcdic(FIXED)
 
         first = next(e.message_id for e in t.journal(channel="accounts", limit=50) if e.event in ("sent", "published"))
         page.goto(f"{daemon.console_url}/trace?q={first}")
@@ -61,6 +67,17 @@ def test_ebcdic_dead_letter_edited_as_json_and_the_trace_of_one_record(tmp_path:
         rows.filter(has_text="acked").first.wait_for()
         links = page.locator("#trace tbody a")
         assert {links.nth(i).get_attribute("href") for i in range(links.count())} == {f"/trace?q={first}"}
+        # the inbound and the outbound mapping, and the file written, are hops of their own
+        table = [[cell.strip() for cell in row] for row in page.eval_on_selector_all(
+            "#trace tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")]
+        assert [(r[1], r[2], r[5]) for r in table] == [
+            ("mapped", "mapping mappings/account.toml", "adapter:accounts-in"),
+            ("sent", "stored", "adapter:accounts-in"),
+            ("received", "received", "adapter:accounts-out"),
+            ("mapped", "mapping mappings/account.toml", "adapter:accounts-out"),
+            ("delivered", f"to {target}", "adapter:accounts-out"),
+            ("acked", "done", "adapter:accounts-out"),
+        ]
         page.screenshot(path=str(shots / "console-record-trace.png"), full_page=True)
         one = rows.count()
         page.get_by_role("link", name="show the whole trace").click()

@@ -109,7 +109,9 @@ def test_metrics_token_health_and_trace(tmp_path):
         assert len(trace["trace_ids"]) == 1 and len(trace["messages"]) == 1
         events = [(h["event"], h["channel"], h["by"]) for h in trace["hops"]]
         assert events == [("sent", "orders", "adapter:drop-in"), ("received", "orders", "adapter:drop-out"),
-                          ("acked", "orders", "adapter:drop-out")]
+                          ("delivered", "orders", "adapter:drop-out"), ("acked", "orders", "adapter:drop-out")]
+        # where the outbound adapter wrote it is a hop of its own (journaled with the acknowledgement)
+        assert trace["hops"][2]["outcome"] == f"to {tmp_path / 'out' / 'order-1.json'}"
         by_id = json.loads(_get(url + "/api/trace?q=" + trace["messages"][0]["message_id"], token)[1])
         assert by_id["hops"] == trace["hops"]
         ctl = subprocess.run(
@@ -123,6 +125,7 @@ def test_metrics_token_health_and_trace(tmp_path):
             capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=240,
         )
         assert text.returncode == 0 and "adapter:drop-out" in text.stdout and "done" in text.stdout
+        assert f"to {tmp_path / 'out' / 'order-1.json'}" in text.stdout
 
 
 def test_plain_http_on_a_remote_address_is_refused(tmp_path):

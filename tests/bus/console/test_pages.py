@@ -10,10 +10,13 @@ import re
 import urllib.request
 from pathlib import Path
 
+import pytest
 from lxml import html
 
+from coupler.bus.cli.ctl import print_trace
 from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.console.server import read_token
+from coupler.bus.runtime.control import ControlClient
 from coupler.canonical import Envelope, FormatIndicator
 
 from ..site_helpers import running_daemon, wait_for
@@ -70,7 +73,7 @@ def test_overview_adapters_dead_letters_and_chart_read_as_an_operator_needs(tmp_
         assert re.search(r"in [\d.]+/s, out [\d.]+/s", chart.get("aria-label"))
 
 
-def test_the_trace_of_one_record_shows_that_record_alone_with_links(tmp_path: Path) -> None:
+def test_the_trace_of_one_record_shows_that_record_alone_with_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The records of a file share its trace: tracing one record's message id shows its hops
     alone (not its siblings' interleaved), ids are links, and the whole trace is one click."""
     from tests.adapters.filedrop.test_site_translation import RECORDS, SITE, make_site
@@ -94,11 +97,36 @@ def test_the_trace_of_one_record_shows_that_record_alone_with_links(tmp_path: Pa
         one = _page(f"{url}/trace?q={second}", token)
         ids = {a.get("href") for a in one.xpath("//section[@id='trace']//tbody//a")}
         assert ids == {f"/trace?q={second}"}  # its own hops only, each linking to itself
-        events = [tr.xpath("./td")[1].text_content() for tr in one.xpath("//section[@id='trace']//tbody/tr")]
-        assert "acked" in events and len(events) >= 3
+        rows = [[td.text_content() for td in tr.xpath("./td")] for tr in one.xpath("//section[@id='trace']//tbody/tr")]
+        # At, Event, Outcome, Channel, Message, By: the inbound mapping, the outbound mapping and
+        # the file written are hops of their own
+        assert [(r[1], r[2], r[5]) for r in rows] == [
+            ("mapped", "mapping mappings/account.toml", "adapter:accounts-in"),
+            ("sent", "stored", "adapter:accounts-in"),
+            ("received", "received", "adapter:accounts-out"),
+            ("mapped", "mapping mappings/account.toml", "adapter:accounts-out"),
+            ("delivered", f"to {target}", "adapter:accounts-out"),
+            ("acked", "done", "adapter:accounts-out"),
+        ]
+        # `coupler ctl trace` prints the same hops
+        print_trace(ControlClient(load_site(site_file).control_socket).call("trace", query=second))
+        printed = capsys.readouterr().out
+        assert re.search(r"mapped +mapping mappings/account.toml +accounts +\S+ +adapter:accounts-in", printed), printed
+        assert re.search(rf"delivered +to {re.escape(str(target))} +accounts +\S+ +adapter:accounts-out", printed), printed
         whole_link = one.xpath("//p[@id='scope']/a[contains(., 'whole trace')]/@href")
         assert whole_link == [f"/trace?q={second}&whole=1"]
 
         whole = _page(url + whole_link[0], token)
         linked = {a.get("href") for a in whole.xpath("//section[@id='trace']//tbody//a")}
         assert {f"/trace?q={e.message_id}" for e in published} <= linked  # all three records
+
+
+def test_a_note_reads_back_whatever_a_file_name_or_a_reason_holds() -> None:
+    """What a consumer did is journaled as one text with its acknowledgement; the trace reads
+    its parts back whatever the values hold (a file name with "; to " or "%3B" in it)."""
+    from coupler.bus.runtime.trace import note, note_parts
+
+    odd = "/out/a; to b%3B.dat"
+    assert note_parts(note(mapping="maps/m.toml", to=odd) or "") == [("mapped", "mapping maps/m.toml"), ("delivered", f"to {odd}")]
+    reason = "did not match \"body.note = 'x; mapping y'\""
+    assert note_parts(note(discarded=("f (step 0 filter)", reason)) or "") == [("discarded", f"discarded by f (step 0 filter): {reason}")]

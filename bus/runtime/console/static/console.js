@@ -43,7 +43,7 @@
   });
   function describe(result) {
     if ("paused" in result) return "adapter " + result.adapter + (result.paused ? " paused" : " resumed");
-    if ("message_id" in result) return "replayed as message " + result.message_id;
+    if ("message_id" in result) return "replayed as message " + result.message_id + (result.mapped ? " through mapping " + result.mapped : "");
     if ("purged" in result) return "purged " + result.purged + " dead letter(s)";
     return "done";
   }
