@@ -68,8 +68,9 @@ lint: $(STAMP)
 	@mkdir -p $(TYPECHECK)/coupler && for f in bus translators adapters canonical schemas; do ln -sfn ../../../$$f $(TYPECHECK)/coupler/$$f; done
 	cd $(TYPECHECK) && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p coupler.bus -p coupler.translators -p coupler.adapters -p coupler.canonical
 
+# two workers, one per core (docs/testing.md); every Spark test on one of them
 test: $(STAMP) system-deps services lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 demo: $(STAMP) system-deps
 	$(PY) examples/demo/demo.py

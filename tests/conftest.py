@@ -23,8 +23,12 @@ def cobrix_corpus() -> Path:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs two workers), every Spark test goes to one
-    worker, so the suite starts one Spark session (a JVM) and not one per worker."""
+    worker, so the suite starts one Spark session (a JVM) and not one per worker. A Spark
+    test has twice the usual time-out: pytest-timeout interrupting a call into the JVM
+    leaves the shared session unusable for every Spark test after it (seen at load 20)."""
     spark = REPO / "tests" / "spark"
     for item in items:
         if spark in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.xdist_group("spark"))
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(600))

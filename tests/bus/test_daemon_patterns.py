@@ -132,6 +132,8 @@ def test_a_throttle_concurrency_runs_that_many_workers(tmp_path: Path) -> None:
         assert sorted(int(e.body) for e in drained(d, "echo.out", 6)) == list(range(6))
 
 
+# the parts of a sequence all come at once: 60 s is a hang guard (1 s was missed on two cores
+# at load 20, while the route moved the parts one by one); the time-out test shortens it
 SEQUENCES = """
 [monitor]
 interval_seconds = 0.1
@@ -139,7 +141,7 @@ interval_seconds = 0.1
 [[channels]]
 name = "docs"
 reassemble = true
-sequence_timeout_seconds = 1
+sequence_timeout_seconds = 60
 
 [[routes]]
 name = "docs"
@@ -168,7 +170,7 @@ def test_parts_are_reassembled_before_the_route_sees_them(tmp_path: Path) -> Non
 
 
 def test_an_incomplete_sequence_goes_to_the_invalid_channel_after_its_timeout(tmp_path: Path) -> None:
-    with running_daemon(write_site(tmp_path, SEQUENCES)) as d:
+    with running_daemon(write_site(tmp_path, SEQUENCES.replace("sequence_timeout_seconds = 60", "sequence_timeout_seconds = 1"))) as d:
         t = d.transport
         assert t is not None
         parts = split(Envelope(format=TEXT, body=b"x" * 50), 10)
