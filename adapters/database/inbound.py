@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import hashlib
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ from .options import PollOptions
 from .records import RowEncoder
 
 _NAMESPACE = uuid.UUID("0d6a7c55-3c1b-4f0e-8c8e-5b1d2a9e7f28")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
 
 
 @dataclass
@@ -161,8 +163,17 @@ class RowPoller:
         last = self.state.load() if self.state is not None else None
         try:
             with self.engine.connect() as conn, conn.begin():
-                rows = [dict(r._mapping) for r in conn.execute(self.select(last, limit))]
-                marks = [[row.pop(k) for k in [k for k in row if k.startswith("_wm_")]] for row in rows]
+                found = conn.execute(self.select(last, limit))
+                names = list(found.keys())
+                # the watermark's columns come last (``_wm_0``...): kept apart from the record
+                width = sum(1 for n in names if n.startswith("_wm_"))
+                values = found.all()
+                if width:
+                    names = names[:-width]
+                    rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
+                    marks = [list(r[-width:]) for r in values]
+                else:  # tuples zipped with the names: a dict per row without a mapping view
+                    rows = [dict(zip(names, r, strict=True)) for r in values]
                 result.listed = len(rows)
                 if not rows:
                     return result
@@ -206,13 +217,12 @@ class RowPoller:
 
     def message_id(self, rows: list[dict[str, Any]]) -> str:
         keys = self.key_text(rows[0]) if len(rows) == 1 else f"{self.key_text(rows[0])}..{self.key_text(rows[-1])}"
-        return str(uuid.uuid5(_NAMESPACE, f"{self.name}|{self.fullname}|{keys}"))
+        return uuid5(f"{self.name}|{self.fullname}|{keys}")
 
     def _envelopes(self, rows: list[dict[str, Any]], result: PollResult) -> list[Envelope]:
         """The message of ``rows`` (none when they cannot be converted: they go to the Invalid
         Message Channel; a bad row among several: each row on its own, the good ones kept)."""
         single = self.o.rows_per_message == 1
-        message_id = self.message_id(rows)
         try:
             body = self.encoder.encode_rows(rows, single)
         except Exception as exc:  # a row that has no form in the format: contained to it
@@ -228,6 +238,7 @@ class RowPoller:
                     self._invalid(row, one, result)
             return self._envelopes(good, result) if good else []
         key = self.key_text(rows[0])
+        message_id = uuid5(f"{self.name}|{self.fullname}|{key if len(rows) == 1 else f'{key}..{self.key_text(rows[-1])}'}")
         props = {
             "db.table": self.fullname,
             "db.key": key,
@@ -278,6 +289,16 @@ class RowPoller:
         return {"table": self.table.fullname, "key": [c.name for c in self.key],
                 "progress": f"status {self.status.name}" if self.status is not None else f"watermark {self.o.watermark_column}",
                 **self.totals.to_json()}
+
+
+def uuid5(name: str) -> str:
+    """``str(uuid.uuid5(_NAMESPACE, name))`` without building a :class:`uuid.UUID` (a poll
+    derives one per row: a third of the cost went to the ``UUID`` object)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])  # noqa: S324 - RFC 4122 v5
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _TAGGED: dict[str, Callable[[str], Any]] = {

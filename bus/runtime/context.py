@@ -23,7 +23,7 @@ from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, UnitError
-from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
+from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_id_of, trace_of
 
 #: the channel on which an adapter's ``context.request`` waits for replies
 REPLY_CHANNEL_PREFIX = "coupler.replies."
@@ -227,7 +227,7 @@ class BusContext:
         """Origin and trace set, the inbound stage applied (InvalidMessage when it cannot)."""
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
-        if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
+        if trace_id_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
             envelope = ensure_trace(envelope.replace())
         if self._inbound is not None:
             envelope = self._translate(envelope)
