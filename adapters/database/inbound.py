@@ -38,7 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from coupler.adapters.common.inbound import PollResult
-from coupler.bus.api import AdapterContext, InvalidMessage
+from coupler.bus.api import AdapterContext, InvalidMessage, site_registry
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
@@ -111,7 +111,7 @@ class RowPoller:
         if self.watermark is not None and self.watermark not in self.read:
             self.read.append(self.watermark)
         self.state = WatermarkState(data_dir / "watermark.json") if self.watermark is not None else None
-        self.encoder = RowEncoder(fmt)
+        self.encoder = RowEncoder(fmt, site_registry(context))  # [schemas] paths of the site too
         self.format = fmt
         self.fullname = self.table.fullname
         self.postgres = engine.dialect.name == "postgresql"

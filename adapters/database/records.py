@@ -69,14 +69,11 @@ def row_record(row: Mapping[str, Any]) -> dict[str, Any]:
 class RowEncoder:
     """Rows -> message bodies of the adapter's format (JSON, or Avro through the registry)."""
 
-    def __init__(self, fmt: FormatIndicator, registry: Any = None):
+    def __init__(self, fmt: FormatIndicator, registry: Any):
+        """``registry``: the site's (:func:`coupler.bus.api.site_registry`)."""
         self.format = fmt
         self.avro = fmt.content_type == AVRO_BINARY
         self.registry = registry
-        if self.avro and registry is None:
-            from coupler.canonical.registry import SchemaRegistry
-
-            self.registry = SchemaRegistry.default()
         if self.avro:
             try:
                 self.registry.resolve(fmt)
@@ -100,13 +97,10 @@ class RowEncoder:
             return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()
 
 
-def body_records(body: bytes, fmt: FormatIndicator, registry: Any = None) -> list[dict[str, Any]]:
-    """The records of a message body: a JSON object or array of objects, or one Avro record."""
+def body_records(body: bytes, fmt: FormatIndicator, registry: Any) -> list[dict[str, Any]]:
+    """The records of a message body: a JSON object or array of objects, or one Avro record
+    (decoded with ``registry``, the site's)."""
     if fmt.content_type == AVRO_BINARY:
-        if registry is None:
-            from coupler.canonical.registry import SchemaRegistry
-
-            registry = SchemaRegistry.default()
         try:
             return [registry.decode(body, fmt)]
         except CouplerError as exc:

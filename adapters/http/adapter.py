@@ -41,6 +41,7 @@ from coupler.bus.api import (
     LoopThread,
     Reply,
     request_command,
+    site_registry,
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
@@ -156,7 +157,8 @@ class HttpAdapter(Adapter):
             if e.exchange == "one-way" and not (e.channel or self.channel):
                 raise CouplerError("a one-way endpoint needs a channel", where=f"{where}.channel",
                                    hint="set channel of the endpoint or of the adapter")
-            self.endpoints.append(Endpoint(name, e, BodyValidator(fmt, list(e.content_types), schema_file, xsd, where), fmt))
+            self.endpoints.append(Endpoint(name, e, BodyValidator(fmt, list(e.content_types), schema_file, xsd, where,
+                                                                      site_registry(self.context)), fmt))
         self._load_credentials()
         self._executor = ThreadPoolExecutor(s.max_in_flight, thread_name_prefix=f"http-{self.name}-bus")
         self._loop = LoopThread(f"http-{self.name}").start()

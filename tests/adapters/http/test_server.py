@@ -47,6 +47,16 @@ def test_bodies_are_validated(bus: DaemonBus, server: Callable[..., HttpAdapter]
     assert msg.body == xml and msg.format.content_type == "application/xml"
 
 
+def test_a_format_of_the_sites_schemas_validates_bodies(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
+    # test.Reading is declared by the site's `[schemas] paths` only (no schema_file)
+    a = server(endpoints={"readings": {"format": "test.Reading@1"}})
+    bad = httpx.post(f"{a.url}/readings", json={"meter": "M-1", "value": "ten"})
+    assert bad.status_code == 422 and "not a valid test.Reading@1" in bad.json()["detail"]
+    assert httpx.post(f"{a.url}/readings", json={"meter": "M-1", "value": 10}).status_code == 202
+    (msg,) = bus.received("orders")
+    assert json.loads(msg.body) == {"meter": "M-1", "value": 10}
+
+
 def test_idempotency_key_makes_a_resent_request_one_message(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
     a = server()
     first = httpx.post(f"{a.url}/orders", json=ORDER, headers={"Idempotency-Key": "order-A-1"})
