@@ -7,8 +7,9 @@ One poll is one database transaction:
 2. turn each into a message (or ``rows_per_message`` rows into one) and publish it; a row
    that cannot be converted goes to the Invalid Message Channel with its cause, the next
    rows go on;
-3. ``status_column``: update the rows just read in the same transaction; ``watermark_column``:
-   write the last (watermark, key) read to the adapter's state file;
+3. ``status_column``: update the rows just read in the same transaction (on PostgreSQL while
+   step 2 runs, on a thread of its own: the wait for the server overlaps the work);
+   ``watermark_column``: write the last (watermark, key) read to the adapter's state file;
 4. commit, only after the bus accepted every message of the batch.
 
 A message id is derived from the adapter, the table and the row's key: when the process dies
@@ -177,12 +178,22 @@ class RowPoller:
                 result.listed = len(rows)
                 if not rows:
                     return result
-                step = self.o.rows_per_message
-                envelopes: list[Envelope] = []
-                for start in range(0, len(rows), step):
-                    envelopes.extend(self._envelopes(rows[start:start + step], result))
-                self._publish(envelopes, result)
-                if self.status is not None:
+                # PostgreSQL: the UPDATE runs while the messages are made and stored (the
+                # network wait overlaps the work); it is in the same transaction, committed
+                # only after the bus accepted the messages, so its order does not matter
+                marking = Meanwhile(self._mark, conn, rows) if self.status is not None and self.postgres else None
+                try:
+                    step = self.o.rows_per_message
+                    envelopes: list[Envelope] = []
+                    for start in range(0, len(rows), step):
+                        envelopes.extend(self._envelopes(rows[start:start + step], result))
+                    self._publish(envelopes, result)
+                finally:
+                    if marking is not None:
+                        marking.join()  # the connection is this thread's again (commit or rollback)
+                if marking is not None:
+                    marking.result()
+                elif self.status is not None:
                     self._mark(conn, rows)
                 else:
                     assert self.state is not None and self.watermark is not None
@@ -289,6 +300,27 @@ class RowPoller:
         return {"table": self.table.fullname, "key": [c.name for c in self.key],
                 "progress": f"status {self.status.name}" if self.status is not None else f"watermark {self.o.watermark_column}",
                 **self.totals.to_json()}
+
+
+class Meanwhile(threading.Thread):
+    """``fn(*args)`` on a thread of its own; :meth:`result` after :meth:`join` raises what it raised."""
+
+    def __init__(self, fn: Callable[..., None], *args: Any):
+        super().__init__(name="db-mark", daemon=True)
+        self._call = (fn, args)
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        fn, args = self._call
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the polling thread
+            self._error = exc
+
+    def result(self) -> None:
+        if self._error is not None:
+            raise self._error
 
 
 def uuid5(name: str) -> str:

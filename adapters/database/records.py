@@ -55,9 +55,15 @@ def json_value(value: Any, column: str) -> Any:
 
 
 def _default(value: Any) -> Any:
-    """What :func:`json.dumps` cannot write itself (the encoder's ``default``)."""
-    if isinstance(value, decimal.Decimal) and not value.is_finite():
-        raise ValueError("a decimal that is not finite")
+    """What :func:`json.dumps` cannot write itself (the encoder's ``default``): the usual
+    column types tested first by exact type (called for every such value of every row)."""
+    kind = type(value)
+    if kind is decimal.Decimal:
+        if not value.is_finite():
+            raise ValueError("a decimal that is not finite")
+        return str(value)
+    if kind is dt.date or kind is dt.datetime:
+        return value.isoformat()
     return json_value(value, "?")
 
 
