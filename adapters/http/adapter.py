@@ -3,7 +3,8 @@
 
 Server (``mode = "server"``): each endpoint is ``POST PATH`` taking JSON (or XML) bodies of
 one format, validated against its schema. One-way, the body is published on the channel and
-answered ``202 Accepted`` with its message id, only once the message is durable; request-
+answered ``202 Accepted`` with its message id, only once the message is durable (requests
+arriving together are stored in one commit, :mod:`.batching`); request-
 reply, it becomes a ``request`` command for ``target`` and the reply's document is the
 answer (``504`` when none comes in time). ``GET /openapi.json`` describes the endpoints.
 Callers authenticate with a bearer token, HTTP basic or a client certificate (mutual TLS);
@@ -52,6 +53,7 @@ from .options import EndpointOptions, HttpOptions
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from .batching import BatchPublisher
     from .client import Caller
     from .validation import BodyValidator
 else:  # imported when an adapter starts: every coupler command loads the plugins
@@ -113,6 +115,7 @@ class HttpAdapter(Adapter):
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._publisher: BatchPublisher | None = None
         self._in_flight: asyncio.Semaphore | None = None
         self._limiter = RateLimiter(self.settings.rate_limit, self.settings.rate_burst) if self.settings.rate_limit else None
         self._tokens: list[bytes] = []
@@ -161,6 +164,9 @@ class HttpAdapter(Adapter):
                                                                       site_registry(self.context)), fmt))
         self._load_credentials()
         self._executor = ThreadPoolExecutor(s.max_in_flight, thread_name_prefix=f"http-{self.name}-bus")
+        from .batching import BatchPublisher
+
+        self._publisher = BatchPublisher(self.context, self._executor)
         self._loop = LoopThread(f"http-{self.name}").start()
         try:
             self.url = self._loop.run(self._start_server(), timeout=30)
@@ -318,8 +324,10 @@ class HttpAdapter(Adapter):
                     self.counts["replayed"] += 1
                     return web.json_response({"message_id": message_id, "replayed": True}, status=202,
                                              headers={TRACEPARENT: trace.header})
-                try:
-                    await loop.run_in_executor(self._executor, self._publish, document, message_id, endpoint)
+                assert self._publisher is not None and self.context is not None
+                try:  # stored with the requests that arrived meanwhile, in one commit (.batching)
+                    await self._publisher.publish(document.to_envelope(origin=self.name, message_id=message_id),
+                                                  endpoint.o.channel or self.channel)
                 except InvalidMessage as exc:
                     return _problem(422, exc.message)
                 except CouplerError as exc:
@@ -375,11 +383,6 @@ class HttpAdapter(Adapter):
                                                        (response.status, body, headers))
             while len(self._answers) > 10_000:
                 self._answers.popitem(last=False)
-
-    def _publish(self, document: Document, message_id: str, endpoint: Endpoint) -> None:
-        assert self.context is not None
-        envelope = document.to_envelope(origin=self.name, message_id=message_id)
-        self.context.publish(envelope, endpoint.o.channel or self.channel)
 
     def _ask(self, document: Document, endpoint: Endpoint) -> list[Document]:
         assert self.context is not None and endpoint.o.target is not None

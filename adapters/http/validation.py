@@ -84,8 +84,10 @@ class BodyValidator:
             if self.parsed_avro is not None:
                 from fastavro.validation import ValidationError, validate
 
-                try:
-                    validate(record, self.parsed_avro, raise_errors=True)
+                try:  # a valid body checked without raising: raise_errors=True makes fastavro build
+                    # and catch an exception for every union branch that does not match
+                    if not validate(record, self.parsed_avro, raise_errors=False):
+                        validate(record, self.parsed_avro, raise_errors=True)  # raises, saying why
                 except ValidationError as exc:
                     raise BodyError(f"the body is not a valid {self.format.ref}: " + "; ".join(map(str, exc.errors)),
                                     422) from None

@@ -196,9 +196,11 @@ class BusContext:
         self._stats.count(self.name, "sent")
         return message_id
 
-    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None) -> list[str | None]:
+    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None, *,
+                     reasons: list[str] | None = None) -> list[str | None]:
         """Send a batch durably in one transaction (one disk sync); an envelope the inbound
-        stage cannot translate is in the Invalid Message Channel and gets None."""
+        stage cannot translate is in the Invalid Message Channel and gets None (and, when
+        ``reasons`` is given, its reason appended there, in order)."""
         target = self._target(channel)
         self._wait_while_paused()
         prepared: list[Envelope | None] = []
@@ -206,8 +208,10 @@ class BusContext:
         for envelope in envelopes:
             try:
                 prepared.append(expiring(self._prepare(envelope), ttl))
-            except InvalidMessage:
+            except InvalidMessage as refused:
                 prepared.append(None)
+                if reasons is not None:
+                    reasons.append(refused.message)
         good = [e for e in prepared if e is not None]
         ids = iter(self._transport.send(target, good, component=self.component) if good else [])
         self._stats.count(self.name, "sent", len(good))
