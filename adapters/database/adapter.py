@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from coupler.adapters.common.lazy import lazy_module
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply, site_registry
+from coupler.bus.api import (
+    Adapter,
+    AdapterContext,
+    Command,
+    CommandFault,
+    Document,
+    Reply,
+    site_registry,
+)
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
