@@ -64,7 +64,10 @@ def _default(value: Any) -> Any:
         return str(value)
     if kind is dt.date or kind is dt.datetime:
         return value.isoformat()
-    return json_value(value, "?")
+    try:
+        return json_value(value, "?")
+    except RowError as exc:  # the caller converts the row value by value to name the column
+        raise TypeError(exc.message) from None
 
 
 def row_record(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,6 +83,8 @@ class RowEncoder:
         self.format = fmt
         self.avro = fmt.content_type == AVRO_BINARY
         self.registry = registry
+        #: one encoder for every row (json.dumps with options builds a new one per call)
+        self._json = json.JSONEncoder(default=_default, allow_nan=False, separators=(",", ":"))
         if self.avro:
             try:
                 self.registry.resolve(fmt)
@@ -97,7 +102,7 @@ class RowEncoder:
                 raise RowError(exc.message) from None
         data: Any = rows[0] if single else list(rows)
         try:  # the C encoder; only the values JSON has no type for reach _default
-            return json.dumps(data, default=_default, allow_nan=False, separators=(",", ":")).encode()
+            return self._json.encode(data).encode()
         except (ValueError, TypeError):  # say which column: convert value by value
             records = [row_record(r) for r in rows]
             return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()
