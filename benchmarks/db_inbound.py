@@ -11,9 +11,14 @@ until none is left; the table is reset (``processed_at = NULL``, ``VACUUM``) bef
 * ``adapter`` -- the database adapter (``poll``, status_column) on the embedded SQLite store
   as the daemon opens it (``synchronous = FULL``: every batch is fsync'd before the rows
   are marked): each row becomes a message, durable on the bus before the commit.
+* ``adapter, 100 rows/message`` -- the same with ``rows_per_message = 100``.
 
-The runs alternate (baseline, adapter, baseline, adapter, ...) so that both see the same
-machine load; the best of each is reported with the ratio, and the 1-minute load average.
+The runs alternate (baseline, adapter, adapter batched, baseline, ...) so that all see the
+same machine load. Reported per mode: rows/s (wall clock; the best run and the median of the
+ratios of each round), and CPU per row: this process's (``time.process_time``) and the
+PostgreSQL backend's serving its connection (``/proc/PID/stat`` of ``pg_backend_pid()``;
+PostgreSQL runs on this machine), the two added being the work a row costs whatever the load.
+The 1-minute load average at the start and the end is printed beside the figures.
 
 Usage: .venv/bin/python benchmarks/db_inbound.py [--rows N] [--repeat N] [--json FILE]
 (PostgreSQL from ``COUPLER_BENCH_POSTGRES``, default postgresql://postgres@127.0.0.1:5432/test)
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -37,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DSN = os.environ.get("COUPLER_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 BATCH = 500
+MODES = ("psycopg loop", "adapter, a message per row", "adapter, 100 rows/message")
 
 
 def setup(schema: str, rows: int) -> None:
@@ -55,25 +62,55 @@ def reset(schema: str) -> None:
         c.execute(f"VACUUM ANALYZE {schema}.orders")
 
 
-def baseline(schema: str) -> tuple[int, float]:
-    done = 0
+def backend_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a PostgreSQL backend process of this machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Run:
+    """Wall clock and CPU (this process, and the PostgreSQL backend ``pid``) of one run."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.done = 0
+        self.wall = self.cpu = self.backend = 0.0
+
+    def __enter__(self) -> Run:
+        self._start = (time.perf_counter(), time.process_time(), backend_cpu(self.pid))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall, cpu, backend = self._start
+        self.wall = time.perf_counter() - wall
+        self.cpu = time.process_time() - cpu
+        self.backend = backend_cpu(self.pid) - backend
+
+
+def baseline(schema: str) -> Run:
     with psycopg.connect(DSN) as c:
-        started = time.perf_counter()
-        while True:
-            with c.transaction():
-                rows = c.execute(
-                    f"SELECT id, customer, amount, ordered, processed_at FROM {schema}.orders "
-                    f"WHERE processed_at IS NULL ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED").fetchall()
-                if not rows:
-                    return done, time.perf_counter() - started
-                for r in rows:
-                    json.dumps({"id": r[0], "customer": r[1], "amount": str(r[2]), "ordered": r[3].isoformat(),
-                                "processed_at": None}).encode()
-                c.execute(f"UPDATE {schema}.orders SET processed_at = now() WHERE id = ANY(%s)", ([r[0] for r in rows],))
-            done += len(rows)
+        pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+        c.commit()
+        with Run(pid) as run:
+            while True:
+                with c.transaction():
+                    rows = c.execute(
+                        f"SELECT id, customer, amount, ordered, processed_at FROM {schema}.orders "
+                        f"WHERE processed_at IS NULL ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED").fetchall()
+                    if not rows:
+                        break
+                    for r in rows:
+                        json.dumps({"id": r[0], "customer": r[1], "amount": str(r[2]), "ordered": r[3].isoformat(),
+                                    "processed_at": None}).encode()
+                    c.execute(f"UPDATE {schema}.orders SET processed_at = now() WHERE id = ANY(%s)",
+                              ([r[0] for r in rows],))
+                run.done += len(rows)
+        return run
 
 
-def adapter(schema: str, data: Path, rows_per_message: int = 1) -> tuple[int, float]:
+def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
+    import sqlalchemy as sa
+
     from coupler.adapters.database import DatabaseAdapter  # imported outside the timed part
     from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
     from coupler.bus.transport.sqlite.transport import SqliteTransport
@@ -93,12 +130,15 @@ def adapter(schema: str, data: Path, rows_per_message: int = 1) -> tuple[int, fl
         }, ctx, direction="inbound", channel="orders")
         a.start()  # connecting and reading the table's columns: not timed (nor is the baseline's connect)
         try:
-            assert isinstance(a, DatabaseAdapter) and a.poller is not None
-            done = 0
-            started = time.perf_counter()
-            while n := a.poller.poll().done:
-                done += n
-            return done, time.perf_counter() - started
+            assert isinstance(a, DatabaseAdapter) and a.poller is not None and a.engine is not None
+            with a.engine.connect() as conn:  # the pool's one connection: the one every poll takes
+                pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+            with Run(pid) as run:
+                while n := a.poller.poll().done:
+                    run.done += n
+            with a.engine.connect() as conn:
+                assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == pid, "one connection"
+            return run
         finally:
             a.stop()
     finally:
@@ -118,32 +158,43 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     schema = f"bench_{uuid.uuid4().hex[:8]}"
     setup(schema, args.rows)
-    results: dict[str, list[float]] = {"psycopg loop": [], "adapter": [], "adapter, 100 rows/message": []}
+    runs: dict[str, list[Run]] = {m: [] for m in MODES}
     load = os.getloadavg()[0]
     try:
         for _ in range(args.repeat):
-            for name in results:
+            for mode in MODES:
                 reset(schema)
                 with tempfile.TemporaryDirectory() as tmp:
-                    done, elapsed = (baseline(schema) if name == "psycopg loop" else
-                                     adapter(schema, Path(tmp), 100 if "100" in name else 1))
-                assert done == args.rows, (name, done)
-                results[name].append(args.rows / elapsed)
-                print(f"{name:28s} {args.rows / elapsed:10,.0f} rows/s")
+                    run = (baseline(schema) if mode == MODES[0] else
+                           adapter(schema, Path(tmp), 100 if "100" in mode else 1))
+                assert run.done == args.rows, (mode, run.done)
+                runs[mode].append(run)
+                print(f"{mode:28s} {args.rows / run.wall:9,.0f} rows/s   CPU/row: process "
+                      f"{run.cpu / args.rows * 1e6:5.1f} us + PostgreSQL backend {run.backend / args.rows * 1e6:5.1f} us",
+                      flush=True)
     finally:
         with psycopg.connect(DSN, autocommit=True) as c:
             c.execute(f"DROP SCHEMA {schema} CASCADE")
-    best = {k: max(v) for k, v in results.items()}
-    ratio = best["adapter"] / best["psycopg loop"]
-    batched = best["adapter, 100 rows/message"] / best["psycopg loop"]
-    print(f"\n{args.rows:,} rows, batches of {BATCH}, load average {load:.1f} at the start (2 cores)")
-    print(f"psycopg loop {best['psycopg loop']:,.0f} rows/s; adapter {best['adapter']:,.0f} rows/s "
-          f"({ratio:.2f}x); adapter with 100 rows a message {best['adapter, 100 rows/message']:,.0f} rows/s "
-          f"({batched:.2f}x)")
+    end_load = os.getloadavg()[0]
+    base = runs[MODES[0]]
+    print(f"\n{args.rows:,} rows, batches of {BATCH}, {args.repeat} rounds; load average {load:.1f} at the start, "
+          f"{end_load:.1f} at the end (2 cores)")
+    print(f"{'':28s} {'best rows/s':>12s} {'x (best)':>9s} {'x (median of rounds)':>21s} {'CPU us/row':>11s} "
+          f"{'x (CPU)':>8s}")
+    summary: dict[str, Any] = {"rows": args.rows, "load": [load, end_load], "modes": {}}
+    base_cpu = statistics.median((r.cpu + r.backend) / args.rows for r in base)
+    for mode in MODES:
+        rs = runs[mode]
+        best = max(args.rows / r.wall for r in rs)
+        x_best = best / max(args.rows / r.wall for r in base)
+        x_rounds = statistics.median(b.wall / r.wall for b, r in zip(base, rs, strict=True))
+        cpu = statistics.median((r.cpu + r.backend) / args.rows for r in rs)
+        print(f"{mode:28s} {best:12,.0f} {x_best:8.2f}x {x_rounds:20.2f}x {cpu * 1e6:11.1f} {base_cpu / cpu:7.2f}x")
+        summary["modes"][mode] = {"best_rows_per_s": best, "ratio_best": x_best, "ratio_median_rounds": x_rounds,
+                                  "cpu_us_per_row": cpu * 1e6, "ratio_cpu": base_cpu / cpu,
+                                  "runs": [{"wall": r.wall, "cpu": r.cpu, "backend": r.backend} for r in rs]}
     if args.json:
-        out: dict[str, Any] = {"rows": args.rows, "load": load, "best": best, "ratio": ratio,
-                               "ratio_batched": batched, "runs": results}
-        args.json.write_text(json.dumps(out, indent=2))
+        args.json.write_text(json.dumps(summary, indent=2))
     return 0
 
 

@@ -11,8 +11,10 @@ in a process of its own (keep-alive connections).
   opens it (``synchronous = FULL``: each request is durable before its 202; concurrent
   requests share a disk sync through the store's group commit), 202 with the message id.
 
-The runs alternate so both see the same machine load; the best of each is reported with the
-ratio and the 1-minute load average.
+The runs alternate so both see the same machine load. Reported: requests/s (the best run of
+each, and the median of the ratios of each round) and the server's CPU per request (this
+process's ``time.process_time`` while the client runs: the server side only, the client is
+another process), with the 1-minute load average at the start and the end.
 
 Usage: .venv/bin/python benchmarks/http_inbound.py [--count N] [--concurrency N] [--repeat N] [--json FILE]
 """
@@ -24,6 +26,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -60,20 +63,23 @@ def load(url: str, count: int, concurrency: int, out: Any) -> None:
     out.put(asyncio.run(run()))
 
 
-def measure(url: str, count: int, concurrency: int) -> float:
+def measure(url: str, count: int, concurrency: int) -> tuple[float, float]:
+    """requests/s, and this process's (the server's) CPU seconds per request."""
     q: Any = mp.get_context("spawn").Queue()
     p = mp.get_context("spawn").Process(target=load, args=(url, count, concurrency, q))
     p.start()
+    cpu = time.process_time()
     elapsed, statuses = q.get(timeout=600)
+    cpu = time.process_time() - cpu
     p.join()
     assert statuses == {202: count}, statuses
-    return count / elapsed
+    return count / elapsed, cpu / count
 
 
 def bare_server() -> tuple[Any, str]:
     from aiohttp import web
 
-    from coupler.adapters.socket.loop import LoopThread
+    from coupler.bus.api import LoopThread
 
     async def handle(request: web.Request) -> web.Response:
         await request.read()
@@ -132,26 +138,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    results: dict[str, list[float]] = {"bare aiohttp": [], "adapter": []}
+    results: dict[str, list[tuple[float, float]]] = {"bare aiohttp": [], "adapter": []}
     load_avg = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name in results:
             with tempfile.TemporaryDirectory() as tmp:
                 stop, url = bare_server() if name == "bare aiohttp" else adapter_server(Path(tmp))
                 try:
-                    rate = measure(url, args.count, args.concurrency)
+                    rate, cpu = measure(url, args.count, args.concurrency)
                 finally:
                     stop()
-            results[name].append(rate)
-            print(f"{name:14s} {rate:10,.0f} requests/s")
-    best = {k: max(v) for k, v in results.items()}
+            results[name].append((rate, cpu))
+            print(f"{name:14s} {rate:10,.0f} requests/s   server CPU {cpu * 1e6:6.0f} us/request", flush=True)
+    best = {k: max(r for r, _ in v) for k, v in results.items()}
     ratio = best["adapter"] / best["bare aiohttp"]
-    print(f"\n{args.count:,} POSTs, {args.concurrency} at a time, load average {load_avg:.1f} at the start (2 cores)")
-    print(f"bare aiohttp {best['bare aiohttp']:,.0f} req/s, adapter {best['adapter']:,.0f} req/s: "
-          f"adapter / bare = {ratio:.2f}x")
+    rounds = statistics.median(a / b for (a, _), (b, _) in zip(results["adapter"], results["bare aiohttp"], strict=True))
+    cpu = {k: statistics.median(c for _, c in v) for k, v in results.items()}
+    print(f"\n{args.count:,} POSTs, {args.concurrency} at a time; load average {load_avg:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end (2 cores)")
+    print(f"bare aiohttp {best['bare aiohttp']:,.0f} req/s, adapter {best['adapter']:,.0f} req/s: adapter / bare = "
+          f"{ratio:.2f}x (best), {rounds:.2f}x (median of rounds); server CPU per request "
+          f"{cpu['bare aiohttp'] * 1e6:.0f} / {cpu['adapter'] * 1e6:.0f} us ({cpu['bare aiohttp'] / cpu['adapter']:.2f}x)")
     if args.json:
         args.json.write_text(json.dumps({"count": args.count, "concurrency": args.concurrency, "load": load_avg,
-                                         "best": best, "ratio": ratio, "runs": results}, indent=2))
+                                         "best": best, "ratio": ratio, "ratio_rounds": rounds, "cpu": cpu,
+                                         "runs": results}, indent=2))
     return 0
 
 

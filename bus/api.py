@@ -116,7 +116,7 @@ __all__ = [
     "PROCESSING", "PUBLISHED", "STAGED", "Adapter", "AdapterContext", "Command",
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
-    "hookimpl", "parse_reply", "record_of", "resolve_path", "resolve_path_options",
+    "hookimpl", "parse_reply", "record_of", "resolve_path", "resolve_path_options", "site_registry",
     # the helpers of request-reply adapters: an event loop on a thread, asking the bus
     "DEFAULT_COMMAND_CHANNEL", "Answer", "LoopThread", "request_channel", "request_command",
     # the adapter contract's halves and the polling helper of inbound sources
@@ -131,6 +131,18 @@ __all__ = [
 AVRO_TYPES = ("avro/binary", "application/avro")
 
 
+def site_registry(context: Any = None) -> Any:
+    """The schema registry an adapter resolves formats with: the site's (built-in, plugin and
+    ``[schemas] paths`` schemas) when ``context`` is the adapter's context, else the built-in
+    and plugin schemas only (an adapter used without a daemon)."""
+    registry = getattr(context, "schema_registry", None)
+    if registry is None:
+        from coupler.canonical.registry import SchemaRegistry
+
+        registry = SchemaRegistry.default()
+    return registry
+
+
 def record_of(envelope: Envelope, context: Any = None) -> dict[str, Any]:
     """The body of ``envelope`` as a record: a canonical Avro body decoded with the schema of
     its format (``name@version`` from the site's registry when ``context`` is the adapter's
@@ -139,12 +151,7 @@ def record_of(envelope: Envelope, context: Any = None) -> dict[str, Any]:
     decode."""
     content_type = envelope.format.content_type
     if content_type in AVRO_TYPES:
-        registry = getattr(context, "schema_registry", None)
-        if registry is None:
-            from coupler.canonical.registry import SchemaRegistry
-
-            registry = SchemaRegistry.default()
-        record = registry.decode(envelope.body, envelope.format.ref)
+        record = site_registry(context).decode(envelope.body, envelope.format.ref)
     elif content_type == "application/json" or content_type.endswith("+json"):
         try:
             record = json.loads(envelope.body, parse_float=Decimal)

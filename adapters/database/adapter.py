@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from coupler.adapters.common.lazy import lazy_module
-from coupler.bus.api import Adapter, AdapterContext, Command, CommandFault, Document, Reply
+from coupler.bus.api import (
+    Adapter,
+    AdapterContext,
+    Command,
+    CommandFault,
+    Document,
+    Reply,
+    site_registry,
+)
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
@@ -89,7 +97,8 @@ class DatabaseAdapter(Adapter):
         direction = self.direction
         if direction in ("outbound", "both") and s.write is not None:
             self.writer = TableWriter(name=self.name, engine=self.engine, opts=s.write, schema=s.schema_,
-                                      fmt=self.format, logger=self.log, where=f"{self.where}.write")
+                                      fmt=self.format, logger=self.log, where=f"{self.where}.write",
+                                      registry=site_registry(self.context))
         if direction in ("inbound", "both") and s.poll is not None:
             if self.context is None:
                 raise DatabaseError(f"database adapter {self.name!r} polls but runs without a bus context")

@@ -7,8 +7,9 @@ One poll is one database transaction:
 2. turn each into a message (or ``rows_per_message`` rows into one) and publish it; a row
    that cannot be converted goes to the Invalid Message Channel with its cause, the next
    rows go on;
-3. ``status_column``: update the rows just read in the same transaction; ``watermark_column``:
-   write the last (watermark, key) read to the adapter's state file;
+3. ``status_column``: update the rows just read in the same transaction (on PostgreSQL while
+   step 2 runs, on a thread of its own: the wait for the server overlaps the work);
+   ``watermark_column``: write the last (watermark, key) read to the adapter's state file;
 4. commit, only after the bus accepted every message of the batch.
 
 A message id is derived from the adapter, the table and the row's key: when the process dies
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import hashlib
 import json
 import logging
 import os
@@ -37,7 +39,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from coupler.adapters.common.inbound import PollResult
-from coupler.bus.api import AdapterContext, InvalidMessage
+from coupler.bus.api import AdapterContext, InvalidMessage, site_registry
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
@@ -47,6 +49,7 @@ from .options import PollOptions
 from .records import RowEncoder
 
 _NAMESPACE = uuid.UUID("0d6a7c55-3c1b-4f0e-8c8e-5b1d2a9e7f28")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
 
 
 @dataclass
@@ -109,12 +112,14 @@ class RowPoller:
         if self.watermark is not None and self.watermark not in self.read:
             self.read.append(self.watermark)
         self.state = WatermarkState(data_dir / "watermark.json") if self.watermark is not None else None
-        self.encoder = RowEncoder(fmt)
+        self.encoder = RowEncoder(fmt, site_registry(context))  # [schemas] paths of the site too
         self.format = fmt
         self.fullname = self.table.fullname
         self.postgres = engine.dialect.name == "postgresql"
         self.totals = Totals()
         self._lock = threading.Lock()  # one poll at a time (poll thread, fetch command)
+        self._mark_sql = self._mark_statement()
+        self._one_key = self.key[0].name if len(self.key) == 1 else None
 
     def _columns(self, names: list[str], what: str) -> list[sa.Column[Any]]:
         out = []
@@ -161,17 +166,36 @@ class RowPoller:
         last = self.state.load() if self.state is not None else None
         try:
             with self.engine.connect() as conn, conn.begin():
-                rows = [dict(r._mapping) for r in conn.execute(self.select(last, limit))]
-                marks = [[row.pop(k) for k in [k for k in row if k.startswith("_wm_")]] for row in rows]
+                found = conn.execute(self.select(last, limit))
+                names = list(found.keys())
+                # the watermark's columns come last (``_wm_0``...): kept apart from the record
+                width = sum(1 for n in names if n.startswith("_wm_"))
+                values = found.all()
+                if width:
+                    names = names[:-width]
+                    rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
+                    marks = [list(r[-width:]) for r in values]
+                else:  # tuples zipped with the names: a dict per row without a mapping view
+                    rows = [dict(zip(names, r, strict=True)) for r in values]
                 result.listed = len(rows)
                 if not rows:
                     return result
-                step = self.o.rows_per_message
-                envelopes: list[Envelope] = []
-                for start in range(0, len(rows), step):
-                    envelopes.extend(self._envelopes(rows[start:start + step], result))
-                self._publish(envelopes, result)
-                if self.status is not None:
+                # PostgreSQL: the UPDATE runs while the messages are made and stored (the
+                # network wait overlaps the work); it is in the same transaction, committed
+                # only after the bus accepted the messages, so its order does not matter
+                marking = Meanwhile(self._mark, conn, rows) if self.status is not None and self.postgres else None
+                try:
+                    step = self.o.rows_per_message
+                    envelopes: list[Envelope] = []
+                    for start in range(0, len(rows), step):
+                        envelopes.extend(self._envelopes(rows[start:start + step], result))
+                    self._publish(envelopes, result)
+                finally:
+                    if marking is not None:
+                        marking.join()  # the connection is this thread's again (commit or rollback)
+                if marking is not None:
+                    marking.result()
+                elif self.status is not None:
                     self._mark(conn, rows)
                 else:
                     assert self.state is not None and self.watermark is not None
@@ -182,9 +206,28 @@ class RowPoller:
         self.totals.rows += len(rows)
         return result
 
+    def _mark_statement(self) -> str | None:
+        """PostgreSQL, one key column, marked with ``CURRENT_TIMESTAMP``: the ``UPDATE ...
+        WHERE key = ANY(%(_keys)s)`` compiled once, run on the driver with the keys as one
+        array parameter, as a hand-written loop sends it (SQLAlchemy's statement building and
+        parameter processing per poll cost half the marking's CPU)."""
+        if not (self.postgres and self.status is not None and len(self.key) == 1 and self.o.status_done is None):
+            return None
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        (col,) = self.key
+        keys = sa.bindparam("_keys", type_=ARRAY(col.type))
+        stmt = sa.update(self.table).where(col == sa.any_(keys)).values({self.status.name: sa.func.current_timestamp()})
+        compiled = stmt.compile(dialect=self.engine.dialect)
+        return str(compiled) if list(compiled.params) == ["_keys"] else None
+
     def _mark(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         """One UPDATE of the rows read (``key IN (...)``), in the transaction that read them."""
         assert self.status is not None
+        if self._mark_sql is not None:
+            name = self.key[0].name
+            conn.exec_driver_sql(self._mark_sql, {"_keys": [row[name] for row in rows]})
+            return
         done: Any = sa.func.current_timestamp() if self.o.status_done is None else self.o.status_done
         if len(self.key) == 1 and self.postgres:  # one array parameter, as a hand-written loop sends it
             from sqlalchemy.dialects.postgresql import ARRAY
@@ -202,17 +245,18 @@ class RowPoller:
     # -- publishing -----------------------------------------------------------------------------
 
     def key_text(self, row: dict[str, Any]) -> str:
+        if self._one_key is not None:
+            return str(row[self._one_key])
         return "|".join(str(row[c.name]) for c in self.key)
 
     def message_id(self, rows: list[dict[str, Any]]) -> str:
         keys = self.key_text(rows[0]) if len(rows) == 1 else f"{self.key_text(rows[0])}..{self.key_text(rows[-1])}"
-        return str(uuid.uuid5(_NAMESPACE, f"{self.name}|{self.fullname}|{keys}"))
+        return uuid5(f"{self.name}|{self.fullname}|{keys}")
 
     def _envelopes(self, rows: list[dict[str, Any]], result: PollResult) -> list[Envelope]:
         """The message of ``rows`` (none when they cannot be converted: they go to the Invalid
         Message Channel; a bad row among several: each row on its own, the good ones kept)."""
         single = self.o.rows_per_message == 1
-        message_id = self.message_id(rows)
         try:
             body = self.encoder.encode_rows(rows, single)
         except Exception as exc:  # a row that has no form in the format: contained to it
@@ -228,6 +272,7 @@ class RowPoller:
                     self._invalid(row, one, result)
             return self._envelopes(good, result) if good else []
         key = self.key_text(rows[0])
+        message_id = uuid5(f"{self.name}|{self.fullname}|{key if len(rows) == 1 else f'{key}..{self.key_text(rows[-1])}'}")
         props = {
             "db.table": self.fullname,
             "db.key": key,
@@ -278,6 +323,37 @@ class RowPoller:
         return {"table": self.table.fullname, "key": [c.name for c in self.key],
                 "progress": f"status {self.status.name}" if self.status is not None else f"watermark {self.o.watermark_column}",
                 **self.totals.to_json()}
+
+
+class Meanwhile(threading.Thread):
+    """``fn(*args)`` on a thread of its own; :meth:`result` after :meth:`join` raises what it raised."""
+
+    def __init__(self, fn: Callable[..., None], *args: Any):
+        super().__init__(name="db-mark", daemon=True)
+        self._call = (fn, args)
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        fn, args = self._call
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the polling thread
+            self._error = exc
+
+    def result(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
+def uuid5(name: str) -> str:
+    """``str(uuid.uuid5(_NAMESPACE, name))`` without building a :class:`uuid.UUID` (a poll
+    derives one per row: a third of the cost went to the ``UUID`` object)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])  # noqa: S324 - RFC 4122 v5
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _TAGGED: dict[str, Callable[[str], Any]] = {

@@ -43,8 +43,10 @@ class TableWriter:
     """Writes the records of a message to a table, or calls a stored procedure with them."""
 
     def __init__(self, *, name: str, engine: Engine, opts: WriteOptions, schema: str | None,
-                 fmt: FormatIndicator | None, logger: logging.Logger, where: str):
+                 fmt: FormatIndicator | None, logger: logging.Logger, where: str, registry: Any):
         self.name = name
+        #: the site's schema registry (:func:`coupler.bus.api.site_registry`)
+        self.registry = registry
         self.engine = engine
         self.o = opts
         self.log = logger
@@ -106,9 +108,7 @@ class TableWriter:
         if self.format is None:
             return None
         try:
-            from coupler.canonical.registry import SchemaRegistry
-
-            schema = SchemaRegistry.default().resolve(self.format).parsed
+            schema = self.registry.resolve(self.format).parsed
         except CouplerError:
             return None
         if not isinstance(schema, dict) or schema.get("type") != "record":
@@ -157,7 +157,7 @@ class TableWriter:
 
     def rows(self, envelope: Envelope) -> list[dict[str, Any]]:
         try:
-            records = body_records(envelope.body, envelope.format)
+            records = body_records(envelope.body, envelope.format, self.registry)
         except RowError as exc:
             raise CommandFault(f"message {envelope.message_id}: {exc.message}", code="invalid", hint=exc.hint) from None
         out = []

@@ -55,10 +55,19 @@ def json_value(value: Any, column: str) -> Any:
 
 
 def _default(value: Any) -> Any:
-    """What :func:`json.dumps` cannot write itself (the encoder's ``default``)."""
-    if isinstance(value, decimal.Decimal) and not value.is_finite():
-        raise ValueError("a decimal that is not finite")
-    return json_value(value, "?")
+    """What :func:`json.dumps` cannot write itself (the encoder's ``default``): the usual
+    column types tested first by exact type (called for every such value of every row)."""
+    kind = type(value)
+    if kind is decimal.Decimal:
+        if not value.is_finite():
+            raise ValueError("a decimal that is not finite")
+        return str(value)
+    if kind is dt.date or kind is dt.datetime:
+        return value.isoformat()
+    try:
+        return json_value(value, "?")
+    except RowError as exc:  # the caller converts the row value by value to name the column
+        raise TypeError(exc.message) from None
 
 
 def row_record(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,14 +78,13 @@ def row_record(row: Mapping[str, Any]) -> dict[str, Any]:
 class RowEncoder:
     """Rows -> message bodies of the adapter's format (JSON, or Avro through the registry)."""
 
-    def __init__(self, fmt: FormatIndicator, registry: Any = None):
+    def __init__(self, fmt: FormatIndicator, registry: Any):
+        """``registry``: the site's (:func:`coupler.bus.api.site_registry`)."""
         self.format = fmt
         self.avro = fmt.content_type == AVRO_BINARY
         self.registry = registry
-        if self.avro and registry is None:
-            from coupler.canonical.registry import SchemaRegistry
-
-            self.registry = SchemaRegistry.default()
+        #: one encoder for every row (json.dumps with options builds a new one per call)
+        self._json = json.JSONEncoder(default=_default, allow_nan=False, separators=(",", ":"))
         if self.avro:
             try:
                 self.registry.resolve(fmt)
@@ -94,19 +102,16 @@ class RowEncoder:
                 raise RowError(exc.message) from None
         data: Any = rows[0] if single else list(rows)
         try:  # the C encoder; only the values JSON has no type for reach _default
-            return json.dumps(data, default=_default, allow_nan=False, separators=(",", ":")).encode()
+            return self._json.encode(data).encode()
         except (ValueError, TypeError):  # say which column: convert value by value
             records = [row_record(r) for r in rows]
             return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()
 
 
-def body_records(body: bytes, fmt: FormatIndicator, registry: Any = None) -> list[dict[str, Any]]:
-    """The records of a message body: a JSON object or array of objects, or one Avro record."""
+def body_records(body: bytes, fmt: FormatIndicator, registry: Any) -> list[dict[str, Any]]:
+    """The records of a message body: a JSON object or array of objects, or one Avro record
+    (decoded with ``registry``, the site's)."""
     if fmt.content_type == AVRO_BINARY:
-        if registry is None:
-            from coupler.canonical.registry import SchemaRegistry
-
-            registry = SchemaRegistry.default()
         try:
             return [registry.decode(body, fmt)]
         except CouplerError as exc:

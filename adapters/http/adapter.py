@@ -3,7 +3,8 @@
 
 Server (``mode = "server"``): each endpoint is ``POST PATH`` taking JSON (or XML) bodies of
 one format, validated against its schema. One-way, the body is published on the channel and
-answered ``202 Accepted`` with its message id, only once the message is durable; request-
+answered ``202 Accepted`` with its message id, only once the message is durable (requests
+arriving together are stored in one commit, :mod:`.batching`); request-
 reply, it becomes a ``request`` command for ``target`` and the reply's document is the
 answer (``504`` when none comes in time). ``GET /openapi.json`` describes the endpoints.
 Callers authenticate with a bearer token, HTTP basic or a client certificate (mutual TLS);
@@ -41,6 +42,7 @@ from coupler.bus.api import (
     LoopThread,
     Reply,
     request_command,
+    site_registry,
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
@@ -51,6 +53,7 @@ from .options import EndpointOptions, HttpOptions
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from .batching import BatchPublisher
     from .client import Caller
     from .validation import BodyValidator
 else:  # imported when an adapter starts: every coupler command loads the plugins
@@ -112,6 +115,7 @@ class HttpAdapter(Adapter):
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._publisher: BatchPublisher | None = None
         self._in_flight: asyncio.Semaphore | None = None
         self._limiter = RateLimiter(self.settings.rate_limit, self.settings.rate_burst) if self.settings.rate_limit else None
         self._tokens: list[bytes] = []
@@ -156,9 +160,13 @@ class HttpAdapter(Adapter):
             if e.exchange == "one-way" and not (e.channel or self.channel):
                 raise CouplerError("a one-way endpoint needs a channel", where=f"{where}.channel",
                                    hint="set channel of the endpoint or of the adapter")
-            self.endpoints.append(Endpoint(name, e, BodyValidator(fmt, list(e.content_types), schema_file, xsd, where), fmt))
+            self.endpoints.append(Endpoint(name, e, BodyValidator(fmt, list(e.content_types), schema_file, xsd, where,
+                                                                      site_registry(self.context)), fmt))
         self._load_credentials()
         self._executor = ThreadPoolExecutor(s.max_in_flight, thread_name_prefix=f"http-{self.name}-bus")
+        from .batching import BatchPublisher
+
+        self._publisher = BatchPublisher(self.context, self._executor)
         self._loop = LoopThread(f"http-{self.name}").start()
         try:
             self.url = self._loop.run(self._start_server(), timeout=30)
@@ -284,7 +292,10 @@ class HttpAdapter(Adapter):
             self.counts["refused"] += 1
             return _problem(getattr(exc, "status", 415), exc.message, close=True)
         try:
-            body = await asyncio.wait_for(request.read(), s.read_timeout)
+            if request.content.is_eof():  # all of it arrived with the headers: no timer needed
+                body = await request.read()
+            else:
+                body = await asyncio.wait_for(request.read(), s.read_timeout)
         except web.HTTPRequestEntityTooLarge:
             self.counts["refused"] += 1
             return _problem(413, f"the body is larger than {s.max_body_bytes} bytes", close=True)
@@ -316,8 +327,10 @@ class HttpAdapter(Adapter):
                     self.counts["replayed"] += 1
                     return web.json_response({"message_id": message_id, "replayed": True}, status=202,
                                              headers={TRACEPARENT: trace.header})
-                try:
-                    await loop.run_in_executor(self._executor, self._publish, document, message_id, endpoint)
+                assert self._publisher is not None and self.context is not None
+                try:  # stored with the requests that arrived meanwhile, in one commit (.batching)
+                    await self._publisher.publish(document.to_envelope(origin=self.name, message_id=message_id),
+                                                  endpoint.o.channel or self.channel)
                 except InvalidMessage as exc:
                     return _problem(422, exc.message)
                 except CouplerError as exc:
@@ -327,7 +340,9 @@ class HttpAdapter(Adapter):
                 if key:
                     self._remember(key, endpoint, message_id)
                 self.counts["accepted"] += 1
-                return web.json_response({"message_id": message_id}, status=202, headers={TRACEPARENT: trace.header})
+                # the JSON written out: a message id is a UUID (nothing to escape)
+                return web.Response(body=b'{"message_id": "%s"}' % message_id.encode(), status=202,
+                                    content_type="application/json", headers={TRACEPARENT: trace.header})
             if key and (kept := self._answered(key, endpoint)) is not None:
                 self.counts["replayed"] += 1  # asked before: the same answer, the bus not asked again
                 return web.Response(body=kept[1], status=kept[0], headers={**kept[2], "Idempotent-Replayed": "true"})
@@ -373,11 +388,6 @@ class HttpAdapter(Adapter):
                                                        (response.status, body, headers))
             while len(self._answers) > 10_000:
                 self._answers.popitem(last=False)
-
-    def _publish(self, document: Document, message_id: str, endpoint: Endpoint) -> None:
-        assert self.context is not None
-        envelope = document.to_envelope(origin=self.name, message_id=message_id)
-        self.context.publish(envelope, endpoint.o.channel or self.channel)
 
     def _ask(self, document: Document, endpoint: Endpoint) -> list[Document]:
         assert self.context is not None and endpoint.o.target is not None

@@ -20,7 +20,7 @@ class EndpointOptions(OptionsModel):
     format: Str = option("The format indicator (NAME@V) of the documents it takes.")
     schema_file: Str | None = option(
         "JSON bodies: the Avro schema (.avsc) they are validated against (default: the format's schema in the "
-        "registry, when it has one).", default=None)
+        "site's registry, `[schemas] paths` included, when it has one).", default=None)
     xsd: Str | None = option("XML bodies: the XSD they are validated against (default: well-formed only).",
                              default=None)
     content_types: list[Literal["json", "xml"]] = option("The bodies accepted.", default_factory=lambda: ["json"])

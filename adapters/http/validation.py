@@ -1,7 +1,7 @@
 """Request bodies of an endpoint: parsed and validated against the endpoint's schema.
 
 JSON bodies are checked against the Avro schema of the endpoint's format (a ``schema_file``
-or the registry's), the way fastavro validates a record; XML bodies are parsed with the
+or the site's registry, ``[schemas] paths`` included), the way fastavro validates a record; XML bodies are parsed with the
 hardened parser (no DTDs, no entities, no network) and checked against the endpoint's XSD.
 """
 
@@ -30,7 +30,8 @@ class BodyValidator:
     """Checks the bodies of one endpoint."""
 
     def __init__(self, fmt: FormatIndicator, kinds: list[str], schema_file: str | None, xsd: str | None,
-                 where: str):
+                 where: str, registry: Any):
+        """``registry``: the site's, for the format's schema when no ``schema_file`` is given."""
         self.format = fmt
         self.kinds = kinds
         self.avro: Any = None
@@ -41,9 +42,7 @@ class BodyValidator:
                 raise CouplerError(f"cannot read the schema {schema_file}: {exc}", where=f"{where}.schema_file") from None
         else:
             try:
-                from coupler.canonical.registry import SchemaRegistry
-
-                self.avro = SchemaRegistry.default().resolve(fmt).parsed
+                self.avro = registry.resolve(fmt).parsed
             except CouplerError:
                 self.avro = None  # no schema: JSON bodies are checked for well-formedness only
         self.parsed_avro: Any = None
@@ -85,8 +84,10 @@ class BodyValidator:
             if self.parsed_avro is not None:
                 from fastavro.validation import ValidationError, validate
 
-                try:
-                    validate(record, self.parsed_avro, raise_errors=True)
+                try:  # a valid body checked without raising: raise_errors=True makes fastavro build
+                    # and catch an exception for every union branch that does not match
+                    if not validate(record, self.parsed_avro, raise_errors=False):
+                        validate(record, self.parsed_avro, raise_errors=True)  # raises, saying why
                 except ValidationError as exc:
                     raise BodyError(f"the body is not a valid {self.format.ref}: " + "; ".join(map(str, exc.errors)),
                                     422) from None

@@ -45,12 +45,14 @@ class AdapterContext(Protocol):
         is then in the Invalid Message Channel with the reason)."""
         ...
 
-    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None) -> list[str | None]:
+    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None, *,
+                     reasons: list[str] | None = None) -> list[str | None]:
         """:meth:`publish` for a batch, in one transaction of the store (one disk sync for
         all): every message is durable when it returns, or none is (it raises). An envelope
-        the bus cannot translate is in the Invalid Message Channel and its entry is None; the
-        others are the message ids, in order. For adapters that read many units at once (rows
-        of a table) and remember their progress per batch."""
+        the bus cannot translate is in the Invalid Message Channel and its entry is None (its
+        reason appended to ``reasons`` when given); the others are the message ids, in order.
+        For adapters that read many units at once (rows of a table) and remember their
+        progress per batch, or that gather concurrent requests into one commit (http)."""
         ...
 
     def reply(self, request: Envelope, reply: Envelope) -> None:

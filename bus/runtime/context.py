@@ -24,7 +24,7 @@ from coupler.bus.transport.sqlite.file_state import embedded_file_state
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import utc_now
 from coupler.canonical.errors import CouplerError, UnitError
-from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_of
+from coupler.canonical.tracecontext import TRACEPARENT, ensure_trace, trace_id_of, trace_of
 
 #: the channel on which an adapter's ``context.request`` waits for replies
 REPLY_CHANNEL_PREFIX = "coupler.replies."
@@ -206,9 +206,11 @@ class BusContext:
         self._stats.count(self.name, "sent")
         return message_id
 
-    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None) -> list[str | None]:
+    def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None, *,
+                     reasons: list[str] | None = None) -> list[str | None]:
         """Send a batch durably in one transaction (one disk sync); an envelope the inbound
-        stage cannot translate is in the Invalid Message Channel and gets None."""
+        stage cannot translate is in the Invalid Message Channel and gets None (and, when
+        ``reasons`` is given, its reason appended there, in order)."""
         target = self._target(channel)
         self._wait_while_paused()
         prepared: list[Envelope | None] = []
@@ -216,8 +218,10 @@ class BusContext:
         for envelope in envelopes:
             try:
                 prepared.append(expiring(self._prepare(envelope), ttl))
-            except InvalidMessage:
+            except InvalidMessage as refused:
                 prepared.append(None)
+                if reasons is not None:
+                    reasons.append(refused.message)
         good = [e for e in prepared if e is not None]
         ids = iter(self._transport.send(target, good, component=self._stored_by) if good else [])
         self._stats.count(self.name, "sent", len(good))
@@ -237,7 +241,7 @@ class BusContext:
         """Origin and trace set, the inbound stage applied (InvalidMessage when it cannot)."""
         if envelope.origin is None:
             envelope = envelope.replace(origin=self.name)
-        if trace_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
+        if trace_id_of(envelope) is None:  # the adapter starts a trace (or joins the current one)
             envelope = ensure_trace(envelope.replace())
         if self._inbound is not None:
             envelope = self._translate(envelope)

@@ -15,7 +15,7 @@ from coupler.bus.runtime.context import BusContext
 from coupler.bus.runtime.daemon import Daemon
 from coupler.bus.transport.base import Transport
 from coupler.canonical import Envelope
-from tests.bus.site_helpers import make_daemon, write_site
+from tests.bus.site_helpers import make_daemon, write_reading_site
 
 SITE = """
 [site]
@@ -28,14 +28,18 @@ reply_timeout_seconds = {reply_timeout}
 [store]
 synchronous = "NORMAL"
 lease_seconds = 60
+
+[schemas]
+paths = ["schemas"]
 """
 
 
 class DaemonBus:
-    """A started daemon and what the adapter tests do with it."""
+    """A started daemon and what the adapter tests do with it (its site declares ``[schemas]
+    paths``: the ``test.Reading`` schemas are the site's own)."""
 
     def __init__(self, directory: Path, *, reply_timeout: float = 10.0):
-        self.daemon: Daemon = make_daemon(write_site(directory, SITE.format(reply_timeout=reply_timeout)))
+        self.daemon: Daemon = make_daemon(write_reading_site(directory, SITE.format(reply_timeout=reply_timeout)))
         self.daemon.start()
         assert self.daemon.transport is not None
         self.transport: Transport = self.daemon.transport

@@ -4,6 +4,7 @@ watermark, bad rows to the Invalid Message Channel, LISTEN/NOTIFY (PostgreSQL)."
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -178,3 +179,10 @@ def test_options_are_checked_at_start(bus: EmbeddedBus, db: Database) -> None:
         poll_adapter(bus, db, status_column="done_at")
     with pytest.raises(CouplerError, match="no table"):
         poll_adapter(bus, db, table="nothere", status_column="processed_at")
+
+
+def test_message_ids_are_rfc4122_uuid5_of_the_adapter_table_and_key() -> None:
+    from coupler.adapters.database.inbound import _NAMESPACE, uuid5
+
+    for name in ("orders-in|public.orders|1", "a|s.t|1|x..9|y", "ü|ß|€"):
+        assert uuid5(name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades

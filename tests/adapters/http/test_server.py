@@ -12,6 +12,7 @@ import pytest
 from coupler.adapters.http import HttpAdapter
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from tests.adapters.daemon_bus import DaemonBus
+from tests.bus.site_helpers import wait_for
 
 from .conftest import ORDER
 
@@ -45,6 +46,16 @@ def test_bodies_are_validated(bus: DaemonBus, server: Callable[..., HttpAdapter]
     assert httpx.post(f"{a.url}/orders.xml", content=entity, headers={"Content-Type": "application/xml"}).status_code == 400
     (msg,) = bus.received("orders")
     assert msg.body == xml and msg.format.content_type == "application/xml"
+
+
+def test_a_format_of_the_sites_schemas_validates_bodies(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
+    # test.Reading is declared by the site's `[schemas] paths` only (no schema_file)
+    a = server(endpoints={"readings": {"format": "test.Reading@1"}})
+    bad = httpx.post(f"{a.url}/readings", json={"meter": "M-1", "value": "ten"})
+    assert bad.status_code == 422 and "not a valid test.Reading@1" in bad.json()["detail"]
+    assert httpx.post(f"{a.url}/readings", json={"meter": "M-1", "value": 10}).status_code == 202
+    (msg,) = bus.received("orders")
+    assert json.loads(msg.body) == {"meter": "M-1", "value": 10}
 
 
 def test_idempotency_key_makes_a_resent_request_one_message(bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
@@ -153,14 +164,15 @@ def test_rate_limit_per_client(bus: DaemonBus, server: Callable[..., HttpAdapter
 def test_an_exception_while_handling_one_request_is_contained_to_it(bus: DaemonBus,
                                                                     server: Callable[..., HttpAdapter]) -> None:
     a = server()
-    publish = a._publish
+    assert a.context is not None
+    publish_many = a.context.publish_many
 
-    def buggy(document, message_id, endpoint):  # type: ignore[no-untyped-def]
-        if b"BUG" in document.body:
+    def buggy(envelopes, channel=None, **kw):  # type: ignore[no-untyped-def]
+        if any(b"BUG" in e.body for e in envelopes):
             raise KeyError("a bug of the code")  # not a CouplerError: a defect, not a refusal
-        return publish(document, message_id, endpoint)
+        return publish_many(envelopes, channel, **kw)
 
-    a._publish = buggy  # type: ignore[method-assign]
+    a.context.publish_many = buggy  # type: ignore[method-assign]
     bad = httpx.post(f"{a.url}/orders", json={**ORDER, "customer": "BUG"})
     assert bad.status_code == 500 and "kept for the operator" in bad.json()["detail"]
     assert "KeyError" not in bad.text  # no internals to the caller
@@ -179,3 +191,41 @@ def test_idempotency_key_on_request_reply_gives_the_same_answer_without_asking_a
     assert again.headers["Idempotent-Replayed"] == "true" and bus.commands_handled("stock") == asked
     other = httpx.post(f"{a.url}/stock", json=ORDER, headers={"Idempotency-Key": "ask-2"}, timeout=30)
     assert other.status_code == 200 and bus.commands_handled("stock") == asked + 1
+
+
+def test_concurrent_requests_are_stored_together_each_with_its_own_outcome(
+        bus: DaemonBus, server: Callable[..., HttpAdapter]) -> None:
+    """One-way requests arriving together share a commit; each still gets its own answer: its
+    message id once durable, or 422 with the reason for the one the bus cannot translate."""
+    import asyncio
+
+    a = server()
+    assert a.context is not None
+    publish_many, sizes = a.context.publish_many, []
+
+    def refusing(envelopes, channel=None, *, reasons=None):  # type: ignore[no-untyped-def]
+        if not sizes:  # the first commit lasts until others wait for the next one
+            wait_for(lambda: len(envelopes) > 1 or len(a._publisher._waiting) > 1, "requests arriving meanwhile")
+        # what the bus's inbound stage does with a body it cannot translate (site.toml mapping)
+        sizes.append(len(envelopes))
+        bad = [e for e in envelopes if b"UNMAPPABLE" in e.body]
+        ids = publish_many([e for e in envelopes if e not in bad], channel)
+        out = iter(ids)
+        for _ in bad:
+            reasons.append("cannot translate acme.Order@1: no customer mapping")
+        return [None if e in bad else next(out) for e in envelopes]
+
+    a.context.publish_many = refusing  # type: ignore[method-assign]
+
+    async def post_all() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            orders = [{**ORDER, "orderNo": f"A-{i}", "customer": "UNMAPPABLE" if i == 7 else "Ada"} for i in range(40)]
+            return await asyncio.gather(*(client.post(f"{a.url}/orders", json=o) for o in orders))
+
+    answers = asyncio.run(post_all())
+    assert [r.status_code for r in answers] == [422 if i == 7 else 202 for i in range(40)]
+    assert answers[7].json()["detail"] == "cannot translate acme.Order@1: no customer mapping"
+    ids = {r.json()["message_id"] for i, r in enumerate(answers) if i != 7}
+    stored = bus.received("orders", max=100)
+    assert {m.message_id for m in stored} == ids and len(stored) == 39
+    assert sum(sizes) == 40 and len(sizes) < 40, sizes  # some requests shared a commit
