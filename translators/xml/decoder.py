@@ -76,9 +76,12 @@ def _unexpected(exc: BaseException, elem: Any, source: str | None) -> XmlValidat
 class RecordDecoder:
     """Converts one lxml element of a complex type into a dict shaped like its Avro record."""
 
-    def __init__(self, record: Record, compiler: Decoder):
+    def __init__(self, record: Record, compiler: Decoder,
+                 element_converter: Callable[[Field], Callable[[Any], Any]] | None = None):
         self.record = record
         self.compiler = compiler
+        #: makes the converters of the children (default: the decoder's interpreted ones)
+        self.element_converter = element_converter or compiler.element_converter
         self.template: dict[str, Any] = {}
         self.arrays: list[str] = []
         self.singles: list[tuple[str, bool]] = []  # (name, required)
@@ -123,7 +126,7 @@ class RecordDecoder:
                 direct = f.value.decode if isinstance(f.value, Scalar) else None
                 if direct is not None and f.default is not None:
                     direct = _with_default(direct, f.default)
-                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated, direct, index)
+                self.children[f.qname or ""] = (f.name, self.element_converter(f), f.repeated, direct, index)
         # the wildcard a foreign element belongs to depends on where it stands (xs:any after
         # each declared part of an extension): tracked when there are several wildcards
         self.positional = len(self.wildcards) > 1
@@ -615,6 +618,15 @@ class GeneratedConverters:
             return inner
         return lambda elem: None if elem.get(XSI_NIL) in _NIL else inner(elem)
 
+    def _lazy_converter(self, f: Field) -> Callable[[Any], Any]:
+        """A field's converter that finds the generated function when called (recursive types)."""
+        if isinstance(f.value, Scalar):
+            return self.decoder.element_converter(f)
+        namespace, name = self.namespace, self._value_expression(f.value)
+        if f.nillable:
+            return lambda elem: None if elem.get(XSI_NIL) in _NIL else namespace[name](elem)
+        return lambda elem: namespace[name](elem)
+
     def _constant(self, value: Any, prefix: str) -> str:
         self._count += 1
         name = f"{prefix}{self._count}"
@@ -669,8 +681,11 @@ class GeneratedConverters:
     def _generate(self, record: Record, name: str) -> Callable[[Any], Any]:
         interpreted = self.decoder.record_decoder(record)
         if interpreted.mixed is not None or interpreted.wildcards or interpreted.any_attributes is not None:
-            self.namespace[name] = interpreted
-            return interpreted
+            # interpreted, but its children's converters are the generated ones
+            hybrid = RecordDecoder(record, self.decoder, self._lazy_converter)
+            hybrid.compile()
+            self.namespace[name] = hybrid
+            return hybrid
         source = self._source(record, interpreted, name)
         code = compile(source, f"<record converter {record.fullname}>", "exec")
         exec(code, self.namespace)  # noqa: S102 - generated from the schema model above
