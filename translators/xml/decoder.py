@@ -713,7 +713,8 @@ class GeneratedConverters:
                  "    for key, value in elem.items():"]
         keyword = "if"
         for i, f in attributes:
-            body.append(f"        {keyword} key == {f.qname!r}: f{i} = {self._constant(f.value.decode, 'a')}(value)")
+            convert = "value" if f.value.decode is str else f"{self._constant(f.value.decode, 'a')}(value)"
+            body.append(f"        {keyword} key == {f.qname!r}: f{i} = {convert}")
             keyword = "elif"
         body.append(f"        {keyword} key.startswith(XSI_NS):")
         if record.xsi_type_field is not None:
@@ -782,8 +783,8 @@ class GeneratedConverters:
         if isinstance(f.value, Scalar):
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
-            value = (f"({full}(child) if child.keys() or len(child) else "
-                     f"{self._constant(direct, 'd')}(child.text or ''))")
+            text = "(child.text or '')" if direct is str else f"{self._constant(direct, 'd')}(child.text or '')"
+            value = f"({full}(child) if child.keys() or len(child) else {text})"
         else:
             convert = self._value_expression(f.value)
             value = f"(None if child.get(XSI_NIL) in NIL else {convert}(child))" if f.nillable else f"{convert}(child)"
