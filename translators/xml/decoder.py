@@ -98,6 +98,8 @@ class RecordDecoder:
         self.text: tuple[str, Callable[[str], Any]] | None = None
         self.mixed: str | None = None  # the field holding mixed content as XML
         self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
+        #: (the field listing nil elements, the optional nillable single fields in declaration order)
+        self.nil: tuple[str, list[str]] | None = None
 
     def compile(self) -> None:
         for index, f in enumerate(self.record.fields):
@@ -107,6 +109,10 @@ class RecordDecoder:
                 continue
             if f.kind == "xsitype":
                 self.template[f.name] = None  # set from the xsi:type attribute, when there is one
+                continue
+            if f.kind == "nil":
+                self.nil = (f.name, [e.name for e in self.record.fields if e.kind == "element" and e.nillable
+                                     and not e.repeated and e.min_occurs == 0])
                 continue
             if f.repeated:
                 self.arrays.append(f.name)
@@ -210,6 +216,8 @@ class RecordDecoder:
                                 self.compiler.source_name)
             if deviated and self.order is not None:
                 out[self.order] = self._document_order(elem, wild)
+            if self.nil is not None:  # nil: None here; absent: still _MISSING
+                out[self.nil[0]] = [name for name in self.nil[1] if out[name] is None]
         for name, required in self.singles:
             if out[name] is _MISSING:
                 if required:
@@ -709,6 +717,8 @@ class GeneratedConverters:
             body.append(f"f{i} = []")
         if record.xsi_type_field is not None:
             body.append("xt = None")
+        nil_names = {f.name for f in fields if f.kind == "element" and f.nillable and not f.repeated
+                     and f.min_occurs == 0} if record.nil_field is not None else set()
         body += ["keys = elem.keys()", "if keys:", "    if len(keys) > 32: raise Delegate",
                  "    for key, value in elem.items():"]
         keyword = "if"
@@ -740,6 +750,9 @@ class GeneratedConverters:
             body += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
             if track:
                 body.append("if deviated: raise Delegate")
+        if record.nil_field is not None:
+            body.append("nils = []")
+            body += [f"if f{i} is None: nils.append({f.name!r})" for i, f in elements if f.name in nil_names]
         for i in singles:
             if fields[i].required:
                 body.append(f"if f{i} is M: raise Delegate")
@@ -752,6 +765,9 @@ class GeneratedConverters:
                 value = "xt"
             elif f.kind == "order":
                 value = "[]"
+            elif f.kind == "nil":
+                value = "nils"
+
             elif f.kind == "text" or f.repeated or f.required:
                 value = f"f{i}"
             else:
