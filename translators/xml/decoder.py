@@ -618,7 +618,7 @@ class GeneratedConverters:
             return self._poly(value)
         name = self._record_name(value)
         function = self.namespace[name]
-        return self._generate(value, name) if getattr(function, "_stub", False) else function  # type: ignore[no-any-return]
+        return self._generate(value, name) if getattr(function, "_stub", False) else function
 
     def element_converter(self, f: Field) -> Callable[[Any], Any]:
         inner = self.value_converter(f.value)
@@ -700,7 +700,7 @@ class GeneratedConverters:
         self.sources[name] = source
         function = self.namespace[name]
         function.record = record  # as RecordDecoder.record
-        return function  # type: ignore[no-any-return]
+        return function
 
     def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:  # noqa: C901 - one pass per part
         fields = record.fields
