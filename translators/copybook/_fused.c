@@ -212,22 +212,15 @@ static inline int64_t text_wide(const uint8_t *t, const uint8_t *p, int64_t lo, 
     return o - start;
 }
 
-static inline void text_done(column_t *col, int64_t idx, int64_t written, uint8_t st) {
-    col->cursor += written;
-    col->textoff[idx + 1] = (int32_t)col->cursor;
-    col->flags[idx] = st;
-    col->bad += st != 0;
-}
-
-static inline void decode_text(column_t *col, const uint8_t *p, int64_t idx) {
-    const uint8_t *t = col->table, *trim = t + 1280, *one = t + 1536; /* first UTF-8 byte */
-    const int64_t size = col->size, policy = col->opts & 15;
+/* one text field: its UTF-8 at o (trimmed per policy: 1 both, 2 left, 3 right), the bytes
+ * written; *st = 1 when it is null (all 0x00 under improved null detection) */
+static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy, int nullzero,
+                                 uint8_t *o, uint8_t *st) {
+    const uint8_t *trim = t + 1280, *one = t + 1536; /* first UTF-8 byte */
     int64_t lo = 0, hi = size;
-    uint8_t *o = col->values + col->cursor;
-    uint8_t st = 0;
-    if ((col->opts & OPT_NULL_ZERO) && p[0] == 0 && all_zero(p, size)) {
-        text_done(col, idx, 0, 1);
-        return;
+    if (nullzero && p[0] == 0 && all_zero(p, size)) {
+        *st = 1;
+        return 0;
     }
     if (policy == 1 || policy == 2)
         while (lo < hi && trim[p[lo]]) lo++;
@@ -252,21 +245,21 @@ static inline void decode_text(column_t *col, const uint8_t *p, int64_t idx) {
         acc |= c;
     }
     /* a first UTF-8 byte with the high bit: a character beyond U+007F */
-    text_done(col, idx, (acc & HIGH) ? text_wide(t, p, lo, hi, o) : hi - lo, st);
+    return (acc & HIGH) ? text_wide(t, p, lo, hi, o) : hi - lo;
 }
 
 #if HAVE_X86_SIMD
 #define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi,bmi2,lzcnt,popcnt")))
 
-/* a text field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store */
-SIMD_TARGET static inline void decode_text_simd(column_t *col, const uint8_t *p, int64_t idx,
-                                                const __m512i tab[4], const __m512i shift) {
-    const int64_t size = col->size, policy = col->opts & 15;
+/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store */
+SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy,
+                                                  int nullzero, uint8_t *o, uint8_t *st, const __m512i tab[4],
+                                                  const __m512i shift) {
     const __mmask64 field = _bzhi_u64(~0ULL, (unsigned)size);
     const __m512i raw = _mm512_maskz_loadu_epi8(field, p);
-    if ((col->opts & OPT_NULL_ZERO) && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
-        text_done(col, idx, 0, 1);
-        return;
+    if (nullzero && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
+        *st = 1;
+        return 0;
     }
     const __m512i low = _mm512_permutex2var_epi8(tab[0], raw, tab[1]);  /* bytes 00-7F */
     const __m512i high = _mm512_permutex2var_epi8(tab[2], raw, tab[3]); /* bytes 80-FF */
@@ -278,17 +271,40 @@ SIMD_TARGET static inline void decode_text_simd(column_t *col, const uint8_t *p,
     if (policy == 1 || policy == 3) hi = keep ? 64 - _lzcnt_u64(keep) : lo;
     if (hi < lo) hi = lo;
     const __mmask64 kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
-    uint8_t *o = col->values + col->cursor;
-    if (_mm512_movepi8_mask(out) & kept) { /* characters beyond U+007F */
-        text_done(col, idx, text_wide(col->table, p, (int64_t)lo, (int64_t)hi, o), 0);
-        return;
-    }
+    if (_mm512_movepi8_mask(out) & kept) /* characters beyond U+007F */
+        return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
     /* move byte lo to the front; the 64-byte store may write past the value (TEXT_SLACK) */
     const __m512i moved = _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out);
     _mm512_storeu_si512((void *)o, moved);
-    text_done(col, idx, (int64_t)(hi - lo), 0);
+    return (int64_t)(hi - lo);
 }
 #endif
+
+/* the text of column col in records r0..r1: the cursor and counts in registers (a store
+ * through a byte pointer could be any of col's fields: they are written back at the end) */
+#define TEXT_COLUMN(FIELD)                                                                    \
+    do {                                                                                      \
+        int64_t cursor = col->cursor, nbad = col->bad;                                        \
+        uint8_t *const text = values;                                                         \
+        int32_t *const toff = col->textoff;                                                   \
+        const uint8_t *const t = col->table;                                                  \
+        const int64_t policy = opts & 15;                                                     \
+        const int nullzero = (opts & OPT_NULL_ZERO) != 0;                                     \
+        for (Py_ssize_t r = r0; r < r1; r++) {                                                \
+            const uint8_t *rec = base + r * record_size;                                      \
+            int64_t idx = (int64_t)r * m;                                                     \
+            for (int64_t j = 0; j < m; j++, idx++) {                                          \
+                const uint8_t *p = rec + offs[j];                                             \
+                uint8_t st = 0;                                                               \
+                cursor += FIELD;                                                              \
+                toff[idx + 1] = (int32_t)cursor;                                              \
+                flags[idx] = st;                                                              \
+                nbad += st;                                                                   \
+            }                                                                                 \
+        }                                                                                     \
+        col->cursor = cursor;                                                                 \
+        col->bad = nbad;                                                                      \
+    } while (0)
 
 /* records are decoded in tiles of TILE records (13 KB of the 207-byte record: in the L1
  * cache): for each tile, each column, each record of the tile, each instance. A record's bytes
@@ -327,7 +343,7 @@ SIMD_TARGET static inline void decode_text_simd(column_t *col, const uint8_t *p,
         }                                                                                     \
     } while (0)
 
-/* TEXT(col, p, idx) decodes a text field */
+/* TEXT decodes the text of column col in records r0..r1 */
 #define DECODE_ALL(TEXT)                                                                      \
     for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE) {                                             \
         const Py_ssize_t r1 = r0 + TILE < n ? r0 + TILE : n;                                  \
@@ -340,11 +356,7 @@ SIMD_TARGET static inline void decode_text_simd(column_t *col, const uint8_t *p,
             uint8_t *flags = col->flags, *values = col->values;                               \
             switch (col->kind) {                                                              \
             case K_TEXT:                                                                      \
-                for (Py_ssize_t r = r0; r < r1; r++) {                                        \
-                    const uint8_t *rec = base + r * record_size;                              \
-                    int64_t idx = (int64_t)r * m;                                             \
-                    for (int64_t j = 0; j < m; j++, idx++) TEXT(col, rec + offs[j], idx);     \
-                }                                                                             \
+                TEXT;                                                                         \
                 break;                                                                        \
             case K_ZONED:                                                                     \
                 NUMBERS(zoned(p, size, signpos, &v));                                   \
@@ -358,18 +370,20 @@ SIMD_TARGET static inline void decode_text_simd(column_t *col, const uint8_t *p,
         }                                                                                     \
     }
 
-#define TEXT_SCALAR(col, p, idx) decode_text(col, p, idx)
+#define TEXT_SCALAR TEXT_COLUMN(text_field(t, p, size, policy, nullzero, text + cursor, &st))
 
 static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols, Py_ssize_t ncols) {
     DECODE_ALL(TEXT_SCALAR)
 }
 
 #if HAVE_X86_SIMD
-#define TEXT_SIMD(col, p, idx)                       \
-    if (size <= 64)                                  \
-        decode_text_simd(col, p, idx, tab, shift);   \
-    else                                             \
-        decode_text(col, p, idx)
+#define TEXT_SIMD                                                                             \
+    do {                                                                                      \
+        if (size <= 64)                                                                       \
+            TEXT_COLUMN(text_field_simd(t, p, size, policy, nullzero, text + cursor, &st, tab, shift)); \
+        else                                                                                  \
+            TEXT_SCALAR;                                                                      \
+    } while (0)
 
 SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols,
                                     Py_ssize_t ncols) {

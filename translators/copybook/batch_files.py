@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from .arrow_json import normalize_groups
 from .avro import as_options
-from .batch import DEFAULT_BATCH_RECORDS, BatchDecoder
+from .batch import DEFAULT_BATCH_RECORDS, BatchDecoder, read_fully
 from .decoder import BadRecord, DecodeStats, RecordDecoder
 from .errors import CopybookError, RecordDecodeError
 from .framing import TruncatedRecord, looks_like_bdw
@@ -171,9 +171,12 @@ def decode_file_batches(
                     chunks = ((first, min(batch_records, end - first)) for first in range(begin, end, batch_records))
                     if pool is None:
                         stream.seek(options.file_start_offset + begin * size)
+                        # one buffer read into again for every chunk (a decoded batch keeps no
+                        # reference to its input), not fresh bytes a chunk
+                        buffer = np.empty(max(min(batch_records, end - begin), 1) * size, dtype=np.uint8)
                         for first, count in chunks:
-                            data = stream.read(count * size)
-                            if len(data) < count * size:  # the file shrank while being read
+                            data = buffer[: count * size]
+                            if read_fully(stream, memoryview(data)) < count * size:  # the file shrank
                                 raise OSError(f"{name} ended early")
                             yield _chunk(*decoders.get(), data, count, name, file_id, first, options, stats)
                     else:
@@ -280,7 +283,7 @@ def _chunk(
     decoder: BatchDecoder,
     oracle: RecordDecoder,
     counters: list[_Counter],
-    data: bytes,
+    data: bytes | np.ndarray,
     count: int,
     name: str,
     file_id: int,
