@@ -156,7 +156,7 @@ class BatchDecoder:
 
     # -- decoding ---------------------------------------------------------------------------
 
-    def decode(self, data: bytes | np.ndarray, *, first_record: int = 0, file_id: int = 0) -> DecodedBatch:
+    def decode(self, data: bytes | memoryview | np.ndarray, *, first_record: int = 0, file_id: int = 0) -> DecodedBatch:
         """Decode whole records; ``data`` holds ``n * record_size`` bytes."""
         rows = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray, memoryview)) else data
         if rows.ndim == 1:
@@ -264,11 +264,11 @@ class BatchDecoder:
             stream.seek(start)
             # one buffer read into again for every chunk (a decoded batch holds no reference to
             # its input: the kernels copy what they keep), not fresh bytes a chunk
-            buffer = np.empty(min(batch_records, max(whole // size, 1)) * size, dtype=np.uint8)
+            buffer = memoryview(bytearray(min(batch_records, max(whole // size, 1)) * size))
             for first in range(0, whole // size, batch_records):
                 count = min(batch_records, whole // size - first)
                 view = buffer[: count * size]
-                if read_fully(stream, memoryview(view)) < count * size:
+                if read_fully(stream, view) < count * size:
                     raise OSError(f"{path} ended early")
                 yield self.decode(view, first_record=first, file_id=file_id)
             if whole < total:

@@ -173,10 +173,10 @@ def decode_file_batches(
                         stream.seek(options.file_start_offset + begin * size)
                         # one buffer read into again for every chunk (a decoded batch keeps no
                         # reference to its input), not fresh bytes a chunk
-                        buffer = np.empty(max(min(batch_records, end - begin), 1) * size, dtype=np.uint8)
+                        buffer = memoryview(bytearray(max(min(batch_records, end - begin), 1) * size))
                         for first, count in chunks:
                             data = buffer[: count * size]
-                            if read_fully(stream, memoryview(data)) < count * size:  # the file shrank
+                            if read_fully(stream, data) < count * size:  # the file shrank
                                 raise OSError(f"{name} ended early")
                             yield _chunk(*decoders.get(), data, count, name, file_id, first, options, stats)
                     else:
@@ -283,7 +283,7 @@ def _chunk(
     decoder: BatchDecoder,
     oracle: RecordDecoder,
     counters: list[_Counter],
-    data: bytes | np.ndarray,
+    data: bytes | memoryview,
     count: int,
     name: str,
     file_id: int,
