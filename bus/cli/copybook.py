@@ -412,6 +412,7 @@ def _decode_parts(args, layout, options, paths, policy, stats, sink, progress, j
 
     schema = BatchDecoder(layout, options).decode(b"").batch.schema
     stop = threading.Event()
+    drawing = threading.Lock()  # the progress bar is one line for all the threads
 
     def part(number: int, path: Path, first: int, count: int) -> tuple[decoder.DecodeStats, list[tuple[str, Any]]]:
         events: list[tuple[str, Any]] = []  # bad fields as found, rejected records after their batch
@@ -422,7 +423,8 @@ def _decode_parts(args, layout, options, paths, policy, stats, sink, progress, j
                 events.extend(("record", bad) for bad in fb.bad)
                 writer.write_batch(fb.batch)
                 if progress:
-                    progress.advance(fb.bytes, 0)
+                    with drawing:
+                        progress.advance(fb.bytes, stats.records + own.records)
                 if stop.is_set():
                     break
         return own, events
