@@ -8,6 +8,9 @@ CLI prints ``str(error)`` on one line and exits non-zero without a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 
 class CouplerError(Exception):
     """Base class of every error a user can cause.
@@ -110,3 +113,34 @@ def describe_exception(exc: BaseException) -> str:
     code = frame.tb_frame.f_code
     name = code.co_filename.rsplit("/", 1)[-1]
     return f"{type(exc).__name__}: {text} (raised at {name}:{frame.tb_lineno} in {code.co_name})"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a set of options: where (key path, and line when known) and what."""
+
+    path: str
+    message: str
+    #: the concrete location (keys and list indices), to find the line in the source file
+    loc: tuple[str | int, ...] = ()
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class OptionsError(CouplerError):
+    """Options that do not validate; ``problems`` lists each one (all are in the message).
+
+    Here, not in :mod:`coupler.canonical.options`, so that options checked without pydantic
+    (the copybook options, on every `copybook decode` start-up) raise it without importing pydantic."""
+
+    def __init__(
+        self, problems: Sequence[Problem | str] | str, *, where: str | None = None, hint: str | None = None
+    ):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = [p if isinstance(p, Problem) else Problem("", p) for p in problems]
+        texts = [str(p) for p in self.problems]
+        message = texts[0] if len(texts) == 1 else f"{len(texts)} problems: " + "; ".join(texts)
+        super().__init__(message, where=where, hint=hint)

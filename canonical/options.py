@@ -16,13 +16,12 @@ import difflib
 import types
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import OptionsError, Problem
 
 __all__ = [
     "Bool",
@@ -56,34 +55,6 @@ def option(text: str, example: str | None = None, **kwargs: Any) -> Any:
     """A field with its documentation (and a TOML example of it in use)."""
     extra: dict[str, Any] | None = {"example": example} if example else None
     return Field(description=text, json_schema_extra=extra, **kwargs)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a set of options: where (key path, and line when known) and what."""
-
-    path: str
-    message: str
-    #: the concrete location (keys and list indices), to find the line in the source file
-    loc: tuple[str | int, ...] = ()
-    line: int | None = None
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class OptionsError(CouplerError):
-    """Options that do not validate; ``problems`` lists each one (all are in the message)."""
-
-    def __init__(
-        self, problems: Sequence[Problem | str] | str, *, where: str | None = None, hint: str | None = None
-    ):
-        if isinstance(problems, str):
-            problems = [problems]
-        self.problems = [p if isinstance(p, Problem) else Problem("", p) for p in problems]
-        texts = [str(p) for p in self.problems]
-        message = texts[0] if len(texts) == 1 else f"{len(texts)} problems: " + "; ".join(texts)
-        super().__init__(message, where=where, hint=hint)
 
 
 def key_path(loc: Sequence[str | int], prefix: str = "") -> str:

@@ -107,6 +107,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         " decoder; other files are decoded on one core)",
     )
     dec.add_argument(
+        "--parts", action="store_true",
+        help="with --to parquet: --output is a directory (new or empty) of ordered part files"
+        " part-00000.parquet, part-00001.parquet, ... (read in name order they hold the records in file order),"
+        " written by the --jobs threads in parallel; each part is a contiguous range of records (fixed-length"
+        " records, vectorised decoder; otherwise one part)",
+    )
+    dec.add_argument(
         "--per-record", action="store_true",
         help="use the per-record decoder even where the vectorised one applies (same output, slower)",
     )
@@ -182,6 +189,8 @@ def run_decode(args: argparse.Namespace) -> int:
     options = _options(args)
     if args.to != "jsonl" and not args.output:
         raise UsageError(f"--to {args.to} needs --output FILE")
+    if args.parts:
+        _check_parts_dir(args)
     paths = [Path(p) for p in args.data]
     policy = "strict" if args.strict else "lenient"
     vectorised = not args.per_record and batch_supported(layout, options, paths)
@@ -269,6 +278,19 @@ class _ErrorSink:
             print(f"coupler: ... {self.unprinted} more errors (use --errors FILE to keep them all)", file=sys.stderr)
 
 
+def _check_parts_dir(args: argparse.Namespace) -> None:
+    if args.to != "parquet":
+        raise UsageError("--parts writes Parquet part files", hint="add --to parquet")
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"--output {out} must be a new or empty directory with --parts")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _part_path(args: argparse.Namespace, number: int) -> Path:
+    return Path(args.output) / f"part-{number:05d}.parquet"
+
+
 def _cores() -> int:
     """The cores this process may run on (``taskset`` and cgroups' CPU sets count)."""
     import os
@@ -297,6 +319,10 @@ def _decode_records(args, layout, options, paths, policy, stats, sink, progress)
     records = decoder.decode_files(layout, paths, options, stats=stats, policy=policy)
     if progress:
         records = progress.follow(records, stats)
+    if args.to == "parquet" and args.parts:
+        good = _only_good(records, sink)
+        decoder.write_parquet(good, avro_schema(layout, options), _part_path(args, 0))
+        return
     if args.to == "jsonl":
         out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
         try:
@@ -326,6 +352,9 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
     jobs = args.jobs if args.jobs is not None else _cores()
     if jobs < 1:
         raise UsageError(f"--jobs must be 1 or more, not {jobs}")
+    if args.parts:
+        _decode_parts(args, layout, options, paths, policy, stats, sink, progress, jobs)
+        return
     batches = decode_file_batches(layout, paths, options, stats=stats, policy=policy, jobs=jobs)
 
     def reported():
@@ -365,6 +394,62 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
             avro_writer = AvroBatchWriter(out, avro_schema(layout, options))
             for batch in reported():
                 avro_writer.write_batch(batch)
+
+
+def _decode_parts(args, layout, options, paths, policy, stats, sink, progress, jobs: int) -> None:
+    """Ordered Parquet part files, one per range of records, decoded and written by ``jobs``
+    threads at once (the compiled kernel and Parquet encoding release the GIL): each thread
+    has its own decoder and writer, so encoding, the larger part of the work, is parallel too.
+    Reports go to ``sink`` in file order, as with one file: each part's are kept until the
+    parts before it are done."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from coupler.translators.copybook import decoder
+    from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
+    from coupler.translators.copybook.batch import BatchDecoder
+    from coupler.translators.copybook.batch_files import decode_file_batches, split_records
+
+    schema = BatchDecoder(layout, options).decode(b"").batch.schema
+    stop = threading.Event()
+    drawing = threading.Lock()  # the progress bar is one line for all the threads
+
+    def part(number: int, path: Path, first: int, count: int) -> tuple[decoder.DecodeStats, list[tuple[str, Any]]]:
+        events: list[tuple[str, Any]] = []  # bad fields as found, rejected records after their batch
+        own = decoder.DecodeStats(on_bad_field=lambda e: events.append(("field", e)))
+        with ParquetBatchWriter(_part_path(args, number), schema) as writer:
+            for fb in decode_file_batches(layout, [path], options, stats=own, policy=policy,
+                                          records=(first, count)):
+                events.extend(("record", bad) for bad in fb.bad)
+                writer.write_batch(fb.batch)
+                if progress:
+                    with drawing:
+                        progress.advance(fb.bytes, stats.records + own.records)
+                if stop.is_set():
+                    break
+        return own, events
+
+    ranges = split_records(layout, paths, options, jobs)
+    with ThreadPoolExecutor(jobs, thread_name_prefix="copybook-part") as pool:
+        futures = [pool.submit(part, n, *r) for n, r in enumerate(ranges)]
+        try:
+            for future in futures:
+                own, events = future.result()
+                stats.bytes += own.bytes
+                stats.records += own.records
+                stats.errors += own.errors
+                stats.bad_fields += own.bad_fields
+                for key, n in own.bad_field_names.items():
+                    stats.bad_field_names[key] = stats.bad_field_names.get(key, 0) + n
+                for kind, item in events:
+                    if kind == "field":
+                        sink.field(item)
+                    else:
+                        sink.record(item)
+        finally:
+            stop.set()
+            for future in futures:
+                future.cancel()
 
 
 class _Progress:

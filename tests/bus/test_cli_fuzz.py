@@ -149,6 +149,7 @@ ROWS: list[tuple[str, str, set[str]]] = [
     ("copybook schema", "copybook schema {X}", {"copybook"}),
     ("copybook decode", "copybook decode {X} {xml}", {"copybook"}),
     ("copybook decode", "copybook decode {copybook} {X}", FILES),
+    ("copybook decode", "copybook decode {copybook} {X} --to parquet --parts --jobs 2 --output {out}", FILES),
     ("copybook family", "copybook family {X}", set()),
     ("copybook encode", "copybook encode {X} {jsonl} --output {out}", {"copybook"}),
     ("copybook encode", "copybook encode {copybook} {X} --output {out}", {"json", "empty"}),

@@ -3,9 +3,10 @@
  * Built at install by setup.py (an optional extension: if the system has no C compiler the
  * install goes on and the NumPy kernels of kernels.py decode everything). The Python side
  * (kernels.FusedKernel) compiles a layout into a "program": one row of PROGRAM_WIDTH int64
- * per output column, and calls run() once per batch. For each record, for each column, for
- * each instance of the column in the record (an OCCURS element), the field's bytes are read
- * once and its value written to the column's output buffer:
+ * per output column, and calls run() once per batch. run() flattens the program into one
+ * operation per field instance of a record (a column's OCCURS elements are instances), then
+ * for each record runs the operations in order: the record's bytes are read once, and each
+ * value is written to its column's output buffer:
  *
  *   zoned, packed, binary -> int32, int64 or decimal128 (little-endian, sign-extended)
  *   text (a single-byte code page) -> UTF-8 bytes + int32 offsets of an Arrow string array,
@@ -17,11 +18,34 @@
  * the value or the bad-data reason (the per-record decoder's semantics stay in one place).
  * counts[c] is the number of non-zero flags of column c; the text columns are packed together
  * at the end (see counts[ncols + c]), so a batch holds no unused text capacity.
+ *
+ * How it is fast (docs/performance.md has the profile):
+ *   - records are taken in tiles of 64 (in the L1 cache); for each tile, each column runs
+ *     its own loop over the tile's records, so a column's parameters stay in registers and
+ *     its branches go the same way every time (a loop over one record's fields, each of
+ *     another kind and size, mispredicts);
+ *   - zoned digits eight at a time (SWAR: one 64-bit load, a validity test of all eight
+ *     bytes at once, three multiply-adds), the rest and packed digit pairs through 256-entry
+ *     tables, int64 / uint64 accumulation with one validity test at the end, no branch per
+ *     digit;
+ *   - text is translated through a 256-byte table (the first UTF-8 byte of each code point:
+ *     bytes with the high bit set are the multi-byte characters, checked once per field);
+ *     on CPUs with AVX-512 VBMI (checked at run time; the build stays generic) a field of up
+ *     to 64 bytes is loaded, translated (two 128-byte table permutes), trimmed (bit masks)
+ *     and stored in a handful of instructions;
+ *   - the GIL is released for the whole batch; Python only wraps the buffers as Arrow arrays.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define HAVE_X86_SIMD 1
+#include <immintrin.h>
+#else
+#define HAVE_X86_SIMD 0
+#endif
 
 enum { K_ZONED = 1, K_PACKED = 2, K_BINARY = 3, K_TEXT = 4 };
 enum {
@@ -32,6 +56,18 @@ enum {
 /* per byte: UTF-8 (4 bytes), length, "is trimmed", first byte, "is multi-byte"; then the space
  * byte eight times */
 #define TABLE_BYTES (256 * 4 + 256 * 4 + 8)
+/* bytes the text kernel may write past a value's end (a whole 64-byte vector); kernels.py
+ * gives every text column this much room beyond its values */
+#define TEXT_SLACK 64
+
+#define ONES 0x0101010101010101ULL
+#define HIGH 0x8080808080808080ULL
+
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
 
 static inline void put(uint8_t *values, int64_t idx, int64_t width, int64_t v) {
     if (width == 8) {
@@ -104,27 +140,42 @@ static inline int zoned(const uint8_t *p, int64_t size, int64_t signpos, int64_t
     return 0;
 }
 
+/* 0 good (*out set), 2 not a canonical packed number: digit pairs through a 256-entry table
+ * (255: not two digit nibbles), uint64 accumulation (19 digits fit), one test at the end */
 static inline int packed(const uint8_t *p, int64_t size, int sgn, int64_t limit, int64_t *out) {
-    int64_t v = 0;
+    const int64_t pairs = size - 1;
+    uint64_t v = 0;
     unsigned worst = 0;
-    for (int64_t i = 0; i < size - 1; i++) {
+    for (int64_t i = 0; i < pairs; i++) {
         unsigned d = PACKED_PAIR[p[i]];
         worst |= d;
         v = v * 100 + d;
     }
-    unsigned hi = p[size - 1] >> 4, s = p[size - 1] & 15;
+    unsigned hi = p[pairs] >> 4, s = p[pairs] & 15;
     if ((worst & 0x80) || hi > 9 || s < 0xA) return 2;
     int neg = (s == 0xB || s == 0xD);
     if (neg && !sgn) return 2;
     v = v * 10 + hi;
-    if (v >= limit) return 2;
-    *out = neg ? -v : v;
+    if (v >= (uint64_t)limit) return 2;
+    *out = neg ? -(int64_t)v : (int64_t)v;
     return 0;
 }
 
 static inline int binary(const uint8_t *p, int64_t size, int sgn, int64_t limit, int64_t *out) {
     uint64_t u = 0;
-    for (int64_t i = 0; i < size; i++) u = (u << 8) | p[i];
+    if (size == 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        u = __builtin_bswap32(w);
+    } else if (size == 2) {
+        uint16_t w;
+        memcpy(&w, p, 2);
+        u = __builtin_bswap16(w);
+    } else if (size == 8) {
+        u = __builtin_bswap64(load64(p));
+    } else {
+        for (int64_t i = 0; i < size; i++) u = (u << 8) | p[i];
+    }
     int64_t v;
     if (sgn && size < 8) {
         int shift = (int)(64 - 8 * size);
@@ -149,46 +200,213 @@ typedef struct {
     int64_t cursor, bad;
 } column_t;
 
-static void decode_text(column_t *col, const uint8_t *p, int64_t idx) {
-    const uint8_t *t = col->table, *len = t + 1024, *trim = t + 1280;
-    const int64_t size = col->size, policy = col->opts & 15;
-    int64_t lo = 0, hi = size;
-    uint8_t *out = col->values + col->cursor, *o = out;
-    uint8_t st = 0;
-    if ((col->opts & OPT_NULL_ZERO) && p[0] == 0 && all_zero(p, size)) {
-        st = 1;
-        hi = 0;
-    } else {
-        if (policy == 1 || policy == 2)
-            while (lo < hi && trim[p[lo]]) lo++;
-        if (policy == 1 || policy == 3) {
-            uint64_t spaces, tail;
-            memcpy(&spaces, t + 2048, 8);
-            while (hi - lo >= 8 && (memcpy(&tail, p + hi - 8, 8), tail == spaces)) hi -= 8; /* padding */
-            while (hi > lo && trim[p[hi - 1]]) hi--;
-        }
-    }
-    const uint8_t *one = t + 1536, *multi = t + 1792; /* first UTF-8 byte; 1 if there are more */
-    uint8_t wide = 0;
+/* text with characters beyond U+007F: the whole UTF-8 sequences of p[lo..hi) */
+static inline int64_t text_wide(const uint8_t *t, const uint8_t *p, int64_t lo, int64_t hi, uint8_t *o) {
+    const uint8_t *len = t + 1024;
+    uint8_t *start = o;
     for (int64_t i = lo; i < hi; i++) {
         const uint8_t b = p[i];
-        o[i - lo] = one[b];
-        wide |= multi[b];
+        memcpy(o, t + b * 4, 4);
+        o += len[b];
     }
-    if (!wide) {
-        o += hi - lo;
-    } else { /* characters beyond U+007F: their whole UTF-8 sequences */
-        for (int64_t i = lo; i < hi; i++) {
-            const uint8_t b = p[i];
-            memcpy(o, t + b * 4, 4);
-            o += len[b];
-        }
-    }
-    col->cursor += o - out;
-    col->textoff[idx + 1] = (int32_t)col->cursor;
-    col->flags[idx] = st;
-    col->bad += st != 0;
+    return o - start;
 }
+
+/* one text field: its UTF-8 at o (trimmed per policy: 1 both, 2 left, 3 right), the bytes
+ * written; *st = 1 when it is null (all 0x00 under improved null detection) */
+static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy, int nullzero,
+                                 uint8_t *o, uint8_t *st) {
+    const uint8_t *trim = t + 1280, *one = t + 1536; /* first UTF-8 byte */
+    int64_t lo = 0, hi = size;
+    if (nullzero && p[0] == 0 && all_zero(p, size)) {
+        *st = 1;
+        return 0;
+    }
+    if (policy == 1 || policy == 2)
+        while (lo < hi && trim[p[lo]]) lo++;
+    if (policy == 1 || policy == 3) {
+        const uint64_t spaces = load64(t + 2048);
+        while (hi - lo >= 8 && load64(p + hi - 8) == spaces) hi -= 8; /* padding */
+        while (hi > lo && trim[p[hi - 1]]) hi--;
+    }
+    uint64_t acc = 0;
+    int64_t i = lo;
+    for (; i + 8 <= hi; i += 8) {
+        const uint64_t w = (uint64_t)one[p[i]] | (uint64_t)one[p[i + 1]] << 8 | (uint64_t)one[p[i + 2]] << 16 |
+                           (uint64_t)one[p[i + 3]] << 24 | (uint64_t)one[p[i + 4]] << 32 |
+                           (uint64_t)one[p[i + 5]] << 40 | (uint64_t)one[p[i + 6]] << 48 |
+                           (uint64_t)one[p[i + 7]] << 56;
+        memcpy(o + (i - lo), &w, 8);
+        acc |= w;
+    }
+    for (; i < hi; i++) {
+        const uint8_t c = one[p[i]];
+        o[i - lo] = c;
+        acc |= c;
+    }
+    /* a first UTF-8 byte with the high bit: a character beyond U+007F */
+    return (acc & HIGH) ? text_wide(t, p, lo, hi, o) : hi - lo;
+}
+
+#if HAVE_X86_SIMD
+#define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi,bmi2,lzcnt,popcnt")))
+
+/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store */
+SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy,
+                                                  int nullzero, uint8_t *o, uint8_t *st, const __m512i tab[4],
+                                                  const __m512i shift) {
+    const __mmask64 field = _bzhi_u64(~0ULL, (unsigned)size);
+    const __m512i raw = _mm512_maskz_loadu_epi8(field, p);
+    if (nullzero && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
+        *st = 1;
+        return 0;
+    }
+    const __m512i low = _mm512_permutex2var_epi8(tab[0], raw, tab[1]);  /* bytes 00-7F */
+    const __m512i high = _mm512_permutex2var_epi8(tab[2], raw, tab[3]); /* bytes 80-FF */
+    const __m512i out = _mm512_mask_blend_epi8(_mm512_movepi8_mask(raw), low, high);
+    /* the first UTF-8 byte is <= 0x20 exactly when the character is (multi-byte ones start >= 0xC2) */
+    const __mmask64 keep = _mm512_mask_cmpgt_epu8_mask(field, out, _mm512_set1_epi8(0x20));
+    uint64_t lo = 0, hi = (uint64_t)size;
+    if (policy == 1 || policy == 2) lo = keep ? _tzcnt_u64(keep) : (uint64_t)size;
+    if (policy == 1 || policy == 3) hi = keep ? 64 - _lzcnt_u64(keep) : lo;
+    if (hi < lo) hi = lo;
+    const __mmask64 kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
+    if (_mm512_movepi8_mask(out) & kept) /* characters beyond U+007F */
+        return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
+    /* move byte lo to the front; the 64-byte store may write past the value (TEXT_SLACK) */
+    const __m512i moved = _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out);
+    _mm512_storeu_si512((void *)o, moved);
+    return (int64_t)(hi - lo);
+}
+#endif
+
+/* the text of column col in records r0..r1: the cursor and counts in registers (a store
+ * through a byte pointer could be any of col's fields: they are written back at the end) */
+#define TEXT_COLUMN(FIELD)                                                                    \
+    do {                                                                                      \
+        int64_t cursor = col->cursor, nbad = col->bad;                                        \
+        uint8_t *const text = values;                                                         \
+        int32_t *const toff = col->textoff;                                                   \
+        const uint8_t *const t = col->table;                                                  \
+        const int64_t policy = opts & 15;                                                     \
+        const int nullzero = (opts & OPT_NULL_ZERO) != 0;                                     \
+        for (Py_ssize_t r = r0; r < r1; r++) {                                                \
+            const uint8_t *rec = base + r * record_size;                                      \
+            int64_t idx = (int64_t)r * m;                                                     \
+            for (int64_t j = 0; j < m; j++, idx++) {                                          \
+                const uint8_t *p = rec + offs[j];                                             \
+                uint8_t st = 0;                                                               \
+                cursor += FIELD;                                                              \
+                toff[idx + 1] = (int32_t)cursor;                                              \
+                flags[idx] = st;                                                              \
+                nbad += st;                                                                   \
+            }                                                                                 \
+        }                                                                                     \
+        col->cursor = cursor;                                                                 \
+        col->bad = nbad;                                                                      \
+    } while (0)
+
+/* records are decoded in tiles of TILE records (13 KB of the 207-byte record: in the L1
+ * cache): for each tile, each column, each record of the tile, each instance. A record's bytes
+ * come from memory once; the column's parameters stay in registers for the tile and its
+ * branches are the same for every value (predicted), which a loop over the fields of one
+ * record, each of another kind and size, does not give */
+#define TILE 64
+
+/* the numbers of column col in records r0..r1 (DECODE: zoned / packed / binary call) */
+#define NUMBER_LOOP(WIDTH, DECODE)                                                            \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                    \
+        const uint8_t *rec = base + r * record_size;                                          \
+        int64_t idx = (int64_t)r * m;                                                         \
+        for (int64_t j = 0; j < m; j++, idx++) {                                              \
+            const uint8_t *p = rec + offs[j];                                                 \
+            int64_t v = 0;                                                                    \
+            int st = DECODE;                                                                  \
+            if (__builtin_expect(st, 0)) {                                                    \
+                if ((opts & OPT_NULL_ZERO) && all_zero(p, size)) st = 1;                      \
+                v = 0;                                                                        \
+                col->bad++;                                                                   \
+            }                                                                                 \
+            flags[idx] = (uint8_t)st;                                                         \
+            put(values, idx, WIDTH, v);                                                       \
+        }                                                                                     \
+    }
+
+#define NUMBERS(DECODE)                                                                       \
+    do {                                                                                      \
+        if (col->width == 4) {                                                                \
+            NUMBER_LOOP(4, DECODE)                                                            \
+        } else if (col->width == 8) {                                                         \
+            NUMBER_LOOP(8, DECODE)                                                            \
+        } else {                                                                              \
+            NUMBER_LOOP(16, DECODE)                                                           \
+        }                                                                                     \
+    } while (0)
+
+/* TEXT decodes the text of column col in records r0..r1 */
+#define DECODE_ALL(TEXT)                                                                      \
+    for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE) {                                             \
+        const Py_ssize_t r1 = r0 + TILE < n ? r0 + TILE : n;                                  \
+        for (Py_ssize_t c = 0; c < ncols; c++) {                                              \
+            column_t *col = &cols[c];                                                         \
+            const int64_t m = col->count, size = col->size, opts = col->opts;                 \
+            const int64_t signpos = col->signpos, limit = col->limit;                         \
+            const int sgn = (int)col->sgn;                             \
+            const int32_t *offs = col->offs;                                                  \
+            uint8_t *flags = col->flags, *values = col->values;                               \
+            switch (col->kind) {                                                              \
+            case K_TEXT:                                                                      \
+                TEXT;                                                                         \
+                break;                                                                        \
+            case K_ZONED:                                                                     \
+                NUMBERS(zoned(p, size, signpos, &v));                                   \
+                break;                                                                        \
+            case K_PACKED:                                                                    \
+                NUMBERS(packed(p, size, sgn, limit, &v));                               \
+                break;                                                                        \
+            default:                                                                          \
+                NUMBERS(binary(p, size, sgn, limit, &v));                                     \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+#define TEXT_SCALAR TEXT_COLUMN(text_field(t, p, size, policy, nullzero, text + cursor, &st))
+
+static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols, Py_ssize_t ncols) {
+    DECODE_ALL(TEXT_SCALAR)
+}
+
+#if HAVE_X86_SIMD
+#define TEXT_SIMD                                                                             \
+    do {                                                                                      \
+        if (size <= 64)                                                                       \
+            TEXT_COLUMN(text_field_simd(t, p, size, policy, nullzero, text + cursor, &st, tab, shift)); \
+        else                                                                                  \
+            TEXT_SCALAR;                                                                      \
+    } while (0)
+
+SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols,
+                                    Py_ssize_t ncols) {
+    /* every text column has the one code page table: its first UTF-8 bytes */
+    static const uint8_t none[256];
+    const uint8_t *one = none;
+    for (Py_ssize_t c = 0; c < ncols; c++)
+        if (cols[c].kind == K_TEXT) {
+            one = cols[c].table + 1536;
+            break;
+        }
+    __m512i tab[4];
+    for (int q = 0; q < 4; q++) tab[q] = _mm512_loadu_si512((const void *)(one + 64 * q));
+    uint8_t iota[64];
+    for (int q = 0; q < 64; q++) iota[q] = (uint8_t)q;
+    const __m512i shift = _mm512_loadu_si512((const void *)iota);
+    DECODE_ALL(TEXT_SIMD)
+}
+#endif
+
+/* 1: the CPU has AVX-512 VBMI and the SIMD text path is on (use_simd() turns it off, to test
+ * the portable path) */
+static int simd_on = 0;
 
 static PyObject *run(PyObject *self, PyObject *args) {
     Py_buffer data, program, instances, tables, values, flags, textoff, text, counts;
@@ -254,41 +472,13 @@ static PyObject *run(PyObject *self, PyObject *args) {
             }
         }
     }
-
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < n; r++) {
-        const uint8_t *rec = base + r * record_size;
-        for (Py_ssize_t c = 0; c < ncols; c++) {
-            column_t *col = &cols[c];
-            const int64_t m = col->count, size = col->size, kind = col->kind;
-            int64_t idx = (int64_t)r * m;
-            for (int64_t j = 0; j < m; j++, idx++) {
-                const uint8_t *p = rec + col->offs[j];
-                int64_t v = 0;
-                int st;
-                switch (kind) {
-                case K_TEXT:
-                    decode_text(col, p, idx);
-                    continue;
-                case K_ZONED:
-                    st = zoned(p, size, col->signpos, &v);
-                    break;
-                case K_PACKED:
-                    st = packed(p, size, (int)col->sgn, col->limit, &v);
-                    break;
-                default:
-                    st = binary(p, size, (int)col->sgn, col->limit, &v);
-                }
-                if (st) {
-                    if ((col->opts & OPT_NULL_ZERO) && all_zero(p, size)) st = 1;
-                    v = 0;
-                    col->bad++;
-                }
-                col->flags[idx] = (uint8_t)st;
-                put(col->values, idx, col->width, v);
-            }
-        }
-    }
+#if HAVE_X86_SIMD
+    if (simd_on)
+        decode_simd(base, n, record_size, cols, ncols);
+    else
+#endif
+        decode_generic(base, n, record_size, cols, ncols);
     Py_END_ALLOW_THREADS
     /* the text columns' regions (sized for four UTF-8 bytes a character) moved together:
      * counts[ncols + c] is where column c's text starts now, counts[2 * ncols] their total */
@@ -318,9 +508,31 @@ done:
     return result;
 }
 
+static int simd_available(void) {
+#if HAVE_X86_SIMD
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2");
+#else
+    return 0;
+#endif
+}
+
+static PyObject *use_simd(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    simd_on = on && simd_available();
+    return PyBool_FromLong(simd_on);
+}
+
+static PyObject *simd(PyObject *self, PyObject *noargs) { return PyBool_FromLong(simd_on); }
+
 static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS,
      "run(data, n, record_size, program, instances, tables, values, flags, text_offsets, text, counts)"},
+    {"use_simd", use_simd, METH_VARARGS,
+     "use_simd(on) -> bool: use the AVX-512 text path when the CPU has it (the default); returns whether it is used"},
+    {"simd", simd, METH_NOARGS, "simd() -> bool: whether the AVX-512 text path is used"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -328,5 +540,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fused", "The fused 
 
 PyMODINIT_FUNC PyInit__fused(void) {
     init_tables();
+    simd_on = simd_available();
     return PyModule_Create(&module);
 }

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from .arrow_json import normalize_groups
 from .avro import as_options
-from .batch import DEFAULT_BATCH_RECORDS, BatchDecoder
+from .batch import DEFAULT_BATCH_RECORDS, BatchDecoder, read_fully
 from .decoder import BadRecord, DecodeStats, RecordDecoder
 from .errors import CopybookError, RecordDecodeError
 from .framing import TruncatedRecord, looks_like_bdw
@@ -39,7 +39,7 @@ from .kernels import arrow_type, decode_column
 from .layout import Field, Layout, Node, depending_on_counter
 from .options import CopybookOptions
 
-__all__ = ["FileBatch", "batch_supported", "decode_file_batches"]
+__all__ = ["FileBatch", "batch_supported", "decode_file_batches", "split_records"]
 
 
 @dataclass
@@ -137,6 +137,7 @@ def decode_file_batches(
     policy: str = "lenient",
     batch_records: int = DEFAULT_BATCH_RECORDS,
     jobs: int = 1,
+    records: tuple[int, int] | None = None,
 ) -> Iterator[FileBatch]:
     """Decode fixed-length data files chunk by chunk into Arrow batches (memory stays flat).
 
@@ -144,6 +145,10 @@ def decode_file_batches(
     file reads release the GIL) and yields them in file order, with the bad-field reports
     and counters in that order too: the output is the same whatever ``jobs`` is. At most
     ``2 * jobs`` chunks are read ahead, so memory stays flat.
+
+    ``records=(first, count)`` decodes only those whole records of each file (numbered from
+    0, as in the reports), and its truncated last record only when the range reaches the end:
+    :func:`split_records` cuts files into such ranges for ordered part files.
 
     Raises :class:`ValueError` when :func:`batch_supported` is false for the layout and
     options; a file that cannot be read raises :class:`~.errors.CopybookError`.
@@ -162,18 +167,22 @@ def decode_file_batches(
                 total = max(Path(path).stat().st_size - options.file_start_offset - options.file_end_offset, 0)
                 with open(path, "rb") as stream:
                     whole = total // size
-                    chunks = ((first, min(batch_records, whole - first)) for first in range(0, whole, batch_records))
+                    begin, end = (0, whole) if records is None else (records[0], min(records[0] + records[1], whole))
+                    chunks = ((first, min(batch_records, end - first)) for first in range(begin, end, batch_records))
                     if pool is None:
-                        stream.seek(options.file_start_offset)
+                        stream.seek(options.file_start_offset + begin * size)
+                        # one buffer read into again for every chunk (a decoded batch keeps no
+                        # reference to its input), not fresh bytes a chunk
+                        buffer = memoryview(bytearray(max(min(batch_records, end - begin), 1) * size))
                         for first, count in chunks:
-                            data = stream.read(count * size)
-                            if len(data) < count * size:  # the file shrank while being read
+                            data = buffer[: count * size]
+                            if read_fully(stream, data) < count * size:  # the file shrank
                                 raise OSError(f"{name} ended early")
                             yield _chunk(*decoders.get(), data, count, name, file_id, first, options, stats)
                     else:
                         yield from _parallel(pool, jobs, decoders, stream.fileno(), chunks, size, name, file_id,
                                              options, stats)
-                    tail = total - whole * size
+                    tail = total - whole * size if end == whole else 0
                     if tail:
                         stream.seek(options.file_start_offset + whole * size)
                         payload = stream.read(tail)
@@ -190,6 +199,30 @@ def decode_file_batches(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def split_records(layout: Layout, paths: Iterable[str | Path], options: Any, parts: int) -> list[tuple[Path, int, int]]:
+    """``(path, first record, count)`` ranges, in file order, about ``parts`` of them: each
+    file cut on record boundaries into ranges of about the same number of records (a file's
+    truncated last record goes with its last range; an empty file is one empty range)."""
+    options = as_options(options)
+    size, _ = _framing(layout, options)
+    counts = []
+    for path in paths:
+        try:
+            total = max(Path(path).stat().st_size - options.file_start_offset - options.file_end_offset, 0)
+        except OSError:
+            total = 0  # reported when the file is decoded
+        counts.append((Path(path), total // size))
+    per = max(-(-sum(n for _, n in counts) // max(parts, 1)), 1)
+    out: list[tuple[Path, int, int]] = []
+    for path, n in counts:
+        pieces = max(-(-n // per), 1)
+        step = -(-n // pieces) if n else 0
+        for k in range(pieces):
+            first = k * step
+            out.append((path, first, n - first if k == pieces - 1 else min(step, n - first)))
+    return out
 
 
 class _Decoders(threading.local):
@@ -250,7 +283,7 @@ def _chunk(
     decoder: BatchDecoder,
     oracle: RecordDecoder,
     counters: list[_Counter],
-    data: bytes,
+    data: bytes | memoryview,
     count: int,
     name: str,
     file_id: int,

@@ -22,10 +22,12 @@ that character to.
 from __future__ import annotations
 
 import codecs
-import importlib
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from coupler.translators.copybook.errors import CopybookError
 
@@ -140,11 +142,33 @@ def _base_page(name: str) -> str:
 
 @lru_cache(maxsize=32)
 def _ibm_table(name: str) -> tuple[str, ...]:
-    module = importlib.import_module(f"ebcdic.{name}")
+    module = _ebcdic_module(name)
     table = tuple(module.decoding_table)
     if len(table) != 256:  # pragma: no cover - the package guarantees 256 entries
         raise CodePageError(f"code page {name}: incomplete table in the ebcdic package")
     return table
+
+
+def _ebcdic_module(name: str) -> Any:
+    """The ``ebcdic`` package's module of one code page, run on its own: importing it as
+    ``ebcdic.<name>`` runs the package's ``__init__``, which imports all of its 30-odd code
+    pages (about a tenth of ``copybook decode``'s start-up) to register them as codecs."""
+    import importlib.util
+
+    found = sys.modules.get(f"ebcdic.{name}")
+    if found is not None:
+        return found
+    package = importlib.util.find_spec("ebcdic")  # (a top-level package: its __init__ is not run)
+    folders = list(package.submodule_search_locations or []) if package else []
+    for folder in folders:
+        path = Path(folder) / f"{name}.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"_coupler_ebcdic_{name}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    return importlib.import_module(f"ebcdic.{name}")  # (not laid out as files: the package's way)
 
 
 def _cobrix_adjusted(table: tuple[str, ...]) -> list[str]:

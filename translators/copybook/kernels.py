@@ -284,6 +284,8 @@ _ZONED_K, _PACKED_K, _BINARY_K, _TEXT_K = 1, 2, 3, 4
 _PROGRAM_WIDTH = 12
 _TRIM = {"both": 1, "left": 2, "right": 3}
 _NULL_ZERO = 16
+#: bytes the kernel may write past a text column's last value (TEXT_SLACK in _fused.c)
+_TEXT_SLACK = 64
 
 
 def _utf8_table(ctx: DecodeContext) -> bytes | None:
@@ -370,7 +372,7 @@ class FusedKernel:
                 row[8] = text
                 row[10] = textoff
                 row[11] = _TRIM.get(self.ctx.string_trimming_policy, 0) | null_zero
-                text += count * ft.size * 4
+                text += count * ft.size * 4 + _TEXT_SLACK  # the kernel's 64-byte stores
                 textoff += count + 1
                 continue
             row[4] = col.width

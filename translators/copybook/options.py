@@ -13,6 +13,7 @@ names the option and the values it accepts.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import difflib
 import json
 import re
@@ -20,16 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-
-from coupler.canonical.options import OptionsError as CanonicalOptionsError
+from coupler.canonical.errors import OptionsError as CanonicalOptionsError
 from coupler.translators.copybook.codepages import CodePageError, code_page_name
 from coupler.translators.copybook.errors import CopybookError
 from coupler.translators.copybook.picture import DecodeContext
@@ -52,14 +44,15 @@ _FILLER_NAMING = ("sequence_numbers", "previous_field_name")
 _DEBUG = ("none", "hex", "raw", "binary", "string")
 
 
-class CopybookOptions(BaseModel):
+@dataclass(frozen=True)
+class CopybookOptions:
     """Typed copybook options; build with :meth:`from_mapping` or :meth:`from_pairs`.
 
-    A pydantic model: every value goes through the option's parser (strings or Python values,
-    Cobrix's spellings), unknown keys are errors, and all bad values are reported together.
+    Every value goes through the option's parser (strings or Python values, Cobrix's
+    spellings), unknown keys are errors, and all bad values are reported together. A frozen
+    dataclass, not a pydantic model: `copybook decode` builds one on every start-up, and
+    importing pydantic took about a third of the 0.3 s start-up budget (docs/performance.md).
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     copybook: str | None = None
     record_format: str = "F"
@@ -150,7 +143,10 @@ class CopybookOptions(BaseModel):
             if key not in _PARSERS:
                 found.append(_unknown(raw_key))
                 continue
-            values[key] = _Raw(raw_key, raw_value)
+            try:
+                values[key] = _PARSERS[key](raw_key, raw_value)
+            except OptionsError as exc:
+                found.append(exc)
         if levels:
             if sorted(levels) != list(range(len(levels))):
                 raise OptionsError(
@@ -162,14 +158,10 @@ class CopybookOptions(BaseModel):
             values["redefine_segment_id_map"] = tuple(redefines[n] for n in sorted(redefines))
         if children:
             values["segment_children"] = tuple(children[n] for n in sorted(children))
-        try:
-            result = cls.model_validate(values)
-        except ValidationError as exc:
-            found.extend(_errors(exc))
         if found:
             raise found[0] if len(found) == 1 else OptionsError(
                 f"{len(found)} problems: " + "; ".join(str(e) for e in found))
-        return result
+        return cls(**values)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[str], *, ignore: Iterable[str] = ()) -> CopybookOptions:
@@ -182,7 +174,7 @@ class CopybookOptions(BaseModel):
         given = {_norm_key(k) for k in options}
         changes = {
             name: getattr(parsed, name)
-            for name in type(self).model_fields
+            for name in _FIELDS
             if name in given
             or (
                 name == "segment_id_levels"
@@ -194,26 +186,10 @@ class CopybookOptions(BaseModel):
             )
             or (name == "segment_children" and any(k.startswith("segment_children") for k in given))
         }
-        return self.model_validate({**self.model_dump(), **changes})
+        return dataclasses.replace(self, **changes)
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _parse(cls, value: Any, info: ValidationInfo) -> Any:
-        """Each value through its option's parser (a :class:`OptionsError` becomes a ValueError
-        carrying it, so that every bad value is collected)."""
-        if not isinstance(value, _Raw):
-            return value  # a typed value (replace(), with_options())
-        key, value = value.key, value.value
-        parser = _PARSERS.get(info.field_name or "")
-        if parser is None:
-            return value
-        try:
-            return parser(key, value)
-        except OptionsError as exc:
-            raise ValueError(exc) from None
-
-    @model_validator(mode="after")
-    def _check(self) -> CopybookOptions:
+    def __post_init__(self) -> None:
+        """The checks across options (each value was checked by its parser)."""
         if self.record_format == "D" and self.encoding != "ascii":
             raise OptionsError(
                 "record_format D (text lines) needs encoding=ascii",
@@ -236,11 +212,10 @@ class CopybookOptions(BaseModel):
                 "record_length and record_length_field are mutually exclusive",
                 where="option record_length",
             )
-        return self
 
     def replace(self, **changes: Any) -> CopybookOptions:
         """These options with ``changes`` (typed values, checked again)."""
-        return self.model_validate({**self.model_dump(), **changes})
+        return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ views
 
@@ -262,7 +237,7 @@ class CopybookOptions(BaseModel):
         """The options as Cobrix-named strings (non-default values only), for Spark and logs."""
         default = CopybookOptions()
         out: dict[str, str] = {}
-        for name in type(self).model_fields:
+        for name in _FIELDS:
             value = getattr(self, name)
             if value == getattr(default, name):
                 continue
@@ -287,29 +262,6 @@ class CopybookOptions(BaseModel):
 
 
 # ---------------------------------------------------------------------- value parsers
-
-
-@dataclass(frozen=True)
-class _Raw:
-    """A value as given (a string or a Python value) with the key it was given under."""
-
-    key: str
-    value: Any
-
-
-def _errors(exc: ValidationError) -> list[OptionsError]:
-    """The :class:`OptionsError` of each value the model refused."""
-    out = []
-    for err in exc.errors(include_url=False):
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, ValueError) and cause.args and isinstance(cause.args[0], OptionsError):
-            out.append(cause.args[0])
-        elif isinstance(cause, OptionsError):
-            out.append(cause)
-        else:
-            key = ".".join(str(p) for p in err["loc"])
-            out.append(OptionsError(f"bad value {err.get('input')!r}: {err['msg']}", where=f"option {key}"))
-    return out
 
 
 def parse_key_values(pairs: Iterable[str]) -> dict[str, str]:
@@ -531,3 +483,6 @@ _PARSERS: dict[str, Any] = {
     "pointer_size": lambda k, v: int(_choice(("4", "8"))(k, v)),
     "encode_branches": _list,
 }
+
+#: the options' names, in declaration order
+_FIELDS = tuple(f.name for f in dataclasses.fields(CopybookOptions))

@@ -226,6 +226,45 @@ def test_jobs_give_the_same_output_errors_and_order(tmp_path: Path, capsys, to: 
     assert records == sorted(records)
 
 
+def test_parts_hold_the_records_of_one_file_in_order(tmp_path: Path, capsys) -> None:
+    """``--parts --jobs 3``: a directory of part files written by three threads; read in name
+    order they are the one file of ``--jobs 1``, with the same errors file and counts (bad
+    fields in every part, a truncated last record, two data files)."""
+    import random
+    import sys
+
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    import datagen
+
+    copybook = datagen.write_copybook(tmp_path / "txn.cpy")
+    data = bytearray(datagen.write_fixed_file(tmp_path / "clean.dat", 30_000).read_bytes())
+    rng = random.Random(11)
+    for _ in range(150):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    first, second = tmp_path / "a.dat", tmp_path / "b.dat"
+    first.write_bytes(bytes(data[: 207 * 20_000]))
+    second.write_bytes(bytes(data[207 * 20_000 :]) + b"\xf1\xf2")
+    common = ["copybook", "decode", str(copybook), str(first), str(second), "--to", "parquet"]
+    one, parts = tmp_path / "one.parquet", tmp_path / "parts"
+    assert main([*common, "--output", str(one), "--errors", str(tmp_path / "e1"), "--jobs", "1"]) == 0
+    summary_one = capsys.readouterr().err.splitlines()[-1].split(" in ")[0]
+    assert main([*common, "--output", str(parts), "--errors", str(tmp_path / "e3"), "--jobs", "3", "--parts"]) == 0
+    summary_parts = capsys.readouterr().err.splitlines()[-1].split(" in ")[0]
+    names = sorted(p.name for p in parts.iterdir())
+    assert len(names) >= 3 and names[0] == "part-00000.parquet"
+    rows = [r for name in names for r in pq.read_table(parts / name).to_pylist()]
+    assert rows == pq.read_table(one).to_pylist()
+    assert (tmp_path / "e3").read_text() == (tmp_path / "e1").read_text()
+    assert summary_parts == summary_one and summary_one.startswith("30000 records, 1 rejected,")
+    # the directory must be new or empty; --parts is for Parquet
+    assert main([*common, "--output", str(parts), "--parts"]) == 2
+    assert "must be a new or empty directory" in capsys.readouterr().err
+    assert main([*common[:-1], "jsonl", "--output", str(tmp_path / "x"), "--parts"]) == 2
+    assert "--parts writes Parquet part files" in capsys.readouterr().err
+
+
 def test_jobs_must_be_positive(tmp_path: Path, capsys) -> None:
     copybook = tmp_path / "c.cpy"
     copybook.write_text("       01 R.\n          05 A PIC X(2).\n")

@@ -4,7 +4,8 @@ Property: on every copybook of the compiler oracle corpus (66 public real-world 
 see data/compiler_corpus/SOURCES.md) that the batch decoder serves, and on a copybook of
 every field kind the compiled kernel knows (zoned with trailing and leading overpunched
 signs, unsigned zoned, packed signed and unsigned up to 18 digits, binary COMP and COMP-5
-of 2, 4 and 8 bytes, text, OCCURS nested in OCCURS), generated records whose every field
+of 2, 4 and 8 bytes, text of up to 64 bytes and longer, OCCURS nested in OCCURS; each through
+the kernel's portable text path and its AVX-512 one where the CPU has it), generated records whose every field
 instance holds a valid encoding of a random value or bad data (random bytes, all 0x00, all
 spaces, all 0xFF, one digit broken, a bad sign nibble), under several code pages, trimming
 policies and null detection: the compiled kernel's Arrow batch and bad fields equal the
@@ -61,6 +62,7 @@ EVERY_KIND = """\
                    15  I-AMT     PIC S9(5)V99.
                10  O-FLAG    PIC X.
            05  T-TAIL        PIC X(20).
+           05  T-LONG        PIC X(70).
 """
 
 OPTIONS = [
@@ -118,6 +120,19 @@ def _records(layout, decoder: BatchDecoder, rng: random.Random, count: int) -> b
     return bytes(out)
 
 
+#: the kernel's text paths: portable C, and AVX-512 VBMI where this CPU has it (the default there)
+TEXT_PATHS = ["portable", *(["simd"] if kernels.FUSED_BUILT and kernels._fused.simd() else [])]
+
+
+@pytest.fixture(params=TEXT_PATHS, scope="module")
+def text_path(request):
+    """Each text path of the kernel, against the same oracles."""
+    before = kernels._fused.simd()
+    assert kernels._fused.use_simd(request.param == "simd") == (request.param == "simd")
+    yield request.param
+    kernels._fused.use_simd(before)
+
+
 def _check(layout, options: dict, seed: int, count: int = 24) -> None:
     if not BatchDecoder.supports(layout, options):
         return
@@ -146,7 +161,7 @@ def _check(layout, options: dict, seed: int, count: int = 24) -> None:
 @pytest.mark.parametrize("options", OPTIONS, ids=["default", "no-null-none", "cp1141-left", "common-right", "keep-std"])
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32))
-def test_every_field_kind(options: dict, seed: int) -> None:
+def test_every_field_kind(options: dict, seed: int, text_path: str) -> None:
     _check(build_layout(parse_copybook(EVERY_KIND)), options, seed, count=40)
 
 
