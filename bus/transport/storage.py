@@ -237,8 +237,9 @@ class StorageTx(abc.ABC):
 
     def settle(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow]) -> list[Stored]:
         """Acknowledge: delete the messages ``(tag, token)`` of ``channel`` and append
-        ``rows``, all or nothing. Returns those still held under their tokens; when that is
-        not all of them the caller raises (and the transaction rolls back)."""
+        ``rows``, all or nothing. Returns those still held under their tokens (their tag,
+        message id and claim at least); when that is not all of them the caller raises (and
+        the transaction rolls back)."""
         held = self.remove(channel, tags)
         if len(held) == len(tags):
             self.append(rows, {})

@@ -423,12 +423,12 @@ class PgTx(StorageTx):
             f"d AS (DELETE FROM {table} q USING h, ok WHERE ok.ok AND q.tag = h.tag), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
             "SELECT %s, %s, h.message_id, %s, h.detail FROM h, ok WHERE ok.ok ORDER BY h.n) "
-            f"SELECT {_MESSAGE} FROM h",
+            "SELECT tag, message_id, claim FROM h",
             (_array([t for t, _ in tags]), _array([k for _, k in tags]), _array([r.detail for r in rows]), len(tags),
              rows[0].at, channel, rows[0].event),
             binary=True,
         ).fetchall()
-        return [_stored(channel, r) for r in held]
+        return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
 
     def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
         table = self._table(channel)
