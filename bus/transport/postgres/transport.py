@@ -107,7 +107,9 @@ class PostgresTransport(StorageTransport):
         self._pending_since = time.monotonic()
         self._wake = threading.Condition()
         self._arrivals: Counter[str] = Counter()
+        self._opened = False
         self._listener: threading.Thread | None = None
+        self._listening = threading.Event()
         self._closing = threading.Event()
         self._identities_pg = PgIdentityRepository(self.store)
 
@@ -117,7 +119,7 @@ class PostgresTransport(StorageTransport):
     # -- connections -----------------------------------------------------------------------
 
     def open(self) -> PostgresTransport:
-        if self._listener is not None:
+        if self._opened:
             return self
         self.store.open()
         with self.begin() as tx:
@@ -125,15 +127,16 @@ class PostgresTransport(StorageTransport):
             for statement in _OWN_DDL.format(s=self.schema).split(";"):
                 tx.x(statement)
         self._closing.clear()
-        self._listener = threading.Thread(target=self._listen, name=f"listen {self.schema}", daemon=True)
-        self._listener.start()
+        self._opened = True
         return self
 
     def close(self) -> None:
         with contextlib.suppress(TransportError):
             self._write_counts(force=True)
         self._closing.set()
-        listener, self._listener = self._listener, None
+        self._opened = False
+        with self._wake:
+            listener, self._listener = self._listener, None
         if listener is not None:
             listener.join(timeout=5)
         self.store.close()
@@ -207,20 +210,38 @@ class PostgresTransport(StorageTransport):
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
                     conn.execute(f'LISTEN "{self.notify_channel}"')
+                    self._listening.set()
                 for note in conn.notifies(timeout=0.5):
                     with self._wake:
                         self._arrivals[note.payload] += 1
                         self._wake.notify_all()
             except psycopg.Error:
+                self._listening.clear()
                 conn = None
                 self._closing.wait(1.0)
+        self._listening.clear()
         if conn is not None:
             conn.close()
 
-    def wait_for(self, channel: str, timeout: float) -> None:
+    def arrivals(self, channel: str) -> int:
         with self._wake:
-            seen = self._arrivals[channel]
-            self._wake.wait_for(lambda: self._arrivals[channel] != seen, timeout)
+            return self._arrivals[channel]
+
+    def wait_for(self, channel: str, timeout: float, seen: int | None = None) -> None:
+        """Wait until a message is announced on ``channel`` after ``seen`` arrivals (or
+        ``timeout``). A process listens only once it first waits (a process that only
+        sends is not woken by every message)."""
+        if self._listener is None:
+            with self._wake:
+                if self._listener is None and self._opened:
+                    self._listener = threading.Thread(target=self._listen, name=f"listen {self.schema}",
+                                                      daemon=True)
+                    self._listener.start()
+            self._listening.wait(timeout)
+            return  # what was sent before it listened: the caller looks again
+        with self._wake:
+            before = self._arrivals[channel] if seen is None else seen
+            self._wake.wait_for(lambda: self._arrivals[channel] != before, timeout)
 
     def committed(self, tx: StorageTransaction) -> None:
         if tx.sent_to:
