@@ -62,7 +62,7 @@ class MemoryTransport(StorageTransport):
             with self.changed:
                 self.changed.notify_all()
 
-    def wait_for(self, channel: str, timeout: float, seen: int | None = None) -> None:
+    def wait_for(self, channel: str, timeout: float) -> None:
         with self.changed:
             self.changed.wait(timeout)
 

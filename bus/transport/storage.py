@@ -312,13 +312,13 @@ class StorageTransport(Transport):
     def begin(self) -> Any:
         """A context manager: one storage transaction, yielding its :class:`StorageTx`."""
 
-    def arrivals(self, channel: str) -> int:
-        """A count of the messages announced on ``channel`` so far (for :meth:`wait_for`)."""
-        return 0
+    def before_look(self, channel: str) -> None:
+        """Called by :meth:`receive_wait` before each look at ``channel``: a store woken by
+        announcements notes how many it has seen, so that :meth:`wait_for` misses none made
+        between the look and the wait."""
 
-    def wait_for(self, channel: str, timeout: float, seen: int | None = None) -> None:
-        """Return when a message may have arrived on ``channel`` (after the ``seen``-th
-        :meth:`arrivals`: none is missed between a look and the wait), or after ``timeout``."""
+    def wait_for(self, channel: str, timeout: float) -> None:
+        """Return when a message may have arrived on ``channel``, or after ``timeout``."""
         time.sleep(min(timeout, 0.02))
 
     def committed(self, tx: StorageTransaction) -> None:
@@ -362,12 +362,12 @@ class StorageTransport(Transport):
         sel = as_selector(selector)
         deadline = time.monotonic() + wait
         while True:
-            seen = self.arrivals(channel)
+            self.before_look(channel)
             got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
             left = deadline - time.monotonic()
             if got or left <= 0:
                 return got
-            self.wait_for(channel, min(left, 0.25), seen)  # leases and backoff delays end unannounced
+            self.wait_for(channel, min(left, 0.25))  # leases and backoff delays end unannounced
 
     # -- channels --------------------------------------------------------------------------
 

@@ -107,6 +107,7 @@ class PostgresTransport(StorageTransport):
         self._pending_since = time.monotonic()
         self._wake = threading.Condition()
         self._arrivals: Counter[str] = Counter()
+        self._seen = threading.local()  # (channel, arrivals) before a thread's last look
         self._opened = False
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
@@ -223,14 +224,14 @@ class PostgresTransport(StorageTransport):
         if conn is not None:
             conn.close()
 
-    def arrivals(self, channel: str) -> int:
+    def before_look(self, channel: str) -> None:
         with self._wake:
-            return self._arrivals[channel]
+            self._seen.mark = (channel, self._arrivals[channel])
 
-    def wait_for(self, channel: str, timeout: float, seen: int | None = None) -> None:
-        """Wait until a message is announced on ``channel`` after ``seen`` arrivals (or
-        ``timeout``). A process listens only once it first waits (a process that only
-        sends is not woken by every message)."""
+    def wait_for(self, channel: str, timeout: float) -> None:
+        """Wait until a message is announced on ``channel`` after the count noted by
+        :meth:`before_look` (or now), or ``timeout``. A process listens only once it first
+        waits (a process that only sends is not woken by every message)."""
         if self._listener is None:
             with self._wake:
                 if self._listener is None and self._opened:
@@ -239,8 +240,9 @@ class PostgresTransport(StorageTransport):
                     self._listener.start()
             self._listening.wait(timeout)
             return  # what was sent before it listened: the caller looks again
+        mark = getattr(self._seen, "mark", None)
         with self._wake:
-            before = self._arrivals[channel] if seen is None else seen
+            before = mark[1] if mark is not None and mark[0] == channel else self._arrivals[channel]
             self._wake.wait_for(lambda: self._arrivals[channel] != before, timeout)
 
     def committed(self, tx: StorageTransaction) -> None:
