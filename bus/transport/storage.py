@@ -63,8 +63,6 @@ from coupler.bus.model.identities import Identity, IdentityError, IdentityReposi
 from coupler.bus.model.selectors import Selector, as_selector
 from coupler.bus.transport import policy
 from coupler.bus.transport.base import (
-    DEFAULT_DEAD_LETTER,
-    DEFAULT_INVALID,
     ChannelConfig,
     ChannelStats,
     DeadKind,
@@ -219,11 +217,11 @@ class StorageTx(abc.ABC):
         return [m for m in messages if self.update(m, token=token, visible_at=until, attempts=m.attempts + 1)]
 
     #: True when :meth:`take` journals the receipts itself (given ``consumer``)
-    journals_receipts = False
+    journals_receipts: bool = False
     #: set by the transport when this transaction is one standalone receive or acknowledgement
     #: (no claim-checked bodies): a store may run its first statement as a transaction of its
     #: own (whatever follows, rare, dead-lettering what was leased, in the next one)
-    alone = False
+    alone: bool = False
 
     def take(self, channel: str, *, now: float, limit: int, token: int, until: float,
              consumer: str | None = None, max_attempts: int = 0) -> list[Stored]:
@@ -281,26 +279,9 @@ class StorageTransport(Transport):
     #: declarations are seen after at most this long)
     config_ttl = 1.0
 
-    def __init__(
-        self,
-        *,
-        backoff: BackoffPolicy | None = None,
-        lease_seconds: float = 30.0,
-        claim_threshold: int = 256 * 1024,
-        journal_retention: float = 7 * 86400.0,
-        idempotency_retention: float = 7 * 86400.0,
-        dead_letter: str = DEFAULT_DEAD_LETTER,
-        invalid: str = DEFAULT_INVALID,
-        clock: Any = time.time,
-    ):
-        self.backoff = backoff or BackoffPolicy()
-        self.lease_seconds = lease_seconds
-        self.claim_threshold = claim_threshold
-        self.journal_retention = journal_retention
-        self.idempotency_retention = idempotency_retention
-        self.dead_letter_default = dead_letter
-        self.invalid_default = invalid
-        self.clock = clock
+    def __init__(self, **settings: Any):
+        """``settings``: those of :meth:`~coupler.bus.transport.base.Transport.keep_policy`."""
+        self.keep_policy(**settings)
         self._rng = random.Random()
         self._local = threading.local()
         self._configs: tuple[float, dict[str, ChannelConfig], dict[str, list[tuple[str, str, str | None]]]] | None = None

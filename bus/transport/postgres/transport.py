@@ -36,10 +36,10 @@ from typing import Any
 import psycopg
 
 from coupler.bus.model.identities import IdentityRepository
+from coupler.bus.transport import policy
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
-from coupler.bus.transport import policy
 from coupler.bus.transport.policy import COUNTERS
 from coupler.bus.transport.sql_filters import journal_entries, journal_query
 from coupler.bus.transport.storage import (
