@@ -84,6 +84,44 @@ AMQP_URL = os.environ.get("COUPLER_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.
 PG_DSN = os.environ.get("COUPLER_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+class _ServerCpu:
+    """The CPU time PostgreSQL's backends spend for this process's connections: every
+    connection the process opens after :meth:`__init__` is named by ``PGAPPNAME``, and the
+    backends' ``/proc/<pid>/stat`` is read (when the server runs on this machine and its
+    processes can be read; else :meth:`spent` is None)."""
+
+    def __init__(self) -> None:
+        self.name = f"coupler-bench-{uuid.uuid4().hex[:12]}"
+        os.environ["PGAPPNAME"] = self.name
+        self.start: dict[int, float] | None = {}
+
+    def _read(self) -> dict[int, float] | None:
+        import psycopg
+
+        try:
+            with psycopg.connect(PG_DSN, autocommit=True, application_name="coupler-bench-monitor") as db:
+                pids = [r[0] for r in db.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (self.name,))]
+            tick = os.sysconf("SC_CLK_TCK")
+            out = {}
+            for pid in pids:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[pid] = (int(fields[11]) + int(fields[12])) / tick
+            return out
+        except (OSError, ValueError, IndexError, psycopg.Error):
+            return None
+
+    def begin(self) -> None:
+        self.start = self._read()
+
+    def spent(self) -> float | None:
+        end = self._read()
+        if end is None or self.start is None:
+            return None
+        return sum(v - self.start.get(pid, 0.0) for pid, v in end.items())
+
+
 def _use_code_of(spec: tuple[Any, ...]) -> None:
     """In a fresh process, before ``coupler`` is imported: the code the spec runs (its last
     item: an older commit's worktree, for ``--baseline-ref``; None: the current code)."""
@@ -113,7 +151,10 @@ def _producer(spec: tuple[Any, ...], count: int, batch: int, rate: float | None,
     _use_code_of(spec)
     from coupler.canonical import Envelope
 
+    server = _ServerCpu() if spec[0] == "postgres" else None
     t = _open_transport(spec)
+    if server:
+        server.begin()
     go.wait()
     start = time.monotonic()
     cpu = time.process_time()
@@ -123,13 +164,19 @@ def _producer(spec: tuple[Any, ...], count: int, batch: int, rate: float | None,
             if delay > 0:
                 time.sleep(delay)
         t.send("bench", [Envelope(format="bench.Item@1", body=_body(i + j)) for j in range(min(batch, count - i))])
-    out.put(("producer", time.process_time() - cpu))
+    cpu = time.process_time() - cpu
+    if server:
+        out.put(("server", server.spent()))
+    out.put(("producer", cpu))
     t.close()
 
 
 def _consumer(spec: tuple[Any, ...], count: int, batch: int, out: Any, go: Any) -> None:
     _use_code_of(spec)
+    server = _ServerCpu() if spec[0] == "postgres" else None
     t = _open_transport(spec)
+    if server:
+        server.begin()
     latencies = []
     got = 0
     go.wait()
@@ -143,7 +190,10 @@ def _consumer(spec: tuple[Any, ...], count: int, batch: int, out: Any, go: Any) 
         done = time.monotonic()
         latencies.extend(done - _stamp(d.envelope.body) for d in ds)
         got += len(ds)
-    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
+    report = (start, time.monotonic(), latencies, time.process_time() - cpu)
+    if server:
+        out.put(("server", server.spent()))
+    out.put(("consumer", report))
     t.close()
 
 
@@ -228,7 +278,9 @@ def run_postgres(count: int, batch: int, rate: float | None = None) -> dict[str,
 def _rawpg_producer(table: str, count: int, batch: int, out: Any, go: Any) -> None:
     import psycopg
 
+    server = _ServerCpu()
     db = psycopg.connect(PG_DSN, autocommit=True)
+    server.begin()
     go.wait()
     cpu = time.process_time()
     for i in range(0, count, batch):
@@ -236,14 +288,18 @@ def _rawpg_producer(table: str, count: int, batch: int, out: Any, go: Any) -> No
         with db.transaction():
             db.execute(f"INSERT INTO {table} (visible_at, body) SELECT %s, unnest(%s::bytea[])",
                        (time.time(), [_body(i + j) for j in range(n)]))
-    out.put(("producer", time.process_time() - cpu))
+    cpu = time.process_time() - cpu
+    out.put(("server", server.spent()))
+    out.put(("producer", cpu))
     db.close()
 
 
 def _rawpg_consumer(table: str, count: int, batch: int, out: Any, go: Any) -> None:
     import psycopg
 
+    server = _ServerCpu()
     db = psycopg.connect(PG_DSN, autocommit=True)
+    server.begin()
     latencies: list[float] = []
     got = 0
     go.wait()
@@ -265,7 +321,9 @@ def _rawpg_consumer(table: str, count: int, batch: int, out: Any, go: Any) -> No
         done = time.monotonic()
         latencies.extend(done - _stamp(r[1]) for r in rows)
         got += len(rows)
-    out.put(("consumer", (start, time.monotonic(), latencies, time.process_time() - cpu)))
+    report = (start, time.monotonic(), latencies, time.process_time() - cpu)
+    out.put(("server", server.spent()))
+    out.put(("consumer", report))
     db.close()
 
 
@@ -636,7 +694,14 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
     load = os.getloadavg()[0]
     go.set()
     t0 = time.monotonic()
-    reports = dict(out.get(timeout=600) for _ in range(2))
+    reports: dict[str, Any] = {}
+    server: float | None = 0.0
+    while "producer" not in reports or "consumer" not in reports:
+        kind, value = out.get(timeout=600)
+        if kind == "server":  # PostgreSQL's CPU for a side's connections (None: not readable)
+            server = None if value is None or server is None else server + value
+        else:
+            reports[kind] = value
     for p in procs:
         p.join(60)
         if p.exitcode != 0:
@@ -652,6 +717,7 @@ def _run(procs: list[Any], go: Any, out: Any, count: int) -> dict[str, Any]:
         "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 3),
         "producer_cpu_us": round(reports["producer"] / count * 1e6, 1),
         "consumer_cpu_us": round(consumer_cpu / count * 1e6, 1),
+        "server_cpu_us": None if server is None or server == 0.0 else round(server / count * 1e6, 1),
         "load": round(load, 2),
     }
 
@@ -672,6 +738,11 @@ def main(argv: list[str] | None = None) -> int:
         "of the broker transport, --only postgres,rawpg for the PostgreSQL transport's",
     )
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N",
+        help="run the raw psycopg and postgres rows N times each, alternately (raw, postgres, raw, ...): the "
+        "ratio is the median of the N pairs (on a shared machine one pair can fall into a burst of load)",
+    )
     parser.add_argument(
         "--baseline-ref", metavar="REF",
         help="also run the sqlite FULL, amqp and route rows with the code of git commit REF (a temporary worktree), "
@@ -709,7 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cpus)")
     print(
         f"{'run':32} {'msgs':>7} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'prod us':>8} {'cons us':>8} {'load':>6}",
+        f"{'prod us':>8} {'cons us':>8} {'srv us':>8} {'load':>6}",
         flush=True,
     )
 
@@ -717,7 +788,8 @@ def main(argv: list[str] | None = None) -> int:
         runs[name] = r
         print(
             f"{name:32} {r['count']:7} {r['msg_per_s']:8} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
-            f"{r['producer_cpu_us']:8.1f} {r['consumer_cpu_us']:8.1f} {r['load']:6.2f}",
+            f"{r['producer_cpu_us']:8.1f} {r['consumer_cpu_us']:8.1f} "
+            f"{'' if r.get('server_cpu_us') is None else format(r['server_cpu_us'], '.1f'):>8} {r['load']:6.2f}",
             flush=True,
         )
 
@@ -752,10 +824,12 @@ def main(argv: list[str] | None = None) -> int:
             record(f"rabbitmq batch {batch}", run_rabbitmq(n, batch))
         if have_rmq and "quorum" in only:
             record(f"rabbitmq quorum batch {batch}", run_rabbitmq(n, batch, quorum=True))
-        if have_pg and "rawpg" in only:
-            record(f"raw psycopg batch {batch}", run_rawpg(n, batch))
-        if have_pg and "postgres" in only:
-            record(f"postgres batch {batch}", run_postgres(n, batch))
+        for k in range(1, args.repeat + 1):  # alternately: both sides see the same load
+            tail = f" #{k}" if args.repeat > 1 else ""
+            if have_pg and "rawpg" in only:
+                record(f"raw psycopg batch {batch}{tail}", run_rawpg(n, batch))
+            if have_pg and "postgres" in only:
+                record(f"postgres batch {batch}{tail}", run_postgres(n, batch))
     if "route" in only:
         for _ in range(2):  # interleaved twice: before, after, before, after
             if old_code is not None:
@@ -795,6 +869,23 @@ def main(argv: list[str] | None = None) -> int:
         ratio(f"amqp / rabbitmq quorum, {b}", f"amqp {b}", f"rabbitmq quorum {b}")
         ratio(f"rabbitmq quorum / rabbitmq, {b}", f"rabbitmq quorum {b}", f"rabbitmq {b}")
         ratio(f"postgres / raw psycopg, {b} (acceptance: >= 0.8)", f"postgres {b}", f"raw psycopg {b}")
+        pairs = [(runs[f"postgres {b} #{k}"], runs[f"raw psycopg {b} #{k}"]) for k in range(1, args.repeat + 1)
+                 if f"postgres {b} #{k}" in runs and f"raw psycopg {b} #{k}" in runs] if args.repeat > 1 else []
+        if pairs:
+            each = sorted(round(mine["msg_per_s"] / theirs["msg_per_s"], 3) for mine, theirs in pairs)
+            r = ratios[f"postgres / raw psycopg, {b}, median of {len(each)} pairs"] = each[len(each) // 2]
+            print(f"postgres / raw psycopg, {b}, median of {len(each)} pairs (acceptance: >= 0.8): {r:.2f}x "
+                  f"(pairs: {', '.join(f'{x:.2f}' for x in each)})")
+        for mine_name, theirs_name in [(f"postgres {b}{t}", f"raw psycopg {b}{t}")
+                                       for t in ([""] if args.repeat == 1 else [f" #{k}" for k in range(1, args.repeat + 1)])]:
+            mine, theirs = runs.get(mine_name), runs.get(theirs_name)
+            if mine and theirs and mine.get("server_cpu_us") and theirs.get("server_cpu_us"):
+                total = {name: x["producer_cpu_us"] + x["consumer_cpu_us"] + x["server_cpu_us"]
+                         for name, x in (("mine", mine), ("theirs", theirs))}
+                r = ratios[f"cpu raw psycopg / postgres, {mine_name.removeprefix('postgres ')}"] = round(
+                    total["theirs"] / total["mine"], 3)
+                print(f"CPU per message (client + server), raw psycopg / postgres, "
+                      f"{mine_name.removeprefix('postgres ')}: {r:.2f}x ({total['theirs']:.0f} / {total['mine']:.0f} us)")
     if old_name:
         for b in ("batch 100", "batch 1", "latency @1000/s"):
             ratio(f"amqp / amqp {old_name}, {b}", f"amqp {b}", f"amqp {old_name} {b}")

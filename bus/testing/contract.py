@@ -119,6 +119,19 @@ def test_unacknowledged_message_returns_after_its_lease(transport: Transport) ->
     assert transport.stats("q")[0].depth == 0
 
 
+def test_acknowledging_a_batch_with_a_lost_lease_acknowledges_none_of_it(transport: Transport) -> None:
+    transport.send("q", [doc(b"kept"), doc(b"lost")])
+    [kept] = transport.receive("q", "slow")
+    [lost] = transport.receive("q", "slow", lease_seconds=0.2)
+    [taken] = transport.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    assert taken.envelope.body == b"lost"
+    with pytest.raises(LeaseLostError):
+        transport.ack([kept, lost])
+    transport.ack(kept)  # still held: the failed batch settled nothing
+    transport.ack(taken)
+    assert transport.stats("q")[0].depth == 0
+
+
 def test_nack_redelivers_then_dead_letters_with_error_component_attempts(transport: Transport) -> None:
     transport.send("q", doc(b"poison", properties={"k": "v"}))
     outcomes = []

@@ -46,7 +46,8 @@ Threads: a Transport object may be shared by threads (each gets its own connecti
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -463,6 +464,26 @@ class Transport(TransactionOps):
     Methods of :class:`TransactionOps` called on the transport itself run in a transaction
     of their own (or join the transaction open in the calling thread).
     """
+
+    def keep_policy(
+        self,
+        *,
+        backoff: BackoffPolicy | None = None,
+        lease_seconds: float = 30.0,
+        claim_threshold: int = 256 * 1024,
+        journal_retention: float = 7 * 86400.0,
+        idempotency_retention: float = 7 * 86400.0,
+        dead_letter: str = DEFAULT_DEAD_LETTER,
+        invalid: str = DEFAULT_INVALID,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Keep the settings every transport takes, with their defaults (the common
+        ``[store]`` keys, applied by :mod:`coupler.bus.transport.policy`): a transport's
+        constructor passes its ``**settings`` on."""
+        self.backoff = backoff or BackoffPolicy()
+        self.lease_seconds, self.claim_threshold, self.clock = lease_seconds, claim_threshold, clock
+        self.journal_retention, self.idempotency_retention = journal_retention, idempotency_retention
+        self.dead_letter_default, self.invalid_default = dead_letter, invalid
 
     # -- lifecycle -------------------------------------------------------------------------
 

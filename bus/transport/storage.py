@@ -63,8 +63,6 @@ from coupler.bus.model.identities import Identity, IdentityError, IdentityReposi
 from coupler.bus.model.selectors import Selector, as_selector
 from coupler.bus.transport import policy
 from coupler.bus.transport.base import (
-    DEFAULT_DEAD_LETTER,
-    DEFAULT_INVALID,
     ChannelConfig,
     ChannelStats,
     DeadKind,
@@ -219,10 +217,32 @@ class StorageTx(abc.ABC):
         returns those leased (as they were read)."""
         return [m for m in messages if self.update(m, token=token, visible_at=until, attempts=m.attempts + 1)]
 
-    def take(self, channel: str, *, now: float, limit: int, token: int, until: float) -> list[Stored]:
+    #: True when :meth:`take` journals the receipts itself (given ``consumer``)
+    journals_receipts: bool = False
+    #: set by the transport when this transaction is one standalone receive or acknowledgement
+    #: (no claim-checked bodies): a store may run its first statement as a transaction of its
+    #: own (whatever follows, rare, dead-lettering what was leased, in the next one)
+    alone: bool = False
+
+    def take(self, channel: str, *, now: float, limit: int, token: int, until: float,
+             consumer: str | None = None, max_attempts: int = 0) -> list[Stored]:
         """``scan`` the ready messages and ``lease`` them all at once; the messages as they
-        were read (a store may do it in one statement)."""
+        were read (a store may do it in one statement). A store that
+        :attr:`journals_receipts` also appends, given ``consumer``, the journal row
+        ``received`` of each message :func:`~coupler.bus.transport.policy.undeliverable`
+        lets through as far as the store can tell: not expired at ``now``, and not leased
+        before (``token``) with ``max_attempts`` attempts made."""
         return self.lease(self.scan(channel, ready_at=now, limit=limit), token=token, until=until)
+
+    def settle(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow]) -> list[Stored]:
+        """Acknowledge: delete the messages ``(tag, token)`` of ``channel`` and append
+        ``rows``, all or nothing. Returns those still held under their tokens (their tag,
+        message id and claim at least); when that is not all of them the caller raises (and
+        the transaction rolls back)."""
+        held = self.remove(channel, tags)
+        if len(held) == len(tags):
+            self.append(rows, {})
+        return held
 
     def channels(self) -> set[str]:
         """Every channel holding messages now."""
@@ -260,26 +280,9 @@ class StorageTransport(Transport):
     #: declarations are seen after at most this long)
     config_ttl = 1.0
 
-    def __init__(
-        self,
-        *,
-        backoff: BackoffPolicy | None = None,
-        lease_seconds: float = 30.0,
-        claim_threshold: int = 256 * 1024,
-        journal_retention: float = 7 * 86400.0,
-        idempotency_retention: float = 7 * 86400.0,
-        dead_letter: str = DEFAULT_DEAD_LETTER,
-        invalid: str = DEFAULT_INVALID,
-        clock: Any = time.time,
-    ):
-        self.backoff = backoff or BackoffPolicy()
-        self.lease_seconds = lease_seconds
-        self.claim_threshold = claim_threshold
-        self.journal_retention = journal_retention
-        self.idempotency_retention = idempotency_retention
-        self.dead_letter_default = dead_letter
-        self.invalid_default = invalid
-        self.clock = clock
+    def __init__(self, **settings: Any):
+        """``settings``: those of :meth:`~coupler.bus.transport.base.Transport.keep_policy`."""
+        self.keep_policy(**settings)
         self._rng = random.Random()
         self._local = threading.local()
         self._configs: tuple[float, dict[str, ChannelConfig], dict[str, list[tuple[str, str, str | None]]]] | None = None
@@ -291,6 +294,11 @@ class StorageTransport(Transport):
     def begin(self) -> Any:
         """A context manager: one storage transaction, yielding its :class:`StorageTx`."""
 
+    def before_look(self, channel: str) -> None:
+        """Called by :meth:`receive_wait` before each look at ``channel``: a store woken by
+        announcements notes how many it has seen, so that :meth:`wait_for` misses none made
+        between the look and the wait."""
+
     def wait_for(self, channel: str, timeout: float) -> None:
         """Return when a message may have arrived on ``channel``, or after ``timeout``."""
         time.sleep(min(timeout, 0.02))
@@ -301,12 +309,13 @@ class StorageTransport(Transport):
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[StorageTransaction]:
+    def transaction(self, *, alone: bool = False) -> Iterator[StorageTransaction]:
         current: StorageTransaction | None = getattr(self._local, "tx", None)
         if current is not None:
             yield current
             return
         with self.begin() as stx:
+            stx.alone = alone
             tx = StorageTransaction(self, stx)
             self._local.tx = tx
             try:
@@ -315,6 +324,16 @@ class StorageTransport(Transport):
             finally:
                 self._local.tx = None
         self.committed(tx)
+
+    def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
+                selector: Selector | str | None = None) -> list[Delivery]:
+        with self.transaction(alone=selector is None) as tx:
+            return tx.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=selector)
+
+    def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
+        ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
+        with self.transaction(alone=not any(d.claim for d in ds)) as tx:
+            tx.ack(ds)
 
     def remember(self, scope: str, key: str, ttl: float) -> bool:
         with self.transaction() as tx:
@@ -325,6 +344,7 @@ class StorageTransport(Transport):
         sel = as_selector(selector)
         deadline = time.monotonic() + wait
         while True:
+            self.before_look(channel)
             got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
             left = deadline - time.monotonic()
             if got or left <= 0:
@@ -584,11 +604,13 @@ class StorageTransaction(TransactionOps):
         out: list[Delivery] = []
         after: tuple[float, int] | None = None
         if sel is None:  # the common case: lease the oldest ready messages at once
-            for m in self.stx.take(channel, now=self.now, limit=max, token=token, until=until):
-                leased = replace(m, token=token)
-                env = self._deliverable(leased, backoff, lease_lost=m.token is not None)
+            journalled = self.stx.journals_receipts
+            for m in self.stx.take(channel, now=self.now, limit=max, token=token, until=until,
+                                   consumer=consumer, max_attempts=backoff.max_attempts):
+                lost, m.token = m.token is not None, token  # m: the store's copy, leased now
+                env = self._deliverable(m, backoff, lease_lost=lost)
                 if env is not None:
-                    self._deliver(out, leased, env, consumer, hop, until, attempt=m.attempts + 1)
+                    self._deliver(out, m, env, consumer, hop, until, attempt=m.attempts + 1, journalled=journalled)
         while sel is not None and len(out) < max:
             page = self.stx.scan(channel, ready_at=self.now, after=after, limit=200)
             if not page:
@@ -622,11 +644,12 @@ class StorageTransaction(TransactionOps):
             return None
 
     def _deliver(self, out: list[Delivery], m: Stored, env: Envelope, consumer: str, hop: HistoryEntry,
-                 until: float, *, attempt: int) -> None:
+                 until: float, *, attempt: int, journalled: bool = False) -> None:
         env.attempt = attempt
         env.history.append(hop)
         out.append(Delivery(m.channel, consumer, env, m.tag, m.token or 0, attempt, until, m.claim))
-        self.rows.append(JournalRow(self.now, m.channel, m.message_id, policy.RECEIVED, consumer))
+        if not journalled:  # else the store's take() did
+            self.rows.append(JournalRow(self.now, m.channel, m.message_id, policy.RECEIVED, consumer))
 
     def _lost(self, d: Delivery, what: str) -> LeaseLostError:
         return LeaseLostError(
@@ -641,12 +664,12 @@ class StorageTransaction(TransactionOps):
         for d in ds:
             by_channel.setdefault(d.channel, []).append(d)
         for channel, group in by_channel.items():
-            gone = self.stx.remove(channel, [(d.tag, d.token) for d in group])
-            if len(gone) != len(group):
-                raise self._lost(next(d for d in group if d.tag not in {m.tag for m in gone}), "acknowledge")
+            rows = [JournalRow(self.now, channel, d.message_id, policy.ACKED, d.ack_detail) for d in group]
+            held = self.stx.settle(channel, [(d.tag, d.token) for d in group], rows)
+            if len(held) != len(group):
+                raise self._lost(next(d for d in group if d.tag not in {m.tag for m in held}), "acknowledge")
             self.count(channel, "acked", len(group))
-            self.rows.extend(JournalRow(self.now, channel, d.message_id, policy.ACKED, d.ack_detail) for d in group)
-            self.release_claims([m.claim for m in gone if m.claim])
+            self.release_claims([m.claim for m in held if m.claim])
 
     def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
              delay: float | None = None, dead: bool = False) -> Literal["retry", "dead"]:

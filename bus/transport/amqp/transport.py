@@ -275,12 +275,9 @@ class AmqpTransport(Transport):
         self.url = url
         self.store = postgres if isinstance(postgres, PgStore) else PgStore(postgres, schema=postgres_schema)
         self.names = Names(prefix, delivery_limit)
-        self.backoff = backoff or BackoffPolicy()
-        self.lease_seconds = lease_seconds
-        self.journal_retention = journal_retention
-        self.idempotency_retention = idempotency_retention
-        self.dead_letter_default = dead_letter
-        self.invalid_default = invalid
+        self.keep_policy(backoff=backoff, lease_seconds=lease_seconds, claim_threshold=claim_threshold,
+                         journal_retention=journal_retention, idempotency_retention=idempotency_retention,
+                         dead_letter=dead_letter, invalid=invalid)
         self.reconnect_timeout = reconnect_timeout
         self.file_lease_seconds = file_lease_seconds
         self.name = name
@@ -297,7 +294,6 @@ class AmqpTransport(Transport):
         #: without an acknowledgement, its acked count then) -- see stats()
         self._waiting: dict[str, tuple[float, int]] = {}
         self.prefetch_limit = prefetch_limit
-        self.claim_threshold = claim_threshold
         self._lease_ids = itertools.count(1)
         self._declared: set[str] = set()
         self._configs: dict[str, tuple[float, ChannelConfig]] = {}

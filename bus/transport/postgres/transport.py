@@ -24,6 +24,7 @@ is :class:`~coupler.bus.transport.storage.StorageTransport`'s; this module is on
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import re
 import threading
@@ -35,6 +36,7 @@ from typing import Any
 import psycopg
 
 from coupler.bus.model.identities import IdentityRepository
+from coupler.bus.transport import policy
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
@@ -77,6 +79,7 @@ _MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts
 _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
 
 
+@functools.lru_cache(maxsize=4096)
 def table_of(channel: str) -> str:
     """The table of a channel: readable, unique (a hash of the whole name), within 63 bytes."""
     readable = re.sub(r"[^a-z0-9]+", "_", channel.lower())[:40]
@@ -104,7 +107,10 @@ class PostgresTransport(StorageTransport):
         self._pending_since = time.monotonic()
         self._wake = threading.Condition()
         self._arrivals: Counter[str] = Counter()
+        self._seen = threading.local()  # (channel, arrivals) before a thread's last look
+        self._opened = False
         self._listener: threading.Thread | None = None
+        self._listening = threading.Event()
         self._closing = threading.Event()
         self._identities_pg = PgIdentityRepository(self.store)
 
@@ -114,7 +120,7 @@ class PostgresTransport(StorageTransport):
     # -- connections -----------------------------------------------------------------------
 
     def open(self) -> PostgresTransport:
-        if self._listener is not None:
+        if self._opened:
             return self
         self.store.open()
         with self.begin() as tx:
@@ -122,15 +128,16 @@ class PostgresTransport(StorageTransport):
             for statement in _OWN_DDL.format(s=self.schema).split(";"):
                 tx.x(statement)
         self._closing.clear()
-        self._listener = threading.Thread(target=self._listen, name=f"listen {self.schema}", daemon=True)
-        self._listener.start()
+        self._opened = True
         return self
 
     def close(self) -> None:
         with contextlib.suppress(TransportError):
             self._write_counts(force=True)
         self._closing.set()
-        listener, self._listener = self._listener, None
+        self._opened = False
+        with self._wake:
+            listener, self._listener = self._listener, None
         if listener is not None:
             listener.join(timeout=5)
         self.store.close()
@@ -204,20 +211,39 @@ class PostgresTransport(StorageTransport):
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
                     conn.execute(f'LISTEN "{self.notify_channel}"')
+                    self._listening.set()
                 for note in conn.notifies(timeout=0.5):
                     with self._wake:
                         self._arrivals[note.payload] += 1
                         self._wake.notify_all()
             except psycopg.Error:
+                self._listening.clear()
                 conn = None
                 self._closing.wait(1.0)
+        self._listening.clear()
         if conn is not None:
             conn.close()
 
-    def wait_for(self, channel: str, timeout: float) -> None:
+    def before_look(self, channel: str) -> None:
         with self._wake:
-            seen = self._arrivals[channel]
-            self._wake.wait_for(lambda: self._arrivals[channel] != seen, timeout)
+            self._seen.mark = (channel, self._arrivals[channel])
+
+    def wait_for(self, channel: str, timeout: float) -> None:
+        """Wait until a message is announced on ``channel`` after the count noted by
+        :meth:`before_look` (or now), or ``timeout``. A process listens only once it first
+        waits (a process that only sends is not woken by every message)."""
+        if self._listener is None:
+            with self._wake:
+                if self._listener is None and self._opened:
+                    self._listener = threading.Thread(target=self._listen, name=f"listen {self.schema}",
+                                                      daemon=True)
+                    self._listener.start()
+            self._listening.wait(timeout)
+            return  # what was sent before it listened: the caller looks again
+        mark = getattr(self._seen, "mark", None)
+        with self._wake:
+            before = mark[1] if mark is not None and mark[0] == channel else self._arrivals[channel]
+            self._wake.wait_for(lambda: self._arrivals[channel] != before, timeout)
 
     def committed(self, tx: StorageTransaction) -> None:
         if tx.sent_to:
@@ -239,7 +265,16 @@ class PostgresTransport(StorageTransport):
 
 
 class PgTx(StorageTx):
-    """One PostgreSQL transaction of a :class:`PostgresTransport`."""
+    """One PostgreSQL transaction of a :class:`PostgresTransport`.
+
+    Statements are few, as each costs the client about as much CPU as a round trip: the
+    writes nobody waits for (messages put, journal rows, ``pg_notify``) are kept and sent as
+    one statement (data-modifying CTEs) with the next statement or the ``COMMIT``; a
+    transaction that is only such writes (a send) is that one statement, a transaction of
+    its own, with no ``BEGIN`` or ``COMMIT``. So is a standalone receive (:attr:`alone`:
+    lease and journal in one statement) or acknowledgement (delete and journal)."""
+
+    journals_receipts = True
 
     def __init__(self, t: PostgresTransport, c: psycopg.Connection[Any]):
         self.t = t
@@ -247,35 +282,63 @@ class PgTx(StorageTx):
         self.s = t.schema
         self.created: set[str] = set()
         self.counts: Counter[tuple[str, str]] = Counter()
-        #: channels to notify and journal rows to write, sent with the COMMIT
+        #: channels to notify, journal rows and messages (by table) to write, not sent yet
         self.notify: set[str] = set()
         self.journal_rows: list[tuple[Any, ...]] = []
+        self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
 
     def x(self, sql: str, params: Any = None, **options: Any) -> psycopg.Cursor[Any]:
-        """Run a statement of this transaction; the first one goes out with its ``BEGIN``
-        (one round trip: pipeline mode)."""
+        """Run a statement of this transaction, after the writes kept so far. The first one
+        goes out with its ``BEGIN`` (one round trip: pipeline mode), or alone in a
+        transaction of its own when this transaction is :attr:`alone`."""
+        writes = self._writes()
         if self.begun:
+            if writes:
+                self.c.execute(*writes[:2], binary=writes[2])
+            return self.c.execute(sql, params, **options)
+        if self.alone and not writes:
+            self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
             return self.c.execute(sql, params, **options)
         self.begun = True
         with self.c.pipeline():
             self.c.execute("BEGIN")
+            if writes:
+                self.c.execute(*writes[:2], binary=writes[2])
             return self.c.execute(sql, params, **options)
 
     def commit(self) -> None:
-        """Write the journal rows, notify the channels that got messages and commit: one
-        round trip (pipeline mode); nothing at all for a transaction that did nothing."""
-        if not (self.begun or self.journal_rows or self.notify):
+        """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
+        writes = self._writes()
+        if not self.begun:
+            if writes:  # one statement: a transaction of its own
+                self.c.execute(*writes[:2], binary=writes[2])
             return
-        with self.c.pipeline():
-            if not self.begun:
-                self.c.execute("BEGIN")
-                self.begun = True
-            if self.journal_rows:
-                self._insert(f"{self.s}.journal", _JOURNAL, self.journal_rows)
-            for channel in sorted(self.notify):
-                self.c.execute("SELECT pg_notify(%s, %s)", (self.t.notify_channel, channel))
+        if writes:
+            with self.c.pipeline():
+                self.c.execute(*writes[:2], binary=writes[2])
+                self.c.execute("COMMIT")
+        else:
             self.c.execute("COMMIT")
+
+    def _writes(self) -> tuple[str, list[Any], bool] | None:
+        """The writes kept (emptied): one statement, its parameters and whether they go in
+        binary (arrays); None when there are none."""
+        if not (self.puts or self.journal_rows or self.notify):
+            return None
+        parts: list[str] = []
+        params: list[Any] = []
+        binary = False
+        for table, rows in self.puts.items():
+            binary |= _rows(parts, params, table, _PUT, rows)
+        if self.journal_rows:
+            binary |= _rows(parts, params, f"{self.s}.journal", _JOURNAL, self.journal_rows)
+        tail = ", ".join("pg_notify(%s, %s)" for _ in self.notify) or "1"
+        for channel in sorted(self.notify):
+            params += [self.t.notify_channel, channel]
+        self.puts, self.journal_rows, self.notify = {}, [], set()
+        ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
+        return (f"WITH {ctes} SELECT {tail}" if ctes else f"SELECT {tail}"), params, binary
 
     def _table(self, channel: str, *, create: bool = False) -> str | None:
         table = table_of(channel)
@@ -294,30 +357,13 @@ class PgTx(StorageTx):
         self.created.add(table)
         return f"{self.s}.{table}"
 
-    def _insert(self, table: str, columns: tuple[tuple[str, str], ...], rows: list[tuple[Any, ...]]) -> None:
-        """Insert ``rows`` in their order, in one statement: one row as it is, several as one
-        array a column (binary: no quoting of every element)."""
-        names = ", ".join(name for name, _type in columns)
-        if len(rows) == 1:
-            self.x(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})", rows[0])
-            return
-        arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in columns)
-        self.x(
-            f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
-            f"WITH ORDINALITY AS u({names}, n) ORDER BY n",
-            [list(col) for col in zip(*rows, strict=True)], binary=True,
-        )
-
     def put(self, messages: list[Stored]) -> None:
-        by_channel: dict[str, list[Stored]] = {}
         for m in messages:
-            by_channel.setdefault(m.channel, []).append(m)
-        for channel, group in by_channel.items():
-            table = self._table(channel, create=True)
+            table = self._table(m.channel, create=True)
             assert table is not None  # created
-            self._insert(table, _PUT, [(m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts,
-                                        m.claim) for m in group])
-            self.notify.add(channel)
+            self.puts.setdefault(table, []).append(
+                (m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts, m.claim))
+            self.notify.add(m.channel)
 
     def scan(self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None,
              limit: int = 100) -> list[Stored]:
@@ -356,19 +402,56 @@ class PgTx(StorageTx):
                        binary=True)
         return messages
 
-    def take(self, channel: str, *, now: float, limit: int, token: int, until: float) -> list[Stored]:
-        # scan and lease in one statement (the rows as they were before the lease)
+    def take(self, channel: str, *, now: float, limit: int, token: int, until: float,
+             consumer: str | None = None, max_attempts: int = 0) -> list[Stored]:
+        # scan, lease and journal in one statement (the rows as they were before the lease)
         table = self._table(channel)
         if table is None:
             return []
+        journal = ""
+        args: list[Any] = [now, limit, token, until]
+        if consumer is not None:
+            journal = (
+                f", j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
+                f"SELECT %s, %s, message_id, '{policy.RECEIVED}', %s FROM u "
+                "WHERE (expires_at IS NULL OR expires_at > %s) AND (token IS NULL OR attempts < %s) "
+                "ORDER BY visible_at, tag)"
+            )
+            args += [now, channel, consumer, now, max_attempts]
         rows = self.x(
             f"WITH c AS (SELECT {_MESSAGE} FROM {table} WHERE visible_at <= %s ORDER BY visible_at, tag "
-            "LIMIT %s FOR UPDATE SKIP LOCKED) "
-            f"UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 FROM c WHERE q.tag = c.tag "
-            f"RETURNING {', '.join('c.' + c for c in _MESSAGE.split(', '))}",
-            (now, limit, token, until),
+            "LIMIT %s FOR UPDATE SKIP LOCKED), "
+            f"u AS (UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 FROM c "
+            f"WHERE q.tag = c.tag RETURNING {', '.join('c.' + c for c in _MESSAGE.split(', '))}){journal} "
+            f"SELECT {_MESSAGE} FROM u",
+            args, binary=True,
         ).fetchall()
         return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
+
+    def settle(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow]) -> list[Stored]:
+        # one statement: lock the rows still held under their tokens; when that is all of
+        # them, delete them and journal the acknowledgements (the rows' message ids are the
+        # messages', their time and event the same for all: one acknowledgement)
+        table = self._table(channel)
+        if table is None or not tags:
+            return []
+        if len({(r.at, r.event) for r in rows}) != 1 or any(r.trace_id or r.keys for r in rows):
+            return super().settle(channel, tags, rows)
+        held = self.x(
+            f"WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
+            "AS u(tag, token, detail, n)), "
+            f"h AS (SELECT {', '.join('q.' + c for c in _MESSAGE.split(', '))}, u.detail, u.n FROM {table} q "
+            "JOIN u ON q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) FOR UPDATE OF q), "
+            "ok AS (SELECT count(*) = %s AS ok FROM h), "
+            f"d AS (DELETE FROM {table} q USING h, ok WHERE ok.ok AND q.tag = h.tag), "
+            f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
+            "SELECT %s, %s, h.message_id, %s, h.detail FROM h, ok WHERE ok.ok ORDER BY h.n) "
+            "SELECT tag, message_id, claim FROM h",
+            (_array([t for t, _ in tags]), _array([k for _, k in tags]), _array([r.detail for r in rows]), len(tags),
+             rows[0].at, channel, rows[0].event),
+            binary=True,
+        ).fetchall()
+        return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
 
     def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
         table = self._table(channel)
@@ -381,7 +464,7 @@ class PgTx(StorageTx):
                                   f"RETURNING {returning}", (tag, token, token)).fetchall()
         else:
             rows = self.x(
-                f"DELETE FROM {table} q USING unnest(%s::bigint[], %s::bigint[]) AS u(tag, token) "
+                f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
                 f"WHERE q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) RETURNING {returning}",
                 ([t for t, _ in tags], [k for _, k in tags]), binary=True,
             ).fetchall()
@@ -435,9 +518,6 @@ class PgTx(StorageTx):
         self.counts.update(counts)
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
-        if self.journal_rows:  # this transaction's own rows first
-            self._insert(f"{self.s}.journal", _JOURNAL, self.journal_rows)
-            self.journal_rows = []
         sql, args = journal_query(f"{self.s}.journal", "%s", query)
         return journal_entries(self.x(sql, args).fetchall())
 
@@ -469,7 +549,7 @@ class PgTx(StorageTx):
         condition = f" WHERE {self.s}.state.expires_at <= %s" if only_new else ""
         rows = self.x(
             f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
-            "SELECT %s, k, v, %s FROM unnest(%s::text[], %s::bytea[]) AS u(k, v) "
+            "SELECT %s, k, v, %s FROM unnest(%b::text[], %b::bytea[]) AS u(k, v) "
             "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
             f"{condition} RETURNING key",
             [scope, expires_at, list(kept), list(kept.values()), *([self.t.clock()] if only_new else [])],
@@ -481,6 +561,31 @@ class PgTx(StorageTx):
         row = self.x(f"WITH gone AS (DELETE FROM {self.s}.journal WHERE at < %s RETURNING 1) "
                              "SELECT count(*) FROM gone", (journal_before,)).fetchone()
         return int(row[0]) if row else 0
+
+
+def _array(values: list[Any]) -> str:
+    """A PostgreSQL array literal of integers and strings (None: NULL): far cheaper for
+    psycopg than adapting a list element by element."""
+    return "{" + ",".join(
+        "NULL" if v is None else str(v) if isinstance(v, int)
+        else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
+    ) + "}"
+
+
+def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[str, str], ...],
+          rows: list[tuple[Any, ...]]) -> bool:
+    """Add to ``parts`` and ``params`` the insert of ``rows`` in their order: one row as it
+    is, several as one array a column (binary: no quoting of every element; True)."""
+    names = ", ".join(name for name, _type in columns)
+    if len(rows) == 1:
+        parts.append(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})")
+        params.extend(rows[0])
+        return False
+    arrays = ", ".join(f"%b::{sql_type}[]" for _name, sql_type in columns)
+    parts.append(f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
+                 f"WITH ORDINALITY AS u({names}, n) ORDER BY n")
+    params.extend(list(col) for col in zip(*rows, strict=True))
+    return True
 
 
 def _stored(channel: str, r: tuple[Any, ...]) -> Stored:

@@ -45,12 +45,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.model.selectors import Selector, as_selector
 from coupler.bus.transport.base import (
-    DEFAULT_DEAD_LETTER,
-    DEFAULT_INVALID,
     ChannelConfig,
     ChannelStats,
     DeadKind,
@@ -146,16 +143,9 @@ class SqliteTransport(Transport):
         synchronous: str = "FULL",
         sync_acks: bool = False,
         busy_timeout: float = 30.0,
-        backoff: BackoffPolicy | None = None,
-        lease_seconds: float = 30.0,
-        claim_threshold: int = 256 * 1024,
-        journal_retention: float = 7 * 86400.0,
-        idempotency_retention: float = 7 * 86400.0,
-        dead_letter: str = DEFAULT_DEAD_LETTER,
-        invalid: str = DEFAULT_INVALID,
-        clock: Callable[[], float] = time.time,
         filename: str = DB_FILENAME,
         checkpoint_interval: float = 1.0,
+        **settings: Any,
     ):
         self.data_dir = Path(data_dir)
         self.synchronous = str(synchronous).upper()
@@ -167,14 +157,7 @@ class SqliteTransport(Transport):
         self.path = self.data_dir / filename
         self.claims_dir = self.data_dir / "claims"
         self.busy_timeout = busy_timeout
-        self.backoff = backoff or BackoffPolicy()
-        self.lease_seconds = lease_seconds
-        self.claim_threshold = claim_threshold
-        self.journal_retention = journal_retention
-        self.idempotency_retention = idempotency_retention
-        self.dead_letter_default = dead_letter
-        self.invalid_default = invalid
-        self.clock = clock
+        self.keep_policy(**settings)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
