@@ -24,7 +24,7 @@ from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.options import problems as options_problems
 
-from .base import Step, StepContext, StepError, StepSetup, Switches
+from .base import Step, StepContext, StepError, StepSetup, Switches, TxScope
 from .outcomes import FAILURES, Continue, DeadLetter, Deliver, Discard, Invalid, Outcome, Retry
 
 log = logging.getLogger("coupler.daemon")
@@ -77,8 +77,10 @@ class Pipeline:
         """Run the chain on ``d`` and settle it; returns what happened (``done`` or the outcome)."""
         try:
             with transport.transaction() as tx:
-                ctx = StepContext(tx, self.name, d)
+                scope = TxScope()
+                ctx = StepContext(tx, self.name, d, scope=scope)
                 self.run(ctx, d.envelope)
+                scope.flush()
                 settle(tx, d)
         except Stopped as stop:
             return self._fail(transport, d, stop)
@@ -102,11 +104,13 @@ class Pipeline:
         ctxs: list[StepContext] = []
         try:
             with transport.transaction() as tx:
+                scope = TxScope()  # shared by the batch: a step's state read once, written once
                 for d in deliveries:
-                    ctx = StepContext(tx, self.name, d)
+                    ctx = StepContext(tx, self.name, d, scope=scope)
                     with around(d):
                         self.run(ctx, d.envelope)
                     ctxs.append(ctx)
+                scope.flush()
                 settle_many(tx, deliveries)
         except Stopped as stop:
             log.debug("%s: a batch of %d rolled back (%s at %s); each message alone", self.component, len(deliveries),

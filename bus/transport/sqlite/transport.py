@@ -954,23 +954,32 @@ class _Arrivals:
     waiting in ``receive_wait`` sleep on it and wake when the count moves."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._conds: dict[str, threading.Condition] = {}  # per channel: only its receivers wake
         self._counts: dict[str, int] = {}
 
     def count(self, channel: str) -> int:
         return self._counts.get(channel, 0)
 
+    def _cond(self, channel: str) -> threading.Condition:
+        cond = self._conds.get(channel)
+        if cond is None:
+            cond = self._conds.setdefault(channel, threading.Condition(self._lock))
+        return cond
+
     def announce(self, channels: Iterable[str]) -> None:
-        with self._cond:
+        with self._lock:
             for channel in channels:
                 self._counts[channel] = self._counts.get(channel, 0) + 1
-            self._cond.notify_all()
+                cond = self._conds.get(channel)
+                if cond is not None:
+                    cond.notify_all()
 
     def wait(self, channel: str, seen: int, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for an arrival on ``channel`` after count ``seen``;
         whether one came."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._counts.get(channel, 0) != seen, timeout)
+        with self._lock:
+            return self._cond(channel).wait_for(lambda: self._counts.get(channel, 0) != seen, timeout)
 
 
 class _Checkpointer:
