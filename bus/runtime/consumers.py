@@ -137,6 +137,24 @@ class ConsumerPatterns:
             self.idempotent.mark(tx, d.envelope)
         tx.ack(d)
 
+    def screen(self, tx: TransactionOps, ds: list[Delivery]) -> list[Delivery]:
+        """Of ``ds``, those to handle in ``tx``: the Idempotent Receiver looks again inside the
+        transaction, where (SQLite) no other worker can commit meanwhile, and acknowledges in it
+        a message that another worker handled since the look of :meth:`receiver` (two copies
+        of one message leased by two workers at once)."""
+        if self.idempotent is None or not ds:
+            return ds
+        idempotent = self.idempotent
+        keyed = [(d, idempotent.keys(d.envelope)) for d in ds]  # a keyless one never gets here
+        already = tx.seen(idempotent.consumer, [k for _, ks in keyed for k in ks])
+        if not already:
+            return ds
+        dups = [d for d, ks in keyed if any(k in already for k in ks)]
+        tx.ack(dups)
+        log.info("%s dropped %d duplicate(s) handled meanwhile by another worker: %s", self.consumer, len(dups),
+                 ", ".join(d.message_id for d in dups[:5]), extra={"consumer": self.consumer})
+        return [d for d, ks in keyed if not any(k in already for k in ks)]
+
     def settle_many(self, tx: TransactionOps, ds: list[Delivery]) -> None:
         """:meth:`settle` for a batch handled in ``tx`` (one statement each, not one per message)."""
         if self.idempotent is not None:

@@ -159,6 +159,6 @@ class Handlers:
 
         def handle_many(ds: list[Delivery], around: Callable[[Delivery], AbstractContextManager[object]]) -> bool:
             assert self.d.transport is not None
-            return pipeline.handle_many(self.d.transport, ds, patterns.settle_many, around)
+            return pipeline.handle_many(self.d.transport, ds, patterns.settle_many, around, patterns.screen)
 
         return handle_many

@@ -93,10 +93,12 @@ class Pipeline:
         deliveries: list[Delivery],
         settle_many: Callable[[TransactionOps, list[Delivery]], None],
         around: Callable[[Delivery], AbstractContextManager[object]] = lambda d: nullcontext(),
+        screen: Callable[[TransactionOps, list[Delivery]], list[Delivery]] = lambda tx, ds: ds,
     ) -> bool:
         """Run the chain on every one of ``deliveries`` and settle them all (``settle_many``) in one transaction
         (one commit, one disk sync for what they send); ``around(d)`` is entered while ``d`` is
-        handled (its trace context and timing). True when the batch committed; False when a
+        handled (its trace context and timing); ``screen(tx, deliveries)`` first settles in the
+        transaction those not to handle (duplicates) and returns the others. True when the batch committed; False when a
         message stopped its delivery or anything raised: the whole transaction was rolled
         back (nothing sent, no state changed, nothing acknowledged) and the caller handles each
         delivery alone (:meth:`handle`), so a bad message goes to the Invalid Message Channel
@@ -105,13 +107,14 @@ class Pipeline:
         try:
             with transport.transaction() as tx:
                 scope = TxScope()  # shared by the batch: a step's state read once, written once
-                for d in deliveries:
+                handled = screen(tx, deliveries)
+                for d in handled:
                     ctx = StepContext(tx, self.name, d, scope=scope)
                     with around(d):
                         self.run(ctx, d.envelope)
                     ctxs.append(ctx)
                 scope.flush()
-                settle_many(tx, deliveries)
+                settle_many(tx, handled)
         except Stopped as stop:
             log.debug("%s: a batch of %d rolled back (%s at %s); each message alone", self.component, len(deliveries),
                       type(stop.outcome).__name__, stop.where, extra={"route": self.name})
