@@ -20,7 +20,9 @@ after a 2-second time-out), the batches appended to one file per route.
 Throughput: both run side by side in one invocation on the same generated file; the clock
 starts at the rename that makes the file appear in the drop directory and stops at the
 modification time of the last output file once every order with a non-negative amount is in
-the outputs; orders/s counts every order of the file.
+the outputs; orders/s counts every order of the file. The CPU time (user + system, all threads)
+each process used from the arrival to the end is printed too (orders per CPU second): on a
+loaded machine it is the steadier figure.
 
 ``--kill N``: FILES files are dropped one after another (only while the system is up, so no
 file arrives while it is down) and each system is SIGKILLed N times at random moments of the
@@ -175,6 +177,12 @@ class System:
                 self.kill()
                 sys.exit(f"nodered_peer: {self.name} did not start: see {log}")
             time.sleep(0.05)
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the running process used so far (its threads included)."""
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill(self) -> None:
         if self.proc is not None:
@@ -351,6 +359,7 @@ def throughput(kind: str, orders_file: Path, want: dict[int, str], count: int) -
     system = SYSTEMS[kind](root)
     system.start()
     try:
+        cpu0 = system.cpu_seconds()
         t0 = arrive(orders_file, system, "orders.jsonl")
         deadline = time.monotonic() + 900
         sizes: tuple[int, ...] = ()
@@ -363,11 +372,12 @@ def throughput(kind: str, orders_file: Path, want: dict[int, str], count: int) -
                     break
             time.sleep(0.1)
         elapsed = last_write(system.out) - t0
+        cpu = system.cpu_seconds() - cpu0
     finally:
         system.kill()
     ok = set(copies) == set(want) and max(copies.values()) == 1 and not torn and not wrong
     return {"system": kind, "orders": count, "kept": len(want), "seconds": elapsed, "orders_per_s": count / elapsed,
-            "correct": ok, "root": str(root)}
+            "cpu_seconds": cpu, "orders_per_cpu_s": count / cpu, "correct": ok, "root": str(root)}
 
 
 def kill_run(kind: str, files: list[Path], want: dict[int, str], kills: int, seed: int, gap: float) -> dict[str, Any]:
@@ -449,15 +459,19 @@ def main(argv: list[str] | None = None) -> int:
             r = throughput(kind, orders_file, want, args.orders)
             runs.append(r)
             print(f"{kind:9s} {r['orders']:,} orders ({r['kept']:,} kept) in {r['seconds']:.2f} s: "
-                  f"{r['orders_per_s']:,.0f} orders/s, outputs {'complete and exact' if r['correct'] else 'WRONG'}",
-                  flush=True)
+                  f"{r['orders_per_s']:,.0f} orders/s ({r['cpu_seconds']:.2f} CPU s: {r['orders_per_cpu_s']:,.0f} "
+                  f"orders per CPU second), outputs {'complete and exact' if r['correct'] else 'WRONG'}, "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
     best = {k: max(r["orders_per_s"] for r in runs if r["system"] == k) for k in kinds}
     results["throughput"] = runs
     if len(best) == 2:
         ratio = best["coupler"] / best["node-red"]
         results["ratio"] = ratio
+        cpu = {k: max(r["orders_per_cpu_s"] for r in runs if r["system"] == k) for k in kinds}
+        results["cpu_ratio"] = cpu["coupler"] / cpu["node-red"]
         print(f"best: coupler {best['coupler']:,.0f} orders/s, node-red {best['node-red']:,.0f} orders/s: "
-              f"coupler/node-red = {ratio:.2f}", flush=True)
+              f"coupler/node-red = {ratio:.2f}; per CPU second: coupler {cpu['coupler']:,.0f}, node-red "
+              f"{cpu['node-red']:,.0f} orders: {results['cpu_ratio']:.2f}", flush=True)
 
     if args.kill:
         files = []

@@ -66,8 +66,10 @@ from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileSta
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
-#: records of a file published in one transaction of the store (one disk sync), at most
-PUBLISH_BATCH = 256
+#: records of a file published in one transaction of the store (one disk sync and one progress
+#: record), at most this many and this many bytes of bodies: few syncs for a file of small
+#: records, bounded memory for a file of large ones
+PUBLISH_BATCH = 4096
 PUBLISH_BATCH_BYTES = 1 << 20
 #: what happens to a file once published (option ``after``)
 After = Literal["archive", "delete", "keep"]

@@ -1,6 +1,6 @@
 """``coupler ctl``: the operator's side of the Control Bus.
 
-``adapters``, ``pause``, ``resume``, ``ping`` and ``stop`` talk to the running daemon;
+``adapters``, ``groups``, ``pause``, ``resume``, ``ping`` and ``stop`` talk to the running daemon;
 ``channels``, ``identities`` and ``dlq`` use the store directly when no daemon runs, and
 ``status`` then reports the site as ``stopped`` with the store's channel statistics.
 """
@@ -19,7 +19,8 @@ from coupler.bus.config.loader import load_site, site_path
 from coupler.bus.runtime.control import ControlClient, ControlError, decode_envelope, site_service
 from coupler.bus.runtime.site import daemon_running
 
-_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop", "detour", "test", "routes"}
+_NEEDS_DAEMON = {"adapters", "pause", "resume", "ping", "stop", "detour", "test", "routes", "groups", "group.complete",
+                 "group.discard"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +59,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--kind", choices=("dead", "invalid"), help="dead letters or invalid messages only (default: both)")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run, op="dlq.purge")
+    groups = ops.add_parser("groups", help="what the routes' stateful steps hold (aggregation groups, resequencer "
+                                           "streams, enricher waits, process instances): list, complete, discard")
+    gops = groups.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
+    q = gops.add_parser("list", help="every open group: route, step, type, key, size, age (as the console's Open groups page)")
+    q.add_argument("--route", help="one route only")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=run, op="groups")
+    for name, text in (("complete", "complete an aggregation group now (reason forced): its aggregate goes on "
+                                    "from the next step of the route"),
+                       ("discard", "drop an aggregation group and the messages it holds")):
+        q = gops.add_parser(name, help=text)
+        q.add_argument("route", metavar="ROUTE", help="the route's name")
+        q.add_argument("step", metavar="STEP", help="the aggregate step's name (`groups list` shows it)")
+        q.add_argument("key", metavar="KEY", help="the group's correlation key (`groups list` shows it)")
+        q.add_argument("--json", action="store_true", help="machine-readable output")
+        q.set_defaults(func=run, op=f"group.{name}")
     for name, text in (("pause", "hold an adapter's commands and documents"), ("resume", "resume a paused adapter")):
         q = ops.add_parser(name, help=text)
         q.add_argument("adapter", metavar="ADAPTER", help="the adapter's name")
@@ -108,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         call_args = {"id": args.id}
         if op == "dlq.replay":
             call_args["channel"] = args.channel
+    elif op in ("group.complete", "group.discard"):
+        call_args = {"route": args.route, "step": args.step, "key": args.key}
     elif op in ("pause", "resume"):
         call_args = {"adapter": args.adapter}
     elif op == "ping":
@@ -122,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         if op == "ping" and isinstance(service, ControlClient):  # the daemon waits for replies first
             service.timeout = max(service.timeout, (args.timeout or site.reply_timeout) + 10)
         result = service.call(op, **call_args)
+    if op == "groups" and args.route:
+        result = [g for g in result if g["route"] == args.route]
     if op == "stop" and not args.no_wait:
         deadline = time.monotonic() + 300
         while daemon_running(site) and time.monotonic() < deadline:
@@ -222,6 +243,17 @@ def _print_batch(jobs: list[dict[str, Any]]) -> None:
     _table(rows, ["BATCH", "STATE", "TRIGGERS", "LAST RUN", "OUTCOME", "RECORDS", "ERRORS", "DURATION", "NEXT", "ERROR"])
 
 
+def _group_detail(group: dict[str, Any]) -> str:
+    """What a step says of a group beyond route, step, type, key, size and age (``idle 1.2s``,
+    ``next 4``, ``stage ask-b running``...)."""
+    parts = []
+    for key, value in group.items():
+        if key in ("route", "step", "type", "key", "size", "age_seconds") or value is None:
+            continue
+        parts.append(f"{key.removesuffix('_seconds')} {_age(value) if key.endswith('_seconds') else value}")
+    return ", ".join(parts)
+
+
 def _health(health: dict[str, Any] | None) -> str:
     """``ok``, or the status with the first problem (``degraded: poll overdue: ...``)."""
     if not health:
@@ -288,6 +320,19 @@ def _print_human(op: str, result: Any) -> None:
         print(f"replayed as message {result['message_id']}" + (f" through mapping {result['mapped']}" if result.get("mapped") else ""))
     elif op == "dlq.purge":
         print(f"purged {result['purged']} dead letter(s)")
+    elif op == "groups":
+        if not result:
+            print("no open groups")
+        else:
+            _table([[g["route"], g["step"], g["type"], g["key"], _count(g.get("size")), _age(g.get("age_seconds")),
+                     _group_detail(g)] for g in result],
+                   ["ROUTE", "STEP", "TYPE", "KEY", "SIZE", "AGE", "DETAIL"])
+    elif op == "group.complete":
+        print(f"route {result['route']} step {result['step']}: group {result['key']} completed "
+              f"as message {result['message_id']}")
+    elif op == "group.discard":
+        print(f"route {result['route']} step {result['step']}: group {result['key']} discarded "
+              f"with {result['discarded']} message(s)")
     elif op in ("pause", "resume"):
         print(f"adapter {result['adapter']} {'paused' if result['paused'] else 'resumed'}")
     elif op == "ping":

@@ -10,6 +10,10 @@
   transaction that acknowledges it (:meth:`ConsumerPatterns.settle`).
 * ``throttle``: a Message Throttle (:class:`~coupler.bus.messaging.throttle.Throttle`): each
   worker takes a token before it handles a message; ``concurrency`` workers share it.
+
+A route's worker takes up to :data:`ROUTE_BATCH` messages at a time and handles them in one
+transaction (:meth:`ConsumerPatterns.batch_size`), where the transport commits step state with
+the acknowledgement and no throttle rate spaces the messages out.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 
 log = logging.getLogger("coupler.daemon")
 
-#: how a worker receives: ``receive(wait)`` -> at most one delivery
+#: how a worker receives: ``receive(wait)`` -> the deliveries it leased (at most its batch size)
 Receiver = Callable[[float], list[Delivery]]
+#: how many messages a route's worker leases and handles in one transaction of the store
+ROUTE_BATCH = 100
 
 
 @dataclass
@@ -69,6 +75,16 @@ class ConsumerPatterns:
         if patterns.idempotent or patterns.throttle or patterns.assembler:
             log.info("%s: %s", consumer, patterns.describe(), extra={"consumer": consumer, "channel": source})
         return patterns
+
+    def batch_size(self, transport: Transport) -> int:
+        """How many messages a route worker takes at a time: :data:`ROUTE_BATCH` on a transport
+        whose transactions hold the step state, the sends and the acknowledgements together
+        (SQLite, the storage transports: one commit for the batch); 1 on the broker (its
+        acknowledgements go to the broker one by one after the state commits) and under a
+        throttle rate (each message waits for its token)."""
+        if not transport.acks_with_state or (self.throttle is not None and self.throttle.rate is not None):
+            return 1
+        return ROUTE_BATCH
 
     def describe(self) -> str:
         parts = []
@@ -121,6 +137,30 @@ class ConsumerPatterns:
             self.idempotent.mark(tx, d.envelope)
         tx.ack(d)
 
+    def screen(self, tx: TransactionOps, ds: list[Delivery]) -> list[Delivery]:
+        """Of ``ds``, those to handle in ``tx``: the Idempotent Receiver looks again inside the
+        transaction, where (SQLite) no other worker can commit meanwhile, and acknowledges in it
+        a message that another worker handled since the look of :meth:`receiver` (two copies
+        of one message leased by two workers at once)."""
+        if self.idempotent is None or not ds:
+            return ds
+        idempotent = self.idempotent
+        keyed = [(d, idempotent.keys(d.envelope)) for d in ds]  # a keyless one never gets here
+        already = tx.seen(idempotent.consumer, [k for _, ks in keyed for k in ks])
+        if not already:
+            return ds
+        dups = [d for d, ks in keyed if any(k in already for k in ks)]
+        tx.ack(dups)
+        log.info("%s dropped %d duplicate(s) handled meanwhile by another worker: %s", self.consumer, len(dups),
+                 ", ".join(d.message_id for d in dups[:5]), extra={"consumer": self.consumer})
+        return [d for d, ks in keyed if not any(k in already for k in ks)]
+
+    def settle_many(self, tx: TransactionOps, ds: list[Delivery]) -> None:
+        """:meth:`settle` for a batch handled in ``tx`` (one statement each, not one per message)."""
+        if self.idempotent is not None:
+            self.idempotent.mark(tx, [d.envelope for d in ds])
+        tx.ack(ds)
+
     @property
     def sequence_timeout(self) -> float:
         return self.assembler.timeout if self.assembler is not None else 0.0
@@ -130,4 +170,4 @@ class ConsumerPatterns:
         return self.assembler.expire() if self.assembler is not None else []
 
 
-__all__ = ["ConsumerPatterns", "Receiver"]
+__all__ = ["ROUTE_BATCH", "ConsumerPatterns", "Receiver"]

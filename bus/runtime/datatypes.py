@@ -92,15 +92,17 @@ class DatatypeReaders:
         return self._converting_receiver(name, source, *self._datatype_readers[name], component=f"adapter:{name}",
                                          select=select)
 
-    def for_route(self, route: str, consumer: str, source: str, select: str | None = None) -> Receiver | None:
-        """How a route receives ``source`` converted to the version it reads (None: as sent)."""
+    def for_route(self, route: str, consumer: str, source: str, select: str | None = None, *,
+                  max: int = 1) -> Receiver | None:
+        """How a route receives ``source`` converted to the version it reads (None: as sent),
+        up to ``max`` messages at a time."""
         if route not in self._route_readers:
             return None
         return self._converting_receiver(consumer, source, *self._route_readers[route], component=consumer,
-                                         select=select)
+                                         select=select, max=max)
 
     def _converting_receiver(self, consumer: str, source: str, format_name: str, version: int, *, component: str,
-                             select: str | None = None) -> Receiver:
+                             select: str | None = None, max: int = 1) -> Receiver:
         """Receive ``source`` through a :class:`DatatypeChannel`: converted to ``format_name@version``,
         what cannot be converted moved to the Invalid Message Channel by ``component``."""
         channel = DatatypeChannel(self.transport, source, format_name, self.registry())
@@ -108,7 +110,7 @@ class DatatypeReaders:
             "%s reads Datatype Channel %s as %s@%d", component, source, format_name, version,
             extra={"component": component, "channel": source},
         )
-        return lambda wait: channel.receive(consumer, version, max=1, wait=wait, component=component, selector=select)
+        return lambda wait: channel.receive(consumer, version, max=max, wait=wait, component=component, selector=select)
 
 
 __all__ = ["DatatypeReaders"]

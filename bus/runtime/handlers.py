@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from coupler.bus.model.commands import (
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from coupler.bus.runtime.daemon import Daemon
 
 log = logging.getLogger("coupler.daemon")
+#: handles a batch of deliveries in one transaction (``around(d)`` entered while ``d`` is
+#: handled); True when it committed, False when it was rolled back
+BatchHandler = Callable[[list[Delivery], Callable[[Delivery], AbstractContextManager[object]]], bool]
 
 
 class Handlers:
@@ -151,3 +155,14 @@ class Handlers:
             pipeline.handle(self.d.transport, d, patterns.settle)
 
         return handle
+
+    def route_batch_handler(self, route: Route, patterns: ConsumerPatterns) -> BatchHandler:
+        """A batch of a route's deliveries in one transaction; True when it committed, False
+        when it was rolled back (the worker then handles each alone)."""
+        pipeline = self.d.pipelines[route.name]
+
+        def handle_many(ds: list[Delivery], around: Callable[[Delivery], AbstractContextManager[object]]) -> bool:
+            assert self.d.transport is not None
+            return pipeline.handle_many(self.d.transport, ds, patterns.settle_many, around, patterns.screen)
+
+        return handle_many

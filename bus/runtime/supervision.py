@@ -16,10 +16,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,21 +68,28 @@ class Supervisor:
         """``handle`` recording the message ``worker`` handles (kept when the worker dies)."""
 
         def guarded(d: Delivery) -> None:
-            self.running[worker] = Running(d, time.monotonic())
-            _local.delivery = d
-            try:
+            with self.handling(worker, d):
                 handle(d)
-            except Exception:
-                self.running.pop(worker, None)
-                raise
-            except BaseException:
-                raise  # the worker dies: run() reports the message it was handling
-            else:
-                self.running.pop(worker, None)
-            finally:
-                _local.delivery = None
 
         return guarded
+
+    @contextlib.contextmanager
+    def handling(self, worker: str, d: Delivery) -> Iterator[None]:
+        """While ``worker`` handles ``d`` (one delivery, or one of a batch): recorded, and kept
+        when the worker dies of it."""
+        self.running[worker] = Running(d, time.monotonic())
+        _local.delivery = d
+        try:
+            yield
+        except Exception:
+            self.running.pop(worker, None)
+            raise
+        except BaseException:
+            raise  # the worker dies: run() reports the message it was handling
+        else:
+            self.running.pop(worker, None)
+        finally:
+            _local.delivery = None
 
     def run(self, worker: str, adapter: str | None, loop: Callable[[], None]) -> None:
         """The thread of ``worker``: ``loop`` until the daemon stops, restarted whenever it dies."""

@@ -1,21 +1,24 @@
-"""The worker loop: one thread (or ``throttle.concurrency`` threads) per consumer, receiving one
-message at a time under a lease and running it through its chain: the receive middlewares
+"""The worker loop: one thread (or ``throttle.concurrency`` threads) per consumer, receiving
+messages under a lease -- one at a time, or a route's batch (``ConsumerPatterns.batch_size``)
+handled in one transaction of the store -- and running each through its chain: the receive middlewares
 (Message Sequence reassembly, Idempotent Receiver, Datatype Channel conversion, Selective
 Consumer), the handle middlewares (Message Throttle, trace context, metrics) and the handler
 (a route's pipeline, an adapter's delivery or command)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from coupler.bus.config.loader import AdapterConfig, RouteConfig
 from coupler.bus.model.selectors import BodyReader
 from coupler.bus.runtime.adapters import RunningAdapter, adapter_queue
 from coupler.bus.runtime.consumers import ConsumerPatterns, Receiver
+from coupler.bus.runtime.handlers import BatchHandler
 from coupler.bus.transport.base import Delivery
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.tracecontext import handling
@@ -40,12 +43,16 @@ class Workers:
         self.spawn("dispatcher", self.d.site.command_channel, "dispatcher", self.d.handlers.dispatch)
         for ra in self.d.adapters.values():
             self.start_adapter(ra)
+        assert self.d.transport is not None
         for route, config in zip(self.d.router.routes, self.d.site.routes, strict=True):
             consumer = f"route:{route.name}"
             source = self.source(route.source, consumer)
             patterns = self.patterns(consumer, route.source, source, config)
+            batch = patterns.batch_size(self.d.transport)
             self.spawn(consumer, source, consumer, self.d.handlers.route_handler(route, patterns),
-                        receive=datatypes.for_route(route.name, consumer, source, config.select), patterns=patterns, select=config.select)
+                       receive=datatypes.for_route(route.name, consumer, source, config.select, max=batch),
+                       patterns=patterns, select=config.select, batch=batch,
+                       handle_many=self.d.handlers.route_batch_handler(route, patterns) if batch > 1 else None)
         t = threading.Thread(target=self.d.supervisor.run, args=("monitor", None, self.d.monitor.run), name="monitor",
                              daemon=True)
         t.start()
@@ -98,12 +105,14 @@ class Workers:
         receive: Receiver | None = None,
         patterns: ConsumerPatterns | None = None,
         select: str | None = None,
+        batch: int = 1,
+        handle_many: BatchHandler | None = None,
     ) -> None:
         assert self.d.transport is not None
         transport = self.d.transport
         if receive is None:
             def receive(wait: float) -> list[Delivery]:
-                return transport.receive_wait(channel, consumer, max=1, wait=wait, selector=select)
+                return transport.receive_wait(channel, consumer, max=batch, wait=wait, selector=select)
 
         # the chain: receive middlewares (reassembly, Idempotent Receiver; Datatype Channel and
         # Selective Consumer in ``receive``), then the Message Throttle, tracing and metrics, then the handler
@@ -115,7 +124,8 @@ class Workers:
             thread_name = name if workers == 1 else f"{name}#{i + 1}"
             # run by the supervisor: a loop that dies is reported and restarted (supervision.py)
             chain = self.d.supervisor.guard(thread_name, self.observed(thread_name, handle))
-            loop = functools.partial(self.worker, thread_name, channel, receive, chain, paused)
+            many = None if handle_many is None else self.observed_many(thread_name, handle_many)
+            loop = functools.partial(self.worker, thread_name, channel, receive, chain, paused, many)
             t = threading.Thread(target=self.d.supervisor.run, args=(thread_name, adapter, loop), name=thread_name,
                                  daemon=True)
             t.start()
@@ -133,6 +143,18 @@ class Workers:
 
         return traced
 
+    def observed_many(self, name: str, handle_many: BatchHandler) -> Callable[[list[Delivery]], bool]:
+        """A batch handler with the tracing and metrics middleware around each message of it
+        (and the supervisor told which message is being handled)."""
+        observer, supervisor = self.d.observer, self.d.supervisor
+
+        @contextlib.contextmanager
+        def around(d: Delivery) -> Iterator[None]:
+            with supervisor.handling(name, d), handling(d.envelope), observer.handled(name, d):
+                yield
+
+        return lambda ds: handle_many(ds, around)
+
     def worker(
         self,
         name: str,
@@ -140,6 +162,7 @@ class Workers:
         receive: Receiver,
         handle: Callable[[Delivery], None],
         paused: threading.Event | None,
+        handle_many: Callable[[list[Delivery]], bool] | None = None,
     ) -> None:
         assert self.d.transport is not None
         while not self.d.stopping.is_set():
@@ -159,6 +182,10 @@ class Workers:
                     self.d.stopping.wait(0.05)
                 if paused.is_set():
                     return
+            if handle_many is not None and len(deliveries) > 1 and handle_many(deliveries):
+                continue  # the batch committed in one transaction
+            # one at a time (a batch rolled back comes here: each delivery alone, so that only
+            # a bad one goes to the Invalid Message Channel or the dead letters)
             for d in deliveries:  # finished even when a stop arrives meanwhile: that is the drain
                 try:
                     handle(d)

@@ -265,3 +265,71 @@ def test_an_operator_sees_open_groups_completes_or_discards_one_and_metrics_coun
         metrics = d.observer.exposition().decode()
         assert 'coupler_aggregate_completions_total{reason="forced",route="batches",step="by-region"} 1.0' in metrics
         assert 'coupler_step_open_groups{route="batches",step="by-region",type="aggregate"} 0.0' in metrics
+
+
+def test_ctl_groups_lists_completes_and_discards_as_the_console_does(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from coupler.bus.cli.main import main
+
+    def ctl(*argv: str) -> tuple[int, str, str]:
+        rc = main(["ctl", "--site", str(site), "groups", *argv])
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    site = write_site(tmp_path, OPERATED)
+    with running_daemon(site) as d:
+        assert d.transport is not None
+        d.transport.send("orders.in", [order("EU", 1), order("US", 2), order("EU", 3)])
+        settled(d, "orders.in")
+        rc, out, _ = ctl("list")
+        assert rc == 0
+        header, *rows = out.splitlines()
+        assert header.split()[:6] == ["ROUTE", "STEP", "TYPE", "KEY", "SIZE", "AGE"]
+        assert sorted(r.split()[:5] for r in rows) == [["batches", "by-region", "aggregate", "EU", "2"],
+                                                       ["batches", "by-region", "aggregate", "US", "1"]]
+        rc, out, _ = ctl("list", "--json", "--route", "batches")
+        assert {g["key"]: g["size"] for g in json.loads(out)} == {"EU": 2, "US": 1}
+        rc, out, _ = ctl("complete", "batches", "by-region", "EU")
+        assert rc == 0 and "group EU completed as message" in out
+        [batch] = drained(d, "batches.out", 1)
+        assert batch.properties["aggregate.reason"] == "forced"
+        assert [json.loads(x)["amount"] for x in batch.body.splitlines()] == [1, 3]
+        rc, out, _ = ctl("discard", "batches", "by-region", "US", "--json")
+        assert json.loads(out)["discarded"] == 1
+        assert ctl("list")[1] == "no open groups\n"
+        rc, out, err = ctl("discard", "batches", "by-region", "US")
+        assert rc != 0 and "no open group 'US'" in err and "Traceback" not in err
+
+
+BATCHED = """
+[[routes]]
+name = "batches"
+from = "orders.in"
+to = ["batches.out"]
+[[routes.steps]]
+type = "aggregate"
+correlation = "body.customer.region"
+complete_size = 9
+strategy = "lines"
+"""
+
+
+def test_a_bad_message_among_others_taken_together_goes_alone_to_the_invalid_messages(tmp_path: Path) -> None:
+    """The route's worker takes the ready messages of its channel together (one transaction,
+    SQLite); one without a group key rolls that back, and each goes again alone: the bad one is
+    invalid with its cause, the others are counted once each."""
+    from .test_route_steps import JSON
+
+    with running_daemon(write_site(tmp_path, BATCHED)) as d:
+        t = d.transport
+        assert t is not None
+        keyless = Envelope(format=JSON, body=json.dumps({"id": "x", "amount": 99}).encode())
+        t.send("orders.in", [order("EU", i) for i in range(4)] + [keyless] + [order("EU", i) for i in range(4, 9)])
+        [batch] = drained(d, "batches.out", 1)
+        assert sorted(json.loads(x)["amount"] for x in batch.body.splitlines()) == list(range(9))
+        [bad] = wait_for(lambda: t.dead_letters(kind="invalid"), "the keyless order in the invalid messages")
+        assert bad.envelope is not None and bad.envelope.message_id == keyless.message_id and bad.attempts == 1
+        assert "step 0 aggregate" in bad.reason and "no group key body.customer.region" in bad.reason, bad.reason
+        settled(d, "orders.in")
+        step = d.pipelines["batches"].steps[0]
+        wait_for(lambda: step.completed["size"] == 1, "the completion counted")  # type: ignore[attr-defined]

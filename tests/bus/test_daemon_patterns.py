@@ -199,3 +199,27 @@ def test_pattern_keys_are_checked_on_load(text: str, problem: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_site(text)
     assert any(p.startswith(problem) for p in err.value.problems), err.value.problems
+
+
+def test_a_copy_handled_by_another_worker_meanwhile_is_dropped_inside_the_transaction(tmp_path: Path) -> None:
+    """Two copies of one message leased by two route workers at once both pass the Idempotent
+    Receiver's first look; the look again inside the handling transaction (where no other
+    worker commits meanwhile) acknowledges the later one without handling it."""
+    from coupler.bus.runtime.consumers import ConsumerPatterns
+    from coupler.bus.transport.sqlite.transport import SqliteTransport
+
+    fmt = FormatIndicator.parse("t.T@1;application/json")
+    with SqliteTransport(tmp_path / "data") as t:
+        patterns = ConsumerPatterns.declared(t, "route:r", "in", channel=None, idempotent_key="message_id",
+                                             throttle=None, where="routes[0]")
+        first, other = Envelope(format=fmt, body=b"{}"), Envelope(format=fmt, body=b"{}")
+        t.send("in", [first, other])
+        leased = patterns.receiver(t, lambda wait: t.receive("in", "route:r", max=10))(0)
+        assert [d.message_id for d in leased] == [first.message_id, other.message_id]  # both look fresh
+        with t.transaction() as tx:  # meanwhile, another worker handles a copy of ``first``
+            patterns.idempotent.mark(tx, first)  # type: ignore[union-attr]
+        with t.transaction() as tx:
+            handle = patterns.screen(tx, leased)
+            patterns.settle_many(tx, handle)
+        assert [d.message_id for d in handle] == [other.message_id]
+        assert t.stats("in")[0].depth == 0  # the copy acknowledged, not handled

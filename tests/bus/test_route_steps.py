@@ -115,7 +115,8 @@ def test_message_filter_discards_or_sends_otherwise_and_counts(store: str, tmp_p
         settled(d, "orders.in")
         assert t.receive("orders.eu", "test") == []
         assert t.dead_letters() == []
-        assert d.pipelines["eu-orders"].counts[("step 0 filter", "discarded")] == 2
+        # counted right after the commit, which the channel's depth may show a moment before
+        wait_for(lambda: d.pipelines["eu-orders"].counts[("step 0 filter", "discarded")] == 2, "the discards counted")
         # every step is in the Message History of what leaves the route
         assert ("route:eu-orders", "step 0 filter: passed") in [(h.component, h.action) for h in eu[0].history]
         # a discarded message is journaled with the step and its expression: its trace says why it ended
@@ -223,9 +224,14 @@ def test_metrics_count_the_discarded_messages(tmp_path: Path) -> None:
         d.transport.send("orders.in", [order("US", 1), order("EU", 2)])
         drained(d, "orders.eu", 1)
         settled(d, "orders.in")
-        with urllib.request.urlopen(d.console_url.rstrip("/") + "/metrics") as r:
-            metrics = r.read().decode()
-        assert 'coupler_route_step_messages_total{outcome="discarded",route="eu-orders",step="step 0 filter"} 1.0' in metrics
+        line = 'coupler_route_step_messages_total{outcome="discarded",route="eu-orders",step="step 0 filter"} 1.0'
+
+        def scraped() -> bool:  # counted once the commit returned (after its disk sync): wait for it
+            assert d.console_url is not None
+            with urllib.request.urlopen(d.console_url.rstrip("/") + "/metrics") as r:
+                return line in r.read().decode()
+
+        wait_for(scraped, "the discarded message in /metrics")
 
 
 SPLIT = """

@@ -136,7 +136,8 @@ def none_if_empty(value: str | None) -> str | None:
 
 # -- OpenAPI ------------------------------------------------------------------------------
 
-_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody, DetourQuery, TestMessageBody]
+_MODELS: list[type[BaseModel]] = [DeadLettersQuery, TraceQuery, ReplayBody, PurgeBody, DetourQuery, TestMessageBody,
+                                  GroupBody]
 _REF = "#/components/schemas/{model}"
 
 
@@ -147,7 +148,7 @@ def _json(schema: dict[str, Any] | None = None, description: str = "") -> dict[s
 def _responses(ok: dict[str, Any], *codes: int) -> dict[str, Any]:
     out: dict[str, Any] = {"200": _json(ok, "the result"),
                            "401": _json({"$ref": "#/components/schemas/Error"}, "no valid token")}
-    reasons = {400: "invalid parameters or body", 404: "no such dead letter, adapter or route",
+    reasons = {400: "invalid parameters or body", 404: "no such dead letter, adapter, route or group",
                415: "the body is not JSON"}
     for code in codes:
         out[str(code)] = _json({"$ref": "#/components/schemas/Error"}, reasons[code])
@@ -218,6 +219,18 @@ def openapi(version: str = "") -> dict[str, Any]:
         "/api/routes/{route}/test": {"post": {
             "summary": "a Test Message through a route: what each step did (ctl test); nothing stored or delivered",
             "parameters": [_ROUTE], "requestBody": _body(TestMessageBody),
+            "responses": _responses(_OBJECT, 400, 404, 415)}},
+        "/api/groups": {get: {
+            "summary": "the groups the routes' stateful steps hold in the store (aggregation groups, resequencer "
+                       "streams and batches, messages waiting for an enricher's answer, process instances): route, "
+                       "step, type, key, size, age_seconds (ctl groups list)",
+            "responses": _responses(_LIST)}},
+        "/api/groups/{action}": {"post": {
+            "summary": "complete an aggregation group now (reason forced: its aggregate goes on from the next step) "
+                       "or discard it with the messages it holds (ctl groups complete / discard)",
+            "parameters": [{"name": "action", "in": "path", "required": True,
+                            "schema": {"enum": ["complete", "discard"]}}],
+            "requestBody": _body(GroupBody),
             "responses": _responses(_OBJECT, 400, 404, 415)}},
         "/api/trace": {get: {"summary": "every hop of the messages of a trace", "parameters": _query(TraceQuery),
                              "responses": _responses(_OBJECT, 400)}},

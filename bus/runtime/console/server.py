@@ -464,9 +464,10 @@ async def _json(request: web.Request) -> dict[str, Any]:
 
 
 def _status(exc: CouplerError) -> int:
+    from coupler.bus.runtime.steps.groups import GroupError
     from coupler.bus.transport.base import UnknownDeadLetterError
 
-    if isinstance(exc, UnknownDeadLetterError) or exc.message.startswith(("no adapter named", "no route named")):
+    if isinstance(exc, UnknownDeadLetterError | GroupError) or exc.message.startswith(("no adapter named", "no route named")):
         return 404
     return 400
 

@@ -47,7 +47,13 @@ A route handles one delivery in one transaction of the transport (the consume-an
 transaction): everything the steps send, and the acknowledgement of the delivery, commit
 together; when any step of any part answers :class:`Retry`, :class:`DeadLetter` or
 :class:`Invalid`, nothing of it is sent and the delivery gets that outcome. A crash between
-two steps therefore neither loses nor duplicates a message.
+two steps therefore neither loses nor duplicates a message. Where the transport commits step
+state with the acknowledgement (SQLite, the storage transports) a route's worker takes up to
+100 ready messages and runs them all in one such transaction (one commit); when one of them
+stops, the whole transaction is rolled back and each message is handled again alone, so the
+outcome of every message is as if it had been alone. ``ctx.scope`` is shared by the messages of
+one transaction: ``ctx.defer`` lets a step read its state once and write it once, before the
+commit (an Aggregator's group header).
 
 ``ctx.tx`` is that transaction (:class:`~coupler.bus.transport.base.TransactionOps`). A step
 that keeps state (Aggregator, Resequencer, Process Manager) declares ``stateful = True`` and

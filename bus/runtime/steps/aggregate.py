@@ -28,9 +28,11 @@ highest value of the expression ``best``); or a third party's strategy by name (
 ``coupler_aggregation_strategies``: ``{name: callable(group) -> (body, format)}``).
 
 State (survives a crash and a restart, see :mod:`coupler.bus.runtime.steps.state`): per group
-a header (``groups``: id, size, first and last arrival) and one entry per member (``members``),
-written in the transaction that acknowledges the member; a completed group is deleted in the
-transaction that sends its aggregate. A time-out that fell due while the daemon was down fires
+a header (``groups``: id, size, first and last arrival) and one entry per member (``members``,
+the envelope without its Message History), written in the transaction that acknowledges the
+member (a route worker's batch reads a group's header once and writes it, and the batch's
+members, once before the commit); a completed group is deleted in the transaction that sends
+its aggregate. A time-out that fell due while the daemon was down fires
 at its first timer tick after start. With ``late_to``, a completed group's key is remembered
 for ``late_window_seconds`` and messages arriving for it go to that channel.
 """
@@ -43,7 +45,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -117,6 +119,27 @@ class AggregateOptions(OptionsModel):
             raise ValueError("no completion: set complete_size, timeout_seconds, interval_seconds, complete_when "
                              "or complete_sequence")
         return self
+
+
+def _member(message: Envelope) -> bytes:
+    """A member as the group keeps it: the envelope without its Message History (the aggregate
+    starts a history of its own, and the journal keeps each member's way); half the bytes to
+    encode and decode of a record that came through a file and a few steps."""
+    history, message.history = message.history, []
+    try:
+        return encode(message)
+    finally:
+        message.history = history
+
+
+@dataclass
+class _Pending:
+    """What the deliveries of one transaction did to an Aggregator's state, written once before
+    it commits: group headers read (None: no open group) and changed, members added."""
+
+    heads: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    changed: set[str] = field(default_factory=set)
+    members: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -293,7 +316,13 @@ class Aggregator(Step):
         if ctx.test:
             return Continue((), f"would be held in group {key}")
         tx = ctx.tx
-        head = self.state.get_json(tx, "groups", key, lock=True)
+        pending = ctx.defer(self.state.scope, _Pending, functools.partial(self._flush, tx))
+        if pending is not None and key in pending.heads:
+            head = pending.heads[key]  # read (and locked) by an earlier delivery of this transaction
+        else:
+            head = self.state.get_json(tx, "groups", key, lock=True)
+            if pending is not None:
+                pending.heads[key] = head
         if not self.state.first_time(tx, message):
             return Continue((), f"counted before (redelivered): group {key}")
         if head is None and (o.late_to or o.discard_late) and self.state.get(tx, "closed", [key]):
@@ -313,13 +342,31 @@ class Aggregator(Step):
         head["n"] += 1
         head["last"] = now
         head["bytes"] += len(message.body)
-        self.state.put(tx, "members", {member_key: encode(message)})
+        blob = _member(message)
+        if pending is None:
+            self.state.put(tx, "members", {member_key: blob})
+        else:
+            pending.members[member_key] = blob
         reason = self._complete_now(message, head)
         if reason is None:
-            self.state.put_json(tx, "groups", key, head)
+            if pending is None:
+                self.state.put_json(tx, "groups", key, head)
+            else:
+                pending.heads[key] = head
+                pending.changed.add(key)
             return Continue((), f"held in group {key} ({head['n']})")
         ctx.committed.append(functools.partial(self.count_completion, reason))
-        return Continue((self._complete(tx, key, head, reason),), f"group {key} complete ({reason}, {head['n']})")
+        return Continue((self._complete(tx, key, head, reason, pending),), f"group {key} complete ({reason}, {head['n']})")
+
+    def _flush(self, tx: TransactionOps, pending: _Pending) -> None:
+        """The members and group headers the deliveries of one transaction left: written once,
+        before it commits."""
+        if pending.members:
+            self.state.put(tx, "members", dict(pending.members))
+        if pending.changed:
+            self.state.put(tx, "groups", {
+                k: None if pending.heads[k] is None else json.dumps(pending.heads[k], separators=(",", ":")).encode()
+                for k in sorted(pending.changed)})
 
     def _key(self, message: Envelope) -> str:
         try:
@@ -352,12 +399,21 @@ class Aggregator(Step):
                 return "predicate"
         return None
 
-    def _complete(self, tx: TransactionOps, key: str, head: dict[str, Any], reason: str) -> Envelope:
-        """The aggregate of group ``key`` (its header ``head``); the group's state deleted."""
-        stored = self._members(tx, key, head)
+    def _complete(self, tx: TransactionOps, key: str, head: dict[str, Any], reason: str,
+                  pending: _Pending | None = None) -> Envelope:
+        """The aggregate of group ``key`` (its header ``head``); the group's state deleted
+        (``pending``: with what this transaction has not written yet)."""
+        stored = self._members(tx, key, head, pending)
         members = [decode(stored[k]) for k in sorted(stored)]
-        self.state.put(tx, "members", dict.fromkeys(stored))
-        self.state.put_json(tx, "groups", key, None)
+        if pending is None:
+            self.state.put(tx, "members", dict.fromkeys(stored))
+            self.state.put_json(tx, "groups", key, None)
+        else:
+            written = [k for k in stored if pending.members.pop(k, None) is None]
+            if written:
+                self.state.put(tx, "members", dict.fromkeys(written))
+            pending.heads[key] = None
+            pending.changed.add(key)
         if self.options.late_to or self.options.discard_late:
             self.state.put(tx, "closed", {key: head["id"].encode()}, ttl=self.options.late_window_seconds)
         return self.aggregate(key, head, members, reason)
@@ -395,7 +451,7 @@ class Aggregator(Step):
             if interval:
                 self._next_interval = now + o.interval_seconds
         out: list[Envelope] = []
-        for key, head in self.state.all_json(ctx.tx, "groups").items():
+        for key, head in sorted(self.state.all_json(ctx.tx, "groups").items()):  # locks in key order
             if self._due(head, now, interval) is None:
                 continue
             head = self.state.get_json(ctx.tx, "groups", key, lock=True)  # another daemon may have been first
@@ -437,12 +493,19 @@ class Aggregator(Step):
         self.state.put_json(tx, "groups", key, None)
         return len(stored)
 
-    def _members(self, tx: TransactionOps, key: str, head: dict[str, Any]) -> dict[str, bytes]:
-        """The stored members of group ``key``: ``{member key: encoded envelope}``."""
+    def _members(self, tx: TransactionOps, key: str, head: dict[str, Any],
+                 pending: _Pending | None = None) -> dict[str, bytes]:
+        """The members of group ``key``: ``{member key: encoded envelope}`` (stored, and those
+        ``pending`` holds for the end of this transaction)."""
         n = max(head["n"], head.get("size") or 0)
-        stored = self.state.get(tx, "members", [f"{key}\x1f{i:09d}" for i in range(n)])
+        keys = [f"{key}\x1f{i:09d}" for i in range(n)]
+        held = {} if pending is None else {k: pending.members[k] for k in keys if k in pending.members}
+        stored = {**self.state.get(tx, "members", [k for k in keys if k not in held]), **held}
         if len(stored) < head["n"]:  # a sequence whose positions are not 0..n-1: look at them all
-            stored = {k: v for k, v in self.state.get(tx, "members").items() if k.startswith(f"{key}\x1f")}
+            prefix = f"{key}\x1f"
+            stored = {k: v for k, v in self.state.get(tx, "members").items() if k.startswith(prefix)}
+            if pending is not None:
+                stored.update((k, v) for k, v in pending.members.items() if k.startswith(prefix))
         return stored
 
 

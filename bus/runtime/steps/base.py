@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from coupler.bus.config.loader import ConfigError
 from coupler.bus.model.selectors import BodyReader, Expression, Selector
@@ -103,6 +103,32 @@ class StepSetup:
         return ConfigError([f"{self.key_path}.{key}: {message}"])
 
 
+T = TypeVar("T")
+
+
+class TxScope:
+    """What the steps keep for the rest of one transaction, and their writes left for its end
+    (:meth:`StepContext.defer`): a step that reads and rewrites the same state for every
+    delivery of a batch (an Aggregator's group header) reads it once and writes it once."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, Any] = {}
+        self._flushes: list[Callable[[], None]] = []
+
+    def get(self, name: str, make: Callable[[], T], flush: Callable[[T], None]) -> T:
+        if name not in self._kept:
+            it = self._kept[name] = make()
+            self._flushes.append(lambda: flush(it))
+        return cast(T, self._kept[name])
+
+    def flush(self) -> None:
+        """Write what the steps left for the end of the transaction (before it commits)."""
+        for f in self._flushes:
+            f()
+        self._flushes.clear()
+        self._kept.clear()
+
+
 @dataclass
 class StepContext:
     """What a step handles one message with."""
@@ -124,6 +150,18 @@ class StepContext:
     discarded: list[tuple[str, str]] = field(default_factory=list)
     #: messages the route sent on (to its channels) in this transaction
     sent: int = 0
+    #: the deliveries of one transaction (a route worker's batch) share this: what a step keeps
+    #: for the rest of the transaction, and the writes it left for its end (:meth:`defer`);
+    #: None (a timer, an operator's action, a Test Message): a step writes at once
+    scope: TxScope | None = None
+
+    def defer(self, name: str, make: Callable[[], T], flush: Callable[[T], None]) -> T | None:
+        """The object ``name`` this transaction keeps for a step (``make()`` on first use,
+        ``flush(it)`` run once before the commit, after the last delivery); None when the
+        context has no transaction scope (the step then writes at once)."""
+        if self.scope is None:
+            return None
+        return self.scope.get(name, make, flush)
 
     def send(self, channel: str, message: Envelope, component: str | None = None) -> None:
         """Send ``message`` to ``channel`` in the transaction (a Wire Tap's copy)."""
@@ -159,4 +197,4 @@ class Step(abc.ABC):
         return None
 
 
-__all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches"]
+__all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches", "TxScope"]

@@ -1,5 +1,6 @@
 """A route as one chain: its steps, then its end (``to`` channels or rules), run on one
-delivery inside one transaction of the transport."""
+delivery inside one transaction of the transport, or on a batch of deliveries inside one
+transaction (:meth:`Pipeline.handle_many`: the route worker's batches)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.options import problems as options_problems
 
-from .base import Step, StepContext, StepError, StepSetup, Switches
+from .base import Step, StepContext, StepError, StepSetup, Switches, TxScope
 from .outcomes import FAILURES, Continue, DeadLetter, Deliver, Discard, Invalid, Outcome, Retry
 
 log = logging.getLogger("coupler.daemon")
@@ -76,14 +78,57 @@ class Pipeline:
         """Run the chain on ``d`` and settle it; returns what happened (``done`` or the outcome)."""
         try:
             with transport.transaction() as tx:
-                ctx = StepContext(tx, self.name, d)
+                scope = TxScope()
+                ctx = StepContext(tx, self.name, d, scope=scope)
                 self.run(ctx, d.envelope)
                 d.note = discard_note(ctx)
+                scope.flush()
                 settle(tx, d)
         except Stopped as stop:
             return self._fail(transport, d, stop)
         self.count_committed(ctx)
         return "done"
+
+    def handle_many(
+        self,
+        transport: Transport,
+        deliveries: list[Delivery],
+        settle_many: Callable[[TransactionOps, list[Delivery]], None],
+        around: Callable[[Delivery], AbstractContextManager[object]] = lambda d: nullcontext(),
+        screen: Callable[[TransactionOps, list[Delivery]], list[Delivery]] = lambda tx, ds: ds,
+    ) -> bool:
+        """Run the chain on every one of ``deliveries`` and settle them all (``settle_many``) in one transaction
+        (one commit, one disk sync for what they send); ``around(d)`` is entered while ``d`` is
+        handled (its trace context and timing); ``screen(tx, deliveries)`` first settles in the
+        transaction those not to handle (duplicates) and returns the others. True when the batch committed; False when a
+        message stopped its delivery or anything raised: the whole transaction was rolled
+        back (nothing sent, no state changed, nothing acknowledged) and the caller handles each
+        delivery alone (:meth:`handle`), so a bad message goes to the Invalid Message Channel
+        or the dead letters by itself, with its cause, and the others go on."""
+        ctxs: list[StepContext] = []
+        try:
+            with transport.transaction() as tx:
+                scope = TxScope()  # shared by the batch: a step's state read once, written once
+                handled = screen(tx, deliveries)
+                for d in handled:
+                    ctx = StepContext(tx, self.name, d, scope=scope)
+                    with around(d):
+                        self.run(ctx, d.envelope)
+                    d.note = discard_note(ctx)  # why a discarded message ended, with its acknowledgement
+                    ctxs.append(ctx)
+                scope.flush()
+                settle_many(tx, handled)
+        except Stopped as stop:
+            log.debug("%s: a batch of %d rolled back (%s at %s); each message alone", self.component, len(deliveries),
+                      type(stop.outcome).__name__, stop.where, extra={"route": self.name})
+            return False
+        except Exception as exc:  # a lost lease, a store error, a step's bug: each alone says which
+            log.info("%s: a batch of %d rolled back (%s); each message alone", self.component, len(deliveries),
+                     describe_exception(exc), extra={"route": self.name})
+            return False
+        for ctx in ctxs:
+            self.count_committed(ctx)
+        return True
 
     def count_committed(self, ctx: StepContext) -> None:
         """What the steps dropped (and counted) in a committed transaction, into the counters of

@@ -128,6 +128,9 @@ class StoreTx(TransactionOps):
         self.durable = durable
         self.written_claims: list[Path] = []
         self.unreferenced_claims: list[str] = []
+        #: channels where this transaction made a message ready (announced to this process's
+        #: waiting receivers when it commits: ``receive_wait``)
+        self.arrived: set[str] = set()
         #: statistics counted by this transaction, ``(channel, counter) -> n``
         self.counts: dict[tuple[str, str], int] = {}
         #: add every pending statistic of the transport to ``counters`` at commit
@@ -237,6 +240,7 @@ class StoreTx(TransactionOps):
     def insert(self, channel: str, prepared: list[Prepared], event_detail: str | None = None) -> None:
         """Store messages: a state row and an envelope row each, with the same new rowid."""
         self.durable = True  # a new message: on disk before the call returns (FULL)
+        self.arrived.add(channel)
         now = self.now
         # rowids are max + 1, max + 2...: the write lock is held, nobody else inserts now
         base = self.conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
@@ -422,6 +426,7 @@ class StoreTx(TransactionOps):
             "UPDATE messages SET visible_at = ?, lease_token = NULL, lease_owner = NULL WHERE id = ?",
             (self.now + decision.wait, delivery.tag),
         )
+        self.arrived.add(delivery.channel)
         policy.record_nacked(self, delivery, component, text, decision.wait)
         return "retry"
 
@@ -539,13 +544,16 @@ class StoreTx(TransactionOps):
         return found
 
     def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None) -> None:
-        self.conn.executemany("DELETE FROM state WHERE scope = ? AND key = ?",
-                              [(f"step:{scope}", k) for k, v in values.items() if v is None])
-        self.conn.executemany(
-            "INSERT INTO state (scope, key, value, expires_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-            [(f"step:{scope}", k, v, expires_at) for k, v in values.items() if v is not None],
-        )
+        gone = [(f"step:{scope}", k) for k, v in values.items() if v is None]
+        if gone:
+            self.conn.executemany("DELETE FROM state WHERE scope = ? AND key = ?", gone)
+        kept = [(f"step:{scope}", k, v, expires_at) for k, v in values.items() if v is not None]
+        if kept:
+            self.conn.executemany(
+                "INSERT INTO state (scope, key, value, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                kept,
+            )
 
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         now = self.now

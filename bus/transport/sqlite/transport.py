@@ -176,6 +176,7 @@ class SqliteTransport(Transport):
         self._configs: dict[str, ChannelConfig] = {}
         self.checkpoint_interval = checkpoint_interval
         self._checkpointer: _Checkpointer | None = None
+        self._arrivals = _Arrivals()
 
     def __repr__(self) -> str:
         return f"SqliteTransport({str(self.data_dir)!r}, synchronous={self.synchronous})"
@@ -384,6 +385,8 @@ class SqliteTransport(Transport):
         finally:
             fcntl.flock(writer, fcntl.LOCK_UN)
         self._counted(tx.counts, written)
+        if tx.arrived:
+            self._arrivals.announce(tx.arrived)
         if seq:
             assert self._group is not None
             self._group.make_durable(seq, self._local.sync_lock, self._sync_wal)
@@ -549,19 +552,24 @@ class SqliteTransport(Transport):
         conn = self._conn()
         while True:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
+            arrived = self._arrivals.count(channel)
             got = self.receive(channel, consumer, max=max, lease_seconds=lease_seconds, selector=sel)
             if got or time.monotonic() >= deadline:
                 return got
-            # wait until another connection commits, or 50 ms (leases and backoff delays);
-            # the polls start at 0.1 ms and slow down to 1 ms: a quick wake-up when messages
-            # flow, little CPU taken from the producers when they do not
+            # wait until a message arrives on the channel: woken at once by a commit of this
+            # process that made one ready there (``_Arrivals``); another process's commit is
+            # seen by the data_version, looked at after 1 ms, then less often, at least every
+            # 20 ms; and at most 50 ms (leases that expire, backoff delays that end). Idle
+            # workers then cost little CPU while the others commit (they used to look at the
+            # data_version every 0.1-1 ms, and woke at every commit of the process)
             recheck = min(deadline, time.monotonic() + 0.05)
-            pause = 0.0001
-            while time.monotonic() < recheck:
+            pause = 0.001
+            while (left := recheck - time.monotonic()) > 0:
+                if self._arrivals.wait(channel, arrived, min(pause, left)):
+                    break
                 if conn.execute("PRAGMA data_version").fetchone()[0] != version:
                     break
-                time.sleep(pause)
-                pause = min(pause * 1.5, 0.001)
+                pause = min(pause * 2, 0.02)
 
     # -- channels --------------------------------------------------------------------------
 
@@ -927,6 +935,39 @@ _DL_COLUMNS = (
 #: WAL pages after which a committing connection checkpoints itself (the background thread
 #: normally checkpoints long before; this bounds the WAL should it not)
 _SAFETY_CHECKPOINT_PAGES = 20000
+
+
+class _Arrivals:
+    """Per channel, how many commits of this process made a message ready there; receivers
+    waiting in ``receive_wait`` sleep on it and wake when the count moves."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conds: dict[str, threading.Condition] = {}  # per channel: only its receivers wake
+        self._counts: dict[str, int] = {}
+
+    def count(self, channel: str) -> int:
+        return self._counts.get(channel, 0)
+
+    def _cond(self, channel: str) -> threading.Condition:
+        cond = self._conds.get(channel)
+        if cond is None:
+            cond = self._conds.setdefault(channel, threading.Condition(self._lock))
+        return cond
+
+    def announce(self, channels: Iterable[str]) -> None:
+        with self._lock:
+            for channel in channels:
+                self._counts[channel] = self._counts.get(channel, 0) + 1
+                cond = self._conds.get(channel)
+                if cond is not None:
+                    cond.notify_all()
+
+    def wait(self, channel: str, seen: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for an arrival on ``channel`` after count ``seen``;
+        whether one came."""
+        with self._lock:
+            return self._cond(channel).wait_for(lambda: self._counts.get(channel, 0) != seen, timeout)
 
 
 class _Checkpointer:
