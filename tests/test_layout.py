@@ -133,3 +133,12 @@ def test_relative_imports_are_resolved() -> None:
     assert "coupler.translators.wrappers.base" in names
     names = {n for _, n in _imports(REPO / "adapters" / "socket" / "__init__.py")}
     assert "coupler.adapters.socket.adapter" in names
+
+
+def test_the_bus_tests_mirror_the_rooms_of_the_bus_package() -> None:
+    """``tests/bus/<room>/`` holds the tests of ``bus/<room>/`` (transport, runtime, cli, ...),
+    so the tests of a module are found beside its room's name; shared helpers stay at the top."""
+    rooms = {p.name for p in (REPO / "bus").iterdir() if (p / "__init__.py").exists()}
+    tests = REPO / "tests" / "bus"
+    misplaced = [str(p.relative_to(REPO)) for p in tests.rglob("test_*.py") if p.relative_to(tests).parts[0] not in rooms]
+    assert not misplaced, f"put these under tests/bus/<room>/, the room of bus/ they test: {misplaced}"

@@ -18,8 +18,7 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.plugins.manager import plugin_manager
 from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.runtime.daemon import Daemon
-
-from . import plugin_echo
+from tests.bus import plugin_echo
 
 REPO = Path(__file__).resolve().parents[2]
 #: how the daemon processes of the tests find the echo plugin

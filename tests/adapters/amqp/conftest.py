@@ -11,7 +11,7 @@ import pika
 import pytest
 
 from coupler.bus.testing import EmbeddedBus
-from tests.bus.amqp.broker import AMQP_URL, servers_or_fail
+from tests.bus.transport.amqp.broker import AMQP_URL, servers_or_fail
 
 
 class Broker:

@@ -12,8 +12,8 @@ from coupler.bus.testing import EmbeddedBus
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
-from tests.bus.amqp.broker import AMQP_URL
 from tests.bus.site_helpers import wait_for
+from tests.bus.transport.amqp.broker import AMQP_URL
 
 from .conftest import Broker
 

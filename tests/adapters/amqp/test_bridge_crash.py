@@ -29,8 +29,8 @@ from coupler.bus.runtime.control import ControlClient, ControlError
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
-from tests.bus.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
+from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 from tests.chaos import chaos_seed, crash_size
 
 TOTAL, KILLS = crash_size((400, 8), (1_000, 20))  # half the kills at each site

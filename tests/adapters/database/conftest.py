@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from coupler.bus.testing import EmbeddedBus
-from tests.bus.amqp.broker import PG_DSN, servers_or_fail
+from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bus.console.helpers import console_site
+from tests.bus.runtime.console.helpers import console_site
 from tests.bus.site_helpers import running_daemon, wait_for
 
 

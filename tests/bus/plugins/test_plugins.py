@@ -1,0 +1,84 @@
+"""Plugins: entry-point discovery, what `coupler plugins` shows, a real third-party install."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coupler.bus.plugins.hookspecs import hookimpl
+from coupler.bus.plugins.manager import (
+    PluginError,
+    adapter_types,
+    describe_plugins,
+    plugin_manager,
+    schema_dirs,
+)
+from coupler.schemas import SCHEMA_DIR
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def plugins_json() -> list[dict]:
+    out = subprocess.run(
+        [sys.executable, "-m", "coupler.bus.cli.main", "plugins", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_builtin_plugin_comes_through_the_entry_point() -> None:
+    rows = {r["name"]: r for r in plugins_json()}
+    assert rows["builtin"]["distribution"] == "coupler"
+    assert str(SCHEMA_DIR) in rows["builtin"]["schema_dirs"]
+    assert SCHEMA_DIR in schema_dirs(plugin_manager())
+
+
+def test_third_party_plugin_installs_shows_and_uninstalls() -> None:
+    pip = [sys.executable, "-m", "pip", "-q"]
+    subprocess.run([*pip, "install", "--no-deps", "--no-build-isolation", str(REPO / "examples" / "plugin-hello")],
+                   check=True, timeout=300)
+    try:
+        rows = {r["name"]: r for r in plugins_json()}
+        assert rows["hello"]["distribution"] == "coupler-hello"
+        assert rows["hello"]["version"] == "0.1.0"
+        assert rows["hello"]["adapter_types"] == ["hello"]
+        probe = subprocess.run(
+            [sys.executable, "-c",
+             "from coupler.bus.plugins.manager import plugin_manager, adapter_types\n"
+             "cls = adapter_types(plugin_manager())['hello']\n"
+             "a = cls('greeter', {'greeting': 'Hi'})\n"
+             "print(a.greet(b'world').decode(), a.describe()['commands'])"],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert probe.stdout.strip() == "Hi, world! ['send', 'ping', 'describe']", probe.stderr
+    finally:
+        subprocess.run([*pip, "uninstall", "-y", "coupler-hello"], check=True, timeout=120)
+    assert "hello" not in {r["name"] for r in plugins_json()}
+
+
+class _One:
+    @hookimpl
+    def coupler_adapter_types(self) -> dict[str, type]:
+        return {"dup": int}
+
+
+class _Two:
+    @hookimpl
+    def coupler_adapter_types(self) -> dict[str, type]:
+        return {"dup": str}
+
+
+def test_two_plugins_claiming_one_adapter_type_is_an_error() -> None:
+    pm = plugin_manager(entry_points=False, extra=(_One(), _Two()))
+    with pytest.raises(PluginError, match="'dup' is contributed by both"):
+        adapter_types(pm)
+
+
+def test_extra_plugins_are_described() -> None:
+    pm = plugin_manager(entry_points=False, extra=(_One(),), core=False)
+    [info] = describe_plugins(pm)
+    assert info.adapter_types == ["dup"] and info.distribution is None

@@ -1,0 +1,382 @@
+"""What only the broker transport has: broker restarts, broker-side expiry, AMQP interop,
+state shared through PostgreSQL by several transports (daemons), the site configuration."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pika
+import pytest
+
+from coupler.bus.config.loader import load_site
+from coupler.bus.transport.amqp.transport import AmqpTransport
+from coupler.bus.transport.base import LeaseLostError, TransportError
+from coupler.bus.transport.factory import open_transport
+from tests.bus.site_helpers import wait_for
+from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
+from tests.bus.transport.contract.support import doc, drain
+
+
+@pytest.fixture
+def names() -> Iterator[dict[str, str]]:
+    servers_or_fail()
+    names = unique_names()
+    yield names
+    destroy(names)
+
+
+def _transport(names: dict[str, str], url: str = AMQP_URL, **options) -> AmqpTransport:  # noqa: ANN003
+    return AmqpTransport(url, postgres=PG_DSN, **names, **options).open()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rabbitmq_bin(name: str) -> str:
+    # the scripts themselves: /usr/sbin's wrappers would run them as the rabbitmq user,
+    # who can neither write under tmp_path nor read this node's cookie
+    for path in (f"/usr/lib/rabbitmq/bin/{name}", shutil.which(name)):
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.fail(f"{name} is not installed (the broker restart test starts a RabbitMQ node of its own)")
+
+
+class PrivateBroker:
+    """A RabbitMQ node of this test's own (its own name, ports, Mnesia and cookie under
+    tmp_path): restarting it disturbs neither the rest of the suite nor the other runs
+    sharing the machine's broker. (Stopping the shared broker cut every other run's
+    connections, and once, on a loaded machine with another run deleting its queues during
+    the recovery, left it with a dead quorum-queue dead-letter supervisor: every new queue
+    failed with INTERNAL_ERROR and publisher nacks until the next restart.)"""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.node = f"coupler-test-{uuid.uuid4().hex[:8]}@localhost"
+        self.port = _free_port()
+        (base / "plugins").write_text("[].\n")
+        self.env = {
+            **os.environ,
+            "HOME": str(base),  # the node's and rabbitmqctl's .erlang.cookie
+            "RABBITMQ_NODENAME": self.node,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(_free_port()),
+            "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(base / "log"),
+            "RABBITMQ_PID_FILE": str(base / "pid"),
+            "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq"),  # none: the defaults
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(base / "advanced.config"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "plugins"),
+        }
+        self.url = f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 180.0) -> None:
+        with open(self.base / "server.out", "wb") as out:
+            self.process = subprocess.Popen(
+                [_rabbitmq_bin("rabbitmq-server")], env=self.env, cwd=self.base, stdout=out, stderr=subprocess.STDOUT,
+            )
+        wait_for(lambda: self.process is not None and (self.process.poll() is not None or self.answers()),
+                 "the test's own RabbitMQ node listening", timeout=timeout)
+        assert self.process.poll() is None, (self.base / "server.out").read_text()[-2000:]
+
+    def answers(self) -> bool:
+        with socket.socket() as s:
+            s.settimeout(1)
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def ctl(self, *args: str) -> None:
+        subprocess.run([_rabbitmq_bin("rabbitmqctl"), "-n", self.node, *args], env=self.env,
+                       check=True, capture_output=True, timeout=180)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            self.ctl("shutdown")
+        if self.process.poll() is None:
+            # rabbitmq-server execs the Erlang VM: this pid is the node itself
+            self.process.kill()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture
+def private_broker(tmp_path: Path) -> Iterator[PrivateBroker]:
+    broker = PrivateBroker(tmp_path)
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_broker_restart_during_traffic_reconnects_and_loses_nothing(names, private_broker: PrivateBroker) -> None:
+    producer = _transport(names, private_broker.url, reconnect_timeout=45)
+    consumer = _transport(names, private_broker.url, reconnect_timeout=45)
+    total = 300
+    sent: list[str] = []
+    received: set[str] = set()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def produce() -> None:
+        try:
+            for i in range(total):
+                sent.extend(producer.send("traffic", doc(str(i).encode())))
+                time.sleep(0.005)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    def consume() -> None:
+        deadline = time.monotonic() + 90
+        while not done.is_set() and time.monotonic() < deadline:
+            try:
+                got = consumer.receive_wait("traffic", "c", max=20, wait=0.5)
+                consumer.ack(got)
+                received.update(d.message_id for d in got)
+            except LeaseLostError:
+                pass  # received before the restart: it is back in the queue, comes again
+            except TransportError as exc:
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for th in threads:
+        th.start()
+    try:
+        while len(sent) < total // 3 and threads[0].is_alive():
+            time.sleep(0.01)
+        private_broker.ctl("stop_app")
+        time.sleep(2)  # the broker stays away a while (this is the test's scenario, not a wait)
+    finally:
+        private_broker.ctl("start_app")  # whatever happened, the broker comes back
+    try:
+        threads[0].join(timeout=60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not set(sent) <= received and not errors:
+            time.sleep(0.1)
+    finally:
+        done.set()
+        threads[1].join(timeout=10)
+        producer.close()
+        consumer.close()
+    assert errors == []
+    assert len(sent) == total  # every send returned (after the broker came back)
+    assert set(sent) <= received  # and nothing was lost
+
+
+def _drop_connection(t: AmqpTransport) -> None:
+    """Cut this transport's TCP connection to the broker (the broker itself stays up)."""
+    link = t._link
+    assert link is not None
+
+    def cut() -> bool:
+        sock = link._socket()
+        if sock is None:
+            return False  # between two connections: cut the next one
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # ENOTCONN: this one is already gone (a reconnect is under way)
+            return False
+        return True
+
+    wait_for(cut, "a connection to the broker to cut", timeout=60)
+
+
+def test_coalesced_acknowledgements_reach_the_broker_while_the_consumer_idles(names) -> None:
+    """Acknowledgements are coalesced (sent together, at most 5 ms after the first): a
+    consumer that acknowledges three messages and then does nothing more with the transport
+    still has them acknowledged on the broker, so losing its connection afterwards gives
+    them to nobody again."""
+    consumer = _transport(names)
+    other = _transport(names)
+    try:
+        consumer.send("acks", [doc(b"1"), doc(b"2"), doc(b"3")])
+        got = []
+        while len(got) < 3:
+            got += consumer.receive_wait("acks", "c", max=3, wait=5)
+        consumer.ack(got)  # fewer than the ten that go out at once: deferred
+        link = consumer._link
+        assert link is not None
+        # taken and sent holding the connection: once it is free again, they are on the socket
+        wait_for(lambda: not consumer._ack_tags and link._io_owner is None,
+                 "the link's thread sending the coalesced acknowledgements", timeout=5)
+        _drop_connection(consumer)
+        assert other.receive_wait("acks", "c", max=3, wait=1.0) == []
+    finally:
+        consumer.close()
+        other.close()
+
+
+def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> None:
+    """The connections of a producer and of a consumer break under traffic (client side: the
+    shared broker is not restarted); the threads using them find out, the link's thread
+    reconnects, unconfirmed sends are sent again, unacknowledged messages come again."""
+    producer = _transport(names, reconnect_timeout=30)
+    consumer = _transport(names, reconnect_timeout=30)
+    total = 400
+    sent: list[str] = []
+    received: set[str] = set()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def produce() -> None:
+        try:
+            for i in range(total):
+                sent.extend(producer.send("traffic", doc(str(i).encode())))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    def consume() -> None:
+        while not done.is_set():
+            try:
+                got = consumer.receive_wait("traffic", "c", max=20, wait=0.2)
+                consumer.ack(got)
+                received.update(d.message_id for d in got)
+            except LeaseLostError:
+                pass  # received before the loss: it is back in the queue, comes again
+            except TransportError as exc:
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for th in threads:
+        th.start()
+    try:
+        for cut in (total // 4, total // 2):
+            deadline = time.monotonic() + 60
+            while len(sent) < cut and threads[0].is_alive() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            _drop_connection(producer)
+            _drop_connection(consumer)
+        threads[0].join(timeout=90)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not set(sent) <= received and not errors:
+            time.sleep(0.05)
+    finally:
+        done.set()
+        threads[1].join(timeout=10)
+        producer.close()
+        consumer.close()
+    assert errors == []
+    assert len(sent) == total  # every send returned
+    assert set(sent) <= received  # and nothing was lost
+
+
+def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(names) -> None:
+    t = _transport(names)
+    try:
+        soon = datetime.now(UTC) + timedelta(milliseconds=300)
+        t.send("slow", [doc(b"short-lived", expires_at=soon), doc(b"keeps")])
+        # the broker's per-message TTL runs out while it waits in the queue (in 0.3 s; on a busy
+        # machine the dead letter arrives when it arrives: wait for it)
+        [dead] = wait_for(t.dead_letters, "the expired message among the dead letters", timeout=30)
+        assert (dead.reason, dead.channel, dead.envelope.body) == ("expired", "slow", b"short-lived")
+        assert [d.envelope.body for d in drain(t, "slow")] == [b"keeps"]
+        assert t.stats("slow")[0].expired == 1
+    finally:
+        t.close()
+
+
+def test_envelope_headers_are_amqp_properties_any_client_reads(names) -> None:
+    t = _transport(names)
+    try:
+        env = doc(b"<order/>", correlation_id="corr-1", return_address="replies", kind="command",
+                  properties={"region": "EU"}, format="acme.Order@2;application/xml")
+        t.send("interop", env, component="inbound")
+    finally:
+        t.close()
+    conn = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    try:
+        method, props, body = conn.channel().basic_get(f"{names['prefix']}q:interop", auto_ack=True)
+    finally:
+        conn.close()
+    assert method is not None and body == b"<order/>"
+    assert (props.message_id, props.correlation_id, props.reply_to, props.type, props.content_type) == (
+        env.message_id, "corr-1", "replies", "command", "application/xml")
+    assert props.delivery_mode == 2  # persistent
+    assert props.headers["coupler-format"] == "acme.Order"
+    assert props.headers["coupler-version"] == 2
+    assert props.headers["coupler-properties"] == {"region": "EU"}
+
+
+def test_two_daemons_share_identities_idempotency_journal_and_channels(names) -> None:
+    one, two = _transport(names), _transport(names)
+    try:
+        one.identities.register("crm/acme/customers@2", "crm.in", adapter="crm")
+        assert two.identities.resolve("crm/*/customers").channel == "crm.in"
+        one.mark_seen("loader", ["order-7"])
+        assert two.seen("loader", ["order-7", "order-8"]) == {"order-7"}
+        one.declare("orders", dead_letter="orders.dead")
+        [mid] = one.send("orders", doc(b"o"))
+        [d] = two.receive("orders", "c")
+        two.nack(d, "no", "c", dead=True)
+        two.store.flush()  # journal entries of another daemon are written in the background
+        assert [x.envelope.body for x in one.dead_letters("orders.dead")] == [b"o"]
+        assert [e.event for e in one.journal(message_id=mid)] == ["sent", "received", "dead-lettered"]
+    finally:
+        one.close()
+        two.close()
+
+
+def test_site_toml_selects_the_broker_transport(names, tmp_path: Path) -> None:
+    (tmp_path / "site.toml").write_text(
+        f"""
+[store]
+type = "amqp"
+
+[store.amqp]
+url = "{AMQP_URL}"
+postgres = "{PG_DSN}"
+prefix = "{names['prefix']}"
+postgres_schema = "{names['postgres_schema']}"
+
+[[channels]]
+name = "events"
+kind = "topic"
+"""
+    )
+    t = open_transport(load_site(tmp_path / "site.toml"))
+    try:
+        assert isinstance(t, AmqpTransport)
+        assert t.channel_config("events").kind == "topic"
+        sub = t.subscribe("events", "audit")
+        t.send("events", doc(b"e"))
+        assert [d.envelope.body for d in drain(t, sub)] == [b"e"]
+    finally:
+        t.close()
+
+
+def test_unreachable_broker_is_a_clear_error(names) -> None:
+    with pytest.raises(TransportError, match="cannot connect to RabbitMQ at 127.0.0.1:1"):
+        AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", postgres=PG_DSN, **names).open()
+
+
+def test_statistics_never_count_as_deliveries_of_a_waiting_message(names) -> None:
+    """The stuck-channel monitor reads stats() every few seconds: an idle message must not
+    reach the queue's delivery limit (and the dead letters) by being looked at."""
+    t = _transport(names, delivery_limit=3)
+    try:
+        t.send("idle", doc(b"waiting"))
+        ages = [t.stats("idle")[0] for _ in range(12)]
+        assert all(st.depth == 1 for st in ages)
+        assert t.dead_letters() == []
+        assert ages[-1].oldest_age is not None and ages[-1].oldest_age >= ages[1].oldest_age
+        [d] = t.receive("idle", "c")
+        assert d.envelope.body == b"waiting" and d.attempt == 1
+        t.ack(d)
+    finally:
+        t.close()

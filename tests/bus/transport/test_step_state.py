@@ -1,0 +1,120 @@
+"""The keyed state of stateful steps on the SQLite and the broker transport (``tx.get_state`` /
+``put_state``): committed with the transaction or not at all, expiring, and locked against a
+second daemon until the commit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coupler.bus.transport.sqlite.transport import SqliteTransport
+from tests.bus.site_helpers import wait_for
+
+
+@pytest.fixture(params=["sqlite", "amqp"])
+def transports(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    """Two transports on one store, as two daemons have."""
+    if request.param == "sqlite":
+        a, b = SqliteTransport(tmp_path / "bus.db").open(), SqliteTransport(tmp_path / "bus.db").open()
+        yield a, b
+        a.close()
+        b.close()
+        return
+    from coupler.bus.transport.amqp.transport import AmqpTransport
+    from tests.bus.transport.amqp.broker import (
+        AMQP_URL,
+        PG_DSN,
+        destroy,
+        servers_or_fail,
+        unique_names,
+    )
+
+    servers_or_fail()
+    names = unique_names()
+    a = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
+    b = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
+    yield a, b
+    a.close()
+    b.close()
+    destroy(names)
+
+
+def test_state_commits_with_the_transaction_or_not_at_all_and_expires(transports: tuple[Any, Any]) -> None:
+    a, b = transports
+    with a.transaction() as tx:
+        tx.put_state("r/agg/groups", {"EU": b"1", "US": b"2", "old": b"x"})
+        tx.put_state("r/agg/groups", {"soon": b"s"}, expires_at=time.time() + 0.5)
+        assert tx.get_state("r/agg/groups", ["EU", "nope"]) == {"EU": b"1"}
+    with pytest.raises(RuntimeError), a.transaction() as tx:
+        tx.put_state("r/agg/groups", {"EU": b"changed", "old": None})
+        raise RuntimeError("crash before the commit")
+    with b.transaction() as tx:
+        assert tx.get_state("r/agg/groups") == {"EU": b"1", "US": b"2", "old": b"x", "soon": b"s"}
+        tx.put_state("r/agg/groups", {"old": None})
+        assert tx.get_state("r/agg/other") == {}
+
+    def left() -> dict[str, bytes]:
+        with a.transaction() as tx:
+            return tx.get_state("r/agg/groups")
+
+    wait_for(lambda: "soon" not in left(), "the value to expire")
+    assert left() == {"EU": b"1", "US": b"2"}
+
+
+def test_a_locked_key_waits_for_the_other_daemons_commit(transports: tuple[Any, Any]) -> None:
+    a, b = transports
+    order: list[str] = []
+    locked = threading.Event()
+
+    def first() -> None:
+        with a.transaction() as tx:
+            assert tx.get_state("r/agg/groups", ["new-group"], lock=True) == {}  # no row yet: locked all the same
+            locked.set()
+            time.sleep(0.3)
+            tx.put_state("r/agg/groups", {"new-group": b"1"})
+            order.append("first committed")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert locked.wait(10)
+    with b.transaction() as tx:
+        got = tx.get_state("r/agg/groups", ["new-group"], lock=True)
+        order.append("second read")
+    thread.join()
+    assert got == {"new-group": b"1"} and order == ["first committed", "second read"]
+
+
+def test_amqp_outputs_of_a_state_change_are_published_by_the_next_open_when_their_process_died(tmp_path: Path) -> None:
+    from coupler.bus.transport.amqp.transport import AmqpTransport, _outbox_entry
+    from coupler.canonical import Envelope, FormatIndicator
+    from tests.bus.transport.amqp.broker import (
+        AMQP_URL,
+        PG_DSN,
+        destroy,
+        servers_or_fail,
+        unique_names,
+    )
+
+    servers_or_fail()
+    names = unique_names()
+    batch = Envelope(format=FormatIndicator.parse("test.Batch@1;text/plain"), body=b"1\n2\n")
+    try:
+        with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as a:
+            # what a daemon killed after its PostgreSQL commit and before its publish left
+            tx = a.store.state_tx()
+            tx.put("step:r/agg/groups", {"EU": None}, None)
+            tx.outbox(_outbox_entry([("batches", [batch], "route:r")]))
+            tx.commit()
+            assert a.receive("batches", "test") == []
+        with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as b:
+            [d] = b.receive_wait("batches", "test", wait=10)
+            assert d.message_id == batch.message_id and d.envelope.body == b"1\n2\n"
+            b.ack(d)
+            assert b.publish_outbox(0.0) == 0  # published once, then forgotten
+    finally:
+        destroy(names)
