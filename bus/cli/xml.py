@@ -117,12 +117,12 @@ def run_decode(args: argparse.Namespace) -> int:
     if not args.no_progress and sys.stderr.isatty() and (args.output is not None or not sys.stdout.isatty()):
         records = _with_progress(records, sum(p.stat().st_size for p in args.xml), read)
     if args.to == "avro":
-        import fastavro
+        from coupler.translators.xml.avro import write_container
 
         if args.output is None:
             raise UsageError("--to avro needs --output FILE")
         with open(args.output, "wb") as avro_out:
-            fastavro.writer(avro_out, fastavro.parse_schema(avro_schema), records)
+            write_container(avro_out, avro_schema, records)
         return 0
     out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:

@@ -76,9 +76,12 @@ def _unexpected(exc: BaseException, elem: Any, source: str | None) -> XmlValidat
 class RecordDecoder:
     """Converts one lxml element of a complex type into a dict shaped like its Avro record."""
 
-    def __init__(self, record: Record, compiler: Decoder):
+    def __init__(self, record: Record, compiler: Decoder,
+                 element_converter: Callable[[Field], Callable[[Any], Any]] | None = None):
         self.record = record
         self.compiler = compiler
+        #: makes the converters of the children (default: the decoder's interpreted ones)
+        self.element_converter = element_converter or compiler.element_converter
         self.template: dict[str, Any] = {}
         self.arrays: list[str] = []
         self.singles: list[tuple[str, bool]] = []  # (name, required)
@@ -95,6 +98,8 @@ class RecordDecoder:
         self.text: tuple[str, Callable[[str], Any]] | None = None
         self.mixed: str | None = None  # the field holding mixed content as XML
         self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
+        #: (the field listing nil elements, the optional nillable single fields in declaration order)
+        self.nil: tuple[str, list[str]] | None = None
 
     def compile(self) -> None:
         for index, f in enumerate(self.record.fields):
@@ -104,6 +109,10 @@ class RecordDecoder:
                 continue
             if f.kind == "xsitype":
                 self.template[f.name] = None  # set from the xsi:type attribute, when there is one
+                continue
+            if f.kind == "nil":
+                self.nil = (f.name, [e.name for e in self.record.fields if e.kind == "element" and e.nillable
+                                     and not e.repeated and e.min_occurs == 0])
                 continue
             if f.repeated:
                 self.arrays.append(f.name)
@@ -123,7 +132,7 @@ class RecordDecoder:
                 direct = f.value.decode if isinstance(f.value, Scalar) else None
                 if direct is not None and f.default is not None:
                     direct = _with_default(direct, f.default)
-                self.children[f.qname or ""] = (f.name, self.compiler.element_converter(f), f.repeated, direct, index)
+                self.children[f.qname or ""] = (f.name, self.element_converter(f), f.repeated, direct, index)
         # the wildcard a foreign element belongs to depends on where it stands (xs:any after
         # each declared part of an extension): tracked when there are several wildcards
         self.positional = len(self.wildcards) > 1
@@ -207,6 +216,8 @@ class RecordDecoder:
                                 self.compiler.source_name)
             if deviated and self.order is not None:
                 out[self.order] = self._document_order(elem, wild)
+            if self.nil is not None:  # nil: None here; absent: still _MISSING
+                out[self.nil[0]] = [name for name in self.nil[1] if out[name] is None]
         for name, required in self.singles:
             if out[name] is _MISSING:
                 if required:
@@ -318,13 +329,18 @@ def inner_xml(elem: Any) -> str:
 class Decoder:
     """Decodes documents (or a stream of repeated elements) of one global element to records."""
 
-    def __init__(self, model: SchemaModel, element_name: str):
+    def __init__(self, model: SchemaModel, element_name: str, *, compiled: bool = True):
         self.model = model
         self.element = model.element(element_name)
         self.value = model.root_value(element_name)
         self.source_name: str | None = None
         self._records: dict[int, RecordDecoder] = {}
+        #: the generated converters (one Python function per record type, made on first use);
+        #: None: every element goes through the interpreted RecordDecoder (the oracle)
+        self.generated = GeneratedConverters(self) if compiled else None
         self.root = self.value_converter(self.value)
+        if self.generated is not None:
+            self.root = self.generated.value_converter(self.value)
 
     # -- compilation -----------------------------------------------------------------------
 
@@ -539,13 +555,257 @@ class Decoder:
                 raise XsdError(f"record path {record_path!r}: no element {step!r} at this level")
             tags = {f.qname for f in found if f.qname}
             first = found[0]
-            steps.append((tags, self.element_converter(first) if len(found) == 1 else self._by_tag(found)))
+            steps.append((tags, self._field_converter(first) if len(found) == 1 else self._by_tag(found)))
             values = [f.value for f in found]
         return steps
 
     def _by_tag(self, found: list[Field]) -> Callable[[Any], Any]:
-        table = {f.qname: self.element_converter(f) for f in found}
+        table = {f.qname: self._field_converter(f) for f in found}
         return lambda elem: table[elem.tag](elem)
+
+    def _field_converter(self, f: Field) -> Callable[[Any], Any]:
+        """The converter of a field's element: the generated one where there is one."""
+        if self.generated is None or isinstance(f.value, Scalar):
+            return self.element_converter(f)
+        return self.generated.element_converter(f)
+
+
+class _Delegate(Exception):
+    """The generated converter leaves this element to the interpreted one (an error, or
+    something it does not handle: an unknown attribute, a child out of declaration order...)."""
+
+
+#: the values of xsi:nil that make an element nil
+_NIL = ("true", "1")
+
+
+class GeneratedConverters:
+    """Record converters generated as Python source from the schema model (issue 32).
+
+    The interpreted :class:`RecordDecoder` looks its tables up for every attribute and child
+    (which field, which converter, repeated or not, follow the position or not...). Here each
+    record type becomes one function, written once from the same tables and compiled with
+    ``compile``/``exec``: the attributes an if-chain, the children a dispatch on the field's
+    index (a binary search over small ints), each field a local variable, the record one
+    dict display in field order. Functions are made when first called, so a schema of
+    hundreds of types costs only the types its documents use.
+
+    The interpreted decoder stays the oracle and the error path: whatever the generated code
+    does not expect (an undeclared or ``xsi:`` attribute other than ``xsi:type``, text where
+    none is allowed, a missing or repeated element, a value its converter refuses, a child
+    declared earlier than the one before it in a record that lists the document's order...)
+    raises :class:`_Delegate` or the converter's own error, and the element is converted again
+    by its :class:`RecordDecoder`, which returns the record or raises the located error. Record
+    types with mixed content, ``xs:any`` or ``xs:anyAttribute`` are left to it altogether.
+    ``tests/translators/xml/test_compiled.py`` checks generated = interpreted on every
+    document of the corpus and on mutated ones.
+    """
+
+    def __init__(self, decoder: Decoder):
+        self.decoder = decoder
+        #: the globals of every generated function: the converters refer to each other by name
+        self.namespace: dict[str, Any] = {
+            "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
+            "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
+        }
+        self._names: dict[int, str] = {}
+        self._count = 0
+        self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
+
+    def value_converter(self, value: Any) -> Callable[[Any], Any]:
+        """The converter of a record or polymorphic element, made now."""
+        if isinstance(value, Poly):
+            return self._poly(value)
+        name = self._record_name(value)
+        function = self.namespace[name]
+        return self._generate(value, name) if getattr(function, "_stub", False) else function  # type: ignore[no-any-return]
+
+    def element_converter(self, f: Field) -> Callable[[Any], Any]:
+        inner = self.value_converter(f.value)
+        if not f.nillable:
+            return inner
+        return lambda elem: None if elem.get(XSI_NIL) in _NIL else inner(elem)
+
+    def _lazy_converter(self, f: Field) -> Callable[[Any], Any]:
+        """A field's converter that finds the generated function when called (recursive types)."""
+        if isinstance(f.value, Scalar):
+            return self.decoder.element_converter(f)
+        namespace, name = self.namespace, self._value_expression(f.value)
+        if f.nillable:
+            return lambda elem: None if elem.get(XSI_NIL) in _NIL else namespace[name](elem)
+        return lambda elem: namespace[name](elem)
+
+    def _constant(self, value: Any, prefix: str) -> str:
+        self._count += 1
+        name = f"{prefix}{self._count}"
+        self.namespace[name] = value
+        return name
+
+    def _record_name(self, record: Record) -> str:
+        """The global name of a record's converter: a stub that generates it on its first call."""
+        name = self._names.get(id(record))
+        if name is None:
+            name = self._names[id(record)] = f"r{len(self._names)}"
+
+            def stub(elem: Any) -> Any:
+                return self._generate(record, name)(elem)
+
+            stub._stub = True  # type: ignore[attr-defined]
+            self.namespace[name] = stub
+        return name
+
+    def _value_expression(self, value: Any) -> str:
+        """A name in the namespace that converts an element of this record or Poly value."""
+        if isinstance(value, Poly):
+            return self._constant(self._poly(value), "p")
+        return self._record_name(value)
+
+    def _poly(self, poly: Poly) -> Callable[[Any], Any]:
+        namespace = self.namespace
+        decoders = {r.type_qname: (self._record_name(r), r.fullname) for r in poly.branches}
+        default = (self._record_name(poly.declared), poly.declared.fullname) if poly.declared else None
+        tagged = len(poly.branches) > 1
+        interpreted = self.decoder._poly_converter(poly)  # the errors
+        decoder = self.decoder
+
+        def convert(elem: Any) -> Any:
+            type_name = elem.get(XSI_TYPE)
+            if type_name is None:
+                if default is None:
+                    return interpreted(elem)
+                name, fullname = default
+            else:
+                found = decoders.get(expanded_type_name(elem, type_name, decoder.source_name))
+                if found is None:
+                    return interpreted(elem)
+                name, fullname = found
+            out = namespace[name](elem)
+            if tagged:
+                out[TYPE_KEY] = fullname
+            return out
+
+        return convert
+
+    def _generate(self, record: Record, name: str) -> Callable[[Any], Any]:
+        interpreted = self.decoder.record_decoder(record)
+        if interpreted.mixed is not None or interpreted.wildcards or interpreted.any_attributes is not None:
+            # interpreted, but its children's converters are the generated ones
+            hybrid = RecordDecoder(record, self.decoder, self._lazy_converter)
+            hybrid.compile()
+            self.namespace[name] = hybrid
+            return hybrid
+        source = self._source(record, interpreted, name)
+        code = compile(source, f"<record converter {record.fullname}>", "exec")
+        exec(code, self.namespace)  # noqa: S102 - generated from the schema model above
+        self.sources[name] = source
+        function = self.namespace[name]
+        function.record = record  # as RecordDecoder.record
+        return function  # type: ignore[no-any-return]
+
+    def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:  # noqa: C901 - one pass per part
+        fields = record.fields
+        back = self._constant(interpreted, "interp")
+        body: list[str] = []
+        attributes = [(i, f) for i, f in enumerate(fields) if f.kind == "attribute"]
+        elements = [(i, f) for i, f in enumerate(fields) if f.kind == "element"]
+        text = next((i for i, f in enumerate(fields) if f.kind == "text"), None)
+        singles = [i for i, f in enumerate(fields) if f.kind in ("attribute", "element") and not f.repeated]
+        arrays = [i for i, f in elements if f.repeated]
+        if singles:
+            body.append(" = ".join(f"f{i}" for i in singles) + " = M")
+        for i in arrays:
+            body.append(f"f{i} = []")
+        if record.xsi_type_field is not None:
+            body.append("xt = None")
+        nil_names = {f.name for f in fields if f.kind == "element" and f.nillable and not f.repeated
+                     and f.min_occurs == 0} if record.nil_field is not None else set()
+        body += ["keys = elem.keys()", "if keys:", "    if len(keys) > 32: raise Delegate",
+                 "    for key, value in elem.items():"]
+        keyword = "if"
+        for i, f in attributes:
+            convert = "value" if f.value.decode is str else f"{self._constant(f.value.decode, 'a')}(value)"
+            body.append(f"        {keyword} key == {f.qname!r}: f{i} = {convert}")
+            keyword = "elif"
+        body.append(f"        {keyword} key.startswith(XSI_NS):")
+        if record.xsi_type_field is not None:
+            body.append("            if key == XSI_TYPE: xt = expanded_type_name(elem, value, D.source_name)")
+        else:
+            body.append("            pass")
+        body.append("        else: raise Delegate")
+        if text is not None:
+            body += [f"f{text} = {self._constant(fields[text].value.decode, 't')}(elem.text or '')",
+                     "if len(elem): raise Delegate"]
+        else:
+            body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
+            track = interpreted.order is not None
+            if track:
+                body += ["position = -1", "deviated = False"]
+            tags = {f.qname: i for i, f in elements}
+            body += ["for child in elem:", "    tag = child.tag",
+                     f"    k = {self._constant(tags, 'tags')}.get(tag, -1)",
+                     "    if k < 0:", "        if isinstance(tag, str): raise Delegate", "        continue"]
+            if track:
+                body += ["    if k < position: deviated = True", "    position = k"]
+            body += self._dispatch(elements, 1)
+            body += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
+            if track:
+                body.append("if deviated: raise Delegate")
+        if record.nil_field is not None:
+            body.append("nils = []")
+            body += [f"if f{i} is None: nils.append({f.name!r})" for i, f in elements if f.name in nil_names]
+        for i in singles:
+            if fields[i].required:
+                body.append(f"if f{i} is M: raise Delegate")
+        for i in arrays:
+            if fields[i].min_occurs > 0:
+                body.append(f"if not f{i}: raise Delegate")
+        items = []
+        for i, f in enumerate(fields):
+            if f.kind == "xsitype":
+                value = "xt"
+            elif f.kind == "order":
+                value = "[]"
+            elif f.kind == "nil":
+                value = "nils"
+
+            elif f.kind == "text" or f.repeated or f.required:
+                value = f"f{i}"
+            else:
+                value = f"None if f{i} is M else f{i}"
+            items.append(f"{f.name!r}: {value}")
+        body.append("return {" + ", ".join(items) + "}")
+        lines = [f"def {name}(elem):", "    try:"]
+        lines += ["        " + line for line in body]
+        lines += ["    except Exception:", f"        return {back}(elem)"]
+        return "\n".join(lines) + "\n"
+
+    def _dispatch(self, elements: list[tuple[int, Field]], depth: int) -> list[str]:
+        """Statements handling ``child`` by its field index ``k``: a binary search, then a chain."""
+        pad = "    " * depth
+        if len(elements) <= 3:
+            lines = []
+            for n, (i, f) in enumerate(elements):
+                test = "else" if n == len(elements) - 1 else ("if" if n == 0 else "elif") + f" k == {i}"
+                lines.append(f"{pad}{test}:")
+                lines += self._element(i, f, depth + 1)
+            return lines
+        middle = len(elements) // 2
+        return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1),
+                f"{pad}else:", *self._dispatch(elements[middle:], depth + 1)]
+
+    def _element(self, i: int, f: Field, depth: int) -> list[str]:
+        pad = "    " * depth
+        lines = [] if f.repeated else [f"{pad}if f{i} is not M: raise Delegate"]
+        if isinstance(f.value, Scalar):
+            direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
+            full = self._constant(self.decoder.element_converter(f), "c")
+            text = "(child.text or '')" if direct is str else f"{self._constant(direct, 'd')}(child.text or '')"
+            value = f"({full}(child) if child.keys() or len(child) else {text})"
+        else:
+            convert = self._value_expression(f.value)
+            value = f"(None if child.get(XSI_NIL) in NIL else {convert}(child))" if f.nillable else f"{convert}(child)"
+        lines.append(f"{pad}f{i}.append({value})" if f.repeated else f"{pad}f{i} = {value}")
+        return lines
 
 
 def _numbered(exc: XmlValidationError, ancestors: list[set[str]], index: int) -> XmlValidationError:

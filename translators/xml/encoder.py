@@ -132,8 +132,9 @@ class Encoder:
             if key not in known:
                 raise RecordError(f"unknown field {key!r} in {record.name}", [*path, key])
         order = data.get(record.order_field) if record.order_field is not None else None
+        nil = _nil(record, data, path)
         if order:
-            self._ordered_children(record, data, order, elem, path)
+            self._ordered_children(record, data, order, elem, path, nil)
         for f in record.fields:
             here = [*path, f.name]
             item = data.get(f.name)
@@ -164,15 +165,16 @@ class Encoder:
             elif f.kind == "xsitype":
                 if item is not None and elem.get(XSI_TYPE) is None:
                     elem.set(XSI_TYPE, _type_qname(item, elem, here))
-            elif f.kind == "order" or order:
-                continue  # the children were written in document order above
+            elif f.kind in ("order", "nil") or order:
+                continue  # the children were written in document order above; nil: see _nil
             elif f.kind == "any":
                 for text in _as_list(item, f, here):
                     elem.append(_parse_fragment(text, here))
             else:
-                self._element(f, item, elem, here)
+                self._element(f, item, elem, here, nil)
 
-    def _ordered_children(self, record: Record, data: dict[str, Any], order: Any, elem: Any, path: list[str]) -> None:
+    def _ordered_children(self, record: Record, data: dict[str, Any], order: Any, elem: Any, path: list[str],
+                          nil: frozenset[str]) -> None:
         """The child elements in the order the record's order field lists them (each entry
         takes the next value of its field); values it does not list follow in declaration order."""
         if not isinstance(order, list | tuple) or not all(isinstance(n, str) for n in order):
@@ -190,35 +192,36 @@ class Encoder:
             if index >= len(values[name]):
                 raise RecordError(f"{name!r} is listed more often than it has values", where)
             used[name] = index + 1
-            self._child(f, values[name][index], elem, [*path, f"{name}[{index}]" if f.repeated else name])
+            self._child(f, values[name][index], elem, [*path, f"{name}[{index}]" if f.repeated else name], nil)
         for name, f in fields.items():
             if not f.repeated:
                 if not used[name]:
-                    self._child(f, values[name][0], elem, [*path, name])
+                    self._child(f, values[name][0], elem, [*path, name], nil)
                 continue
             for index in range(used[name], len(values[name])):
-                self._child(f, values[name][index], elem, [*path, f"{name}[{index}]"])
+                self._child(f, values[name][index], elem, [*path, f"{name}[{index}]"], nil)
 
-    def _child(self, f: Field, entry: Any, parent: Any, path: list[str]) -> None:
+    def _child(self, f: Field, entry: Any, parent: Any, path: list[str], nil: frozenset[str]) -> None:
         """One value of an element or xs:any field (a single field's None: see _element)."""
         if f.kind == "any":
             if entry is not None:
                 parent.append(_parse_fragment(entry, path))
             return
         if not f.repeated:
-            self._element(f, entry, parent, path)
+            self._element(f, entry, parent, path, nil)
             return
         child = etree.SubElement(parent, f.qname)
         self._value(f.value, entry, child, path)
 
-    def _element(self, f: Field, item: Any, parent: Any, path: list[str]) -> None:
+    def _element(self, f: Field, item: Any, parent: Any, path: list[str], nil: frozenset[str] = frozenset()) -> None:
+        """``nil``: the record's optional nillable fields that were written ``xsi:nil``."""
         if f.repeated:
             for index, entry in enumerate(_as_list(item, f, path)):
                 child = etree.SubElement(parent, f.qname)
                 self._value(f.value, entry, child, [*path[:-1], f"{path[-1]}[{index}]"])
             return
         if item is None:
-            if f.nillable and f.min_occurs > 0:
+            if f.nillable and (f.min_occurs > 0 or f.name in nil):
                 etree.SubElement(parent, f.qname).set(XSI_NIL, "true")
             elif f.required:
                 raise RecordError(f"missing required field {f.name!r}", path)
@@ -285,6 +288,16 @@ class Encoder:
             if getattr(component, "name", None) == qname and hasattr(component, "iter_errors") and hasattr(component, "min_occurs"):
                 return component
         return None
+
+
+def _nil(record: Record, data: dict[str, Any], path: list[str]) -> frozenset[str]:
+    """The optional nillable fields the record lists as written ``xsi:nil="true"``."""
+    nil = data.get(record.nil_field) if record.nil_field is not None else None
+    if not nil:
+        return frozenset()
+    if not isinstance(nil, list | tuple) or not all(isinstance(n, str) for n in nil):
+        raise RecordError("expected a list of field names", [*path, record.nil_field or ""])
+    return frozenset(nil)
 
 
 def _type_qname(item: Any, elem: Any, path: list[str]) -> Any:

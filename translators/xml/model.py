@@ -36,7 +36,7 @@ class Field:
     """One field of a record: an element, an attribute, the text of simple content, or xs:any."""
 
     name: str
-    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr" | "xsitype" | "order"
+    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr" | "xsitype" | "order" | "nil"
     qname: str | None  # Clark name of the element or attribute
     value: Any  # Scalar | Record | Poly (None for "any", "mixed" and "anyattr")
     repeated: bool = False
@@ -48,7 +48,7 @@ class Field:
 
     @property
     def required(self) -> bool:
-        return not self.optional and not self.repeated and self.kind not in ("anyattr", "order")
+        return not self.optional and not self.repeated and self.kind not in ("anyattr", "order", "nil")
 
 
 @dataclass(eq=False)
@@ -66,6 +66,9 @@ class Record:
     order_field: str | None = None
     #: the name of the field keeping the element's own xsi:type (Clark name), else None
     xsi_type_field: str | None = None
+    #: the name of the field listing the optional nillable elements written xsi:nil="true"
+    #: (their null cannot tell them from absent ones), else None
+    nil_field: str | None = None
 
     @property
     def fullname(self) -> str:
@@ -109,10 +112,13 @@ def value_avro(value: Any, defined: set[str]) -> Any:
 _DOCS = {"element": "element", "attribute": "attribute", "text": "text content", "any": "xs:any",
          "mixed": "mixed content (XML)", "anyattr": "xs:anyAttribute (Clark name -> text)",
          "xsitype": "the xsi:type the element named (Clark name), null when it named none",
-         "order": "the fields of the child elements in document order (one entry per element)"}
+         "order": "the fields of the child elements in document order (one entry per element)",
+         "nil": "the optional nillable element fields written xsi:nil=\"true\" (null alone means absent)"}
 
 
 def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
+    if f.kind == "nil":
+        return {"name": f.name, "doc": _DOCS[f.kind], "type": {"type": "array", "items": "string"}, "default": []}
     if f.kind in ("xsitype", "order"):
         out_type: Any = ["null", "string"] if f.kind == "xsitype" else {"type": "array", "items": "string"}
         return {"name": f.name, "doc": _DOCS[f.kind], "type": out_type, "default": None if f.kind == "xsitype" else []}
@@ -236,6 +242,10 @@ class SchemaModel:
         if record.order_field is not None:
             record.order_field = self._unique(record, "element_order")
             record.fields.append(Field(record.order_field, "order", None, None, repeated=True, min_occurs=0))
+        elements = [f for f in record.fields if f.kind == "element"]
+        if any(f.nillable and not f.repeated and f.min_occurs == 0 for f in elements):
+            record.nil_field = self._unique(record, "xsi_nil")
+            record.fields.append(Field(record.nil_field, "nil", None, None, repeated=True, min_occurs=0))
         return record
 
     def _claim_name(self, record: Record, parent: Record | None, key: int) -> None:

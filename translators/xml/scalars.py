@@ -171,7 +171,8 @@ def _integer(name: str) -> Callable[[str], int]:
     low, high = INTEGER_BOUNDS.get(name, (None, None))
 
     def decode(text: str) -> int:
-        if not _INTEGER.match(text):
+        # ASCII digits alone (the common form) need no regular expression
+        if not (text.isdigit() and text.isascii()) and not _INTEGER.match(text):
             raise ValueError(f"{text!r} is not an xs:{name}")
         value = int(text)
         if (low is not None and value < low) or (high is not None and value > high):

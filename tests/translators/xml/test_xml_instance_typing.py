@@ -113,3 +113,39 @@ def test_an_undeclared_xsi_type_prefix_is_a_located_error(model: XsdModel) -> No
     with pytest.raises(XmlValidationError) as info:
         model.decoder("root").decode_document(text, name="bad.xml")
     assert info.value.line == 4 and "nope" in str(info.value)
+
+
+# -- xsi:nil on optional nillable elements (issue 31 leftover) --------------------------------------
+
+NIL = "{urn:example:nil}"
+
+
+@pytest.fixture(scope="module")
+def nil_model() -> XsdModel:
+    return XsdModel.load(DATA / "nil_simple.xsd")
+
+
+def test_an_optional_nillable_element_written_nil_comes_back_nil(nil_model: XsdModel) -> None:
+    record = nil_model.decoder("query").decode_document(DATA / "nil_simple.xml")
+    # null alone: absent (ROWCOUNT); listed in xsi_nil: written xsi:nil="true"
+    assert record["NO_DATA"] is None and record["quantity"] is None and record["ROWCOUNT"] is None
+    assert record["xsi_nil"] == ["NO_DATA", "quantity"]
+    root = etree.fromstring(nil_model.encoder("query").encode(record))
+    nil = "{http://www.w3.org/2001/XMLSchema-instance}nil"
+    assert [(etree.QName(e).localname, e.get(nil)) for e in root] == [
+        ("DELIMITER", None), ("NO_DATA", "true"), ("quantity", "true"), ("FIELD", None), ("FIELD", None),
+        ("QUERY_TABLE", None)]
+    # without the list (a record written by hand), null stays "absent"
+    plain = etree.fromstring(nil_model.encoder("query").encode({**record, "xsi_nil": []}))
+    assert [etree.QName(e).localname for e in plain] == ["DELIMITER", "FIELD", "FIELD", "QUERY_TABLE"]
+
+
+def test_the_nil_list_survives_avro_binary(nil_model: XsdModel) -> None:
+    record = nil_model.decoder("query").decode_document(DATA / "nil_simple.xml")
+    parsed = fastavro.parse_schema(nil_model.avro_schema("query"))
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, parsed, record)
+    buffer.seek(0)
+    back = fastavro.schemaless_reader(buffer, parsed)
+    assert back == record
+    assert nil_model.encoder("query").encode(back) == nil_model.encoder("query").encode(record)
