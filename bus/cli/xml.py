@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("xsd", type=Path, help="the XSD file")
     p.add_argument("--element", help="the global element (required when the XSD declares several)")
     p.add_argument("--json", action="store_true", help="machine-readable output (the default: JSON)")
+    p.add_argument("--keep-xsi-types", action="store_true",
+                   help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
     p.set_defaults(func=run_schema)
 
     xml = sub.add_parser("xml", help="XML documents <-> records")
@@ -33,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output format (jsonl: decimals as JSON numbers with the digits of their scale, as copybook decode writes them)")
     p.add_argument("--output", type=Path, help="output file (default: standard output; required for avro)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    p.add_argument("--keep-xsi-types", action="store_true",
+                   help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
     p.set_defaults(func=run_decode)
 
     p = xml_sub.add_parser("encode", help="records (JSON lines or an Avro container file) -> an XML document that validates")
@@ -41,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", type=Path, required=True, help="the XML file to write")
     p.add_argument("--element", help="the root element (required when the XSD declares several)")
     p.add_argument("--record-path", help="write each record as this repeated element, e.g. orders/order")
+    p.add_argument("--keep-xsi-types", action="store_true",
+                   help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
     p.set_defaults(func=run_encode)
 
     wsdl = sub.add_parser("wsdl", help="WSDL 1.1 service descriptions")
@@ -56,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_schema(args: argparse.Namespace) -> int:
     from coupler.translators.xml import XsdModel
 
-    model = XsdModel.load(args.xsd)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
     print(json.dumps(model.avro_schema(args.element), indent=2))
     return 0
 
@@ -77,7 +83,7 @@ def _decoded(args: argparse.Namespace, read: _Read | None = None) -> tuple[Any, 
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.security import parse_document
 
-    model = XsdModel.load(args.xsd)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
     read = read or _Read()
     if args.record_path:
         decoder = model.decoder(args.element or args.record_path.strip("/").split("/")[0])
@@ -153,7 +159,7 @@ def _record_schema(args: argparse.Namespace) -> Any:
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.model import Poly, value_avro
 
-    model = XsdModel.load(args.xsd)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
     steps = [p for p in args.record_path.strip("/").split("/") if p]
     value: Any = model.root_value(args.element or steps[0])
     for step in steps[1:]:
@@ -170,7 +176,7 @@ def run_encode(args: argparse.Namespace) -> int:
     from coupler.translators.xml import XmlValidationError, XsdModel
     from coupler.translators.xml.jsonio import read_jsonl
 
-    model = XsdModel.load(args.xsd)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
     element = args.element or (args.record_path.strip("/").split("/")[0] if args.record_path else None)
     encoder = model.encoder(element)
     expected = "JSON lines or an Avro container file as `xml decode --to avro` writes it"

@@ -284,11 +284,11 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     }
     source = "\n\n".join(generator.sources)
     exec(compile(source, f"<avro encoder {root['__full']}>", "exec"), namespace)  # noqa: S102 - generated above
-    function = namespace[entry]
-    function.source = source  # type: ignore[attr-defined] - for reading and debugging
+    function: Any = namespace[entry]
+    function.source = source  # for reading and debugging
     if len(_CACHE) < 64:
         _CACHE[key] = function
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 def write_container(out: IO[bytes], schema: Any, records: Iterable[dict[str, Any]], *, codec: str = "null") -> int:

@@ -100,6 +100,7 @@ class RecordDecoder:
         self.any_attributes: tuple[str, Any] | None = None  # (field, XsdAnyAttribute)
         #: (the field listing nil elements, the optional nillable single fields in declaration order)
         self.nil: tuple[str, list[str]] | None = None
+        self.simple_types: str | None = None  # the field keeping simple-typed children's xsi:type
 
     def compile(self) -> None:
         for index, f in enumerate(self.record.fields):
@@ -109,6 +110,9 @@ class RecordDecoder:
                 continue
             if f.kind == "xsitype":
                 self.template[f.name] = None  # set from the xsi:type attribute, when there is one
+                continue
+            if f.kind == "xsitypes":
+                self.simple_types = f.name
                 continue
             if f.kind == "nil":
                 self.nil = (f.name, [e.name for e in self.record.fields if e.kind == "element" and e.nillable
@@ -145,6 +149,8 @@ class RecordDecoder:
             out[name] = []
         if self.any_attributes is not None:
             out[self.any_attributes[0]] = {}
+        if self.simple_types is not None:
+            out[self.simple_types] = {}
         keys = elem.keys()
         if keys:
             # lxml's items() costs time quadratic in the number of attributes (25,000 unknown
@@ -206,6 +212,11 @@ class RecordDecoder:
                         raise _fail(str(exc), child, self.compiler.source_name, exc) from None
                 else:
                     value = convert(child)
+                    if direct is not None and self.simple_types is not None:
+                        type_name = child.get(XSI_TYPE)
+                        if type_name is not None:  # kept, also when it names the declared type
+                            key = f"{name}[{len(out[name])}]" if repeated else name
+                            out[self.simple_types][key] = expanded_type_name(child, type_name, self.compiler.source_name)
                 if repeated:
                     out[name].append(value)
                 else:
@@ -618,7 +629,7 @@ class GeneratedConverters:
             return self._poly(value)
         name = self._record_name(value)
         function = self.namespace[name]
-        return self._generate(value, name) if getattr(function, "_stub", False) else function  # type: ignore[no-any-return]
+        return self._generate(value, name) if getattr(function, "_stub", False) else function
 
     def element_converter(self, f: Field) -> Callable[[Any], Any]:
         inner = self.value_converter(f.value)
@@ -700,7 +711,7 @@ class GeneratedConverters:
         self.sources[name] = source
         function = self.namespace[name]
         function.record = record  # as RecordDecoder.record
-        return function  # type: ignore[no-any-return]
+        return function
 
     def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:  # noqa: C901 - one pass per part
         fields = record.fields
@@ -746,7 +757,7 @@ class GeneratedConverters:
                      "    if k < 0:", "        if isinstance(tag, str): raise Delegate", "        continue"]
             if track:
                 body += ["    if k < position: deviated = True", "    position = k"]
-            body += self._dispatch(elements, 1)
+            body += self._dispatch(elements, 1, record)
             body += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
             if track:
                 body.append("if deviated: raise Delegate")
@@ -767,6 +778,8 @@ class GeneratedConverters:
                 value = "[]"
             elif f.kind == "nil":
                 value = "nils"
+            elif f.kind == "xsitypes":
+                value = "{}"
 
             elif f.kind == "text" or f.repeated or f.required:
                 value = f"f{i}"
@@ -779,7 +792,7 @@ class GeneratedConverters:
         lines += ["    except Exception:", f"        return {back}(elem)"]
         return "\n".join(lines) + "\n"
 
-    def _dispatch(self, elements: list[tuple[int, Field]], depth: int) -> list[str]:
+    def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record) -> list[str]:
         """Statements handling ``child`` by its field index ``k``: a binary search, then a chain."""
         pad = "    " * depth
         if len(elements) <= 3:
@@ -787,20 +800,26 @@ class GeneratedConverters:
             for n, (i, f) in enumerate(elements):
                 test = "else" if n == len(elements) - 1 else ("if" if n == 0 else "elif") + f" k == {i}"
                 lines.append(f"{pad}{test}:")
-                lines += self._element(i, f, depth + 1)
+                lines += self._element(i, f, depth + 1, record)
             return lines
         middle = len(elements) // 2
-        return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1),
-                f"{pad}else:", *self._dispatch(elements[middle:], depth + 1)]
+        return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1, record),
+                f"{pad}else:", *self._dispatch(elements[middle:], depth + 1, record)]
 
-    def _element(self, i: int, f: Field, depth: int) -> list[str]:
+    def _element(self, i: int, f: Field, depth: int, record: Record) -> list[str]:
         pad = "    " * depth
         lines = [] if f.repeated else [f"{pad}if f{i} is not M: raise Delegate"]
         if isinstance(f.value, Scalar):
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
             text = "(child.text or '')" if direct is str else f"{self._constant(direct, 'd')}(child.text or '')"
-            value = f"({full}(child) if child.keys() or len(child) else {text})"
+            if record.simple_types_field is None:
+                value = f"({full}(child) if child.keys() or len(child) else {text})"
+            else:  # an xsi:type to keep: left to the interpreted converter
+                lines += [f"{pad}if child.keys() or len(child):",
+                          f"{pad}    if child.get(XSI_TYPE) is not None: raise Delegate",
+                          f"{pad}    value = {full}(child)", f"{pad}else:", f"{pad}    value = {text}"]
+                value = "value"
         else:
             convert = self._value_expression(f.value)
             value = f"(None if child.get(XSI_NIL) in NIL else {convert}(child))" if f.nillable else f"{convert}(child)"

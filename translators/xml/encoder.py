@@ -132,9 +132,9 @@ class Encoder:
             if key not in known:
                 raise RecordError(f"unknown field {key!r} in {record.name}", [*path, key])
         order = data.get(record.order_field) if record.order_field is not None else None
-        nil = _nil(record, data, path)
+        notes = _notes(record, data, path)
         if order:
-            self._ordered_children(record, data, order, elem, path, nil)
+            self._ordered_children(record, data, order, elem, path, notes)
         for f in record.fields:
             here = [*path, f.name]
             item = data.get(f.name)
@@ -165,16 +165,16 @@ class Encoder:
             elif f.kind == "xsitype":
                 if item is not None and elem.get(XSI_TYPE) is None:
                     elem.set(XSI_TYPE, _type_qname(item, elem, here))
-            elif f.kind in ("order", "nil") or order:
-                continue  # the children were written in document order above; nil: see _nil
+            elif f.kind in ("order", "nil", "xsitypes") or order:
+                continue  # the children were written in document order above; the notes: see _Notes
             elif f.kind == "any":
                 for text in _as_list(item, f, here):
                     elem.append(_parse_fragment(text, here))
             else:
-                self._element(f, item, elem, here, nil)
+                self._element(f, item, elem, here, notes)
 
     def _ordered_children(self, record: Record, data: dict[str, Any], order: Any, elem: Any, path: list[str],
-                          nil: frozenset[str]) -> None:
+                          notes: _Notes) -> None:
         """The child elements in the order the record's order field lists them (each entry
         takes the next value of its field); values it does not list follow in declaration order."""
         if not isinstance(order, list | tuple) or not all(isinstance(n, str) for n in order):
@@ -192,42 +192,47 @@ class Encoder:
             if index >= len(values[name]):
                 raise RecordError(f"{name!r} is listed more often than it has values", where)
             used[name] = index + 1
-            self._child(f, values[name][index], elem, [*path, f"{name}[{index}]" if f.repeated else name], nil)
+            self._child(f, values[name][index], elem, [*path, f"{name}[{index}]" if f.repeated else name], notes, index)
         for name, f in fields.items():
             if not f.repeated:
                 if not used[name]:
-                    self._child(f, values[name][0], elem, [*path, name], nil)
+                    self._child(f, values[name][0], elem, [*path, name], notes, 0)
                 continue
             for index in range(used[name], len(values[name])):
-                self._child(f, values[name][index], elem, [*path, f"{name}[{index}]"], nil)
+                self._child(f, values[name][index], elem, [*path, f"{name}[{index}]"], notes, index)
 
-    def _child(self, f: Field, entry: Any, parent: Any, path: list[str], nil: frozenset[str]) -> None:
+    def _child(self, f: Field, entry: Any, parent: Any, path: list[str], notes: _Notes, index: int) -> None:
         """One value of an element or xs:any field (a single field's None: see _element)."""
         if f.kind == "any":
             if entry is not None:
                 parent.append(_parse_fragment(entry, path))
             return
         if not f.repeated:
-            self._element(f, entry, parent, path, nil)
+            self._element(f, entry, parent, path, notes)
             return
         child = etree.SubElement(parent, f.qname)
         self._value(f.value, entry, child, path)
+        notes.type_of(f, f"{f.name}[{index}]", child, path)
 
-    def _element(self, f: Field, item: Any, parent: Any, path: list[str], nil: frozenset[str] = frozenset()) -> None:
-        """``nil``: the record's optional nillable fields that were written ``xsi:nil``."""
+    def _element(self, f: Field, item: Any, parent: Any, path: list[str], notes: _Notes | None = None) -> None:
+        """``notes``: what the record says of its children besides their values (see _Notes)."""
+        notes = notes or _NO_NOTES
         if f.repeated:
             for index, entry in enumerate(_as_list(item, f, path)):
                 child = etree.SubElement(parent, f.qname)
-                self._value(f.value, entry, child, [*path[:-1], f"{path[-1]}[{index}]"])
+                where = [*path[:-1], f"{path[-1]}[{index}]"]
+                self._value(f.value, entry, child, where)
+                notes.type_of(f, f"{f.name}[{index}]", child, where)
             return
         if item is None:
-            if f.nillable and (f.min_occurs > 0 or f.name in nil):
+            if f.nillable and (f.min_occurs > 0 or f.name in notes.nil):
                 etree.SubElement(parent, f.qname).set(XSI_NIL, "true")
             elif f.required:
                 raise RecordError(f"missing required field {f.name!r}", path)
             return
         child = etree.SubElement(parent, f.qname)
         self._value(f.value, item, child, path)
+        notes.type_of(f, f.name, child, path)
 
     def _scalar(self, scalar: Scalar, item: Any, elem: Any, path: list[str]) -> None:
         elem.text = self._text(scalar, item, path)
@@ -290,14 +295,34 @@ class Encoder:
         return None
 
 
-def _nil(record: Record, data: dict[str, Any], path: list[str]) -> frozenset[str]:
-    """The optional nillable fields the record lists as written ``xsi:nil="true"``."""
+class _Notes:
+    """What a record says of its children besides their values: the optional nillable ones
+    written ``xsi:nil`` (``xsi_nil``) and the ``xsi:type`` of simple-typed ones (``xsi_types``)."""
+
+    def __init__(self, nil: frozenset[str] = frozenset(), types: dict[str, str] | None = None):
+        self.nil = nil
+        self.types = types or {}
+
+    def type_of(self, f: Field, key: str, child: Any, path: list[str]) -> None:
+        type_name = self.types.get(key) if self.types and isinstance(f.value, Scalar) else None
+        if type_name is not None:
+            child.set(XSI_TYPE, _type_qname(type_name, child, path))
+
+
+_NO_NOTES = _Notes()
+
+
+def _notes(record: Record, data: dict[str, Any], path: list[str]) -> _Notes:
     nil = data.get(record.nil_field) if record.nil_field is not None else None
-    if not nil:
-        return frozenset()
-    if not isinstance(nil, list | tuple) or not all(isinstance(n, str) for n in nil):
+    types = data.get(record.simple_types_field) if record.simple_types_field is not None else None
+    if not nil and not types:
+        return _NO_NOTES
+    if not isinstance(nil or [], list | tuple) or not all(isinstance(n, str) for n in nil or []):
         raise RecordError("expected a list of field names", [*path, record.nil_field or ""])
-    return frozenset(nil)
+    if not isinstance(types or {}, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                     for k, v in (types or {}).items()):
+        raise RecordError("expected a map of field names to type names", [*path, record.simple_types_field or ""])
+    return _Notes(frozenset(nil or ()), dict(types or {}))
 
 
 def _type_qname(item: Any, elem: Any, path: list[str]) -> Any:

@@ -36,7 +36,7 @@ class Field:
     """One field of a record: an element, an attribute, the text of simple content, or xs:any."""
 
     name: str
-    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr" | "xsitype" | "order" | "nil"
+    kind: str  # "element" | "attribute" | "text" | "any" | "mixed" | "anyattr" | "xsitype" | "order" | "nil" | "xsitypes"
     qname: str | None  # Clark name of the element or attribute
     value: Any  # Scalar | Record | Poly (None for "any", "mixed" and "anyattr")
     repeated: bool = False
@@ -48,7 +48,7 @@ class Field:
 
     @property
     def required(self) -> bool:
-        return not self.optional and not self.repeated and self.kind not in ("anyattr", "order", "nil")
+        return not self.optional and not self.repeated and self.kind not in ("anyattr", "order", "nil", "xsitypes")
 
 
 @dataclass(eq=False)
@@ -69,6 +69,9 @@ class Record:
     #: the name of the field listing the optional nillable elements written xsi:nil="true"
     #: (their null cannot tell them from absent ones), else None
     nil_field: str | None = None
+    #: with ``keep_simple_xsi_types``: the name of the field keeping the xsi:type written on
+    #: simple-typed child elements (field name, ``name[index]`` when repeated -> Clark name)
+    simple_types_field: str | None = None
 
     @property
     def fullname(self) -> str:
@@ -113,12 +116,15 @@ _DOCS = {"element": "element", "attribute": "attribute", "text": "text content",
          "mixed": "mixed content (XML)", "anyattr": "xs:anyAttribute (Clark name -> text)",
          "xsitype": "the xsi:type the element named (Clark name), null when it named none",
          "order": "the fields of the child elements in document order (one entry per element)",
-         "nil": "the optional nillable element fields written xsi:nil=\"true\" (null alone means absent)"}
+         "nil": "the optional nillable element fields written xsi:nil=\"true\" (null alone means absent)",
+         "xsitypes": "the xsi:type written on simple-typed child elements: field name (name[index] when repeated) -> Clark name"}
 
 
 def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
     if f.kind == "nil":
         return {"name": f.name, "doc": _DOCS[f.kind], "type": {"type": "array", "items": "string"}, "default": []}
+    if f.kind == "xsitypes":
+        return {"name": f.name, "doc": _DOCS[f.kind], "type": {"type": "map", "values": "string"}, "default": {}}
     if f.kind in ("xsitype", "order"):
         out_type: Any = ["null", "string"] if f.kind == "xsitype" else {"type": "array", "items": "string"}
         return {"name": f.name, "doc": _DOCS[f.kind], "type": out_type, "default": None if f.kind == "xsitype" else []}
@@ -146,9 +152,12 @@ def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
 class SchemaModel:
     """An XSD compiled into records: the Avro schemas of its global elements."""
 
-    def __init__(self, schema: xmlschema.XMLSchema, source: str = "<schema>"):
+    def __init__(self, schema: xmlschema.XMLSchema, source: str = "<schema>", *, keep_simple_xsi_types: bool = False):
         self.schema = schema
         self.source = source
+        #: records with simple-typed child elements get a field keeping their xsi:type (a
+        #: redundant one too, as SOAP-encoded messages write them); off: accepted, not kept
+        self.keep_simple_xsi_types = keep_simple_xsi_types
         self._records: dict[int, Record] = {}
         self._scalars: dict[int, Scalar] = {}
         self._names: dict[str, int] = {}
@@ -246,6 +255,9 @@ class SchemaModel:
         if any(f.nillable and not f.repeated and f.min_occurs == 0 for f in elements):
             record.nil_field = self._unique(record, "xsi_nil")
             record.fields.append(Field(record.nil_field, "nil", None, None, repeated=True, min_occurs=0))
+        if self.keep_simple_xsi_types and any(isinstance(f.value, Scalar) for f in elements):
+            record.simple_types_field = self._unique(record, "xsi_types")
+            record.fields.append(Field(record.simple_types_field, "xsitypes", None, None))
         return record
 
     def _claim_name(self, record: Record, parent: Record | None, key: int) -> None:

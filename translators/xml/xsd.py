@@ -22,14 +22,14 @@ from .security import load_schema
 class XsdModel(SchemaModel):
     """An XSD loaded and compiled: Avro schemas, decoders and encoders for its global elements."""
 
-    def __init__(self, schema: xmlschema.XMLSchema, source: str = "<schema>"):
-        super().__init__(schema, source)
+    def __init__(self, schema: xmlschema.XMLSchema, source: str = "<schema>", *, keep_simple_xsi_types: bool = False):
+        super().__init__(schema, source, keep_simple_xsi_types=keep_simple_xsi_types)
         self._decoders: dict[str, Decoder] = {}
         self._encoders: dict[str, Encoder] = {}
 
     @classmethod
-    def load(cls, path: str | Path) -> XsdModel:
-        return cls(load_schema(path), str(path))
+    def load(cls, path: str | Path, *, keep_simple_xsi_types: bool = False) -> XsdModel:
+        return cls(load_schema(path), str(path), keep_simple_xsi_types=keep_simple_xsi_types)
 
     def decoder(self, name: str | None = None) -> Decoder:
         key = self.element(name).name

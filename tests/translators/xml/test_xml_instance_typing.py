@@ -22,6 +22,7 @@ import pytest
 from lxml import etree
 
 from coupler.translators.xml import XmlValidationError, XsdModel
+from coupler.translators.xml.decoder import Decoder
 
 DATA = Path(__file__).parent / "data" / "instance_typing"
 XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
@@ -149,3 +150,45 @@ def test_the_nil_list_survives_avro_binary(nil_model: XsdModel) -> None:
     back = fastavro.schemaless_reader(buffer, parsed)
     assert back == record
     assert nil_model.encoder("query").encode(back) == nil_model.encoder("query").encode(record)
+
+
+def test_a_redundant_xsi_type_on_a_simple_typed_element_is_kept_when_asked() -> None:
+    model = XsdModel.load(DATA / "nil_simple.xsd", keep_simple_xsi_types=True)
+    record = model.decoder("query").decode_document(DATA / "nil_simple.xml")
+    string = f"{{{XS}}}string"
+    assert record["xsi_types"] == {"DELIMITER": string, "FIELD[1]": string, "QUERY_TABLE": string}
+    assert record["DELIMITER"] == "|" and record["FIELD"] == ["MANDT", "BNAME"]
+    # the generated converters leave such an element to the interpreted one: the same record
+    interpreted = Decoder(model, model.element("query").name, compiled=False)
+    assert interpreted.decode_document(DATA / "nil_simple.xml") == record
+    root = etree.fromstring(model.encoder("query").encode(record))
+    written = {(etree.QName(e).localname, e.text): e for e in root}
+    delimiter = written["DELIMITER", "|"]
+    prefix, _, local = delimiter.get(XSI_TYPE).rpartition(":")
+    assert local == "string" and delimiter.nsmap[prefix or None] == XS  # a prefix declared in the output
+    assert written["FIELD", "MANDT"].get(XSI_TYPE) is None and written["FIELD", "BNAME"].get(XSI_TYPE)
+    assert written["QUERY_TABLE", "USR02"].get(XSI_TYPE)
+    assert model.decoder("query").decode_document(etree.tostring(root)) == record
+    # through Avro binary
+    parsed = fastavro.parse_schema(model.avro_schema("query"))
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, parsed, record)
+    buffer.seek(0)
+    assert fastavro.schemaless_reader(buffer, parsed) == record
+
+
+def test_by_default_an_xsi_type_on_a_simple_typed_element_is_accepted_not_kept(nil_model: XsdModel) -> None:
+    record = nil_model.decoder("query").decode_document(DATA / "nil_simple.xml")
+    assert "xsi_types" not in record and record["DELIMITER"] == "|"
+    root = etree.fromstring(nil_model.encoder("query").encode(record))
+    assert all(e.get(XSI_TYPE) is None for e in root)
+
+
+def test_xml_decode_and_encode_keep_xsi_types_on_the_command_line(tmp_path: Path) -> None:
+    from coupler.bus.cli.main import main
+
+    xsd, records, out = DATA / "nil_simple.xsd", tmp_path / "q.jsonl", tmp_path / "q.xml"
+    assert main(["xml", "decode", "--keep-xsi-types", str(xsd), str(DATA / "nil_simple.xml"), "--output", str(records)]) == 0
+    assert main(["xml", "encode", "--keep-xsi-types", str(xsd), str(records), "--output", str(out)]) == 0
+    root = etree.parse(str(out)).getroot()
+    assert [(e.get(XSI_TYPE) or ":").rpartition(":")[2] for e in root] == ["string", "", "", "", "string", "string"]
