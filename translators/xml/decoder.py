@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import io
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -622,14 +623,17 @@ class GeneratedConverters:
         self._names: dict[int, str] = {}
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
+        #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
+        self._lock = threading.RLock()
 
     def value_converter(self, value: Any) -> Callable[[Any], Any]:
         """The converter of a record or polymorphic element, made now."""
-        if isinstance(value, Poly):
-            return self._poly(value)
-        name = self._record_name(value)
-        function = self.namespace[name]
-        return self._generate(value, name) if getattr(function, "_stub", False) else function
+        with self._lock:
+            if isinstance(value, Poly):
+                return self._poly(value)
+            name = self._record_name(value)
+            function = self.namespace[name]
+            return self._generate(value, name) if getattr(function, "_stub", False) else function
 
     def element_converter(self, f: Field) -> Callable[[Any], Any]:
         inner = self.value_converter(f.value)
@@ -641,7 +645,9 @@ class GeneratedConverters:
         """A field's converter that finds the generated function when called (recursive types)."""
         if isinstance(f.value, Scalar):
             return self.decoder.element_converter(f)
-        namespace, name = self.namespace, self._value_expression(f.value)
+        with self._lock:
+            name = self._value_expression(f.value)
+        namespace = self.namespace
         if f.nillable:
             return lambda elem: None if elem.get(XSI_NIL) in _NIL else namespace[name](elem)
         return lambda elem: namespace[name](elem)
@@ -698,6 +704,13 @@ class GeneratedConverters:
         return convert
 
     def _generate(self, record: Record, name: str) -> Callable[[Any], Any]:
+        with self._lock:
+            function = self.namespace[name]
+            if not getattr(function, "_stub", False):
+                return function  # made meanwhile by another thread
+            return self._make(record, name)
+
+    def _make(self, record: Record, name: str) -> Callable[[Any], Any]:
         interpreted = self.decoder.record_decoder(record)
         if interpreted.mixed is not None or interpreted.wildcards or interpreted.any_attributes is not None:
             # interpreted, but its children's converters are the generated ones

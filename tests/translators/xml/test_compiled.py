@@ -145,3 +145,28 @@ def test_what_the_generated_encoder_does_not_handle_goes_through_fastavro() -> N
         with pytest.raises(Exception) as theirs:  # noqa: PT011
             fastavro.writer(io.BytesIO(), parsed, [bad])
         assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+
+
+def test_threads_making_the_converters_at_once_get_the_interpreted_records() -> None:
+    """Converters are made on first use; threads that first use them together (SOAP adapters)
+    each get the right records."""
+    import threading
+
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    interpreted = Decoder(m, m.element("orders").name, compiled=False)
+    expected = list(interpreted.iter_records(DATA / "orders/orders-batch.xml", "orders/order"))
+    for _ in range(5):
+        decoder = Decoder(m, m.element("orders").name)
+        barrier = threading.Barrier(4)
+        results: list[Any] = []
+
+        def run(decoder: Decoder = decoder, barrier: threading.Barrier = barrier, results: list[Any] = results) -> None:
+            barrier.wait()
+            results.append(list(decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order")))
+
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results == [expected] * 4
