@@ -53,6 +53,9 @@ XS = "http://www.w3.org/2001/XMLSchema"
 SOAP_NS = {SOAP11_BINDING: "1.1", SOAP12_BINDING: "1.2"}
 _DECLARED = re.compile(r'\sxmlns(?::([^\s=]+))?\s*=')
 #: schema attributes whose value is a QName (or a list of QNames)
+#: a location that names a URI scheme (``https:``, Oracle MDS's ``oramds:``), not a relative path;
+#: two letters at least, so that a Windows drive (``C:``) stays a path
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _QNAME_ATTRIBUTES = ("type", "ref", "base", "itemType", "memberTypes", "substitutionGroup", "refer")
 
 
@@ -287,11 +290,12 @@ class _Reader:
 
     def _local(self, location: str, base: Path, what: str, elem: Any = None) -> Path:
         where = f"{base}:{elem.sourceline}" if elem is not None else str(base)
-        if "://" in location and not location.startswith("file:"):
+        if _URI_SCHEME.match(location) and not location.startswith("file:"):
             mapped = self.catalog.resolve(location) if self.catalog is not None else None
             if mapped is None:
+                needs = "needs the network" if "://" in location else "is not a file location"
                 raise WsdlError(
-                    f"{what} {location!r} needs the network; imports are resolved from local files only",
+                    f"{what} {location!r} {needs}; imports are resolved from local files only",
                     where=where,
                     hint="download it and map it in an OASIS XML catalog (--catalog, site key catalog), "
                          "or use a relative location" if self.catalog is None else

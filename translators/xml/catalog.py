@@ -18,6 +18,7 @@ a location the catalog does not map is still an error naming it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import urljoin
 from urllib.request import url2pathname
@@ -28,6 +29,7 @@ from .security import parse_document
 CATALOG_NS = "urn:oasis:names:tc:entity:xmlns:xml:catalog"
 _XML_BASE = "{http://www.w3.org/XML/1998/namespace}base"
 _MAX_NESTING = 16
+_EMPTY_AUTHORITY = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):///")
 
 
 class XmlCatalog:
@@ -99,8 +101,15 @@ class XmlCatalog:
         return None
 
     def uri_mapper(self, location: str) -> str:
-        """For xmlschema's ``uri_mapper``: the local file's URL, else the location unchanged."""
+        """For xmlschema's ``uri_mapper``: the local file's URL, else the location unchanged.
+        xmlschema writes a location with a scheme and a path but no authority (Oracle MDS's
+        ``oramds:/apps/x.xsd``) with an empty one (``oramds:///apps/x.xsd``): the catalog is
+        asked for the location as the schema wrote it too."""
         local = self.resolve(location)
+        if local is None:
+            empty_authority = _EMPTY_AUTHORITY.match(location)
+            if empty_authority and empty_authority.group(1).lower() != "file":
+                local = self.resolve(f"{empty_authority.group(1)}:/{location[empty_authority.end():]}")
         return local.as_uri() if local is not None else location
 
 

@@ -22,7 +22,7 @@ from coupler.bus.cli.main import main
 
 CORPUS = Path(__file__).parent / "corpus"
 #: WSDLs only imported by others (Service10 by wcf/Service1, the OASIS ones by onvif/event.wsdl)
-IMPORTED = {"Service10.wsdl", "bw-2.wsdl", "rw-2.wsdl"}
+IMPORTED = {"Service10.wsdl", "bw-2.wsdl", "rw-2.wsdl", "RuntimeFault.wsdl"}
 WSDLS = sorted(p for p in CORPUS.rglob("*.wsdl") if p.name not in IMPORTED)
 CATALOG_NS = "{urn:oasis:names:tc:entity:xmlns:xml:catalog}"
 
@@ -38,11 +38,15 @@ def _catalog(wsdl: Path) -> Path | None:
 
 
 def _catalog_map(catalog: Path | None) -> dict[str, Path]:
-    """The catalog's exact ``uri`` entries, read here with lxml (not with coupler's reader)."""
+    """The catalog's exact ``uri`` entries and its ``rewriteURI`` prefixes (a key ending in
+    ``/``), read here with lxml (not with coupler's reader)."""
     if catalog is None:
         return {}
     root = etree.parse(str(catalog)).getroot()
-    return {e.get("name"): (catalog.parent / e.get("uri")).resolve() for e in root.iter(f"{CATALOG_NS}uri")}
+    exact = {e.get("name"): (catalog.parent / e.get("uri")).resolve() for e in root.iter(f"{CATALOG_NS}uri")}
+    prefixes = {e.get("uriStartString"): (catalog.parent / e.get("rewritePrefix")).resolve()
+                for e in root.iter(f"{CATALOG_NS}rewriteURI")}
+    return exact | prefixes
 
 
 class _OfflineTransport(zeep.Transport):
@@ -62,6 +66,9 @@ class _OfflineTransport(zeep.Transport):
             return self.LOCAL[url].read_bytes()
         if url in self.catalog:
             return self.catalog[url].read_bytes()
+        for start, target in self.catalog.items():  # zeep joins a location of another scheme
+            if start.endswith("/") and ":" in start and f"/{start}" in url:  # (oramds:/...) to the base
+                return (target / url.split(f"/{start}", 1)[1]).read_bytes()
         assert "://" not in url or url.startswith("file:"), f"zeep wants the network: {url}"
         return super().load(url)
 

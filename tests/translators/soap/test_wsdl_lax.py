@@ -70,6 +70,33 @@ def test_remote_imports_are_read_through_the_catalog_and_imported_messages_resol
     assert description.callable_services()[0].ports == description.unbound
 
 
+ORACLE_LOGGING = CORPUS / "oracle" / "ccms" / "Schema" / "BusinessServices" / "CCMS" / "Logging"
+
+
+def test_an_oracle_mds_location_is_not_taken_for_a_relative_path(tmp_path: Path) -> None:
+    """Oracle SOA Suite writes ``schemaLocation="oramds:/apps/..."`` (its MDS repository): a
+    location with a URI scheme is named as such, not looked for as ``<folder>/oramds:/...``."""
+    catalog = tmp_path / "catalog.xml"  # maps the remote RuntimeFault.wsdl only
+    catalog.write_text((ORACLE_LOGGING / "catalog.xml").read_text().replace(
+        '<rewriteURI uriStartString="oramds:/apps/lsc/" rewritePrefix="../../../../"/>', "").replace(
+        'uri="RuntimeFault.wsdl"', f'uri="{(ORACLE_LOGGING / "RuntimeFault.wsdl").as_uri()}"'))
+    with pytest.raises(WsdlError) as info:
+        read_wsdl(ORACLE_LOGGING / "CommonLogging.wsdl", catalog=catalog)
+    message = str(info.value)
+    assert "'oramds:/apps/lsc/Schema/BusinessObjects/CCMS/Logging/1.0/LoggingBIM.xsd' is not a file location" in message
+    assert "CommonLogging.wsdl:26" in message and "does not map it" in message and "Logging/oramds:" not in message
+
+
+def test_oracle_mds_locations_are_read_through_the_catalog() -> None:
+    """The catalog's ``rewriteURI`` of ``oramds:/apps/lsc/`` serves the import of the inline
+    schema (which xmlschema asks for as ``oramds:///apps/...``) and the schemas it imports."""
+    description = read_wsdl(ORACLE_LOGGING / "CommonLogging.wsdl", catalog=ORACLE_LOGGING / "catalog.xml")
+    (port,) = description.services[0].ports
+    (process,) = port.operations
+    assert process.output is None  # one-way
+    assert process.input.parts[0].element == "{http://legalservices.gov.uk/CCMS/Logging/1.0/LoggingBIM}LogMessageAddRQ"
+
+
 def test_describe_lists_unbound_bindings_as_not_bound_to_an_address(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["wsdl", "describe", str(EVENTS), "--catalog", str(CATALOG)]) == 0
     out = capsys.readouterr().out

@@ -106,6 +106,13 @@ VALID: dict[str, list[str]] = {
             "cbsa_src_Z-OS-Connect-Payment-Interface_pom", "gs1-epcis_WSDL_pom",
         )
     ],
+    # issue 31: Oracle SOA Suite services (UK Legal Aid Agency CCMS), their real responses
+    "ccms/Schema/BusinessObjects/CCMS/CaseManagement/Case/1.0/CaseBIM.xsd": [
+        f"ccms/payload/{n}.xml" for n in ("CaseInqRS_valid", "CaseAddUpdtStatusRS_Valid", "NotificationUpdateRS_valid")
+    ],
+    "ccms/Schema/BusinessObjects/CCMS/ClientManagement/Client/1.0/ClientBIM.xsd": [
+        f"ccms/payload/{n}.xml" for n in ("ClientInqRS_valid_one", "ClientAddUpdtStatusRS_Valid")
+    ],
 }
 #: public documents that do not validate against their schema (kept as found)
 INVALID: dict[str, list[str]] = {
