@@ -436,6 +436,13 @@ def translate(
         result.records, result.partitions = _translate_direct(
             spark, src, dst, inputs, output, dict(options or {}), write_options, errors_path)
         return _finish_result(result, errors_path, inputs, started)
+    if (src.kind == "xml" and not mapping and set(options or {}) <= {"input_split_size_mb"}
+            and dst.kind in ("parquet", "avro") and "://" not in output):
+        done = _translate_xml_direct(spark, src, dst, inputs, output, write_options,
+                                     (options or {}).get("input_split_size_mb"))
+        if done is not None:  # None: records Parquet cannot hold, read by Spark's XML reader below
+            result.records, result.partitions = done
+            return _finish_result(result, errors_path, inputs, started)
     try:
         df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
         if src.kind == "copybook" and "_corrupt_record" in df.columns:
@@ -471,6 +478,41 @@ def _translate_direct(
         avro, indicator = resolve_schema({**write_options, "format": dst.format}, None)
     try:
         manifest = translate_splits(spark, codec, paths, output, kind=dst.kind, avro_schema=avro, indicator=indicator)
+    except CouplerError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise spark_error(exc, f"{src} -> {dst}") from exc
+        raise
+    log.info("batch translate %s -> %s: %d splits, %d records", src, dst, manifest["partitions"], manifest["records"])
+    return int(manifest["records"]), int(manifest["partitions"])
+
+
+def _translate_xml_direct(
+    spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str, write_options: dict[str, str],
+    split_mb: str | None,
+) -> tuple[int, int] | None:
+    """XML files to Parquet or canonical Avro as one task per split of whole records, decoded
+    by Coupler's XML translator (no DataFrame rows); the records written and the splits, or
+    None when the XSD's records cannot be Parquet columns (a type containing itself).
+    ``split_mb``: the option ``input_split_size_mb`` (default 64 MB)."""
+    from coupler.translators.spark.avro_writer import resolve_schema
+    from coupler.translators.spark.reader import input_paths
+    from coupler.translators.spark.types import SchemaMappingError
+    from coupler.translators.spark.xml_splits import translate_xml_splits
+
+    paths = input_paths({"paths": json.dumps([str(Path(p).resolve()) for p in inputs])})
+    avro = indicator = None
+    if dst.kind == "avro":
+        avro, indicator = resolve_schema({**write_options, "format": dst.format}, None)
+    try:
+        split_bytes = int(float(split_mb) * 1024 * 1024) if split_mb else None
+        manifest = translate_xml_splits(spark, str(src.path), _xml_row_tag(src), paths, output, kind=dst.kind,
+                                        avro_schema=avro, indicator=indicator, split_bytes=split_bytes,
+                                        codec=str(write_options.get("codec", "deflate")))
+    except SchemaMappingError as exc:
+        log.info("%s: %s; reading with Spark's XML reader", src, exc.message)
+        return None
     except CouplerError:
         raise
     except Exception as exc:

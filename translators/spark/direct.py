@@ -38,11 +38,11 @@ class _SplitTask:
 
     def __call__(self, items: Iterator[tuple[FileSplit, Framing]]) -> Iterator[dict[str, Any]]:
         for split, framing in items:
-            started = time.time()
+            started, cpu = time.time(), _cpu()
             message = self._one(split, framing)
-            # when the task ran (wall clock of this machine): the driver reports how busy
-            # the task slots were (``translate_splits``)
-            yield {**message, "span": (started, time.time(), os.getpid())}
+            # when the task ran (wall clock of this machine) and the CPU time it took: the
+            # driver reports how busy the task slots were (``translate_splits``)
+            yield {**message, "span": (started, time.time(), os.getpid(), _cpu() - cpu)}
 
     def _batches(self, split: FileSplit, framing: Framing) -> Iterator[Any]:
         column = self.codec.corrupt_column
@@ -131,8 +131,16 @@ def translate_splits(
     }
 
 
-def task_timing(spans: Sequence[tuple[float, float, int]], submitted: float, collected: float, slots: int) -> dict[str, float]:
-    """Where a job's wall time went, from when each task ran: ``busy`` (task seconds, summed),
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads), user and system."""
+    t = os.times()
+    return t.user + t.system
+
+
+def task_timing(spans: Sequence[tuple[float, float, int, float]], submitted: float, collected: float,
+                slots: int) -> dict[str, float]:
+    """Where a job's wall time went, from when each task ran: ``task_cpu`` (the CPU seconds
+    of the tasks' processes while they ran, summed), ``busy`` (task seconds, summed),
     ``utilisation`` (busy / (slots x the job's span)), ``before_first`` (submit to the first
     task's start: scheduling and shipping the task), ``after_last`` (the last task's end to
     the results on the driver), ``tail`` (the time the last wave left a slot idle: the last
@@ -142,11 +150,11 @@ def task_timing(spans: Sequence[tuple[float, float, int]], submitted: float, col
     first, last = min(s[0] for s in spans), max(s[1] for s in spans)
     busy = sum(s[1] - s[0] for s in spans)
     ends: dict[int, float] = {}
-    for _start, end, pid in spans:
+    for _start, end, pid, _cpu_s in spans:
         ends[pid] = max(ends.get(pid, 0.0), end)
     others = sorted(ends.values())[:-1]
     return {
-        "busy": round(busy, 3), "span": round(collected - submitted, 3), "slots": slots,
+        "task_cpu": round(sum(s[3] for s in spans), 3), "busy": round(busy, 3), "span": round(collected - submitted, 3), "slots": slots,
         "utilisation": round(busy / (slots * (collected - submitted)), 3) if collected > submitted else 0.0,
         "before_first": round(first - submitted, 3), "after_last": round(collected - last, 3),
         "tail": round(last - others[len(others) // 2], 3) if others else 0.0, "workers": len(ends),

@@ -111,19 +111,26 @@ class FileSplit:
 
 
 #: the smallest split of a job's last wave, as a fraction of the split size
-TAIL_DIVISOR = 8
+TAIL_DIVISOR = 16
 
 
-def guided_split_bytes(left: int, split_bytes: int, slots: int) -> int:
+def tail_floor(total: int, split_bytes: int, slots: int) -> int:
+    """The smallest split of a job of ``total`` bytes: ``split_bytes / 16``, and no more
+    than an eighth of a slot's share of a small job (22 MB on two slots: 2.75 MB)."""
+    return max(1, min(split_bytes // TAIL_DIVISOR, total // (8 * max(slots, 1))))
+
+
+def guided_split_bytes(left: int, split_bytes: int, slots: int, floor: int | None = None) -> int:
     """The size of the next split when ``left`` bytes remain to be split for ``slots`` task
     slots: ``split_bytes`` while there is plenty left, then smaller and smaller splits (a
-    quarter of what is left per slot, down to ``split_bytes / 8``), so that the last wave of
-    tasks ends nearly together: Spark hands the next split to whichever slot is free, and
-    small last splits fill the gaps that equal ones leave when one core ran a little slower
-    (guided scheduling). One slot: always ``split_bytes``."""
+    quarter of what is left per slot, down to ``floor``, by default ``split_bytes / 16``), so
+    that the last wave of tasks ends nearly together: Spark hands the next split to
+    whichever slot is free, and small last splits fill the gaps that equal ones leave when
+    one core ran a little slower (guided scheduling). One slot: always ``split_bytes``."""
     if slots <= 1:
         return split_bytes
-    return min(split_bytes, max(split_bytes // TAIL_DIVISOR, -(-left // (2 * slots)), 1))
+    low = floor if floor is not None else max(1, split_bytes // TAIL_DIVISOR)
+    return min(split_bytes, max(low, -(-left // (2 * slots)), 1))
 
 
 def plan_splits(
@@ -146,17 +153,18 @@ def plan_splits(
     files after these ``paths`` (when the caller plans file by file)."""
     out: list[FileSplit] = []
     sizes = [os.path.getsize(path) for path in paths]
+    floor = tail_floor(sum(sizes) + later_bytes, split_bytes, slots)
     for file_id, (path, size) in enumerate(zip(paths, sizes, strict=True)):
         data_end = max(framing.start, size - framing.end_trim)
         later = later_bytes + sum(sizes[file_id + 1 :])
         if framing.kind == "fixed":
-            bounds = _fixed_bounds(framing, data_end, split_bytes, split_records, slots, later)
+            bounds = _fixed_bounds(framing, data_end, split_bytes, split_records, slots, later, floor)
         elif framing.kind in ("rdw", "bdw"):
             bounds = []
             try:
                 for entry in sparse_index(
                     path, framing, data_end, split_bytes=split_bytes, split_records=split_records,
-                    starts_group=starts_group, group_head=group_head, slots=slots, later_bytes=later,
+                    starts_group=starts_group, group_head=group_head, slots=slots, later_bytes=later, floor=floor,
                 ):
                     bounds.append(entry)
             except SplitError as exc:  # the last split runs to the end; its reader reports the bad header
@@ -172,6 +180,7 @@ def plan_splits(
 
 def _fixed_bounds(
     framing: Framing, data_end: int, split_bytes: int, split_records: int | None, slots: int = 1, later: int = 0,
+    floor: int | None = None,
 ) -> list[tuple[int, int]]:
     reclen = framing.record_length
     if reclen <= 0:
@@ -183,7 +192,7 @@ def _fixed_bounds(
     bounds, r = [], 0
     while r < max(records, 1):
         bounds.append((framing.start + r * reclen, r))
-        r += max(1, guided_split_bytes((records - r) * reclen + later, split_bytes, slots) // reclen)
+        r += max(1, guided_split_bytes((records - r) * reclen + later, split_bytes, slots, floor) // reclen)
     return bounds
 
 
@@ -198,6 +207,7 @@ def sparse_index(
     group_head: int = 0,
     slots: int = 1,
     later_bytes: int = 0,
+    floor: int | None = None,
 ) -> Iterator[tuple[int, int]]:
     """``(byte offset, record number)`` of each split start of a variable-length file.
 
@@ -213,7 +223,7 @@ def sparse_index(
     pos = framing.start
     record = 0
     split_start, split_first = pos, 0
-    target = guided_split_bytes(data_end - pos + later_bytes, split_bytes, slots)
+    target = guided_split_bytes(data_end - pos + later_bytes, split_bytes, slots, floor)
     yield pos, 0
     with open(path, "rb") as fh, open(path, "rb") as peek:
 
@@ -229,7 +239,7 @@ def sparse_index(
                 not split_records and pos - split_start >= target
             )) and may_start(pos):
                 split_start, split_first = pos, record
-                target = guided_split_bytes(data_end - pos + later_bytes, split_bytes, slots)
+                target = guided_split_bytes(data_end - pos + later_bytes, split_bytes, slots, floor)
                 yield pos, record
             if framing.kind == "bdw":
                 fh.seek(pos)
