@@ -272,14 +272,15 @@ def columnar_schema(avro: dict[str, Any]) -> tuple[dict[str, Any], Converter]:
                 new, conv = walk(branches[0], ns) if branches else ("null", None)
                 return (["null", new] if "null" in t else [new]), conv
             walked = [walk(b, ns) for b in branches]
-            fields, table = [], {}
+            fields: list[dict[str, Any]] = []
+            table: dict[str, tuple[str, Converter]] = {}
             for b, (new, conv) in zip(branches, walked, strict=True):
                 name = branch_name(b)
                 fields.append({"name": name, "type": ["null", new], "default": None})
-                full = b.get("name") if isinstance(b, dict) else b
+                branch_full = str(b.get("name") if isinstance(b, dict) else b)
                 if isinstance(b, dict) and b.get("namespace"):
-                    full = f"{b['namespace']}.{b['name']}"
-                table[str(full)] = (name, conv)
+                    branch_full = f"{b['namespace']}.{b['name']}"
+                table[branch_full] = (name, conv)
                 table[name] = (name, conv)
             pytypes = {"string": str, "boolean": bool, "int": int, "long": int, "float": float, "double": float}
 
@@ -292,12 +293,14 @@ def columnar_schema(avro: dict[str, Any]) -> tuple[dict[str, Any], Converter]:
                                        if isinstance(value, pytypes.get(n, object))), (fields[0]["name"], None))
                 return {name: conv(value) if conv else value}
 
-            return ["null", {"type": "record", "name": "_or_".join(f["name"] for f in fields), "fields": fields}], pick
+            union_name = "_or_".join(str(f["name"]) for f in fields)
+            return ["null", {"type": "record", "name": union_name, "fields": fields}], pick
         kind = t.get("type")
         if kind == "record":
             own_ns = t.get("namespace") or ns
-            full = f"{own_ns}.{t['name']}" if own_ns else t["name"]
-            new_fields, convs = [], []
+            full = f"{own_ns}.{t['name']}" if own_ns else str(t["name"])
+            new_fields: list[dict[str, Any]] = []
+            convs: list[tuple[str, Any]] = []
             record = {**t, "fields": new_fields}
             names[full] = names[t["name"]] = (record, None)
             open_records.update((full, t["name"]))
