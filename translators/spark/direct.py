@@ -157,5 +157,5 @@ def task_timing(spans: Sequence[tuple[float, float, int, float]], submitted: flo
         "task_cpu": round(sum(s[3] for s in spans), 3), "busy": round(busy, 3), "span": round(collected - submitted, 3), "slots": slots,
         "utilisation": round(busy / (slots * (collected - submitted)), 3) if collected > submitted else 0.0,
         "before_first": round(first - submitted, 3), "after_last": round(collected - last, 3),
-        "tail": round(last - others[len(others) // 2], 3) if others else 0.0, "workers": len(ends),
+        "tail": round(last - others[len(others) // 2], 3) if others else 0.0, "worker_processes": len(ends),
     }
