@@ -16,7 +16,8 @@ For each source, on one generated file:
 (order alternating). Each Spark run is its own process (one master per JVM); its job time
 excludes the session start-up (the JVM, one Python worker per task slot with the task's
 modules imported, and the JIT compilers' start-up backlog: a session's later jobs pay none
-of it), which is reported separately. Reported, as medians: job time, MB/s, MB/s per core
+of it), which is reported separately. The session is started as ``batch translate`` starts
+it for a split-task job (``lean_jvm``: C1 only, the parallel collector). Reported, as medians: job time, MB/s, MB/s per core
 (local[N]: divided by N), CPU seconds of every process of the run (Spark: driver, JVM and
 the split tasks as they report it; the JVM's threads on standard error) and MB per CPU-second (the per-core
 figure that a loaded machine does not distort much); then the acceptance ratios: the median
@@ -151,7 +152,7 @@ def run_one(master: str, source: str, schema: str, data: str, out: str) -> dict[
         logging.getLogger(name).addHandler(Grab())
         logging.getLogger(name).setLevel(logging.DEBUG)
     t0 = time.perf_counter()
-    spark = spark_session(master, app_name="bench-spark-ingest")
+    spark = spark_session(master, app_name="bench-spark-ingest", lean_jvm=True)  # as `batch translate` starts it
     # start-up: the JVM, then one Python worker per task slot with the split task's modules
     # imported (workers are reused for every later job of the session)
     slots = spark.sparkContext.defaultParallelism
