@@ -216,6 +216,13 @@ def _model(xsd: str) -> Any:
     return XsdModel.load(xsd)
 
 
+@lru_cache(maxsize=8)
+def _decoder(xsd: str, element: str) -> Any:
+    """The compiled decoder of a global element, built once per process (a worker reads many
+    splits with it, as ``xml decode`` reads many files with one)."""
+    return _model(xsd).decoder(element)
+
+
 def record_avro_schema(xsd: str, element: str, record_path: str) -> Any:
     """The Avro schema of the records: the value of ``record_path``'s last step, or of
     ``element`` when the document is the record."""
@@ -355,12 +362,11 @@ class XmlSplitTask:
             yield {**message, "span": (started, time.time(), os.getpid(), _cpu() - cpu)}
 
     def records(self, split: XmlSplit) -> Iterator[dict[str, Any]]:
-        model = _model(self.xsd)
         label = split.path if not split.head and not split.tail else f"{split.path} (bytes {split.start}-{split.end})"
         if not split.record_path:
-            yield model.decoder(_local(self.element)).decode_document(split.path)
+            yield _decoder(self.xsd, _local(self.element)).decode_document(split.path)
             return
-        decoder = model.decoder(split.record_path.split("/")[0])
+        decoder = _decoder(self.xsd, split.record_path.split("/")[0])
         stream = _SplitStream(split)
         try:
             yield from decoder.iter_records(io.BufferedReader(stream, 1 << 20), split.record_path, name=label)
