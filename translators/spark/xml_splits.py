@@ -28,6 +28,7 @@ for a boundary; data files of repeated records do not hold such text.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import mmap
 import os
@@ -223,6 +224,21 @@ def _decoder(xsd: str, element: str) -> Any:
     return _model(xsd).decoder(element)
 
 
+@lru_cache(maxsize=8)
+def _writer_schemas(schema_json: str) -> tuple[Any, Any, Converter]:
+    """The parsed Avro schema, the Arrow schema and the row converter of a record schema
+    (its JSON text), built once per process rather than once per split."""
+    import fastavro
+
+    schema = json.loads(schema_json)
+    try:
+        shape, fix = columnar_schema(schema)
+        columns = arrow_schema(shape)
+    except SchemaMappingError:
+        columns, fix = None, None  # not Parquet columns: Avro output only
+    return fastavro.parse_schema(schema), columns, fix
+
+
 def record_avro_schema(xsd: str, element: str, record_path: str) -> Any:
     """The Avro schema of the records: the value of ``record_path``'s last step, or of
     ``element`` when the document is the record."""
@@ -379,8 +395,7 @@ class XmlSplitTask:
         if self.kind == "parquet":
             from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
 
-            shape, fix = columnar_schema(self.schema)
-            schema = arrow_schema(shape)
+            _parsed, schema, fix = _writer_schemas(json.dumps(self.schema, sort_keys=True))
             with ParquetBatchWriter(path, schema) as writer:
                 rows: list[dict[str, Any]] = []
                 for record in self.records(split):
@@ -402,8 +417,9 @@ class XmlSplitTask:
                     yield record
 
             metadata = {"coupler.format": self.indicator} if self.indicator else {}
+            parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
             with open(path, "wb") as fh:
-                fastavro.writer(fh, fastavro.parse_schema(self.schema), counted(), codec=self.codec, metadata=metadata)
+                fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
         if not count:
             os.unlink(path)
             return {}
