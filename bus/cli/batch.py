@@ -101,9 +101,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 @contextlib.contextmanager
-def _session(args: argparse.Namespace, name: str) -> Iterator[Any]:
+def _session(args: argparse.Namespace, name: str, *, lean_jvm: bool = False) -> Iterator[Any]:
     """The Spark session of one command, stopped at the end unless it was already running
-    (``coupler`` called from a program that has a session)."""
+    (``coupler`` called from a program that has a session); ``lean_jvm`` for a job that runs
+    as split tasks (``jobs.runs_as_split_tasks``)."""
     from pyspark.sql import SparkSession
 
     from coupler.bus.batch.jobs import spark_session
@@ -113,7 +114,8 @@ def _session(args: argparse.Namespace, name: str) -> Iterator[Any]:
         conf.setdefault("spark.ui.showConsoleProgress", "true")
     existing = SparkSession.getActiveSession()
     with _jvm_output(show_all=args.verbose):
-        spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf)
+        spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf,
+                              lean_jvm=lean_jvm)
     try:
         yield spark
     finally:
@@ -172,7 +174,7 @@ def _summary(results: list[Any], as_json: bool) -> None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from coupler.bus.batch.jobs import Spec, check_job, translate
+    from coupler.bus.batch.jobs import Spec, check_job, runs_as_split_tasks, translate
 
     src = Spec.parse(args.from_spec, where="--from")
     dst = Spec.parse(args.to_spec, where="--to")
@@ -182,7 +184,8 @@ def run_translate(args: argparse.Namespace) -> int:
         options["policy"] = "strict"
     write_options = _pairs(args.write_option, "-w")
     check_job(src, dst, args.inputs, options=options, mapping=args.mapping, schema_dirs=args.schemas)
-    with _session(args, "coupler-batch-translate") as spark:
+    lean = runs_as_split_tasks(src, dst, args.output, options=options, mapping=args.mapping)
+    with _session(args, "coupler-batch-translate", lean_jvm=lean) as spark:
         result = translate(
             spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
             mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,

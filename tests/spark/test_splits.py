@@ -150,16 +150,27 @@ def test_a_corrupt_rdw_in_a_split_file_becomes_a_bad_record_after_the_good_ones(
 
 
 @pytest.mark.parametrize("records, reclen, slots", [(4_830_917, 207, 2), (1_000_003, 100, 4), (10, 207, 2), (999, 2202, 3)])
-def test_split_count_is_a_multiple_of_the_cores(records: int, reclen: int, slots: int) -> None:
-    """Whole records per split, and every core busy in the last wave of tasks."""
-    from coupler.translators.spark.splits import balanced_split_bytes
-
-    size = balanced_split_bytes(records * reclen, 64 << 20, slots, reclen)
-    per_split = size // reclen
-    count = -(-records // per_split)
-    assert size % reclen == 0
-    assert count % slots == 0 or count < slots
-    assert size <= (64 << 20) + reclen  # never much larger than asked
+def test_the_last_wave_of_splits_is_small(tmp_path: Path, records: int, reclen: int, slots: int) -> None:
+    """Whole records per split, covering the file; full-size splits first, then smaller ones
+    (down to a sixteenth), so that no core idles long while another runs a last big split."""
+    data = tmp_path / "f.dat"
+    with open(data, "wb") as fh:
+        fh.truncate(records * reclen)  # sparse: only the size matters to the planner
+    split_bytes = 64 << 20
+    splits = plan_splits([str(data)], Framing("fixed", record_length=reclen), split_bytes=split_bytes, slots=slots)
+    assert splits[0].start == 0 and splits[-1].end == records * reclen
+    assert all(a.end == b.start for a, b in zip(splits, splits[1:], strict=False))
+    assert all(s.length % reclen == 0 and s.first_record == s.start // reclen for s in splits[:-1])
+    assert all(s.length <= split_bytes for s in splits)
+    sizes = [s.length for s in splits]
+    assert sizes == sorted(sizes, reverse=True)[: len(sizes) - 1] + sizes[-1:]  # only the remainder out of order
+    if records * reclen > 4 * slots * split_bytes:
+        assert sizes[0] >= split_bytes - reclen
+        assert max(sizes[-slots:]) <= split_bytes // 16 + reclen
+    else:  # a small job: many splits per slot even so
+        assert len(splits) >= min(records, 4 * slots)
+    one = plan_splits([str(data)], Framing("fixed", record_length=reclen), split_bytes=split_bytes, slots=1)
+    assert all(s.length == one[0].length for s in one[:-1])  # one slot: equal splits
 
 
 def test_a_split_of_hierarchical_records_starts_at_a_root_record(tmp_path) -> None:

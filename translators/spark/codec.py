@@ -363,18 +363,26 @@ def records_to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Record
 
 
 def _renumber(batch: pa.RecordBatch, split: FileSplit) -> pa.RecordBatch:
-    """``File_Id`` / ``Record_Id`` of a split decoded as if it were a file of its own, made the file's."""
+    """``File_Id`` / ``Record_Id`` of a split decoded as if it were a file of its own, made the
+    file's (NumPy over the columns: no Python object per row)."""
     names = batch.schema.names
     if "Record_Id" not in names or (split.first_record == 0 and split.file_id == 0):
         return batch
-    import pyarrow.compute as pc
+    import numpy as np
 
     columns = list(batch.columns)
     i = names.index("Record_Id")
-    columns[i] = pc.add(columns[i], pa.scalar(split.first_record, columns[i].type))
+    ids = columns[i]
+    if ids.null_count == 0:
+        columns[i] = pa.array(ids.to_numpy() + split.first_record, ids.type)
+    else:
+        import pyarrow.compute as pc
+
+        columns[i] = pc.add(ids, pa.scalar(split.first_record, ids.type))
     if "File_Id" in names:
         j = names.index("File_Id")
-        columns[j] = pa.array([split.file_id] * batch.num_rows, columns[j].type)
+        typ = columns[j].type
+        columns[j] = pa.array(np.full(batch.num_rows, split.file_id, dtype=typ.to_pandas_dtype()), typ)
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 

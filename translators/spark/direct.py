@@ -13,13 +13,17 @@ atomically (:mod:`.commit`), exactly like the writer data sources. Bad records g
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .codec import CopybookCodec
 from .commit import OutputCommitter, TaskFile
-from .splits import FileSplit, Framing, balanced_split_bytes, plan_splits
+from .splits import FileSplit, Framing, plan_splits
+
+log = logging.getLogger(__name__)
 
 
 class _SplitTask:
@@ -34,7 +38,11 @@ class _SplitTask:
 
     def __call__(self, items: Iterator[tuple[FileSplit, Framing]]) -> Iterator[dict[str, Any]]:
         for split, framing in items:
-            yield self._one(split, framing)
+            started, cpu = time.time(), _cpu()
+            message = self._one(split, framing)
+            # when the task ran (wall clock of this machine) and the CPU time it took: the
+            # driver reports how busy the task slots were (``translate_splits``)
+            yield {**message, "span": (started, time.time(), os.getpid(), _cpu() - cpu)}
 
     def _batches(self, split: FileSplit, framing: Framing) -> Iterator[Any]:
         column = self.codec.corrupt_column
@@ -94,23 +102,60 @@ def translate_splits(
     committer.check_target()
     split_bytes, split_records = codec.split_size()
     framings = [codec.framing(path) for path in paths]
-    if not codec.options.get("input_split_size_mb") and split_records is None:
-        total = sum(os.path.getsize(p) for p in paths)
-        unit = framings[0].record_length if framings and framings[0].kind == "fixed" else 1
-        split_bytes = balanced_split_bytes(total, split_bytes, spark.sparkContext.defaultParallelism, unit)
+    sizes = [os.path.getsize(path) for path in paths]
+    # the last wave of tasks in smaller splits, so that the slots finish together; not when
+    # the user set the split size
+    slots = 1 if codec.options.get("input_split_size_mb") else spark.sparkContext.defaultParallelism
     work: list[tuple[FileSplit, Framing]] = []
     for file_id, (path, framing) in enumerate(zip(paths, framings, strict=True)):
-        for s in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records):
+        for s in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records,
+                             slots=slots, later_bytes=sum(sizes[file_id + 1 :])):
             work.append((FileSplit(s.path, file_id, s.start, s.end, s.first_record, s.index), framing))
     task = _SplitTask(codec, committer, kind, avro_schema, indicator)
+    submitted = time.time()
     try:
         rdd = spark.sparkContext.parallelize(work, max(1, len(work)))
-        messages = [m for m in rdd.mapPartitions(task).collect() if m]
+        done = rdd.mapPartitions(task).collect()
     except BaseException:
         committer.abort()
         raise
+    collected = time.time()
+    spans = [m.pop("span") for m in done]
+    messages = [m for m in done if m]
     committer.commit([TaskFile(**m) for m in messages])
+    timing = task_timing(spans, submitted, collected, spark.sparkContext.defaultParallelism)
+    log.debug("translate_splits: %s", timing, extra={"timing": timing})
     return {
         "files": len(messages), "records": sum(m["records"] for m in messages),
-        "bytes": sum(m["bytes"] for m in messages), "partitions": len(work),
+        "bytes": sum(m["bytes"] for m in messages), "partitions": len(work), "timing": timing,
+    }
+
+
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads), user and system."""
+    t = os.times()
+    return t.user + t.system
+
+
+def task_timing(spans: Sequence[tuple[float, float, int, float]], submitted: float, collected: float,
+                slots: int) -> dict[str, float]:
+    """Where a job's wall time went, from when each task ran: ``task_cpu`` (the CPU seconds
+    of the tasks' processes while they ran, summed), ``busy`` (task seconds, summed),
+    ``utilisation`` (busy / (slots x the job's span)), ``before_first`` (submit to the first
+    task's start: scheduling and shipping the task), ``after_last`` (the last task's end to
+    the results on the driver), ``tail`` (the time the last wave left a slot idle: the last
+    task's end minus the median end of the other workers' last tasks)."""
+    if not spans:
+        return {}
+    first, last = min(s[0] for s in spans), max(s[1] for s in spans)
+    busy = sum(s[1] - s[0] for s in spans)
+    ends: dict[int, float] = {}
+    for _start, end, pid, _cpu_s in spans:
+        ends[pid] = max(ends.get(pid, 0.0), end)
+    others = sorted(ends.values())[:-1]
+    return {
+        "task_cpu": round(sum(s[3] for s in spans), 3), "busy": round(busy, 3), "span": round(collected - submitted, 3), "slots": slots,
+        "utilisation": round(busy / (slots * (collected - submitted)), 3) if collected > submitted else 0.0,
+        "before_first": round(first - submitted, 3), "after_last": round(collected - last, 3),
+        "tail": round(last - others[len(others) // 2], 3) if others else 0.0, "worker_processes": len(ends),
     }

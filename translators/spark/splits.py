@@ -110,17 +110,27 @@ class FileSplit:
         return self.end - self.start
 
 
-def balanced_split_bytes(total_bytes: int, split_bytes: int, slots: int, unit: int = 1) -> int:
-    """A split size near ``split_bytes`` that cuts ``total_bytes`` into a multiple of
-    ``slots`` splits, so that the last wave of tasks keeps every core busy (15 splits on 2
-    cores leave one core idle for the last one; 16 do not). ``unit`` is the record length
-    of fixed-length records: splits hold whole records, so the size is rounded up to it."""
-    if total_bytes <= 0 or slots <= 1:
+#: the smallest split of a job's last wave, as a fraction of the split size
+TAIL_DIVISOR = 16
+
+
+def tail_floor(total: int, split_bytes: int, slots: int) -> int:
+    """The smallest split of a job of ``total`` bytes: ``split_bytes / 16``, and no more
+    than an eighth of a slot's share of a small job (22 MB on two slots: 2.75 MB)."""
+    return max(1, min(split_bytes // TAIL_DIVISOR, total // (8 * max(slots, 1))))
+
+
+def guided_split_bytes(left: int, split_bytes: int, slots: int, floor: int | None = None) -> int:
+    """The size of the next split when ``left`` bytes remain to be split for ``slots`` task
+    slots: ``split_bytes`` while there is plenty left, then smaller and smaller splits (a
+    quarter of what is left per slot, down to ``floor``, by default ``split_bytes / 16``), so
+    that the last wave of tasks ends nearly together: Spark hands the next split to
+    whichever slot is free, and small last splits fill the gaps that equal ones leave when
+    one core ran a little slower (guided scheduling). One slot: always ``split_bytes``."""
+    if slots <= 1:
         return split_bytes
-    count = -(-total_bytes // split_bytes)
-    count = -(-count // slots) * slots
-    size = -(-total_bytes // count)
-    return max(unit, -(-size // unit) * unit)
+    low = floor if floor is not None else max(1, split_bytes // TAIL_DIVISOR)
+    return min(split_bytes, max(low, -(-left // (2 * slots)), 1))
 
 
 def plan_splits(
@@ -131,23 +141,30 @@ def plan_splits(
     split_records: int | None = None,
     starts_group: Callable[[bytes], bool] | None = None,
     group_head: int = 0,
+    slots: int = 1,
+    later_bytes: int = 0,
 ) -> list[FileSplit]:
     """The splits of every file, in file order then byte order.
 
     ``starts_group`` (hierarchical records) is given the first ``group_head`` bytes of a
-    record's payload and says whether a split may start there (a root record)."""
+    record's payload and says whether a split may start there (a root record). With
+    ``slots`` > 1 (the job's task slots) and no ``split_records``, the last splits of the job
+    get smaller (:func:`guided_split_bytes`); ``later_bytes`` are the bytes of the job's
+    files after these ``paths`` (when the caller plans file by file)."""
     out: list[FileSplit] = []
-    for file_id, path in enumerate(paths):
-        size = os.path.getsize(path)
+    sizes = [os.path.getsize(path) for path in paths]
+    floor = tail_floor(sum(sizes) + later_bytes, split_bytes, slots)
+    for file_id, (path, size) in enumerate(zip(paths, sizes, strict=True)):
         data_end = max(framing.start, size - framing.end_trim)
+        later = later_bytes + sum(sizes[file_id + 1 :])
         if framing.kind == "fixed":
-            bounds = _fixed_bounds(framing, data_end, split_bytes, split_records)
+            bounds = _fixed_bounds(framing, data_end, split_bytes, split_records, slots, later, floor)
         elif framing.kind in ("rdw", "bdw"):
             bounds = []
             try:
                 for entry in sparse_index(
                     path, framing, data_end, split_bytes=split_bytes, split_records=split_records,
-                    starts_group=starts_group, group_head=group_head,
+                    starts_group=starts_group, group_head=group_head, slots=slots, later_bytes=later, floor=floor,
                 ):
                     bounds.append(entry)
             except SplitError as exc:  # the last split runs to the end; its reader reports the bad header
@@ -161,13 +178,22 @@ def plan_splits(
     return out
 
 
-def _fixed_bounds(framing: Framing, data_end: int, split_bytes: int, split_records: int | None) -> list[tuple[int, int]]:
+def _fixed_bounds(
+    framing: Framing, data_end: int, split_bytes: int, split_records: int | None, slots: int = 1, later: int = 0,
+    floor: int | None = None,
+) -> list[tuple[int, int]]:
     reclen = framing.record_length
     if reclen <= 0:
         raise SplitError(f"fixed-length records need a positive record length, not {reclen}", hint="set record_length")
-    per_split = split_records or max(1, split_bytes // reclen)
     records = max(0, data_end - framing.start) // reclen
-    return [(framing.start + r * reclen, r) for r in range(0, max(records, 1), per_split)]
+    if split_records or slots <= 1:
+        per_split = split_records or max(1, split_bytes // reclen)
+        return [(framing.start + r * reclen, r) for r in range(0, max(records, 1), per_split)]
+    bounds, r = [], 0
+    while r < max(records, 1):
+        bounds.append((framing.start + r * reclen, r))
+        r += max(1, guided_split_bytes((records - r) * reclen + later, split_bytes, slots, floor) // reclen)
+    return bounds
 
 
 def sparse_index(
@@ -179,20 +205,25 @@ def sparse_index(
     split_records: int | None = None,
     starts_group: Callable[[bytes], bool] | None = None,
     group_head: int = 0,
+    slots: int = 1,
+    later_bytes: int = 0,
+    floor: int | None = None,
 ) -> Iterator[tuple[int, int]]:
     """``(byte offset, record number)`` of each split start of a variable-length file.
 
     The first entry is the start of the data. A new entry begins after ``split_records``
     records or once the current split holds ``split_bytes`` bytes (for ``bdw``, at the next
-    block boundary: the record number then counts the records of the blocks before it).
-    With ``starts_group``, only at a record (or block whose first record) it accepts: the
-    split grows until the next one.
+    block boundary: the record number then counts the records of the blocks before it);
+    with ``slots`` > 1 the last splits are smaller (:func:`guided_split_bytes`, counting
+    ``later_bytes`` of files after this one). With ``starts_group``, only at a record (or
+    block whose first record) it accepts: the split grows until the next one.
     """
     if data_end is None:
         data_end = os.path.getsize(path) - framing.end_trim
     pos = framing.start
     record = 0
     split_start, split_first = pos, 0
+    target = guided_split_bytes(data_end - pos + later_bytes, split_bytes, slots, floor)
     yield pos, 0
     with open(path, "rb") as fh, open(path, "rb") as peek:
 
@@ -205,9 +236,10 @@ def sparse_index(
         buf, buf_at = b"", pos
         while pos < data_end:
             if ((split_records and record - split_first >= split_records) or (
-                not split_records and pos - split_start >= split_bytes
+                not split_records and pos - split_start >= target
             )) and may_start(pos):
                 split_start, split_first = pos, record
+                target = guided_split_bytes(data_end - pos + later_bytes, split_bytes, slots, floor)
                 yield pos, record
             if framing.kind == "bdw":
                 fh.seek(pos)

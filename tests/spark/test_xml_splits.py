@@ -1,0 +1,111 @@
+"""XML files of repeated records split at record boundaries for the Spark split tasks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from coupler.translators.spark.xml_splits import XmlSplitTask, plan_xml_splits
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDERS = ROOT / "tests" / "translators" / "xml" / "data" / "orders"
+XSD = str(ORDERS / "orders.xsd")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from xml_translate import HEAD, TAIL, order  # noqa: E402  (the benchmark's generator)
+
+
+def _orders_file(path: Path, count: int, *, prefix: str = "") -> Path:
+    head = HEAD if not prefix else HEAD.replace("<orders xmlns=", f"<{prefix}:orders xmlns:{prefix}=").replace(
+        "<batchId>", f"<{prefix}:batchId>").replace("</batchId>", f"</{prefix}:batchId>")
+    body = "".join(order(n) for n in range(count))
+    if prefix:  # the same documents with the orders namespace on a prefix
+        for tag in ("order", "orderDate", "createdAt", "status", "buyer", "name", "address", "invoiceRef", "line",
+                    "sku", "description", "quantity", "unitPrice", "weightKg", "total", "discountRate", "approvedBy"):
+            body = body.replace(f"<{tag} ", f"<{prefix}:{tag} ").replace(f"<{tag}>", f"<{prefix}:{tag}>").replace(
+                f"</{tag}>", f"</{prefix}:{tag}>").replace(f"<{tag}/>", f"<{prefix}:{tag}/>")
+    path.write_text(head + body + (TAIL if not prefix else f"</{prefix}:orders>\n"), encoding="utf-8")
+    return path
+
+
+def _decoded(splits: list[Any]) -> list[dict[str, Any]]:
+    task = XmlSplitTask(XSD, "order", None, "parquet", {}, None)  # type: ignore[arg-type]
+    return [r for s in splits for r in task.records(s)]
+
+
+def test_splits_start_at_records_and_decode_to_the_whole_files_records(tmp_path: Path) -> None:
+    from coupler.translators.xml import XsdModel
+
+    for prefix in ("", "o"):
+        data = _orders_file(tmp_path / f"orders{prefix}.xml", 300, prefix=prefix)
+        splits = plan_xml_splits([str(data)], "order", split_bytes=20_000, slots=2)
+        assert len(splits) > 8
+        assert splits[0].start == 0 and splits[-1].end == data.stat().st_size
+        assert all(a.end == b.start for a, b in zip(splits, splits[1:], strict=False))
+        raw = data.read_bytes()
+        tag = b"<o:order " if prefix else b"<order "
+        assert all(raw[s.start : s.start + len(tag)] == tag for s in splits[1:])
+        whole = list(XsdModel.load(XSD).decoder("orders").iter_records(str(data), "orders/order"))
+        assert len(whole) == 300
+        assert _decoded(splits) == whole
+
+
+def test_a_document_that_is_one_record_is_one_split() -> None:
+    splits = plan_xml_splits([str(ORDERS / "order-1.xml")], "order", split_bytes=10, slots=2)
+    assert len(splits) == 1 and splits[0].record_path == ""
+    assert len(_decoded(splits)) == 1
+
+
+def test_xml_to_avro_runs_as_split_tasks(spark: Any, tmp_path: Path) -> None:
+    """The XSD's record schema registered as a canonical entity; the file read by several
+    tasks; the records those of `xml decode --record-path`, in file order."""
+    import json
+
+    import fastavro
+
+    from coupler.bus.batch.jobs import translate
+    from coupler.translators.spark.xml_splits import record_avro_schema
+    from coupler.translators.xml import XsdModel
+
+    schema = record_avro_schema(XSD, "order", "orders/order")
+    (tmp_path / "schemas" / "order").mkdir(parents=True)
+    (tmp_path / "schemas" / "order" / "v1.avsc").write_text(json.dumps(schema))
+    data = _orders_file(tmp_path / "orders.xml", 500)
+    out = tmp_path / "out"
+    result = translate(spark, f"xml:{XSD}#order", f"avro:{schema['namespace']}.{schema['name']}@1",
+                       [str(data), str(ORDERS / "order-1.xml")], str(out),
+                       options={"input_split_size_mb": "0.05"},  # several splits of a small file
+                       schema_dirs=[str(tmp_path / "schemas")])
+    assert result.records == 501 and result.partitions > 2
+    rows = []
+    for part in sorted(out.glob("part-*.avro")):
+        with open(part, "rb") as fh:
+            rows += list(fastavro.reader(fh))
+    expected = list(XsdModel.load(XSD).decoder("orders").iter_records(str(data), "orders/order"))
+    assert [r["id"] for r in rows[:500]] == [r["id"] for r in expected]
+    assert rows[10]["total"] == expected[10]["total"] and rows[10]["line"][0]["sku"] == expected[10]["line"][0]["sku"]
+    assert len(rows) == 501
+
+
+def test_records_with_alternatives_become_columns_and_recursive_ones_are_refused() -> None:
+    """A union of several records (xsi:type) is a struct of one field per alternative; a
+    type containing itself cannot be Parquet columns (the job then reads with Spark's reader)."""
+    import pytest
+
+    from coupler.translators.spark.types import SchemaMappingError, arrow_schema
+    from coupler.translators.spark.xml_splits import columnar_schema, record_avro_schema
+
+    a = {"type": "record", "name": "A", "namespace": "n", "fields": [{"name": "x", "type": "int"}]}
+    b = {"type": "record", "name": "B", "namespace": "n", "fields": [{"name": "y", "type": "string"}]}
+    schema = {"type": "record", "name": "R", "namespace": "n", "fields": [
+        {"name": "party", "type": ["null", a, b]}, {"name": "more", "type": {"type": "array", "items": ["n.A", "n.B"]}}]}
+    shape, fix = columnar_schema(schema)
+    columns = arrow_schema(shape)
+    assert columns.field("party").type.names == ["A", "B"]
+    row = fix({"party": {"y": "s", "-type": "n.B"}, "more": [{"x": 1, "-type": "n.A"}, {"y": "t", "-type": "B"}]})
+    import pyarrow as pa
+
+    assert pa.RecordBatch.from_pylist([row], schema=columns).to_pylist() == [
+        {"party": {"A": None, "B": {"y": "s"}}, "more": [{"A": {"x": 1}, "B": None}, {"A": None, "B": {"y": "t"}}]}]
+    with pytest.raises(SchemaMappingError, match="contains itself"):
+        columnar_schema(record_avro_schema(XSD, "order", "orders/order"))
