@@ -61,6 +61,7 @@ RED_JS = NODERED_PREFIX / "node_modules" / "node-red" / "red.js"
 WORK = BUILD / "nodered_peer"
 REGIONS = ("EU", "US", "APAC", "LATAM")
 BATCH, TIMEOUT = 100, 2
+LEASE = 30.0  # Coupler's default [store] lease_seconds
 #: worker threads of the Coupler route (their commits share disk syncs: the store's group commit)
 CONCURRENCY = int(os.environ.get("NODERED_PEER_CONCURRENCY", "4"))
 
@@ -407,7 +408,10 @@ def kill_run(kind: str, files: list[Path], want: dict[int, str], kills: int, see
                 continue
             time.sleep(0.01)
         # drain: until every order is out (then a little longer: a second copy would show by then)
-        # or the outputs stop changing for three time-outs
+        # or the outputs stop changing for three time-outs and a lease: what a killed Coupler
+        # daemon had taken (a route worker takes up to 100 messages at a time) comes back to the
+        # next one when its lease ends (lease_seconds, 30 s by default), so an earlier end counts
+        # as lost what is only waiting
         quiet, sizes, deadline = time.monotonic(), (), time.monotonic() + 600
         while time.monotonic() < deadline:
             now = tuple(f.stat().st_size for f in sorted(system.out.glob("*.jsonl")))
@@ -416,7 +420,7 @@ def kill_run(kind: str, files: list[Path], want: dict[int, str], kills: int, see
                 if len(read_outputs(system.out)[0]) >= len(want):
                     time.sleep(3 * TIMEOUT)
                     break
-            elif time.monotonic() - quiet > 3 * TIMEOUT + 2:
+            elif time.monotonic() - quiet > 3 * TIMEOUT + 2 + LEASE:
                 break
             time.sleep(0.2)
     finally:
