@@ -55,8 +55,12 @@ DOCUMENTS = [
 WSDLS = ["checkVatService.wsdl", "calculator.wsdl", "BLZService.wsdl", "logincms.wsdl", "round3_groupD_doclit.wsdl",
          "AphiaNameService.wsdl", "NfeRetAutorizacao_MG.wsdl", "lax_cross_namespace.wsdl",
          "wsdltophp/OrderContract.wsdl"]
-#: CPU seconds one example may take (hypothesis's own deadline is wall time: off)
-CPU_BUDGET = 2.0
+#: CPU seconds one example may take (hypothesis's own deadline is wall time: off): a guard
+#: against work that grows faster than the input (entity expansion, quadratic paths), not a
+#: speed test. 2 s was exceeded once (2.02 s) by a damaged document in a SOAP envelope decoded
+#: with validation while the other worker of the suite ran: a refused document is decoded by the
+#: generated decoder and again by the interpreted one, for its located error
+CPU_BUDGET = 4.0
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
@@ -136,7 +140,8 @@ def _only_coupler_errors(call: Any, budget: float = CPU_BUDGET) -> Any:
         return exc
     finally:
         spent = time.process_time() - start
-        assert spent < budget, f"one example took {spent:.2f} s of CPU time (budget {budget} s)"
+        assert spent < budget, (f"one example took {spent:.2f} s of CPU time (budget {budget} s); "
+                                f"the randomised runs replay with COUPLER_FUZZ_SEED={SEED}")
 
 
 @SETTINGS
@@ -192,6 +197,13 @@ def test_read_wsdl_raises_only_coupler_errors(tmp_path_factory: Any, name: str, 
 
 
 # -- the randomised runs of the same targets --------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _seed_with_every_report() -> None:
+    """The seed in every test's captured output, shown with its failure (under pytest-xdist a
+    test's ``capsys.disabled()`` print goes to the worker, not to the terminal)."""
+    print(f"COUPLER_FUZZ_SEED={SEED} (set it to replay the randomised runs)")
 
 
 def test_the_seed_of_the_randomised_runs_is_logged(capsys: pytest.CaptureFixture[str]) -> None:
