@@ -19,7 +19,6 @@ from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import Sequence
 from tests.bus import plugin_echo, plugin_strategy
 from tests.bus.runtime.test_route_steps import drained, order, settled
-from tests.bus.runtime.test_route_steps import store as store  # noqa: F401  (the fixture: sqlite and amqp)
 from tests.bus.site_helpers import running_daemon, wait_for, write_reading_site, write_site
 
 SIZE_AND_TIMEOUT = """

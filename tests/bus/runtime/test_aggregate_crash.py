@@ -17,7 +17,6 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,36 +62,6 @@ complete_size = 100
 timeout_seconds = 2
 strategy = "lines"
 """
-
-AMQP = """
-[store]
-type = "amqp"
-[store.amqp]
-url = "{url}"
-postgres = "{dsn}"
-prefix = "{prefix}"
-postgres_schema = "{postgres_schema}"
-"""
-
-
-@pytest.fixture(params=["sqlite", "amqp"])
-def store(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield ""
-        return
-    from tests.bus.transport.amqp.broker import (
-        AMQP_URL,
-        PG_DSN,
-        destroy,
-        servers_or_fail,
-        unique_names,
-    )
-
-    servers_or_fail()
-    names = unique_names()
-    yield AMQP.format(url=AMQP_URL, dsn=PG_DSN, **names)
-    destroy(names)
-
 
 def _kill(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:

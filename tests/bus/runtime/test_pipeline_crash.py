@@ -16,24 +16,12 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
 from tests.bus.site_helpers import start_daemon_process, wait_for, write_site
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
 from tests.bus.transport.contract.support import drain
 from tests.chaos import chaos_seed, crash_size
 
 BATCHES, KILLS = crash_size((100, 10), (200, 30))
 PER_BATCH = 10  # 1,000 or 2,000 records
 JSON = FormatIndicator.parse("test.Batch@1;application/json")
-
-AMQP_STORE = """
-[store]
-type = "amqp"
-
-[store.amqp]
-url = "{url}"
-postgres = "{dsn}"
-prefix = "{prefix}"
-postgres_schema = "{postgres_schema}"
-"""
 
 SITE = """
 [site]
@@ -68,19 +56,8 @@ def _record(n: int) -> dict[str, object]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", ["sqlite", "amqp"])
 def test_a_pipeline_delivers_every_output_exactly_once_despite_sigkill(tmp_path: Path, store: str) -> None:
-    names: dict[str, str] = {}
-    text = SITE
-    if store == "amqp":  # the broker transport: RabbitMQ queues, state in PostgreSQL
-        servers_or_fail()
-        names = unique_names()
-        text = AMQP_STORE.format(url=AMQP_URL, dsn=PG_DSN, **names) + SITE
-    try:
-        _crash_pipeline(tmp_path, text, exact=store == "sqlite")
-    finally:
-        if names:
-            destroy(names)
+    _crash_pipeline(tmp_path, store + SITE, exact=not store)  # store: the broker's [store] table, or none
 
 
 def _crash_pipeline(tmp_path: Path, text: str, exact: bool) -> None:

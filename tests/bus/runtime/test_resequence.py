@@ -9,7 +9,6 @@ from pathlib import Path
 
 from coupler.canonical import Envelope, FormatIndicator
 from tests.bus.runtime.test_route_steps import drained, settled
-from tests.bus.runtime.test_route_steps import store as store  # noqa: F401  (the fixture: sqlite and amqp)
 from tests.bus.site_helpers import running_daemon, write_site
 
 TEXT = FormatIndicator.parse("test.Msg@1;text/plain")

@@ -7,7 +7,6 @@ import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,38 +20,6 @@ from tests.bus.site_helpers import running_daemon, wait_for, write_site
 JSON = FormatIndicator.parse("test.Order@1;application/json")
 XML = FormatIndicator.parse("test.Order@1;application/xml")
 TEXT = FormatIndicator.parse("test.Lines@1;text/plain")
-
-AMQP_STORE = """
-[store]
-type = "amqp"
-
-[store.amqp]
-url = "{url}"
-postgres = "{dsn}"
-prefix = "{prefix}"
-postgres_schema = "{postgres_schema}"
-"""
-
-
-@pytest.fixture(params=["sqlite", "amqp"])
-def store(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The ``[store]`` of the site: SQLite (the default), or the broker transport."""
-    if request.param == "sqlite":
-        yield ""
-        return
-    from tests.bus.transport.amqp.broker import (
-        AMQP_URL,
-        PG_DSN,
-        destroy,
-        servers_or_fail,
-        unique_names,
-    )
-
-    servers_or_fail()
-    names = unique_names()
-    yield AMQP_STORE.format(url=AMQP_URL, dsn=PG_DSN, **names)
-    destroy(names)
-
 
 def order(region: str, amount: float, **properties: str) -> Envelope:
     body = {"id": f"{region}-{amount}", "customer": {"region": region}, "amount": amount, "items": [{"sku": "a"}]}

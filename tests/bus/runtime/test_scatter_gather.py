@@ -12,7 +12,6 @@ from pathlib import Path
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import Sequence
 from tests.bus.runtime.test_route_steps import drained
-from tests.bus.runtime.test_route_steps import store as store  # noqa: F401  (the fixture: sqlite and amqp)
 from tests.bus.site_helpers import running_daemon, wait_for, write_site
 
 JSON = FormatIndicator.parse("test.Quote@1;application/json")

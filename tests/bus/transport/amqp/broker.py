@@ -10,6 +10,8 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,17 @@ import pytest
 AMQP_URL = os.environ.get("COUPLER_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
 PG_DSN = os.environ.get("COUPLER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 RUN = uuid.uuid4().hex[:8]
+
+STORE_TABLE = """
+[store]
+type = "amqp"
+
+[store.amqp]
+url = "{url}"
+postgres = "{dsn}"
+prefix = "{prefix}"
+postgres_schema = "{postgres_schema}"
+"""
 
 
 def _listening(port: int) -> bool:
@@ -37,6 +50,23 @@ def servers_or_fail() -> None:
 def unique_names() -> dict[str, str]:
     tag = uuid.uuid4().hex[:8]
     return {"prefix": f"test.{RUN}.{tag}.", "postgres_schema": f"t_{RUN}_{tag}"}
+
+
+def store_table(names: dict[str, str]) -> str:
+    """The ``[store]`` table of a site.toml for the broker transport under ``names``."""
+    return STORE_TABLE.format(url=AMQP_URL, dsn=PG_DSN, **names)
+
+
+@contextmanager
+def site_store() -> Iterator[str]:
+    """A ``[store]`` table for a daemon's site.toml on the broker transport, with names of its
+    own; what the daemons made under them is deleted afterwards."""
+    servers_or_fail()
+    names = unique_names()
+    try:
+        yield store_table(names)
+    finally:
+        destroy(names)
 
 
 def amqp_transport(data_dir: Path, **options: Any) -> Any:

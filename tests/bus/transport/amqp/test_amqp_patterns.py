@@ -12,26 +12,13 @@ from coupler.bus.messaging.sequence import split
 from coupler.canonical import Envelope
 from tests.bus.runtime.test_daemon_patterns import IDEMPOTENT, SEQUENCES, TEXT, drained, order
 from tests.bus.site_helpers import running_daemon, wait_for, write_site
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
-
-STORE = """
-[store]
-type = "amqp"
-
-[store.amqp]
-url = "{url}"
-postgres = "{dsn}"
-prefix = "{prefix}"
-postgres_schema = "{postgres_schema}"
-"""
+from tests.bus.transport.amqp.broker import site_store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[str]:
-    servers_or_fail()
-    names = unique_names()
-    yield STORE.format(url=AMQP_URL, dsn=PG_DSN, **names)
-    destroy(names)
+def store() -> Iterator[str]:
+    with site_store() as table:
+        yield table
 
 
 def test_an_idempotent_route_on_the_broker(store: str, tmp_path: Path) -> None:
