@@ -27,6 +27,7 @@ Usage: .venv/bin/python benchmarks/db_inbound.py [--rows N] [--repeat N] [--json
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -129,6 +130,7 @@ def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
                      "rows_per_message": rows_per_message},
         }, ctx, direction="inbound", channel="orders")
         a.start()  # connecting and reading the table's columns: not timed (nor is the baseline's connect)
+        gc.freeze()  # as `coupler daemon` does once started (bus/runtime/daemon.py)
         try:
             assert isinstance(a, DatabaseAdapter) and a.poller is not None and a.engine is not None
             with a.engine.connect() as conn:  # the pool's one connection: the one every poll takes

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import hashlib
 import json
 import logging
 import os
@@ -42,7 +41,8 @@ from coupler.adapters.common.inbound import PollResult
 from coupler.bus.api import AdapterContext, InvalidMessage, site_registry
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
+from coupler.canonical.envelope import name_id
+from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
 
 from .connection import DatabaseError, describe_error, reflect
 from .options import PollOptions
@@ -185,11 +185,7 @@ class RowPoller:
                 # only after the bus accepted the messages, so its order does not matter
                 marking = Meanwhile(self._mark, conn, rows) if self.status is not None and self.postgres else None
                 try:
-                    step = self.o.rows_per_message
-                    envelopes: list[Envelope] = []
-                    for start in range(0, len(rows), step):
-                        envelopes.extend(self._envelopes(rows[start:start + step], result))
-                    self._publish(envelopes, result)
+                    self._publish(self._messages(rows, result), result)
                 finally:
                     if marking is not None:
                         marking.join()  # the connection is this thread's again (commit or rollback)
@@ -251,37 +247,54 @@ class RowPoller:
 
     def message_id(self, rows: list[dict[str, Any]]) -> str:
         keys = self.key_text(rows[0]) if len(rows) == 1 else f"{self.key_text(rows[0])}..{self.key_text(rows[-1])}"
-        return uuid5(f"{self.name}|{self.fullname}|{keys}")
+        return name_id(_NAMESPACE_BYTES, f"{self.name}|{self.fullname}|{keys}")
 
-    def _envelopes(self, rows: list[dict[str, Any]], result: PollResult) -> list[Envelope]:
-        """The message of ``rows`` (none when they cannot be converted: they go to the Invalid
-        Message Channel; a bad row among several: each row on its own, the good ones kept)."""
-        single = self.o.rows_per_message == 1
-        try:
-            body = self.encoder.encode_rows(rows, single)
-        except Exception as exc:  # a row that has no form in the format: contained to it
-            if len(rows) == 1:
-                self._invalid(rows[0], exc, result)
-                return []
-            good = []
-            for row in rows:
-                try:
-                    self.encoder.encode_rows([row], False)
-                    good.append(row)
-                except Exception as one:  # noqa: BLE001
-                    self._invalid(row, one, result)
-            return self._envelopes(good, result) if good else []
-        key = self.key_text(rows[0])
-        message_id = uuid5(f"{self.name}|{self.fullname}|{key if len(rows) == 1 else f'{key}..{self.key_text(rows[-1])}'}")
-        props = {
-            "db.table": self.fullname,
-            "db.key": key,
-            BUSINESS_KEY: f"{self.fullname}:{key}",
-            TRACEPARENT: TraceContext.for_key(message_id).header,
-        }
-        if not single:
-            props["db.rows"] = str(len(rows))
-        return [Envelope(format=self.format, body=body, message_id=message_id, properties=props, origin=self.name)]
+    def _messages(self, rows: list[dict[str, Any]], result: PollResult) -> list[Envelope]:
+        """The messages of the rows read, ``rows_per_message`` rows each, in one batch (the
+        headers they share made once: :meth:`Envelope.many`); rows that cannot be converted
+        are in the Invalid Message Channel instead (the others of their message kept)."""
+        step = self.o.rows_per_message
+        single = step == 1
+        encode = self.encoder.encode_rows
+        table = self.fullname
+        prefix = f"{self.name}|{table}|"
+        one_key = self._one_key
+        bodies: list[bytes] = []
+        ids: list[str] = []
+        props: list[dict[str, str]] = []
+        for start in range(0, len(rows), step):
+            group = rows[start:start + step] if not single else [rows[start]]
+            try:
+                body = encode(group, single)
+            except Exception as exc:  # a row that has no form in the format: contained to it
+                group = self._convertible(group, exc, result)
+                if not group:
+                    continue
+                body = encode(group, single)
+            key = str(group[0][one_key]) if one_key is not None else self.key_text(group[0])
+            message_id = name_id(_NAMESPACE_BYTES, prefix + (key if len(group) == 1 else f"{key}..{self.key_text(group[-1])}"))
+            p = {"db.table": table, "db.key": key, BUSINESS_KEY: f"{table}:{key}", TRACEPARENT: header_for_key(message_id)}
+            if not single:
+                p["db.rows"] = str(len(group))
+            bodies.append(body)
+            ids.append(message_id)
+            props.append(p)
+        return Envelope.many(self.format, bodies, message_ids=ids, properties=props, origin=self.name)
+
+    def _convertible(self, rows: list[dict[str, Any]], exc: Exception, result: PollResult) -> list[dict[str, Any]]:
+        """Of ``rows`` whose message could not be made (``exc``), those that convert one by
+        one; the others go to the Invalid Message Channel with their cause."""
+        if len(rows) == 1:
+            self._invalid(rows[0], exc, result)
+            return []
+        good = []
+        for row in rows:
+            try:
+                self.encoder.encode_rows([row], False)
+                good.append(row)
+            except Exception as one:  # noqa: BLE001
+                self._invalid(row, one, result)
+        return good
 
     def _publish(self, envelopes: list[Envelope], result: PollResult) -> None:
         """Publish the batch in one transaction of the store when the bus offers it (one disk
@@ -344,16 +357,6 @@ class Meanwhile(threading.Thread):
     def result(self) -> None:
         if self._error is not None:
             raise self._error
-
-
-def uuid5(name: str) -> str:
-    """``str(uuid.uuid5(_NAMESPACE, name))`` without building a :class:`uuid.UUID` (a poll
-    derives one per row: a third of the cost went to the ``UUID`` object)."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])  # noqa: S324 - RFC 4122 v5
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _TAGGED: dict[str, Callable[[str], Any]] = {

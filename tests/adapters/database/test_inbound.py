@@ -182,7 +182,10 @@ def test_options_are_checked_at_start(bus: EmbeddedBus, db: Database) -> None:
 
 
 def test_message_ids_are_rfc4122_uuid5_of_the_adapter_table_and_key() -> None:
-    from coupler.adapters.database.inbound import _NAMESPACE, uuid5
+    from coupler.adapters.database.inbound import _NAMESPACE
+    from coupler.canonical.envelope import name_id
+    from coupler.canonical.tracecontext import header_for_key
 
     for name in ("orders-in|public.orders|1", "a|s.t|1|x..9|y", "ü|ß|€"):
-        assert uuid5(name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades
+        assert name_id(_NAMESPACE.bytes, name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades
+        assert header_for_key(name) == TraceContext.for_key(name).header  # and the same traces
