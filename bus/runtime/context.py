@@ -215,13 +215,17 @@ class BusContext:
         self._wait_while_paused()
         prepared: list[Envelope | None] = []
         ttl = self._ttls.get(target)
-        for envelope in envelopes:
-            try:
-                prepared.append(expiring(self._prepare(envelope), ttl))
-            except InvalidMessage as refused:
-                prepared.append(None)
-                if reasons is not None:
-                    reasons.append(refused.message)
+        if ttl is None and self._inbound is None:
+            # nothing to translate or expire: an envelope with its origin and trace goes as it is
+            prepared += [e if e.origin is not None and trace_id_of(e) is not None else self._prepare(e) for e in envelopes]
+        else:
+            for envelope in envelopes:
+                try:
+                    prepared.append(expiring(self._prepare(envelope), ttl))
+                except InvalidMessage as refused:
+                    prepared.append(None)
+                    if reasons is not None:
+                        reasons.append(refused.message)
         good = [e for e in prepared if e is not None]
         ids = iter(self._transport.send(target, good, component=self._stored_by) if good else [])
         self._stats.count(self.name, "sent", len(good))
