@@ -199,6 +199,24 @@ def test_send_returns_after_commit(transport: SqliteTransport) -> None:
         other.close()
 
 
+def test_a_batch_of_several_multi_row_statements_is_stored_in_order_with_its_journal(transport: SqliteTransport) -> None:
+    from coupler.canonical import Envelope
+    from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
+
+    transport.send("q", doc(b"before"))
+    envs = Envelope.many("test.Row@1", [f"row {i}".encode() for i in range(250)], origin="db-in",
+                         properties=[{BUSINESS_KEY: f"t:{i}", TRACEPARENT: header_for_key(str(i))} for i in range(250)])
+    envs[7] = doc(b"x" * 2000)  # a claim-checked body among them (over the threshold)
+    ids = transport.send("q", envs, component="adapter:db-in")
+    got = transport.receive("q", "c", max=300)
+    assert [d.envelope.body for d in got] == [b"before", *[e.body for e in envs]]
+    assert [d.message_id for d in got[1:]] == ids == [e.message_id for e in envs]
+    assert got[9].envelope.properties == envs[8].properties and got[9].envelope.origin == "db-in"
+    sent = {e.message_id: e for e in transport.journal(event="sent", channel="q", limit=1000)}
+    assert sent[ids[3]].trace_id == header_for_key("3")[3:35] and sent[ids[3]].detail == "adapter:db-in"
+    assert len(transport.journal(key="t:249")) == 1 and len(sent) == 251
+
+
 def test_lease_expiry_on_the_clock(transport: SqliteTransport, clock: FakeClock) -> None:
     transport.send("q", doc(b"x"))
     [d] = transport.receive("q", "a", lease_seconds=10)
