@@ -134,7 +134,8 @@ class Envelope:
         if not len(ids) == len(props) == len(seqs) == len(bodies):
             raise EnvelopeError(f"{len(bodies)} bodies, {len(ids)} message ids, {len(props)} property sets "
                                 f"and {len(seqs)} sequences: one of each per message")
-        template = cls(format=format, message_id="", **headers)  # the shared headers, checked once
+        fmt = _parse_format(format) if isinstance(format, str) else format
+        template = cls(format=fmt, message_id="", **headers)  # the shared headers, checked once
         history = template.history
         shared = dict(template.__dict__)
         out = []

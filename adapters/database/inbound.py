@@ -40,8 +40,8 @@ from sqlalchemy.engine import Engine
 from coupler.adapters.common.inbound import PollResult
 from coupler.bus.api import AdapterContext, InvalidMessage, site_registry
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.envelope import name_id
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
 
 from .connection import DatabaseError, describe_error, reflect

@@ -14,8 +14,8 @@ import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
