@@ -12,6 +12,10 @@ One poll is one database transaction:
    ``watermark_column``: write the last (watermark, key) read to the adapter's state file;
 4. commit, only after the bus accepted every message of the batch.
 
+On PostgreSQL with a status column the poll thread takes up to :data:`PIPELINE` batches in a
+row, each one such transaction, the next one read and made while the one before waits for
+its messages to reach the disk and commits (:meth:`RowPoller._poll_batches`).
+
 A message id is derived from the adapter, the table and the row's key: when the process dies
 between the bus accepting a message and the commit, the rows are read again and published
 again with the same ids, and the Idempotent Receiver of whoever consumes them (site.toml
@@ -21,6 +25,7 @@ once (the first marking was rolled back with its transaction).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import json
@@ -156,8 +161,13 @@ class RowPoller:
             q = q.with_for_update(skip_locked=True)
         return q
 
-    def poll(self, limit: int | None = None) -> PollResult:
+    def poll(self, limit: int | None = None, *, batches: int = 1) -> PollResult:
+        """One batch (``fetch``); the poll thread asks for up to :data:`PIPELINE` batches in a
+        row, which PostgreSQL with a status column reads while the one before is committed
+        (:meth:`_poll_batches`; elsewhere the poll thread simply polls again at once)."""
         with self._lock:
+            if batches > 1 and self.postgres and self.status is not None and limit is None:
+                return self._poll_batches(batches)
             return self._poll(limit)
 
     def _poll(self, limit: int | None) -> PollResult:
@@ -201,6 +211,73 @@ class RowPoller:
         result.done = len(rows)
         self.totals.rows += len(rows)
         return result
+
+    def _poll_batches(self, batches: int) -> PollResult:
+        """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
+        of its own. A batch's messages are stored (committed, their disk sync deferred:
+        ``context.durable_later``), then a thread (:class:`Committing`) waits for them to be
+        on disk and commits the batch's transaction (its rows marked), while this one reads
+        and makes the next batch: its ``SELECT ... FOR UPDATE SKIP LOCKED`` passes over the
+        rows the batch before still holds. The next batch is stored only once the one before
+        is committed, so the messages reach the bus in key order, and each batch keeps the
+        guarantees of a single poll: its rows are marked in the transaction that read them,
+        committed only once their messages are durable. When a batch fails, the one read
+        after it is rolled back unpublished, and the poll raises what the batch raised."""
+        result = PollResult()
+        self.totals.polls += 1
+        later = getattr(self.context, "durable_later", None)
+        pending: Committing | None = None
+        try:
+            for _ in range(batches):
+                conn = self.engine.connect()
+                marking: Meanwhile | None = None
+                part = PollResult()
+                try:
+                    tx = conn.begin()
+                    rows = self._rows(conn)
+                    if rows:
+                        marking = Meanwhile(self._mark, conn, rows)
+                        envelopes = self._messages(rows, part)
+                    if pending is not None:
+                        done, pending = pending, None
+                        self._count(done.finish(), result)  # raises what the batch before raised
+                    if rows:
+                        with later() if later is not None else contextlib.nullcontext(_durable) as durable:
+                            self._publish(envelopes, part)
+                except BaseException:
+                    if marking is not None:
+                        marking.join()
+                    conn.close()  # rolled back: its rows are read again by the next poll
+                    raise
+                if not rows:
+                    conn.close()
+                    break
+                part.listed = part.done = len(rows)
+                assert marking is not None
+                pending = Committing(conn, tx, marking, durable, part)
+                if len(rows) < self.o.batch_size:
+                    break
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
+        finally:
+            if pending is not None:  # the last batch: committed before the poll returns
+                try:
+                    self._count(pending.finish(), result)
+                except sa.exc.DBAPIError as exc:
+                    raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}",
+                                        where=self.where) from None
+        return result
+
+    def _rows(self, conn: sa.Connection) -> list[dict[str, Any]]:
+        """The next batch of pending rows (status column), locked, as dicts."""
+        found = conn.execute(self.select(None))
+        names = list(found.keys())
+        return [dict(zip(names, r, strict=True)) for r in found.all()]
+
+    def _count(self, part: PollResult, result: PollResult) -> None:
+        for name in ("listed", "done", "messages", "invalid"):
+            setattr(result, name, getattr(result, name) + getattr(part, name))
+        self.totals.rows += part.done
 
     def _mark_statement(self) -> str | None:
         """PostgreSQL, one key column, marked with ``CURRENT_TIMESTAMP``: the ``UPDATE ...
@@ -336,6 +413,48 @@ class RowPoller:
         return {"table": self.table.fullname, "key": [c.name for c in self.key],
                 "progress": f"status {self.status.name}" if self.status is not None else f"watermark {self.o.watermark_column}",
                 **self.totals.to_json()}
+
+
+def _durable() -> None:
+    """A context without ``durable_later``: its publishes were durable when they returned."""
+
+
+#: batches one poll of the poll thread takes at most (it checks for a stop between polls)
+PIPELINE = 8
+
+
+class Committing(threading.Thread):
+    """A batch's end on a thread of its own: its messages awaited on disk (``durable``), its
+    marking ``UPDATE`` joined, its transaction committed, its connection given back.
+    :meth:`finish` waits for it and raises what it raised (the transaction then rolled back)."""
+
+    def __init__(self, conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile,
+                 durable: Callable[[], None], result: PollResult):
+        super().__init__(name="db-commit", daemon=True)
+        self._args = (conn, tx, marking, durable)
+        self.result = result
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        conn, tx, marking, durable = self._args
+        try:
+            try:
+                durable()
+            finally:
+                marking.join()  # the connection is this thread's again
+            marking.result()
+            tx.commit()
+        except BaseException as exc:  # noqa: BLE001 - handed to the polling thread
+            self._error = exc
+        finally:
+            conn.close()  # after a failure: rolled back
+
+    def finish(self) -> PollResult:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self.result
 
 
 class Meanwhile(threading.Thread):
