@@ -156,7 +156,9 @@ class RowPoller:
                 values = [sa.literal(_untag(v), type_=sa.types.NullType()) for v in last]
                 q = q.where(sa.tuple_(*raw) > sa.tuple_(*values))
             q = q.add_columns(*[sa.type_coerce(c, sa.types.NullType()).label(f"_wm_{i}") for i, c in enumerate(order)])
-        q = q.order_by(*order).limit(min(limit or self.o.batch_size, self.o.batch_size))
+        # the limit written into the statement (a number of the options): PostgreSQL's backend
+        # spent ~0.5 us a row more on the same poll with a bound LIMIT (benchmarks/db_inbound.py)
+        q = q.order_by(*order).limit(sa.literal_column(str(int(min(limit or self.o.batch_size, self.o.batch_size)))))
         if self.postgres and self.status is not None:
             q = q.with_for_update(skip_locked=True)
         return q
