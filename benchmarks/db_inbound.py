@@ -10,13 +10,15 @@ until none is left; the table is reset (``processed_at = NULL``, ``VACUUM``) bef
   rows needs), mark the batch, commit. The ceiling of reading and marking.
 * ``adapter`` -- the database adapter (``poll``, status_column) on the embedded SQLite store
   as the daemon opens it (``synchronous = FULL``: every batch is fsync'd before the rows
-  are marked): each row becomes a message, durable on the bus before the commit.
+  are marked): each row becomes a message, durable on the bus before the commit. Polled as
+  its poll thread polls (``poll(batches=PIPELINE)``: a batch is read and made while the one
+  before is made durable and committed, on the pool's two connections).
 * ``adapter, 100 rows/message`` -- the same with ``rows_per_message = 100``.
 
 The runs alternate (baseline, adapter, adapter batched, baseline, ...) so that all see the
 same machine load. Reported per mode: rows/s (wall clock; the best run and the median of the
 ratios of each round), and CPU per row: this process's (``time.process_time``) and the
-PostgreSQL backend's serving its connection (``/proc/PID/stat`` of ``pg_backend_pid()``;
+PostgreSQL backends serving its connections (``/proc/PID/stat`` of ``pg_backend_pid()``;
 PostgreSQL runs on this machine), the two added being the work a row costs whatever the load.
 The 1-minute load average at the start and the end is printed beside the figures.
 
@@ -27,6 +29,7 @@ Usage: .venv/bin/python benchmarks/db_inbound.py [--rows N] [--repeat N] [--json
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -69,29 +72,29 @@ def backend_cpu(pid: int) -> float:
 
 
 class Run:
-    """Wall clock and CPU (this process, and the PostgreSQL backend ``pid``) of one run."""
+    """Wall clock and CPU (this process, and the PostgreSQL backends ``pids``) of one run."""
 
-    def __init__(self, pid: int):
-        self.pid = pid
+    def __init__(self, pids: list[int]):
+        self.pids = pids
         self.done = 0
         self.wall = self.cpu = self.backend = 0.0
 
     def __enter__(self) -> Run:
-        self._start = (time.perf_counter(), time.process_time(), backend_cpu(self.pid))
+        self._start = (time.perf_counter(), time.process_time(), sum(backend_cpu(p) for p in self.pids))
         return self
 
     def __exit__(self, *exc: object) -> None:
         wall, cpu, backend = self._start
         self.wall = time.perf_counter() - wall
         self.cpu = time.process_time() - cpu
-        self.backend = backend_cpu(self.pid) - backend
+        self.backend = sum(backend_cpu(p) for p in self.pids) - backend
 
 
 def baseline(schema: str) -> Run:
     with psycopg.connect(DSN) as c:
         pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
         c.commit()
-        with Run(pid) as run:
+        with Run([pid]) as run:
             while True:
                 with c.transaction():
                     rows = c.execute(
@@ -108,10 +111,21 @@ def baseline(schema: str) -> Run:
         return run
 
 
-def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
+def backends(engine: Any) -> list[int]:
+    """The backend pids of the engine's pool (two connections checked out at once)."""
     import sqlalchemy as sa
 
+    conns = [engine.connect() for _ in range(2)]
+    try:
+        return sorted(c.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() for c in conns)
+    finally:
+        for c in conns:
+            c.close()
+
+
+def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
     from coupler.adapters.database import DatabaseAdapter  # imported outside the timed part
+    from coupler.adapters.database.inbound import PIPELINE
     from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
     from coupler.bus.transport.sqlite.transport import SqliteTransport
 
@@ -129,15 +143,14 @@ def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
                      "rows_per_message": rows_per_message},
         }, ctx, direction="inbound", channel="orders")
         a.start()  # connecting and reading the table's columns: not timed (nor is the baseline's connect)
+        gc.freeze()  # as `coupler daemon` does once started (bus/runtime/daemon.py)
         try:
             assert isinstance(a, DatabaseAdapter) and a.poller is not None and a.engine is not None
-            with a.engine.connect() as conn:  # the pool's one connection: the one every poll takes
-                pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
-            with Run(pid) as run:
-                while n := a.poller.poll().done:
+            pids = backends(a.engine)  # the pool's two connections: those the polls take
+            with Run(pids) as run:
+                while n := a.poller.poll(batches=PIPELINE).done:
                     run.done += n
-            with a.engine.connect() as conn:
-                assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == pid, "one connection"
+            assert backends(a.engine) == pids, "the same two connections"
             return run
         finally:
             a.stop()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -55,8 +56,6 @@ class TraceContext:
     def for_key(cls, key: str) -> TraceContext:
         """A trace whose id is derived from ``key`` (the same unit of work read again, e.g.
         after a restart, is the same trace)."""
-        import hashlib
-
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
         return cls(digest[:32], digest[32:48])
 
@@ -113,6 +112,13 @@ def handling(context: TraceContext | Envelope | None) -> Iterator[TraceContext |
         _current.reset(token)
 
 
+def header_for_key(key: str) -> str:
+    """``TraceContext.for_key(key).header`` without the context object (a poll of a table
+    derives one per row)."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return f"00-{digest[:32]}-{digest[32:48]}-01"
+
+
 def trace_of(envelope: Envelope) -> TraceContext | None:
     """The trace context an envelope carries (None when it has none or a malformed one)."""
     return TraceContext.parse(envelope.properties.get(TRACEPARENT))
@@ -155,8 +161,13 @@ def child_header(envelope: Envelope | None = None) -> str:
 
 def search_keys(envelope: Envelope) -> str | None:
     """The values a trace of this message can be searched by, as ``|v1|v2|`` (None: none)."""
-    values = [envelope.correlation_id] if envelope.correlation_id else []
-    values += [envelope.properties[k] for k in KEY_PROPERTIES if envelope.properties.get(k)]
+    props = envelope.properties
+    values = [v for k in KEY_PROPERTIES if (v := props.get(k))]
+    if envelope.correlation_id:
+        values.insert(0, envelope.correlation_id)
     if not values:
         return None
-    return "|" + "|".join(v.replace("|", "/") for v in values) + "|"
+    text = "|".join(values)
+    if text.count("|") >= len(values):  # a value holding the separator
+        text = "|".join([v.replace("|", "/") for v in values])
+    return f"|{text}|"

@@ -50,7 +50,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.claimcheck import write_claim
-from coupler.canonical.envelope import MessageKind, Sequence
+from coupler.canonical.envelope import MessageKind, Sequence, name_id
 from coupler.canonical.errors import CouplerError, UnitError
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
@@ -66,6 +66,7 @@ from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileSta
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
 #: records of a file published in one transaction of the store (one disk sync and one progress
 #: record), at most this many and this many bytes of bodies: few syncs for a file of small
 #: records, bounded memory for a file of large ones
@@ -394,7 +395,12 @@ class InboundPipeline:
         return props
 
     def message_id(self, key: FileKey, index: int) -> str:
-        return str(uuid.uuid5(_NAMESPACE, f"{self.name}|{key.path}|{key.size}|{key.mtime_ns}|{key.checksum}|{index}"))
+        """The id of the ``index``-th message of a file (-1: the file's trace and sequence):
+        the RFC 4122 version 5 UUID of the adapter, the file and the index."""
+        return name_id(_NAMESPACE_BYTES, f"{self._id_prefix(key)}{index}")
+
+    def _id_prefix(self, key: FileKey) -> str:
+        return f"{self.name}|{key.path}|{key.size}|{key.mtime_ns}|{key.checksum}|"
 
     def _send(self, envelope: Envelope, info: FileInfo, result: PollResult | None) -> int:
         """Publish one message; 0 when the bus refused it as invalid (it is in the Invalid
@@ -437,8 +443,14 @@ class InboundPipeline:
             self.state.progress(key, 1)
             return sent
         published = 0
-        batch: list[Envelope] = []
+        # the records of a batch: made into envelopes at once (Envelope.many: the headers they
+        # share checked once)
+        bodies: list[bytes] = []
+        ids: list[str] = []
+        places: list[dict[str, str]] = []
+        sequences: list[Sequence | None] = []
         size = 0
+        id_prefix = self._id_prefix(key)
         with self._open(local, info) as f:
             it = self.splitter.records(f, f"{self.fs.label}/{info.path}")
             current = next(it, None)
@@ -448,19 +460,19 @@ class InboundPipeline:
                 if index >= start:
                     offset, body = current
                     # the record as a user counts it: numbered from 1, at its file byte offset
-                    place = {"record.number": str(index + 1)} | ({"record.offset": str(offset)} if offset is not None else {})
-                    batch.append(Envelope(
-                        format=fmt,
-                        body=body,
-                        message_id=self.message_id(key, index),
-                        sequence=Sequence(sequence_id, index, end=following is None),
-                        properties={**props, **place},
-                    ))
+                    place = {**props, "record.number": str(index + 1)}
+                    if offset is not None:
+                        place["record.offset"] = str(offset)
+                    bodies.append(body)
+                    ids.append(name_id(_NAMESPACE_BYTES, f"{id_prefix}{index}"))
+                    places.append(place)
+                    sequences.append(Sequence(sequence_id, index, end=following is None))
                     size += len(body)
-                    if len(batch) >= PUBLISH_BATCH or size >= PUBLISH_BATCH_BYTES or following is None:
+                    if len(bodies) >= PUBLISH_BATCH or size >= PUBLISH_BATCH_BYTES or following is None:
+                        batch = Envelope.many(fmt, bodies, message_ids=ids, properties=places, sequences=sequences)
                         published += self._send_many(batch, info, result)
                         self.state.progress(key, index + 1)
-                        batch, size = [], 0
+                        bodies, ids, places, sequences, size = [], [], [], [], 0
                 current = following
                 index += 1
         return published

@@ -12,6 +12,7 @@ with the rows, ``send`` writes its document.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -80,7 +81,7 @@ class DatabaseAdapter(Adapter):
         from coupler.adapters.common.poller import Poller
 
         from .connection import DatabaseError, describe_error, make_engine, shown
-        from .inbound import Listener, RowPoller
+        from .inbound import PIPELINE, Listener, RowPoller
         from .outbound import TableWriter
 
         s = self.settings
@@ -113,7 +114,8 @@ class DatabaseAdapter(Adapter):
                                     context=self.context, fmt=fmt, channel=channel, data_dir=data_dir,
                                     logger=self.log, where=f"{self.where}.poll")
             if s.poll.autopoll:
-                self._thread = Poller(self.name, self.poller.poll, interval=s.poll.interval,
+                poll = functools.partial(self.poller.poll, batches=PIPELINE)
+                self._thread = Poller(self.name, poll, interval=s.poll.interval,
                                       max_interval=s.poll.max_interval, idle_backoff=s.poll.idle_backoff,
                                       heartbeat=self.context.heartbeat, logger=self.log)
                 self._thread.start()

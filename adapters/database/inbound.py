@@ -12,6 +12,10 @@ One poll is one database transaction:
    ``watermark_column``: write the last (watermark, key) read to the adapter's state file;
 4. commit, only after the bus accepted every message of the batch.
 
+On PostgreSQL with a status column the poll thread takes up to :data:`PIPELINE` batches in a
+row, each one such transaction, the next one read and made while the one before waits for
+its messages to reach the disk and commits (:meth:`RowPoller._poll_batches`).
+
 A message id is derived from the adapter, the table and the row's key: when the process dies
 between the bus accepting a message and the commit, the rows are read again and published
 again with the same ids, and the Idempotent Receiver of whoever consumes them (site.toml
@@ -21,9 +25,9 @@ once (the first marking was rolled back with its transaction).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
-import hashlib
 import json
 import logging
 import os
@@ -41,8 +45,9 @@ from sqlalchemy.engine import Engine
 from coupler.adapters.common.inbound import PollResult
 from coupler.bus.api import AdapterContext, InvalidMessage, site_registry
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.envelope import name_id
 from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, TraceContext
+from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
 
 from .connection import DatabaseError, describe_error, reflect
 from .options import PollOptions
@@ -151,13 +156,20 @@ class RowPoller:
                 values = [sa.literal(_untag(v), type_=sa.types.NullType()) for v in last]
                 q = q.where(sa.tuple_(*raw) > sa.tuple_(*values))
             q = q.add_columns(*[sa.type_coerce(c, sa.types.NullType()).label(f"_wm_{i}") for i, c in enumerate(order)])
-        q = q.order_by(*order).limit(min(limit or self.o.batch_size, self.o.batch_size))
+        # the limit written into the statement (a number of the options): PostgreSQL's backend
+        # spent ~0.5 us a row more on the same poll with a bound LIMIT (benchmarks/db_inbound.py)
+        q = q.order_by(*order).limit(sa.literal_column(str(int(min(limit or self.o.batch_size, self.o.batch_size)))))
         if self.postgres and self.status is not None:
             q = q.with_for_update(skip_locked=True)
         return q
 
-    def poll(self, limit: int | None = None) -> PollResult:
+    def poll(self, limit: int | None = None, *, batches: int = 1) -> PollResult:
+        """One batch (``fetch``); the poll thread asks for up to :data:`PIPELINE` batches in a
+        row, which PostgreSQL with a status column reads while the one before is committed
+        (:meth:`_poll_batches`; elsewhere the poll thread simply polls again at once)."""
         with self._lock:
+            if batches > 1 and self.postgres and self.status is not None and limit is None:
+                return self._poll_batches(batches)
             return self._poll(limit)
 
     def _poll(self, limit: int | None) -> PollResult:
@@ -185,11 +197,7 @@ class RowPoller:
                 # only after the bus accepted the messages, so its order does not matter
                 marking = Meanwhile(self._mark, conn, rows) if self.status is not None and self.postgres else None
                 try:
-                    step = self.o.rows_per_message
-                    envelopes: list[Envelope] = []
-                    for start in range(0, len(rows), step):
-                        envelopes.extend(self._envelopes(rows[start:start + step], result))
-                    self._publish(envelopes, result)
+                    self._publish(self._messages(rows, result), result)
                 finally:
                     if marking is not None:
                         marking.join()  # the connection is this thread's again (commit or rollback)
@@ -205,6 +213,73 @@ class RowPoller:
         result.done = len(rows)
         self.totals.rows += len(rows)
         return result
+
+    def _poll_batches(self, batches: int) -> PollResult:
+        """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
+        of its own. A batch's messages are stored (committed, their disk sync deferred:
+        ``context.durable_later``), then a thread (:class:`Committing`) waits for them to be
+        on disk and commits the batch's transaction (its rows marked), while this one reads
+        and makes the next batch: its ``SELECT ... FOR UPDATE SKIP LOCKED`` passes over the
+        rows the batch before still holds. The next batch is stored only once the one before
+        is committed, so the messages reach the bus in key order, and each batch keeps the
+        guarantees of a single poll: its rows are marked in the transaction that read them,
+        committed only once their messages are durable. When a batch fails, the one read
+        after it is rolled back unpublished, and the poll raises what the batch raised."""
+        result = PollResult()
+        self.totals.polls += 1
+        later = getattr(self.context, "durable_later", None)
+        pending: Committing | None = None
+        try:
+            for _ in range(batches):
+                conn = self.engine.connect()
+                marking: Meanwhile | None = None
+                part = PollResult()
+                try:
+                    tx = conn.begin()
+                    rows = self._rows(conn)
+                    if rows:
+                        marking = Meanwhile(self._mark, conn, rows)
+                        envelopes = self._messages(rows, part)
+                    if pending is not None:
+                        done, pending = pending, None
+                        self._count(done.finish(), result)  # raises what the batch before raised
+                    if rows:
+                        with later() if later is not None else contextlib.nullcontext(_durable) as durable:
+                            self._publish(envelopes, part)
+                except BaseException:
+                    if marking is not None:
+                        marking.join()
+                    conn.close()  # rolled back: its rows are read again by the next poll
+                    raise
+                if not rows:
+                    conn.close()
+                    break
+                part.listed = part.done = len(rows)
+                assert marking is not None
+                pending = Committing(conn, tx, marking, durable, part)
+                if len(rows) < self.o.batch_size:
+                    break
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
+        finally:
+            if pending is not None:  # the last batch: committed before the poll returns
+                try:
+                    self._count(pending.finish(), result)
+                except sa.exc.DBAPIError as exc:
+                    raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}",
+                                        where=self.where) from None
+        return result
+
+    def _rows(self, conn: sa.Connection) -> list[dict[str, Any]]:
+        """The next batch of pending rows (status column), locked, as dicts."""
+        found = conn.execute(self.select(None))
+        names = list(found.keys())
+        return [dict(zip(names, r, strict=True)) for r in found.all()]
+
+    def _count(self, part: PollResult, result: PollResult) -> None:
+        for name in ("listed", "done", "messages", "invalid"):
+            setattr(result, name, getattr(result, name) + getattr(part, name))
+        self.totals.rows += part.done
 
     def _mark_statement(self) -> str | None:
         """PostgreSQL, one key column, marked with ``CURRENT_TIMESTAMP``: the ``UPDATE ...
@@ -251,37 +326,54 @@ class RowPoller:
 
     def message_id(self, rows: list[dict[str, Any]]) -> str:
         keys = self.key_text(rows[0]) if len(rows) == 1 else f"{self.key_text(rows[0])}..{self.key_text(rows[-1])}"
-        return uuid5(f"{self.name}|{self.fullname}|{keys}")
+        return name_id(_NAMESPACE_BYTES, f"{self.name}|{self.fullname}|{keys}")
 
-    def _envelopes(self, rows: list[dict[str, Any]], result: PollResult) -> list[Envelope]:
-        """The message of ``rows`` (none when they cannot be converted: they go to the Invalid
-        Message Channel; a bad row among several: each row on its own, the good ones kept)."""
-        single = self.o.rows_per_message == 1
-        try:
-            body = self.encoder.encode_rows(rows, single)
-        except Exception as exc:  # a row that has no form in the format: contained to it
-            if len(rows) == 1:
-                self._invalid(rows[0], exc, result)
-                return []
-            good = []
-            for row in rows:
-                try:
-                    self.encoder.encode_rows([row], False)
-                    good.append(row)
-                except Exception as one:  # noqa: BLE001
-                    self._invalid(row, one, result)
-            return self._envelopes(good, result) if good else []
-        key = self.key_text(rows[0])
-        message_id = uuid5(f"{self.name}|{self.fullname}|{key if len(rows) == 1 else f'{key}..{self.key_text(rows[-1])}'}")
-        props = {
-            "db.table": self.fullname,
-            "db.key": key,
-            BUSINESS_KEY: f"{self.fullname}:{key}",
-            TRACEPARENT: TraceContext.for_key(message_id).header,
-        }
-        if not single:
-            props["db.rows"] = str(len(rows))
-        return [Envelope(format=self.format, body=body, message_id=message_id, properties=props, origin=self.name)]
+    def _messages(self, rows: list[dict[str, Any]], result: PollResult) -> list[Envelope]:
+        """The messages of the rows read, ``rows_per_message`` rows each, in one batch (the
+        headers they share made once: :meth:`Envelope.many`); rows that cannot be converted
+        are in the Invalid Message Channel instead (the others of their message kept)."""
+        step = self.o.rows_per_message
+        single = step == 1
+        encode = self.encoder.encode_rows
+        table = self.fullname
+        prefix = f"{self.name}|{table}|"
+        one_key = self._one_key
+        bodies: list[bytes] = []
+        ids: list[str] = []
+        props: list[dict[str, str]] = []
+        for start in range(0, len(rows), step):
+            group = rows[start:start + step] if not single else [rows[start]]
+            try:
+                body = encode(group, single)
+            except Exception as exc:  # a row that has no form in the format: contained to it
+                group = self._convertible(group, exc, result)
+                if not group:
+                    continue
+                body = encode(group, single)
+            key = str(group[0][one_key]) if one_key is not None else self.key_text(group[0])
+            message_id = name_id(_NAMESPACE_BYTES, prefix + (key if len(group) == 1 else f"{key}..{self.key_text(group[-1])}"))
+            p = {"db.table": table, "db.key": key, BUSINESS_KEY: f"{table}:{key}", TRACEPARENT: header_for_key(message_id)}
+            if not single:
+                p["db.rows"] = str(len(group))
+            bodies.append(body)
+            ids.append(message_id)
+            props.append(p)
+        return Envelope.many(self.format, bodies, message_ids=ids, properties=props, origin=self.name)
+
+    def _convertible(self, rows: list[dict[str, Any]], exc: Exception, result: PollResult) -> list[dict[str, Any]]:
+        """Of ``rows`` whose message could not be made (``exc``), those that convert one by
+        one; the others go to the Invalid Message Channel with their cause."""
+        if len(rows) == 1:
+            self._invalid(rows[0], exc, result)
+            return []
+        good = []
+        for row in rows:
+            try:
+                self.encoder.encode_rows([row], False)
+                good.append(row)
+            except Exception as one:  # noqa: BLE001
+                self._invalid(row, one, result)
+        return good
 
     def _publish(self, envelopes: list[Envelope], result: PollResult) -> None:
         """Publish the batch in one transaction of the store when the bus offers it (one disk
@@ -325,6 +417,48 @@ class RowPoller:
                 **self.totals.to_json()}
 
 
+def _durable() -> None:
+    """A context without ``durable_later``: its publishes were durable when they returned."""
+
+
+#: batches one poll of the poll thread takes at most (it checks for a stop between polls)
+PIPELINE = 8
+
+
+class Committing(threading.Thread):
+    """A batch's end on a thread of its own: its messages awaited on disk (``durable``), its
+    marking ``UPDATE`` joined, its transaction committed, its connection given back.
+    :meth:`finish` waits for it and raises what it raised (the transaction then rolled back)."""
+
+    def __init__(self, conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile,
+                 durable: Callable[[], None], result: PollResult):
+        super().__init__(name="db-commit", daemon=True)
+        self._args = (conn, tx, marking, durable)
+        self.result = result
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        conn, tx, marking, durable = self._args
+        try:
+            try:
+                durable()
+            finally:
+                marking.join()  # the connection is this thread's again
+            marking.result()
+            tx.commit()
+        except BaseException as exc:  # noqa: BLE001 - handed to the polling thread
+            self._error = exc
+        finally:
+            conn.close()  # after a failure: rolled back
+
+    def finish(self) -> PollResult:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self.result
+
+
 class Meanwhile(threading.Thread):
     """``fn(*args)`` on a thread of its own; :meth:`result` after :meth:`join` raises what it raised."""
 
@@ -344,16 +478,6 @@ class Meanwhile(threading.Thread):
     def result(self) -> None:
         if self._error is not None:
             raise self._error
-
-
-def uuid5(name: str) -> str:
-    """``str(uuid.uuid5(_NAMESPACE, name))`` without building a :class:`uuid.UUID` (a poll
-    derives one per row: a third of the cost went to the ``UUID`` object)."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])  # noqa: S324 - RFC 4122 v5
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _TAGGED: dict[str, Callable[[str], Any]] = {

@@ -16,7 +16,7 @@ import decimal
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from coupler.canonical import FormatIndicator
@@ -83,8 +83,15 @@ class RowEncoder:
         self.format = fmt
         self.avro = fmt.content_type == AVRO_BINARY
         self.registry = registry
-        #: one encoder for every row (json.dumps with options builds a new one per call)
-        self._json = json.JSONEncoder(default=_default, allow_nan=False, separators=(",", ":"))
+        #: one encoder for every row (json.dumps with options builds a new one per call): the C
+        #: encoder itself when there is one (``JSONEncoder.encode`` builds it again per call);
+        #: no check for circular references (a row's values are never circular)
+        encoder = json.JSONEncoder(default=_default, allow_nan=False, separators=(",", ":"), check_circular=False)
+        c_encoder = getattr(json.encoder, "c_make_encoder", None)
+        self._json: Callable[[Any], str] = encoder.encode
+        if c_encoder is not None:
+            chunks = c_encoder(None, _default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+            self._json = lambda data: "".join(chunks(data, 0))
         if self.avro:
             try:
                 self.registry.resolve(fmt)
@@ -102,7 +109,7 @@ class RowEncoder:
                 raise RowError(exc.message) from None
         data: Any = rows[0] if single else list(rows)
         try:  # the C encoder; only the values JSON has no type for reach _default
-            return self._json.encode(data).encode()
+            return self._json(data).encode()
         except (ValueError, TypeError):  # say which column: convert value by value
             records = [row_record(r) for r in rows]
             return json.dumps(records[0] if single else records, allow_nan=False, separators=(",", ":")).encode()

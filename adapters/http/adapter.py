@@ -410,8 +410,13 @@ class HttpAdapter(Adapter):
             raise CommandFault(f"http adapter {self.name!r} is a server; it calls nobody", code="unsupported")
         return self.caller
 
-    def deliver(self, envelope: Envelope) -> None:
-        self._require_client().call(envelope)
+    def deliver(self, envelope: Envelope) -> str:
+        """Call the partner with ``envelope``; the URL called (without credentials or secret
+        query values: :func:`shown_url`) is the trace's ``delivered`` hop."""
+        from .client import shown_url
+
+        answer = self._require_client().call(envelope)
+        return shown_url(str(answer.url))
 
     def on_send(self, command: Command) -> Reply:
         if command.document is None:

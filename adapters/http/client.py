@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 import httpx
 
@@ -37,6 +37,28 @@ RETRIED = (408, 425, 429)
 
 class CallError(CouplerError):
     """A call that failed after its retries (the bus redelivers the message later)."""
+
+
+#: query parameters whose values are redacted where a URL is shown (trace, errors, logs)
+_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as the trace, errors and logs show it: without the user and password of its
+    authority, the values of query parameters that look like secrets (``api_key``,
+    ``access_token``, ``sig``...) replaced by ``***``, without its fragment."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:  # not a URL one can take apart: nothing of it is shown
+        return "(a URL that cannot be parsed)"
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port is not None else "")
+    query = "&".join(
+        f"{quote(name, safe='')}=***" if _SECRET_PARAM.search(name) else f"{quote(name, safe='')}={quote(value, safe='')}"
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def render(template: str, envelope: Envelope, *, quote_values: bool) -> str:
@@ -164,6 +186,7 @@ class Caller:
     def call(self, envelope: Envelope) -> httpx.Response:
         """The partner's 2xx answer to ``envelope`` (retried as the module says)."""
         url = render(self.o.url or "", envelope, quote_values=True)
+        shown = shown_url(url)  # what errors and logs say: no credentials
         headers = self.headers(envelope)
         attempt, renewed = 0, False
         while True:
@@ -175,7 +198,7 @@ class Caller:
                 answer = self.client.request(self.o.method, url, content=envelope.body, headers=headers,
                                              auth=self.auth)
             except httpx.TransportError as exc:
-                problem = f"{self.o.method} {url}: {type(exc).__name__}: {exc}"
+                problem = f"{self.o.method} {shown}: {type(exc).__name__}: {exc}"
             else:
                 if answer.is_success:
                     return answer
@@ -187,11 +210,11 @@ class Caller:
                 if 400 <= answer.status_code < 500 and answer.status_code not in RETRIED:
                     self.refused += 1  # the partner will not take it however often it comes:
                     # straight to the dead letters (fault `unsupported`), with its answer
-                    raise CommandFault(f"{self.o.method} {url} answered {answer.status_code} "
+                    raise CommandFault(f"{self.o.method} {shown} answered {answer.status_code} "
                                        f"{answer.reason_phrase}: {excerpt}", code="unsupported",
                                        hint="fix the message or the partner's side, then replay it "
                                             "(coupler ctl dlq)")
-                problem = f"{self.o.method} {url} answered {answer.status_code} {answer.reason_phrase}: {excerpt}"
+                problem = f"{self.o.method} {shown} answered {answer.status_code} {answer.reason_phrase}: {excerpt}"
                 retry_after = answer.headers.get("Retry-After", "")
                 if retry_after.isdigit():
                     wait = min(float(retry_after), self.o.max_backoff)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -53,6 +54,15 @@ class AdapterContext(Protocol):
         reason appended to ``reasons`` when given); the others are the message ids, in order.
         For adapters that read many units at once (rows of a table) and remember their
         progress per batch, or that gather concurrent requests into one commit (http)."""
+        ...
+
+    def durable_later(self) -> AbstractContextManager[Callable[[], None]]:
+        """``with context.durable_later() as durable: context.publish_many(...)``: the
+        publishes inside the block may return once the store committed them, before they are
+        on disk; ``durable()`` (from any thread, after the block) returns once they all are.
+        For an adapter that remembers its progress elsewhere (rows marked in its database):
+        it waits for ``durable()`` before it commits that, and reads what comes next meanwhile.
+        Stores whose publishes are durable on return give a ``durable`` that returns at once."""
         ...
 
     def reply(self, request: Envelope, reply: Envelope) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -215,17 +216,29 @@ class BusContext:
         self._wait_while_paused()
         prepared: list[Envelope | None] = []
         ttl = self._ttls.get(target)
-        for envelope in envelopes:
-            try:
-                prepared.append(expiring(self._prepare(envelope), ttl))
-            except InvalidMessage as refused:
-                prepared.append(None)
-                if reasons is not None:
-                    reasons.append(refused.message)
+        if ttl is None and self._inbound is None:
+            # nothing to translate or expire: an envelope with its origin and trace goes as it is
+            prepared += [e if e.origin is not None and trace_id_of(e) is not None else self._prepare(e) for e in envelopes]
+        else:
+            for envelope in envelopes:
+                try:
+                    prepared.append(expiring(self._prepare(envelope), ttl))
+                except InvalidMessage as refused:
+                    prepared.append(None)
+                    if reasons is not None:
+                        reasons.append(refused.message)
         good = [e for e in prepared if e is not None]
         ids = iter(self._transport.send(target, good, component=self._stored_by) if good else [])
         self._stats.count(self.name, "sent", len(good))
         return [None if e is None else next(ids) for e in prepared]
+
+    @contextlib.contextmanager
+    def durable_later(self) -> Iterator[Callable[[], None]]:
+        """Publishes of this thread inside the block may return before their messages are on
+        disk; the function yielded returns once they all are (see
+        :meth:`coupler.bus.model.adapter.AdapterContext.durable_later`)."""
+        with self._transport.durable_later() as durable:
+            yield durable
 
     def _target(self, channel: str | None) -> str:
         target = channel or self.channel

@@ -107,6 +107,10 @@ def envelope_list(channel: str, envelopes: Envelope | Iterable[Envelope]) -> lis
     return envs
 
 
+def durable_already() -> None:
+    """What :meth:`Transport.durable_later` yields when sends are durable when they return."""
+
+
 def error_text(error: str | BaseException) -> str:
     """The text a nack records for ``error``: the string itself, or ``Type: message``."""
     return error if isinstance(error, str) else f"{type(error).__name__}: {error}"
@@ -545,6 +549,17 @@ class Transport(TransactionOps):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         with self.transaction() as tx:
             tx.mark_seen(consumer, keys)
+
+    @contextmanager
+    def durable_later(self) -> Iterator[Callable[[], None]]:
+        """Sends of this thread inside the block may return once their messages are committed,
+        before they are on disk; the function it yields returns once everything they stored
+        is durable, and may be called from any thread, after the block. A producer that
+        remembers its progress elsewhere (a table's rows marked processed) waits for it
+        before it does so, and meanwhile reads what comes next. By default sends are durable
+        when they return and the function returns at once; the embedded store defers its
+        group commit's disk sync."""
+        yield durable_already
 
     # -- receiving with waiting ------------------------------------------------------------
 

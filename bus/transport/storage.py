@@ -84,7 +84,7 @@ from coupler.bus.transport.base import (
     replacement,
     unknown_dead_letter,
 )
-from coupler.bus.transport.codec import decode, encode
+from coupler.bus.transport.codec import decode, encode, encode_many
 from coupler.canonical import Envelope
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
@@ -560,17 +560,19 @@ class StorageTransaction(TransactionOps):
             targets = [(queue, Selector.parse(sel) if sel else None) for _n, queue, sel in subs.get(channel, [])]
         hop = HistoryEntry(component, f"send {channel}")
         stored: list[Stored] = []
+        threshold = self.t.claim_threshold
+        # the batch's shared headers encoded once (those with a claim-checked body apart)
+        blobs = iter(encode_many([env for env in envs if len(env.body) <= threshold], hop))
         for env in envs:
+            blob = next(blobs) if len(env.body) <= threshold else b""
             copies = [queue for queue, sel in targets if sel is None or sel(env)]
             if not copies:
                 continue
             claim = None
-            if len(env.body) > self.t.claim_threshold:
+            if len(env.body) > threshold:
                 claim = uuid.uuid4().hex
                 self.stx.put_state(CLAIMS, {claim: env.body, f"{claim} refs": str(len(copies)).encode()})
                 blob = encode(env, extra_hop=hop, body=b"")
-            else:
-                blob = encode(env, extra_hop=hop)
             expires = env.expires_at.timestamp() if env.expires_at is not None else None
             for queue in copies:
                 stored.append(Stored(queue, env.message_id, blob, self.now, self.now, expires, claim=claim))

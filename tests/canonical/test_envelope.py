@@ -126,3 +126,50 @@ def test_malformed_format_indicator_shows_expected_form(text: str) -> None:
 def test_content_type_argument_applies_when_text_has_none() -> None:
     assert FormatIndicator.parse("a.B@1", "application/xml").content_type == "application/xml"
     assert FormatIndicator.parse("a.B@1;application/json", "application/xml").content_type == "application/json"
+
+
+def test_many_makes_the_envelopes_one_by_one_would() -> None:
+    import uuid
+
+    from coupler.canonical.envelope import new_message_ids
+
+    ts = datetime(2026, 11, 26, 12, 0, 0, 123000, tzinfo=UTC)
+    bodies = [b"a", b"", b"c" * 300]
+    ids = new_message_ids(3)
+    props = [{"k": "1"}, {}, {"k": "3", "x": "y"}]
+    seqs = [Sequence("s", 0), None, Sequence("s", 2, end=True)]
+    hop = HistoryEntry("test", "made", ts)
+    many = Envelope.many("acme.Order@2", bodies, message_ids=ids, properties=props, sequences=seqs,
+                         kind=MessageKind.EVENT, timestamp=ts, origin="db-in", correlation_id="c-1", history=[hop])
+    one_by_one = [Envelope("acme.Order@2", b, kind=MessageKind.EVENT, message_id=i, timestamp=ts, correlation_id="c-1",
+                           sequence=s, history=[hop], origin="db-in", properties=p)
+                  for b, i, p, s in zip(bodies, ids, props, seqs, strict=True)]
+    assert many == one_by_one
+    assert [Envelope.from_bytes(e.to_bytes()) for e in many] == one_by_one
+    many[0].record_hop("x", "y")  # each its own history
+    assert len(many[1].history) == 1
+    fresh = Envelope.many(FormatIndicator("acme.Order", 1), [b"x"] * 200)
+    assert len({e.message_id for e in fresh}) == 200
+    assert all(uuid.UUID(e.message_id).version == 4 and str(uuid.UUID(e.message_id)) == e.message_id for e in fresh)
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ({"bodies": ["text"]}, "body must be bytes"),
+    ({"bodies": [b"x"], "properties": [{"n": 1}]}, "properties are strings"),
+    ({"bodies": [b"x"], "properties": ["k=v"]}, "properties must be a dict"),
+    ({"bodies": [b"x", b"y"], "message_ids": ["one"]}, "one of each per message"),
+    ({"bodies": [b"x"], "kind": "memo"}, "memo"),
+])
+def test_many_refuses_what_the_constructor_refuses(args: dict, error: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises((EnvelopeError, ValueError), match=error):
+        Envelope.many("acme.Order@1", **args)
+
+
+def test_name_id_is_the_rfc4122_uuid5() -> None:
+    import uuid
+
+    from coupler.canonical.envelope import name_id
+
+    namespace = uuid.UUID("0d6a7c55-3c1b-4f0e-8c8e-5b1d2a9e7f28")
+    for name in ("", "orders-in|public.orders|1", "ü|ß|€", "x" * 500):
+        assert name_id(namespace.bytes, name) == str(uuid.uuid5(namespace, name))

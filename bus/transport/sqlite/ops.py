@@ -15,6 +15,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,12 +32,13 @@ from coupler.bus.transport.base import (
     envelope_list,
     error_text,
 )
-from coupler.bus.transport.codec import decode, encode
-from coupler.bus.transport.sql_filters import journal_trace
+from coupler.bus.transport.codec import decode, encode, encode_many
 from coupler.canonical import Envelope
+from coupler.canonical.claimcheck import CLAIM_PROPERTY as FILE_CLAIM_PROPERTY
 from coupler.canonical.claimcheck import claimed_file
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.tracecontext import search_keys, trace_id_of
 
 if TYPE_CHECKING:
     from coupler.bus.transport.sqlite.transport import SqliteTransport
@@ -66,9 +68,11 @@ def prepare(
     ``envs`` are checked already (:func:`~coupler.bus.transport.base.envelope_list`).
     """
     hop = HistoryEntry(component, f"send {channel}")
-    prepared: list[Prepared] = []
     paths: list[Path] = []
     threshold = t.claim_threshold
+    if not any(len(env.body) > threshold or FILE_CLAIM_PROPERTY in env.properties for env in envs):  # the common case: the batch's shared headers encoded once
+        return [(env, blob, None) for env, blob in zip(envs, encode_many(envs, hop), strict=True)], paths
+    prepared: list[Prepared] = []
     for env in envs:
         if len(env.body) > threshold:
             claim, path = t._store_claim(env.body)
@@ -79,6 +83,24 @@ def prepare(
             rel = claimed_file(t.data_dir, env.properties)
             prepared.append((env, encode(env, extra_hop=hop), FILE_CLAIM + rel if rel else None))
     return prepared, paths
+
+
+#: rows of one multi-row ``INSERT`` (a statement of up to 700 parameters): a third less CPU
+#: than ``executemany`` row by row for the messages and bodies of a batch (the journal, whose
+#: key SQLite assigns, is faster with ``executemany``)
+_ROWS_PER_INSERT = 100
+
+
+def insert_rows(conn: sqlite3.Connection, into: str, rows: list[tuple[Any, ...]], *, verb: str = "INSERT") -> None:
+    """``verb INTO into VALUES (...), (...)...``: ``rows`` (tuples of one width) in multi-row
+    statements of :data:`_ROWS_PER_INSERT` rows (the statements are the same from one batch to
+    the next: prepared once, kept in the connection's statement cache)."""
+    if not rows:
+        return
+    one = "(" + ", ".join("?" * len(rows[0])) + ")"
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        part = rows[start:start + _ROWS_PER_INSERT]
+        conn.execute(f"{verb} INTO {into} VALUES {', '.join([one] * len(part))}", list(chain.from_iterable(part)))
 
 
 @dataclass
@@ -156,7 +178,7 @@ class StoreTx(TransactionOps):
         now = self.now
         self.conn.executemany(
             "INSERT INTO journal (at, channel, message_id, event, detail, trace_id, keys) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(now, channel, e.message_id, event, detail, *journal_trace(e)) for e in envs],
+            [(now, channel, e.message_id, event, detail, trace_id_of(e), search_keys(e)) for e in envs],
         )
 
     def count(self, channel: str, counter: str, n: int = 1) -> None:
@@ -245,9 +267,8 @@ class StoreTx(TransactionOps):
         # rowids are max + 1, max + 2...: the write lock is held, nobody else inserts now
         base = self.conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
         ids = range(base + 1, base + 1 + len(prepared))
-        self.conn.executemany(
-            "INSERT INTO messages (id, channel, message_id, visible_at, enqueued_at, expires_at, claim) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        insert_rows(
+            self.conn, "messages (id, channel, message_id, visible_at, enqueued_at, expires_at, claim)",
             [
                 (
                     id_, channel, env.message_id, now, now,
@@ -257,10 +278,8 @@ class StoreTx(TransactionOps):
             ],
         )
         # OR REPLACE: a body row left behind by an older writer must not block the send
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO bodies (id, envelope) VALUES (?, ?)",
-            [(id_, blob) for id_, (_, blob, _) in zip(ids, prepared, strict=True)],
-        )
+        insert_rows(self.conn, "bodies (id, envelope)", [(id_, blob) for id_, (_, blob, _) in zip(ids, prepared, strict=True)],
+                    verb="INSERT OR REPLACE")
         self.journal_sent(channel, (env for env, _, _ in prepared), policy.SENT, event_detail)
         self.count(channel, "sent", len(prepared))
 

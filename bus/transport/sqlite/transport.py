@@ -61,6 +61,7 @@ from coupler.bus.transport.base import (
     check_channel_name,
     check_subscription_name,
     declared_config,
+    durable_already,
     envelope_list,
     not_replayable,
     purged_dead_letters_detail,
@@ -389,10 +390,50 @@ class SqliteTransport(Transport):
             self._arrivals.announce(tx.arrived)
         if seq:
             assert self._group is not None
-            self._group.make_durable(seq, self._local.sync_lock, self._sync_wal)
+            deferred = getattr(self._local, "deferred", None)
+            if deferred is not None:  # durable_later(): the caller waits for the disk
+                deferred.append(seq)
+            else:
+                self._group.make_durable(seq, self._local.sync_lock, self._sync_wal)
         for ref in tx.unreferenced_claims:
             with contextlib.suppress(OSError):
                 self._claim_path(ref).unlink()
+
+    @contextmanager
+    def durable_later(self) -> Iterator[Callable[[], None]]:
+        """Sends of this thread inside the block return once committed; the function yielded
+        returns once the last of their commits is on disk (the group commit: an fsync that
+        another process or thread ran meanwhile may have covered it already). Without group
+        commit (``synchronous`` not FULL) nothing is deferred."""
+        if self._group is None or getattr(self._local, "deferred", None) is not None:
+            yield durable_already
+            return
+        seqs: list[int] = []
+        self._local.deferred = seqs
+        try:
+            yield lambda: self._durable(max(seqs)) if seqs else None
+        finally:
+            self._local.deferred = None
+
+    def _durable(self, seq: int) -> None:
+        """Return once commit ``seq`` is on disk; from any thread (descriptors of its own)."""
+        group = self._group
+        if group is None:
+            raise TransportError("the store was closed before its messages were on disk", where=str(self.path))
+        lock = group.lock_descriptor()
+        wal: int | None = None
+
+        def sync() -> None:
+            nonlocal wal
+            wal = os.open(self._beside("-wal"), os.O_RDWR)
+            os.fdatasync(wal)
+
+        try:
+            group.make_durable(seq, lock, sync)
+        finally:
+            os.close(lock)
+            if wal is not None:
+                os.close(wal)
 
     # -- statistics ------------------------------------------------------------------------
     # Channel counters are kept in memory when a transaction commits and added to the

@@ -144,6 +144,48 @@ def test_the_bus_refusing_a_publish_rolls_the_marks_back(bus: EmbeddedBus, db: D
     assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
 
 
+def test_the_poll_thread_reads_a_batch_while_the_one_before_is_committed(bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 7)
+    a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
+    assert a.context is not None and a.poller is not None
+    publish_many, seen = a.context.publish_many, []  # type: ignore[attr-defined]
+
+    def watching(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        # as a batch is published: the batches before it are committed, its own rows are not
+        marked = {r[0] for r in postgres.sql("SELECT id FROM orders WHERE processed_at IS NOT NULL")}
+        seen.append(([json.loads(e.body)["id"] for e in envelopes], marked))
+        return publish_many(envelopes, channel)
+
+    a.context.publish_many = watching  # type: ignore[attr-defined]
+    result = a.poller.poll(batches=8)
+    assert (result.listed, result.done, result.messages) == (7, 7, 7)
+    assert seen == [([1, 2, 3], set()), ([4, 5, 6], {1, 2, 3}), ([7], {1, 2, 3, 4, 5, 6})]
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3, 4, 5, 6, 7]
+    assert postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+    assert a.poller.poll(batches=8).done == 0
+
+
+def test_a_failing_batch_stops_those_read_after_it(bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 9)
+    a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
+    assert a.context is not None and a.poller is not None
+    publish_many, calls = a.context.publish_many, []  # type: ignore[attr-defined]
+
+    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        calls.append([json.loads(e.body)["id"] for e in envelopes])
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return publish_many(envelopes, channel)
+
+    a.context.publish_many = failing  # type: ignore[attr-defined]
+    with pytest.raises(OSError, match="disk full"):
+        a.poller.poll(batches=8)
+    assert calls == [[1, 2, 3], [4, 5, 6]]  # the batch read after the failing one was not published
+    assert postgres.sql("SELECT id FROM orders WHERE processed_at IS NULL ORDER BY id") == [(i,) for i in range(4, 10)]
+    assert a.poller.poll(batches=8).done == 6
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == list(range(1, 10))  # in key order
+
+
 def test_one_by_one_when_the_context_cannot_publish_a_batch(bus: EmbeddedBus, db: Database) -> None:
     make_orders(db, 3)
     a = poll_adapter(bus, db, status_column="processed_at")
@@ -182,7 +224,10 @@ def test_options_are_checked_at_start(bus: EmbeddedBus, db: Database) -> None:
 
 
 def test_message_ids_are_rfc4122_uuid5_of_the_adapter_table_and_key() -> None:
-    from coupler.adapters.database.inbound import _NAMESPACE, uuid5
+    from coupler.adapters.database.inbound import _NAMESPACE
+    from coupler.canonical.envelope import name_id
+    from coupler.canonical.tracecontext import header_for_key
 
     for name in ("orders-in|public.orders|1", "a|s.t|1|x..9|y", "ü|ß|€"):
-        assert uuid5(name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades
+        assert name_id(_NAMESPACE.bytes, name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades
+        assert header_for_key(name) == TraceContext.for_key(name).header  # and the same traces

@@ -141,3 +141,46 @@ url = "{partner.url}/api/orders"
     assert letter.kind == "dead" and letter.component == "adapter:partner-out" and letter.attempts == 1
     assert "answered 409 Conflict" in letter.error and "scripted 409" in letter.error  # the response
     assert len(partner.calls) == 1  # not retried
+
+
+def test_the_trace_shows_the_url_a_message_was_delivered_to_without_its_secrets(
+        tmp_path: Path, partner: Partner) -> None:
+    from coupler.bus.runtime.trace import trace
+    from tests.bus.site_helpers import running_daemon, wait_for, write_site
+
+    host = partner.url.removeprefix("http://")
+    site = write_site(tmp_path / "site", f"""
+[[adapters]]
+name = "partner-out"
+type = "http"
+direction = "outbound"
+channel = "orders"
+[adapters.options]
+mode = "client"
+url = "http://shop:pa55word@{host}/api/customers/{{field.customer}}/orders?region=EU&api_key=k3y-123"
+""")
+    with running_daemon(site, plugins=None) as daemon:
+        transport = daemon.transport
+        assert transport is not None
+        (message_id,) = transport.send("orders", message())
+        wait_for(lambda: transport.journal(message_id=message_id, event="acked"), "the acknowledgement")
+        hops = trace(transport, message_id)["hops"]
+    (call,) = partner.calls  # the partner got the call, with the credentials and the key
+    assert call["path"] == "/api/customers/Ada/orders?region=EU&api_key=k3y-123"
+    assert call["headers"]["Authorization"] == "Basic c2hvcDpwYTU1d29yZA=="  # shop:pa55word
+    delivered = [h for h in hops if h["event"] == "delivered"]
+    assert [(h["channel"], h["by"], h["outcome"]) for h in delivered] == [
+        ("orders", "adapter:partner-out", f"to {partner.url}/api/customers/Ada/orders?region=EU&api_key=***")]
+    assert "pa55word" not in json.dumps(hops) and "k3y-123" not in json.dumps(hops)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://u:p@api.example.com:8443/v1/orders?id=7&access_token=t#top", "https://api.example.com:8443/v1/orders?id=7&access_token=***"),
+    ("http://[::1]:9000/a%20b?q=a%26b&Signature=s&apiKey=", "http://[::1]:9000/a%20b?q=a%26b&Signature=***&apiKey=***"),
+    ("https://api.example.com/orders", "https://api.example.com/orders"),
+    ("http://host:99999/x", "(a URL that cannot be parsed)"),
+])
+def test_shown_urls_have_no_credentials_or_secret_query_values(url: str, shown: str) -> None:
+    from coupler.adapters.http.client import shown_url
+
+    assert shown_url(url) == shown

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coupler.bus.transport.codec import _fast_decode, _fast_encode, decode, encode
+from coupler.bus.transport.codec import _fast_decode, _fast_encode, decode, encode, encode_many
 from coupler.canonical import Envelope, MessageKind
 from coupler.canonical.envelope import HistoryEntry, Sequence
 from coupler.canonical.errors import CouplerError
@@ -53,6 +53,26 @@ def test_encode_writes_the_canonical_bytes_and_decode_reads_them(env: Envelope, 
     # the hand-written paths themselves (encode/decode fall back to fastavro on a surprise)
     assert _fast_encode(env, hop, env.body, env.properties) == data
     assert _fast_decode(data) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(envs=st.lists(_envelopes, max_size=6), hop=st.none() | _hops, shared=st.booleans())
+def test_encode_many_writes_what_encode_writes(envs: list[Envelope], hop: HistoryEntry | None, shared: bool) -> None:
+    if shared and envs:  # a batch as an adapter publishes it: the headers alike, the history empty
+        first = envs[0]
+        envs = [e.replace(timestamp=first.timestamp, kind=first.kind, format=first.format, origin=first.origin,
+                          correlation_id=first.correlation_id, return_address=first.return_address,
+                          expires_at=first.expires_at, attempt=first.attempt, history=[]) for e in envs]
+    assert encode_many(envs, hop) == [encode(e, extra_hop=hop) for e in envs]
+
+
+def test_encode_many_reports_a_bad_envelope_like_encode() -> None:
+    good = Envelope(format="acme.Customer@1", body=b"a", properties={"k": "v"})
+    bad = Envelope(format="acme.Customer@1", body=b"b")
+    bad.properties["n"] = 1  # type: ignore[assignment]  # changed after it was checked
+    with pytest.raises(CouplerError):
+        encode_many([good, bad])
+    assert encode_many([good, good]) == [encode(good)] * 2
 
 
 def test_encode_with_another_body_and_properties() -> None:

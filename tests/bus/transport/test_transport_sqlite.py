@@ -91,6 +91,43 @@ def test_full_fsyncs_a_send_after_releasing_the_write_lock(tmp_path, monkeypatch
         assert all(free for _, free in synced)
 
 
+def test_durable_later_returns_sends_before_their_fsync_and_waits_for_it_on_request(tmp_path, monkeypatch) -> None:
+    """``durable_later``: the sends of the block are committed (visible) when they return and
+    on disk once the function it yields returns, whichever thread calls it; a commit an fsync
+    already covered costs none."""
+    with SqliteTransport(tmp_path, checkpoint_interval=0) as t:
+        synced = _fsync_spy(tmp_path, monkeypatch)
+        with t.durable_later() as durable:
+            t.send("q", doc(b"a"))
+            t.send("q", doc(b"b"))
+        assert synced == []
+        other = sqlite3.connect(t.path)  # committed: an independent reader sees them
+        try:
+            assert other.execute("SELECT count(*) FROM messages").fetchone() == (2,)
+        finally:
+            other.close()
+        waiter = threading.Thread(target=durable)
+        waiter.start()
+        waiter.join(10)
+        assert synced == [(str(tmp_path / "coupler.db-wal"), True)]
+        durable()  # covered already: no second fsync
+        assert len(synced) == 1
+        t.send("q", doc(b"c"))  # outside the block: durable when it returns, as always
+        assert len(synced) == 2
+        with t.durable_later() as nothing_sent:
+            pass
+        nothing_sent()
+        assert len(synced) == 2
+
+
+def test_durable_later_defers_nothing_without_group_commit(tmp_path, monkeypatch) -> None:
+    with SqliteTransport(tmp_path, synchronous="NORMAL", checkpoint_interval=0) as t:
+        with t.durable_later() as durable:
+            t.send("q", doc(b"x"))
+        durable()
+        assert t.receive("q", "c")[0].envelope.body == b"x"
+
+
 def test_sync_acks_fsyncs_acks_and_nacks_too(tmp_path, monkeypatch) -> None:
     with SqliteTransport(tmp_path, sync_acks=True, checkpoint_interval=0) as t:
         synced = _fsync_spy(tmp_path, monkeypatch)
@@ -197,6 +234,24 @@ def test_send_returns_after_commit(transport: SqliteTransport) -> None:
         assert other.execute("SELECT message_id FROM messages").fetchall() == [(mid,)]
     finally:
         other.close()
+
+
+def test_a_batch_of_several_multi_row_statements_is_stored_in_order_with_its_journal(transport: SqliteTransport) -> None:
+    from coupler.canonical import Envelope
+    from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
+
+    transport.send("q", doc(b"before"))
+    envs = Envelope.many("test.Row@1", [f"row {i}".encode() for i in range(250)], origin="db-in",
+                         properties=[{BUSINESS_KEY: f"t:{i}", TRACEPARENT: header_for_key(str(i))} for i in range(250)])
+    envs[7] = doc(b"x" * 2000)  # a claim-checked body among them (over the threshold)
+    ids = transport.send("q", envs, component="adapter:db-in")
+    got = transport.receive("q", "c", max=300)
+    assert [d.envelope.body for d in got] == [b"before", *[e.body for e in envs]]
+    assert [d.message_id for d in got[1:]] == ids == [e.message_id for e in envs]
+    assert got[9].envelope.properties == envs[8].properties and got[9].envelope.origin == "db-in"
+    sent = {e.message_id: e for e in transport.journal(event="sent", channel="q", limit=1000)}
+    assert sent[ids[3]].trace_id == header_for_key("3")[3:35] and sent[ids[3]].detail == "adapter:db-in"
+    assert len(transport.journal(key="t:249")) == 1 and len(sent) == 251
 
 
 def test_lease_expiry_on_the_clock(transport: SqliteTransport, clock: FakeClock) -> None:
