@@ -410,6 +410,8 @@ class XmlSplitTask:
         else:
             import fastavro
 
+            from coupler.translators.xml.avro import CODECS, write_container
+
             def counted() -> Iterator[dict[str, Any]]:
                 nonlocal count
                 for record in self.records(split):
@@ -417,9 +419,12 @@ class XmlSplitTask:
                     yield record
 
             metadata = {"coupler.format": self.indicator} if self.indicator else {}
-            parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
             with open(path, "wb") as fh:
-                fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
+                if self.codec in CODECS:  # the encoder generated from the schema, as `xml decode --to avro`
+                    write_container(fh, self.schema, counted(), codec=self.codec, metadata=metadata)
+                else:
+                    parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
+                    fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
         if not count:
             os.unlink(path)
             return {}
