@@ -437,7 +437,7 @@ def translate_xml_splits(
     split_bytes: int | None = None, codec: str = "deflate",
 ) -> dict[str, Any]:
     """Translate the XML files ``paths`` (records: ``element``) to ``output``; the commit
-    manifest. ``split_bytes``: the split size (default 64 MB; the last wave smaller);
+    manifest. ``split_bytes``: the split size (default 128 MB; the last wave smaller);
     ``codec``: the Avro codec. Raises :class:`~.types.SchemaMappingError` before the job
     when the records cannot be Parquet columns (a type that contains itself)."""
     slots = spark.sparkContext.defaultParallelism
