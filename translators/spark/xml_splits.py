@@ -44,7 +44,7 @@ import pyarrow as pa
 from coupler.canonical.errors import CouplerError
 
 from .commit import OutputCommitter, TaskFile
-from .direct import _cpu, task_timing
+from .direct import _cpu, settle_worker, task_timing
 from .splits import DEFAULT_SPLIT_BYTES, guided_split_bytes, tail_floor
 from .types import SchemaMappingError, arrow_schema
 
@@ -375,7 +375,9 @@ class XmlSplitTask:
         for split in items:
             started, cpu = time.time(), _cpu()
             message = self._one(split)
-            yield {**message, "span": (started, time.time(), os.getpid(), _cpu() - cpu)}
+            span = (started, time.time(), os.getpid(), _cpu() - cpu)
+            settle_worker()
+            yield {**message, "span": span}
 
     def records(self, split: XmlSplit) -> Iterator[dict[str, Any]]:
         label = split.path if not split.head and not split.tail else f"{split.path} (bytes {split.start}-{split.end})"
