@@ -524,7 +524,7 @@ def _translate_xml_direct(
     """XML files to Parquet or canonical Avro as one task per split of whole records, decoded
     by Coupler's XML translator (no DataFrame rows); the records written and the splits, or
     None when the XSD's records cannot be Parquet columns (a type containing itself).
-    ``split_mb``: the option ``input_split_size_mb`` (default 64 MB)."""
+    ``split_mb``: the option ``input_split_size_mb`` (default 16 MB: ``xml_splits.XML_SPLIT_BYTES``)."""
     from coupler.translators.spark.avro_writer import resolve_schema
     from coupler.translators.spark.reader import input_paths
     from coupler.translators.spark.types import SchemaMappingError
