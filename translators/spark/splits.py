@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 #: default bytes per split, as Spark's own default for files. Every Spark task costs CPU
 #: besides its work: the JVM's 7-10 ms, the Python worker's 1-2 ms (~20 ms, 40 ms with the
 #: XML model loaded, before the workers froze their modules: ``direct.settle_worker``); a
-#: 300 MB copybook job on ``local[1]`` took 2.0-2.6 s more CPU as 72 tasks than as 2. So few
+#: 300 MB copybook job on ``local[1]`` took 1.6-2.4 s more CPU as 72 tasks than as 2. So few
 #: large splits, and guided ones at the end (:func:`guided_split_bytes`) to keep the cores
 #: finishing together
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
