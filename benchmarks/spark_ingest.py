@@ -11,21 +11,29 @@ For each source, on one generated file:
 * ``xml``: ``orders/order`` records of ``xml_translate.py`` against ``orders.xsd``; the CLI
   ``coupler xml decode XSD DATA --record-path orders/order --to avro`` against ``coupler
   batch translate --from xml:XSD#order --to avro:...Order@1`` (``xml_splits.py``; the
-  record schema registered as a canonical entity, codec ``null`` as the CLI writes: the same
-  fastavro writer on both sides; ``orders.xsd`` has a recursive type, so not Parquet).
+  record schema registered as a canonical entity beforehand, codec ``null`` as the CLI
+  writes: the same generated Avro encoder on both sides; ``orders.xsd`` has a recursive
+  type, so not Parquet).
 
 ``--pairs`` times: the CLI pinned to one core, then ``local[1]`` and ``local[2]`` back to back
-(order alternating). Each Spark run is its own process (one master per JVM); its job time
-excludes the session start-up (the JVM, one Python worker per task slot with the task's
-modules imported, and the JIT compilers' start-up backlog: a session's later jobs pay none
-of it), which is reported separately. The session is started as ``batch translate`` starts
-it for a split-task job (``lean_jvm``: C1 only, the parallel collector). Reported, as medians: job time, MB/s, MB/s per core
-(local[N]: divided by N), CPU seconds of every process of the run (Spark: driver, JVM and
-the split tasks as they report it; the JVM's threads on standard error) and MB per CPU-second (the per-core
-figure that a loaded machine does not distort much); then the acceptance ratios: the median
-of the pairs' local[2]/local[1] scaling (target ≥ 1.85) and Spark per core / CLI per core
-(target ≥ 1). Record counts are checked to agree. The load average is printed: wall-clock
-scaling needs a quiet machine.
+(order alternating); ``os.sync()`` before each run, so no run pays for writing back the last
+one's output. Each Spark run is its own process (one master per JVM) and does what ``batch
+translate`` does: ``check_job`` (the copybook parsed, the ``avro:`` schema resolved in the
+registry), then the session, started as for a split-task job (``lean_jvm``: C1 only, the
+parallel collector). The job time excludes the check and the session start-up (the JVM, one
+Python worker per task slot with the task's modules imported, and the JIT compilers'
+start-up backlog: a session's later jobs pay none of it), which are reported separately.
+Reported, as medians: job time, MB/s, MB/s per core (local[N]: divided by N), CPU seconds of
+every process of the run (Spark: driver, JVM and the Python workers, all read from
+``/proc``; the JVM's threads on standard error), MB per CPU-second, and the machine's CPU
+during the job (``/proc/stat``: every process and kernel thread; cores busy); where
+``local[2]``'s time goes (tasks, the split tasks' own CPU against ``local[1]``'s, PySpark's
+CPU per task outside them, the JVM's, the slots' utilisation and the last wave's tail); then
+the acceptance ratios: the median of the pairs' local[2]/local[1] scaling (target ≥ 1.85) and
+Spark per core / CLI per core (target ≥ 1). ``--pool`` also runs the same split tasks in a
+plain process pool of 1 and of 2 (no Spark): the scaling the machine itself gives the work,
+the ceiling for Spark's. Record counts are checked to agree. The load average is printed:
+wall-clock scaling needs a quiet machine.
 """
 
 from __future__ import annotations
@@ -79,12 +87,15 @@ def spark_from(source: str, schema: str) -> str:
 
 def tree_cpu(root: int) -> dict[str, float]:
     """CPU seconds (user + system) of a Spark run's driver (``root``, with the children it
-    reaped) and of its JVM (the ``java`` process below it). The Python workers are not
-    counted here: PySpark's daemon does not collect its workers' times when they exit, so a
-    process tree loses them; each split task reports the CPU time it took instead
-    (``task_cpu``)."""
+    reaped), of its JVM (the ``java`` process below it) and of the JVM's descendants (the
+    PySpark daemon and its Python workers: the split tasks and PySpark's handling of each
+    task). Read from ``/proc`` while they run: the workers are reused for every job of the
+    session, so none exits during a job (the daemon does not collect the times of workers
+    that exit, which a process tree's totals then lose)."""
     hz = os.sysconf("SC_CLK_TCK")
-    out = {"driver": 0.0, "jvm": 0.0}
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    java: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -93,11 +104,18 @@ def tree_cpu(root: int) -> dict[str, float]:
         except OSError:
             continue
         fields = raw[raw.rindex(")") + 2 :].split()
-        if int(entry) == root:
-            out["driver"] = sum(int(v) for v in fields[11:15]) / hz
-        elif int(fields[1]) == root and raw[raw.index("(") + 1 : raw.rindex(")")] == "java":
-            out["jvm"] = (int(fields[11]) + int(fields[12])) / hz
-    return out
+        pid, parent = int(entry), int(fields[1])
+        children.setdefault(parent, []).append(pid)
+        own = (int(fields[11]) + int(fields[12])) / hz
+        cpu[pid] = own + (sum(int(v) for v in fields[13:15]) / hz if pid == root else 0.0)
+        if parent == root and raw[raw.index("(") + 1 : raw.rindex(")")] == "java":
+            java.append(pid)
+    workers, stack = 0.0, [c for j in java for c in children.get(j, [])]
+    while stack:
+        pid = stack.pop()
+        workers += cpu.get(pid, 0.0)
+        stack += children.get(pid, [])
+    return {"driver": cpu.get(root, 0.0), "jvm": sum(cpu.get(j, 0.0) for j in java), "workers": workers}
 
 
 def jvm_threads(root: int) -> dict[str, float]:
@@ -153,6 +171,18 @@ def run_one(master: str, source: str, schema: str, data: str, out: str) -> dict[
     for name in ("coupler.translators.spark.direct", "coupler.translators.spark.xml_splits"):
         logging.getLogger(name).addHandler(Grab())
         logging.getLogger(name).setLevel(logging.DEBUG)
+    # as `coupler batch translate` runs: the specs parsed and check_job (the copybook parsed,
+    # the canonical schema resolved in the registry, which loads the plugins: 0.7 s of CPU
+    # for the XML job's avro: spec) before the session starts; the output schema registered
+    # beforehand, as a user's is
+    from coupler.bus.batch.jobs import Spec, check_job
+
+    schema_dirs = [str(Path(out).parent / "schemas")] if source == "xml" else []
+    to_spec = "parquet" if source == "copybook" else avro_to(schema, out)
+    c0, t0 = time.process_time(), time.perf_counter()
+    src, dst = Spec.parse(spark_from(source, schema), where="--from"), Spec.parse(to_spec, where="--to")
+    check_job(src, dst, [data], schema_dirs=schema_dirs)
+    check = {"check_s": time.perf_counter() - t0, "check_cpu": time.process_time() - c0}
     t0 = time.perf_counter()
     spark = spark_session(master, app_name="bench-spark-ingest", lean_jvm=True)  # as `batch translate` starts it
     # start-up: the JVM, then one Python worker per task slot with the split task's modules
@@ -164,22 +194,21 @@ def run_one(master: str, source: str, schema: str, data: str, out: str) -> dict[
     out_runs = []
     for _ in range(2):  # the session's first job, then a second one (the batch daemon's case)
         timing.clear()
+        os.sync()  # the last job's output on disk: no writeback of it during this one
         threads0 = jvm_threads(os.getpid())
-        cpu0, started = tree_cpu(os.getpid()), time.perf_counter()
-        result = translate(spark, spark_from(source, schema), "parquet" if source == "copybook" else avro_to(schema, out),
-                           [data], out, schema_dirs=[str(Path(out).parent / "schemas")] if source == "xml" else (),
+        cpu0, ticks0, started = tree_cpu(os.getpid()), _cpu_ticks(), time.perf_counter()
+        result = translate(spark, src, dst, [data], out, schema_dirs=schema_dirs,
                            write_options={"codec": "null"} if source == "xml" else None)
-        done, cpu1 = time.perf_counter(), tree_cpu(os.getpid())
+        done, cpu1, ticks1 = time.perf_counter(), tree_cpu(os.getpid()), _cpu_ticks()
         threads = {k: round(v - threads0.get(k, 0.0), 2) for k, v in jvm_threads(os.getpid()).items()}
         print("JVM threads' CPU during the job (s): "
               + json.dumps({k: v for k, v in sorted(threads.items(), key=lambda kv: -kv[1]) if v}), file=sys.stderr)
         roles = {k: round(cpu1[k] - cpu0[k], 3) for k in cpu0}
-        roles["workers"] = float(timing.get("task_cpu", 0.0))
         out_runs.append({"job": done - started, "cpu": sum(roles.values()), **roles, "records": result.records,
-                         "partitions": result.partitions, **timing})
+                         "partitions": result.partitions, "machine_cpu": _busy_seconds(ticks0, ticks1), **timing})
     spark.stop()
     first, second = out_runs
-    return {"startup": started_at - t0, **first, "second": second}
+    return {"startup": started_at - t0, **check, **first, "second": second}
 
 
 def avro_to(xsd: str, out: str) -> str:
@@ -198,34 +227,75 @@ def _cpu_ticks() -> list[int]:
     return [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
 
 
-def _pool_task(task: object, item: object) -> int:
-    return sum(m.get("records", 0) for m in task(iter([item])))  # type: ignore[operator,attr-defined]
+def _busy_seconds(before: list[int], after: list[int]) -> float:
+    """CPU seconds the whole machine was busy between two ``/proc/stat`` readings (all
+    cores, every process and kernel thread: user, nice, system, irq, softirq, steal; not
+    idle or iowait). On a quiet machine, this minus the run's own processes is the kernel's
+    share (page-cache writeback, interrupts) and anything else that ran."""
+    hz = os.sysconf("SC_CLK_TCK")
+    delta = [a - b for a, b in zip(after, before, strict=False)]
+    return (sum(delta[:8]) - delta[3] - delta[4]) / hz
 
 
-def pool_run(processes: int, copybook: Path, data: Path, out: Path) -> dict[str, float]:
+def _pool_init() -> None:
+    """A pool worker names its task files as Spark's partition ids would (one file per task;
+    outside Spark every task would otherwise write partition 0's file)."""
+    import itertools
+
+    from coupler.translators.spark import commit
+
+    numbers = itertools.count()
+    commit._task_ids = lambda: (os.getpid() * 10_000 + next(numbers), 0)
+
+
+def _pool_task(task: object, item: object) -> tuple[int, float]:
+    """One split through the split task: its records and the CPU seconds it took."""
+    messages = list(task(iter([item])))  # type: ignore[operator]
+    return sum(m.get("records", 0) for m in messages), sum(m["span"][3] for m in messages)
+
+
+def pool_run(processes: int, source: str, schema: Path, data: Path, out: Path) -> dict[str, float]:
     """The same split tasks as the Spark job in a plain process pool (``--pool``): what the
-    machine gives the work without Spark. Reports the cores busy (from ``/proc/stat``)."""
+    machine gives the work without Spark (no JVM, no driver). Reports the cores busy (from
+    ``/proc/stat``) and the tasks' CPU seconds: with two processes, how much more CPU the
+    same work takes when both cores are busy (caches, memory, the kernel's page cache)."""
     import multiprocessing as mp
 
-    from coupler.translators.spark.codec import CopybookCodec
     from coupler.translators.spark.commit import OutputCommitter
-    from coupler.translators.spark.direct import _SplitTask
-    from coupler.translators.spark.splits import FileSplit, plan_splits
 
-    codec = CopybookCodec(str(copybook), {})
-    framing = codec.framing(str(data))
-    items = [(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing)
-             for s in plan_splits([str(data)], framing, split_bytes=codec.split_size()[0], slots=processes)]
-    task = _SplitTask(codec, OutputCommitter(str(out), "overwrite", "parquet"), "parquet", None, None)
-    with mp.get_context("fork").Pool(processes) as pool:
-        pool.starmap(_pool_task, [(task, items[0])] * processes)  # the workers' imports
+    committer = OutputCommitter(str(out), "overwrite", "parquet" if source == "copybook" else "avro")
+    committer.check_target()
+    items: list[object]
+    if source == "copybook":
+        from coupler.translators.spark.codec import CopybookCodec
+        from coupler.translators.spark.direct import _SplitTask
+        from coupler.translators.spark.splits import FileSplit, plan_splits
+
+        codec = CopybookCodec(str(schema), {})
+        framing = codec.framing(str(data))
+        items = [(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing)
+                 for s in plan_splits([str(data)], framing, split_bytes=codec.split_size()[0], slots=processes)]
+        task: object = _SplitTask(codec, committer, "parquet", None, None)
+    else:
+        from coupler.translators.spark.xml_splits import (
+            XmlSplitTask,
+            plan_xml_splits,
+            record_avro_schema,
+        )
+
+        items = list(plan_xml_splits([str(data)], "order", slots=processes))
+        task = XmlSplitTask(str(schema), "order", committer, "avro",
+                            record_avro_schema(str(schema), "order", "orders/order"), None, "null")
+    with mp.get_context("fork").Pool(processes, initializer=_pool_init) as pool:
+        pool.starmap(_pool_task, [(task, items[-1])] * processes)  # the workers' imports and first use
+        os.sync()
         before, t0 = _cpu_ticks(), time.perf_counter()
-        records = sum(pool.starmap(_pool_task, [(task, item) for item in items], chunksize=1))
+        done = pool.starmap(_pool_task, [(task, item) for item in items], chunksize=1)
         elapsed, after = time.perf_counter() - t0, _cpu_ticks()
+    committer.abort()
     shutil.rmtree(out, ignore_errors=True)
-    hz = os.sysconf("SC_CLK_TCK")
-    busy = (sum(after) - sum(before) - (after[3] - before[3]) - (after[4] - before[4])) / hz / elapsed
-    return {"job": elapsed, "records": records, "cores_busy": busy}
+    return {"job": elapsed, "records": sum(r for r, _ in done), "task_cpu": sum(c for _, c in done),
+            "cores_busy": _busy_seconds(before, after) / elapsed, "splits": len(items)}
 
 
 def cli_baseline(source: str, schema: Path, data: Path, out: Path) -> dict[str, float]:
@@ -239,14 +309,15 @@ def cli_baseline(source: str, schema: Path, data: Path, out: Path) -> dict[str, 
     else:
         command = ["xml", "decode", str(schema), str(data), "--record-path", "orders/order", "--to", "avro",
                    "--output", str(out), "--no-progress"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.sync()  # the last run's output on disk: no writeback of it during this one
+    before, ticks = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_ticks()
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "coupler.bus.cli.main", *command],
         capture_output=True, text=True, preexec_fn=(lambda: os.sched_setaffinity(0, {one})) if one is not None else None,
     )
     elapsed = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after, machine = resource.getrusage(resource.RUSAGE_CHILDREN), _busy_seconds(ticks, _cpu_ticks())
     if proc.returncode:
         raise SystemExit(f"CLI decoder failed: {proc.stderr.strip()}")
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -259,7 +330,7 @@ def cli_baseline(source: str, schema: Path, data: Path, out: Path) -> dict[str, 
 
         with open(out, "rb") as fh:
             records = sum(block.num_records for block in fastavro.block_reader(fh))
-    return {"job": elapsed, "cpu": cpu, "records": records}
+    return {"job": elapsed, "cpu": cpu, "records": records, "machine_cpu": machine}
 
 
 def spark_run(master: str, source: str, schema: Path, data: Path, out: Path) -> dict[str, float]:
@@ -289,11 +360,12 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
     parts = runs["local[2]"][0]["partitions"]
     print(f"\n{what}: {mb:.0f} MB, {records} records; {parts:.0f} partitions on local[2]; "
           f"{len(cli)} pairs; load average {min(loads):.1f}-{max(loads):.1f} during the run.\n")
-    print("| run | job time (s), median | MB/s | MB/s per core | CPU (s) | of which JVM | MB per CPU-second | cores busy |")
-    print("|---|---|---|---|---|---|---|---|")
-    print(f"| CLI, one process pinned to one core | {_med([r['job'] for r in cli]):.1f} | {cli_rate:.1f} | "
-          f"{cli_rate:.1f} | {_med([r['cpu'] for r in cli]):.1f} | | {cli_cpu_rate:.1f} | "
-          f"{_med([r['cpu'] / r['job'] for r in cli]):.2f} |")
+    print("| run | job time (s), median | MB/s | MB/s per core | CPU (s) | of which JVM | of which Python workers | "
+          "MB per CPU-second | machine CPU (s) | cores busy |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| CLI, one process pinned to one core | {_med([r['job'] for r in cli]):.2f} | {cli_rate:.1f} | "
+          f"{cli_rate:.1f} | {_med([r['cpu'] for r in cli]):.2f} | | | {cli_cpu_rate:.1f} | "
+          f"{_med([r['machine_cpu'] for r in cli]):.2f} | {_med([r['machine_cpu'] / r['job'] for r in cli]):.2f} |")
     views = {"first job": {m: list(rs) for m, rs in runs.items()},
              "second job": {m: [r["second"] for r in rs] for m, rs in runs.items()}}  # type: ignore[misc]
     for view, vruns in views.items():
@@ -301,8 +373,28 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
             rs = vruns[master]
             job, cpu = _med([r["job"] for r in rs]), _med([r["cpu"] for r in rs])
             startup = f"; start-up {_med([r['startup'] for r in runs[master]]):.1f} s not counted" if view == "first job" else ""
-            print(f"| Spark `{master}`, the session's {view}{startup} | {job:.1f} | {mb / job:.1f} | {mb / job / cores:.1f} | "
-                  f"{cpu:.1f} | {_med([r['jvm'] for r in rs]):.1f} | {mb / cpu:.1f} | {_med([r['cpu'] / r['job'] for r in rs]):.2f} |")
+            print(f"| Spark `{master}`, the session's {view}{startup} | {job:.2f} | {mb / job:.1f} | {mb / job / cores:.1f} | "
+                  f"{cpu:.2f} | {_med([r['jvm'] for r in rs]):.2f} | {_med([r['workers'] for r in rs]):.2f} | {mb / cpu:.1f} | "
+                  f"{_med([r['machine_cpu'] for r in rs]):.2f} | {_med([r['machine_cpu'] / r['job'] for r in rs]):.2f} |")
+    print(f"\nBefore each Spark session, as `batch translate` does: check_job {_med([r['check_s'] for r in runs['local[2]']]):.2f} s "
+          f"({_med([r['check_cpu'] for r in runs['local[2]']]):.2f} s CPU). Machine CPU: every core's busy time during the "
+          "job from /proc/stat (all processes and kernel threads); cores busy = machine CPU / job time.")
+    for view, vruns in views.items():
+        one, two = vruns["local[1]"], vruns["local[2]"]
+        inflation = [b["task_cpu"] / a["task_cpu"] for a, b in zip(one, two, strict=True) if a.get("task_cpu")]
+        other = [r["machine_cpu"] - r["cpu"] for r in two]
+        handling = {m: [(r["workers"] - r.get("task_cpu", 0)) / max(1, r["partitions"]) * 1000 for r in rs]
+                    for m, rs in vruns.items()}
+        print(f"{view}, where `local[2]`'s time goes (medians): {_med([r['partitions'] for r in two]):.0f} tasks "
+              f"(local[1]: {_med([r['partitions'] for r in one]):.0f}); the split tasks' own CPU local[2] / local[1] "
+              f"{_med(inflation):.3f}× (the same work with both cores busy); the Python workers' CPU outside the split "
+              f"tasks (PySpark's handling of a task) {_med(handling['local[2]']):.0f} ms per task (local[1] "
+              f"{_med(handling['local[1]']):.0f}); JVM {_med([r['jvm'] for r in two]):.2f} s and driver "
+              f"{_med([r['driver'] for r in two]):.2f} s of CPU on the task slots' cores; machine CPU not of the run's "
+              f"processes {_med(other):.2f} s; task slots' utilisation {_med([r.get('utilisation', 0) for r in two]):.3f}; "
+              f"submit to first task {_med([r.get('before_first', 0) for r in two]):.3f} s, last task to results "
+              f"{_med([r.get('after_last', 0) for r in two]):.3f} s, last wave's tail {_med([r.get('tail', 0) for r in two]):.3f} s; "
+              f"job time minus the tasks' span {_med([r['job'] - r.get('span', 0) for r in two]):.3f} s (planning, commit)")
     print()
     for view, vruns in views.items():
         pairs = [a["job"] / b["job"] for a, b in zip(vruns["local[1]"], vruns["local[2]"], strict=True)]
@@ -364,20 +456,23 @@ def run_source(source: str, args: argparse.Namespace, work: Path) -> None:
                 raise SystemExit(f"record counts differ: {master} {r['records']}, generated {records}")
             runs[master].append(r)
         loads.append(os.getloadavg()[0])
-        if args.pool and source == "copybook":
+        if args.pool:
             for n in (1, 2):
-                r = pool_run(n, schema, data, work / "pool")
+                r = pool_run(n, source, schema, data, work / "pool")
                 print(f"pool of {n}: {r}", file=sys.stderr)
                 pools.setdefault(n, []).append(r)
     title = ("Copybook file → Parquet (`copybook` source, split tasks)" if source == "copybook" else
              "XML file → Avro (`xml:orders.xsd#order` → `avro:…Order@1`, split tasks; the CLI `xml decode --to avro`)")
     report(size, records, cli, runs, loads, title)
     if pools:
-        ratios = sorted(a["job"] / b["job"] for a, b in zip(pools[1], pools[2], strict=True))
-        print(f"Plain process pool, same tasks, no Spark: 1 process {_med([r['job'] for r in pools[1]]):.1f} s "
+        ratios = [a["job"] / b["job"] for a, b in zip(pools[1], pools[2], strict=True)]
+        inflation = [b["task_cpu"] / a["task_cpu"] for a, b in zip(pools[1], pools[2], strict=True)]
+        print(f"Plain process pool, the same split tasks, no Spark: 1 process {_med([r['job'] for r in pools[1]]):.2f} s "
               f"({_med([r['cores_busy'] for r in pools[1]]):.2f} cores busy), 2 processes "
-              f"{_med([r['job'] for r in pools[2]]):.1f} s ({_med([r['cores_busy'] for r in pools[2]]):.2f} "
-              f"cores busy); median ratio {_med(ratios):.2f}×")
+              f"{_med([r['job'] for r in pools[2]]):.2f} s ({_med([r['cores_busy'] for r in pools[2]]):.2f} "
+              f"cores busy): median ratio **{_med(ratios):.2f}×** ({', '.join(f'{r:.2f}' for r in ratios)}), the "
+              f"scaling the machine gives this work; the tasks' CPU with 2 processes / with 1: {_med(inflation):.2f}× "
+              f"({', '.join(f'{r:.2f}' for r in inflation)})")
 
 
 def main() -> int:
@@ -389,7 +484,7 @@ def main() -> int:
     ap.add_argument("--pairs", "--repeat", type=int, default=3,
                     help="pairs of local[1] and local[2] runs (each with a CLI run), medians reported (default 3)")
     ap.add_argument("--pool", action="store_true",
-                    help="also run the copybook split tasks in a plain process pool of 1 and 2 (no Spark)")
+                    help="also run the split tasks in a plain process pool of 1 and 2 (no Spark): the machine's scaling")
     ap.add_argument("--run-one", nargs=5, metavar=("MASTER", "SOURCE", "SCHEMA", "DATA", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.run_one:

@@ -282,6 +282,21 @@ def spark_error(exc: BaseException, where: str) -> BatchError:
     return BatchError(f"Spark job failed: {message}", where=where, hint="run with --debug for Spark's log")
 
 
+@contextlib.contextmanager
+def spark_errors(src: Spec, dst: Spec) -> Iterator[None]:
+    """Around a Spark job of ``src -> dst``: an exception from PySpark or py4j becomes one
+    :class:`BatchError` line (:func:`spark_error`); Coupler's own errors and any other
+    exception pass as raised."""
+    try:
+        yield
+    except CouplerError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise spark_error(exc, f"{src} -> {dst}") from exc
+        raise
+
+
 def count_errors(errors_path: str | None) -> int:
     if not errors_path or not Path(errors_path).is_dir():
         return 0
@@ -455,19 +470,13 @@ def translate(
         if done is not None:  # None: records Parquet cannot hold, read by Spark's XML reader below
             result.records, result.partitions = done
             return _finish_result(result, errors_path, inputs, started)
-    try:
+    with spark_errors(src, dst):
         df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
         if src.kind == "copybook" and "_corrupt_record" in df.columns:
             df = df.drop("_corrupt_record")
         df = _apply_mapping(df, mapping, src, schema_dirs)
         log.info("batch translate %s -> %s: %d inputs", src, dst, len(inputs))
         write_output(df, dst, output, write_options)
-    except CouplerError:
-        raise
-    except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
-            raise spark_error(exc, f"{src} -> {dst}") from exc
-        raise
     result.records = count_output(spark, dst, output)
     return _finish_result(result, errors_path, inputs, started)
 
@@ -502,14 +511,8 @@ def _translate_direct(
     avro = indicator = None
     if dst.kind == "avro":
         avro, indicator = resolve_schema({**write_options, "format": dst.format}, None)
-    try:
+    with spark_errors(src, dst):
         manifest = translate_splits(spark, codec, paths, output, kind=dst.kind, avro_schema=avro, indicator=indicator)
-    except CouplerError:
-        raise
-    except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
-            raise spark_error(exc, f"{src} -> {dst}") from exc
-        raise
     log.info("batch translate %s -> %s: %d splits, %d records", src, dst, manifest["partitions"], manifest["records"])
     return int(manifest["records"]), int(manifest["partitions"])
 
@@ -521,7 +524,7 @@ def _translate_xml_direct(
     """XML files to Parquet or canonical Avro as one task per split of whole records, decoded
     by Coupler's XML translator (no DataFrame rows); the records written and the splits, or
     None when the XSD's records cannot be Parquet columns (a type containing itself).
-    ``split_mb``: the option ``input_split_size_mb`` (default 64 MB)."""
+    ``split_mb``: the option ``input_split_size_mb`` (default 16 MB: ``xml_splits.XML_SPLIT_BYTES``)."""
     from coupler.translators.spark.avro_writer import resolve_schema
     from coupler.translators.spark.reader import input_paths
     from coupler.translators.spark.types import SchemaMappingError
@@ -532,19 +535,14 @@ def _translate_xml_direct(
     if dst.kind == "avro":
         avro, indicator = resolve_schema({**write_options, "format": dst.format}, None)
     try:
-        split_bytes = int(float(split_mb) * 1024 * 1024) if split_mb else None
-        manifest = translate_xml_splits(spark, str(src.path), _xml_row_tag(src), paths, output, kind=dst.kind,
-                                        avro_schema=avro, indicator=indicator, split_bytes=split_bytes,
-                                        codec=str(write_options.get("codec", "deflate")))
+        with spark_errors(src, dst):
+            split_bytes = int(float(split_mb) * 1024 * 1024) if split_mb else None
+            manifest = translate_xml_splits(spark, str(src.path), _xml_row_tag(src), paths, output, kind=dst.kind,
+                                            avro_schema=avro, indicator=indicator, split_bytes=split_bytes,
+                                            codec=str(write_options.get("codec", "deflate")))
     except SchemaMappingError as exc:
         log.info("%s: %s; reading with Spark's XML reader", src, exc.message)
         return None
-    except CouplerError:
-        raise
-    except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
-            raise spark_error(exc, f"{src} -> {dst}") from exc
-        raise
     log.info("batch translate %s -> %s: %d splits, %d records", src, dst, manifest["partitions"], manifest["records"])
     return int(manifest["records"]), int(manifest["partitions"])
 

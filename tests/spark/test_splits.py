@@ -152,7 +152,8 @@ def test_a_corrupt_rdw_in_a_split_file_becomes_a_bad_record_after_the_good_ones(
 @pytest.mark.parametrize("records, reclen, slots", [(4_830_917, 207, 2), (1_000_003, 100, 4), (10, 207, 2), (999, 2202, 3)])
 def test_the_last_wave_of_splits_is_small(tmp_path: Path, records: int, reclen: int, slots: int) -> None:
     """Whole records per split, covering the file; full-size splits first, then smaller ones
-    (down to a sixteenth), so that no core idles long while another runs a last big split."""
+    (what is left divided by the slots, down to a sixteenth; the remainder joins the last
+    one), so that no core idles long while another runs a last big split."""
     data = tmp_path / "f.dat"
     with open(data, "wb") as fh:
         fh.truncate(records * reclen)  # sparse: only the size matters to the planner
@@ -163,12 +164,14 @@ def test_the_last_wave_of_splits_is_small(tmp_path: Path, records: int, reclen: 
     assert all(s.length % reclen == 0 and s.first_record == s.start // reclen for s in splits[:-1])
     assert all(s.length <= split_bytes for s in splits)
     sizes = [s.length for s in splits]
-    assert sizes == sorted(sizes, reverse=True)[: len(sizes) - 1] + sizes[-1:]  # only the remainder out of order
+    # never growing (to a record: sizes are whole records), but for the last, which holds the remainder
+    assert all(a + reclen >= b for a, b in zip(sizes[:-1], sizes[1:-1], strict=False))
     if records * reclen > 4 * slots * split_bytes:
         assert sizes[0] >= split_bytes - reclen
-        assert max(sizes[-slots:]) <= split_bytes // 16 + reclen
-    else:  # a small job: many splits per slot even so
-        assert len(splits) >= min(records, 4 * slots)
+        assert max(sizes[-slots:]) <= 2 * (split_bytes // 16) + reclen
+        assert len(splits) < records * reclen / split_bytes + 4 * slots  # few tasks: each costs CPU besides its work
+    else:  # a small job: several splits per slot even so
+        assert len(splits) >= min(records, 2 * slots)
     one = plan_splits([str(data)], Framing("fixed", record_length=reclen), split_bytes=split_bytes, slots=1)
     assert all(s.length == one[0].length for s in one[:-1])  # one slot: equal splits
 
@@ -185,3 +188,44 @@ def test_a_split_of_hierarchical_records_starts_at_a_root_record(tmp_path) -> No
     assert [s.first_record for s in splits] == [0, 3, 9]  # not 2, 5 or 11: children
     assert all(kinds[s.first_record:s.first_record + 1] == b"R" for s in splits)
     assert splits[-1].end == data.stat().st_size
+
+
+def test_a_worker_freezes_what_it_holds_after_its_first_split(tmp_path: Path) -> None:
+    """PySpark runs ``gc.collect()`` after every task of a reused worker; after its first split
+    a worker's modules and caches are frozen (``gc.freeze``) so those collections skip them,
+    once per process: later splits add nothing frozen (their garbage is still collected)."""
+    import subprocess
+    import sys
+
+    cpy = tmp_path / "rec.cpy"
+    cpy.write_text(COPYBOOK)
+    data = tmp_path / "rec.dat"
+    data.write_bytes(b"".join(f"{i:06d}".encode("cp037") + b"\x00\x00\x00\x00\x0c" + b"\x40" * 40
+                             for i in range(3000)))
+    script = f"""
+import gc, json
+freezes = []
+_freeze = gc.freeze
+gc.freeze = lambda: (freezes.append(gc.get_count()), _freeze())[1]
+from coupler.translators.spark.codec import CopybookCodec
+from coupler.translators.spark.commit import OutputCommitter
+from coupler.translators.spark.direct import _SplitTask
+from coupler.translators.spark.splits import FileSplit, plan_splits
+codec = CopybookCodec({str(cpy)!r}, {{}})
+framing = codec.framing({str(data)!r})
+committer = OutputCommitter({str(tmp_path / "out")!r}, "overwrite", "parquet")
+committer.check_target()
+task = _SplitTask(codec, committer, "parquet", None, None)
+splits = plan_splits([{str(data)!r}], framing, split_bytes=51 * 1000)
+frozen = [gc.get_freeze_count()]
+for s in splits[:3]:
+    records = [m["records"] for m in task(iter([(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing)]))]
+    frozen.append(gc.get_freeze_count())
+print(json.dumps({{"frozen": frozen, "records": records, "freezes": len(freezes)}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    before, first, *_later = result["frozen"]
+    assert before == 0 and first > 1000  # the modules and caches of the worker
+    assert result["freezes"] == 1  # once per process
+    assert result["records"] == [1000]

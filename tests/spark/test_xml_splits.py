@@ -80,7 +80,12 @@ def test_xml_to_avro_runs_as_split_tasks(spark: Any, tmp_path: Path) -> None:
     rows = []
     for part in sorted(out.glob("part-*.avro")):
         with open(part, "rb") as fh:
-            rows += list(fastavro.reader(fh))
+            reader = fastavro.reader(fh)
+            # written by the encoder generated from the schema, as `xml decode --to avro`, with
+            # Spark's default codec and the format indicator
+            assert reader.codec == "deflate"
+            assert reader.metadata["coupler.format"] == f"{schema['namespace']}.{schema['name']}@1"
+            rows += list(reader)
     expected = list(XsdModel.load(XSD).decoder("orders").iter_records(str(data), "orders/order"))
     assert [r["id"] for r in rows[:500]] == [r["id"] for r in expected]
     assert rows[10]["total"] == expected[10]["total"] and rows[10]["line"][0]["sku"] == expected[10]["line"][0]["sku"]

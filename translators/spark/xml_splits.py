@@ -44,14 +44,20 @@ import pyarrow as pa
 from coupler.canonical.errors import CouplerError
 
 from .commit import OutputCommitter, TaskFile
-from .direct import _cpu, task_timing
-from .splits import DEFAULT_SPLIT_BYTES, guided_split_bytes, tail_floor
+from .direct import _cpu, settle_worker, task_timing
+from .splits import guided_split_bytes, tail_floor
 from .types import SchemaMappingError, arrow_schema
 
 log = logging.getLogger(__name__)
 
 #: rows per Arrow batch handed to the Parquet writer
 BATCH_ROWS = 8192
+#: default bytes per split: an eighth of a copybook file's (``splits.DEFAULT_SPLIT_BYTES``),
+#: for XML decodes some 15 times fewer bytes per second than copybook records; a Spark
+#: task's own cost (~10 ms of CPU) is still the decoding of 0.15 MB, and the last wave's
+#: splits (down to 1 MB) take a fraction of a second, not half of one (53 MB on two slots:
+#: 7 splits, the last 1.2 MB; with 128 MB splits 4, the last 6.6 MB)
+XML_SPLIT_BYTES = 16 * 1024 * 1024
 _WINDOW = 1 << 20  # bytes searched for a boundary per step
 
 
@@ -128,7 +134,7 @@ def _find(path: str, pattern: re.Pattern[bytes], start: int, group: int = 0) -> 
 
 
 def plan_xml_splits(
-    paths: Sequence[str], element: str, *, split_bytes: int = DEFAULT_SPLIT_BYTES, slots: int = 1,
+    paths: Sequence[str], element: str, *, split_bytes: int = XML_SPLIT_BYTES, slots: int = 1,
 ) -> list[XmlSplit]:
     """The splits of every file (see the module's description), file by file."""
     out: list[XmlSplit] = []
@@ -375,7 +381,9 @@ class XmlSplitTask:
         for split in items:
             started, cpu = time.time(), _cpu()
             message = self._one(split)
-            yield {**message, "span": (started, time.time(), os.getpid(), _cpu() - cpu)}
+            span = (started, time.time(), os.getpid(), _cpu() - cpu)
+            settle_worker()
+            yield {**message, "span": span}
 
     def records(self, split: XmlSplit) -> Iterator[dict[str, Any]]:
         label = split.path if not split.head and not split.tail else f"{split.path} (bytes {split.start}-{split.end})"
@@ -410,6 +418,8 @@ class XmlSplitTask:
         else:
             import fastavro
 
+            from coupler.translators.xml.avro import CODECS, write_container
+
             def counted() -> Iterator[dict[str, Any]]:
                 nonlocal count
                 for record in self.records(split):
@@ -417,9 +427,12 @@ class XmlSplitTask:
                     yield record
 
             metadata = {"coupler.format": self.indicator} if self.indicator else {}
-            parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
             with open(path, "wb") as fh:
-                fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
+                if self.codec in CODECS:  # the encoder generated from the schema, as `xml decode --to avro`
+                    write_container(fh, self.schema, counted(), codec=self.codec, metadata=metadata)
+                else:
+                    parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
+                    fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
         if not count:
             os.unlink(path)
             return {}
@@ -432,11 +445,11 @@ def translate_xml_splits(
     split_bytes: int | None = None, codec: str = "deflate",
 ) -> dict[str, Any]:
     """Translate the XML files ``paths`` (records: ``element``) to ``output``; the commit
-    manifest. ``split_bytes``: the split size (default 64 MB; the last wave smaller);
+    manifest. ``split_bytes``: the split size (default :data:`XML_SPLIT_BYTES`, 16 MB; the last wave smaller);
     ``codec``: the Avro codec. Raises :class:`~.types.SchemaMappingError` before the job
     when the records cannot be Parquet columns (a type that contains itself)."""
     slots = spark.sparkContext.defaultParallelism
-    splits = plan_xml_splits(paths, element, split_bytes=max(1, split_bytes or DEFAULT_SPLIT_BYTES), slots=slots)
+    splits = plan_xml_splits(paths, element, split_bytes=max(1, split_bytes or XML_SPLIT_BYTES), slots=slots)
     record_path = next((s.record_path for s in splits if s.record_path), "")
     schema = avro_schema or record_avro_schema(xsd, element, record_path)
     if kind == "parquet":

@@ -291,16 +291,25 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     return function
 
 
-def write_container(out: IO[bytes], schema: Any, records: Iterable[dict[str, Any]], *, codec: str = "null") -> int:
-    """Write ``records`` as an Avro object container file (``codec`` null or deflate); returns
-    how many. A record the generated encoder does not handle goes through fastavro."""
-    if codec not in ("null", "deflate"):
+#: the codecs :func:`write_container` writes
+CODECS = ("null", "deflate")
+
+
+def write_container(
+    out: IO[bytes], schema: Any, records: Iterable[dict[str, Any]], *, codec: str = "null",
+    metadata: dict[str, str] | None = None,
+) -> int:
+    """Write ``records`` as an Avro object container file (``codec`` null or deflate, the
+    file's ``metadata`` besides the schema and codec); returns how many. A record the
+    generated encoder does not handle goes through fastavro."""
+    if codec not in CODECS:
         raise ValueError(f"codec {codec!r}: null or deflate")
     encode = compile_encoder(schema)
     parsed = fastavro.parse_schema(schema)
     sync = os.urandom(16)
     header = bytearray(b"Obj\x01")
-    meta = {"avro.codec": codec.encode(), "avro.schema": json.dumps(schema).encode()}
+    meta = {**{k: v.encode() for k, v in (metadata or {}).items()},
+            "avro.codec": codec.encode(), "avro.schema": json.dumps(schema).encode()}
     header += _long(len(meta))
     for key, value in meta.items():
         header += _long(len(key)) + key.encode() + _long(len(value)) + value

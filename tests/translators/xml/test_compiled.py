@@ -110,10 +110,11 @@ def test_avro_container_of_streamed_records_in_several_blocks_and_codecs() -> No
         assert bytes(out) == _schemaless(parsed, record)
     for codec in ("null", "deflate"):
         out = io.BytesIO()
-        assert write_container(out, schema, many, codec=codec) == len(many)
+        assert write_container(out, schema, many, codec=codec, metadata={"coupler.format": "acme.Order@1"}) == len(many)
         out.seek(0)
         reader = fastavro.reader(out)
         assert reader.codec == codec
+        assert reader.metadata["coupler.format"] == "acme.Order@1"
         assert list(reader) == list(fastavro.reader(_fastavro_file(parsed, many)))
 
 
