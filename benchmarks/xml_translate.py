@@ -7,7 +7,9 @@ as ``coupler xml decode --to avro`` writes it (the Avro encoder generated from t
 measures xmlschema's whole-document ``to_dict`` on a slice (``--baseline-mb``, default 10) as
 the baseline. Also, in the same run: typed decoding alone, the records written by fastavro's
 own writer, and a bare lxml ``iterparse`` pass that only visits every element (issue 32's
-floor; the ratio XML -> Avro / lxml is printed in CPU and wall time with the load average).
+floor; the ratio XML -> Avro / lxml is printed in CPU and wall time with the load average), and
+for context lxml without element proxies (libxml2 alone, parser targets: per end tag, and with
+start, data and end and each element's text joined, what a target-driven decoder pays at least).
 Reports MB/s, the ratios, and peak RSS growth over the run.
 
     .venv/bin/python benchmarks/xml_translate.py [--mb 200] [--baseline-mb 10]
@@ -261,7 +263,9 @@ def main() -> None:
         # for context, not the issue's floor: libxml2 alone (the whole document parsed into a
         # tree, no Python per element: not streaming, so on the slice, not the big file), and
         # a parser target that gets a Python call per end tag without lxml making an element
-        # (no attributes, text or children to read: not enough for typed decoding)
+        # (no attributes, text or children to read: not enough for typed decoding), and the
+        # least a decoder driven by parser-target callbacks pays before it converts anything:
+        # a call per start and end tag, the text of each element collected and joined
         start = time.process_time()
         etree.parse(str(small))
         tree_cpu = time.process_time() - start
@@ -275,10 +279,33 @@ def main() -> None:
             def close(self) -> int:
                 return self.count
 
+        class _Texts:
+            def __init__(self) -> None:
+                self.count = 0
+                self.text: list[str] = []
+                self.data = self.text.append  # called by lxml with each piece of text
+
+            def start(self, tag: str, attrib: Any) -> None:
+                if self.text:
+                    self.text.clear()
+
+            def end(self, tag: str) -> None:
+                self.count += 1
+                if self.text:
+                    "".join(self.text)
+                    self.text.clear()
+
+            def close(self) -> int:
+                return self.count
+
         start = time.process_time()
         ends = etree.parse(str(big), etree.XMLParser(target=_Ends()))
         target_cpu = time.process_time() - start
         assert ends == elements
+        start = time.process_time()
+        texts = etree.parse(str(big), etree.XMLParser(target=_Texts()))
+        texts_cpu = time.process_time() - start
+        assert texts == elements
 
         start = time.perf_counter()
         count = sum(1 for _ in decoder.iter_records(big, "orders/order"))
@@ -303,7 +330,8 @@ def main() -> None:
           f"({elements} elements)")
     print(f"for context: lxml parsing the slice into a tree (libxml2, no Python per element) "
           f"{small_size / tree_cpu:6.2f} MB/s CPU; a parser target called per end tag (no elements made) "
-          f"{size / target_cpu:6.2f} MB/s CPU")
+          f"{size / target_cpu:6.2f} MB/s CPU; a parser target with start, data and end, each element's "
+          f"text joined (a target-driven decoder's floor before any conversion) {size / texts_cpu:6.2f} MB/s CPU")
     print(f"coupler XML->Avro file / bare lxml iterparse: {lxml_s / ours_s:.2f} (wall), {lxml_cpu / ours_cpu:.2f} (CPU); "
           f"XML->Avro {size / ours_cpu:.2f} MB/s CPU (targets: >= 0.3 and >= 25 MB/s); "
           f"load average {os.getloadavg()[0]:.1f}")
