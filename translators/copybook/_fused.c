@@ -251,10 +251,13 @@ static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t siz
 #if HAVE_X86_SIMD
 #define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi,bmi2,lzcnt,popcnt")))
 
-/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store */
-SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy,
+/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store.
+ * nullzero: 1 the all-0x00 test when the field trims to nothing (the code page's byte 0x00
+ * is a character <= U+0020, as in every EBCDIC page: an all-0x00 field trims to nothing, so
+ * the test is only needed then), 2 the test on every field (other code pages) */
+SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size, int64_t policy,
                                                   int nullzero, uint8_t *o, uint8_t *st, const __m512i tab[4],
-                                                  const __m512i shift, const uint8_t *end) {
+                                                  const __m512i shift, const uint8_t *end, const uint8_t *t) {
     const __mmask64 field = _bzhi_u64(~0ULL, (unsigned)size);
     /* a plain 64-byte load where the batch has 64 bytes from p, the field's bytes kept by
      * an AND: a masked load (vmovdqu8 {k}{z}) stalled here (this machine's AMD EPYC: the
@@ -262,7 +265,7 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_
      * gcc folds _mm512_maskz_mov_epi8 of a load back into one, hence the AND */
     const __m512i raw = p + 64 <= end ? _mm512_and_si512(_mm512_loadu_si512((const void *)p), _mm512_movm_epi8(field))
                                       : _mm512_maskz_loadu_epi8(field, p);
-    if (nullzero && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
+    if (nullzero == 2 && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
         *st = 1;
         return 0;
     }
@@ -271,16 +274,26 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_
     const __m512i out = _mm512_mask_blend_epi8(_mm512_movepi8_mask(raw), low, high);
     /* the first UTF-8 byte is <= 0x20 exactly when the character is (multi-byte ones start >= 0xC2) */
     const __mmask64 keep = _mm512_mask_cmpgt_epu8_mask(field, out, _mm512_set1_epi8(0x20));
+    if (__builtin_expect(!keep, 0)) { /* blanks, or nothing but characters <= U+0020 */
+        if (nullzero && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
+            *st = 1;
+            return 0;
+        }
+        if (policy) /* trimmed to nothing */
+            return 0;
+        _mm512_storeu_si512((void *)o, out);
+        return size;
+    }
     uint64_t lo = 0, hi = (uint64_t)size;
-    if (policy == 1 || policy == 2) lo = keep ? _tzcnt_u64(keep) : (uint64_t)size;
-    if (policy == 1 || policy == 3) hi = keep ? 64 - _lzcnt_u64(keep) : lo;
-    if (hi < lo) hi = lo;
+    if (policy == 1 || policy == 2) lo = _tzcnt_u64(keep);
+    if (policy == 1 || policy == 3) hi = 64 - _lzcnt_u64(keep);
     const __mmask64 kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
     if (_mm512_movepi8_mask(out) & kept) /* characters beyond U+007F */
         return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
-    /* move byte lo to the front; the 64-byte store may write past the value (TEXT_SLACK) */
-    const __m512i moved = _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out);
-    _mm512_storeu_si512((void *)o, moved);
+    if (lo) /* move byte lo to the front */
+        _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out));
+    else /* the 64-byte store may write past the value (TEXT_SLACK) */
+        _mm512_storeu_si512((void *)o, out);
     return (int64_t)(hi - lo);
 }
 #endif
@@ -384,8 +397,8 @@ static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_
 #if HAVE_X86_SIMD
 #define TEXT_SIMD                                                                             \
     do {                                                                                      \
-        if (size <= 64)                                                                       \
-            TEXT_COLUMN(text_field_simd(t, p, size, policy, nullzero, text + cursor, &st, tab, shift, end)); \
+        if (size > 8 && size <= 64)                                                                     \
+            TEXT_COLUMN(text_field_simd(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, tab, shift, end, t)); \
         else                                                                                  \
             TEXT_SCALAR;                                                                      \
     } while (0)
@@ -406,6 +419,7 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
     for (int q = 0; q < 64; q++) iota[q] = (uint8_t)q;
     const __m512i shift = _mm512_loadu_si512((const void *)iota);
     const uint8_t *const end = base + n * record_size;
+    const int zero_trims = one[0] <= 0x20 ? 1 : 2; /* see text_field_simd */
     DECODE_ALL(TEXT_SIMD)
 }
 #endif
