@@ -500,7 +500,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
 #endif
         decode_generic(base, n, record_size, cols, ncols);
     Py_END_ALLOW_THREADS
-    /* the text columns' regions (sized for four UTF-8 bytes a character) moved together:
+    /* the text columns' regions (sized for the code page's longest UTF-8 character) moved together:
      * counts[ncols + c] is where column c's text starts now, counts[2 * ncols] their total */
     int64_t at = 0;
     for (Py_ssize_t c = 0; c < ncols; c++) {
