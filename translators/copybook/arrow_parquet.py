@@ -25,6 +25,8 @@ import pyarrow.parquet as pq
 #: of Arrow data; the background writer holds two (one encoding, one gathering), which keeps
 #: the whole process under 300 MB (131,072 took it to 290-310 MB with the writer thread)
 ROW_GROUP_ROWS = 65_536
+#: values per round of a column encoder (pyarrow's ``write_batch_size``; its default is 1,024)
+WRITE_BATCH_SIZE = 16_384
 
 
 class ParquetBatchWriter:
@@ -38,9 +40,13 @@ class ParquetBatchWriter:
         # statistics (min/max per page and row group) for the columns outside OCCURS arrays
         # only: readers prune row groups on those, not on array elements, and the elements'
         # statistics cost 20-30 % of the writer's time on the benchmark record
+        # values handed to the column encoders 16,384 at a time, not pyarrow's 1,024: fewer
+        # rounds of level encoding, statistics and page-size checks per row group (2-4 % of the
+        # whole `copybook decode --to parquet` process, docs/performance.md); a data page may
+        # pass its 1 MB target by one such round
         stats: bool | list[str] = _outside_lists(schema) if statistics == "outside-lists" else bool(statistics)
         self._writer = pq.ParquetWriter(str(path), schema, compression=compression, use_dictionary=use_dictionary,
-                                        write_statistics=stats)
+                                        write_statistics=stats, write_batch_size=WRITE_BATCH_SIZE)
         self._pending: list[pa.RecordBatch] = []
         self._rows = 0
         self.row_group_rows = row_group_rows
