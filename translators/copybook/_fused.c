@@ -251,10 +251,11 @@ static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t siz
 #if HAVE_X86_SIMD
 #define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi,bmi2,lzcnt,popcnt")))
 
-/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store.
- * nullzero: 1 the all-0x00 test when the field trims to nothing (the code page's byte 0x00
- * is a character <= U+0020, as in every EBCDIC page: an all-0x00 field trims to nothing, so
- * the test is only needed then), 2 the test on every field (other code pages) */
+/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store,
+ * without a branch that depends on the value (a column of one-byte flags, Y / N / blank,
+ * mispredicted a third of its values with branches on "blank" and "trimmed on the left").
+ * nullzero: 1 the code page's byte 0x00 is a character <= U+0020 (every EBCDIC page: an
+ * all-0x00 field trims to nothing), 2 it is not (then tested first, with a branch) */
 SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size, int64_t policy,
                                                   int nullzero, uint8_t *o, uint8_t *st, const __m512i tab[4],
                                                   const __m512i shift, const uint8_t *end, const uint8_t *t) {
@@ -265,7 +266,8 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size
      * gcc folds _mm512_maskz_mov_epi8 of a load back into one, hence the AND */
     const __m512i raw = p + 64 <= end ? _mm512_and_si512(_mm512_loadu_si512((const void *)p), _mm512_movm_epi8(field))
                                       : _mm512_maskz_loadu_epi8(field, p);
-    if (nullzero == 2 && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
+    const int zero = nullzero && _mm512_test_epi8_mask(raw, raw) == 0; /* all 0x00 (the bytes past size are 0) */
+    if (nullzero == 2 && zero) {
         *st = 1;
         return 0;
     }
@@ -274,27 +276,25 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size
     const __m512i out = _mm512_mask_blend_epi8(_mm512_movepi8_mask(raw), low, high);
     /* the first UTF-8 byte is <= 0x20 exactly when the character is (multi-byte ones start >= 0xC2) */
     const __mmask64 keep = _mm512_mask_cmpgt_epu8_mask(field, out, _mm512_set1_epi8(0x20));
-    if (__builtin_expect(!keep, 0)) { /* blanks, or nothing but characters <= U+0020 */
-        if (nullzero && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
-            *st = 1;
-            return 0;
-        }
-        if (policy) /* trimmed to nothing */
-            return 0;
-        _mm512_storeu_si512((void *)o, out);
-        return size;
-    }
+    const uint64_t first = _tzcnt_u64(keep), last = 64 - _lzcnt_u64(keep); /* 64 and 0 when none is kept */
     uint64_t lo = 0, hi = (uint64_t)size;
-    if (policy == 1 || policy == 2) lo = _tzcnt_u64(keep);
-    if (policy == 1 || policy == 3) hi = 64 - _lzcnt_u64(keep);
+    if (policy == 1) { /* both sides: nothing kept is empty */
+        lo = keep ? first : 0;
+        hi = last;
+    } else if (policy == 3) {
+        hi = last;
+    } else if (policy == 2) {
+        lo = keep ? first : (uint64_t)size;
+    }
     const __mmask64 kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
-    if (_mm512_movepi8_mask(out) & kept) /* characters beyond U+007F */
+    if (__builtin_expect((_mm512_movepi8_mask(out) & kept) != 0, 0)) /* characters beyond U+007F */
         return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
     if (lo) /* move byte lo to the front */
         _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out));
     else /* the 64-byte store may write past the value (TEXT_SLACK) */
         _mm512_storeu_si512((void *)o, out);
-    return (int64_t)(hi - lo);
+    *st = (uint8_t)zero;
+    return zero ? 0 : (int64_t)(hi - lo);
 }
 #endif
 
@@ -361,6 +361,18 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size
         }                                                                                     \
     } while (0)
 
+/* a loop of its own for each size of zoned (1-18 bytes) and packed (1-10 bytes) numbers: the
+ * size a constant, the digit loops are unrolled (the column's size is the same for every value) */
+#define ZONED_CASE(N) case N: NUMBERS(zoned(p, N, signpos, &v)); break;
+#define PACKED_CASE(N) case N: NUMBERS(packed(p, N, sgn, limit, &v)); break;
+#define ZONED_CASES                                                                           \
+    ZONED_CASE(1) ZONED_CASE(2) ZONED_CASE(3) ZONED_CASE(4) ZONED_CASE(5) ZONED_CASE(6)        \
+    ZONED_CASE(7) ZONED_CASE(8) ZONED_CASE(9) ZONED_CASE(10) ZONED_CASE(11) ZONED_CASE(12)     \
+    ZONED_CASE(13) ZONED_CASE(14) ZONED_CASE(15) ZONED_CASE(16) ZONED_CASE(17) ZONED_CASE(18)
+#define PACKED_CASES                                                                          \
+    PACKED_CASE(1) PACKED_CASE(2) PACKED_CASE(3) PACKED_CASE(4) PACKED_CASE(5) PACKED_CASE(6)  \
+    PACKED_CASE(7) PACKED_CASE(8) PACKED_CASE(9) PACKED_CASE(10)
+
 /* TEXT decodes the text of column col in records r0..r1 */
 #define DECODE_ALL(TEXT)                                                                      \
     for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE) {                                             \
@@ -377,10 +389,18 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size
                 TEXT;                                                                         \
                 break;                                                                        \
             case K_ZONED:                                                                     \
-                NUMBERS(zoned(p, size, signpos, &v));                                   \
+                switch (size) {                                                               \
+                    ZONED_CASES                                                               \
+                default:                                                                      \
+                    NUMBERS(zoned(p, size, signpos, &v));                                     \
+                }                                                                             \
                 break;                                                                        \
             case K_PACKED:                                                                    \
-                NUMBERS(packed(p, size, sgn, limit, &v));                               \
+                switch (size) {                                                               \
+                    PACKED_CASES                                                              \
+                default:                                                                      \
+                    NUMBERS(packed(p, size, sgn, limit, &v));                                 \
+                }                                                                             \
                 break;                                                                        \
             default:                                                                          \
                 NUMBERS(binary(p, size, sgn, limit, &v));                                     \
@@ -397,7 +417,7 @@ static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_
 #if HAVE_X86_SIMD
 #define TEXT_SIMD                                                                             \
     do {                                                                                      \
-        if (size > 8 && size <= 64)                                                                     \
+        if (size <= 64)                                                                     \
             TEXT_COLUMN(text_field_simd(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, tab, shift, end, t)); \
         else                                                                                  \
             TEXT_SCALAR;                                                                      \
