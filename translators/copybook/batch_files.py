@@ -144,7 +144,7 @@ def decode_file_batches(
     ``jobs`` > 1 decodes that many chunks at once on threads (the compiled kernel and the
     file reads release the GIL) and yields them in file order, with the bad-field reports
     and counters in that order too: the output is the same whatever ``jobs`` is. At most
-    ``2 * jobs`` chunks are read ahead, so memory stays flat.
+    ``jobs + 1`` chunks are read ahead, so memory stays flat.
 
     ``records=(first, count)`` decodes only those whole records of each file (numbered from
     0, as in the reports), and its truncated last record only when the range reaches the end:
@@ -259,7 +259,7 @@ def _parallel(
     pending: deque[Future[tuple[FileBatch, DecodeStats, list[Any]]]] = deque()
     for first, count in chunks:
         pending.append(pool.submit(work, first, count))
-        if len(pending) >= 2 * jobs:
+        if len(pending) >= jobs + 1:
             yield _merged(pending.popleft().result(), stats)
     while pending:
         yield _merged(pending.popleft().result(), stats)
