@@ -381,11 +381,12 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
         from coupler.translators.copybook.batch import BatchDecoder
 
         schema = BatchDecoder(layout, options).decode(b"").batch.schema
-        # with --jobs N, N row groups are encoded at once (one file: ParquetBatchWriter
-        # stitches them in order); with one job and a second core, row groups are encoded on a
-        # thread of their own while the next batches decode; on one core a thread only adds
-        # CPU time (docs/performance.md)
-        how = {"encoders": jobs, "row_group_rows": 32_768} if jobs > 1 else {"background": _cores() > 1}
+        # with --jobs N, up to N row groups (4 at most, which bounds the memory they hold) of
+        # 32,768 records are encoded at once, ParquetBatchWriter stitching them into the one
+        # file in order; with one job and a second core, row groups are encoded on a thread of
+        # their own while the next batches decode; on one core a thread only adds CPU time
+        # (docs/performance.md)
+        how = {"encoders": min(jobs, 4), "row_group_rows": 32_768} if jobs > 1 else {"background": _cores() > 1}
         with ParquetBatchWriter(args.output, schema, **how) as writer:
             for batch in reported():
                 writer.write_batch(batch)
