@@ -378,6 +378,14 @@ def main() -> int:
     print(f"- **--jobs 2 --parts on two cores / --jobs 1 on one core (whole process, wall): "
           f"{parts2_wall / main_wall:.2f}×** (target ≥ 1.8×); / --jobs 1 --parts: {parts2_wall / parts1_wall:.2f}×; "
           f"mostly PIC X: {text_parts2_wall / text_wall:.2f}×")
+    # Amdahl: the start-up (an empty file's whole process, one core) is serial; the rest is what
+    # --jobs divides. Derived from the wall times above, not measured separately
+    size_mb = full.stat().st_size / MB
+    t1, t2 = size_mb / main_wall, size_mb / parts2_wall
+    if t2 > startup_wall:
+        print(f"- --jobs 2 --parts / one core, the work after start-up ({startup_wall:.2f} s wall, empty file): "
+              f"{(t1 - startup_wall) / (t2 - startup_wall):.2f}× (derived: (T1 - S) / (T2 - S)); "
+              f"the bound with that start-up and perfect scaling: {t1 / (startup_wall + (t1 - startup_wall) / 2):.2f}×")
     for label, (rate, _, _) in whole.items():
         if "baseline" in label:
             print(f"- this code / {label}: {main_wall / rate:.2f}× (wall)")

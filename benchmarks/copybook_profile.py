@@ -23,11 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import datagen  # noqa: E402
 import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
 
 from coupler.translators.copybook import kernels  # noqa: E402
-from coupler.translators.copybook.batch import DEFAULT_BATCH_RECORDS, BatchDecoder  # noqa: E402
+from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter  # noqa: E402
+from coupler.translators.copybook.batch import DEFAULT_BATCH_RECORDS, BatchDecoder, read_fully  # noqa: E402
 from coupler.translators.copybook.layout import Field, build_layout  # noqa: E402
 from coupler.translators.copybook.parser import parse_copybook  # noqa: E402
 from coupler.translators.copybook.picture import DecodeContext  # noqa: E402
@@ -103,23 +102,37 @@ def _occurs_ancestors(layout, target):
 
 
 def stages(layout, path: Path, compiled: bool) -> dict[str, float]:
+    """CPU seconds of each stage as ``copybook decode --to parquet`` runs them: batches decoded
+    and written one after the other (the CLI's writer and settings), the time of each call
+    summed, the better of two passes (the first pays the allocator's first use of memory)."""
     dec = BatchDecoder(layout, compiled=compiled)
-    t = time.process_time()
-    batches = [d.batch for d in dec.iter_file(path)]
-    decode = time.process_time() - t
-    table = pa.Table.from_batches(batches)
+    best = {}
     with tempfile.TemporaryDirectory() as tmp:
-        t = time.process_time()
-        pq.write_table(table, Path(tmp) / "out.parquet", compression="snappy", use_dictionary=False,
-                       row_group_size=65_536)
-        parquet = time.process_time() - t
-    t = time.process_time()
-    with open(path, "rb") as f:
-        while f.read(DEFAULT_BATCH_RECORDS * 207):
-            pass
-    read = time.process_time() - t
-    return {"read the file (8,192-record chunks)": read, "decode to Arrow batches": decode,
-            "Parquet encoding (snappy, no dictionary)": parquet}
+        for _ in range(2):
+            spent = {"read": 0.0, "decode": 0.0, "parquet": 0.0}
+            with ParquetBatchWriter(Path(tmp) / "out.parquet", dec.schema) as writer, open(path, "rb") as f:
+                buffer = bytearray(DEFAULT_BATCH_RECORDS * dec.record_size)
+                first = 0
+                while True:
+                    t = time.process_time()
+                    n = read_fully(f, memoryview(buffer)) // dec.record_size
+                    spent["read"] += time.process_time() - t
+                    if not n:
+                        break
+                    t = time.process_time()
+                    batch = dec.decode(memoryview(buffer)[: n * dec.record_size], first_record=first).batch
+                    spent["decode"] += time.process_time() - t
+                    t = time.process_time()
+                    writer.write_batch(batch)
+                    spent["parquet"] += time.process_time() - t
+                    first += n
+                t = time.process_time()
+            spent["parquet"] += time.process_time() - t  # the last row group, written at close
+            best = spent if not best or sum(spent.values()) < sum(best.values()) else best
+    return {f"read the file ({DEFAULT_BATCH_RECORDS:,}-record chunks)": best["read"],
+            "decode to Arrow batches": best["decode"],
+            "Parquet encoding (the CLI's ParquetBatchWriter: snappy, no dictionary, statistics outside lists)":
+                best["parquet"]}
 
 
 def main() -> int:

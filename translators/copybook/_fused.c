@@ -251,13 +251,23 @@ static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t siz
 #if HAVE_X86_SIMD
 #define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi,bmi2,lzcnt,popcnt")))
 
-/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store */
-SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy,
+/* text_field for a field of up to 64 bytes with AVX-512 VBMI: load, translate, trim, store,
+ * without a branch that depends on the value (a column of one-byte flags, Y / N / blank,
+ * mispredicted a third of its values with branches on "blank" and "trimmed on the left").
+ * nullzero: 1 the code page's byte 0x00 is a character <= U+0020 (every EBCDIC page: an
+ * all-0x00 field trims to nothing), 2 it is not (then tested first, with a branch) */
+SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size, int64_t policy,
                                                   int nullzero, uint8_t *o, uint8_t *st, const __m512i tab[4],
-                                                  const __m512i shift) {
+                                                  const __m512i shift, const uint8_t *end, const uint8_t *t) {
     const __mmask64 field = _bzhi_u64(~0ULL, (unsigned)size);
-    const __m512i raw = _mm512_maskz_loadu_epi8(field, p);
-    if (nullzero && _mm512_mask_cmpeq_epi8_mask(field, raw, _mm512_setzero_si512()) == field) {
+    /* a plain 64-byte load where the batch has 64 bytes from p, the field's bytes kept by
+     * an AND: a masked load (vmovdqu8 {k}{z}) stalled here (this machine's AMD EPYC: the
+     * whole kernel 1.5x slower than the portable path, 37 % of its samples on that load);
+     * gcc folds _mm512_maskz_mov_epi8 of a load back into one, hence the AND */
+    const __m512i raw = p + 64 <= end ? _mm512_and_si512(_mm512_loadu_si512((const void *)p), _mm512_movm_epi8(field))
+                                      : _mm512_maskz_loadu_epi8(field, p);
+    const int zero = nullzero && _mm512_test_epi8_mask(raw, raw) == 0; /* all 0x00 (the bytes past size are 0) */
+    if (nullzero == 2 && zero) {
         *st = 1;
         return 0;
     }
@@ -266,17 +276,25 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_
     const __m512i out = _mm512_mask_blend_epi8(_mm512_movepi8_mask(raw), low, high);
     /* the first UTF-8 byte is <= 0x20 exactly when the character is (multi-byte ones start >= 0xC2) */
     const __mmask64 keep = _mm512_mask_cmpgt_epu8_mask(field, out, _mm512_set1_epi8(0x20));
+    const uint64_t first = _tzcnt_u64(keep), last = 64 - _lzcnt_u64(keep); /* 64 and 0 when none is kept */
     uint64_t lo = 0, hi = (uint64_t)size;
-    if (policy == 1 || policy == 2) lo = keep ? _tzcnt_u64(keep) : (uint64_t)size;
-    if (policy == 1 || policy == 3) hi = keep ? 64 - _lzcnt_u64(keep) : lo;
-    if (hi < lo) hi = lo;
+    if (policy == 1) { /* both sides: nothing kept is empty */
+        lo = keep ? first : 0;
+        hi = last;
+    } else if (policy == 3) {
+        hi = last;
+    } else if (policy == 2) {
+        lo = keep ? first : (uint64_t)size;
+    }
     const __mmask64 kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
-    if (_mm512_movepi8_mask(out) & kept) /* characters beyond U+007F */
+    if (__builtin_expect((_mm512_movepi8_mask(out) & kept) != 0, 0)) /* characters beyond U+007F */
         return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
-    /* move byte lo to the front; the 64-byte store may write past the value (TEXT_SLACK) */
-    const __m512i moved = _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out);
-    _mm512_storeu_si512((void *)o, moved);
-    return (int64_t)(hi - lo);
+    if (lo) /* move byte lo to the front */
+        _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi8(_mm512_add_epi8(shift, _mm512_set1_epi8((char)lo)), out));
+    else /* the 64-byte store may write past the value (TEXT_SLACK) */
+        _mm512_storeu_si512((void *)o, out);
+    *st = (uint8_t)zero;
+    return zero ? 0 : (int64_t)(hi - lo);
 }
 #endif
 
@@ -343,6 +361,18 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_
         }                                                                                     \
     } while (0)
 
+/* a loop of its own for each size of zoned (1-18 bytes) and packed (1-10 bytes) numbers: the
+ * size a constant, the digit loops are unrolled (the column's size is the same for every value) */
+#define ZONED_CASE(N) case N: NUMBERS(zoned(p, N, signpos, &v)); break;
+#define PACKED_CASE(N) case N: NUMBERS(packed(p, N, sgn, limit, &v)); break;
+#define ZONED_CASES                                                                           \
+    ZONED_CASE(1) ZONED_CASE(2) ZONED_CASE(3) ZONED_CASE(4) ZONED_CASE(5) ZONED_CASE(6)        \
+    ZONED_CASE(7) ZONED_CASE(8) ZONED_CASE(9) ZONED_CASE(10) ZONED_CASE(11) ZONED_CASE(12)     \
+    ZONED_CASE(13) ZONED_CASE(14) ZONED_CASE(15) ZONED_CASE(16) ZONED_CASE(17) ZONED_CASE(18)
+#define PACKED_CASES                                                                          \
+    PACKED_CASE(1) PACKED_CASE(2) PACKED_CASE(3) PACKED_CASE(4) PACKED_CASE(5) PACKED_CASE(6)  \
+    PACKED_CASE(7) PACKED_CASE(8) PACKED_CASE(9) PACKED_CASE(10)
+
 /* TEXT decodes the text of column col in records r0..r1 */
 #define DECODE_ALL(TEXT)                                                                      \
     for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE) {                                             \
@@ -359,10 +389,18 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *t, const uint8_
                 TEXT;                                                                         \
                 break;                                                                        \
             case K_ZONED:                                                                     \
-                NUMBERS(zoned(p, size, signpos, &v));                                   \
+                switch (size) {                                                               \
+                    ZONED_CASES                                                               \
+                default:                                                                      \
+                    NUMBERS(zoned(p, size, signpos, &v));                                     \
+                }                                                                             \
                 break;                                                                        \
             case K_PACKED:                                                                    \
-                NUMBERS(packed(p, size, sgn, limit, &v));                               \
+                switch (size) {                                                               \
+                    PACKED_CASES                                                              \
+                default:                                                                      \
+                    NUMBERS(packed(p, size, sgn, limit, &v));                                 \
+                }                                                                             \
                 break;                                                                        \
             default:                                                                          \
                 NUMBERS(binary(p, size, sgn, limit, &v));                                     \
@@ -379,8 +417,8 @@ static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_
 #if HAVE_X86_SIMD
 #define TEXT_SIMD                                                                             \
     do {                                                                                      \
-        if (size <= 64)                                                                       \
-            TEXT_COLUMN(text_field_simd(t, p, size, policy, nullzero, text + cursor, &st, tab, shift)); \
+        if (size <= 64)                                                                     \
+            TEXT_COLUMN(text_field_simd(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, tab, shift, end, t)); \
         else                                                                                  \
             TEXT_SCALAR;                                                                      \
     } while (0)
@@ -400,6 +438,8 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
     uint8_t iota[64];
     for (int q = 0; q < 64; q++) iota[q] = (uint8_t)q;
     const __m512i shift = _mm512_loadu_si512((const void *)iota);
+    const uint8_t *const end = base + n * record_size;
+    const int zero_trims = one[0] <= 0x20 ? 1 : 2; /* see text_field_simd */
     DECODE_ALL(TEXT_SIMD)
 }
 #endif
@@ -480,7 +520,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
 #endif
         decode_generic(base, n, record_size, cols, ncols);
     Py_END_ALLOW_THREADS
-    /* the text columns' regions (sized for four UTF-8 bytes a character) moved together:
+    /* the text columns' regions (sized for the code page's longest UTF-8 character) moved together:
      * counts[ncols + c] is where column c's text starts now, counts[2 * ncols] their total */
     int64_t at = 0;
     for (Py_ssize_t c = 0; c < ncols; c++) {

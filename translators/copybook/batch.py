@@ -75,6 +75,9 @@ class BatchDecoder:
         self.outputs = output_fields(layout, self.options)
         self.record_size = self.options.record_length or layout.size
         self.schema = pa.schema([self._arrow_field(o) for o in self.outputs])
+        self._struct_fields: dict[int, list[pa.Field]] = {}
+        #: (records, elements) -> the offsets of full OCCURS arrays, as an Arrow int32 array
+        self._full_offsets: dict[tuple[int, int], pa.Array] = {}
         #: the fused compiled kernel for the fields it knows (None: NumPy kernels only);
         #: ``compiled=None`` uses it when it is built (``kernels.COMPILED``)
         self.fused: FusedKernel | None = None
@@ -197,7 +200,7 @@ class BatchDecoder:
         items = _Rows(n * count, lambda: _arr(rows)[:, start : start + count * size].reshape(n * count, size))
         item_bad: list[BadField] = []
         values = self._element(out, items, 0, node.offset, item_bad, pre)
-        lengths = np.full(n, count, dtype=np.int64)
+        lengths: np.ndarray | None = None  # None: every array full (no DEPENDING ON)
         if node.occurs.depending_on:
             wanted = self._counter(node.occurs.depending_on, _arr(rows), base)
             for r in np.flatnonzero((wanted < node.occurs.min) | (wanted > count)).tolist():
@@ -205,20 +208,25 @@ class BatchDecoder:
                                     f"OCCURS DEPENDING ON {node.occurs.depending_on} = {wanted[r]} is outside "
                                     f"{node.occurs.min}..{count}"))
             lengths = np.clip(wanted, 0, count)  # as the per-record decoder: out of range is bad, not clipped to min
-        if (lengths != count).any():
-            keep = (np.arange(count)[None, :] < lengths[:, None]).reshape(-1)
-            values = values.filter(pa.array(keep))
+            if (lengths != count).any():
+                keep = (np.arange(count)[None, :] < lengths[:, None]).reshape(-1)
+                values = values.filter(pa.array(keep))
         cut = len(node.dotted_path)
         for b in item_bad:  # only the items the record holds count; report them on their record
             parent, k = divmod(b.record, count)
-            if k < lengths[parent]:  # named by the element's 1-based subscript, as the per-record decoder
+            if lengths is None or k < lengths[parent]:  # named by the element's 1-based subscript, as the per-record decoder
                 path = f"{b.path[:cut]}[{k + 1}]{b.path[cut:]}"
                 bad.append(replace(b, record=parent, offset=b.offset + k * size, path=path))
+        if lengths is None:  # the same offsets for every batch of n records: made once
+            full = self._full_offsets.get((n, count))
+            if full is None:
+                if len(self._full_offsets) > 8:  # batches of many sizes (a caller's own): keep a few
+                    self._full_offsets.clear()
+                full = self._full_offsets[(n, count)] = _int32_array(np.arange(0, (n + 1) * count, count, dtype=np.int32))
+            return pa.ListArray.from_arrays(full, values)
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lengths, out=offsets[1:])
-        # from the buffer, not pa.array(offsets): converting a NumPy array makes pyarrow look
-        # for pandas and import numpy.ma (0.02-0.05 s of every run's start-up)
-        return pa.ListArray.from_arrays(pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(offsets)]), values)
+        return pa.ListArray.from_arrays(_int32_array(offsets), values)
 
     def _element(self, out: OutputNode, rows: np.ndarray | _Rows, start: int, base: int,
                  bad: list[BadField], pre: dict[int, FusedResult]) -> pa.Array:
@@ -238,7 +246,10 @@ class BatchDecoder:
                 bad.append(BadField(i, node.dotted_path, base + start, block[i].tobytes(), exc.reason))
             return arr
         children = [self._column(c, rows, base, bad, pre) for c in out.children]
-        return pa.StructArray.from_arrays(children, fields=[self._arrow_field(c) for c in out.children])
+        fields = self._struct_fields.get(id(out))
+        if fields is None:  # the same for every batch: made once (its Avro types are looked up)
+            fields = self._struct_fields[id(out)] = [self._arrow_field(c) for c in out.children]
+        return pa.StructArray.from_arrays(children, fields=fields)
 
     def _counter(self, name: str, rows: np.ndarray, base: int) -> np.ndarray:
         node = self.layout.find(name)
@@ -277,6 +288,12 @@ class BatchDecoder:
                 done.bad.append(BadField(whole // size, "<record>", 0, tail,
                                          f"truncated record at byte {start + whole}: {len(tail)} of {size} bytes"))
                 yield done
+
+
+def _int32_array(values: np.ndarray) -> pa.Array:
+    # from the buffer, not pa.array(values): converting a NumPy array makes pyarrow look for
+    # pandas and import numpy.ma (0.02-0.05 s of every run's start-up)
+    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
 
 
 def read_fully(stream: Any, into: memoryview) -> int:

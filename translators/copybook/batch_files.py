@@ -144,7 +144,7 @@ def decode_file_batches(
     ``jobs`` > 1 decodes that many chunks at once on threads (the compiled kernel and the
     file reads release the GIL) and yields them in file order, with the bad-field reports
     and counters in that order too: the output is the same whatever ``jobs`` is. At most
-    ``2 * jobs`` chunks are read ahead, so memory stays flat.
+    ``jobs + 1`` chunks (5 at most) are read ahead, so memory stays flat.
 
     ``records=(first, count)`` decodes only those whole records of each file (numbered from
     0, as in the reports), and its truncated last record only when the range reaches the end:
@@ -241,6 +241,12 @@ class _Decoders(threading.local):
         return self.made
 
 
+#: chunks decoded ahead of the consumer at most, whatever ``jobs`` is: each holds ~18 MB (its
+#: bytes, its Arrow batch, the kernel's buffers); the consumer (the Parquet, Avro or JSON
+#: writer) is slower than one decoding thread, so more would only hold memory
+_READ_AHEAD = 5
+
+
 def _parallel(
     pool: ThreadPoolExecutor, jobs: int, decoders: _Decoders, fd: int, chunks: Iterator[tuple[int, int]],
     size: int, name: str, file_id: int, options: CopybookOptions, stats: DecodeStats,
@@ -259,7 +265,7 @@ def _parallel(
     pending: deque[Future[tuple[FileBatch, DecodeStats, list[Any]]]] = deque()
     for first, count in chunks:
         pending.append(pool.submit(work, first, count))
-        if len(pending) >= 2 * jobs:
+        if len(pending) >= min(jobs + 1, _READ_AHEAD):
             yield _merged(pending.popleft().result(), stats)
     while pending:
         yield _merged(pending.popleft().result(), stats)

@@ -348,6 +348,9 @@ class FusedKernel:
         self.ctx = ctx
         table = _utf8_table(ctx) if any(c.kind == _TEXT_K for c in columns) else b""
         self.tables = table or b"\0"
+        #: the most UTF-8 bytes a character of the code page takes (2 for cp037: Latin-1): a text
+        #: column's region is sized for that, not for 4 bytes a character (less memory to map)
+        self.char_bytes = max(max(table[1024:1280]), 1) if table else 4
         self.instances = np.array([o for c in columns for o in c.offsets] or [0], dtype=np.int32)
         self._programs: dict[int, tuple[np.ndarray, int, int, int, int]] = {}
 
@@ -372,7 +375,7 @@ class FusedKernel:
                 row[8] = text
                 row[10] = textoff
                 row[11] = _TRIM.get(self.ctx.string_trimming_policy, 0) | null_zero
-                text += count * ft.size * 4 + _TEXT_SLACK  # the kernel's 64-byte stores
+                text += count * ft.size * self.char_bytes + _TEXT_SLACK  # the kernel's 64-byte stores
                 textoff += count + 1
                 continue
             row[4] = col.width
