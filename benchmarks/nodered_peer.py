@@ -193,26 +193,35 @@ class System:
             self.proc = None
 
 
-class Coupler(System):
-    name = "coupler"
+#: how Coupler's site takes the file: ``split`` (the file is one message, the route's ``split`` step
+#: streams its lines through the rest of the route in memory, as Node-RED's flow and a Camel
+#: route do) or ``lines`` (the adapter publishes one durable message per line)
+COUPLER_MODE = os.environ.get("NODERED_PEER_COUPLER_MODE", "split")
 
-    def __init__(self, root: Path):
-        super().__init__(root)
-        rules = "".join(f'[[routes.rules]]\nwhen = "properties.region = \'{r}\'"\nto = ["batches.{r}"]\n'
-                        for r in REGIONS)
-        outs = "".join(f"""
+
+def coupler_site(root: Path, drop: Path, out: Path, mode: str = "split") -> str:
+    """The site.toml of the Coupler side."""
+    rules = "".join(f'[[routes.rules]]\nwhen = "properties.region = \'{r}\'"\nto = ["batches.{r}"]\n'
+                    for r in REGIONS)
+    outs = "".join(f"""
 [[adapters]]
 name = "out-{r}"
 type = "filedrop"
 direction = "outbound"
 channel = "batches.{r}"
 [adapters.options]
-directory = "{self.out}"
+directory = "{out}"
 file_name = "{r}.jsonl"
 file_exists = "append"
 """ for r in REGIONS)
-        self.site = root / "site.toml"
-        self.site.write_text(f"""
+    if mode == "split":  # the whole file is one message; its lines are parts inside the route
+        inbound = 'format = "bench.Orders@1;application/x-ndjson"\n[adapters.options]\npayload = "whole"\n'
+        split = ('[[routes.steps]]\ntype = "split"\nlines = true\n'
+                 'part_format = "bench.Order@1;application/json"\n')
+    else:  # one durable message per line
+        inbound = 'format = "bench.Order@1;application/json"\n[adapters.options]\npayload = "lines"\n'
+        split = ""
+    return f"""
 [site]
 name = "nodered-peer"
 data_dir = "{root / 'data'}"
@@ -222,11 +231,8 @@ name = "orders-in"
 type = "filedrop"
 direction = "inbound"
 channel = "orders"
-format = "bench.Order@1;application/json"
-[adapters.options]
-directory = "{self.drop}"
+{inbound}directory = "{drop}"
 include = ["*.jsonl"]
-payload = "lines"
 stable_seconds = 0
 poll_interval = 0.2
 max_poll_interval = 0.2
@@ -237,7 +243,7 @@ from = "orders"
 otherwise = "orders.other"
 idempotent_key = "message_id"
 throttle = {{ concurrency = {CONCURRENCY} }}
-[[routes.steps]]
+{split}[[routes.steps]]
 type = "filter"
 when = "body.amount >= 0"
 [[routes.steps]]
@@ -249,8 +255,16 @@ correlation = "properties.region"
 complete_size = {BATCH}
 timeout_seconds = {TIMEOUT}
 strategy = "lines"
-{rules}""")
+{rules}"""
 
+
+class Coupler(System):
+    name = "coupler"
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.site = root / "site.toml"
+        self.site.write_text(coupler_site(root, self.drop, self.out, COUPLER_MODE))
     def command(self) -> list[str]:
         return [sys.executable, "-m", "coupler.bus.cli.main", "daemon", "--site", str(self.site)]
 

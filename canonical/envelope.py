@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import io
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,12 +43,27 @@ def _parse_format(text: str) -> FormatIndicator:
     return FormatIndicator.parse(text)
 
 
+#: ``(millisecond, its datetime)`` of the last :func:`utc_now` (a datetime is immutable: the
+#: messages and history entries of one millisecond share it)
+_last_now: tuple[int, datetime] = (0, datetime.fromtimestamp(0, UTC))
+
+
 def utc_now() -> datetime:
-    return to_millis(datetime.now(UTC))
+    """Now in UTC, truncated to whole milliseconds."""
+    global _last_now
+    ms = time.time_ns() // 1_000_000
+    last = _last_now
+    if last[0] == ms:
+        return last[1]
+    now = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+    _last_now = (ms, now)
+    return now
 
 
 def to_millis(ts: datetime) -> datetime:
     """``ts`` in UTC, truncated to whole milliseconds (the envelope's resolution)."""
+    if ts.tzinfo is UTC and not ts.microsecond % 1000:  # already (every envelope's own timestamps)
+        return ts
     if ts.tzinfo is None:
         raise EnvelopeError(f"timestamp {ts.isoformat()} has no time zone; use UTC")
     ts = ts.astimezone(UTC)
@@ -74,6 +90,17 @@ class Sequence:
     position: int
     size: int | None = None
     end: bool = False
+
+
+def _check_properties(properties: dict[str, str]) -> None:
+    for key, value in properties.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise EnvelopeError(f"property {key!r}: properties are strings, got {value!r}")
+
+
+#: the headers :meth:`Envelope.replace` changes without building the envelope again
+_CHEAP_CHANGES = frozenset({"properties", "body", "message_id", "correlation_id", "return_address", "sequence",
+                            "history", "origin", "attempt"})
 
 
 @dataclass
@@ -103,9 +130,7 @@ class Envelope:
         self.timestamp = to_millis(self.timestamp)
         if self.expires_at is not None:
             self.expires_at = to_millis(self.expires_at)
-        for key, value in self.properties.items():
-            if not isinstance(key, str) or not isinstance(value, str):
-                raise EnvelopeError(f"property {key!r}: properties are strings, got {value!r}")
+        _check_properties(self.properties)
 
     # -- behaviour ---------------------------------------------------------------------------
 
@@ -119,6 +144,21 @@ class Envelope:
 
     def replace(self, **changes: Any) -> Envelope:
         """A copy with some headers changed (history and properties are copied, not shared)."""
+        if changes.keys() <= _CHEAP_CHANGES:  # checked here; the unchanged headers are valid already
+            props = changes.pop("properties", None)
+            if props is None:
+                props = dict(self.properties)
+            else:
+                _check_properties(props)
+            if "body" in changes and not isinstance(changes["body"], bytes):
+                raise EnvelopeError(f"body must be bytes, not {type(changes['body']).__name__}")
+            copy = object.__new__(type(self))
+            copy.__dict__.update(self.__dict__)
+            copy.__dict__.update(changes)
+            if "history" not in changes:
+                copy.history = list(self.history)
+            copy.properties = props
+            return copy
         changes.setdefault("history", list(self.history))
         changes.setdefault("properties", dict(self.properties))
         return dataclasses.replace(self, **changes)

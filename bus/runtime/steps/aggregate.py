@@ -121,15 +121,15 @@ class AggregateOptions(OptionsModel):
         return self
 
 
-def _member(message: Envelope) -> bytes:
+def _member(message: Envelope) -> Envelope:
     """A member as the group keeps it: the envelope without its Message History (the aggregate
-    starts a history of its own, and the journal keeps each member's way); half the bytes to
-    encode and decode of a record that came through a file and a few steps."""
-    history, message.history = message.history, []
-    try:
-        return encode(message)
-    finally:
-        message.history = history
+    starts a history of its own, and the journal keeps each member's way; half the bytes to
+    encode and decode of a record that came through a file and a few steps). A shallow copy:
+    the headers and body are shared, the history is not."""
+    member = object.__new__(type(message))
+    member.__dict__.update(message.__dict__)
+    member.history = []
+    return member
 
 
 @dataclass
@@ -139,7 +139,10 @@ class _Pending:
 
     heads: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
-    members: dict[str, bytes] = field(default_factory=dict)
+    #: members added in this transaction, as envelopes: encoded at the flush only if their group
+    #: is still open then (a group completed in the same transaction is never encoded or decoded:
+    #: a split file's parts aggregated in the transaction of the file)
+    members: dict[str, Envelope] = field(default_factory=dict)
 
 
 @dataclass
@@ -342,11 +345,10 @@ class Aggregator(Step):
         head["n"] += 1
         head["last"] = now
         head["bytes"] += len(message.body)
-        blob = _member(message)
         if pending is None:
-            self.state.put(tx, "members", {member_key: blob})
+            self.state.put(tx, "members", {member_key: encode(_member(message))})
         else:
-            pending.members[member_key] = blob
+            pending.members[member_key] = _member(message)
         reason = self._complete_now(message, head)
         if reason is None:
             if pending is None:
@@ -362,7 +364,7 @@ class Aggregator(Step):
         """The members and group headers the deliveries of one transaction left: written once,
         before it commits."""
         if pending.members:
-            self.state.put(tx, "members", dict(pending.members))
+            self.state.put(tx, "members", {k: encode(m) for k, m in pending.members.items()})
         if pending.changed:
             self.state.put(tx, "groups", {
                 k: None if pending.heads[k] is None else json.dumps(pending.heads[k], separators=(",", ":")).encode()
@@ -404,7 +406,7 @@ class Aggregator(Step):
         """The aggregate of group ``key`` (its header ``head``); the group's state deleted
         (``pending``: with what this transaction has not written yet)."""
         stored = self._members(tx, key, head, pending)
-        members = [decode(stored[k]) for k in sorted(stored)]
+        members = [m if isinstance(m := stored[k], Envelope) else decode(m) for k in sorted(stored)]
         if pending is None:
             self.state.put(tx, "members", dict.fromkeys(stored))
             self.state.put_json(tx, "groups", key, None)
@@ -432,7 +434,8 @@ class Aggregator(Step):
             raise StepError(f"strategy {self.options.strategy} failed on group {key}: {exc}") from exc
         props = dict(members[0].properties) if members else {}
         for m in members[1:]:  # what all members agree on
-            props = {k: v for k, v in props.items() if m.properties.get(k) == v}
+            if m.properties != props:
+                props = {k: v for k, v in props.items() if m.properties.get(k) == v}
         props.update({"aggregate.key": key, "aggregate.size": str(len(members)), "aggregate.reason": reason})
         return Envelope(
             format=fmt, body=body, correlation_id=key, properties=props,
@@ -494,13 +497,14 @@ class Aggregator(Step):
         return len(stored)
 
     def _members(self, tx: TransactionOps, key: str, head: dict[str, Any],
-                 pending: _Pending | None = None) -> dict[str, bytes]:
-        """The members of group ``key``: ``{member key: encoded envelope}`` (stored, and those
-        ``pending`` holds for the end of this transaction)."""
+                 pending: _Pending | None = None) -> dict[str, bytes | Envelope]:
+        """The members of group ``key``: ``{member key: encoded envelope}`` as stored, and the
+        envelopes ``pending`` holds for the end of this transaction."""
         n = max(head["n"], head.get("size") or 0)
         keys = [f"{key}\x1f{i:09d}" for i in range(n)]
-        held = {} if pending is None else {k: pending.members[k] for k in keys if k in pending.members}
-        stored = {**self.state.get(tx, "members", [k for k in keys if k not in held]), **held}
+        held: dict[str, bytes | Envelope] = {} if pending is None else {k: pending.members[k] for k in keys if k in pending.members}
+        missing = [k for k in keys if k not in held]
+        stored: dict[str, bytes | Envelope] = {**self.state.get(tx, "members", missing), **held} if missing else held
         if len(stored) < head["n"]:  # a sequence whose positions are not 0..n-1: look at them all
             prefix = f"{key}\x1f"
             stored = {k: v for k, v in self.state.get(tx, "members").items() if k.startswith(prefix)}
