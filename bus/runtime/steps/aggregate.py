@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -296,6 +297,10 @@ class Aggregator(Step):
         timed = [t for t in (o.timeout_seconds, o.interval_seconds) if t]
         self.timer_seconds = min([o.interval_seconds or 1.0, *(t / 4 for t in timed), 1.0]) if timed else 0.0
         self._next_interval = 0.0
+        #: the earliest time-out (``time.time()``) of the groups this process wrote, for the
+        #: monitor to tick at (:meth:`wake_at`); a hint: a rolled-back write leaves it early
+        self._wake: float | None = None
+        self._wake_lock = threading.Lock()
         #: completions by reason (``/metrics``)
         self.completed: dict[str, int] = dict.fromkeys(REASONS, 0)
 
@@ -353,6 +358,7 @@ class Aggregator(Step):
         if reason is None:
             if pending is None:
                 self.state.put_json(tx, "groups", key, head)
+                self._hint([head])
             else:
                 pending.heads[key] = head
                 pending.changed.add(key)
@@ -369,6 +375,22 @@ class Aggregator(Step):
             self.state.put(tx, "groups", {
                 k: None if pending.heads[k] is None else json.dumps(pending.heads[k], separators=(",", ":")).encode()
                 for k in sorted(pending.changed)})
+            self._hint([h for k in pending.changed if (h := pending.heads[k]) is not None])
+
+    def _timeout_at(self, head: dict[str, Any]) -> float | None:
+        o = self.options
+        return None if not o.timeout_seconds else head["first" if o.timeout_from == "first" else "last"] + o.timeout_seconds
+
+    def _hint(self, heads: list[dict[str, Any]]) -> None:
+        """Open groups written: the monitor ticks at the earliest of their time-outs."""
+        at = min((t for h in heads if (t := self._timeout_at(h)) is not None), default=None)
+        if at is not None:
+            with self._wake_lock:
+                if self._wake is None or at < self._wake:
+                    self._wake = at
+
+    def wake_at(self) -> float | None:
+        return self._wake
 
     def _key(self, message: Envelope) -> str:
         try:
@@ -454,14 +476,22 @@ class Aggregator(Step):
             if interval:
                 self._next_interval = now + o.interval_seconds
         out: list[Envelope] = []
+        with self._wake_lock:
+            hinted = self._wake
+        later: list[float] = []  # the time-outs of the groups left open
         for key, head in sorted(self.state.all_json(ctx.tx, "groups").items()):  # locks in key order
             if self._due(head, now, interval) is None:
+                if (at := self._timeout_at(head)) is not None:
+                    later.append(at)
                 continue
             head = self.state.get_json(ctx.tx, "groups", key, lock=True)  # another daemon may have been first
             reason = None if head is None else self._due(head, now, interval)
             if head is not None and reason is not None:
                 out.append(self._complete(ctx.tx, key, head, reason))
                 ctx.committed.append(functools.partial(self.count_completion, reason))
+        with self._wake_lock:  # the next time-out, unless a delivery wrote an earlier one meanwhile
+            nxt = min(later, default=None)
+            self._wake = nxt if self._wake == hinted else min(t for t in (self._wake, nxt) if t is not None)
         return Continue(out, "time-out") if out else None
 
     def _due(self, head: dict[str, Any], now: float, interval: bool) -> str | None:

@@ -196,5 +196,11 @@ class Step(abc.ABC):
         """Time-driven work (``timer_seconds``); what it returns continues after this step."""
         return None
 
+    def wake_at(self) -> float | None:
+        """When (``time.time()``) this step knows its :meth:`on_timer` has work, if sooner than
+        its next ``timer_seconds`` tick: an Aggregator's earliest time-out of the groups this
+        process wrote. None: nothing known (the ticks go on)."""
+        return None
+
 
 __all__ = ["NoOptions", "Step", "StepContext", "StepError", "StepSetup", "Switches", "TxScope"]
