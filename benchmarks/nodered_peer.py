@@ -62,7 +62,8 @@ WORK = BUILD / "nodered_peer"
 REGIONS = ("EU", "US", "APAC", "LATAM")
 BATCH, TIMEOUT = 100, 2
 LEASE = 30.0  # Coupler's default [store] lease_seconds
-#: worker threads of the Coupler route (their commits share disk syncs: the store's group commit)
+#: worker threads of the Coupler route with one message per line (their commits share disk
+#: syncs: the store's group commit); with the file as one message the route keeps its one worker
 CONCURRENCY = int(os.environ.get("NODERED_PEER_CONCURRENCY", "4"))
 
 
@@ -218,9 +219,11 @@ file_exists = "append"
         inbound = 'format = "bench.Orders@1;application/x-ndjson"\n[adapters.options]\npayload = "whole"\n'
         split = ('[[routes.steps]]\ntype = "split"\nlines = true\n'
                  'part_format = "bench.Order@1;application/json"\n')
+        throttle = ""
     else:  # one durable message per line
         inbound = 'format = "bench.Order@1;application/json"\n[adapters.options]\npayload = "lines"\n'
         split = ""
+        throttle = f"throttle = {{ concurrency = {CONCURRENCY} }}\n"
     return f"""
 [site]
 name = "nodered-peer"
@@ -242,8 +245,7 @@ name = "orders"
 from = "orders"
 otherwise = "orders.other"
 idempotent_key = "message_id"
-throttle = {{ concurrency = {CONCURRENCY} }}
-{split}[[routes.steps]]
+{throttle}{split}[[routes.steps]]
 type = "filter"
 when = "body.amount >= 0"
 [[routes.steps]]

@@ -82,6 +82,24 @@ class HistoryEntry:
         object.__setattr__(self, "timestamp", to_millis(self.timestamp))
 
 
+#: the history entries made in the last millisecond, by (component, action): an entry is
+#: immutable, so the messages a step passes on within one millisecond (a split file's parts)
+#: share it; cleared when the millisecond changes
+_hops: dict[tuple[str, str], HistoryEntry] = {}
+_hops_at: list[datetime | None] = [None]
+
+
+def _hop(component: str, action: str) -> HistoryEntry:
+    now = utc_now()
+    if _hops_at[0] is not now:
+        _hops.clear()
+        _hops_at[0] = now
+    entry = _hops.get((component, action))
+    if entry is None or entry.timestamp is not now:
+        entry = _hops[(component, action)] = HistoryEntry(component, action, now)
+    return entry
+
+
 @dataclass(frozen=True)
 class Sequence:
     """Message Sequence: ``position`` (0-based) in sequence ``id`` of ``size`` parts, or ``end``."""
@@ -139,7 +157,7 @@ class Envelope:
 
     def record_hop(self, component: str, action: str) -> Envelope:
         """Append a Message History entry (in place) and return the envelope."""
-        self.history.append(HistoryEntry(component, action))
+        self.history.append(_hop(component, action))
         return self
 
     def replace(self, **changes: Any) -> Envelope:

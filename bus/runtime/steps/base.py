@@ -186,7 +186,10 @@ class Step(abc.ABC):
 
     @property
     def label(self) -> str:
-        return f"step {self.setup.index} {self.type_name}"
+        label: str | None = self.__dict__.get("_label")
+        if label is None:
+            label = self.__dict__["_label"] = f"step {self.setup.index} {self.type_name}"
+        return label
 
     @abc.abstractmethod
     def process(self, message: Envelope, ctx: StepContext) -> Outcome:
