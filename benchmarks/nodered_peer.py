@@ -3,12 +3,17 @@ dropped, routed on ``body.region``, joined into batches of 100 per route (or wha
 after a 2-second time-out), the batches appended to one file per route.
 
 * ``coupler`` -- ``coupler daemon`` of a generated site.toml: a ``filedrop`` inbound adapter
-  (``payload = "lines"``, polled every 0.2 s, ``stable_seconds = 0``: files arrive by an atomic
-  rename), one route (``filter`` ``body.amount >= 0``, ``set_properties`` region =
-  ``body.region``, ``aggregate`` by region, 100 or 2 s, strategy ``lines``; its rules send each
-  region's batches to a channel of its own), one ``filedrop`` outbound adapter per region
-  appending to ``REGION.jsonl``. Embedded SQLite store, the daemon's defaults (every step's
-  state commits with the acknowledgement, synchronous FULL).
+  (the whole file as one message, polled every 0.2 s, ``stable_seconds = 0``: files arrive by an
+  atomic rename), one route (``split`` into lines, each part ``bench.Order@1`` JSON;
+  ``filter`` ``body.amount >= 0``, ``set_properties`` region = ``body.region``, ``aggregate``
+  by region, 100 or 2 s, strategy ``lines``; its rules send each region's batches to a channel
+  of its own), one ``filedrop`` outbound adapter per region appending to ``REGION.jsonl``.
+  Embedded SQLite store, the daemon's defaults (synchronous FULL): the file's message is
+  acknowledged in the transaction that stores the aggregator's open groups and sends the
+  completed batches, so a SIGKILL before that commit redoes the whole file. This is the flow
+  Node-RED's (below) and a Camel route (``split().tokenize("\n")``) have: the file read whole,
+  its lines split in memory. ``NODERED_PEER_COUPLER_MODE=lines``: the adapter publishes one
+  durable message per line instead (``payload = "lines"``, the route with 4 workers).
 * ``node-red`` -- Node-RED 4 (npm ``node-red@4``, installed into ``build/nodered`` when
   missing; Node-RED 5 needs a newer Node.js), core nodes only: ``watch`` (the drop directory)
   -> ``switch`` (a ``*.jsonl`` file) -> ``file in`` (one string) -> ``split`` (``\\n``) ->
