@@ -195,7 +195,7 @@ class Pipeline:
 
     def _each(self, step: Step, outcome: Continue) -> Iterable[Envelope]:
         """The messages of ``outcome``; a streaming step's failure half-way stops the delivery."""
-        if isinstance(outcome.messages, tuple | list):  # made already (a filter's one message)
+        if isinstance(outcome.messages, (tuple, list)):  # made already (a filter's one message)
             return outcome.messages
         return self._stream(step, outcome)
 
