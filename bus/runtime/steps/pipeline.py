@@ -20,7 +20,7 @@ from coupler.bus.config.loader import ConfigError, RouteConfig
 from coupler.bus.runtime.context import expiring
 from coupler.bus.runtime.router import Route
 from coupler.bus.runtime.trace import join_notes, note
-from coupler.bus.transport.base import Delivery, TransactionOps, Transport
+from coupler.bus.transport.base import Delivery, TransactionOps, Transport, TransportError
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.options import problems as options_problems
@@ -220,6 +220,10 @@ class Pipeline:
             raise
         except StepError as exc:
             return Invalid(f"{step.label}: {exc}")
+        except TransportError as exc:  # the store failed the step's state (not the message's fault): again later
+            log.warning("%s %s: the store failed on %s: %s", self.component, step.label, message.message_id, exc,
+                        extra={"route": self.name})
+            return Retry(f"{step.label}: {exc}")
         except CouplerError as exc:  # a body that cannot be read by an expression
             return Invalid(f"{step.label}: {exc}")
         except Exception as exc:  # a step's bug: the delivery is retried, then dead-lettered

@@ -176,7 +176,7 @@ def test_every_record_in_exactly_one_batch_despite_sigkills(store: str, how: str
                f"{len(twice)} in two batches")
     print(summary)
     log.warning(summary)
-    assert dead == []
+    assert dead == [], [(d.kind, d.reason, d.error, d.component) for d in dead]
     assert not lost and not twice, summary
     assert all(len(b.splitlines()) <= 100 for b in bodies.values())
     assert set(reasons) <= {"size", "timeout"} and reasons["timeout"] >= 1, summary
