@@ -324,7 +324,9 @@ class Aggregator(Step):
         if ctx.test:
             return Continue((), f"would be held in group {key}")
         tx = ctx.tx
-        pending = ctx.defer(self.state.scope, _Pending, functools.partial(self._flush, tx))
+        pending = ctx.scope.kept(self.state.scope) if ctx.scope is not None else None
+        if pending is None:  # the first delivery of the transaction for this step
+            pending = ctx.defer(self.state.scope, _Pending, functools.partial(self._flush, tx))
         if pending is not None and key in pending.heads:
             head = pending.heads[key]  # read (and locked) by an earlier delivery of this transaction
         else:

@@ -121,6 +121,10 @@ class TxScope:
             self._flushes.append(lambda: flush(it))
         return cast(T, self._kept[name])
 
+    def kept(self, name: str) -> Any:
+        """The object ``name`` if :meth:`get` made it already in this transaction, else None."""
+        return self._kept.get(name)
+
     def flush(self) -> None:
         """Write what the steps left for the end of the transaction (before it commits)."""
         for f in self._flushes:
