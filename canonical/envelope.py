@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -45,12 +46,27 @@ def _parse_format(text: str) -> FormatIndicator:
     return FormatIndicator.parse(text)
 
 
+#: ``(millisecond, its datetime)`` of the last :func:`utc_now` (a datetime is immutable: the
+#: messages and history entries of one millisecond share it)
+_last_now: tuple[int, datetime] = (0, datetime.fromtimestamp(0, UTC))
+
+
 def utc_now() -> datetime:
-    return to_millis(datetime.now(UTC))
+    """Now in UTC, truncated to whole milliseconds."""
+    global _last_now
+    ms = time.time_ns() // 1_000_000
+    last = _last_now
+    if last[0] == ms:
+        return last[1]
+    now = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+    _last_now = (ms, now)
+    return now
 
 
 def to_millis(ts: datetime) -> datetime:
     """``ts`` in UTC, truncated to whole milliseconds (the envelope's resolution)."""
+    if ts.tzinfo is UTC and not ts.microsecond % 1000:  # already (every envelope's own timestamps)
+        return ts
     if ts.tzinfo is None:
         raise EnvelopeError(f"timestamp {ts.isoformat()} has no time zone; use UTC")
     ts = ts.astimezone(UTC)
@@ -69,6 +85,24 @@ class HistoryEntry:
         object.__setattr__(self, "timestamp", to_millis(self.timestamp))
 
 
+#: the history entries made in the last millisecond, by (component, action): an entry is
+#: immutable, so the messages a step passes on within one millisecond (a split file's parts)
+#: share it; cleared when the millisecond changes
+_hops: dict[tuple[str, str], HistoryEntry] = {}
+_hops_at: list[datetime | None] = [None]
+
+
+def _hop(component: str, action: str) -> HistoryEntry:
+    now = utc_now()
+    if _hops_at[0] is not now:
+        _hops.clear()
+        _hops_at[0] = now
+    entry = _hops.get((component, action))
+    if entry is None or entry.timestamp is not now:
+        entry = _hops[(component, action)] = HistoryEntry(component, action, now)
+    return entry
+
+
 @dataclass(frozen=True)
 class Sequence:
     """Message Sequence: ``position`` (0-based) in sequence ``id`` of ``size`` parts, or ``end``."""
@@ -77,6 +111,17 @@ class Sequence:
     position: int
     size: int | None = None
     end: bool = False
+
+
+def _check_properties(properties: dict[str, str]) -> None:
+    for key, value in properties.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise EnvelopeError(f"property {key!r}: properties are strings, got {value!r}")
+
+
+#: the headers :meth:`Envelope.replace` changes without building the envelope again
+_CHEAP_CHANGES = frozenset({"properties", "body", "message_id", "correlation_id", "return_address", "sequence",
+                            "history", "origin", "attempt"})
 
 
 @dataclass
@@ -106,9 +151,7 @@ class Envelope:
         self.timestamp = to_millis(self.timestamp)
         if self.expires_at is not None:
             self.expires_at = to_millis(self.expires_at)
-        for key, value in self.properties.items():
-            if not isinstance(key, str) or not isinstance(value, str):
-                raise EnvelopeError(f"property {key!r}: properties are strings, got {value!r}")
+        _check_properties(self.properties)
 
     @classmethod
     def many(
@@ -163,11 +206,26 @@ class Envelope:
 
     def record_hop(self, component: str, action: str) -> Envelope:
         """Append a Message History entry (in place) and return the envelope."""
-        self.history.append(HistoryEntry(component, action))
+        self.history.append(_hop(component, action))
         return self
 
     def replace(self, **changes: Any) -> Envelope:
         """A copy with some headers changed (history and properties are copied, not shared)."""
+        if changes.keys() <= _CHEAP_CHANGES:  # checked here; the unchanged headers are valid already
+            props = changes.pop("properties", None)
+            if props is None:
+                props = dict(self.properties)
+            else:
+                _check_properties(props)
+            if "body" in changes and not isinstance(changes["body"], bytes):
+                raise EnvelopeError(f"body must be bytes, not {type(changes['body']).__name__}")
+            copy = object.__new__(type(self))
+            copy.__dict__.update(self.__dict__)
+            copy.__dict__.update(changes)
+            if "history" not in changes:
+                copy.history = list(self.history)
+            copy.properties = props
+            return copy
         changes.setdefault("history", list(self.history))
         changes.setdefault("properties", dict(self.properties))
         return dataclasses.replace(self, **changes)

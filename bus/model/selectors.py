@@ -140,21 +140,29 @@ def field_getter(name: str, body: BodyReader | None = None, *, bare_properties: 
     return lambda e: e.properties.get(name)
 
 
+#: the body decoded last in each thread, by kind: ``(body, format, registry, value)``, shared by
+#: every reader (the steps of a route each have one: a filter and a step setting a property
+#: from the same body, on the same message or on a copy of it, decode it once)
+_LAST = threading.local()
+
+
 class BodyReader:
     """Reads fields of message bodies for the expression language: ``avro/binary`` decoded
     with the message's format from the schema registry, JSON, XML for ``xpath(...)``. The body
-    of the message being evaluated is decoded once (per thread), whatever the number of fields."""
+    of the message being evaluated is decoded once (per thread), whatever the number of fields
+    and of readers."""
 
     def __init__(self, registry: Callable[[], Any] | None = None):
         self._registry = registry
-        self._local = threading.local()
 
     def _cached(self, e: Envelope, kind: str, decode: Callable[[Envelope], Any]) -> Any:
-        last = getattr(self._local, kind, None)
-        if last is not None and last[0] is e and last[1] == len(e.body):
-            return last[2]
+        # the same body object (bytes are immutable; the reference held keeps it alive, so its
+        # identity is not reused) read as the same format with the same registry
+        last = getattr(_LAST, kind, None)
+        if last is not None and last[0] is e.body and last[2] is self._registry and last[1] == e.format:
+            return last[3]
         value = decode(e)
-        setattr(self._local, kind, (e, len(e.body), value))
+        setattr(_LAST, kind, (e.body, e.format, self._registry, value))
         return value
 
     def record(self, e: Envelope) -> Any:

@@ -26,12 +26,22 @@ class Monitor:
         interval = self.d.site.monitor.interval_seconds
         last_maintenance = 0.0
         timers: dict[str, dict[int, float]] = {name: {} for name, p in self.d.pipelines.items() if p.timers()}
-        while not self.d.stopping.wait(min(interval, 1.0) if timers else interval):
+        cadence = min(interval, 1.0) if timers else interval
+        checks = time.monotonic() + cadence
+        while True:
+            # wake for the checks, and for the steps' timers when they have work (an
+            # Aggregator's time-out fires when it falls due, not at the next second)
+            wake = min([checks, *(self.d.pipelines[name].next_tick(due) for name, due in timers.items())])
+            if self.d.stopping.wait(max(wake - time.monotonic(), 0.001)):
+                break
             for name, due in timers.items():
                 try:
                     self.d.pipelines[name].tick(self.d.transport, due)
                 except CouplerError as exc:
                     log.error("route %s: timer failed: %s", name, exc)
+            if time.monotonic() < checks:
+                continue
+            checks = time.monotonic() + cadence
             for ra in self.d.adapters.values():
                 if ra.started and not ra.paused.is_set():
                     self.d.statistics.beat(ra.name)

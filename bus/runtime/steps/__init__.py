@@ -62,7 +62,10 @@ once, at start), keyed by ``setup.state_scope`` (``route/step``), so the state c
 with the acknowledgement of the message that changed them and a redelivered message never
 counts twice. Time-driven work (a completion time-out) goes in ``on_timer(ctx)``, which the
 daemon calls every ``timer_seconds`` (class attribute; 0 = never) in a transaction of its
-own; what it returns continues from the step after it, like ``process``'s outcome.
+own, and also as soon as the time ``wake_at()`` returns (``time.time()``, None by default) has
+come, when the step knows when its work falls due (an Aggregator: the earliest time-out of the
+groups this process wrote); what it returns continues from the step after it, like
+``process``'s outcome.
 
 Every step of every message is recorded: each message that leaves a step carries a Message
 History hop ``route:NAME`` / ``step N TYPE: what it did``, and what a route stores is journaled

@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -121,15 +122,15 @@ class AggregateOptions(OptionsModel):
         return self
 
 
-def _member(message: Envelope) -> bytes:
+def _member(message: Envelope) -> Envelope:
     """A member as the group keeps it: the envelope without its Message History (the aggregate
-    starts a history of its own, and the journal keeps each member's way); half the bytes to
-    encode and decode of a record that came through a file and a few steps."""
-    history, message.history = message.history, []
-    try:
-        return encode(message)
-    finally:
-        message.history = history
+    starts a history of its own, and the journal keeps each member's way; half the bytes to
+    encode and decode of a record that came through a file and a few steps). A shallow copy:
+    the headers and body are shared, the history is not."""
+    member = object.__new__(type(message))
+    member.__dict__.update(message.__dict__)
+    member.history = []
+    return member
 
 
 @dataclass
@@ -139,7 +140,10 @@ class _Pending:
 
     heads: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
-    members: dict[str, bytes] = field(default_factory=dict)
+    #: members added in this transaction, as envelopes: encoded at the flush only if their group
+    #: is still open then (a group completed in the same transaction is never encoded or decoded:
+    #: a split file's parts aggregated in the transaction of the file)
+    members: dict[str, Envelope] = field(default_factory=dict)
 
 
 @dataclass
@@ -293,6 +297,10 @@ class Aggregator(Step):
         timed = [t for t in (o.timeout_seconds, o.interval_seconds) if t]
         self.timer_seconds = min([o.interval_seconds or 1.0, *(t / 4 for t in timed), 1.0]) if timed else 0.0
         self._next_interval = 0.0
+        #: the earliest time-out (``time.time()``) of the groups this process wrote, for the
+        #: monitor to tick at (:meth:`wake_at`); a hint: a rolled-back write leaves it early
+        self._wake: float | None = None
+        self._wake_lock = threading.Lock()
         #: completions by reason (``/metrics``)
         self.completed: dict[str, int] = dict.fromkeys(REASONS, 0)
 
@@ -316,7 +324,9 @@ class Aggregator(Step):
         if ctx.test:
             return Continue((), f"would be held in group {key}")
         tx = ctx.tx
-        pending = ctx.defer(self.state.scope, _Pending, functools.partial(self._flush, tx))
+        pending = ctx.scope.kept(self.state.scope) if ctx.scope is not None else None
+        if pending is None:  # the first delivery of the transaction for this step
+            pending = ctx.defer(self.state.scope, _Pending, functools.partial(self._flush, tx))
         if pending is not None and key in pending.heads:
             head = pending.heads[key]  # read (and locked) by an earlier delivery of this transaction
         else:
@@ -342,15 +352,15 @@ class Aggregator(Step):
         head["n"] += 1
         head["last"] = now
         head["bytes"] += len(message.body)
-        blob = _member(message)
         if pending is None:
-            self.state.put(tx, "members", {member_key: blob})
+            self.state.put(tx, "members", {member_key: encode(_member(message))})
         else:
-            pending.members[member_key] = blob
+            pending.members[member_key] = _member(message)
         reason = self._complete_now(message, head)
         if reason is None:
             if pending is None:
                 self.state.put_json(tx, "groups", key, head)
+                self._hint([head])
             else:
                 pending.heads[key] = head
                 pending.changed.add(key)
@@ -362,11 +372,27 @@ class Aggregator(Step):
         """The members and group headers the deliveries of one transaction left: written once,
         before it commits."""
         if pending.members:
-            self.state.put(tx, "members", dict(pending.members))
+            self.state.put(tx, "members", {k: encode(m) for k, m in pending.members.items()})
         if pending.changed:
             self.state.put(tx, "groups", {
                 k: None if pending.heads[k] is None else json.dumps(pending.heads[k], separators=(",", ":")).encode()
                 for k in sorted(pending.changed)})
+            self._hint([h for k in pending.changed if (h := pending.heads[k]) is not None])
+
+    def _timeout_at(self, head: dict[str, Any]) -> float | None:
+        o = self.options
+        return None if not o.timeout_seconds else head["first" if o.timeout_from == "first" else "last"] + o.timeout_seconds
+
+    def _hint(self, heads: list[dict[str, Any]]) -> None:
+        """Open groups written: the monitor ticks at the earliest of their time-outs."""
+        at = min((t for h in heads if (t := self._timeout_at(h)) is not None), default=None)
+        if at is not None:
+            with self._wake_lock:
+                if self._wake is None or at < self._wake:
+                    self._wake = at
+
+    def wake_at(self) -> float | None:
+        return self._wake
 
     def _key(self, message: Envelope) -> str:
         try:
@@ -404,7 +430,7 @@ class Aggregator(Step):
         """The aggregate of group ``key`` (its header ``head``); the group's state deleted
         (``pending``: with what this transaction has not written yet)."""
         stored = self._members(tx, key, head, pending)
-        members = [decode(stored[k]) for k in sorted(stored)]
+        members = [m if isinstance(m := stored[k], Envelope) else decode(m) for k in sorted(stored)]
         if pending is None:
             self.state.put(tx, "members", dict.fromkeys(stored))
             self.state.put_json(tx, "groups", key, None)
@@ -432,7 +458,8 @@ class Aggregator(Step):
             raise StepError(f"strategy {self.options.strategy} failed on group {key}: {exc}") from exc
         props = dict(members[0].properties) if members else {}
         for m in members[1:]:  # what all members agree on
-            props = {k: v for k, v in props.items() if m.properties.get(k) == v}
+            if m.properties != props:
+                props = {k: v for k, v in props.items() if m.properties.get(k) == v}
         props.update({"aggregate.key": key, "aggregate.size": str(len(members)), "aggregate.reason": reason})
         return Envelope(
             format=fmt, body=body, correlation_id=key, properties=props,
@@ -451,14 +478,22 @@ class Aggregator(Step):
             if interval:
                 self._next_interval = now + o.interval_seconds
         out: list[Envelope] = []
+        with self._wake_lock:
+            hinted = self._wake
+        later: list[float] = []  # the time-outs of the groups left open
         for key, head in sorted(self.state.all_json(ctx.tx, "groups").items()):  # locks in key order
             if self._due(head, now, interval) is None:
+                if (at := self._timeout_at(head)) is not None:
+                    later.append(at)
                 continue
             head = self.state.get_json(ctx.tx, "groups", key, lock=True)  # another daemon may have been first
             reason = None if head is None else self._due(head, now, interval)
             if head is not None and reason is not None:
                 out.append(self._complete(ctx.tx, key, head, reason))
                 ctx.committed.append(functools.partial(self.count_completion, reason))
+        with self._wake_lock:  # the next time-out, unless a delivery wrote an earlier one meanwhile
+            nxt = min(later, default=None)
+            self._wake = nxt if self._wake == hinted else min(t for t in (self._wake, nxt) if t is not None)
         return Continue(out, "time-out") if out else None
 
     def _due(self, head: dict[str, Any], now: float, interval: bool) -> str | None:
@@ -494,13 +529,14 @@ class Aggregator(Step):
         return len(stored)
 
     def _members(self, tx: TransactionOps, key: str, head: dict[str, Any],
-                 pending: _Pending | None = None) -> dict[str, bytes]:
-        """The members of group ``key``: ``{member key: encoded envelope}`` (stored, and those
-        ``pending`` holds for the end of this transaction)."""
+                 pending: _Pending | None = None) -> dict[str, bytes | Envelope]:
+        """The members of group ``key``: ``{member key: encoded envelope}`` as stored, and the
+        envelopes ``pending`` holds for the end of this transaction."""
         n = max(head["n"], head.get("size") or 0)
         keys = [f"{key}\x1f{i:09d}" for i in range(n)]
-        held = {} if pending is None else {k: pending.members[k] for k in keys if k in pending.members}
-        stored = {**self.state.get(tx, "members", [k for k in keys if k not in held]), **held}
+        held: dict[str, bytes | Envelope] = {} if pending is None else {k: pending.members[k] for k in keys if k in pending.members}
+        missing = [k for k in keys if k not in held]
+        stored: dict[str, bytes | Envelope] = {**self.state.get(tx, "members", missing), **held} if missing else held
         if len(stored) < head["n"]:  # a sequence whose positions are not 0..n-1: look at them all
             prefix = f"{key}\x1f"
             stored = {k: v for k, v in self.state.get(tx, "members").items() if k.startswith(prefix)}

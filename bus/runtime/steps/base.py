@@ -121,6 +121,10 @@ class TxScope:
             self._flushes.append(lambda: flush(it))
         return cast(T, self._kept[name])
 
+    def kept(self, name: str) -> Any:
+        """The object ``name`` if :meth:`get` made it already in this transaction, else None."""
+        return self._kept.get(name)
+
     def flush(self) -> None:
         """Write what the steps left for the end of the transaction (before it commits)."""
         for f in self._flushes:
@@ -186,7 +190,10 @@ class Step(abc.ABC):
 
     @property
     def label(self) -> str:
-        return f"step {self.setup.index} {self.type_name}"
+        label: str | None = self.__dict__.get("_label")
+        if label is None:
+            label = self.__dict__["_label"] = f"step {self.setup.index} {self.type_name}"
+        return label
 
     @abc.abstractmethod
     def process(self, message: Envelope, ctx: StepContext) -> Outcome:
@@ -194,6 +201,12 @@ class Step(abc.ABC):
 
     def on_timer(self, ctx: StepContext) -> Outcome | None:
         """Time-driven work (``timer_seconds``); what it returns continues after this step."""
+        return None
+
+    def wake_at(self) -> float | None:
+        """When (``time.time()``) this step knows its :meth:`on_timer` has work, if sooner than
+        its next ``timer_seconds`` tick: an Aggregator's earliest time-out of the groups this
+        process wrote. None: nothing known (the ticks go on)."""
         return None
 
 

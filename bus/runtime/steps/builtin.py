@@ -68,7 +68,8 @@ class SetProperties(Step):
         self.fields = [(name, setup.expression(text, f"properties.{name}")) for name, text in options.properties.items()]
 
     def process(self, message: Envelope, ctx: StepContext) -> Outcome:
-        props = dict(message.properties)
+        out = message.replace()  # a copy; its properties are its own, and what is set is text
+        props = out.properties
         for name, expr in self.fields:
             try:
                 value = expr.text_of(message)
@@ -81,7 +82,9 @@ class SetProperties(Step):
                     raise StepError(f"message {message.message_id} has no {expr.text}")
                 continue
             props[name] = value
-        out = message.replace(properties=props)
+        if len(self.fields) == 1:
+            name = self.fields[0][0]
+            return Continue.one(out, f"{name}={props.get(name)}")
         return Continue.one(out, ", ".join(f"{n}={props.get(n)}" for n, _ in self.fields))
 
 

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +20,7 @@ from coupler.bus.config.loader import ConfigError, RouteConfig
 from coupler.bus.runtime.context import expiring
 from coupler.bus.runtime.router import Route
 from coupler.bus.runtime.trace import join_notes, note
-from coupler.bus.transport.base import Delivery, TransactionOps, Transport
+from coupler.bus.transport.base import Delivery, TransactionOps, Transport, TransportError
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.options import problems as options_problems
@@ -67,6 +67,8 @@ class Pipeline:
     #: ``(step label, counter)`` -> count: discarded, expired, ... (``/metrics``)
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: step index -> when (``time.time()``) its ``on_timer`` last ran
+    _ticked: dict[int, float] = field(default_factory=dict, repr=False)
 
     @property
     def component(self) -> str:
@@ -191,8 +193,13 @@ class Pipeline:
         else:
             raise Stopped(Retry(f"{step.label} returned {outcome!r}, not an outcome"), step.label)
 
-    def _each(self, step: Step, outcome: Continue) -> Iterator[Envelope]:
+    def _each(self, step: Step, outcome: Continue) -> Iterable[Envelope]:
         """The messages of ``outcome``; a streaming step's failure half-way stops the delivery."""
+        if isinstance(outcome.messages, (tuple, list)):  # made already (a filter's one message)
+            return outcome.messages
+        return self._stream(step, outcome)
+
+    def _stream(self, step: Step, outcome: Continue) -> Iterator[Envelope]:
         it = iter(outcome.messages)
         while True:
             try:
@@ -213,6 +220,10 @@ class Pipeline:
             raise
         except StepError as exc:
             return Invalid(f"{step.label}: {exc}")
+        except TransportError as exc:  # the store failed the step's state (not the message's fault): again later
+            log.warning("%s %s: the store failed on %s: %s", self.component, step.label, message.message_id, exc,
+                        extra={"route": self.name})
+            return Retry(f"{step.label}: {exc}")
         except CouplerError as exc:  # a body that cannot be read by an expression
             return Invalid(f"{step.label}: {exc}")
         except Exception as exc:  # a step's bug: the delivery is retried, then dead-lettered
@@ -272,13 +283,29 @@ class Pipeline:
     def timers(self) -> list[tuple[int, Step]]:
         return [(i, s) for i, s in enumerate(self.steps) if s.timer_seconds > 0]
 
-    def tick(self, transport: Transport, due: dict[int, float]) -> None:
-        """Call ``on_timer`` of the steps whose time came (``due``: index -> next monotonic time)."""
-        now = time.monotonic()
+    def next_tick(self, due: dict[int, float]) -> float:
+        """When (monotonic) :meth:`tick` has work next: the earliest of the timer steps' next
+        ticks and of the times they know work falls due (:meth:`Step.wake_at`, not yet ticked for)."""
+        at = float("inf")
+        wall = time.time() - time.monotonic()
         for i, step in self.timers():
-            if due.get(i, 0.0) > now:
+            at = min(at, due.get(i, 0.0))
+            wake = step.wake_at()
+            if wake is not None and wake > self._ticked.get(i, 0.0):
+                at = min(at, wake - wall)
+        return at
+
+    def tick(self, transport: Transport, due: dict[int, float]) -> None:
+        """Call ``on_timer`` of the steps whose time came (``due``: index -> next monotonic time),
+        or whose known work fell due (:meth:`Step.wake_at`)."""
+        now = time.monotonic()
+        wall = time.time()
+        for i, step in self.timers():
+            wake = step.wake_at()
+            if due.get(i, 0.0) > now and not (wake is not None and self._ticked.get(i, 0.0) < wake <= wall):
                 continue
             due[i] = now + step.timer_seconds
+            self._ticked[i] = wall
             try:
                 with transport.transaction() as tx:
                     ctx = StepContext(tx, self.name)

@@ -29,8 +29,10 @@ class SplitOptions(OptionsModel):
         default=None,
     )
     part_format: Indicator | None = option(
-        "With `array`: the format of each part (NAME@V; an Avro body's elements are written as that "
-        "registry format in Avro binary). Default: JSON parts of format `<message's format name>.item`.",
+        "The format of each part (NAME@V[;content-type]). With `array` an Avro body's elements are written as "
+        "that registry format in Avro binary (default: JSON parts of format `<message's format name>.item`); "
+        "otherwise the parts' bytes are as split, labelled with this format (default: the message's format; "
+        "a file of JSON lines: `part_format = \"acme.Order@1;application/json\"`).",
         default=None,
     )
     xpath: Str | None = option(
@@ -71,7 +73,7 @@ class Split(Step):
             if not (options.array == "body" or options.array.startswith("body.")):
                 raise setup.problem("array", f"{options.array!r} is not a body field (body.items)")
             self.array = setup.expression(options.array, "array")
-            self.part_format = FormatIndicator.parse(options.part_format) if options.part_format else None
+        self.part_format = FormatIndicator.parse(options.part_format) if options.part_format else None
         if options.xpath is not None:
             self.path = _element_path(options.xpath, setup)
         if options.records is not None:
@@ -89,16 +91,17 @@ class Split(Step):
 
     def process(self, message: Envelope, ctx: StepContext) -> Outcome:
         parts: Iterator[tuple[bytes, FormatIndicator]]
+        fmt = self.part_format or message.format
         if self.how == "lines":
-            parts = ((b, message.format) for b in _lines(message.body, self.options.skip_empty))
+            parts = ((b, fmt) for b in _lines(message.body, self.options.skip_empty))
         elif self.how == "record_length":
             n = self.options.record_length
             assert n is not None
-            parts = ((message.body[i:i + n], message.format) for i in range(0, len(message.body), n))
+            parts = ((message.body[i:i + n], fmt) for i in range(0, len(message.body), n))
         elif self.how == "xpath":
-            parts = ((b, message.format) for b in _xml_elements(message, self.path))
+            parts = ((b, fmt) for b in _xml_elements(message, self.path))
         elif self.how == "records":
-            parts = ((b, message.format) for b in _framed(message, self.framing))
+            parts = ((b, fmt) for b in _framed(message, self.framing))
         else:
             parts = self._elements(message)
         return Continue(_sequence(message, parts), f"split by {self.how}")
@@ -121,27 +124,36 @@ class Split(Step):
 
 
 def _sequence(message: Envelope, parts: Iterator[tuple[bytes, FormatIndicator]]) -> Iterator[Envelope]:
-    """The parts as envelopes; one part of look-ahead marks the last one ``end``."""
-    correlation = message.correlation_id or message.message_id
+    """The parts as envelopes; one part of look-ahead marks the last one ``end``. A part is a
+    copy of one template (the split message's headers, history and properties, the time of the
+    split) with its body, id and sequence headers."""
+    template: Envelope | None = None
     position = 0
     pending: tuple[bytes, FormatIndicator] | None = None
     for part in parts:
         if pending is not None:
-            yield _part(message, pending, position, correlation, end=False)
+            template = _template(message, pending[1], template)
+            yield _part(message, template, pending[0], position, end=False)
             position += 1
         pending = part
     if pending is not None:
-        yield _part(message, pending, position, correlation, end=True)
+        template = _template(message, pending[1], template)
+        yield _part(message, template, pending[0], position, end=True)
 
 
-def _part(message: Envelope, part: tuple[bytes, FormatIndicator], position: int, correlation: str, *, end: bool) -> Envelope:
-    body, fmt = part
+def _template(message: Envelope, fmt: FormatIndicator, last: Envelope | None) -> Envelope:
+    if last is not None and last.format is fmt:
+        return last
     return Envelope(
-        format=fmt, body=body, kind=message.kind, message_id=f"{message.message_id}-{position}",
-        correlation_id=correlation, return_address=message.return_address, expires_at=message.expires_at,
-        sequence=Sequence(message.message_id, position, position + 1 if end else None, end),
-        history=list(message.history), origin=message.origin, properties=dict(message.properties),
+        format=fmt, kind=message.kind, correlation_id=message.correlation_id or message.message_id,
+        return_address=message.return_address, expires_at=message.expires_at, history=message.history,
+        origin=message.origin, properties=message.properties,
     )
+
+
+def _part(message: Envelope, template: Envelope, body: bytes, position: int, *, end: bool) -> Envelope:
+    return template.replace(body=body, message_id=f"{message.message_id}-{position}",
+                            sequence=Sequence(message.message_id, position, position + 1 if end else None, end))
 
 
 def _lines(body: bytes, skip_empty: bool) -> Iterator[bytes]:

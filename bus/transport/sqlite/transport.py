@@ -591,6 +591,7 @@ class SqliteTransport(Transport):
         sel = as_selector(selector)
         deadline = time.monotonic() + wait
         conn = self._conn()
+        pause = 0.001
         while True:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             arrived = self._arrivals.count(channel)
@@ -602,13 +603,15 @@ class SqliteTransport(Transport):
             # seen by the data_version, looked at after 1 ms, then less often, at least every
             # 20 ms; and at most 50 ms (leases that expire, backoff delays that end). Idle
             # workers then cost little CPU while the others commit (they used to look at the
-            # data_version every 0.1-1 ms, and woke at every commit of the process)
+            # data_version every 0.1-1 ms, and woke at every commit of the process). The pause
+            # starts again at 1 ms only after something changed, not at every recheck
             recheck = min(deadline, time.monotonic() + 0.05)
-            pause = 0.001
             while (left := recheck - time.monotonic()) > 0:
                 if self._arrivals.wait(channel, arrived, min(pause, left)):
+                    pause = 0.001
                     break
                 if conn.execute("PRAGMA data_version").fetchone()[0] != version:
+                    pause = 0.001
                     break
                 pause = min(pause * 2, 0.02)
 

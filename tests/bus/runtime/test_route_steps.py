@@ -784,3 +784,38 @@ def test_what_steps_drop_is_counted_only_when_the_delivery_commits(tmp_path: Pat
         # counted right after the commit, which the channel's depth may show a moment before
         wait_for(lambda: d.pipelines["jsonl"].counts, "the discard counted")
         assert d.pipelines["jsonl"].counts == {("step 1 filter", "discarded"): 1}
+
+
+def test_a_split_labels_its_lines_with_part_format() -> None:
+    from coupler.bus.runtime.steps.pipeline import try_step
+    from coupler.bus.runtime.steps.split import Split
+
+    whole = Envelope(format=FormatIndicator.parse("acme.Orders@1;application/x-ndjson"), body=b'{"n": 1}\n\n{"n": 2}\n',
+                     properties={"file.name": "o.jsonl"})
+    outcome, _ = try_step(Split, {"lines": True, "part_format": "acme.Order@1;application/json"}, whole)
+    parts = list(outcome.messages)  # type: ignore[attr-defined]
+    assert [(p.body, str(p.format), p.message_id, p.properties) for p in parts] == [
+        (b'{"n": 1}', "acme.Order@1;application/json", f"{whole.message_id}-0", {"file.name": "o.jsonl"}),
+        (b'{"n": 2}', "acme.Order@1;application/json", f"{whole.message_id}-1", {"file.name": "o.jsonl"}),
+    ]
+    assert [(p.sequence.position, p.sequence.end) for p in parts if p.sequence] == [(0, False), (1, True)]
+    parts[0].properties["x"] = "y"  # each part's headers are its own
+    assert "x" not in parts[1].properties and "x" not in whole.properties
+
+
+def test_a_store_failure_in_a_step_retries_the_delivery_it_does_not_make_the_message_invalid() -> None:
+    from coupler.bus.runtime.router import Route
+    from coupler.bus.runtime.steps.base import Step, StepSetup
+    from coupler.bus.runtime.steps.pipeline import Pipeline
+    from coupler.bus.transport.base import TransportError
+
+    class Flaky(Step):
+        type_name = "flaky"
+
+        def process(self, message, ctx):  # type: ignore[no-untyped-def]
+            raise TransportError("PostgreSQL: deadlock detected")
+
+    pipe = Pipeline("r", [Flaky(None, StepSetup("r", 0, "routes[r].steps[0]", name="flaky-0"))],
+                    Route("r", "in", (), to=("out",)))
+    result = pipe.test(Envelope(format=FormatIndicator.parse("acme.Order@1;application/json"), body=b"{}"))
+    assert result["result"] == "retry at step 0 flaky" and result["sent"] == []
