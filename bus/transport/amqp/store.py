@@ -58,6 +58,9 @@ except ImportError:  # pragma: no cover - reported when a PgStore is opened
 log = logging.getLogger(__name__)
 #: the keyed-state scope of the outputs of transactions that changed step state (see StateTx)
 OUTBOX = "outbox"
+#: an outbox entry of a process that still runs is published by another only when it is this
+#: old (its owner failed to publish it and has not yet published it again itself)
+LIVE_OWNER_GRACE = 60.0
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 #: what only the shared state has, beside the metadata tables of :mod:`coupler.bus.transport.ddl`
@@ -135,6 +138,12 @@ class PgStore:
         #: connections holding session advisory locks (:meth:`hold_lock`)
         self._locks: dict[str, Any] = {}
         self._held: set[str] = set()
+        #: names this process's outbox entries (:meth:`StateTx.outbox`); it holds the lock
+        #: ``owner-<owner>`` from its first entry on, so that another daemon tells its entries
+        #: from a dead process's (should that connection break, another daemon may publish a
+        #: copy of an entry: the same message ids, dropped by an Idempotent Receiver)
+        self.owner = uuid.uuid4().hex[:16]
+        self._owner_held = False
 
     def __repr__(self) -> str:
         return f"PgStore(schema={self.schema!r})"
@@ -170,7 +179,7 @@ class PgStore:
                     self._locks[name] = conn
                     self._connections.append(conn)
                 row = conn.execute(
-                    "SELECT pg_try_advisory_lock(hashtext(%s))", (f"coupler-{name}-{self.schema}",)
+                    "SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_text(name),)
                 ).fetchone()
             except psycopg.Error:
                 return False
@@ -178,15 +187,19 @@ class PgStore:
                 # held for the life of the connection; a session lock counts acquisitions:
                 # release the extra one taken by asking again
                 if name in self._held:
-                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"coupler-{name}-{self.schema}",))
+                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.lock_text(name),))
                 self._held.add(name)
                 return True
             return False
 
     def close(self) -> None:
         with self._lock:
+            for conn in self._locks.values():  # released now, not when the server sees the connection go
+                with contextlib.suppress(Exception):
+                    conn.execute("SELECT pg_advisory_unlock_all()")
             self._locks.clear()
             self._held.clear()
+            self._owner_held = False
         with self._lock:
             writer, self._journal_writer = self._journal_writer, None
         if writer is not None:
@@ -439,16 +452,34 @@ class PgStore:
                 self._connections.append(conn)
         return StateTx(self, conn)
 
+    def lock_text(self, name: str) -> str:
+        """The key (hashed) of the site-wide advisory lock ``name``."""
+        return f"coupler-{name}-{self.schema}"
+
     @contextlib.contextmanager
     def stale_outbox(self, older_than: float) -> Iterator[list[tuple[str, bytes]]]:
-        """The outbox entries (:meth:`StateTx.outbox`) written before ``older_than`` (epoch
-        seconds) whose transaction died before it published them, locked (another daemon skips
-        them); deleted when the block ends without an error."""
+        """The outbox entries (:meth:`StateTx.outbox`) whose transaction died before it
+        published them, locked (another daemon skips them); deleted when the block ends without
+        an error. Stale are: the entries of a process that no longer runs (its lock is free),
+        whatever their age; this process's written before ``older_than`` (epoch seconds); and
+        a running process's only after :data:`LIVE_OWNER_GRACE` (it is publishing them now:
+        taking them would publish a copy of each)."""
         with self.conn(durable=True) as c:
             rows = c.execute(
                 f"SELECT key, value FROM {self.schema}.state WHERE scope = %s FOR UPDATE SKIP LOCKED", (OUTBOX,)
             ).fetchall()
-            stale = [(k, bytes(v)) for k, v in rows if json.loads(bytes(v))["at"] < older_than]
+            running: dict[str, bool] = {}
+            stale = []
+            for key, value in rows:
+                owner = key.split(".", 1)[0] if "." in key else None
+                deadline = older_than
+                if owner is not None and owner != self.owner:
+                    if owner not in running:  # free: the owner's connection (and process) is gone
+                        running[owner] = not c.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))",
+                                                       (self.lock_text(f"owner-{owner}"),)).fetchone()[0]
+                    deadline = time.time() - LIVE_OWNER_GRACE if running[owner] else float("inf")
+                if json.loads(bytes(value))["at"] < deadline:
+                    stale.append((key, bytes(value)))
             yield stale
             if stale:
                 c.execute(f"DELETE FROM {self.schema}.state WHERE scope = %s AND key = ANY(%s)",
@@ -657,7 +688,10 @@ class StateTx:
         """Keep the outputs of this transaction (``value``: JSON ``{"at": time, ...}``) with its
         state change, so that a process that dies after the commit and before it published them
         does not lose them: :meth:`PgStore.stale_outbox` finds them. Returns the entry's key."""
-        key = uuid.uuid4().hex
+        store = self.store
+        if not store._owner_held:  # from now on, while this process runs (see stale_outbox)
+            store._owner_held = store.hold_lock(f"owner-{store.owner}")
+        key = f"{store.owner}.{uuid.uuid4().hex}"
         self._run(f"INSERT INTO {self.s}.state (scope, key, value) VALUES (%s, %s, %s)", (OUTBOX, key, value))
         return key
 

@@ -118,3 +118,43 @@ def test_amqp_outputs_of_a_state_change_are_published_by_the_next_open_when_thei
             assert b.publish_outbox(0.0) == 0  # published once, then forgotten
     finally:
         destroy(names)
+
+
+def test_amqp_outputs_of_a_running_process_are_left_to_it_and_a_dead_ones_are_published_at_once(tmp_path: Path) -> None:
+    """A daemon that starts does not publish a copy of what a running daemon committed and is
+    publishing (its outbox entry); once that process is gone, its entry is published."""
+    from coupler.bus.transport.amqp.transport import AmqpTransport, _outbox_entry
+    from coupler.canonical import Envelope, FormatIndicator
+    from tests.bus.site_helpers import wait_for
+    from tests.bus.transport.amqp.broker import (
+        AMQP_URL,
+        PG_DSN,
+        destroy,
+        servers_or_fail,
+        unique_names,
+    )
+
+    servers_or_fail()
+    names = unique_names()
+    batch = Envelope(format=FormatIndicator.parse("test.Batch@1;text/plain"), body=b"3\n4\n")
+    try:
+        a = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
+        try:
+            tx = a.store.state_tx()
+            tx.outbox(_outbox_entry([("batches", [batch], "route:r")]))
+            tx.commit()  # a runs on: it would publish now
+            with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as b:
+                assert b.publish_outbox(0.0) == 0
+                assert b.receive("batches", "test") == []
+                a.close()  # its connections, and with them its lock, go (as a killed process's do)
+                published: list[int] = []  # at once, whatever the entry's age, once PostgreSQL
+                wait_for(lambda: published.append(b.publish_outbox(60.0)) or sum(published) > 0,
+                         "the entry of a closed process published")  # saw its backend go
+                assert sum(published) == 1
+                [d] = b.receive_wait("batches", "test", wait=10)
+                assert d.message_id == batch.message_id
+                b.ack(d)
+        finally:
+            a.close()
+    finally:
+        destroy(names)
