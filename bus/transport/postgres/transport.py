@@ -421,9 +421,10 @@ class PgTx(StorageTx):
         rows = self.x(
             f"WITH c AS (SELECT {_MESSAGE} FROM {table} WHERE visible_at <= %s ORDER BY visible_at, tag "
             "LIMIT %s FOR UPDATE SKIP LOCKED), "
-            f"u AS (UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 FROM c "
-            f"WHERE q.tag = c.tag RETURNING {', '.join('c.' + c for c in _MESSAGE.split(', '))}){journal} "
-            f"SELECT {_MESSAGE} FROM u",
+            f"n AS (UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 "
+            "WHERE q.tag = ANY(ARRAY(SELECT tag FROM c)) RETURNING q.tag), "
+            f"u AS (SELECT {', '.join('c.' + c for c in _MESSAGE.split(', '))} FROM c JOIN n ON n.tag = c.tag)"
+            f"{journal} SELECT {_MESSAGE} FROM u",
             args, binary=True,
         ).fetchall()
         return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
@@ -437,18 +438,20 @@ class PgTx(StorageTx):
             return []
         if len({(r.at, r.event) for r in rows}) != 1 or any(r.trace_id or r.keys for r in rows):
             return super().settle(channel, tags, rows)
+        tag_array = _array([t for t, _ in tags])
         held = self.x(
-            f"WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
+            "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
             "AS u(tag, token, detail, n)), "
-            f"h AS (SELECT {', '.join('q.' + c for c in _MESSAGE.split(', '))}, u.detail, u.n FROM {table} q "
-            "JOIN u ON q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) FOR UPDATE OF q), "
+            f"l AS (SELECT tag, message_id, claim, token FROM {table} WHERE tag = ANY(%s::bigint[]) FOR UPDATE), "
+            "h AS (SELECT l.tag, l.message_id, l.claim, u.detail, u.n FROM l JOIN u ON l.tag = u.tag "
+            "AND (u.token IS NULL OR l.token = u.token)), "
             "ok AS (SELECT count(*) = %s AS ok FROM h), "
-            f"d AS (DELETE FROM {table} q USING h, ok WHERE ok.ok AND q.tag = h.tag), "
+            f"d AS (DELETE FROM {table} WHERE tag = ANY(%s::bigint[]) AND (SELECT ok FROM ok)), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
-            "SELECT %s, %s, h.message_id, %s, h.detail FROM h, ok WHERE ok.ok ORDER BY h.n) "
+            "SELECT %s, %s, h.message_id, %s, h.detail FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
             "SELECT tag, message_id, claim FROM h",
-            (_array([t for t, _ in tags]), _array([k for _, k in tags]), _array([r.detail for r in rows]), len(tags),
-             rows[0].at, channel, rows[0].event),
+            (tag_array, _array([k for _, k in tags]), _array([r.detail for r in rows]), tag_array, len(tags),
+             tag_array, rows[0].at, channel, rows[0].event),
             binary=True,
         ).fetchall()
         return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
@@ -465,8 +468,9 @@ class PgTx(StorageTx):
         else:
             rows = self.x(
                 f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
-                f"WHERE q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) RETURNING {returning}",
-                ([t for t, _ in tags], [k for _, k in tags]), binary=True,
+                f"WHERE q.tag = ANY(%b::bigint[]) AND q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
+                f"RETURNING {returning}",
+                ([t for t, _ in tags], [k for _, k in tags], [t for t, _ in tags]), binary=True,
             ).fetchall()
         return [_stored(channel, r) for r in rows]
 
