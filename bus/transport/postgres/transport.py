@@ -413,18 +413,21 @@ class PgTx(StorageTx):
         if consumer is not None:
             journal = (
                 f", j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
-                f"SELECT %s, %s, message_id, '{policy.RECEIVED}', %s FROM u "
-                "WHERE (expires_at IS NULL OR expires_at > %s) AND (token IS NULL OR attempts < %s) "
-                "ORDER BY visible_at, tag)"
+                f"SELECT %s, %s, n.message_id, '{policy.RECEIVED}', %s FROM n JOIN c ON c.tag = n.tag "
+                "WHERE (n.expires_at IS NULL OR n.expires_at > %s) AND (c.token IS NULL OR c.attempts < %s) "
+                "ORDER BY c.visible_at, c.tag)"
             )
             args += [now, channel, consumer, now, max_attempts]
+        # c: the rows locked, as they were (small columns); n: the same rows leased, with
+        # their blobs (carried through one tuple store, not two)
         rows = self.x(
-            f"WITH c AS (SELECT {_MESSAGE} FROM {table} WHERE visible_at <= %s ORDER BY visible_at, tag "
-            "LIMIT %s FOR UPDATE SKIP LOCKED), "
+            f"WITH c AS (SELECT tag, visible_at, attempts, token FROM {table} WHERE visible_at <= %s "
+            "ORDER BY visible_at, tag LIMIT %s FOR UPDATE SKIP LOCKED), "
             f"n AS (UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 "
-            "WHERE q.tag = ANY(ARRAY(SELECT tag FROM c)) RETURNING q.tag), "
-            f"u AS (SELECT {', '.join('c.' + c for c in _MESSAGE.split(', '))} FROM c JOIN n ON n.tag = c.tag)"
-            f"{journal} SELECT {_MESSAGE} FROM u",
+            "WHERE q.tag = ANY(ARRAY(SELECT tag FROM c)) "
+            f"RETURNING q.tag, q.message_id, q.blob, q.enqueued_at, q.expires_at, q.claim){journal} "
+            "SELECT n.tag, n.message_id, n.blob, n.enqueued_at, c.visible_at, n.expires_at, c.attempts, c.token, "
+            "n.claim FROM n JOIN c ON c.tag = n.tag",
             args, binary=True,
         ).fetchall()
         return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
@@ -439,6 +442,9 @@ class PgTx(StorageTx):
         if len({(r.at, r.event) for r in rows}) != 1 or any(r.trace_id or r.keys for r in rows):
             return super().settle(channel, tags, rows)
         tag_array = _array([t for t, _ in tags])
+        details = [r.detail for r in rows]
+        # the acknowledgements' detail: one for all (their consumer) or one each
+        detail, detail_array = (details[0], None) if details.count(details[0]) == len(details) else (None, details)
         held = self.x(
             "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
             "AS u(tag, token, detail, n)), "
@@ -448,10 +454,10 @@ class PgTx(StorageTx):
             "ok AS (SELECT count(*) = %s AS ok FROM h), "
             f"d AS (DELETE FROM {table} WHERE tag = ANY(%s::bigint[]) AND (SELECT ok FROM ok)), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
-            "SELECT %s, %s, h.message_id, %s, h.detail FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
+            "SELECT %s, %s, h.message_id, %s, coalesce(h.detail, %s) FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
             "SELECT tag, message_id, claim FROM h",
-            (tag_array, _array([k for _, k in tags]), _array([r.detail for r in rows]), tag_array, len(tags),
-             tag_array, rows[0].at, channel, rows[0].event),
+            (tag_array, _array([k for _, k in tags]), None if detail_array is None else _array(detail_array),
+             tag_array, len(tags), tag_array, rows[0].at, channel, rows[0].event, detail),
             binary=True,
         ).fetchall()
         return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
@@ -568,10 +574,10 @@ class PgTx(StorageTx):
 
 
 def _array(values: list[Any]) -> str:
-    """A PostgreSQL array literal of integers and strings (None: NULL): far cheaper for
-    psycopg than adapting a list element by element."""
+    """A PostgreSQL array literal of integers, floats and strings (None: NULL): far cheaper
+    for psycopg than adapting a list element by element."""
     return "{" + ",".join(
-        "NULL" if v is None else str(v) if isinstance(v, int)
+        "NULL" if v is None else str(v) if isinstance(v, int) else repr(v) if isinstance(v, float)
         else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
     ) + "}"
 
@@ -579,17 +585,38 @@ def _array(values: list[Any]) -> str:
 def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[str, str], ...],
           rows: list[tuple[Any, ...]]) -> bool:
     """Add to ``parts`` and ``params`` the insert of ``rows`` in their order: one row as it
-    is, several as one array a column (binary: no quoting of every element; True)."""
+    is; several as one parameter a column: the value when all rows have the same (the time,
+    the channel, the event...), else an array (bytes in binary, the rest as an array literal:
+    psycopg adapts a list element by element in Python). True when a parameter is binary."""
     names = ", ".join(name for name, _type in columns)
     if len(rows) == 1:
         parts.append(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})")
         params.extend(rows[0])
         return False
-    arrays = ", ".join(f"%b::{sql_type}[]" for _name, sql_type in columns)
-    parts.append(f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
-                 f"WITH ORDINALITY AS u({names}, n) ORDER BY n")
-    params.extend(list(col) for col in zip(*rows, strict=True))
-    return True
+    select: list[str] = []
+    scalars: list[Any] = []
+    arrays: list[str] = []
+    unnested: list[str] = []
+    values_of: list[Any] = []
+    for (name, sql_type), values in zip(columns, zip(*rows, strict=True), strict=True):
+        if values.count(values[0]) == len(values):
+            select.append(f"%s::{sql_type}")
+            scalars.append(values[0])
+            continue
+        select.append(f"u.{name}")
+        unnested.append(name)
+        if sql_type == "bytea":
+            arrays.append("%b::bytea[]")
+            values_of.append(list(values))
+        else:
+            arrays.append(f"%s::{sql_type}[]")
+            values_of.append(_array(list(values)))
+    source = (f"unnest({', '.join(arrays)}) WITH ORDINALITY AS u({', '.join(unnested)}, n)" if arrays
+              else "generate_series(1, %s) AS u(n)")
+    parts.append(f"INSERT INTO {table} ({names}) SELECT {', '.join(select)} FROM {source} ORDER BY n")
+    params.extend(scalars)
+    params.extend(values_of if arrays else [len(rows)])
+    return "%b::bytea[]" in arrays
 
 
 def _stored(channel: str, r: tuple[Any, ...]) -> Stored:
