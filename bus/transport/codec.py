@@ -203,19 +203,9 @@ def _fast_decode(buf: bytes) -> Envelope:
         kind, pos = (kind >> 1) ^ -(kind & 1), pos + 1
     else:
         kind, pos = _varint(buf, pos)
-    b = buf[pos]
-    if b < 0x80 and not b & 1:
-        start, pos = pos + 1, pos + 1 + (b >> 1)
-        name = buf[start:pos].decode()
-    else:
-        name, pos = _str(buf, pos)
+    name, pos = _str(buf, pos)
     version, pos = _varint(buf, pos)
-    b = buf[pos]
-    if b < 0x80 and not b & 1:
-        start, pos = pos + 1, pos + 1 + (b >> 1)
-        content_type = buf[start:pos].decode()
-    else:
-        content_type, pos = _str(buf, pos)
+    content_type, pos = _str(buf, pos)
     correlation_id = return_address = origin = None
     expires_at = sequence = None
     if buf[pos] == 0 and buf[pos + 1] == 0 and buf[pos + 2] == 0 and buf[pos + 3] == 0:
