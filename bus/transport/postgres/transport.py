@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.transport import policy
@@ -81,6 +82,21 @@ _MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts
 _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
 
 
+def _generic_plans(dsn: str) -> str:
+    """``dsn`` with ``plan_cache_mode = force_generic_plan`` added to its options.
+
+    psycopg prepares a statement at its fifth run; PostgreSQL then chooses for every run
+    between a plan made for its parameters (planned again each time: for a receive or an
+    acknowledgement, about as much server CPU as running it) and one generic plan. With a
+    deep channel it kept choosing the former. The transport's statements find their rows
+    by index whatever the plan (``tests/bus/transport/postgres/test_postgres_plans.py``)."""
+    try:
+        options = conninfo_to_dict(dsn).get("options") or ""
+        return make_conninfo(dsn, options=f"{options} -c plan_cache_mode=force_generic_plan".strip())
+    except psycopg.Error:
+        return dsn  # not a DSN: connecting reports it
+
+
 @functools.lru_cache(maxsize=4096)
 def table_of(channel: str) -> str:
     """The table of a channel: readable, unique (a hash of the whole name), within 63 bytes."""
@@ -98,7 +114,7 @@ class PostgresTransport(StorageTransport):
         super().__init__(**options)
         self.dsn = dsn
         # checks the schema name; its connections (one a thread) are this transport's too
-        self.store = PgStore(dsn, schema=schema, synchronous_commit=synchronous_commit,
+        self.store = PgStore(_generic_plans(dsn), schema=schema, synchronous_commit=synchronous_commit,
                              keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
         self.schema = schema
         self.synchronous_commit = synchronous_commit
