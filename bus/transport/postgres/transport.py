@@ -1,9 +1,8 @@
 """The PostgreSQL transport (``[store] type = "postgres"``): a multi-node bus on PostgreSQL alone.
 
 Each channel is a table of its own (``q_<name>_<hash>``, listed in ``queues``), one row per
-message copy, indexed by ``(visible_at, tag)``, its pages filled to half (``fillfactor``
-50): a lease rewrites a row on its own page, and PostgreSQL then logs only the bytes that
-changed, not the 1 KiB blob again (a third of the WAL a receive wrote). A receive leases the oldest ready rows with
+message copy, indexed by ``(visible_at, tag)``, pages half full (a lease's new row stays on
+its page: WAL logs only what changed). A receive leases the oldest ready rows with
 ``SELECT ... FOR UPDATE SKIP LOCKED`` and one ``UPDATE``, so competing daemons on any number
 of machines each get different messages without waiting for each other; acknowledging
 deletes the row if its lease token is still the one granted. A send ends with
@@ -83,13 +82,9 @@ _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, d
 
 
 def _generic_plans(dsn: str) -> str:
-    """``dsn`` with ``plan_cache_mode = force_generic_plan`` added to its options.
-
-    psycopg prepares a statement at its fifth run; PostgreSQL then chooses for every run
-    between a plan made for its parameters (planned again each time: for a receive or an
-    acknowledgement, about as much server CPU as running it) and one generic plan. With a
-    deep channel it kept choosing the former. The transport's statements find their rows
-    by index whatever the plan (``tests/bus/transport/postgres/test_postgres_plans.py``)."""
+    """``dsn`` with ``plan_cache_mode = force_generic_plan``: PostgreSQL re-planned every
+    receive and acknowledgement of a deep channel (as much CPU as running them); they find
+    their rows by index in any plan (``tests/bus/transport/postgres/test_postgres_plans.py``)."""
     try:
         options = conninfo_to_dict(dsn).get("options") or ""
         return make_conninfo(dsn, options=f"{options} -c plan_cache_mode=force_generic_plan".strip())
@@ -300,30 +295,33 @@ class PgTx(StorageTx):
         self.s = t.schema
         self.created: set[str] = set()
         self.counts: Counter[tuple[str, str]] = Counter()
-        #: channels to notify, journal rows and messages (by table) to write, not sent yet
-        self.notify: set[str] = set()
+        #: channels to notify (with the time their messages are ready), journal rows and
+        #: messages (by table) to write, not sent yet
+        self.notify: dict[str, float] = {}
         self.journal_rows: list[tuple[Any, ...]] = []
         self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
 
-    def x(self, sql: str, params: Any = None, **options: Any) -> psycopg.Cursor[Any]:
+    def x(self, sql: str, params: Any = None, *, literal: bool = False, **options: Any) -> psycopg.Cursor[Any]:
         """Run a statement of this transaction, after the writes kept so far. The first one
         goes out with its ``BEGIN`` (one round trip: pipeline mode), or alone in a
-        transaction of its own when this transaction is :attr:`alone`."""
+        transaction of its own when this transaction is :attr:`alone`. ``literal``: values
+        inlined, planned for them (a journal query's time range), not generically."""
+        run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
         writes = self._writes()
         if self.begun:
             if writes:
                 self.c.execute(*writes[:2], binary=writes[2])
-            return self.c.execute(sql, params, **options)
+            return run(sql, params, **options)
         if self.alone and not writes:
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
-            return self.c.execute(sql, params, **options)
+            return run(sql, params, **options)
         self.begun = True
         with self.c.pipeline():
             self.c.execute("BEGIN")
             if writes:
                 self.c.execute(*writes[:2], binary=writes[2])
-            return self.c.execute(sql, params, **options)
+            return run(sql, params, **options)
 
     def commit(self) -> None:
         """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
@@ -351,10 +349,14 @@ class PgTx(StorageTx):
             binary |= _rows(parts, params, table, _PUT, rows)
         if self.journal_rows:
             binary |= _rows(parts, params, f"{self.s}.journal", _JOURNAL, self.journal_rows)
-        tail = ", ".join("pg_notify(%s, %s)" for _ in self.notify) or "1"
-        for channel in sorted(self.notify):
-            params += [self.t.notify_channel, channel]
-        self.puts, self.journal_rows, self.notify = {}, [], set()
+        # a channel is announced only when it had no ready message: a receiver waits only
+        # after finding none, and one that skipped a message another was leasing at that
+        # moment looks again within 0.25 s (a busy channel's consumers need no wake-ups)
+        tail = ", ".join(f"(SELECT pg_notify(%s, %s) WHERE NOT EXISTS (SELECT FROM {self.s}.{table_of(c)} "
+                         "WHERE visible_at <= %s))" for c in sorted(self.notify)) or "1"
+        for channel, ready in sorted(self.notify.items()):
+            params += [self.t.notify_channel, channel, ready]
+        self.puts, self.journal_rows, self.notify = {}, [], {}
         ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
         return (f"WITH {ctes} SELECT {tail}" if ctes else f"SELECT {tail}"), params, binary
 
@@ -381,7 +383,7 @@ class PgTx(StorageTx):
             assert table is not None  # created
             self.puts.setdefault(table, []).append(
                 (m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts, m.claim))
-            self.notify.add(m.channel)
+            self.notify[m.channel] = max(m.visible_at, self.notify.get(m.channel, m.visible_at))
 
     def scan(self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None,
              limit: int = 100) -> list[Stored]:
@@ -436,8 +438,7 @@ class PgTx(StorageTx):
                 "ORDER BY c.visible_at, c.tag)"
             )
             args += [now, channel, consumer, now, max_attempts]
-        # c: the rows locked, as they were (small columns); n: the same rows leased, with
-        # their blobs (carried through one tuple store, not two)
+        # c: the rows locked, as they were (small columns); n: leased, with their blobs
         rows = self.x(
             f"WITH c AS (SELECT tag, visible_at, attempts, token FROM {table} WHERE visible_at <= %s "
             "ORDER BY visible_at, tag LIMIT %s FOR UPDATE SKIP LOCKED), "
@@ -460,9 +461,8 @@ class PgTx(StorageTx):
         if len({(r.at, r.event) for r in rows}) != 1 or any(r.trace_id or r.keys for r in rows):
             return super().settle(channel, tags, rows)
         tag_array = _array([t for t, _ in tags])
-        details = [r.detail for r in rows]
-        # the acknowledgements' detail: one for all (their consumer) or one each
-        detail, detail_array = (details[0], None) if details.count(details[0]) == len(details) else (None, details)
+        details = [r.detail for r in rows]  # one for all (their consumer) or one each
+        same = details.count(details[0]) == len(details)
         held = self.x(
             "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
             "AS u(tag, token, detail, n)), "
@@ -474,8 +474,8 @@ class PgTx(StorageTx):
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
             "SELECT %s, %s, h.message_id, %s, coalesce(h.detail, %s) FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
             "SELECT tag, message_id, claim FROM h",
-            (tag_array, _array([k for _, k in tags]), None if detail_array is None else _array(detail_array),
-             tag_array, len(tags), tag_array, rows[0].at, channel, rows[0].event, detail),
+            (tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array, len(tags),
+             tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
             binary=True,
         ).fetchall()
         return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
@@ -547,7 +547,7 @@ class PgTx(StorageTx):
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
         sql, args = journal_query(f"{self.s}.journal", "%s", query)
-        return journal_entries(self.x(sql, args).fetchall())
+        return journal_entries(self.x(sql, args, literal=True).fetchall())
 
     def counters(self) -> dict[str, dict[str, int]]:
         self.t._write_counts(force=True)
@@ -587,7 +587,7 @@ class PgTx(StorageTx):
     def forget(self, journal_before: float) -> int:
         self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
         row = self.x(f"WITH gone AS (DELETE FROM {self.s}.journal WHERE at < %s RETURNING 1) "
-                             "SELECT count(*) FROM gone", (journal_before,)).fetchone()
+                             "SELECT count(*) FROM gone", (journal_before,), literal=True).fetchone()
         return int(row[0]) if row else 0
 
 
@@ -603,19 +603,14 @@ def _array(values: list[Any]) -> str:
 def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[str, str], ...],
           rows: list[tuple[Any, ...]]) -> bool:
     """Add to ``parts`` and ``params`` the insert of ``rows`` in their order: one row as it
-    is; several as one parameter a column: the value when all rows have the same (the time,
-    the channel, the event...), else an array (bytes in binary, the rest as an array literal:
-    psycopg adapts a list element by element in Python). True when a parameter is binary."""
+    is; several as one parameter a column: its value when the same in all rows, else an
+    array (bytes in binary, the rest as one literal). True when a parameter is binary."""
     names = ", ".join(name for name, _type in columns)
     if len(rows) == 1:
         parts.append(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})")
         params.extend(rows[0])
         return False
-    select: list[str] = []
-    scalars: list[Any] = []
-    arrays: list[str] = []
-    unnested: list[str] = []
-    values_of: list[Any] = []
+    select, scalars, arrays, unnested, values_of = [], [], [], [], []  # type: ignore[var-annotated]
     for (name, sql_type), values in zip(columns, zip(*rows, strict=True), strict=True):
         if values.count(values[0]) == len(values):
             select.append(f"%s::{sql_type}")
@@ -623,17 +618,13 @@ def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[
             continue
         select.append(f"u.{name}")
         unnested.append(name)
-        if sql_type == "bytea":
-            arrays.append("%b::bytea[]")
-            values_of.append(list(values))
-        else:
-            arrays.append(f"%s::{sql_type}[]")
-            values_of.append(_array(list(values)))
+        binary = sql_type == "bytea"
+        arrays.append(f"%{'b' if binary else 's'}::{sql_type}[]")
+        values_of.append(list(values) if binary else _array(list(values)))
     source = (f"unnest({', '.join(arrays)}) WITH ORDINALITY AS u({', '.join(unnested)}, n)" if arrays
               else "generate_series(1, %s) AS u(n)")
     parts.append(f"INSERT INTO {table} ({names}) SELECT {', '.join(select)} FROM {source} ORDER BY n")
-    params.extend(scalars)
-    params.extend(values_of if arrays else [len(rows)])
+    params.extend([*scalars, *(values_of if arrays else [len(rows)])])
     return "%b::bytea[]" in arrays
 
 
