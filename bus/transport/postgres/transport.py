@@ -5,10 +5,10 @@ message copy, indexed by ``(visible_at, tag)``, pages half full (a lease's new r
 its page: WAL logs only what changed). A receive leases the oldest ready rows with
 ``SELECT ... FOR UPDATE SKIP LOCKED`` and one ``UPDATE``, so competing daemons on any number
 of machines each get different messages without waiting for each other; acknowledging
-deletes the row if its lease token is still the one granted. A send ends with
-``pg_notify``: every process ``LISTEN``s on the schema's notification channel and wakes its
-waiting receivers at once (they re-check every 0.25 s for leases and delays that end
-unannounced). Every operation is one PostgreSQL transaction, so a daemon killed at any moment
+deletes the row if its lease token is still the one granted. A send to a channel with no
+ready message ends with ``pg_notify``: every process ``LISTEN``s on the schema's notification
+channel and wakes its waiting receivers at once (they re-check every 0.25 s for leases and
+delays that end unannounced). Every operation is one PostgreSQL transaction, so a daemon killed at any moment
 leaves each message either settled or waiting for its lease to end.
 
 What the transport shares with the RabbitMQ transport's store
