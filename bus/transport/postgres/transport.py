@@ -610,7 +610,11 @@ def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[
         parts.append(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})")
         params.extend(rows[0])
         return False
-    select, scalars, arrays, unnested, values_of = [], [], [], [], []  # type: ignore[var-annotated]
+    select: list[str] = []
+    arrays: list[str] = []
+    unnested: list[str] = []
+    scalars: list[Any] = []
+    values_of: list[Any] = []
     for (name, sql_type), values in zip(columns, zip(*rows, strict=True), strict=True):
         if values.count(values[0]) == len(values):
             select.append(f"%s::{sql_type}")
