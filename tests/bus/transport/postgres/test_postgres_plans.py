@@ -23,7 +23,7 @@ def _cycle(t: PostgresTransport, n: int) -> None:
     t.ack(got)
 
 
-def test_receives_and_acknowledgements_do_not_read_the_whole_channel_with_generic_plans() -> None:
+def test_sends_receives_and_acknowledgements_do_not_read_the_whole_channel_with_generic_plans() -> None:
     servers_or_fail()
     dsn = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options={quote('-c plan_cache_mode=force_generic_plan')}"
     t = PostgresTransport(dsn, schema=unique_names()["postgres_schema"]).open()
@@ -42,10 +42,11 @@ def test_receives_and_acknowledgements_do_not_read_the_whole_channel_with_generi
         for n in (1, 10):
             _cycle(t, n)
         table = table_of("deep")
+        sends = [p for p in plans if f"INSERT INTO {t.schema}.{table}" in p]  # and whether to announce
         leases = [p for p in plans if f"UPDATE {t.schema}.{table}" in p]
         settles = [p for p in plans if f"DELETE FROM {t.schema}.{table}" in p]
-        assert len(leases) == 2 and len(settles) == 2, plans
-        scans = [p for p in leases + settles if f"Seq Scan on {table}" in p]
+        assert len(sends) == 2 and len(leases) == 2 and len(settles) == 2, plans
+        scans = [p for p in sends + leases + settles if f"Seq Scan on {table}" in p]
         assert not scans, scans[0]
     finally:
         t.destroy()
