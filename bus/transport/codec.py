@@ -251,38 +251,52 @@ def _union(buf: bytes, pos: int) -> tuple[bool, int]:
 
 
 def _fast_decode(buf: bytes) -> Envelope:
+    # the common case inline: a length or small number is one byte (< 0x80, even when not
+    # negative); anything longer goes through _varint/_str
     millis = timedelta(milliseconds=1)
-    message_id, pos = _str(buf, 1)
+    b = buf[1]
+    if b < 0x80 and not b & 1:
+        pos = 2 + (b >> 1)
+        message_id = buf[2:pos].decode()
+    else:
+        message_id, pos = _str(buf, 1)
     ts, pos = _varint(buf, pos)
-    kind, pos = _varint(buf, pos)
+    kind = buf[pos]
+    if kind < 0x80:
+        kind, pos = (kind >> 1) ^ -(kind & 1), pos + 1
+    else:
+        kind, pos = _varint(buf, pos)
     name, pos = _str(buf, pos)
     version, pos = _varint(buf, pos)
     content_type, pos = _str(buf, pos)
     correlation_id = return_address = origin = None
     expires_at = sequence = None
-    present, pos = _union(buf, pos)
-    if present:
-        correlation_id, pos = _str(buf, pos)
-    present, pos = _union(buf, pos)
-    if present:
-        return_address, pos = _str(buf, pos)
-    present, pos = _union(buf, pos)
-    if present:
-        expires, pos = _varint(buf, pos)
-        expires_at = _EPOCH + expires * millis
-    present, pos = _union(buf, pos)
-    if present:
-        seq_id, pos = _str(buf, pos)
-        position, pos = _varint(buf, pos)
-        size = None
+    if buf[pos] == 0 and buf[pos + 1] == 0 and buf[pos + 2] == 0 and buf[pos + 3] == 0:
+        pos += 4  # no correlation id, return address, expiry nor sequence
+    else:
         present, pos = _union(buf, pos)
         if present:
-            size, pos = _varint(buf, pos)
-        end = buf[pos]
-        if end > 1:
-            raise ValueError("bad boolean")
-        pos += 1
-        sequence = _frozen(Sequence, {"id": seq_id, "position": position, "size": size, "end": end == 1})
+            correlation_id, pos = _str(buf, pos)
+        present, pos = _union(buf, pos)
+        if present:
+            return_address, pos = _str(buf, pos)
+        present, pos = _union(buf, pos)
+        if present:
+            expires, pos = _varint(buf, pos)
+            expires_at = _EPOCH + expires * millis
+        present, pos = _union(buf, pos)
+        if present:
+            seq_id, pos = _str(buf, pos)
+            position, pos = _varint(buf, pos)
+            size = None
+            present, pos = _union(buf, pos)
+            if present:
+                size, pos = _varint(buf, pos)
+            end = buf[pos]
+            if end > 1:
+                raise ValueError("bad boolean")
+            pos += 1
+            sequence = _frozen(Sequence, {"id": seq_id, "position": position, "size": size, "end": end == 1})
     history = []
     while True:
         count, pos = _varint(buf, pos)
@@ -298,7 +312,11 @@ def _fast_decode(buf: bytes) -> Envelope:
             history.append(_frozen(HistoryEntry, {
                 "component": component, "action": action, "timestamp": _EPOCH + hts * millis,
             }))
-    attempt, pos = _varint(buf, pos)
+    attempt = buf[pos]
+    if attempt < 0x80:
+        attempt, pos = (attempt >> 1) ^ -(attempt & 1), pos + 1
+    else:
+        attempt, pos = _varint(buf, pos)
     present, pos = _union(buf, pos)
     if present:
         origin, pos = _str(buf, pos)

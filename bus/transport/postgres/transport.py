@@ -1,13 +1,14 @@
 """The PostgreSQL transport (``[store] type = "postgres"``): a multi-node bus on PostgreSQL alone.
 
 Each channel is a table of its own (``q_<name>_<hash>``, listed in ``queues``), one row per
-message copy, indexed by ``(visible_at, tag)``. A receive leases the oldest ready rows with
+message copy, indexed by ``(visible_at, tag)``, pages half full (a lease's new row stays on
+its page: WAL logs only what changed). A receive leases the oldest ready rows with
 ``SELECT ... FOR UPDATE SKIP LOCKED`` and one ``UPDATE``, so competing daemons on any number
 of machines each get different messages without waiting for each other; acknowledging
-deletes the row if its lease token is still the one granted. A send ends with
-``pg_notify``: every process ``LISTEN``s on the schema's notification channel and wakes its
-waiting receivers at once (they re-check every 0.25 s for leases and delays that end
-unannounced). Every operation is one PostgreSQL transaction, so a daemon killed at any moment
+deletes the row if its lease token is still the one granted. A send to a channel with no
+ready message ends with ``pg_notify``: every process ``LISTEN``s on the schema's notification
+channel and wakes its waiting receivers at once (they re-check every 0.25 s for leases and
+delays that end unannounced). Every operation is one PostgreSQL transaction, so a daemon killed at any moment
 leaves each message either settled or waiting for its lease to end.
 
 What the transport shares with the RabbitMQ transport's store
@@ -34,6 +35,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.transport import policy
@@ -66,7 +68,7 @@ CREATE TABLE IF NOT EXISTS {t} (
     tag BIGSERIAL PRIMARY KEY, message_id TEXT NOT NULL, blob BYTEA NOT NULL,
     enqueued_at DOUBLE PRECISION NOT NULL, visible_at DOUBLE PRECISION NOT NULL,
     expires_at DOUBLE PRECISION, attempts INTEGER NOT NULL DEFAULT 0, token BIGINT, claim TEXT
-);
+) WITH (fillfactor = 50);
 CREATE INDEX IF NOT EXISTS {i}_ready ON {t} (visible_at, tag)
 """
 
@@ -77,6 +79,17 @@ _JOURNAL = (("at", "float8"), ("channel", "text"), ("message_id", "text"), ("eve
             ("trace_id", "text"), ("keys", "text"))
 _MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts, token, claim"
 _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
+
+
+def _generic_plans(dsn: str) -> str:
+    """``dsn`` with ``plan_cache_mode = force_generic_plan``: PostgreSQL re-planned every
+    receive and acknowledgement of a deep channel (as much CPU as running them); they find
+    their rows by index in any plan (``tests/bus/transport/postgres/test_postgres_plans.py``)."""
+    try:
+        options = conninfo_to_dict(dsn).get("options") or ""
+        return make_conninfo(dsn, options=f"{options} -c plan_cache_mode=force_generic_plan".strip())
+    except psycopg.Error:
+        return dsn  # not a DSN: connecting reports it
 
 
 @functools.lru_cache(maxsize=4096)
@@ -96,7 +109,7 @@ class PostgresTransport(StorageTransport):
         super().__init__(**options)
         self.dsn = dsn
         # checks the schema name; its connections (one a thread) are this transport's too
-        self.store = PgStore(dsn, schema=schema, synchronous_commit=synchronous_commit,
+        self.store = PgStore(_generic_plans(dsn), schema=schema, synchronous_commit=synchronous_commit,
                              keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
         self.schema = schema
         self.synchronous_commit = synchronous_commit
@@ -282,30 +295,33 @@ class PgTx(StorageTx):
         self.s = t.schema
         self.created: set[str] = set()
         self.counts: Counter[tuple[str, str]] = Counter()
-        #: channels to notify, journal rows and messages (by table) to write, not sent yet
-        self.notify: set[str] = set()
+        #: channels to notify (with the time their messages are ready), journal rows and
+        #: messages (by table) to write, not sent yet
+        self.notify: dict[str, float] = {}
         self.journal_rows: list[tuple[Any, ...]] = []
         self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
 
-    def x(self, sql: str, params: Any = None, **options: Any) -> psycopg.Cursor[Any]:
+    def x(self, sql: str, params: Any = None, *, literal: bool = False, **options: Any) -> psycopg.Cursor[Any]:
         """Run a statement of this transaction, after the writes kept so far. The first one
         goes out with its ``BEGIN`` (one round trip: pipeline mode), or alone in a
-        transaction of its own when this transaction is :attr:`alone`."""
+        transaction of its own when this transaction is :attr:`alone`. ``literal``: values
+        inlined, planned for them (a journal query's time range), not generically."""
+        run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
         writes = self._writes()
         if self.begun:
             if writes:
                 self.c.execute(*writes[:2], binary=writes[2])
-            return self.c.execute(sql, params, **options)
+            return run(sql, params, **options)
         if self.alone and not writes:
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
-            return self.c.execute(sql, params, **options)
+            return run(sql, params, **options)
         self.begun = True
         with self.c.pipeline():
             self.c.execute("BEGIN")
             if writes:
                 self.c.execute(*writes[:2], binary=writes[2])
-            return self.c.execute(sql, params, **options)
+            return run(sql, params, **options)
 
     def commit(self) -> None:
         """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
@@ -333,10 +349,15 @@ class PgTx(StorageTx):
             binary |= _rows(parts, params, table, _PUT, rows)
         if self.journal_rows:
             binary |= _rows(parts, params, f"{self.s}.journal", _JOURNAL, self.journal_rows)
-        tail = ", ".join("pg_notify(%s, %s)" for _ in self.notify) or "1"
-        for channel in sorted(self.notify):
-            params += [self.t.notify_channel, channel]
-        self.puts, self.journal_rows, self.notify = {}, [], set()
+        # a channel is announced only when it had no ready message: a receiver waits only
+        # after finding none, and one that skipped a message another was leasing at that
+        # moment looks again within 0.25 s (a busy channel's consumers need no wake-ups)
+        tail = ", ".join(f"(SELECT pg_notify(%s, %s) WHERE (SELECT visible_at FROM {self.s}.{table_of(c)} "
+                         "WHERE visible_at <= %s ORDER BY visible_at LIMIT 1) IS NULL)"  # not EXISTS: a seq scan
+                         for c in sorted(self.notify)) or "1"
+        for channel, ready in sorted(self.notify.items()):
+            params += [self.t.notify_channel, channel, ready]
+        self.puts, self.journal_rows, self.notify = {}, [], {}
         ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
         return (f"WITH {ctes} SELECT {tail}" if ctes else f"SELECT {tail}"), params, binary
 
@@ -363,7 +384,7 @@ class PgTx(StorageTx):
             assert table is not None  # created
             self.puts.setdefault(table, []).append(
                 (m.message_id, m.blob, m.enqueued_at, m.visible_at, m.expires_at, m.attempts, m.claim))
-            self.notify.add(m.channel)
+            self.notify[m.channel] = max(m.visible_at, self.notify.get(m.channel, m.visible_at))
 
     def scan(self, channel: str, *, ready_at: float | None, after: tuple[float, int] | None = None,
              limit: int = 100) -> list[Stored]:
@@ -413,17 +434,20 @@ class PgTx(StorageTx):
         if consumer is not None:
             journal = (
                 f", j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
-                f"SELECT %s, %s, message_id, '{policy.RECEIVED}', %s FROM u "
-                "WHERE (expires_at IS NULL OR expires_at > %s) AND (token IS NULL OR attempts < %s) "
-                "ORDER BY visible_at, tag)"
+                f"SELECT %s, %s, n.message_id, '{policy.RECEIVED}', %s FROM n JOIN c ON c.tag = n.tag "
+                "WHERE (n.expires_at IS NULL OR n.expires_at > %s) AND (c.token IS NULL OR c.attempts < %s) "
+                "ORDER BY c.visible_at, c.tag)"
             )
             args += [now, channel, consumer, now, max_attempts]
+        # c: the rows locked, as they were (small columns); n: leased, with their blobs
         rows = self.x(
-            f"WITH c AS (SELECT {_MESSAGE} FROM {table} WHERE visible_at <= %s ORDER BY visible_at, tag "
-            "LIMIT %s FOR UPDATE SKIP LOCKED), "
-            f"u AS (UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 FROM c "
-            f"WHERE q.tag = c.tag RETURNING {', '.join('c.' + c for c in _MESSAGE.split(', '))}){journal} "
-            f"SELECT {_MESSAGE} FROM u",
+            f"WITH c AS (SELECT tag, visible_at, attempts, token FROM {table} WHERE visible_at <= %s "
+            "ORDER BY visible_at, tag LIMIT %s FOR UPDATE SKIP LOCKED), "
+            f"n AS (UPDATE {table} q SET token = %s, visible_at = %s, attempts = q.attempts + 1 "
+            "WHERE q.tag = ANY(ARRAY(SELECT tag FROM c)) "
+            f"RETURNING q.tag, q.message_id, q.blob, q.enqueued_at, q.expires_at, q.claim){journal} "
+            "SELECT n.tag, n.message_id, n.blob, n.enqueued_at, c.visible_at, n.expires_at, c.attempts, c.token, "
+            "n.claim FROM n JOIN c ON c.tag = n.tag",
             args, binary=True,
         ).fetchall()
         return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
@@ -437,18 +461,22 @@ class PgTx(StorageTx):
             return []
         if len({(r.at, r.event) for r in rows}) != 1 or any(r.trace_id or r.keys for r in rows):
             return super().settle(channel, tags, rows)
+        tag_array = _array([t for t, _ in tags])
+        details = [r.detail for r in rows]  # one for all (their consumer) or one each
+        same = details.count(details[0]) == len(details)
         held = self.x(
-            f"WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
+            "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
             "AS u(tag, token, detail, n)), "
-            f"h AS (SELECT {', '.join('q.' + c for c in _MESSAGE.split(', '))}, u.detail, u.n FROM {table} q "
-            "JOIN u ON q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) FOR UPDATE OF q), "
+            f"l AS (SELECT tag, message_id, claim, token FROM {table} WHERE tag = ANY(%s::bigint[]) FOR UPDATE), "
+            "h AS (SELECT l.tag, l.message_id, l.claim, u.detail, u.n FROM l JOIN u ON l.tag = u.tag "
+            "AND (u.token IS NULL OR l.token = u.token)), "
             "ok AS (SELECT count(*) = %s AS ok FROM h), "
-            f"d AS (DELETE FROM {table} q USING h, ok WHERE ok.ok AND q.tag = h.tag), "
+            f"d AS (DELETE FROM {table} WHERE tag = ANY(%s::bigint[]) AND (SELECT ok FROM ok)), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
-            "SELECT %s, %s, h.message_id, %s, h.detail FROM h, ok WHERE ok.ok ORDER BY h.n) "
+            "SELECT %s, %s, h.message_id, %s, coalesce(h.detail, %s) FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
             "SELECT tag, message_id, claim FROM h",
-            (_array([t for t, _ in tags]), _array([k for _, k in tags]), _array([r.detail for r in rows]), len(tags),
-             rows[0].at, channel, rows[0].event),
+            (tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array, len(tags),
+             tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
             binary=True,
         ).fetchall()
         return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
@@ -465,8 +493,9 @@ class PgTx(StorageTx):
         else:
             rows = self.x(
                 f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
-                f"WHERE q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) RETURNING {returning}",
-                ([t for t, _ in tags], [k for _, k in tags]), binary=True,
+                f"WHERE q.tag = ANY(%b::bigint[]) AND q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
+                f"RETURNING {returning}",
+                ([t for t, _ in tags], [k for _, k in tags], [t for t, _ in tags]), binary=True,
             ).fetchall()
         return [_stored(channel, r) for r in rows]
 
@@ -519,7 +548,7 @@ class PgTx(StorageTx):
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
         sql, args = journal_query(f"{self.s}.journal", "%s", query)
-        return journal_entries(self.x(sql, args).fetchall())
+        return journal_entries(self.x(sql, args, literal=True).fetchall())
 
     def counters(self) -> dict[str, dict[str, int]]:
         self.t._write_counts(force=True)
@@ -559,15 +588,15 @@ class PgTx(StorageTx):
     def forget(self, journal_before: float) -> int:
         self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
         row = self.x(f"WITH gone AS (DELETE FROM {self.s}.journal WHERE at < %s RETURNING 1) "
-                             "SELECT count(*) FROM gone", (journal_before,)).fetchone()
+                             "SELECT count(*) FROM gone", (journal_before,), literal=True).fetchone()
         return int(row[0]) if row else 0
 
 
 def _array(values: list[Any]) -> str:
-    """A PostgreSQL array literal of integers and strings (None: NULL): far cheaper for
-    psycopg than adapting a list element by element."""
+    """A PostgreSQL array literal of integers, floats and strings (None: NULL): far cheaper
+    for psycopg than adapting a list element by element."""
     return "{" + ",".join(
-        "NULL" if v is None else str(v) if isinstance(v, int)
+        "NULL" if v is None else str(v) if isinstance(v, int) else repr(v) if isinstance(v, float)
         else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
     ) + "}"
 
@@ -575,17 +604,33 @@ def _array(values: list[Any]) -> str:
 def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[str, str], ...],
           rows: list[tuple[Any, ...]]) -> bool:
     """Add to ``parts`` and ``params`` the insert of ``rows`` in their order: one row as it
-    is, several as one array a column (binary: no quoting of every element; True)."""
+    is; several as one parameter a column: its value when the same in all rows, else an
+    array (bytes in binary, the rest as one literal). True when a parameter is binary."""
     names = ", ".join(name for name, _type in columns)
     if len(rows) == 1:
         parts.append(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})")
         params.extend(rows[0])
         return False
-    arrays = ", ".join(f"%b::{sql_type}[]" for _name, sql_type in columns)
-    parts.append(f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
-                 f"WITH ORDINALITY AS u({names}, n) ORDER BY n")
-    params.extend(list(col) for col in zip(*rows, strict=True))
-    return True
+    select: list[str] = []
+    arrays: list[str] = []
+    unnested: list[str] = []
+    scalars: list[Any] = []
+    values_of: list[Any] = []
+    for (name, sql_type), values in zip(columns, zip(*rows, strict=True), strict=True):
+        if values.count(values[0]) == len(values):
+            select.append(f"%s::{sql_type}")
+            scalars.append(values[0])
+            continue
+        select.append(f"u.{name}")
+        unnested.append(name)
+        binary = sql_type == "bytea"
+        arrays.append(f"%{'b' if binary else 's'}::{sql_type}[]")
+        values_of.append(list(values) if binary else _array(list(values)))
+    source = (f"unnest({', '.join(arrays)}) WITH ORDINALITY AS u({', '.join(unnested)}, n)" if arrays
+              else "generate_series(1, %s) AS u(n)")
+    parts.append(f"INSERT INTO {table} ({names}) SELECT {', '.join(select)} FROM {source} ORDER BY n")
+    params.extend([*scalars, *(values_of if arrays else [len(rows)])])
+    return "%b::bytea[]" in arrays
 
 
 def _stored(channel: str, r: tuple[Any, ...]) -> Stored:
