@@ -30,7 +30,13 @@ from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
+from tests.bus.transport.amqp.broker import (
+    AMQP_URL,
+    destroy,
+    servers_or_fail,
+    store_table,
+    unique_names,
+)
 from tests.chaos import chaos_seed, crash_size
 
 TOTAL, KILLS = crash_size((400, 8), (1_000, 20))  # half the kills at each site
@@ -60,15 +66,7 @@ SITE_B = """
 name = "site-b"
 data_dir = "data"
 
-[store]
-type = "amqp"
-
-[store.amqp]
-url = "{url}"
-postgres = "{dsn}"
-prefix = "{prefix}"
-postgres_schema = "{postgres_schema}"
-
+{store}
 [[adapters]]
 name = "from-a"
 type = "amqp"
@@ -118,7 +116,7 @@ def test_bridge_sqlite_site_to_amqp_site_exactly_once_across_kills_of_either_sid
     a_site, b_site = tmp_path / "a" / "site.toml", tmp_path / "b" / "site.toml"
     for path, text in ((a_site, SITE_A), (b_site, SITE_B)):
         path.parent.mkdir(parents=True)
-        path.write_text(text.format(url=AMQP_URL, dsn=PG_DSN, **bridge_names))
+        path.write_text(text.format(url=AMQP_URL, store=store_table(bridge_names), **bridge_names))
     a_data = load_site(a_site).data_dir
     fmt = FormatIndicator("acme.Order", 1, "application/json")
     sent: list[str] = []

@@ -89,72 +89,71 @@ def test_a_locked_key_waits_for_the_other_daemons_commit(transports: tuple[Any, 
     assert got == {"new-group": b"1"} and order == ["first committed", "second read"]
 
 
-def test_amqp_outputs_of_a_state_change_are_published_by_the_next_open_when_their_process_died(tmp_path: Path) -> None:
-    from coupler.bus.transport.amqp.transport import AmqpTransport, _outbox_entry
-    from coupler.canonical import Envelope, FormatIndicator
-    from tests.bus.transport.amqp.broker import (
-        AMQP_URL,
-        PG_DSN,
-        destroy,
-        servers_or_fail,
-        unique_names,
-    )
+@pytest.fixture
+def broker_names() -> Iterator[dict[str, str]]:
+    """Names (queue prefix, PostgreSQL schema) of a broker transport's own, deleted afterwards."""
+    from tests.bus.transport.amqp.broker import destroy, servers_or_fail, unique_names
 
     servers_or_fail()
     names = unique_names()
-    batch = Envelope(format=FormatIndicator.parse("test.Batch@1;text/plain"), body=b"1\n2\n")
-    try:
-        with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as a:
-            # what a daemon killed after its PostgreSQL commit and before its publish left
-            tx = a.store.state_tx()
-            tx.put("step:r/agg/groups", {"EU": None}, None)
-            tx.outbox(_outbox_entry([("batches", [batch], "route:r")]))
-            tx.commit()
-            assert a.receive("batches", "test") == []
-        with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as b:
-            [d] = b.receive_wait("batches", "test", wait=10)
-            assert d.message_id == batch.message_id and d.envelope.body == b"1\n2\n"
-            b.ack(d)
-            assert b.publish_outbox(0.0) == 0  # published once, then forgotten
-    finally:
-        destroy(names)
+    yield names
+    destroy(names)
 
 
-def test_amqp_outputs_of_a_running_process_are_left_to_it_and_a_dead_ones_are_published_at_once(tmp_path: Path) -> None:
+def _broker(names: dict[str, str]) -> Any:
+    from coupler.bus.transport.amqp.transport import AmqpTransport
+    from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN
+
+    return AmqpTransport(AMQP_URL, postgres=PG_DSN, **names)
+
+
+def _committed_unpublished(t: Any, body: bytes) -> Any:
+    """What a daemon that committed a state change and has not published its output leaves:
+    the state and an outbox entry with a batch for ``batches``. Returns the batch."""
+    from coupler.bus.transport.amqp.transport import _outbox_entry
+    from coupler.canonical import Envelope, FormatIndicator
+
+    batch = Envelope(format=FormatIndicator.parse("test.Batch@1;text/plain"), body=body)
+    tx = t.store.state_tx()
+    tx.put("step:r/agg/groups", {"EU": None}, None)
+    tx.outbox(_outbox_entry([("batches", [batch], "route:r")]))
+    tx.commit()
+    return batch
+
+
+def test_amqp_outputs_of_a_state_change_are_published_by_the_next_open_when_their_process_died(
+        broker_names: dict[str, str]) -> None:
+    with _broker(broker_names) as a:  # killed after its PostgreSQL commit, before its publish
+        batch = _committed_unpublished(a, b"1\n2\n")
+        assert a.receive("batches", "test") == []
+    with _broker(broker_names) as b:
+        [d] = b.receive_wait("batches", "test", wait=10)
+        assert d.message_id == batch.message_id and d.envelope.body == b"1\n2\n"
+        b.ack(d)
+        assert b.publish_outbox(0.0) == 0  # published once, then forgotten
+
+
+def test_amqp_outputs_of_a_running_process_are_left_to_it_and_a_dead_ones_are_published_at_once(
+        broker_names: dict[str, str]) -> None:
     """A daemon that starts does not publish a copy of what a running daemon committed and is
     publishing (its outbox entry); once that process is gone, its entry is published."""
-    from coupler.bus.transport.amqp.transport import AmqpTransport, _outbox_entry
-    from coupler.canonical import Envelope, FormatIndicator
-    from tests.bus.site_helpers import wait_for
-    from tests.bus.transport.amqp.broker import (
-        AMQP_URL,
-        PG_DSN,
-        destroy,
-        servers_or_fail,
-        unique_names,
-    )
-
-    servers_or_fail()
-    names = unique_names()
-    batch = Envelope(format=FormatIndicator.parse("test.Batch@1;text/plain"), body=b"3\n4\n")
+    a = _broker(broker_names).open()
     try:
-        a = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
-        try:
-            tx = a.store.state_tx()
-            tx.outbox(_outbox_entry([("batches", [batch], "route:r")]))
-            tx.commit()  # a runs on: it would publish now
-            with AmqpTransport(AMQP_URL, postgres=PG_DSN, **names) as b:
-                assert b.publish_outbox(0.0) == 0
-                assert b.receive("batches", "test") == []
-                a.close()  # its connections, and with them its lock, go (as a killed process's do)
-                published: list[int] = []  # at once, whatever the entry's age, once PostgreSQL
-                wait_for(lambda: published.append(b.publish_outbox(60.0)) or sum(published) > 0,
-                         "the entry of a closed process published")  # saw its backend go
-                assert sum(published) == 1
-                [d] = b.receive_wait("batches", "test", wait=10)
-                assert d.message_id == batch.message_id
-                b.ack(d)
-        finally:
-            a.close()
+        batch = _committed_unpublished(a, b"3\n4\n")  # a runs on: it would publish now
+        with _broker(broker_names) as b:
+            assert b.publish_outbox(0.0) == 0
+            assert b.receive("batches", "test") == []
+            a.close()  # its connections, and with them its lock, go (as a killed process's do)
+            published: list[int] = []  # at once, whatever the entry's age, once PostgreSQL
+
+            def publish() -> bool:  # has seen its backend go
+                published.append(b.publish_outbox(60.0))
+                return sum(published) > 0
+
+            wait_for(publish, "the entry of a closed process published")
+            assert sum(published) == 1
+            [d] = b.receive_wait("batches", "test", wait=10)
+            assert d.message_id == batch.message_id
+            b.ack(d)
     finally:
-        destroy(names)
+        a.close()

@@ -14,22 +14,19 @@ import pytest
 from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
+from tests.bus.transport.amqp.broker import (
+    destroy,
+    servers_or_fail,
+    store_table,
+    unique_names,
+)
 from tests.bus.transport.contract.support import doc
 
 SITE = """
 [site]
 name = "{name}"
 
-[store]
-type = "amqp"
-
-[store.amqp]
-url = "{url}"
-postgres = "{dsn}"
-prefix = "{prefix}"
-postgres_schema = "{postgres_schema}"
-
+{store}
 [[adapters]]
 name = "echo"
 type = "echo"
@@ -51,7 +48,7 @@ def names() -> Iterator[dict[str, str]]:
 def test_two_daemons_of_one_site_share_the_work(names, tmp_path: Path) -> None:
     # two hosts: each its own data directory, the same broker and database
     sites = [
-        write_site(tmp_path / host, SITE.format(name=host, url=AMQP_URL, dsn=PG_DSN, **names))
+        write_site(tmp_path / host, SITE.format(name=host, store=store_table(names)))
         for host in ("host-a", "host-b")
     ]
     daemons = [start_daemon_process(s) for s in sites]
