@@ -117,11 +117,9 @@ def test_the_request_command_answers_with_the_partners_response(embedded: Embedd
     assert json.loads(answer.body) == {"id": 1, "ok": True} and reply.details["http.status"] == "201"
 
 
-def test_in_a_daemon_a_4xx_puts_the_message_in_the_dead_letters_with_the_response(
-        tmp_path: Path, partner: Partner) -> None:
-    from tests.bus.site_helpers import running_daemon, wait_for, write_site
-
-    site = write_site(tmp_path / "site", f"""
+def client_site(url: str) -> str:
+    """A site.toml whose adapter ``partner-out`` calls ``url`` with the messages of ``orders``."""
+    return f"""
 [[adapters]]
 name = "partner-out"
 type = "http"
@@ -129,8 +127,15 @@ direction = "outbound"
 channel = "orders"
 [adapters.options]
 mode = "client"
-url = "{partner.url}/api/orders"
-""")
+url = "{url}"
+"""
+
+
+def test_in_a_daemon_a_4xx_puts_the_message_in_the_dead_letters_with_the_response(
+        tmp_path: Path, partner: Partner) -> None:
+    from tests.bus.site_helpers import running_daemon, wait_for, write_site
+
+    site = write_site(tmp_path / "site", client_site(f"{partner.url}/api/orders"))
     partner.script = [409]
     with running_daemon(site, plugins=None) as daemon:
         assert daemon.transport is not None
@@ -149,16 +154,8 @@ def test_the_trace_shows_the_url_a_message_was_delivered_to_without_its_secrets(
     from tests.bus.site_helpers import running_daemon, wait_for, write_site
 
     host = partner.url.removeprefix("http://")
-    site = write_site(tmp_path / "site", f"""
-[[adapters]]
-name = "partner-out"
-type = "http"
-direction = "outbound"
-channel = "orders"
-[adapters.options]
-mode = "client"
-url = "http://shop:pa55word@{host}/api/customers/{{field.customer}}/orders?region=EU&api_key=k3y-123"
-""")
+    site = write_site(tmp_path / "site", client_site(
+        f"http://shop:pa55word@{host}/api/customers/{{field.customer}}/orders?region=EU&api_key=k3y-123"))
     with running_daemon(site, plugins=None) as daemon:
         transport = daemon.transport
         assert transport is not None
