@@ -56,8 +56,7 @@ class TraceContext:
     def for_key(cls, key: str) -> TraceContext:
         """A trace whose id is derived from ``key`` (the same unit of work read again, e.g.
         after a restart, is the same trace)."""
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
-        return cls(digest[:32], digest[32:48])
+        return cls(*_key_ids(key))
 
     @classmethod
     def parse(cls, header: str | None) -> TraceContext | None:
@@ -112,11 +111,17 @@ def handling(context: TraceContext | Envelope | None) -> Iterator[TraceContext |
         _current.reset(token)
 
 
+def _key_ids(key: str) -> tuple[str, str]:
+    """The trace and span ids derived from ``key``."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return digest[:32], digest[32:48]
+
+
 def header_for_key(key: str) -> str:
     """``TraceContext.for_key(key).header`` without the context object (a poll of a table
     derives one per row)."""
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
-    return f"00-{digest[:32]}-{digest[32:48]}-01"
+    trace_id, span_id = _key_ids(key)
+    return f"00-{trace_id}-{span_id}-01"
 
 
 def trace_of(envelope: Envelope) -> TraceContext | None:

@@ -217,8 +217,9 @@ class BusContext:
         prepared: list[Envelope | None] = []
         ttl = self._ttls.get(target)
         if ttl is None and self._inbound is None:
-            # nothing to translate or expire: an envelope with its origin and trace goes as it is
-            prepared += [e if e.origin is not None and trace_id_of(e) is not None else self._prepare(e) for e in envelopes]
+            # nothing to translate or expire: nothing can refuse a message (an envelope with its
+            # origin and trace goes as it is)
+            prepared += [self._prepare(e) for e in envelopes]
         else:
             for envelope in envelopes:
                 try:
