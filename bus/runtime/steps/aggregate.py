@@ -125,12 +125,10 @@ class AggregateOptions(OptionsModel):
 def _member(message: Envelope) -> Envelope:
     """A member as the group keeps it: the envelope without its Message History (the aggregate
     starts a history of its own, and the journal keeps each member's way; half the bytes to
-    encode and decode of a record that came through a file and a few steps). A shallow copy:
-    the headers and body are shared, the history is not."""
-    member = object.__new__(type(message))
-    member.__dict__.update(message.__dict__)
-    member.history = []
-    return member
+    encode and decode of a record that came through a file and a few steps). The headers and
+    body are shared; the properties are a copy (a later change of the message's properties does
+    not reach the stored member)."""
+    return message.replace(history=[])
 
 
 @dataclass
