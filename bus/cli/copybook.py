@@ -381,16 +381,11 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
         from coupler.translators.copybook.batch import BatchDecoder
 
         schema = BatchDecoder(layout, options).decode(b"").batch.schema
-        # with --jobs N, up to N row groups (4 at most) are encoded at once, ParquetBatchWriter
-        # stitching them into the one file in order; the row groups they hold together stay at
-        # 65,536 records (32,768 each for 2 encoders, 16,384 for 4), which keeps the peak RSS
-        # under 300 MB. With one job and a second core, row groups are encoded on a thread of
-        # their own while the next batches decode; on one core a thread only adds CPU time
+        # one writer (pyarrow encodes one file on one thread; --parts is what spreads encoding
+        # over the cores); with a second core, row groups are encoded on a thread of their own
+        # while the next batches decode; on one core a thread only adds CPU time
         # (docs/performance.md)
-        encoders = min(jobs, 4)
-        how = ({"encoders": encoders, "row_group_rows": max(65_536 // encoders, 16_384)} if jobs > 1
-               else {"background": _cores() > 1})
-        with ParquetBatchWriter(args.output, schema, **how) as writer:
+        with ParquetBatchWriter(args.output, schema, background=_cores() > 1) as writer:
             for batch in reported():
                 writer.write_batch(batch)
     else:

@@ -47,37 +47,3 @@ def test_a_failure_of_the_writer_thread_is_raised_in_the_caller(tmp_path: Path) 
         for batch in batches:  # the failure is raised at the next row group, or at close
             writer.write_batch(batch)
         writer.close()
-
-
-def test_row_groups_encoded_at_once_make_the_same_file_byte_for_byte(tmp_path: Path) -> None:
-    """``encoders=N``: row groups encoded on N threads into files in memory and stitched into
-    one file (their footers' offsets moved) give the file one writer gives, byte for byte."""
-    schema, batches = _batches()
-    files = {}
-    for encoders in (1, 2, 3):
-        path = files[encoders] = tmp_path / f"{encoders}.parquet"
-        with ParquetBatchWriter(path, schema, row_group_rows=2000, encoders=encoders) as writer:
-            for batch in batches:
-                writer.write_batch(batch)
-    assert files[2].read_bytes() == files[1].read_bytes() == files[3].read_bytes()
-    meta = pq.ParquetFile(files[2]).metadata
-    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [2000] * 4 + [1000]
-    assert pq.read_table(files[2]).to_pylist() == [row for b in batches for row in b.to_pylist()]
-
-
-def test_no_rows_with_encoders_is_an_empty_file_of_the_schema(tmp_path: Path) -> None:
-    schema, _ = _batches()
-    with ParquetBatchWriter(tmp_path / "empty.parquet", schema, encoders=2):
-        pass
-    table = pq.read_table(tmp_path / "empty.parquet")
-    assert table.num_rows == 0 and table.schema.equals(schema)
-
-
-def test_a_failure_of_an_encoder_is_raised_in_the_caller(tmp_path: Path) -> None:
-    schema, batches = _batches()
-    writer = ParquetBatchWriter(tmp_path / "out.parquet", schema, row_group_rows=1000, encoders=2)
-    writer.write_batch(pa.RecordBatch.from_pydict({"other": list(range(1000))}))  # not the file's schema
-    with pytest.raises(Exception, match="(?i)schema"):
-        for batch in batches:
-            writer.write_batch(batch)
-        writer.close()
