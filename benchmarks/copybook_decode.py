@@ -189,7 +189,7 @@ def whole_process(copybook: Path, data: Path, workdir: Path, repeat: int, *, job
     out = workdir / ("whole-parts" if parts else "whole.parquet")
     cmd = [sys.executable, "-c", CLI_WITH_PEAK_RSS, "copybook", "decode", str(copybook), str(data),
            "--to", "parquet", "--output", str(out)]
-    if code is None:
+    if code is None or jobs != 1:  # (an older commit may predate --jobs)
         cmd += ["--jobs", str(jobs)]
     if parts:
         cmd += ["--parts"]
@@ -235,6 +235,47 @@ def text_file(workdir: Path, records: int) -> tuple[Path, Path]:
     return cpy, path
 
 
+def one_file_jobs(copybook: Path, data: Path, warm: Path, workdir: Path, repeat: int, jobs: list[int],
+                  baseline_ref: str | None) -> None:
+    """``--jobs``: only the one-output-file runs of ``copybook decode --jobs N --to parquet``
+    (on min(N, cores) cores), of this code and of ``baseline_ref``'s, alternating run by
+    run; the best wall and CPU time and the highest peak RSS of ``repeat`` runs each."""
+    import baseline
+
+    with contextlib.ExitStack() as stack:
+        codes: dict[str, Path | None] = {"this code": None}
+        if baseline_ref:
+            old = stack.enter_context(baseline.checkout(baseline_ref))
+            subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=old,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            codes[f"commit {baseline.describe(baseline_ref)}"] = old
+        for code in codes.values():
+            whole_process(copybook, warm, workdir, 1, code=code)  # warm-up: bytecode written
+        best: dict[tuple[int, str], tuple[float, float, float, int]] = {}
+        for _ in range(repeat):
+            for n in jobs:
+                for name, code in codes.items():
+                    wall, cpu, rss, rows = whole_process(copybook, data, workdir, 1, jobs=n, code=code)
+                    print(f"  --jobs {n}, {name}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss:.0f} MB",
+                          file=sys.stderr)
+                    w, c, r, _ = best.get((n, name), (wall, cpu, rss, rows))
+                    best[n, name] = (min(w, wall), min(c, cpu), max(r, rss), rows)
+    size = data.stat().st_size / MB
+    print(f"\ncopybook decode --jobs N --to parquet, one output file: {data.name} ({size:.0f} MB), "
+          f"best wall and CPU, highest peak RSS of {repeat} alternating runs each\n")
+    print("| --jobs | code | wall s | CPU s | MB/s (wall) | peak RSS MB | records |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for (n, name), (wall, cpu, rss, rows) in best.items():
+        print(f"| {n} | {name} | {wall:.2f} | {cpu:.2f} | {size / wall:.1f} | {rss:.0f} | {rows} |")
+    if len(codes) > 1:
+        print()
+        other = list(codes)[1]
+        for n in jobs:
+            (w0, c0, r0, _), (w1, c1, r1, _) = best[n, "this code"], best[n, other]
+            print(f"- --jobs {n}: this code's speed / {other}'s: {w1 / w0:.2f}× (wall), {c1 / c0:.2f}× (CPU), "
+                  f"peak RSS {r0:.0f} against {r1:.0f} MB")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -243,6 +284,8 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "coupler-bench")
     parser.add_argument("--baseline-ref", help="also run the whole process with this commit's code (e.g. HEAD~3)")
     parser.add_argument("--no-peers", action="store_true", help="skip the per-record decoder, cobolio and Cobrix")
+    parser.add_argument("--jobs", help="N[,M...]: only the one-output-file runs of `copybook decode --jobs N`, "
+                        "this code beside --baseline-ref's, alternating (wall, CPU, peak RSS)")
     args = parser.parse_args()
     if hasattr(os, "sched_getaffinity"):
         ALL_CORES.update(os.sched_getaffinity(0))
@@ -261,6 +304,9 @@ def main() -> int:
         fifth.write_bytes(src.read(args.records // 5 * datagen.RECORD_SIZE))
     empty = args.dir / "empty.dat"
     empty.write_bytes(b"")
+    if args.jobs:
+        one_file_jobs(copybook, full, sample, args.dir, args.repeat, [int(n) for n in args.jobs.split(",")], args.baseline_ref)
+        return 0
     layout = build_layout(parse_copybook(datagen.COPYBOOK))
     reference = next(iter(decode_files(layout, [sample])))
     results: list[tuple[str, Path, int, float, float, str]] = []
