@@ -16,6 +16,9 @@ S9(7)V99, COMP-3 S9(9)V99, COMP S9(9), an OCCURS 5 group; see ``datagen.py``). S
 decoders run on the first ``--sample`` records. Peers are optional: install them with
 ``pip install '.[bench]'`` (``make bench`` does); a missing peer is reported, not fatal.
 Results are printed as a Markdown table for ``docs/performance.md``.
+
+``--jobs 2,4 --baseline-ref REF`` runs only the one-output-file ``--jobs N`` whole
+processes, this code's and REF's alternating, and prints their wall, CPU and peak RSS.
 """
 
 from __future__ import annotations
