@@ -144,7 +144,7 @@ def decode_file_batches(
     ``jobs`` > 1 decodes that many chunks at once on threads (the compiled kernel and the
     file reads release the GIL) and yields them in file order, with the bad-field reports
     and counters in that order too: the output is the same whatever ``jobs`` is. At most
-    ``jobs + 1`` chunks (5 at most) are read ahead, so memory stays flat.
+    ``jobs + 1`` chunks (3 at most) are read ahead, so memory stays flat.
 
     ``records=(first, count)`` decodes only those whole records of each file (numbered from
     0, as in the reports), and its truncated last record only when the range reaches the end:
@@ -243,8 +243,10 @@ class _Decoders(threading.local):
 
 #: chunks decoded ahead of the consumer at most, whatever ``jobs`` is: each holds ~18 MB (its
 #: bytes, its Arrow batch, the kernel's buffers); the consumer (the Parquet, Avro or JSON
-#: writer) is slower than one decoding thread, so more would only hold memory
-_READ_AHEAD = 5
+#: writer) is slower than one decoding thread, so more would only hold memory (5 took
+#: `--jobs 4` to 267-292 MB of peak RSS on the 207 MB benchmark file, 3 to 245-253 MB at the
+#: same speed; docs/performance.md)
+_READ_AHEAD = 3
 
 
 def _parallel(
