@@ -34,7 +34,10 @@ def journal_query(table: str, mark: str, query: JournalQuery, *, order: str = "i
     ``trace_buckets``: the journal's trace index is the embedded store's, keyed by the trace
     id's first digit (:func:`coupler.bus.transport.ddl.journal_trace_index`); a search by
     trace ids names their digits too and reads that index (``INDEXED BY``: with statistics
-    SQLite would rather walk the table in id order, for the ``ORDER BY ... LIMIT``)."""
+    SQLite would rather walk the table in id order, for the ``ORDER BY ... LIMIT``). The trace
+    ids are compared as ``+trace_id``: SQLite would otherwise put the value of a single
+    ``trace_id = ?`` into the digit's expression, which then no longer names the index's, and
+    read the whole index."""
     clauses, args = _equal(
         (("message_id", query.message_id), ("channel", query.channel), ("event", query.event)), mark
     )
@@ -45,8 +48,9 @@ def journal_query(table: str, mark: str, query: JournalQuery, *, order: str = "i
             if column == "trace_id" and trace_buckets:
                 digits = sorted({v[:1] for v in listed})
                 source = f"{table} INDEXED BY {TRACE_BUCKET_INDEX}"
-                clauses.append(f"{TRACE_BUCKET} IN ({', '.join([mark] * len(digits))})")
+                clauses += [f"{TRACE_BUCKET} IN ({', '.join([mark] * len(digits))})", "trace_id IS NOT NULL"]
                 args.extend(digits)
+                column = "+trace_id"
             clauses.append(f"{column} IN ({', '.join([mark] * len(listed))})")
             args.extend(listed)
     pattern = query.key_pattern
