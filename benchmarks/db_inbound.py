@@ -22,7 +22,11 @@ PostgreSQL backends serving its connections (``/proc/PID/stat`` of ``pg_backend_
 PostgreSQL runs on this machine), the two added being the work a row costs whatever the load.
 The 1-minute load average at the start and the end is printed beside the figures.
 
-Usage: .venv/bin/python benchmarks/db_inbound.py [--rows N] [--repeat N] [--json FILE]
+``--journal N`` gives each adapter run's new store N journal entries first (a third of them
+of stored messages with their trace ids), as the store of a site that has run a while holds
+(the journal is kept 7 days): what a store's indexes cost grows with them.
+
+Usage: .venv/bin/python benchmarks/db_inbound.py [--rows N] [--repeat N] [--journal N] [--json FILE]
 (PostgreSQL from ``COUPLER_BENCH_POSTGRES``, default postgresql://postgres@127.0.0.1:5432/test)
 """
 
@@ -123,7 +127,22 @@ def backends(engine: Any) -> list[int]:
             c.close()
 
 
-def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
+def grown_journal(transport: Any, rows: int) -> None:
+    """Give a new store the journal of a site that has run a while: ``rows`` entries (a third
+    of them of stored messages, each with its trace id and search keys, as a send writes
+    them; the rest received and acknowledged), written before the timed part."""
+    conn = transport._conn()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(
+        "INSERT INTO journal (at, channel, message_id, event, detail, trace_id, keys) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ((time.time(), "older", str(uuid.uuid4()), e, "route:x", t, k)
+         for t, k in ((uuid.uuid4().hex, f"|older:{i}|") for i in range(rows // 3))
+         for e, t, k in (("sent", t, k), ("received", None, None), ("acked", None, None))))
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def adapter(schema: str, data: Path, rows_per_message: int = 1, journal: int = 0) -> Run:
     from coupler.adapters.database import DatabaseAdapter  # imported outside the timed part
     from coupler.adapters.database.inbound import PIPELINE
     from coupler.bus.runtime.context import BusContext, Statistics, build_adapter
@@ -131,6 +150,8 @@ def adapter(schema: str, data: Path, rows_per_message: int = 1) -> Run:
 
     transport = SqliteTransport(data / "store").open()  # the daemon's defaults: synchronous FULL
     try:
+        if journal:
+            grown_journal(transport, journal)
         stats = Statistics()
         stats.add("orders-in", "database")
         ctx = BusContext(name="orders-in", config={}, data_dir=data / "adapter", transport=transport,
@@ -162,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--journal", type=int, default=0,
+                   help="journal entries the adapter's store holds before the run (a site that has run a while)")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     try:
@@ -179,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 reset(schema)
                 with tempfile.TemporaryDirectory() as tmp:
                     run = (baseline(schema) if mode == MODES[0] else
-                           adapter(schema, Path(tmp), 100 if "100" in mode else 1))
+                           adapter(schema, Path(tmp), 100 if "100" in mode else 1, args.journal))
                 assert run.done == args.rows, (mode, run.done)
                 runs[mode].append(run)
                 print(f"{mode:28s} {args.rows / run.wall:9,.0f} rows/s   CPU/row: process "
@@ -190,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             c.execute(f"DROP SCHEMA {schema} CASCADE")
     end_load = os.getloadavg()[0]
     base = runs[MODES[0]]
-    print(f"\n{args.rows:,} rows, batches of {BATCH}, {args.repeat} rounds; load average {load:.1f} at the start, "
+    print(f"\n{args.rows:,} rows, batches of {BATCH}, {args.repeat} rounds, {args.journal:,} journal entries before; load average {load:.1f} at the start, "
           f"{end_load:.1f} at the end (2 cores)")
     print(f"{'':28s} {'best rows/s':>12s} {'x (best)':>9s} {'x (median of rounds)':>21s} {'CPU us/row':>11s} "
           f"{'x (CPU)':>8s}")

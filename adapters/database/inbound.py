@@ -219,8 +219,9 @@ class RowPoller:
         of its own. A batch's messages are stored (committed, their disk sync deferred:
         ``context.durable_later``), then a thread (:class:`Committing`) waits for them to be
         on disk and commits the batch's transaction (its rows marked), while this one reads
-        and makes the next batch: its ``SELECT ... FOR UPDATE SKIP LOCKED`` passes over the
-        rows the batch before still holds. The next batch is stored only once the one before
+        and makes the next batch: its ``SELECT ... FOR UPDATE SKIP LOCKED`` reads the keys
+        after the last one of the batch before, whose rows that one still holds
+        (:meth:`_rows`). The next batch is stored only once the one before
         is committed, so the messages reach the bus in key order, and each batch keeps the
         guarantees of a single poll: its rows are marked in the transaction that read them,
         committed only once their messages are durable. When a batch fails, the one read
@@ -229,6 +230,7 @@ class RowPoller:
         self.totals.polls += 1
         later = getattr(self.context, "durable_later", None)
         pending: Committing | None = None
+        after: tuple[Any, ...] | None = None  # the key of the last row of the batch before
         try:
             for _ in range(batches):
                 conn = self.engine.connect()
@@ -236,7 +238,7 @@ class RowPoller:
                 part = PollResult()
                 try:
                     tx = conn.begin()
-                    rows = self._rows(conn)
+                    rows = self._rows(conn, after)
                     if rows:
                         marking = Meanwhile(self._mark, conn, rows)
                         envelopes = self._messages(rows, part)
@@ -255,6 +257,7 @@ class RowPoller:
                     conn.close()
                     break
                 part.listed = part.done = len(rows)
+                after = tuple(rows[-1][c.name] for c in self.key)
                 assert marking is not None
                 pending = Committing(conn, tx, marking, durable, part)
                 if len(rows) < self.o.batch_size:
@@ -270,9 +273,15 @@ class RowPoller:
                                         where=self.where) from None
         return result
 
-    def _rows(self, conn: sa.Connection) -> list[dict[str, Any]]:
-        """The next batch of pending rows (status column), locked, as dicts."""
-        found = conn.execute(self.select(None))
+    def _rows(self, conn: sa.Connection, after: tuple[Any, ...] | None) -> list[dict[str, Any]]:
+        """The next batch of pending rows (status column), locked, as dicts; ``after``: only
+        keys after it (those of the batch before, still locked while it commits, and the rows
+        it passed over are not walked again; a row passed over, locked by another reader that
+        gave it back since, is read by the next poll, which starts from the first key)."""
+        q = self.select(None)
+        if after is not None:
+            q = q.where(self.key[0] > after[0] if len(self.key) == 1 else sa.tuple_(*self.key) > sa.tuple_(*after))
+        found = conn.execute(q)
         names = list(found.keys())
         return [dict(zip(names, r, strict=True)) for r in found.all()]
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coupler.bus.transport.base import JournalEntry, JournalQuery
+from coupler.bus.transport.ddl import TRACE_BUCKET, TRACE_BUCKET_INDEX
 from coupler.canonical import Envelope
 from coupler.canonical.tracecontext import search_keys, trace_id_of
 
@@ -25,15 +26,31 @@ def journal_trace(envelope: Envelope) -> tuple[str | None, str | None]:
     return trace_id_of(envelope), search_keys(envelope)
 
 
-def journal_query(table: str, mark: str, query: JournalQuery, *, order: str = "id") -> tuple[str, list[Any]]:
+def journal_query(table: str, mark: str, query: JournalQuery, *, order: str = "id",
+                  trace_buckets: bool = False) -> tuple[str, list[Any]]:
     """The ``SELECT`` of the journal entries ``query`` selects (oldest first), and its
-    arguments (``at`` is stored in epoch seconds; ``keys`` as ``|v1|v2|``)."""
+    arguments (``at`` is stored in epoch seconds; ``keys`` as ``|v1|v2|``).
+
+    ``trace_buckets``: the journal's trace index is the embedded store's, keyed by the trace
+    id's first digit (:func:`coupler.bus.transport.ddl.journal_trace_index`); a search by
+    trace ids names their digits too and reads that index (``INDEXED BY``: with statistics
+    SQLite would rather walk the table in id order, for the ``ORDER BY ... LIMIT``). The trace
+    ids are compared as ``+trace_id``: SQLite would otherwise put the value of a single
+    ``trace_id = ?`` into the digit's expression, which then no longer names the index's, and
+    read the whole index."""
     clauses, args = _equal(
         (("message_id", query.message_id), ("channel", query.channel), ("event", query.event)), mark
     )
+    source = table
     for column, values in (("trace_id", query.trace_ids), ("message_id", query.message_ids)):
         if values is not None:
             listed = list(values) or [""]
+            if column == "trace_id" and trace_buckets:
+                digits = sorted({v[:1] for v in listed})
+                source = f"{table} INDEXED BY {TRACE_BUCKET_INDEX}"
+                clauses += [f"{TRACE_BUCKET} IN ({', '.join([mark] * len(digits))})", "trace_id IS NOT NULL"]
+                args.extend(digits)
+                column = "+trace_id"
             clauses.append(f"{column} IN ({', '.join([mark] * len(listed))})")
             args.extend(listed)
     pattern = query.key_pattern
@@ -44,7 +61,7 @@ def journal_query(table: str, mark: str, query: JournalQuery, *, order: str = "i
     if query.since is not None:
         clauses.append(f"at >= {mark}")
         args.append(query.since.timestamp())
-    sql = f"SELECT {JOURNAL_COLUMNS} FROM {table} {_where(clauses)} ORDER BY {order} LIMIT {mark}"
+    sql = f"SELECT {JOURNAL_COLUMNS} FROM {source} {_where(clauses)} ORDER BY {order} LIMIT {mark}"
     return sql, [*args, query.limit]
 
 

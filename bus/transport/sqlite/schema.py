@@ -10,7 +10,10 @@ Version 1 (stores created before the split; ``user_version`` 0) kept the envelop
 of ``messages``; :func:`ensure_schema` migrates such a store in place, in one transaction.
 Version 3 adds the trace id and search keys of sent messages to ``journal`` (message
 tracing); a version 2 store gains the two columns in place. Version 4 adds the keyed
-``state`` table of stateful steps (created in place in an older store).
+``state`` table of stateful steps (created in place in an older store). Version 5 replaces
+the journal's trace index on the trace id (random keys: a page written per stored message)
+by one keyed by the trace id's first hex digit and the row id
+(:func:`~coupler.bus.transport.ddl.journal_trace_index`), built in place in an older store.
 
 A store of a newer version than this code knows is refused with a clear message.
 """
@@ -23,7 +26,7 @@ from coupler.bus.transport.base import TransportError
 from coupler.bus.transport.ddl import SQLITE, journal_trace_columns, journal_trace_index, metadata
 
 #: the schema version this code writes (``PRAGMA user_version``)
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: the tables only the embedded store has; the metadata tables are in :mod:`coupler.bus.transport.ddl`
 _TABLES = """
@@ -107,6 +110,10 @@ def ensure_schema(conn: sqlite3.Connection, where: str) -> int | None:
         migrated = migrated or 2
     if version and not had_state:
         migrated = migrated or 3  # version 3: the step state table is new
+    if version and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'journal_trace'").fetchone():
+        # version 4: the trace index on the trace id alone gives way to the bucketed one
+        conn.execute("DROP INDEX journal_trace")
+        migrated = migrated or 4
     conn.execute(journal_trace_index(SQLITE))
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return migrated

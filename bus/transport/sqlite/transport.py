@@ -871,7 +871,7 @@ class SqliteTransport(Transport):
     # -- message store ---------------------------------------------------------------------
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
-        sql, args = journal_query("journal", "?", query)
+        sql, args = journal_query("journal", "?", query, trace_buckets=True)
         conn = self._conn()
         return journal_entries(self._retry(lambda: conn.execute(sql, args).fetchall()))
 

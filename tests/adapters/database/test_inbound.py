@@ -165,6 +165,48 @@ def test_the_poll_thread_reads_a_batch_while_the_one_before_is_committed(bus: Em
     assert a.poller.poll(batches=8).done == 0
 
 
+def test_a_batch_reads_the_keys_after_the_batch_before_and_a_row_passed_over_comes_next_poll(
+        bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 7)
+    a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
+    assert a.context is not None and a.poller is not None
+    other = postgres.connect()  # another reader holds row 2 while the first batch is read
+    other.execute("SELECT id FROM orders WHERE id = 2 FOR UPDATE")
+    publish_many, batches = a.context.publish_many, []  # type: ignore[attr-defined]
+
+    def watching(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        batches.append([json.loads(e.body)["id"] for e in envelopes])
+        if len(batches) == 1:
+            other.rollback()  # ... and gives it back before the next batch is read
+        return publish_many(envelopes, channel)
+
+    a.context.publish_many = watching  # type: ignore[attr-defined]
+    try:
+        assert a.poller.poll(batches=8).done == 6
+    finally:
+        other.close()
+    assert batches == [[1, 3, 4], [5, 6, 7]]  # not [2, 5, 6]: keys after 4 only
+    assert postgres.sql("SELECT id FROM orders WHERE processed_at IS NULL") == [(2,)]
+    assert a.poller.poll(batches=8).done == 1  # the next poll starts from the first key
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3, 4, 5, 6, 7, 2]
+    assert postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+
+
+def test_batches_of_a_table_keyed_by_two_columns(bus: EmbeddedBus, postgres: Database) -> None:
+    postgres.sql("CREATE TABLE lines (region text, n integer, qty integer, processed_at timestamptz, "
+                 "PRIMARY KEY (region, n))")
+    rows = [(r, n, n * 10) for r in ("east", "north", "west") for n in (1, 2, 3)]
+    postgres.many(f"INSERT INTO lines (region, n, qty) VALUES ({postgres.p}, {postgres.p}, {postgres.p})", rows)
+    a = bus.adapter(DatabaseAdapter, "lines-in", postgres.options(poll={
+        "table": "lines", "autopoll": False, "status_column": "processed_at", "batch_size": 1}),
+        direction="inbound", channel="lines")
+    assert a.poller is not None
+    assert a.poller.poll(batches=8).done == 8 and a.poller.poll(batches=8).done == 1  # a row a batch
+    got = [json.loads(m.body) for m in bus.published("lines")]
+    assert [(r["region"], r["n"]) for r in got] == [(r, n) for r, n, _ in rows]  # each once, in key order
+    assert postgres.sql("SELECT count(*) FROM lines WHERE processed_at IS NULL") == [(0,)]
+
+
 def test_a_failing_batch_stops_those_read_after_it(bus: EmbeddedBus, postgres: Database) -> None:
     make_orders(postgres, 9)
     a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)

@@ -451,6 +451,69 @@ def test_a_version_1_store_is_migrated_with_its_messages(tmp_path, caplog) -> No
         assert _pragma(t, "user_version") == SCHEMA_VERSION
 
 
+def _traced(n: int) -> list:
+    """``n`` messages in traces of three messages each (a file's records, say)."""
+    from coupler.canonical import Envelope
+    from coupler.canonical.tracecontext import TRACEPARENT, header_for_key
+
+    return Envelope.many("test.Row@1", [f"row {i}".encode() for i in range(n)], origin="db-in",
+                         properties=[{TRACEPARENT: header_for_key(f"trace {i // 3}")} for i in range(n)])
+
+
+def _by_trace(t: SqliteTransport, trace_ids: list[str]) -> tuple[list[dict], list[dict]]:
+    """What a trace search finds, and the same found by reading the whole journal."""
+    every = t.journal(limit=100_000)
+    return [e.to_json() for e in t.journal(trace_ids=trace_ids, limit=100_000)], [
+        e.to_json() for e in every if e.trace_id in trace_ids]
+
+
+def test_a_trace_search_reads_the_bucketed_trace_index(transport: SqliteTransport) -> None:
+    envs = _traced(600)
+    transport.send("q", envs[:300], component="adapter:db-in")
+    transport.send("other", envs[300:], component="adapter:db-in")
+    transport.ack(transport.receive("q", "c", max=10))  # entries without a trace id between them
+    sent = transport.journal(event="sent", limit=1000)
+    traces = sorted({e.trace_id for e in sent if e.trace_id})
+    assert len(traces) == 200 and len({t[0] for t in traces}) == 16  # every bucket has some
+    for wanted in ([traces[0]], [traces[5], traces[99], traces[150]], [t for t in traces if t[0] == traces[7][0]]):
+        found, scanned = _by_trace(transport, wanted)
+        assert found == scanned and len(found) == 3 * len(wanted)
+    assert _by_trace(transport, ["0" * 31 + "1"]) == ([], []) and transport.journal(trace_ids=[]) == []
+    conn = transport._conn()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)  # the statement the search runs, its values in it
+    try:
+        transport.journal(trace_ids=traces[:1])  # one trace, and two of different digits
+        transport.journal(trace_ids=[traces[0], traces[-1]])
+    finally:
+        conn.set_trace_callback(None)
+    searches = [s for s in statements if "FROM journal" in s]
+    assert len(searches) == 2
+    for sql in searches:  # a search of the trace ids' digits, not a walk of the whole index
+        plan = " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SEARCH journal USING INDEX journal_trace_bucket" in plan, plan
+    indexes = {r[0] for r in transport._conn().execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "journal_trace" not in indexes
+
+
+def test_a_version_4_store_gets_the_bucketed_trace_index(tmp_path, caplog) -> None:
+    with SqliteTransport(tmp_path) as t:
+        t.send("q", _traced(90), component="adapter:db-in")
+        traces = sorted({e.trace_id for e in t.journal(event="sent") if e.trace_id})
+        before = [e.to_json() for e in t.journal(trace_ids=traces[:4])]
+    conn = sqlite3.connect(tmp_path / "coupler.db")  # the store as version 4 left it
+    conn.executescript("DROP INDEX journal_trace_bucket; "
+                       "CREATE INDEX journal_trace ON journal (trace_id) WHERE trace_id IS NOT NULL; "
+                       "PRAGMA user_version = 4")
+    conn.close()
+    with caplog.at_level("INFO", logger="coupler.bus.transport.sqlite.transport"), SqliteTransport(tmp_path) as t:
+        assert f"migrated from schema version 4 to {SCHEMA_VERSION}" in caplog.text
+        indexes = {r[0] for r in t._conn().execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "journal_trace_bucket" in indexes and "journal_trace" not in indexes
+        assert [e.to_json() for e in t.journal(trace_ids=traces[:4])] == before and len(before) == 12
+        assert len(t.receive("q", "c", max=100)) == 90
+
+
 def test_a_store_of_a_newer_schema_is_refused(tmp_path) -> None:
     with SqliteTransport(tmp_path) as t:
         t.send("q", doc())
