@@ -32,8 +32,9 @@ CPU per task outside them, the JVM's, the slots' utilisation and the last wave's
 the acceptance ratios: the median of the pairs' local[2]/local[1] scaling (target ≥ 1.85) and
 Spark per core / CLI per core (target ≥ 1). ``--pool`` also runs the same split tasks in a
 plain process pool of 1 and of 2 (no Spark): the scaling the machine itself gives the work,
-the ceiling for Spark's. Record counts are checked to agree. The load average is printed:
-wall-clock scaling needs a quiet machine.
+the ceiling for Spark's; and from it what ``local[2]`` can reach once Spark's own CPU (JVM,
+driver, PySpark per task) shares the two cores (:func:`spark_ceiling`). Record counts are
+checked to agree. The load average is printed: wall-clock scaling needs a quiet machine.
 """
 
 from __future__ import annotations
@@ -473,6 +474,28 @@ def run_source(source: str, args: argparse.Namespace, work: Path) -> None:
               f"cores busy): median ratio **{_med(ratios):.2f}×** ({', '.join(f'{r:.2f}' for r in ratios)}), the "
               f"scaling the machine gives this work; the tasks' CPU with 2 processes / with 1: {_med(inflation):.2f}× "
               f"({', '.join(f'{r:.2f}' for r in inflation)})")
+        for view, vruns in (("first job", runs), ("second job", {m: [r["second"] for r in rs] for m, rs in runs.items()})):
+            print(spark_ceiling(view, _med(ratios), vruns, cli))
+
+
+def spark_ceiling(view: str, pool_ratio: float, runs: dict[str, list[dict[str, float]]],
+                  cli: list[dict[str, float]]) -> str:
+    """What ``local[2]`` can reach on this machine, from this run's figures: the pool's
+    scaling, less the share of the two cores that Spark's own CPU takes (the JVM, the driver
+    and PySpark's handling of each task, which ``local[1]`` runs on the idle second core and
+    ``local[2]`` on the task slots' cores): pool ratio × tasks' CPU / (tasks' CPU + Spark's
+    own CPU). Per core: ``local[1]``'s per-core ratio to the CLI × that ceiling / 2."""
+    two = runs["local[2]"]
+    tasks = _med([r.get("task_cpu", 0.0) for r in two])
+    own = _med([r["cpu"] - r.get("task_cpu", 0.0) for r in two])
+    ceiling = pool_ratio * tasks / (tasks + own) if tasks else 0.0
+    per_core_1 = _med([c["job"] / a["job"] for a, c in zip(runs["local[1]"], cli, strict=True)])
+    return (f"{view}: Spark's own CPU beside its split tasks on local[2] {own:.2f} s (JVM "
+            f"{_med([r['jvm'] for r in two]):.2f}, driver {_med([r['driver'] for r in two]):.2f}, PySpark "
+            f"{_med([r['workers'] - r.get('task_cpu', 0.0) for r in two]):.2f}) against {tasks:.2f} s of split tasks "
+            f"({own / tasks * 100 if tasks else 0:.1f} %): local[2] / local[1] can reach about pool × tasks / (tasks + "
+            f"Spark's own) = **{ceiling:.2f}×** here, and per core about local[1]'s {per_core_1:.2f}× × {ceiling:.2f} / 2 "
+            f"= **{per_core_1 * ceiling / 2:.2f}×** the CLI")
 
 
 def main() -> int:
