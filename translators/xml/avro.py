@@ -44,6 +44,10 @@ class _Fallback(Exception):
 
 def _varint(n: int) -> bytes:
     z = (n << 1) ^ (n >> 63) if -(2**63) <= n < 2**63 else _too_long(n)
+    if z < 0x200000:  # up to 3 bytes (days since 1970 of this century's dates)
+        if z < 0x4000:
+            return bytes((z & 0x7F | 0x80, z >> 7)) if z > 0x7F else bytes((z,))
+        return bytes((z & 0x7F | 0x80, z >> 7 & 0x7F | 0x80, z >> 14))
     out = []
     while z > 0x7F:
         out.append((z & 0x7F) | 0x80)
@@ -73,10 +77,19 @@ def _decimal_bytes(scale: int, precision: int) -> Callable[[Any], bytes]:
     def encode(value: Any) -> bytes:
         if type(value) is not Decimal or not value.is_finite():
             raise _Fallback("not a finite Decimal")
-        numerator, denominator = value.as_integer_ratio()  # exact
-        unscaled, rest = divmod(numerator * factor, denominator)
-        if rest or -limit >= unscaled or unscaled >= limit:
-            raise _Fallback("finer than the scale or beyond the precision")  # fastavro refuses it
+        text = str(value)
+        dot = text.find(".")
+        if (len(text) - dot - 1 == scale if dot >= 0 else not scale) and "E" not in text:
+            # the common case, exactly the scale's digits after the point (or none at scale
+            # 0): the digits are the unscaled value (twice as fast as the ratio below)
+            unscaled = int(text.replace(".", "", 1))
+        else:
+            numerator, denominator = value.as_integer_ratio()  # exact
+            unscaled, rest = divmod(numerator * factor, denominator)
+            if rest:
+                raise _Fallback("finer than the scale")  # fastavro refuses it
+        if -limit >= unscaled or unscaled >= limit:
+            raise _Fallback("beyond the precision")  # fastavro refuses it
         return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
 
     return encode

@@ -587,6 +587,14 @@ class _Delegate(Exception):
     something it does not handle: an unknown attribute, a child out of declaration order...)."""
 
 
+class _End:
+    """What the generated converters read after an element's last child: no tag, no tail."""
+
+    tag = tail = None
+
+
+_END = _End()
+
 #: the values of xsi:nil that make an element nil
 _NIL = ("true", "1")
 
@@ -619,6 +627,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
+            "END": _END,
         }
         self._names: dict[int, str] = {}
         self._count = 0
@@ -726,9 +735,23 @@ class GeneratedConverters:
         function.record = record  # as RecordDecoder.record
         return function
 
-    def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:  # noqa: C901 - one pass per part
-        fields = record.fields
+    def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:
+        """The converter's source; for a record with element children, two functions: ``name``
+        reads the children in declaration order (the common case, no dispatch at all) and
+        leaves anything else (a child out of that order, repeated, unknown, a comment...) to
+        ``name_d``, which dispatches each child on its field index, and that one to the
+        interpreted converter."""
         back = self._constant(interpreted, "interp")
+        tags = [f.qname for f in record.fields if f.kind == "element"]
+        if (any(f.kind == "text" for f in record.fields) or not tags
+                or not all(isinstance(t, str) for t in tags) or len(set(tags)) < len(tags)):
+            return self._function(record, interpreted, name, back, linear=False)
+        return (self._function(record, interpreted, f"{name}_d", back, linear=False) + "\n"
+                + self._function(record, interpreted, name, f"{name}_d", linear=True))
+
+    def _function(self, record: Record, interpreted: RecordDecoder, name: str, back: str,  # noqa: C901 - one pass per part
+                  *, linear: bool) -> str:
+        fields = record.fields
         body: list[str] = []
         attributes = [(i, f) for i, f in enumerate(fields) if f.kind == "attribute"]
         elements = [(i, f) for i, f in enumerate(fields) if f.kind == "element"]
@@ -759,6 +782,9 @@ class GeneratedConverters:
         if text is not None:
             body += [f"f{text} = {self._constant(fields[text].value.decode, 't')}(elem.text or '')",
                      "if len(elem): raise Delegate"]
+        elif linear:
+            body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
+            body += self._linear(elements, record)
         else:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
             track = interpreted.order is not None
@@ -805,6 +831,22 @@ class GeneratedConverters:
         lines += ["    except Exception:", f"        return {back}(elem)"]
         return "\n".join(lines) + "\n"
 
+    def _linear(self, elements: list[tuple[int, Field]], record: Record) -> list[str]:
+        """Statements reading the children in the order of their fields: each single field
+        takes the next child when it has the field's tag, a repeated one the run of children
+        with its tag; a child left over (another order, a repetition, a comment) delegates.
+        The values are those the dispatching function gives a document in this order (which
+        then sees no deviation from the declared order and no repetition)."""
+        advance = "child = next(children, END); tag = child.tag"
+        lines = ["children = iter(elem)", advance]
+        for i, f in elements:
+            lines.append(f"{'while' if f.repeated else 'if'} tag == {f.qname!r}:")
+            lines += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
+            lines += self._element(i, f, 1, record, checked=False)
+            lines.append(f"    {advance}")
+        lines.append("if child is not END: raise Delegate")
+        return lines
+
     def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record) -> list[str]:
         """Statements handling ``child`` by its field index ``k``: a binary search, then a chain."""
         pad = "    " * depth
@@ -819,9 +861,10 @@ class GeneratedConverters:
         return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1, record),
                 f"{pad}else:", *self._dispatch(elements[middle:], depth + 1, record)]
 
-    def _element(self, i: int, f: Field, depth: int, record: Record) -> list[str]:
+    def _element(self, i: int, f: Field, depth: int, record: Record, *, checked: bool = True) -> list[str]:
+        """Statements converting ``child`` into field ``i`` (``checked``: refusing a second one)."""
         pad = "    " * depth
-        lines = [] if f.repeated else [f"{pad}if f{i} is not M: raise Delegate"]
+        lines = [] if f.repeated or not checked else [f"{pad}if f{i} is not M: raise Delegate"]
         if isinstance(f.value, Scalar):
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
