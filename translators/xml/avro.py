@@ -195,6 +195,11 @@ class _Generator:
         size = raw.replace("b", "n", 1)
         return [f"{pad}{size} = len({raw})", f"{pad}out += T[{size} + {_SMALL}] if {size} < {_SMALL} else L({size})"]
 
+    def count(self, value: str, pad: str) -> list[str]:
+        """The item count of an array or map block, as a long (a table entry for the short ones)."""
+        size = self.var("n")
+        return [f"{pad}{size} = len({value})", f"{pad}out += T[{size} + {_SMALL}] if {size} < {_SMALL} else L({size})"]
+
     def emit(self, schema: Any, value: str, depth: int) -> list[str]:  # noqa: C901 - one branch per Avro type
         pad = "    " * depth
         if isinstance(schema, list):
@@ -210,7 +215,9 @@ class _Generator:
                        ("long", "time-micros"): "TMICROS"}.get((kind, logical))
             if convert is None:
                 return [f"{pad}raise Fallback({logical!r})"]
-            return [f"{pad}out += L({convert}({value}))"]
+            number = self.var("n")  # an int: the table, else the varint
+            return [f"{pad}{number} = {convert}({value})",
+                    f"{pad}out += T[{number} + {_SMALL}] if -{_SMALL} <= {number} < {_SMALL} else VARINT({number})"]
         if kind == "null":
             return [f"{pad}if {value} is not None: raise Fallback('not null')"]
         if kind == "boolean":
@@ -234,11 +241,11 @@ class _Generator:
             return [f"{pad}{self.record_function(schema)}({value}, out)"]
         if kind == "array":
             item = self.var("x")
-            return [f"{pad}if {value}:", f"{pad}    out += L(len({value}))", f"{pad}    for {item} in {value}:",
+            return [f"{pad}if {value}:", *self.count(value, pad + "    "), f"{pad}    for {item} in {value}:",
                     *self.emit(schema["items"], item, depth + 2), f"{pad}out += b'\\x00'"]
         if kind == "map":
             key, item = self.var("k"), self.var("x")
-            return [f"{pad}if {value}:", f"{pad}    out += L(len({value}))",
+            return [f"{pad}if {value}:", *self.count(value, pad + "    "),
                     f"{pad}    for {key}, {item} in {value}.items():",
                     *self.emit("string", key, depth + 2), *self.emit(schema["values"], item, depth + 2),
                     f"{pad}out += b'\\x00'"]
@@ -292,7 +299,7 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
         return _always_fallback  # a union of records (a polymorphic root): fastavro writes each
     entry = generator.record_function(root)
     namespace: dict[str, Any] = {
-        "L": _long, "T": _TABLE, "Fallback": _Fallback, "PACK_F": struct.Struct("<f").pack, "PACK_D": struct.Struct("<d").pack,
+        "L": _long, "VARINT": _varint, "T": _TABLE, "Fallback": _Fallback, "PACK_F": struct.Struct("<f").pack, "PACK_D": struct.Struct("<d").pack,
         "DAYS": _date_days, "TSMICROS": _timestamp_micros, "TMICROS": _time_micros, **generator.constants,
     }
     source = "\n\n".join(generator.sources)

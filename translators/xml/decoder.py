@@ -766,8 +766,8 @@ class GeneratedConverters:
             body.append("xt = None")
         nil_names = {f.name for f in fields if f.kind == "element" and f.nillable and not f.repeated
                      and f.min_occurs == 0} if record.nil_field is not None else set()
-        body += ["keys = elem.keys()", "if keys:", "    if len(keys) > 32: raise Delegate",
-                 "    for key, value in elem.items():"]
+        body += ["items = elem.items()", "if items:", "    if len(items) > 32: raise Delegate",
+                 "    for key, value in items:"]
         keyword = "if"
         for i, f in attributes:
             convert = "value" if f.value.decode is str else f"{self._constant(f.value.decode, 'a')}(value)"
