@@ -116,10 +116,25 @@ def _time_micros(value: Any) -> int:
     return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000000 + value.microsecond
 
 
-class _Generator:
-    """Python source of the encoder of one schema: one function per named record."""
+class EncodedRecord(bytearray):
+    """A record's Avro binary encoding, made by the XML decoder itself
+    (``Decoder.iter_records(..., avro_schema=...)``): :func:`write_container` copies it."""
 
-    def __init__(self) -> None:
+    __slots__ = ()
+
+
+#: the Avro "type" of a field whose value the generated code has already encoded (an
+#: :class:`EncodedRecord` of a nested record, see ``translators/xml/decoder.py``)
+ENCODED = "-encoded"
+
+
+class _Generator:
+    """Python source of the encoder of one schema: one function per named record. Its global
+    names (functions, constants) start with ``prefix``, so that another generated module (the
+    XML decoder's) can hold them too."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
         self.functions: dict[str, str] = {}  # record fullname -> function name
         self.sources: list[str] = []
         self.named: dict[str, Any] = {}  # fullname -> schema of named types
@@ -128,7 +143,7 @@ class _Generator:
 
     def constant(self, value: Any, prefix: str = "c") -> str:
         self.counter += 1
-        name = f"{prefix}{self.counter}"
+        name = f"{self.prefix}{prefix}{self.counter}"
         self.constants[name] = value
         return name
 
@@ -147,7 +162,7 @@ class _Generator:
     def define(self, schema: Any, namespace: str | None) -> Any:
         """The schema with named types registered (a name refers to its definition)."""
         if isinstance(schema, str):
-            if schema in _PRIMITIVES:
+            if schema in _PRIMITIVES or schema == ENCODED:
                 return schema
             full = schema if "." in schema or schema in self.named else (f"{namespace}.{schema}" if namespace else schema)
             if full not in self.named:
@@ -178,7 +193,7 @@ class _Generator:
         name = self.functions.get(full)
         if name is not None:
             return name
-        name = self.functions[full] = f"w{len(self.functions)}"
+        name = self.functions[full] = f"{self.prefix}w{len(self.functions)}"
         lines = [f"def {name}(d, out):"]
         for f in schema["fields"]:
             value = self.var()
@@ -204,6 +219,8 @@ class _Generator:
         pad = "    " * depth
         if isinstance(schema, list):
             return self.emit_union(schema, value, depth)
+        if schema == ENCODED:
+            return [f"{pad}out += {value}"]
         kind = schema if isinstance(schema, str) else schema["type"]
         logical = None if isinstance(schema, str) else schema.get("logicalType")
         if logical == "decimal" and kind == "bytes":
@@ -285,6 +302,13 @@ def _always_fallback(datum: Any, out: bytearray) -> None:
     raise _Fallback("not a record schema")
 
 
+#: the globals the generated code refers to besides its constants
+NAMESPACE: dict[str, Any] = {
+    "L": _long, "VARINT": _varint, "T": _TABLE, "Fallback": _Fallback, "PACK_F": struct.Struct("<f").pack,
+    "PACK_D": struct.Struct("<d").pack, "DAYS": _date_days, "TSMICROS": _timestamp_micros, "TMICROS": _time_micros,
+}
+
+
 def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     """The generated function appending the Avro binary encoding of a datum of ``schema`` (a
     record schema as JSON data) to a bytearray; raises ``_Fallback`` for what it does not handle.
@@ -298,10 +322,7 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     if not isinstance(root, dict) or root.get("type") not in ("record", "error"):
         return _always_fallback  # a union of records (a polymorphic root): fastavro writes each
     entry = generator.record_function(root)
-    namespace: dict[str, Any] = {
-        "L": _long, "VARINT": _varint, "T": _TABLE, "Fallback": _Fallback, "PACK_F": struct.Struct("<f").pack, "PACK_D": struct.Struct("<d").pack,
-        "DAYS": _date_days, "TSMICROS": _timestamp_micros, "TMICROS": _time_micros, **generator.constants,
-    }
+    namespace: dict[str, Any] = {**NAMESPACE, **generator.constants}
     source = "\n\n".join(generator.sources)
     exec(compile(source, f"<avro encoder {root['__full']}>", "exec"), namespace)  # noqa: S102 - generated above
     function: Any = namespace[entry]
@@ -345,14 +366,17 @@ def write_container(
         out.write(sync)
 
     for record in records:
-        mark = len(block)
-        try:
-            encode(record, block)
-        except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
-            del block[mark:]
-            buffer = io.BytesIO()
-            fastavro.schemaless_writer(buffer, parsed, record)
-            block += buffer.getvalue()
+        if type(record) is EncodedRecord:  # encoded by the XML decoder for this schema
+            block += record
+        else:
+            mark = len(block)
+            try:
+                encode(record, block)
+            except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
+                del block[mark:]
+                buffer = io.BytesIO()
+                fastavro.schemaless_writer(buffer, parsed, record)
+                block += buffer.getvalue()
         count += 1
         if len(block) >= _BLOCK_BYTES:
             flush()
