@@ -27,7 +27,7 @@ from coupler.canonical.errors import CouplerError
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record, field_avro, value_avro
 from .naming import local_name
-from .scalars import Scalar
+from .scalars import Scalar, plain_int_digits
 from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, safe_parser, syntax_error
 
 if TYPE_CHECKING:
@@ -858,7 +858,7 @@ class GeneratedConverters:
                  "    for key, value in items:"]
         keyword = "if"
         for i, f in attributes:
-            convert = "value" if f.value.decode is str else f"{self._constant(f.value.decode, 'a')}(value)"
+            convert = "value" if f.value.decode is str else self._inline(f.value, f.value.decode, "value", "a")
             body.append(f"        {keyword} key == {f.qname!r}: f{i} = {convert}")
             keyword = "elif"
         body.append(f"        {keyword} key.startswith(XSI_NS):")
@@ -956,6 +956,16 @@ class GeneratedConverters:
         return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1, record, fused),
                 f"{pad}else:", *self._dispatch(elements[middle:], depth + 1, record, fused)]
 
+    def _inline(self, scalar: Scalar, decode: Callable[[str], Any], text: str, prefix: str) -> str:
+        """An expression decoding ``text`` (an expression, evaluated once): an integer of a
+        few plain digits inline (no call), anything else through ``decode``."""
+        name = self._constant(decode, prefix)
+        digits = plain_int_digits(scalar)
+        if not digits:
+            return f"{name}({text})"
+        var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
+        return f"(int({var}) if {first}.isdigit() and len({var}) < {digits} and {var}.isascii() else {name}({var}))"
+
     def _element(self, i: int, f: Field, depth: int, record: Record, fused: Any = None, *,
                  checked: bool = True) -> list[str]:
         """Statements converting ``child`` into field ``i`` (``checked``: refusing a second one)."""
@@ -964,7 +974,7 @@ class GeneratedConverters:
         if isinstance(f.value, Scalar):
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
-            text = "(child.text or '')" if direct is str else f"{self._constant(direct, 'd')}(child.text or '')"
+            text = "(child.text or '')" if direct is str else self._inline(f.value, direct, "child.text or ''", "d")
             if record.simple_types_field is None:
                 value = f"({full}(child) if child.keys() or len(child) else {text})"
             else:  # an xsi:type to keep: left to the interpreted converter

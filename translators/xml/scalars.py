@@ -201,6 +201,16 @@ def _integer(name: str) -> Callable[[str], int]:
     return decode
 
 
+def plain_int_digits(scalar: Scalar) -> int:
+    """For an integer type without facets to check: a text of fewer ASCII digits than this
+    decodes to ``int(text)`` (in range, whatever the whiteSpace facet), which the generated
+    converters then write inline; 0 for other types."""
+    if scalar.kind not in ("int", "long") or (scalar.check_facets and scalar.xsd_type is not None):
+        return 0
+    low, high = INTEGER_BOUNDS.get(scalar.builtin, (None, None))
+    return len(str(high)) if low is not None and low <= 0 and high is not None else 0
+
+
 def decimal_digits(value: Decimal) -> tuple[int, int]:
     """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
     leading zeros of the integer part and trailing zeros of the fraction do not count)."""
