@@ -233,8 +233,8 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
         # the common form, unsigned ASCII digits with at most one dot, as many fraction
         # digits as the scale (no more, when it is not padded), within the digits allowed,
         # needs neither the regular expression nor the checks below
-        digits = text.replace(".", "", 1)
-        if digits.isdigit() and digits.isascii() and len(digits) <= total_digits:
+        plain = text.replace(".", "", 1)
+        if plain.isdigit() and plain.isascii() and len(plain) <= total_digits:
             dot = text.find(".")
             fraction = 0 if dot < 0 else len(text) - dot - 1
             if fraction == scale if pad else fraction <= scale:
