@@ -11,6 +11,7 @@ fast path really taken, container files (blocks, codecs) and what the encoder le
 from __future__ import annotations
 
 import io
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,21 @@ def test_a_stream_is_refused_at_the_same_record_with_the_same_error() -> None:
             list(decoder.iter_records(io.BytesIO(bad), "orders/order", name="batch.xml", avro_schema=avro_schema))
         outcomes.append(str(info.value))
     assert outcomes[0] == outcomes[1] == outcomes[2] and "quantity" in outcomes[0]
+
+
+def test_a_record_with_thousands_of_unknown_attributes_is_refused_in_linear_time() -> None:
+    """lxml's ``items()`` is quadratic in the number of attributes (50,000: minutes); the
+    converters look at ``keys()`` first and refuse (benchmarks/xml_refuse.py, at scale)."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    decoder = m.decoder("orders")
+    schema = value_avro(decoder.resolve_path("orders/order")[-1][1].record, set())
+    text = (DATA / "orders/orders-batch.xml").read_bytes()
+    bad = text.replace(b"<order ", b"<order " + b" ".join(b'x%d="1"' % i for i in range(50_000)) + b" ", 1)
+    for avro_schema in (None, schema):
+        start = time.process_time()
+        with pytest.raises(XmlValidationError):
+            list(decoder.iter_records(io.BytesIO(bad), "orders/order", avro_schema=avro_schema))
+        assert time.process_time() - start < 5  # linear: about 0.03 s here; quadratic: minutes
 
 
 def _schemaless(parsed: Any, record: Any) -> bytes:
