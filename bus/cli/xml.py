@@ -79,7 +79,10 @@ class _Read:
         return self.done + (self.current.tell() if self.current is not None and not self.current.closed else 0)
 
 
-def _decoded(args: argparse.Namespace, read: _Read | None = None) -> tuple[Any, Iterator[dict[str, Any]]]:
+def _decoded(args: argparse.Namespace, read: _Read | None = None,
+             avro_schema: Any = None) -> tuple[Any, Iterator[dict[str, Any]]]:
+    """The Avro schema and the records; with ``avro_schema`` (the records' own, for an Avro
+    file) a record may come already encoded (``Decoder.iter_records``)."""
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.security import parse_document
 
@@ -91,7 +94,8 @@ def _decoded(args: argparse.Namespace, read: _Read | None = None) -> tuple[Any, 
         def streamed() -> Iterator[dict[str, Any]]:
             for path in args.xml:
                 with open(path, "rb") as read.current:
-                    yield from decoder.iter_records(read.current, args.record_path, name=str(path))
+                    yield from decoder.iter_records(read.current, args.record_path, name=str(path),
+                                                    avro_schema=avro_schema)
                 read.done += path.stat().st_size
 
         return model.avro_schema(decoder.element.name), streamed()
@@ -116,9 +120,10 @@ def run_decode(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise UsageError(f"input file {path} does not exist")
     read = _Read()
-    avro_schema, records = _decoded(args, read)
-    if args.record_path:
-        avro_schema = _record_schema(args)
+    record_schema = _record_schema(args) if args.record_path else None
+    avro_schema, records = _decoded(args, read, record_schema if args.to == "avro" else None)
+    if record_schema is not None:
+        avro_schema = record_schema
     # a progress bar on a terminal (not when the records themselves go to it); nothing when piped
     if not args.no_progress and sys.stderr.isatty() and (args.output is not None or not sys.stdout.isatty()):
         records = _with_progress(records, sum(p.stat().st_size for p in args.xml), read)

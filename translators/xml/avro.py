@@ -44,6 +44,10 @@ class _Fallback(Exception):
 
 def _varint(n: int) -> bytes:
     z = (n << 1) ^ (n >> 63) if -(2**63) <= n < 2**63 else _too_long(n)
+    if z < 0x200000:  # up to 3 bytes (days since 1970 of this century's dates)
+        if z < 0x4000:
+            return bytes((z & 0x7F | 0x80, z >> 7)) if z > 0x7F else bytes((z,))
+        return bytes((z & 0x7F | 0x80, z >> 7 & 0x7F | 0x80, z >> 14))
     out = []
     while z > 0x7F:
         out.append((z & 0x7F) | 0x80)
@@ -73,10 +77,19 @@ def _decimal_bytes(scale: int, precision: int) -> Callable[[Any], bytes]:
     def encode(value: Any) -> bytes:
         if type(value) is not Decimal or not value.is_finite():
             raise _Fallback("not a finite Decimal")
-        numerator, denominator = value.as_integer_ratio()  # exact
-        unscaled, rest = divmod(numerator * factor, denominator)
-        if rest or -limit >= unscaled or unscaled >= limit:
-            raise _Fallback("finer than the scale or beyond the precision")  # fastavro refuses it
+        text = str(value)
+        dot = text.find(".")
+        if (len(text) - dot - 1 == scale if dot >= 0 else not scale) and "E" not in text:
+            # the common case, exactly the scale's digits after the point (or none at scale
+            # 0): the digits are the unscaled value (twice as fast as the ratio below)
+            unscaled = int(text.replace(".", "", 1))
+        else:
+            numerator, denominator = value.as_integer_ratio()  # exact
+            unscaled, rest = divmod(numerator * factor, denominator)
+            if rest:
+                raise _Fallback("finer than the scale")  # fastavro refuses it
+        if -limit >= unscaled or unscaled >= limit:
+            raise _Fallback("beyond the precision")  # fastavro refuses it
         return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
 
     return encode
@@ -103,10 +116,25 @@ def _time_micros(value: Any) -> int:
     return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000000 + value.microsecond
 
 
-class _Generator:
-    """Python source of the encoder of one schema: one function per named record."""
+class EncodedRecord(bytearray):
+    """A record's Avro binary encoding, made by the XML decoder itself
+    (``Decoder.iter_records(..., avro_schema=...)``): :func:`write_container` copies it."""
 
-    def __init__(self) -> None:
+    __slots__ = ()
+
+
+#: the Avro "type" of a field whose value the generated code has already encoded (an
+#: :class:`EncodedRecord` of a nested record, see ``translators/xml/decoder.py``)
+ENCODED = "-encoded"
+
+
+class _Generator:
+    """Python source of the encoder of one schema: one function per named record. Its global
+    names (functions, constants) start with ``prefix``, so that another generated module (the
+    XML decoder's) can hold them too."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
         self.functions: dict[str, str] = {}  # record fullname -> function name
         self.sources: list[str] = []
         self.named: dict[str, Any] = {}  # fullname -> schema of named types
@@ -115,7 +143,7 @@ class _Generator:
 
     def constant(self, value: Any, prefix: str = "c") -> str:
         self.counter += 1
-        name = f"{prefix}{self.counter}"
+        name = f"{self.prefix}{prefix}{self.counter}"
         self.constants[name] = value
         return name
 
@@ -134,7 +162,7 @@ class _Generator:
     def define(self, schema: Any, namespace: str | None) -> Any:
         """The schema with named types registered (a name refers to its definition)."""
         if isinstance(schema, str):
-            if schema in _PRIMITIVES:
+            if schema in _PRIMITIVES or schema == ENCODED:
                 return schema
             full = schema if "." in schema or schema in self.named else (f"{namespace}.{schema}" if namespace else schema)
             if full not in self.named:
@@ -165,7 +193,7 @@ class _Generator:
         name = self.functions.get(full)
         if name is not None:
             return name
-        name = self.functions[full] = f"w{len(self.functions)}"
+        name = self.functions[full] = f"{self.prefix}w{len(self.functions)}"
         lines = [f"def {name}(d, out):"]
         for f in schema["fields"]:
             value = self.var()
@@ -182,10 +210,17 @@ class _Generator:
         size = raw.replace("b", "n", 1)
         return [f"{pad}{size} = len({raw})", f"{pad}out += T[{size} + {_SMALL}] if {size} < {_SMALL} else L({size})"]
 
+    def count(self, value: str, pad: str) -> list[str]:
+        """The item count of an array or map block, as a long (a table entry for the short ones)."""
+        size = self.var("n")
+        return [f"{pad}{size} = len({value})", f"{pad}out += T[{size} + {_SMALL}] if {size} < {_SMALL} else L({size})"]
+
     def emit(self, schema: Any, value: str, depth: int) -> list[str]:  # noqa: C901 - one branch per Avro type
         pad = "    " * depth
         if isinstance(schema, list):
             return self.emit_union(schema, value, depth)
+        if schema == ENCODED:
+            return [f"{pad}out += {value}"]
         kind = schema if isinstance(schema, str) else schema["type"]
         logical = None if isinstance(schema, str) else schema.get("logicalType")
         if logical == "decimal" and kind == "bytes":
@@ -197,7 +232,9 @@ class _Generator:
                        ("long", "time-micros"): "TMICROS"}.get((kind, logical))
             if convert is None:
                 return [f"{pad}raise Fallback({logical!r})"]
-            return [f"{pad}out += L({convert}({value}))"]
+            number = self.var("n")  # an int: the table, else the varint
+            return [f"{pad}{number} = {convert}({value})",
+                    f"{pad}out += T[{number} + {_SMALL}] if -{_SMALL} <= {number} < {_SMALL} else VARINT({number})"]
         if kind == "null":
             return [f"{pad}if {value} is not None: raise Fallback('not null')"]
         if kind == "boolean":
@@ -221,11 +258,11 @@ class _Generator:
             return [f"{pad}{self.record_function(schema)}({value}, out)"]
         if kind == "array":
             item = self.var("x")
-            return [f"{pad}if {value}:", f"{pad}    out += L(len({value}))", f"{pad}    for {item} in {value}:",
+            return [f"{pad}if {value}:", *self.count(value, pad + "    "), f"{pad}    for {item} in {value}:",
                     *self.emit(schema["items"], item, depth + 2), f"{pad}out += b'\\x00'"]
         if kind == "map":
             key, item = self.var("k"), self.var("x")
-            return [f"{pad}if {value}:", f"{pad}    out += L(len({value}))",
+            return [f"{pad}if {value}:", *self.count(value, pad + "    "),
                     f"{pad}    for {key}, {item} in {value}.items():",
                     *self.emit("string", key, depth + 2), *self.emit(schema["values"], item, depth + 2),
                     f"{pad}out += b'\\x00'"]
@@ -265,6 +302,13 @@ def _always_fallback(datum: Any, out: bytearray) -> None:
     raise _Fallback("not a record schema")
 
 
+#: the globals the generated code refers to besides its constants
+NAMESPACE: dict[str, Any] = {
+    "L": _long, "VARINT": _varint, "T": _TABLE, "Fallback": _Fallback, "PACK_F": struct.Struct("<f").pack,
+    "PACK_D": struct.Struct("<d").pack, "DAYS": _date_days, "TSMICROS": _timestamp_micros, "TMICROS": _time_micros,
+}
+
+
 def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     """The generated function appending the Avro binary encoding of a datum of ``schema`` (a
     record schema as JSON data) to a bytearray; raises ``_Fallback`` for what it does not handle.
@@ -278,10 +322,7 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     if not isinstance(root, dict) or root.get("type") not in ("record", "error"):
         return _always_fallback  # a union of records (a polymorphic root): fastavro writes each
     entry = generator.record_function(root)
-    namespace: dict[str, Any] = {
-        "L": _long, "T": _TABLE, "Fallback": _Fallback, "PACK_F": struct.Struct("<f").pack, "PACK_D": struct.Struct("<d").pack,
-        "DAYS": _date_days, "TSMICROS": _timestamp_micros, "TMICROS": _time_micros, **generator.constants,
-    }
+    namespace: dict[str, Any] = {**NAMESPACE, **generator.constants}
     source = "\n\n".join(generator.sources)
     exec(compile(source, f"<avro encoder {root['__full']}>", "exec"), namespace)  # noqa: S102 - generated above
     function: Any = namespace[entry]
@@ -325,14 +366,17 @@ def write_container(
         out.write(sync)
 
     for record in records:
-        mark = len(block)
-        try:
-            encode(record, block)
-        except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
-            del block[mark:]
-            buffer = io.BytesIO()
-            fastavro.schemaless_writer(buffer, parsed, record)
-            block += buffer.getvalue()
+        if type(record) is EncodedRecord:  # encoded by the XML decoder for this schema
+            block += record
+        else:
+            mark = len(block)
+            try:
+                encode(record, block)
+            except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
+                del block[mark:]
+                buffer = io.BytesIO()
+                fastavro.schemaless_writer(buffer, parsed, record)
+                block += buffer.getvalue()
         count += 1
         if len(block) >= _BLOCK_BYTES:
             flush()

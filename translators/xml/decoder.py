@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,9 +25,9 @@ from lxml import etree
 from coupler.canonical.errors import CouplerError
 
 from .errors import XmlValidationError, XsdError
-from .model import XSI, Field, Poly, Record
+from .model import XSI, Field, Poly, Record, field_avro, value_avro
 from .naming import local_name
-from .scalars import Scalar
+from .scalars import Scalar, plain_int_digits
 from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, safe_parser, syntax_error
 
 if TYPE_CHECKING:
@@ -496,12 +497,20 @@ class Decoder:
                     return _fail(f"xsi:type {type_name!r} names no type of the schema", elem, label)
         return _unexpected(exc, tree.getroot(), label)
 
-    def iter_records(self, source: Source, record_path: str, *, name: str | None = None) -> Iterator[dict[str, Any]]:
-        """Stream the records at ``record_path`` (``orders/order``) in constant memory."""
+    def iter_records(self, source: Source, record_path: str, *, name: str | None = None,
+                     avro_schema: Any = None) -> Iterator[dict[str, Any]]:
+        """Stream the records at ``record_path`` (``orders/order``) in constant memory.
+
+        With ``avro_schema`` (the record's own Avro schema, as ``write_container`` is given
+        it), a record may come as its Avro binary encoding for that schema instead of a dict
+        (an :class:`~.avro.EncodedRecord`, see :meth:`GeneratedConverters.avro_converter`)."""
         label = name or (str(source) if isinstance(source, str | Path) else "<input>")
         steps = self.resolve_path(record_path)
         ancestors = [tags for tags, _ in steps[:-1]]
         last_tags, convert = steps[-1]
+        record_type = getattr(convert, "record", None)
+        if avro_schema is not None and self.generated is not None and isinstance(record_type, Record):
+            convert = self.generated.avro_converter(record_type, avro_schema) or convert
         self.source_name = label
         stream = source if not isinstance(source, bytes) else _bytes_io(source)
         if isinstance(stream, Path):
@@ -587,6 +596,14 @@ class _Delegate(Exception):
     something it does not handle: an unknown attribute, a child out of declaration order...)."""
 
 
+class _End:
+    """What the generated converters read after an element's last child: no tag, no tail."""
+
+    tag = tail = None
+
+
+_END = _End()
+
 #: the values of xsi:nil that make an element nil
 _NIL = ("true", "1")
 
@@ -619,8 +636,15 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
+            "END": _END,
         }
         self._names: dict[int, str] = {}
+        #: straight to Avro: the encoder generator, the functions made (record id -> name), the
+        #: sources not yet compiled, how many of the generator's sources are
+        self._avro: Any = None
+        self._fused: dict[int, str] = {}
+        self._pending: list[str] = []
+        self._avro_done = 0
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
         #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
@@ -726,9 +750,96 @@ class GeneratedConverters:
         function.record = record  # as RecordDecoder.record
         return function
 
-    def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:  # noqa: C901 - one pass per part
-        fields = record.fields
+    def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:
+        """The converter's source; for a record with element children, two functions: ``name``
+        reads the children in declaration order (the common case, no dispatch at all) and
+        leaves anything else (a child out of that order, repeated, unknown, a comment...) to
+        ``name_d``, which dispatches each child on its field index, and that one to the
+        interpreted converter."""
         back = self._constant(interpreted, "interp")
+        if not self._linear_ok(record):
+            return self._function(record, interpreted, name, back, linear=False)
+        return (self._function(record, interpreted, f"{name}_d", back, linear=False) + "\n"
+                + self._function(record, interpreted, name, f"{name}_d", linear=True))
+
+    @staticmethod
+    def _linear_ok(record: Record) -> bool:
+        """Whether the record's children can be read in declaration order (element-only
+        content, each element field with its own tag)."""
+        tags = [f.qname for f in record.fields if f.kind == "element"]
+        return (not any(f.kind == "text" for f in record.fields) and bool(tags)
+                and all(isinstance(t, str) for t in tags) and len(set(tags)) == len(tags))
+
+    # -- records written straight to Avro (issue 32) ----------------------------------------
+
+    def avro_converter(self, record: Record, schema: Any) -> Callable[[Any], Any] | None:
+        """A converter of ``record``'s elements into their Avro binary encoding for ``schema``
+        (an :class:`~.avro.EncodedRecord`), without the dicts: the statements of the generated
+        converters, then those of the generated Avro encoder (``translators/xml/avro.py``)
+        reading their local variables. Whatever it does not expect (what the dict converters
+        delegate, a value the encoder leaves to fastavro) makes it return the record's dict
+        from the dict converter instead, which ``write_container`` encodes as before. None
+        when ``schema`` is not the record's own or the record type is interpreted."""
+        from .avro import NAMESPACE, EncodedRecord
+
+        if not self._fusable_record(record) or json.dumps(schema, sort_keys=True) != json.dumps(
+                value_avro(record, set()), sort_keys=True):
+            return None
+        with self._lock:
+            if self._avro is None:
+                from .avro import _Generator
+
+                self._avro = _Generator(prefix="A")
+                self.namespace.update(NAMESPACE)
+                self.namespace["ENCODED"] = EncodedRecord
+            fused = self._avro
+            name = self._fused_name(record, fused)
+            dicts = self._constant(self.value_converter(record), "r")
+            top = f"{name}_top"
+            if top not in self.namespace:
+                pending = [*self._pending, *fused.sources[self._avro_done:]]
+                pending.append(f"def {top}(elem):\n    try:\n        return {name}(elem)\n"
+                               f"    except Exception:\n        return {dicts}(elem)\n")
+                self.namespace.update(fused.constants)
+                code = compile("\n\n".join(pending), f"<avro converter {record.fullname}>", "exec")
+                exec(code, self.namespace)  # noqa: S102 - generated from the schema model
+                self.sources[top] = "\n\n".join(pending)
+                self._pending, self._avro_done = [], len(fused.sources)
+            function: Callable[[Any], Any] = self.namespace[top]
+            return function
+
+    def _fusable_record(self, record: Record) -> bool:
+        interpreted = self.decoder.record_decoder(record)
+        return interpreted.mixed is None and not interpreted.wildcards and interpreted.any_attributes is None
+
+    def _fusable(self, f: Field, fused: Any) -> bool:
+        """Whether field ``f``'s value is converted straight to Avro (a record of its own)."""
+        return fused is not None and isinstance(f.value, Record) and self._fusable_record(f.value)
+
+    def _fused_name(self, record: Record, fused: Any) -> str:
+        name = self._fused.get(id(record))
+        if name is None:
+            name = self._fused[id(record)] = f"x{len(self._fused)}"
+            interpreted = self.decoder.record_decoder(record)
+            self._pending.append(self._function(record, interpreted, name, None,
+                                                linear=self._linear_ok(record), fused=fused))
+        return name
+
+    def _field_type(self, f: Field, fused: Any) -> Any:
+        """The Avro type of field ``f`` as the encoder generator takes it (a nested record
+        converted straight to Avro: already encoded)."""
+        from .avro import ENCODED
+
+        if self._fusable(f, fused):
+            return {"type": "array", "items": ENCODED} if f.repeated else ["null", ENCODED] if f.optional else ENCODED
+        return fused.define(field_avro(f, set())["type"], None)
+
+    def _function(self, record: Record, interpreted: RecordDecoder, name: str, back: str | None,  # noqa: C901 - one pass per part
+                  *, linear: bool, fused: Any = None) -> str:
+        """One converter function: returning the record's dict and leaving what it does not
+        expect to ``back``; or, with ``fused`` (the Avro generator), returning the record's
+        Avro encoding and raising on what it does not expect."""
+        fields = record.fields
         body: list[str] = []
         attributes = [(i, f) for i, f in enumerate(fields) if f.kind == "attribute"]
         elements = [(i, f) for i, f in enumerate(fields) if f.kind == "element"]
@@ -743,11 +854,13 @@ class GeneratedConverters:
             body.append("xt = None")
         nil_names = {f.name for f in fields if f.kind == "element" and f.nillable and not f.repeated
                      and f.min_occurs == 0} if record.nil_field is not None else set()
+        # keys() first: it is linear in the number of attributes, items() is not (a start tag
+        # with 250,000 of them must be refused in a fraction of a second: benchmarks/xml_refuse.py)
         body += ["keys = elem.keys()", "if keys:", "    if len(keys) > 32: raise Delegate",
                  "    for key, value in elem.items():"]
         keyword = "if"
         for i, f in attributes:
-            convert = "value" if f.value.decode is str else f"{self._constant(f.value.decode, 'a')}(value)"
+            convert = "value" if f.value.decode is str else self._inline(f.value, f.value.decode, "value", "a")
             body.append(f"        {keyword} key == {f.qname!r}: f{i} = {convert}")
             keyword = "elif"
         body.append(f"        {keyword} key.startswith(XSI_NS):")
@@ -759,6 +872,9 @@ class GeneratedConverters:
         if text is not None:
             body += [f"f{text} = {self._constant(fields[text].value.decode, 't')}(elem.text or '')",
                      "if len(elem): raise Delegate"]
+        elif linear:
+            body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
+            body += self._linear(elements, record, fused)
         else:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
             track = interpreted.order is not None
@@ -770,7 +886,7 @@ class GeneratedConverters:
                      "    if k < 0:", "        if isinstance(tag, str): raise Delegate", "        continue"]
             if track:
                 body += ["    if k < position: deviated = True", "    position = k"]
-            body += self._dispatch(elements, 1, record)
+            body += self._dispatch(elements, 1, record, fused)
             body += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
             if track:
                 body.append("if deviated: raise Delegate")
@@ -798,14 +914,37 @@ class GeneratedConverters:
                 value = f"f{i}"
             else:
                 value = f"None if f{i} is M else f{i}"
-            items.append(f"{f.name!r}: {value}")
-        body.append("return {" + ", ".join(items) + "}")
+            items.append((f, value))
+        if fused is not None:
+            body.append("out = ENCODED()")
+            for f, value in items:
+                body.append(f"v = {value}")
+                body += fused.emit(self._field_type(f, fused), "v", 0)
+            body.append("return out")
+            return "\n".join([f"def {name}(elem):"] + ["    " + line for line in body]) + "\n"
+        body.append("return {" + ", ".join(f"{f.name!r}: {value}" for f, value in items) + "}")
         lines = [f"def {name}(elem):", "    try:"]
         lines += ["        " + line for line in body]
         lines += ["    except Exception:", f"        return {back}(elem)"]
         return "\n".join(lines) + "\n"
 
-    def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record) -> list[str]:
+    def _linear(self, elements: list[tuple[int, Field]], record: Record, fused: Any) -> list[str]:
+        """Statements reading the children in the order of their fields: each single field
+        takes the next child when it has the field's tag, a repeated one the run of children
+        with its tag; a child left over (another order, a repetition, a comment) delegates.
+        The values are those the dispatching function gives a document in this order (which
+        then sees no deviation from the declared order and no repetition)."""
+        advance = "child = next(children, END); tag = child.tag"
+        lines = ["children = iter(elem)", advance]
+        for i, f in elements:
+            lines.append(f"{'while' if f.repeated else 'if'} tag == {f.qname!r}:")
+            lines += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
+            lines += self._element(i, f, 1, record, fused, checked=False)
+            lines.append(f"    {advance}")
+        lines.append("if child is not END: raise Delegate")
+        return lines
+
+    def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record, fused: Any) -> list[str]:
         """Statements handling ``child`` by its field index ``k``: a binary search, then a chain."""
         pad = "    " * depth
         if len(elements) <= 3:
@@ -813,19 +952,31 @@ class GeneratedConverters:
             for n, (i, f) in enumerate(elements):
                 test = "else" if n == len(elements) - 1 else ("if" if n == 0 else "elif") + f" k == {i}"
                 lines.append(f"{pad}{test}:")
-                lines += self._element(i, f, depth + 1, record)
+                lines += self._element(i, f, depth + 1, record, fused)
             return lines
         middle = len(elements) // 2
-        return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1, record),
-                f"{pad}else:", *self._dispatch(elements[middle:], depth + 1, record)]
+        return [f"{pad}if k < {elements[middle][0]}:", *self._dispatch(elements[:middle], depth + 1, record, fused),
+                f"{pad}else:", *self._dispatch(elements[middle:], depth + 1, record, fused)]
 
-    def _element(self, i: int, f: Field, depth: int, record: Record) -> list[str]:
+    def _inline(self, scalar: Scalar, decode: Callable[[str], Any], text: str, prefix: str) -> str:
+        """An expression decoding ``text`` (an expression, evaluated once): an integer of a
+        few plain digits inline (no call), anything else through ``decode``."""
+        name = self._constant(decode, prefix)
+        digits = plain_int_digits(scalar)
+        if not digits:
+            return f"{name}({text})"
+        var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
+        return f"(int({var}) if {first}.isdigit() and len({var}) < {digits} and {var}.isascii() else {name}({var}))"
+
+    def _element(self, i: int, f: Field, depth: int, record: Record, fused: Any = None, *,
+                 checked: bool = True) -> list[str]:
+        """Statements converting ``child`` into field ``i`` (``checked``: refusing a second one)."""
         pad = "    " * depth
-        lines = [] if f.repeated else [f"{pad}if f{i} is not M: raise Delegate"]
+        lines = [] if f.repeated or not checked else [f"{pad}if f{i} is not M: raise Delegate"]
         if isinstance(f.value, Scalar):
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
-            text = "(child.text or '')" if direct is str else f"{self._constant(direct, 'd')}(child.text or '')"
+            text = "(child.text or '')" if direct is str else self._inline(f.value, direct, "child.text or ''", "d")
             if record.simple_types_field is None:
                 value = f"({full}(child) if child.keys() or len(child) else {text})"
             else:  # an xsi:type to keep: left to the interpreted converter
@@ -834,7 +985,7 @@ class GeneratedConverters:
                           f"{pad}    value = {full}(child)", f"{pad}else:", f"{pad}    value = {text}"]
                 value = "value"
         else:
-            convert = self._value_expression(f.value)
+            convert = self._fused_name(f.value, fused) if self._fusable(f, fused) else self._value_expression(f.value)
             value = f"(None if child.get(XSI_NIL) in NIL else {convert}(child))" if f.nillable else f"{convert}(child)"
         lines.append(f"{pad}f{i}.append({value})" if f.repeated else f"{pad}f{i} = {value}")
         return lines

@@ -108,7 +108,7 @@ def value_avro(value: Any, defined: set[str]) -> Any:
     schema: dict[str, Any] = {"type": "record", "name": record.name}
     if record.namespace:
         schema["namespace"] = record.namespace
-    schema["fields"] = [_field_avro(f, defined) for f in record.fields]
+    schema["fields"] = [field_avro(f, defined) for f in record.fields]
     return schema
 
 
@@ -120,7 +120,7 @@ _DOCS = {"element": "element", "attribute": "attribute", "text": "text content",
          "xsitypes": "the xsi:type written on simple-typed child elements: field name (name[index] when repeated) -> Clark name"}
 
 
-def _field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
+def field_avro(f: Field, defined: set[str]) -> dict[str, Any]:
     if f.kind == "nil":
         return {"name": f.name, "doc": _DOCS[f.kind], "type": {"type": "array", "items": "string"}, "default": []}
     if f.kind == "xsitypes":

@@ -11,6 +11,7 @@ fast path really taken, container files (blocks, codecs) and what the encoder le
 from __future__ import annotations
 
 import io
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from coupler.translators.xml import XmlValidationError, XsdModel
 from coupler.translators.xml import decoder as decoder_module
-from coupler.translators.xml.avro import compile_encoder, write_container
+from coupler.translators.xml.avro import EncodedRecord, compile_encoder, write_container
 from coupler.translators.xml.decoder import Decoder
 from coupler.translators.xml.model import value_avro
 
@@ -77,12 +78,28 @@ def test_a_stream_is_refused_at_the_same_record_with_the_same_error() -> None:
     generated, interpreted = _both(m, "orders")
     text = (DATA / "orders/orders-batch.xml").read_bytes()
     bad = text.replace(b"<quantity>", b"<quantity>x", 1)
+    schema = value_avro(generated.resolve_path("orders/order")[-1][1].record, set())
     outcomes = []
-    for decoder in (generated, interpreted):
+    for decoder, avro_schema in ((generated, None), (interpreted, None), (generated, schema)):
         with pytest.raises(XmlValidationError) as info:
-            list(decoder.iter_records(io.BytesIO(bad), "orders/order", name="batch.xml"))
+            list(decoder.iter_records(io.BytesIO(bad), "orders/order", name="batch.xml", avro_schema=avro_schema))
         outcomes.append(str(info.value))
-    assert outcomes[0] == outcomes[1] and "quantity" in outcomes[0]
+    assert outcomes[0] == outcomes[1] == outcomes[2] and "quantity" in outcomes[0]
+
+
+def test_a_record_with_thousands_of_unknown_attributes_is_refused_in_linear_time() -> None:
+    """lxml's ``items()`` is quadratic in the number of attributes (50,000: minutes); the
+    converters look at ``keys()`` first and refuse (benchmarks/xml_refuse.py, at scale)."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    decoder = m.decoder("orders")
+    schema = value_avro(decoder.resolve_path("orders/order")[-1][1].record, set())
+    text = (DATA / "orders/orders-batch.xml").read_bytes()
+    bad = text.replace(b"<order ", b"<order " + b" ".join(b'x%d="1"' % i for i in range(50_000)) + b" ", 1)
+    for avro_schema in (None, schema):
+        start = time.process_time()
+        with pytest.raises(XmlValidationError):
+            list(decoder.iter_records(io.BytesIO(bad), "orders/order", avro_schema=avro_schema))
+        assert time.process_time() - start < 5  # linear: about 0.03 s here; quadratic: minutes
 
 
 def _schemaless(parsed: Any, record: Any) -> bytes:
@@ -116,6 +133,27 @@ def test_avro_container_of_streamed_records_in_several_blocks_and_codecs() -> No
         assert reader.codec == codec
         assert reader.metadata["coupler.format"] == "acme.Order@1"
         assert list(reader) == list(fastavro.reader(_fastavro_file(parsed, many)))
+
+
+def test_records_the_decoder_encodes_itself_make_the_same_container() -> None:
+    """``iter_records(..., avro_schema=...)`` (what ``xml decode --to avro`` asks for): every
+    order of the batch comes encoded, as the generated encoder writes its dict."""
+    schema, records = _orders_schema()
+    decoder = XsdModel.load(DATA / "orders/orders.xsd").decoder("orders")
+    encoded = list(decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order", avro_schema=schema))
+    encode = compile_encoder(schema)
+    assert len(encoded) == len(records) > 1
+    for got, record in zip(encoded, records, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
+    out_file = io.BytesIO()
+    assert write_container(out_file, schema, encoded) == len(records)
+    out_file.seek(0)
+    assert list(fastavro.reader(out_file)) == list(fastavro.reader(_fastavro_file(fastavro.parse_schema(schema), records)))
+    # another schema than the record's own: dicts
+    other = {**schema, "name": "Other"}
+    assert all(type(r) is dict for r in decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order", avro_schema=other))
 
 
 def _fastavro_file(parsed: Any, records: list[dict[str, Any]]) -> io.BytesIO:
