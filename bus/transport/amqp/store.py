@@ -48,7 +48,13 @@ from coupler.bus.model.identities import Identity, IdentityError, IdentityReposi
 from coupler.bus.transport.base import ChannelConfig, JournalEntry, JournalQuery, TransportError
 from coupler.bus.transport.ddl import file_state, metadata, postgres
 from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
-from coupler.bus.transport.sql_filters import journal_entries, journal_query
+from coupler.bus.transport.sql_filters import (
+    journal_entries,
+    journal_query,
+    state_delete,
+    state_select,
+    state_upsert,
+)
 
 try:  # psycopg is a dependency of the broker transport only
     import psycopg
@@ -662,27 +668,17 @@ class StateTx:
         if lock:
             for name in [scope] if keys is None else [f"{scope}\x1f{k}" for k in keys]:
                 self._run("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.s}\x1f{name}",))
-        sql = f"SELECT key, value FROM {self.s}.state WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
-        args: list[Any] = [scope, time.time()]
-        if keys is not None:
-            if not keys:
-                return {}
-            sql += " AND key = ANY(%s)"
-            args.append(keys)
-        return {k: bytes(v) for k, v in self._run(sql, args).fetchall()}
+        if keys == []:
+            return {}
+        return {k: bytes(v) for k, v in self._run(*state_select(f"{self.s}.state", scope, keys, time.time())).fetchall()}
 
     def put(self, scope: str, values: dict[str, bytes | None], expires_at: float | None) -> None:
         gone = [k for k, v in values.items() if v is None]
         if gone:
-            self._run(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+            self._run(*state_delete(f"{self.s}.state", scope, gone))
         kept = {k: v for k, v in values.items() if v is not None}
         if kept:
-            self._run(
-                f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
-                "SELECT %s, k, v, %s FROM unnest(%s::text[], %s::bytea[]) AS u(k, v) "
-                "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-                (scope, expires_at, list(kept), list(kept.values())),
-            )
+            self._run(*state_upsert(f"{self.s}.state", scope, kept, expires_at))
 
     def outbox(self, value: bytes) -> str:
         """Keep the outputs of this transaction (``value``: JSON ``{"at": time, ...}``) with its

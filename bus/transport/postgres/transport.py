@@ -38,12 +38,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coupler.bus.model.identities import IdentityRepository
-from coupler.bus.transport import policy
+from coupler.bus.transport import policy, sql_filters
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
-from coupler.bus.transport.policy import COUNTERS
-from coupler.bus.transport.sql_filters import journal_entries, journal_query
 from coupler.bus.transport.storage import (
     Buried,
     JournalRow,
@@ -196,24 +194,12 @@ class PostgresTransport(StorageTransport):
                 return
             pending, self._pending = self._pending, Counter()
             self._pending_since = time.monotonic()
-        by_channel: dict[str, dict[str, int]] = {}
-        for (channel, counter), n in pending.items():
-            by_channel.setdefault(channel, {})[counter] = n
-        s = self.schema
         try:
-            with self._conn().transaction():
-                for channel, counts in sorted(by_channel.items()):
-                    values = [counts.get(c, 0) for c in COUNTERS]
-                    self._conn().execute(
-                        f"INSERT INTO {s}.counters (channel, {', '.join(COUNTERS)}) VALUES (%s{', %s' * len(COUNTERS)}) "
-                        f"ON CONFLICT (channel) DO UPDATE SET "
-                        + ", ".join(f"{c} = {s}.counters.{c} + excluded.{c}" for c in COUNTERS),
-                        (channel, *values),
-                    )
-        except psycopg.Error as exc:
+            self.store.write([], dict(pending))
+        except TransportError:
             with self._lock:
                 self._pending.update(pending)
-            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {s}") from exc
+            raise
 
     # -- wake-ups --------------------------------------------------------------------------
 
@@ -309,33 +295,23 @@ class PgTx(StorageTx):
         inlined, planned for them (a journal query's time range), not generically."""
         run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
         writes = self._writes()
-        if self.begun:
-            if writes:
-                self.c.execute(*writes[:2], binary=writes[2])
-            return run(sql, params, **options)
-        if self.alone and not writes:
+        if self.alone and not self.begun and not writes:
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
             return run(sql, params, **options)
-        self.begun = True
-        with self.c.pipeline():
-            self.c.execute("BEGIN")
+        begin, self.begun = not self.begun, True
+        with self.c.pipeline() if begin or writes else contextlib.nullcontext():
+            if begin:
+                self.c.execute("BEGIN")
             if writes:
                 self.c.execute(*writes[:2], binary=writes[2])
             return run(sql, params, **options)
 
     def commit(self) -> None:
         """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
-        writes = self._writes()
-        if not self.begun:
-            if writes:  # one statement: a transaction of its own
-                self.c.execute(*writes[:2], binary=writes[2])
-            return
-        if writes:
-            with self.c.pipeline():
-                self.c.execute(*writes[:2], binary=writes[2])
-                self.c.execute("COMMIT")
-        else:
-            self.c.execute("COMMIT")
+        if self.begun:
+            self.x("COMMIT")
+        elif writes := self._writes():  # one statement: a transaction of its own
+            self.c.execute(*writes[:2], binary=writes[2])
 
     def _writes(self) -> tuple[str, list[Any], bool] | None:
         """The writes kept (emptied): one statement, its parameters and whether they go in
@@ -485,18 +461,12 @@ class PgTx(StorageTx):
         table = self._table(channel)
         if table is None or not tags:
             return []
-        returning = ", ".join("q." + c for c in _MESSAGE.split(", "))
-        if len(tags) == 1:
-            [(tag, token)] = tags
-            rows = self.x(f"DELETE FROM {table} q WHERE tag = %s AND (%s::bigint IS NULL OR token = %s) "
-                                  f"RETURNING {returning}", (tag, token, token)).fetchall()
-        else:
-            rows = self.x(
-                f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
-                f"WHERE q.tag = ANY(%b::bigint[]) AND q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
-                f"RETURNING {returning}",
-                ([t for t, _ in tags], [k for _, k in tags], [t for t, _ in tags]), binary=True,
-            ).fetchall()
+        rows = self.x(
+            f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
+            f"WHERE q.tag = ANY(%b::bigint[]) AND q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
+            f"RETURNING {', '.join('q.' + c for c in _MESSAGE.split(', '))}",
+            ([t for t, _ in tags], [k for _, k in tags], [t for t, _ in tags]), binary=True,
+        ).fetchall()
         return [_stored(channel, r) for r in rows]
 
     def channels(self) -> set[str]:
@@ -525,65 +495,48 @@ class PgTx(StorageTx):
         return int(row[0])
 
     def buried(self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None,
-               limit: int = 100) -> list[Buried]:
-        clauses = [f"{c} = %s" for c, v in (("id", id), ("queue", queue), ("kind", kind)) if v is not None]
-        args = [v for v in (id, queue, kind) if v is not None]
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self.x(
-            f"SELECT {_DEAD} FROM {self.s}.dead_letters {where} ORDER BY id DESC LIMIT %s", [*args, limit]
-        ).fetchall()
-        return [_buried(r) for r in rows]
+               limit: int = 100, delete: bool = False) -> list[Buried]:
+        where, args = sql_filters.dead_letter_where(queue, kind, "%s")
+        if id is not None:
+            where, args = f"{where} AND id = %s" if where else "WHERE id = %s", [*args, id]
+        table = f"{self.s}.dead_letters"
+        chosen = f"SELECT {_DEAD} FROM {table} {where} ORDER BY id DESC LIMIT %s"
+        if delete:
+            chosen = (f"DELETE FROM {table} WHERE id = ANY(ARRAY(SELECT id FROM {table} {where} ORDER BY id DESC "
+                      f"LIMIT %s)) RETURNING {_DEAD}")
+        return sorted((_buried(r) for r in self.x(chosen, [*args, limit]).fetchall()), key=lambda b: -b.id)
 
-    def unbury(self, ids: list[int]) -> list[Buried]:
-        if not ids:
-            return []
-        rows = self.x(
-            f"DELETE FROM {self.s}.dead_letters WHERE id = ANY(%s) RETURNING {_DEAD}", (ids,)
-        ).fetchall()
-        return [_buried(r) for r in rows]
-
-    def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
+    def append(self, rows: list[JournalRow]) -> None:
         self.journal_rows += [(r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows]
+
+    def count(self, counts: dict[tuple[str, str], int]) -> None:
         self.counts.update(counts)
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
-        sql, args = journal_query(f"{self.s}.journal", "%s", query)
-        return journal_entries(self.x(sql, args, literal=True).fetchall())
+        sql, args = sql_filters.journal_query(f"{self.s}.journal", "%s", query)
+        return sql_filters.journal_entries(self.x(sql, args, literal=True).fetchall())
 
     def counters(self) -> dict[str, dict[str, int]]:
         self.t._write_counts(force=True)
-        rows = self.x(f"SELECT channel, {', '.join(COUNTERS)} FROM {self.s}.counters").fetchall()
-        return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
+        return self.t.store.counters()
 
     def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
-        sql = f"SELECT key, value FROM {self.s}.state WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
-        args: list[Any] = [scope, self.t.clock()]
-        if keys is not None:
-            keys = list(keys)
-            if not keys:
-                return {}
-            sql += " AND key = ANY(%s)"
-            args.append(keys)
-        rows = self.x(sql + (" FOR UPDATE" if lock else ""), args).fetchall()
-        return {k: bytes(v) for k, v in rows}
+        keys = None if keys is None else list(keys)
+        if keys == []:
+            return {}
+        sql, args = sql_filters.state_select(f"{self.s}.state", scope, keys, self.t.clock())
+        return {k: bytes(v) for k, v in self.x(sql + (" FOR UPDATE" if lock else ""), args).fetchall()}
 
     def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None,
                   only_new: bool = False) -> set[str]:
         gone = [k for k, v in values.items() if v is None]
         if gone:
-            self.x(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+            self.x(*sql_filters.state_delete(f"{self.s}.state", scope, gone))
         kept = {k: v for k, v in values.items() if v is not None}
         if not kept:
             return set(gone)
-        condition = f" WHERE {self.s}.state.expires_at <= %s" if only_new else ""
-        rows = self.x(
-            f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
-            "SELECT %s, k, v, %s FROM unnest(%b::text[], %b::bytea[]) AS u(k, v) "
-            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
-            f"{condition} RETURNING key",
-            [scope, expires_at, list(kept), list(kept.values()), *([self.t.clock()] if only_new else [])],
-        ).fetchall()
-        return set(gone) | {r[0] for r in rows}
+        sql, args = sql_filters.state_upsert(f"{self.s}.state", scope, kept, expires_at, self.t.clock() if only_new else None)
+        return set(gone) | {r[0] for r in self.x(sql, args).fetchall()}
 
     def forget(self, journal_before: float) -> int:
         self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
