@@ -440,19 +440,24 @@ class PgTx(StorageTx):
         tag_array = _array([t for t, _ in tags])
         details = [r.detail for r in rows]  # one for all (their consumer) or one each
         same = details.count(details[0]) == len(details)
+        token = tags[0][1]
+        if same and token is not None and all(k == token for _, k in tags):  # one receive's, mostly
+            held_sql = (f"SELECT tag, message_id, claim, NULL::text AS detail, array_position(%s::bigint[], tag) AS n "
+                        f"FROM {table} WHERE tag = ANY(%s::bigint[]) AND token = %s FOR UPDATE")
+            args: list[Any] = [tag_array, tag_array, token]
+        else:
+            held_sql = (
+                f"SELECT l.tag, l.message_id, l.claim, u.detail, u.n FROM {table} l JOIN unnest(%s::bigint[], "
+                "%s::bigint[], %s::text[]) WITH ORDINALITY AS u(tag, token, detail, n) ON l.tag = u.tag "
+                "AND (u.token IS NULL OR l.token = u.token) WHERE l.tag = ANY(%s::bigint[]) FOR UPDATE OF l")
+            args = [tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array]
         held = self.x(
-            "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
-            "AS u(tag, token, detail, n)), "
-            f"l AS (SELECT tag, message_id, claim, token FROM {table} WHERE tag = ANY(%s::bigint[]) FOR UPDATE), "
-            "h AS (SELECT l.tag, l.message_id, l.claim, u.detail, u.n FROM l JOIN u ON l.tag = u.tag "
-            "AND (u.token IS NULL OR l.token = u.token)), "
-            "ok AS (SELECT count(*) = %s AS ok FROM h), "
+            f"WITH h AS ({held_sql}), ok AS (SELECT count(*) = %s AS ok FROM h), "
             f"d AS (DELETE FROM {table} WHERE tag = ANY(%s::bigint[]) AND (SELECT ok FROM ok)), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
             "SELECT %s, %s, h.message_id, %s, coalesce(h.detail, %s) FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
             "SELECT tag, message_id, claim FROM h",
-            (tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array, len(tags),
-             tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
+            (*args, len(tags), tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
             binary=True,
         ).fetchall()
         return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
@@ -548,6 +553,12 @@ class PgTx(StorageTx):
 def _array(values: list[Any]) -> str:
     """A PostgreSQL array literal of integers, floats and strings (None: NULL): far cheaper
     for psycopg than adapting a list element by element."""
+    if all(type(v) is int for v in values):  # tags, tokens: at once
+        return "{" + ",".join(map(str, values)) + "}"
+    if values and all(type(v) is str for v in values):  # strings with nothing to escape (message ids): at once
+        joined = "\0".join(values)
+        if '"' not in joined and "\\" not in joined and joined.count("\0") == len(values) - 1:
+            return '{"' + joined.replace("\0", '","') + '"}'
     return "{" + ",".join(
         "NULL" if v is None else str(v) if isinstance(v, int) else repr(v) if isinstance(v, float)
         else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
