@@ -31,7 +31,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -284,7 +284,7 @@ class PgTx(StorageTx):
         #: channels to notify (with the time their messages are ready), journal rows and
         #: messages (by table) to write, not sent yet
         self.notify: dict[str, float] = {}
-        self.journal_rows: list[tuple[Any, ...]] = []
+        self.journal_rows: list[JournalRow] = []
         self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
 
@@ -423,10 +423,10 @@ class PgTx(StorageTx):
             "WHERE q.tag = ANY(ARRAY(SELECT tag FROM c)) "
             f"RETURNING q.tag, q.message_id, q.blob, q.enqueued_at, q.expires_at, q.claim){journal} "
             "SELECT n.tag, n.message_id, n.blob, n.enqueued_at, c.visible_at, n.expires_at, c.attempts, c.token, "
-            "n.claim FROM n JOIN c ON c.tag = n.tag",
+            "n.claim FROM n JOIN c ON c.tag = n.tag ORDER BY c.visible_at, c.tag",
             args, binary=True,
         ).fetchall()
-        return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
+        return [_stored(channel, r) for r in rows]
 
     def settle(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow]) -> list[Stored]:
         # one statement: lock the rows still held under their tokens; when that is all of
@@ -512,7 +512,7 @@ class PgTx(StorageTx):
         return sorted((_buried(r) for r in self.x(chosen, [*args, limit]).fetchall()), key=lambda b: -b.id)
 
     def append(self, rows: list[JournalRow]) -> None:
-        self.journal_rows += [(r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows]
+        self.journal_rows += rows  # tuples of the columns of _JOURNAL
 
     def count(self, counts: dict[tuple[str, str], int]) -> None:
         self.counts.update(counts)
@@ -566,7 +566,7 @@ def _array(values: list[Any]) -> str:
 
 
 def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[str, str], ...],
-          rows: list[tuple[Any, ...]]) -> bool:
+          rows: Sequence[tuple[Any, ...]]) -> bool:
     """Add to ``parts`` and ``params`` the insert of ``rows`` in their order: one row as it
     is; several as one parameter a column: its value when the same in all rows, else an
     array (bytes in binary, the rest as one literal). True when a parameter is binary."""
