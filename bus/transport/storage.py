@@ -297,7 +297,7 @@ class StorageTransport(Transport):
         self._rng = random.Random()
         self._local = threading.local()
         self._configs: tuple[float, dict[str, ChannelConfig], dict[str, list[tuple[str, str, str | None]]]] | None = None
-        self._identities = StateIdentityRepository(self)
+        self._identities: IdentityRepository = StateIdentityRepository(self)
 
     # -- what a store provides -------------------------------------------------------------
 

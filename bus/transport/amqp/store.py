@@ -240,11 +240,17 @@ class PgStore:
     def conn(self, *, durable: bool = False) -> Iterator[Any]:
         """A connection inside one transaction (``durable``: commit waits for the WAL flush)."""
         conn = self._connection()
+        with self.reporting(conn), conn.transaction():
+            if durable and not self.synchronous_commit:
+                conn.execute("SET LOCAL synchronous_commit = on")
+            yield conn
+
+    @contextlib.contextmanager
+    def reporting(self, conn: Any) -> Iterator[None]:
+        """psycopg's errors on ``conn`` as :class:`PgStoreError` naming the site's DSN key (the
+        connection broken: closed) or the schema."""
         try:
-            with conn.transaction():
-                if durable and not self.synchronous_commit:
-                    conn.execute("SET LOCAL synchronous_commit = on")
-                yield conn
+            yield
         except psycopg.OperationalError as exc:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -654,14 +660,8 @@ class StateTx:
         self.s = store.schema
 
     def _run(self, sql: str, args: Any) -> Any:
-        try:
+        with self.store.reporting(self.conn):
             return self.conn.execute(sql, args)
-        except psycopg.OperationalError as exc:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where="store.amqp.postgres") from exc
-        except psycopg.Error as exc:
-            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.s}") from exc
 
     def get(self, scope: str, keys: Iterable[str] | None, lock: bool) -> dict[str, bytes]:
         keys = None if keys is None else sorted(set(keys))

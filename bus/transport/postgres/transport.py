@@ -37,7 +37,6 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from coupler.bus.model.identities import IdentityRepository
 from coupler.bus.transport import policy, sql_filters
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
@@ -110,7 +109,6 @@ class PostgresTransport(StorageTransport):
         self.store = PgStore(_generic_plans(dsn), schema=schema, synchronous_commit=synchronous_commit,
                              keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
         self.schema = schema
-        self.synchronous_commit = synchronous_commit
         self.notify_channel = f"coupler_{schema}"
         self._lock = threading.Lock()
         self._tables: set[str] = set()
@@ -123,7 +121,7 @@ class PostgresTransport(StorageTransport):
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._closing = threading.Event()
-        self._identities_pg = PgIdentityRepository(self.store)
+        self._identities = PgIdentityRepository(self.store)
 
     def __repr__(self) -> str:
         return f"PostgresTransport(schema={self.schema!r})"
@@ -135,9 +133,7 @@ class PostgresTransport(StorageTransport):
             return self
         self.store.open()
         with self.begin() as tx:
-            tx.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
-            for statement in _OWN_DDL.format(s=self.schema).split(";"):
-                tx.x(statement)
+            tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
         self._closing.clear()
         self._opened = True
         return self
@@ -165,7 +161,7 @@ class PostgresTransport(StorageTransport):
     def begin(self) -> Iterator[PgTx]:
         conn = self._conn()
         tx = PgTx(self, conn)
-        try:
+        with self.store.reporting(conn):  # a TransportError naming store.postgres.dsn or the schema
             try:
                 yield tx
                 tx.commit()
@@ -174,12 +170,6 @@ class PostgresTransport(StorageTransport):
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                 raise
-        except psycopg.OperationalError as exc:
-            with contextlib.suppress(Exception):
-                conn.close()
-            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where="store.postgres.dsn") from exc
-        except psycopg.Error as exc:
-            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.schema}") from exc
         self._tables |= tx.created
         if tx.counts:
             with self._lock:
@@ -252,10 +242,6 @@ class PostgresTransport(StorageTransport):
 
     # -- what only PostgreSQL gives ---------------------------------------------------------
 
-    @property
-    def identities(self) -> IdentityRepository:
-        return self._identities_pg
-
     def file_state(self, adapter: str, owner: str) -> PgFileState:
         return PgFileState(self.store, adapter, owner)
 
@@ -299,7 +285,7 @@ class PgTx(StorageTx):
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
             return run(sql, params, **options)
         begin, self.begun = not self.begun, True
-        with self.c.pipeline() if begin or writes else contextlib.nullcontext():
+        with self.c.pipeline() if begin else contextlib.nullcontext():
             if begin:
                 self.c.execute("BEGIN")
             if writes:
@@ -308,9 +294,13 @@ class PgTx(StorageTx):
 
     def commit(self) -> None:
         """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
+        writes = self._writes()
         if self.begun:
-            self.x("COMMIT")
-        elif writes := self._writes():  # one statement: a transaction of its own
+            with self.c.pipeline() if writes else contextlib.nullcontext():
+                if writes:
+                    self.c.execute(*writes[:2], binary=writes[2])
+                self.c.execute("COMMIT")
+        elif writes:  # one statement: a transaction of its own
             self.c.execute(*writes[:2], binary=writes[2])
 
     def _writes(self) -> tuple[str, list[Any], bool] | None:
@@ -337,6 +327,13 @@ class PgTx(StorageTx):
         ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
         return (f"WITH {ctes} SELECT {tail}" if ctes else f"SELECT {tail}"), params, binary
 
+    def ddl(self, lock: str, statements: str) -> None:
+        """Run ``statements`` (``;``-separated ``CREATE ... IF NOT EXISTS``) holding the advisory
+        lock ``lock``: two processes creating the same tables at once would race."""
+        self.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock,))
+        for statement in statements.split(";"):
+            self.x(statement)
+
     def _table(self, channel: str, *, create: bool = False) -> str | None:
         table = table_of(channel)
         if table in self.t._tables or table in self.created:
@@ -345,10 +342,7 @@ class PgTx(StorageTx):
         if exists is None:
             if not create:
                 return None
-            # two senders to a new channel at once would race on CREATE ... IF NOT EXISTS
-            self.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.s}.{table}",))
-            for statement in _CHANNEL_DDL.format(t=f"{self.s}.{table}", i=table).split(";"):
-                self.x(statement)
+            self.ddl(f"{self.s}.{table}", _CHANNEL_DDL.format(t=f"{self.s}.{table}", i=table))
             self.x(f"INSERT INTO {self.s}.queues (name, tab) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                            (channel, table))
         self.created.add(table)
@@ -440,24 +434,19 @@ class PgTx(StorageTx):
         tag_array = _array([t for t, _ in tags])
         details = [r.detail for r in rows]  # one for all (their consumer) or one each
         same = details.count(details[0]) == len(details)
-        token = tags[0][1]
-        if same and token is not None and all(k == token for _, k in tags):  # one receive's, mostly
-            held_sql = (f"SELECT tag, message_id, claim, NULL::text AS detail, array_position(%s::bigint[], tag) AS n "
-                        f"FROM {table} WHERE tag = ANY(%s::bigint[]) AND token = %s FOR UPDATE")
-            args: list[Any] = [tag_array, tag_array, token]
-        else:
-            held_sql = (
-                f"SELECT l.tag, l.message_id, l.claim, u.detail, u.n FROM {table} l JOIN unnest(%s::bigint[], "
-                "%s::bigint[], %s::text[]) WITH ORDINALITY AS u(tag, token, detail, n) ON l.tag = u.tag "
-                "AND (u.token IS NULL OR l.token = u.token) WHERE l.tag = ANY(%s::bigint[]) FOR UPDATE OF l")
-            args = [tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array]
         held = self.x(
-            f"WITH h AS ({held_sql}), ok AS (SELECT count(*) = %s AS ok FROM h), "
+            "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
+            "AS u(tag, token, detail, n)), "
+            f"l AS (SELECT tag, message_id, claim, token FROM {table} WHERE tag = ANY(%s::bigint[]) FOR UPDATE), "
+            "h AS (SELECT l.tag, l.message_id, l.claim, u.detail, u.n FROM l JOIN u ON l.tag = u.tag "
+            "AND (u.token IS NULL OR l.token = u.token)), "
+            "ok AS (SELECT count(*) = %s AS ok FROM h), "
             f"d AS (DELETE FROM {table} WHERE tag = ANY(%s::bigint[]) AND (SELECT ok FROM ok)), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
             "SELECT %s, %s, h.message_id, %s, coalesce(h.detail, %s) FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
             "SELECT tag, message_id, claim FROM h",
-            (*args, len(tags), tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
+            (tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array, len(tags),
+             tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
             binary=True,
         ).fetchall()
         return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
