@@ -240,6 +240,16 @@ def _str(buf: bytes, pos: int) -> tuple[str, int]:
     return buf[pos:end].decode(), end
 
 
+def _block(buf: bytes, pos: int) -> tuple[int, int]:
+    """``(count, position of its first item)`` of the next block of an array or map (count 0:
+    the end; a negative count is followed by the block's size in bytes)."""
+    count, pos = _varint(buf, pos)
+    if count < 0:
+        _, pos = _varint(buf, pos)
+        return -count, pos
+    return count, pos
+
+
 def _union(buf: bytes, pos: int) -> tuple[bool, int]:
     """(present, pos) of a ``["null", T]`` union."""
     b = buf[pos]
@@ -277,12 +287,9 @@ def _fast_decode(buf: bytes) -> Envelope:
     timestamp, kind, fmt, correlation_id, return_address, expires_at, sequence, history, attempt, origin = head
     properties = {}
     while True:
-        count, pos = _varint(buf, pos)
-        if count == 0:
+        count, pos = _block(buf, pos)
+        if not count:
             break
-        if count < 0:
-            count = -count
-            _, pos = _varint(buf, pos)
         for _ in range(count):
             key, pos = _str(buf, pos)
             properties[key], pos = _str(buf, pos)
@@ -351,12 +358,9 @@ def _decode_head(buf: bytes, pos: int) -> tuple[tuple[Any, ...], int]:
             sequence = _frozen(Sequence, {"id": seq_id, "position": position, "size": size, "end": end == 1})
     history = []
     while True:
-        count, pos = _varint(buf, pos)
-        if count == 0:
+        count, pos = _block(buf, pos)
+        if not count:
             break
-        if count < 0:
-            count = -count
-            _, pos = _varint(buf, pos)  # block size in bytes
         for _ in range(count):
             component, pos = _str(buf, pos)
             action, pos = _str(buf, pos)
