@@ -240,6 +240,16 @@ def _str(buf: bytes, pos: int) -> tuple[str, int]:
     return buf[pos:end].decode(), end
 
 
+def _block(buf: bytes, pos: int) -> tuple[int, int]:
+    """``(count, position of its first item)`` of the next block of an array or map (count 0:
+    the end; a negative count is followed by the block's size in bytes)."""
+    count, pos = _varint(buf, pos)
+    if count < 0:
+        _, pos = _varint(buf, pos)
+        return -count, pos
+    return count, pos
+
+
 def _union(buf: bytes, pos: int) -> tuple[bool, int]:
     """(present, pos) of a ``["null", T]`` union."""
     b = buf[pos]
@@ -250,16 +260,65 @@ def _union(buf: bytes, pos: int) -> tuple[bool, int]:
     raise ValueError("bad union branch")
 
 
+#: the headers (from the timestamp to the origin) of the envelope decoded last, as bytes and
+#: decoded: the envelopes of one batch share them (``encode_many``), so that decoding the next
+#: one only compares them (a tuple replaced at once: threads may decode at the same time)
+_last_head: tuple[bytes, tuple[Any, ...]] | None = None
+
+
 def _fast_decode(buf: bytes) -> Envelope:
+    global _last_head
     # the common case inline: a length or small number is one byte (< 0x80, even when not
     # negative); anything longer goes through _varint/_str
-    millis = timedelta(milliseconds=1)
     b = buf[1]
     if b < 0x80 and not b & 1:
         pos = 2 + (b >> 1)
         message_id = buf[2:pos].decode()
     else:
         message_id, pos = _str(buf, 1)
+    last = _last_head
+    if last is not None and buf.startswith(last[0], pos):
+        pos += len(last[0])
+        head = last[1]
+    else:
+        start = pos
+        head, pos = _decode_head(buf, pos)
+        _last_head = (buf[start:pos], head)
+    timestamp, kind, fmt, correlation_id, return_address, expires_at, sequence, history, attempt, origin = head
+    properties = {}
+    while True:
+        count, pos = _block(buf, pos)
+        if not count:
+            break
+        for _ in range(count):
+            key, pos = _str(buf, pos)
+            properties[key], pos = _str(buf, pos)
+    size, pos = _varint(buf, pos)
+    body = buf[pos : pos + size]
+    if size < 0 or pos + size != len(buf):
+        raise ValueError("not a whole envelope")
+    env = object.__new__(Envelope)
+    env.__dict__.update(
+        format=fmt,
+        body=body,
+        kind=kind,
+        message_id=message_id,
+        timestamp=timestamp,
+        correlation_id=correlation_id,
+        return_address=return_address,
+        expires_at=expires_at,
+        sequence=sequence,
+        history=list(history),
+        attempt=attempt,
+        origin=origin,
+        properties=properties,
+    )
+    return env
+
+
+def _decode_head(buf: bytes, pos: int) -> tuple[tuple[Any, ...], int]:
+    """The headers from the timestamp to the origin at ``pos`` (decoded), and the position after them."""
+    millis = timedelta(milliseconds=1)
     ts, pos = _varint(buf, pos)
     kind = buf[pos]
     if kind < 0x80:
@@ -299,12 +358,9 @@ def _fast_decode(buf: bytes) -> Envelope:
             sequence = _frozen(Sequence, {"id": seq_id, "position": position, "size": size, "end": end == 1})
     history = []
     while True:
-        count, pos = _varint(buf, pos)
-        if count == 0:
+        count, pos = _block(buf, pos)
+        if not count:
             break
-        if count < 0:
-            count = -count
-            _, pos = _varint(buf, pos)  # block size in bytes
         for _ in range(count):
             component, pos = _str(buf, pos)
             action, pos = _str(buf, pos)
@@ -320,38 +376,10 @@ def _fast_decode(buf: bytes) -> Envelope:
     present, pos = _union(buf, pos)
     if present:
         origin, pos = _str(buf, pos)
-    properties = {}
-    while True:
-        count, pos = _varint(buf, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _varint(buf, pos)
-        for _ in range(count):
-            key, pos = _str(buf, pos)
-            properties[key], pos = _str(buf, pos)
-    size, pos = _varint(buf, pos)
-    body = buf[pos : pos + size]
-    if size < 0 or pos + size != len(buf) or not 0 <= kind < len(_KINDS):
+    if not 0 <= kind < len(_KINDS):
         raise ValueError("not a whole envelope")
-    env = object.__new__(Envelope)
-    env.__dict__.update(
-        format=_format(name, version, content_type),
-        body=body,
-        kind=_KINDS[kind],
-        message_id=message_id,
-        timestamp=_EPOCH + ts * millis,
-        correlation_id=correlation_id,
-        return_address=return_address,
-        expires_at=expires_at,
-        sequence=sequence,
-        history=history,
-        attempt=attempt,
-        origin=origin,
-        properties=properties,
-    )
-    return env
+    return (_EPOCH + ts * millis, _KINDS[kind], _format(name, version, content_type), correlation_id,
+            return_address, expires_at, sequence, tuple(history), attempt, origin), pos
 
 
 def decode(blob: bytes) -> Envelope:

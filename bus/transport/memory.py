@@ -36,7 +36,6 @@ class MemoryTransport(StorageTransport):
         self.messages: dict[str, dict[int, Stored]] = {}
         self.dead: dict[int, Buried] = {}
         self.rows: list[tuple[JournalEntry, str | None]] = []
-        self.totals: dict[str, dict[str, int]] = {}
         self.values: dict[tuple[str, str], tuple[bytes, float | None]] = {}
         self.ids = itertools.count(1)
 
@@ -120,34 +119,25 @@ class MemoryTx(StorageTx):
         return dead.id
 
     def buried(self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None,
-               limit: int = 100) -> list[Buried]:
+               limit: int = 100, delete: bool = False) -> list[Buried]:
         found = [b for b in self.t.dead.values()
                  if (id is None or b.id == id) and (queue is None or b.queue == queue) and (kind is None or b.kind == kind)]
-        return sorted(found, key=lambda b: -b.id)[:limit]
-
-    def unbury(self, ids: list[int]) -> list[Buried]:
-        gone = [self.t.dead.pop(i) for i in ids if i in self.t.dead]
-        for b in gone:
+        found = sorted(found, key=lambda b: -b.id)[:limit]
+        for b in found if delete else ():
+            del self.t.dead[b.id]
             self.undo.append(partial(self.t.dead.__setitem__, b.id, b))
-        return gone
+        return found
 
-    def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
+    def append(self, rows: list[JournalRow]) -> None:
         size = len(self.t.rows)
         for r in rows:
             entry = JournalEntry(next(self.t.ids), datetime.fromtimestamp(r.at, UTC), r.channel, r.message_id,
                                  r.event, r.detail, r.trace_id)
             self.t.rows.append((entry, r.keys))
         self.undo.append(partial(self.t.rows.__delitem__, slice(size, None)))
-        for (channel, counter), n in counts.items():
-            totals = self.t.totals.setdefault(channel, {})
-            totals[counter] = totals.get(counter, 0) + n
-            self.undo.append(partial(totals.__setitem__, counter, totals[counter] - n))
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
         return [e for e, keys in self.t.rows if query.matches(e, keys)][: query.limit]
-
-    def counters(self) -> dict[str, dict[str, int]]:
-        return {channel: dict(totals) for channel, totals in self.t.totals.items()}
 
     def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
         now = self.t.clock()

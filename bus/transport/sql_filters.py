@@ -3,7 +3,9 @@
 The embedded SQLite store (:mod:`coupler.bus.transport.sqlite.transport`, ``?`` placeholders) and the
 PostgreSQL store of the broker transport (:mod:`coupler.bus.transport.amqp.store`, ``%s`` placeholders)
 query the Message Store journal and filter dead letters the same way; the statements are
-built here once, with the placeholder style (``mark``) as a parameter.
+built here once, with the placeholder style (``mark``) as a parameter. The keyed ``state``
+table's statements of the two PostgreSQL stores (the ``postgres`` transport and the AMQP
+transport's store) are here too.
 """
 
 from __future__ import annotations
@@ -89,3 +91,32 @@ def _equal(pairs: Iterable[tuple[str, Any]], mark: str) -> tuple[list[str], list
 
 def _where(clauses: list[str]) -> str:
     return f"WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+# -- the keyed state table of the PostgreSQL stores (the postgres transport, the AMQP store) ---
+
+
+def state_select(table: str, scope: str, keys: list[str] | None, now: float) -> tuple[str, list[Any]]:
+    """The ``SELECT key, value`` of the unexpired keyed state of ``scope`` (of ``keys`` only
+    when given), and its arguments."""
+    sql = f"SELECT key, value FROM {table} WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
+    return (sql, [scope, now]) if keys is None else (f"{sql} AND key = ANY(%s)", [scope, now, keys])
+
+
+def state_delete(table: str, scope: str, keys: list[str]) -> tuple[str, list[Any]]:
+    """The ``DELETE`` of keys of ``scope``, and its arguments."""
+    return f"DELETE FROM {table} WHERE scope = %s AND key = ANY(%s)", [scope, keys]
+
+
+def state_upsert(table: str, scope: str, values: dict[str, bytes], expires_at: float | None,
+                 only_new_at: float | None = None) -> tuple[str, list[Any]]:
+    """The upsert of ``values`` under ``scope`` (``only_new_at``: replacing only values expired
+    by then), ``RETURNING`` the keys written, and its arguments."""
+    condition = f" WHERE {table}.expires_at <= %s" if only_new_at is not None else ""
+    return (
+        f"INSERT INTO {table} (scope, key, value, expires_at) "
+        "SELECT %s, k, v, %s FROM unnest(%b::text[], %b::bytea[]) AS u(k, v) "
+        f"ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at{condition} "
+        "RETURNING key",
+        [scope, expires_at, list(values), list(values.values()), *([] if only_new_at is None else [only_new_at])],
+    )

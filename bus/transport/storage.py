@@ -1,7 +1,7 @@
 """A transport in a few hundred lines: the storage interface and the behaviour written once.
 
 A new transport subclasses :class:`StorageTransport` and gives it a *storage*: a way to open
-a transaction (:meth:`StorageTransport.begin`) yielding a :class:`StorageTx`, whose eleven
+a transaction (:meth:`StorageTransport.begin`) yielding a :class:`StorageTx`, whose ten
 operations are all a store has to do:
 
 ===================  ==========================================================================
@@ -9,12 +9,16 @@ operations are all a store has to do:
 ``scan``             a channel's messages in delivery order (ready ones only, locked, or all)
 ``update``           lease or requeue one message, if its lease token is still the one read
 ``remove``           delete messages (acknowledged, dead-lettered, purged)
-``bury``             add a dead letter (:class:`Buried`); ``buried``/``unbury`` list and delete them
-``append``           journal entries and counter increments of the transaction
+``bury``             add a dead letter (:class:`Buried`); ``buried`` lists them (and deletes
+                     them, ``delete=True``: replayed, purged)
+``append``           the journal entries of the transaction
 ``query_journal``    the journal entries a :class:`~coupler.bus.transport.base.JournalQuery` selects
-``counters``         the per-channel counters
 ``state``/``put_state``  the keyed state table (below)
 ===================  ==========================================================================
+
+The per-channel counters are kept in the keyed state too (``count`` and ``counters``, scope
+``counter``), unless a store overrides them (the ``postgres`` transport adds them up in
+memory and writes them to its shared ``counters`` table once a second).
 
 Everything else is here, once, on top of :mod:`coupler.bus.transport.policy`: topics and
 durable subscriptions (with selectors), the Message History hops, leases and attempt counts,
@@ -32,8 +36,8 @@ The keyed state table
 values (bytes) under ``(scope, key)``, in the same transaction as the message operations.
 The transport keeps channel configurations (scope ``channel``), subscriptions
 (``subscription``), idempotency keys (``seen:<consumer>``), the replay cache
-(``remember:<scope>``), claim-checked bodies (``claim``) and application identities
-(``identity``) there. Stateful steps (aggregation groups, resequencer buffers, process
+(``remember:<scope>``), claim-checked bodies (``claim``), application identities
+(``identity``) and, by default, the counters (``counter``) there. Stateful steps (aggregation groups, resequencer buffers, process
 instances) use it through :meth:`StorageTransaction.get_state` /
 :meth:`StorageTransaction.put_state` inside ``transport.transaction()``: a state change and
 the acknowledgement of the message that caused it commit together or not at all, and
@@ -56,7 +60,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
@@ -91,7 +95,7 @@ from coupler.canonical.errors import CouplerError
 from coupler.canonical.tracecontext import search_keys, trace_id_of
 
 #: the keyed-state scopes the transport itself uses
-CHANNELS, SUBSCRIPTIONS, CLAIMS, IDENTITIES = "channel", "subscription", "claim", "identity"
+CHANNELS, SUBSCRIPTIONS, CLAIMS, IDENTITIES, COUNTS = "channel", "subscription", "claim", "identity", "counter"
 
 
 @dataclass
@@ -131,9 +135,9 @@ class Buried:
     id: int = 0
 
 
-@dataclass(frozen=True)
-class JournalRow:
-    """A journal entry to append: ``keys`` are the search keys of a stored message."""
+class JournalRow(NamedTuple):
+    """A journal entry to append: ``keys`` are the search keys of a stored message (a named
+    tuple: one or two are made for every message, a frozen dataclass cost five times as much)."""
 
     at: float
     channel: str | None
@@ -177,25 +181,19 @@ class StorageTx(abc.ABC):
 
     @abc.abstractmethod
     def buried(
-        self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None, limit: int = 100
+        self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None, limit: int = 100,
+        delete: bool = False,
     ) -> list[Buried]:
-        """Dead letters, newest first, selected by id, queue and kind."""
+        """Dead letters, newest first, selected by id, queue and kind; ``delete``: delete
+        them too (returned as they were)."""
 
     @abc.abstractmethod
-    def unbury(self, ids: list[int]) -> list[Buried]:
-        """Delete dead letters; returns those deleted."""
-
-    @abc.abstractmethod
-    def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
-        """Append journal rows and add ``{(channel, counter): n}`` to the counters."""
+    def append(self, rows: list[JournalRow]) -> None:
+        """Append journal rows."""
 
     @abc.abstractmethod
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
         """The journal entries ``query`` selects, oldest first."""
-
-    @abc.abstractmethod
-    def counters(self) -> dict[str, dict[str, int]]:
-        """``{channel: {counter: n}}`` of every channel counted."""
 
     @abc.abstractmethod
     def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
@@ -211,6 +209,19 @@ class StorageTx(abc.ABC):
         the keys written."""
 
     # -- with defaults a store may override for speed ---------------------------------------
+
+    def count(self, counts: dict[tuple[str, str], int]) -> None:
+        """Add ``{(channel, counter): n}`` to the counters (in the keyed state, scope
+        ``counter``: its keys locked until the commit)."""
+        channels = sorted({channel for channel, _counter in counts})
+        totals = {k: json.loads(v) for k, v in self.state(COUNTS, channels, lock=True).items()}
+        for (channel, counter), n in counts.items():
+            totals.setdefault(channel, {})[counter] = totals.get(channel, {}).get(counter, 0) + n
+        self.put_state(COUNTS, {k: json.dumps(v).encode() for k, v in totals.items()})
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """``{channel: {counter: n}}`` of every channel counted."""
+        return {k: json.loads(v) for k, v in self.state(COUNTS).items()}
 
     def lease(self, messages: list[Stored], *, token: int, until: float) -> list[Stored]:
         """Lease ``messages`` (read by a locking ``scan``) until ``until``, one attempt more;
@@ -241,7 +252,7 @@ class StorageTx(abc.ABC):
         the transaction rolls back)."""
         held = self.remove(channel, tags)
         if len(held) == len(tags):
-            self.append(rows, {})
+            self.append(rows)
         return held
 
     def channels(self) -> set[str]:
@@ -286,7 +297,7 @@ class StorageTransport(Transport):
         self._rng = random.Random()
         self._local = threading.local()
         self._configs: tuple[float, dict[str, ChannelConfig], dict[str, list[tuple[str, str, str | None]]]] | None = None
-        self._identities = StateIdentityRepository(self)
+        self._identities: IdentityRepository = StateIdentityRepository(self)
 
     # -- what a store provides -------------------------------------------------------------
 
@@ -448,7 +459,7 @@ class StorageTransport(Transport):
     def replay(self, id: int, channel: str | None = None, *, body: bytes | None = None,
                envelope: Envelope | None = None) -> str:
         with self.transaction() as tx:
-            found = tx.stx.unbury([id])
+            found = tx.stx.buried(id=id, limit=1, delete=True)
             if not found:
                 raise unknown_dead_letter(id)
             dead = found[0]
@@ -467,8 +478,7 @@ class StorageTransport(Transport):
 
     def purge_dead_letters(self, queue: str | None = None, *, kind: DeadKind | None = None) -> int:
         with self.transaction() as tx:
-            ids = [b.id for b in tx.stx.buried(queue=queue, kind=kind, limit=1 << 62)]
-            gone = tx.stx.unbury(ids)
+            gone = tx.stx.buried(queue=queue, kind=kind, limit=1 << 62, delete=True)
             tx.release_claims([b.claim for b in gone if b.claim])
             tx.record(queue, None, policy.DEAD_LETTERS_PURGED, purged_dead_letters_detail(len(gone), kind))
             return len(gone)
@@ -528,9 +538,12 @@ class StorageTransaction(TransactionOps):
         self.counts[(channel, counter)] += n
 
     def flush(self) -> None:
-        if self.rows or self.counts:
-            self.stx.append(self.rows, dict(self.counts))
-            self.rows, self.counts = [], Counter()
+        if self.rows:
+            self.stx.append(self.rows)
+            self.rows = []
+        if self.counts:
+            self.stx.count(dict(self.counts))
+            self.counts = Counter()
 
     # -- step state ------------------------------------------------------------------------
 

@@ -48,7 +48,13 @@ from coupler.bus.model.identities import Identity, IdentityError, IdentityReposi
 from coupler.bus.transport.base import ChannelConfig, JournalEntry, JournalQuery, TransportError
 from coupler.bus.transport.ddl import file_state, metadata, postgres
 from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
-from coupler.bus.transport.sql_filters import journal_entries, journal_query
+from coupler.bus.transport.sql_filters import (
+    journal_entries,
+    journal_query,
+    state_delete,
+    state_select,
+    state_upsert,
+)
 
 try:  # psycopg is a dependency of the broker transport only
     import psycopg
@@ -234,11 +240,17 @@ class PgStore:
     def conn(self, *, durable: bool = False) -> Iterator[Any]:
         """A connection inside one transaction (``durable``: commit waits for the WAL flush)."""
         conn = self._connection()
+        with self.reporting(conn), conn.transaction():
+            if durable and not self.synchronous_commit:
+                conn.execute("SET LOCAL synchronous_commit = on")
+            yield conn
+
+    @contextlib.contextmanager
+    def reporting(self, conn: Any) -> Iterator[None]:
+        """psycopg's errors on ``conn`` as :class:`PgStoreError` naming the site's DSN key (the
+        connection broken: closed) or the schema."""
         try:
-            with conn.transaction():
-                if durable and not self.synchronous_commit:
-                    conn.execute("SET LOCAL synchronous_commit = on")
-                yield conn
+            yield
         except psycopg.OperationalError as exc:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -648,41 +660,25 @@ class StateTx:
         self.s = store.schema
 
     def _run(self, sql: str, args: Any) -> Any:
-        try:
+        with self.store.reporting(self.conn):
             return self.conn.execute(sql, args)
-        except psycopg.OperationalError as exc:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where="store.amqp.postgres") from exc
-        except psycopg.Error as exc:
-            raise PgStoreError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.s}") from exc
 
     def get(self, scope: str, keys: Iterable[str] | None, lock: bool) -> dict[str, bytes]:
         keys = None if keys is None else sorted(set(keys))
         if lock:
             for name in [scope] if keys is None else [f"{scope}\x1f{k}" for k in keys]:
                 self._run("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.s}\x1f{name}",))
-        sql = f"SELECT key, value FROM {self.s}.state WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
-        args: list[Any] = [scope, time.time()]
-        if keys is not None:
-            if not keys:
-                return {}
-            sql += " AND key = ANY(%s)"
-            args.append(keys)
-        return {k: bytes(v) for k, v in self._run(sql, args).fetchall()}
+        if keys == []:
+            return {}
+        return {k: bytes(v) for k, v in self._run(*state_select(f"{self.s}.state", scope, keys, time.time())).fetchall()}
 
     def put(self, scope: str, values: dict[str, bytes | None], expires_at: float | None) -> None:
         gone = [k for k, v in values.items() if v is None]
         if gone:
-            self._run(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+            self._run(*state_delete(f"{self.s}.state", scope, gone))
         kept = {k: v for k, v in values.items() if v is not None}
         if kept:
-            self._run(
-                f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
-                "SELECT %s, k, v, %s FROM unnest(%s::text[], %s::bytea[]) AS u(k, v) "
-                "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-                (scope, expires_at, list(kept), list(kept.values())),
-            )
+            self._run(*state_upsert(f"{self.s}.state", scope, kept, expires_at))
 
     def outbox(self, value: bytes) -> str:
         """Keep the outputs of this transaction (``value``: JSON ``{"at": time, ...}``) with its

@@ -31,19 +31,16 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from coupler.bus.model.identities import IdentityRepository
-from coupler.bus.transport import policy
+from coupler.bus.transport import policy, sql_filters
 from coupler.bus.transport.amqp.file_state import PgFileState
 from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
-from coupler.bus.transport.policy import COUNTERS
-from coupler.bus.transport.sql_filters import journal_entries, journal_query
 from coupler.bus.transport.storage import (
     Buried,
     JournalRow,
@@ -112,7 +109,6 @@ class PostgresTransport(StorageTransport):
         self.store = PgStore(_generic_plans(dsn), schema=schema, synchronous_commit=synchronous_commit,
                              keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
         self.schema = schema
-        self.synchronous_commit = synchronous_commit
         self.notify_channel = f"coupler_{schema}"
         self._lock = threading.Lock()
         self._tables: set[str] = set()
@@ -125,7 +121,7 @@ class PostgresTransport(StorageTransport):
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._closing = threading.Event()
-        self._identities_pg = PgIdentityRepository(self.store)
+        self._identities = PgIdentityRepository(self.store)
 
     def __repr__(self) -> str:
         return f"PostgresTransport(schema={self.schema!r})"
@@ -137,9 +133,7 @@ class PostgresTransport(StorageTransport):
             return self
         self.store.open()
         with self.begin() as tx:
-            tx.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
-            for statement in _OWN_DDL.format(s=self.schema).split(";"):
-                tx.x(statement)
+            tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
         self._closing.clear()
         self._opened = True
         return self
@@ -167,7 +161,7 @@ class PostgresTransport(StorageTransport):
     def begin(self) -> Iterator[PgTx]:
         conn = self._conn()
         tx = PgTx(self, conn)
-        try:
+        with self.store.reporting(conn):  # a TransportError naming store.postgres.dsn or the schema
             try:
                 yield tx
                 tx.commit()
@@ -176,12 +170,6 @@ class PostgresTransport(StorageTransport):
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                 raise
-        except psycopg.OperationalError as exc:
-            with contextlib.suppress(Exception):
-                conn.close()
-            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where="store.postgres.dsn") from exc
-        except psycopg.Error as exc:
-            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {self.schema}") from exc
         self._tables |= tx.created
         if tx.counts:
             with self._lock:
@@ -196,24 +184,12 @@ class PostgresTransport(StorageTransport):
                 return
             pending, self._pending = self._pending, Counter()
             self._pending_since = time.monotonic()
-        by_channel: dict[str, dict[str, int]] = {}
-        for (channel, counter), n in pending.items():
-            by_channel.setdefault(channel, {})[counter] = n
-        s = self.schema
         try:
-            with self._conn().transaction():
-                for channel, counts in sorted(by_channel.items()):
-                    values = [counts.get(c, 0) for c in COUNTERS]
-                    self._conn().execute(
-                        f"INSERT INTO {s}.counters (channel, {', '.join(COUNTERS)}) VALUES (%s{', %s' * len(COUNTERS)}) "
-                        f"ON CONFLICT (channel) DO UPDATE SET "
-                        + ", ".join(f"{c} = {s}.counters.{c} + excluded.{c}" for c in COUNTERS),
-                        (channel, *values),
-                    )
-        except psycopg.Error as exc:
+            self.store.write([], dict(pending))
+        except TransportError:
             with self._lock:
                 self._pending.update(pending)
-            raise TransportError(f"PostgreSQL: {str(exc).strip()}", where=f"schema {s}") from exc
+            raise
 
     # -- wake-ups --------------------------------------------------------------------------
 
@@ -266,10 +242,6 @@ class PostgresTransport(StorageTransport):
 
     # -- what only PostgreSQL gives ---------------------------------------------------------
 
-    @property
-    def identities(self) -> IdentityRepository:
-        return self._identities_pg
-
     def file_state(self, adapter: str, owner: str) -> PgFileState:
         return PgFileState(self.store, adapter, owner)
 
@@ -298,7 +270,7 @@ class PgTx(StorageTx):
         #: channels to notify (with the time their messages are ready), journal rows and
         #: messages (by table) to write, not sent yet
         self.notify: dict[str, float] = {}
-        self.journal_rows: list[tuple[Any, ...]] = []
+        self.journal_rows: list[JournalRow] = []
         self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
 
@@ -309,16 +281,13 @@ class PgTx(StorageTx):
         inlined, planned for them (a journal query's time range), not generically."""
         run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
         writes = self._writes()
-        if self.begun:
-            if writes:
-                self.c.execute(*writes[:2], binary=writes[2])
-            return run(sql, params, **options)
-        if self.alone and not writes:
+        if self.alone and not self.begun and not writes:
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
             return run(sql, params, **options)
-        self.begun = True
-        with self.c.pipeline():
-            self.c.execute("BEGIN")
+        begin, self.begun = not self.begun, True
+        with self.c.pipeline() if begin else contextlib.nullcontext():
+            if begin:
+                self.c.execute("BEGIN")
             if writes:
                 self.c.execute(*writes[:2], binary=writes[2])
             return run(sql, params, **options)
@@ -326,16 +295,13 @@ class PgTx(StorageTx):
     def commit(self) -> None:
         """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
         writes = self._writes()
-        if not self.begun:
-            if writes:  # one statement: a transaction of its own
-                self.c.execute(*writes[:2], binary=writes[2])
-            return
-        if writes:
-            with self.c.pipeline():
-                self.c.execute(*writes[:2], binary=writes[2])
+        if self.begun:
+            with self.c.pipeline() if writes else contextlib.nullcontext():
+                if writes:
+                    self.c.execute(*writes[:2], binary=writes[2])
                 self.c.execute("COMMIT")
-        else:
-            self.c.execute("COMMIT")
+        elif writes:  # one statement: a transaction of its own
+            self.c.execute(*writes[:2], binary=writes[2])
 
     def _writes(self) -> tuple[str, list[Any], bool] | None:
         """The writes kept (emptied): one statement, its parameters and whether they go in
@@ -361,6 +327,13 @@ class PgTx(StorageTx):
         ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
         return (f"WITH {ctes} SELECT {tail}" if ctes else f"SELECT {tail}"), params, binary
 
+    def ddl(self, lock: str, statements: str) -> None:
+        """Run ``statements`` (``;``-separated ``CREATE ... IF NOT EXISTS``) holding the advisory
+        lock ``lock``: two processes creating the same tables at once would race."""
+        self.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock,))
+        for statement in statements.split(";"):
+            self.x(statement)
+
     def _table(self, channel: str, *, create: bool = False) -> str | None:
         table = table_of(channel)
         if table in self.t._tables or table in self.created:
@@ -369,10 +342,7 @@ class PgTx(StorageTx):
         if exists is None:
             if not create:
                 return None
-            # two senders to a new channel at once would race on CREATE ... IF NOT EXISTS
-            self.x("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.s}.{table}",))
-            for statement in _CHANNEL_DDL.format(t=f"{self.s}.{table}", i=table).split(";"):
-                self.x(statement)
+            self.ddl(f"{self.s}.{table}", _CHANNEL_DDL.format(t=f"{self.s}.{table}", i=table))
             self.x(f"INSERT INTO {self.s}.queues (name, tab) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                            (channel, table))
         self.created.add(table)
@@ -447,10 +417,10 @@ class PgTx(StorageTx):
             "WHERE q.tag = ANY(ARRAY(SELECT tag FROM c)) "
             f"RETURNING q.tag, q.message_id, q.blob, q.enqueued_at, q.expires_at, q.claim){journal} "
             "SELECT n.tag, n.message_id, n.blob, n.enqueued_at, c.visible_at, n.expires_at, c.attempts, c.token, "
-            "n.claim FROM n JOIN c ON c.tag = n.tag",
+            "n.claim FROM n JOIN c ON c.tag = n.tag ORDER BY c.visible_at, c.tag",
             args, binary=True,
         ).fetchall()
-        return sorted((_stored(channel, r) for r in rows), key=lambda m: (m.visible_at, m.tag))
+        return [_stored(channel, r) for r in rows]
 
     def settle(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow]) -> list[Stored]:
         # one statement: lock the rows still held under their tokens; when that is all of
@@ -485,18 +455,12 @@ class PgTx(StorageTx):
         table = self._table(channel)
         if table is None or not tags:
             return []
-        returning = ", ".join("q." + c for c in _MESSAGE.split(", "))
-        if len(tags) == 1:
-            [(tag, token)] = tags
-            rows = self.x(f"DELETE FROM {table} q WHERE tag = %s AND (%s::bigint IS NULL OR token = %s) "
-                                  f"RETURNING {returning}", (tag, token, token)).fetchall()
-        else:
-            rows = self.x(
-                f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
-                f"WHERE q.tag = ANY(%b::bigint[]) AND q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
-                f"RETURNING {returning}",
-                ([t for t, _ in tags], [k for _, k in tags], [t for t, _ in tags]), binary=True,
-            ).fetchall()
+        rows = self.x(
+            f"DELETE FROM {table} q USING unnest(%b::bigint[], %b::bigint[]) AS u(tag, token) "
+            f"WHERE q.tag = ANY(%b::bigint[]) AND q.tag = u.tag AND (u.token IS NULL OR q.token = u.token) "
+            f"RETURNING {', '.join('q.' + c for c in _MESSAGE.split(', '))}",
+            ([t for t, _ in tags], [k for _, k in tags], [t for t, _ in tags]), binary=True,
+        ).fetchall()
         return [_stored(channel, r) for r in rows]
 
     def channels(self) -> set[str]:
@@ -525,65 +489,48 @@ class PgTx(StorageTx):
         return int(row[0])
 
     def buried(self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None,
-               limit: int = 100) -> list[Buried]:
-        clauses = [f"{c} = %s" for c, v in (("id", id), ("queue", queue), ("kind", kind)) if v is not None]
-        args = [v for v in (id, queue, kind) if v is not None]
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self.x(
-            f"SELECT {_DEAD} FROM {self.s}.dead_letters {where} ORDER BY id DESC LIMIT %s", [*args, limit]
-        ).fetchall()
-        return [_buried(r) for r in rows]
+               limit: int = 100, delete: bool = False) -> list[Buried]:
+        where, args = sql_filters.dead_letter_where(queue, kind, "%s")
+        if id is not None:
+            where, args = f"{where} AND id = %s" if where else "WHERE id = %s", [*args, id]
+        table = f"{self.s}.dead_letters"
+        chosen = f"SELECT {_DEAD} FROM {table} {where} ORDER BY id DESC LIMIT %s"
+        if delete:
+            chosen = (f"DELETE FROM {table} WHERE id = ANY(ARRAY(SELECT id FROM {table} {where} ORDER BY id DESC "
+                      f"LIMIT %s)) RETURNING {_DEAD}")
+        return sorted((_buried(r) for r in self.x(chosen, [*args, limit]).fetchall()), key=lambda b: -b.id)
 
-    def unbury(self, ids: list[int]) -> list[Buried]:
-        if not ids:
-            return []
-        rows = self.x(
-            f"DELETE FROM {self.s}.dead_letters WHERE id = ANY(%s) RETURNING {_DEAD}", (ids,)
-        ).fetchall()
-        return [_buried(r) for r in rows]
+    def append(self, rows: list[JournalRow]) -> None:
+        self.journal_rows += rows  # tuples of the columns of _JOURNAL
 
-    def append(self, rows: list[JournalRow], counts: dict[tuple[str, str], int]) -> None:
-        self.journal_rows += [(r.at, r.channel, r.message_id, r.event, r.detail, r.trace_id, r.keys) for r in rows]
+    def count(self, counts: dict[tuple[str, str], int]) -> None:
         self.counts.update(counts)
 
     def query_journal(self, query: JournalQuery) -> list[JournalEntry]:
-        sql, args = journal_query(f"{self.s}.journal", "%s", query)
-        return journal_entries(self.x(sql, args, literal=True).fetchall())
+        sql, args = sql_filters.journal_query(f"{self.s}.journal", "%s", query)
+        return sql_filters.journal_entries(self.x(sql, args, literal=True).fetchall())
 
     def counters(self) -> dict[str, dict[str, int]]:
         self.t._write_counts(force=True)
-        rows = self.x(f"SELECT channel, {', '.join(COUNTERS)} FROM {self.s}.counters").fetchall()
-        return {r[0]: dict(zip(COUNTERS, (int(v) for v in r[1:]), strict=True)) for r in rows}
+        return self.t.store.counters()
 
     def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
-        sql = f"SELECT key, value FROM {self.s}.state WHERE scope = %s AND (expires_at IS NULL OR expires_at > %s)"
-        args: list[Any] = [scope, self.t.clock()]
-        if keys is not None:
-            keys = list(keys)
-            if not keys:
-                return {}
-            sql += " AND key = ANY(%s)"
-            args.append(keys)
-        rows = self.x(sql + (" FOR UPDATE" if lock else ""), args).fetchall()
-        return {k: bytes(v) for k, v in rows}
+        keys = None if keys is None else list(keys)
+        if keys == []:
+            return {}
+        sql, args = sql_filters.state_select(f"{self.s}.state", scope, keys, self.t.clock())
+        return {k: bytes(v) for k, v in self.x(sql + (" FOR UPDATE" if lock else ""), args).fetchall()}
 
     def put_state(self, scope: str, values: dict[str, bytes | None], *, expires_at: float | None = None,
                   only_new: bool = False) -> set[str]:
         gone = [k for k, v in values.items() if v is None]
         if gone:
-            self.x(f"DELETE FROM {self.s}.state WHERE scope = %s AND key = ANY(%s)", (scope, gone))
+            self.x(*sql_filters.state_delete(f"{self.s}.state", scope, gone))
         kept = {k: v for k, v in values.items() if v is not None}
         if not kept:
             return set(gone)
-        condition = f" WHERE {self.s}.state.expires_at <= %s" if only_new else ""
-        rows = self.x(
-            f"INSERT INTO {self.s}.state (scope, key, value, expires_at) "
-            "SELECT %s, k, v, %s FROM unnest(%b::text[], %b::bytea[]) AS u(k, v) "
-            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
-            f"{condition} RETURNING key",
-            [scope, expires_at, list(kept), list(kept.values()), *([self.t.clock()] if only_new else [])],
-        ).fetchall()
-        return set(gone) | {r[0] for r in rows}
+        sql, args = sql_filters.state_upsert(f"{self.s}.state", scope, kept, expires_at, self.t.clock() if only_new else None)
+        return set(gone) | {r[0] for r in self.x(sql, args).fetchall()}
 
     def forget(self, journal_before: float) -> int:
         self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
@@ -595,6 +542,12 @@ class PgTx(StorageTx):
 def _array(values: list[Any]) -> str:
     """A PostgreSQL array literal of integers, floats and strings (None: NULL): far cheaper
     for psycopg than adapting a list element by element."""
+    if all(type(v) is int for v in values):  # tags, tokens: at once
+        return "{" + ",".join(map(str, values)) + "}"
+    if values and all(type(v) is str for v in values):  # strings with nothing to escape (message ids): at once
+        joined = "\0".join(values)
+        if '"' not in joined and "\\" not in joined and joined.count("\0") == len(values) - 1:
+            return '{"' + joined.replace("\0", '","') + '"}'
     return "{" + ",".join(
         "NULL" if v is None else str(v) if isinstance(v, int) else repr(v) if isinstance(v, float)
         else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
@@ -602,7 +555,7 @@ def _array(values: list[Any]) -> str:
 
 
 def _rows(parts: list[str], params: list[Any], table: str, columns: tuple[tuple[str, str], ...],
-          rows: list[tuple[Any, ...]]) -> bool:
+          rows: Sequence[tuple[Any, ...]]) -> bool:
     """Add to ``parts`` and ``params`` the insert of ``rows`` in their order: one row as it
     is; several as one parameter a column: its value when the same in all rows, else an
     array (bytes in binary, the rest as one literal). True when a parameter is binary."""

@@ -63,7 +63,19 @@ def test_encode_many_writes_what_encode_writes(envs: list[Envelope], hop: Histor
         envs = [e.replace(timestamp=first.timestamp, kind=first.kind, format=first.format, origin=first.origin,
                           correlation_id=first.correlation_id, return_address=first.return_address,
                           expires_at=first.expires_at, attempt=first.attempt, history=[]) for e in envs]
-    assert encode_many(envs, hop) == [encode(e, extra_hop=hop) for e in envs]
+    blobs = encode_many(envs, hop)
+    assert blobs == [encode(e, extra_hop=hop) for e in envs]
+    # decoded one after the other (the headers of the one before compared, not decoded again)
+    assert [decode(b) for b in blobs] == [e.replace(history=[*e.history, hop]) if hop else e for e in envs]
+
+
+def test_envelopes_of_one_batch_decode_to_envelopes_of_their_own() -> None:
+    hop = HistoryEntry("producer", "send q", datetime(2026, 1, 1, tzinfo=UTC))
+    first, second = (decode(b) for b in encode_many([Envelope(format="x.Y@1", body=b"1"),
+                                                    Envelope(format="x.Y@1", body=b"2")], hop))
+    first.history.append(HistoryEntry("consumer", "receive q", datetime(2026, 1, 2, tzinfo=UTC)))
+    assert second.history == [hop] and first.history[0] == hop
+    assert (first.body, second.body) == (b"1", b"2") and first.message_id != second.message_id
 
 
 def test_encode_many_reports_a_bad_envelope_like_encode() -> None:
