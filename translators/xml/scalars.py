@@ -391,6 +391,16 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
 
         return decode_checked
 
+    if normalise is _collapse:
+        def decode_collapsed(text: str) -> Any:
+            if not text.isprintable() or " " in text:  # _collapse inline: one call less per value
+                text = " ".join(text.split())
+            value = base(text)
+            check(text, value)
+            return value
+
+        return decode_collapsed
+
     def decode(text: str) -> Any:
         text = normalise(text)
         value = base(text)
