@@ -1001,12 +1001,16 @@ class GeneratedConverters:
 
     def _inline(self, scalar: Scalar, decode: Callable[[str], Any], text: str, prefix: str) -> str:
         """An expression decoding ``text`` (an expression, evaluated once): an integer of a
-        few plain digits inline (no call), anything else through ``decode``."""
+        few plain digits or a symbol of an enumeration inline (no call), anything else through
+        ``decode``."""
         name = self._constant(decode, prefix)
         digits = plain_int_digits(scalar)
-        if not digits:
+        symbols = getattr(decode, "enum_symbols", None)  # the bare enumeration check (scalars.py)
+        if not digits and symbols is None:
             return f"{name}({text})"
         var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
+        if symbols is not None:
+            return f"({var} if {first} in {self._constant(symbols, 's')} else {name}({var}))"
         return f"(int({var}) if {first}.isdigit() and len({var}) < {digits} and {var}.isascii() else {name}({var}))"
 
     def _element(self, i: int, f: Field, depth: int, record: Record, fused: Any = None, *,

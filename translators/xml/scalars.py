@@ -363,6 +363,10 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             if text not in symbols:
                 raise ValueError(f"{text!r} is not one of {', '.join(scalar.symbols)}")
             return text
+
+        # when it is the whole decoder (nothing to normalise or check): a symbol decodes to
+        # itself, which the generated converters test inline (decoder.py, _inline)
+        base.enum_symbols = symbols  # type: ignore[attr-defined]
     else:
         base = str
     normalise = _normaliser(scalar.white_space)
