@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,26 @@ def test_splits_start_at_records_and_decode_to_the_whole_files_records(tmp_path:
         assert _decoded(splits) == whole
 
 
+def test_split_records_for_avro_come_encoded_as_their_dicts(tmp_path: Path) -> None:
+    """Given the record's Avro schema (the task writing Avro with the generated encoder), a
+    split's records come as their Avro bytes, those of the dicts it gives otherwise."""
+    from coupler.translators.spark.xml_splits import record_avro_schema
+    from coupler.translators.xml.avro import EncodedRecord, compile_encoder
+
+    data = _orders_file(tmp_path / "orders.xml", 60)
+    splits = plan_xml_splits([str(data)], "order", split_bytes=5_000, slots=2)
+    schema = record_avro_schema(XSD, "order", "orders/order")
+    task = XmlSplitTask(XSD, "order", None, "avro", schema, None)  # type: ignore[arg-type]
+    encoded = [r for s in splits for r in task.records(s, schema)]
+    dicts = _decoded(splits)
+    assert len(splits) > 2 and len(encoded) == len(dicts) == 60
+    encode = compile_encoder(schema)
+    for got, record in zip(encoded, dicts, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
+
+
 def test_a_document_that_is_one_record_is_one_split() -> None:
     splits = plan_xml_splits([str(ORDERS / "order-1.xml")], "order", split_bytes=10, slots=2)
     assert len(splits) == 1 and splits[0].record_path == ""
@@ -66,6 +87,7 @@ def test_xml_to_avro_runs_as_split_tasks(spark: Any, tmp_path: Path) -> None:
     from coupler.bus.batch.jobs import translate
     from coupler.translators.spark.xml_splits import record_avro_schema
     from coupler.translators.xml import XsdModel
+    from coupler.translators.xml.avro import write_container
 
     schema = record_avro_schema(XSD, "order", "orders/order")
     (tmp_path / "schemas" / "order").mkdir(parents=True)
@@ -90,6 +112,12 @@ def test_xml_to_avro_runs_as_split_tasks(spark: Any, tmp_path: Path) -> None:
     assert [r["id"] for r in rows[:500]] == [r["id"] for r in expected]
     assert rows[10]["total"] == expected[10]["total"] and rows[10]["line"][0]["sku"] == expected[10]["line"][0]["sku"]
     assert len(rows) == 501
+    # the records the tasks' decoders encoded themselves: those of the dicts, written alike
+    expected.append(XsdModel.load(XSD).decoder("order").decode_document(str(ORDERS / "order-1.xml")))
+    reference = io.BytesIO()
+    write_container(reference, schema, expected)
+    reference.seek(0)
+    assert rows == list(fastavro.reader(reference))
 
 
 def test_records_with_alternatives_become_columns_and_recursive_ones_are_refused() -> None:

@@ -385,7 +385,9 @@ class XmlSplitTask:
             settle_worker()
             yield {**message, "span": span}
 
-    def records(self, split: XmlSplit) -> Iterator[dict[str, Any]]:
+    def records(self, split: XmlSplit, avro_schema: Any = None) -> Iterator[dict[str, Any]]:
+        """The split's records; with ``avro_schema`` (the schema ``write_container`` writes),
+        those the decoder encodes itself come as their Avro bytes (``EncodedRecord``)."""
         label = split.path if not split.head and not split.tail else f"{split.path} (bytes {split.start}-{split.end})"
         if not split.record_path:
             yield _decoder(self.xsd, _local(self.element)).decode_document(split.path)
@@ -393,7 +395,8 @@ class XmlSplitTask:
         decoder = _decoder(self.xsd, split.record_path.split("/")[0])
         stream = _SplitStream(split)
         try:
-            yield from decoder.iter_records(io.BufferedReader(stream, 1 << 20), split.record_path, name=label)
+            yield from decoder.iter_records(io.BufferedReader(stream, 1 << 20), split.record_path, name=label,
+                                            avro_schema=avro_schema)
         finally:
             stream.close()
 
@@ -420,15 +423,17 @@ class XmlSplitTask:
 
             from coupler.translators.xml.avro import CODECS, write_container
 
+            straight = self.codec in CODECS  # the encoder generated from the schema, as `xml decode --to avro`
+
             def counted() -> Iterator[dict[str, Any]]:
                 nonlocal count
-                for record in self.records(split):
+                for record in self.records(split, self.schema if straight else None):
                     count += 1
                     yield record
 
             metadata = {"coupler.format": self.indicator} if self.indicator else {}
             with open(path, "wb") as fh:
-                if self.codec in CODECS:  # the encoder generated from the schema, as `xml decode --to avro`
+                if straight:
                     write_container(fh, self.schema, counted(), codec=self.codec, metadata=metadata)
                 else:
                     parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]

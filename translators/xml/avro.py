@@ -77,17 +77,16 @@ def _decimal_bytes(scale: int, precision: int) -> Callable[[Any], bytes]:
     def encode(value: Any) -> bytes:
         if type(value) is not Decimal or not value.is_finite():
             raise _Fallback("not a finite Decimal")
-        text = str(value)
-        dot = text.find(".")
-        if (len(text) - dot - 1 == scale if dot >= 0 else not scale) and "E" not in text:
-            # the common case, exactly the scale's digits after the point (or none at scale
-            # 0): the digits are the unscaled value (twice as fast as the ratio below)
-            unscaled = int(text.replace(".", "", 1))
+        # exact, in lowest terms: the value is a whole number of 1/factor when the
+        # denominator divides factor (faster than reading the digits of str(value))
+        numerator, denominator = value.as_integer_ratio()
+        if denominator == 1:
+            unscaled = numerator * factor
         else:
-            numerator, denominator = value.as_integer_ratio()  # exact
-            unscaled, rest = divmod(numerator * factor, denominator)
+            multiple, rest = divmod(factor, denominator)
             if rest:
                 raise _Fallback("finer than the scale")  # fastavro refuses it
+            unscaled = numerator * multiple
         if -limit >= unscaled or unscaled >= limit:
             raise _Fallback("beyond the precision")  # fastavro refuses it
         return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)

@@ -642,7 +642,7 @@ class GeneratedConverters:
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
         #: sources not yet compiled, how many of the generator's sources are
         self._avro: Any = None
-        self._fused: dict[int, str] = {}
+        self._fused: dict[Any, str] = {}
         self._pending: list[str] = []
         self._avro_done = 0
         self._count = 0
@@ -813,8 +813,45 @@ class GeneratedConverters:
         return interpreted.mixed is None and not interpreted.wildcards and interpreted.any_attributes is None
 
     def _fusable(self, f: Field, fused: Any) -> bool:
-        """Whether field ``f``'s value is converted straight to Avro (a record of its own)."""
-        return fused is not None and isinstance(f.value, Record) and self._fusable_record(f.value)
+        """Whether field ``f``'s value is converted straight to Avro (a record of its own, or
+        a polymorphic element, not nillable, whose every type is: see :meth:`_fused_poly`)."""
+        if fused is None:
+            return False
+        if isinstance(f.value, Poly):
+            return (not f.nillable and all(self._fusable_record(b) for b in f.value.branches)
+                    and len({b.type_qname for b in f.value.branches}) == len(f.value.branches))
+        return isinstance(f.value, Record) and self._fusable_record(f.value)
+
+    def _fused_poly(self, poly: Poly, fused: Any, optional: bool) -> str:
+        """The function converting a polymorphic element straight to Avro: the index of its
+        type's branch in the field's union (after ``null`` when ``optional``), then that
+        record's encoding; what the dict converter looks up in the same way (the declared
+        type without ``xsi:type``, else the type it names); any other name delegates."""
+        from .avro import _varint
+
+        key = (id(poly), optional)
+        name = self._fused.get(key)
+        if name is None:
+            name = self._fused[key] = f"y{len(self._fused)}"
+            shift = 1 if optional else 0
+            single = len(poly.branches) == 1 and not optional
+
+            def prefix(record: Record) -> bytes:
+                index = next(i for i, b in enumerate(poly.branches) if b is record)
+                return b"" if single else _varint(index + shift)
+
+            lines = [f"def {name}(elem):", "    type_name = elem.get(XSI_TYPE)", "    if type_name is None:"]
+            if poly.declared is None:
+                lines.append("        raise Delegate")
+            else:
+                lines.append(f"        return {prefix(poly.declared)!r} + {self._fused_name(poly.declared, fused)}(elem)")
+            lines.append("    type_name = expanded_type_name(elem, type_name, D.source_name)")
+            for branch in poly.branches:
+                lines.append(f"    if type_name == {branch.type_qname!r}: "
+                             f"return {prefix(branch)!r} + {self._fused_name(branch, fused)}(elem)")
+            lines.append("    raise Delegate")
+            self._pending.append("\n".join(lines) + "\n")
+        return name
 
     def _fused_name(self, record: Record, fused: Any) -> str:
         name = self._fused.get(id(record))
@@ -831,6 +868,8 @@ class GeneratedConverters:
         from .avro import ENCODED
 
         if self._fusable(f, fused):
+            if isinstance(f.value, Poly):  # the union's index comes encoded with the record
+                return {"type": "array", "items": ENCODED} if f.repeated else ENCODED
             return {"type": "array", "items": ENCODED} if f.repeated else ["null", ENCODED] if f.optional else ENCODED
         return fused.define(field_avro(f, set())["type"], None)
 
@@ -912,6 +951,8 @@ class GeneratedConverters:
 
             elif f.kind == "text" or f.repeated or f.required:
                 value = f"f{i}"
+            elif fused is not None and isinstance(f.value, Poly) and self._fusable(f, fused):
+                value = f"b'\\x00' if f{i} is M else f{i}"  # the union's null
             else:
                 value = f"None if f{i} is M else f{i}"
             items.append((f, value))
@@ -960,12 +1001,16 @@ class GeneratedConverters:
 
     def _inline(self, scalar: Scalar, decode: Callable[[str], Any], text: str, prefix: str) -> str:
         """An expression decoding ``text`` (an expression, evaluated once): an integer of a
-        few plain digits inline (no call), anything else through ``decode``."""
+        few plain digits or a symbol of an enumeration inline (no call), anything else through
+        ``decode``."""
         name = self._constant(decode, prefix)
         digits = plain_int_digits(scalar)
-        if not digits:
+        symbols = getattr(decode, "enum_symbols", None)  # the bare enumeration check (scalars.py)
+        if not digits and symbols is None:
             return f"{name}({text})"
         var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
+        if symbols is not None:
+            return f"({var} if {first} in {self._constant(symbols, 's')} else {name}({var}))"
         return f"(int({var}) if {first}.isdigit() and len({var}) < {digits} and {var}.isascii() else {name}({var}))"
 
     def _element(self, i: int, f: Field, depth: int, record: Record, fused: Any = None, *,
@@ -985,7 +1030,12 @@ class GeneratedConverters:
                           f"{pad}    value = {full}(child)", f"{pad}else:", f"{pad}    value = {text}"]
                 value = "value"
         else:
-            convert = self._fused_name(f.value, fused) if self._fusable(f, fused) else self._value_expression(f.value)
+            if not self._fusable(f, fused):
+                convert = self._value_expression(f.value)
+            elif isinstance(f.value, Poly):
+                convert = self._fused_poly(f.value, fused, f.optional and not f.repeated)
+            else:
+                convert = self._fused_name(f.value, fused)
             value = f"(None if child.get(XSI_NIL) in NIL else {convert}(child))" if f.nillable else f"{convert}(child)"
         lines.append(f"{pad}f{i}.append({value})" if f.repeated else f"{pad}f{i} = {value}")
         return lines

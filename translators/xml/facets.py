@@ -67,12 +67,24 @@ def compile_checks(xsd_type: Any) -> Check | None:
 
 
 def _patterns(patterns: list[Any], sources: list[str]) -> Check:
+    def refuse(text: str) -> None:
+        shown = " | ".join(sources) or " | ".join(p.pattern for p in patterns)
+        raise ValueError(f"{text!r} does not match the pattern {shown}")
+
+    if len(patterns) == 1:  # the common case: no loop per value
+        match = patterns[0].match
+
+        def check_one(text: str, value: Any) -> None:
+            if not match(text):
+                refuse(text)
+
+        return check_one
+
     def check(text: str, value: Any) -> None:
         for pattern in patterns:
             if pattern.match(text):
                 return
-        shown = " | ".join(sources) or " | ".join(p.pattern for p in patterns)
-        raise ValueError(f"{text!r} does not match the pattern {shown}")
+        refuse(text)
 
     return check
 

@@ -363,6 +363,10 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             if text not in symbols:
                 raise ValueError(f"{text!r} is not one of {', '.join(scalar.symbols)}")
             return text
+
+        # when it is the whole decoder (nothing to normalise or check): a symbol decodes to
+        # itself, which the generated converters test inline (decoder.py, _inline)
+        base.enum_symbols = symbols  # type: ignore[attr-defined]
     else:
         base = str
     normalise = _normaliser(scalar.white_space)
@@ -390,6 +394,16 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             return value
 
         return decode_checked
+
+    if normalise is _collapse:
+        def decode_collapsed(text: str) -> Any:
+            if not text.isprintable() or " " in text:  # _collapse inline: one call less per value
+                text = " ".join(text.split())
+            value = base(text)
+            check(text, value)
+            return value
+
+        return decode_collapsed
 
     def decode(text: str) -> Any:
         text = normalise(text)

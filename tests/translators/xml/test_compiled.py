@@ -24,6 +24,7 @@ from coupler.translators.xml import decoder as decoder_module
 from coupler.translators.xml.avro import EncodedRecord, compile_encoder, write_container
 from coupler.translators.xml.decoder import Decoder
 from coupler.translators.xml.model import value_avro
+from coupler.translators.xml.security import parse_document
 
 DATA = Path(__file__).parent / "data"
 OWN = [("orders/orders.xsd", "orders/order-1.xml"), ("orders/orders.xsd", "orders/order-2.xml"),
@@ -154,6 +155,38 @@ def test_records_the_decoder_encodes_itself_make_the_same_container() -> None:
     # another schema than the record's own: dicts
     other = {**schema, "name": "Other"}
     assert all(type(r) is dict for r in decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order", avro_schema=other))
+
+
+
+@pytest.mark.parametrize(("doc", "old", "new"), [
+    ("order-1.xml", b"", b""), ("order-2.xml", b"", b""),  # buyer xsi:type Company, o:Person
+    ("order-1.xml", b'xsi:type="Company"', b""),  # the declared type
+    ("order-1.xml", b'xsi:type="Company"', b'xsi:type="Party"'),
+    ("order-1.xml", b'xsi:type="Company"', b'xsi:type="Nope"'),  # refused as by the dicts
+    ("order-2.xml", b'xsi:type="o:Person"', b'xsi:type="x:Person"'),  # an undeclared prefix
+])
+def test_polymorphic_elements_are_encoded_straight_as_their_dicts(doc: str, old: bytes, new: bytes) -> None:
+    """An element whose type ``xsi:type`` may name (the orders' buyer) comes straight to Avro
+    with its union branch: the bytes of its dict's encoding, or the dict converter's error."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    decoder = m.decoder("order")
+    value = m.root_value("order")
+    schema = value_avro(value, set())
+    assert decoder.generated is not None
+    straight = decoder.generated.avro_converter(value, schema)
+    dicts = decoder.generated.value_converter(value)
+    root = parse_document((DATA / "orders" / doc).read_bytes().replace(old, new), name=doc).getroot()
+    try:
+        expected: Any = dicts(root)
+    except XmlValidationError as exc:
+        with pytest.raises(XmlValidationError) as info:
+            straight(root)
+        assert str(info.value) == str(exc)
+        return
+    got = straight(root)
+    out = bytearray()
+    compile_encoder(schema)(expected, out)
+    assert type(got) is EncodedRecord and got == out
 
 
 def _fastavro_file(parsed: Any, records: list[dict[str, Any]]) -> io.BytesIO:
