@@ -794,7 +794,7 @@ class GeneratedConverters:
                 self.namespace["ENCODED"] = EncodedRecord
             fused = self._avro
             name = self._fused_name(record, fused)
-            dicts = self._constant(self.value_converter(record), "r")
+            dicts = self._constant(self.value_converter(record), "dicts")
             top = f"{name}_top"
             if top not in self.namespace:
                 pending = [*self._pending, *fused.sources[self._avro_done:]]
