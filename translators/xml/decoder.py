@@ -824,9 +824,10 @@ class GeneratedConverters:
 
     def _fused_poly(self, poly: Poly, fused: Any, optional: bool) -> str:
         """The function converting a polymorphic element straight to Avro: the index of its
-        type's branch in the field's union (after ``null`` when ``optional``), then that
-        record's encoding; what the dict converter looks up in the same way (the declared
-        type without ``xsi:type``, else the type it names); any other name delegates."""
+        type's branch in the field's union (after ``null`` when ``optional``, written for an
+        absent element), then that record's encoding, the record found as the dict converter
+        finds it (the declared type without ``xsi:type``, else the type it names); any other
+        name delegates."""
         from .avro import _varint
 
         key = (id(poly), optional)
@@ -868,7 +869,8 @@ class GeneratedConverters:
 
     def _field_type(self, f: Field, fused: Any) -> Any:
         """The Avro type of field ``f`` as the encoder generator takes it (a nested record
-        converted straight to Avro: already encoded)."""
+        converted straight to Avro: its element, which its function appends to the parent's
+        ``out`` when the parent writes the field, with no buffer of its own)."""
         from .avro import ENCODED
 
         if self._fusable(f, fused):
@@ -882,8 +884,9 @@ class GeneratedConverters:
     def _function(self, record: Record, interpreted: RecordDecoder, name: str, back: str | None,  # noqa: C901 - one pass per part
                   *, linear: bool, fused: Any = None) -> str:
         """One converter function: returning the record's dict and leaving what it does not
-        expect to ``back``; or, with ``fused`` (the Avro generator), returning the record's
-        Avro encoding and raising on what it does not expect."""
+        expect to ``back``; or, with ``fused`` (the Avro generator), appending the record's
+        Avro encoding to ``out`` and raising on what it does not expect (its caller then
+        drops the whole record's buffer)."""
         fields = record.fields
         body: list[str] = []
         attributes = [(i, f) for i, f in enumerate(fields) if f.kind == "attribute"]
