@@ -122,8 +122,9 @@ class EncodedRecord(bytearray):
     __slots__ = ()
 
 
-#: the Avro "type" of a field whose value the generated code has already encoded (an
-#: :class:`EncodedRecord` of a nested record, see ``translators/xml/decoder.py``)
+#: the Avro "type" of a field whose value is an element the XML decoder's generated code
+#: converts straight to Avro (``{"type": ENCODED, "function": name}``: ``name(elem, out)``
+#: appends the element's encoding, see ``translators/xml/decoder.py``)
 ENCODED = "-encoded"
 
 
@@ -161,7 +162,7 @@ class _Generator:
     def define(self, schema: Any, namespace: str | None) -> Any:
         """The schema with named types registered (a name refers to its definition)."""
         if isinstance(schema, str):
-            if schema in _PRIMITIVES or schema == ENCODED:
+            if schema in _PRIMITIVES:
                 return schema
             full = schema if "." in schema or schema in self.named else (f"{namespace}.{schema}" if namespace else schema)
             if full not in self.named:
@@ -218,8 +219,8 @@ class _Generator:
         pad = "    " * depth
         if isinstance(schema, list):
             return self.emit_union(schema, value, depth)
-        if schema == ENCODED:
-            return [f"{pad}out += {value}"]
+        if isinstance(schema, dict) and schema["type"] == ENCODED:
+            return [f"{pad}{schema['function']}({value}, out)"]
         kind = schema if isinstance(schema, str) else schema["type"]
         logical = None if isinstance(schema, str) else schema.get("logicalType")
         if logical == "decimal" and kind == "bytes":

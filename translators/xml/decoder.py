@@ -798,8 +798,8 @@ class GeneratedConverters:
             top = f"{name}_top"
             if top not in self.namespace:
                 pending = [*self._pending, *fused.sources[self._avro_done:]]
-                pending.append(f"def {top}(elem):\n    try:\n        return {name}(elem)\n"
-                               f"    except Exception:\n        return {dicts}(elem)\n")
+                pending.append(f"def {top}(elem):\n    out = ENCODED()\n    try:\n        {name}(elem, out)\n"
+                               f"    except Exception:\n        return {dicts}(elem)\n    return out\n")
                 self.namespace.update(fused.constants)
                 code = compile("\n\n".join(pending), f"<avro converter {record.fullname}>", "exec")
                 exec(code, self.namespace)  # noqa: S102 - generated from the schema model
@@ -824,9 +824,10 @@ class GeneratedConverters:
 
     def _fused_poly(self, poly: Poly, fused: Any, optional: bool) -> str:
         """The function converting a polymorphic element straight to Avro: the index of its
-        type's branch in the field's union (after ``null`` when ``optional``), then that
-        record's encoding; what the dict converter looks up in the same way (the declared
-        type without ``xsi:type``, else the type it names); any other name delegates."""
+        type's branch in the field's union (after ``null`` when ``optional``, written for an
+        absent element), then that record's encoding, the record found as the dict converter
+        finds it (the declared type without ``xsi:type``, else the type it names); any other
+        name delegates."""
         from .avro import _varint
 
         key = (id(poly), optional)
@@ -840,15 +841,19 @@ class GeneratedConverters:
                 index = next(i for i, b in enumerate(poly.branches) if b is record)
                 return b"" if single else _varint(index + shift)
 
-            lines = [f"def {name}(elem):", "    type_name = elem.get(XSI_TYPE)", "    if type_name is None:"]
-            if poly.declared is None:
-                lines.append("        raise Delegate")
-            else:
-                lines.append(f"        return {prefix(poly.declared)!r} + {self._fused_name(poly.declared, fused)}(elem)")
+            def write(record: Record, pad: str) -> list[str]:
+                head = prefix(record)
+                return ([f"{pad}out += {head!r}"] if head else []) + [
+                    f"{pad}{self._fused_name(record, fused)}(elem, out)", f"{pad}return"]
+
+            lines = [f"def {name}(elem, out):"]
+            if optional:  # the element absent: the union's null
+                lines += ["    if elem is M:", "        out += b'\\x00'", "        return"]
+            lines += ["    type_name = elem.get(XSI_TYPE)", "    if type_name is None:"]
+            lines += ["        raise Delegate"] if poly.declared is None else write(poly.declared, "        ")
             lines.append("    type_name = expanded_type_name(elem, type_name, D.source_name)")
             for branch in poly.branches:
-                lines.append(f"    if type_name == {branch.type_qname!r}: "
-                             f"return {prefix(branch)!r} + {self._fused_name(branch, fused)}(elem)")
+                lines += [f"    if type_name == {branch.type_qname!r}:", *write(branch, "        ")]
             lines.append("    raise Delegate")
             self._pending.append("\n".join(lines) + "\n")
         return name
@@ -864,20 +869,24 @@ class GeneratedConverters:
 
     def _field_type(self, f: Field, fused: Any) -> Any:
         """The Avro type of field ``f`` as the encoder generator takes it (a nested record
-        converted straight to Avro: already encoded)."""
+        converted straight to Avro: its element, which its function appends to the parent's
+        ``out`` when the parent writes the field, with no buffer of its own)."""
         from .avro import ENCODED
 
         if self._fusable(f, fused):
-            if isinstance(f.value, Poly):  # the union's index comes encoded with the record
-                return {"type": "array", "items": ENCODED} if f.repeated else ENCODED
-            return {"type": "array", "items": ENCODED} if f.repeated else ["null", ENCODED] if f.optional else ENCODED
+            if isinstance(f.value, Poly):  # the union's index is written with the record
+                encoded = {"type": ENCODED, "function": self._fused_poly(f.value, fused, f.optional and not f.repeated)}
+                return {"type": "array", "items": encoded} if f.repeated else encoded
+            encoded = {"type": ENCODED, "function": self._fused_name(f.value, fused)}
+            return {"type": "array", "items": encoded} if f.repeated else ["null", encoded] if f.optional else encoded
         return fused.define(field_avro(f, set())["type"], None)
 
     def _function(self, record: Record, interpreted: RecordDecoder, name: str, back: str | None,  # noqa: C901 - one pass per part
                   *, linear: bool, fused: Any = None) -> str:
         """One converter function: returning the record's dict and leaving what it does not
-        expect to ``back``; or, with ``fused`` (the Avro generator), returning the record's
-        Avro encoding and raising on what it does not expect."""
+        expect to ``back``; or, with ``fused`` (the Avro generator), appending the record's
+        Avro encoding to ``out`` and raising on what it does not expect (its caller then
+        drops the whole record's buffer)."""
         fields = record.fields
         body: list[str] = []
         attributes = [(i, f) for i, f in enumerate(fields) if f.kind == "attribute"]
@@ -952,17 +961,15 @@ class GeneratedConverters:
             elif f.kind == "text" or f.repeated or f.required:
                 value = f"f{i}"
             elif fused is not None and isinstance(f.value, Poly) and self._fusable(f, fused):
-                value = f"b'\\x00' if f{i} is M else f{i}"  # the union's null
+                value = f"f{i}"  # the element or M: its function writes the union's null for M
             else:
                 value = f"None if f{i} is M else f{i}"
             items.append((f, value))
         if fused is not None:
-            body.append("out = ENCODED()")
             for f, value in items:
                 body.append(f"v = {value}")
                 body += fused.emit(self._field_type(f, fused), "v", 0)
-            body.append("return out")
-            return "\n".join([f"def {name}(elem):"] + ["    " + line for line in body]) + "\n"
+            return "\n".join([f"def {name}(elem, out):"] + ["    " + line for line in body]) + "\n"
         body.append("return {" + ", ".join(f"{f.name!r}: {value}" for f, value in items) + "}")
         lines = [f"def {name}(elem):", "    try:"]
         lines += ["        " + line for line in body]
@@ -1031,12 +1038,10 @@ class GeneratedConverters:
                 value = "value"
         else:
             if not self._fusable(f, fused):
-                convert = self._value_expression(f.value)
-            elif isinstance(f.value, Poly):
-                convert = self._fused_poly(f.value, fused, f.optional and not f.repeated)
-            else:
-                convert = self._fused_name(f.value, fused)
-            value = f"(None if child.get(XSI_NIL) in NIL else {convert}(child))" if f.nillable else f"{convert}(child)"
+                value = f"{self._value_expression(f.value)}(child)"
+            else:  # the element itself: converted when its parent writes it (see _field_type)
+                value = "child"
+            value = f"(None if child.get(XSI_NIL) in NIL else {value})" if f.nillable else value
         lines.append(f"{pad}f{i}.append({value})" if f.repeated else f"{pad}f{i} = {value}")
         return lines
 
