@@ -4,6 +4,7 @@ state shared through PostgreSQL by several transports (daemons), the site config
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import socket
@@ -19,6 +20,7 @@ import pika
 import pytest
 
 from coupler.bus.config.loader import load_site
+from coupler.bus.transport.amqp.link import BrokerRefusedError
 from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import LeaseLostError, TransportError
 from coupler.bus.transport.factory import open_transport
@@ -219,6 +221,61 @@ def test_coalesced_acknowledgements_reach_the_broker_while_the_consumer_idles(na
     finally:
         consumer.close()
         other.close()
+
+
+def _full_after_one(t: AmqpTransport) -> AmqpTransport:
+    """Channel queues of ``t`` that hold one ready message at most (with the transport's
+    ``x-overflow reject-publish``: the broker nacks a publish to a full queue)."""
+    arguments = t.names.channel_arguments
+    t.names.channel_arguments = lambda: {**arguments(), "x-max-length": 1}  # type: ignore[method-assign]
+    return t
+
+
+def test_a_publish_the_broker_nacks_is_published_again_until_the_queue_takes_it(names, caplog) -> None:
+    """RabbitMQ nacks a publish it refuses responsibility for (a full queue here; a quorum
+    queue whose leader is not elected yet on a loaded machine): the send publishes it again
+    after a growing pause (back-pressure), goes through once a consumer made room, and fails
+    with BrokerRefusedError when no room comes within the reconnect timeout."""
+    caplog.set_level(logging.DEBUG, logger="coupler.bus.transport.amqp.link")
+    producer = _full_after_one(_transport(names, reconnect_timeout=30))
+    impatient = _full_after_one(_transport(names, reconnect_timeout=0.5))
+    consumer = _full_after_one(_transport(names))
+    accepted: list[bytes] = []
+    errors: list[BaseException] = []
+    try:
+        with pytest.raises(BrokerRefusedError, match="publisher nack"):
+            for i in range(10):  # a quorum queue's limit is approximate: it may take one more
+                impatient.send("full", doc(b"%d" % i))
+                accepted.append(b"%d" % i)
+        assert 1 <= len(accepted) <= 2
+
+        def patient() -> None:
+            try:
+                producer.send("full", doc(b"next"))
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+
+        caplog.clear()
+        sender = threading.Thread(target=patient)
+        sender.start()
+        wait_for(lambda: any("nacked" in r.getMessage() for r in caplog.records),
+                 "the broker to nack the publish to the full queue", timeout=30)
+        assert sender.is_alive() and errors == []  # still trying: not failed at the first nack
+        first = consumer.receive_wait("full", "c", max=1, wait=10)
+        assert [d.envelope.body for d in first] == accepted[:1]
+        consumer.ack(first)
+        sender.join(timeout=30)
+        assert not sender.is_alive() and errors == []
+        rest: list[bytes] = []
+        while len(rest) < len(accepted):
+            got = consumer.receive_wait("full", "c", max=5, wait=10)
+            assert got, f"only {rest} of {accepted[1:]} and the patient send came"
+            consumer.ack(got)
+            rest += [d.envelope.body for d in got]
+        assert rest == [*accepted[1:], b"next"]
+    finally:
+        for t in (producer, impatient, consumer):
+            t.close()
 
 
 def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> None:
