@@ -833,7 +833,7 @@ class GeneratedConverters:
         key = (id(poly), optional)
         name = self._fused.get(key)
         if name is None:
-            name = self._fused[key] = f"y{len(self._fused)}"
+            name = self._fused[key] = f"py{len(self._fused)}"
             shift = 1 if optional else 0
             single = len(poly.branches) == 1 and not optional
 
@@ -861,7 +861,9 @@ class GeneratedConverters:
     def _fused_name(self, record: Record, fused: Any) -> str:
         name = self._fused.get(id(record))
         if name is None:
-            name = self._fused[id(record)] = f"x{len(self._fused)}"
+            # a prefix of its own: the encoder's locals are x, k, v, n, b or t and a number, and
+            # a local of that name would hide this function in the body that calls it
+            name = self._fused[id(record)] = f"rx{len(self._fused)}"
             interpreted = self.decoder.record_decoder(record)
             self._pending.append(self._function(record, interpreted, name, None,
                                                 linear=self._linear_ok(record), fused=fused))
