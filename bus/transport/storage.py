@@ -574,13 +574,12 @@ class StorageTransaction(TransactionOps):
         hop = HistoryEntry(component, f"send {channel}")
         stored: list[Stored] = []
         threshold = self.t.claim_threshold
-        # the batch's shared headers encoded once (those with a claim-checked body apart)
-        blobs = iter(encode_many([env for env in envs if len(env.body) <= threshold], hop))
-        for env in envs:
+        selected = [(env, copies) for env in envs
+                    if (copies := [queue for queue, sel in targets if sel is None or sel(env)])]
+        # the shared headers of the envelopes stored encoded once (those with a claim-checked body apart)
+        blobs = iter(encode_many([env for env, _copies in selected if len(env.body) <= threshold], hop))
+        for env, copies in selected:
             blob = next(blobs) if len(env.body) <= threshold else b""
-            copies = [queue for queue, sel in targets if sel is None or sel(env)]
-            if not copies:
-                continue
             claim = None
             if len(env.body) > threshold:
                 claim = uuid.uuid4().hex

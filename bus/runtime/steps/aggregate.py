@@ -495,8 +495,8 @@ class Aggregator(Step):
         return Continue(out, "time-out") if out else None
 
     def _due(self, head: dict[str, Any], now: float, interval: bool) -> str | None:
-        o = self.options
-        if o.timeout_seconds and now >= head["first" if o.timeout_from == "first" else "last"] + o.timeout_seconds:
+        due = self._timeout_at(head)
+        if due is not None and now >= due:
             return "timeout"
         if interval:
             return "interval"

@@ -82,9 +82,6 @@ class SetProperties(Step):
                     raise StepError(f"message {message.message_id} has no {expr.text}")
                 continue
             props[name] = value
-        if len(self.fields) == 1:
-            name = self.fields[0][0]
-            return Continue.one(out, f"{name}={props.get(name)}")
         return Continue.one(out, ", ".join(f"{n}={props.get(n)}" for n, _ in self.fields))
 
 

@@ -498,7 +498,8 @@ class PgTx(StorageTx):
         if delete:
             chosen = (f"DELETE FROM {table} WHERE id = ANY(ARRAY(SELECT id FROM {table} {where} ORDER BY id DESC "
                       f"LIMIT %s)) RETURNING {_DEAD}")
-        return sorted((_buried(r) for r in self.x(chosen, [*args, limit]).fetchall()), key=lambda b: -b.id)
+        found = [_buried(r) for r in self.x(chosen, [*args, limit]).fetchall()]
+        return sorted(found, key=lambda b: -b.id) if delete else found  # RETURNING keeps no order
 
     def append(self, rows: list[JournalRow]) -> None:
         self.journal_rows += rows  # tuples of the columns of _JOURNAL

@@ -33,12 +33,12 @@ from coupler.bus.transport.base import (
     error_text,
 )
 from coupler.bus.transport.codec import decode, encode, encode_many
+from coupler.bus.transport.sql_filters import journal_trace
 from coupler.canonical import Envelope
 from coupler.canonical.claimcheck import CLAIM_PROPERTY as FILE_CLAIM_PROPERTY
 from coupler.canonical.claimcheck import claimed_file
 from coupler.canonical.envelope import HistoryEntry
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.tracecontext import search_keys, trace_id_of
 
 if TYPE_CHECKING:
     from coupler.bus.transport.sqlite.transport import SqliteTransport
@@ -178,7 +178,7 @@ class StoreTx(TransactionOps):
         now = self.now
         self.conn.executemany(
             "INSERT INTO journal (at, channel, message_id, event, detail, trace_id, keys) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(now, channel, e.message_id, event, detail, trace_id_of(e), search_keys(e)) for e in envs],
+            [(now, channel, e.message_id, event, detail, *journal_trace(e)) for e in envs],
         )
 
     def count(self, channel: str, counter: str, n: int = 1) -> None:
