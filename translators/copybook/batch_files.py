@@ -141,10 +141,11 @@ def decode_file_batches(
 ) -> Iterator[FileBatch]:
     """Decode fixed-length data files chunk by chunk into Arrow batches (memory stays flat).
 
-    ``jobs`` > 1 decodes that many chunks at once on threads (the compiled kernel and the
-    file reads release the GIL) and yields them in file order, with the bad-field reports
-    and counters in that order too: the output is the same whatever ``jobs`` is. At most
-    ``jobs + 1`` chunks (3 at most) are read ahead, so memory stays flat.
+    ``jobs`` > 1 decodes chunks on threads (the compiled kernel and the file reads release
+    the GIL) and yields them in file order, with the bad-field reports and counters in that
+    order too: the output is the same whatever ``jobs`` is. At most ``jobs + 1`` chunks, and
+    never more than 3 (``_READ_AHEAD``), are read ahead of the caller, so memory stays flat:
+    up to 3 chunks decode at once while the caller (the writer) takes the one before.
 
     ``records=(first, count)`` decodes only those whole records of each file (numbered from
     0, as in the reports), and its truncated last record only when the range reaches the end:
@@ -159,7 +160,7 @@ def decode_file_batches(
         raise ValueError("the vectorised decoder cannot decode this layout with these options")
     size, inner = _framing(layout, options)
     decoders = _Decoders(layout, inner, options, policy)
-    pool = ThreadPoolExecutor(jobs, thread_name_prefix="copybook-decode") if jobs > 1 else None
+    pool = ThreadPoolExecutor(min(jobs, _READ_AHEAD), thread_name_prefix="copybook-decode") if jobs > 1 else None
     try:
         for file_id, path in enumerate(paths):
             name = str(path)

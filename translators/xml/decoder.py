@@ -735,14 +735,13 @@ class GeneratedConverters:
             return self._make(record, name)
 
     def _make(self, record: Record, name: str) -> Callable[[Any], Any]:
-        interpreted = self.decoder.record_decoder(record)
-        if interpreted.mixed is not None or interpreted.wildcards or interpreted.any_attributes is not None:
+        if not self._fusable_record(record):
             # interpreted, but its children's converters are the generated ones
             hybrid = RecordDecoder(record, self.decoder, self._lazy_converter)
             hybrid.compile()
             self.namespace[name] = hybrid
             return hybrid
-        source = self._source(record, interpreted, name)
+        source = self._source(record, self.decoder.record_decoder(record), name)
         code = compile(source, f"<record converter {record.fullname}>", "exec")
         exec(code, self.namespace)  # noqa: S102 - generated from the schema model above
         self.sources[name] = source
@@ -794,9 +793,9 @@ class GeneratedConverters:
                 self.namespace["ENCODED"] = EncodedRecord
             fused = self._avro
             name = self._fused_name(record, fused)
-            dicts = self._constant(self.value_converter(record), "dicts")
             top = f"{name}_top"
             if top not in self.namespace:
+                dicts = self._constant(self.value_converter(record), "dicts")
                 pending = [*self._pending, *fused.sources[self._avro_done:]]
                 pending.append(f"def {top}(elem):\n    out = ENCODED()\n    try:\n        {name}(elem, out)\n"
                                f"    except Exception:\n        return {dicts}(elem)\n    return out\n")
