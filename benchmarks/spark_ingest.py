@@ -238,21 +238,13 @@ def _busy_seconds(before: list[int], after: list[int]) -> float:
     return (sum(delta[:8]) - delta[3] - delta[4]) / hz
 
 
-def _pool_init() -> None:
-    """A pool worker names its task files as Spark's partition ids would (one file per task;
-    outside Spark every task would otherwise write partition 0's file)."""
-    import itertools
-
-    from coupler.translators.spark import commit
-
-    numbers = itertools.count()
-    commit._task_ids = lambda: (os.getpid() * 10_000 + next(numbers), 0)
-
-
-def _pool_task(task: object, item: object) -> tuple[int, float]:
+def _pool_task(task: object, index: int, item: object) -> tuple[int, float]:
     """One split through the split task: its records and the CPU seconds it took."""
-    messages = list(task(iter([item])))  # type: ignore[operator]
-    return sum(m.get("records", 0) for m in messages), sum(m["span"][3] for m in messages)
+    from coupler.translators.spark.direct import _cpu
+
+    cpu = _cpu()
+    message = task(index, item)  # type: ignore[operator]
+    return message.get("records", 0), _cpu() - cpu
 
 
 def pool_run(processes: int, source: str, schema: Path, data: Path, out: Path) -> dict[str, float]:
@@ -287,11 +279,11 @@ def pool_run(processes: int, source: str, schema: Path, data: Path, out: Path) -
         items = list(plan_xml_splits([str(data)], "order", slots=processes))
         task = XmlSplitTask(str(schema), "order", committer, "avro",
                             record_avro_schema(str(schema), "order", "orders/order"), None, "null")
-    with mp.get_context("fork").Pool(processes, initializer=_pool_init) as pool:
-        pool.starmap(_pool_task, [(task, items[-1])] * processes)  # the workers' imports and first use
+    with mp.get_context("fork").Pool(processes) as pool:
+        pool.starmap(_pool_task, [(task, len(items) + n, items[-1]) for n in range(processes)])  # imports, first use
         os.sync()
         before, t0 = _cpu_ticks(), time.perf_counter()
-        done = pool.starmap(_pool_task, [(task, item) for item in items], chunksize=1)
+        done = pool.starmap(_pool_task, list(zip([task] * len(items), range(len(items)), items, strict=True)), chunksize=1)
         elapsed, after = time.perf_counter() - t0, _cpu_ticks()
     committer.abort()
     shutil.rmtree(out, ignore_errors=True)
@@ -299,14 +291,16 @@ def pool_run(processes: int, source: str, schema: Path, data: Path, out: Path) -
             "cores_busy": _busy_seconds(before, after) / elapsed, "splits": len(items)}
 
 
-def cli_baseline(source: str, schema: Path, data: Path, out: Path) -> dict[str, float]:
+def cli_baseline(source: str, schema: Path, data: Path, out: Path, jobs: int = 1) -> dict[str, float]:
     """The CLI per core, pinned to one core (the figure a Spark job per core is compared
     with): ``copybook decode --to parquet --jobs 1``, or ``xml decode --record-path
     orders/order --to avro`` (the XML CLI writes JSON lines or Avro, not Parquet); its wall
-    time and CPU time."""
-    one = min(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    time and CPU time. ``jobs`` 2 (copybook): ``--jobs 2 --parts`` on both cores, ordered
+    part files as the Spark job writes them: the CLI per core on two cores."""
+    one = min(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and jobs == 1 else None
     if source == "copybook":
-        command = ["copybook", "decode", str(schema), str(data), "--to", "parquet", "--output", str(out), "--jobs", "1"]
+        command = ["copybook", "decode", str(schema), str(data), "--to", "parquet", "--output", str(out), "--jobs", str(jobs),
+                   *(["--parts"] if jobs > 1 else [])]
     else:
         command = ["xml", "decode", str(schema), str(data), "--record-path", "orders/order", "--to", "avro",
                    "--output", str(out), "--no-progress"]
@@ -325,7 +319,8 @@ def cli_baseline(source: str, schema: Path, data: Path, out: Path) -> dict[str, 
     if source == "copybook":
         import pyarrow.parquet as pq
 
-        records = pq.ParquetFile(out).metadata.num_rows
+        records = sum(pq.ParquetFile(p).metadata.num_rows for p in (sorted(out.glob("*.parquet")) if out.is_dir() else [out]))
+        shutil.rmtree(out) if out.is_dir() else None
     else:
         import fastavro
 
@@ -359,7 +354,7 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
     cli_rate = mb / _med([r["job"] for r in cli])
     cli_cpu_rate = mb / _med([r["cpu"] for r in cli])
     parts = runs["local[2]"][0]["partitions"]
-    print(f"\n{what}: {mb:.0f} MB, {records} records; {parts:.0f} partitions on local[2]; "
+    print(f"\n{what}: {mb:.0f} MB, {records} records; {parts:.0f} splits on local[2]; "
           f"{len(cli)} pairs; load average {min(loads):.1f}-{max(loads):.1f} during the run.\n")
     print("| run | job time (s), median | MB/s | MB/s per core | CPU (s) | of which JVM | of which Python workers | "
           "MB per CPU-second | machine CPU (s) | cores busy |")
@@ -367,6 +362,12 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
     print(f"| CLI, one process pinned to one core | {_med([r['job'] for r in cli]):.2f} | {cli_rate:.1f} | "
           f"{cli_rate:.1f} | {_med([r['cpu'] for r in cli]):.2f} | | | {cli_cpu_rate:.1f} | "
           f"{_med([r['machine_cpu'] for r in cli]):.2f} | {_med([r['machine_cpu'] / r['job'] for r in cli]):.2f} |")
+    two_cli = [r["two"] for r in cli if "two" in r]
+    if two_cli:
+        job2 = _med([r["job"] for r in two_cli])
+        print(f"| CLI, `--jobs 2 --parts` on both cores | {job2:.2f} | {mb / job2:.1f} | {mb / job2 / 2:.1f} | "
+              f"{_med([r['cpu'] for r in two_cli]):.2f} | | | {mb / _med([r['cpu'] for r in two_cli]):.1f} | "
+              f"{_med([r['machine_cpu'] for r in two_cli]):.2f} | {_med([r['machine_cpu'] / r['job'] for r in two_cli]):.2f} |")
     views = {"first job": {m: list(rs) for m, rs in runs.items()},
              "second job": {m: [r["second"] for r in rs] for m, rs in runs.items()}}  # type: ignore[misc]
     for view, vruns in views.items():
@@ -384,12 +385,14 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
         one, two = vruns["local[1]"], vruns["local[2]"]
         inflation = [b["task_cpu"] / a["task_cpu"] for a, b in zip(one, two, strict=True) if a.get("task_cpu")]
         other = [r["machine_cpu"] - r["cpu"] for r in two]
-        handling = {m: [(r["workers"] - r.get("task_cpu", 0)) / max(1, r["partitions"]) * 1000 for r in rs]
+        handling = {m: [(r["workers"] - r.get("task_cpu", 0)) / max(1, r.get("tasks", r["partitions"])) * 1000 for r in rs]
                     for m, rs in vruns.items()}
-        print(f"{view}, where `local[2]`'s time goes (medians): {_med([r['partitions'] for r in two]):.0f} tasks "
-              f"(local[1]: {_med([r['partitions'] for r in one]):.0f}); the split tasks' own CPU local[2] / local[1] "
-              f"{_med(inflation):.3f}× (the same work with both cores busy); the Python workers' CPU outside the split "
-              f"tasks (PySpark's handling of a task) {_med(handling['local[2]']):.0f} ms per task (local[1] "
+        print(f"{view}, where `local[2]`'s time goes (medians): {_med([r['partitions'] for r in two]):.0f} splits in "
+              f"{_med([r.get('tasks', r['partitions']) for r in two]):.0f} Spark tasks (local[1]: "
+              f"{_med([r['partitions'] for r in one]):.0f} in {_med([r.get('tasks', r['partitions']) for r in one]):.0f}); "
+              f"the split tasks' own CPU local[2] / local[1] "
+              f"{_med(inflation):.3f}× (the same work with both cores busy); the Python workers' CPU outside the "
+              f"splits (PySpark's handling of a Spark task) {_med(handling['local[2]']):.0f} ms per task (local[1] "
               f"{_med(handling['local[1]']):.0f}); JVM {_med([r['jvm'] for r in two]):.2f} s and driver "
               f"{_med([r['driver'] for r in two]):.2f} s of CPU on the task slots' cores; machine CPU not of the run's "
               f"processes {_med(other):.2f} s; task slots' utilisation {_med([r.get('utilisation', 0) for r in two]):.3f}; "
@@ -407,6 +410,11 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
               f"local[2] **{_med(per_core):.2f}×** ({', '.join(f'{r:.2f}' for r in per_core)}), local[1] "
               f"{_med(per_core_1):.2f}× (target ≥ 1); MB per CPU-second, Spark local[2] / CLI: "
               f"{_med(cpu_ratio):.2f}× ({', '.join(f'{r:.2f}' for r in cpu_ratio)})")
+        if two_cli:
+            same = [c["job"] / b["job"] for b, c in zip(vruns["local[2]"], two_cli, strict=True)]
+            print(f"{view}: per core on the same number of cores, Spark local[2] / CLI `--jobs 2 --parts`: "
+                  f"**{_med(same):.2f}×** ({', '.join(f'{r:.2f}' for r in same)}); local[1] / CLI `--jobs 1`: "
+                  f"{_med(per_core_1):.2f}×")
     print("All job times (s), first/second job: " + "; ".join(
         f"{m}: " + ", ".join(f"{r['job']:.1f}/{r['second']['job']:.1f}" for r in rs) for m, rs in runs.items())
         + "; CLI: " + ", ".join(f"{r['job']:.1f}" for r in cli))
@@ -447,8 +455,12 @@ def run_source(source: str, args: argparse.Namespace, work: Path) -> None:
         c = cli_baseline(source, schema, data, work / ("cli.parquet" if source == "copybook" else "cli.avro"))
         cli.append(c)
         print(f"CLI: {c}", file=sys.stderr)
-        if c["records"] != records:
-            raise SystemExit(f"record counts differ: CLI {c['records']}, generated {records}")
+        if source == "copybook":
+            c["two"] = cli_baseline(source, schema, data, work / "cli-parts", jobs=2)
+            print(f"CLI --jobs 2 --parts: {c['two']}", file=sys.stderr)
+        for r in (c, c.get("two", c)):
+            if r["records"] != records:
+                raise SystemExit(f"record counts differ: CLI {r['records']}, generated {records}")
         for master in (("local[2]", "local[1]") if rep % 2 == 0 else ("local[1]", "local[2]")):
             r = spark_run(master, source, schema, data, work / f"spark-{master[6]}")
             print(f"{master}: {r}", file=sys.stderr)

@@ -499,7 +499,7 @@ def _translate_direct(
     spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str,
     options: dict[str, str], write_options: dict[str, str], errors_path: str | None,
 ) -> tuple[int, int]:
-    """Copybook files to Parquet or canonical Avro as one task per split (no DataFrame rows);
+    """Copybook files to Parquet or canonical Avro split by split (no DataFrame rows);
     returns the records written and the number of splits."""
     from coupler.translators.spark.avro_writer import resolve_schema
     from coupler.translators.spark.codec import CopybookCodec
@@ -521,7 +521,7 @@ def _translate_xml_direct(
     spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str, write_options: dict[str, str],
     split_mb: str | None,
 ) -> tuple[int, int] | None:
-    """XML files to Parquet or canonical Avro as one task per split of whole records, decoded
+    """XML files to Parquet or canonical Avro split by split of whole records, decoded
     by Coupler's XML translator (no DataFrame rows); the records written and the splits, or
     None when the XSD's records cannot be Parquet columns (a type containing itself).
     ``split_mb``: the option ``input_split_size_mb`` (default 16 MB: ``xml_splits.XML_SPLIT_BYTES``)."""

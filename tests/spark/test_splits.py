@@ -209,17 +209,19 @@ _freeze = gc.freeze
 gc.freeze = lambda: (freezes.append(gc.get_count()), _freeze())[1]
 from coupler.translators.spark.codec import CopybookCodec
 from coupler.translators.spark.commit import OutputCommitter
-from coupler.translators.spark.direct import _SplitTask
+from coupler.translators.spark.direct import _Claiming, _SplitTask
 from coupler.translators.spark.splits import FileSplit, plan_splits
 codec = CopybookCodec({str(cpy)!r}, {{}})
 framing = codec.framing({str(data)!r})
 committer = OutputCommitter({str(tmp_path / "out")!r}, "overwrite", "parquet")
 committer.check_target()
-task = _SplitTask(codec, committer, "parquet", None, None)
+(committer.job_dir / "claims").mkdir()
 splits = plan_splits([{str(data)!r}], framing, split_bytes=51 * 1000)
+items = [(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing) for s in splits]
+slot = _Claiming(items, _SplitTask(codec, committer, "parquet", None, None), str(committer.job_dir / "claims"), given=True)
 frozen = [gc.get_freeze_count()]
-for s in splits[:3]:
-    records = [m["records"] for m in task(iter([(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing)]))]
+for i in range(3):
+    records = [m["records"] for m in slot(iter([i]))]
     frozen.append(gc.get_freeze_count())
 print(json.dumps({{"frozen": frozen, "records": records, "freezes": len(freezes)}}))
 """

@@ -142,3 +142,39 @@ def test_records_with_alternatives_become_columns_and_recursive_ones_are_refused
         {"party": {"A": None, "B": {"y": "s"}}, "more": [{"A": {"x": 1}, "B": None}, {"A": None, "B": {"y": "t"}}]}]
     with pytest.raises(SchemaMappingError, match="contains itself"):
         columnar_schema(record_avro_schema(XSD, "order", "orders/order"))
+
+
+def test_a_split_claimed_by_an_attempt_whose_result_was_lost_is_run_again(spark: Any, tmp_path: Path) -> None:
+    """Each task slot claims splits until none is left; a task attempt that claimed a split
+    and died before its result reached the driver (a failed attempt Spark retried, a
+    speculative copy it dropped) leaves a claim and a half-written file: the driver runs
+    that split again before it commits, so every record is written once, in file order,
+    and the half-written file is never published."""
+    import fastavro
+
+    from coupler.translators.spark.commit import OutputCommitter
+    from coupler.translators.spark.direct import run_split_job
+    from coupler.translators.spark.xml_splits import record_avro_schema
+
+    data = _orders_file(tmp_path / "orders.xml", 300)
+    splits = plan_xml_splits([str(data)], "order", split_bytes=20_000, slots=2)
+    assert len(splits) > 4
+    out = tmp_path / "out"
+    committer = OutputCommitter(str(out), "overwrite", "avro")
+    committer.check_target()
+    claims = committer.job_dir / "claims"
+    claims.mkdir()
+    (claims / "2").touch()  # claimed by the attempt that died
+    half = committer.job_dir / f"part-00002-{committer.job_id}.avro.run-dead"
+    half.write_bytes(b"Obj\x01 half a file")
+    schema = record_avro_schema(XSD, "order", "orders/order")
+    manifest = run_split_job(spark, splits, XmlSplitTask(XSD, "order", committer, "avro", schema, None), committer)
+    assert manifest["records"] == 300 and manifest["partitions"] == len(splits)
+    parts = sorted(out.glob("part-*.avro"))
+    assert len(parts) == len(splits) and not list(out.glob("*.run-*"))
+    ids = []
+    for part in parts:
+        with open(part, "rb") as fh:
+            ids += [r["id"] for r in fastavro.reader(fh)]
+    expected = [r["id"] for r in _decoded(splits)]
+    assert ids == expected and len(set(ids)) == 300

@@ -97,11 +97,17 @@ class OutputCommitter:
         self.cleanup_all()
         self.job_dir.mkdir(parents=True, exist_ok=True)
 
-    def task_path(self) -> tuple[Path, str]:
-        """The staging file of the running task attempt and its published name."""
+    def task_path(self, split: int | None = None) -> tuple[Path, str]:
+        """The staging file of the running task attempt and its published name: named for
+        the task's partition, or for ``split`` when a task writes one file per split it
+        claims (:func:`.direct.run_split_job`; the staging name then unique to this run of
+        the split, since a later job stage may run the same split again)."""
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+        if split is not None:
+            final = f"part-{split:05d}-{self.job_id}.{self.extension}"
+            return self.job_dir / f"{final}.run-{uuid.uuid4().hex[:12]}", final
         partition, attempt = _task_ids()
         final = f"part-{partition:05d}-{self.job_id}.{self.extension}"
-        self.job_dir.mkdir(parents=True, exist_ok=True)
         return self.job_dir / f"{final}.attempt-{attempt}", final
 
     def commit(self, messages: Sequence[TaskFile | None]) -> list[str]:

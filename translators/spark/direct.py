@@ -3,12 +3,13 @@
 ``spark.read.format("copybook")`` gives a DataFrame: its Arrow batches cross into the JVM as
 rows and, for Coupler's writers, back into Python as Arrow. When a job only translates
 (copybook records in, Parquet or canonical Avro out, no mapping), :func:`translate_splits`
-skips both crossings: the driver plans the splits (:mod:`.splits`), Spark runs one task per
-split (``SparkContext.parallelize``), and each task decodes its split with the same codec as
-the data source (vectorised decoder for fixed-length records) and writes its file straight
-from the Arrow batches into the job's staging folder. The driver then publishes the files
-atomically (:mod:`.commit`), exactly like the writer data sources. Bad records go to
-``errors_path`` as with the data source.
+skips both crossings: the driver plans the splits (:mod:`.splits`), Spark runs one task per task
+slot (:func:`run_split_job`) that claims splits one after the other until none is left, and
+each split is decoded with the same codec as the data source (vectorised decoder for
+fixed-length records) and written as its own file straight from the Arrow batches into the
+job's staging folder. The driver then publishes the files atomically (:mod:`.commit`),
+exactly like the writer data sources. Bad records go to ``errors_path`` as with the data
+source.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from .codec import CopybookCodec
@@ -28,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 class _SplitTask:
-    """What one task runs: decode a split, write one file (picklable)."""
+    """What a task runs for each split it claims: decode the split, write one file (picklable)."""
 
     def __init__(self, codec: CopybookCodec, committer: OutputCommitter, kind: str, avro: dict[str, Any] | None, indicator: str | None):
         self.codec = codec
@@ -36,16 +38,6 @@ class _SplitTask:
         self.kind = kind
         self.avro = avro
         self.indicator = indicator
-
-    def __call__(self, items: Iterator[tuple[FileSplit, Framing]]) -> Iterator[dict[str, Any]]:
-        for split, framing in items:
-            started, cpu = time.time(), _cpu()
-            message = self._one(split, framing)
-            # when the task ran (wall clock of this machine) and the CPU time it took: the
-            # driver reports how busy the task slots were (``translate_splits``)
-            span = (started, time.time(), os.getpid(), _cpu() - cpu)
-            settle_worker()
-            yield {**message, "span": span}
 
     def _batches(self, split: FileSplit, framing: Framing) -> Iterator[Any]:
         column = self.codec.corrupt_column
@@ -55,8 +47,9 @@ class _SplitTask:
             if batch.num_rows:
                 yield batch
 
-    def _one(self, split: FileSplit, framing: Framing) -> dict[str, Any]:
-        path, final = self.committer.task_path()
+    def __call__(self, index: int, item: tuple[FileSplit, Framing]) -> dict[str, Any]:
+        split, framing = item
+        path, final = self.committer.task_path(index)
         count = 0
         if self.kind == "parquet":
             from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
@@ -114,23 +107,77 @@ def translate_splits(
         for s in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records,
                              slots=slots, later_bytes=sum(sizes[file_id + 1 :])):
             work.append((FileSplit(s.path, file_id, s.start, s.end, s.first_record, s.index), framing))
-    task = _SplitTask(codec, committer, kind, avro_schema, indicator)
+    return run_split_job(spark, work, _SplitTask(codec, committer, kind, avro_schema, indicator), committer)
+
+
+class _Claiming:
+    """A task slot's loop (picklable): claim the next split nobody has claimed, run ``task``
+    on it, until none is left. A claim is a file created exclusively in the job's
+    ``claims`` folder, so two task attempts never run the same split in one stage."""
+
+    def __init__(self, items: Sequence[Any], task: Callable[[int, Any], dict[str, Any]], claims: str,
+                 given: bool = False):
+        self.items = items
+        self.task = task
+        self.claims = claims
+        self.given = given  # the partition holds the indexes of the splits to run (a second stage)
+
+    def __call__(self, partition: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for index in partition if self.given else range(len(self.items)):
+            try:
+                os.close(os.open(os.path.join(self.claims, str(index)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+            started, cpu = time.time(), _cpu()
+            message = self.task(index, self.items[index])
+            # when the split ran (wall clock of this machine) and the CPU time it took: the
+            # driver reports how busy the task slots were (``task_timing``)
+            span = (started, time.time(), os.getpid(), _cpu() - cpu)
+            settle_worker()
+            yield {**message, "index": index, "span": span}
+
+
+def run_split_job(spark: Any, items: Sequence[Any], task: Callable[[int, Any], dict[str, Any]],
+                  committer: OutputCommitter, *, claims: Path | None = None) -> dict[str, Any]:
+    """Run ``task(index, item)`` once for every item (a split) as a Spark job and commit the
+    files the runs staged; the commit manifest with ``partitions`` (the splits) and ``timing``.
+
+    The job has one Spark task per task slot (no more than there are splits), each claiming
+    splits in order until none is left (:class:`_Claiming`): a slot that finishes early takes
+    the next split, as with one task per split, without the 7-10 ms of the JVM's and
+    PySpark's CPU that every Spark task costs (on the same two cores the splits run on under
+    ``local[2]``). A split claimed by a task attempt whose result Spark does not keep (a
+    failed attempt that was retried, a speculative copy) has no result: the driver runs
+    those splits again, in a second stage with one task per split, before it commits."""
+    claims_dir = claims or committer.job_dir / "claims"
+    claims_dir.mkdir(parents=True, exist_ok=True)
+    slots = max(1, min(len(items), spark.sparkContext.defaultParallelism))
     submitted = time.time()
     try:
-        rdd = spark.sparkContext.parallelize(work, max(1, len(work)))
-        done = rdd.mapPartitions(task).collect()
+        done = spark.sparkContext.parallelize(range(slots), slots).mapPartitions(
+            _Claiming(items, task, str(claims_dir))).collect()
+        missing = sorted(set(range(len(items))) - {m["index"] for m in done})
+        if missing:
+            log.warning("%d splits claimed by task attempts whose results were not kept: running them again", len(missing))
+            again = claims_dir.with_name("claims-again")
+            again.mkdir(exist_ok=True)
+            done += spark.sparkContext.parallelize(missing, len(missing)).mapPartitions(
+                _Claiming(items, task, str(again), given=True)).collect()
     except BaseException:
         committer.abort()
         raise
     collected = time.time()
+    done.sort(key=lambda m: m["index"])
     spans = [m.pop("span") for m in done]
-    messages = [m for m in done if m]
+    messages = [{k: v for k, v in m.items() if k != "index"} for m in done]
+    messages = [m for m in messages if m]
     committer.commit([TaskFile(**m) for m in messages])
     timing = task_timing(spans, submitted, collected, spark.sparkContext.defaultParallelism)
-    log.debug("translate_splits: %s", timing, extra={"timing": timing})
+    timing["tasks"] = slots + len(missing)
+    log.debug("split job: %s", timing, extra={"timing": timing})
     return {
         "files": len(messages), "records": sum(m["records"] for m in messages),
-        "bytes": sum(m["bytes"] for m in messages), "partitions": len(work), "timing": timing,
+        "bytes": sum(m["bytes"] for m in messages), "partitions": len(items), "timing": timing,
     }
 
 

@@ -1,10 +1,11 @@
 """XML files of repeated records as Spark split tasks, without DataFrame rows.
 
 ``coupler batch translate --from xml:ORDERS.xsd#order --to parquet`` (or ``avro:...``): the
-driver plans splits of each file (:func:`plan_xml_splits`), Spark runs one task per split
-(:class:`XmlSplitTask`), and each task decodes its records with Coupler's XML translator
-(the compiled per-schema decoder over lxml ``iterparse``, as ``coupler xml decode
---record-path`` does) and writes its file into the job's staging folder; the driver
+driver plans splits of each file (:func:`plan_xml_splits`), each task slot claims splits
+until none is left (:func:`.direct.run_split_job`), and each split (:class:`XmlSplitTask`)
+has its records decoded by Coupler's XML translator (the compiled per-schema decoder over
+lxml ``iterparse``, as ``coupler xml decode --record-path`` does) and written as one file
+into the job's staging folder; the driver
 publishes the files atomically (:mod:`.commit`), as for copybook files (:mod:`.direct`).
 
 How a file splits. The records are the ``element`` children of the document's root (the
@@ -29,11 +30,9 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import mmap
 import os
 import re
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,12 +42,10 @@ import pyarrow as pa
 
 from coupler.canonical.errors import CouplerError
 
-from .commit import OutputCommitter, TaskFile
-from .direct import _cpu, settle_worker, task_timing
+from .commit import OutputCommitter
+from .direct import run_split_job
 from .splits import guided_split_bytes, tail_floor
 from .types import SchemaMappingError, arrow_schema
-
-log = logging.getLogger(__name__)
 
 #: rows per Arrow batch handed to the Parquet writer
 BATCH_ROWS = 8192
@@ -365,7 +362,7 @@ def columnar_schema(avro: dict[str, Any]) -> tuple[dict[str, Any], Converter]:
 
 
 class XmlSplitTask:
-    """What one task runs: decode a split's records, write one file (picklable)."""
+    """What a task runs for each split it claims: decode the split's records, write one file (picklable)."""
 
     def __init__(self, xsd: str, element: str, committer: OutputCommitter, kind: str,
                  schema: dict[str, Any], indicator: str | None, codec: str = "deflate"):
@@ -376,14 +373,6 @@ class XmlSplitTask:
         self.schema = schema
         self.indicator = indicator
         self.codec = codec
-
-    def __call__(self, items: Iterator[XmlSplit]) -> Iterator[dict[str, Any]]:
-        for split in items:
-            started, cpu = time.time(), _cpu()
-            message = self._one(split)
-            span = (started, time.time(), os.getpid(), _cpu() - cpu)
-            settle_worker()
-            yield {**message, "span": span}
 
     def records(self, split: XmlSplit, avro_schema: Any = None) -> Iterator[dict[str, Any]]:
         """The split's records; with ``avro_schema`` (the schema ``write_container`` writes),
@@ -400,8 +389,8 @@ class XmlSplitTask:
         finally:
             stream.close()
 
-    def _one(self, split: XmlSplit) -> dict[str, Any]:
-        path, final = self.committer.task_path()
+    def __call__(self, index: int, split: XmlSplit) -> dict[str, Any]:
+        path, final = self.committer.task_path(index)
         count = 0
         if self.kind == "parquet":
             from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
@@ -461,20 +450,4 @@ def translate_xml_splits(
         arrow_schema(columnar_schema(schema)[0])
     committer = OutputCommitter(output, "overwrite", {"parquet": "parquet", "avro": "avro"}[kind])
     committer.check_target()
-    task = XmlSplitTask(xsd, element, committer, kind, schema, indicator, codec)
-    submitted = time.time()
-    try:
-        done = spark.sparkContext.parallelize(splits, max(1, len(splits))).mapPartitions(task).collect()
-    except BaseException:
-        committer.abort()
-        raise
-    collected = time.time()
-    spans = [m.pop("span") for m in done]
-    messages = [m for m in done if m]
-    committer.commit([TaskFile(**m) for m in messages])
-    timing = task_timing(spans, submitted, collected, slots)
-    log.debug("translate_xml_splits: %s", timing, extra={"timing": timing})
-    return {
-        "files": len(messages), "records": sum(m["records"] for m in messages),
-        "bytes": sum(m["bytes"] for m in messages), "partitions": len(splits), "timing": timing,
-    }
+    return run_split_job(spark, splits, XmlSplitTask(xsd, element, committer, kind, schema, indicator, codec), committer)
