@@ -636,7 +636,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END,
+            "END": _END, "ELEMENT": etree.Element,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -751,8 +751,8 @@ class GeneratedConverters:
 
     def _source(self, record: Record, interpreted: RecordDecoder, name: str) -> str:
         """The converter's source; for a record with element children, two functions: ``name``
-        reads the children in declaration order (the common case, no dispatch at all) and
-        leaves anything else (a child out of that order, repeated, unknown, a comment...) to
+        reads the children in declaration order (the common case, no dispatch at all; comments
+        passed over) and leaves anything else (a child out of that order, repeated, unknown...) to
         ``name_d``, which dispatches each child on its field index, and that one to the
         interpreted converter."""
         back = self._constant(interpreted, "interp")
@@ -980,17 +980,29 @@ class GeneratedConverters:
     def _linear(self, elements: list[tuple[int, Field]], record: Record, fused: Any) -> list[str]:
         """Statements reading the children in the order of their fields: each single field
         takes the next child when it has the field's tag, a repeated one the run of children
-        with its tag; a child left over (another order, a repetition, a comment) delegates.
-        The values are those the dispatching function gives a document in this order (which
-        then sees no deviation from the declared order and no repetition)."""
+        with its tag; a child left over (another order, a repetition) delegates. The values
+        are those the dispatching function gives a document in this order (which then sees no
+        deviation from the declared order and no repetition).
+
+        Comments and processing instructions are passed over with the text after them, as the
+        dispatching function and the interpreted converter do: when the child left over is
+        one, the children are read again from the first, only the elements this time (lxml's
+        ``iterchildren`` given the Element factory: reading every record that way made XML ->
+        Avro 3-6 % slower on ``benchmarks/xml_translate.py``, so not the first time)."""
         advance = "child = next(children, END); tag = child.tag"
-        lines = ["children = iter(elem)", advance]
+        lines = ["children = iter(elem)", advance, "while True:"]
         for i, f in elements:
-            lines.append(f"{'while' if f.repeated else 'if'} tag == {f.qname!r}:")
-            lines += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
-            lines += self._element(i, f, 1, record, fused, checked=False)
-            lines.append(f"    {advance}")
-        lines.append("if child is not END: raise Delegate")
+            lines.append(f"    {'while' if f.repeated else 'if'} tag == {f.qname!r}:")
+            lines += ["        tail = child.tail", "        if tail and not tail.isspace(): raise Delegate"]
+            lines += self._element(i, f, 2, record, fused, checked=False)
+            lines.append(f"        {advance}")
+        singles = [f"f{i}" for i, f in elements if not f.repeated]
+        lines += ["    if child is END: break",
+                  "    if isinstance(tag, str): raise Delegate  # an element out of order or repeated",
+                  "    children = elem.iterchildren(ELEMENT)",
+                  *([f"    {' = '.join(singles)} = M"] if singles else []),
+                  *[f"    f{i} = []" for i, f in elements if f.repeated],
+                  f"    {advance}"]
         return lines
 
     def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record, fused: Any) -> list[str]:
