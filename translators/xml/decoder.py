@@ -170,7 +170,7 @@ class RecordDecoder:
         if self.mixed is not None:  # text and children travel as XML (xmlschema validates them)
             out[self.mixed] = inner_xml(elem) if (elem.text or len(elem)) else None
         else:
-            text = elem.text
+            text = elem.text if self.text is None or not len(elem) else simple_text(elem)
             if self.text is not None:
                 try:
                     out[self.text[0]] = self.text[1](text or "")
@@ -190,8 +190,12 @@ class RecordDecoder:
             for child in elem:
                 slot = children.get(child.tag)
                 if slot is None:
-                    if not isinstance(child.tag, str):
-                        continue  # comment or processing instruction
+                    if not isinstance(child.tag, str):  # comment or processing instruction
+                        tail = child.tail
+                        if tail and not tail.isspace() and self.text is None:
+                            raise _fail(f"text {tail.strip()[:30]!r} is not allowed in {self.record.name}", elem,
+                                        self.compiler.source_name)
+                        continue
                     index = self._wildcard(out, child, position, wild)
                     if index < position:
                         deviated = True
@@ -331,6 +335,22 @@ def xml_text(elem: Any) -> str:
     return etree.tostring(clone, encoding="unicode")
 
 
+def simple_text(elem: Any) -> str:
+    """The text of an element of simple content with comments or processing instructions in
+    it: its text and the text after each of them (their own text is no character data)."""
+    return (elem.text or "") + "".join(child.tail or "" for child in elem if not isinstance(child.tag, str))
+
+
+def _text_between(elem: Any) -> bool:
+    """Whether text other than whitespace follows a comment or processing instruction in ``elem``."""
+    for child in elem:
+        if not isinstance(child.tag, str):
+            tail = child.tail
+            if tail and not tail.isspace():
+                return True
+    return False
+
+
 def inner_xml(elem: Any) -> str:
     """The content of an element (text and children) as an XML string."""
     parts = [escape(elem.text or "")]
@@ -414,7 +434,7 @@ class Decoder:
                 if len(child) and any(isinstance(c.tag, str) for c in child):
                     raise _fail("element content is not allowed in a simple-typed element", child, source())
                 try:
-                    return decode(child.text or "")
+                    return decode(simple_text(child) if len(child) else (child.text or ""))
                 except _BAD_VALUE as exc:
                     raise _fail(str(exc), child, source(), exc) from None
 
@@ -636,7 +656,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "ELEMENT": etree.Element,
+            "END": _END, "ELEMENT": etree.Element, "TEXT_BETWEEN": _text_between,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -932,7 +952,9 @@ class GeneratedConverters:
             tags = {f.qname: i for i, f in elements}
             body += ["for child in elem:", "    tag = child.tag",
                      f"    k = {self._constant(tags, 'tags')}.get(tag, -1)",
-                     "    if k < 0:", "        if isinstance(tag, str): raise Delegate", "        continue"]
+                     "    if k < 0:", "        if isinstance(tag, str): raise Delegate",
+                     "        tail = child.tail", "        if tail and not tail.isspace(): raise Delegate",
+                     "        continue"]
             if track:
                 body += ["    if k < position: deviated = True", "    position = k"]
             body += self._dispatch(elements, 1, record, fused)
@@ -984,11 +1006,11 @@ class GeneratedConverters:
         are those the dispatching function gives a document in this order (which then sees no
         deviation from the declared order and no repetition).
 
-        Comments and processing instructions are passed over with the text after them, as the
-        dispatching function and the interpreted converter do: when the child left over is
+        Comments and processing instructions are passed over: when the child left over is
         one, the children are read again from the first, only the elements this time (lxml's
         ``iterchildren`` given the Element factory: reading every record that way made XML ->
-        Avro 3-6 % slower on ``benchmarks/xml_translate.py``, so not the first time)."""
+        Avro 3-6 % slower on ``benchmarks/xml_translate.py``, so not the first time), unless
+        text follows one of them (delegated: refused as text after an element is)."""
         advance = "child = next(children, END); tag = child.tag"
         lines = ["children = iter(elem)", advance, "while True:"]
         for i, f in elements:
@@ -998,7 +1020,7 @@ class GeneratedConverters:
             lines.append(f"        {advance}")
         singles = [f"f{i}" for i, f in elements if not f.repeated]
         lines += ["    if child is END: break",
-                  "    if isinstance(tag, str): raise Delegate  # an element out of order or repeated",
+                  "    if isinstance(tag, str) or TEXT_BETWEEN(elem): raise Delegate  # out of order, repeated, text",
                   "    children = elem.iterchildren(ELEMENT)",
                   *([f"    {' = '.join(singles)} = M"] if singles else []),
                   *[f"    f{i} = []" for i, f in elements if f.repeated],

@@ -290,3 +290,40 @@ def test_comments_between_children_keep_the_records_on_the_fast_path(monkeypatch
         b"<orderDate>2024-01-01</orderDate>", b"<status>SHIPPED</status><orderDate>2024-01-01</orderDate>", 1)
     list(decoder.iter_records(swapped, "orders/order"))
     assert calls
+
+
+def test_text_around_a_comment_is_read_as_the_text_it_is_part_of() -> None:
+    """A comment inside a simple-typed element splits its text, which stays one value (4 and
+    2: 42, not 4); text after a comment between the children of a record is refused as text
+    after a child is; the same by the generated converters, the interpreted ones and straight
+    to Avro (no schema validation in a stream to catch either)."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    split = (plain.replace(b"<quantity>4</quantity>", b"<quantity>4<!-- four... -->2<?pi x?></quantity>", 1)
+             .replace(b'<unitPrice currency="GBP">2.50', b'<unitPrice currency="GBP">2<!--x-->2.50', 1))
+    assert split.count(b"<!--") == 2
+    outcomes = []
+    for decoder, avro_schema in ((m.decoder("orders"), None), (Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), schema)):
+        records = list(decoder.iter_records(split, "orders/order", avro_schema=avro_schema))
+        outcomes.append(records)
+    line = outcomes[0][0]["line"][0]
+    assert line["quantity"] == 42 and line["unitPrice"]["value"] == Decimal("22.50")
+    assert outcomes[1] == outcomes[0]
+    encode = compile_encoder(schema)
+    for got, record in zip(outcomes[2], outcomes[0], strict=True):  # the split texts: the dicts' fallback
+        out = bytearray()
+        encode(record, out)
+        assert got == (out if type(got) is EncodedRecord else record)
+
+    after_element = plain.replace(b"<status>SHIPPED</status>", b"<status>SHIPPED</status>junk", 1)
+    after_comment = plain.replace(b"<status>SHIPPED</status>", b"<status>SHIPPED</status><!-- c -->junk", 1)
+    for decoder, avro_schema in ((m.decoder("orders"), None), (Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), schema)):
+        errors = []
+        for data in (after_element, after_comment):
+            with pytest.raises(XmlValidationError) as info:
+                list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema))
+            errors.append(str(info.value))
+        assert errors[0] == errors[1] and "text 'junk' is not allowed in Order" in errors[0]
