@@ -1,9 +1,10 @@
 """Run older code of this repository beside the current code, in the same benchmark run.
 
-``checkout(ref)`` puts the code of a git commit in a temporary worktree; ``use_code(path)``,
-called in a (fresh) process before anything imports ``coupler``, makes ``import
-coupler.<folder>`` load that worktree's folders instead of the installed (editable) package.
-Used by ``xml_translate.py --baseline-ref`` and ``bus_throughput.py --baseline-ref``.
+``checkout(ref)`` puts the code of a git commit in a temporary worktree (``checkout_built(ref)``
+with its compiled copybook kernel); ``use_code(path)``, called in a (fresh) process before
+anything imports ``coupler``, makes ``import coupler.<folder>`` load that worktree's folders
+instead of the installed (editable) package. Used by the ``--baseline-ref`` of
+``xml_translate.py``, ``bus_throughput.py``, ``copybook_decode.py`` and ``cli_startup.py``.
 """
 
 from __future__ import annotations
@@ -66,3 +67,17 @@ def checkout(ref: str) -> Iterator[Path]:
             yield old
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+
+
+@contextlib.contextmanager
+def checkout_built(ref: str) -> Iterator[Path]:
+    """``checkout(ref)`` with the commit's compiled copybook kernel (``translators/copybook/_fused``,
+    not in git) built in the worktree, as at install; a commit whose build fails runs without it
+    (the pure-Python kernels), with a warning."""
+    with checkout(ref) as old:
+        built = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=old,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        if built.returncode:
+            print(f"warning: building {ref}'s compiled kernel failed, it runs without: "
+                  f"{built.stderr.strip()[-300:]}", file=sys.stderr)
+        yield old

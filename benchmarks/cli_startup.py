@@ -73,10 +73,7 @@ def main() -> int:
         if args.baseline_ref:
             import baseline
 
-            old = stack.enter_context(baseline.checkout(args.baseline_ref))
-            # its compiled copybook kernel too (not in git): built in the worktree, as at install
-            subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=old,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            old = stack.enter_context(baseline.checkout_built(args.baseline_ref))
             codes[f"commit {baseline.describe(args.baseline_ref)}"] = old
         results: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for code in codes.values():

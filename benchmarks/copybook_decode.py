@@ -248,9 +248,7 @@ def one_file_jobs(copybook: Path, data: Path, warm: Path, workdir: Path, repeat:
     with contextlib.ExitStack() as stack:
         codes: dict[str, Path | None] = {"this code": None}
         if baseline_ref:
-            old = stack.enter_context(baseline.checkout(baseline_ref))
-            subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=old,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            old = stack.enter_context(baseline.checkout_built(baseline_ref))
             codes[f"commit {baseline.describe(baseline_ref)}"] = old
         for code in codes.values():
             whole_process(copybook, warm, workdir, 1, code=code)  # warm-up: bytecode written
@@ -357,10 +355,7 @@ def main() -> int:
         import baseline
 
         stack = contextlib.ExitStack()
-        old = stack.enter_context(baseline.checkout(args.baseline_ref))
-        # its compiled kernel too (not in git): built in the worktree, as at install
-        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=old,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        old = stack.enter_context(baseline.checkout_built(args.baseline_ref))
         runs.insert(1, (f"207-byte record, commit {baseline.describe(args.baseline_ref)} (baseline)",
                         copybook, full, {"code": old}))
         whole_process(copybook, sample, args.dir, 1, code=old)  # its bytecode written

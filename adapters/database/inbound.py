@@ -217,11 +217,11 @@ class RowPoller:
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
         of its own. A batch's messages are stored (committed, their disk sync deferred:
-        ``context.durable_later``), then a thread (:class:`Committing`) waits for them to be
-        on disk and commits the batch's transaction (its rows marked), while this one reads
-        and makes the next batch: its ``SELECT ... FOR UPDATE SKIP LOCKED`` reads the keys
-        after the last one of the batch before, whose rows that one still holds
-        (:meth:`_rows`). The next batch is stored only once the one before
+        ``context.durable_later``), then a thread (:func:`_commit` in a :class:`Meanwhile`)
+        waits for them to be on disk and commits the batch's transaction (its rows marked),
+        while this one reads and makes the next batch: its ``SELECT ... FOR UPDATE SKIP
+        LOCKED`` reads the keys after the last one of the batch before, whose rows that one
+        still holds (:meth:`_rows`). The next batch is stored only once the one before
         is committed, so the messages reach the bus in key order, and each batch keeps the
         guarantees of a single poll: its rows are marked in the transaction that read them,
         committed only once their messages are durable. When a batch fails, the one read
@@ -229,7 +229,7 @@ class RowPoller:
         result = PollResult()
         self.totals.polls += 1
         later = getattr(self.context, "durable_later", None)
-        pending: Committing | None = None
+        pending: Meanwhile | None = None  # the batch before, committing
         after: tuple[Any, ...] | None = None  # the key of the last row of the batch before
         try:
             for _ in range(batches):
@@ -259,7 +259,7 @@ class RowPoller:
                 part.listed = part.done = len(rows)
                 after = tuple(rows[-1][c.name] for c in self.key)
                 assert marking is not None
-                pending = Committing(conn, tx, marking, durable, part)
+                pending = Meanwhile(_commit, conn, tx, marking, durable, part, name="db-commit")
                 if len(rows) < self.o.batch_size:
                     break
         except sa.exc.DBAPIError as exc:
@@ -434,59 +434,50 @@ def _durable() -> None:
 PIPELINE = 8
 
 
-class Committing(threading.Thread):
-    """A batch's end on a thread of its own: its messages awaited on disk (``durable``), its
-    marking ``UPDATE`` joined, its transaction committed, its connection given back.
-    :meth:`finish` waits for it and raises what it raised (the transaction then rolled back)."""
-
-    def __init__(self, conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile,
-                 durable: Callable[[], None], result: PollResult):
-        super().__init__(name="db-commit", daemon=True)
-        self._args = (conn, tx, marking, durable)
-        self.result = result
-        self._error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        conn, tx, marking, durable = self._args
+def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, durable: Callable[[], None],
+            result: PollResult) -> PollResult:
+    """A batch's end (on a thread of its own, :class:`Meanwhile`): its messages awaited on disk
+    (``durable``), its marking ``UPDATE`` joined, its transaction committed, its connection
+    given back (after a failure: rolled back); ``result``, the batch's counts."""
+    try:
         try:
-            try:
-                durable()
-            finally:
-                marking.join()  # the connection is this thread's again
-            marking.result()
-            tx.commit()
-        except BaseException as exc:  # noqa: BLE001 - handed to the polling thread
-            self._error = exc
+            durable()
         finally:
-            conn.close()  # after a failure: rolled back
-
-    def finish(self) -> PollResult:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        return self.result
+            marking.join()  # the connection is this thread's again
+        marking.result()
+        tx.commit()
+    finally:
+        conn.close()
+    return result
 
 
 class Meanwhile(threading.Thread):
-    """``fn(*args)`` on a thread of its own; :meth:`result` after :meth:`join` raises what it raised."""
+    """``fn(*args)`` on a thread of its own, while the calling thread does the next thing;
+    :meth:`result` after :meth:`join` returns what it returned or raises what it raised,
+    :meth:`finish` does both."""
 
-    def __init__(self, fn: Callable[..., None], *args: Any):
-        super().__init__(name="db-mark", daemon=True)
+    def __init__(self, fn: Callable[..., Any], *args: Any, name: str = "db-mark"):
+        super().__init__(name=name, daemon=True)
         self._call = (fn, args)
+        self._value: Any = None
         self._error: BaseException | None = None
         self.start()
 
     def run(self) -> None:
         fn, args = self._call
         try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the polling thread
+            self._value = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
             self._error = exc
 
-    def result(self) -> None:
+    def result(self) -> Any:
         if self._error is not None:
             raise self._error
+        return self._value
+
+    def finish(self) -> Any:
+        self.join()
+        return self.result()
 
 
 _TAGGED: dict[str, Callable[[str], Any]] = {

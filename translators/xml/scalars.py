@@ -230,24 +230,23 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
     pad = scale <= 6
 
     def decode(text: str) -> Decimal:
-        # the common form, unsigned ASCII digits with at most one dot, as many fraction
-        # digits as the scale (no more, when it is not padded), within the digits allowed,
-        # needs neither the regular expression nor the checks below
+        # the common case from the text alone (as_tuple() costs four times Decimal(text)): as
+        # many fraction characters as the scale (no more, when it is not padded), no more
+        # characters (but one dot) than the digits allowed; and of those, unsigned ASCII digits
+        # with at most one dot need not even the regular expression
         plain = text.replace(".", "", 1)
-        if plain.isdigit() and plain.isascii() and len(plain) <= total_digits:
-            dot = text.find(".")
-            fraction = 0 if dot < 0 else len(text) - dot - 1
-            if fraction == scale if pad else fraction <= scale:
+        dot = text.find(".")
+        fraction = 0 if dot < 0 else len(text) - dot - 1
+        if (fraction == scale if pad else fraction <= scale) and len(plain) <= total_digits:
+            if plain.isdigit() and plain.isascii():
                 return Decimal(text)
+            common = True
+        else:
+            common = False
         if not _DECIMAL.match(text):
             raise ValueError(f"{text!r} is not an xs:decimal")
         value = Decimal(text)
-        # the common case from the text alone (as_tuple() costs four times Decimal(text)): as
-        # many fraction characters as the scale (no more, when it is not padded), no more
-        # characters than the digits allowed
-        dot = text.find(".")
-        fraction = 0 if dot < 0 else len(text) - dot - 1
-        if (fraction == scale if pad else fraction <= scale) and len(text) - (dot >= 0) <= total_digits:
+        if common:
             return value
         _, digits, exponent = value.as_tuple()
         if -exponent > scale or len(digits) > total_digits:  # type: ignore[operator]  # finite: matched the regex

@@ -89,17 +89,6 @@ def test_a_locked_key_waits_for_the_other_daemons_commit(transports: tuple[Any, 
     assert got == {"new-group": b"1"} and order == ["first committed", "second read"]
 
 
-@pytest.fixture
-def broker_names() -> Iterator[dict[str, str]]:
-    """Names (queue prefix, PostgreSQL schema) of a broker transport's own, deleted afterwards."""
-    from tests.bus.transport.amqp.broker import destroy, servers_or_fail, unique_names
-
-    servers_or_fail()
-    names = unique_names()
-    yield names
-    destroy(names)
-
-
 def _broker(names: dict[str, str]) -> Any:
     from coupler.bus.transport.amqp.transport import AmqpTransport
     from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN

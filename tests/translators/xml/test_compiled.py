@@ -11,6 +11,7 @@ fast path really taken, container files (blocks, codecs) and what the encoder le
 from __future__ import annotations
 
 import io
+import re
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -242,3 +243,87 @@ def test_threads_making_the_converters_at_once_get_the_interpreted_records() -> 
         for thread in threads:
             thread.join()
         assert results == [expected] * 4
+
+
+def _commented(text: bytes) -> bytes:
+    """The document with a comment and a processing instruction before every tag that starts
+    a line (so before the first child of a record, between children, after the last one) and
+    between adjacent tags on one line (the streets of an address)."""
+    text = re.sub(rb"(>\s*\n\s*)(<[^?])", rb"\1<!-- note -->\n<?coupler x?>\2", text)
+    return re.sub(rb"(</[^>]+>)(<)", rb"\1<!--x--><?coupler y?>\2", text)
+
+
+def test_comments_between_children_keep_the_records_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Comments and processing instructions between a record's children change nothing in
+    its values, and the record is still read in declaration order: neither the function
+    dispatching on each child's field (``r<N>_d``) nor the interpreted converter is called,
+    and straight to Avro every record comes encoded (not as the dict of the fallback)."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    commented = _commented(plain)
+    assert commented.count(b"<!-- note -->") > 25 and commented.count(b"<!--x-->") > 5
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    expected = list(Decoder(m, m.element("orders").name, compiled=False).iter_records(plain, "orders/order"))
+    expected_avro = list(m.decoder("orders").iter_records(plain, "orders/order", avro_schema=schema))
+    assert len(expected) > 1 and all(type(r) is EncodedRecord for r in expected_avro)
+
+    decoder = m.decoder("orders")
+    assert decoder.generated is not None
+    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
+    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
+    calls: list[str] = []
+    dispatching = [name for name in decoder.generated.namespace if name.endswith("_d")]
+    assert dispatching
+    for name in dispatching:
+        function = decoder.generated.namespace[name]
+        monkeypatch.setitem(decoder.generated.namespace, name,
+                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+
+    assert list(decoder.iter_records(commented, "orders/order")) == expected
+    assert list(decoder.iter_records(commented, "orders/order", avro_schema=schema)) == expected_avro
+    assert calls == []
+    # the same documents without comments, out of order: the counting sees the fallback
+    swapped = plain.replace(b"<status>SHIPPED</status>", b"", 1).replace(
+        b"<orderDate>2024-01-01</orderDate>", b"<status>SHIPPED</status><orderDate>2024-01-01</orderDate>", 1)
+    list(decoder.iter_records(swapped, "orders/order"))
+    assert calls
+
+
+def test_text_around_a_comment_is_read_as_the_text_it_is_part_of() -> None:
+    """A comment inside a simple-typed element splits its text, which stays one value (4 and
+    2: 42, not 4); text after a comment between the children of a record is refused as text
+    after a child is; the same by the generated converters, the interpreted ones and straight
+    to Avro (no schema validation in a stream to catch either)."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    split = (plain.replace(b"<quantity>4</quantity>", b"<quantity>4<!-- four... -->2<?pi x?></quantity>", 1)
+             .replace(b'<unitPrice currency="GBP">2.50', b'<unitPrice currency="GBP">2<!--x-->2.50', 1))
+    assert split.count(b"<!--") == 2
+    outcomes = []
+    for decoder, avro_schema in ((m.decoder("orders"), None), (Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), schema)):
+        records = list(decoder.iter_records(split, "orders/order", avro_schema=avro_schema))
+        outcomes.append(records)
+    line = outcomes[0][0]["line"][0]
+    assert line["quantity"] == 42 and line["unitPrice"]["value"] == Decimal("22.50")
+    assert outcomes[1] == outcomes[0]
+    encode = compile_encoder(schema)
+    for got, record in zip(outcomes[2], outcomes[0], strict=True):  # the split texts: the dicts' fallback
+        out = bytearray()
+        encode(record, out)
+        assert got == (out if type(got) is EncodedRecord else record)
+
+    after_element = plain.replace(b"<status>SHIPPED</status>", b"<status>SHIPPED</status>junk", 1)
+    after_comment = plain.replace(b"<status>SHIPPED</status>", b"<status>SHIPPED</status><!-- c -->junk", 1)
+    for decoder, avro_schema in ((m.decoder("orders"), None), (Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), schema)):
+        errors = []
+        for data in (after_element, after_comment):
+            with pytest.raises(XmlValidationError) as info:
+                list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema))
+            errors.append(str(info.value))
+        assert errors[0] == errors[1] and "text 'junk' is not allowed in Order" in errors[0]

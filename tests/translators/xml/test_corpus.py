@@ -403,6 +403,39 @@ def test_records_the_decoder_encodes_itself_are_the_bytes_of_their_dicts(xsd: st
             assert got == expected, name
 
 
+#: published documents that come straight to Avro as the dict converter's record (its fallback),
+#: each with children in another order than declared, which the converter reading them in
+#: declaration order leaves to the dicts: Maven's POM elements in any order (xs:all), SIRI
+#: Lines a repeated choice of LineRef and LineDirection
+FALLING_BACK = {
+    "siri/exd_lines_discoveryResponse.xml", "maven/cbsa_pom.xml", "maven/cbsa_src_webui_pom.xml",
+    "maven/cbsa_src_Z-OS-Connect-Customer-Services-Interface_pom.xml",
+    "maven/cbsa_src_Z-OS-Connect-Payment-Interface_pom.xml", "maven/gs1-epcis_WSDL_pom.xml",
+}
+
+
+def test_published_documents_come_straight_to_avro_without_the_fallback() -> None:
+    """The test above also passes when the converter always falls back to the dict converter:
+    here every published document whose record type is converted straight to Avro comes
+    encoded (an EncodedRecord, not the fallback's dict), but the few of ``FALLING_BACK``
+    (the XRechnung and SIRI documents with comments between children among those encoded)."""
+    encoded: list[str] = []
+    fallbacks: list[str] = []
+    for xsd, doc in PAIRS:
+        m = model(xsd)
+        value = m.root_value(_root(doc))
+        generated = m.decoder(_root(doc)).generated
+        assert generated is not None
+        straight = generated.avro_converter(value, value_avro(value, set())) if isinstance(value, Record) else None
+        if straight is None:
+            continue
+        got = straight(parse_document((CORPUS / doc).read_bytes(), name=doc).getroot())
+        (encoded if isinstance(got, EncodedRecord) else fallbacks).append(doc)
+    assert set(fallbacks) <= FALLING_BACK, sorted(set(fallbacks) - FALLING_BACK)
+    assert len(encoded) >= 50 and "xrechnung/01.01a-INVOICE_ubl.xml" in encoded
+    assert "siri/exs_stopMonitoring_response.xml" in encoded
+
+
 @pytest.mark.parametrize(("xsd", "doc"), [(x, d) for x, docs in INVALID.items() for d in docs])
 def test_public_invalid_documents_are_refused_with_a_located_error(xsd: str, doc: str) -> None:
     m = model(xsd)

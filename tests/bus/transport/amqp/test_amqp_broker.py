@@ -25,16 +25,8 @@ from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import LeaseLostError, TransportError
 from coupler.bus.transport.factory import open_transport
 from tests.bus.site_helpers import wait_for
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
+from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN
 from tests.bus.transport.contract.support import doc, drain
-
-
-@pytest.fixture
-def names() -> Iterator[dict[str, str]]:
-    servers_or_fail()
-    names = unique_names()
-    yield names
-    destroy(names)
 
 
 def _transport(names: dict[str, str], url: str = AMQP_URL, **options) -> AmqpTransport:  # noqa: ANN003
@@ -125,9 +117,9 @@ def private_broker(tmp_path: Path) -> Iterator[PrivateBroker]:
         broker.stop()
 
 
-def test_broker_restart_during_traffic_reconnects_and_loses_nothing(names, private_broker: PrivateBroker) -> None:
-    producer = _transport(names, private_broker.url, reconnect_timeout=45)
-    consumer = _transport(names, private_broker.url, reconnect_timeout=45)
+def test_broker_restart_during_traffic_reconnects_and_loses_nothing(broker_names, private_broker: PrivateBroker) -> None:
+    producer = _transport(broker_names, private_broker.url, reconnect_timeout=45)
+    consumer = _transport(broker_names, private_broker.url, reconnect_timeout=45)
     total = 300
     sent: list[str] = []
     received: set[str] = set()
@@ -198,13 +190,13 @@ def _drop_connection(t: AmqpTransport) -> None:
     wait_for(cut, "a connection to the broker to cut", timeout=60)
 
 
-def test_coalesced_acknowledgements_reach_the_broker_while_the_consumer_idles(names) -> None:
+def test_coalesced_acknowledgements_reach_the_broker_while_the_consumer_idles(broker_names) -> None:
     """Acknowledgements are coalesced (sent together, at most 5 ms after the first): a
     consumer that acknowledges three messages and then does nothing more with the transport
     still has them acknowledged on the broker, so losing its connection afterwards gives
     them to nobody again."""
-    consumer = _transport(names)
-    other = _transport(names)
+    consumer = _transport(broker_names)
+    other = _transport(broker_names)
     try:
         consumer.send("acks", [doc(b"1"), doc(b"2"), doc(b"3")])
         got = []
@@ -231,15 +223,15 @@ def _full_after_one(t: AmqpTransport) -> AmqpTransport:
     return t
 
 
-def test_a_publish_the_broker_nacks_is_published_again_until_the_queue_takes_it(names, caplog) -> None:
+def test_a_publish_the_broker_nacks_is_published_again_until_the_queue_takes_it(broker_names, caplog) -> None:
     """RabbitMQ nacks a publish it refuses responsibility for (a full queue here; a quorum
     queue whose leader is not elected yet on a loaded machine): the send publishes it again
     after a growing pause (back-pressure), goes through once a consumer made room, and fails
     with BrokerRefusedError when no room comes within the reconnect timeout."""
     caplog.set_level(logging.DEBUG, logger="coupler.bus.transport.amqp.link")
-    producer = _full_after_one(_transport(names, reconnect_timeout=30))
-    impatient = _full_after_one(_transport(names, reconnect_timeout=0.5))
-    consumer = _full_after_one(_transport(names))
+    producer = _full_after_one(_transport(broker_names, reconnect_timeout=30))
+    impatient = _full_after_one(_transport(broker_names, reconnect_timeout=0.5))
+    consumer = _full_after_one(_transport(broker_names))
     accepted: list[bytes] = []
     errors: list[BaseException] = []
     try:
@@ -278,12 +270,12 @@ def test_a_publish_the_broker_nacks_is_published_again_until_the_queue_takes_it(
             t.close()
 
 
-def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> None:
+def test_lost_connections_during_traffic_reconnect_and_lose_nothing(broker_names) -> None:
     """The connections of a producer and of a consumer break under traffic (client side: the
     shared broker is not restarted); the threads using them find out, the link's thread
     reconnects, unconfirmed sends are sent again, unacknowledged messages come again."""
-    producer = _transport(names, reconnect_timeout=30)
-    consumer = _transport(names, reconnect_timeout=30)
+    producer = _transport(broker_names, reconnect_timeout=30)
+    consumer = _transport(broker_names, reconnect_timeout=30)
     total = 400
     sent: list[str] = []
     received: set[str] = set()
@@ -333,8 +325,8 @@ def test_lost_connections_during_traffic_reconnect_and_lose_nothing(names) -> No
     assert set(sent) <= received  # and nothing was lost
 
 
-def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(names) -> None:
-    t = _transport(names)
+def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(broker_names) -> None:
+    t = _transport(broker_names)
     try:
         soon = datetime.now(UTC) + timedelta(milliseconds=300)
         t.send("slow", [doc(b"short-lived", expires_at=soon), doc(b"keeps")])
@@ -348,8 +340,8 @@ def test_message_expiring_in_the_queue_goes_to_dead_letters_as_expired(names) ->
         t.close()
 
 
-def test_envelope_headers_are_amqp_properties_any_client_reads(names) -> None:
-    t = _transport(names)
+def test_envelope_headers_are_amqp_properties_any_client_reads(broker_names) -> None:
+    t = _transport(broker_names)
     try:
         env = doc(b"<order/>", correlation_id="corr-1", return_address="replies", kind="command",
                   properties={"region": "EU"}, format="acme.Order@2;application/xml")
@@ -358,7 +350,7 @@ def test_envelope_headers_are_amqp_properties_any_client_reads(names) -> None:
         t.close()
     conn = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
     try:
-        method, props, body = conn.channel().basic_get(f"{names['prefix']}q:interop", auto_ack=True)
+        method, props, body = conn.channel().basic_get(f"{broker_names['prefix']}q:interop", auto_ack=True)
     finally:
         conn.close()
     assert method is not None and body == b"<order/>"
@@ -370,8 +362,8 @@ def test_envelope_headers_are_amqp_properties_any_client_reads(names) -> None:
     assert props.headers["coupler-properties"] == {"region": "EU"}
 
 
-def test_two_daemons_share_identities_idempotency_journal_and_channels(names) -> None:
-    one, two = _transport(names), _transport(names)
+def test_two_daemons_share_identities_idempotency_journal_and_channels(broker_names) -> None:
+    one, two = _transport(broker_names), _transport(broker_names)
     try:
         one.identities.register("crm/acme/customers@2", "crm.in", adapter="crm")
         assert two.identities.resolve("crm/*/customers").channel == "crm.in"
@@ -389,7 +381,7 @@ def test_two_daemons_share_identities_idempotency_journal_and_channels(names) ->
         two.close()
 
 
-def test_site_toml_selects_the_broker_transport(names, tmp_path: Path) -> None:
+def test_site_toml_selects_the_broker_transport(broker_names, tmp_path: Path) -> None:
     (tmp_path / "site.toml").write_text(
         f"""
 [store]
@@ -398,8 +390,8 @@ type = "amqp"
 [store.amqp]
 url = "{AMQP_URL}"
 postgres = "{PG_DSN}"
-prefix = "{names['prefix']}"
-postgres_schema = "{names['postgres_schema']}"
+prefix = "{broker_names['prefix']}"
+postgres_schema = "{broker_names['postgres_schema']}"
 
 [[channels]]
 name = "events"
@@ -417,15 +409,15 @@ kind = "topic"
         t.close()
 
 
-def test_unreachable_broker_is_a_clear_error(names) -> None:
+def test_unreachable_broker_is_a_clear_error(broker_names) -> None:
     with pytest.raises(TransportError, match="cannot connect to RabbitMQ at 127.0.0.1:1"):
-        AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", postgres=PG_DSN, **names).open()
+        AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", postgres=PG_DSN, **broker_names).open()
 
 
-def test_statistics_never_count_as_deliveries_of_a_waiting_message(names) -> None:
+def test_statistics_never_count_as_deliveries_of_a_waiting_message(broker_names) -> None:
     """The stuck-channel monitor reads stats() every few seconds: an idle message must not
     reach the queue's delivery limit (and the dead letters) by being looked at."""
-    t = _transport(names, delivery_limit=3)
+    t = _transport(broker_names, delivery_limit=3)
     try:
         t.send("idle", doc(b"waiting"))
         ages = [t.stats("idle")[0] for _ in range(12)]

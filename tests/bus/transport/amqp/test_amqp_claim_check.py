@@ -12,15 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 from tests.bus.site_helpers import start_daemon_process, write_site
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, destroy, servers_or_fail, unique_names
+from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN
 from tests.bus.transport.contract.support import doc
 
 SITE = """
@@ -47,20 +44,12 @@ forward_to = "{forward_to}"
 """
 
 
-@pytest.fixture
-def names() -> Iterator[dict[str, str]]:
-    servers_or_fail()
-    names = unique_names()
-    yield names
-    destroy(names)
-
-
-def test_large_body_published_by_one_daemon_is_consumed_by_the_other(names, tmp_path: Path) -> None:
+def test_large_body_published_by_one_daemon_is_consumed_by_the_other(broker_names, tmp_path: Path) -> None:
     big = os.urandom(3 * 1024 * 1024 + 17)  # over claim_check_bytes, several 1 MiB chunks
     site_a = write_site(tmp_path / "host-a", SITE.format(
-        name="host-a", url=AMQP_URL, dsn=PG_DSN, channel="to-a", forward_to="to-b", **names))
+        name="host-a", url=AMQP_URL, dsn=PG_DSN, channel="to-a", forward_to="to-b", **broker_names))
     site_b = write_site(tmp_path / "host-b", SITE.format(
-        name="host-b", url=AMQP_URL, dsn=PG_DSN, channel="to-b", forward_to="out", **names))
+        name="host-b", url=AMQP_URL, dsn=PG_DSN, channel="to-b", forward_to="out", **broker_names))
     daemons = [start_daemon_process(site_a), start_daemon_process(site_b)]
     try:
         with open_transport(load_site(site_a)) as t:

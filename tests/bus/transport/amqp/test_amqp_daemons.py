@@ -6,20 +6,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
-from tests.bus.transport.amqp.broker import (
-    destroy,
-    servers_or_fail,
-    store_table,
-    unique_names,
-)
+from tests.bus.transport.amqp.broker import store_table
 from tests.bus.transport.contract.support import doc
 
 SITE = """
@@ -37,18 +29,10 @@ forward_to = "echo.out"
 """
 
 
-@pytest.fixture
-def names() -> Iterator[dict[str, str]]:
-    servers_or_fail()
-    names = unique_names()
-    yield names
-    destroy(names)
-
-
-def test_two_daemons_of_one_site_share_the_work(names, tmp_path: Path) -> None:
+def test_two_daemons_of_one_site_share_the_work(broker_names, tmp_path: Path) -> None:
     # two hosts: each its own data directory, the same broker and database
     sites = [
-        write_site(tmp_path / host, SITE.format(name=host, store=store_table(names)))
+        write_site(tmp_path / host, SITE.format(name=host, store=store_table(broker_names)))
         for host in ("host-a", "host-b")
     ]
     daemons = [start_daemon_process(s) for s in sites]

@@ -11,26 +11,14 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from coupler.adapters.common.inbound import PollResult
 from coupler.bus.api import DONE, PROCESSING, FileKey
 from coupler.canonical import Envelope
-from tests.bus.transport.amqp.broker import destroy, servers_or_fail, unique_names
 from tests.bus.transport.amqp.filedrop_node import CHANNEL, Node
 
 ROOT = Path(__file__).resolve().parents[4]
-
-
-@pytest.fixture
-def names() -> Iterator[dict[str, str]]:
-    servers_or_fail()
-    names = unique_names()
-    yield names
-    destroy(names)
 
 
 def _drain(node: Node) -> list[Envelope]:
@@ -41,13 +29,13 @@ def _drain(node: Node) -> list[Envelope]:
     return out
 
 
-def test_two_daemons_polling_one_directory_take_each_file_once(names: dict[str, str], tmp_path: Path) -> None:
+def test_two_daemons_polling_one_directory_take_each_file_once(broker_names: dict[str, str], tmp_path: Path) -> None:
     drop = tmp_path / "drop"
     drop.mkdir()
     files = {f"f{i:02d}.txt": [f"f{i:02d}-{j}".encode() for j in range(3)] for i in range(40)}
     for name, lines in files.items():
         (drop / name).write_bytes(b"\n".join(lines) + b"\n")
-    nodes = [Node(names, tmp_path / "host-a", drop), Node(names, tmp_path / "host-b", drop)]
+    nodes = [Node(broker_names, tmp_path / "host-a", drop), Node(broker_names, tmp_path / "host-b", drop)]
     results: dict[int, PollResult] = {0: PollResult(), 1: PollResult()}
     barrier = threading.Barrier(2)
 
@@ -83,18 +71,18 @@ def test_two_daemons_polling_one_directory_take_each_file_once(names: dict[str, 
     assert counts == {DONE: len(files)}  # one shared seen-state
 
 
-def test_a_killed_daemons_file_is_taken_over_and_resumed(names: dict[str, str], tmp_path: Path) -> None:
+def test_a_killed_daemons_file_is_taken_over_and_resumed(broker_names: dict[str, str], tmp_path: Path) -> None:
     drop = tmp_path / "drop"
     drop.mkdir()
     lines = [b"line-%d" % i for i in range(6)]
     (drop / "f.txt").write_bytes(b"\n".join(lines) + b"\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.bus.transport.amqp.filedrop_node", names["prefix"], names["postgres_schema"],
+        [sys.executable, "-m", "tests.bus.transport.amqp.filedrop_node", broker_names["prefix"], broker_names["postgres_schema"],
          str(tmp_path / "host-a"), str(drop), "1.0", "3"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
-    survivor = Node(names, tmp_path / "host-b", drop)
+    survivor = Node(broker_names, tmp_path / "host-b", drop)
     try:
         stat = (drop / "f.txt").stat()
         key = FileKey("f.txt", stat.st_size, stat.st_mtime_ns)
