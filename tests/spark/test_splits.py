@@ -215,10 +215,9 @@ codec = CopybookCodec({str(cpy)!r}, {{}})
 framing = codec.framing({str(data)!r})
 committer = OutputCommitter({str(tmp_path / "out")!r}, "overwrite", "parquet")
 committer.check_target()
-(committer.job_dir / "claims").mkdir()
 splits = plan_splits([{str(data)!r}], framing, split_bytes=51 * 1000)
 items = [(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing) for s in splits]
-slot = _Claiming(items, _SplitTask(codec, committer, "parquet", None, None), str(committer.job_dir / "claims"), given=True)
+slot = _Claiming(items, _SplitTask(codec, committer, "parquet", None, None), None)
 frozen = [gc.get_freeze_count()]
 for i in range(3):
     records = [m["records"] for m in slot(iter([i]))]

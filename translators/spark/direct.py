@@ -24,7 +24,7 @@ from typing import Any
 
 from .codec import CopybookCodec
 from .commit import OutputCommitter, TaskFile
-from .splits import FileSplit, Framing, plan_splits
+from .splits import FileSplit, Framing, SplitError, plan_splits
 
 log = logging.getLogger(__name__)
 
@@ -113,21 +113,22 @@ def translate_splits(
 class _Claiming:
     """A task slot's loop (picklable): claim the next split nobody has claimed, run ``task``
     on it, until none is left. A claim is a file created exclusively in the job's
-    ``claims`` folder, so two task attempts never run the same split in one stage."""
+    ``claims`` folder, so two task attempts never run the same split in one stage. With
+    ``claims`` None the partition holds the indexes of the splits to run (the driver's second
+    stage, one split a task, which Spark retries as any task)."""
 
-    def __init__(self, items: Sequence[Any], task: Callable[[int, Any], dict[str, Any]], claims: str,
-                 given: bool = False):
+    def __init__(self, items: Sequence[Any], task: Callable[[int, Any], dict[str, Any]], claims: str | None):
         self.items = items
         self.task = task
         self.claims = claims
-        self.given = given  # the partition holds the indexes of the splits to run (a second stage)
 
     def __call__(self, partition: Iterator[int]) -> Iterator[dict[str, Any]]:
-        for index in partition if self.given else range(len(self.items)):
-            try:
-                os.close(os.open(os.path.join(self.claims, str(index)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            except FileExistsError:
-                continue
+        for index in range(len(self.items)) if self.claims is not None else partition:
+            if self.claims is not None:
+                try:
+                    os.close(os.open(os.path.join(self.claims, str(index)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                except FileExistsError:
+                    continue
             started, cpu = time.time(), _cpu()
             message = self.task(index, self.items[index])
             # when the split ran (wall clock of this machine) and the CPU time it took: the
@@ -159,10 +160,11 @@ def run_split_job(spark: Any, items: Sequence[Any], task: Callable[[int, Any], d
         missing = sorted(set(range(len(items))) - {m["index"] for m in done})
         if missing:
             log.warning("%d splits claimed by task attempts whose results were not kept: running them again", len(missing))
-            again = claims_dir.with_name("claims-again")
-            again.mkdir(exist_ok=True)
             done += spark.sparkContext.parallelize(missing, len(missing)).mapPartitions(
-                _Claiming(items, task, str(again), given=True)).collect()
+                _Claiming(items, task, None)).collect()
+        if sorted(m["index"] for m in done) != list(range(len(items))):  # never publish a partial output
+            raise SplitError(f"the job's tasks returned results for {len(done)} of its {len(items)} splits",
+                             where=committer.output, hint="run the job again: nothing of this run was published")
     except BaseException:
         committer.abort()
         raise
