@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import datagen  # noqa: E402
+from machine import memory_note  # noqa: E402
 
 RUNNER = """\
 import os, runpy, sys
@@ -84,7 +85,7 @@ def main() -> int:
                 for name, argv in commands.items():
                     results.setdefault((label, name), []).append(run(argv, code))
     print(f"\nstart-up, {args.runs} runs each, medians, one core; load average {load[0]:.2f} before, "
-          f"{os.getloadavg()[0]:.2f} after\n")
+          f"{os.getloadavg()[0]:.2f} after; {memory_note()}\n")
     print("| code | command | CPU s | wall s |")
     print("|---|---|---:|---:|")
     for (label, name), runs in results.items():

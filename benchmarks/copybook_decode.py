@@ -41,6 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import datagen  # noqa: E402
+from machine import memory_note  # noqa: E402
 
 from coupler.translators.copybook.batch import BatchDecoder  # noqa: E402
 from coupler.translators.copybook.decoder import decode_files  # noqa: E402
@@ -394,7 +395,7 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"\ncopybook decode: {args.records:,} × {datagen.RECORD_SIZE} B records "
           f"({full.stat().st_size / MB:.0f} MB), one core ({os.cpu_count()} on the machine), "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; whole-process runs: best of {args.repeat}\n")
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; whole-process runs: best of {args.repeat}; {memory_note()}\n")
     print("| run | file | records | MB/s (wall) | MB/s (CPU) | kernel is × faster (CPU) | note |")
     print("|---|---|---:|---:|---:|---:|---|")
     for name, file, rows, wall_rate, cpu_rate, note in results:

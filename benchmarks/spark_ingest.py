@@ -57,6 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import datagen  # noqa: E402
+from machine import memory_note  # noqa: E402
 
 MB = 1e6
 
@@ -361,7 +362,7 @@ def report(size: int, records: int, cli: list[dict[str, float]], runs: dict[str,
     cli_cpu_rate = mb / _med([r["cpu"] for r in cli])
     parts = runs["local[2]"][0]["partitions"]
     print(f"\n{what}: {mb:.0f} MB, {records} records; {parts:.0f} splits on local[2]; "
-          f"{len(cli)} pairs; load average {min(loads):.1f}-{max(loads):.1f} during the run.\n")
+          f"{len(cli)} pairs; load average {min(loads):.1f}-{max(loads):.1f} during the run; {memory_note()}.\n")
     print("| run | job time (s), median | MB/s | MB/s per core | CPU (s) | of which JVM | of which Python workers | "
           "MB per CPU-second | machine CPU (s) | cores busy |")
     print("|---|---|---|---|---|---|---|---|---|---|")

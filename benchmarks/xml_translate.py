@@ -44,6 +44,7 @@ from typing import Any
 
 import baseline
 import fastavro
+from machine import memory_note
 
 ROOT = Path(__file__).resolve().parent.parent
 XSD = ROOT / "tests/translators/xml/data/orders/orders.xsd"
@@ -343,7 +344,7 @@ def main() -> None:
           f"text joined (a target-driven decoder's floor before any conversion) {size / texts_cpu:6.2f} MB/s CPU")
     print(f"coupler XML->Avro file / bare lxml iterparse: {lxml_s / ours_s:.2f} (wall), {lxml_cpu / ours_cpu:.2f} (CPU); "
           f"XML->Avro {size / ours_cpu:.2f} MB/s CPU (targets: >= 0.3 and >= 25 MB/s); "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}; {memory_note()}")
     print(f"peak RSS: {rss_before:.0f} MB before, {rss_small:.0f} MB after the {small_size:.0f} MB slice, "
           f"{rss_after:.0f} MB after the {size:.0f} MB file")
 
