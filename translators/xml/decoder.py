@@ -495,7 +495,19 @@ class Decoder:
         return record
 
     def validate(self, tree: Any, label: str) -> None:
-        """Validate a parsed document with xmlschema; the first error (only) names the line and path."""
+        """Validate a parsed document with xmlschema; the first error (only) names the line and path.
+
+        Comments and processing instructions are not what a schema validates, but xmlschema
+        (4.3) counts them among an lxml element's children: ``<quantity>4<!-- -->2</quantity>``
+        of an ``xs:int`` would be refused as "a simple content element can't have child
+        elements" (given the same document as text, it accepts it, as libxml2 does). A
+        document holding any is validated as a copy without them (their text joined, line
+        numbers kept)."""
+        root = tree.getroot() if hasattr(tree, "getroot") else tree
+        if next(root.iter(etree.Comment, etree.ProcessingInstruction), None) is not None:
+            root = copy.deepcopy(root)
+            etree.strip_tags(root, etree.Comment, etree.ProcessingInstruction)
+            tree = etree.ElementTree(root)
         try:
             error = next(iter(self.model.schema.iter_errors(tree)), None)
         except Exception as exc:  # noqa: BLE001 - xmlschema's own failures (unknown xsi:type...)

@@ -327,3 +327,26 @@ def test_text_around_a_comment_is_read_as_the_text_it_is_part_of() -> None:
                 list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema))
             errors.append(str(info.value))
         assert errors[0] == errors[1] and "text 'junk' is not allowed in Order" in errors[0]
+
+
+def test_a_validated_document_may_hold_comments_inside_simple_values(tmp_path: Path) -> None:
+    """Whole-document decoding validates with xmlschema, which counted a comment or processing
+    instruction inside an lxml element as a child ("a simple content element can't have
+    child elements" for ``<quantity>3<!-- -->0</quantity>``, a valid document libxml2 and
+    xmlschema given the text accept); now it decodes to 30, and a value that is wrong with
+    its comment removed is still refused at its line."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    text = (DATA / "orders/order-1.xml").read_text()
+    assert "<quantity>3</quantity>" in text
+    commented = tmp_path / "commented.xml"
+    commented.write_text(text.replace("<quantity>3</quantity>", "<quantity>3<!-- thirty -->0<?note x?></quantity>", 1))
+    record = m.decoder("order").decode_document(str(commented))
+    plain = m.decoder("order").decode_document(str(DATA / "orders/order-1.xml"))
+    assert record["line"][0]["quantity"] == 30 and plain["line"][0]["quantity"] == 3
+    assert {k: v for k, v in record.items() if k != "line"} == {k: v for k, v in plain.items() if k != "line"}
+    wrong = tmp_path / "wrong.xml"
+    wrong.write_text(text.replace("<quantity>3</quantity>", "<quantity>3<!-- x -->x</quantity>", 1))
+    line = text[: text.index("<quantity>3</quantity>")].count("\n") + 1
+    with pytest.raises(XmlValidationError) as info:
+        m.decoder("order").decode_document(str(wrong))
+    assert f":{line}" in str(info.value) and "quantity" in str(info.value)
