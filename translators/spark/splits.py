@@ -31,12 +31,11 @@ from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger(__name__)
 
-#: default bytes per split, as Spark's own default for files. Every Spark task costs CPU
-#: besides its work: the JVM's 7-10 ms, the Python worker's 1-2 ms (~20 ms, 40 ms with the
-#: XML model loaded, before the workers froze their modules: ``direct.settle_worker``); a
-#: 300 MB copybook job on ``local[1]`` took 1.6-2.4 s more CPU as 72 tasks than as 2. So few
-#: large splits, and guided ones at the end (:func:`guided_split_bytes`) to keep the cores
-#: finishing together
+#: default bytes per split, as Spark's own default for files; each split is one output file.
+#: A split no longer costs a Spark task (the JVM's 7-10 ms of CPU and PySpark's 1-2 ms each:
+#: the split job runs one task per slot, claiming splits, ``direct.run_split_job``), only
+#: the opening and closing of its file; guided splits at the end (:func:`guided_split_bytes`)
+#: keep the cores finishing together
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 _CHUNK = 8 * 1024 * 1024
 
@@ -128,11 +127,11 @@ def guided_split_bytes(left: int, split_bytes: int, slots: int, floor: int | Non
     """The size of the next split when ``left`` bytes remain to be split for ``slots`` task
     slots: ``split_bytes`` while there is plenty left, then what is left divided by the
     slots (guided self-scheduling), down to ``floor`` (by default ``split_bytes / 16``), so
-    that the last wave of tasks ends nearly together: Spark hands the next split to
-    whichever slot is free, and the small last splits fill the gap a slot that ran a little
-    slower leaves. 1 GB on two slots: 11 splits (6 x 134 MB, then 97, 49, 24, 12, 12 MB);
-    with a quarter of what is left per slot, as before, 18, and 25 with 64 MB splits (each
-    task costs ~10 ms of CPU: :data:`DEFAULT_SPLIT_BYTES`). One slot: always ``split_bytes``."""
+    that the last splits end nearly together: whichever slot is free claims the next split,
+    and the small last splits fill the gap a slot that ran a little slower leaves. 1 GB on
+    two slots: 11 splits (6 x 134 MB, then 97, 49, 24, 12, 12 MB); with a quarter of what is
+    left per slot, as before, 18, and 25 with 64 MB splits (each split one file). One slot:
+    always ``split_bytes``."""
     if slots <= 1:
         return split_bytes
     low = floor if floor is not None else max(1, split_bytes // TAIL_DIVISOR)

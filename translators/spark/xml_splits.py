@@ -50,8 +50,7 @@ from .types import SchemaMappingError, arrow_schema
 #: rows per Arrow batch handed to the Parquet writer
 BATCH_ROWS = 8192
 #: default bytes per split: an eighth of a copybook file's (``splits.DEFAULT_SPLIT_BYTES``),
-#: for XML decodes some 15 times fewer bytes per second than copybook records; a Spark
-#: task's own cost (~10 ms of CPU) is still the decoding of 0.15 MB, and the last wave's
+#: for XML decodes some 15 times fewer bytes per second than copybook records, and the last
 #: splits (down to 1 MB) take a fraction of a second, not half of one (53 MB on two slots:
 #: 7 splits, the last 1.2 MB; with 128 MB splits 5, the last 3.3 MB)
 XML_SPLIT_BYTES = 16 * 1024 * 1024
