@@ -48,3 +48,7 @@ def memory_note() -> str:
         return "memory: not given back to a host (no free page reporting, no DAMON pageout)"
     return ("memory: given back to the host (" + "; ".join(returned) + "): a first write to memory costs up to "
             "~2 s of CPU per GB here, which makes runs that write much output vary (docs/performance.md)")
+
+
+if __name__ == "__main__":  # `make bench` runs every script here: the state its figures were taken in
+    print(memory_note())
