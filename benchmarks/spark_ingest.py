@@ -246,12 +246,15 @@ def _busy_seconds(before: list[int], after: list[int]) -> float:
 
 
 def _pool_task(task: object, index: int, item: object) -> tuple[int, float]:
-    """One split through the split task: its records and the CPU seconds it took."""
-    from coupler.translators.spark.direct import _cpu
+    """One split through the split task, then the worker settled as a Spark worker is after
+    its first split (``settle_worker``): its records and the CPU seconds it took."""
+    from coupler.translators.spark.direct import _cpu, settle_worker
 
     cpu = _cpu()
     message = task(index, item)  # type: ignore[operator]
-    return message.get("records", 0), _cpu() - cpu
+    spent = _cpu() - cpu
+    settle_worker()
+    return message.get("records", 0), spent
 
 
 def pool_run(processes: int, source: str, schema: Path, data: Path, out: Path) -> dict[str, float]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,7 @@ def measure(master: str, work: Path, jobs: int, code: Path | None) -> list[dict[
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(code.parent / "importable"), env.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, __file__, "--run-one", master, str(work), str(jobs)], env=env,
                           capture_output=True, text=True, cwd=tempfile.gettempdir())
+    shutil.rmtree(work / "out", ignore_errors=True)  # the jobs' outputs
     if proc.returncode:
         raise SystemExit(f"the Spark run failed: {proc.stderr.strip()[-2000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -81,6 +83,14 @@ def main() -> int:
         return 0
     work = Path(args.workdir or tempfile.mkdtemp(prefix="coupler-small-files-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(args, work)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     datagen.write_copybook(work / "txn.cpy")
     for i in range(args.files):
         path = work / f"f{i:05d}.dat"

@@ -1,10 +1,13 @@
 """Atomic output for the writer data sources: stage, then publish by renaming.
 
-A write job gets an id on the driver. Each task writes its partition to
-``<staging>/<job id>/part-<partition>-<attempt>.<ext>`` where ``<staging>`` is a hidden
-folder beside the output (``.<name>.staging``), never inside it. When every task has
-succeeded, :meth:`OutputCommitter.commit` on the driver moves the files of the successful
-attempts into place:
+A write job gets an id on the driver. Each task of a writer data source writes its
+partition to ``<staging>/<job id>/part-<partition>-<job id>.<ext>.attempt-<attempt>``; a
+split job (:func:`.direct.run_split_job`) writes each split it claims to
+``part-<split>-<job id>.<ext>.run-<random>`` and keeps its claims in ``claims/`` there.
+``<staging>`` is a hidden folder beside the output (``.<name>.staging``), never inside it.
+When every task has succeeded, :meth:`OutputCommitter.commit` on the driver removes what
+else is in the job's folder (failed or dropped attempts, claims), gives the files of the
+successful attempts their final names, and moves them into place:
 
 * the output folder does not exist yet (the usual case): the staged job folder, holding
   exactly the committed files and ``_SUCCESS``, is renamed to the output path in one
@@ -36,6 +39,10 @@ SUCCESS_MARKER = "_SUCCESS"
 
 class OutputExistsError(CouplerError):
     """The output path exists and the write mode is neither overwrite nor append."""
+
+
+class CommitError(CouplerError):
+    """A job's output could not be published whole (nothing of it was)."""
 
 
 @dataclass
@@ -102,10 +109,10 @@ class OutputCommitter:
         the task's partition, or for ``split`` when a task writes one file per split it
         claims (:func:`.direct.run_split_job`; the staging name then unique to this run of
         the split, since a later job stage may run the same split again)."""
-        self.job_dir.mkdir(parents=True, exist_ok=True)
-        if split is not None:
+        if split is not None:  # the driver made the job's folder: a late attempt after the commit finds none
             final = f"part-{split:05d}-{self.job_id}.{self.extension}"
             return self.job_dir / f"{final}.run-{uuid.uuid4().hex[:12]}", final
+        self.job_dir.mkdir(parents=True, exist_ok=True)
         partition, attempt = _task_ids()
         final = f"part-{partition:05d}-{self.job_id}.{self.extension}"
         return self.job_dir / f"{final}.attempt-{attempt}", final
@@ -116,10 +123,11 @@ class OutputCommitter:
         files = [m for m in messages if m is not None]
         keep = {Path(m.staged).name for m in files}
         for leftover in self.job_dir.iterdir() if self.job_dir.exists() else ():
-            if leftover.name not in keep:  # a failed or speculative attempt
+            if leftover.name not in keep:  # a failed or speculative attempt, a split job's claims
                 _remove(leftover)
         for m in files:
             os.replace(m.staged, self.job_dir / m.final_name)
+        self._only(self.job_dir, {m.final_name for m in files})
         published = [str(out / m.final_name) for m in files]
         manifest = json.dumps({
             "job": self.job_id,
@@ -144,6 +152,18 @@ class OutputCommitter:
                 _remove(old)
         self.cleanup_stale()
         return published
+
+    def _only(self, folder: Path, names: set[str]) -> None:
+        """Remove from ``folder`` what is not ``names`` (an attempt Spark was still stopping
+        may have written since the first sweep); refuse to publish what cannot be removed."""
+        for _ in range(3):
+            stray = [p for p in folder.iterdir() if p.name not in names] if folder.exists() else []
+            if not stray:
+                return
+            for p in stray:
+                _remove(p)
+        raise CommitError(f"the job's staging folder still holds {sorted(p.name for p in stray)[:3]}",
+                                where=str(folder), hint="a task of this job is still writing: run the job again")
 
     def abort(self, messages: Sequence[TaskFile | None] = ()) -> None:
         """Remove everything this job staged."""

@@ -19,12 +19,11 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from .codec import CopybookCodec
-from .commit import OutputCommitter, TaskFile
-from .splits import FileSplit, Framing, SplitError, plan_splits
+from .commit import CommitError, OutputCommitter, TaskFile
+from .splits import FileSplit, Framing, plan_splits
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +138,7 @@ class _Claiming:
 
 
 def run_split_job(spark: Any, items: Sequence[Any], task: Callable[[int, Any], dict[str, Any]],
-                  committer: OutputCommitter, *, claims: Path | None = None) -> dict[str, Any]:
+                  committer: OutputCommitter) -> dict[str, Any]:
     """Run ``task(index, item)`` once for every item (a split) as a Spark job and commit the
     files the runs staged; the commit manifest with ``partitions`` (the splits) and ``timing``.
 
@@ -147,12 +146,17 @@ def run_split_job(spark: Any, items: Sequence[Any], task: Callable[[int, Any], d
     splits in order until none is left (:class:`_Claiming`): a slot that finishes early takes
     the next split, as with one task per split, without the 7-10 ms of the JVM's and
     PySpark's CPU that every Spark task costs (on the same two cores the splits run on under
-    ``local[2]``). A split claimed by a task attempt whose result Spark does not keep (a
+    ``local[2]``); with dynamic allocation, one task per split, so that executors started
+    later get work. A split claimed by a task attempt whose result Spark does not keep (a
     failed attempt that was retried, a speculative copy) has no result: the driver runs
     those splits again, in a second stage with one task per split, before it commits."""
-    claims_dir = claims or committer.job_dir / "claims"
+    claims_dir = committer.job_dir / "claims"
     claims_dir.mkdir(parents=True, exist_ok=True)
-    slots = max(1, min(len(items), spark.sparkContext.defaultParallelism))
+    sc = spark.sparkContext
+    # with dynamic allocation the cores come as executors start: a task per split, as Spark
+    # would schedule them, so that later executors get work (claiming makes the extra ones cheap)
+    dynamic = sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true"
+    slots = max(1, len(items) if dynamic else min(len(items), sc.defaultParallelism))
     submitted = time.time()
     try:
         done = spark.sparkContext.parallelize(range(slots), slots).mapPartitions(
@@ -163,7 +167,7 @@ def run_split_job(spark: Any, items: Sequence[Any], task: Callable[[int, Any], d
             done += spark.sparkContext.parallelize(missing, len(missing)).mapPartitions(
                 _Claiming(items, task, None)).collect()
         if sorted(m["index"] for m in done) != list(range(len(items))):  # never publish a partial output
-            raise SplitError(f"the job's tasks returned results for {len(done)} of its {len(items)} splits",
+            raise CommitError(f"the job's tasks returned results for {len(done)} of its {len(items)} splits",
                              where=committer.output, hint="run the job again: nothing of this run was published")
     except BaseException:
         committer.abort()

@@ -1,4 +1,4 @@
-"""XML files of repeated records as Spark split tasks, without DataFrame rows.
+"""XML files of repeated records translated by a Spark split job, without DataFrame rows.
 
 ``coupler batch translate --from xml:ORDERS.xsd#order --to parquet`` (or ``avro:...``): the
 driver plans splits of each file (:func:`plan_xml_splits`), each task slot claims splits
