@@ -329,8 +329,10 @@ def cli_baseline(source: str, schema: Path, data: Path, out: Path, jobs: int = 1
     if source == "copybook":
         import pyarrow.parquet as pq
 
-        records = sum(pq.ParquetFile(p).metadata.num_rows for p in (sorted(out.glob("*.parquet")) if out.is_dir() else [out]))
-        shutil.rmtree(out) if out.is_dir() else None
+        parts = sorted(out.glob("*.parquet")) if out.is_dir() else [out]
+        records = sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+        if out.is_dir():
+            shutil.rmtree(out)
     else:
         import fastavro
 

@@ -121,12 +121,9 @@ class OutputCommitter:
         """Publish the files of the successful task attempts; the published paths."""
         out = Path(self.output)
         files = [m for m in messages if m is not None]
-        keep = {Path(m.staged).name for m in files}
-        for leftover in self.job_dir.iterdir() if self.job_dir.exists() else ():
-            if leftover.name not in keep:  # a failed or speculative attempt, a split job's claims
-                _remove(leftover)
         for m in files:
             os.replace(m.staged, self.job_dir / m.final_name)
+        # the rest: failed or speculative attempts, a split job's claims
         self._only(self.job_dir, {m.final_name for m in files})
         published = [str(out / m.final_name) for m in files]
         manifest = json.dumps({
@@ -154,8 +151,9 @@ class OutputCommitter:
         return published
 
     def _only(self, folder: Path, names: set[str]) -> None:
-        """Remove from ``folder`` what is not ``names`` (an attempt Spark was still stopping
-        may have written since the first sweep); refuse to publish what cannot be removed."""
+        """Remove from ``folder`` what is not ``names``, again while something is left (an
+        attempt Spark was still stopping may write meanwhile); refuse to publish what cannot
+        be removed."""
         for _ in range(3):
             stray = [p for p in folder.iterdir() if p.name not in names] if folder.exists() else []
             if not stray:
@@ -163,7 +161,7 @@ class OutputCommitter:
             for p in stray:
                 _remove(p)
         raise CommitError(f"the job's staging folder still holds {sorted(p.name for p in stray)[:3]}",
-                                where=str(folder), hint="a task of this job is still writing: run the job again")
+                          where=str(folder), hint="a task of this job is still writing: run the job again")
 
     def abort(self, messages: Sequence[TaskFile | None] = ()) -> None:
         """Remove everything this job staged."""

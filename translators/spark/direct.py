@@ -159,26 +159,27 @@ def run_split_job(spark: Any, items: Sequence[Any], task: Callable[[int, Any], d
     slots = max(1, len(items) if dynamic else min(len(items), sc.defaultParallelism))
     submitted = time.time()
     try:
-        done = spark.sparkContext.parallelize(range(slots), slots).mapPartitions(
+        done = sc.parallelize(range(slots), slots).mapPartitions(
             _Claiming(items, task, str(claims_dir))).collect()
         missing = sorted(set(range(len(items))) - {m["index"] for m in done})
         if missing:
             log.warning("%d splits claimed by task attempts whose results were not kept: running them again", len(missing))
-            done += spark.sparkContext.parallelize(missing, len(missing)).mapPartitions(
+            done += sc.parallelize(missing, len(missing)).mapPartitions(
                 _Claiming(items, task, None)).collect()
         if sorted(m["index"] for m in done) != list(range(len(items))):  # never publish a partial output
             raise CommitError(f"the job's tasks returned results for {len(done)} of its {len(items)} splits",
-                             where=committer.output, hint="run the job again: nothing of this run was published")
+                              where=committer.output, hint="run the job again: nothing of this run was published")
     except BaseException:
         committer.abort()
         raise
     collected = time.time()
     done.sort(key=lambda m: m["index"])
     spans = [m.pop("span") for m in done]
-    messages = [{k: v for k, v in m.items() if k != "index"} for m in done]
-    messages = [m for m in messages if m]
+    for m in done:
+        del m["index"]
+    messages = [m for m in done if m]
     committer.commit([TaskFile(**m) for m in messages])
-    timing = task_timing(spans, submitted, collected, spark.sparkContext.defaultParallelism)
+    timing = task_timing(spans, submitted, collected, sc.defaultParallelism)
     timing["tasks"] = slots + len(missing)
     log.debug("split job: %s", timing, extra={"timing": timing})
     return {
