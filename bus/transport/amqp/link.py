@@ -65,14 +65,29 @@ class _Window:
     """The confirms one published batch waits for (published in one or more chunks: done
     when it is ``sealed``, its last chunk published, and every confirm is in)."""
 
-    __slots__ = ("left", "done", "nacked", "error", "sealed")
+    __slots__ = ("left", "done", "refused", "chunks", "error", "sealed")
 
     def __init__(self, left: int = 0):
         self.left = left
         self.done = threading.Event()
-        self.nacked = 0
+        self.refused: list[int] = []  # the delivery tags the broker nacked
+        self.chunks: list[tuple[int, list[Any]]] = []  # (first delivery tag, messages) as published
         self.error: BaseException | None = None
         self.sealed = False
+
+    @property
+    def nacked(self) -> int:
+        return len(self.refused)
+
+    def refused_messages(self) -> list[Any]:
+        """The messages of the tags the broker nacked, in the order they were published."""
+        out = []
+        for tag in sorted(self.refused):
+            for first, messages in self.chunks:
+                if first <= tag < first + len(messages):
+                    out.append(messages[tag - first])
+                    break
+        return out
 
     def fail(self, exc: BaseException | None) -> None:
         self.error = exc
@@ -585,7 +600,7 @@ class Link:
         for t in tags:
             w = waiting.pop(t)
             if nack:
-                w.nacked += 1
+                w.refused.append(t)
             w.left -= 1
             if w.left == 0 and w.sealed:
                 w.done.set()
@@ -606,9 +621,10 @@ class Link:
         pipelined. When the connection breaks before the confirms, the batch is published
         again on the new one (at least once) until the reconnect timeout runs out. When the
         broker nacks part of it (it refused responsibility: a quorum queue whose leader is not
-        elected yet, a queue full with ``x-overflow reject-publish``), the batch is published
-        again after a pause growing from 50 ms to 1 s, as RabbitMQ's confirms documentation
-        lets a publisher do, until the same timeout; then :class:`BrokerRefusedError`.
+        elected yet, a queue full with ``x-overflow reject-publish``), the messages it nacked
+        (not those it confirmed) are published again after a pause growing from 50 ms to 1 s,
+        as RabbitMQ's confirms documentation lets a publisher do, until the same timeout; then
+        :class:`BrokerRefusedError`.
         """
         pending = iter(chunks)
         if self.in_io_thread:
@@ -656,8 +672,9 @@ class Link:
                     f"{self.reconnect_timeout:g} s",
                     hint="a queue may be full (x-overflow reject-publish) or the broker short of resources",
                 )
-            if window.error is None:  # nacked: the same batch again, after a growing pause
-                log.debug("RabbitMQ nacked %d message(s) of a batch; publishing it again", window.nacked)
+            if window.error is None:  # nacked: those messages again, after a growing pause
+                log.debug("RabbitMQ nacked %d message(s) of a batch; publishing them again", window.nacked)
+                sent = [(window.refused_messages(), True)]  # the rest is confirmed
                 self._stopping.wait(pause)
                 pause = min(pause * 2, 1.0)
             else:
@@ -673,6 +690,7 @@ class Link:
         for t in range(first, first + len(messages)):
             self._waiting[t] = window
         window.left += len(messages)
+        window.chunks.append((first, messages))
         if last:
             window.sealed = True
             if window.left == 0 and window.error is None:

@@ -215,12 +215,48 @@ def test_coalesced_acknowledgements_reach_the_broker_while_the_consumer_idles(br
         other.close()
 
 
-def _full_after_one(t: AmqpTransport) -> AmqpTransport:
-    """Channel queues of ``t`` that hold one ready message at most (with the transport's
-    ``x-overflow reject-publish``: the broker nacks a publish to a full queue)."""
+def _full_after_one(t: AmqpTransport, length: int = 1) -> AmqpTransport:
+    """Channel queues of ``t`` that hold one (``length``) ready message at most (with the
+    transport's ``x-overflow reject-publish``: the broker nacks a publish to a full queue)."""
     arguments = t.names.channel_arguments
-    t.names.channel_arguments = lambda: {**arguments(), "x-max-length": 1}  # type: ignore[method-assign]
+    t.names.channel_arguments = lambda: {**arguments(), "x-max-length": length}  # type: ignore[method-assign]
     return t
+
+
+def test_a_batch_the_broker_takes_in_part_is_published_again_without_what_it_took(broker_names, caplog) -> None:
+    """A batch of 300 to a queue that holds 3: the broker confirms what it took (a quorum
+    queue's limit is approximate: about half of such a batch here) and nacks the rest; the
+    send publishes only the nacked messages again (what it confirmed is on the queue already:
+    publishing it again would deliver it twice), and each message arrives once as a consumer
+    makes room."""
+    caplog.set_level(logging.DEBUG, logger="coupler.bus.transport.amqp.link")
+    producer = _full_after_one(_transport(broker_names, reconnect_timeout=60), 3)
+    consumer = _full_after_one(_transport(broker_names), 3)
+    bodies = [b"%d" % i for i in range(300)]
+    errors: list[BaseException] = []
+    try:
+        def send() -> None:
+            try:
+                producer.send("batch", [doc(b) for b in bodies])
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        wait_for(lambda: any("nacked" in r.getMessage() for r in caplog.records),
+                 "the broker to nack the part of the batch that does not fit", timeout=30)
+        got: list[bytes] = []
+        while sender.is_alive() or len(got) < len(bodies):
+            deliveries = consumer.receive_wait("batch", "c", max=50, wait=5)
+            consumer.ack(deliveries)
+            got += [d.envelope.body for d in deliveries]
+            assert len(got) == len(set(got)), "a message the broker had confirmed was delivered twice"
+        sender.join(timeout=30)
+        assert errors == [] and sorted(got) == sorted(bodies)
+        assert consumer.receive_wait("batch", "c", max=5, wait=1.0) == []
+    finally:
+        for t in (producer, consumer):
+            t.close()
 
 
 def test_a_publish_the_broker_nacks_is_published_again_until_the_queue_takes_it(broker_names, caplog) -> None:
