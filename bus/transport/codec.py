@@ -230,6 +230,8 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return (n >> 1) ^ -(n & 1), pos + 1
         shift += 7
+        if shift > 63:  # a long is 10 bytes at most: a corrupt blob, not a number to grow
+            raise ValueError("varint too long")
 
 
 def _str(buf: bytes, pos: int) -> tuple[str, int]:
