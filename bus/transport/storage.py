@@ -216,7 +216,8 @@ class StorageTx(abc.ABC):
         channels = sorted({channel for channel, _counter in counts})
         totals = {k: json.loads(v) for k, v in self.state(COUNTS, channels, lock=True).items()}
         for (channel, counter), n in counts.items():
-            totals.setdefault(channel, {})[counter] = totals.get(channel, {}).get(counter, 0) + n
+            total = totals.setdefault(channel, {})
+            total[counter] = total.get(counter, 0) + n
         self.put_state(COUNTS, {k: json.dumps(v).encode() for k, v in totals.items()})
 
     def counters(self) -> dict[str, dict[str, int]]:
