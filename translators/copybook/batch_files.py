@@ -143,9 +143,9 @@ def decode_file_batches(
 
     ``jobs`` > 1 decodes chunks on threads (the compiled kernel and the file reads release
     the GIL) and yields them in file order, with the bad-field reports and counters in that
-    order too: the output is the same whatever ``jobs`` is. At most ``jobs + 1`` chunks, and
-    never more than 3 (``_READ_AHEAD``), are read ahead of the caller, so memory stays flat:
-    up to 3 chunks decode at once while the caller (the writer) takes the one before.
+    order too: the output is the same whatever ``jobs`` is. ``min(jobs, 3)`` threads decode,
+    and 3 chunks (``_READ_AHEAD``) are read ahead of the caller, so memory stays flat: up to 3
+    chunks decode at once while the caller (the writer) takes the one before.
 
     ``records=(first, count)`` decodes only those whole records of each file (numbered from
     0, as in the reports), and its truncated last record only when the range reaches the end:
@@ -181,7 +181,7 @@ def decode_file_batches(
                                 raise OSError(f"{name} ended early")
                             yield _chunk(*decoders.get(), data, count, name, file_id, first, options, stats)
                     else:
-                        yield from _parallel(pool, jobs, decoders, stream.fileno(), chunks, size, name, file_id,
+                        yield from _parallel(pool, decoders, stream.fileno(), chunks, size, name, file_id,
                                              options, stats)
                     tail = total - whole * size if end == whole else 0
                     if tail:
@@ -251,11 +251,12 @@ _READ_AHEAD = 3
 
 
 def _parallel(
-    pool: ThreadPoolExecutor, jobs: int, decoders: _Decoders, fd: int, chunks: Iterator[tuple[int, int]],
+    pool: ThreadPoolExecutor, decoders: _Decoders, fd: int, chunks: Iterator[tuple[int, int]],
     size: int, name: str, file_id: int, options: CopybookOptions, stats: DecodeStats,
 ) -> Iterator[FileBatch]:
-    """Chunks decoded on ``jobs`` threads, yielded in order with their counters and reports
-    merged into ``stats`` in order (each thread counts into a scratch of its own)."""
+    """Chunks decoded on ``pool``'s threads, :data:`_READ_AHEAD` ahead of the caller, yielded
+    in order with their counters and reports merged into ``stats`` in order (each thread
+    counts into a scratch of its own)."""
 
     def work(first: int, count: int) -> tuple[FileBatch, DecodeStats, list[Any]]:
         data = os.pread(fd, count * size, options.file_start_offset + first * size)
@@ -268,7 +269,7 @@ def _parallel(
     pending: deque[Future[tuple[FileBatch, DecodeStats, list[Any]]]] = deque()
     for first, count in chunks:
         pending.append(pool.submit(work, first, count))
-        if len(pending) >= min(jobs + 1, _READ_AHEAD):
+        if len(pending) >= _READ_AHEAD:
             yield _merged(pending.popleft().result(), stats)
     while pending:
         yield _merged(pending.popleft().result(), stats)
