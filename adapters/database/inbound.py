@@ -195,7 +195,7 @@ class RowPoller:
                 # PostgreSQL: the UPDATE runs while the messages are made and stored (the
                 # network wait overlaps the work); it is in the same transaction, committed
                 # only after the bus accepted the messages, so its order does not matter
-                marking = Meanwhile(self._mark, conn, rows) if self.status is not None and self.postgres else None
+                marking = Meanwhile(self._mark, conn, rows, name="db-mark") if self.status is not None and self.postgres else None
                 try:
                     self._publish(self._messages(rows, result), result)
                 finally:
@@ -240,7 +240,7 @@ class RowPoller:
                     tx = conn.begin()
                     rows = self._rows(conn, after)
                     if rows:
-                        marking = Meanwhile(self._mark, conn, rows)
+                        marking = Meanwhile(self._mark, conn, rows, name="db-mark")
                         envelopes = self._messages(rows, part)
                     if pending is not None:
                         done, pending = pending, None
@@ -456,7 +456,7 @@ class Meanwhile(threading.Thread):
     :meth:`result` after :meth:`join` returns what it returned or raises what it raised,
     :meth:`finish` does both."""
 
-    def __init__(self, fn: Callable[..., Any], *args: Any, name: str = "db-mark"):
+    def __init__(self, fn: Callable[..., Any], *args: Any, name: str):
         super().__init__(name=name, daemon=True)
         self._call = (fn, args)
         self._value: Any = None

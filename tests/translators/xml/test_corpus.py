@@ -418,7 +418,8 @@ def test_published_documents_come_straight_to_avro_without_the_fallback() -> Non
     """The test above also passes when the converter always falls back to the dict converter:
     here every published document whose record type is converted straight to Avro comes
     encoded (an EncodedRecord, not the fallback's dict), but the few of ``FALLING_BACK``
-    (the XRechnung and SIRI documents with comments between children among those encoded)."""
+    (children in another order than declared); documents with comments between children,
+    XRechnung's among them, come encoded."""
     encoded: list[str] = []
     fallbacks: list[str] = []
     for xsd, doc in PAIRS:
