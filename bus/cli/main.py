@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,11 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # NumPy's OpenBLAS starts a thread per core at import, which then spins: ~0.1 s of CPU
+    # per process on two cores (a third of `copybook decode`'s start-up,
+    # docs/performance.md). Coupler does no linear algebra; a user's own setting wins, and
+    # the processes the command starts (Spark's workers) inherit it.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         parser = _parser_for(argv)
     except CouplerError as exc:  # a plugin that cannot be loaded, or adds a command twice
