@@ -296,6 +296,79 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size
     *st = (uint8_t)zero;
     return zero ? 0 : (int64_t)(hi - lo);
 }
+
+#define AVX2_TARGET __attribute__((target("avx2,bmi,bmi2,lzcnt,popcnt")))
+
+/* 32 bytes through a 256-entry table without a byte permute over 256 entries (AVX2 has none):
+ * lut[h] holds the table's 16 entries of high nibble h in both lanes; for each h, the bytes
+ * whose high nibble is h take the shuffle of lut[h] by their low nibble */
+AVX2_TARGET static inline __m256i translate32(const __m256i x, const __m256i lut[16]) {
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i lo = _mm256_and_si256(x, nib);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
+    __m256i r = _mm256_shuffle_epi8(lut[0], lo);
+    for (int h = 1; h < 16; h++)
+        r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(lut[h], lo), _mm256_cmpeq_epi8(hi, _mm256_set1_epi8((char)h)));
+    return r;
+}
+
+/* bit i set where byte i of the first UTF-8 bytes is > 0x20 (a character that is not trimmed) */
+AVX2_TARGET static inline uint32_t kept32(const __m256i out) {
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(out, _mm256_set1_epi8(0x21)), out));
+}
+
+/* text_field_simd for CPUs with AVX2 but without AVX-512 VBMI, for a field of up to 64 bytes
+ * (one or two 32-byte vectors) with 64 bytes of the batch from p: translate, trim by bit
+ * masks, store, without a branch on the value (the caller takes text_field otherwise) */
+AVX2_TARGET static inline int64_t text_field_avx2(const uint8_t *p, int64_t size, int64_t policy, int nullzero,
+                                                  uint8_t *o, uint8_t *st, const __m256i lut[16], const uint8_t *t) {
+    const uint64_t field = _bzhi_u64(~0ULL, (unsigned)size);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i a = _mm256_loadu_si256((const __m256i *)p);
+    const __m256i outa = translate32(a, lut);
+    uint64_t nonzero = (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, zero));
+    uint64_t keep = kept32(outa), high = (uint32_t)_mm256_movemask_epi8(outa);
+    __m256i outb = zero;
+    if (size > 32) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(p + 32));
+        outb = translate32(b, lut);
+        nonzero |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, zero)) << 32;
+        keep |= (uint64_t)kept32(outb) << 32;
+        high |= (uint64_t)(uint32_t)_mm256_movemask_epi8(outb) << 32;
+    }
+    keep &= field;
+    const int allzero = nullzero && (nonzero & field) == 0;
+    if (nullzero == 2 && allzero) {
+        *st = 1;
+        return 0;
+    }
+    const uint64_t first = _tzcnt_u64(keep), last = 64 - _lzcnt_u64(keep); /* 64 and 0 when none is kept */
+    uint64_t lo = 0, hi = (uint64_t)size;
+    if (policy == 1) {
+        lo = keep ? first : 0;
+        hi = last;
+    } else if (policy == 3) {
+        hi = last;
+    } else if (policy == 2) {
+        lo = keep ? first : (uint64_t)size;
+    }
+    const uint64_t kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
+    if (__builtin_expect((high & kept) != 0, 0)) /* characters beyond U+007F */
+        return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
+    if (__builtin_expect(lo != 0, 0)) { /* move byte lo to the front, through the stack */
+        uint8_t tmp[128] __attribute__((aligned(32)));
+        _mm256_store_si256((__m256i *)tmp, outa);
+        _mm256_store_si256((__m256i *)(tmp + 32), outb);
+        _mm256_store_si256((__m256i *)(tmp + 64), zero);
+        _mm256_storeu_si256((__m256i *)o, _mm256_loadu_si256((const __m256i *)(tmp + lo)));
+        _mm256_storeu_si256((__m256i *)(o + 32), _mm256_loadu_si256((const __m256i *)(tmp + lo + 32)));
+    } else { /* the 32- or 64-byte store may write past the value (TEXT_SLACK) */
+        _mm256_storeu_si256((__m256i *)o, outa);
+        if (size > 32) _mm256_storeu_si256((__m256i *)(o + 32), outb);
+    }
+    *st = (uint8_t)allzero;
+    return allzero ? 0 : (int64_t)(hi - lo);
+}
 #endif
 
 /* the text of column col in records r0..r1: the cursor and counts in registers (a store
@@ -442,11 +515,39 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
     const int zero_trims = one[0] <= 0x20 ? 1 : 2; /* see text_field_simd */
     DECODE_ALL(TEXT_SIMD)
 }
+
+/* a field with fewer than 64 bytes of the batch from it (the last records) takes the portable path */
+#define TEXT_AVX2                                                                             \
+    do {                                                                                      \
+        if (size <= 64)                                                                       \
+            TEXT_COLUMN(p + 64 <= end ? text_field_avx2(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, lut, t) \
+                                      : text_field(t, p, size, policy, nullzero, text + cursor, &st)); \
+        else                                                                                  \
+            TEXT_SCALAR;                                                                      \
+    } while (0)
+
+AVX2_TARGET static void decode_avx2(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols,
+                                    Py_ssize_t ncols) {
+    static const uint8_t none[256];
+    const uint8_t *one = none;
+    for (Py_ssize_t c = 0; c < ncols; c++)
+        if (cols[c].kind == K_TEXT) {
+            one = cols[c].table + 1536;
+            break;
+        }
+    __m256i lut[16];
+    for (int h = 0; h < 16; h++) lut[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(one + 16 * h)));
+    const uint8_t *const end = base + n * record_size;
+    const int zero_trims = one[0] <= 0x20 ? 1 : 2;
+    DECODE_ALL(TEXT_AVX2)
+}
 #endif
 
-/* 1: the CPU has AVX-512 VBMI and the SIMD text path is on (use_simd() turns it off, to test
- * the portable path) */
-static int simd_on = 0;
+/* the text path in use: the best the CPU has by default; use_text_path() picks another (the
+ * property test runs each against the same oracles) */
+enum { PATH_PORTABLE, PATH_AVX2, PATH_AVX512 };
+static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512"};
+static int path_on = PATH_PORTABLE;
 
 static PyObject *run(PyObject *self, PyObject *args) {
     Py_buffer data, program, instances, tables, values, flags, textoff, text, counts;
@@ -514,8 +615,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
 #if HAVE_X86_SIMD
-    if (simd_on)
+    if (path_on == PATH_AVX512)
         decode_simd(base, n, record_size, cols, ncols);
+    else if (path_on == PATH_AVX2)
+        decode_avx2(base, n, record_size, cols, ncols);
     else
 #endif
         decode_generic(base, n, record_size, cols, ncols);
@@ -548,31 +651,54 @@ done:
     return result;
 }
 
-static int simd_available(void) {
+/* whether the CPU has the path's instructions */
+static int path_available(int path) {
 #if HAVE_X86_SIMD
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2");
-#else
-    return 0;
+    if (path == PATH_AVX512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2");
+    if (path == PATH_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt");
 #endif
+    return path == PATH_PORTABLE;
 }
 
-static PyObject *use_simd(PyObject *self, PyObject *args) {
-    int on;
-    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-    simd_on = on && simd_available();
-    return PyBool_FromLong(simd_on);
+static PyObject *text_paths(PyObject *self, PyObject *noargs) {
+    PyObject *out = PyList_New(0);
+    for (int path = PATH_PORTABLE; out && path <= PATH_AVX512; path++) {
+        if (!path_available(path)) continue;
+        PyObject *name = PyUnicode_FromString(PATH_NAMES[path]);
+        if (!name || PyList_Append(out, name) < 0) Py_CLEAR(out);
+        Py_XDECREF(name);
+    }
+    return out;
 }
 
-static PyObject *simd(PyObject *self, PyObject *noargs) { return PyBool_FromLong(simd_on); }
+static PyObject *use_text_path(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    for (int path = PATH_PORTABLE; path <= PATH_AVX512; path++)
+        if (strcmp(name, PATH_NAMES[path]) == 0) {
+            if (!path_available(path)) {
+                PyErr_Format(PyExc_ValueError, "this CPU has no %s text path", name);
+                return NULL;
+            }
+            path_on = path;
+            Py_RETURN_NONE;
+        }
+    PyErr_Format(PyExc_ValueError, "no text path named %s (portable, avx2, avx512)", name);
+    return NULL;
+}
+
+static PyObject *text_path(PyObject *self, PyObject *noargs) { return PyUnicode_FromString(PATH_NAMES[path_on]); }
 
 static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS,
      "run(data, n, record_size, program, instances, tables, values, flags, text_offsets, text, counts)"},
-    {"use_simd", use_simd, METH_VARARGS,
-     "use_simd(on) -> bool: use the AVX-512 text path when the CPU has it (the default); returns whether it is used"},
-    {"simd", simd, METH_NOARGS, "simd() -> bool: whether the AVX-512 text path is used"},
+    {"text_paths", text_paths, METH_NOARGS, "text_paths() -> list[str]: the text paths this CPU can run, best last"},
+    {"use_text_path", use_text_path, METH_VARARGS, "use_text_path(name): decode text with this path from now on"},
+    {"text_path", text_path, METH_NOARGS, "text_path() -> str: the text path in use (the best by default)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -580,6 +706,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fused", "The fused 
 
 PyMODINIT_FUNC PyInit__fused(void) {
     init_tables();
-    simd_on = simd_available();
+    for (int path = PATH_PORTABLE; path <= PATH_AVX512; path++)
+        if (path_available(path)) path_on = path;
     return PyModule_Create(&module);
 }

@@ -62,6 +62,8 @@ EVERY_KIND = """\
                    15  I-AMT     PIC S9(5)V99.
                10  O-FLAG    PIC X.
            05  T-TAIL        PIC X(20).
+           05  T-NAME        PIC X(40).
+           05  T-SIXTY-FOUR  PIC X(64).
            05  T-LONG        PIC X(70).
 """
 
@@ -120,17 +122,17 @@ def _records(layout, decoder: BatchDecoder, rng: random.Random, count: int) -> b
     return bytes(out)
 
 
-#: the kernel's text paths: portable C, and AVX-512 VBMI where this CPU has it (the default there)
-TEXT_PATHS = ["portable", *(["simd"] if kernels.FUSED_BUILT and kernels._fused.simd() else [])]
+#: the kernel's text paths this CPU runs: portable C, AVX2, AVX-512 VBMI (the best is the default)
+TEXT_PATHS = kernels._fused.text_paths() if kernels.FUSED_BUILT else ["portable"]
 
 
 @pytest.fixture(params=TEXT_PATHS, scope="module")
 def text_path(request):
     """Each text path of the kernel, against the same oracles."""
-    before = kernels._fused.simd()
-    assert kernels._fused.use_simd(request.param == "simd") == (request.param == "simd")
+    before = kernels._fused.text_path()
+    kernels._fused.use_text_path(request.param)
     yield request.param
-    kernels._fused.use_simd(before)
+    kernels._fused.use_text_path(before)
 
 
 def _check(layout, options: dict, seed: int, count: int = 24) -> None:
