@@ -32,7 +32,9 @@
  *     bytes with the high bit set are the multi-byte characters, checked once per field);
  *     on CPUs with AVX-512 VBMI (checked at run time; the build stays generic) a field of up
  *     to 64 bytes is loaded, translated (two 128-byte table permutes), trimmed (bit masks)
- *     and stored in a handful of instructions;
+ *     and stored in a handful of instructions; with AVX2 only, fields of 33-64 bytes are
+ *     translated 32 bytes at a time (16 in-lane shuffles, one per high nibble) and trimmed by
+ *     bit masks (use_text_path() picks a path; the property test runs each);
  *   - the GIL is released for the whole batch; Python only wraps the buffers as Arrow arrays.
  */
 #define PY_SSIZE_T_CLEAN
@@ -318,7 +320,7 @@ AVX2_TARGET static inline uint32_t kept32(const __m256i out) {
 }
 
 /* text_field_simd for CPUs with AVX2 but without AVX-512 VBMI, for a field of up to 64 bytes
- * (one or two 32-byte vectors) with 64 bytes of the batch from p: translate, trim by bit
+ * (one or two 32-byte vectors; TEXT_AVX2 says which sizes take it) with 64 bytes of the batch from p: translate, trim by bit
  * masks, store, without a branch on the value (the caller takes text_field otherwise) */
 AVX2_TARGET static inline int64_t text_field_avx2(const uint8_t *p, int64_t size, int64_t policy, int nullzero,
                                                   uint8_t *o, uint8_t *st, const __m256i lut[16], const uint8_t *t) {
@@ -516,10 +518,13 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
     DECODE_ALL(TEXT_SIMD)
 }
 
-/* a field with fewer than 64 bytes of the batch from it (the last records) takes the portable path */
+/* fields of 33-64 bytes: two vectors, 16 shuffles each, beat the portable loop (1.33x for
+ * X(40), 1.72x for X(64) on an AMD EPYC without AVX-512); up to 32 bytes the portable loop is
+ * as fast or faster (0.93-1.02x: the per-field costs dominate; docs/performance.md). A field
+ * with fewer than 64 bytes of the batch from it (the last records) takes the portable path */
 #define TEXT_AVX2                                                                             \
     do {                                                                                      \
-        if (size <= 64)                                                                       \
+        if (size > 32 && size <= 64)                                                          \
             TEXT_COLUMN(p + 64 <= end ? text_field_avx2(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, lut, t) \
                                       : text_field(t, p, size, policy, nullzero, text + cursor, &st)); \
         else                                                                                  \
