@@ -38,6 +38,7 @@ EVERY_KIND = """\
        01  REC.
            05  T-TEXT        PIC X(12).
            05  T-ALPHA       PIC A(5).
+           05  T-CODE        PIC X(8).
            05  Z-UNSIGNED    PIC 9(5).
            05  Z-TRAIL       PIC S9(7)V99.
            05  Z-LEAD        PIC S9(4) SIGN LEADING.
