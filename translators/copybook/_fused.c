@@ -38,6 +38,11 @@
  *   - the GIL is released for the whole batch; Python only wraps the buffers as Arrow arrays.
  */
 #define PY_SSIZE_T_CLEAN
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+/* the SWAR loads (zoned digits, short text) and the Arrow buffers assume little-endian words;
+ * the extension is optional (setup.py): elsewhere the NumPy kernels decode */
+#error "the fused kernel is built on little-endian machines only"
+#endif
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
