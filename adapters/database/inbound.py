@@ -177,42 +177,68 @@ class RowPoller:
         self.totals.polls += 1
         last = self.state.load() if self.state is not None else None
         try:
-            with self.engine.connect() as conn, conn.begin():
-                found = conn.execute(self.select(last, limit))
-                names = list(found.keys())
-                # the watermark's columns come last (``_wm_0``...): kept apart from the record
-                width = sum(1 for n in names if n.startswith("_wm_"))
-                values = found.all()
-                if width:
-                    names = names[:-width]
-                    rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
-                    marks = [list(r[-width:]) for r in values]
-                else:  # tuples zipped with the names: a dict per row without a mapping view
-                    rows = [dict(zip(names, r, strict=True)) for r in values]
-                result.listed = len(rows)
-                if not rows:
-                    return result
-                # PostgreSQL: the UPDATE runs while the messages are made and stored (the
-                # network wait overlaps the work); it is in the same transaction, committed
-                # only after the bus accepted the messages, so its order does not matter
-                marking = Meanwhile(self._mark, conn, rows, name="db-mark") if self.status is not None and self.postgres else None
-                try:
-                    self._publish(self._messages(rows, result), result)
-                finally:
-                    if marking is not None:
-                        marking.join()  # the connection is this thread's again (commit or rollback)
-                if marking is not None:
-                    marking.result()
-                elif self.status is not None:
-                    self._mark(conn, rows)
-                else:
-                    assert self.state is not None and self.watermark is not None
-                    self.state.save([_tag(v) for v in marks[-1]])
+            conn = self.engine.connect()
+            try:
+                with conn.begin():
+                    done = self._poll_in(conn, last, limit, result)
+            except BaseException:
+                with contextlib.suppress(Exception):  # what the batch raised is the news
+                    conn.close()  # rolled back: its rows are read again by the next poll
+                raise
         except sa.exc.DBAPIError as exc:
             raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
-        result.done = len(rows)
-        self.totals.rows += len(rows)
+        self._give_back(conn, done)
+        result.done = done
+        self.totals.rows += done
         return result
+
+    def _poll_in(self, conn: sa.Connection, last: list[Any] | None, limit: int | None, result: PollResult) -> int:
+        """One batch in the transaction begun on ``conn``: the rows read, published and marked
+        (or the watermark saved); how many."""
+        found = conn.execute(self.select(last, limit))
+        names = list(found.keys())
+        # the watermark's columns come last (``_wm_0``...): kept apart from the record
+        width = sum(1 for n in names if n.startswith("_wm_"))
+        values = found.all()
+        if width:
+            names = names[:-width]
+            rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
+            marks = [list(r[-width:]) for r in values]
+        else:  # tuples zipped with the names: a dict per row without a mapping view
+            rows = [dict(zip(names, r, strict=True)) for r in values]
+        result.listed = len(rows)
+        if not rows:
+            return 0
+        # PostgreSQL: the UPDATE runs while the messages are made and stored (the
+        # network wait overlaps the work); it is in the same transaction, committed
+        # only after the bus accepted the messages, so its order does not matter
+        marking = Meanwhile(self._mark, conn, rows, name="db-mark") if self.status is not None and self.postgres else None
+        try:
+            self._publish(self._messages(rows, result), result)
+        finally:
+            if marking is not None:
+                marking.join()  # the connection is this thread's again (commit or rollback)
+        if marking is not None:
+            marking.result()
+        elif self.status is not None:
+            self._mark(conn, rows)
+        else:
+            assert self.state is not None and self.watermark is not None
+            self.state.save([_tag(v) for v in marks[-1]])
+        return len(rows)
+
+    def _give_back(self, conn: sa.Connection, rows: int) -> None:
+        """``conn`` given back to the pool once its batch is done: its transaction committed
+        (``rows`` rows read, published and marked), or nothing read. A failure now loses
+        nothing (the rows are not read again), so it is reported on one line and the poll
+        goes on (the pool opens another connection when it needs one)."""
+        try:
+            conn.close()
+        except Exception as exc:  # noqa: BLE001 - the batch is committed: reported, not raised
+            done = f"{rows} rows of {self.fullname} committed (published once, not read again)" if rows \
+                else f"a poll of {self.fullname} that read nothing"
+            self.log.warning("%s", DatabaseError(f"{done}, but its connection could not be given back to the "
+                                                 f"pool: {describe_error(exc)}", where=self.where))
 
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
@@ -251,15 +277,16 @@ class RowPoller:
                 except BaseException:
                     if marking is not None:
                         marking.join()
-                    conn.close()  # rolled back: its rows are read again by the next poll
+                    with contextlib.suppress(Exception):  # what the batch raised is the news
+                        conn.close()  # rolled back: its rows are read again by the next poll
                     raise
                 if not rows:
-                    conn.close()
+                    self._give_back(conn, 0)  # nothing read: rolled back
                     break
                 part.listed = part.done = len(rows)
                 after = tuple(rows[-1][c.name] for c in self.key)
                 assert marking is not None
-                pending = Meanwhile(_commit, conn, tx, marking, durable, part, name="db-commit")
+                pending = Meanwhile(_commit, conn, tx, marking, durable, part, self._give_back, name="db-commit")
                 if len(rows) < self.o.batch_size:
                     break
         except sa.exc.DBAPIError as exc:
@@ -435,10 +462,11 @@ PIPELINE = 8
 
 
 def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, durable: Callable[[], None],
-            result: PollResult) -> PollResult:
+            result: PollResult, give_back: Callable[[sa.Connection, int], None]) -> PollResult:
     """A batch's end (on a thread of its own, :class:`Meanwhile`): its messages awaited on disk
     (``durable``), its marking ``UPDATE`` joined, its transaction committed, its connection
-    given back (after a failure: rolled back); ``result``, the batch's counts."""
+    given back (``give_back``: a failure then is reported, the batch stays done; after a
+    failure before: rolled back, raised); ``result``, the batch's counts."""
     try:
         try:
             durable()
@@ -446,8 +474,11 @@ def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, dur
             marking.join()  # the connection is this thread's again
         marking.result()
         tx.commit()
-    finally:
-        conn.close()
+    except BaseException:
+        with contextlib.suppress(Exception):  # what the batch raised is the news
+            conn.close()
+        raise
+    give_back(conn, result.done)
     return result
 
 
