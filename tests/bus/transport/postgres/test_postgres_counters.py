@@ -82,3 +82,41 @@ def test_a_failed_flush_adds_nothing_and_the_next_adds_its_counts_once(transport
     t._write_counts(force=True)  # the counts kept, added once
     t._write_counts(force=True)  # nothing left to add
     assert t.store.counters() == _expected({("orders", "sent"): 1}, COUNTS)
+
+
+def test_a_send_that_committed_succeeds_though_the_counts_it_flushes_cannot_be_added(
+        transport: PostgresTransport, caplog: pytest.LogCaptureFixture) -> None:
+    from coupler.canonical import Envelope
+
+    t = transport
+    t.send("orders", Envelope(format="test.Note@1", body=b"first"))
+    t._write_counts(force=True)  # the row of "orders" exists
+    with psycopg.connect(PG_DSN, autocommit=True) as other:
+        with other.transaction():  # another daemon holds the row of "orders"
+            other.execute(f"SELECT 1 FROM {t.schema}.counters WHERE channel = 'orders' FOR UPDATE")
+            t._conn().execute("SET lock_timeout = '100ms'")
+            t._pending_since -= 1.0  # the last flush a second old: this send's commit flushes
+            t.send("orders", Envelope(format="test.Note@1", body=b"second"))  # committed: no error
+            assert t._pending  # the counts kept for the next flush
+    got = t.receive("orders", "test", max=10)
+    assert [d.envelope.body for d in got] == [b"first", b"second"]  # sent once each
+    t.ack(got)
+    assert t.stats("orders")[0].sent == 2 and t.stats("orders")[0].acked == 2
+    [report] = [r for r in caplog.records if "counts" in r.getMessage()]
+    assert report.exc_info is None and f"schema {t.schema}" in report.getMessage()
+
+
+def test_counts_read_in_a_transaction_that_rolls_back_are_not_lost(transport: PostgresTransport) -> None:
+    from coupler.canonical import Envelope
+
+    t = transport
+    t._write_counts(force=True)
+    t.send("orders", Envelope(format="test.Note@1", body=b"x"))  # counted, not flushed yet (within the second)
+    with pytest.raises(RuntimeError, match="the step failed"):
+        with t.transaction():
+            assert len(t.peek("orders")) == 1  # the transaction has begun
+            assert t.stats("orders")[0].sent == 1
+            raise RuntimeError("the step failed")  # the transaction rolled back
+    assert t.stats("orders")[0].sent == 1
+    t._write_counts(force=True)
+    assert t.store.counters()["orders"]["sent"] == 1
