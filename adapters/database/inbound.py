@@ -116,8 +116,14 @@ class RowPoller:
         self.watermark = self._columns([opts.watermark_column], "watermark_column")[0] if opts.watermark_column else None
         if self.watermark is not None and self.watermark not in self.read:
             self.read.append(self.watermark)
+        if self.watermark is not None:
+            self._check_watermark(self.watermark)
         self.state = WatermarkState(data_dir / "watermark.json") if self.watermark is not None else None
         self.encoder = RowEncoder(fmt, site_registry(context))  # [schemas] paths of the site too
+        if self.encoder.avro and opts.rows_per_message > 1:  # else every row went to the Invalid Message Channel
+            raise DatabaseError(f"an {fmt.content_type} body carries one row each: rows_per_message must be 1 "
+                                f"with format {fmt}", where=f"{where}.rows_per_message",
+                                hint="remove rows_per_message, or use a JSON format")
         self.format = fmt
         self.fullname = self.table.fullname
         self.postgres = engine.dialect.name == "postgresql"
@@ -135,6 +141,20 @@ class RowPoller:
                                     where=f"{self.where}.{what}")
             out.append(self.table.c[n])
         return out
+
+    def _check_watermark(self, column: sa.Column[Any]) -> None:
+        """A watermark's values are kept in a JSON file (:func:`_tag`): a column whose values
+        have no form there is refused now, not after each poll published its rows."""
+        try:
+            kind = column.type.python_type
+        except NotImplementedError:  # a type SQLAlchemy cannot tell: its values are checked when kept
+            return
+        if not issubclass(kind, _WATERMARK_TYPES):
+            raise DatabaseError(f"column {column.name} ({column.type}) of {self.table.fullname} cannot be a "
+                                "watermark: its values have no form in the adapter's state file",
+                                where=f"{self.where}.watermark_column",
+                                hint="use a column that grows with each new row: a timestamp, a number or text, "
+                                "or a status_column")
 
     # -- one poll -------------------------------------------------------------------------------
 
@@ -510,6 +530,9 @@ class Meanwhile(threading.Thread):
         self.join()
         return self.result()
 
+
+#: the Python types of the columns a watermark can be (JSON values, or tagged by :func:`_tag`)
+_WATERMARK_TYPES = (int, float, str, decimal.Decimal, dt.date, dt.time, uuid.UUID)
 
 _TAGGED: dict[str, Callable[[str], Any]] = {
     "datetime": dt.datetime.fromisoformat, "date": dt.date.fromisoformat, "time": dt.time.fromisoformat,

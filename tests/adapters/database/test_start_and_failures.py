@@ -1,0 +1,103 @@
+"""What the database adapter refuses at start (with the key to correct), what a failed start
+leaves behind (nothing: no poll thread, no connection), and how a failing poll is reported
+(one line naming the adapter's key, no traceback) while the adapter goes on polling."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from coupler.adapters.database import DatabaseAdapter
+from coupler.bus.testing import EmbeddedBus
+from coupler.canonical.errors import CouplerError
+from tests.bus.site_helpers import wait_for
+
+from .conftest import Database
+from .test_inbound import make_orders, poll_adapter
+
+
+def _postgres_sockets() -> int:
+    """This process's open TCP connections to port 5432."""
+    inodes = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with open(table) as f:
+            for line in list(f)[1:]:
+                fields = line.split()
+                if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == 5432 and fields[3] == "01":
+                    count += 1
+    return count
+
+
+def test_a_watermark_column_whose_values_have_no_json_form_is_refused_at_start(bus: EmbeddedBus, db: Database) -> None:
+    binary = "bytea" if db.kind == "postgresql" else "blob"
+    db.sql(f"CREATE TABLE blobs (id integer PRIMARY KEY, tag {binary}, note text)")
+    db.many(f"INSERT INTO blobs (id, tag, note) VALUES ({db.p}, {db.p}, {db.p})", [(i, bytes([i]), "x") for i in (1, 2)])
+    with pytest.raises(CouplerError, match=r"adapters\[orders-in\]\.options\.poll\.watermark_column: column tag .* "
+                                           r"cannot be a watermark"):
+        poll_adapter(bus, db, table="blobs", watermark_column="tag")
+    assert bus.published("orders") == []  # not published once a poll, again and again
+
+
+def test_avro_bodies_of_several_rows_are_refused_at_start(bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 3)
+    with pytest.raises(CouplerError, match=r"adapters\[orders-in\]\.options\.poll\.rows_per_message: .*one row each"):
+        bus.adapter(DatabaseAdapter, "orders-in", db.options(poll={
+            "table": "orders", "autopoll": False, "status_column": "processed_at", "rows_per_message": 10}),
+            direction="inbound", channel="orders", format="acme.Customer@1;avro/binary")
+    assert bus.invalid() == []  # the rows were not sent to the Invalid Message Channel one by one
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]
+
+
+def test_a_failed_start_leaves_no_poll_thread_running(bus: EmbeddedBus, sqlite: Database) -> None:
+    make_orders(sqlite, 3)
+    with pytest.raises(CouplerError, match=r"adapters\[orders-in\]\.options\.poll\.listen: .*needs PostgreSQL"):
+        bus.adapter(DatabaseAdapter, "orders-in", sqlite.options(poll={
+            "table": "orders", "status_column": "processed_at", "interval": 0.05, "listen": "orders"}),
+            direction="inbound", channel="orders")
+    # reported failed, the adapter must not poll (and publish) behind the site's back
+    assert [t.name for t in threading.enumerate() if t.name == "poll:orders-in"] == []
+    assert bus.published("orders") == []
+    assert sqlite.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]
+
+
+def test_a_failed_start_leaves_no_connection_open(bus: EmbeddedBus, postgres: Database) -> None:
+    before = _postgres_sockets()
+    for _ in range(3):  # the daemon keeps a failed adapter: its connections would stay open
+        with pytest.raises(CouplerError, match="no table"):
+            poll_adapter(bus, postgres, table="nothere", status_column="processed_at")
+    assert _postgres_sockets() == before
+
+
+def test_a_failing_poll_is_one_located_line_and_the_adapter_polls_on(
+        bus: EmbeddedBus, postgres: Database, caplog: pytest.LogCaptureFixture) -> None:
+    make_orders(postgres, 2)
+    poll_adapter(bus, postgres, status_column="processed_at", autopoll=True, interval=0.05, max_interval=0.2)
+    got: list[int] = []
+
+    def drained(n: int) -> bool:
+        got.extend(json.loads(m.body)["id"] for m in bus.published("orders"))
+        return len(got) >= n
+
+    wait_for(lambda: drained(2), "the first rows")
+    postgres.sql("ALTER TABLE orders RENAME TO orders_away")  # a DBA's mistake
+    wait_for(lambda: any("orders" in r.getMessage() and "failed" in r.getMessage() for r in caplog.records),
+             "a failed poll")
+    postgres.sql("ALTER TABLE orders_away RENAME TO orders")
+    make_orders(postgres, 1, first=3)
+    wait_for(lambda: drained(3), "the row added once the table is back")
+    assert got == [1, 2, 3]
+    failed = [r for r in caplog.records if "poll failed" in r.getMessage()]
+    assert failed and all(not r.exc_info and "\n" not in r.getMessage() for r in failed)  # no traceback
+    assert "adapters[orders-in].options.poll: poll of " in failed[0].getMessage()
