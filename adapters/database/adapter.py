@@ -233,8 +233,8 @@ class DatabaseAdapter(Adapter):
                                code="unsupported")
         try:
             result = self.poller.poll(command.max)
-        except CouplerError as exc:
-            raise CommandFault(exc.message, code="failed") from None
+        except CouplerError as exc:  # the fault names the place (adapters[NAME].options.poll)
+            raise CommandFault(exc.message, code="failed", where=exc.where, hint=exc.hint) from None
         return Reply(details={"status": "polled", **{k: str(v) for k, v in result.to_json().items()}})
 
     def on_ping(self, command: Command) -> Reply:

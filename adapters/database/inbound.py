@@ -463,7 +463,7 @@ class RowPoller:
                                           properties={"db.table": self.table.fullname, "db.key": self.key_text(row)}),
                                  reason)
         except Exception as store:  # noqa: BLE001 - recording the bad row must not stop the batch
-            raise CouplerError(f"cannot record an invalid row ({reason}): {store}") from None
+            raise CouplerError(f"cannot record an invalid row ({reason}): {store}", where=self.where) from None
         result.invalid += 1
         self.totals.invalid += 1
 

@@ -101,3 +101,32 @@ def test_a_failing_poll_is_one_located_line_and_the_adapter_polls_on(
     failed = [r for r in caplog.records if "poll failed" in r.getMessage()]
     assert failed and all(not r.exc_info and "\n" not in r.getMessage() for r in failed)  # no traceback
     assert "adapters[orders-in].options.poll: poll of " in failed[0].getMessage()
+
+
+def test_a_fetch_whose_poll_fails_answers_a_fault_naming_the_place(bus: EmbeddedBus, db: Database) -> None:
+    from coupler.bus.api import CommandFault
+
+    from .test_inbound import fetch
+
+    make_orders(db, 3)
+    db.sql(f"UPDATE orders SET weight = {db.p} WHERE id = 2", (float("inf"),))  # no JSON form: invalid
+    a = poll_adapter(bus, db, status_column="processed_at")
+    assert a.context is not None
+    record_invalid = a.context.invalid
+
+    def store_full(envelope, reason):  # type: ignore[no-untyped-def]
+        raise OSError("disk full")
+
+    a.context.invalid = store_full  # type: ignore[method-assign]
+    with pytest.raises(CommandFault, match=r"adapters\[orders-in\]\.options\.poll: cannot record an invalid row "
+                                           r"\(row 2 of .*\): disk full"):
+        fetch(a)
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]  # rolled back
+    db.sql("ALTER TABLE orders RENAME TO orders_away")
+    with pytest.raises(CommandFault, match=r"adapters\[orders-in\]\.options\.poll: poll of .*orders failed"):
+        fetch(a)
+    db.sql("ALTER TABLE orders_away RENAME TO orders")
+    a.context.invalid = record_invalid  # type: ignore[method-assign]
+    assert fetch(a)["messages"] == "2"
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3]
+    assert len(bus.invalid()) == 1
