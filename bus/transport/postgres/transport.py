@@ -177,11 +177,17 @@ class PostgresTransport(StorageTransport):
         if tx.counts:
             with self._lock:
                 self._pending.update(tx.counts)
-            try:
-                self._write_counts()
-            except TransportError as exc:  # the transaction committed: its caller must not think otherwise
-                log.warning("schema %s: channel counts not added to %s.counters now (kept for the next "
-                            "flush, in a second): %s", self.schema, self.schema, exc)
+            self._flush_counts()
+
+    def _flush_counts(self) -> None:
+        """:meth:`_write_counts` when a second has passed since the last flush; a failure is
+        a warning (the counts are kept for the next): what called it (a committed
+        transaction, an idle wait) has not failed."""
+        try:
+            self._write_counts()
+        except TransportError as exc:
+            log.warning("schema %s: channel counts not added to %s.counters now (kept for the next "
+                        "flush, in a second): %s", self.schema, self.schema, exc)
 
     def _write_counts(self, *, force: bool = False) -> None:
         """Add this process's counts to ``counters`` (once a second: one row per channel is
@@ -234,7 +240,11 @@ class PostgresTransport(StorageTransport):
     def wait_for(self, channel: str, timeout: float) -> None:
         """Wait until a message is announced on ``channel`` after the count noted by
         :meth:`before_look` (or now), or ``timeout``. A process listens only once it first
-        waits (a process that only sends is not woken by every message)."""
+        waits (a process that only sends is not woken by every message). A waiting process
+        adds the counts it has not added yet to ``counters`` (they would wait for its next
+        commit: other daemons and ``coupler ctl`` read them there)."""
+        if self._pending:
+            self._flush_counts()
         if self._listener is None:
             with self._wake:
                 if self._listener is None and self._opened:

@@ -120,3 +120,22 @@ def test_counts_read_in_a_transaction_that_rolls_back_are_not_lost(transport: Po
     assert t.stats("orders")[0].sent == 1
     t._write_counts(force=True)
     assert t.store.counters()["orders"]["sent"] == 1
+
+
+def test_an_idle_process_adds_its_last_counts_for_the_others_to_read(transport: PostgresTransport) -> None:
+    from coupler.canonical import Envelope
+    from tests.bus.site_helpers import wait_for
+
+    t = transport
+    t._write_counts(force=True)
+    t.send("orders", Envelope(format="test.Note@1", body=b"x"))  # within the second: kept
+    [got] = t.receive("orders", "test")
+    t.ack([got])
+    with psycopg.connect(PG_DSN, autocommit=True) as other:  # another daemon, ctl, the metrics
+
+        def shared() -> tuple[int, int] | None:
+            t.receive_wait("orders", "test", wait=0.3)  # this process idle, waiting for messages
+            row = other.execute(f"SELECT sent, acked FROM {t.schema}.counters WHERE channel = 'orders'").fetchone()
+            return row if row == (1, 1) else None
+
+        assert wait_for(shared, "the counts in the shared table", timeout=10) == (1, 1)
