@@ -78,9 +78,16 @@ class WatermarkState:
     def load(self) -> list[Any] | None:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
+            last = data["last"]
+            for value in last:
+                _untag(value)
         except FileNotFoundError:
             return None
-        return list(data["last"])
+        except (ValueError, TypeError, KeyError) as exc:  # edited by hand: say which file, not a traceback
+            raise DatabaseError(f"the watermark is not (watermark, key) values the adapter wrote: "
+                                f"{type(exc).__name__}: {exc}", where=str(self.path),
+                                hint="correct it, or delete it to read the table from its first row") from None
+        return list(last)
 
     def save(self, last: list[Any]) -> None:
         tmp = self.path.with_suffix(".tmp")

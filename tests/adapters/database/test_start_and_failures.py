@@ -130,3 +130,20 @@ def test_a_fetch_whose_poll_fails_answers_a_fault_naming_the_place(bus: Embedded
     assert fetch(a)["messages"] == "2"
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3]
     assert len(bus.invalid()) == 1
+
+
+def test_a_watermark_file_edited_wrong_is_a_fault_naming_the_file(bus: EmbeddedBus, db: Database) -> None:
+    from coupler.bus.api import CommandFault
+
+    from .test_inbound import fetch
+
+    make_orders(db, 3)
+    a = poll_adapter(bus, db, watermark_column="id")
+    assert fetch(a)["messages"] == "3" and a.context is not None
+    state = Path(a.context.data_dir) / "watermark.json"
+    state.write_text('{"last": [2, }')  # a hand edit gone wrong
+    with pytest.raises(CommandFault, match=r"watermark\.json: the watermark is not .*JSONDecodeError.*"
+                                           r"\(correct it, or delete it"):
+        fetch(a)
+    state.write_text(json.dumps({"last": [2, 2]}))  # corrected: from row 3 on
+    assert fetch(a)["messages"] == "1"
