@@ -582,7 +582,6 @@ class Listener:
         self._thread.join(5)
 
     def _run(self) -> None:
-        import psycopg
         from psycopg import sql
 
         while not self._stop.is_set():
@@ -599,7 +598,7 @@ class Listener:
                             self.wake()
                 finally:
                     raw.invalidate()  # a LISTENing connection is not given back to the pool
-            except (psycopg.Error, sa.exc.DBAPIError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the database away, the pool exhausted: never the thread's end
                 self.log.warning("LISTEN %s failed, listening again in 2 s: %s", self.channel,
                                  describe_error(exc))
                 self._stop.wait(2.0)

@@ -147,3 +147,32 @@ def test_a_watermark_file_edited_wrong_is_a_fault_naming_the_file(bus: EmbeddedB
         fetch(a)
     state.write_text(json.dumps({"last": [2, 2]}))  # corrected: from row 3 on
     assert fetch(a)["messages"] == "1"
+
+
+def test_the_listener_outlives_a_pool_with_no_connection_to_give(postgres: Database) -> None:
+    import logging
+
+    import sqlalchemy as sa
+
+    from coupler.adapters.database.inbound import Listener
+
+    engine = sa.create_engine(postgres.url)
+    raw_connection, calls = engine.raw_connection, []
+
+    def exhausted() -> object:  # the first time: every connection of the pool in use for 30 s
+        calls.append(1)
+        if len(calls) == 1:
+            raise sa.exc.TimeoutError("QueuePool limit of size 2 overflow 2 reached, connection timed out")
+        return raw_connection()
+
+    engine.raw_connection = exhausted  # type: ignore[method-assign]
+    woken: list[int] = []
+    listener = Listener(engine, f"{postgres.schema}_wake", lambda: woken.append(1), logging.getLogger("test"))
+    listener.start()
+    try:
+        wait_for(lambda: len(calls) >= 2 and woken, "the listener listening again")  # it wakes the poll once listening
+        postgres.sql(f"NOTIFY {postgres.schema}_wake")
+        wait_for(lambda: listener.notified >= 1, "the notification")
+    finally:
+        listener.stop()
+        engine.dispose()
