@@ -197,11 +197,12 @@ class DatabaseAdapter(Adapter):
                 rows = [dict(r._mapping) for r in result.fetchmany(limit)] if result.returns_rows else []
                 conn.commit()
         except sa.exc.DBAPIError as exc:
-            raise CommandFault(f"query {name} failed: {describe_error(exc)}", code="failed") from None
+            raise CommandFault(f"query {name} failed: {describe_error(exc)}", code="failed",
+                               where=f"{self.where}.queries.{name}") from None
         try:
             return [row_record(r) for r in rows]
         except RowError as exc:
-            raise CommandFault(f"query {name}: {exc.message}", code="failed") from None
+            raise CommandFault(f"query {name}: {exc.message}", code="failed", where=f"{self.where}.queries.{name}") from None
 
     def _rows_document(self, name: str, rows: list[dict[str, Any]]) -> Document:
         fmt = FormatIndicator.parse(self.settings.queries[name].format or ROWS_FORMAT, "application/json")
