@@ -78,6 +78,16 @@ class DatabaseAdapter(Adapter):
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Connect, check the options against the database, start polling; a start that
+        fails leaves nothing running and no connection open (the daemon keeps the adapter,
+        reported failed)."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
         from coupler.adapters.common.poller import Poller
 
         from .connection import DatabaseError, describe_error, make_engine, shown
@@ -107,6 +117,8 @@ class DatabaseAdapter(Adapter):
             if not channel:
                 raise DatabaseError("an inbound adapter needs a channel to publish to",
                                     where=f"adapters[{self.name}].channel")
+            if s.poll.listen and self.engine.dialect.name != "postgresql":
+                raise DatabaseError("poll.listen needs PostgreSQL (LISTEN/NOTIFY)", where=f"{self.where}.poll.listen")
             fmt = self.format or FormatIndicator.parse(f"db.{s.poll.table.replace('.', '_')}@1;application/json")
             data_dir = Path(self.context.data_dir)
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -120,9 +132,6 @@ class DatabaseAdapter(Adapter):
                                       heartbeat=self.context.heartbeat, logger=self.log)
                 self._thread.start()
                 if s.poll.listen:
-                    if self.engine.dialect.name != "postgresql":
-                        raise DatabaseError("poll.listen needs PostgreSQL (LISTEN/NOTIFY)",
-                                            where=f"{self.where}.poll.listen")
                     self.listener = Listener(self.engine, s.poll.listen, self._thread.trigger, self.log)
                     self.listener.start()
 
@@ -188,11 +197,12 @@ class DatabaseAdapter(Adapter):
                 rows = [dict(r._mapping) for r in result.fetchmany(limit)] if result.returns_rows else []
                 conn.commit()
         except sa.exc.DBAPIError as exc:
-            raise CommandFault(f"query {name} failed: {describe_error(exc)}", code="failed") from None
+            raise CommandFault(f"query {name} failed: {describe_error(exc)}", code="failed",
+                               where=f"{self.where}.queries.{name}") from None
         try:
             return [row_record(r) for r in rows]
         except RowError as exc:
-            raise CommandFault(f"query {name}: {exc.message}", code="failed") from None
+            raise CommandFault(f"query {name}: {exc.message}", code="failed", where=f"{self.where}.queries.{name}") from None
 
     def _rows_document(self, name: str, rows: list[dict[str, Any]]) -> Document:
         fmt = FormatIndicator.parse(self.settings.queries[name].format or ROWS_FORMAT, "application/json")
@@ -224,8 +234,8 @@ class DatabaseAdapter(Adapter):
                                code="unsupported")
         try:
             result = self.poller.poll(command.max)
-        except CouplerError as exc:
-            raise CommandFault(exc.message, code="failed") from None
+        except CouplerError as exc:  # the fault names the place (adapters[NAME].options.poll)
+            raise CommandFault(exc.message, code="failed", where=exc.where, hint=exc.hint) from None
         return Reply(details={"status": "polled", **{k: str(v) for k, v in result.to_json().items()}})
 
     def on_ping(self, command: Command) -> Reply:

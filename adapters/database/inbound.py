@@ -78,9 +78,16 @@ class WatermarkState:
     def load(self) -> list[Any] | None:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
+            last = data["last"]
+            for value in last:
+                _untag(value)
         except FileNotFoundError:
             return None
-        return list(data["last"])
+        except (ValueError, TypeError, KeyError) as exc:  # edited by hand: say which file, not a traceback
+            raise DatabaseError(f"the watermark is not (watermark, key) values the adapter wrote: "
+                                f"{type(exc).__name__}: {exc}", where=str(self.path),
+                                hint="correct it, or delete it to read the table from its first row") from None
+        return list(last)
 
     def save(self, last: list[Any]) -> None:
         tmp = self.path.with_suffix(".tmp")
@@ -116,8 +123,14 @@ class RowPoller:
         self.watermark = self._columns([opts.watermark_column], "watermark_column")[0] if opts.watermark_column else None
         if self.watermark is not None and self.watermark not in self.read:
             self.read.append(self.watermark)
+        if self.watermark is not None:
+            self._check_watermark(self.watermark)
         self.state = WatermarkState(data_dir / "watermark.json") if self.watermark is not None else None
         self.encoder = RowEncoder(fmt, site_registry(context))  # [schemas] paths of the site too
+        if self.encoder.avro and opts.rows_per_message > 1:  # else every row went to the Invalid Message Channel
+            raise DatabaseError(f"an {fmt.content_type} body carries one row each: rows_per_message must be 1 "
+                                f"with format {fmt}", where=f"{where}.rows_per_message",
+                                hint="remove rows_per_message, or use a JSON format")
         self.format = fmt
         self.fullname = self.table.fullname
         self.postgres = engine.dialect.name == "postgresql"
@@ -135,6 +148,20 @@ class RowPoller:
                                     where=f"{self.where}.{what}")
             out.append(self.table.c[n])
         return out
+
+    def _check_watermark(self, column: sa.Column[Any]) -> None:
+        """A watermark's values are kept in a JSON file (:func:`_tag`): a column whose values
+        have no form there is refused now, not after each poll published its rows."""
+        try:
+            kind = column.type.python_type
+        except NotImplementedError:  # a type SQLAlchemy cannot tell: its values are checked when kept
+            return
+        if not issubclass(kind, _WATERMARK_TYPES):
+            raise DatabaseError(f"column {column.name} ({column.type}) of {self.table.fullname} cannot be a "
+                                "watermark: its values have no form in the adapter's state file",
+                                where=f"{self.where}.watermark_column",
+                                hint="use a column that grows with each new row: a timestamp, a number or text, "
+                                "or a status_column")
 
     # -- one poll -------------------------------------------------------------------------------
 
@@ -177,42 +204,68 @@ class RowPoller:
         self.totals.polls += 1
         last = self.state.load() if self.state is not None else None
         try:
-            with self.engine.connect() as conn, conn.begin():
-                found = conn.execute(self.select(last, limit))
-                names = list(found.keys())
-                # the watermark's columns come last (``_wm_0``...): kept apart from the record
-                width = sum(1 for n in names if n.startswith("_wm_"))
-                values = found.all()
-                if width:
-                    names = names[:-width]
-                    rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
-                    marks = [list(r[-width:]) for r in values]
-                else:  # tuples zipped with the names: a dict per row without a mapping view
-                    rows = [dict(zip(names, r, strict=True)) for r in values]
-                result.listed = len(rows)
-                if not rows:
-                    return result
-                # PostgreSQL: the UPDATE runs while the messages are made and stored (the
-                # network wait overlaps the work); it is in the same transaction, committed
-                # only after the bus accepted the messages, so its order does not matter
-                marking = Meanwhile(self._mark, conn, rows, name="db-mark") if self.status is not None and self.postgres else None
-                try:
-                    self._publish(self._messages(rows, result), result)
-                finally:
-                    if marking is not None:
-                        marking.join()  # the connection is this thread's again (commit or rollback)
-                if marking is not None:
-                    marking.result()
-                elif self.status is not None:
-                    self._mark(conn, rows)
-                else:
-                    assert self.state is not None and self.watermark is not None
-                    self.state.save([_tag(v) for v in marks[-1]])
+            conn = self.engine.connect()
+            try:
+                with conn.begin():
+                    done = self._poll_in(conn, last, limit, result)
+            except BaseException:
+                with contextlib.suppress(Exception):  # what the batch raised is the news
+                    conn.close()  # rolled back: its rows are read again by the next poll
+                raise
         except sa.exc.DBAPIError as exc:
             raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
-        result.done = len(rows)
-        self.totals.rows += len(rows)
+        self._give_back(conn, done)
+        result.done = done
+        self.totals.rows += done
         return result
+
+    def _poll_in(self, conn: sa.Connection, last: list[Any] | None, limit: int | None, result: PollResult) -> int:
+        """One batch in the transaction begun on ``conn``: the rows read, published and marked
+        (or the watermark saved); how many."""
+        found = conn.execute(self.select(last, limit))
+        names = list(found.keys())
+        # the watermark's columns come last (``_wm_0``...): kept apart from the record
+        width = sum(1 for n in names if n.startswith("_wm_"))
+        values = found.all()
+        if width:
+            names = names[:-width]
+            rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
+            marks = [list(r[-width:]) for r in values]
+        else:  # tuples zipped with the names: a dict per row without a mapping view
+            rows = [dict(zip(names, r, strict=True)) for r in values]
+        result.listed = len(rows)
+        if not rows:
+            return 0
+        # PostgreSQL: the UPDATE runs while the messages are made and stored (the
+        # network wait overlaps the work); it is in the same transaction, committed
+        # only after the bus accepted the messages, so its order does not matter
+        marking = Meanwhile(self._mark, conn, rows, name="db-mark") if self.status is not None and self.postgres else None
+        try:
+            self._publish(self._messages(rows, result), result)
+        finally:
+            if marking is not None:
+                marking.join()  # the connection is this thread's again (commit or rollback)
+        if marking is not None:
+            marking.result()
+        elif self.status is not None:
+            self._mark(conn, rows)
+        else:
+            assert self.state is not None and self.watermark is not None
+            self.state.save([_tag(v) for v in marks[-1]])
+        return len(rows)
+
+    def _give_back(self, conn: sa.Connection, rows: int) -> None:
+        """``conn`` given back to the pool once its batch is done: its transaction committed
+        (``rows`` rows read, published and marked), or nothing read. A failure now loses
+        nothing (the rows are not read again), so it is reported on one line and the poll
+        goes on (the pool opens another connection when it needs one)."""
+        try:
+            conn.close()
+        except Exception as exc:  # noqa: BLE001 - the batch is committed: reported, not raised
+            done = f"{rows} rows of {self.fullname} committed (published once, not read again)" if rows \
+                else f"a poll of {self.fullname} that read nothing"
+            self.log.warning("%s", DatabaseError(f"{done}, but its connection could not be given back to the "
+                                                 f"pool: {describe_error(exc)}", where=self.where))
 
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
@@ -251,15 +304,16 @@ class RowPoller:
                 except BaseException:
                     if marking is not None:
                         marking.join()
-                    conn.close()  # rolled back: its rows are read again by the next poll
+                    with contextlib.suppress(Exception):  # what the batch raised is the news
+                        conn.close()  # rolled back: its rows are read again by the next poll
                     raise
                 if not rows:
-                    conn.close()
+                    self._give_back(conn, 0)  # nothing read: rolled back
                     break
                 part.listed = part.done = len(rows)
                 after = tuple(rows[-1][c.name] for c in self.key)
                 assert marking is not None
-                pending = Meanwhile(_commit, conn, tx, marking, durable, part, name="db-commit")
+                pending = Meanwhile(_commit, conn, tx, marking, durable, part, self._give_back, name="db-commit")
                 if len(rows) < self.o.batch_size:
                     break
         except sa.exc.DBAPIError as exc:
@@ -416,7 +470,7 @@ class RowPoller:
                                           properties={"db.table": self.table.fullname, "db.key": self.key_text(row)}),
                                  reason)
         except Exception as store:  # noqa: BLE001 - recording the bad row must not stop the batch
-            raise CouplerError(f"cannot record an invalid row ({reason}): {store}") from None
+            raise CouplerError(f"cannot record an invalid row ({reason}): {store}", where=self.where) from None
         result.invalid += 1
         self.totals.invalid += 1
 
@@ -435,10 +489,11 @@ PIPELINE = 8
 
 
 def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, durable: Callable[[], None],
-            result: PollResult) -> PollResult:
+            result: PollResult, give_back: Callable[[sa.Connection, int], None]) -> PollResult:
     """A batch's end (on a thread of its own, :class:`Meanwhile`): its messages awaited on disk
     (``durable``), its marking ``UPDATE`` joined, its transaction committed, its connection
-    given back (after a failure: rolled back); ``result``, the batch's counts."""
+    given back (``give_back``: a failure then is reported, the batch stays done; after a
+    failure before: rolled back, raised); ``result``, the batch's counts."""
     try:
         try:
             durable()
@@ -446,8 +501,11 @@ def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, dur
             marking.join()  # the connection is this thread's again
         marking.result()
         tx.commit()
-    finally:
-        conn.close()
+    except BaseException:
+        with contextlib.suppress(Exception):  # what the batch raised is the news
+            conn.close()
+        raise
+    give_back(conn, result.done)
     return result
 
 
@@ -479,6 +537,9 @@ class Meanwhile(threading.Thread):
         self.join()
         return self.result()
 
+
+#: the Python types of the columns a watermark can be (JSON values, or tagged by :func:`_tag`)
+_WATERMARK_TYPES = (int, float, str, decimal.Decimal, dt.date, dt.time, uuid.UUID)
 
 _TAGGED: dict[str, Callable[[str], Any]] = {
     "datetime": dt.datetime.fromisoformat, "date": dt.date.fromisoformat, "time": dt.time.fromisoformat,
@@ -521,7 +582,6 @@ class Listener:
         self._thread.join(5)
 
     def _run(self) -> None:
-        import psycopg
         from psycopg import sql
 
         while not self._stop.is_set():
@@ -538,7 +598,7 @@ class Listener:
                             self.wake()
                 finally:
                     raw.invalidate()  # a LISTENing connection is not given back to the pool
-            except (psycopg.Error, sa.exc.DBAPIError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the database away, the pool exhausted: never the thread's end
                 self.log.warning("LISTEN %s failed, listening again in 2 s: %s", self.channel,
                                  describe_error(exc))
                 self._stop.wait(2.0)

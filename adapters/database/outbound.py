@@ -197,26 +197,36 @@ class TableWriter:
         return value
 
     def deliver(self, envelope: Envelope) -> bool:
-        """Write ``envelope``'s records; False when its message id was written before."""
+        """Write ``envelope``'s records; False when its message id was written before.
+
+        The ledger row and the records in one transaction, without a savepoint: a duplicate
+        id ends it (nothing written), and a failure of the records takes the ledger row with
+        it (SQLite's driver committed a savepoint begun outside a transaction: the id stayed
+        in the ledger, and the message, tried again, was dropped as written before)."""
         rows = self.rows(envelope)
         try:
-            with self.engine.connect() as conn, conn.begin():
+            with self.engine.connect() as conn:
+                tx = conn.begin()
                 try:
-                    with conn.begin_nested():
-                        conn.execute(sa.insert(self.ledger).values(adapter=self.name, message_id=envelope.message_id))
+                    conn.execute(sa.insert(self.ledger).values(adapter=self.name, message_id=envelope.message_id))
                 except sa.exc.IntegrityError:
+                    tx.rollback()
                     self.duplicates += 1
                     self.log.info("%s: message %s was written before; not again", self.name, envelope.message_id)
                     return False
                 self._write(conn, rows, envelope)
+                tx.commit()
         except sa.exc.IntegrityError as exc:  # a constraint of the table refuses the record
             raise CommandFault(f"message {envelope.message_id} refused by the table: {describe_error(exc)}",
                                code="invalid") from None
         except sa.exc.StatementError as exc:
             if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
                 raise DatabaseError(f"database connection lost: {describe_error(exc)}", where=self.where) from None
-            if isinstance(exc, sa.exc.OperationalError):
+            if isinstance(exc, sa.exc.OperationalError) or _sqlstate(exc) in _NOT_THE_MESSAGE:
                 raise DatabaseError(f"write failed: {describe_error(exc)}", where=self.where) from None
+            raise CommandFault(f"message {envelope.message_id} cannot be written: {describe_error(exc)}",
+                               code="invalid") from None
+        except OverflowError as exc:  # a number the driver cannot bind (SQLite: beyond 64 bits)
             raise CommandFault(f"message {envelope.message_id} cannot be written: {describe_error(exc)}",
                                code="invalid") from None
         self.written += len(rows)
@@ -271,6 +281,16 @@ class TableWriter:
     def describe(self) -> dict[str, Any]:
         return {"table": self.table.fullname if self.table is not None else None, "operation": self.o.operation,
                 "written": self.written, "duplicates": self.duplicates}
+
+
+#: SQLSTATEs of a database that changed under the adapter (a table, a column, a procedure or a
+#: schema gone, a privilege revoked): its error, tried again later, not the message's (which
+#: would go to the Invalid Message Channel, every one of them until it is put right)
+_NOT_THE_MESSAGE = frozenset({"42P01", "42703", "42883", "42501", "3F000"})
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    return getattr(getattr(exc, "orig", None), "sqlstate", None)
 
 
 def _base_type(avro: Any) -> Any:

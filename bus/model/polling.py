@@ -6,7 +6,9 @@ took nothing the interval grows by ``idle_backoff`` up to ``max_interval``; a po
 something resets it and the next poll follows at once. A failing poll (server down, disk
 full) is logged, counted and retried after the same growing interval. The thread wakes
 early for a file whose stability interval is about to pass, for ``trigger()`` (the
-``fetch`` command) and for ``stop()``.
+``fetch`` command) and for ``stop()``. A failed poll is one log line; with a traceback only when
+it raised neither an :class:`OSError` nor a :class:`~coupler.canonical.errors.CouplerError`
+(which say what and where themselves).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from coupler.canonical.errors import CouplerError
 
 
 class Polled(Protocol):
@@ -87,7 +91,9 @@ class Poller:
         except Exception as exc:  # noqa: BLE001 - a failing poll must not end the thread
             self.errors += 1
             self.last_error = str(exc)
-            self.log.warning("%s: poll failed: %s", self.name, exc, exc_info=not isinstance(exc, OSError))
+            # a CouplerError says what and where on its line (a database away, a table gone):
+            # a traceback only for what nobody foresaw
+            self.log.warning("%s: poll failed: %s", self.name, exc, exc_info=not isinstance(exc, OSError | CouplerError))
             self.current_interval = min(self.current_interval * self.idle_backoff, self.max_interval)
             return self.current_interval
         finally:

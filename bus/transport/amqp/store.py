@@ -366,23 +366,49 @@ class PgStore:
             return self._journal_writer
 
     def write(self, rows: list[tuple[Any, ...]], counts: dict[tuple[str, str], int]) -> None:
-        """Write journal rows and counter increments now, in one transaction."""
+        """Write journal rows and counter increments now, in one transaction: the counts in
+        one statement whatever their channels and counters (:meth:`_add_counts`), a
+        transaction of its own when there are no rows (one round trip)."""
+        added = self._counts_by_channel(counts) if counts else None
+        if not rows:
+            if added is not None:
+                conn = self._connection()
+                with self.reporting(conn):
+                    self._add_counts(conn, added)
+            return
         with self.conn() as c:
-            if rows:
-                with c.cursor() as cur, cur.copy(
-                    f"COPY {self.schema}.journal (at, channel, message_id, event, detail, trace_id, keys) FROM STDIN"
-                ) as copy:
-                    for row in rows:
-                        copy.write_row(row)
-            for (channel, counter), n in sorted((counts or {}).items()):
-                if counter not in COUNTERS:
-                    raise ValueError(counter)
-                c.execute(
-                    f"INSERT INTO {self.schema}.counters (channel, {counter}) VALUES (%s, %s) "
-                    f"ON CONFLICT (channel) DO UPDATE SET {counter} = "
-                    f"{self.schema}.counters.{counter} + excluded.{counter}",
-                    (channel, n),
-                )
+            with c.cursor() as cur, cur.copy(
+                f"COPY {self.schema}.journal (at, channel, message_id, event, detail, trace_id, keys) FROM STDIN"
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if added is not None:
+                self._add_counts(c, added)
+
+    @staticmethod
+    def _counts_by_channel(counts: dict[tuple[str, str], int]) -> list[list[Any]]:
+        """``counts`` as the columns of :meth:`_add_counts`: the channels in order, then one
+        list a counter of :data:`COUNTERS` (0 where a channel has none)."""
+        by_channel: dict[str, list[int]] = {}
+        for (channel, counter), n in counts.items():
+            try:
+                i = COUNTERS.index(counter)
+            except ValueError:
+                raise ValueError(counter) from None
+            by_channel.setdefault(channel, [0] * len(COUNTERS))[i] += n
+        channels = sorted(by_channel)  # rows locked in one order: two daemons' flushes never deadlock
+        return [channels, *([by_channel[ch][i] for ch in channels] for i in range(len(COUNTERS)))]
+
+    def _add_counts(self, conn: Any, columns: list[list[Any]]) -> None:
+        """One ``INSERT ... SELECT FROM unnest(...) ON CONFLICT DO UPDATE``: a row a channel,
+        every counter added (an upsert a channel and counter cost a round trip each)."""
+        s = self.schema
+        conn.execute(
+            f"INSERT INTO {s}.counters (channel, {', '.join(COUNTERS)}) "
+            f"SELECT * FROM unnest(%s::text[]{', %s::bigint[]' * len(COUNTERS)}) ORDER BY 1 "
+            "ON CONFLICT (channel) DO UPDATE SET " + ", ".join(f"{c} = {s}.counters.{c} + excluded.{c}" for c in COUNTERS),
+            columns,
+        )
 
     def journal(self, query: JournalQuery) -> list[JournalEntry]:
         # several processes write batches: the time each entry was recorded orders them

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import re
 import threading
 import time
@@ -49,6 +50,8 @@ from coupler.bus.transport.storage import (
     StorageTx,
     Stored,
 )
+
+log = logging.getLogger(__name__)
 
 _OWN_DDL = """
 CREATE TABLE IF NOT EXISTS {s}.queues (name TEXT PRIMARY KEY, tab TEXT NOT NULL);
@@ -174,13 +177,30 @@ class PostgresTransport(StorageTransport):
         if tx.counts:
             with self._lock:
                 self._pending.update(tx.counts)
+            self._flush_counts()
+
+    def _flush_counts(self) -> None:
+        """:meth:`_write_counts` when a second has passed since the last flush; a failure is
+        a warning (the counts are kept for the next): what called it (a committed
+        transaction, an idle wait) has not failed."""
+        try:
             self._write_counts()
+        except TransportError as exc:
+            log.warning("schema %s: channel counts not added to %s.counters now (kept for the next "
+                        "flush, in a second): %s", self.schema, self.schema, exc)
 
     def _write_counts(self, *, force: bool = False) -> None:
         """Add this process's counts to ``counters`` (once a second: one row per channel is
-        shared by every daemon, so each commit must not lock it)."""
+        shared by every daemon, so each commit must not lock it). Never inside a transaction
+        of this thread's connection: the counts would be lost with its rollback, and the rows
+        locked until its end."""
         with self._lock:
             if not self._pending or (not force and time.monotonic() - self._pending_since < 1.0):
+                return
+        if self._conn().info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return
+        with self._lock:
+            if not self._pending:  # another thread's flush took them
                 return
             pending, self._pending = self._pending, Counter()
             self._pending_since = time.monotonic()
@@ -220,7 +240,11 @@ class PostgresTransport(StorageTransport):
     def wait_for(self, channel: str, timeout: float) -> None:
         """Wait until a message is announced on ``channel`` after the count noted by
         :meth:`before_look` (or now), or ``timeout``. A process listens only once it first
-        waits (a process that only sends is not woken by every message)."""
+        waits (a process that only sends is not woken by every message). A waiting process
+        adds the counts it has not added yet to ``counters`` (they would wait for its next
+        commit: other daemons and ``coupler ctl`` read them there)."""
+        if self._pending:
+            self._flush_counts()
         if self._listener is None:
             with self._wake:
                 if self._listener is None and self._opened:
@@ -512,8 +536,16 @@ class PgTx(StorageTx):
         return sql_filters.journal_entries(self.x(sql, args, literal=True).fetchall())
 
     def counters(self) -> dict[str, dict[str, int]]:
+        """The counters table, with the counts this process has not added to it yet (added
+        first when this transaction has not begun)."""
         self.t._write_counts(force=True)
-        return self.t.store.counters()
+        counters = self.t.store.counters()
+        with self.t._lock:
+            pending = dict(self.t._pending)
+        for (channel, counter), n in pending.items():
+            row = counters.setdefault(channel, dict.fromkeys(policy.COUNTERS, 0))
+            row[counter] = row.get(counter, 0) + n
+        return counters
 
     def state(self, scope: str, keys: Iterable[str] | None = None, *, lock: bool = False) -> dict[str, bytes]:
         keys = None if keys is None else list(keys)

@@ -228,6 +228,70 @@ def test_a_failing_batch_stops_those_read_after_it(bus: EmbeddedBus, postgres: D
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == list(range(1, 10))  # in key order
 
 
+@pytest.mark.parametrize("failing", [1, 2], ids=["a-batch-before-another", "the-last-batch"])
+def test_a_connection_not_given_back_after_its_batch_committed_is_reported_and_the_poll_goes_on(
+        bus: EmbeddedBus, postgres: Database, caplog: pytest.LogCaptureFixture, failing: int) -> None:
+    import threading
+
+    import psycopg
+    import sqlalchemy as sa
+
+    make_orders(postgres, 5)
+    given_back = 0
+
+    def checkin(dbapi_connection: Any, record: Any) -> None:  # a pool taking a connection back
+        nonlocal given_back
+        if threading.current_thread().name == "db-commit":  # after a batch's commit
+            given_back += 1
+            if given_back == failing:
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    sa.event.listen(sa.pool.Pool, "checkin", checkin)
+    try:
+        a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3, autopoll=True, interval=0.05,
+                         max_interval=0.2)
+        published: list[int] = []
+
+        def drained(n: int) -> bool:
+            published.extend(json.loads(m.body)["id"] for m in bus.published("orders"))
+            return len(published) >= n
+
+        wait_for(lambda: drained(5), "the first five rows")
+        make_orders(postgres, 2, first=6)  # the adapter goes on polling
+        wait_for(lambda: drained(7), "the rows added after the failure")
+    finally:
+        sa.event.remove(sa.pool.Pool, "checkin", checkin)
+    assert given_back >= 2
+    assert published == [1, 2, 3, 4, 5, 6, 7]  # the committed batch was not published again
+    assert postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+    [report] = [r for r in caplog.records if "server closed the connection" in r.getMessage()]
+    assert report.exc_info is None and "\n" not in report.getMessage()  # one line, no traceback
+    assert "adapters[orders-in].options.poll" in report.getMessage()
+    assert "committed" in report.getMessage()  # the batch is done: not a failed poll
+    assert (a.describe()["inbound"]["rows"], a.describe()["inbound"]["messages"]) == (7, 7)  # counted once
+
+
+def test_a_fetch_whose_connection_is_not_given_back_answers_with_the_rows_it_committed(
+        bus: EmbeddedBus, db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    import sqlalchemy as sa
+
+    make_orders(db, 3)
+    a = poll_adapter(bus, db, status_column="processed_at")
+    armed = [True]
+
+    def checkin(dbapi_connection: Any, record: Any) -> None:
+        if armed.pop() if armed else False:  # the first connection given back after the fetch began
+            raise RuntimeError("the pool is closed")
+
+    assert a.engine is not None
+    sa.event.listen(a.engine.pool, "checkin", checkin)
+    assert fetch(a)["done"] == "3"  # committed: the command answers so
+    assert fetch(a)["done"] == "0"  # and the rows are not read again
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3]
+    [report] = [r for r in caplog.records if "the pool is closed" in r.getMessage()]
+    assert report.exc_info is None and report.getMessage().startswith("adapters[orders-in].options.poll: 3 rows of ")
+
+
 def test_one_by_one_when_the_context_cannot_publish_a_batch(bus: EmbeddedBus, db: Database) -> None:
     make_orders(db, 3)
     a = poll_adapter(bus, db, status_column="processed_at")

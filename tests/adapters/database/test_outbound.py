@@ -115,3 +115,39 @@ def test_stored_procedure_called_with_the_mapped_fields(bus: EmbeddedBus, postgr
         "mapping": {"user": "who", "action": "what"}}), direction="outbound", channel="audit")
     bus.deliver(a, message({"user": "ada", "action": HOSTILE}))
     assert postgres.sql("SELECT who, what FROM audit") == [("ada", HOSTILE)]
+
+
+def test_a_table_gone_from_the_database_is_an_error_of_the_database_not_of_the_message(
+        bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    a = writer(bus, db, mapping=MAPPING)
+    db.sql("ALTER TABLE orders_copy RENAME TO orders_away")  # a DBA's mistake, or a migration running
+    m = message({"orderNo": "G1", "customer": "Ada"})
+    with pytest.raises(CouplerError, match=r"adapters\[orders-out\]\.options\.write: .*orders_copy") as err:
+        bus.deliver(a, m)  # delivered again later (not to the Invalid Message Channel)
+    assert not isinstance(err.value, CommandFault)
+    db.sql("ALTER TABLE orders_away RENAME TO orders_copy")
+    bus.deliver(a, m)
+    assert db.sql("SELECT order_no FROM orders_copy") == [("G1",)]
+
+
+def test_a_number_too_large_for_the_driver_refuses_that_message_only(bus: EmbeddedBus, db: Database) -> None:
+    db.sql("CREATE TABLE counts (name text PRIMARY KEY, n integer)")
+    a = bus.adapter(DatabaseAdapter, "counts-out", db.options(write={"table": "counts"}), direction="outbound",
+                    channel="counts")
+    with pytest.raises(CommandFault, match="cannot be written") as err:
+        bus.deliver(a, message({"name": "big", "n": 10**20}))
+    assert err.value.code == "invalid"  # to the Invalid Message Channel, not tried again and again
+    bus.deliver(a, message({"name": "small", "n": 1}))
+    assert db.sql("SELECT name, n FROM counts") == [("small", 1)]
+
+
+def test_a_message_the_table_refused_is_written_when_delivered_again(bus: EmbeddedBus, db: Database) -> None:
+    db.sql(TABLE)
+    a = writer(bus, db, mapping=MAPPING)
+    with pytest.raises(CommandFault, match="refused by the table"):  # customer is NOT NULL
+        bus.deliver(a, message({"orderNo": "R1"}, message_id="order-r1"))
+    # edited and replayed from the Invalid Message Channel, under its id: written, not "written before"
+    bus.deliver(a, message({"orderNo": "R1", "customer": "Ada"}, message_id="order-r1"))
+    assert db.sql("SELECT order_no, customer FROM orders_copy") == [("R1", "Ada")]
+    assert a.describe()["outbound"]["duplicates"] == 0

@@ -104,3 +104,13 @@ def test_the_password_is_never_logged_or_answered(bus: EmbeddedBus, caplog: pyte
         bus.adapter(DatabaseAdapter, "y", {"url": "postgresql://app@127.0.0.1:9/test",
                                            "password_env": "TEST_DB_PASSWORD"}, direction="inbound")
     assert os.environ.get("TEST_DB_PASSWORD") is None
+
+
+def test_a_query_the_database_refuses_is_a_fault_naming_the_query(bus: EmbeddedBus, db: Database) -> None:
+    make_orders(db, 1)
+    a = bus.adapter(DatabaseAdapter, "orders-db", db.options(queries={
+        "old": {"sql": "SELECT id FROM orders_before_migration WHERE id = :id"}}), direction="inbound")
+    with pytest.raises(CommandFault, match=r"adapters\[orders-db\]\.options\.queries\.old: query old failed: "
+                                           r".*orders_before_migration") as err:
+        a.handle(request(a, "old", {"id": 1}))
+    assert err.value.code == "failed"
