@@ -70,6 +70,42 @@ def coupler_vectorised(layout, path: Path, compiled: bool) -> tuple[int, float]:
     return rows, peak
 
 
+#: the compiled kernel in process, in a child running this code or (BENCH_CODE) an older commit's
+KERNEL_CHILD = """\
+import os, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+if os.environ.get("BENCH_CODE"):
+    import baseline
+    baseline.use_code(baseline.Path(os.environ["BENCH_CODE"]))
+import copybook_decode as bench
+layout = bench.build_layout(bench.parse_copybook(bench.datagen.COPYBOOK))
+(rows, _), wall, cpu = bench.timed(lambda: bench.coupler_vectorised(layout, bench.Path(sys.argv[1]), True))
+print(rows, wall, cpu)
+"""
+
+
+def kernels_side_by_side(data: Path, old: Path, name: str, add) -> None:
+    """The compiled kernel in process, this code's and ``old``'s (a built worktree), each in a
+    child of its own on this core, alternating, the best of three each (CPU)."""
+    here = str(Path(__file__).resolve().parent)
+    best: dict[str, tuple[int, float, float]] = {}
+    for _ in range(3):
+        for label, code in (("this code", None), (f"commit {name}", old)):
+            env = {**os.environ, "BENCH_DIR": here}
+            if code is not None:
+                env["BENCH_CODE"] = str(code)
+            out = subprocess.run([sys.executable, "-c", KERNEL_CHILD, str(data)], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            rows, wall, cpu = int(out[0]), float(out[1]), float(out[2])
+            if label not in best or cpu < best[label][2]:
+                best[label] = (rows, wall, cpu)
+    size = data.stat().st_size / MB
+    for label, (rows, wall, cpu) in best.items():
+        add(f"kernel: compiled, in process, {label} (a child each, alternating)", data, rows, wall, cpu,
+            f"best of 3; this code / it: {best['this code'][2] and cpu / best['this code'][2]:.2f}×")
+        print(f"  kernel in a child, {label}: {size / cpu:.0f} MB/s CPU", file=sys.stderr)
+
+
 def coupler_per_record(layout, path: Path) -> int:
     return sum(1 for _ in decode_files(layout, [path]))
 
@@ -360,6 +396,7 @@ def main() -> int:
         runs.insert(1, (f"207-byte record, commit {baseline.describe(args.baseline_ref)} (baseline)",
                         copybook, full, {"code": old}))
         whole_process(copybook, sample, args.dir, 1, code=old)  # its bytecode written
+        kernels_side_by_side(full, old, baseline.describe(args.baseline_ref), add)
     else:
         stack = contextlib.ExitStack()
     with stack:
