@@ -546,6 +546,15 @@ static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_
 }
 
 #if HAVE_X86_SIMD
+/* the first-UTF-8-byte table of the batch's text columns (every text column has the one code
+ * page table), or 256 zeros when there is none */
+static const uint8_t *first_utf8_bytes(const column_t *cols, Py_ssize_t ncols) {
+    static const uint8_t none[256];
+    for (Py_ssize_t c = 0; c < ncols; c++)
+        if (cols[c].kind == K_TEXT) return cols[c].table + 1536;
+    return none;
+}
+
 #define TEXT_SIMD                                                                             \
     do {                                                                                      \
         if (size <= 64)                                                                     \
@@ -556,14 +565,7 @@ static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_
 
 SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols,
                                     Py_ssize_t ncols) {
-    /* every text column has the one code page table: its first UTF-8 bytes */
-    static const uint8_t none[256];
-    const uint8_t *one = none;
-    for (Py_ssize_t c = 0; c < ncols; c++)
-        if (cols[c].kind == K_TEXT) {
-            one = cols[c].table + 1536;
-            break;
-        }
+    const uint8_t *one = first_utf8_bytes(cols, ncols);
     __m512i tab[4];
     for (int q = 0; q < 4; q++) tab[q] = _mm512_loadu_si512((const void *)(one + 64 * q));
     uint8_t iota[64];
@@ -589,13 +591,7 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
 
 AVX2_TARGET static void decode_avx2(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols,
                                     Py_ssize_t ncols) {
-    static const uint8_t none[256];
-    const uint8_t *one = none;
-    for (Py_ssize_t c = 0; c < ncols; c++)
-        if (cols[c].kind == K_TEXT) {
-            one = cols[c].table + 1536;
-            break;
-        }
+    const uint8_t *one = first_utf8_bytes(cols, ncols);
     __m256i lut[16];
     for (int h = 0; h < 16; h++) lut[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(one + 16 * h)));
     const uint8_t *const end = base + n * record_size;
