@@ -255,6 +255,23 @@ static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t siz
     return (acc & HIGH) ? text_wide(t, p, lo, hi, o) : hi - lo;
 }
 
+/* the bytes [lo, hi) of a field of size bytes that the trimming policy keeps (1 both sides, 2
+ * left, 3 right, else none), from the first and one past the last byte that is not trimmed
+ * (any: whether there is one) */
+static inline void trim_bounds(int any, uint64_t first, uint64_t last, int64_t policy, int64_t size, uint64_t *lo,
+                               uint64_t *hi) {
+    *lo = 0;
+    *hi = (uint64_t)size;
+    if (policy == 1) { /* both sides: nothing kept is empty */
+        *lo = any ? first : 0;
+        *hi = any ? last : 0;
+    } else if (policy == 3) {
+        *hi = any ? last : 0;
+    } else if (policy == 2) {
+        *lo = any ? first : (uint64_t)size;
+    }
+}
+
 /* the low n bytes of a word set (n <= 8) */
 static inline uint64_t low_bytes(uint64_t n) { return n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1; }
 
@@ -279,15 +296,8 @@ static inline int64_t text_field_short(const uint8_t *t, const uint8_t *p, int64
     const uint64_t keep = (((w & ~HIGH) + 0x5F5F5F5F5F5F5F5FULL) | w) & HIGH & field;
     const uint64_t first = keep ? (uint64_t)__builtin_ctzll(keep) >> 3 : 8;
     const uint64_t last = keep ? ((63 - (uint64_t)__builtin_clzll(keep)) >> 3) + 1 : 0;
-    uint64_t lo = 0, hi = (uint64_t)size;
-    if (policy == 1) { /* both sides: nothing kept is empty */
-        lo = keep ? first : 0;
-        hi = last;
-    } else if (policy == 3) {
-        hi = last;
-    } else if (policy == 2) {
-        lo = keep ? first : (uint64_t)size;
-    }
+    uint64_t lo, hi;
+    trim_bounds(keep != 0, first, last, policy, size, &lo, &hi);
     if (__builtin_expect((w & HIGH & low_bytes(hi) & ~low_bytes(lo)) != 0, 0)) /* characters beyond U+007F */
         return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
     const uint64_t out = lo >= 8 ? 0 : w >> (8 * lo);
@@ -324,15 +334,8 @@ SIMD_TARGET static inline int64_t text_field_simd(const uint8_t *p, int64_t size
     /* the first UTF-8 byte is <= 0x20 exactly when the character is (multi-byte ones start >= 0xC2) */
     const __mmask64 keep = _mm512_mask_cmpgt_epu8_mask(field, out, _mm512_set1_epi8(0x20));
     const uint64_t first = _tzcnt_u64(keep), last = 64 - _lzcnt_u64(keep); /* 64 and 0 when none is kept */
-    uint64_t lo = 0, hi = (uint64_t)size;
-    if (policy == 1) { /* both sides: nothing kept is empty */
-        lo = keep ? first : 0;
-        hi = last;
-    } else if (policy == 3) {
-        hi = last;
-    } else if (policy == 2) {
-        lo = keep ? first : (uint64_t)size;
-    }
+    uint64_t lo, hi;
+    trim_bounds(keep != 0, first, last, policy, size, &lo, &hi);
     const __mmask64 kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
     if (__builtin_expect((_mm512_movepi8_mask(out) & kept) != 0, 0)) /* characters beyond U+007F */
         return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
@@ -390,15 +393,8 @@ AVX2_TARGET static inline int64_t text_field_avx2(const uint8_t *p, int64_t size
         return 0;
     }
     const uint64_t first = _tzcnt_u64(keep), last = 64 - _lzcnt_u64(keep); /* 64 and 0 when none is kept */
-    uint64_t lo = 0, hi = (uint64_t)size;
-    if (policy == 1) {
-        lo = keep ? first : 0;
-        hi = last;
-    } else if (policy == 3) {
-        hi = last;
-    } else if (policy == 2) {
-        lo = keep ? first : (uint64_t)size;
-    }
+    uint64_t lo, hi;
+    trim_bounds(keep != 0, first, last, policy, size, &lo, &hi);
     const uint64_t kept = _bzhi_u64(~0ULL, (unsigned)hi) & ~_bzhi_u64(~0ULL, (unsigned)lo);
     if (__builtin_expect((high & kept) != 0, 0)) /* characters beyond U+007F */
         return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
