@@ -183,7 +183,7 @@ class PgStore:
                     self._held.discard(name)
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
                     self._locks[name] = conn
-                    self._connections.append(conn)
+                    self._keep(conn)
                 row = conn.execute(
                     "SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_text(name),)
                 ).fetchone()
@@ -233,8 +233,15 @@ class PgStore:
             conn.execute("SET synchronous_commit = off")
         self._local.conn = conn
         with self._lock:
-            self._connections.append(conn)
+            self._keep(conn)
         return conn
+
+    def _keep(self, conn: Any) -> None:
+        """``conn`` among the connections :meth:`close` closes, instead of those found closed
+        (broken, replaced by reconnecting): the list does not grow with each outage. With
+        ``_lock`` held."""
+        self._connections = [c for c in self._connections if not c.closed]
+        self._connections.append(conn)
 
     @contextlib.contextmanager
     def conn(self, *, durable: bool = False) -> Iterator[Any]:

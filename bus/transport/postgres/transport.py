@@ -134,9 +134,13 @@ class PostgresTransport(StorageTransport):
     def open(self) -> PostgresTransport:
         if self._opened:
             return self
-        self.store.open()
-        with self.begin() as tx:
-            tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
+        try:
+            self.store.open()
+            with self.begin() as tx:
+                tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
+        except BaseException:
+            self.store.close()  # what it connected: a caller trying again does not pile them up
+            raise
         self._closing.clear()
         self._opened = True
         return self
