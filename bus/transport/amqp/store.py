@@ -140,6 +140,8 @@ class PgStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
+        #: the thread of each thread's own connection (by ``id``): closed once the thread ended
+        self._owners: dict[int, threading.Thread] = {}
         self._journal_writer: _JournalWriter | None = None
         #: connections holding session advisory locks (:meth:`hold_lock`)
         self._locks: dict[str, Any] = {}
@@ -183,7 +185,9 @@ class PgStore:
                     self._held.discard(name)
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
                     self._locks[name] = conn
-                    self._keep(conn)
+                    for ended in self._keep(conn):
+                        with contextlib.suppress(Exception):
+                            ended.close()
                 row = conn.execute(
                     "SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_text(name),)
                 ).fetchone()
@@ -212,6 +216,7 @@ class PgStore:
             writer.stop()
         with self._lock:
             conns, self._connections = self._connections, []
+            self._owners.clear()
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -233,15 +238,32 @@ class PgStore:
             conn.execute("SET synchronous_commit = off")
         self._local.conn = conn
         with self._lock:
-            self._keep(conn)
+            ended = self._keep(conn, threading.current_thread())
+        for old in ended:
+            with contextlib.suppress(Exception):
+                old.close()
         return conn
 
-    def _keep(self, conn: Any) -> None:
-        """``conn`` among the connections :meth:`close` closes, instead of those found closed
-        (broken, replaced by reconnecting): the list does not grow with each outage. With
-        ``_lock`` held."""
-        self._connections = [c for c in self._connections if not c.closed]
-        self._connections.append(conn)
+    def _keep(self, conn: Any, owner: threading.Thread | None = None) -> list[Any]:
+        """``conn`` (``owner``'s own) among the connections :meth:`close` closes, instead of
+        those found closed (broken, replaced by reconnecting) and of threads that ended (the
+        control endpoint answers each request on a thread of its own): the list, and the
+        server's connections, do not grow with each outage or request. With ``_lock`` held;
+        the connections of threads that ended, for the caller to close."""
+        kept, ended = [], []
+        for c in self._connections:
+            thread = self._owners.get(id(c))
+            if c.closed or (thread is not None and not thread.is_alive()):
+                self._owners.pop(id(c), None)
+                if not c.closed:
+                    ended.append(c)
+            else:
+                kept.append(c)
+        kept.append(conn)
+        if owner is not None:
+            self._owners[id(conn)] = owner
+        self._connections = kept
+        return ended
 
     @contextlib.contextmanager
     def conn(self, *, durable: bool = False) -> Iterator[Any]:

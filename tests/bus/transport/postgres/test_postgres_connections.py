@@ -85,3 +85,20 @@ def test_a_store_that_reconnects_after_outages_keeps_only_its_live_connections(a
     finally:
         store.drop()
         store.close()
+
+
+def test_the_connections_of_threads_that_ended_are_closed(admin: psycopg.Connection) -> None:
+    import threading
+
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    t = PostgresTransport(make_conninfo(PG_DSN, application_name=app), schema=unique_names()["postgres_schema"]).open()
+    try:
+        for _ in range(10):  # ten `coupler ctl channels`: the control endpoint answers each on a new thread
+            request = threading.Thread(target=t.stats)
+            request.start()
+            request.join()
+        # this thread's and the last request's: not one more a request until PostgreSQL refuses them
+        assert wait_for(lambda: _backends(admin, app) <= 2, "the connections of the ended threads closed", timeout=10)
+        assert t.stats() == []  # this thread's connection still serves
+    finally:
+        t.destroy()
