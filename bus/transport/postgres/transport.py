@@ -146,8 +146,13 @@ class PostgresTransport(StorageTransport):
         return self
 
     def close(self) -> None:
-        with contextlib.suppress(TransportError):
+        try:
             self._write_counts(force=True)
+        except TransportError as exc:  # closing goes on: said, not silently lost
+            with self._lock:
+                lost = sorted({channel for channel, _ in self._pending})
+            log.warning("schema %s: the last counts of %s not added to %s.counters (the channels' statistics "
+                        "stay below what this process did): %s", self.schema, ", ".join(lost), self.schema, exc)
         self._closing.set()
         self._opened = False
         with self._wake:
