@@ -159,6 +159,19 @@ class PgStore:
     # -- connections -----------------------------------------------------------------------
 
     def open(self) -> PgStore:
+        """Create what is missing of the schema; a failure closes this thread's connection (a
+        caller trying again, with a new store each time, does not pile up connections)."""
+        try:
+            self._create()
+        except BaseException:
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            raise
+        return self
+
+    def _create(self) -> None:
         with self.conn() as c:
             # two daemons starting at once would race on CREATE ... IF NOT EXISTS
             c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
@@ -172,7 +185,6 @@ class PgStore:
                     "ON CONFLICT DO NOTHING"
                 )
                 c.execute(f"DROP TABLE {self.schema}.files_delivered")
-        return self
 
     def hold_lock(self, name: str) -> bool:
         """Whether this process holds the site-wide lock ``name`` (a PostgreSQL session

@@ -42,8 +42,10 @@ def test_an_open_that_fails_leaves_no_connection_open(admin: psycopg.Connection,
     app = f"coupler-test-{uuid.uuid4().hex[:8]}"
     _setup_refused(admin, schema, where)
     try:
+        tried = []  # kept (a caller's attribute, a reference cycle): closed all the same
         for _ in range(3):  # a library user trying again, each time with a new transport
             t = PostgresTransport(make_conninfo(PG_DSN, application_name=app), schema=schema)
+            tried.append(t)
             with pytest.raises(TransportError, match=f"schema {schema}"):
                 t.open()
         assert wait_for(lambda: _backends(admin, app) == 0, "the failed opens' connections closed", timeout=10)
@@ -102,3 +104,19 @@ def test_the_connections_of_threads_that_ended_are_closed(admin: psycopg.Connect
         assert t.stats() == []  # this thread's connection still serves
     finally:
         t.destroy()
+
+
+def test_a_store_whose_open_fails_leaves_no_connection_open(admin: psycopg.Connection) -> None:
+    """The RabbitMQ transport opens its shared store first: a site whose schema cannot be set up."""
+    schema = unique_names()["postgres_schema"]
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    _setup_refused(admin, schema, "store")
+    try:
+        tried = []  # kept (a caller's attribute, a reference cycle): closed all the same
+        for _ in range(3):
+            tried.append(PgStore(make_conninfo(PG_DSN, application_name=app), schema=schema))
+            with pytest.raises(TransportError, match=f"schema {schema}"):
+                tried[-1].open()
+        assert wait_for(lambda: _backends(admin, app) == 0, "the failed opens' connections closed", timeout=10)
+    finally:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
