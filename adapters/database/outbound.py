@@ -222,7 +222,8 @@ class TableWriter:
         except sa.exc.StatementError as exc:
             if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
                 raise DatabaseError(f"database connection lost: {describe_error(exc)}", where=self.where) from None
-            if isinstance(exc, sa.exc.OperationalError) or _sqlstate(exc) in _NOT_THE_MESSAGE:
+            if isinstance(exc, sa.exc.OperationalError) or _sqlstate(exc) in _NOT_THE_MESSAGE \
+                    or (_sqlstate(exc) == _NO_ROUTINE and self._procedure_gone()):
                 raise DatabaseError(f"write failed: {describe_error(exc)}", where=self.where) from None
             raise CommandFault(f"message {envelope.message_id} cannot be written: {describe_error(exc)}",
                                code="invalid") from None
@@ -231,6 +232,23 @@ class TableWriter:
                                code="invalid") from None
         self.written += len(rows)
         return True
+
+    def _procedure_gone(self) -> bool:
+        """Whether no routine of the procedure's name is left (PostgreSQL answered "procedure
+        P(types) does not exist"): the database changed, not the message (whose values' types
+        choose among a routine's overloads: ``add_stock(text, numeric)`` for a fraction where the
+        procedure takes an integer is the message's). True when the catalogue cannot be read."""
+        if self.o.operation != "procedure":
+            return False
+        try:
+            with self.engine.connect() as conn:
+                return not conn.execute(sa.text(
+                    "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace, "
+                    "parse_ident(:name) AS a WHERE p.proname = a[cardinality(a)] AND CASE cardinality(a) "
+                    "WHEN 1 THEN pg_function_is_visible(p.oid) ELSE n.nspname = a[cardinality(a) - 1] END)"),
+                    {"name": self.o.procedure}).scalar()
+        except Exception:  # noqa: BLE001 - the database away: its error, tried again
+            return True
 
     def _write(self, conn: sa.Connection, rows: list[dict[str, Any]], envelope: Envelope) -> None:
         o = self.o
@@ -283,10 +301,13 @@ class TableWriter:
                 "written": self.written, "duplicates": self.duplicates}
 
 
-#: SQLSTATEs of a database that changed under the adapter (a table, a column, a procedure or a
-#: schema gone, a privilege revoked): its error, tried again later, not the message's (which
-#: would go to the Invalid Message Channel, every one of them until it is put right)
-_NOT_THE_MESSAGE = frozenset({"42P01", "42703", "42883", "42501", "3F000"})
+#: SQLSTATEs of a database that changed under the adapter (a table, a column or a schema gone,
+#: a privilege revoked): its error, tried again later, not the message's (which would go to
+#: the Invalid Message Channel, every one of them until it is put right)
+_NOT_THE_MESSAGE = frozenset({"42P01", "42703", "42501", "3F000"})
+#: no routine of that name and argument types: the procedure gone (the database's), or a
+#: value of the message whose type no overload takes (the message's): :meth:`TableWriter._procedure_gone`
+_NO_ROUTINE = "42883"
 
 
 def _sqlstate(exc: BaseException) -> str | None:

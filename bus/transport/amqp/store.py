@@ -140,6 +140,8 @@ class PgStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
+        #: the thread of each thread's own connection (by ``id``): closed once the thread ended
+        self._owners: dict[int, threading.Thread] = {}
         self._journal_writer: _JournalWriter | None = None
         #: connections holding session advisory locks (:meth:`hold_lock`)
         self._locks: dict[str, Any] = {}
@@ -157,6 +159,19 @@ class PgStore:
     # -- connections -----------------------------------------------------------------------
 
     def open(self) -> PgStore:
+        """Create what is missing of the schema; a failure closes this thread's connection (a
+        caller trying again, with a new store each time, does not pile up connections)."""
+        try:
+            self._create()
+        except BaseException:
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            raise
+        return self
+
+    def _create(self) -> None:
         with self.conn() as c:
             # two daemons starting at once would race on CREATE ... IF NOT EXISTS
             c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
@@ -170,7 +185,6 @@ class PgStore:
                     "ON CONFLICT DO NOTHING"
                 )
                 c.execute(f"DROP TABLE {self.schema}.files_delivered")
-        return self
 
     def hold_lock(self, name: str) -> bool:
         """Whether this process holds the site-wide lock ``name`` (a PostgreSQL session
@@ -183,7 +197,9 @@ class PgStore:
                     self._held.discard(name)
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
                     self._locks[name] = conn
-                    self._connections.append(conn)
+                    for ended in self._keep(conn):
+                        with contextlib.suppress(Exception):
+                            ended.close()
                 row = conn.execute(
                     "SELECT pg_try_advisory_lock(hashtext(%s))", (self.lock_text(name),)
                 ).fetchone()
@@ -212,6 +228,7 @@ class PgStore:
             writer.stop()
         with self._lock:
             conns, self._connections = self._connections, []
+            self._owners.clear()
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -233,8 +250,32 @@ class PgStore:
             conn.execute("SET synchronous_commit = off")
         self._local.conn = conn
         with self._lock:
-            self._connections.append(conn)
+            ended = self._keep(conn, threading.current_thread())
+        for old in ended:
+            with contextlib.suppress(Exception):
+                old.close()
         return conn
+
+    def _keep(self, conn: Any, owner: threading.Thread | None = None) -> list[Any]:
+        """``conn`` (``owner``'s own) among the connections :meth:`close` closes, instead of
+        those found closed (broken, replaced by reconnecting) and of threads that ended (the
+        control endpoint answers each request on a thread of its own): the list, and the
+        server's connections, do not grow with each outage or request. With ``_lock`` held;
+        the connections of threads that ended, for the caller to close."""
+        kept, ended = [], []
+        for c in self._connections:
+            thread = self._owners.get(id(c))
+            if c.closed or (thread is not None and not thread.is_alive()):
+                self._owners.pop(id(c), None)
+                if not c.closed:
+                    ended.append(c)
+            else:
+                kept.append(c)
+        kept.append(conn)
+        if owner is not None:
+            self._owners[id(conn)] = owner
+        self._connections = kept
+        return ended
 
     @contextlib.contextmanager
     def conn(self, *, durable: bool = False) -> Iterator[Any]:

@@ -134,16 +134,25 @@ class PostgresTransport(StorageTransport):
     def open(self) -> PostgresTransport:
         if self._opened:
             return self
-        self.store.open()
-        with self.begin() as tx:
-            tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
+        try:
+            self.store.open()
+            with self.begin() as tx:
+                tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
+        except BaseException:
+            self.store.close()  # what it connected: a caller trying again does not pile them up
+            raise
         self._closing.clear()
         self._opened = True
         return self
 
     def close(self) -> None:
-        with contextlib.suppress(TransportError):
+        try:
             self._write_counts(force=True)
+        except TransportError as exc:  # closing goes on: said, not silently lost
+            with self._lock:
+                lost = sorted({channel for channel, _ in self._pending})
+            log.warning("schema %s: the last counts of %s not added to %s.counters (the channels' statistics "
+                        "stay below what this process did): %s", self.schema, ", ".join(lost), self.schema, exc)
         self._closing.set()
         self._opened = False
         with self._wake:

@@ -151,3 +151,40 @@ def test_a_message_the_table_refused_is_written_when_delivered_again(bus: Embedd
     bus.deliver(a, message({"orderNo": "R1", "customer": "Ada"}, message_id="order-r1"))
     assert db.sql("SELECT order_no, customer FROM orders_copy") == [("R1", "Ada")]
     assert a.describe()["outbound"]["duplicates"] == 0
+
+
+@pytest.mark.parametrize("value", [1.5, True, "ten", 10**20], ids=["fraction", "boolean", "text", "beyond-bigint"])
+def test_a_value_the_procedure_has_no_parameter_type_for_refuses_that_message_only(
+        bus: EmbeddedBus, postgres: Database, value: Any) -> None:
+    postgres.sql("CREATE TABLE stock (item text, n integer)")
+    postgres.sql(f"CREATE PROCEDURE {postgres.schema}.add_stock(item text, n integer) LANGUAGE sql "
+                 f"AS $$ INSERT INTO {postgres.schema}.stock VALUES (item, n) $$")
+    a = bus.adapter(DatabaseAdapter, "stock", postgres.options(write={
+        "operation": "procedure", "procedure": f"{postgres.schema}.add_stock",
+        "mapping": {"item": "item", "n": "n"}}), direction="outbound", channel="stock")
+    # PostgreSQL finds no add_stock(text, numeric | boolean | ...): the message's value, not the database
+    with pytest.raises(CommandFault, match=r"cannot be written") as err:
+        bus.deliver(a, message({"item": "bolt", "n": value}))
+    assert err.value.code == "invalid"  # to the Invalid Message Channel, not tried again and again
+    bus.deliver(a, message({"item": "nut", "n": 3}))
+    assert postgres.sql("SELECT item, n FROM stock") == [("nut", 3)]
+
+
+@pytest.mark.parametrize("qualified", [True, False], ids=["schema.name", "name"])
+def test_a_procedure_gone_from_the_database_is_an_error_of_the_database_not_of_the_message(
+        bus: EmbeddedBus, postgres: Database, qualified: bool) -> None:
+    postgres.sql("CREATE TABLE stock (item text, n integer)")
+    create = (f"CREATE PROCEDURE {postgres.schema}.add_stock(item text, n integer) LANGUAGE sql "
+              f"AS $$ INSERT INTO {postgres.schema}.stock VALUES (item, n) $$")
+    postgres.sql(create)
+    a = bus.adapter(DatabaseAdapter, "stock", postgres.options(write={
+        "operation": "procedure", "procedure": f"{postgres.schema}.add_stock" if qualified else "add_stock",
+        "mapping": {"item": "item", "n": "n"}}), direction="outbound", channel="stock")
+    postgres.sql(f"DROP PROCEDURE {postgres.schema}.add_stock")  # a migration running
+    m = message({"item": "bolt", "n": 1})
+    with pytest.raises(CouplerError, match=r"adapters\[stock\]\.options\.write: .*add_stock") as err:
+        bus.deliver(a, m)  # delivered again later (not to the Invalid Message Channel)
+    assert not isinstance(err.value, CommandFault)
+    postgres.sql(create)
+    bus.deliver(a, m)
+    assert postgres.sql("SELECT item, n FROM stock") == [("bolt", 1)]

@@ -139,3 +139,19 @@ def test_an_idle_process_adds_its_last_counts_for_the_others_to_read(transport: 
             return row if row == (1, 1) else None
 
         assert wait_for(shared, "the counts in the shared table", timeout=10) == (1, 1)
+
+
+def test_counts_a_close_cannot_add_are_reported(transport: PostgresTransport, caplog: pytest.LogCaptureFixture) -> None:
+    t = transport
+    _count(t, {("orders", "sent"): 1})
+    t._write_counts(force=True)  # the row of "orders" exists
+    with psycopg.connect(PG_DSN, autocommit=True) as other:
+        with other.transaction():  # another daemon holds the row of "orders" while this one stops
+            other.execute(f"SELECT 1 FROM {t.schema}.counters WHERE channel = 'orders' FOR UPDATE")
+            t._conn().execute("SET lock_timeout = '100ms'")
+            _count(t, {("orders", "sent"): 2, ("invoices", "acked"): 1})
+            t.close()  # closed all the same
+    [report] = [r for r in caplog.records if "counts" in r.getMessage()]
+    assert report.levelname == "WARNING" and report.exc_info is None
+    assert f"schema {t.schema}: the last counts of invoices, orders not added" in report.getMessage()
+    t.open()  # for the fixture's destroy

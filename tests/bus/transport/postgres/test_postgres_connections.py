@@ -1,0 +1,122 @@
+"""The PostgreSQL connections of the postgres transport and of the shared store: an open that
+fails closes what it opened (a library user who retries does not pile up server connections),
+and a store that reconnects after each outage keeps only the connections it uses."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from coupler.bus.transport.amqp.store import PgStore
+from coupler.bus.transport.base import TransportError
+from coupler.bus.transport.postgres.transport import PostgresTransport
+from tests.bus.site_helpers import wait_for
+from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
+
+
+@pytest.fixture
+def admin() -> Iterator[psycopg.Connection]:
+    servers_or_fail()
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        yield conn
+
+
+def _backends(admin: psycopg.Connection, app: str) -> int:
+    return admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app,)).fetchone()[0]
+
+
+def _setup_refused(admin: psycopg.Connection, schema: str, where: str) -> None:
+    """Make the setup statements of a transport in ``schema`` fail, in the shared store's part
+    (``store``) or the transport's own (``transport``): a type has the name of a table to create."""
+    admin.execute(f"CREATE SCHEMA {schema}")
+    admin.execute(f"CREATE DOMAIN {schema}.{'claims' if where == 'store' else 'dead_letters'} AS int")
+
+
+@pytest.mark.parametrize("where", ["store", "transport"])
+def test_an_open_that_fails_leaves_no_connection_open(admin: psycopg.Connection, where: str) -> None:
+    schema = unique_names()["postgres_schema"]
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    _setup_refused(admin, schema, where)
+    try:
+        tried = []  # kept (a caller's attribute, a reference cycle): closed all the same
+        for _ in range(3):  # a library user trying again, each time with a new transport
+            t = PostgresTransport(make_conninfo(PG_DSN, application_name=app), schema=schema)
+            tried.append(t)
+            with pytest.raises(TransportError, match=f"schema {schema}"):
+                t.open()
+        assert wait_for(lambda: _backends(admin, app) == 0, "the failed opens' connections closed", timeout=10)
+        assert t.store._connections == []
+    finally:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_an_open_that_failed_can_be_tried_again(admin: psycopg.Connection) -> None:
+    schema = unique_names()["postgres_schema"]
+    _setup_refused(admin, schema, "transport")
+    t = PostgresTransport(PG_DSN, schema=schema)
+    with pytest.raises(TransportError):
+        t.open()
+    admin.execute(f"DROP DOMAIN {schema}.dead_letters")  # put right
+    try:
+        t.open()
+        assert t.stats() == []
+    finally:
+        t.destroy()
+
+
+def test_a_store_that_reconnects_after_outages_keeps_only_its_live_connections(admin: psycopg.Connection) -> None:
+    app, schema = f"coupler-test-{uuid.uuid4().hex[:8]}", unique_names()["postgres_schema"]
+    store = PgStore(make_conninfo(PG_DSN, application_name=app), schema=schema).open()
+    try:
+        lock_held = store.hold_lock("metrics")
+        assert lock_held
+        for _ in range(20):  # the server restarted, or a proxy dropped the connections, 20 times
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (app,))
+            wait_for(lambda: _backends(admin, app) == 0, "the store's connections ended")
+            with pytest.raises(TransportError):
+                store.channel_names()  # finds its connection broken (and closes it) ...
+            assert store.channel_names() == []  # ... and connects again
+            assert not store.hold_lock("metrics")  # the lock lost with its connection ...
+            assert store.hold_lock("metrics")  # ... and taken again on a new one
+        assert len(store._connections) == 2  # this thread's and the lock's: no closed ones kept
+        assert all(not c.closed for c in store._connections)
+    finally:
+        store.close()
+        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")  # not on a connection the test broke
+
+
+def test_the_connections_of_threads_that_ended_are_closed(admin: psycopg.Connection) -> None:
+    import threading
+
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    t = PostgresTransport(make_conninfo(PG_DSN, application_name=app), schema=unique_names()["postgres_schema"]).open()
+    try:
+        for _ in range(10):  # ten `coupler ctl channels`: the control endpoint answers each on a new thread
+            request = threading.Thread(target=t.stats)
+            request.start()
+            request.join()
+        # this thread's and the last request's: not one more a request until PostgreSQL refuses them
+        assert wait_for(lambda: _backends(admin, app) <= 2, "the connections of the ended threads closed", timeout=10)
+        assert t.stats() == []  # this thread's connection still serves
+    finally:
+        t.destroy()
+
+
+def test_a_store_whose_open_fails_leaves_no_connection_open(admin: psycopg.Connection) -> None:
+    """The RabbitMQ transport opens its shared store first: a site whose schema cannot be set up."""
+    schema = unique_names()["postgres_schema"]
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    _setup_refused(admin, schema, "store")
+    try:
+        tried = []  # kept (a caller's attribute, a reference cycle): closed all the same
+        for _ in range(3):
+            tried.append(PgStore(make_conninfo(PG_DSN, application_name=app), schema=schema))
+            with pytest.raises(TransportError, match=f"schema {schema}"):
+                tried[-1].open()
+        assert wait_for(lambda: _backends(admin, app) == 0, "the failed opens' connections closed", timeout=10)
+    finally:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
