@@ -258,14 +258,18 @@ class RowPoller:
         """``conn`` given back to the pool once its batch is done: its transaction committed
         (``rows`` rows read, published and marked), or nothing read. A failure now loses
         nothing (the rows are not read again), so it is reported on one line and the poll
-        goes on (the pool opens another connection when it needs one)."""
+        goes on. SQLAlchemy invalidates a connection whose reset fails without raising; what
+        raises here (a pool event handler, say) leaves that connection checked out for good,
+        so the pool has one fewer (measured: a pool of 1 then times out), which the warning
+        says."""
         try:
             conn.close()
         except Exception as exc:  # noqa: BLE001 - the batch is committed: reported, not raised
             done = f"{rows} rows of {self.fullname} committed (published once, not read again)" if rows \
                 else f"a poll of {self.fullname} that read nothing"
             self.log.warning("%s", DatabaseError(f"{done}, but its connection could not be given back to the "
-                                                 f"pool: {describe_error(exc)}", where=self.where))
+                                                 f"pool: {describe_error(exc)}; the pool has one connection fewer until the adapter "
+                                                 f"is restarted", where=self.where))
 
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
