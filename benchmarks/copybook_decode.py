@@ -106,6 +106,13 @@ def kernels_side_by_side(data: Path, old: Path, name: str, add) -> None:
         print(f"  kernel in a child, {label}: {size / cpu:.0f} MB/s CPU", file=sys.stderr)
 
 
+def text_path() -> str:
+    """The compiled kernel's text path on this CPU (portable, avx2, avx512), or that it is not built."""
+    from coupler.translators.copybook import kernels
+
+    return kernels._fused.text_path() if kernels.FUSED_BUILT else "not built (NumPy kernels)"
+
+
 def coupler_per_record(layout, path: Path) -> int:
     return sum(1 for _ in decode_files(layout, [path]))
 
@@ -432,7 +439,8 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"\ncopybook decode: {args.records:,} × {datagen.RECORD_SIZE} B records "
           f"({full.stat().st_size / MB:.0f} MB), one core ({os.cpu_count()} on the machine), "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; whole-process runs: best of {args.repeat}; {memory_note()}\n")
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; whole-process runs: best of {args.repeat}; "
+          f"the compiled kernel's text path: {text_path()}; {memory_note()}\n")
     print("| run | file | records | MB/s (wall) | MB/s (CPU) | kernel is × faster (CPU) | note |")
     print("|---|---|---:|---:|---:|---:|---|")
     for name, file, rows, wall_rate, cpu_rate, note in results:
