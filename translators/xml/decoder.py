@@ -668,7 +668,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "ELEMENT": etree.Element, "TEXT_BETWEEN": _text_between,
+            "END": _END, "TEXT_BETWEEN": _text_between,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -1019,24 +1019,33 @@ class GeneratedConverters:
         deviation from the declared order and no repetition).
 
         Comments and processing instructions are passed over: when the child left over is
-        one, the children are read again from the first, only the elements this time (lxml's
-        ``iterchildren`` given the Element factory: reading every record that way made XML ->
-        Avro 3-6 % slower on ``benchmarks/xml_translate.py``, so not the first time), unless
-        text follows one of them (delegated: refused as text after an element is)."""
+        one (and no text follows one of them: delegated, refused as text after an element
+        is), the reading resumes after it, each element now dispatched on its field's index
+        as the dispatching function does, refused (delegated) when its field comes before the
+        last one read or is a single field read already. Each child is converted once: a
+        record with comments at every level of a deep document costs its size, not 2^depth
+        (the reading started again from the first child before). No check per child on the
+        common path for them (lxml's ``iterchildren`` given the Element factory, which skips
+        them, made XML -> Avro 3-6 % slower on ``benchmarks/xml_translate.py``)."""
         advance = "child = next(children, END); tag = child.tag"
-        lines = ["children = iter(elem)", advance, "while True:"]
+        lines = ["children = iter(elem)", advance]
         for i, f in elements:
-            lines.append(f"    {'while' if f.repeated else 'if'} tag == {f.qname!r}:")
-            lines += ["        tail = child.tail", "        if tail and not tail.isspace(): raise Delegate"]
-            lines += self._element(i, f, 2, record, fused, checked=False)
-            lines.append(f"        {advance}")
-        singles = [f"f{i}" for i, f in elements if not f.repeated]
-        lines += ["    if child is END: break",
+            lines.append(f"{'while' if f.repeated else 'if'} tag == {f.qname!r}:")
+            lines += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
+            lines += self._element(i, f, 1, record, fused, checked=False)
+            lines.append(f"    {advance}")
+        # a comment or processing instruction: the field read last, then the rest by field index
+        lines += ["if child is not END:",
                   "    if isinstance(tag, str) or TEXT_BETWEEN(elem): raise Delegate  # out of order, repeated, text",
-                  "    children = elem.iterchildren(ELEMENT)",
-                  *([f"    {' = '.join(singles)} = M"] if singles else []),
-                  *[f"    f{i} = []" for i, f in elements if f.repeated],
-                  f"    {advance}"]
+                  "    position = -1"]
+        lines += [f"    if f{i}{'' if f.repeated else ' is not M'}: position = {i}" for i, f in elements]
+        tags = {f.qname: i for i, f in elements}
+        lines += ["    for child in child.itersiblings():", "        tag = child.tag",
+                  f"        k = {self._constant(tags, 'tags')}.get(tag, -1)",
+                  "        if k < 0:", "            if isinstance(tag, str): raise Delegate", "            continue",
+                  "        if k < position: raise Delegate", "        position = k",
+                  "        tail = child.tail", "        if tail and not tail.isspace(): raise Delegate",
+                  *self._dispatch(elements, 2, record, fused)]
         return lines
 
     def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record, fused: Any) -> list[str]:

@@ -10,9 +10,11 @@ fast path really taken, container files (blocks, codecs) and what the encoder le
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import time
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -350,3 +352,112 @@ def test_a_validated_document_may_hold_comments_inside_simple_values(tmp_path: P
     with pytest.raises(XmlValidationError) as info:
         m.decoder("order").decode_document(str(wrong))
     assert f":{line}" in str(info.value) and "quantity" in str(info.value)
+
+
+def _deep_bundles(depth: int) -> bytes:
+    """The orders batch with its first line holding ``depth`` bundles nested in one another,
+    a comment after the last child of each (the nested bundle) and after the line in the order."""
+    inner = b""
+    for k in range(depth):
+        inner = (b'<bundle number="%d"><sku>B%d</sku><quantity>1</quantity><unitPrice currency="GBP">1.00</unitPrice>'
+                 b"%s<!-- after %d --></bundle>" % (k, k, inner, k))
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    line = b'<line number="1"><sku>S</sku><quantity>4</quantity><unitPrice currency="GBP">2.50</unitPrice></line>'
+    assert line in plain
+    return plain.replace(line, line[: -len(b"</line>")] + inner + b"<!-- c --></line><!-- after the line -->", 1)
+
+
+def test_a_comment_at_every_level_of_a_deep_document_converts_each_element_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comment after a record's last child made the in-order reading start again from the
+    first child, converting again the nested records read before it: with a comment at each
+    level of nested bundles, 2^depth conversions of the innermost one (here 2^16). The
+    reading now resumes after the comment: each generated function is called once per
+    element of its record type, the records are those of the interpreted converter, and
+    straight to Avro the bytes of their encoding."""
+    depth = 16
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    deep = _deep_bundles(depth)
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    expected = list(Decoder(m, m.element("orders").name, compiled=False).iter_records(deep, "orders/order"))
+    bundle = expected[0]["line"][0]
+    for k in reversed(range(depth)):
+        bundle = bundle["bundle"][0]
+        assert bundle["sku"] == f"B{k}"
+    assert bundle["bundle"] == []
+
+    decoder = m.decoder("orders")
+    assert decoder.generated is not None
+    list(decoder.iter_records(deep, "orders/order"))  # makes the functions, then counted
+    list(decoder.iter_records(deep, "orders/order", avro_schema=schema))
+    calls: list[str] = []
+    namespace = decoder.generated.namespace
+    generated = [name for name, value in namespace.items() if callable(value)
+                 and getattr(getattr(value, "__code__", None), "co_filename", "").startswith(("<record", "<avro"))]
+    assert generated
+    for name in generated:
+        function = namespace[name]
+
+        @functools.wraps(function)  # with its attributes (a record converter's record)
+        def counted(*args: Any, function: Any = function, name: str = name) -> Any:
+            calls.append(name)
+            return function(*args)
+
+        monkeypatch.setitem(namespace, name, counted)
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+
+    assert list(decoder.iter_records(deep, "orders/order")) == expected
+    # one call per line or bundle (depth + 3), per order, buyer and address (2 orders); before: about 2^17
+    # once per element of a record type: the lines and bundles (depth + 3), their unit prices
+    # and the totals (depth + 5), each order, buyer and address (2 orders); before: 2^17 and more
+    elements = (depth + 3) + (depth + 5) + 2 * 3
+    assert len(calls) == elements, Counter(calls)
+    calls.clear()
+    encoded = list(decoder.iter_records(deep, "orders/order", avro_schema=schema))
+    assert len(calls) == elements + 2 * 2, Counter(calls)  # and per order its top function, its buyer's union
+    encode = compile_encoder(schema)
+    for got, record in zip(encoded, expected, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # after a comment: a single field again, a field declared before the last one read, an
+    # unknown element, text, and a run of a repeated field going on (accepted)
+    (b"<status>SHIPPED</status>", b"<status>SHIPPED</status><!-- c --><status>NEW</status>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<invoiceRef>INV-1</invoiceRef><!-- c --><status>NEW</status>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<invoiceRef>INV-1</invoiceRef><!-- c --><nope/>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<invoiceRef>INV-1</invoiceRef><!-- c --><?pi x?>junk"),
+    (b"<c:city>B</c:city>", b"<!-- c --><c:city>B</c:city><!-- d --><c:city>B</c:city>"),
+    (b"<c:street>A</c:street>", b"<c:street>A</c:street><!-- c --><c:street>A2</c:street><!-- d -->"),
+    (b"<total ", b"<!-- c --><line number=\"9\"><sku>Z</sku><quantity>1</quantity>"
+                 b"<unitPrice currency=\"GBP\">0.10</unitPrice></line><!-- d --><total "),
+])
+def test_elements_after_a_comment_are_held_to_the_declared_order(old: bytes, new: bytes) -> None:
+    """Resuming after a comment, the reading refuses what the in-order reading refuses (a
+    repetition, another order, an unknown element, text): the records or the error of the
+    interpreted converter, by the generated converters and straight to Avro."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    assert old in plain
+    data = plain.replace(old, new, 1)
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    outcomes = []
+    for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), None), (m.decoder("orders"), schema)):
+        try:
+            outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
+        except XmlValidationError as exc:
+            outcomes.append(str(exc))
+    if isinstance(outcomes[0], str):
+        assert outcomes[1] == outcomes[2] == outcomes[0]
+        return
+    assert outcomes[1] == outcomes[0]
+    encode = compile_encoder(schema)
+    for got, record in zip(outcomes[2], outcomes[0], strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert got == (out if type(got) is EncodedRecord else record)
