@@ -201,14 +201,15 @@ def _integer(name: str) -> Callable[[str], int]:
     return decode
 
 
-def plain_int_digits(scalar: Scalar) -> int:
-    """For an integer type without facets to check: a text of fewer ASCII digits than this
-    decodes to ``int(text)`` (in range, whatever the whiteSpace facet), which the generated
-    converters then write inline; 0 for other types."""
+def plain_int_digits(scalar: Scalar) -> tuple[int, int]:
+    """For an integer type without facets to check: (digits, low), a text of fewer ASCII
+    digits than ``digits`` decodes to ``int(text)`` when that is at least ``low`` (in range,
+    whatever the whiteSpace facet; ``low`` is 1 for ``xs:positiveInteger``, else at most 0),
+    which the generated converters then write inline; (0, 0) for other types."""
     if scalar.kind not in ("int", "long") or (scalar.check_facets and scalar.xsd_type is not None):
-        return 0
+        return 0, 0
     low, high = INTEGER_BOUNDS.get(scalar.builtin, (None, None))
-    return len(str(high)) if low is not None and low <= 0 and high is not None else 0
+    return (len(str(high)), low) if low is not None and high is not None and high > 0 else (0, 0)
 
 
 def decimal_digits(value: Decimal) -> tuple[int, int]:
@@ -264,11 +265,15 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
     return decode
 
 
+#: the characters of a float's lexical form other than INF and NaN
+_FLOAT_CHARS = "+-.0123456789eE"
+
+
 def _float(text: str) -> float:
     special = _FLOATS.get(text)
     if special is not None:
         return special
-    if not text or text.strip("+-.0123456789eE"):
+    if not text or text.strip(_FLOAT_CHARS):
         raise ValueError(f"{text!r} is not an xs:double")
     return float(text)
 
@@ -299,6 +304,11 @@ def _collapse(text: str) -> str:
     if text.isprintable() and " " not in text:  # str.split() splits at no other printable character
         return text
     return " ".join(text.split())
+
+
+#: the decode of a string type whose whitespace collapses, with nothing else to check (the
+#: generated converters test its common case inline: decoder.py, _inline)
+collapse_text = _collapse
 
 
 def _normaliser(white_space: str) -> Callable[[str], str] | None:
@@ -381,7 +391,10 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             return base
         if scalar.white_space == "collapse":
             if kind in _NO_SPACE_KINDS:
-                return _raw_first(base)
+                raw_first = _raw_first(base)
+                if base is _float:  # float(text) for a text of these characters alone (decoder.py, _inline)
+                    raw_first.float_chars = _FLOAT_CHARS  # type: ignore[attr-defined]
+                return raw_first
             if base is str:
                 return _collapse
         return lambda text: base(normalise(text))

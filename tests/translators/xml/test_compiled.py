@@ -461,3 +461,42 @@ def test_elements_after_a_comment_are_held_to_the_declared_order(old: bytes, new
         out = bytearray()
         encode(record, out)
         assert got == (out if type(got) is EncodedRecord else record)
+
+
+@pytest.mark.parametrize(("old", "texts"), [
+    # xs:double: inline float() for a text of digits, sign, dot and exponent alone (a weight after the price)
+    (b'<unitPrice currency="GBP">2.50</unitPrice>', [b"<weightKg>%s</weightKg>" % t for t in (
+        b"1.5", b"-0", b"+.5e-3", b"1E400", b"1e", b".", b"--1", b"", b"INF", b"-INF", b"NaN", b" 2.5 ", b"1_0",
+        "\u0661".encode(), b"0x10", b"1.5\n")]),
+    # xs:positiveInteger: inline int() of plain digits, at least 1
+    (b"<quantity>4</quantity>", [b"<quantity>%s</quantity>" % t for t in (
+        b"1", b"0", b"00", b"007", b"+3", b"-1", b" 4 ", b"", b"9" * 18, b"9" * 19, b"9" * 20, "\u0662".encode())]),
+    # xs:token: inline when printable without a space (nothing to collapse)
+    (b"<sku>S</sku>", [b"<sku>%s</sku>" % t for t in (b"A-1", b"", b"a b", b" a", b"a  b\n", b"a\tb", b"\xc3\xa9t\xc3\xa9")]),
+])
+def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, texts: list[bytes]) -> None:
+    """The generated converters decode the common texts of a few simple types inline (no
+    call): every text gives what the interpreted converter gives (the value, or the error),
+    by the dict converters and straight to Avro."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    encode = compile_encoder(schema)
+    assert old in plain
+    for new in texts:
+        data = plain.replace(old, old + new if b"weightKg" in new else new, 1)
+        outcomes = []
+        for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
+                                     (m.decoder("orders"), None), (m.decoder("orders"), schema)):
+            try:
+                outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
+            except XmlValidationError as exc:
+                outcomes.append(str(exc))
+        if isinstance(outcomes[0], str):
+            assert outcomes[1] == outcomes[2] == outcomes[0], new
+            continue
+        assert outcomes[1] == outcomes[0], new
+        for got, record in zip(outcomes[2], outcomes[0], strict=True):
+            out = bytearray()
+            encode(record, out)
+            assert got == (out if type(got) is EncodedRecord else record), new
