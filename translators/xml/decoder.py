@@ -341,16 +341,6 @@ def simple_text(elem: Any) -> str:
     return (elem.text or "") + "".join(child.tail or "" for child in elem if not isinstance(child.tag, str))
 
 
-def _text_between(elem: Any) -> bool:
-    """Whether text other than whitespace follows a comment or processing instruction in ``elem``."""
-    for child in elem:
-        if not isinstance(child.tag, str):
-            tail = child.tail
-            if tail and not tail.isspace():
-                return True
-    return False
-
-
 def inner_xml(elem: Any) -> str:
     """The content of an element (text and children) as an XML string."""
     parts = [escape(elem.text or "")]
@@ -668,7 +658,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "TEXT_BETWEEN": _text_between,
+            "END": _END,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -955,6 +945,8 @@ class GeneratedConverters:
                      "if len(elem): raise Delegate"]
         elif linear:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
+            if record.order_field is not None:
+                body.append("order = []")
             body += self._linear(elements, record, fused)
         else:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
@@ -986,8 +978,8 @@ class GeneratedConverters:
         for i, f in enumerate(fields):
             if f.kind == "xsitype":
                 value = "xt"
-            elif f.kind == "order":
-                value = "[]"
+            elif f.kind == "order":  # filled by the in-order reading when the document's order differs
+                value = "order" if linear and text is None else "[]"
             elif f.kind == "nil":
                 value = "nils"
             elif f.kind == "xsitypes":
@@ -1014,19 +1006,22 @@ class GeneratedConverters:
     def _linear(self, elements: list[tuple[int, Field]], record: Record, fused: Any) -> list[str]:
         """Statements reading the children in the order of their fields: each single field
         takes the next child when it has the field's tag, a repeated one the run of children
-        with its tag; a child left over (another order, a repetition) delegates. The values
-        are those the dispatching function gives a document in this order (which then sees no
-        deviation from the declared order and no repetition).
+        with its tag. The values are those the dispatching function gives a document in this
+        order (which then sees no deviation from the declared order and no repetition).
 
-        Comments and processing instructions are passed over: when the child left over is
-        one (and no text follows one of them: delegated, refused as text after an element
-        is), the reading resumes after it, each element now dispatched on its field's index
-        as the dispatching function does, refused (delegated) when its field comes before the
-        last one read or is a single field read already. Each child is converted once: a
-        record with comments at every level of a deep document costs its size, not 2^depth
-        (the reading started again from the first child before). No check per child on the
-        common path for them (lxml's ``iterchildren`` given the Element factory, which skips
-        them, made XML -> Avro 3-6 % slower on ``benchmarks/xml_translate.py``)."""
+        When a child is left over (a comment or processing instruction, a child of an earlier
+        field, another order), the reading goes on from it, each child now dispatched on its
+        field's index as the dispatching function does (a single field met twice, an unknown
+        element, text after a comment: delegated): comments passed over, a child out of order
+        accepted as the interpreted converter accepts it, and for a record that lists its
+        children's order (``order_field``: ``xs:all``, repeated choices...) that list made as
+        the interpreted converter makes it, when a child came before one declared earlier.
+        Each child is converted once: a record with comments at every level of a deep document
+        costs its size, not 2^depth (the reading started again from the first child before),
+        and a record in another order than declared is converted here, not by the interpreted
+        converter. No check per child on the common path (lxml's ``iterchildren`` given the
+        Element factory, which skips comments, made XML -> Avro 3-6 % slower on
+        ``benchmarks/xml_translate.py``)."""
         advance = "child = next(children, END); tag = child.tag"
         # the children as a list made by lxml in one call: its iterator is cheaper per child
         # than lxml's own (about 50 ns a child here)
@@ -1036,18 +1031,23 @@ class GeneratedConverters:
             lines += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
             lines += self._element(i, f, 1, record, fused, checked=False)
             lines.append(f"    {advance}")
-        # a comment or processing instruction: the field read last, then the rest by field index
-        lines += ["if child is not END:",
-                  "    if isinstance(tag, str) or TEXT_BETWEEN(elem): raise Delegate  # out of order, repeated, text",
-                  "    position = -1"]
-        lines += [f"    if f{i}{'' if f.repeated else ' is not M'}: position = {i}" for i, f in elements]
-        tags = {f.qname: i for i, f in elements}
-        lines += ["    for child in child.itersiblings():", "        tag = child.tag",
-                  f"        k = {self._constant(tags, 'tags')}.get(tag, -1)",
-                  "        if k < 0:", "            if isinstance(tag, str): raise Delegate", "            continue",
-                  "        if k < position: raise Delegate", "        position = k",
-                  "        tail = child.tail", "        if tail and not tail.isspace(): raise Delegate",
-                  *self._dispatch(elements, 2, record, fused)]
+        track = record.order_field is not None
+        tags = self._constant({f.qname: i for i, f in elements}, "tags")
+        lines.append("if child is not END:  # left over: a comment, another order, a repetition...")
+        if track:  # the field read last (the fields were read in their order), then each child's
+            lines += ["    position = -1", *[f"    if f{i}{'' if f.repeated else ' is not M'}: position = {i}"
+                                             for i, f in elements], "    deviated = False"]
+        lines += ["    while child is not END:", f"        k = {tags}.get(tag, -1)",
+                  "        if k < 0:", "            if isinstance(tag, str): raise Delegate",
+                  "            tail = child.tail", "            if tail and not tail.isspace(): raise Delegate",
+                  "        else:"]
+        if track:
+            lines += ["            if k < position: deviated = True", "            position = k"]
+        lines += ["            tail = child.tail", "            if tail and not tail.isspace(): raise Delegate",
+                  *self._dispatch(elements, 3, record, fused), f"        {advance}"]
+        if track:  # the field of each child element, in document order (RecordDecoder._document_order)
+            names = self._constant({f.qname: f.name for _, f in elements}, "names")
+            lines.append(f"    if deviated: order = [{names}[c.tag] for c in elem.getchildren() if isinstance(c.tag, str)]")
         return lines
 
     def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record, fused: Any) -> list[str]:

@@ -287,10 +287,10 @@ def test_comments_between_children_keep_the_records_on_the_fast_path(monkeypatch
     assert list(decoder.iter_records(commented, "orders/order")) == expected
     assert list(decoder.iter_records(commented, "orders/order", avro_schema=schema)) == expected_avro
     assert calls == []
-    # the same documents without comments, out of order: the counting sees the fallback
-    swapped = plain.replace(b"<status>SHIPPED</status>", b"", 1).replace(
-        b"<orderDate>2024-01-01</orderDate>", b"<status>SHIPPED</status><orderDate>2024-01-01</orderDate>", 1)
-    list(decoder.iter_records(swapped, "orders/order"))
+    # the same document without comments, a single element repeated: the counting sees the fallback
+    repeated = plain.replace(b"<status>SHIPPED</status>", b"<status>SHIPPED</status><status>NEW</status>", 1)
+    with pytest.raises(XmlValidationError, match="more than once"):
+        list(decoder.iter_records(repeated, "orders/order"))
     assert calls
 
 
@@ -436,10 +436,11 @@ def test_a_comment_at_every_level_of_a_deep_document_converts_each_element_once(
     (b"<total ", b"<!-- c --><line number=\"9\"><sku>Z</sku><quantity>1</quantity>"
                  b"<unitPrice currency=\"GBP\">0.10</unitPrice></line><!-- d --><total "),
 ])
-def test_elements_after_a_comment_are_held_to_the_declared_order(old: bytes, new: bytes) -> None:
-    """Resuming after a comment, the reading refuses what the in-order reading refuses (a
-    repetition, another order, an unknown element, text): the records or the error of the
-    interpreted converter, by the generated converters and straight to Avro."""
+def test_elements_after_a_comment_as_the_interpreted_converter_reads_them(old: bytes, new: bytes) -> None:
+    """Going on after a comment, the reading refuses what the interpreted converter refuses (a
+    repetition, an unknown element, text) and accepts what it accepts (another order, listed
+    in the order's record): its records or its error, by the generated converters and
+    straight to Avro."""
     m = XsdModel.load(DATA / "orders/orders.xsd")
     plain = (DATA / "orders/orders-batch.xml").read_bytes()
     assert old in plain
@@ -500,3 +501,49 @@ def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, t
             out = bytearray()
             encode(record, out)
             assert got == (out if type(got) is EncodedRecord else record), new
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # Order lists its children's order (its notes, a substitution group, mix): the list is made
+    (b"<orderDate>2024-01-01</orderDate>\n    <createdAt>2024-01-01T00:00:00Z</createdAt>\n    <status>SHIPPED</status>",
+     b"<status>SHIPPED</status><createdAt>2024-01-01T00:00:00Z</createdAt><orderDate>2024-01-01</orderDate>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<giftNote>a</giftNote><invoiceRef>INV-1</invoiceRef><giftNote>b</giftNote>"),
+    # Line and Address do not: accepted in any order, as the interpreted converter accepts them
+    (b"<sku>S</sku><quantity>4</quantity>", b"<quantity>4</quantity><sku>S</sku>"),
+    (b"<c:street>A</c:street><c:city>B</c:city>", b"<c:city>B</c:city><c:street>A</c:street><!-- c -->"),
+])
+def test_children_in_another_order_are_read_without_the_interpreted_converter(
+        monkeypatch: pytest.MonkeyPatch, old: bytes, new: bytes) -> None:
+    """Children in another order than declared (a stream is not validated: the interpreted
+    converter reads them in any order, and lists the order where the record has a field for
+    it) are read on from the first child out of order by the generated converter itself:
+    the interpreted converter's records, straight to Avro their encoding, and neither the
+    interpreted converter nor the dispatching function called."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    assert old in plain
+    data = plain.replace(old, new, 1)
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    expected = list(Decoder(m, m.element("orders").name, compiled=False).iter_records(data, "orders/order"))
+    decoder = m.decoder("orders")
+    assert decoder.generated is not None
+    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
+    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
+    calls: list[str] = []
+    for name in [name for name in decoder.generated.namespace if name.endswith("_d")]:
+        function = decoder.generated.namespace[name]
+        monkeypatch.setitem(decoder.generated.namespace, name,
+                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    assert list(decoder.iter_records(data, "orders/order")) == expected
+    encoded = list(decoder.iter_records(data, "orders/order", avro_schema=schema))
+    assert calls == []
+    if b"<status>SHIPPED</status><createdAt>" in new:
+        assert expected[0]["element_order"][:3] == ["status", "createdAt", "orderDate"]
+    encode = compile_encoder(schema)
+    for got, record in zip(encoded, expected, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
