@@ -667,6 +667,8 @@ class GeneratedConverters:
         self._fused: dict[Any, str] = {}
         self._pending: list[str] = []
         self._avro_done = 0
+        #: the decimal fields read straight into their Avro bytes (see _decimal_avro)
+        self._decimal_fields: set[int] = set()
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
         #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
@@ -890,11 +892,43 @@ class GeneratedConverters:
                                                 linear=self._linear_ok(record), fused=fused))
         return name
 
+    def _decimal_avro(self, f: Field, record: Record, fused: Any) -> tuple[str, str] | None:
+        """Straight to Avro, a single decimal element or simple content read into its Avro
+        ``decimal`` bytes, no ``Decimal`` in between: (the function giving them from a text of
+        the common form, ``scalars.decimal_avro_bytes``; the encoder of a decoded value, for
+        any other text or an element with attributes), whose names the converter calls; the
+        field is then written as ``bytes`` (the same encoding: its length, then the bytes).
+        A value either refuses (a text the decoder refuses, a value beyond the precision)
+        raises, and the record is converted by the dict converter, as before. None for any
+        other field, or where a kept ``xsi:type`` leaves the element to the interpreted one."""
+        if fused is None or not isinstance(f.value, Scalar) or f.value.kind != "decimal" or f.repeated:
+            return None
+        if f.kind not in ("element", "text") or (f.kind == "element" and record.simple_types_field is not None):
+            return None
+        from .avro import _decimal_bytes
+        from .scalars import decimal_avro_bytes
+
+        fast = decimal_avro_bytes(f.value)
+        if fast is None:
+            return None
+        encode = _decimal_bytes(f.value.scale or 0, f.value.precision or 38)
+        self._decimal_fields.add(id(f))
+        return (self._constant(fast, "dx"),
+                self._constant(lambda value: None if value is None else encode(value), "de"))
+
     def _field_type(self, f: Field, fused: Any) -> Any:
         """The Avro type of field ``f`` as the encoder generator takes it (a nested record
         converted straight to Avro: its element, which its function appends to the parent's
-        ``out`` when the parent writes the field, with no buffer of its own)."""
+        ``out`` when the parent writes the field, with no buffer of its own; a decimal read
+        into its Avro bytes: ``bytes``)."""
         from .avro import ENCODED
+
+        if id(f) in self._decimal_fields and fused is not None:
+            kind = field_avro(f, set())["type"]
+            if isinstance(kind, dict) and kind.get("logicalType") == "decimal":
+                return "bytes"
+            if isinstance(kind, list) and kind[0] == "null" and len(kind) == 2:
+                return ["null", "bytes"]
 
         if self._fusable(f, fused):
             if isinstance(f.value, Poly):  # the union's index is written with the record
@@ -941,8 +975,13 @@ class GeneratedConverters:
             body.append("            pass")
         body.append("        else: raise Delegate")
         if text is not None:
-            body += [f"f{text} = {self._constant(fields[text].value.decode, 't')}(elem.text or '')",
-                     "if len(elem): raise Delegate"]
+            decode = self._constant(fields[text].value.decode, 't')
+            decimal = self._decimal_avro(fields[text], record, fused)
+            if decimal is None:
+                body.append(f"f{text} = {decode}(elem.text or '')")
+            else:  # straight to its Avro bytes (see _decimal_avro)
+                body.append(f"f{text} = {decimal[0]}(t := elem.text or '') or {decimal[1]}({decode}(t))")
+            body.append("if len(elem): raise Delegate")
         elif linear:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
             if record.order_field is not None:
@@ -1098,6 +1137,13 @@ class GeneratedConverters:
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
             text = "(child.text or '')" if direct is str else self._inline(f.value, direct, "child.text or ''", "d")
+            decimal = self._decimal_avro(f, record, fused)
+            if decimal is not None:  # straight to its Avro bytes (see _decimal_avro)
+                fast, encode = decimal
+                decode = self._constant(direct, "d")
+                lines.append(f"{pad}f{i} = ({encode}({full}(child)) if child.keys() or len(child) else "
+                             f"{fast}(t := child.text or '') or {encode}({decode}(t)))")
+                return lines
             if record.simple_types_field is None:
                 value = f"({full}(child) if child.keys() or len(child) else {text})"
             else:  # an xsi:type to keep: left to the interpreted converter

@@ -269,6 +269,41 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
 _FLOAT_CHARS = "+-.0123456789eE"
 
 
+def decimal_avro_bytes(scalar: Scalar) -> Callable[[str], bytes | None] | None:
+    """For a decimal type whose facets read the text alone: a function giving the Avro
+    ``decimal`` bytes (big-endian two's complement of the unscaled value, as
+    ``translators/xml/avro.py`` writes them) straight from a text of unsigned ASCII digits
+    with exactly the scale's fraction digits within ``totalDigits`` (the digits' ``int``, no
+    ``Decimal``), after the facet checks; None for any other text (then ``decode`` and the
+    encoder). Those texts are the common case of ``_decimal``'s decode, which gives
+    ``Decimal(text)``, whose unscaled value is that ``int``. None when the type has facets
+    that read the value (bounds, enumerations)."""
+    if scalar.kind != "decimal":
+        return None
+    check = None
+    if scalar.check_facets and scalar.xsd_type is not None:
+        from .facets import compile_checks
+
+        check = compile_checks(scalar.xsd_type)
+        if check is not None and not getattr(check, "text_only", False):
+            return None
+    scale = scalar.scale or 0
+    total_digits = (scalar.precision or 38) - scale
+
+    def avro_bytes(text: str) -> bytes | None:
+        plain = text.replace(".", "", 1)
+        dot = text.find(".")
+        if (0 if dot < 0 else len(text) - dot - 1) != scale or len(plain) > total_digits or not (
+                plain.isdigit() and plain.isascii()):
+            return None
+        if check is not None:
+            check(text, None)
+        unscaled = int(plain)
+        return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+
+    return avro_bytes
+
+
 def _float(text: str) -> float:
     special = _FLOATS.get(text)
     if special is not None:

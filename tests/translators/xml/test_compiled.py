@@ -474,6 +474,17 @@ def test_elements_after_a_comment_as_the_interpreted_converter_reads_them(old: b
         b"1", b"0", b"00", b"007", b"+3", b"-1", b" 4 ", b"", b"9" * 18, b"9" * 19, b"9" * 20, "\u0662".encode())]),
     # xs:token: inline when printable without a space (nothing to collapse)
     (b"<sku>S</sku>", [b"<sku>%s</sku>" % t for t in (b"A-1", b"", b"a b", b" a", b"a  b\n", b"a\tb", b"\xc3\xa9t\xc3\xa9")]),
+    # decimals straight to their Avro bytes (c:Amount: pattern -?\d+\.\d{2}, totalDigits 12, fractionDigits 2;
+    # discountRate: totalDigits 5, fractionDigits 4, no pattern)
+    (b'<unitPrice currency="GBP">2.50</unitPrice>', [b'<unitPrice currency="GBP">%s</unitPrice>' % t for t in (
+        b"2.50", b"0.00", b"000.00", b"-2.50", b"2.5", b"2.500", b"02.50", b"1234567890.12", b"12345678901.12",
+        b"123456789012.12", b" 2.50 ", b"2,50", b"1e2", b"", b".50", b"2.", "\u0662.50".encode(), b"+2.50",
+        b"2.50<!-- c -->")] + [b'<unitPrice currency="GBP" xsi:nil="true"/>', b'<unitPrice currency="XXX">2.50</unitPrice>']),
+    (b'<total currency="GBP">10.00</total>', [b'<total currency="GBP">10.00</total><discountRate>%s</discountRate>' % t
+                                               for t in (b"0.0525", b"1.0000", b"9.9999", b"0.05250", b"12.3456", b"0.5",
+                                                         b".0525", b"0", b"-0.0525", b"", b" 0.0525", b"0.0525\n",
+                                                         b"99999.0000")]
+     + [b'<total currency="GBP">10.00</total><discountRate xsi:nil="true"/>']),
 ])
 def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, texts: list[bytes]) -> None:
     """The generated converters decode the common texts of a few simple types inline (no
@@ -486,6 +497,7 @@ def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, t
     assert old in plain
     for new in texts:
         data = plain.replace(old, old + new if b"weightKg" in new else new, 1)
+        assert data != plain or new == old
         outcomes = []
         for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
                                      (m.decoder("orders"), None), (m.decoder("orders"), schema)):
