@@ -668,7 +668,7 @@ class GeneratedConverters:
         self._pending: list[str] = []
         self._avro_done = 0
         #: the decimal fields read straight into their Avro bytes (see _decimal_avro)
-        self._decimal_fields: set[int] = set()
+        self._decimal_fields: set[tuple[int, int]] = set()  # (id of the record, id of the field)
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
         #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
@@ -912,18 +912,18 @@ class GeneratedConverters:
         if fast is None:
             return None
         encode = _decimal_bytes(f.value.scale or 0, f.value.precision or 38)
-        self._decimal_fields.add(id(f))
+        self._decimal_fields.add((id(record), id(f)))
         return (self._constant(fast, "dx"),
                 self._constant(lambda value: None if value is None else encode(value), "de"))
 
-    def _field_type(self, f: Field, fused: Any) -> Any:
+    def _field_type(self, f: Field, fused: Any, record: Record) -> Any:
         """The Avro type of field ``f`` as the encoder generator takes it (a nested record
         converted straight to Avro: its element, which its function appends to the parent's
         ``out`` when the parent writes the field, with no buffer of its own; a decimal read
         into its Avro bytes: ``bytes``)."""
         from .avro import ENCODED
 
-        if id(f) in self._decimal_fields and fused is not None:
+        if (id(record), id(f)) in self._decimal_fields:
             kind = field_avro(f, set())["type"]
             if isinstance(kind, dict) and kind.get("logicalType") == "decimal":
                 return "bytes"
@@ -1034,7 +1034,7 @@ class GeneratedConverters:
         if fused is not None:
             for f, value in items:
                 body.append(f"v = {value}")
-                body += fused.emit(self._field_type(f, fused), "v", 0)
+                body += fused.emit(self._field_type(f, fused, record), "v", 0)
             return "\n".join([f"def {name}(elem, out):"] + ["    " + line for line in body]) + "\n"
         body.append("return {" + ", ".join(f"{f.name!r}: {value}" for f, value in items) + "}")
         lines = [f"def {name}(elem):", "    try:"]
