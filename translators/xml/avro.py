@@ -48,12 +48,21 @@ def _varint(n: int) -> bytes:
         if z < 0x4000:
             return bytes((z & 0x7F | 0x80, z >> 7)) if z > 0x7F else bytes((z,))
         return bytes((z & 0x7F | 0x80, z >> 7 & 0x7F | 0x80, z >> 14))
+    if z < 0x100000000000000:  # up to 8 bytes (microseconds since 1970): each 7 bits to its byte, no loop
+        size = (z.bit_length() + 6) // 7
+        return ((z & 0x7F | (z & 0x3F80) << 1 | (z & 0x1FC000) << 2 | (z & 0xFE00000) << 3 | (z & 0x7F0000000) << 4
+                 | (z & 0x3F800000000) << 5 | (z & 0x1FC0000000000) << 6 | (z & 0xFE000000000000) << 7)
+                | _CONTINUED[size]).to_bytes(size, "little")
     out = []
     while z > 0x7F:
         out.append((z & 0x7F) | 0x80)
         z >>= 7
     out.append(z)
     return bytes(out)
+
+
+#: the continuation bit of every byte of an n-byte varint but its last
+_CONTINUED = tuple(sum(0x80 << (8 * i) for i in range(n - 1)) for n in range(9))
 
 
 def _too_long(n: int) -> int:

@@ -27,7 +27,7 @@ from coupler.canonical.errors import CouplerError
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record, field_avro, value_avro
 from .naming import local_name
-from .scalars import Scalar, plain_int_digits
+from .scalars import Scalar, collapse_text, plain_int_digits
 from .security import SAFE_PARSE_OPTIONS, check_docinfo, parse_document, safe_parser, syntax_error
 
 if TYPE_CHECKING:
@@ -339,16 +339,6 @@ def simple_text(elem: Any) -> str:
     """The text of an element of simple content with comments or processing instructions in
     it: its text and the text after each of them (their own text is no character data)."""
     return (elem.text or "") + "".join(child.tail or "" for child in elem if not isinstance(child.tag, str))
-
-
-def _text_between(elem: Any) -> bool:
-    """Whether text other than whitespace follows a comment or processing instruction in ``elem``."""
-    for child in elem:
-        if not isinstance(child.tag, str):
-            tail = child.tail
-            if tail and not tail.isspace():
-                return True
-    return False
 
 
 def inner_xml(elem: Any) -> str:
@@ -668,7 +658,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "ELEMENT": etree.Element, "TEXT_BETWEEN": _text_between,
+            "END": _END,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -677,6 +667,8 @@ class GeneratedConverters:
         self._fused: dict[Any, str] = {}
         self._pending: list[str] = []
         self._avro_done = 0
+        #: the decimal fields read straight into their Avro bytes (see _decimal_avro)
+        self._decimal_fields: set[tuple[int, int]] = set()  # (id of the record, id of the field)
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
         #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
@@ -900,11 +892,43 @@ class GeneratedConverters:
                                                 linear=self._linear_ok(record), fused=fused))
         return name
 
-    def _field_type(self, f: Field, fused: Any) -> Any:
+    def _decimal_avro(self, f: Field, record: Record, fused: Any) -> tuple[str, str] | None:
+        """Straight to Avro, a single decimal element or simple content read into its Avro
+        ``decimal`` bytes, no ``Decimal`` in between: (the function giving them from a text of
+        the common form, ``scalars.decimal_avro_bytes``; the encoder of a decoded value, for
+        any other text or an element with attributes), whose names the converter calls; the
+        field is then written as ``bytes`` (the same encoding: its length, then the bytes).
+        A value either refuses (a text the decoder refuses, a value beyond the precision)
+        raises, and the record is converted by the dict converter, as before. None for any
+        other field, or where a kept ``xsi:type`` leaves the element to the interpreted one."""
+        if fused is None or not isinstance(f.value, Scalar) or f.value.kind != "decimal" or f.repeated:
+            return None
+        if f.kind not in ("element", "text") or (f.kind == "element" and record.simple_types_field is not None):
+            return None
+        from .avro import _decimal_bytes
+        from .scalars import decimal_avro_bytes
+
+        fast = decimal_avro_bytes(f.value)
+        if fast is None:
+            return None
+        encode = _decimal_bytes(f.value.scale or 0, f.value.precision or 38)
+        self._decimal_fields.add((id(record), id(f)))
+        return (self._constant(fast, "dx"),
+                self._constant(lambda value: None if value is None else encode(value), "de"))
+
+    def _field_type(self, f: Field, fused: Any, record: Record) -> Any:
         """The Avro type of field ``f`` as the encoder generator takes it (a nested record
         converted straight to Avro: its element, which its function appends to the parent's
-        ``out`` when the parent writes the field, with no buffer of its own)."""
+        ``out`` when the parent writes the field, with no buffer of its own; a decimal read
+        into its Avro bytes: ``bytes``)."""
         from .avro import ENCODED
+
+        if (id(record), id(f)) in self._decimal_fields:
+            kind = field_avro(f, set())["type"]
+            if isinstance(kind, dict) and kind.get("logicalType") == "decimal":
+                return "bytes"
+            if isinstance(kind, list) and kind[0] == "null" and len(kind) == 2:
+                return ["null", "bytes"]
 
         if self._fusable(f, fused):
             if isinstance(f.value, Poly):  # the union's index is written with the record
@@ -951,10 +975,17 @@ class GeneratedConverters:
             body.append("            pass")
         body.append("        else: raise Delegate")
         if text is not None:
-            body += [f"f{text} = {self._constant(fields[text].value.decode, 't')}(elem.text or '')",
-                     "if len(elem): raise Delegate"]
+            decode = self._constant(fields[text].value.decode, 't')
+            decimal = self._decimal_avro(fields[text], record, fused)
+            if decimal is None:
+                body.append(f"f{text} = {decode}(elem.text or '')")
+            else:  # straight to its Avro bytes (see _decimal_avro)
+                body.append(f"f{text} = {decimal[0]}(t := elem.text or '') or {decimal[1]}({decode}(t))")
+            body.append("if len(elem): raise Delegate")
         elif linear:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
+            if record.order_field is not None:
+                body.append("order = []")
             body += self._linear(elements, record, fused)
         else:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
@@ -986,8 +1017,8 @@ class GeneratedConverters:
         for i, f in enumerate(fields):
             if f.kind == "xsitype":
                 value = "xt"
-            elif f.kind == "order":
-                value = "[]"
+            elif f.kind == "order":  # filled by the in-order reading when the document's order differs
+                value = "order" if linear and text is None else "[]"
             elif f.kind == "nil":
                 value = "nils"
             elif f.kind == "xsitypes":
@@ -1003,7 +1034,7 @@ class GeneratedConverters:
         if fused is not None:
             for f, value in items:
                 body.append(f"v = {value}")
-                body += fused.emit(self._field_type(f, fused), "v", 0)
+                body += fused.emit(self._field_type(f, fused, record), "v", 0)
             return "\n".join([f"def {name}(elem, out):"] + ["    " + line for line in body]) + "\n"
         body.append("return {" + ", ".join(f"{f.name!r}: {value}" for f, value in items) + "}")
         lines = [f"def {name}(elem):", "    try:"]
@@ -1014,29 +1045,48 @@ class GeneratedConverters:
     def _linear(self, elements: list[tuple[int, Field]], record: Record, fused: Any) -> list[str]:
         """Statements reading the children in the order of their fields: each single field
         takes the next child when it has the field's tag, a repeated one the run of children
-        with its tag; a child left over (another order, a repetition) delegates. The values
-        are those the dispatching function gives a document in this order (which then sees no
-        deviation from the declared order and no repetition).
+        with its tag. The values are those the dispatching function gives a document in this
+        order (which then sees no deviation from the declared order and no repetition).
 
-        Comments and processing instructions are passed over: when the child left over is
-        one, the children are read again from the first, only the elements this time (lxml's
-        ``iterchildren`` given the Element factory: reading every record that way made XML ->
-        Avro 3-6 % slower on ``benchmarks/xml_translate.py``, so not the first time), unless
-        text follows one of them (delegated: refused as text after an element is)."""
+        When a child is left over (a comment or processing instruction, a child of an earlier
+        field, another order), the reading goes on from it, each child now dispatched on its
+        field's index as the dispatching function does (a single field met twice, an unknown
+        element, text after a comment: delegated): comments passed over, a child out of order
+        accepted as the interpreted converter accepts it, and for a record that lists its
+        children's order (``order_field``: ``xs:all``, repeated choices...) that list made as
+        the interpreted converter makes it, when a child came before one declared earlier.
+        Each child is converted once: a record with comments at every level of a deep document
+        costs its size, not 2^depth (the reading started again from the first child before),
+        and a record in another order than declared is converted here, not by the interpreted
+        converter. No check per child on the common path (lxml's ``iterchildren`` given the
+        Element factory, which skips comments, made XML -> Avro 3-6 % slower on
+        ``benchmarks/xml_translate.py``)."""
         advance = "child = next(children, END); tag = child.tag"
-        lines = ["children = iter(elem)", advance, "while True:"]
+        # the children as a list made by lxml in one call: its iterator is cheaper per child
+        # than lxml's own (about 50 ns a child here)
+        lines = ["children = iter(elem.getchildren())", advance]
         for i, f in elements:
-            lines.append(f"    {'while' if f.repeated else 'if'} tag == {f.qname!r}:")
-            lines += ["        tail = child.tail", "        if tail and not tail.isspace(): raise Delegate"]
-            lines += self._element(i, f, 2, record, fused, checked=False)
-            lines.append(f"        {advance}")
-        singles = [f"f{i}" for i, f in elements if not f.repeated]
-        lines += ["    if child is END: break",
-                  "    if isinstance(tag, str) or TEXT_BETWEEN(elem): raise Delegate  # out of order, repeated, text",
-                  "    children = elem.iterchildren(ELEMENT)",
-                  *([f"    {' = '.join(singles)} = M"] if singles else []),
-                  *[f"    f{i} = []" for i, f in elements if f.repeated],
-                  f"    {advance}"]
+            lines.append(f"{'while' if f.repeated else 'if'} tag == {f.qname!r}:")
+            lines += ["    tail = child.tail", "    if tail and not tail.isspace(): raise Delegate"]
+            lines += self._element(i, f, 1, record, fused, checked=False)
+            lines.append(f"    {advance}")
+        track = record.order_field is not None
+        tags = self._constant({f.qname: i for i, f in elements}, "tags")
+        lines.append("if child is not END:  # left over: a comment, another order, a repetition...")
+        if track:  # the field read last (the fields were read in their order), then each child's
+            lines += ["    position = -1", *[f"    if f{i}{'' if f.repeated else ' is not M'}: position = {i}"
+                                             for i, f in elements], "    deviated = False"]
+        lines += ["    while child is not END:", f"        k = {tags}.get(tag, -1)",
+                  "        if k < 0:", "            if isinstance(tag, str): raise Delegate",
+                  "            tail = child.tail", "            if tail and not tail.isspace(): raise Delegate",
+                  "        else:"]
+        if track:
+            lines += ["            if k < position: deviated = True", "            position = k"]
+        lines += ["            tail = child.tail", "            if tail and not tail.isspace(): raise Delegate",
+                  *self._dispatch(elements, 3, record, fused), f"        {advance}"]
+        if track:  # the field of each child element, in document order (RecordDecoder._document_order)
+            names = self._constant({f.qname: f.name for _, f in elements}, "names")
+            lines.append(f"    if deviated: order = [{names}[c.tag] for c in elem.getchildren() if isinstance(c.tag, str)]")
         return lines
 
     def _dispatch(self, elements: list[tuple[int, Field]], depth: int, record: Record, fused: Any) -> list[str]:
@@ -1055,16 +1105,27 @@ class GeneratedConverters:
 
     def _inline(self, scalar: Scalar, decode: Callable[[str], Any], text: str, prefix: str) -> str:
         """An expression decoding ``text`` (an expression, evaluated once): an integer of a
-        few plain digits or a symbol of an enumeration inline (no call), anything else through
-        ``decode``."""
+        few plain digits, a float of digits, sign, dot and exponent, a string needing no
+        whitespace collapse or a symbol of an enumeration inline (no call), anything else
+        (and what ``int`` or ``float`` refuse, raising) through ``decode``. An empty text goes
+        to ``decode`` (an element's default value, or its error)."""
         name = self._constant(decode, prefix)
-        digits = plain_int_digits(scalar)
+        digits, low = plain_int_digits(scalar)
         symbols = getattr(decode, "enum_symbols", None)  # the bare enumeration check (scalars.py)
-        if not digits and symbols is None:
+        float_chars = getattr(decode, "float_chars", None)  # a float without facets
+        collapse = decode is collapse_text  # a string type whose whitespace collapses, nothing to check
+        if not digits and symbols is None and float_chars is None and not collapse:
             return f"{name}({text})"
         var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
         if symbols is not None:
             return f"({var} if {first} in {self._constant(symbols, 's')} else {name}({var}))"
+        if float_chars is not None:
+            return f"(float({var}) if {first} and not {var}.strip({float_chars!r}) else {name}({var}))"
+        if collapse:  # printable, no space: nothing to collapse (scalars._collapse)
+            return f"({var} if {first} and {var}.isprintable() and ' ' not in {var} else {name}({var}))"
+        if low > 0:  # xs:positiveInteger: 0 is refused by decode
+            return (f"(iv if {first}.isdigit() and len({var}) < {digits} and {var}.isascii() and (iv := int({var})) >= {low}"
+                    f" else {name}({var}))")
         return f"(int({var}) if {first}.isdigit() and len({var}) < {digits} and {var}.isascii() else {name}({var}))"
 
     def _element(self, i: int, f: Field, depth: int, record: Record, fused: Any = None, *,
@@ -1076,6 +1137,13 @@ class GeneratedConverters:
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
             text = "(child.text or '')" if direct is str else self._inline(f.value, direct, "child.text or ''", "d")
+            decimal = self._decimal_avro(f, record, fused)
+            if decimal is not None:  # straight to its Avro bytes (see _decimal_avro)
+                fast, encode = decimal
+                decode = self._constant(direct, "d")
+                lines.append(f"{pad}f{i} = ({encode}({full}(child)) if child.keys() or len(child) else "
+                             f"{fast}(t := child.text or '') or {encode}({decode}(t)))")
+                return lines
             if record.simple_types_field is None:
                 value = f"({full}(child) if child.keys() or len(child) else {text})"
             else:  # an xsi:type to keep: left to the interpreted converter

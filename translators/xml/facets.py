@@ -17,6 +17,9 @@ _HANDLED = {f"{XS}{n}" for n in (
     "pattern", "length", "minLength", "maxLength", "minInclusive", "maxInclusive", "minExclusive",
     "maxExclusive", "enumeration", "whiteSpace", "totalDigits", "fractionDigits")}
 
+#: a check is given the (normalised) text and its decoded value; one marked ``text_only`` reads
+#: the text alone (patterns, lengths of a value that is no string, bytes or list, xmlschema's
+#: own validation): it may be given ``None`` for the value
 Check = Callable[[str, Any], None]
 
 
@@ -53,6 +56,7 @@ def compile_checks(xsd_type: Any) -> Check | None:
                 reason = next(iter(xsd_type.iter_errors(text)), None)
                 raise ValueError(getattr(reason, "reason", None) or f"{text!r} is not valid for {xsd_type}")
 
+        xmlschema_check.text_only = True  # type: ignore[attr-defined]
         checks.append(xmlschema_check)
     if not checks:
         return None
@@ -63,6 +67,8 @@ def compile_checks(xsd_type: Any) -> Check | None:
         for check in checks:
             check(text, value)
 
+    if all(getattr(check, "text_only", False) for check in checks):
+        all_checks.text_only = True  # type: ignore[attr-defined]
     return all_checks
 
 
@@ -78,6 +84,7 @@ def _patterns(patterns: list[Any], sources: list[str]) -> Check:
             if not match(text):
                 refuse(text)
 
+        check_one.text_only = True  # type: ignore[attr-defined]
         return check_one
 
     def check(text: str, value: Any) -> None:
@@ -86,6 +93,7 @@ def _patterns(patterns: list[Any], sources: list[str]) -> Check:
                 return
         refuse(text)
 
+    check.text_only = True  # type: ignore[attr-defined]
     return check
 
 
@@ -97,6 +105,7 @@ def _length(kind: str, limit: int) -> Check:
         ):
             raise ValueError(f"{text[:40]!r} has length {size}, {kind} is {limit}")
 
+    check.text_only = True  # type: ignore[attr-defined]  # the text's length unless the value is a string, bytes or a list
     return check
 
 

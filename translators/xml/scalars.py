@@ -201,14 +201,15 @@ def _integer(name: str) -> Callable[[str], int]:
     return decode
 
 
-def plain_int_digits(scalar: Scalar) -> int:
-    """For an integer type without facets to check: a text of fewer ASCII digits than this
-    decodes to ``int(text)`` (in range, whatever the whiteSpace facet), which the generated
-    converters then write inline; 0 for other types."""
+def plain_int_digits(scalar: Scalar) -> tuple[int, int]:
+    """For an integer type without facets to check: (digits, low), a text of fewer ASCII
+    digits than ``digits`` decodes to ``int(text)`` when that is at least ``low`` (in range,
+    whatever the whiteSpace facet; ``low`` is 1 for ``xs:positiveInteger``, else at most 0),
+    which the generated converters then write inline; (0, 0) for other types."""
     if scalar.kind not in ("int", "long") or (scalar.check_facets and scalar.xsd_type is not None):
-        return 0
+        return 0, 0
     low, high = INTEGER_BOUNDS.get(scalar.builtin, (None, None))
-    return len(str(high)) if low is not None and low <= 0 and high is not None else 0
+    return (len(str(high)), low) if low is not None and high is not None and high > 0 else (0, 0)
 
 
 def decimal_digits(value: Decimal) -> tuple[int, int]:
@@ -264,11 +265,50 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
     return decode
 
 
+#: the characters of a float's lexical form other than INF and NaN
+_FLOAT_CHARS = "+-.0123456789eE"
+
+
+def decimal_avro_bytes(scalar: Scalar) -> Callable[[str], bytes | None] | None:
+    """For a decimal type whose facets read the text alone: a function giving the Avro
+    ``decimal`` bytes (big-endian two's complement of the unscaled value, as
+    ``translators/xml/avro.py`` writes them) straight from a text of unsigned ASCII digits
+    with exactly the scale's fraction digits within ``totalDigits`` (the digits' ``int``, no
+    ``Decimal``), after the facet checks; None for any other text (then ``decode`` and the
+    encoder). Those texts are the common case of ``_decimal``'s decode, which gives
+    ``Decimal(text)``, whose unscaled value is that ``int``. None when the type has facets
+    that read the value (bounds, enumerations)."""
+    if scalar.kind != "decimal":
+        return None
+    check = None
+    if scalar.check_facets and scalar.xsd_type is not None:
+        from .facets import compile_checks
+
+        check = compile_checks(scalar.xsd_type)
+        if check is not None and not getattr(check, "text_only", False):
+            return None
+    scale = scalar.scale or 0
+    total_digits = (scalar.precision or 38) - scale
+
+    def avro_bytes(text: str) -> bytes | None:
+        plain = text.replace(".", "", 1)
+        dot = text.find(".")
+        if (0 if dot < 0 else len(text) - dot - 1) != scale or len(plain) > total_digits or not (
+                plain.isdigit() and plain.isascii()):
+            return None
+        if check is not None:
+            check(text, None)
+        unscaled = int(plain)
+        return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+
+    return avro_bytes
+
+
 def _float(text: str) -> float:
     special = _FLOATS.get(text)
     if special is not None:
         return special
-    if not text or text.strip("+-.0123456789eE"):
+    if not text or text.strip(_FLOAT_CHARS):
         raise ValueError(f"{text!r} is not an xs:double")
     return float(text)
 
@@ -299,6 +339,11 @@ def _collapse(text: str) -> str:
     if text.isprintable() and " " not in text:  # str.split() splits at no other printable character
         return text
     return " ".join(text.split())
+
+
+#: the decode of a string type whose whitespace collapses, with nothing else to check (the
+#: generated converters test its common case inline: decoder.py, _inline)
+collapse_text = _collapse
 
 
 def _normaliser(white_space: str) -> Callable[[str], str] | None:
@@ -381,7 +426,10 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             return base
         if scalar.white_space == "collapse":
             if kind in _NO_SPACE_KINDS:
-                return _raw_first(base)
+                raw_first = _raw_first(base)
+                if base is _float:  # float(text) for a text of these characters alone (decoder.py, _inline)
+                    raw_first.float_chars = _FLOAT_CHARS  # type: ignore[attr-defined]
+                return raw_first
             if base is str:
                 return _collapse
         return lambda text: base(normalise(text))

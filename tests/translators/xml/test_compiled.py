@@ -10,9 +10,11 @@ fast path really taken, container files (blocks, codecs) and what the encoder le
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import time
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -285,10 +287,10 @@ def test_comments_between_children_keep_the_records_on_the_fast_path(monkeypatch
     assert list(decoder.iter_records(commented, "orders/order")) == expected
     assert list(decoder.iter_records(commented, "orders/order", avro_schema=schema)) == expected_avro
     assert calls == []
-    # the same documents without comments, out of order: the counting sees the fallback
-    swapped = plain.replace(b"<status>SHIPPED</status>", b"", 1).replace(
-        b"<orderDate>2024-01-01</orderDate>", b"<status>SHIPPED</status><orderDate>2024-01-01</orderDate>", 1)
-    list(decoder.iter_records(swapped, "orders/order"))
+    # the same document without comments, a single element repeated: the counting sees the fallback
+    repeated = plain.replace(b"<status>SHIPPED</status>", b"<status>SHIPPED</status><status>NEW</status>", 1)
+    with pytest.raises(XmlValidationError, match="more than once"):
+        list(decoder.iter_records(repeated, "orders/order"))
     assert calls
 
 
@@ -350,3 +352,235 @@ def test_a_validated_document_may_hold_comments_inside_simple_values(tmp_path: P
     with pytest.raises(XmlValidationError) as info:
         m.decoder("order").decode_document(str(wrong))
     assert f":{line}" in str(info.value) and "quantity" in str(info.value)
+
+
+def _deep_bundles(depth: int) -> bytes:
+    """The orders batch with its first line holding ``depth`` bundles nested in one another,
+    a comment after the last child of each (the nested bundle) and after the line in the order."""
+    inner = b""
+    for k in range(depth):
+        inner = (b'<bundle number="%d"><sku>B%d</sku><quantity>1</quantity><unitPrice currency="GBP">1.00</unitPrice>'
+                 b"%s<!-- after %d --></bundle>" % (k, k, inner, k))
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    line = b'<line number="1"><sku>S</sku><quantity>4</quantity><unitPrice currency="GBP">2.50</unitPrice></line>'
+    assert line in plain
+    return plain.replace(line, line[: -len(b"</line>")] + inner + b"<!-- c --></line><!-- after the line -->", 1)
+
+
+def test_a_comment_at_every_level_of_a_deep_document_converts_each_element_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comment after a record's last child made the in-order reading start again from the
+    first child, converting again the nested records read before it: with a comment at each
+    level of nested bundles, 2^depth conversions of the innermost one (here 2^16). The
+    reading now resumes after the comment: each generated function is called once per
+    element of its record type, the records are those of the interpreted converter, and
+    straight to Avro the bytes of their encoding."""
+    depth = 16
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    deep = _deep_bundles(depth)
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    expected = list(Decoder(m, m.element("orders").name, compiled=False).iter_records(deep, "orders/order"))
+    bundle = expected[0]["line"][0]
+    for k in reversed(range(depth)):
+        bundle = bundle["bundle"][0]
+        assert bundle["sku"] == f"B{k}"
+    assert bundle["bundle"] == []
+
+    decoder = m.decoder("orders")
+    assert decoder.generated is not None
+    list(decoder.iter_records(deep, "orders/order"))  # makes the functions, then counted
+    list(decoder.iter_records(deep, "orders/order", avro_schema=schema))
+    calls: list[str] = []
+    namespace = decoder.generated.namespace
+    generated = [name for name, value in namespace.items() if callable(value)
+                 and getattr(getattr(value, "__code__", None), "co_filename", "").startswith(("<record", "<avro"))]
+    assert generated
+    for name in generated:
+        function = namespace[name]
+
+        @functools.wraps(function)  # with its attributes (a record converter's record)
+        def counted(*args: Any, function: Any = function, name: str = name) -> Any:
+            calls.append(name)
+            return function(*args)
+
+        monkeypatch.setitem(namespace, name, counted)
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+
+    assert list(decoder.iter_records(deep, "orders/order")) == expected
+    # one call per line or bundle (depth + 3), per order, buyer and address (2 orders); before: about 2^17
+    # once per element of a record type: the lines and bundles (depth + 3), their unit prices
+    # and the totals (depth + 5), each order, buyer and address (2 orders); before: 2^17 and more
+    elements = (depth + 3) + (depth + 5) + 2 * 3
+    assert len(calls) == elements, Counter(calls)
+    calls.clear()
+    encoded = list(decoder.iter_records(deep, "orders/order", avro_schema=schema))
+    assert len(calls) == elements + 2 * 2, Counter(calls)  # and per order its top function, its buyer's union
+    encode = compile_encoder(schema)
+    for got, record in zip(encoded, expected, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # after a comment: a single field again, a field declared before the last one read, an
+    # unknown element, text, and a run of a repeated field going on (accepted)
+    (b"<status>SHIPPED</status>", b"<status>SHIPPED</status><!-- c --><status>NEW</status>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<invoiceRef>INV-1</invoiceRef><!-- c --><status>NEW</status>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<invoiceRef>INV-1</invoiceRef><!-- c --><nope/>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<invoiceRef>INV-1</invoiceRef><!-- c --><?pi x?>junk"),
+    (b"<c:city>B</c:city>", b"<!-- c --><c:city>B</c:city><!-- d --><c:city>B</c:city>"),
+    (b"<c:street>A</c:street>", b"<c:street>A</c:street><!-- c --><c:street>A2</c:street><!-- d -->"),
+    (b"<total ", b"<!-- c --><line number=\"9\"><sku>Z</sku><quantity>1</quantity>"
+                 b"<unitPrice currency=\"GBP\">0.10</unitPrice></line><!-- d --><total "),
+])
+def test_elements_after_a_comment_as_the_interpreted_converter_reads_them(old: bytes, new: bytes) -> None:
+    """Going on after a comment, the reading refuses what the interpreted converter refuses (a
+    repetition, an unknown element, text) and accepts what it accepts (another order, listed
+    in the order's record): its records or its error, by the generated converters and
+    straight to Avro."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    assert old in plain
+    data = plain.replace(old, new, 1)
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    outcomes = []
+    for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), None), (m.decoder("orders"), schema)):
+        try:
+            outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
+        except XmlValidationError as exc:
+            outcomes.append(str(exc))
+    if isinstance(outcomes[0], str):
+        assert outcomes[1] == outcomes[2] == outcomes[0]
+        return
+    assert outcomes[1] == outcomes[0]
+    encode = compile_encoder(schema)
+    for got, record in zip(outcomes[2], outcomes[0], strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert got == (out if type(got) is EncodedRecord else record)
+
+
+@pytest.mark.parametrize(("old", "texts"), [
+    # xs:double: inline float() for a text of digits, sign, dot and exponent alone (a weight after the price)
+    (b'<unitPrice currency="GBP">2.50</unitPrice>', [b"<weightKg>%s</weightKg>" % t for t in (
+        b"1.5", b"-0", b"+.5e-3", b"1E400", b"1e", b".", b"--1", b"", b"INF", b"-INF", b"NaN", b" 2.5 ", b"1_0",
+        "\u0661".encode(), b"0x10", b"1.5\n")]),
+    # xs:positiveInteger: inline int() of plain digits, at least 1
+    (b"<quantity>4</quantity>", [b"<quantity>%s</quantity>" % t for t in (
+        b"1", b"0", b"00", b"007", b"+3", b"-1", b" 4 ", b"", b"9" * 18, b"9" * 19, b"9" * 20, "\u0662".encode())]),
+    # xs:token: inline when printable without a space (nothing to collapse)
+    (b"<sku>S</sku>", [b"<sku>%s</sku>" % t for t in (b"A-1", b"", b"a b", b" a", b"a  b\n", b"a\tb", b"\xc3\xa9t\xc3\xa9")]),
+    # decimals straight to their Avro bytes (c:Amount: pattern -?\d+\.\d{2}, totalDigits 12, fractionDigits 2;
+    # discountRate: totalDigits 5, fractionDigits 4, no pattern)
+    (b'<unitPrice currency="GBP">2.50</unitPrice>', [b'<unitPrice currency="GBP">%s</unitPrice>' % t for t in (
+        b"2.50", b"0.00", b"000.00", b"-2.50", b"2.5", b"2.500", b"02.50", b"1234567890.12", b"12345678901.12",
+        b"123456789012.12", b" 2.50 ", b"2,50", b"1e2", b"", b".50", b"2.", "\u0662.50".encode(), b"+2.50",
+        b"2.50<!-- c -->")] + [b'<unitPrice currency="GBP" xsi:nil="true"/>', b'<unitPrice currency="XXX">2.50</unitPrice>']),
+    (b'<total currency="GBP">10.00</total>', [b'<total currency="GBP">10.00</total><discountRate>%s</discountRate>' % t
+                                               for t in (b"0.0525", b"1.0000", b"9.9999", b"0.05250", b"12.3456", b"0.5",
+                                                         b".0525", b"0", b"-0.0525", b"", b" 0.0525", b"0.0525\n",
+                                                         b"99999.0000")]
+     + [b'<total currency="GBP">10.00</total><discountRate xsi:nil="true"/>']),
+])
+def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, texts: list[bytes]) -> None:
+    """The generated converters decode the common texts of a few simple types inline (no
+    call): every text gives what the interpreted converter gives (the value, or the error),
+    by the dict converters and straight to Avro."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    encode = compile_encoder(schema)
+    assert old in plain
+    for new in texts:
+        data = plain.replace(old, old + new if b"weightKg" in new else new, 1)
+        assert data != plain or new == old
+        outcomes = []
+        for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
+                                     (m.decoder("orders"), None), (m.decoder("orders"), schema)):
+            try:
+                outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
+            except XmlValidationError as exc:
+                outcomes.append(str(exc))
+        if isinstance(outcomes[0], str):
+            assert outcomes[1] == outcomes[2] == outcomes[0], new
+            continue
+        assert outcomes[1] == outcomes[0], new
+        for got, record in zip(outcomes[2], outcomes[0], strict=True):
+            out = bytearray()
+            encode(record, out)
+            assert got == (out if type(got) is EncodedRecord else record), new
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # Order lists its children's order (its notes, a substitution group, mix): the list is made
+    (b"<orderDate>2024-01-01</orderDate>\n    <createdAt>2024-01-01T00:00:00Z</createdAt>\n    <status>SHIPPED</status>",
+     b"<status>SHIPPED</status><createdAt>2024-01-01T00:00:00Z</createdAt><orderDate>2024-01-01</orderDate>"),
+    (b"<invoiceRef>INV-1</invoiceRef>", b"<giftNote>a</giftNote><invoiceRef>INV-1</invoiceRef><giftNote>b</giftNote>"),
+    # Line and Address do not: accepted in any order, as the interpreted converter accepts them
+    (b"<sku>S</sku><quantity>4</quantity>", b"<quantity>4</quantity><sku>S</sku>"),
+    (b"<c:street>A</c:street><c:city>B</c:city>", b"<c:city>B</c:city><c:street>A</c:street><!-- c -->"),
+])
+def test_children_in_another_order_are_read_without_the_interpreted_converter(
+        monkeypatch: pytest.MonkeyPatch, old: bytes, new: bytes) -> None:
+    """Children in another order than declared (a stream is not validated: the interpreted
+    converter reads them in any order, and lists the order where the record has a field for
+    it) are read on from the first child out of order by the generated converter itself:
+    the interpreted converter's records, straight to Avro their encoding, and neither the
+    interpreted converter nor the dispatching function called."""
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    plain = (DATA / "orders/orders-batch.xml").read_bytes()
+    assert old in plain
+    data = plain.replace(old, new, 1)
+    schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
+    expected = list(Decoder(m, m.element("orders").name, compiled=False).iter_records(data, "orders/order"))
+    decoder = m.decoder("orders")
+    assert decoder.generated is not None
+    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
+    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
+    calls: list[str] = []
+    for name in [name for name in decoder.generated.namespace if name.endswith("_d")]:
+        function = decoder.generated.namespace[name]
+        monkeypatch.setitem(decoder.generated.namespace, name,
+                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    assert list(decoder.iter_records(data, "orders/order")) == expected
+    encoded = list(decoder.iter_records(data, "orders/order", avro_schema=schema))
+    assert calls == []
+    if b"<status>SHIPPED</status><createdAt>" in new:
+        assert expected[0]["element_order"][:3] == ["status", "createdAt", "orderDate"]
+    encode = compile_encoder(schema)
+    for got, record in zip(encoded, expected, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
+
+
+def test_varints_are_the_zigzag_varints_of_every_size() -> None:
+    """The Avro long written without a loop up to 8 bytes (timestamps in microseconds): the
+    bytes of the plain 7-bit loop (and fastavro's) for every size's edges and random values."""
+    import random
+
+    from coupler.translators.xml.avro import _varint
+
+    def plain(n: int) -> bytes:
+        z, out = (n << 1) ^ (n >> 63), bytearray()
+        while z > 0x7F:
+            out.append(z & 0x7F | 0x80)
+            z >>= 7
+        out.append(z)
+        return bytes(out)
+
+    rng = random.Random(32)
+    edges = {s * ((1 << b) + d) for b in range(0, 63) for d in (-1, 0, 1) for s in (1, -1)}
+    values = sorted(edges | {rng.randrange(-(2**63), 2**63) for _ in range(20_000)}
+                    | {rng.randrange(-(2**bits), 2**bits) for bits in range(20, 63) for _ in range(200)})
+    values = [v for v in values if -(2**63) <= v < 2**63]
+    assert [_varint(v) for v in values] == [plain(v) for v in values]
+    parsed = fastavro.parse_schema("long")
+    assert all(_varint(v) == _schemaless(parsed, v) for v in values[::50])
