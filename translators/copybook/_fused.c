@@ -221,7 +221,7 @@ static inline int64_t text_wide(const uint8_t *t, const uint8_t *p, int64_t lo, 
 
 /* one text field: its UTF-8 at o (trimmed per policy: 1 both, 2 left, 3 right), the bytes
  * written; *st = 1 when it is null (all 0x00 under improved null detection) */
-static inline int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy, int nullzero,
+static inline __attribute__((always_inline)) int64_t text_field(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy, int nullzero,
                                  uint8_t *o, uint8_t *st) {
     const uint8_t *trim = t + 1280, *one = t + 1536; /* first UTF-8 byte */
     int64_t lo = 0, hi = size;
@@ -270,39 +270,6 @@ static inline void trim_bounds(int any, uint64_t first, uint64_t last, int64_t p
     } else if (policy == 2) {
         *lo = any ? first : (uint64_t)size;
     }
-}
-
-/* the low n bytes of a word set (n <= 8) */
-static inline uint64_t low_bytes(uint64_t n) { return n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1; }
-
-/* text_field for a field of up to 8 bytes with 8 bytes of the batch from p: the field is one
- * 64-bit word, translated by eight table loads and trimmed by bit masks, without a branch on
- * the value (a column of one-byte flags, Y / N / blank, mispredicted a third of its values in
- * text_field's trim loops) */
-static inline int64_t text_field_short(const uint8_t *t, const uint8_t *p, int64_t size, int64_t policy,
-                                       int nullzero, uint8_t *o, uint8_t *st) {
-    const uint8_t *one = t + 1536; /* first UTF-8 byte */
-    const uint64_t field = low_bytes((uint64_t)size);
-    const uint64_t raw = load64(p) & field;
-    if (nullzero && raw == 0) {
-        *st = 1;
-        return 0;
-    }
-    uint64_t w = 0;
-    for (int i = 0; i < 8; i++) w |= (uint64_t)one[(raw >> (8 * i)) & 0xFF] << (8 * i);
-    w &= field;
-    /* the high bit of each byte whose first UTF-8 byte is > 0x20 (not trimmed): 0x21-0x7F carry
-     * into it when 0x5F is added to the low seven bits, 0x80-0xFF have it */
-    const uint64_t keep = (((w & ~HIGH) + 0x5F5F5F5F5F5F5F5FULL) | w) & HIGH & field;
-    const uint64_t first = keep ? (uint64_t)__builtin_ctzll(keep) >> 3 : 8;
-    const uint64_t last = keep ? ((63 - (uint64_t)__builtin_clzll(keep)) >> 3) + 1 : 0;
-    uint64_t lo, hi;
-    trim_bounds(keep != 0, first, last, policy, size, &lo, &hi);
-    if (__builtin_expect((w & HIGH & low_bytes(hi) & ~low_bytes(lo)) != 0, 0)) /* characters beyond U+007F */
-        return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
-    const uint64_t out = lo >= 8 ? 0 : w >> (8 * lo);
-    memcpy(o, &out, 8); /* may write past the value (TEXT_SLACK) */
-    return (int64_t)(hi - lo);
 }
 
 #if HAVE_X86_SIMD
@@ -526,19 +493,8 @@ AVX2_TARGET static inline int64_t text_field_avx2(const uint8_t *p, int64_t size
 
 #define TEXT_SCALAR TEXT_COLUMN(text_field(t, p, size, policy, nullzero, text + cursor, &st))
 
-/* fields of up to 8 bytes as one word where the batch has 8 bytes from the field */
-#define TEXT_PORTABLE                                                                         \
-    do {                                                                                      \
-        if (size <= 8)                                                                        \
-            TEXT_COLUMN(p + 8 <= end ? text_field_short(t, p, size, policy, nullzero, text + cursor, &st) \
-                                     : text_field(t, p, size, policy, nullzero, text + cursor, &st)); \
-        else                                                                                  \
-            TEXT_SCALAR;                                                                      \
-    } while (0)
-
 static void decode_generic(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols, Py_ssize_t ncols) {
-    const uint8_t *const end = base + n * record_size;
-    DECODE_ALL(TEXT_PORTABLE)
+    DECODE_ALL(TEXT_SCALAR)
 }
 
 #if HAVE_X86_SIMD
@@ -582,8 +538,16 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
             TEXT_COLUMN(p + 64 <= end ? text_field_avx2(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, lut, t) \
                                       : text_field(t, p, size, policy, nullzero, text + cursor, &st)); \
         else                                                                                  \
-            TEXT_PORTABLE;                                                                      \
+            TEXT_SCALAR;                                                                      \
     } while (0)
+
+/* whether a text column takes the AVX2 path (TEXT_AVX2); without one the portable loop runs
+ * (compiled for AVX2, the other columns' loops measured up to 15 % slower on one-byte fields) */
+static int has_avx2_text(const column_t *cols, Py_ssize_t ncols) {
+    for (Py_ssize_t c = 0; c < ncols; c++)
+        if (cols[c].kind == K_TEXT && cols[c].size > 32 && cols[c].size <= 64) return 1;
+    return 0;
+}
 
 AVX2_TARGET static void decode_avx2(const uint8_t *base, Py_ssize_t n, Py_ssize_t record_size, column_t *cols,
                                     Py_ssize_t ncols) {
@@ -670,7 +634,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
 #if HAVE_X86_SIMD
     if (path_on == PATH_AVX512)
         decode_simd(base, n, record_size, cols, ncols);
-    else if (path_on == PATH_AVX2)
+    else if (path_on == PATH_AVX2 && has_avx2_text(cols, ncols))
         decode_avx2(base, n, record_size, cols, ncols);
     else
 #endif
