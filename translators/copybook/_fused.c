@@ -32,8 +32,8 @@
  *     bytes with the high bit set are the multi-byte characters, checked once per field);
  *     on CPUs with AVX-512 VBMI (checked at run time; the build stays generic) a field of up
  *     to 64 bytes is loaded, translated (two 128-byte table permutes), trimmed (bit masks)
- *     and stored in a handful of instructions; with AVX2 only, fields of 33-64 bytes are
- *     translated 32 bytes at a time (16 in-lane shuffles, one per high nibble) and trimmed by
+ *     and stored in a handful of instructions; with AVX2 only, fields of more than 32 bytes
+ *     are translated 32 bytes at a time (16 in-lane shuffles, one per high nibble) and trimmed by
  *     bit masks (use_text_path() picks a path; the property test runs each);
  *   - the GIL is released for the whole batch; Python only wraps the buffers as Arrow arrays.
  */
@@ -379,6 +379,42 @@ AVX2_TARGET static inline int64_t text_field_avx2(const uint8_t *p, int64_t size
     *st = (uint8_t)allzero;
     return allzero ? 0 : (int64_t)(hi - lo);
 }
+
+/* text_field_avx2 for a field of more than 64 bytes with size + 32 bytes of the batch from p:
+ * the whole field translated into o 32 bytes at a time (the last store may pass the value by
+ * less than 32 bytes: TEXT_SLACK), the bounds from each block's bit mask, the kept bytes
+ * moved to the front when the left side was trimmed */
+AVX2_TARGET static inline int64_t text_field_avx2_long(const uint8_t *p, int64_t size, int64_t policy, int nullzero,
+                                                       uint8_t *o, uint8_t *st, const __m256i lut[16],
+                                                       const uint8_t *t) {
+    const int64_t blocks = (size + 31) / 32;
+    const __m256i zero = _mm256_setzero_si256();
+    uint32_t nonzero = 0, high = 0;
+    int64_t first = -1, last = 0;
+    for (int64_t b = 0; b < blocks; b++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 32 * b));
+        const __m256i out = translate32(x, lut);
+        _mm256_storeu_si256((__m256i *)(o + 32 * b), out);
+        const uint32_t in = (uint32_t)_bzhi_u64(~0ULL, (unsigned)(size - 32 * b < 32 ? size - 32 * b : 32));
+        nonzero |= ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, zero)) & in;
+        high |= (uint32_t)_mm256_movemask_epi8(out) & in;
+        const uint32_t keep = kept32(out) & in;
+        if (keep) {
+            if (first < 0) first = 32 * b + _tzcnt_u32(keep);
+            last = 32 * b + 32 - _lzcnt_u32(keep);
+        }
+    }
+    if (nullzero && !nonzero) {
+        *st = 1;
+        return 0;
+    }
+    uint64_t lo, hi;
+    trim_bounds(first >= 0, (uint64_t)(first < 0 ? 0 : first), (uint64_t)last, policy, size, &lo, &hi);
+    /* a byte with the high bit is never trimmed (it is > 0x20): any in the field is in [lo, hi) */
+    if (__builtin_expect(high != 0, 0)) return text_wide(t, p, (int64_t)lo, (int64_t)hi, o);
+    if (__builtin_expect(lo != 0, 0)) memmove(o, o + lo, hi - lo);
+    return (int64_t)(hi - lo);
+}
 #endif
 
 /* the text of column col in records r0..r1: the cursor and counts in registers (a store
@@ -528,15 +564,19 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
     DECODE_ALL(TEXT_SIMD)
 }
 
-/* fields of 33-64 bytes: two vectors, 16 shuffles each, beat the portable loop (1.33x for
- * X(40), 1.72x for X(64) on an AMD EPYC without AVX-512); up to 32 bytes the portable loop is
- * as fast or faster (0.93-1.02x: the per-field costs dominate; docs/performance.md). A field
- * with fewer than 64 bytes of the batch from it (the last records) takes the portable path */
+/* fields of more than 32 bytes: 32-byte vectors, 16 shuffles each, beat the portable loop
+ * (X(40) 1.30x, X(64) 1.58x, X(80) 1.51x, X(200) 1.55x on an AMD EPYC without AVX-512); up to
+ * 32 bytes the portable loop is as fast or faster (0.92-1.05x: the per-field costs dominate;
+ * docs/performance.md). A field without 64 (or size + 32) bytes of the batch from it (the last
+ * records) takes the portable path */
 #define TEXT_AVX2                                                                             \
     do {                                                                                      \
         if (size > 32 && size <= 64)                                                          \
             TEXT_COLUMN(p + 64 <= end ? text_field_avx2(p, size, policy, nullzero ? zero_trims : 0, text + cursor, &st, lut, t) \
                                       : text_field(t, p, size, policy, nullzero, text + cursor, &st)); \
+        else if (size > 64)                                                                   \
+            TEXT_COLUMN(p + size + 32 <= end ? text_field_avx2_long(p, size, policy, nullzero, text + cursor, &st, lut, t) \
+                                             : text_field(t, p, size, policy, nullzero, text + cursor, &st)); \
         else                                                                                  \
             TEXT_SCALAR;                                                                      \
     } while (0)
@@ -545,7 +585,7 @@ SIMD_TARGET static void decode_simd(const uint8_t *base, Py_ssize_t n, Py_ssize_
  * (compiled for AVX2, the other columns' loops measured up to 15 % slower on one-byte fields) */
 static int has_avx2_text(const column_t *cols, Py_ssize_t ncols) {
     for (Py_ssize_t c = 0; c < ncols; c++)
-        if (cols[c].kind == K_TEXT && cols[c].size > 32 && cols[c].size <= 64) return 1;
+        if (cols[c].kind == K_TEXT && cols[c].size > 32) return 1;
     return 0;
 }
 
