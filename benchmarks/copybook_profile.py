@@ -7,6 +7,9 @@ For the 207-byte benchmark record (``datagen.py``) and the mostly-PIC X record o
 reports the CPU time of each field kind (text by code page, zoned, packed, binary), of
 assembling the Arrow batch (lists, structs) and of Parquet encoding, for each kernel the
 process has (the NumPy kernels, and the compiled one when it is built). One core (pinned).
+
+``--text-paths`` compares only the compiled kernel's text paths on this CPU (portable C, AVX2,
+AVX-512 VBMI), by text field size.
 """
 
 from __future__ import annotations
@@ -135,13 +138,57 @@ def stages(layout, path: Path, compiled: bool) -> dict[str, float]:
                 best["parquet"]}
 
 
+def text_paths_by_size(records: int) -> None:
+    """The compiled kernel's text paths this CPU has (portable, avx2, avx512) on records of one
+    text field size each (about 200 bytes of PIC X(n) fields, names padded with spaces), taking
+    turns in this process, the best of three each (CPU)."""
+    import random
+
+    from coupler.translators.copybook import _fused  # type: ignore[attr-defined]
+
+    words = ["SMITH", "ANN", "JONES GARCIA", "Y", "N", "", "BR0001", "TX0000001234"]
+    paths = _fused.text_paths()
+    before = _fused.text_path()
+    print("| field | fields a record | " + " | ".join(f"{p} MB/s" for p in paths) + f" | {paths[-1]} / portable |")
+    print("|---|---:|" + "---:|" * (len(paths) + 1))
+    for size in (1, 8, 12, 16, 24, 32, 40, 64, 80, 200):
+        rng = random.Random(size)
+        fields = max(1, 200 // size)
+        copybook = "       01 R.\n" + "".join(f"          05 F{i} PIC X({size}).\n" for i in range(fields))
+        dec = BatchDecoder(build_layout(parse_copybook(copybook)), compiled=True)
+        values = [(rng.choice(words) + " " + rng.choice(words))[:size].ljust(size).encode("cp037") for _ in range(997)]
+        data = memoryview(b"".join(values[(r * 7 + i) % 997] for r in range(records) for i in range(fields)))
+        best: dict[str, float] = {}
+        for _ in range(3):
+            for path in paths:
+                _fused.use_text_path(path)
+                t = time.process_time()
+                for start in range(0, records, DEFAULT_BATCH_RECORDS):
+                    dec.decode(data[start * dec.record_size: min(records, start + DEFAULT_BATCH_RECORDS) * dec.record_size],
+                               first_record=start)
+                best[path] = min(best.get(path, 1e9), time.process_time() - t)
+        mb = records * dec.record_size / MB
+        print(f"| PIC X({size}) | {fields} | " + " | ".join(f"{mb / best[p]:.0f}" for p in paths)
+              + f" | {best['portable'] / best[paths[-1]]:.2f}× |")
+    _fused.use_text_path(before)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "coupler-bench")
+    parser.add_argument("--text-paths", action="store_true",
+                        help="only the compiled kernel's text paths side by side, by field size")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if args.text_paths:
+        if not kernels.FUSED_BUILT:
+            print("the compiled kernel is not built: nothing to compare")
+            return 1
+        print(f"load average {os.getloadavg()[0]:.2f}; {args.records:,} records of each field size, one core\n")
+        text_paths_by_size(args.records)
+        return 0
     args.dir.mkdir(parents=True, exist_ok=True)
     path = datagen.write_fixed_file(args.dir / f"txn-{args.records}.dat", args.records)
     layout = build_layout(parse_copybook(datagen.COPYBOOK))
