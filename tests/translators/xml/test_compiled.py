@@ -424,6 +424,19 @@ def test_a_comment_at_every_level_of_a_deep_document_converts_each_element_once(
         assert type(got) is EncodedRecord and got == out
 
 
+def _outcomes(m: XsdModel, data: bytes, schema: dict) -> list:
+    """The records of ``orders/order`` in ``data``, or the error, by the interpreted converter,
+    the generated converters and the generated converters straight to Avro."""
+    outcomes: list = []
+    for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
+                                 (m.decoder("orders"), None), (m.decoder("orders"), schema)):
+        try:
+            outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
+        except XmlValidationError as exc:
+            outcomes.append(str(exc))
+    return outcomes
+
+
 @pytest.mark.parametrize(("old", "new"), [
     # after a comment: a single field again, a field declared before the last one read, an
     # unknown element, text, and a run of a repeated field going on (accepted)
@@ -446,13 +459,7 @@ def test_elements_after_a_comment_as_the_interpreted_converter_reads_them(old: b
     assert old in plain
     data = plain.replace(old, new, 1)
     schema = value_avro(m.decoder("orders").resolve_path("orders/order")[-1][1].record, set())
-    outcomes = []
-    for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
-                                 (m.decoder("orders"), None), (m.decoder("orders"), schema)):
-        try:
-            outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
-        except XmlValidationError as exc:
-            outcomes.append(str(exc))
+    outcomes = _outcomes(m, data, schema)
     if isinstance(outcomes[0], str):
         assert outcomes[1] == outcomes[2] == outcomes[0]
         return
@@ -498,13 +505,7 @@ def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, t
     for new in texts:
         data = plain.replace(old, old + new if b"weightKg" in new else new, 1)
         assert data != plain or new == old
-        outcomes = []
-        for decoder, avro_schema in ((Decoder(m, m.element("orders").name, compiled=False), None),
-                                     (m.decoder("orders"), None), (m.decoder("orders"), schema)):
-            try:
-                outcomes.append(list(decoder.iter_records(data, "orders/order", avro_schema=avro_schema)))
-            except XmlValidationError as exc:
-                outcomes.append(str(exc))
+        outcomes = _outcomes(m, data, schema)
         if isinstance(outcomes[0], str):
             assert outcomes[1] == outcomes[2] == outcomes[0], new
             continue
