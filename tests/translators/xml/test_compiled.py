@@ -271,18 +271,7 @@ def test_comments_between_children_keep_the_records_on_the_fast_path(monkeypatch
 
     decoder = m.decoder("orders")
     assert decoder.generated is not None
-    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
-    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
-    calls: list[str] = []
-    dispatching = [name for name in decoder.generated.namespace if name.endswith("_d")]
-    assert dispatching
-    for name in dispatching:
-        function = decoder.generated.namespace[name]
-        monkeypatch.setitem(decoder.generated.namespace, name,
-                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
-    original = decoder_module.RecordDecoder.__call__
-    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
-                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    calls = _count_fallbacks(monkeypatch, decoder, plain, schema)
 
     assert list(decoder.iter_records(commented, "orders/order")) == expected
     assert list(decoder.iter_records(commented, "orders/order", avro_schema=schema)) == expected_avro
@@ -424,6 +413,24 @@ def test_a_comment_at_every_level_of_a_deep_document_converts_each_element_once(
         assert type(got) is EncodedRecord and got == out
 
 
+def _count_fallbacks(monkeypatch, decoder, plain: bytes, schema: dict) -> list[str]:
+    """The names of the dispatching converters (``*_d``) and interpreted record decoders called
+    from now on, once ``plain`` has made the generated functions (both ways)."""
+    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
+    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
+    calls: list[str] = []
+    dispatching = [name for name in decoder.generated.namespace if name.endswith("_d")]
+    assert dispatching
+    for name in dispatching:
+        function = decoder.generated.namespace[name]
+        monkeypatch.setitem(decoder.generated.namespace, name,
+                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    return calls
+
+
 def _outcomes(m: XsdModel, data: bytes, schema: dict) -> list:
     """The records of ``orders/order`` in ``data``, or the error, by the interpreted converter,
     the generated converters and the generated converters straight to Avro."""
@@ -540,16 +547,7 @@ def test_children_in_another_order_are_read_without_the_interpreted_converter(
     expected = list(Decoder(m, m.element("orders").name, compiled=False).iter_records(data, "orders/order"))
     decoder = m.decoder("orders")
     assert decoder.generated is not None
-    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
-    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
-    calls: list[str] = []
-    for name in [name for name in decoder.generated.namespace if name.endswith("_d")]:
-        function = decoder.generated.namespace[name]
-        monkeypatch.setitem(decoder.generated.namespace, name,
-                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
-    original = decoder_module.RecordDecoder.__call__
-    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
-                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    calls = _count_fallbacks(monkeypatch, decoder, plain, schema)
     assert list(decoder.iter_records(data, "orders/order")) == expected
     encoded = list(decoder.iter_records(data, "orders/order", avro_schema=schema))
     assert calls == []
