@@ -29,6 +29,7 @@ import io
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,26 +85,29 @@ print(rows, wall, cpu)
 """
 
 
-def kernels_side_by_side(data: Path, old: Path, name: str, add) -> None:
+def kernels_side_by_side(data: Path, old: Path, name: str, add, rounds: int = 3) -> None:
     """The compiled kernel in process, this code's and ``old``'s (a built worktree), each in a
-    child of its own on this core, alternating, the best of three each (CPU)."""
+    child of its own on this core, alternating, ``rounds`` times each: the best and the
+    median (CPU); a difference of a few percent needs many rounds to stand out of the noise."""
     here = str(Path(__file__).resolve().parent)
-    best: dict[str, tuple[int, float, float]] = {}
-    for _ in range(3):
+    runs: dict[str, list[tuple[int, float, float]]] = {}
+    for _ in range(rounds):
         for label, code in (("this code", None), (f"commit {name}", old)):
             env = {**os.environ, "BENCH_DIR": here}
             if code is not None:
                 env["BENCH_CODE"] = str(code)
             out = subprocess.run([sys.executable, "-c", KERNEL_CHILD, str(data)], env=env, check=True,
                                  capture_output=True, text=True).stdout.split()
-            rows, wall, cpu = int(out[0]), float(out[1]), float(out[2])
-            if label not in best or cpu < best[label][2]:
-                best[label] = (rows, wall, cpu)
+            runs.setdefault(label, []).append((int(out[0]), float(out[1]), float(out[2])))
     size = data.stat().st_size / MB
-    for label, (rows, wall, cpu) in best.items():
+    median = {label: statistics.median(r[2] for r in rs) for label, rs in runs.items()}
+    for label, rs in runs.items():
+        rows, wall, cpu = min(rs, key=lambda r: r[2])
         add(f"kernel: compiled, in process, {label} (a child each, alternating)", data, rows, wall, cpu,
-            f"best of 3; this code / it: {best['this code'][2] and cpu / best['this code'][2]:.2f}×")
-        print(f"  kernel in a child, {label}: {size / cpu:.0f} MB/s CPU", file=sys.stderr)
+            f"best of {rounds}; median {size / median[label]:.0f} MB/s CPU; this code / it (medians): "
+            f"{median[label] / median['this code']:.3f}×")
+        print(f"  kernel in a child, {label}: best {size / cpu:.0f}, median {size / median[label]:.0f} MB/s CPU",
+              file=sys.stderr)
 
 
 def text_path() -> str:
@@ -328,6 +332,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="whole-process runs of each kind (best shown)")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "coupler-bench")
     parser.add_argument("--baseline-ref", help="also run the whole process with this commit's code (e.g. HEAD~3)")
+    parser.add_argument("--kernel-rounds", type=int, default=3,
+                        help="with --baseline-ref: alternating runs of each commit's kernel (best and median shown)")
     parser.add_argument("--no-peers", action="store_true", help="skip the per-record decoder, cobolio and Cobrix")
     parser.add_argument("--jobs", help="N[,M...]: only the one-output-file runs of `copybook decode --jobs N`, "
                         "this code beside --baseline-ref's, alternating (wall, CPU, peak RSS)")
@@ -403,7 +409,7 @@ def main() -> int:
         runs.insert(1, (f"207-byte record, commit {baseline.describe(args.baseline_ref)} (baseline)",
                         copybook, full, {"code": old}))
         whole_process(copybook, sample, args.dir, 1, code=old)  # its bytecode written
-        kernels_side_by_side(full, old, baseline.describe(args.baseline_ref), add)
+        kernels_side_by_side(full, old, baseline.describe(args.baseline_ref), add, args.kernel_rounds)
     else:
         stack = contextlib.ExitStack()
     with stack:
