@@ -120,3 +120,55 @@ def test_a_store_whose_open_fails_leaves_no_connection_open(admin: psycopg.Conne
         assert wait_for(lambda: _backends(admin, app) == 0, "the failed opens' connections closed", timeout=10)
     finally:
         admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_store_that_cannot_connect_says_where_without_the_password() -> None:
+    store = PgStore("postgresql://coupler:s3cret@127.0.0.1:1/orders", schema=unique_names()["postgres_schema"],
+                    keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
+    with pytest.raises(TransportError) as err:
+        store.open()
+    text = str(err.value)
+    assert text.startswith("store.postgres.dsn: cannot connect to PostgreSQL at 127.0.0.1:1/orders: ")
+    assert "s3cret" not in text and "\n" not in text and "(check the DSN" in text
+    assert err.value.__cause__ is None and err.value.__suppress_context__  # no driver traceback chained
+
+
+def test_a_store_connection_whose_setup_fails_says_where_and_is_not_kept(
+        admin: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coupler.bus.transport.amqp import store as store_module
+
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    connect, opened = psycopg.connect, []
+
+    class Dropping:  # a connection the server drops right after it was made
+        def __init__(self, conn: psycopg.Connection) -> None:
+            self.conn, self.closed = conn, False
+
+        def execute(self, statement: str, *args: object) -> object:
+            if statement.startswith("SET synchronous_commit"):
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return self.conn.execute(statement, *args)
+
+        def close(self) -> None:
+            self.closed = True
+            self.conn.close()
+
+    def dropping(*args: object, **kwargs: object) -> Dropping:
+        opened.append(Dropping(connect(*args, **kwargs)))  # type: ignore[arg-type]
+        return opened[-1]
+
+    dsn = make_conninfo(PG_DSN, application_name=app, password="s3cret")
+    store = PgStore(dsn, schema=unique_names()["postgres_schema"])
+    monkeypatch.setattr(store_module.psycopg, "connect", dropping)
+    with pytest.raises(TransportError) as err:
+        store.channel_names()
+    monkeypatch.undo()
+    text = str(err.value)
+    host = psycopg.conninfo.conninfo_to_dict(PG_DSN)
+    place = f"{host.get('host', 'localhost')}:{host.get('port', 5432)}/{host['dbname']}"
+    assert text.startswith(f"store.amqp.postgres: cannot set up the connection to PostgreSQL at {place} "
+                           "(SET synchronous_commit = off): server closed the connection unexpectedly")
+    assert "s3cret" not in text and "\n" not in text and "tried again" in text
+    assert [c.closed for c in opened] == [True]  # not kept, not leaked
+    assert wait_for(lambda: _backends(admin, app) == 0, "the dropped connection closed", timeout=10)
+    store.close()
