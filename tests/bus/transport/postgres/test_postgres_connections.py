@@ -172,3 +172,43 @@ def test_a_store_connection_whose_setup_fails_says_where_and_is_not_kept(
     assert [c.closed for c in opened] == [True]  # not kept, not leaked
     assert wait_for(lambda: _backends(admin, app) == 0, "the dropped connection closed", timeout=10)
     store.close()
+
+
+def test_a_listener_that_loses_its_connection_says_so_once_and_when_it_is_back(
+        admin: psycopg.Connection, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import threading
+
+    caplog.set_level(logging.INFO, logger="coupler.bus.transport.postgres.transport")
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    t = PostgresTransport(make_conninfo(PG_DSN, application_name=app, password="s3cret"),
+                          schema=unique_names()["postgres_schema"]).open()
+    try:
+        t.wait_for("orders", 10)  # a receiver waiting: the listener starts
+        assert wait_for(t._listening.is_set, "the listener listening")
+        connect, refused = psycopg.connect, [0]
+
+        def refusing(*args: object, **kwargs: object) -> psycopg.Connection:
+            if threading.current_thread().name.startswith("listen ") and refused[0] < 3:
+                refused[0] += 1  # the server away for three more tries
+                raise psycopg.OperationalError("connection refused\n\tIs the server running?")
+            return connect(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(psycopg, "connect", refusing)
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s "
+                      "AND query LIKE 'LISTEN%%'", (app,))
+        assert wait_for(lambda: refused[0] == 3 and t._listening.is_set(), "the listener back", timeout=30)
+    finally:
+        monkeypatch.undo()
+        t.destroy()
+    mine = [r for r in caplog.records if r.name == "coupler.bus.transport.postgres.transport"]
+    [warning] = [r for r in mine if r.levelno == logging.WARNING]  # one for the outage, not one per try
+    text = warning.getMessage()
+    host = psycopg.conninfo.conninfo_to_dict(PG_DSN)
+    place = f"{host.get('host', 'localhost')}:{host.get('port', 5432)}/{host['dbname']}"
+    assert text.startswith(f"store.postgres.dsn: the wake-up listener of schema {t.schema} cannot LISTEN ")
+    assert f"on PostgreSQL at {place}: " in text and "listens again every second" in text
+    assert "\n" not in text and "s3cret" not in text and warning.exc_info is None
+    [back] = [r for r in mine if r.levelno == logging.INFO and "again" in r.getMessage()]
+    assert back.getMessage() == f"store.postgres.dsn: listening for wake-ups on PostgreSQL at {place} again"
+    assert mine.index(warning) < mine.index(back)
