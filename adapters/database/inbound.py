@@ -49,7 +49,7 @@ from coupler.canonical.envelope import name_id
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
 
-from .connection import DatabaseError, describe_error, reflect
+from .connection import DatabaseError, describe_error, reflect, release
 from .options import PollOptions
 from .records import RowEncoder
 
@@ -209,8 +209,7 @@ class RowPoller:
                 with conn.begin():
                     done = self._poll_in(conn, last, limit, result)
             except BaseException:
-                with contextlib.suppress(Exception):  # what the batch raised is the news
-                    conn.close()  # rolled back: its rows are read again by the next poll
+                release(conn)  # rolled back, read again by the next poll (what the batch raised is the news)
                 raise
         except sa.exc.DBAPIError as exc:
             raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
@@ -259,17 +258,16 @@ class RowPoller:
         (``rows`` rows read, published and marked), or nothing read. A failure now loses
         nothing (the rows are not read again), so it is reported on one line and the poll
         goes on. SQLAlchemy invalidates a connection whose reset fails without raising; what
-        raises here (a pool event handler, say) leaves that connection checked out for good,
-        so the pool has one fewer (measured: a pool of 1 then times out), which the warning
-        says."""
-        try:
-            conn.close()
-        except Exception as exc:  # noqa: BLE001 - the batch is committed: reported, not raised
+        raises here (a pool event handler, say) would leave that connection checked out for
+        good (measured: a pool of 1 then timed out): :func:`.release` discards it instead,
+        and the pool opens a new one when next asked, which the warning says."""
+        exc = release(conn)
+        if exc is not None:  # the batch is committed: reported, not raised
             done = f"{rows} rows of {self.fullname} committed (published once, not read again)" if rows \
                 else f"a poll of {self.fullname} that read nothing"
             self.log.warning("%s", DatabaseError(f"{done}, but its connection could not be given back to the "
-                                                 f"pool: {describe_error(exc)}; the pool has one connection fewer until the adapter "
-                                                 f"is restarted", where=self.where))
+                                                 f"pool: {describe_error(exc)}; it was closed, the pool opens a new "
+                                                 "one when next needed", where=self.where))
 
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
@@ -308,8 +306,7 @@ class RowPoller:
                 except BaseException:
                     if marking is not None:
                         marking.join()
-                    with contextlib.suppress(Exception):  # what the batch raised is the news
-                        conn.close()  # rolled back: its rows are read again by the next poll
+                    release(conn)  # rolled back, read again by the next poll (what the batch raised is the news)
                     raise
                 if not rows:
                     self._give_back(conn, 0)  # nothing read: rolled back
@@ -506,8 +503,7 @@ def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, dur
         marking.result()
         tx.commit()
     except BaseException:
-        with contextlib.suppress(Exception):  # what the batch raised is the news
-            conn.close()
+        release(conn)  # what the batch raised is the news
         raise
     give_back(conn, result.done)
     return result

@@ -23,7 +23,7 @@ from coupler.bus.api import CommandFault
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
-from .connection import DatabaseError, describe_error, reflect
+from .connection import DatabaseError, connected, describe_error, reflect
 from .options import WriteOptions
 from .records import RowError, body_records
 
@@ -205,7 +205,7 @@ class TableWriter:
         in the ledger, and the message, tried again, was dropped as written before)."""
         rows = self.rows(envelope)
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 tx = conn.begin()
                 try:
                     conn.execute(sa.insert(self.ledger).values(adapter=self.name, message_id=envelope.message_id))
@@ -247,7 +247,7 @@ class TableWriter:
         if self.o.operation != "procedure":
             return False
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 return not conn.execute(sa.text(
                     "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace, "
                     "parse_ident(:name) AS a WHERE p.proname = a[cardinality(a)] AND CASE cardinality(a) "

@@ -337,3 +337,47 @@ def test_message_ids_are_rfc4122_uuid5_of_the_adapter_table_and_key() -> None:
     for name in ("orders-in|public.orders|1", "a|s.t|1|x..9|y", "ü|ß|€"):
         assert name_id(_NAMESPACE.bytes, name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades
         assert header_for_key(name) == TraceContext.for_key(name).header  # and the same traces
+
+
+@pytest.mark.parametrize("batch", ["committed", "rolled-back"])
+def test_a_connection_whose_check_in_raises_gives_its_slot_back_to_the_pool(
+        bus: EmbeddedBus, db: Database, caplog: pytest.LogCaptureFixture, batch: str) -> None:
+    import sqlalchemy as sa
+
+    make_orders(db, 3)
+    a = bus.adapter(DatabaseAdapter, "orders-in", db.options(pool_size=1, poll={
+        "table": "orders", "autopoll": False, "status_column": "processed_at"}), direction="inbound", channel="orders")
+    assert a.engine is not None and a.poller is not None and a.context is not None
+    pool = a.engine.pool
+    armed = [True]
+
+    def checkin(dbapi_connection: Any, record: Any) -> None:
+        if armed.pop() if armed else False:
+            raise RuntimeError("the pool is closed")
+
+    if batch == "rolled-back":
+        publish_many = a.context.publish_many  # type: ignore[attr-defined]
+
+        def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+            a.context.publish_many = publish_many  # type: ignore[union-attr]  # once
+            raise OSError("disk full")
+
+        a.context.publish_many = failing  # type: ignore[attr-defined]
+    sa.event.listen(pool, "checkin", checkin)
+    if batch == "rolled-back":
+        with pytest.raises(OSError, match="disk full"):
+            a.poller.poll()
+    assert fetch(a)["done"] == "3"
+    assert not armed  # the check-in did raise
+    assert pool.checkedout() == 0  # its slot is back: not one connection fewer until a restart
+    held = [a.engine.connect() for _ in range(2)]  # pool_size 1 + overflow 1: both open at once
+    try:
+        assert all(c.execute(sa.text("SELECT 1")).scalar() == 1 for c in held)
+    finally:
+        for c in held:
+            c.close()
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3]
+    if batch == "committed":
+        [report] = [r for r in caplog.records if "the pool is closed" in r.getMessage()]
+        assert "the pool opens a new one when next needed" in report.getMessage()
+        assert "\n" not in report.getMessage() and report.exc_info is None
