@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import hashlib
 import json
 import logging
 import os
@@ -462,18 +463,30 @@ class RowPoller:
         self.totals.messages += len(ids) - refused
 
     def _invalid(self, row: dict[str, Any], exc: BaseException, result: PollResult) -> None:
+        """``row`` to the Invalid Message Channel with its cause, once: the batch that read it
+        may still roll back (the bus refusing the batch, the commit failing, the process
+        dying) and the row be read again. Its dead letter is made with a key of the row (its
+        message id and a digest of its values) in one transaction of the store, and a row
+        whose key is recorded there already is not recorded again (``invalid_once``)."""
         cause = exc.message if isinstance(exc, CouplerError) else describe_exception(exc)
         reason = f"row {self.key_text(row)} of {self.table.fullname} cannot be converted to {self.format.ref}: {cause}"
         body = json.dumps({k: str(v) for k, v in row.items()}).encode()
+        message_id = self.message_id([row])
+        envelope = Envelope(format=self.format.with_content_type("application/json"), body=body,
+                            message_id=message_id, origin=self.name,
+                            properties={"db.table": self.table.fullname, "db.key": self.key_text(row)})
+        once = getattr(self.context, "invalid_once", None)
         try:
-            self.context.invalid(Envelope(format=self.format.with_content_type("application/json"), body=body,
-                                          message_id=self.message_id([row]), origin=self.name,
-                                          properties={"db.table": self.table.fullname, "db.key": self.key_text(row)}),
-                                 reason)
+            if once is not None:
+                recorded = once(envelope, reason, f"{message_id}:{hashlib.sha256(body).hexdigest()[:32]}") is not None
+            else:  # a context of an older bus: once per read
+                self.context.invalid(envelope, reason)
+                recorded = True
         except Exception as store:  # noqa: BLE001 - recording the bad row must not stop the batch
             raise CouplerError(f"cannot record an invalid row ({reason}): {store}", where=self.where) from None
-        result.invalid += 1
-        self.totals.invalid += 1
+        result.invalid += 1  # the row is invalid in this batch; counted in the totals once
+        if recorded:
+            self.totals.invalid += 1
 
     def describe(self) -> dict[str, Any]:
         return {"table": self.table.fullname, "key": [c.name for c in self.key],

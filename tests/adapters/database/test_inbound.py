@@ -381,3 +381,53 @@ def test_a_connection_whose_check_in_raises_gives_its_slot_back_to_the_pool(
         [report] = [r for r in caplog.records if "the pool is closed" in r.getMessage()]
         assert "the pool opens a new one when next needed" in report.getMessage()
         assert "\n" not in report.getMessage() and report.exc_info is None
+
+
+@pytest.mark.parametrize("progress", ["status_column", "watermark_column"])
+def test_a_bad_row_of_a_batch_read_again_after_a_rollback_is_in_the_invalid_channel_once(
+        bus: EmbeddedBus, db: Database, progress: str) -> None:
+    make_orders(db, 4)
+    db.sql(f"UPDATE orders SET weight = {db.p} WHERE id = 2", (float("inf"),))
+    column = {"status_column": "processed_at"} if progress == "status_column" else {"watermark_column": "id"}
+    a = poll_adapter(bus, db, **column)
+    assert a.context is not None and a.poller is not None
+    publish_many = a.context.publish_many  # type: ignore[attr-defined]
+
+    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        a.context.publish_many = publish_many  # type: ignore[union-attr]  # once
+        raise OSError("disk full")  # after the bad row went to the Invalid Message Channel
+
+    a.context.publish_many = failing  # type: ignore[attr-defined]
+    with pytest.raises(OSError, match="disk full"):
+        a.poller.poll()  # rolled back (or the watermark not kept): the batch is read again
+    assert len(bus.invalid()) == 1
+    details = fetch(a)
+    assert (details["messages"], details["invalid"]) == ("3", "1")  # the row is still invalid ...
+    (bad,) = bus.invalid()  # ... and in the Invalid Message Channel once
+    assert "row 2 of" in bad.reason and bad.envelope is not None and json.loads(bad.envelope.body)["id"] == "2"
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3, 4]  # no good row lost
+    assert fetch(a)["done"] == "0"  # and the bad row is not read again forever
+    assert a.describe()["inbound"]["invalid"] == 1
+
+
+def test_a_bad_row_of_a_pipelined_batch_that_failed_is_in_the_invalid_channel_once(
+        bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 9)
+    postgres.sql("UPDATE orders SET weight = 'NaN' WHERE id = 5")
+    a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
+    assert a.context is not None and a.poller is not None
+    publish_many, calls = a.context.publish_many, []  # type: ignore[attr-defined]
+
+    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        calls.append([json.loads(e.body)["id"] for e in envelopes])
+        if len(calls) == 2:
+            raise OSError("disk full")  # the second batch, whose row 5 is in the Invalid Message Channel
+        return publish_many(envelopes, channel)
+
+    a.context.publish_many = failing  # type: ignore[attr-defined]
+    with pytest.raises(OSError, match="disk full"):
+        a.poller.poll(batches=8)
+    assert a.poller.poll(batches=8).done == 6
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3, 4, 6, 7, 8, 9]
+    assert [json.loads(d.envelope.body)["id"] for d in bus.invalid() if d.envelope is not None] == ["5"]
+    assert postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
