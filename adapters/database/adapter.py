@@ -132,7 +132,8 @@ class DatabaseAdapter(Adapter):
                                       heartbeat=self.context.heartbeat, logger=self.log)
                 self._thread.start()
                 if s.poll.listen:
-                    self.listener = Listener(self.engine, s.poll.listen, self._thread.trigger, self.log)
+                    self.listener = Listener(self.engine, s.poll.listen, self._thread.trigger, self.log,
+                                             where=f"{self.where}.poll.listen")
                     self.listener.start()
 
     def stop(self) -> None:

@@ -576,13 +576,17 @@ def _untag(value: Any) -> Any:
 
 
 class Listener:
-    """PostgreSQL ``LISTEN``: a thread waiting for ``NOTIFY`` on a channel and waking the poll."""
+    """PostgreSQL ``LISTEN``: a thread waiting for ``NOTIFY`` on a channel and waking the poll.
+    When its connection fails it says so once (a warning naming ``where``, the option), listens
+    again every 2 s, and says when it is back (meanwhile the poll keeps its interval)."""
 
-    def __init__(self, engine: Engine, channel: str, wake: Callable[[], None], logger: logging.Logger):
+    def __init__(self, engine: Engine, channel: str, wake: Callable[[], None], logger: logging.Logger,
+                 where: str = "poll.listen"):
         self.engine = engine
         self.channel = channel
         self.wake = wake
         self.log = logger
+        self.where = where
         self.notified = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"listen:{channel}", daemon=True)
@@ -597,6 +601,7 @@ class Listener:
     def _run(self) -> None:
         from psycopg import sql
 
+        down = False  # said since it last listened: one warning per outage, not one every 2 s
         while not self._stop.is_set():
             try:
                 raw = self.engine.raw_connection()
@@ -604,6 +609,9 @@ class Listener:
                     conn: Any = raw.driver_connection
                     conn.autocommit = True
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    if down:
+                        down = False
+                        self.log.info("%s: listening on %s again", self.where, self.channel)
                     self.wake()  # rows added while nobody listened
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=0.5, stop_after=1):
@@ -612,6 +620,9 @@ class Listener:
                 finally:
                     raw.invalidate()  # a LISTENing connection is not given back to the pool
             except Exception as exc:  # noqa: BLE001 - the database away, the pool exhausted: never the thread's end
-                self.log.warning("LISTEN %s failed, listening again in 2 s: %s", self.channel,
-                                 describe_error(exc))
+                if not down:
+                    down = True
+                    self.log.warning("%s", DatabaseError(
+                        f"LISTEN {self.channel} failed: {describe_error(exc)}; the poll keeps its interval "
+                        "meanwhile, listening again every 2 s", where=self.where))
                 self._stop.wait(2.0)

@@ -431,3 +431,44 @@ def test_a_bad_row_of_a_pipelined_batch_that_failed_is_in_the_invalid_channel_on
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3, 4, 6, 7, 8, 9]
     assert [json.loads(d.envelope.body)["id"] for d in bus.invalid() if d.envelope is not None] == ["5"]
     assert postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+
+
+def test_a_listen_whose_connection_fails_says_so_once_and_when_it_is_back(
+        bus: EmbeddedBus, postgres: Database, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    import psycopg
+
+    from tests.bus.transport.amqp.broker import PG_DSN
+
+    caplog.set_level(logging.INFO, logger="coupler.adapter.orders-in")
+    make_orders(postgres, 1)
+    channel = f"{postgres.schema}_orders"
+    a = bus.adapter(DatabaseAdapter, "orders-in", postgres.options(poll={
+        "table": "orders", "status_column": "processed_at", "interval": 300, "max_interval": 300,
+        "listen": channel}), direction="inbound", channel="orders")
+    assert a.engine is not None and a.listener is not None
+    wait_for(lambda: len(bus.published("orders")) == 1, "the first row")
+    raw_connection, refused = a.engine.raw_connection, [0]
+
+    def refusing():  # type: ignore[no-untyped-def]
+        if refused[0] < 3:  # the database away for three more tries
+            refused[0] += 1
+            raise psycopg.OperationalError("connection refused\n\tIs the server running?")
+        return raw_connection()
+
+    a.engine.raw_connection = refusing  # type: ignore[method-assign]
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:  # the listening connection ends
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
+                      (f'LISTEN "{channel}"',))
+    back = f"adapters[orders-in].options.poll.listen: listening on {channel} again"
+    wait_for(lambda: refused[0] == 3 and any(r.getMessage() == back for r in caplog.records), "LISTEN back",
+             timeout=30)
+    mine = [r for r in caplog.records if r.name == "coupler.adapter.orders-in" and "LISTEN" in r.getMessage()]
+    [warning] = [r for r in mine if r.levelno == logging.WARNING]  # one for the outage, not one per try
+    assert warning.getMessage().startswith(f"adapters[orders-in].options.poll.listen: LISTEN {channel} failed: ")
+    assert "\n" not in warning.getMessage() and warning.exc_info is None
+    make_orders(postgres, 1, first=2)
+    postgres.sql(f"NOTIFY {channel}")  # and it wakes the poll again (the interval is 300 s)
+    wait_for(lambda: postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)],
+             "the notified row", timeout=60)
