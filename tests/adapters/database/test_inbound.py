@@ -457,8 +457,13 @@ def test_a_listen_whose_connection_fails_says_so_once_and_when_it_is_back(
             raise psycopg.OperationalError("connection refused\n\tIs the server running?")
         return raw_connection()
 
-    a.engine.raw_connection = refusing  # type: ignore[method-assign]
     with psycopg.connect(PG_DSN, autocommit=True) as admin:  # the listening connection ends
+        def listening() -> int:
+            return int(admin.execute("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
+                                     (f'LISTEN "{channel}"',)).fetchone()[0])
+
+        wait_for(listening, "the adapter listening")
+        a.engine.raw_connection = refusing  # type: ignore[method-assign]
         admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
                       (f'LISTEN "{channel}"',))
     back = f"adapters[orders-in].options.poll.listen: listening on {channel} again"
