@@ -555,8 +555,11 @@ class PgStore:
             try:
                 conn = psycopg.connect(self.dsn, autocommit=False, connect_timeout=10)
             except psycopg.Error as exc:
-                raise PgStoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}",
-                                   where="store.amqp.postgres", hint="check the DSN and that the server runs") from exc
+                raise PgStoreError(
+                    f"cannot connect to PostgreSQL at {dsn_place(self.dsn)} (for step state): {_one_line(exc)}",
+                    where=self.keys[0],
+                    hint="check the DSN, the password and that the server runs and accepts connections from this host",
+                ) from None
             self._local.state_conn = conn
             with self._lock:
                 self._connections.append(conn)

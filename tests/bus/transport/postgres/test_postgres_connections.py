@@ -131,6 +131,11 @@ def test_a_store_that_cannot_connect_says_where_without_the_password() -> None:
     assert text.startswith("store.postgres.dsn: cannot connect to PostgreSQL at 127.0.0.1:1/orders: ")
     assert "s3cret" not in text and "\n" not in text and "(check the DSN" in text
     assert err.value.__cause__ is None and err.value.__suppress_context__  # no driver traceback chained
+    with pytest.raises(TransportError) as err:
+        store.state_tx()  # the connection of step state
+    assert str(err.value).startswith("store.postgres.dsn: cannot connect to PostgreSQL at 127.0.0.1:1/orders "
+                                     "(for step state): ")
+    assert "s3cret" not in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_store_connection_whose_setup_fails_says_where_and_is_not_kept(
