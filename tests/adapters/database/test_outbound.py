@@ -220,3 +220,25 @@ def test_a_column_whose_type_changed_under_the_adapter_is_an_error_of_the_databa
     postgres.sql("ALTER TABLE orders_copy ALTER COLUMN note TYPE text")  # put back
     bus.deliver(a, m)
     assert postgres.sql("SELECT order_no, note FROM orders_copy") == [("C1", "rush")]
+
+
+def test_a_connection_whose_check_in_raises_after_a_write_gives_its_slot_back(bus: EmbeddedBus, db: Database) -> None:
+    import sqlalchemy as sa
+
+    db.sql(TABLE)
+    a = writer(bus, db, mapping=MAPPING)
+    assert a.engine is not None
+    armed = [True]
+
+    def checkin(dbapi_connection: Any, record: Any) -> None:
+        if armed.pop() if armed else False:
+            raise RuntimeError("the pool is closed")
+
+    sa.event.listen(a.engine.pool, "checkin", checkin)
+    m = message({"orderNo": "P1", "customer": "Ada"})
+    with pytest.raises(RuntimeError, match="the pool is closed"):
+        a.deliver(m)  # written and committed; the bus delivers it again, the ledger has its id
+    assert a.engine.pool.checkedout() == 0  # the slot is back: not one connection fewer until a restart
+    bus.deliver(a, m)
+    assert db.sql("SELECT order_no FROM orders_copy") == [("P1",)]
+    assert a.describe()["outbound"]["duplicates"] == 1
