@@ -90,7 +90,7 @@ class DatabaseAdapter(Adapter):
     def _start(self) -> None:
         from coupler.adapters.common.poller import Poller
 
-        from .connection import DatabaseError, describe_error, make_engine, shown
+        from .connection import DatabaseError, connected, describe_error, make_engine, shown
         from .inbound import PIPELINE, Listener, RowPoller
         from .outbound import TableWriter
 
@@ -98,7 +98,7 @@ class DatabaseAdapter(Adapter):
         site_dir = Path(self.context.site_dir) if self.context is not None else Path.cwd()
         self.engine = make_engine(s, site_dir, self.where)
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 conn.execute(sa.text("SELECT 1"))
         except sa.exc.DBAPIError as exc:
             raise DatabaseError(f"cannot connect to {shown(self.engine.url)}: {describe_error(exc)}",
@@ -132,7 +132,8 @@ class DatabaseAdapter(Adapter):
                                       heartbeat=self.context.heartbeat, logger=self.log)
                 self._thread.start()
                 if s.poll.listen:
-                    self.listener = Listener(self.engine, s.poll.listen, self._thread.trigger, self.log)
+                    self.listener = Listener(self.engine, s.poll.listen, self._thread.trigger, self.log,
+                                             where=f"{self.where}.poll.listen")
                     self.listener.start()
 
     def stop(self) -> None:
@@ -177,7 +178,7 @@ class DatabaseAdapter(Adapter):
 
     def run_query(self, name: str, params: dict[str, Any], limit: int | None = None) -> list[dict[str, Any]]:
         """The rows of declared query ``name`` with ``params`` bound as parameters."""
-        from .connection import describe_error
+        from .connection import connected, describe_error
         from .records import RowError, row_record
 
         if name not in self.settings.queries:
@@ -192,7 +193,7 @@ class DatabaseAdapter(Adapter):
         limit = min(limit or q.max_rows, q.max_rows)
         assert self.engine is not None
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 result = conn.execute(stmt, {k: params[k] for k in wanted})
                 rows = [dict(r._mapping) for r in result.fetchmany(limit)] if result.returns_rows else []
                 conn.commit()
@@ -239,12 +240,12 @@ class DatabaseAdapter(Adapter):
         return Reply(details={"status": "polled", **{k: str(v) for k, v in result.to_json().items()}})
 
     def on_ping(self, command: Command) -> Reply:
-        from .connection import describe_error, shown
+        from .connection import connected, describe_error, shown
 
         if self.engine is None:
             raise CommandFault(f"adapter {self.name!r} is not started", code="failed")
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 conn.execute(sa.text("SELECT 1"))
         except sa.exc.DBAPIError as exc:
             raise CommandFault(f"{shown(self.engine.url)} is not reachable: {describe_error(exc)}", code="failed") from None

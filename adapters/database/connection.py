@@ -7,7 +7,9 @@ shown anywhere is rendered with the password hidden).
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,58 @@ def make_engine(opts: DatabaseOptions, site_dir: Path, where: str) -> Engine:
         return sa.create_engine(url, connect_args=args, hide_parameters=True, **kwargs)
     except (sa.exc.ArgumentError, ImportError) as exc:  # a URL the dialect refuses, a driver missing
         raise DatabaseError(f"cannot use {shown(url)}: {str(exc).splitlines()[0]}", where=f"{where}.url") from None
+
+
+@contextlib.contextmanager
+def connected(engine: Engine) -> Iterator[sa.Connection]:
+    """``with engine.connect() as conn``, the connection given back by :func:`release`: a
+    check-in that raises does not take the pool's slot with it (what it raised is raised
+    after the block, as SQLAlchemy's own would be; not over what the block raised)."""
+    conn = engine.connect()
+    try:
+        yield conn
+    except BaseException:
+        release(conn)
+        raise
+    failed = release(conn)
+    if failed is not None:
+        raise failed
+
+
+def release(conn: sa.Connection) -> Exception | None:
+    """Close ``conn``, giving its connection back to the pool; what that raised, None when it
+    did not. SQLAlchemy keeps the pool's slot of a connection whose check-in raised (a pool
+    event handler, a finalizer) taken for good, so the pool would have one connection fewer
+    until the engine is disposed (a pool of one then times out): the connection is discarded
+    instead (closed: it may be broken) and its slot given back, the pool opening a new one
+    when next asked."""
+    fairy: Any = conn._dbapi_connection  # the pool's proxy, taken before close() lets go of it
+    try:
+        conn.close()
+    except Exception as exc:  # noqa: BLE001 - the caller says what it means (a warning, an error)
+        _discard(fairy, exc)
+        return exc
+    return None
+
+
+def _discard(fairy: Any, exc: Exception) -> None:
+    """The pool's slot of ``fairy`` (a connection whose check-in raised ``exc``) back, its
+    connection closed (SQLAlchemy's pool internals: ``_ConnectionRecord``, ``Pool._return_conn``)."""
+    record = getattr(fairy, "_connection_record", None)
+    pool = getattr(fairy, "_pool", None)
+    if record is None or pool is None or record.fairy_ref is not None:
+        return  # not checked in at all (still the connection's), or no pool of ours
+    queue = getattr(getattr(pool, "_pool", None), "queue", None)
+    if queue is not None and record in queue:
+        return  # given back after all (what raised came after)
+    try:
+        record.invalidate(e=exc)  # closes its DBAPI connection: the next checkout opens a new one
+    except Exception:  # noqa: BLE001 - an invalidate event failing too: recycled at next checkout
+        pass
+    finalizer = getattr(fairy, "_finalizer", None)
+    if finalizer is not None:  # the proxy, collected later, must not touch the record again
+        finalizer.detach()
+    pool._return_conn(record)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import hashlib
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ from coupler.canonical.envelope import name_id
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
 
-from .connection import DatabaseError, describe_error, reflect
+from .connection import DatabaseError, describe_error, reflect, release
 from .options import PollOptions
 from .records import RowEncoder
 
@@ -209,8 +210,7 @@ class RowPoller:
                 with conn.begin():
                     done = self._poll_in(conn, last, limit, result)
             except BaseException:
-                with contextlib.suppress(Exception):  # what the batch raised is the news
-                    conn.close()  # rolled back: its rows are read again by the next poll
+                release(conn)  # rolled back, read again by the next poll (what the batch raised is the news)
                 raise
         except sa.exc.DBAPIError as exc:
             raise DatabaseError(f"poll of {self.table.fullname} failed: {describe_error(exc)}", where=self.where) from None
@@ -259,17 +259,16 @@ class RowPoller:
         (``rows`` rows read, published and marked), or nothing read. A failure now loses
         nothing (the rows are not read again), so it is reported on one line and the poll
         goes on. SQLAlchemy invalidates a connection whose reset fails without raising; what
-        raises here (a pool event handler, say) leaves that connection checked out for good,
-        so the pool has one fewer (measured: a pool of 1 then times out), which the warning
-        says."""
-        try:
-            conn.close()
-        except Exception as exc:  # noqa: BLE001 - the batch is committed: reported, not raised
+        raises here (a pool event handler, say) would leave that connection checked out for
+        good (measured: a pool of 1 then timed out): :func:`.release` discards it instead,
+        and the pool opens a new one when next asked, which the warning says."""
+        exc = release(conn)
+        if exc is not None:  # the batch is committed: reported, not raised
             done = f"{rows} rows of {self.fullname} committed (published once, not read again)" if rows \
                 else f"a poll of {self.fullname} that read nothing"
             self.log.warning("%s", DatabaseError(f"{done}, but its connection could not be given back to the "
-                                                 f"pool: {describe_error(exc)}; the pool has one connection fewer until the adapter "
-                                                 f"is restarted", where=self.where))
+                                                 f"pool: {describe_error(exc)}; it was closed, the pool opens a new "
+                                                 "one when next needed", where=self.where))
 
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction
@@ -308,8 +307,7 @@ class RowPoller:
                 except BaseException:
                     if marking is not None:
                         marking.join()
-                    with contextlib.suppress(Exception):  # what the batch raised is the news
-                        conn.close()  # rolled back: its rows are read again by the next poll
+                    release(conn)  # rolled back, read again by the next poll (what the batch raised is the news)
                     raise
                 if not rows:
                     self._give_back(conn, 0)  # nothing read: rolled back
@@ -465,18 +463,30 @@ class RowPoller:
         self.totals.messages += len(ids) - refused
 
     def _invalid(self, row: dict[str, Any], exc: BaseException, result: PollResult) -> None:
+        """``row`` to the Invalid Message Channel with its cause, once: the batch that read it
+        may still roll back (the bus refusing the batch, the commit failing, the process
+        dying) and the row be read again. Its dead letter is made with a key of the row (its
+        message id and a digest of its values) in one transaction of the store, and a row
+        whose key is recorded there already is not recorded again (``invalid_once``)."""
         cause = exc.message if isinstance(exc, CouplerError) else describe_exception(exc)
         reason = f"row {self.key_text(row)} of {self.table.fullname} cannot be converted to {self.format.ref}: {cause}"
         body = json.dumps({k: str(v) for k, v in row.items()}).encode()
+        message_id = self.message_id([row])
+        envelope = Envelope(format=self.format.with_content_type("application/json"), body=body,
+                            message_id=message_id, origin=self.name,
+                            properties={"db.table": self.table.fullname, "db.key": self.key_text(row)})
+        once = getattr(self.context, "invalid_once", None)
         try:
-            self.context.invalid(Envelope(format=self.format.with_content_type("application/json"), body=body,
-                                          message_id=self.message_id([row]), origin=self.name,
-                                          properties={"db.table": self.table.fullname, "db.key": self.key_text(row)}),
-                                 reason)
+            if once is not None:
+                recorded = once(envelope, reason, f"{message_id}:{hashlib.sha256(body).hexdigest()[:32]}") is not None
+            else:  # a context of an older bus: once per read
+                self.context.invalid(envelope, reason)
+                recorded = True
         except Exception as store:  # noqa: BLE001 - recording the bad row must not stop the batch
             raise CouplerError(f"cannot record an invalid row ({reason}): {store}", where=self.where) from None
-        result.invalid += 1
-        self.totals.invalid += 1
+        result.invalid += 1  # the row is invalid in this batch; counted in the totals once
+        if recorded:
+            self.totals.invalid += 1
 
     def describe(self) -> dict[str, Any]:
         return {"table": self.table.fullname, "key": [c.name for c in self.key],
@@ -506,8 +516,7 @@ def _commit(conn: sa.Connection, tx: sa.RootTransaction, marking: Meanwhile, dur
         marking.result()
         tx.commit()
     except BaseException:
-        with contextlib.suppress(Exception):  # what the batch raised is the news
-            conn.close()
+        release(conn)  # what the batch raised is the news
         raise
     give_back(conn, result.done)
     return result
@@ -567,13 +576,17 @@ def _untag(value: Any) -> Any:
 
 
 class Listener:
-    """PostgreSQL ``LISTEN``: a thread waiting for ``NOTIFY`` on a channel and waking the poll."""
+    """PostgreSQL ``LISTEN``: a thread waiting for ``NOTIFY`` on a channel and waking the poll.
+    When its connection fails it says so once (a warning naming ``where``, the option), listens
+    again every 2 s, and says when it is back (meanwhile the poll keeps its interval)."""
 
-    def __init__(self, engine: Engine, channel: str, wake: Callable[[], None], logger: logging.Logger):
+    def __init__(self, engine: Engine, channel: str, wake: Callable[[], None], logger: logging.Logger,
+                 where: str = "poll.listen"):
         self.engine = engine
         self.channel = channel
         self.wake = wake
         self.log = logger
+        self.where = where
         self.notified = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"listen:{channel}", daemon=True)
@@ -588,6 +601,7 @@ class Listener:
     def _run(self) -> None:
         from psycopg import sql
 
+        down = False  # said since it last listened: one warning per outage, not one every 2 s
         while not self._stop.is_set():
             try:
                 raw = self.engine.raw_connection()
@@ -595,6 +609,9 @@ class Listener:
                     conn: Any = raw.driver_connection
                     conn.autocommit = True
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    if down:
+                        down = False
+                        self.log.info("%s: listening on %s again", self.where, self.channel)
                     self.wake()  # rows added while nobody listened
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=0.5, stop_after=1):
@@ -603,6 +620,9 @@ class Listener:
                 finally:
                     raw.invalidate()  # a LISTENing connection is not given back to the pool
             except Exception as exc:  # noqa: BLE001 - the database away, the pool exhausted: never the thread's end
-                self.log.warning("LISTEN %s failed, listening again in 2 s: %s", self.channel,
-                                 describe_error(exc))
+                if not down:
+                    down = True
+                    self.log.warning("%s", DatabaseError(
+                        f"LISTEN {self.channel} failed: {describe_error(exc)}; the poll keeps its interval "
+                        "meanwhile, listening again every 2 s", where=self.where))
                 self._stop.wait(2.0)

@@ -23,7 +23,7 @@ from coupler.bus.api import CommandFault
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 
-from .connection import DatabaseError, describe_error, reflect
+from .connection import DatabaseError, connected, describe_error, reflect
 from .options import WriteOptions
 from .records import RowError, body_records
 
@@ -205,7 +205,7 @@ class TableWriter:
         in the ledger, and the message, tried again, was dropped as written before)."""
         rows = self.rows(envelope)
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 tx = conn.begin()
                 try:
                     conn.execute(sa.insert(self.ledger).values(adapter=self.name, message_id=envelope.message_id))
@@ -222,9 +222,15 @@ class TableWriter:
         except sa.exc.StatementError as exc:
             if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
                 raise DatabaseError(f"database connection lost: {describe_error(exc)}", where=self.where) from None
-            if isinstance(exc, sa.exc.OperationalError) or _sqlstate(exc) in _NOT_THE_MESSAGE \
-                    or (_sqlstate(exc) == _NO_ROUTINE and self._procedure_gone()):
+            state = _sqlstate(exc)
+            if isinstance(exc, sa.exc.OperationalError) or state in _NOT_THE_MESSAGE \
+                    or (state == _NO_ROUTINE and self._procedure_gone()):
                 raise DatabaseError(f"write failed: {describe_error(exc)}", where=self.where) from None
+            changed = self._columns_changed() if state in _TYPE_MISMATCH else None
+            if changed:
+                raise DatabaseError(f"write failed: {describe_error(exc)}; {changed}", where=self.where,
+                                    hint="restart the adapter once the change is done (it reads the table's "
+                                    "columns when it starts), or change the column back") from None
             raise CommandFault(f"message {envelope.message_id} cannot be written: {describe_error(exc)}",
                                code="invalid") from None
         except OverflowError as exc:  # a number the driver cannot bind (SQLite: beyond 64 bits)
@@ -241,7 +247,7 @@ class TableWriter:
         if self.o.operation != "procedure":
             return False
         try:
-            with self.engine.connect() as conn:
+            with connected(self.engine) as conn:
                 return not conn.execute(sa.text(
                     "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace, "
                     "parse_ident(:name) AS a WHERE p.proname = a[cardinality(a)] AND CASE cardinality(a) "
@@ -249,6 +255,33 @@ class TableWriter:
                     {"name": self.o.procedure}).scalar()
         except Exception:  # noqa: BLE001 - the database away: its error, tried again
             return True
+
+    def _columns_changed(self) -> str | None:
+        """After a type mismatch (:data:`_TYPE_MISMATCH`): what changed in the types of the
+        mapped columns since the adapter read the table at start (the statements bind each
+        value as the column's type then: every message would fail, the database's error), or
+        None when nothing did (a value of the message whose type the column cannot take:
+        ``true`` for a ``numeric``, a number for a ``date``: the message's). A procedure: None
+        (its parameters' types are chosen by the values). Said so when the catalogue cannot
+        be read (the database's error, tried again)."""
+        table = self.table
+        if table is None:
+            return None
+        try:
+            now = {c["name"]: c["type"] for c in sa.inspect(self.engine).get_columns(table.name, schema=table.schema)}
+        except Exception as exc:  # noqa: BLE001 - the database away: its error, tried again
+            return f"the columns of {table.fullname} cannot be read again: {describe_error(exc)}"
+        dialect = self.engine.dialect
+        changes = []
+        for col in dict.fromkeys(self.mapping.values()):
+            was = table.c[col].type.compile(dialect=dialect)
+            if col not in now:
+                changes.append(f"column {col} ({was}) is gone")
+                continue
+            is_ = now[col].compile(dialect=dialect)
+            if is_ != was:
+                changes.append(f"column {col} is {is_} now, {was} when the adapter started")
+        return f"table {table.fullname} changed: {', '.join(changes)}" if changes else None
 
     def _write(self, conn: sa.Connection, rows: list[dict[str, Any]], envelope: Envelope) -> None:
         o = self.o
@@ -308,6 +341,11 @@ _NOT_THE_MESSAGE = frozenset({"42P01", "42703", "42501", "3F000"})
 #: no routine of that name and argument types: the procedure gone (the database's), or a
 #: value of the message whose type no overload takes (the message's): :meth:`TableWriter._procedure_gone`
 _NO_ROUTINE = "42883"
+#: datatype_mismatch, cannot_coerce: a value whose type the column cannot take (the message's:
+#: ``true`` for a ``numeric`` column, a number for a ``date``: the statements cast each value
+#: to the column's type), or a column whose type changed since the adapter started (the
+#: database's): :meth:`TableWriter._columns_changed` tells
+_TYPE_MISMATCH = frozenset({"42804", "42846"})
 
 
 def _sqlstate(exc: BaseException) -> str | None:

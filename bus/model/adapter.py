@@ -82,6 +82,15 @@ class AdapterContext(Protocol):
         Invalid Message Channel with ``reason``; returns the dead letter's id."""
         ...
 
+    def invalid_once(self, message: Envelope | bytes, reason: str, key: str) -> int | None:
+        """:meth:`invalid`, unless this adapter recorded ``key`` with an earlier call within
+        the store's idempotency window (``store.idempotency_window_seconds``): then nothing,
+        and None. The dead letter and ``key`` are one transaction of the store, so a unit the
+        adapter reads again because its own progress was rolled back after the dead letter
+        was made (a table's rows whose transaction failed) is in the Invalid Message Channel
+        once. ``key`` names the unit and its content (a changed unit is a new key)."""
+        ...
+
     def resolve_path(self, path: str | Path) -> Path:
         """``path`` (``~`` expanded) made absolute against :attr:`site_dir`."""
         ...

@@ -319,6 +319,31 @@ class BusContext:
         )
         return dead_id
 
+    def invalid_once(self, message: Envelope | bytes, reason: str, key: str) -> int | None:
+        """:meth:`invalid` unless ``key`` is among the keys this adapter's dead letters
+        recorded (see :meth:`coupler.bus.model.adapter.AdapterContext.invalid_once`): the key
+        is checked and recorded in the transaction that makes the dead letter."""
+        if isinstance(message, Envelope) and message.origin is None:
+            message = message.replace(origin=self.name)
+        payload = message if isinstance(message, Envelope) else bytes(message)
+        recorded_by = f"invalid:{self.component}"
+        with self._transport.transaction() as tx:
+            if tx.seen(recorded_by, [key]):
+                dead_id = None
+            else:
+                dead_id = tx.invalid(payload, reason, self.component, channel=self.channel)
+                tx.mark_seen(recorded_by, [key])
+        if dead_id is None:
+            self.logger.info("adapter %s: already in the Invalid Message Channel, not again: %s", self.name, reason,
+                             extra={"adapter": self.name})
+            return None
+        self._stats.count(self.name, "failed")
+        self.logger.warning(
+            "adapter %s: message sent to the Invalid Message Channel: %s", self.name, reason,
+            extra={"adapter": self.name, "dead_letter": dead_id},
+        )
+        return dead_id
+
     def resolve_path(self, path: str | Path) -> Path:
         """``path`` (``~`` expanded) made absolute against the directory of site.toml."""
         return _resolve_path(self.site_dir, path)

@@ -115,6 +115,27 @@ class PgStoreError(TransportError):
     """PostgreSQL cannot be reached or refused a statement."""
 
 
+def dsn_place(dsn: str) -> str:
+    """Where ``dsn`` (a URL or ``key=value`` words) leads, as errors name it:
+    ``host:port/database``, never its user or password (the defaults libpq applies filled in)."""
+    import os
+
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001 - not a DSN: connecting says why
+        return "an unreadable DSN"
+    host = str(info.get("host") or info.get("hostaddr") or os.environ.get("PGHOST") or "localhost")
+    port = str(info.get("port") or os.environ.get("PGPORT") or "5432")
+    database = str(info.get("dbname") or os.environ.get("PGDATABASE") or info.get("user") or "the user's database")
+    return f"{host}:{port}/{database}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class PgStore:
     """The shared state of a site in schema ``schema`` of the PostgreSQL database ``dsn``."""
 
@@ -242,12 +263,22 @@ class PgStore:
             conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise PgStoreError(
-                f"cannot connect to PostgreSQL: {str(exc).strip()}",
+                f"cannot connect to PostgreSQL at {dsn_place(self.dsn)}: {_one_line(exc)}",
                 where=self.keys[0],
-                hint="check the DSN and that the server runs",
-            ) from exc
+                hint="check the DSN, the password and that the server runs and accepts connections from this host",
+            ) from None
         if not self.synchronous_commit:
-            conn.execute("SET synchronous_commit = off")
+            try:
+                conn.execute("SET synchronous_commit = off")
+            except psycopg.Error as exc:  # the connection dropped at once, a server that refuses it
+                with contextlib.suppress(Exception):
+                    conn.close()  # not kept: the next use connects again
+                raise PgStoreError(
+                    f"cannot set up the connection to PostgreSQL at {dsn_place(self.dsn)} "
+                    f"(SET synchronous_commit = off): {_one_line(exc)}",
+                    where=self.keys[0],
+                    hint="it is tried again at the next use; if it goes on, check the server's log",
+                ) from None
         self._local.conn = conn
         with self._lock:
             ended = self._keep(conn, threading.current_thread())
@@ -524,8 +555,11 @@ class PgStore:
             try:
                 conn = psycopg.connect(self.dsn, autocommit=False, connect_timeout=10)
             except psycopg.Error as exc:
-                raise PgStoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}",
-                                   where="store.amqp.postgres", hint="check the DSN and that the server runs") from exc
+                raise PgStoreError(
+                    f"cannot connect to PostgreSQL at {dsn_place(self.dsn)} (for step state): {_one_line(exc)}",
+                    where=self.keys[0],
+                    hint="check the DSN, the password and that the server runs and accepts connections from this host",
+                ) from None
             self._local.state_conn = conn
             with self._lock:
                 self._connections.append(conn)

@@ -40,7 +40,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coupler.bus.transport import policy, sql_filters
 from coupler.bus.transport.amqp.file_state import PgFileState
-from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore
+from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore, dsn_place
 from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
 from coupler.bus.transport.storage import (
     Buried,
@@ -223,20 +223,40 @@ class PostgresTransport(StorageTransport):
     # -- wake-ups --------------------------------------------------------------------------
 
     def _listen(self) -> None:
+        """The listener thread: ``LISTEN`` on a connection of its own, counting announcements
+        and waking the waiting receivers. When its connection fails it says so once (a
+        warning naming the DSN key and the server), listens again every second, and says when
+        it is back (meanwhile the receivers look every 0.25 s: messages arrive, later)."""
         conn: psycopg.Connection[Any] | None = None
+        down = False  # said since it last listened: one warning per outage, not one a second
         while not self._closing.is_set():
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
                     conn.execute(f'LISTEN "{self.notify_channel}"')
                     self._listening.set()
+                    if down:
+                        down = False
+                        log.info("%s: listening for wake-ups on PostgreSQL at %s again", self.store.keys[0],
+                                 dsn_place(self.dsn))
                 for note in conn.notifies(timeout=0.5):
                     with self._wake:
                         self._arrivals[note.payload] += 1
                         self._wake.notify_all()
-            except psycopg.Error:
+            except psycopg.Error as exc:
                 self._listening.clear()
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.close()
                 conn = None
+                if not down:
+                    down = True
+                    log.warning("%s", TransportError(
+                        f"the wake-up listener of schema {self.schema} cannot LISTEN {self.notify_channel} on "
+                        f"PostgreSQL at {dsn_place(self.dsn)}: {' '.join(str(exc).split())}; waiting receivers look "
+                        "every 0.25 s meanwhile (messages arrive, later), it listens again every second",
+                        where=self.store.keys[0],
+                        hint="check that the server runs and accepts connections from this host"))
                 self._closing.wait(1.0)
         self._listening.clear()
         if conn is not None:

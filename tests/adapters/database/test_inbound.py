@@ -337,3 +337,143 @@ def test_message_ids_are_rfc4122_uuid5_of_the_adapter_table_and_key() -> None:
     for name in ("orders-in|public.orders|1", "a|s.t|1|x..9|y", "ü|ß|€"):
         assert name_id(_NAMESPACE.bytes, name) == str(uuid.uuid5(_NAMESPACE, name))  # the same ids as before, across upgrades
         assert header_for_key(name) == TraceContext.for_key(name).header  # and the same traces
+
+
+@pytest.mark.parametrize("batch", ["committed", "rolled-back"])
+def test_a_connection_whose_check_in_raises_gives_its_slot_back_to_the_pool(
+        bus: EmbeddedBus, db: Database, caplog: pytest.LogCaptureFixture, batch: str) -> None:
+    import sqlalchemy as sa
+
+    make_orders(db, 3)
+    a = bus.adapter(DatabaseAdapter, "orders-in", db.options(pool_size=1, poll={
+        "table": "orders", "autopoll": False, "status_column": "processed_at"}), direction="inbound", channel="orders")
+    assert a.engine is not None and a.poller is not None and a.context is not None
+    pool = a.engine.pool
+    armed = [True]
+
+    def checkin(dbapi_connection: Any, record: Any) -> None:
+        if armed.pop() if armed else False:
+            raise RuntimeError("the pool is closed")
+
+    if batch == "rolled-back":
+        publish_many = a.context.publish_many  # type: ignore[attr-defined]
+
+        def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+            a.context.publish_many = publish_many  # type: ignore[union-attr]  # once
+            raise OSError("disk full")
+
+        a.context.publish_many = failing  # type: ignore[attr-defined]
+    sa.event.listen(pool, "checkin", checkin)
+    if batch == "rolled-back":
+        with pytest.raises(OSError, match="disk full"):
+            a.poller.poll()
+    assert fetch(a)["done"] == "3"
+    assert not armed  # the check-in did raise
+    assert pool.checkedout() == 0  # its slot is back: not one connection fewer until a restart
+    held = [a.engine.connect() for _ in range(2)]  # pool_size 1 + overflow 1: both open at once
+    try:
+        assert all(c.execute(sa.text("SELECT 1")).scalar() == 1 for c in held)
+    finally:
+        for c in held:
+            c.close()
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3]
+    if batch == "committed":
+        [report] = [r for r in caplog.records if "the pool is closed" in r.getMessage()]
+        assert "the pool opens a new one when next needed" in report.getMessage()
+        assert "\n" not in report.getMessage() and report.exc_info is None
+
+
+@pytest.mark.parametrize("progress", ["status_column", "watermark_column"])
+def test_a_bad_row_of_a_batch_read_again_after_a_rollback_is_in_the_invalid_channel_once(
+        bus: EmbeddedBus, db: Database, progress: str) -> None:
+    make_orders(db, 4)
+    db.sql(f"UPDATE orders SET weight = {db.p} WHERE id = 2", (float("inf"),))
+    column = {"status_column": "processed_at"} if progress == "status_column" else {"watermark_column": "id"}
+    a = poll_adapter(bus, db, **column)
+    assert a.context is not None and a.poller is not None
+    publish_many = a.context.publish_many  # type: ignore[attr-defined]
+
+    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        a.context.publish_many = publish_many  # type: ignore[union-attr]  # once
+        raise OSError("disk full")  # after the bad row went to the Invalid Message Channel
+
+    a.context.publish_many = failing  # type: ignore[attr-defined]
+    with pytest.raises(OSError, match="disk full"):
+        a.poller.poll()  # rolled back (or the watermark not kept): the batch is read again
+    assert len(bus.invalid()) == 1
+    details = fetch(a)
+    assert (details["messages"], details["invalid"]) == ("3", "1")  # the row is still invalid ...
+    (bad,) = bus.invalid()  # ... and in the Invalid Message Channel once
+    assert "row 2 of" in bad.reason and bad.envelope is not None and json.loads(bad.envelope.body)["id"] == "2"
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3, 4]  # no good row lost
+    assert fetch(a)["done"] == "0"  # and the bad row is not read again forever
+    assert a.describe()["inbound"]["invalid"] == 1
+
+
+def test_a_bad_row_of_a_pipelined_batch_that_failed_is_in_the_invalid_channel_once(
+        bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 9)
+    postgres.sql("UPDATE orders SET weight = 'NaN' WHERE id = 5")
+    a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
+    assert a.context is not None and a.poller is not None
+    publish_many, calls = a.context.publish_many, []  # type: ignore[attr-defined]
+
+    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        calls.append([json.loads(e.body)["id"] for e in envelopes])
+        if len(calls) == 2:
+            raise OSError("disk full")  # the second batch, whose row 5 is in the Invalid Message Channel
+        return publish_many(envelopes, channel)
+
+    a.context.publish_many = failing  # type: ignore[attr-defined]
+    with pytest.raises(OSError, match="disk full"):
+        a.poller.poll(batches=8)
+    assert a.poller.poll(batches=8).done == 6
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3, 4, 6, 7, 8, 9]
+    assert [json.loads(d.envelope.body)["id"] for d in bus.invalid() if d.envelope is not None] == ["5"]
+    assert postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+
+
+def test_a_listen_whose_connection_fails_says_so_once_and_when_it_is_back(
+        bus: EmbeddedBus, postgres: Database, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    import psycopg
+
+    from tests.bus.transport.amqp.broker import PG_DSN
+
+    caplog.set_level(logging.INFO, logger="coupler.adapter.orders-in")
+    make_orders(postgres, 1)
+    channel = f"{postgres.schema}_orders"
+    a = bus.adapter(DatabaseAdapter, "orders-in", postgres.options(poll={
+        "table": "orders", "status_column": "processed_at", "interval": 300, "max_interval": 300,
+        "listen": channel}), direction="inbound", channel="orders")
+    assert a.engine is not None and a.listener is not None
+    wait_for(lambda: len(bus.published("orders")) == 1, "the first row")
+    raw_connection, refused = a.engine.raw_connection, [0]
+
+    def refusing():  # type: ignore[no-untyped-def]
+        if refused[0] < 3:  # the database away for three more tries
+            refused[0] += 1
+            raise psycopg.OperationalError("connection refused\n\tIs the server running?")
+        return raw_connection()
+
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:  # the listening connection ends
+        def listening() -> int:
+            return int(admin.execute("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
+                                     (f'LISTEN "{channel}"',)).fetchone()[0])
+
+        wait_for(listening, "the adapter listening")
+        a.engine.raw_connection = refusing  # type: ignore[method-assign]
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
+                      (f'LISTEN "{channel}"',))
+    back = f"adapters[orders-in].options.poll.listen: listening on {channel} again"
+    wait_for(lambda: refused[0] == 3 and any(r.getMessage() == back for r in caplog.records), "LISTEN back",
+             timeout=30)
+    mine = [r for r in caplog.records if r.name == "coupler.adapter.orders-in" and "LISTEN" in r.getMessage()]
+    [warning] = [r for r in mine if r.levelno == logging.WARNING]  # one for the outage, not one per try
+    assert warning.getMessage().startswith(f"adapters[orders-in].options.poll.listen: LISTEN {channel} failed: ")
+    assert "\n" not in warning.getMessage() and warning.exc_info is None
+    make_orders(postgres, 1, first=2)
+    postgres.sql(f"NOTIFY {channel}")  # and it wakes the poll again (the interval is 300 s)
+    wait_for(lambda: postgres.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)],
+             "the notified row", timeout=60)

@@ -112,12 +112,12 @@ def test_a_fetch_whose_poll_fails_answers_a_fault_naming_the_place(bus: Embedded
     db.sql(f"UPDATE orders SET weight = {db.p} WHERE id = 2", (float("inf"),))  # no JSON form: invalid
     a = poll_adapter(bus, db, status_column="processed_at")
     assert a.context is not None
-    record_invalid = a.context.invalid
+    record_invalid = a.context.invalid_once
 
-    def store_full(envelope, reason):  # type: ignore[no-untyped-def]
+    def store_full(envelope, reason, key):  # type: ignore[no-untyped-def]
         raise OSError("disk full")
 
-    a.context.invalid = store_full  # type: ignore[method-assign]
+    a.context.invalid_once = store_full  # type: ignore[method-assign]
     with pytest.raises(CommandFault, match=r"adapters\[orders-in\]\.options\.poll: cannot record an invalid row "
                                            r"\(row 2 of .*\): disk full"):
         fetch(a)
@@ -126,7 +126,7 @@ def test_a_fetch_whose_poll_fails_answers_a_fault_naming_the_place(bus: Embedded
     with pytest.raises(CommandFault, match=r"adapters\[orders-in\]\.options\.poll: poll of .*orders failed"):
         fetch(a)
     db.sql("ALTER TABLE orders_away RENAME TO orders")
-    a.context.invalid = record_invalid  # type: ignore[method-assign]
+    a.context.invalid_once = record_invalid  # type: ignore[method-assign]
     assert fetch(a)["messages"] == "2"
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3]
     assert len(bus.invalid()) == 1

@@ -98,3 +98,21 @@ def test_context_invalid_keeps_raw_bytes_and_envelopes_with_the_reason(tmp_path:
         assert {s["name"]: s["failed"] for s in d.statistics.snapshot()} == {"probe": 2}
     finally:
         d.shutdown()
+
+
+def test_context_invalid_once_records_a_key_once_with_its_dead_letter(tmp_path: Path) -> None:
+    d = _daemon(tmp_path)
+    d.start()
+    try:
+        ctx = d.adapters["probe"].context
+        env = Envelope(format=FormatIndicator("acme.Thing", 1, "application/json"), body=b"{")
+        first = ctx.invalid_once(env, "not JSON", "row 7 v1")
+        assert first is not None
+        assert ctx.invalid_once(env, "not JSON", "row 7 v1") is None  # read again: not again
+        assert ctx.invalid_once(env, "not JSON", "row 7 v2") is not None  # another key: recorded
+        assert d.transport is not None
+        letters = d.transport.dead_letters(kind="invalid", limit=10)
+        assert len(letters) == 2 and d.transport.dead_letter(first).envelope.origin == "probe"  # type: ignore[union-attr]
+        assert {s["name"]: s["failed"] for s in d.statistics.snapshot()} == {"probe": 2}
+    finally:
+        d.shutdown()

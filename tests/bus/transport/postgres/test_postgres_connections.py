@@ -120,3 +120,100 @@ def test_a_store_whose_open_fails_leaves_no_connection_open(admin: psycopg.Conne
         assert wait_for(lambda: _backends(admin, app) == 0, "the failed opens' connections closed", timeout=10)
     finally:
         admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_store_that_cannot_connect_says_where_without_the_password() -> None:
+    store = PgStore("postgresql://coupler:s3cret@127.0.0.1:1/orders", schema=unique_names()["postgres_schema"],
+                    keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
+    with pytest.raises(TransportError) as err:
+        store.open()
+    text = str(err.value)
+    assert text.startswith("store.postgres.dsn: cannot connect to PostgreSQL at 127.0.0.1:1/orders: ")
+    assert "s3cret" not in text and "\n" not in text and "(check the DSN" in text
+    assert err.value.__cause__ is None and err.value.__suppress_context__  # no driver traceback chained
+    with pytest.raises(TransportError) as err:
+        store.state_tx()  # the connection of step state
+    assert str(err.value).startswith("store.postgres.dsn: cannot connect to PostgreSQL at 127.0.0.1:1/orders "
+                                     "(for step state): ")
+    assert "s3cret" not in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_store_connection_whose_setup_fails_says_where_and_is_not_kept(
+        admin: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coupler.bus.transport.amqp import store as store_module
+
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    connect, opened = psycopg.connect, []
+
+    class Dropping:  # a connection the server drops right after it was made
+        def __init__(self, conn: psycopg.Connection) -> None:
+            self.conn, self.closed = conn, False
+
+        def execute(self, statement: str, *args: object) -> object:
+            if statement.startswith("SET synchronous_commit"):
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return self.conn.execute(statement, *args)
+
+        def close(self) -> None:
+            self.closed = True
+            self.conn.close()
+
+    def dropping(*args: object, **kwargs: object) -> Dropping:
+        opened.append(Dropping(connect(*args, **kwargs)))  # type: ignore[arg-type]
+        return opened[-1]
+
+    dsn = make_conninfo(PG_DSN, application_name=app, password="s3cret")
+    store = PgStore(dsn, schema=unique_names()["postgres_schema"])
+    monkeypatch.setattr(store_module.psycopg, "connect", dropping)
+    with pytest.raises(TransportError) as err:
+        store.channel_names()
+    monkeypatch.undo()
+    text = str(err.value)
+    host = psycopg.conninfo.conninfo_to_dict(PG_DSN)
+    place = f"{host.get('host', 'localhost')}:{host.get('port', 5432)}/{host['dbname']}"
+    assert text.startswith(f"store.amqp.postgres: cannot set up the connection to PostgreSQL at {place} "
+                           "(SET synchronous_commit = off): server closed the connection unexpectedly")
+    assert "s3cret" not in text and "\n" not in text and "tried again" in text
+    assert [c.closed for c in opened] == [True]  # not kept, not leaked
+    assert wait_for(lambda: _backends(admin, app) == 0, "the dropped connection closed", timeout=10)
+    store.close()
+
+
+def test_a_listener_that_loses_its_connection_says_so_once_and_when_it_is_back(
+        admin: psycopg.Connection, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import threading
+
+    caplog.set_level(logging.INFO, logger="coupler.bus.transport.postgres.transport")
+    app = f"coupler-test-{uuid.uuid4().hex[:8]}"
+    t = PostgresTransport(make_conninfo(PG_DSN, application_name=app, password="s3cret"),
+                          schema=unique_names()["postgres_schema"]).open()
+    try:
+        t.wait_for("orders", 10)  # a receiver waiting: the listener starts
+        assert wait_for(t._listening.is_set, "the listener listening")
+        connect, refused = psycopg.connect, [0]
+
+        def refusing(*args: object, **kwargs: object) -> psycopg.Connection:
+            if threading.current_thread().name.startswith("listen ") and refused[0] < 3:
+                refused[0] += 1  # the server away for three more tries
+                raise psycopg.OperationalError("connection refused\n\tIs the server running?")
+            return connect(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(psycopg, "connect", refusing)
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s "
+                      "AND query LIKE 'LISTEN%%'", (app,))
+        assert wait_for(lambda: refused[0] == 3 and t._listening.is_set(), "the listener back", timeout=30)
+    finally:
+        monkeypatch.undo()
+        t.destroy()
+    mine = [r for r in caplog.records if r.name == "coupler.bus.transport.postgres.transport"]
+    [warning] = [r for r in mine if r.levelno == logging.WARNING]  # one for the outage, not one per try
+    text = warning.getMessage()
+    host = psycopg.conninfo.conninfo_to_dict(PG_DSN)
+    place = f"{host.get('host', 'localhost')}:{host.get('port', 5432)}/{host['dbname']}"
+    assert text.startswith(f"store.postgres.dsn: the wake-up listener of schema {t.schema} cannot LISTEN ")
+    assert f"on PostgreSQL at {place}: " in text and "listens again every second" in text
+    assert "\n" not in text and "s3cret" not in text and warning.exc_info is None
+    [back] = [r for r in mine if r.levelno == logging.INFO and "again" in r.getMessage()]
+    assert back.getMessage() == f"store.postgres.dsn: listening for wake-ups on PostgreSQL at {place} again"
+    assert mine.index(warning) < mine.index(back)
