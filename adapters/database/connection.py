@@ -101,37 +101,21 @@ def connected(engine: Engine) -> Iterator[sa.Connection]:
 def release(conn: sa.Connection) -> Exception | None:
     """Close ``conn``, giving its connection back to the pool; what that raised, None when it
     did not. SQLAlchemy keeps the pool's slot of a connection whose check-in raised (a pool
-    event handler, a finalizer) taken for good, so the pool would have one connection fewer
-    until the engine is disposed (a pool of one then times out): the connection is discarded
-    instead (closed: it may be broken) and its slot given back, the pool opening a new one
-    when next asked."""
-    fairy: Any = conn._dbapi_connection  # the pool's proxy, taken before close() lets go of it
+    event handler, a reset that failed) taken for good, so the pool would have one connection
+    fewer until the engine is disposed (a pool of one then times out): the engine's pool is
+    replaced by a new one of the same size (``Engine.dispose``, SQLAlchemy's public way), whose
+    connections are opened when next asked; connections other threads hold stay usable and
+    are closed when they are given back."""
+    engine = conn.engine
     try:
         conn.close()
     except Exception as exc:  # noqa: BLE001 - the caller says what it means (a warning, an error)
-        _discard(fairy, exc)
+        try:
+            engine.dispose()
+        except Exception:  # noqa: BLE001 - closing the idle connections failed too: the new pool stands
+            pass
         return exc
     return None
-
-
-def _discard(fairy: Any, exc: Exception) -> None:
-    """The pool's slot of ``fairy`` (a connection whose check-in raised ``exc``) back, its
-    connection closed (SQLAlchemy's pool internals: ``_ConnectionRecord``, ``Pool._return_conn``)."""
-    record = getattr(fairy, "_connection_record", None)
-    pool = getattr(fairy, "_pool", None)
-    if record is None or pool is None or record.fairy_ref is not None:
-        return  # not checked in at all (still the connection's), or no pool of ours
-    queue = getattr(getattr(pool, "_pool", None), "queue", None)
-    if queue is not None and record in queue:
-        return  # given back after all (what raised came after)
-    try:
-        record.invalidate(e=exc)  # closes its DBAPI connection: the next checkout opens a new one
-    except Exception:  # noqa: BLE001 - an invalidate event failing too: recycled at next checkout
-        pass
-    finalizer = getattr(fairy, "_finalizer", None)
-    if finalizer is not None:  # the proxy, collected later, must not touch the record again
-        finalizer.detach()
-    pool._return_conn(record)
 
 
 def describe_error(exc: BaseException) -> str:

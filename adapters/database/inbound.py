@@ -260,15 +260,15 @@ class RowPoller:
         nothing (the rows are not read again), so it is reported on one line and the poll
         goes on. SQLAlchemy invalidates a connection whose reset fails without raising; what
         raises here (a pool event handler, say) would leave that connection checked out for
-        good (measured: a pool of 1 then timed out): :func:`.release` discards it instead,
-        and the pool opens a new one when next asked, which the warning says."""
+        good (measured: a pool of 1 then timed out): :func:`.release` replaces the pool with a
+        new one, which opens its connections when next asked, which the warning says."""
         exc = release(conn)
         if exc is not None:  # the batch is committed: reported, not raised
             done = f"{rows} rows of {self.fullname} committed (published once, not read again)" if rows \
                 else f"a poll of {self.fullname} that read nothing"
             self.log.warning("%s", DatabaseError(f"{done}, but its connection could not be given back to the "
-                                                 f"pool: {describe_error(exc)}; it was closed, the pool opens a new "
-                                                 "one when next needed", where=self.where))
+                                                 f"pool: {describe_error(exc)}; the pool was renewed, it opens new "
+                                                 "connections when next needed", where=self.where))
 
     def _poll_batches(self, batches: int) -> PollResult:
         """PostgreSQL with a status column: up to ``batches`` batches, each in a transaction

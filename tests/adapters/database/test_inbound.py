@@ -379,7 +379,7 @@ def test_a_connection_whose_check_in_raises_gives_its_slot_back_to_the_pool(
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3]
     if batch == "committed":
         [report] = [r for r in caplog.records if "the pool is closed" in r.getMessage()]
-        assert "the pool opens a new one when next needed" in report.getMessage()
+        assert "the pool was renewed, it opens new connections when next needed" in report.getMessage()
         assert "\n" not in report.getMessage() and report.exc_info is None
 
 
