@@ -110,8 +110,14 @@ def _chaos(site: Path, top_up: Callable[[int], None], count: Callable[[], int], 
         if kill % 5 == 4:  # now and then while it starts and recovers
             time.sleep(rng.uniform(0.0, 1.5))
         else:
+            # at a random point of this round's work (not a random time: on a fast machine the
+            # daemon can finish a round's rows before a timer fires, and the kill proves nothing)
+            done, goal = count(), STEP * (kill + 1)
+            at = done + rng.uniform(0.0, 0.8) * (goal - done)
             wait_for(partial(_up, control, proc), "the daemon up", timeout=90)
-            time.sleep(rng.uniform(0.0, 0.4))
+            deadline = time.monotonic() + 60
+            while count() < at and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
         if proc.poll() is not None:
             pytest.fail(f"the daemon exited on its own ({proc.returncode}): {(site.parent / 'daemon.log').read_text()[-2000:]}")
         proc.send_signal(signal.SIGKILL)
