@@ -39,6 +39,12 @@ class CouplerError(Exception):
         return " ".join(text.split("\n"))
 
 
+def one_line(text: object) -> str:
+    """``text`` on one line, as a message is rendered (libxml2 ends some of its messages with a
+    newline: ``Char 0x0 out of allowed range\\n, line 1, column 2``)."""
+    return " ".join(str(text).split("\n"))
+
+
 class TranslationError(CouplerError):
     """A document, record or payload a translator cannot translate, or a translation it is
     asked for that cannot be done (a format specification, a mapping's input). The one class

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from coupler.canonical.errors import one_line
+
 from .errors import AdapterConfigError, PayloadError
 
 #: how a file becomes messages (option ``payload``)
@@ -147,7 +149,7 @@ class XmlElementSplitter(Splitter):
                         while elem.getprevious() is not None:
                             del parent[0]
         except etree.XMLSyntaxError as exc:
-            raise PayloadError(f"not well-formed XML: {exc.msg}", where=f"{source}:{exc.lineno}") from exc
+            raise PayloadError(f"not well-formed XML: {one_line(exc.msg)}", where=f"{source}:{exc.lineno}") from exc
 
 
 def splitter_for(settings: PayloadSettings, *, where: str) -> Splitter:

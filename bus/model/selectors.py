@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coupler.canonical import Envelope
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, one_line
 
 
 class SelectorError(CouplerError):
@@ -210,7 +210,7 @@ class BodyReader:
         try:
             return etree.fromstring(e.body, parser)
         except etree.XMLSyntaxError as exc:
-            raise SelectorError(f"message {e.message_id}: its body is not XML: {exc}") from None
+            raise SelectorError(f"message {e.message_id}: its body is not XML: {one_line(exc)}") from None
 
     def xpath(self, expression: str) -> Callable[[Envelope], Any]:
         from lxml import etree

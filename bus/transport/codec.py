@@ -230,8 +230,15 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return (n >> 1) ^ -(n & 1), pos + 1
         shift += 7
-        if shift > 63:  # a long is 10 bytes at most: a corrupt blob, not a number to grow
-            raise ValueError("varint too long")
+        if shift == 63:
+            # a long is 10 bytes at most, the tenth holding its 64th bit only: anything else
+            # is a corrupt blob, not a number to grow or to keep beyond 64 bits (the fallback
+            # reader answers for it as the canonical one does)
+            b = buf[pos + 1]
+            if b > 1:
+                raise ValueError("varint too long")
+            n |= b << 63
+            return (n >> 1) ^ -(n & 1), pos + 2
 
 
 def _str(buf: bytes, pos: int) -> tuple[str, int]:

@@ -95,6 +95,10 @@ class TruncatedRecord(NamedTuple):
         )
 
 
+#: the most bytes :class:`_Source` asks its stream for at once
+_MAX_READ = 16 * 1024 * 1024
+
+
 class _Source:
     """Exact reads over a stream, holding back the last ``end_skip`` bytes (the trailer)."""
 
@@ -118,7 +122,10 @@ class _Source:
             if self._pos > self._chunk:
                 del self._buf[: self._pos]
                 self._pos = 0
-            data = self._stream.read(max(self._chunk, want))
+            # never more than a chunk (or what is missing, up to _MAX_READ) at once: a read of
+            # ``want`` bytes allocates them before any arrives, and ``want`` may come from the
+            # data (a record length field of 10**18 bytes was a MemoryError)
+            data = self._stream.read(max(self._chunk, min(want - (len(self._buf) - self._pos), _MAX_READ)))
             if not data:
                 self._eof = True
             else:

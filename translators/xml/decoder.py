@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from lxml import etree
+from xmlschema import XMLSchemaValidationError
 
 from coupler.canonical.errors import CouplerError
 
@@ -67,6 +68,23 @@ def _fail(message: str, elem: Any, source: str | None, exc: BaseException | None
     allows that its Avro type cannot hold) replaces the default one."""
     hint = getattr(exc, "hint", None) or _HINT
     return XmlValidationError(message, path=element_path(elem), line=elem.sourceline, source=source, hint=hint)
+
+
+def first_validation_error(schema: Any, tree: Any) -> Any:
+    """The first error xmlschema finds in ``tree`` (None: valid), its validation stopped there.
+
+    ``next(schema.iter_errors(tree))`` is not that: in its default ``lax`` mode xmlschema
+    validates the whole root element before it yields the first error, building every error
+    on the way, and builds one error per unexpected attribute, each with a ``repr`` of all the
+    element's attributes: an element given 2,500 attributes held it for half a minute (time
+    growing with the square of their number). In ``strict`` mode the first error is raised
+    where it is found."""
+    try:
+        for error in schema.iter_errors(tree, validation="strict"):
+            return error
+    except XMLSchemaValidationError as error:
+        return error
+    return None
 
 
 def _unexpected(exc: BaseException, elem: Any, source: str | None) -> XmlValidationError:
@@ -499,7 +517,7 @@ class Decoder:
             etree.strip_tags(root, etree.Comment, etree.ProcessingInstruction)
             tree = etree.ElementTree(root)
         try:
-            error = next(iter(self.model.schema.iter_errors(tree)), None)
+            error = first_validation_error(self.model.schema, tree)
         except Exception as exc:  # noqa: BLE001 - xmlschema's own failures (unknown xsi:type...)
             raise self._validation_failure(exc, tree, label) from None
         if error is not None:

@@ -56,7 +56,7 @@ from coupler.bus.model.selectors import Expression, Selector, SelectorError
 from coupler.bus.transport.base import TransactionOps
 from coupler.bus.transport.codec import decode, encode
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, one_line
 from coupler.canonical.options import Int, Num, OptionsModel, Str, option
 
 from .base import Step, StepContext, StepError, StepSetup
@@ -408,7 +408,7 @@ class Aggregator(Step):
         try:
             etree.fromstring(message.body, etree.XMLParser(resolve_entities=False, no_network=True))
         except etree.XMLSyntaxError as exc:
-            raise StepError(f"body is not an XML document: {exc}") from None
+            raise StepError(f"body is not an XML document: {one_line(exc)}") from None
 
     def _complete_now(self, message: Envelope, head: dict[str, Any]) -> str | None:
         o = self.options

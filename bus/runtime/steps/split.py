@@ -16,7 +16,7 @@ from typing import Any
 from coupler.bus.config.models import Indicator
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import Sequence
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, one_line
 from coupler.canonical.options import Bool, Int, OptionsModel, Str, option
 
 from .base import Step, StepContext, StepError, StepSetup
@@ -225,7 +225,7 @@ def _xml_elements(message: Envelope, path: tuple[bool, tuple[str, ...]]) -> Iter
                         del parent[0]
             stack.pop()
     except etree.XMLSyntaxError as exc:
-        raise StepError(f"message {message.message_id}: its body is not XML: {exc}") from None
+        raise StepError(f"message {message.message_id}: its body is not XML: {one_line(exc)}") from None
 
 
 __all__ = ["Split"]

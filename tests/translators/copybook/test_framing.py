@@ -200,3 +200,16 @@ def test_length_reader_errors_become_framing_errors():
     assert [r.payload for r in good] == [b"03a", b"05bcd"]
     with pytest.raises(FramingError, match="record length field LEN"):
         frame(b"XX", o, length_reader=lambda h: ft.decode(h), length_prefix=2)
+
+
+@pytest.mark.parametrize("claim", [2**31, 2**40, 10**18])
+def test_a_huge_record_length_field_allocates_only_what_arrived(tmp_path, claim):
+    """A length field claiming 10**18 bytes was read as one ``stream.read(10**18)`` of a file,
+    which allocates its size first: a MemoryError. It is a truncated record at byte 0."""
+    path = tmp_path / "huge.bin"
+    path.write_bytes(claim.to_bytes(8, "big") + b"x" * 20)
+    with open(path, "rb") as f:
+        (record,) = iter_records(f, opts(record_length_field="LEN"),
+                                 length_reader=lambda head: int.from_bytes(head, "big"), length_prefix=8)
+    assert isinstance(record, TruncatedRecord) and (record.offset, len(record.payload)) == (0, 28)
+    assert f"{claim} bytes expected, 28 found" in record.error(str(path)).message
