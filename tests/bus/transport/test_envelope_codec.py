@@ -108,10 +108,11 @@ def test_timestamps_keep_their_milliseconds_far_from_the_epoch() -> None:
     assert decode(encode(env)) == env
 
 
-def test_a_number_longer_than_a_long_is_refused_at_its_eleventh_byte() -> None:
+def test_a_number_longer_than_a_long_is_refused_by_its_tenth_byte() -> None:
     """A corrupt blob of bytes with the continuation bit set is not read as one ever-growing
     number (time growing with the square of its length: a few MB held the reader for
-    minutes): a long takes 10 bytes at most, the eleventh is refused."""
+    minutes): a long takes 10 bytes at most, and a tenth byte with more than the 64th bit (or
+    an eleventh byte) is refused."""
     blob = bytes([Envelope(format="acme.Customer@1", body=b"").to_bytes()[0]]) + b"\xff" * 200
     with pytest.raises(ValueError, match="varint too long"):
         _fast_decode(blob)
