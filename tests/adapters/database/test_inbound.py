@@ -37,6 +37,23 @@ def fetch(adapter: DatabaseAdapter, **query: str) -> dict[str, str]:
     return adapter.handle(cmd).details
 
 
+def fail_publish_on(adapter: DatabaseAdapter, call: int, key: str | None = "id") -> list[list[Any]]:
+    """The adapter's bus refuses its ``call``-th batch (``OSError: disk full``, as a store
+    whose transaction fails); the batches offered, each as its rows' ``key`` (or the message
+    ids with ``key`` None), in the list returned."""
+    assert adapter.context is not None
+    publish_many, calls = adapter.context.publish_many, []  # type: ignore[attr-defined]
+
+    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        calls.append([json.loads(e.body)[key] if key else e.message_id for e in envelopes])
+        if len(calls) == call:
+            raise OSError("disk full")
+        return publish_many(envelopes, channel)
+
+    adapter.context.publish_many = failing  # type: ignore[attr-defined]
+    return calls
+
+
 def poll_adapter(bus: EmbeddedBus, db: Database, **poll: Any) -> DatabaseAdapter:
     poll = {"table": "orders", "autopoll": False, **poll}
     return bus.adapter(DatabaseAdapter, "orders-in", db.options(poll=poll), direction="inbound", channel="orders")
@@ -124,16 +141,7 @@ def test_rows_per_message_batches_rows_and_contains_a_bad_one(bus: EmbeddedBus, 
 def test_the_bus_refusing_a_publish_rolls_the_marks_back(bus: EmbeddedBus, db: Database) -> None:
     make_orders(db, 3)
     a = poll_adapter(bus, db, status_column="processed_at")
-    assert a.context is not None
-    publish_many, calls = a.context.publish_many, []  # type: ignore[attr-defined]
-
-    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
-        calls.append([e.message_id for e in envelopes])
-        if len(calls) == 1:
-            raise OSError("disk full")  # the store's transaction fails: none of the batch is durable
-        return publish_many(envelopes, channel)
-
-    a.context.publish_many = failing  # type: ignore[attr-defined]
+    calls = fail_publish_on(a, 1, key=None)  # the store's transaction fails: none of the batch is durable
     with pytest.raises(Exception, match="disk full"):
         a.poller.poll()  # type: ignore[union-attr]
     assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]
@@ -210,16 +218,8 @@ def test_batches_of_a_table_keyed_by_two_columns(bus: EmbeddedBus, postgres: Dat
 def test_a_failing_batch_stops_those_read_after_it(bus: EmbeddedBus, postgres: Database) -> None:
     make_orders(postgres, 9)
     a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
-    assert a.context is not None and a.poller is not None
-    publish_many, calls = a.context.publish_many, []  # type: ignore[attr-defined]
-
-    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
-        calls.append([json.loads(e.body)["id"] for e in envelopes])
-        if len(calls) == 2:
-            raise OSError("disk full")
-        return publish_many(envelopes, channel)
-
-    a.context.publish_many = failing  # type: ignore[attr-defined]
+    assert a.poller is not None
+    calls = fail_publish_on(a, 2)
     with pytest.raises(OSError, match="disk full"):
         a.poller.poll(batches=8)
     assert calls == [[1, 2, 3], [4, 5, 6]]  # the batch read after the failing one was not published
@@ -415,16 +415,8 @@ def test_a_bad_row_of_a_pipelined_batch_that_failed_is_in_the_invalid_channel_on
     make_orders(postgres, 9)
     postgres.sql("UPDATE orders SET weight = 'NaN' WHERE id = 5")
     a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
-    assert a.context is not None and a.poller is not None
-    publish_many, calls = a.context.publish_many, []  # type: ignore[attr-defined]
-
-    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
-        calls.append([json.loads(e.body)["id"] for e in envelopes])
-        if len(calls) == 2:
-            raise OSError("disk full")  # the second batch, whose row 5 is in the Invalid Message Channel
-        return publish_many(envelopes, channel)
-
-    a.context.publish_many = failing  # type: ignore[attr-defined]
+    assert a.poller is not None
+    fail_publish_on(a, 2)  # the second batch, whose row 5 is in the Invalid Message Channel
     with pytest.raises(OSError, match="disk full"):
         a.poller.poll(batches=8)
     assert a.poller.poll(batches=8).done == 6
