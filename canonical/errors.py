@@ -36,7 +36,7 @@ class CouplerError(Exception):
         text = f"{self.where}: {self.message}" if self.where else self.message
         if self.hint:
             text = f"{text} ({self.hint})"
-        return " ".join(text.split("\n"))
+        return one_line(text)
 
 
 def one_line(text: object) -> str:

@@ -15,6 +15,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from lxml import etree
 
+from coupler.canonical.errors import one_line
+
 from .errors import XmlSecurityError, XmlValidationError, XsdError
 
 if TYPE_CHECKING:
@@ -66,7 +68,7 @@ def check_docinfo(tree: etree._ElementTree, source: str) -> None:
 
 def syntax_error(exc: etree.XMLSyntaxError, label: str) -> XmlValidationError | XmlSecurityError:
     """The error for a parse failure; entity abuse caught by libxml2 is a security error."""
-    msg = " ".join((exc.msg or str(exc)).split("\n"))  # libxml2 ends some with a newline
+    msg = one_line(exc.msg or str(exc))  # libxml2 ends some with a newline
     if "entit" in msg.lower() or "amplification" in msg.lower():
         return XmlSecurityError(
             f"document refused: {msg} (entity declarations and expansion are refused)",

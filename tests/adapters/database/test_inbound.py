@@ -369,7 +369,7 @@ def test_a_connection_whose_check_in_raises_gives_its_slot_back_to_the_pool(
             a.poller.poll()
     assert fetch(a)["done"] == "3"
     assert not armed  # the check-in did raise
-    assert pool.checkedout() == 0  # its slot is back: not one connection fewer until a restart
+    assert a.engine.pool.checkedout() == 0  # its slot is back: not one connection fewer until a restart
     held = [a.engine.connect() for _ in range(2)]  # pool_size 1 + overflow 1: both open at once
     try:
         assert all(c.execute(sa.text("SELECT 1")).scalar() == 1 for c in held)
