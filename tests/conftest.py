@@ -8,6 +8,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 COBRIX = REPO / "tests" / "translators" / "copybook" / "data" / "cobrix"
+SPARK = REPO / "tests" / "spark"
+DEMO = REPO / "tests" / "e2e" / "test_demo.py"
 
 
 @pytest.fixture(scope="session")
@@ -21,14 +23,34 @@ def cobrix_corpus() -> Path:
     return COBRIX
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Under pytest-xdist (``make test`` runs two workers), every Spark test goes to one
-    worker, so the suite starts one Spark session (a JVM) and not one per worker. A Spark
-    test has twice the usual time-out: pytest-timeout interrupting a call into the JVM
-    leaves the shared session unusable for every Spark test after it (seen at load 20)."""
-    spark = REPO / "tests" / "spark"
-    for item in items:
-        if spark in Path(str(item.path)).parents:
+    worker, so the suite starts one Spark session (a JVM) and not one per worker; the demo's
+    tests too, so that the demo (a module fixture) runs once. Marked as each item is
+    collected: pytest-xdist reads the groups in its own ``pytest_collection_modifyitems``,
+    which runs before a conftest's. A Spark test has twice the usual time-out:
+    pytest-timeout interrupting a call into the JVM leaves the shared session unusable for
+    every Spark test after it (seen at load 20)."""
+    path = Path(str(item.path))
+    xdist = item.config.pluginmanager.hasplugin("xdist")
+    if SPARK in path.parents:
+        if xdist:
             item.add_marker(pytest.mark.xdist_group("spark"))
-            if item.get_closest_marker("timeout") is None:
-                item.add_marker(pytest.mark.timeout(600))
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(600))
+    elif path == DEMO and xdist:
+        item.add_marker(pytest.mark.xdist_group("demo"))
+
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """On the pytest-xdist controller under ``--dist loadgroup``: stop the run if the Spark
+    tests lost their group (pytest 9.2 with pytest-xdist 3.8 ignores the node ids xdist
+    rewrites, pytest-dev/pytest-xdist#1386): each worker would start a JVM and the demo would
+    run twice, silently, a third of ``make test``'s time on a slow machine."""
+    lost = [i for i in ids if i.startswith("tests/spark/") and "@" not in i]
+    if lost:
+        pytest.exit(f"pytest-xdist's --dist loadgroup does not group {lost[0]} (and {len(lost) - 1} more): this "
+                    "pytest and pytest-xdist do not work together; install the versions pyproject.toml asks for "
+                    "(make venv)", returncode=4)
