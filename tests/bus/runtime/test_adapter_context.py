@@ -11,9 +11,9 @@ import pytest
 
 from coupler.bus.api import Adapter
 from coupler.bus.config.loader import load_site
+from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.bus.plugins.manager import plugin_manager
-from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.runtime.daemon import Daemon
 from coupler.bus.transport.sqlite.transport import SqliteTransport
