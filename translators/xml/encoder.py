@@ -16,7 +16,14 @@ from lxml import etree
 
 from coupler.canonical.errors import CouplerError
 
-from .decoder import TYPE_KEY, XSI_NIL, XSI_TYPE, Decoder, first_element_error, first_validation_error
+from .decoder import (
+    TYPE_KEY,
+    XSI_NIL,
+    XSI_TYPE,
+    Decoder,
+    first_element_error,
+    first_validation_error,
+)
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record
 from .naming import local_name, namespace_of
