@@ -1,6 +1,8 @@
 """``context.invalid_once`` on a multi-node site: two daemons that read the same bad unit at
-the same moment make one dead letter (the key is claimed in PostgreSQL, in a transaction that
-commits after the broker confirmed the dead letter)."""
+the same moment make one dead letter. The key is checked and recorded in one step
+(``mark_new``): on the AMQP store a PostgreSQL row claimed in a transaction that commits after
+the broker confirmed the dead letter; on the postgres store a row of the transaction that
+makes the dead letter."""
 
 from __future__ import annotations
 
@@ -8,44 +10,57 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from coupler.bus.runtime.context import BusContext, Statistics
+from coupler.bus.transport import storage
 from coupler.bus.transport.amqp import transport as amqp
 from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import TransportError
+from coupler.bus.transport.postgres.transport import PostgresTransport
 from coupler.canonical import Envelope, FormatIndicator
 from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, cleanup, servers_or_fail, unique_names
 
+#: store -> (the class of its transactions, its table of idempotency keys)
+STORES: dict[str, tuple[Any, str]] = {"amqp": (amqp._AmqpTx, "seen"), "postgres": (storage.StorageTransaction, "state")}
 
-@pytest.fixture
-def two_daemons() -> Iterator[tuple[list[AmqpTransport], str]]:
+
+@pytest.fixture(params=sorted(STORES))
+def two_daemons(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Any], str]]:
     """Two transports of one site (one prefix, one PostgreSQL schema), as two daemons have."""
     servers_or_fail()
     names = unique_names()
-    transports = [AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open() for _ in range(2)]
+    if request.param == "amqp":
+        transports: list[Any] = [AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open() for _ in range(2)]
+    else:
+        transports = [PostgresTransport(PG_DSN, schema=names["postgres_schema"]).open() for _ in range(2)]
     try:
-        yield transports, names["postgres_schema"]
+        yield request.param, transports, names["postgres_schema"]
     finally:
         for t in transports:
             t.close()
-        cleanup(transports[0])
+        if request.param == "amqp":
+            cleanup(transports[0])
+        else:
+            transports[0].destroy()
 
 
-def _waiting_on_the_key(schema: str) -> bool:
-    """A backend of the site waits for a lock on the ``seen`` table (the other's key)."""
+def _waiting_on_the_key(table: str) -> bool:
+    """A backend of the site waits for a lock on its table of keys (the other's key)."""
     with psycopg.connect(PG_DSN, autocommit=True) as c:
         row = c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                        (f"%{schema}.seen%",)).fetchone()
+                        (f"%{table}%",)).fetchone()
     return bool(row and row[0])
 
 
 def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
-    two_daemons: tuple[list[AmqpTransport], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    two_daemons: tuple[str, list[Any], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    transports, schema = two_daemons
+    store, transports, schema = two_daemons
+    tx_class, table = STORES[store]
     contexts = [BusContext(name="rows", config={}, data_dir=tmp_path / f"node{i}", transport=t,
                            statistics=Statistics(), channel="in") for i, t in enumerate(transports)]
     bad = Envelope(format=FormatIndicator("acme.Payment", 1, "application/json"), body=b'{"AMOUNT": "x1"}',
@@ -54,20 +69,20 @@ def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
     # transaction, until the other has checked too or waits for it: the two checks overlap
     first: list[str] = []
     other_checked = threading.Event()
-    make_dead_letter = amqp._AmqpTx.invalid
+    make_dead_letter = tx_class.invalid
 
     def invalid(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         me = threading.current_thread().name
         if not first:
             first.append(me)
             deadline = time.monotonic() + 30
-            while not (other_checked.wait(0.01) or _waiting_on_the_key(schema)):
+            while not (other_checked.wait(0.01) or _waiting_on_the_key(f"{schema}.{table}")):
                 assert time.monotonic() < deadline, "the other daemon neither checked the key nor waited for it"
         else:
             other_checked.set()
         return make_dead_letter(self, *args, **kwargs)
 
-    monkeypatch.setattr(amqp._AmqpTx, "invalid", invalid)
+    monkeypatch.setattr(tx_class, "invalid", invalid)
     results: dict[str, int | None] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(2)
@@ -93,9 +108,9 @@ def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
 
 
 def test_a_key_whose_dead_letter_failed_is_not_recorded(
-    two_daemons: tuple[list[AmqpTransport], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    two_daemons: tuple[str, list[Any], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    transports, _schema = two_daemons
+    store, transports, _schema = two_daemons
     ctx = BusContext(name="rows", config={}, data_dir=tmp_path, transport=transports[0], statistics=Statistics(),
                      channel="in")
     bad = Envelope(format=FormatIndicator("acme.Payment", 1, "application/json"), body=b"{", message_id="m-1")
@@ -104,7 +119,8 @@ def test_a_key_whose_dead_letter_failed_is_not_recorded(
         raise TransportError("the broker refused the dead letter")
 
     with monkeypatch.context() as m:
-        m.setattr(AmqpTransport, "_invalid", broker_gone)
+        m.setattr(*((AmqpTransport, "_invalid") if store == "amqp" else (storage.StorageTransaction, "invalid")),
+                  broker_gone)
         with pytest.raises(TransportError):
             ctx.invalid_once(bad, "not JSON", "m-1:k")
     assert transports[0].dead_letters(kind="invalid", limit=10) == []
