@@ -791,6 +791,7 @@ class StateTx:
         keys = sorted(set(keys))  # one order: two transactions of several keys never deadlock
         if not keys:
             return set()
+        self._run("SET LOCAL synchronous_commit = on", None)  # idempotency keys are durable on commit
         rows = self._run(
             f"INSERT INTO {self.s}.seen (consumer, key, seen_at) SELECT %s, k, %s FROM unnest(%s::text[]) AS k "
             "ORDER BY k ON CONFLICT (consumer, key) DO NOTHING RETURNING key",
