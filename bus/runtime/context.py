@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import socket
 import threading
@@ -271,7 +272,10 @@ class BusContext:
             if not isinstance(exc, CouplerError):
                 self.logger.debug("adapter %s: translating %s raised", self.name, envelope.message_id, exc_info=True)
             reason = f"cannot translate {envelope.format.ref} from adapter {self.name}{unit_place(envelope)}: {error}"
-            self.invalid(envelope, reason)
+            # once: an adapter publishing inside a transaction of its own (the database
+            # adapter's batch of rows) reads the same unit again when that rolls back; its
+            # message id and body are the key (an adapter with random ids: one key per refusal)
+            self.invalid_once(envelope, reason, f"{envelope.message_id}:{hashlib.sha256(envelope.body).hexdigest()[:32]}")
             raise InvalidMessage(reason, hint=error.hint) from None
 
     def reply(self, request: Envelope, reply: Envelope) -> None:
@@ -322,17 +326,16 @@ class BusContext:
     def invalid_once(self, message: Envelope | bytes, reason: str, key: str) -> int | None:
         """:meth:`invalid` unless ``key`` is among the keys this adapter's dead letters
         recorded (see :meth:`coupler.bus.model.adapter.AdapterContext.invalid_once`): the key
-        is checked and recorded in the transaction that makes the dead letter."""
+        is checked and recorded in one step (``mark_new``) of the transaction that makes the
+        dead letter, so two threads or daemons with the same key make one."""
         if isinstance(message, Envelope) and message.origin is None:
             message = message.replace(origin=self.name)
         payload = message if isinstance(message, Envelope) else bytes(message)
         recorded_by = f"invalid:{self.component}"
         with self._transport.transaction() as tx:
-            if tx.seen(recorded_by, [key]):
-                dead_id = None
-            else:
-                dead_id = tx.invalid(payload, reason, self.component, channel=self.channel)
-                tx.mark_seen(recorded_by, [key])
+            # checked and recorded at once: a concurrent call with the key waits for this one
+            new = tx.mark_new(recorded_by, [key])
+            dead_id = tx.invalid(payload, reason, self.component, channel=self.channel) if new else None
         if dead_id is None:
             self.logger.info("adapter %s: already in the Invalid Message Channel, not again: %s", self.name, reason,
                              extra={"adapter": self.name})

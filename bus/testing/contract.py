@@ -357,6 +357,18 @@ def test_seen_keys_are_per_consumer(transport: Transport) -> None:
     assert transport.seen("b", ["k1"]) == set()
 
 
+def test_mark_new_records_and_returns_only_the_keys_not_seen_yet(transport: Transport) -> None:
+    transport.mark_seen("a", ["k1"])
+    assert transport.mark_new("a", ["k1", "k2", "k3"]) == {"k2", "k3"}
+    assert transport.mark_new("a", ["k2", "k4"]) == {"k4"}
+    assert transport.seen("a", ["k1", "k2", "k3", "k4"]) == {"k1", "k2", "k3", "k4"}
+    with pytest.raises(RuntimeError), transport.transaction() as tx:  # rolled back: not recorded
+        assert tx.mark_new("a", ["k5"]) == {"k5"}
+        raise RuntimeError("the work it was checked for failed")
+    assert transport.seen("a", ["k5"]) == set()
+    assert transport.mark_new("b", ["k1"]) == {"k1"}  # per consumer
+
+
 def test_remember_is_a_replay_cache_with_a_time_to_live(transport: Transport) -> None:
     assert transport.remember("remember:nonces", "n1", 300) is True
     assert transport.remember("remember:nonces", "n1", 300) is False  # a replay

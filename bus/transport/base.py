@@ -443,6 +443,22 @@ class TransactionOps(abc.ABC):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
 
+    def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        """:meth:`seen` and :meth:`mark_seen` in one step: record those of ``keys`` that
+        ``consumer`` has not recorded yet, and return them. Atomic against every other
+        transaction (other threads, other daemons of the site): a transaction recording one
+        of the keys meanwhile waits for this one to end, and then finds it recorded (or, if
+        this one rolled back, records it). The keys are committed with this transaction and
+        never before what it stores: a check-then-act (``invalid_once``) acts once.
+
+        This default is right for a store whose transactions exclude each other (SQLite's
+        write transaction); others override it."""
+        fresh = set(keys)
+        fresh -= self.seen(consumer, fresh)
+        if fresh:
+            self.mark_seen(consumer, fresh)
+        return fresh
+
     # -- keyed state of stateful steps (Aggregator, Resequencer, Process Manager) -----------
 
     #: whether a state change commits in the same transaction as the acknowledgement (SQLite,
@@ -549,6 +565,10 @@ class Transport(TransactionOps):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         with self.transaction() as tx:
             tx.mark_seen(consumer, keys)
+
+    def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        with self.transaction() as tx:
+            return tx.mark_new(consumer, keys)
 
     @contextmanager
     def durable_later(self) -> Iterator[Callable[[], None]]:

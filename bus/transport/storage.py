@@ -770,6 +770,12 @@ class StorageTransaction(TransactionOps):
         self.stx.put_state(f"seen:{consumer}", dict.fromkeys(keys, b""),
                            expires_at=self.now + self.t.idempotency_retention)
 
+    def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        # one upsert of the keys not there yet: a concurrent one of the same key waits on its
+        # row until this transaction ends (PostgreSQL's unique index), then finds it there
+        return self.stx.put_state(f"seen:{consumer}", dict.fromkeys(keys, b""),
+                                  expires_at=self.now + self.t.idempotency_retention, only_new=True)
+
 
 class StateIdentityRepository(IdentityRepository):
     """The Application Repository in the keyed state table (scope ``identity``)."""

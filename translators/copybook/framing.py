@@ -122,10 +122,13 @@ class _Source:
             if self._pos > self._chunk:
                 del self._buf[: self._pos]
                 self._pos = 0
-            # never more than a chunk (or what is missing, up to _MAX_READ) at once: a read of
-            # ``want`` bytes allocates them before any arrives, and ``want`` may come from the
-            # data (a record length field of 10**18 bytes was a MemoryError)
-            data = self._stream.read(max(self._chunk, min(want - (len(self._buf) - self._pos), _MAX_READ)))
+            # never more than a chunk, or than what is missing, what arrived already and
+            # _MAX_READ, at once: a read of ``n`` bytes allocates them before any arrives, and
+            # ``want`` may come from the data (a record length field of 10**18 bytes was a
+            # MemoryError; then a 16 MiB read for a 4-byte file): growing by at most what
+            # arrived, a long record takes few reads and never twice the bytes there are
+            held = len(self._buf) - self._pos
+            data = self._stream.read(max(self._chunk, min(want - held, held, _MAX_READ)))
             if not data:
                 self._eof = True
             else:

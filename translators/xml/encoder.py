@@ -16,7 +16,14 @@ from lxml import etree
 
 from coupler.canonical.errors import CouplerError
 
-from .decoder import TYPE_KEY, XSI_NIL, XSI_TYPE, Decoder
+from .decoder import (
+    TYPE_KEY,
+    XSI_NIL,
+    XSI_TYPE,
+    Decoder,
+    first_element_error,
+    first_validation_error,
+)
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record
 from .naming import local_name, namespace_of
@@ -43,6 +50,7 @@ class Encoder:
         self.element = model.element(element_name)
         self.value = model.root_value(element_name)
         self.nsmap = _namespace_map(model, default=not _needs_prefixes(self.value))
+        self._declarations: dict[str, Any] = {}  # qname -> its XsdElement (None: not found)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -62,7 +70,7 @@ class Encoder:
         return root
 
     def validate(self, root: Any, label: str) -> None:
-        _first_error(lambda: self.model.schema.iter_errors(etree.ElementTree(root)), label)
+        _first_error(lambda: first_validation_error(self.model.schema, etree.ElementTree(root)), label)
 
     def write_stream(self, records: Iterable[dict[str, Any]], output: str | Path, record_path: str,
                      *, validate: bool = True, wrapper: dict[str, Any] | None = None) -> int:
@@ -283,9 +291,16 @@ class Encoder:
         decl = self._declaration(f.qname or "")
         if decl is None:
             return
-        _first_error(lambda: decl.iter_errors(elem), label)
+        _first_error(lambda: first_element_error(decl, elem), label)
 
     def _declaration(self, qname: str) -> Any:
+        """The declaration of the element ``qname`` (global, else the first local one), found
+        once per encoder: a stream validates each record against it."""
+        if qname not in self._declarations:
+            self._declarations[qname] = self._find_declaration(qname)
+        return self._declarations[qname]
+
+    def _find_declaration(self, qname: str) -> Any:
         for xsd_elem in self.model.schema.maps.elements.values():
             if xsd_elem.name == qname:
                 return xsd_elem
@@ -364,10 +379,11 @@ def _parse_fragment(text: Any, path: list[str]) -> Any:
     return root
 
 
-def _first_error(errors: Callable[[], Iterable[Any]], label: str) -> None:
-    """Raise the first validation error of the XML written (one, never all of them)."""
+def _first_error(first: Callable[[], Any], label: str) -> None:
+    """Raise the first validation error of the XML written (``first()``: it, or None), found
+    in xmlschema's strict mode: the validation stops there (one error built, never all)."""
     try:
-        error = next(iter(errors()), None)
+        error = first()
     except CouplerError:
         raise
     except Exception as exc:  # noqa: BLE001 - xmlschema's own failures

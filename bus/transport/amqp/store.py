@@ -547,20 +547,22 @@ class PgStore:
 
     # -- keyed state of stateful steps ----------------------------------------------------
 
-    def state_tx(self) -> StateTx:
+    def state_tx(self, use: str = "state") -> StateTx:
         """A PostgreSQL transaction of step state on a connection of this thread's own (beside
-        the autocommit one), ended by :meth:`StateTx.commit` or :meth:`StateTx.rollback`."""
-        conn = getattr(self._local, "state_conn", None)
+        the autocommit one), ended by :meth:`StateTx.commit` or :meth:`StateTx.rollback`.
+        ``use`` names the connection: a transaction that commits at another moment than the
+        step state's (``"seen"``: the keys of :meth:`StateTx.mark_new`) has one of its own."""
+        conn = getattr(self._local, f"{use}_conn", None)
         if conn is None or conn.closed:
             try:
                 conn = psycopg.connect(self.dsn, autocommit=False, connect_timeout=10)
             except psycopg.Error as exc:
                 raise PgStoreError(
-                    f"cannot connect to PostgreSQL at {dsn_place(self.dsn)} (for step state): {_one_line(exc)}",
+                    f"cannot connect to PostgreSQL at {dsn_place(self.dsn)} (for {use}): {_one_line(exc)}",
                     where=self.keys[0],
                     hint="check the DSN, the password and that the server runs and accepts connections from this host",
                 ) from None
-            self._local.state_conn = conn
+            setattr(self._local, f"{use}_conn", conn)
             with self._lock:
                 self._connections.append(conn)
         return StateTx(self, conn)
@@ -780,6 +782,22 @@ class StateTx:
         kept = {k: v for k, v in values.items() if v is not None}
         if kept:
             self._run(*state_upsert(f"{self.s}.state", scope, kept, expires_at))
+
+    def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        """Record the keys of ``consumer`` not in ``seen`` yet; returns them (see
+        :meth:`coupler.bus.transport.base.TransactionOps.mark_new`). Each new row is locked
+        until this transaction ends: another transaction inserting the same key waits on the
+        unique index, then finds it (or inserts it, if this one rolled back)."""
+        keys = sorted(set(keys))  # one order: two transactions of several keys never deadlock
+        if not keys:
+            return set()
+        self._run("SET LOCAL synchronous_commit = on", None)  # idempotency keys are durable on commit
+        rows = self._run(
+            f"INSERT INTO {self.s}.seen (consumer, key, seen_at) SELECT %s, k, %s FROM unnest(%s::text[]) AS k "
+            "ORDER BY k ON CONFLICT (consumer, key) DO NOTHING RETURNING key",
+            (consumer, time.time(), keys),
+        ).fetchall()
+        return {r[0] for r in rows}
 
     def outbox(self, value: bytes) -> str:
         """Keep the outputs of this transaction (``value``: JSON ``{"at": time, ...}``) with its

@@ -1698,6 +1698,9 @@ class _AmqpTx(TransactionOps):
         #: step state: a PostgreSQL transaction opened by the first get/put, committed after
         #: the outputs are published and before the acknowledgements
         self.state: StateTx | None = None
+        #: the keys of mark_new: a PostgreSQL transaction of their own, holding each new key's
+        #: row until it commits after the outputs (the dead letters) are confirmed
+        self.keys: StateTx | None = None
 
     #: the broker acknowledges apart from PostgreSQL: stateful steps record what they counted
     acks_with_state = False
@@ -1766,6 +1769,11 @@ class _AmqpTx(TransactionOps):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         self.marks.append((consumer, list(keys)))
 
+    def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        if self.keys is None:
+            self.keys = self.t.store.state_tx("seen")
+        return self.keys.mark_new(consumer, keys)
+
     def commit(self) -> None:
         t = self.t
         journal = _Journal()
@@ -1792,6 +1800,9 @@ class _AmqpTx(TransactionOps):
                 self.state.commit()
                 self.state = None
             t._call(outputs, retry=False)
+            if self.keys is not None:  # after the broker confirmed what they were checked for
+                self.keys.commit()
+                self.keys = None
             if outbox is not None:
                 t.store.outbox_done(outbox)
             for consumer, keys in self.marks:
@@ -1809,6 +1820,9 @@ class _AmqpTx(TransactionOps):
         if self.state is not None:
             self.state.rollback()
             self.state = None
+        if self.keys is not None:
+            self.keys.rollback()
+            self.keys = None
         self._release(self.received)
 
     def _release(self, deliveries: list[Delivery]) -> None:

@@ -152,6 +152,38 @@ def test_the_bus_refusing_a_publish_rolls_the_marks_back(bus: EmbeddedBus, db: D
     assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
 
 
+def test_a_row_the_mapping_refuses_is_one_dead_letter_when_its_batch_is_read_again(
+        bus: EmbeddedBus, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_orders(db, 3)
+    a = poll_adapter(bus, db, status_column="processed_at")
+    assert a.context is not None
+
+    def mapping(envelope):  # type: ignore[no-untyped-def]  # the site's mapping of the adapter
+        if json.loads(envelope.body)["id"] == 2:
+            raise ValueError("customer 2 has no account")
+        return envelope
+
+    monkeypatch.setattr(a.context, "_inbound", mapping)  # the embedded bus runs no site stages
+    send, sends = bus.transport.send, []
+
+    def store_fails_once(channel, envelopes, **kw):  # type: ignore[no-untyped-def]
+        sends.append(channel)
+        if len(sends) == 1:  # after the mapping refused row 2: the batch's transaction fails
+            raise OSError("disk full")
+        return send(channel, envelopes, **kw)
+
+    monkeypatch.setattr(bus.transport, "send", store_fails_once)
+    with pytest.raises(Exception, match="disk full"):
+        a.poller.poll()  # type: ignore[union-attr]
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]  # rolled back
+    details = fetch(a)  # the same rows read again, row 2 refused again
+    assert details["messages"] == "2" and details["invalid"] == "1"
+    assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 3]
+    (bad,) = bus.invalid()  # once
+    assert "customer 2 has no account" in bad.reason and "cannot translate" in bad.reason
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+
+
 def test_the_poll_thread_reads_a_batch_while_the_one_before_is_committed(bus: EmbeddedBus, postgres: Database) -> None:
     make_orders(postgres, 7)
     a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)

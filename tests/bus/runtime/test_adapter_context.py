@@ -7,11 +7,16 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
+
 from coupler.bus.api import Adapter
 from coupler.bus.config.loader import load_site
+from coupler.bus.model.commands import InvalidMessage
 from coupler.bus.plugins.hookspecs import hookimpl
 from coupler.bus.plugins.manager import plugin_manager
+from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.runtime.daemon import Daemon
+from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
 
 
@@ -116,3 +121,40 @@ def test_context_invalid_once_records_a_key_once_with_its_dead_letter(tmp_path: 
         assert {s["name"]: s["failed"] for s in d.statistics.snapshot()} == {"probe": 2}
     finally:
         d.shutdown()
+
+
+def _refusing_context(transport, statistics) -> BusContext:  # type: ignore[no-untyped-def]
+    """A context whose inbound stage (the adapter's mapping) refuses every message."""
+
+    def mapping(envelope: Envelope) -> Envelope:
+        raise ValueError("field AMOUNT: 'x1' is not a number")
+
+    return BusContext(name="rows", config={}, data_dir=Path("/nonexistent"), transport=transport,
+                      statistics=statistics, channel="in", inbound=mapping)
+
+
+def test_a_message_the_inbound_stage_refuses_twice_is_one_dead_letter(tmp_path: Path) -> None:
+    # the database adapter publishes a batch inside its database transaction; when that rolls
+    # back, the same rows (the same message ids and bodies) are published again
+    transport = SqliteTransport(tmp_path / "data").open()
+    try:
+        stats = Statistics()
+        stats.add("rows", "database")
+        ctx = _refusing_context(transport, stats)
+        fmt = FormatIndicator("acme.Payment", 1, "application/json")
+        bad = Envelope(format=fmt, body=b'{"AMOUNT": "x1"}', message_id="db:payments:7")
+        for _read in range(2):
+            reasons: list[str] = []
+            assert ctx.publish_many([bad], reasons=reasons) == [None]
+            assert len(reasons) == 1 and "cannot translate acme.Payment@1 from adapter rows" in reasons[0]
+            with pytest.raises(InvalidMessage, match="is not a number"):
+                ctx.publish(bad)
+        letters = transport.dead_letters(kind="invalid", limit=10)
+        assert [(d.envelope.message_id, d.component) for d in letters] == [("db:payments:7", "adapter:rows")]  # type: ignore[union-attr]
+        # the same id with another body (the row changed) is another unit: a second dead letter
+        changed = bad.replace(body=b'{"AMOUNT": "x2"}')
+        assert ctx.publish_many([changed]) == [None]
+        assert len(transport.dead_letters(kind="invalid", limit=10)) == 2
+        assert {s["name"]: (s["failed"], s["out"]) for s in stats.snapshot()} == {"rows": (2, 0)}
+    finally:
+        transport.close()

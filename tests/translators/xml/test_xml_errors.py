@@ -139,3 +139,57 @@ def test_an_integer_beyond_the_avro_long_is_not_called_invalid_when_the_xsd_allo
     message = str(info.value)
     assert what in message and "\n" not in message
     assert ("does not match the XSD" in message) is not xsd_allows, message
+
+
+MANY_CODES_XSD = """<?xml version="1.0" encoding="UTF-8"?>
+<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <xs:simpleType name="Code">
+    <xs:restriction base="xs:string"><xs:pattern value="[A-Z]{2}"/></xs:restriction>
+  </xs:simpleType>
+  <xs:element name="batch">
+    <xs:complexType><xs:sequence>
+      <xs:element name="item" maxOccurs="unbounded">
+        <xs:complexType><xs:sequence>
+          <xs:element name="code" type="Code" maxOccurs="unbounded"/>
+        </xs:sequence></xs:complexType>
+      </xs:element>
+    </xs:sequence></xs:complexType>
+  </xs:element>
+</xs:schema>
+"""
+
+
+@pytest.mark.parametrize("written", ["document", "record-path stream"])
+def test_encoding_stops_at_the_first_validation_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      written: str) -> None:
+    """The encoder validates what it wrote in xmlschema's strict mode: 20,000 values its
+    pattern refuses build one error, not 20,000 (lax mode: seconds, growing with the count)."""
+    import time
+
+    import xmlschema
+
+    xsd = tmp_path / "codes.xsd"
+    xsd.write_text(MANY_CODES_XSD)
+    encoder = XsdModel.load(xsd).encoder("batch")
+    built = 0
+    make_error = xmlschema.XMLSchemaValidationError.__init__
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal built
+        built += 1
+        make_error(self, *args, **kwargs)
+
+    monkeypatch.setattr(xmlschema.XMLSchemaValidationError, "__init__", counted)
+    codes = ["ok"] * 20_000  # lower case: not [A-Z]{2}
+    start = time.process_time()
+    with pytest.raises(XmlValidationError) as refused:
+        if written == "document":
+            encoder.encode({"item": [{"code": codes}]})
+        else:
+            encoder.write_stream([{"code": ["AB"]}, {"code": codes}], tmp_path / "out.xml", "batch/item")
+    assert time.process_time() - start < 10  # about 0.3 s here; lax mode builds every error first
+    message = str(refused.value)
+    assert "\n" not in message and "doesn't match any pattern of ['[A-Z]{2}']" in message
+    assert ("record 2" in message) == (written == "record-path stream")
+    assert "code[1]" in message
+    assert built <= 2, f"{built} validation errors built for the first one"
