@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -26,6 +27,8 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pydantic
 
 from coupler.bus.messaging.request_reply import request_reply
 from coupler.bus.model.commands import COMMON_COMMANDS, Document, command_envelope, parse_reply
@@ -63,6 +66,12 @@ def decode_envelope(text: str) -> Envelope:
     return Envelope.from_bytes(base64.b64decode(text))
 
 
+@functools.cache
+def _checked(service: type, name: str) -> Callable[..., Any]:
+    """Operation ``name`` of ``service`` with its arguments validated against its annotations."""
+    return pydantic.validate_call(getattr(service, name))
+
+
 class StoreService:
     """Control operations that need only the store: they also work without a daemon.
 
@@ -91,13 +100,17 @@ class StoreService:
         return self._registry
 
     def call(self, op: str, **args: Any) -> Any:
-        method: Callable[..., Any] | None = getattr(self, "op_" + op.replace(".", "_").replace("-", "_"), None)
-        if method is None:
+        """Run operation ``op`` with ``args``, checked against the operation's signature
+        (names and types, as a JSON client sends them) before it runs: a wrong one is a
+        ControlError naming each argument and what it should be."""
+        name = "op_" + op.replace(".", "_").replace("-", "_")
+        if not callable(getattr(self, name, None)):
             raise ControlError(f"unknown control operation {op!r}")
         try:
-            return method(**args)
-        except TypeError as exc:
-            raise ControlError(f"bad arguments for {op!r}: {exc}") from exc
+            return _checked(type(self), name)(self, **args)
+        except pydantic.ValidationError as exc:
+            wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            raise ControlError(f"bad arguments for {op!r}: {wrong}") from None
 
     def op_channels(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.transport.stats()]
@@ -420,16 +433,41 @@ def _claimed_body(env: Envelope) -> Envelope:
     return env
 
 
+def _int64(text: str) -> int:
+    """An integer of a request, within what the store keeps (64-bit signed)."""
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ControlError(f"bad control request: the number {text[:30]} is outside 64-bit integers")
+    return value
+
+
+def _request(line: bytes) -> dict[str, Any]:
+    """A request line read: a JSON object with a string ``op`` and an object ``args`` (or
+    none); else a ControlError saying what is wrong with it, in one line."""
+    try:
+        request = json.loads(line, parse_int=_int64)
+    except ControlError:
+        raise
+    except RecursionError:
+        raise ControlError("bad control request: its JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise ControlError(f"bad control request: not JSON ({exc})") from None
+    if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+        raise ControlError('bad control request: not an object with a string "op"',
+                           hint='send {"op": "status", "args": {}} as one line')
+    if not isinstance(request.get("args") or {}, dict):
+        raise ControlError('bad control request: "args" is not an object of named arguments')
+    return request
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
     def handle(self) -> None:
         line = self.rfile.readline(_MAX_LINE)
         try:
-            request = json.loads(line)
-            op = request["op"]
-            args = request.get("args") or {}
-            result = self.server.service.call(op, **args)
+            request = _request(line)
+            result = self.server.service.call(request["op"], **request.get("args") or {})
             answer: dict[str, Any] = {"ok": True, "result": result}
         except CouplerError as exc:
             answer = {"ok": False, "error": str(exc)}
