@@ -28,6 +28,15 @@ ARG_NAMES = ["channel", "envelopes", "skip_put", "max", "wait", "peek", "id", "q
              "command", "document", "operation", "payload"]
 
 
+#: what the fuzzing found, asked first on every run
+REGRESSIONS = [
+    b'{"op": "dlq_list", "args": {"limit": {"timeout": ["x"]}}}\n',  # a dict reached SQLite
+    b'{"op": "dlq_show", "args": {"id": 1000000000000000000000000000000}}\n',  # beyond SQLite's INTEGER
+    b"[" * 200_000 + b"]" * 200_000 + b"\n",  # a RecursionError in the JSON parser
+    b'{"op": "status", "args": []}\n',
+]
+
+
 def _value(rng: random.Random, depth: int = 0) -> Any:
     kind = rng.randrange(9 if depth < 2 else 6)
     if kind == 0:
@@ -85,8 +94,9 @@ def test_random_control_requests_get_one_line_answers_and_the_daemon_goes_on(tmp
         idle.sendall(b'{"op": "sta')
         try:
             deadline, count = time.monotonic() + BUDGET, 0
-            while time.monotonic() < deadline:
-                line = _request(rng)
+            regressions = iter(REGRESSIONS)
+            while time.monotonic() < deadline or count < len(REGRESSIONS):
+                line = next(regressions, None) or _request(rng)
                 answer_line = _ask(path, line)
                 count += 1
                 place = f"request {count} {line[:120]!r} (COUPLER_FUZZ_SEED={SEED})"
