@@ -79,6 +79,8 @@ class BodyValidator:
         if kind == "json":
             try:
                 record = json.loads(body)
+            except RecursionError:
+                raise BodyError("the body's JSON is nested too deeply") from None
             except (ValueError, UnicodeDecodeError) as exc:
                 raise BodyError(f"the body is not JSON: {exc}") from None
             if self.parsed_avro is not None:
