@@ -62,7 +62,7 @@ from .options import Strings
 from .payload import PayloadMode, PayloadSettings, Splitter, WholeSplitter, splitter_for
 from .readiness import Readiness, readiness_for
 from .selection import Order, Selection, order_files
-from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileState
+from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileState, path_text
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
@@ -280,7 +280,7 @@ class InboundPipeline:
         return self.readiness.ready(info, present)
 
     def _known(self, info: FileInfo) -> Any:
-        records = self.state.find(info.path, info.size, info.mtime_ns)
+        records = self.state.find(path_text(info.path), info.size, info.mtime_ns)
         return records[0] if records else None
 
     def _take(self, info: FileInfo, result: PollResult) -> None:
@@ -384,8 +384,8 @@ class InboundPipeline:
             # one trace per file (the same one when the file is read again after a restart):
             # its records and everything derived from them follow it
             TRACEPARENT: TraceContext.for_key(self.message_id(key, -1)).header,
-            "file.name": info.name,
-            "file.path": info.path,
+            "file.name": path_text(info.name),
+            "file.path": path_text(info.path),
             "file.size": str(info.size),
             "file.mtime": datetime.fromtimestamp(info.mtime_ns / 1e9, UTC).isoformat(),
             "file.source": self.fs.label,

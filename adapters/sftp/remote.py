@@ -49,7 +49,20 @@ class SftpFS(FileSystem):
             def listing(sftp: Any, c: str = current) -> list[Any]:
                 return list(_page(sftp.listdir_iter(self.full(c), read_aheads=self.page_size)))
 
-            entries = self.conn.call(f"list {self.full(current)}", listing)
+            try:
+                entries = self.conn.call(f"list {self.full(current)}", listing)
+            except UnicodeDecodeError as exc:
+                # paramiko reads names as UTF-8 only, and stops the whole listing at one that
+                # is not (a Latin-1 or EBCDIC name of a legacy system); its read-ahead
+                # requests are left unanswered: the next call starts a new session
+                self.conn.close()
+                name = exc.object.decode("utf-8", "backslashreplace") if isinstance(exc.object, bytes) else "?"
+                raise RemoteError(
+                    f"cannot list {self.full(current)}: the file name {name!r} is not UTF-8, and the SFTP "
+                    "client reads names only as UTF-8, so no file of this directory is taken",
+                    where=self.label, hint="rename the file on the server to a UTF-8 name (e.g. with convmv) "
+                    "or move it out of the directory",
+                ) from None
             for attrs in entries:
                 rel = posixpath.join(current, attrs.filename) if current else attrs.filename
                 mode = attrs.st_mode or 0

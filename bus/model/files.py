@@ -15,14 +15,29 @@ PROCESSING, PUBLISHED, DONE, FAILED, STAGED = "PROCESSING", "PUBLISHED", "DONE",
 FINAL_STATES = (DONE, FAILED, STAGED)
 
 
+def path_text(path: str) -> str:
+    """A path as text a store, a message or a log can hold: the path itself when its name is
+    UTF-8; else the bytes that are not (which Python gives as surrogate escapes, e.g. a
+    Latin-1 name written by a legacy system) as ``\\xNN``."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class FileKey:
-    """A file as a polling adapter saw it: path, size, mtime and (optionally) its SHA-256."""
+    """A file as a polling adapter saw it: path (as :func:`path_text`), size, mtime and
+    (optionally) its SHA-256."""
 
     path: str
     size: int
     mtime_ns: int
     checksum: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", path_text(self.path))
 
     def __str__(self) -> str:
         mtime = datetime.fromtimestamp(self.mtime_ns / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

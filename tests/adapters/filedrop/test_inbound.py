@@ -292,3 +292,27 @@ def test_copybook_records_one_json_message_each(bus: Bus, tmp_path: Path) -> Non
         assert msgs[0].format.content_type == "application/json"
     finally:
         a.stop()
+
+
+def test_files_with_names_of_any_bytes_are_taken_and_archived_under_their_own_names(bus: Bus, tmp_path: Path) -> None:
+    """A Latin-1 name a legacy system wrote (not UTF-8), a newline, control characters, a
+    leading dash or blank, 254 bytes: each file is taken once and archived under its own
+    name; the message names it as text (bytes that are not UTF-8 as \\xNN). The seen-state
+    could not record a name that is not UTF-8: the first one stopped every poll."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    names = {"Übersicht.dat".encode("latin-1"): "\\xdcbersicht.dat", b"new\nline.dat": "new\nline.dat",
+             b"esc\x1b[31m\t.dat": "esc\x1b[31m\t.dat", b"-rf": "-rf", b" lead.dat": " lead.dat",
+             "ünï€ode.dat".encode(): "ünï€ode.dat", b"x" * 250 + b".dat": "x" * 250 + ".dat"}
+    for raw in names:
+        with open(os.path.join(os.fsencode(drop), raw), "wb") as f:
+            f.write(raw)
+    a = started(make(bus, drop))
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.errors, result.failed) == (len(names), 0, 0)
+        assert sorted(m.properties["file.name"] for m in bus.drain()) == sorted(names.values())
+        assert sorted(os.listdir(os.fsencode(drop / "archive"))) == sorted(names)
+        assert a.pipeline.poll().taken == 0  # recorded: not taken again
+    finally:
+        a.stop()

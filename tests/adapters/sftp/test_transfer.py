@@ -191,3 +191,26 @@ def test_server_killed_mid_transfer_delivers_once_and_never_a_partial_file(bus: 
     finally:
         a.stop()
         server.stop()
+
+
+def test_a_file_name_that_is_not_utf8_is_named_in_one_line_and_renaming_it_lets_the_directory_go_on(
+        bus: Bus, sshd: Sshd, remote: Path) -> None:
+    """paramiko reads SFTP names as UTF-8 only and stops the listing at a Latin-1 one: the
+    poll fails with one line naming the file and what to do, and once it is renamed the
+    directory is taken on a new session (the broken listing's read-aheads left behind)."""
+    latin1 = os.path.join(os.fsencode(remote), "Übersicht.dat".encode("latin-1"))
+    with open(latin1, "wb") as f:
+        f.write(b"latin")
+    (remote / "good.dat").write_bytes(b"good")
+    a = inbound(bus, sshd, remote, archive_dir="done")
+    try:
+        with pytest.raises(RemoteError) as refused:
+            a.pipeline.poll()
+        message = str(refused.value)
+        assert "\n" not in message and "'\\\\xdcbersicht.dat' is not UTF-8" in message and "rename the file" in message
+        assert bus.drain() == []
+        os.rename(latin1, remote / "Uebersicht.dat")
+        assert a.pipeline.poll().done == 2
+        assert sorted(m.properties["file.name"] for m in bus.drain()) == ["Uebersicht.dat", "good.dat"]
+    finally:
+        a.stop()
