@@ -353,6 +353,11 @@ class _Builder:
             b.span = widest - b.slack
 
 
+#: the longest record a layout may describe: 2 GiB - 1, what the decoders' 32-bit offsets
+#: reach (a mainframe record is at most 32,760 bytes in RDW files, a few MB elsewhere)
+MAX_RECORD_BYTES = 2**31 - 1
+
+
 def build_layout(
     copybook: Copybook, *, field_type: FieldTypeFactory | None = None, pointer_size: int = 4
 ) -> Layout:
@@ -392,6 +397,11 @@ def build_layout(
         cursor = node.offset + node.span
     place_run()
     size = max((r.offset + r.span for r in records), default=0)
+    if size > MAX_RECORD_BYTES:
+        big = max(records, key=lambda r: r.offset + r.span)
+        raise CopybookLayoutError(
+            f"record {big.name or '(unnamed)'} is {size:,} bytes long, more than the {MAX_RECORD_BYTES:,} a record "
+            "can have", where=copybook.file, hint="check its OCCURS counts and PIC sizes")
     layout = Layout(records, size, copybook.file, list(copybook.renames))
     _place_renames(layout, copybook, builder)
     _mark_dependees(layout)

@@ -175,3 +175,14 @@ def test_find_by_name_or_path() -> None:
     assert layout.find("R.G2.X").offset == 1
     with pytest.raises(CopybookLayoutError, match="2 fields"):
         layout.find("X")
+
+
+def test_a_record_longer_than_2_gib_is_refused_in_one_line_before_any_decoding() -> None:
+    """OCCURS 99999999 of 9,999 bytes: a record of ~10^12 bytes. It was an internal error
+    (an int32 overflow) after 36 s and 6 GB of memory building the decoder."""
+    cb = parse_copybook("       01 R.\n          05 A PIC X(9999) OCCURS 99999999 TIMES.\n", file="huge.cpy")
+    with pytest.raises(CopybookLayoutError, match=r"^huge.cpy: record R is 999,899,990,001 bytes long, more than "
+                                                  r"the 2,147,483,647 a record can have") as refused:
+        build_layout(cb)
+    assert "\n" not in str(refused.value)
+    assert build_layout(parse_copybook("       01 R.\n          05 A PIC X(9999) OCCURS 9999 TIMES.\n")).size == 9999 * 9999
