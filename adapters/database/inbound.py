@@ -447,18 +447,20 @@ class RowPoller:
         if not envelopes:
             return
         publish_many = getattr(self.context, "publish_many", None)
+        recorded: list[bool] = []  # per refusal: whether it made its dead letter (not a read of before)
         if publish_many is not None:
-            ids = publish_many(envelopes, self.channel)
+            ids = publish_many(envelopes, self.channel, recorded=recorded)
         else:
             ids = []
             for envelope in envelopes:
                 try:
                     ids.append(self.context.publish(envelope, self.channel))
-                except InvalidMessage:
+                except InvalidMessage as exc:
                     ids.append(None)
+                    recorded.append(getattr(exc, "recorded", True))
         refused = sum(1 for i in ids if i is None)
-        result.invalid += refused
-        self.totals.invalid += refused
+        result.invalid += refused  # invalid in this batch; in the totals once, as its dead letter
+        self.totals.invalid += sum(recorded) if len(recorded) == refused else refused
         result.messages += len(ids) - refused
         self.totals.messages += len(ids) - refused
 

@@ -317,8 +317,7 @@ IDEMPOTENT_KEY_DOC = (
     "within `store.idempotency_window_seconds`. `message_id` drops resends of the same message; a "
     "business key (fields of the expression language separated by commas: headers, properties and body "
     "fields, `origin, properties.order_no` or `body.order.id`) also drops another message with the same values. A message lacking "
-    "a field of the key goes to the Invalid Message Channel. The key is recorded in the transaction "
-    "that acknowledges the message."
+    "a field of the key goes to the Invalid Message Channel."
 )
 
 
@@ -408,7 +407,10 @@ class AdapterConfig(Section):
         ),
         default=(),
     )
-    idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC + " (Outbound: its delivery worker.)", default=None)
+    idempotent_key: BusinessKey | None = doc(
+        IDEMPOTENT_KEY_DOC + " The key is recorded in the transaction that acknowledges the message, after its delivery: "
+        "two copies delivered at the same moment (two workers, two daemons) can both be delivered. (Outbound: its "
+        "delivery worker.)", default=None)
     select: Str | None = doc(
         "Selective Consumer (outbound): the adapter is handed only the messages of its channel matching this "
         "selector (docs/expressions.md); the others stay on the channel for other consumers.",
@@ -487,7 +489,10 @@ class RouteConfig(Section):
     otherwise: Channel | None = doc(
         "Channel for messages no rule matches (default: the dead letters, reason `unroutable`).", default=None
     )
-    idempotent_key: BusinessKey | None = doc(IDEMPOTENT_KEY_DOC, default=None)
+    idempotent_key: BusinessKey | None = doc(
+        IDEMPOTENT_KEY_DOC + " The key is checked and recorded in one step at the start of the transaction that "
+        "handles and acknowledges the message: a copy handled at that moment by another worker or daemon waits for "
+        "it, then is dropped; a handling that fails records no key.", default=None)
     throttle: ThrottleConfig | None = doc(ThrottleConfig.__doc__ or "", default=None)
     steps: tuple[StepConfig, ...] = doc(
         StepConfig.__doc__ or "",

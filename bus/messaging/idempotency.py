@@ -12,7 +12,10 @@ The keys live where the consumer's acknowledgements are made, through :class:`Se
 the transport (``Transport.seen`` / ``mark_seen``, and so a transaction of it), or the file
 seen-state of a polling adapter's outbound side (:class:`~coupler.bus.model.files.FileState`).
 :meth:`IdempotentReceiver.mark` is called in the transaction that acknowledges, so a message
-is either processed-and-recorded or neither.
+is either processed-and-recorded or neither. A route's receiver records the keys at the start
+of its handling transaction instead, checking them in the same step (``mark_new``,
+:meth:`coupler.bus.runtime.consumers.ConsumerPatterns.screen`): a copy handled at that moment
+by another worker or daemon waits for it, then is dropped.
 
 The daemon gives a receiver to every route and outbound adapter that declares
 ``idempotent_key`` in site.toml (:mod:`coupler.bus.runtime.daemon`); the file adapters'

@@ -47,11 +47,14 @@ class AdapterContext(Protocol):
         ...
 
     def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None, *,
-                     reasons: list[str] | None = None) -> list[str | None]:
+                     reasons: list[str] | None = None, recorded: list[bool] | None = None) -> list[str | None]:
         """:meth:`publish` for a batch, in one transaction of the store (one disk sync for
         all): every message is durable when it returns, or none is (it raises). An envelope
         the bus cannot translate is in the Invalid Message Channel and its entry is None (its
-        reason appended to ``reasons`` when given); the others are the message ids, in order.
+        reason appended to ``reasons`` when given; to ``recorded`` whether this call made its
+        dead letter, False when a refusal of the same unit read before made it: an adapter
+        that reads a unit again after a rollback counts it once); the others are the message
+        ids, in order.
         For adapters that read many units at once (rows of a table) and remember their
         progress per batch, or that gather concurrent requests into one commit (http)."""
         ...

@@ -90,10 +90,12 @@ class InvalidMessage(CommandFault):
     """``context.publish`` refused a message the bus cannot translate (site.toml ``wrappers``
     or ``mapping`` of the adapter): it is in the Invalid Message Channel with the reason
     already. An adapter goes on with its next message (and may tell its peer, e.g. an HL7
-    ``AR``)."""
+    ``AR``). ``recorded``: False when the dead letter was made by an earlier refusal of the
+    same unit (read again after its batch rolled back), not by this one."""
 
-    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None, recorded: bool = True):
         super().__init__(message, code="invalid", where=where, hint=hint)
+        self.recorded = recorded
 
 
 NAMESPACE = "coupler.commands"

@@ -6,8 +6,10 @@
   the consumer only ever handles whole documents.
 * ``idempotent_key``: an Idempotent Receiver
   (:class:`~coupler.bus.messaging.idempotency.IdempotentReceiver`): duplicates are
-  acknowledged without being handled; the key of a handled message is recorded in the
-  transaction that acknowledges it (:meth:`ConsumerPatterns.settle`).
+  acknowledged without being handled; a route's keys are checked and recorded in one step at
+  the start of the transaction that handles and acknowledges the message
+  (:meth:`ConsumerPatterns.screen`), an outbound adapter's with the acknowledgement after its
+  delivery (:meth:`ConsumerPatterns.record`).
 * ``throttle``: a Message Throttle (:class:`~coupler.bus.messaging.throttle.Throttle`): each
   worker takes a token before it handles a message; ``concurrency`` workers share it.
 
@@ -131,34 +133,46 @@ class ConsumerPatterns:
 
         return throttled
 
-    def settle(self, tx: TransactionOps, d: Delivery) -> None:
-        """Acknowledge a handled message in ``tx``, recording it for the Idempotent Receiver."""
+    def record(self, tx: TransactionOps, d: Delivery) -> None:
+        """Record ``d``'s keys in ``tx`` for the Idempotent Receiver when it was handled without
+        :meth:`screen` (an outbound adapter's delivery, made outside any transaction)."""
         if self.idempotent is not None:
             self.idempotent.mark(tx, d.envelope)
+
+    def settle(self, tx: TransactionOps, d: Delivery) -> None:
+        """Acknowledge a handled message in ``tx`` (its keys were recorded by :meth:`screen`)."""
         tx.ack(d)
 
     def screen(self, tx: TransactionOps, ds: list[Delivery]) -> list[Delivery]:
-        """Of ``ds``, those to handle in ``tx``: the Idempotent Receiver looks again inside the
-        transaction, where (SQLite) no other worker can commit meanwhile, and acknowledges in it
-        a message that another worker handled since the look of :meth:`receiver` (two copies
-        of one message leased by two workers at once)."""
+        """Of ``ds``, those to handle in ``tx``, at its start: the Idempotent Receiver checks
+        and records their keys in one step (``tx.mark_new``) and acknowledges in ``tx`` a
+        message one of whose keys was recorded already (a copy handled since the look of
+        :meth:`receiver`, or by another worker or daemon of the site right now: its
+        transaction holds the key until it ends; this one waits, then finds it, or records it
+        if the other rolled back). The keys commit with the handling: a handling that fails
+        (rolled back) records none, and the copy is handled when it comes again."""
         if self.idempotent is None or not ds:
             return ds
         idempotent = self.idempotent
         keyed = [(d, idempotent.keys(d.envelope)) for d in ds]  # a keyless one never gets here
-        already = tx.seen(idempotent.consumer, [k for _, ks in keyed for k in ks])
-        if not already:
-            return ds
-        dups = [d for d, ks in keyed if any(k in already for k in ks)]
+        new = tx.mark_new(idempotent.consumer, [k for _, ks in keyed for k in ks])
+        handled, dups = [], []
+        for d, ks in keyed:
+            if all(k in new for k in ks):
+                new.difference_update(ks)  # a second copy in this batch finds them taken
+                handled.append(d)
+            else:
+                dups.append(d)
+        if not dups:
+            return handled
         tx.ack(dups)
+        idempotent.duplicates += len(dups)
         log.info("%s dropped %d duplicate(s) handled meanwhile by another worker: %s", self.consumer, len(dups),
                  ", ".join(d.message_id for d in dups[:5]), extra={"consumer": self.consumer})
-        return [d for d, ks in keyed if not any(k in already for k in ks)]
+        return handled
 
     def settle_many(self, tx: TransactionOps, ds: list[Delivery]) -> None:
-        """:meth:`settle` for a batch handled in ``tx`` (one statement each, not one per message)."""
-        if self.idempotent is not None:
-            self.idempotent.mark(tx, [d.envelope for d in ds])
+        """:meth:`settle` for a batch handled in ``tx`` (one statement, not one per message)."""
         tx.ack(ds)
 
     @property

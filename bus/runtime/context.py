@@ -209,10 +209,11 @@ class BusContext:
         return message_id
 
     def publish_many(self, envelopes: Sequence[Envelope], channel: str | None = None, *,
-                     reasons: list[str] | None = None) -> list[str | None]:
+                     reasons: list[str] | None = None, recorded: list[bool] | None = None) -> list[str | None]:
         """Send a batch durably in one transaction (one disk sync); an envelope the inbound
         stage cannot translate is in the Invalid Message Channel and gets None (and, when
-        ``reasons`` is given, its reason appended there, in order)."""
+        ``reasons`` is given, its reason appended there, in order; when ``recorded`` is given,
+        whether this call made its dead letter: False for a unit refused before)."""
         target = self._target(channel)
         self._wait_while_paused()
         prepared: list[Envelope | None] = []
@@ -229,6 +230,8 @@ class BusContext:
                     prepared.append(None)
                     if reasons is not None:
                         reasons.append(refused.message)
+                    if recorded is not None:
+                        recorded.append(refused.recorded)
         good = [e for e in prepared if e is not None]
         ids = iter(self._transport.send(target, good, component=self._stored_by) if good else [])
         self._stats.count(self.name, "sent", len(good))
@@ -275,8 +278,9 @@ class BusContext:
             # once: an adapter publishing inside a transaction of its own (the database
             # adapter's batch of rows) reads the same unit again when that rolls back; its
             # message id and body are the key (an adapter with random ids: one key per refusal)
-            self.invalid_once(envelope, reason, f"{envelope.message_id}:{hashlib.sha256(envelope.body).hexdigest()[:32]}")
-            raise InvalidMessage(reason, hint=error.hint) from None
+            dead_id = self.invalid_once(envelope, reason,
+                                        f"{envelope.message_id}:{hashlib.sha256(envelope.body).hexdigest()[:32]}")
+            raise InvalidMessage(reason, hint=error.hint, recorded=dead_id is not None) from None
 
     def reply(self, request: Envelope, reply: Envelope) -> None:
         """Send ``reply`` to ``request.return_address``, correlated to ``request``."""

@@ -242,19 +242,20 @@ class StoreService:
 
     def op_channel_put(self, channel: str, envelopes: list[str], skip_put: bool = False) -> dict[str, Any]:
         """Send ``envelopes`` in one transaction. ``skip_put``: leave out those whose message id
-        was put on ``channel`` before (recorded with them: a re-run of a reproducible batch)."""
+        was put on ``channel`` before (recorded with them: a re-run of a reproducible batch).
+        The ids are checked and recorded in one step (``mark_new``): two puts of one batch at
+        once (two daemons' endpoints) put each message once; a put that fails records none."""
         envs = [decode_envelope(e) for e in envelopes]
         if not skip_put:
             return {"message_ids": self.transport.send(channel, envs, component="cli"), "skipped": 0}
         producer = PUT_PRODUCER + channel
         with self.transport.transaction() as tx:
-            already = tx.seen(producer, [e.message_id for e in envs])
+            new = tx.mark_new(producer, [e.message_id for e in envs])
             fresh: dict[str, Envelope] = {}
             for env in envs:
-                if env.message_id not in already:
+                if env.message_id in new:
                     fresh.setdefault(env.message_id, env)
             sent = tx.send(channel, list(fresh.values()), component="cli") if fresh else []
-            tx.mark_seen(producer, list(fresh))
         return {"message_ids": sent, "skipped": len(envs) - len(sent)}
 
     def op_channel_get(self, channel: str, max: int = 1, wait: float = 0.0, peek: bool = False) -> list[str]:

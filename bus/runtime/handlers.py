@@ -142,6 +142,7 @@ class Handlers:
             mapping = ra.translation.mapping_name if ra.translation is not None and ra.translation.mapped(d.envelope) else None
             d.note = note(mapping=mapping, to=went if isinstance(went, str) else None)
             with self.d.transport.transaction() as tx:
+                patterns.record(tx, d)  # after the delivery, which no transaction holds
                 patterns.settle(tx, d)
             self.d.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
@@ -152,7 +153,7 @@ class Handlers:
 
         def handle(d: Delivery) -> None:
             assert self.d.transport is not None
-            pipeline.handle(self.d.transport, d, patterns.settle)
+            pipeline.handle(self.d.transport, d, patterns.settle, patterns.screen)
 
         return handle
 

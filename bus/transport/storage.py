@@ -772,8 +772,9 @@ class StorageTransaction(TransactionOps):
 
     def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
         # one upsert of the keys not there yet: a concurrent one of the same key waits on its
-        # row until this transaction ends (PostgreSQL's unique index), then finds it there
-        return self.stx.put_state(f"seen:{consumer}", dict.fromkeys(keys, b""),
+        # row until this transaction ends (PostgreSQL's unique index), then finds it there;
+        # in one order, so two transactions of several keys (two batches) never deadlock
+        return self.stx.put_state(f"seen:{consumer}", dict.fromkeys(sorted(set(keys)), b""),
                                   expires_at=self.now + self.t.idempotency_retention, only_new=True)
 
 

@@ -76,10 +76,20 @@ class Pipeline:
 
     # -- one delivery ----------------------------------------------------------------------
 
-    def handle(self, transport: Transport, d: Delivery, settle: Callable[[TransactionOps, Delivery], None]) -> str:
-        """Run the chain on ``d`` and settle it; returns what happened (``done`` or the outcome)."""
+    def handle(
+        self,
+        transport: Transport,
+        d: Delivery,
+        settle: Callable[[TransactionOps, Delivery], None],
+        screen: Callable[[TransactionOps, list[Delivery]], list[Delivery]] = lambda tx, ds: ds,
+    ) -> str:
+        """Run the chain on ``d`` and settle it; returns what happened (``done``, ``duplicate``
+        or the outcome). ``screen`` as in :meth:`handle_many`: it settles a duplicate in the
+        transaction, which then ends without handling it."""
         try:
             with transport.transaction() as tx:
+                if not screen(tx, [d]):
+                    return "duplicate"
                 scope = TxScope()
                 ctx = StepContext(tx, self.name, d, scope=scope)
                 self.run(ctx, d.envelope)

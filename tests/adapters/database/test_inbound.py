@@ -44,11 +44,11 @@ def fail_publish_on(adapter: DatabaseAdapter, call: int, key: str | None = "id")
     assert adapter.context is not None
     publish_many, calls = adapter.context.publish_many, []  # type: ignore[attr-defined]
 
-    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+    def failing(envelopes, channel=None, **kw):  # type: ignore[no-untyped-def]
         calls.append([json.loads(e.body)[key] if key else e.message_id for e in envelopes])
         if len(calls) == call:
             raise OSError("disk full")
-        return publish_many(envelopes, channel)
+        return publish_many(envelopes, channel, **kw)
 
     adapter.context.publish_many = failing  # type: ignore[attr-defined]
     return calls
@@ -184,17 +184,51 @@ def test_a_row_the_mapping_refuses_is_one_dead_letter_when_its_batch_is_read_aga
     assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
 
 
+def test_a_row_the_mapping_refuses_counts_once_when_its_published_batch_is_read_again(
+        bus: EmbeddedBus, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bus took the batch (row 2 refused by the mapping, its dead letter made), then the
+    batch's own transaction failed (marking its rows): read again, row 2 is refused again and
+    is one dead letter, one failure and one invalid row in the adapter's totals."""
+    make_orders(db, 3)
+    a = poll_adapter(bus, db, status_column="processed_at")
+    assert a.context is not None and a.poller is not None
+
+    def mapping(envelope):  # type: ignore[no-untyped-def]  # the site's mapping of the adapter
+        if json.loads(envelope.body)["id"] == 2:
+            raise ValueError("customer 2 has no account")
+        return envelope
+
+    monkeypatch.setattr(a.context, "_inbound", mapping)  # the embedded bus runs no site stages
+    mark, marks = a.poller._mark, []
+
+    def mark_fails_once(*args):  # type: ignore[no-untyped-def]
+        marks.append(args)
+        if len(marks) == 1:
+            raise OSError("connection lost")
+        return mark(*args)
+
+    monkeypatch.setattr(a.poller, "_mark", mark_fails_once)
+    with pytest.raises(OSError, match="connection lost"):
+        a.poller.poll()
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(3,)]  # rolled back
+    assert fetch(a)["invalid"] == "1"  # read again: row 2 is invalid in this batch too ...
+    (bad,) = bus.invalid()  # ... and in the Invalid Message Channel once
+    assert "customer 2 has no account" in bad.reason
+    assert a.describe()["inbound"]["invalid"] == 1  # counted once
+    assert db.sql("SELECT count(*) FROM orders WHERE processed_at IS NULL") == [(0,)]
+
+
 def test_the_poll_thread_reads_a_batch_while_the_one_before_is_committed(bus: EmbeddedBus, postgres: Database) -> None:
     make_orders(postgres, 7)
     a = poll_adapter(bus, postgres, status_column="processed_at", batch_size=3)
     assert a.context is not None and a.poller is not None
     publish_many, seen = a.context.publish_many, []  # type: ignore[attr-defined]
 
-    def watching(envelopes, channel=None):  # type: ignore[no-untyped-def]
+    def watching(envelopes, channel=None, **kw):  # type: ignore[no-untyped-def]
         # as a batch is published: the batches before it are committed, its own rows are not
         marked = {r[0] for r in postgres.sql("SELECT id FROM orders WHERE processed_at IS NOT NULL")}
         seen.append(([json.loads(e.body)["id"] for e in envelopes], marked))
-        return publish_many(envelopes, channel)
+        return publish_many(envelopes, channel, **kw)
 
     a.context.publish_many = watching  # type: ignore[attr-defined]
     result = a.poller.poll(batches=8)
@@ -214,11 +248,11 @@ def test_a_batch_reads_the_keys_after_the_batch_before_and_a_row_passed_over_com
     other.execute("SELECT id FROM orders WHERE id = 2 FOR UPDATE")
     publish_many, batches = a.context.publish_many, []  # type: ignore[attr-defined]
 
-    def watching(envelopes, channel=None):  # type: ignore[no-untyped-def]
+    def watching(envelopes, channel=None, **kw):  # type: ignore[no-untyped-def]
         batches.append([json.loads(e.body)["id"] for e in envelopes])
         if len(batches) == 1:
             other.rollback()  # ... and gives it back before the next batch is read
-        return publish_many(envelopes, channel)
+        return publish_many(envelopes, channel, **kw)
 
     a.context.publish_many = watching  # type: ignore[attr-defined]
     try:
@@ -390,7 +424,7 @@ def test_a_connection_whose_check_in_raises_gives_its_slot_back_to_the_pool(
     if batch == "rolled-back":
         publish_many = a.context.publish_many  # type: ignore[attr-defined]
 
-        def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+        def failing(envelopes, channel=None, **kw):  # type: ignore[no-untyped-def]
             a.context.publish_many = publish_many  # type: ignore[union-attr]  # once
             raise OSError("disk full")
 
@@ -425,7 +459,7 @@ def test_a_bad_row_of_a_batch_read_again_after_a_rollback_is_in_the_invalid_chan
     assert a.context is not None and a.poller is not None
     publish_many = a.context.publish_many  # type: ignore[attr-defined]
 
-    def failing(envelopes, channel=None):  # type: ignore[no-untyped-def]
+    def failing(envelopes, channel=None, **kw):  # type: ignore[no-untyped-def]
         a.context.publish_many = publish_many  # type: ignore[union-attr]  # once
         raise OSError("disk full")  # after the bad row went to the Invalid Message Channel
 

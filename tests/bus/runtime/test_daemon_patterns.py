@@ -222,3 +222,28 @@ def test_a_copy_handled_by_another_worker_meanwhile_is_dropped_inside_the_transa
             patterns.settle_many(tx, handle)
         assert [d.message_id for d in handle] == [other.message_id]
         assert t.stats("in")[0].depth == 0  # the copy acknowledged, not handled
+
+
+def test_a_copy_leased_with_another_is_handled_once_one_by_one(tmp_path: Path) -> None:
+    """Two copies of one business key, both past the Idempotent Receiver's first look (leased
+    by two workers), handled one at a time (a route worker's path without a batch): the second
+    finds the first's key at the start of its transaction and is acknowledged, not handled."""
+    from coupler.bus.runtime.consumers import ConsumerPatterns
+    from coupler.bus.runtime.router import Route
+    from coupler.bus.runtime.steps.pipeline import Pipeline
+    from coupler.bus.transport.sqlite.transport import SqliteTransport
+
+    config = parse_site('[[routes]]\nfrom = "in"\nidempotent_key = "properties.order_no"\n'
+                        '[[routes.rules]]\nto = ["out"]\n').routes[0]
+    fmt = FormatIndicator.parse("t.T@1;application/json")
+    with SqliteTransport(tmp_path / "data") as t:
+        patterns = ConsumerPatterns.declared(t, "route:in", "in", channel=None, idempotent_key=config.idempotent_key,
+                                             throttle=None, where="routes[0]")
+        pipeline = Pipeline(config.label, [], Route.from_config(config))
+        t.send("in", [Envelope(format=fmt, body=b"{}", properties={"order_no": "A-7"}) for _ in range(2)])
+        receive = patterns.receiver(t, lambda wait: t.receive("in", "route:in", max=1))
+        leased = receive(0) + receive(0)  # two workers' leases: both look fresh
+        assert len(leased) == 2
+        assert [pipeline.handle(t, d, patterns.settle, patterns.screen) for d in leased] == ["done", "duplicate"]
+        assert len(t.receive("out", "test", max=10)) == 1
+        assert t.stats("in")[0].depth == 0
