@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -66,10 +65,16 @@ def decode_envelope(text: str) -> Envelope:
     return Envelope.from_bytes(base64.b64decode(text))
 
 
-@functools.cache
+_CHECKED: dict[tuple[type, str], Callable[..., Any]] = {}
+
+
 def _checked(service: type, name: str) -> Callable[..., Any]:
-    """Operation ``name`` of ``service`` with its arguments validated against its annotations."""
-    return pydantic.validate_call(getattr(service, name))
+    """Operation ``name`` of ``service`` with its arguments validated against its annotations
+    (made once per operation)."""
+    checked = _CHECKED.get((service, name))
+    if checked is None:
+        checked = _CHECKED[(service, name)] = pydantic.validate_call(getattr(service, name))
+    return checked
 
 
 class StoreService:
