@@ -26,7 +26,7 @@ import pyarrow as pa
 from . import kernels
 from .avro import field_avro_type, output_fields
 from .kernels import FusedColumn, FusedKernel, FusedResult, arrow_type, decode_column
-from .layout import Field, Layout, OutputNode
+from .layout import Field, Layout, OutputNode, check_bounds
 from .options import CopybookOptions
 from .picture import DecodeContext
 
@@ -71,6 +71,7 @@ class BatchDecoder:
         reason = self.unsupported_reason(layout, self.options)
         if reason:
             raise ValueError(f"the batch decoder cannot decode this layout: {reason}")
+        check_bounds(layout)  # every OCCURS at its maximum: bounded before anything is laid out
         self.ctx = DecodeContext.from_options(self.options)
         self.outputs = output_fields(layout, self.options)
         self.record_size = self.options.record_length or layout.size

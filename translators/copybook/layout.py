@@ -358,6 +358,25 @@ class _Builder:
 MAX_RECORD_BYTES = 2**31 - 1
 
 
+#: the most values one record may hold once its OCCURS are expanded: each costs the
+#: decoders about 50 bytes of memory, so 4 million keep a decode under 300 MB
+MAX_RECORD_VALUES = 4_000_000
+
+
+def _values(node: Node) -> tuple[int, Node | None]:
+    """How many values ``node`` holds with its OCCURS expanded, and its largest table (the
+    outermost OCCURS item of the child holding the most values)."""
+    times = node.occurs.max if node.occurs else 1
+    if isinstance(node, Group):
+        inner = [_values(c) for c in node.children]
+        each = sum(n for n, _ in inner)
+        widest = max(inner, key=lambda v: v[0], default=(0, None))[1]
+    else:
+        each, widest = 1, None
+    table = node if node.occurs else widest
+    return times * each, table
+
+
 def build_layout(
     copybook: Copybook, *, field_type: FieldTypeFactory | None = None, pointer_size: int = 4
 ) -> Layout:
@@ -397,15 +416,31 @@ def build_layout(
         cursor = node.offset + node.span
     place_run()
     size = max((r.offset + r.span for r in records), default=0)
-    if size > MAX_RECORD_BYTES:
-        big = max(records, key=lambda r: r.offset + r.span)
-        raise CopybookLayoutError(
-            f"record {big.name or '(unnamed)'} is {size:,} bytes long, more than the {MAX_RECORD_BYTES:,} a record "
-            "can have", where=copybook.file, hint="check its OCCURS counts and PIC sizes")
     layout = Layout(records, size, copybook.file, list(copybook.renames))
     _place_renames(layout, copybook, builder)
     _mark_dependees(layout)
+    if not layout.has_depending_on:  # else the counts come from the data, checked before use
+        check_bounds(layout)
     return layout
+
+
+def check_bounds(layout: Layout) -> None:
+    """Refuse, in one line, a record too long for the decoders (:data:`MAX_RECORD_BYTES`)
+    or holding too many values once its OCCURS are expanded (:data:`MAX_RECORD_VALUES`).
+    Checked by :func:`build_layout` when no OCCURS DEPENDING ON is in the layout (else the
+    counts come from the data) and by the vectorised decoder, which lays every record out
+    with each OCCURS at its maximum."""
+    if layout.size > MAX_RECORD_BYTES:
+        big = max(layout.records, key=lambda r: r.offset + r.span)
+        raise CopybookLayoutError(
+            f"record {big.name or '(unnamed)'} is {layout.size:,} bytes long, more than the {MAX_RECORD_BYTES:,} a "
+            "record can have", where=layout.file, hint="check its OCCURS counts and PIC sizes")
+    values, table = max((_values(r) for r in layout.records), key=lambda v: v[0], default=(0, None))
+    if values > MAX_RECORD_VALUES and table is not None:
+        raise CopybookLayoutError(
+            f"a record has {values:,} values once its OCCURS are expanded, more than the {MAX_RECORD_VALUES:,} "
+            f"a record can have (the largest table: {table.name}, OCCURS {table.occurs.max if table.occurs else 1:,} "
+            "TIMES)", where=table.where or layout.file, hint="check its OCCURS counts")
 
 
 def _place_renames(layout: Layout, copybook: Copybook, builder: _Builder) -> None:

@@ -186,3 +186,26 @@ def test_a_record_longer_than_2_gib_is_refused_in_one_line_before_any_decoding()
         build_layout(cb)
     assert "\n" not in str(refused.value)
     assert build_layout(parse_copybook("       01 R.\n          05 A PIC X(9999) OCCURS 9999 TIMES.\n")).size == 9999 * 9999
+
+
+def test_a_record_of_more_than_4_million_values_is_refused_naming_its_largest_table() -> None:
+    """OCCURS 20,000,000 of PIC X is a 20 MB record, but each value costs the decoders about
+    50 bytes: the decode took 1 GB. 4,000,000 values (2,000 x 2,000) still decode."""
+    text = "       01 R.\n          05 H PIC X(4).\n          05 G OCCURS 2000 TIMES.\n             10 A PIC X OCCURS {} TIMES.\n"
+    with pytest.raises(CopybookLayoutError, match=r"^t.cpy:3:11: a record has 20,000,002 values once its OCCURS are expanded, "
+                                                  r"more than the 4,000,000 a record can have \(the largest table: G, "
+                                                  r"OCCURS 2,000 TIMES\)"):
+        build_layout(parse_copybook(text.format(10000) + "          05 T PIC X.\n", file="t.cpy"))
+    assert build_layout(parse_copybook(text.format(1999))).size == 4 + 2000 * 1999
+
+
+def test_an_odo_table_laid_out_at_its_maximum_is_bounded_by_the_vectorised_decoder() -> None:
+    """A fixed-length file lays OCCURS DEPENDING ON out at its maximum (as Cobrix does): the
+    vectorised decoder refuses a maximum beyond the bounds in one line (an int32 overflow
+    after 25 s and 6 GB before); the layout itself, whose counts come from the data, is built."""
+    from coupler.translators.copybook.batch import BatchDecoder
+
+    text = "       01 R.\n          05 N PIC 9(9).\n          05 A PIC X(9999) OCCURS 0 TO 99999999 DEPENDING ON N.\n"
+    layout = build_layout(parse_copybook(text, file="odo.cpy"))
+    with pytest.raises(CopybookLayoutError, match=r"^odo.cpy: record R is 999,899,990,010 bytes long"):
+        BatchDecoder(layout, {"encoding": "ascii"})
