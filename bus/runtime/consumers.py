@@ -141,9 +141,11 @@ class ConsumerPatterns:
         message's keys until ``d``'s lease ends (``transport.claim``, atomic across the site's
         daemons), then checks that they were not recorded meanwhile. False when it settled
         ``d`` itself: acknowledged as a duplicate (its keys recorded for good by the copy
-        delivered before), or given back for later (``nack``, the channel's backoff delay; an
-        attempt) while another worker or daemon holds a live claim of a key, that is, delivers
-        a copy right now. The claim ends with :meth:`record` after the delivery, with
+        delivered before), or given back for later while another worker or daemon holds a live
+        claim of a key, that is, delivers a copy right now: a ``nack`` (an attempt) delayed by
+        the channel's lease, by when that claim is over (it ends with the other copy's lease),
+        so that a copy waits once, not once per backoff step (a slow delivery would otherwise
+        use up its attempts and dead-letter it). The claim ends with :meth:`record` after the delivery, with
         :meth:`unclaim` after a failed one, or with the lease of ``d`` (a daemon killed
         mid-delivery: that copy comes again when its lease ends, and is delivered)."""
         if self.idempotent is None:
@@ -161,8 +163,9 @@ class ConsumerPatterns:
             return False
         if claimed:
             return True
+        lease = transport.channel_config(d.channel).lease_seconds or transport.lease_seconds
         outcome = transport.nack(d, "a copy of this message (one of its idempotency keys) is being delivered by "
-                                    "another worker or daemon; tried again later", component)
+                                    "another worker or daemon; tried again later", component, delay=lease)
         log.info("%s gave back %s (%s): a copy is being delivered by another worker", self.consumer, d.message_id,
                  outcome, extra={"consumer": self.consumer})
         return False

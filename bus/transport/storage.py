@@ -35,7 +35,8 @@ The keyed state table
 ``state(scope, keys, lock=...)`` and ``put_state(scope, values, ...)`` read and write small
 values (bytes) under ``(scope, key)``, in the same transaction as the message operations.
 The transport keeps channel configurations (scope ``channel``), subscriptions
-(``subscription``), idempotency keys (``seen:<consumer>``), the replay cache
+(``subscription``), idempotency keys (``seen:<consumer>``) and the claims on them of
+outbound deliveries (``claim:<consumer>``, until the delivery's lease ends), the replay cache
 (``remember:<scope>``), claim-checked bodies (``claim``), application identities
 (``identity``) and, by default, the counters (``counter``) there. Stateful steps (aggregation groups, resequencer buffers, process
 instances) use it through :meth:`StorageTransaction.get_state` /
