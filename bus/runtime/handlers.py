@@ -142,6 +142,9 @@ class Handlers:
                 outcome = self.d.transport.nack(d, exc, f"adapter:{ra.name}")
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
+            except BaseException:  # kills the worker; the supervisor gives the message back
+                patterns.unclaim(self.d.transport, d)
+                raise
             # journaled with the acknowledgement: the trace shows the mapping and where it went
             mapping = ra.translation.mapping_name if ra.translation is not None and ra.translation.mapped(d.envelope) else None
             d.note = note(mapping=mapping, to=went if isinstance(went, str) else None)

@@ -195,3 +195,45 @@ def test_a_claim_is_all_or_none_shared_and_ends_with_its_lease(workers: tuple[An
     assert b.claim(CONSUMER, ["key:dead"], later)
     assert not a.claim(CONSUMER, ["key:dead"], later)
     assert a.seen(CONSUMER, ["key:1", "key:dead"]) == set()  # a claim is not a record
+
+
+def test_a_daemon_killed_mid_delivery_leaves_a_claim_that_ends_with_the_lease(workers: tuple[Any, Any]) -> None:
+    """The first daemon claimed the key and died delivering (no acknowledgement, no unclaim):
+    once the message's lease is over, the copy comes again and the other daemon delivers it
+    (at least once across a crash)."""
+    a, b = workers
+    a.send(QUEUE, _order("D-4"))
+    _, patterns_a = _handler(a, Legacy())
+    [d] = _receive(a, 1, lease=1.0)
+    assert patterns_a.claim(a, d, CONSUMER)  # claimed; then the daemon is killed
+    legacy = Legacy()
+    handle_b, _ = _handler(b, legacy)
+    [again] = _receive(b, 1)  # visible again once its lease is over
+    assert again.message_id == d.message_id and again.attempt == 2
+    handle_b(again)
+    assert legacy.delivered == [d.message_id]
+    assert b.seen(CONSUMER, ["key:D-4"]) == {"key:D-4"}
+
+
+def test_a_worker_killed_by_its_delivery_gives_up_its_claim(workers: tuple[Any, Any]) -> None:
+    """``deliver()`` raising SystemExit kills the worker (the supervisor gives the message
+    back): its claim goes with it, so the retry is not held up for a lease."""
+    a, b = workers
+    a.send(QUEUE, _order("E-5"))
+
+    class Exiting:
+        def deliver(self, env: Envelope) -> str:
+            raise SystemExit(3)
+
+    handle_a, _ = _handler(a, Exiting())
+    [d] = _receive(a, 1)
+    with pytest.raises(SystemExit):
+        handle_a(d)
+    assert b.claim(CONSUMER, ["key:E-5"], time.time() + 60)  # not claimed any more
+    b.unclaim(CONSUMER, ["key:E-5"])
+    a.nack(d, "the worker died: SystemExit: 3", "deliver:legacy", delay=0)  # as the supervisor does
+    legacy = Legacy()
+    handle_b, _ = _handler(b, legacy)
+    [again] = _receive(b, 1)
+    handle_b(again)
+    assert legacy.delivered == [d.message_id]
