@@ -408,9 +408,10 @@ class AdapterConfig(Section):
         default=(),
     )
     idempotent_key: BusinessKey | None = doc(
-        IDEMPOTENT_KEY_DOC + " The key is recorded in the transaction that acknowledges the message, after its delivery: "
-        "two copies delivered at the same moment (two workers, two daemons) can both be delivered. (Outbound: its "
-        "delivery worker.)", default=None)
+        IDEMPOTENT_KEY_DOC + " The key is claimed before the delivery, until the message's lease ends (shared by "
+        "every daemon of the site), and recorded for good in the transaction that acknowledges the message: a copy "
+        "that another worker or daemon is delivering at that moment is given back for the channel's lease (an attempt), then "
+        "dropped; a delivery that fails gives up its claim. (Outbound: its delivery worker.)", default=None)
     select: Str | None = doc(
         "Selective Consumer (outbound): the adapter is handed only the messages of its channel matching this "
         "selector (docs/expressions.md); the others stay on the channel for other consumers.",

@@ -8,8 +8,9 @@
   (:class:`~coupler.bus.messaging.idempotency.IdempotentReceiver`): duplicates are
   acknowledged without being handled; a route's keys are checked and recorded in one step at
   the start of the transaction that handles and acknowledges the message
-  (:meth:`ConsumerPatterns.screen`), an outbound adapter's with the acknowledgement after its
-  delivery (:meth:`ConsumerPatterns.record`).
+  (:meth:`ConsumerPatterns.screen`); an outbound adapter's, whose delivery no transaction
+  holds, are claimed with a lease before the delivery (:meth:`ConsumerPatterns.claim`) and
+  recorded with the acknowledgement after it (:meth:`ConsumerPatterns.record`).
 * ``throttle``: a Message Throttle (:class:`~coupler.bus.messaging.throttle.Throttle`): each
   worker takes a token before it handles a message; ``concurrency`` workers share it.
 
@@ -30,6 +31,7 @@ from coupler.bus.messaging.sequence import SequenceAssembler
 from coupler.bus.messaging.throttle import Throttle
 from coupler.bus.model.selectors import BodyReader
 from coupler.bus.transport.base import Delivery, TransactionOps, Transport
+from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger("coupler.daemon")
 
@@ -133,11 +135,62 @@ class ConsumerPatterns:
 
         return throttled
 
+    def claim(self, transport: Transport, d: Delivery, component: str) -> bool:
+        """Whether to deliver ``d`` now, for a consumer whose handling no transaction holds (an
+        outbound adapter's delivery to its legacy system): the Idempotent Receiver claims the
+        message's keys until ``d``'s lease ends (``transport.claim``, atomic across the site's
+        daemons), then checks that they were not recorded meanwhile. False when it settled
+        ``d`` itself: acknowledged as a duplicate (its keys recorded for good by the copy
+        delivered before), or given back for later while another worker or daemon holds a live
+        claim of a key, that is, delivers a copy right now: a ``nack`` (an attempt) delayed by
+        the channel's lease, by when that claim is over (it ends with the other copy's lease),
+        so that a copy waits once, not once per backoff step (a slow delivery would otherwise
+        use up its attempts and dead-letter it). The claim ends with :meth:`record` after the delivery, with
+        :meth:`unclaim` after a failed one, or with the lease of ``d`` (a daemon killed
+        mid-delivery: that copy comes again when its lease ends, and is delivered)."""
+        if self.idempotent is None:
+            return True
+        idempotent = self.idempotent
+        keys = idempotent.keys(d.envelope)  # a keyless message was refused by the receiver
+        claimed = transport.claim(self.consumer, keys, d.lease_expires_at)
+        if transport.seen(self.consumer, keys):
+            if claimed:
+                transport.unclaim(self.consumer, keys)
+            transport.ack(d)
+            idempotent.duplicates += 1
+            log.info("%s dropped a duplicate delivered meanwhile by another worker: %s", self.consumer, d.message_id,
+                     extra={"consumer": self.consumer})
+            return False
+        if claimed:
+            return True
+        lease = transport.channel_config(d.channel).lease_seconds or transport.lease_seconds
+        outcome = transport.nack(d, "a copy of this message (one of its idempotency keys) is being delivered by "
+                                    "another worker or daemon; tried again later", component, delay=lease)
+        log.info("%s gave back %s (%s): a copy is being delivered by another worker", self.consumer, d.message_id,
+                 outcome, extra={"consumer": self.consumer})
+        return False
+
+    def unclaim(self, transport: Transport, d: Delivery) -> None:
+        """Give up the claim of :meth:`claim` after a delivery that failed (its retry, or a
+        copy, is then delivered)."""
+        if self.idempotent is not None:
+            transport.unclaim(self.consumer, self.idempotent.keys(d.envelope))
+
     def record(self, tx: TransactionOps, d: Delivery) -> None:
         """Record ``d``'s keys in ``tx`` for the Idempotent Receiver when it was handled without
-        :meth:`screen` (an outbound adapter's delivery, made outside any transaction)."""
+        :meth:`screen` (an outbound adapter's delivery, made outside any transaction, under
+        the claim of :meth:`claim`, which :meth:`release` ends once ``tx`` committed)."""
         if self.idempotent is not None:
             self.idempotent.mark(tx, d.envelope)
+
+    def release(self, transport: Transport, d: Delivery) -> None:
+        """End the claim of a delivered ``d`` whose keys :meth:`record` committed (a copy
+        claiming them now finds them recorded); a claim not ended here ends with its lease."""
+        if self.idempotent is not None:
+            try:
+                transport.unclaim(self.consumer, self.idempotent.keys(d.envelope))
+            except CouplerError as exc:
+                log.debug("%s: claim of %s left to its lease: %s", self.consumer, d.message_id, exc)
 
     def settle(self, tx: TransactionOps, d: Delivery) -> None:
         """Acknowledge a handled message in ``tx`` (its keys were recorded by :meth:`screen`)."""

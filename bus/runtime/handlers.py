@@ -123,10 +123,13 @@ class Handlers:
         def handle(d: Delivery) -> None:
             assert self.d.transport is not None
             self.d.statistics.count(ra.name, "received")
+            if not patterns.claim(self.d.transport, d, f"adapter:{ra.name}"):
+                return  # a duplicate, or a copy being delivered elsewhere: settled
             try:
                 went = ra.adapter.deliver(ra.outbound_envelope(d.envelope))
             except CommandFault as exc:
                 self.d.statistics.count(ra.name, "failed")
+                patterns.unclaim(self.d.transport, d)
                 if exc.code == "invalid":
                     self.d.transport.invalid(d.envelope, str(exc), f"adapter:{ra.name}", channel=d.channel, delivery=d)
                 else:
@@ -135,15 +138,20 @@ class Handlers:
                 return
             except Exception as exc:
                 self.d.statistics.count(ra.name, "failed")
+                patterns.unclaim(self.d.transport, d)
                 outcome = self.d.transport.nack(d, exc, f"adapter:{ra.name}")
                 log.warning("adapter %s could not deliver %s (%s): %s", ra.name, d.message_id, outcome, exc, extra={"adapter": ra.name})
                 return
+            except BaseException:  # kills the worker; the supervisor gives the message back
+                patterns.unclaim(self.d.transport, d)
+                raise
             # journaled with the acknowledgement: the trace shows the mapping and where it went
             mapping = ra.translation.mapping_name if ra.translation is not None and ra.translation.mapped(d.envelope) else None
             d.note = note(mapping=mapping, to=went if isinstance(went, str) else None)
             with self.d.transport.transaction() as tx:
-                patterns.record(tx, d)  # after the delivery, which no transaction holds
+                patterns.record(tx, d)  # after the delivery, which no transaction holds (claimed before it)
                 patterns.settle(tx, d)
+            patterns.release(self.d.transport, d)
             self.d.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
         return handle

@@ -381,6 +381,21 @@ def test_remember_is_a_replay_cache_with_a_time_to_live(transport: Transport) ->
     assert transport.remember("remember:nonces", "n2", 300) is False
 
 
+def test_claim_is_all_or_none_until_unclaimed_or_over(transport: Transport) -> None:
+    """``claim``: the lease an outbound adapter's Idempotent Receiver takes on a message's keys
+    before its delivery (see :meth:`~coupler.bus.transport.base.Transport.claim`)."""
+    later = time.time() + 300
+    assert transport.claim("adapter:x", ["id:1", "key:A"], later) is True
+    assert transport.claim("adapter:x", ["id:2", "key:A"], later) is False  # key:A taken: id:2 not claimed
+    assert transport.claim("adapter:x", ["id:2"], later) is True
+    assert transport.claim("adapter:y", ["key:A"], later) is True  # scopes are separate
+    transport.unclaim("adapter:x", ["id:1", "key:A"])
+    assert transport.claim("adapter:x", ["key:A"], later) is True
+    assert transport.claim("adapter:x", ["key:B"], time.time() - 0.001) is True  # over already
+    assert transport.claim("adapter:x", ["key:B"], later) is True
+    assert transport.seen("adapter:x", ["id:1", "id:2", "key:A", "key:B"]) == set()  # a claim is no record
+
+
 # -- Claim Check: large bodies stored aside, removed when no message refers to them ------------
 
 BIG = bytes(range(256)) * 40  # 10 KiB, over the fixture's claim-check threshold

@@ -46,6 +46,7 @@ Threads: a Transport object may be shared by threads (each gets its own connecti
 from __future__ import annotations
 
 import abc
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -359,6 +360,10 @@ class JournalQuery:
         if pattern is not None and pattern not in (keys or ""):
             return False
         return self.since is None or entry.at >= self.since
+
+
+#: guards the process-local claims of :meth:`Transport.claim` (the default implementation)
+_local_claims_lock = threading.Lock()
 
 
 class TransactionOps(abc.ABC):
@@ -704,6 +709,38 @@ class Transport(TransactionOps):
         was (a replay: a WS-Security nonce used twice). Every daemon of a site sees the same
         records (the idempotency records of the store, purged after the idempotency window,
         which must be longer than any ``ttl``)."""
+
+    # -- claims with a lease (an outbound adapter's Idempotent Receiver) ----------------------
+
+    def claim(self, scope: str, keys: Iterable[str], until: float) -> bool:
+        """Claim every one of ``keys`` in ``scope`` until ``until`` (epoch seconds), all or
+        none, atomically against every other worker and daemon of the site: True when none of
+        them is claimed by a live claim (one whose ``until`` has not passed), False (nothing
+        claimed) when one is. A claim ends with :meth:`unclaim` or when ``until`` passes, so
+        a process that dies holding one blocks nobody for longer than that.
+
+        Nothing is durable here: a claim lost in a crash is a claim that expired. This default
+        keeps the claims in this process, which is right for a store that one daemon uses
+        (the embedded SQLite store: one daemon per data directory); the stores several daemons
+        share keep them in the store (the storage transports, the broker's PostgreSQL)."""
+        keys = sorted(set(keys))
+        now = getattr(self, "clock", time.time)()  # keep_policy's clock (a transport that kept none: time)
+        with _local_claims_lock:
+            claims = self.__dict__.setdefault("_local_claims", {})
+            if any(claims.get((scope, k), 0.0) > now for k in keys):
+                return False
+            claims.update(((scope, k), until) for k in keys)
+            if len(claims) > 4096:  # expired ones of deliveries that never gave theirs up
+                for k in [k for k, u in claims.items() if u <= now]:
+                    del claims[k]
+        return True
+
+    def unclaim(self, scope: str, keys: Iterable[str]) -> None:
+        """Give up the claims of ``keys`` in ``scope`` (see :meth:`claim`)."""
+        with _local_claims_lock:
+            claims = self.__dict__.get("_local_claims", {})
+            for k in keys:
+                claims.pop((scope, k), None)
 
     # -- metrics ----------------------------------------------------------------------------
 

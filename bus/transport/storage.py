@@ -35,7 +35,8 @@ The keyed state table
 ``state(scope, keys, lock=...)`` and ``put_state(scope, values, ...)`` read and write small
 values (bytes) under ``(scope, key)``, in the same transaction as the message operations.
 The transport keeps channel configurations (scope ``channel``), subscriptions
-(``subscription``), idempotency keys (``seen:<consumer>``), the replay cache
+(``subscription``), idempotency keys (``seen:<consumer>``) and the claims on them of
+outbound deliveries (``claim:<consumer>``, until the delivery's lease ends), the replay cache
 (``remember:<scope>``), claim-checked bodies (``claim``), application identities
 (``identity``) and, by default, the counters (``counter``) there. Stateful steps (aggregation groups, resequencer buffers, process
 instances) use it through :meth:`StorageTransaction.get_state` /
@@ -350,6 +351,23 @@ class StorageTransport(Transport):
     def remember(self, scope: str, key: str, ttl: float) -> bool:
         with self.transaction() as tx:
             return bool(tx.stx.put_state(f"remember:{scope}", {key: b""}, expires_at=tx.now + ttl, only_new=True))
+
+    def claim(self, scope: str, keys: Iterable[str], until: float) -> bool:
+        # the keys absent or expired written in one upsert (PostgreSQL: a concurrent one of
+        # the same key waits for this short transaction, then finds it); all or none
+        keys = sorted(set(keys))
+        try:
+            with self.transaction() as tx:
+                if len(tx.stx.put_state(f"claim:{scope}", dict.fromkeys(keys, b""), expires_at=until,
+                                        only_new=True)) < len(keys):
+                    raise _Claimed
+        except _Claimed:
+            return False
+        return True
+
+    def unclaim(self, scope: str, keys: Iterable[str]) -> None:
+        with self.transaction() as tx:
+            tx.stx.put_state(f"claim:{scope}", dict.fromkeys(keys))
 
     def receive_wait(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
                      selector: Selector | str | None = None, wait: float = 0.0) -> list[Delivery]:
@@ -776,6 +794,10 @@ class StorageTransaction(TransactionOps):
         # in one order, so two transactions of several keys (two batches) never deadlock
         return self.stx.put_state(f"seen:{consumer}", dict.fromkeys(sorted(set(keys)), b""),
                                   expires_at=self.now + self.t.idempotency_retention, only_new=True)
+
+
+class _Claimed(Exception):
+    """A key of :meth:`StorageTransport.claim` is claimed already: its transaction rolls back."""
 
 
 class StateIdentityRepository(IdentityRepository):

@@ -533,6 +533,30 @@ class PgStore:
             )
             return cursor.rowcount == 1
 
+    def claim(self, scope: str, keys: Iterable[str], until: float) -> bool:
+        """Claim ``keys`` of ``scope`` until ``until``, all or none (see
+        :meth:`coupler.bus.transport.base.Transport.claim`): one upsert of the keys absent or
+        expired in the state table; a concurrent one of the same key waits for this short
+        transaction, then finds it."""
+        keys = sorted(set(keys))
+        if not keys:
+            return True
+        try:
+            with self.conn() as c:
+                rows = c.execute(*state_upsert(f"{self.schema}.state", f"claim:{scope}", dict.fromkeys(keys, b""),
+                                               until, time.time())).fetchall()
+                if len(rows) < len(keys):
+                    raise _Claimed
+        except _Claimed:
+            return False
+        return True
+
+    def unclaim(self, scope: str, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        if keys:
+            with self.conn() as c:
+                c.execute(*state_delete(f"{self.schema}.state", f"claim:{scope}", keys))
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         now = time.time()
         rows = [(consumer, k, now) for k in keys]
@@ -747,6 +771,10 @@ class PgStore:
     def next_dead_letter_id(self) -> int:
         with self.conn() as c:
             return int(c.execute(f"SELECT nextval('{self.schema}.dead_letter_ids')").fetchone()[0])
+
+
+class _Claimed(Exception):
+    """A key of :meth:`PgStore.claim` is claimed already: its transaction rolls back."""
 
 
 class StateTx:

@@ -574,6 +574,12 @@ class AmqpTransport(Transport):
     def remember(self, scope: str, key: str, ttl: float) -> bool:
         return self.store.remember(scope, key, ttl)
 
+    def claim(self, scope: str, keys: Iterable[str], until: float) -> bool:
+        return self.store.claim(scope, keys, until)
+
+    def unclaim(self, scope: str, keys: Iterable[str]) -> None:
+        self.store.unclaim(scope, keys)
+
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         tx = self._tx()
         if tx is not None:
