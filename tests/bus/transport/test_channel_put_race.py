@@ -10,47 +10,21 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
 from coupler.bus.runtime.control import StoreService, encode_envelope
 from coupler.bus.transport import storage
-from coupler.bus.transport.amqp import transport as amqp
 from coupler.bus.transport.amqp.transport import AmqpTransport
-from coupler.bus.transport.postgres.transport import PostgresTransport
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, cleanup, servers_or_fail, unique_names
 from tests.bus.transport.contract.support import doc, drain
-
-#: store -> (the class of its transactions, its table of recorded ids)
-STORES: dict[str, tuple[Any, str]] = {"amqp": (amqp._AmqpTx, "seen"), "postgres": (storage.StorageTransaction, "state")}
+from tests.bus.transport.multinode import STORES, daemons, waiting_on_a_lock
 
 
 @pytest.fixture(params=sorted(STORES))
 def two_daemons(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Any], str]]:
     """Two transports of one site (one prefix, one PostgreSQL schema), as two daemons have."""
-    servers_or_fail()
-    names = unique_names()
-    if request.param == "amqp":
-        transports: list[Any] = [AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open() for _ in range(2)]
-    else:
-        transports = [PostgresTransport(PG_DSN, schema=names["postgres_schema"]).open() for _ in range(2)]
-    try:
-        yield request.param, transports, names["postgres_schema"]
-    finally:
-        for t in transports:
-            t.close()
-        if request.param == "amqp":
-            cleanup(transports[0])
-        else:
-            transports[0].destroy()
+    with daemons(request.param) as (transports, schema):
+        yield request.param, transports, schema
 
-
-def _waiting_on_the_ids(table: str) -> bool:
-    """A backend of the site waits for a lock on its table of ids (the other's)."""
-    with psycopg.connect(PG_DSN, autocommit=True) as c:
-        row = c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                        (f"%{table}%",)).fetchone()
-    return bool(row and row[0])
 
 
 def test_two_puts_of_one_batch_at_once_put_it_once(two_daemons: tuple[str, list[Any], str],
@@ -68,7 +42,7 @@ def test_two_puts_of_one_batch_at_once_put_it_once(two_daemons: tuple[str, list[
         if not first:
             first.append(threading.current_thread().name)
             deadline = time.monotonic() + 30
-            while not (other_sent.wait(0.01) or _waiting_on_the_ids(f"{schema}.{table}")):
+            while not (other_sent.wait(0.01) or waiting_on_a_lock(f"{schema}.{table}")):
                 assert time.monotonic() < deadline, "the other put neither sent nor waited for the ids"
         else:
             other_sent.set()

@@ -12,41 +12,24 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
 from coupler.bus.config.loader import parse_site
 from coupler.bus.runtime.consumers import ConsumerPatterns
 from coupler.bus.runtime.router import Route
 from coupler.bus.runtime.steps.pipeline import Pipeline
-from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import Delivery
-from coupler.bus.transport.postgres.transport import PostgresTransport
 from coupler.canonical import Envelope, FormatIndicator
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, cleanup, servers_or_fail, unique_names
+from tests.bus.transport.multinode import STORES, daemons, waiting_on_a_lock
 
 SITE = '[[routes]]\nfrom = "in"\nidempotent_key = "properties.order_no"\n[[routes.rules]]\nto = ["out"]\n'
-#: store -> its table of idempotency keys
-TABLES = {"amqp": "seen", "postgres": "state"}
 FMT = FormatIndicator("acme.Order", 1, "application/json")
 
 
-@pytest.fixture(params=sorted(TABLES))
+@pytest.fixture(params=sorted(STORES))
 def site(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
-    servers_or_fail()
-    names = unique_names()
-    if request.param == "amqp":
-        t: Any = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
-    else:
-        t = PostgresTransport(PG_DSN, schema=names["postgres_schema"]).open()
-    try:
-        yield t, f"{names['postgres_schema']}.{TABLES[request.param]}"
-    finally:
-        t.close()
-        if request.param == "amqp":
-            cleanup(t)
-        else:
-            t.destroy()
+    with daemons(request.param, 1) as ((t,), schema):
+        yield t, f"{schema}.{STORES[request.param][1]}"
 
 
 def _route(t: Any) -> tuple[Pipeline, ConsumerPatterns]:
@@ -63,14 +46,6 @@ def _receive(t: Any, n: int) -> list[Delivery]:
         assert time.monotonic() < deadline, f"{len(got)} of {n} copies received"
         got += t.receive_wait("in", "route:in", max=n - len(got), wait=1.0)
     return got
-
-
-def _waiting_on_a_lock(table: str) -> bool:
-    """A backend waits for a lock in a statement on ``table`` (the other's key)."""
-    with psycopg.connect(PG_DSN, autocommit=True) as c:
-        row = c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                        (f"%{table}%",)).fetchone()
-    return bool(row and row[0])
 
 
 def _outputs(t: Any) -> list[Envelope]:
@@ -97,7 +72,7 @@ def test_two_copies_handled_at_once_are_handled_once(site: tuple[Any, str], monk
         if not first:
             first.append(threading.current_thread().name)
             deadline = time.monotonic() + 30
-            while not (other_ran.wait(0.01) or _waiting_on_a_lock(table)):
+            while not (other_ran.wait(0.01) or waiting_on_a_lock(table)):
                 assert time.monotonic() < deadline, "the other worker neither ran the steps nor waited for the key"
         else:
             other_ran.set()
@@ -166,7 +141,7 @@ def test_a_copy_waiting_for_one_that_fails_is_handled(site: tuple[Any, str], mon
         if not first:
             first.append(threading.current_thread().name)
             deadline = time.monotonic() + 30
-            while not _waiting_on_a_lock(table):
+            while not waiting_on_a_lock(table):
                 assert time.monotonic() < deadline, "the other worker did not wait for the key"
                 time.sleep(0.01)
             raise RuntimeError("a step's bug")

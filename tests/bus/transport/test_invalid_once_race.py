@@ -12,48 +12,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from coupler.bus.runtime.context import BusContext, Statistics
 from coupler.bus.transport import storage
-from coupler.bus.transport.amqp import transport as amqp
 from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import TransportError
-from coupler.bus.transport.postgres.transport import PostgresTransport
 from coupler.canonical import Envelope, FormatIndicator
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, cleanup, servers_or_fail, unique_names
-
-#: store -> (the class of its transactions, its table of idempotency keys)
-STORES: dict[str, tuple[Any, str]] = {"amqp": (amqp._AmqpTx, "seen"), "postgres": (storage.StorageTransaction, "state")}
+from tests.bus.transport.multinode import STORES, daemons, waiting_on_a_lock
 
 
 @pytest.fixture(params=sorted(STORES))
 def two_daemons(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Any], str]]:
     """Two transports of one site (one prefix, one PostgreSQL schema), as two daemons have."""
-    servers_or_fail()
-    names = unique_names()
-    if request.param == "amqp":
-        transports: list[Any] = [AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open() for _ in range(2)]
-    else:
-        transports = [PostgresTransport(PG_DSN, schema=names["postgres_schema"]).open() for _ in range(2)]
-    try:
-        yield request.param, transports, names["postgres_schema"]
-    finally:
-        for t in transports:
-            t.close()
-        if request.param == "amqp":
-            cleanup(transports[0])
-        else:
-            transports[0].destroy()
+    with daemons(request.param) as (transports, schema):
+        yield request.param, transports, schema
 
-
-def _waiting_on_the_key(table: str) -> bool:
-    """A backend of the site waits for a lock on its table of keys (the other's key)."""
-    with psycopg.connect(PG_DSN, autocommit=True) as c:
-        row = c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                        (f"%{table}%",)).fetchone()
-    return bool(row and row[0])
 
 
 def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
@@ -76,7 +50,7 @@ def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
         if not first:
             first.append(me)
             deadline = time.monotonic() + 30
-            while not (other_checked.wait(0.01) or _waiting_on_the_key(f"{schema}.{table}")):
+            while not (other_checked.wait(0.01) or waiting_on_a_lock(f"{schema}.{table}")):
                 assert time.monotonic() < deadline, "the other daemon neither checked the key nor waited for it"
         else:
             other_checked.set()

@@ -19,12 +19,10 @@ import pytest
 
 from coupler.bus.runtime.consumers import ConsumerPatterns
 from coupler.bus.runtime.handlers import Handlers
-from coupler.bus.transport.amqp.transport import AmqpTransport
 from coupler.bus.transport.base import Delivery
-from coupler.bus.transport.postgres.transport import PostgresTransport
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
-from tests.bus.transport.amqp.broker import AMQP_URL, PG_DSN, cleanup, servers_or_fail, unique_names
+from tests.bus.transport.multinode import daemons
 
 FMT = FormatIndicator("acme.Order", 1, "application/json")
 QUEUE = "adapter.legacy"
@@ -42,23 +40,8 @@ def workers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[An
         finally:
             t.close()
         return
-    servers_or_fail()
-    names = unique_names()
-    if request.param == "amqp":
-        a: Any = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
-        b: Any = AmqpTransport(AMQP_URL, postgres=PG_DSN, **names).open()
-    else:
-        a = PostgresTransport(PG_DSN, schema=names["postgres_schema"]).open()
-        b = PostgresTransport(PG_DSN, schema=names["postgres_schema"]).open()
-    try:
+    with daemons(request.param) as ((a, b), _schema):
         yield a, b
-    finally:
-        b.close()
-        a.close()
-        if request.param == "amqp":
-            cleanup(a)
-        else:
-            a.destroy()
 
 
 class Legacy:
