@@ -13,7 +13,7 @@ from coupler.bus.batch.jobs import translate
 from coupler.translators.copybook import avro, decoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.spark.avro_writer import FORMAT_METADATA_KEY
-from coupler.translators.spark.commit import SUCCESS_MARKER, read_manifest
+from coupler.translators.spark.commit import SUCCESS_MARKER, CommitError, OutputCommitter, read_manifest
 
 CASE = "01_test1_fixed_comp3_odo"
 OPTIONS = {"ebcdic_code_page": "common"}
@@ -67,6 +67,20 @@ def test_a_failed_job_leaves_no_output_and_no_staging(spark: Any, tmp_path: Path
          .option("avro_schema", json.dumps(schema)).option("format", "test.Pair@1").save(str(out)))
     assert not out.exists()
     assert not (tmp_path / ".pairs.staging").exists()
+
+
+def test_a_task_still_running_when_its_job_was_aborted_leaves_no_staging_folder(tmp_path: Path) -> None:
+    """A failed job's other tasks may still be running when the driver aborts it: one that
+    asks for its staging file afterwards made the job's folder again, and the staging folder
+    stayed behind the abort (seen once in the suite: the test above)."""
+    committer = OutputCommitter(str(tmp_path / "pairs"), "overwrite", "avro")
+    committer.check_target()  # the driver, before the job
+    path, _final = committer.task_path()
+    assert path.parent == committer.job_dir
+    committer.abort()  # the driver, after a task failed
+    with pytest.raises(CommitError, match="staging folder .* is gone: the job was aborted"):
+        committer.task_path()  # a task still running
+    assert not committer.staging_root.exists()
 
 
 def test_overwrite_replaces_the_whole_output(spark: Any, tmp_path: Path) -> None:

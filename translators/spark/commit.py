@@ -112,7 +112,12 @@ class OutputCommitter:
         if split is not None:  # the driver made the job's folder: a late attempt after the commit finds none
             final = f"part-{split:05d}-{self.job_id}.{self.extension}"
             return self.job_dir / f"{final}.run-{uuid.uuid4().hex[:12]}", final
-        self.job_dir.mkdir(parents=True, exist_ok=True)
+        if not self.job_dir.is_dir():  # made by the driver (check_target): never again by a task
+            # a task still running when its failed job was aborted would make it again, and
+            # leave the staging folder behind the abort
+            raise CommitError(f"the job's staging folder {self.job_dir} is gone: the job was aborted, or this "
+                              "executor does not see the driver's file system", where=self.output,
+                              hint="write to a file system every executor shares with the driver")
         partition, attempt = _task_ids()
         final = f"part-{partition:05d}-{self.job_id}.{self.extension}"
         return self.job_dir / f"{final}.attempt-{attempt}", final

@@ -136,6 +136,10 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+#: what a connection of :meth:`PgStore.state_tx` is for, as an error names it
+_USES = {"state": "step state", "seen": "idempotency keys"}
+
+
 class PgStore:
     """The shared state of a site in schema ``schema`` of the PostgreSQL database ``dsn``."""
 
@@ -582,7 +586,7 @@ class PgStore:
                 conn = psycopg.connect(self.dsn, autocommit=False, connect_timeout=10)
             except psycopg.Error as exc:
                 raise PgStoreError(
-                    f"cannot connect to PostgreSQL at {dsn_place(self.dsn)} (for {use}): {_one_line(exc)}",
+                    f"cannot connect to PostgreSQL at {dsn_place(self.dsn)} (for {_USES.get(use, use)}): {_one_line(exc)}",
                     where=self.keys[0],
                     hint="check the DSN, the password and that the server runs and accepts connections from this host",
                 ) from None
