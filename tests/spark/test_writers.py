@@ -13,7 +13,12 @@ from coupler.bus.batch.jobs import translate
 from coupler.translators.copybook import avro, decoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.spark.avro_writer import FORMAT_METADATA_KEY
-from coupler.translators.spark.commit import SUCCESS_MARKER, CommitError, OutputCommitter, read_manifest
+from coupler.translators.spark.commit import (
+    SUCCESS_MARKER,
+    CommitError,
+    OutputCommitter,
+    read_manifest,
+)
 
 CASE = "01_test1_fixed_comp3_odo"
 OPTIONS = {"ebcdic_code_page": "common"}
