@@ -145,9 +145,10 @@ class ConsumerPatterns:
         claim of a key, that is, delivers a copy right now: a ``nack`` (an attempt) delayed by
         the channel's lease, by when that claim is over (it ends with the other copy's lease),
         so that a copy waits once, not once per backoff step (a slow delivery would otherwise
-        use up its attempts and dead-letter it). The claim ends with :meth:`record` after the delivery, with
-        :meth:`unclaim` after a failed one, or with the lease of ``d`` (a daemon killed
-        mid-delivery: that copy comes again when its lease ends, and is delivered)."""
+        use up its attempts and dead-letter it). The claim ends with :meth:`unclaim` once
+        the delivery's keys are recorded (:meth:`record`) or the delivery failed, or with the
+        lease of ``d`` (a daemon killed mid-delivery: that copy comes again when its lease
+        ends, and is delivered)."""
         if self.idempotent is None:
             return True
         idempotent = self.idempotent
@@ -171,26 +172,21 @@ class ConsumerPatterns:
         return False
 
     def unclaim(self, transport: Transport, d: Delivery) -> None:
-        """Give up the claim of :meth:`claim` after a delivery that failed (its retry, or a
-        copy, is then delivered)."""
-        if self.idempotent is not None:
-            transport.unclaim(self.consumer, self.idempotent.keys(d.envelope))
-
-    def record(self, tx: TransactionOps, d: Delivery) -> None:
-        """Record ``d``'s keys in ``tx`` for the Idempotent Receiver when it was handled without
-        :meth:`screen` (an outbound adapter's delivery, made outside any transaction, under
-        the claim of :meth:`claim`, which :meth:`release` ends once ``tx`` committed)."""
-        if self.idempotent is not None:
-            self.idempotent.mark(tx, d.envelope)
-
-    def release(self, transport: Transport, d: Delivery) -> None:
-        """End the claim of a delivered ``d`` whose keys :meth:`record` committed (a copy
-        claiming them now finds them recorded); a claim not ended here ends with its lease."""
+        """End the claim of :meth:`claim`: after a delivery whose keys :meth:`record` committed
+        (a copy claiming them now finds them recorded), or after one that failed (its retry,
+        or a copy, is then delivered). A claim this cannot end ends with its lease."""
         if self.idempotent is not None:
             try:
                 transport.unclaim(self.consumer, self.idempotent.keys(d.envelope))
             except CouplerError as exc:
                 log.debug("%s: claim of %s left to its lease: %s", self.consumer, d.message_id, exc)
+
+    def record(self, tx: TransactionOps, d: Delivery) -> None:
+        """Record ``d``'s keys in ``tx`` for the Idempotent Receiver when it was handled without
+        :meth:`screen` (an outbound adapter's delivery, made outside any transaction, under
+        the claim of :meth:`claim`, which :meth:`unclaim` ends once ``tx`` committed)."""
+        if self.idempotent is not None:
+            self.idempotent.mark(tx, d.envelope)
 
     def settle(self, tx: TransactionOps, d: Delivery) -> None:
         """Acknowledge a handled message in ``tx`` (its keys were recorded by :meth:`screen`)."""

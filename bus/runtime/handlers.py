@@ -151,7 +151,7 @@ class Handlers:
             with self.d.transport.transaction() as tx:
                 patterns.record(tx, d)  # after the delivery, which no transaction holds (claimed before it)
                 patterns.settle(tx, d)
-            patterns.release(self.d.transport, d)
+            patterns.unclaim(self.d.transport, d)  # the keys are recorded: a copy now finds them
             self.d.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
         return handle
