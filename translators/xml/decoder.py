@@ -658,6 +658,12 @@ class _End:
 
 _END = _End()
 
+#: the errors a generated converter passes on instead of leaving its element to the next
+#: converter of its chain: a located error (a child's, from the end of the child's chain, or
+#: its own xsi:type's, as the interpreted converter finds it at the same attribute) and running
+#: out of stack (which converting again would only repeat, once per ancestor)
+_FOUND = (XmlValidationError, RecursionError)
+
 #: the values of xsi:nil that make an element nil
 _NIL = ("true", "1")
 
@@ -690,7 +696,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END,
+            "END": _END, "FOUND": _FOUND,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -1071,7 +1077,10 @@ class GeneratedConverters:
         body.append("return {" + ", ".join(f"{f.name!r}: {value}" for f, value in items) + "}")
         lines = [f"def {name}(elem):", "    try:"]
         lines += ["        " + line for line in body]
-        lines += ["    except Exception:", f"        return {back}(elem)"]
+        # a child's located error is the interpreted converter's already (the end of the child's
+        # own chain): converting this element again would only convert the child again, and
+        # every ancestor again, 2^depth times in all
+        lines += ["    except FOUND:", "        raise", "    except Exception:", f"        return {back}(elem)"]
         return "\n".join(lines) + "\n"
 
     def _linear(self, elements: list[tuple[int, Field]], record: Record, fused: Any) -> list[str]:

@@ -413,6 +413,39 @@ def test_a_comment_at_every_level_of_a_deep_document_converts_each_element_once(
         assert type(got) is EncodedRecord and got == out
 
 
+@pytest.mark.parametrize("where", ["value", "attribute", "unknown element"])
+def test_an_error_deep_in_a_document_is_found_once_not_once_per_ancestor(
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A generated converter leaves whatever it does not expect to its dispatching converter
+    and that one to the interpreted one; a refused child was one of those, so every ancestor
+    converted its subtree again, twice: 2^depth conversions of the innermost element
+    (a damaged HL7 CDA document took 6 s of CPU, found by ``COUPLER_FUZZ_SEED=167712014``).
+    A located error from a child now goes straight up: each element is converted at most
+    three times (generated, dispatching, interpreted), and the error is the interpreted
+    converter's."""
+    depth = 12
+    m = XsdModel.load(DATA / "orders/orders.xsd")
+    deep = _deep_bundles(depth)
+    damage = {"value": (b"<sku>B0</sku><quantity>1</quantity>", b"<sku>B0</sku><quantity>many</quantity>"),
+              "attribute": (b'<bundle number="0">', b'<bundle number="0" colour="red">'),
+              "unknown element": (b"<sku>B0</sku>", b"<sku>B0</sku><nope/>")}[where]
+    assert damage[0] in deep
+    deep = deep.replace(*damage, 1)
+    with pytest.raises(XmlValidationError) as oracle:
+        list(Decoder(m, m.element("orders").name, compiled=False).iter_records(deep, "orders/order"))
+    decoder = m.decoder("orders")
+    assert decoder.generated is not None
+    list(decoder.iter_records(_deep_bundles(depth), "orders/order"))  # makes the functions
+    calls: list[str] = []
+    original = decoder_module.RecordDecoder.__call__
+    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
+                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    with pytest.raises(XmlValidationError) as info:
+        list(decoder.iter_records(deep, "orders/order"))
+    assert str(info.value) == str(oracle.value)
+    assert len(calls) <= 2, Counter(calls)  # the innermost bundle (and its quantity's record); before: 2^12 and more
+
+
 def _count_fallbacks(monkeypatch, decoder, plain: bytes, schema: dict) -> list[str]:
     """The names of the dispatching converters (``*_d``) and interpreted record decoders called
     from now on, once ``plain`` has made the generated functions (both ways)."""
