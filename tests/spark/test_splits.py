@@ -193,7 +193,10 @@ def test_a_split_of_hierarchical_records_starts_at_a_root_record(tmp_path) -> No
 def test_a_worker_freezes_what_it_holds_after_its_first_split(tmp_path: Path) -> None:
     """PySpark runs ``gc.collect()`` after every task of a reused worker; after its first split
     a worker's modules and caches are frozen (``gc.freeze``) so those collections skip them,
-    once per process: later splits add nothing frozen (their garbage is still collected)."""
+    once per process: later splits add nothing frozen (their garbage is still collected).
+    Settling walks only the young generations (a full collection walks all the worker
+    holds: tens of milliseconds of every worker's first task), and their cyclic garbage is
+    collected, not frozen."""
     import subprocess
     import sys
 
@@ -203,10 +206,13 @@ def test_a_worker_freezes_what_it_holds_after_its_first_split(tmp_path: Path) ->
     data.write_bytes(b"".join(f"{i:06d}".encode("cp037") + b"\x00\x00\x00\x00\x0c" + b"\x40" * 40
                              for i in range(3000)))
     script = f"""
-import gc, json
+import gc, json, weakref
 freezes = []
 _freeze = gc.freeze
 gc.freeze = lambda: (freezes.append(gc.get_count()), _freeze())[1]
+collections = []
+_collect = gc.collect
+class Cycle: pass
 from coupler.translators.spark.codec import CopybookCodec
 from coupler.translators.spark.commit import OutputCommitter
 from coupler.translators.spark.direct import _Claiming, _SplitTask
@@ -219,14 +225,20 @@ splits = plan_splits([{str(data)!r}], framing, split_bytes=51 * 1000)
 items = [(FileSplit(s.path, 0, s.start, s.end, s.first_record, s.index), framing) for s in splits]
 slot = _Claiming(items, _SplitTask(codec, committer, "parquet", None, None), None)
 frozen = [gc.get_freeze_count()]
+cycle = Cycle(); cycle.me = cycle; young = weakref.ref(cycle); del cycle
+gc.collect = lambda *generation: (collections.append(generation), _collect(*generation))[1]
 for i in range(3):
     records = [m["records"] for m in slot(iter([i]))]
     frozen.append(gc.get_freeze_count())
-print(json.dumps({{"frozen": frozen, "records": records, "freezes": len(freezes)}}))
+gc.collect = _collect
+print(json.dumps({{"frozen": frozen, "records": records, "freezes": len(freezes),
+                  "collections": collections, "young_garbage_left": young() is not None}}))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     before, first, *_later = result["frozen"]
     assert before == 0 and first > 1000  # the modules and caches of the worker
     assert result["freezes"] == 1  # once per process
+    assert result["collections"] == [[1]]  # the young generations only, once
+    assert not result["young_garbage_left"]  # collected, not frozen
     assert result["records"] == [1000]
