@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from coupler.bus.model.selectors import BodyReader, SelectorError, field_list
-from coupler.bus.transport.base import Delivery, Transport
+from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
@@ -114,6 +114,12 @@ class IdempotentReceiver:
         """Record messages as processed (in the transaction that acknowledges them)."""
         envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
         store.mark_seen(self.consumer, [k for e in envs for k in self.keys(e)])
+
+    def record_claimed(self, tx: TransactionOps, envelope: Envelope) -> bool:
+        """:meth:`mark` of a message delivered under a claim of its keys, ending the claim with
+        ``tx``'s commit (``tx.record_claimed``); False when the store cannot (the caller ends
+        it after the commit)."""
+        return tx.record_claimed(self.consumer, self.keys(envelope))
 
     def fresh(self, transport: Transport, deliveries: list[Delivery]) -> list[Delivery]:
         """Of received ``deliveries``, those not processed yet. Duplicates are acknowledged

@@ -40,8 +40,20 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coupler.bus.transport import policy, sql_filters
 from coupler.bus.transport.amqp.file_state import PgFileState
-from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore, dsn_place
-from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
+from coupler.bus.transport.amqp.store import (
+    PgIdentityRepository,
+    PgStore,
+    claim_outcome,
+    claim_then_look,
+    dsn_place,
+)
+from coupler.bus.transport.base import (
+    ClaimOutcome,
+    DeadKind,
+    JournalEntry,
+    JournalQuery,
+    TransportError,
+)
 from coupler.bus.transport.storage import (
     Buried,
     JournalRow,
@@ -168,6 +180,22 @@ class PostgresTransport(StorageTransport):
 
     def _conn(self) -> psycopg.Connection[Any]:
         return self.store._connection()
+
+    def claim_fresh(self, consumer: str, keys: Iterable[str], until: float) -> ClaimOutcome:
+        """The claim and the look of :meth:`StorageTransport.claim_fresh` with their ``BEGIN``
+        and ``COMMIT`` in one round trip (:func:`~coupler.bus.transport.amqp.store.claim_then_look`)."""
+        if getattr(self._local, "tx", None) is not None:  # within this thread's transaction: its statements
+            return super().claim_fresh(consumer, keys, until)
+        keys = sorted(set(keys))
+        if not keys:
+            return "claimed"
+        now = self.clock()
+        table = f"{self.schema}.state"
+        look, look_args = sql_filters.state_select(table, f"seen:{consumer}", keys, now)
+        with self.store.pipelined() as c:
+            claimed, recorded = claim_then_look(c, table, f"claim:{consumer}", keys, until, now,
+                                                look.replace("SELECT key, value", "SELECT key", 1), look_args)
+        return claim_outcome(keys, claimed, recorded)
 
     @contextlib.contextmanager
     def begin(self) -> Iterator[PgTx]:
@@ -593,6 +621,13 @@ class PgTx(StorageTx):
             return set(gone)
         sql, args = sql_filters.state_upsert(f"{self.s}.state", scope, kept, expires_at, self.t.clock() if only_new else None)
         return set(gone) | {r[0] for r in self.x(sql, args).fetchall()}
+
+    def record_claimed(self, seen_scope: str, keys: list[str], expires_at: float, claim_scope: str) -> None:
+        # one statement: the claims deleted, the keys upserted (other rows: no conflict)
+        delete, delete_args = sql_filters.state_delete(f"{self.s}.state", claim_scope, keys)
+        upsert, upsert_args = sql_filters.state_upsert(f"{self.s}.state", seen_scope, dict.fromkeys(keys, b""),
+                                                       expires_at)
+        self.x(f"WITH unclaimed AS ({delete}) {upsert}", [*delete_args, *upsert_args])
 
     def forget(self, journal_before: float) -> int:
         self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))
