@@ -206,6 +206,7 @@ def _case(code: str | None, stack: str, keyed: bool, count: int, counting: bool,
         patterns = ConsumerPatterns.declared(t, f"adapter:{CONSUMER}", QUEUE, channel=None,
                                              idempotent_key=KEY if keyed else None, throttle=None,
                                              where="adapters[0]")
+        patterns.claims = True  # as the daemon's outbound workers do (code before it: an unused attribute)
         daemon = SimpleNamespace(transport=t, statistics=SimpleNamespace(count=lambda *a: None))
         ra = SimpleNamespace(name=CONSUMER, adapter=Legacy(), translation=None, outbound_envelope=lambda env: env)
         handle = Handlers(daemon).delivery_handler(ra, patterns)  # type: ignore[arg-type]

@@ -121,9 +121,13 @@ class IdempotentReceiver:
         it after the commit)."""
         return tx.record_claimed(self.consumer, self.keys(envelope))
 
-    def fresh(self, transport: Transport, deliveries: list[Delivery]) -> list[Delivery]:
+    def fresh(self, transport: Transport, deliveries: list[Delivery], *, look: bool = True) -> list[Delivery]:
         """Of received ``deliveries``, those not processed yet. Duplicates are acknowledged
-        (dropped); a message without the business key goes to the Invalid Message Channel."""
+        (dropped); a message without the business key goes to the Invalid Message Channel.
+        ``look=False``: only the latter, for a consumer whose handler looks for the keys
+        itself when it claims them (an outbound adapter's,
+        :meth:`coupler.bus.runtime.consumers.ConsumerPatterns.claim`): a look here would be a
+        store round trip per message that the claim makes again anyway."""
         if not deliveries:
             return []
         keyed: list[tuple[Delivery, list[str]]] = []
@@ -132,8 +136,8 @@ class IdempotentReceiver:
                 keyed.append((d, self.keys(d.envelope)))
             except BusinessKeyError as exc:
                 transport.invalid(d.envelope, exc.message, self.consumer, channel=d.channel, delivery=d)
-        if not keyed:
-            return []
+        if not keyed or not look:
+            return [d for d, _ in keyed]
         fresh: list[Delivery] = []
         # a read (no write transaction unless there are duplicates to acknowledge): the keys
         # are marked by the transaction that handles the message (``mark``), not here

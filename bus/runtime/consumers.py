@@ -50,6 +50,10 @@ class ConsumerPatterns:
     throttle: Throttle | None = None
     concurrency: int = 1
     assembler: SequenceAssembler | None = None
+    #: the handler claims the Idempotent Receiver's keys before it handles a message (an
+    #: outbound adapter's delivery, :meth:`claim`), which looks for recorded keys then: the
+    #: receiver does not look before it (it still refuses a message without the key)
+    claims: bool = False
 
     @classmethod
     def declared(
@@ -118,7 +122,7 @@ class ConsumerPatterns:
                         assembler.offer(d)
                 got = whole
             if idempotent is not None:
-                got = idempotent.fresh(transport, got)
+                got = idempotent.fresh(transport, got, look=not self.claims)
             return got
 
         return patterned

@@ -288,3 +288,35 @@ def test_a_claim_meeting_the_commit_that_records_waits_for_it_then_finds_the_key
         assert result == ["recorded"]
         assert b.claim(CONSUMER, ["id:W2"], later)  # its own claims deleted with the look
         assert a.claim(CONSUMER, ["id:W"], later)  # the recorded message's claim is gone
+
+
+def test_an_outbound_receiver_refuses_keyless_messages_and_leaves_the_look_to_the_claim(
+        workers: tuple[Any, Any]) -> None:
+    """The receiver of a consumer whose handler claims (``ConsumerPatterns.claims``, an
+    outbound adapter's worker) sends a message without the business key to the Invalid
+    Message Channel and lets the others through without looking for their keys: a copy of a
+    delivered message is dropped by the claim instead (the same outcome, one look fewer)."""
+    a, _ = workers
+    legacy = Legacy()
+    handle, patterns = _handler(a, legacy)
+    patterns.claims = True  # as the daemon's outbound workers
+    receive = patterns.receiver(a, lambda wait: a.receive_wait(QUEUE, CONSUMER, max=10, wait=wait))
+
+    def next_delivery() -> Delivery:
+        deadline = time.monotonic() + 30
+        while not (got := receive(1.0)):
+            assert time.monotonic() < deadline, "nothing received"
+        [d] = got
+        return d
+
+    a.send(QUEUE, [Envelope(format=FMT, body=b"{}"), _order("H-1")])  # the first has no order_no
+    first = next_delivery()
+    assert first.envelope.properties == {"order_no": "H-1"}
+    [invalid] = a.dead_letters(kind="invalid")
+    assert "has no properties.order_no" in invalid.reason
+    handle(first)
+    a.send(QUEUE, _order("H-1"))
+    copy = next_delivery()  # not dropped by the receiver: no look there
+    handle(copy)
+    assert legacy.delivered == [first.message_id]
+    assert patterns.idempotent is not None and patterns.idempotent.duplicates == 1
