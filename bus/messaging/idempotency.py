@@ -16,9 +16,12 @@ is either processed-and-recorded or neither. A route's receiver records the keys
 of its handling transaction instead, checking them in the same step (``mark_new``,
 :meth:`coupler.bus.runtime.consumers.ConsumerPatterns.screen`): a copy handled at that moment
 by another worker or daemon waits for it, then is dropped. An outbound adapter, whose delivery
-no transaction holds, claims the keys with a lease before the delivery (``Transport.claim``,
-:meth:`coupler.bus.runtime.consumers.ConsumerPatterns.claim`) and records them with the
-acknowledgement after it: a copy delivered meanwhile elsewhere is given back, then dropped.
+no transaction holds, claims the keys with a lease before the delivery and looks whether they
+were recorded meanwhile (``Transport.claim_fresh``,
+:meth:`coupler.bus.runtime.consumers.ConsumerPatterns.claim`), and records them with the
+acknowledgement after it, in the transaction that ends the claim (:meth:`record_claimed`): a
+copy delivered meanwhile elsewhere is given back, then dropped; its receiver does not look
+before the claim (``fresh(look=False)``).
 
 The daemon gives a receiver to every route and outbound adapter that declares
 ``idempotent_key`` in site.toml (:mod:`coupler.bus.runtime.daemon`); the file adapters'

@@ -9,8 +9,9 @@
   acknowledged without being handled; a route's keys are checked and recorded in one step at
   the start of the transaction that handles and acknowledges the message
   (:meth:`ConsumerPatterns.screen`); an outbound adapter's, whose delivery no transaction
-  holds, are claimed with a lease before the delivery (:meth:`ConsumerPatterns.claim`) and
-  recorded with the acknowledgement after it (:meth:`ConsumerPatterns.record`).
+  holds, are claimed with a lease before the delivery, and looked for then
+  (:meth:`ConsumerPatterns.claim`), and recorded with the acknowledgement after it, in the
+  transaction that ends the claim (:meth:`ConsumerPatterns.record`).
 * ``throttle``: a Message Throttle (:class:`~coupler.bus.messaging.throttle.Throttle`): each
   worker takes a token before it handles a message; ``concurrency`` workers share it.
 

@@ -191,10 +191,10 @@ class PostgresTransport(StorageTransport):
             return "claimed"
         now = self.clock()
         table = f"{self.schema}.state"
-        look, look_args = sql_filters.state_select(table, f"seen:{consumer}", keys, now)
+        look = f"SELECT key FROM {table} WHERE scope = %s AND key = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"
         with self.store.pipelined() as c:
             claimed, recorded = claim_then_look(c, table, f"claim:{consumer}", keys, until, now,
-                                                look.replace("SELECT key, value", "SELECT key", 1), look_args)
+                                                look, [f"seen:{consumer}", keys, now])
         return claim_outcome(keys, claimed, recorded)
 
     @contextlib.contextmanager
