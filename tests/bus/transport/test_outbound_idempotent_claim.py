@@ -320,3 +320,50 @@ def test_an_outbound_receiver_refuses_keyless_messages_and_leaves_the_look_to_th
     handle(copy)
     assert legacy.delivered == [first.message_id]
     assert patterns.idempotent is not None and patterns.idempotent.duplicates == 1
+
+
+def test_many_copies_delivered_by_competing_workers_reach_the_legacy_system_once_each(
+        workers: tuple[Any, Any]) -> None:
+    """Three copies of each of 20 orders, delivered by four workers (two a daemon) at once,
+    the legacy system slow enough for deliveries to overlap: each order reaches it once, and
+    every other copy is acknowledged as a duplicate (none lost, none dead-lettered)."""
+    a, b = workers
+    for t in {a, b}:
+        t.declare(QUEUE, lease_seconds=2.0)
+    orders = [f"M-{i}" for i in range(20)]
+    a.send(QUEUE, [_order(no) for no in orders for _ in range(3)])
+    legacy = Legacy()
+    reached: list[str] = []
+
+    class Slow:
+        def deliver(self, env: Envelope) -> str:
+            with legacy.lock:
+                reached.append(env.properties["order_no"])
+            time.sleep(0.005)
+            return legacy.deliver(env)
+
+    handlers = [_handler(t, Slow()) for t in (a, a, b, b)]
+    errors: list[BaseException] = []
+    deadline = time.monotonic() + 120
+
+    def settled() -> int:
+        return len(legacy.delivered) + sum(p.idempotent.duplicates for _, p in handlers if p.idempotent)
+
+    def work(t: Any, handle: Any) -> None:
+        try:
+            while settled() < 60 and time.monotonic() < deadline:
+                for d in t.receive_wait(QUEUE, CONSUMER, max=1, wait=0.2):
+                    handle(d)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t, h)) for t, (h, _) in zip((a, a, b, b), handlers, strict=True)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(150)
+    assert not errors, errors
+    assert sorted(reached) == sorted(orders), "an order reached the legacy system twice (or never)"
+    assert settled() == 60
+    assert a.dead_letters() == []
+    assert a.receive_wait(QUEUE, CONSUMER, max=1, wait=0.3) == []
