@@ -16,9 +16,12 @@ is either processed-and-recorded or neither. A route's receiver records the keys
 of its handling transaction instead, checking them in the same step (``mark_new``,
 :meth:`coupler.bus.runtime.consumers.ConsumerPatterns.screen`): a copy handled at that moment
 by another worker or daemon waits for it, then is dropped. An outbound adapter, whose delivery
-no transaction holds, claims the keys with a lease before the delivery (``Transport.claim``,
-:meth:`coupler.bus.runtime.consumers.ConsumerPatterns.claim`) and records them with the
-acknowledgement after it: a copy delivered meanwhile elsewhere is given back, then dropped.
+no transaction holds, claims the keys with a lease before the delivery and looks whether they
+were recorded meanwhile (``Transport.claim_fresh``,
+:meth:`coupler.bus.runtime.consumers.ConsumerPatterns.claim`), and records them with the
+acknowledgement after it, in the transaction that ends the claim (:meth:`record_claimed`): a
+copy delivered meanwhile elsewhere is given back, then dropped; its receiver does not look
+before the claim (``fresh(look=False)``).
 
 The daemon gives a receiver to every route and outbound adapter that declares
 ``idempotent_key`` in site.toml (:mod:`coupler.bus.runtime.daemon`); the file adapters'
@@ -32,7 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from coupler.bus.model.selectors import BodyReader, SelectorError, field_list
-from coupler.bus.transport.base import Delivery, Transport
+from coupler.bus.transport.base import Delivery, TransactionOps, Transport
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 
@@ -115,9 +118,19 @@ class IdempotentReceiver:
         envs = [envelopes] if isinstance(envelopes, Envelope) else list(envelopes)
         store.mark_seen(self.consumer, [k for e in envs for k in self.keys(e)])
 
-    def fresh(self, transport: Transport, deliveries: list[Delivery]) -> list[Delivery]:
+    def record_claimed(self, tx: TransactionOps, envelope: Envelope) -> bool:
+        """:meth:`mark` of a message delivered under a claim of its keys, ending the claim with
+        ``tx``'s commit (``tx.record_claimed``); False when the store cannot (the caller ends
+        it after the commit)."""
+        return tx.record_claimed(self.consumer, self.keys(envelope))
+
+    def fresh(self, transport: Transport, deliveries: list[Delivery], *, look: bool = True) -> list[Delivery]:
         """Of received ``deliveries``, those not processed yet. Duplicates are acknowledged
-        (dropped); a message without the business key goes to the Invalid Message Channel."""
+        (dropped); a message without the business key goes to the Invalid Message Channel.
+        ``look=False``: only the latter, for a consumer whose handler looks for the keys
+        itself when it claims them (an outbound adapter's,
+        :meth:`coupler.bus.runtime.consumers.ConsumerPatterns.claim`): a look here would be a
+        store round trip per message that the claim makes again anyway."""
         if not deliveries:
             return []
         keyed: list[tuple[Delivery, list[str]]] = []
@@ -126,8 +139,8 @@ class IdempotentReceiver:
                 keyed.append((d, self.keys(d.envelope)))
             except BusinessKeyError as exc:
                 transport.invalid(d.envelope, exc.message, self.consumer, channel=d.channel, delivery=d)
-        if not keyed:
-            return []
+        if not keyed or not look:
+            return [d for d, _ in keyed]
         fresh: list[Delivery] = []
         # a read (no write transaction unless there are duplicates to acknowledge): the keys
         # are marked by the transaction that handles the message (``mark``), not here

@@ -9,8 +9,9 @@
   acknowledged without being handled; a route's keys are checked and recorded in one step at
   the start of the transaction that handles and acknowledges the message
   (:meth:`ConsumerPatterns.screen`); an outbound adapter's, whose delivery no transaction
-  holds, are claimed with a lease before the delivery (:meth:`ConsumerPatterns.claim`) and
-  recorded with the acknowledgement after it (:meth:`ConsumerPatterns.record`).
+  holds, are claimed with a lease before the delivery, and looked for then
+  (:meth:`ConsumerPatterns.claim`), and recorded with the acknowledgement after it, in the
+  transaction that ends the claim (:meth:`ConsumerPatterns.record`).
 * ``throttle``: a Message Throttle (:class:`~coupler.bus.messaging.throttle.Throttle`): each
   worker takes a token before it handles a message; ``concurrency`` workers share it.
 
@@ -50,6 +51,10 @@ class ConsumerPatterns:
     throttle: Throttle | None = None
     concurrency: int = 1
     assembler: SequenceAssembler | None = None
+    #: the handler claims the Idempotent Receiver's keys before it handles a message (an
+    #: outbound adapter's delivery, :meth:`claim`), which looks for recorded keys then: the
+    #: receiver does not look before it (it still refuses a message without the key)
+    claims: bool = False
 
     @classmethod
     def declared(
@@ -118,7 +123,7 @@ class ConsumerPatterns:
                         assembler.offer(d)
                 got = whole
             if idempotent is not None:
-                got = idempotent.fresh(transport, got)
+                got = idempotent.fresh(transport, got, look=not self.claims)
             return got
 
         return patterned
@@ -138,55 +143,61 @@ class ConsumerPatterns:
     def claim(self, transport: Transport, d: Delivery, component: str) -> bool:
         """Whether to deliver ``d`` now, for a consumer whose handling no transaction holds (an
         outbound adapter's delivery to its legacy system): the Idempotent Receiver claims the
-        message's keys until ``d``'s lease ends (``transport.claim``, atomic across the site's
-        daemons), then checks that they were not recorded meanwhile. False when it settled
-        ``d`` itself: acknowledged as a duplicate (its keys recorded for good by the copy
-        delivered before), or given back for later while another worker or daemon holds a live
-        claim of a key, that is, delivers a copy right now: a ``nack`` (an attempt) delayed by
-        the channel's lease, by when that claim is over (it ends with the other copy's lease),
-        so that a copy waits once, not once per backoff step (a slow delivery would otherwise
-        use up its attempts and dead-letter it). The claim ends with :meth:`unclaim` once
-        the delivery's keys are recorded (:meth:`record`) or the delivery failed, or with the
-        lease of ``d`` (a daemon killed mid-delivery: that copy comes again when its lease
-        ends, and is delivered)."""
+        message's keys until ``d``'s lease ends and checks, after the claim was taken, that
+        they were not recorded meanwhile (``transport.claim_fresh``: atomic across the site's
+        daemons; one round trip on the shared stores). False when it settled ``d`` itself:
+        acknowledged as a duplicate (its keys recorded for good by the copy delivered before;
+        nothing stays claimed), or given back for later while another worker or daemon holds
+        a live claim of a key, that is, delivers a copy right now: a ``nack`` (an attempt)
+        delayed by the channel's lease, by when that claim is over (it ends with the other
+        copy's lease), so that a copy waits once, not once per backoff step (a slow delivery
+        would otherwise use up its attempts and dead-letter it). The claim ends with the
+        commit that records the delivery's keys (:meth:`record`; a copy claiming them at that
+        moment waits for it, then finds them recorded), with :meth:`unclaim` after a failed
+        delivery, or with the lease of ``d`` (a daemon killed mid-delivery: that copy comes
+        again when its lease ends, and is delivered)."""
         if self.idempotent is None:
             return True
         idempotent = self.idempotent
         keys = idempotent.keys(d.envelope)  # a keyless message was refused by the receiver
-        claimed = transport.claim(self.consumer, keys, d.lease_expires_at)
-        if transport.seen(self.consumer, keys):
-            if claimed:
-                transport.unclaim(self.consumer, keys)
+        outcome = transport.claim_fresh(self.consumer, keys, d.lease_expires_at)
+        if outcome == "recorded":
             transport.ack(d)
             idempotent.duplicates += 1
             log.info("%s dropped a duplicate delivered meanwhile by another worker: %s", self.consumer, d.message_id,
                      extra={"consumer": self.consumer})
             return False
-        if claimed:
+        if outcome == "claimed":
             return True
         lease = transport.channel_config(d.channel).lease_seconds or transport.lease_seconds
-        outcome = transport.nack(d, "a copy of this message (one of its idempotency keys) is being delivered by "
-                                    "another worker or daemon; tried again later", component, delay=lease)
+        given = transport.nack(d, "a copy of this message (one of its idempotency keys) is being delivered by "
+                                  "another worker or daemon; tried again later", component, delay=lease)
         log.info("%s gave back %s (%s): a copy is being delivered by another worker", self.consumer, d.message_id,
-                 outcome, extra={"consumer": self.consumer})
+                 given, extra={"consumer": self.consumer})
         return False
 
     def unclaim(self, transport: Transport, d: Delivery) -> None:
-        """End the claim of :meth:`claim`: after a delivery whose keys :meth:`record` committed
-        (a copy claiming them now finds them recorded), or after one that failed (its retry,
-        or a copy, is then delivered). A claim this cannot end ends with its lease."""
+        """End the claim of :meth:`claim`: after a delivery that failed (its retry, or a copy,
+        is then delivered), or after one whose keys :meth:`record` committed on a store that
+        keeps its claims apart from its transactions (it returned False). A claim this cannot
+        end ends with its lease."""
         if self.idempotent is not None:
             try:
                 transport.unclaim(self.consumer, self.idempotent.keys(d.envelope))
             except CouplerError as exc:
                 log.debug("%s: claim of %s left to its lease: %s", self.consumer, d.message_id, exc)
 
-    def record(self, tx: TransactionOps, d: Delivery) -> None:
+    def record(self, tx: TransactionOps, d: Delivery) -> bool:
         """Record ``d``'s keys in ``tx`` for the Idempotent Receiver when it was handled without
         :meth:`screen` (an outbound adapter's delivery, made outside any transaction, under
-        the claim of :meth:`claim`, which :meth:`unclaim` ends once ``tx`` committed)."""
-        if self.idempotent is not None:
-            self.idempotent.mark(tx, d.envelope)
+        the claim of :meth:`claim`), and end that claim with ``tx``'s commit
+        (``tx.record_claimed``): committed, the keys are recorded and unclaimed at once.
+        True when nothing is left to do once ``tx`` committed; False when the store keeps its
+        claims apart (the embedded store's, in the process): then :meth:`unclaim` ends the
+        claim after the commit."""
+        if self.idempotent is None:
+            return True
+        return self.idempotent.record_claimed(tx, d.envelope)
 
     def settle(self, tx: TransactionOps, d: Delivery) -> None:
         """Acknowledge a handled message in ``tx`` (its keys were recorded by :meth:`screen`)."""

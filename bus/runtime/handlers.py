@@ -149,9 +149,12 @@ class Handlers:
             mapping = ra.translation.mapping_name if ra.translation is not None and ra.translation.mapped(d.envelope) else None
             d.note = note(mapping=mapping, to=went if isinstance(went, str) else None)
             with self.d.transport.transaction() as tx:
-                patterns.record(tx, d)  # after the delivery, which no transaction holds (claimed before it)
+                # after the delivery, which no transaction holds (claimed before it); the claim
+                # ends with this commit, or after it (a store keeping its claims apart)
+                unclaimed = patterns.record(tx, d)
                 patterns.settle(tx, d)
-            patterns.unclaim(self.d.transport, d)  # the keys are recorded: a copy now finds them
+            if not unclaimed:
+                patterns.unclaim(self.d.transport, d)  # the keys are recorded: a copy now finds them
             self.d.statistics.count(ra.name, "sent")  # out: delivered to its legacy system
 
         return handle

@@ -68,6 +68,7 @@ class Workers:
             assert self.d.datatypes is not None
             source = self.source(ra.config.channel, ra.name)
             patterns = self.patterns(ra.name, ra.config.channel, source, ra.config)
+            patterns.claims = True  # the delivery handler claims the keys (and looks for them then)
             self.spawn(
                 f"deliver:{ra.name}", source, ra.name, self.d.handlers.delivery_handler(ra, patterns), ra.paused,
                 receive=self.d.datatypes.for_adapter(ra.name, source, ra.config.select), patterns=patterns,

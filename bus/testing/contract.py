@@ -396,6 +396,23 @@ def test_claim_is_all_or_none_until_unclaimed_or_over(transport: Transport) -> N
     assert transport.seen("adapter:x", ["id:1", "id:2", "key:A", "key:B"]) == set()  # a claim is no record
 
 
+def test_claim_fresh_claims_unless_recorded_or_claimed(transport: Transport) -> None:
+    """``claim_fresh``: the claim of an outbound delivery's keys and the look for them
+    recorded, together (see :meth:`~coupler.bus.transport.base.Transport.claim_fresh`)."""
+    later = time.time() + 300
+    assert transport.claim_fresh("adapter:x", ["id:1", "key:A"], later) == "claimed"
+    assert transport.claim_fresh("adapter:x", ["id:2", "key:A"], later) == "busy"  # nothing claimed
+    assert transport.claim("adapter:x", ["id:2"], later) is True
+    with transport.transaction() as tx:
+        ended = tx.record_claimed("adapter:x", ["id:1", "key:A"])
+    if not ended:  # a store keeping its claims apart: the caller ends them after the commit
+        transport.unclaim("adapter:x", ["id:1", "key:A"])
+    assert transport.seen("adapter:x", ["id:1", "key:A"]) == {"id:1", "key:A"}
+    assert transport.claim_fresh("adapter:x", ["id:3", "key:A"], later) == "recorded"
+    assert transport.claim("adapter:x", ["id:3", "key:A"], later) is True  # no claim left, of either key
+    assert transport.claim_fresh("adapter:y", ["key:A"], later) == "claimed"  # consumers are separate
+
+
 # -- Claim Check: large bodies stored aside, removed when no message refers to them ------------
 
 BIG = bytes(range(256)) * 40  # 10 KiB, over the fixture's claim-check threshold

@@ -70,6 +70,9 @@ DEFAULT_INVALID = "invalid"
 
 ChannelKind = Literal["queue", "topic"]
 DeadKind = Literal["dead", "invalid"]
+#: what :meth:`Transport.claim_fresh` did: claimed the keys (none recorded), found one recorded
+#: (nothing claimed), or found one under another live claim (nothing claimed)
+ClaimOutcome = Literal["claimed", "recorded", "busy"]
 
 
 class TransportError(CouplerError):
@@ -448,6 +451,17 @@ class TransactionOps(abc.ABC):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         """Record ``keys`` as processed by ``consumer`` (kept for the idempotency retention)."""
 
+    def record_claimed(self, consumer: str, keys: Iterable[str]) -> bool:
+        """:meth:`mark_seen` of ``keys`` for ``consumer``, and the end of the claims
+        (:meth:`Transport.claim`, scope ``consumer``) of them with this transaction's commit:
+        a copy claiming them afterwards finds them recorded, and the one that waited for this
+        transaction finds them too (an outbound adapter's delivery: recorded and unclaimed
+        with its acknowledgement). True when the claims end with the commit; False when this
+        store keeps the claims apart from its transactions (this default: the process's own
+        claims), and the caller ends them with :meth:`Transport.unclaim` once committed."""
+        self.mark_seen(consumer, keys)
+        return False
+
     def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
         """:meth:`seen` and :meth:`mark_seen` in one step: record those of ``keys`` that
         ``consumer`` has not recorded yet, and return them. Atomic against every other
@@ -741,6 +755,22 @@ class Transport(TransactionOps):
             claims = self.__dict__.get("_local_claims", {})
             for k in keys:
                 claims.pop((scope, k), None)
+
+    def claim_fresh(self, consumer: str, keys: Iterable[str], until: float) -> ClaimOutcome:
+        """:meth:`claim` of ``keys`` in scope ``consumer`` until ``until``, then :meth:`seen`
+        of them for ``consumer``, checked after the claim was taken (a delivery that recorded
+        them and ended its claim meanwhile is seen): ``"claimed"`` when every key is claimed
+        and none recorded; ``"recorded"`` when one is recorded already (nothing stays claimed:
+        a duplicate); ``"busy"`` when another live claim holds one and none is recorded
+        (nothing claimed). This default makes the two calls (and :meth:`unclaim` when the
+        keys were claimed and found recorded); a shared store does it in one round trip."""
+        keys = list(keys)
+        claimed = self.claim(consumer, keys, until)
+        if self.seen(consumer, keys):
+            if claimed:
+                self.unclaim(consumer, keys)
+            return "recorded"
+        return "claimed" if claimed else "busy"
 
     # -- metrics ----------------------------------------------------------------------------
 

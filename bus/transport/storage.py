@@ -70,6 +70,7 @@ from coupler.bus.transport import policy
 from coupler.bus.transport.base import (
     ChannelConfig,
     ChannelStats,
+    ClaimOutcome,
     DeadKind,
     DeadLetter,
     Delivery,
@@ -257,6 +258,27 @@ class StorageTx(abc.ABC):
             self.append(rows)
         return held
 
+    def claim_fresh(self, claim_scope: str, seen_scope: str, keys: list[str], until: float) -> ClaimOutcome:
+        """Claim ``keys`` (sorted, distinct) under ``claim_scope`` until ``until``, all or
+        none, then look for them under ``seen_scope``, in this transaction (see
+        :meth:`~coupler.bus.transport.base.Transport.claim_fresh`): the claims written by the
+        upsert of the keys absent or expired (a concurrent one of the same key waits for this
+        transaction, then finds it), deleted again when not all of them were or when a key is
+        recorded. The look comes after the upsert (PostgreSQL: a statement of its own, so
+        that a transaction it waited for, which recorded the keys and ended its claim, is
+        seen). A store may send it all in one round trip."""
+        claimed = self.put_state(claim_scope, dict.fromkeys(keys, b""), expires_at=until, only_new=True)
+        recorded = self.state(seen_scope, keys)
+        if claimed and (recorded or len(claimed) < len(keys)):
+            self.put_state(claim_scope, dict.fromkeys(claimed))
+        return "recorded" if recorded else "claimed" if len(claimed) == len(keys) else "busy"
+
+    def record_claimed(self, seen_scope: str, keys: list[str], expires_at: float, claim_scope: str) -> None:
+        """Write ``keys`` under ``seen_scope`` (empty values, until ``expires_at``) and delete
+        them under ``claim_scope``, in this transaction (a store may do it in one statement)."""
+        self.put_state(claim_scope, dict.fromkeys(keys))
+        self.put_state(seen_scope, dict.fromkeys(keys, b""), expires_at=expires_at)
+
     def channels(self) -> set[str]:
         """Every channel holding messages now."""
         return set()
@@ -368,6 +390,14 @@ class StorageTransport(Transport):
     def unclaim(self, scope: str, keys: Iterable[str]) -> None:
         with self.transaction() as tx:
             tx.stx.put_state(f"claim:{scope}", dict.fromkeys(keys))
+
+    def claim_fresh(self, consumer: str, keys: Iterable[str], until: float) -> ClaimOutcome:
+        with self.transaction() as tx:
+            return tx.stx.claim_fresh(f"claim:{consumer}", f"seen:{consumer}", sorted(set(keys)), until)
+
+    def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        with self.transaction(alone=True) as tx:  # one read: a transaction of its own
+            return tx.seen(consumer, keys)
 
     def receive_wait(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
                      selector: Selector | str | None = None, wait: float = 0.0) -> list[Delivery]:
@@ -787,6 +817,12 @@ class StorageTransaction(TransactionOps):
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         self.stx.put_state(f"seen:{consumer}", dict.fromkeys(keys, b""),
                            expires_at=self.now + self.t.idempotency_retention)
+
+    def record_claimed(self, consumer: str, keys: Iterable[str]) -> bool:
+        # the claims are rows of the keyed state too: deleted in this transaction
+        self.stx.record_claimed(f"seen:{consumer}", sorted(set(keys)), self.now + self.t.idempotency_retention,
+                                f"claim:{consumer}")
+        return True
 
     def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
         # one upsert of the keys not there yet: a concurrent one of the same key waits on its

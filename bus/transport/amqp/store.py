@@ -45,7 +45,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from coupler.bus.model.identities import Identity, IdentityError, IdentityRepository, Registration
-from coupler.bus.transport.base import ChannelConfig, JournalEntry, JournalQuery, TransportError
+from coupler.bus.transport.base import (
+    ChannelConfig,
+    ClaimOutcome,
+    JournalEntry,
+    JournalQuery,
+    TransportError,
+)
 from coupler.bus.transport.ddl import file_state, metadata, postgres
 from coupler.bus.transport.policy import COUNTERS, IDENTITY_REGISTERED
 from coupler.bus.transport.sql_filters import (
@@ -322,6 +328,26 @@ class PgStore:
             yield conn
 
     @contextlib.contextmanager
+    def pipelined(self, *, durable: bool = False) -> Iterator[Any]:
+        """:meth:`conn` in one round trip: the transaction's ``BEGIN``, the statements of the
+        block and its ``COMMIT`` go out together when the block ends (pipeline mode); their
+        results are read after it. A statement that fails rolls it all back."""
+        conn = self._connection()
+        with self.reporting(conn):
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    if durable and not self.synchronous_commit:
+                        conn.execute("SET LOCAL synchronous_commit = on")
+                    yield conn
+                    conn.execute("COMMIT")
+            except BaseException:
+                if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
     def reporting(self, conn: Any) -> Iterator[None]:
         """psycopg's errors on ``conn`` as :class:`PgStoreError` naming the site's DSN key (the
         connection broken: closed) or the schema."""
@@ -517,8 +543,9 @@ class PgStore:
         keys = list(keys)
         if not keys:
             return set()
-        with self.conn() as c:
-            rows = c.execute(
+        conn = self._connection()
+        with self.reporting(conn):  # one read: no BEGIN and COMMIT around it
+            rows = conn.execute(
                 f"SELECT key FROM {self.schema}.seen WHERE consumer = %s AND key = ANY(%s)",
                 (consumer, keys),
             ).fetchall()
@@ -561,17 +588,34 @@ class PgStore:
             with self.conn() as c:
                 c.execute(*state_delete(f"{self.schema}.state", f"claim:{scope}", keys))
 
-    def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
-        now = time.time()
-        rows = [(consumer, k, now) for k in keys]
-        if not rows:
+    def claim_fresh(self, scope: str, keys: Iterable[str], until: float) -> ClaimOutcome:
+        """:meth:`claim` of ``keys`` in ``scope``, then :meth:`seen` of them for consumer
+        ``scope`` (see :meth:`coupler.bus.transport.base.Transport.claim_fresh`), in one
+        round trip: :func:`claim_then_look` in the table ``seen``."""
+        keys = sorted(set(keys))
+        if not keys:
+            return "claimed"
+        with self.pipelined() as c:
+            claimed, recorded = claim_then_look(
+                c, f"{self.schema}.state", f"claim:{scope}", keys, until, time.time(),
+                f"SELECT key FROM {self.schema}.seen WHERE consumer = %s AND key = ANY(%s)", [scope, keys])
+        return claim_outcome(keys, claimed, recorded)
+
+    def mark_seen(self, consumer: str, keys: Iterable[str], *, unclaim: str | None = None) -> None:
+        """Record ``keys`` of ``consumer``, durably, in one round trip; ``unclaim``: and end
+        the claims of them in that scope (:meth:`claim`) in the same transaction, so that a
+        copy claiming them afterwards finds them recorded."""
+        keys = sorted(set(keys))
+        if not keys:
             return
-        with self.conn(durable=True) as c, c.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) VALUES (%s, %s, %s) "
-                "ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at",
-                rows,
+        with self.pipelined(durable=True) as c:
+            c.execute(
+                f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) SELECT %s, k, %s FROM unnest(%s::text[]) AS k "
+                "ORDER BY k ON CONFLICT (consumer, key) DO UPDATE SET seen_at = excluded.seen_at",
+                (consumer, time.time(), keys),
             )
+            if unclaim is not None:
+                c.execute(*state_delete(f"{self.schema}.state", f"claim:{unclaim}", keys))
 
     # -- keyed state of stateful steps ----------------------------------------------------
 
@@ -779,6 +823,37 @@ class PgStore:
 
 class _Claimed(Exception):
     """A key of :meth:`PgStore.claim` is claimed already: its transaction rolls back."""
+
+
+def claim_then_look(conn: Any, table: str, scope: str, keys: list[str], until: float, now: float,
+                    look: str, look_args: list[Any]) -> tuple[Any, Any]:
+    """Two statements of the transaction open on ``conn`` (in pipeline mode: sent together):
+    the claim of ``keys`` (sorted, distinct) under ``scope`` of the keyed-state ``table`` until
+    ``until`` (the upsert of those absent or expired at ``now``, each with this call's own
+    value), then ``look`` (``SELECT key`` of the keys recorded, with ``look_args``), which
+    also deletes this call's claims when a key is recorded or when not every key was claimed
+    (all or none). The look is a statement of its own, after the upsert: under READ COMMITTED
+    it sees every transaction the upsert waited for (one that recorded the keys and ended
+    its claim), which a look in the upsert's own statement, of the snapshot taken before the
+    wait, would miss. Returns the two statements' cursors, for :func:`claim_outcome` once
+    the pipeline is synced."""
+    mine = uuid.uuid4().bytes
+    claimed = conn.execute(*state_upsert(table, scope, dict.fromkeys(keys, mine), until, now))
+    recorded = conn.execute(
+        f"WITH r AS ({look}), "
+        f"d AS (DELETE FROM {table} WHERE scope = %s AND key = ANY(%s) AND value = %s AND "
+        f"(EXISTS (SELECT 1 FROM r) OR (SELECT count(*) FROM {table} WHERE scope = %s AND key = ANY(%s) "
+        "AND value = %s) < %s)) SELECT key FROM r",
+        [*look_args, scope, keys, mine, scope, keys, mine, len(keys)],
+    )
+    return claimed, recorded
+
+
+def claim_outcome(keys: list[str], claimed: Any, recorded: Any) -> ClaimOutcome:
+    """What :func:`claim_then_look`'s cursors say, once its pipeline is synced."""
+    if recorded.fetchall():
+        return "recorded"
+    return "claimed" if len(claimed.fetchall()) == len(keys) else "busy"
 
 
 class StateTx:

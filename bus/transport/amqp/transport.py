@@ -99,6 +99,7 @@ from coupler.bus.transport.base import (
     DEFAULT_INVALID,
     ChannelConfig,
     ChannelStats,
+    ClaimOutcome,
     DeadKind,
     DeadLetter,
     Delivery,
@@ -579,6 +580,9 @@ class AmqpTransport(Transport):
 
     def unclaim(self, scope: str, keys: Iterable[str]) -> None:
         self.store.unclaim(scope, keys)
+
+    def claim_fresh(self, consumer: str, keys: Iterable[str], until: float) -> ClaimOutcome:
+        return self.store.claim_fresh(consumer, keys, until)
 
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
         tx = self._tx()
@@ -1700,7 +1704,8 @@ class _AmqpTx(TransactionOps):
         self.acks: list[Delivery] = []
         self.nacks: list[tuple[Delivery, str, str, NackDecision]] = []
         self.invalids: list[tuple[int, Envelope | bytes, str, str, str | None, Delivery | None]] = []
-        self.marks: list[tuple[str, list[str]]] = []
+        #: keys to record (consumer, keys, whether their claims end with them)
+        self.marks: list[tuple[str, list[str], bool]] = []
         #: step state: a PostgreSQL transaction opened by the first get/put, committed after
         #: the outputs are published and before the acknowledgements
         self.state: StateTx | None = None
@@ -1773,7 +1778,12 @@ class _AmqpTx(TransactionOps):
         return self.t.store.seen(consumer, keys)
 
     def mark_seen(self, consumer: str, keys: Iterable[str]) -> None:
-        self.marks.append((consumer, list(keys)))
+        self.marks.append((consumer, list(keys), False))
+
+    def record_claimed(self, consumer: str, keys: Iterable[str]) -> bool:
+        # recorded and unclaimed in one PostgreSQL transaction, before the acknowledgements
+        self.marks.append((consumer, list(keys), True))
+        return True
 
     def mark_new(self, consumer: str, keys: Iterable[str]) -> set[str]:
         if self.keys is None:
@@ -1811,8 +1821,8 @@ class _AmqpTx(TransactionOps):
                 self.keys = None
             if outbox is not None:
                 t.store.outbox_done(outbox)
-            for consumer, keys in self.marks:
-                t.store.mark_seen(consumer, keys)
+            for consumer, keys, unclaim in self.marks:
+                t.store.mark_seen(consumer, keys, unclaim=consumer if unclaim else None)
             if self.acks:
                 t._call(lambda link: t._ack(link, self.acks, journal), retry=False)
         except BaseException:

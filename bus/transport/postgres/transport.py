@@ -40,8 +40,20 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from coupler.bus.transport import policy, sql_filters
 from coupler.bus.transport.amqp.file_state import PgFileState
-from coupler.bus.transport.amqp.store import PgIdentityRepository, PgStore, dsn_place
-from coupler.bus.transport.base import DeadKind, JournalEntry, JournalQuery, TransportError
+from coupler.bus.transport.amqp.store import (
+    PgIdentityRepository,
+    PgStore,
+    claim_outcome,
+    claim_then_look,
+    dsn_place,
+)
+from coupler.bus.transport.base import (
+    ClaimOutcome,
+    DeadKind,
+    JournalEntry,
+    JournalQuery,
+    TransportError,
+)
 from coupler.bus.transport.storage import (
     Buried,
     JournalRow,
@@ -168,6 +180,22 @@ class PostgresTransport(StorageTransport):
 
     def _conn(self) -> psycopg.Connection[Any]:
         return self.store._connection()
+
+    def claim_fresh(self, consumer: str, keys: Iterable[str], until: float) -> ClaimOutcome:
+        """The claim and the look of :meth:`StorageTransport.claim_fresh` with their ``BEGIN``
+        and ``COMMIT`` in one round trip (:func:`~coupler.bus.transport.amqp.store.claim_then_look`)."""
+        if getattr(self._local, "tx", None) is not None:  # within this thread's transaction: its statements
+            return super().claim_fresh(consumer, keys, until)
+        keys = sorted(set(keys))
+        if not keys:
+            return "claimed"
+        now = self.clock()
+        table = f"{self.schema}.state"
+        look = f"SELECT key FROM {table} WHERE scope = %s AND key = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"
+        with self.store.pipelined() as c:
+            claimed, recorded = claim_then_look(c, table, f"claim:{consumer}", keys, until, now,
+                                                look, [f"seen:{consumer}", keys, now])
+        return claim_outcome(keys, claimed, recorded)
 
     @contextlib.contextmanager
     def begin(self) -> Iterator[PgTx]:
@@ -326,10 +354,14 @@ class PgTx(StorageTx):
         self.journal_rows: list[JournalRow] = []
         self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
+        #: the writes of :meth:`record_claimed` not sent yet (statements of the keyed state
+        #: and their parameters), and the keys they write
+        self.records: list[tuple[str, list[Any]]] = []
+        self.recorded: set[tuple[str, str]] = set()
 
     def x(self, sql: str, params: Any = None, *, literal: bool = False, **options: Any) -> psycopg.Cursor[Any]:
-        """Run a statement of this transaction, after the writes kept so far. The first one
-        goes out with its ``BEGIN`` (one round trip: pipeline mode), or alone in a
+        """Run a statement of this transaction, after the writes kept so far (with them: one
+        round trip, pipeline mode). The first one goes out with its ``BEGIN`` too, or alone in a
         transaction of its own when this transaction is :attr:`alone`. ``literal``: values
         inlined, planned for them (a journal query's time range), not generically."""
         run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
@@ -338,7 +370,7 @@ class PgTx(StorageTx):
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
             return run(sql, params, **options)
         begin, self.begun = not self.begun, True
-        with self.c.pipeline() if begin else contextlib.nullcontext():
+        with self.c.pipeline() if begin or writes else contextlib.nullcontext():
             if begin:
                 self.c.execute("BEGIN")
             if writes:
@@ -359,7 +391,7 @@ class PgTx(StorageTx):
     def _writes(self) -> tuple[str, list[Any], bool] | None:
         """The writes kept (emptied): one statement, its parameters and whether they go in
         binary (arrays); None when there are none."""
-        if not (self.puts or self.journal_rows or self.notify):
+        if not (self.puts or self.journal_rows or self.notify or self.records):
             return None
         parts: list[str] = []
         params: list[Any] = []
@@ -368,6 +400,9 @@ class PgTx(StorageTx):
             binary |= _rows(parts, params, table, _PUT, rows)
         if self.journal_rows:
             binary |= _rows(parts, params, f"{self.s}.journal", _JOURNAL, self.journal_rows)
+        for part, args in self.records:
+            parts.append(part)
+            params.extend(args)
         # a channel is announced only when it had no ready message: a receiver waits only
         # after finding none, and one that skipped a message another was leasing at that
         # moment looks again within 0.25 s (a busy channel's consumers need no wake-ups)
@@ -377,6 +412,7 @@ class PgTx(StorageTx):
         for channel, ready in sorted(self.notify.items()):
             params += [self.t.notify_channel, channel, ready]
         self.puts, self.journal_rows, self.notify = {}, [], {}
+        self.records, self.recorded = [], set()
         ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
         return (f"WITH {ctes} SELECT {tail}" if ctes else f"SELECT {tail}"), params, binary
 
@@ -593,6 +629,18 @@ class PgTx(StorageTx):
             return set(gone)
         sql, args = sql_filters.state_upsert(f"{self.s}.state", scope, kept, expires_at, self.t.clock() if only_new else None)
         return set(gone) | {r[0] for r in self.x(sql, args).fetchall()}
+
+    def record_claimed(self, seen_scope: str, keys: list[str], expires_at: float, claim_scope: str) -> None:
+        # writes nobody waits for: kept, and sent with the next statement (an acknowledgement's
+        # settle: one round trip for both) or the COMMIT, as parts of the one statement of the
+        # kept writes (the claims deleted, the keys upserted: rows of their own)
+        rows = {(scope, k) for scope in (seen_scope, claim_scope) for k in keys}
+        if rows & self.recorded:  # a row twice in one statement: the kept ones go first
+            self.x("SELECT 1")
+        self.records.append(sql_filters.state_delete(f"{self.s}.state", claim_scope, keys))
+        self.records.append(sql_filters.state_upsert(f"{self.s}.state", seen_scope, dict.fromkeys(keys, b""),
+                                                     expires_at))
+        self.recorded |= rows
 
     def forget(self, journal_before: float) -> int:
         self.x(f"DELETE FROM {self.s}.state WHERE expires_at <= %s", (self.t.clock(),))

@@ -22,7 +22,7 @@ from coupler.bus.runtime.handlers import Handlers
 from coupler.bus.transport.base import Delivery
 from coupler.bus.transport.sqlite.transport import SqliteTransport
 from coupler.canonical import Envelope, FormatIndicator
-from tests.bus.transport.multinode import daemons
+from tests.bus.transport.multinode import daemons, waiting_on_a_lock
 
 FMT = FormatIndicator("acme.Order", 1, "application/json")
 QUEUE = "adapter.legacy"
@@ -220,3 +220,150 @@ def test_a_worker_killed_by_its_delivery_gives_up_its_claim(workers: tuple[Any, 
     [again] = _receive(b, 1)
     handle_b(again)
     assert legacy.delivered == [d.message_id]
+
+
+def test_claim_fresh_claims_or_reports_recorded_keys_and_holds_nothing_then(workers: tuple[Any, Any]) -> None:
+    """``Transport.claim_fresh``: the claim and the look for recorded keys of one delivery
+    (one round trip on the shared stores); a claim found recorded, or not whole, leaves no
+    claim behind. ``record_claimed`` ends the claim with the commit that records the keys
+    on the shared stores (the embedded one ends its in-process claim after the commit)."""
+    a, b = workers
+    later = time.time() + 60
+    assert a.claim_fresh(CONSUMER, ["id:1", "key:F-1"], later) == "claimed"
+    assert b.claim_fresh(CONSUMER, ["id:2", "key:F-1"], later) == "busy"  # key:F-1 is being delivered
+    assert b.claim_fresh(CONSUMER, ["id:2"], later) == "claimed"  # the busy one claimed nothing
+    with a.transaction() as tx:
+        unclaimed = tx.record_claimed(CONSUMER, ["key:F-1", "id:1"])
+    assert unclaimed is (a is not b)  # the shared stores: in the commit
+    if not unclaimed:
+        a.unclaim(CONSUMER, ["key:F-1", "id:1"])
+    assert a.seen(CONSUMER, ["id:1", "key:F-1"]) == {"id:1", "key:F-1"}
+    assert b.claim_fresh(CONSUMER, ["id:3", "key:F-1"], later) == "recorded"
+    assert b.claim(CONSUMER, ["id:3"], later)  # the copy found recorded left no claim of its own id
+    assert b.claim_fresh(CONSUMER, ["id:4", "key:F-2"], time.time() - 0.001) == "claimed"  # over already
+    assert a.claim_fresh(CONSUMER, ["key:F-2"], later) == "claimed"
+
+
+def test_a_copy_whose_claim_finds_its_keys_recorded_is_acknowledged_as_a_duplicate(workers: tuple[Any, Any]) -> None:
+    """A copy that reaches the delivery handler after the first copy was delivered and
+    recorded (past the receiver's look, e.g. received just before that commit) is acknowledged
+    by the claim, which reports the keys recorded: never delivered, nothing left claimed."""
+    a, b = workers
+    legacy = Legacy()
+    handle_a, _ = _handler(a, legacy)
+    handle_b, patterns_b = _handler(b, legacy)
+    a.send(QUEUE, _order("G-1"))
+    [first] = _receive(a, 1)
+    handle_a(first)
+    assert legacy.delivered == [first.message_id]
+    b.send(QUEUE, _order("G-1"))
+    [copy] = _receive(b, 1)
+    handle_b(copy)  # the handler itself, not the receiver's look before it
+    assert legacy.delivered == [first.message_id]
+    assert patterns_b.idempotent is not None and patterns_b.idempotent.duplicates == 1
+    assert b.receive_wait(QUEUE, CONSUMER, max=1, wait=0.5) == []  # acknowledged, not given back
+    assert b.claim(CONSUMER, [f"id:{copy.message_id}"], time.time() + 60)  # no claim left behind
+
+
+def test_a_claim_meeting_the_commit_that_records_waits_for_it_then_finds_the_keys(tmp_path: Path) -> None:
+    """PostgreSQL-only store: the claim of a delivered message ends in the transaction that
+    records its keys and acknowledges it. Another daemon's claim of the same key meanwhile
+    waits for that transaction, then finds the keys recorded (and holds no claim)."""
+    with daemons("postgres") as ((a, b), schema):
+        later = time.time() + 60
+        assert a.claim_fresh(CONSUMER, ["id:W", "key:W-1"], later) == "claimed"
+        result: list[str] = []
+        th = threading.Thread(target=lambda: result.append(b.claim_fresh(CONSUMER, ["id:W2", "key:W-1"], later)))
+        with a.transaction() as tx:
+            assert tx.record_claimed(CONSUMER, ["id:W", "key:W-1"]) is True
+            assert tx.seen(CONSUMER, ["key:W-1"]) == {"key:W-1"}
+            th.start()
+            deadline = time.monotonic() + 30
+            while not waiting_on_a_lock(f"{schema}.state"):  # b's claim waits on the claim row
+                assert time.monotonic() < deadline, "the other daemon's claim did not wait"
+                assert not result, result
+                time.sleep(0.02)
+            assert not result
+        th.join(30)
+        assert result == ["recorded"]
+        assert b.claim(CONSUMER, ["id:W2"], later)  # its own claims deleted with the look
+        assert a.claim(CONSUMER, ["id:W"], later)  # the recorded message's claim is gone
+
+
+def test_an_outbound_receiver_refuses_keyless_messages_and_leaves_the_look_to_the_claim(
+        workers: tuple[Any, Any]) -> None:
+    """The receiver of a consumer whose handler claims (``ConsumerPatterns.claims``, an
+    outbound adapter's worker) sends a message without the business key to the Invalid
+    Message Channel and lets the others through without looking for their keys: a copy of a
+    delivered message is dropped by the claim instead (the same outcome, one look fewer)."""
+    a, _ = workers
+    legacy = Legacy()
+    handle, patterns = _handler(a, legacy)
+    patterns.claims = True  # as the daemon's outbound workers
+    receive = patterns.receiver(a, lambda wait: a.receive_wait(QUEUE, CONSUMER, max=10, wait=wait))
+
+    def next_delivery() -> Delivery:
+        deadline = time.monotonic() + 30
+        while not (got := receive(1.0)):
+            assert time.monotonic() < deadline, "nothing received"
+        [d] = got
+        return d
+
+    a.send(QUEUE, [Envelope(format=FMT, body=b"{}"), _order("H-1")])  # the first has no order_no
+    first = next_delivery()
+    assert first.envelope.properties == {"order_no": "H-1"}
+    [invalid] = a.dead_letters(kind="invalid")
+    assert "has no properties.order_no" in invalid.reason
+    handle(first)
+    a.send(QUEUE, _order("H-1"))
+    copy = next_delivery()  # not dropped by the receiver: no look there
+    handle(copy)
+    assert legacy.delivered == [first.message_id]
+    assert patterns.idempotent is not None and patterns.idempotent.duplicates == 1
+
+
+def test_many_copies_delivered_by_competing_workers_reach_the_legacy_system_once_each(
+        workers: tuple[Any, Any]) -> None:
+    """Three copies of each of 20 orders, delivered by four workers (two a daemon) at once,
+    the legacy system slow enough for deliveries to overlap: each order reaches it once, and
+    every other copy is acknowledged as a duplicate (none lost, none dead-lettered)."""
+    a, b = workers
+    for t in {a, b}:
+        t.declare(QUEUE, lease_seconds=2.0)
+    orders = [f"M-{i}" for i in range(20)]
+    a.send(QUEUE, [_order(no) for no in orders for _ in range(3)])
+    legacy = Legacy()
+    reached: list[str] = []
+
+    class Slow:
+        def deliver(self, env: Envelope) -> str:
+            with legacy.lock:
+                reached.append(env.properties["order_no"])
+            time.sleep(0.005)
+            return legacy.deliver(env)
+
+    handlers = [_handler(t, Slow()) for t in (a, a, b, b)]
+    errors: list[BaseException] = []
+    deadline = time.monotonic() + 120
+
+    def settled() -> int:
+        return len(legacy.delivered) + sum(p.idempotent.duplicates for _, p in handlers if p.idempotent)
+
+    def work(t: Any, handle: Any) -> None:
+        try:
+            while settled() < 60 and time.monotonic() < deadline:
+                for d in t.receive_wait(QUEUE, CONSUMER, max=1, wait=0.2):
+                    handle(d)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t, h)) for t, (h, _) in zip((a, a, b, b), handlers, strict=True)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(150)
+    assert not errors, errors
+    assert sorted(reached) == sorted(orders), "an order reached the legacy system twice (or never)"
+    assert settled() == 60
+    assert a.dead_letters() == []
+    assert a.receive_wait(QUEUE, CONSUMER, max=1, wait=0.3) == []
