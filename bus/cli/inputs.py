@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coupler.canonical.errors import UsageError
+from coupler.canonical.errors import UsageError, one_line
 
 #: the first bytes of an Avro object container file (Avro specification, "Object Container Files")
 AVRO_MAGIC = b"Obj\x01"
@@ -70,6 +70,7 @@ def _decoded(stream: Any, name: str, expected: str) -> Iterator[str]:
 def avro_records(path: Path) -> Iterator[dict[str, Any]]:
     """The records of an Avro object container file (as ``--to avro`` writes them)."""
     import fastavro
+    from fastavro.schema import SchemaParseException
 
     try:
         with open(path, "rb") as f:
@@ -79,3 +80,6 @@ def avro_records(path: Path) -> Iterator[dict[str, Any]]:
                 yield record
     except (ValueError, EOFError, OSError) as exc:  # a damaged or truncated container
         raise UsageError(f"not a readable Avro container file: {exc}", where=str(path)) from None
+    except (KeyError, IndexError, SchemaParseException) as exc:  # fastavro's, on a damaged header or block
+        raise UsageError(f"not a readable Avro container file: {type(exc).__name__}: {one_line(exc)}",
+                         where=str(path)) from None

@@ -269,6 +269,8 @@ def parse_site(
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([_toml_message(exc)], where=_toml_where(path, exc)) from None
+    except RecursionError:  # tomllib has no nesting limit of its own: Python's stack ends it
+        raise ConfigError([_TOML_TOO_DEEP], where=str(path)) from None
     lines = locate_keys(text)
     render = _renderer(raw)
     found: list[Problem] = []
@@ -704,6 +706,10 @@ def _brackets(text: str) -> int:
 def _resolve(base: Path, p: str) -> Path:
     q = Path(p).expanduser()
     return q if q.is_absolute() else (base / q)
+
+
+#: arrays and inline tables nested hundreds deep, which tomllib reads by recursion
+_TOML_TOO_DEEP = "cannot be read: arrays or inline tables nested hundreds of levels deep"
 
 
 def _toml_message(exc: tomllib.TOMLDecodeError) -> str:

@@ -69,9 +69,8 @@ class _Tok:
 def _tokenize(text: str) -> list[_Tok]:
     tokens: list[_Tok] = []
     pos = 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
+    end = len(text.rstrip())  # the rest is blank (not a copy of the rest tested per token: quadratic)
+    while pos < end:
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             col = pos + len(text[pos:]) - len(text[pos:].lstrip()) + 1
@@ -271,6 +270,11 @@ def _compare(op: str, left: Any, right: Any) -> bool:
     return left >= right
 
 
+#: the most parentheses and ``not`` a selector may nest (each level is a call of the parser,
+#: and of the predicate it makes: thousands of them ended in a RecursionError)
+MAX_NESTING = 100
+
+
 class _Parser:
     def __init__(self, text: str, body: BodyReader | None = None, bare_properties: bool = True):
         self.body = body
@@ -278,6 +282,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0  # the parentheses and 'not' around the current token
 
     @property
     def tok(self) -> _Tok:
@@ -320,15 +325,23 @@ class _Parser:
         return lambda e: all(p(e) for p in parts)
 
     def _not(self) -> Predicate:
-        if self._accept("kw", "not"):
+        tok = self.tok
+        if not (tok.kind == "kw" and tok.value == "not" or tok.kind == "punct" and tok.value == "("):
+            return self._comparison()
+        if self.depth >= MAX_NESTING:
+            raise SelectorError(f"more than {MAX_NESTING} parentheses and 'not' nested in selector {self.text!r}",
+                                where=f"column {tok.col}", hint="write the condition with fewer nested parts")
+        self.depth += 1
+        self.i += 1
+        if tok.kind == "kw":
             inner = self._not()
+            self.depth -= 1
             return lambda e: not inner(e)
-        if self._accept("punct", "("):
-            inner = self._or()
-            if not self._accept("punct", ")"):
-                raise self._error("')'")
-            return inner
-        return self._comparison()
+        inner = self._or()
+        if not self._accept("punct", ")"):
+            raise self._error("')'")
+        self.depth -= 1
+        return inner
 
     def _literal(self) -> Any:
         tok = self.tok

@@ -268,6 +268,9 @@ class LayoutFamily:
         except (ValueError, json.JSONDecodeError) as exc:
             raise FamilyError(f"{p} is not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: {exc}",
                               where=str(p)) from None
+        except RecursionError:  # neither parser has a nesting limit of its own: Python's stack ends it
+            raise FamilyError(f"{p} cannot be read: arrays or tables nested hundreds of levels deep",
+                              where=str(p)) from None
         if not isinstance(config, Mapping):
             raise FamilyError(f"{p} does not hold a table", where=str(p))
         return cls.from_config(config, base_dir=p.parent, source=str(p))

@@ -300,6 +300,9 @@ class _Builder:
     def place_children(self, group: Group, items: list[Item], offset: int) -> None:
         cursor = offset
         block: list[Node] = []  # the current redefinition block
+        # its items by identifier (upper case): a REDEFINES is checked and marked in constant
+        # time, not by a pass over the block (quadratic in a block of thousands of REDEFINES)
+        named: dict[str, list[Node]] = {}
         block_start = offset
         align = 1
         for child_item in items:
@@ -310,7 +313,7 @@ class _Builder:
                         where=child_item.where,
                     )
                 target = identifier(child_item.redefines).upper()
-                if target not in {b.identifier.upper() for b in block}:
+                if target not in named:
                     raise CopybookLayoutError(
                         f"{child_item.name} REDEFINES {child_item.redefines}, which is not the item just before it",
                         where=child_item.where,
@@ -318,9 +321,9 @@ class _Builder:
                     )
                 child = self.node(child_item, group.path, block_start)
                 block[-1].is_redefined = True  # as Cobrix marks it
-                for b in block:
-                    if b.identifier.upper() == target:
-                        b.is_redefined = True
+                for b in named[target]:
+                    b.is_redefined = True
+                named[target] = []  # marked: each item once, even of a name many share (FILLER)
                 block.append(child)
             else:
                 self._close_block(block)
@@ -329,6 +332,8 @@ class _Builder:
                 block_start = cursor
                 child = self.node(child_item, group.path, cursor)
                 block = [child]
+                named = {}
+            named.setdefault(child.identifier.upper(), []).append(child)
             group.children.append(child)
             if isinstance(child, Group):
                 align = max(align, child.alignment)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, one_line
 
 from .errors import TranslateError
 
@@ -252,6 +252,7 @@ class AvroFormat(RecordFormat):
 
     def read(self, path: Path) -> Iterator[dict[str, Any] | InputError]:
         import fastavro
+        from fastavro.schema import SchemaParseException
 
         with open(path, "rb") as stream:
             self._stream = stream
@@ -265,6 +266,9 @@ class AvroFormat(RecordFormat):
                 raise
             except (ValueError, EOFError, fastavro.read.SchemaResolutionError) as exc:
                 raise TranslateError(f"cannot read it as {self.spec.ref}: {exc}", where=str(path)) from None
+            except (KeyError, IndexError, SchemaParseException) as exc:  # fastavro's, on a damaged header or block
+                raise TranslateError(f"cannot read it as {self.spec.ref}: {type(exc).__name__}: {one_line(exc)}",
+                                     where=str(path)) from None
 
     def position(self) -> int:
         try:

@@ -76,6 +76,8 @@ def parse_mapping(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MappingError(f"not valid TOML: {exc}", where=file) from None
+    except RecursionError:  # tomllib has no nesting limit of its own: Python's stack ends it
+        raise MappingError("cannot be read: arrays or inline tables nested hundreds of levels deep", where=file) from None
     index = key_lines(text, file)
     loader = _Loader(file, index, base_dir or Path("."), dict(functions or {}))
     return loader.load(data, registry, legacy_schema, canonical_schema)

@@ -995,6 +995,8 @@ class GeneratedConverters:
             body.append(f"f{i} = []")
         if record.xsi_type_field is not None:
             body.append("xt = None")
+        if record.simple_types_field is not None:
+            body.append("xts = {}")
         nil_names = {f.name for f in fields if f.kind == "element" and f.nillable and not f.repeated
                      and f.min_occurs == 0} if record.nil_field is not None else set()
         # keys() first: it is linear in the number of attributes, items() is not (a start tag
@@ -1060,7 +1062,7 @@ class GeneratedConverters:
             elif f.kind == "nil":
                 value = "nils"
             elif f.kind == "xsitypes":
-                value = "{}"
+                value = "xts"
 
             elif f.kind == "text" or f.repeated or f.required:
                 value = f"f{i}"
@@ -1187,10 +1189,15 @@ class GeneratedConverters:
                 return lines
             if record.simple_types_field is None:
                 value = f"({full}(child) if child.keys() or len(child) else {text})"
-            else:  # an xsi:type to keep: left to the interpreted converter
+            else:  # an xsi:type to keep, as RecordDecoder keeps it: under the field's name (its
+                # index too when repeated), also when it names the declared type. Not left to the
+                # interpreted converter: it came after the children before it were converted, and
+                # each ancestor doing the same converted them again, 2^depth times in all
+                key = f"{f.name!r} + '[' + str(len(f{i})) + ']'" if f.repeated else repr(f.name)
                 lines += [f"{pad}if child.keys() or len(child):",
-                          f"{pad}    if child.get(XSI_TYPE) is not None: raise Delegate",
-                          f"{pad}    value = {full}(child)", f"{pad}else:", f"{pad}    value = {text}"]
+                          f"{pad}    value = {full}(child)", f"{pad}    tn = child.get(XSI_TYPE)",
+                          f"{pad}    if tn is not None: xts[{key}] = expanded_type_name(child, tn, D.source_name)",
+                          f"{pad}else:", f"{pad}    value = {text}"]
                 value = "value"
         else:
             if not self._fusable(f, fused):

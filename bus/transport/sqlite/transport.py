@@ -163,6 +163,10 @@ class SqliteTransport(Transport):
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._descriptors: list[int] = []
+        #: each thread's connection and descriptors: those of a thread that has ended are closed
+        #: when another thread opens its own (a server with a thread per request, the control
+        #: endpoint, kept one connection per request it had served: thousands of descriptors)
+        self._threads: list[tuple[threading.Thread, sqlite3.Connection, list[int]]] = []
         self._group_commit = self.synchronous == "FULL"
         self.sync_acks = sync_acks
         self._group: GroupCommit | None = None
@@ -237,6 +241,7 @@ class SqliteTransport(Transport):
             checkpointer.stop()
         with self._lock:
             conns, self._connections = self._connections, []
+            self._threads = []
         for conn in conns:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
@@ -257,6 +262,7 @@ class SqliteTransport(Transport):
             self._local = threading.local()
             self._connections = []
             self._descriptors = []  # the parent's: a child must take its own locks
+            self._threads = []
             self._checkpointer = None
             self._counts = {}  # the parent's to write
         conn = getattr(self._local, "conn", None)
@@ -264,6 +270,7 @@ class SqliteTransport(Transport):
             return conn
         if not self._opened:
             raise TransportError(f"transport {self.data_dir} is not open", hint="call open() first")
+        self._close_ended_threads()
         try:
             conn = sqlite3.connect(
                 self.path, timeout=0, isolation_level=None, check_same_thread=False
@@ -292,12 +299,33 @@ class SqliteTransport(Transport):
         self._local.wal = None
         self._local.sync_lock = self._group.lock_descriptor() if self._group is not None else None
         self._local.conn = conn
+        self._local.fds = fds = [self._local.writer]
+        if self._local.sync_lock is not None:
+            fds.append(self._local.sync_lock)
         with self._lock:
             self._connections.append(conn)
-            self._descriptors.append(self._local.writer)
-            if self._local.sync_lock is not None:
-                self._descriptors.append(self._local.sync_lock)
+            self._descriptors.extend(fds)
+            self._threads.append((threading.current_thread(), conn, fds))
         return conn
+
+    def _close_ended_threads(self) -> None:
+        """Close the connections and descriptors of the threads that have ended (nothing can
+        use them again: each thread has its own)."""
+        with self._lock:
+            ended = [t for t in self._threads if not t[0].is_alive()]
+            if not ended:
+                return
+            self._threads = [t for t in self._threads if t[0].is_alive()]
+            closed = {id(conn) for _, conn, _ in ended}
+            self._connections = [c for c in self._connections if id(c) not in closed]
+            fds = {fd for _, _, thread_fds in ended for fd in thread_fds}
+            self._descriptors = [fd for fd in self._descriptors if fd not in fds]
+        for _, conn, _ in ended:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _beside(self, suffix: str) -> Path:
         """A file beside the database, named after it (``coupler.db-wal``, ``coupler.db-writer``)."""
@@ -312,6 +340,7 @@ class SqliteTransport(Transport):
             fd = self._local.wal = os.open(self._beside("-wal"), os.O_RDWR)
             with self._lock:
                 self._descriptors.append(fd)
+                self._local.fds.append(fd)
         os.fdatasync(fd)
 
     def _retry(self, fn: Callable[[], Any]) -> Any:

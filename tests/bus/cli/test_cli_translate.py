@@ -85,6 +85,35 @@ def test_copybook_to_avro_of_a_newer_version_and_back(tmp_path: Path, data_file:
     assert back.read_bytes() == data_file.read_bytes()
 
 
+#: damaged Avro container headers on which fastavro raises neither ValueError nor EOFError
+DAMAGED_AVRO = [
+    # random bytes (test_cli_fuzz.py's binary input of COUPLER_FUZZ_SEED=9401): KeyError 'avro.schema'
+    b"\xff\xfe\x00\x80" + __import__("random").Random(9401).randbytes(4096),
+    b'Obj\x01\x04\x14avro.codec\x08null\x16avro.schema\x1a{"ayp": "int"}\x00' + bytes(16),  # KeyError 'type'
+    b'Obj\x01\x02\x16avro.schema\x24{"type": "record", "name": "R"}\x00' + bytes(16),  # SchemaParseException
+    b"Obj\x01\x8a\xdb",  # IndexError
+]
+
+
+@pytest.mark.parametrize("data", DAMAGED_AVRO, ids=["random", "no-type", "no-fields", "cut"])
+def test_a_damaged_avro_container_is_refused_in_one_line(tmp_path: Path, data: bytes) -> None:
+    """Found by test_cli_fuzz.py (``COUPLER_FUZZ_SEED=9401``): ``--from avro:...`` on random
+    bytes answered "internal error: KeyError: 'avro.schema'"."""
+    from coupler.bus.cli.inputs import avro_records
+    from coupler.canonical.errors import UsageError
+
+    path = tmp_path / "damaged.avro"
+    path.write_bytes(data)
+    out = coupler("translate", "--from", "avro:demo.Account@2", "--to", "jsonl", "--schemas", str(DATA / "schemas"), str(path),
+                  "--output", str(tmp_path / "out.jsonl"))
+    assert out.returncode != 0
+    assert out.stderr.startswith(f"coupler: error: {path}: cannot read it as demo.Account@2: "), out.stderr
+    assert out.stderr.count("\n") == 1 and "internal error" not in out.stderr
+    with pytest.raises(UsageError, match="not a readable Avro container file") as err:  # xml encode's reader
+        list(avro_records(path))
+    assert "\n" not in str(err.value)
+
+
 def test_json_lines_both_ways(tmp_path: Path, data_file: Path) -> None:
     jsonl = tmp_path / "accounts.jsonl"
     out = coupler("translate", "--from", CPY, "--to", "jsonl", "--map", str(DATA / "account-copybook.toml"),

@@ -136,6 +136,17 @@ def test_toml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     assert "not valid TOML" in str(info.value)
 
 
+@pytest.mark.parametrize("value", ["[" * 2000 + "]" * 2000, "{a = " * 1000 + "1" + " }" * 1000])
+def test_arrays_nested_too_deep_for_toml_are_refused_in_one_line(tmp_path: Path, value: str) -> None:
+    """tomllib reads nested arrays and inline tables by recursion, with no limit of its own:
+    a site file nesting them a thousand deep ended the load with a RecursionError."""
+    path = tmp_path / "site.toml"
+    path.write_text(f'[site]\nname = "x"\nextra = {value}\n')
+    with pytest.raises(ConfigError) as info:
+        load_site(path)
+    assert str(info.value) == f"{path}: cannot be read: arrays or inline tables nested hundreds of levels deep"
+
+
 def test_missing_site_file_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="coupler init"):
         load_site(tmp_path / "nope.toml")

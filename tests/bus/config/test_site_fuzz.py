@@ -25,7 +25,8 @@ BUDGET = float(os.environ.get("COUPLER_FUZZ_SECONDS", "3"))
 TEMPLATE = string.Template((REPO / "examples" / "demo" / "site.toml").read_text(encoding="utf-8"))
 VALUES = ['""', "0", "-1", "1e309", "nan", "true", "[]", "{}", "[1, [2]]", '"x"', '"' + "y" * 5000 + '"',
           "9223372036854775808", '"../../../etc/passwd"', '"*"', '"${X}"', "1979-05-27T07:32:00Z", "'''\n'''",
-          '{ a = 1 }', '"\\u0000"']
+          '{ a = 1 }', '"\\u0000"',
+          "[" * 1000 + "]" * 1000]  # found by hand: a RecursionError in tomllib
 ASSIGNMENT = re.compile(r"^(\s*[\w.\"-]+\s*=\s*)(.+)$")
 
 

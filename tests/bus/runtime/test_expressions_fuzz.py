@@ -35,6 +35,9 @@ def _bounded(fn) -> None:  # type: ignore[no-untyped-def]
 @given(parts=st.lists(st.one_of(TOKENS, st.text(max_size=8)), max_size=12), raw=st.binary(max_size=300),
        content_type=CONTENT_TYPES, xmlish=st.booleans())
 @example(parts=["xpath('/a/@b')", "=", "'1'"], raw=b"\x00", content_type="application/xml", xmlish=True)
+# found by hand during a fuzz campaign: nesting this deep ended the parser with a RecursionError
+@example(parts=["("] * 3000 + ["kind", "=", "'x'"] + [")"] * 3000, raw=b"", content_type="text/plain", xmlish=False)
+@example(parts=["not"] * 3000 + ["kind", "=", "'x'"], raw=b"", content_type="text/plain", xmlish=False)
 def test_conditions_and_bodies_fail_only_as_coupler_errors(parts: list[str], raw: bytes, content_type: str,
                                                            xmlish: bool) -> None:
     text = " ".join(parts)

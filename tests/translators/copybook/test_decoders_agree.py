@@ -69,7 +69,17 @@ def layouts(draw, *, nested_odo: bool = False) -> str:
         level = top
 
     def entry(lv: int, text: str) -> None:
-        lines.append("    " * (lv // 5) + f"{lv:02d}  {text}.")
+        # fixed format: what stands past column 72 is not read (a deep REDEFINES with SIGN
+        # LEADING SEPARATE lost its "TE", found by a run of 5,000 examples), so a long entry
+        # goes on in area B of the next line
+        indent = "    " * (lv // 5)
+        line = indent + f"{lv:02d} "
+        for word in f"{text}.".split():
+            if len(line) + 1 + len(word) > 72 - 7:
+                lines.append(line)
+                line = indent + "    "
+            line += " " + word
+        lines.append(line)
 
     def group(lv: int, depth: int) -> None:
         siblings: list[str | None] = []  # None: an item that cannot be redefined (OCCURS)

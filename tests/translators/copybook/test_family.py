@@ -163,6 +163,17 @@ def test_declaration_errors_name_the_key(family_dir: Path, change: dict, message
     assert err.value.where.startswith(f"family.toml: {where}")
 
 
+@pytest.mark.parametrize(("name", "text"), [("deep.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n"),
+                                          ("deep.json", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")])
+def test_a_declaration_nested_too_deep_is_refused_in_one_line(tmp_path: Path, name: str, text: str) -> None:
+    """Neither tomllib nor json has a nesting limit of its own: a RecursionError before."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(FamilyError, match="cannot be read: arrays or tables nested hundreds of levels deep") as err:
+        LayoutFamily.load(path)
+    assert err.value.where == str(path) and "\n" not in str(err.value)
+
+
 def test_the_version_field_must_sit_at_the_same_place_in_every_version(family_dir: Path) -> None:
     (family_dir / "cust_v3.cpy").write_text(V2.replace("05  REC-VERSION     PIC X(2).\n", "") + (
         "           05  REC-VERSION     PIC X(2).\n"))

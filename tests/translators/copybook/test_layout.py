@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,23 @@ def test_redefines_must_follow_the_redefined_item() -> None:
         layout_of("01 R.", "   05 A PIC X.", "   05 B PIC X.", "   05 C REDEFINES Z PIC X.")
     with pytest.raises(CopybookLayoutError, match="first item"):
         layout_of("01 R.", "   05 A REDEFINES B PIC X.")
+
+
+def test_a_block_of_thousands_of_redefines_is_laid_out_in_linear_time() -> None:
+    """Each REDEFINES was checked against, and marked on, every item of its block so far: a
+    block of 20,000 REDEFINES of one field took 53 s of CPU here (4x per doubling), now a
+    fraction of a second. Also when the items share their name (as FILLER items do)."""
+    for redefining in ("B{i} REDEFINES A", "A REDEFINES A"):
+        lines = ["01 R.", "   05 A PIC X(10)."] + [f"   05 {redefining.format(i=i)} PIC X({1 + i % 20})." for i in range(20_000)]
+        text = "\n".join(f"       {line}" for line in lines) + "\n"
+        copybook = parse_copybook(text)
+        started = time.process_time()
+        layout = build_layout(copybook)
+        assert time.process_time() - started < 3.0  # before: 53 s
+        children = layout.records[0].children
+        assert len(children) == 20_001 and layout.size == 20
+        assert all(c.offset == 0 and c.span == 20 for c in children)
+        assert all(c.is_redefined for c in children[:-1]) and not children[-1].is_redefined
 
 
 def test_occurs_and_depending_on() -> None:

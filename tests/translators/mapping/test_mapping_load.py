@@ -194,6 +194,14 @@ def test_bad_toml_names_the_file(tmp_path: Path, registry: SchemaRegistry) -> No
     assert err.where == str(path)
 
 
+def test_arrays_nested_too_deep_for_toml_are_refused_in_one_line(tmp_path: Path, registry: SchemaRegistry) -> None:
+    """tomllib reads nested arrays by recursion, with no limit of its own (a RecursionError before)."""
+    path = tmp_path / "deep.toml"
+    path.write_text("x = " + "[" * 2000 + "]" * 2000 + "\n")
+    err = fails(path, registry, "cannot be read: arrays or inline tables nested hundreds of levels deep")
+    assert err.where == str(path)
+
+
 def test_unknown_canonical_entity(tmp_path: Path, registry: SchemaRegistry) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(HEAD.format(cpy=DATA / "account.cpy").replace("demo.Account@1", "demo.Account@9") + REST)

@@ -158,7 +158,7 @@ def test_a_redundant_xsi_type_on_a_simple_typed_element_is_kept_when_asked() -> 
     string = f"{{{XS}}}string"
     assert record["xsi_types"] == {"DELIMITER": string, "FIELD[1]": string, "QUERY_TABLE": string}
     assert record["DELIMITER"] == "|" and record["FIELD"] == ["MANDT", "BNAME"]
-    # the generated converters leave such an element to the interpreted one: the same record
+    # the generated converters keep it as the interpreted one does: the same record
     interpreted = Decoder(model, model.element("query").name, compiled=False)
     assert interpreted.decode_document(DATA / "nil_simple.xml") == record
     root = etree.fromstring(model.encoder("query").encode(record))
