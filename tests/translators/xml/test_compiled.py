@@ -488,16 +488,7 @@ def test_an_xsi_type_kept_after_a_deep_child_converts_each_element_once(
     decoder = m.decoder("nodes")
     assert decoder.generated is not None
     schema = value_avro(decoder.resolve_path("nodes/node")[-1][1].record, set())
-    list(decoder.iter_records(deep, "nodes/node"))  # makes the functions, then counted
-    list(decoder.iter_records(deep, "nodes/node", avro_schema=schema))
-    calls: list[str] = []
-    for name in [name for name in decoder.generated.namespace if name.endswith("_d")]:
-        function = decoder.generated.namespace[name]
-        monkeypatch.setitem(decoder.generated.namespace, name,
-                            lambda elem, function=function, name=name: calls.append(name) or function(elem))
-    original = decoder_module.RecordDecoder.__call__
-    monkeypatch.setattr(decoder_module.RecordDecoder, "__call__",
-                        lambda self, elem: calls.append(self.record.name) or original(self, elem))
+    calls = _count_fallbacks(monkeypatch, decoder, deep, schema, "nodes/node")
     assert list(decoder.iter_records(deep, "nodes/node")) == expected
     encoded = list(decoder.iter_records(deep, "nodes/node", avro_schema=schema))
     assert calls == []  # before: 32,752 interpreted conversions, and the dispatching ones
@@ -506,11 +497,11 @@ def test_an_xsi_type_kept_after_a_deep_child_converts_each_element_once(
     assert len(encoded) == 1 and type(encoded[0]) is EncodedRecord and encoded[0] == out
 
 
-def _count_fallbacks(monkeypatch, decoder, plain: bytes, schema: dict) -> list[str]:
+def _count_fallbacks(monkeypatch, decoder, plain: bytes, schema: dict, path: str = "orders/order") -> list[str]:
     """The names of the dispatching converters (``*_d``) and interpreted record decoders called
-    from now on, once ``plain`` has made the generated functions (both ways)."""
-    list(decoder.iter_records(plain, "orders/order"))  # makes the functions, then counted
-    list(decoder.iter_records(plain, "orders/order", avro_schema=schema))
+    from now on, once ``plain`` has made the generated functions of ``path`` (both ways)."""
+    list(decoder.iter_records(plain, path))  # makes the functions, then counted
+    list(decoder.iter_records(plain, path, avro_schema=schema))
     calls: list[str] = []
     dispatching = [name for name in decoder.generated.namespace if name.endswith("_d")]
     assert dispatching
