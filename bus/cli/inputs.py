@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import UsageError, one_line
+from coupler.canonical.streams import capped_reads
 
 #: the first bytes of an Avro object container file (Avro specification, "Object Container Files")
 AVRO_MAGIC = b"Obj\x01"
@@ -74,7 +75,7 @@ def avro_records(path: Path) -> Iterator[dict[str, Any]]:
 
     try:
         with open(path, "rb") as f:
-            for number, record in enumerate(fastavro.reader(f), 1):
+            for number, record in enumerate(fastavro.reader(capped_reads(f)), 1):
                 if not isinstance(record, dict):
                     raise UsageError(f"record {number} is not a record (an Avro {type(record).__name__})", where=str(path))
                 yield record

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from coupler.canonical.errors import CouplerError, one_line
+from coupler.canonical.streams import capped_reads
 
 from .errors import TranslateError
 
@@ -257,7 +258,8 @@ class AvroFormat(RecordFormat):
         with open(path, "rb") as stream:
             self._stream = stream
             try:
-                reader = fastavro.reader(stream, reader_schema=self.version.parsed)
+                # lengths the file claims are read up to its end at most (a damaged one: EOFError)
+                reader = fastavro.reader(capped_reads(stream), reader_schema=self.version.parsed)
                 written = reader.metadata.get(FORMAT_METADATA)
                 if written and written.split("@")[0] != self.version.subject:
                     raise TranslateError(f"the file holds {written}, not {self.version.subject}", where=str(path))

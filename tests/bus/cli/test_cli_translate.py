@@ -3,6 +3,7 @@ the canonical model with mappings."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -95,7 +96,34 @@ DAMAGED_AVRO = [
 ]
 
 
-@pytest.mark.parametrize("data", DAMAGED_AVRO, ids=["random", "no-type", "no-fields", "cut"])
+def _zigzag(n: int) -> bytes:
+    """An Avro long (zigzag varint) of ``n`` >= 0."""
+    n, out = n << 1, bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
+def _header_then_a_block_of(size: int) -> bytes:
+    """A valid container header (``demo.Account@2``'s writer schema needs none: any record
+    schema) followed by a block that claims ``size`` bytes."""
+    out = io.BytesIO()
+    fastavro.writer(out, {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}, [])
+    return out.getvalue() + _zigzag(1) + _zigzag(size) + bytes(64)
+
+
+# lengths claimed far beyond the file: read as asked, each was one allocation of that size
+# (MemoryError, an internal error); found by test_cli_fuzz.py with COUPLER_FUZZ_SEED=2379033618
+DAMAGED_AVRO += [
+    b"\xff\xfe\x00\x80" + __import__("random").Random(2379033618).randbytes(4096),
+    b"Obj\x01" + _zigzag(1) + _zigzag(2**60) + b"avro.schema",  # a metadata key of 2^60 bytes
+    _header_then_a_block_of(2**60),  # a data block of 2^60 bytes
+]
+
+
+@pytest.mark.parametrize("data", DAMAGED_AVRO,
+                         ids=["random", "no-type", "no-fields", "cut", "random-huge", "huge-key", "huge-block"])
 def test_a_damaged_avro_container_is_refused_in_one_line(tmp_path: Path, data: bytes) -> None:
     """Found by test_cli_fuzz.py (``COUPLER_FUZZ_SEED=9401``): ``--from avro:...`` on random
     bytes answered "internal error: KeyError: 'avro.schema'"."""
