@@ -27,6 +27,7 @@ from fastavro.validation import ValidationError, validate
 from .compat import MODES, PRIMITIVES, compatibility_problems, resolution_problems
 from .errors import ConversionError, IncompatibleSchemaError, SchemaError, UnknownSchemaError
 from .format import FormatIndicator
+from .textformats import TextFormatError, load_json
 
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
 
@@ -274,9 +275,9 @@ class _UnknownReference(Exception):
 
 def read_schema_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}:{exc.colno}") from exc
+        return load_json(path.read_text(encoding="utf-8"))
+    except TextFormatError as exc:
+        raise SchemaError(exc.reason, where=exc.at(path)) from None
     except OSError as exc:
         raise SchemaError(f"cannot read schema file: {exc.strerror}", where=str(path)) from exc
     except UnicodeDecodeError as exc:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from coupler.bus.model.selectors import Selector
 from coupler.bus.plugins import manager as plugin_types
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.options import Problem, key_path, problems
+from coupler.canonical.textformats import TextFormatError, load_toml
 
 __all__ = [
     "SITE_ENV",
@@ -60,7 +60,6 @@ __all__ = [
 
 #: the environment variable naming the site file when ``--site`` is not given
 SITE_ENV = "COUPLER_SITE"
-_TOML_AT = re.compile(r" ?\(at line (\d+), column (\d+)\)")
 #: arrays of tables whose entries are named by a key in key paths
 _NAMED = {"adapters": "name", "channels": "name", "routes": "name", "batch": "source"}
 
@@ -266,11 +265,9 @@ def parse_site(
     """
     path = Path(path)
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([_toml_message(exc)], where=_toml_where(path, exc)) from None
-    except RecursionError:  # tomllib has no nesting limit of its own: Python's stack ends it
-        raise ConfigError([_TOML_TOO_DEEP], where=str(path)) from None
+        raw = load_toml(text)
+    except TextFormatError as exc:
+        raise ConfigError([exc.reason], where=exc.at(path)) from None
     lines = locate_keys(text)
     render = _renderer(raw)
     found: list[Problem] = []
@@ -708,15 +705,3 @@ def _resolve(base: Path, p: str) -> Path:
     return q if q.is_absolute() else (base / q)
 
 
-#: arrays and inline tables nested hundreds deep, which tomllib reads by recursion
-_TOML_TOO_DEEP = "cannot be read: arrays or inline tables nested hundreds of levels deep"
-
-
-def _toml_message(exc: tomllib.TOMLDecodeError) -> str:
-    msg = _TOML_AT.sub("", str(exc))
-    return f"not valid TOML: {msg}"
-
-
-def _toml_where(path: Path, exc: tomllib.TOMLDecodeError) -> str:
-    m = _TOML_AT.search(str(exc))
-    return f"{path}:{m.group(1)}:{m.group(2)}" if m else str(path)

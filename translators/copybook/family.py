@@ -40,7 +40,6 @@ in size, each record's length is the size of the version its field selects.
 from __future__ import annotations
 
 import fnmatch
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,7 @@ from typing import Any
 
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.format import FormatIndicator
+from coupler.canonical.textformats import TextFormatError, load_json, load_toml
 
 from .avro import as_options, avro_schema
 from .decoder import (
@@ -259,18 +259,9 @@ class LayoutFamily:
             raise FamilyError(f"{p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02X} at {exc.start})",
                               where=str(p), hint="a family is declared in TOML or JSON") from None
         try:
-            if p.suffix.lower() == ".json":
-                config = json.loads(text)
-            else:
-                import tomllib
-
-                config = tomllib.loads(text)
-        except (ValueError, json.JSONDecodeError) as exc:
-            raise FamilyError(f"{p} is not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: {exc}",
-                              where=str(p)) from None
-        except RecursionError:  # neither parser has a nesting limit of its own: Python's stack ends it
-            raise FamilyError(f"{p} cannot be read: arrays or tables nested hundreds of levels deep",
-                              where=str(p)) from None
+            config = load_json(text) if p.suffix.lower() == ".json" else load_toml(text)
+        except TextFormatError as exc:
+            raise FamilyError(exc.reason, where=exc.at(p)) from None
         if not isinstance(config, Mapping):
             raise FamilyError(f"{p} does not hold a table", where=str(p))
         return cls.from_config(config, base_dir=p.parent, source=str(p))

@@ -11,12 +11,13 @@ mismatch is a :class:`MappingError` naming the file and the line of the offendin
 from __future__ import annotations
 
 import difflib
-import tomllib
 from collections.abc import Callable
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from coupler.canonical.textformats import TextFormatError, load_toml
 
 from .avrotypes import AType, SchemaTypes, Step, parse_path, path_text, strip_docs
 from .casts import CastUnsupported, is_scalar, make_cast
@@ -73,11 +74,9 @@ def parse_mapping(
 ) -> Mapping:
     """Like :func:`load_mapping`, from the text of a mapping file."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise MappingError(f"not valid TOML: {exc}", where=file) from None
-    except RecursionError:  # tomllib has no nesting limit of its own: Python's stack ends it
-        raise MappingError("cannot be read: arrays or inline tables nested hundreds of levels deep", where=file) from None
+        data = load_toml(text)
+    except TextFormatError as exc:
+        raise MappingError(exc.reason, where=exc.at(file)) from None
     index = key_lines(text, file)
     loader = _Loader(file, index, base_dir or Path("."), dict(functions or {}))
     return loader.load(data, registry, legacy_schema, canonical_schema)

@@ -163,13 +163,14 @@ def test_declaration_errors_name_the_key(family_dir: Path, change: dict, message
     assert err.value.where.startswith(f"family.toml: {where}")
 
 
-@pytest.mark.parametrize(("name", "text"), [("deep.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n"),
-                                          ("deep.json", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")])
-def test_a_declaration_nested_too_deep_is_refused_in_one_line(tmp_path: Path, name: str, text: str) -> None:
+@pytest.mark.parametrize(("name", "text", "nested"), [
+    ("deep.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n", "arrays or inline tables"),
+    ("deep.json", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "arrays or objects")])
+def test_a_declaration_nested_too_deep_is_refused_in_one_line(tmp_path: Path, name: str, text: str, nested: str) -> None:
     """Neither tomllib nor json has a nesting limit of its own: a RecursionError before."""
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(FamilyError, match="cannot be read: arrays or tables nested hundreds of levels deep") as err:
+    with pytest.raises(FamilyError, match=f"cannot be read: {nested} nested hundreds of levels deep") as err:
         LayoutFamily.load(path)
     assert err.value.where == str(path) and "\n" not in str(err.value)
 
