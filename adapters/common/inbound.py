@@ -261,14 +261,14 @@ class InboundPipeline:
                 except (ConnectionError, EOFError, RemoteError):
                     raise  # the server is gone: the whole poll is retried after a backoff
                 except FileChanged as exc:  # a writer still at work: not ready yet, not an error
-                    self.log.info("%s: %s is taken again once stable: %s", self.name, info.path, exc.strerror)
+                    self.log.info("%s: %s is taken again once stable: %s", self.name, path_text(info.path), exc.strerror)
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
-                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path, exc)
+                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_text(info.path), exc)
                 except Exception as exc:  # nor does a bug met while taking it
                     result.errors += 1
                     self.log.debug("%s: taking %s raised", self.name, info.path, exc_info=True)
-                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, info.path,
+                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_text(info.path),
                                      UnitError.of(exc))
             for k in ("done", "failed", "staged", "messages", "invalid", "listed", "errors"):
                 setattr(self.totals, k, getattr(self.totals, k) + getattr(result, k))
@@ -318,7 +318,7 @@ class InboundPipeline:
                 return
             if self.s.validate_first and not isinstance(self.splitter, WholeSplitter) and record.published == 0:
                 with self._open(local, info) as f:
-                    for _ in self.splitter.split(f, f"{self.fs.label}/{info.path}"):
+                    for _ in self.splitter.split(f, f"{self.fs.label}/{path_text(info.path)}"):
                         pass
             result.messages += self._publish(info, key, local, record.published, result)
         except (OSError, EOFError, RemoteError, FileClaimLost, sqlite3.Error):
@@ -333,7 +333,7 @@ class InboundPipeline:
         except Exception as exc:  # anything else this file makes a splitter or translator raise
             self.log.debug("%s: %s raised", self.name, info.path, exc_info=True)
             self._unchanged(info)
-            self._fail(info, key, UnitError.of(exc, where=f"{self.fs.label}/{info.path}"))
+            self._fail(info, key, UnitError.of(exc, where=f"{self.fs.label}/{path_text(info.path)}"))
             result.failed += 1
             return
         self._unchanged(info)  # appended to after it was read: not moved away with the rest unread
@@ -346,9 +346,10 @@ class InboundPipeline:
 
     def _fail(self, info: FileInfo, key: FileKey, exc: CouplerError) -> None:
         """A file that cannot be published goes to the error directory with the reason."""
-        self.log.warning("%s: %s goes to %s/: %s", self.name, info.path, self.s.error_dir, exc)
-        self.state.set_state(key, FAILED, str(exc))
-        self._after_failure(info, key, str(exc))
+        reason = path_text(str(exc))  # it may quote the name: a store and a file hold UTF-8
+        self.log.warning("%s: %s goes to %s/: %s", self.name, path_text(info.path), self.s.error_dir, reason)
+        self.state.set_state(key, FAILED, reason)
+        self._after_failure(info, key, reason)
         self.local.discard(info)
 
     def _finish_known(self, info: FileInfo, key: FileKey, state: str, detail: str | None) -> bool:
@@ -408,7 +409,7 @@ class InboundPipeline:
         try:
             self.context.publish(envelope)
         except InvalidMessage as exc:
-            self.log.warning("%s: a message of %s is invalid: %s", self.name, info.path, exc)
+            self.log.warning("%s: a message of %s is invalid: %s", self.name, path_text(info.path), exc)
             if result is not None:
                 result.invalid += 1
             return 0
@@ -452,7 +453,7 @@ class InboundPipeline:
         size = 0
         id_prefix = self._id_prefix(key)
         with self._open(local, info) as f:
-            it = self.splitter.records(f, f"{self.fs.label}/{info.path}")
+            it = self.splitter.records(f, f"{self.fs.label}/{path_text(info.path)}")
             current = next(it, None)
             index = 0
             while current is not None:
@@ -514,7 +515,7 @@ class InboundPipeline:
         refused = sum(1 for i in publish_many(envelopes) if i is None)
         if refused:
             self.log.warning("%s: %d messages of %s are invalid (see the Invalid Message Channel)",
-                             self.name, refused, info.path)
+                             self.name, refused, path_text(info.path))
             if result is not None:
                 result.invalid += refused
         return len(envelopes) - refused
@@ -524,7 +525,7 @@ class InboundPipeline:
         batch_dir = self.s.batch_dir
         staged = store_claim(batch_dir, local, move=self.local.owned, suffix=info.name)
         detail = {
-            "path": str(staged), "source": f"{self.fs.label}/{info.path}", "size": info.size,
+            "path": str(staged), "source": f"{self.fs.label}/{path_text(info.path)}", "size": info.size,
             "payload": self.s.payload.mode,
             "copybook": str(self.s.payload.copybook) if self.s.payload.copybook else None,
             "record_length": self.s.payload.record_length,
@@ -566,7 +567,7 @@ class InboundPipeline:
         if target is None:
             return
         text = (
-            f"file: {self.fs.label}/{info.path}\nsize: {key.size}\nmtime_ns: {key.mtime_ns}\n"
+            f"file: {self.fs.label}/{path_text(info.path)}\nsize: {key.size}\nmtime_ns: {key.mtime_ns}\n"
             f"failed_at: {datetime.now(UTC).isoformat()}\nadapter: {self.name}\nreason: {reason}\n"
         )
         write_file(self.fs, _fitting(target, self.s.selection.reason_suffix), [text.encode()], policy="unique")
@@ -606,8 +607,8 @@ def _fitting(path: str, suffix: str) -> str:
     unique name) when it would be longer than :data:`NAME_MAX` bytes."""
     parent, name = posixpath.split(path)
     room = NAME_MAX - len(suffix.encode()) - 4
-    if len((name + suffix).encode()) > NAME_MAX:
-        name = name.encode()[:room].decode("utf-8", "ignore")
+    if len((name + suffix).encode("utf-8", "surrogateescape")) > NAME_MAX:  # a name's bytes, UTF-8 or not
+        name = name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
     return posixpath.join(parent, name + suffix)
 
 

@@ -50,9 +50,10 @@ def temp_name(rel: str, tag: str | None = None, suffix: str = "part") -> str:
     parent, base = posixpath.split(rel)
     tag = tag or uuid.uuid4().hex[:12]
     room = NAME_MAX - len(f"..{tag}.{suffix}".encode())
-    if len(base.encode()) > room:
-        digest = hashlib.sha256(base.encode()).hexdigest()[:8]
-        base = base.encode()[: room - 9].decode("utf-8", "ignore") + "~" + digest
+    raw = base.encode("utf-8", "surrogateescape")  # a name that is not UTF-8 (a listed Latin-1 one) too
+    if len(raw) > room:
+        digest = hashlib.sha256(raw).hexdigest()[:8]
+        base = raw[: room - 9].decode("utf-8", "ignore") + "~" + digest
     return posixpath.join(parent, f".{base}.{tag}.{suffix}")
 
 

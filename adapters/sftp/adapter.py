@@ -12,10 +12,11 @@ from coupler.bus.api import CommandFault, Int, Str, option, record_of
 from coupler.canonical.errors import CouplerError
 
 from ..common.base import FileAdapterBase, FileAdapterOptions
+from ..common.errors import AdapterConfigError
 from ..common.inbound import InboundPipeline
 from ..common.outbound import FileWriter
 from .connection import ConnectionOptions, SftpConnection, read_connection_settings
-from .remote import SftpFS, Staging
+from .remote import SftpFS, Staging, check_encoding
 
 
 class SftpOptions(FileAdapterOptions, ConnectionOptions):
@@ -26,6 +27,9 @@ class SftpOptions(FileAdapterOptions, ConnectionOptions):
     remote_output_directory: Str | None = option("The outbound directory when `direction = \"both\"`.",
                                                  default=None)
     list_page_size: Int = option("Directory entries read per request.", default=100, ge=1)
+    filename_encoding: Str = option(
+        "The encoding of the file names on the server (`cp1252`, `latin-1`, ...); bytes of a name "
+        "not valid in it are kept as they are (`\\xNN` in messages).", default="utf-8")
 
 
 class SftpAdapter(FileAdapterBase):
@@ -44,6 +48,16 @@ class SftpAdapter(FileAdapterBase):
         self.remote_directory = opts.remote_directory
         self.remote_output_directory = opts.remote_output_directory
         self.page_size = opts.list_page_size
+        where = f"adapters[{self.name}].options"
+        self.filename_encoding = check_encoding(opts.filename_encoding, where=f"{where}.filename_encoding")
+        for key in ("remote_directory", "remote_output_directory", "archive_dir", "error_dir"):
+            value = getattr(opts, key, None)
+            try:
+                (value or "").encode(self.filename_encoding)
+            except UnicodeEncodeError:
+                raise AdapterConfigError(
+                    f"{value!r} cannot be written in filename_encoding {self.filename_encoding}",
+                    where=f"{where}.{key}") from None
         self.conn: SftpConnection | None = None
 
     def _connection(self) -> SftpConnection:
@@ -51,9 +65,13 @@ class SftpAdapter(FileAdapterBase):
             self.conn = SftpConnection(self.settings, self.log)
         return self.conn
 
+    def _fs(self, root: str) -> SftpFS:
+        return SftpFS(self._connection(), root, page_size=self.page_size, encoding=self.filename_encoding,
+                      adapter=self.name)
+
     def open_inbound(self) -> InboundPipeline:
         assert self.state is not None and self.context is not None
-        fs = SftpFS(self._connection(), self.remote_directory, page_size=self.page_size)
+        fs = self._fs(self.remote_directory)
         return InboundPipeline(
             name=self.name, fs=fs, settings=self.inbound, state=self.state, context=self.context,
             local=Staging(fs, self.data_dir / "staging"), format=lambda: self.format,
@@ -62,7 +80,7 @@ class SftpAdapter(FileAdapterBase):
 
     def open_outbound(self) -> FileWriter:
         assert self.state is not None
-        fs = SftpFS(self._connection(), self.remote_output_directory or self.remote_directory, page_size=self.page_size)
+        fs = self._fs(self.remote_output_directory or self.remote_directory)
         writer = FileWriter(self.name, fs, self.outbound, self.state, self.log)
         context = self.context
         writer.record = lambda envelope: record_of(envelope, context)  # {body.FIELD}: the site's schemas
@@ -77,7 +95,7 @@ class SftpAdapter(FileAdapterBase):
         conn = self._connection()
         try:
             for directory in filter(None, (self.remote_directory, self.remote_output_directory)):
-                conn.call(f"stat {directory}", functools.partial(_stat, path=directory))
+                conn.call(f"stat {directory}", functools.partial(_stat, path=directory.encode(self.filename_encoding)))
         except (CouplerError, OSError) as exc:
             raise CommandFault(f"{self.settings.label}: {exc}", code="failed") from exc
         return {"server": self.settings.label}
@@ -100,5 +118,5 @@ class SftpAdapter(FileAdapterBase):
         return info
 
 
-def _stat(sftp: Any, path: str) -> Any:
+def _stat(sftp: Any, path: bytes) -> Any:
     return sftp.stat(path)

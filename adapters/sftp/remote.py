@@ -7,6 +7,7 @@ interrupted download resumes from the size of its ``.part`` file.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import hashlib
@@ -17,9 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from ..common.errors import RemoteError
+from ..common.errors import AdapterConfigError, PayloadError, RemoteError
 from ..common.fs import FileInfo, FileSystem
 from ..common.jail import safe_relative
+from ..common.state import path_text
 from .connection import SftpConnection
 
 #: SFTP read requests are at most 32 KiB; a window of 64 of them is in flight at a time
@@ -30,52 +32,95 @@ WINDOW = 64
 class SftpFS(FileSystem):
     """A directory on an SFTP server, through a self-healing connection."""
 
-    def __init__(self, conn: SftpConnection, root: str, *, page_size: int = 100):
+    def __init__(self, conn: SftpConnection, root: str, *, page_size: int = 100, encoding: str = "utf-8",
+                 adapter: str = "sftp"):
         self.conn = conn
         self.root = root.rstrip("/") or "/"
         self.page_size = page_size
+        #: the server's file-name encoding (option ``filename_encoding``): names are text here,
+        #: bytes on the wire (:meth:`raw`)
+        self.encoding = encoding
+        self.adapter = adapter
         self.label = f"{conn.s.label}{self.root if self.root.startswith('/') else '/' + self.root}"
+        #: names not valid in the encoding that were reported (directory, name), while listed
+        self._reported: set[tuple[str, bytes]] = set()
 
     def full(self, rel: str) -> str:
         if rel in ("", "."):
             return self.root
         return posixpath.join(self.root, safe_relative(rel, where=self.label))
 
+    def raw(self, rel: str) -> bytes:
+        """The path of ``rel`` on the server, as bytes in the server's file-name encoding (the
+        surrogate escapes of a listed name that is not valid in it give its bytes back)."""
+        path = self.full(rel)
+        try:
+            return path.encode(self.encoding, "surrogateescape")
+        except UnicodeEncodeError as exc:
+            raise PayloadError(
+                f"the file name {path_text(rel)!r} cannot be written in the server's file-name encoding "
+                f"{self.encoding} ({exc.reason} at {path[exc.start:exc.end]!r})", where=self.label,
+                hint="change the name the file_name option makes, or filename_encoding",
+            ) from None
+
+    def shown(self, rel: str) -> str:
+        """``rel`` in a message: its bytes that are not UTF-8 as ``\\xNN``."""
+        return path_text(rel)
+
     def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
+        listed: set[tuple[str, bytes]] = set()
         stack = [directory]
         while stack:
             current = stack.pop()
-            # listdir_iter reads the directory page by page (READDIR requests in flight)
-            def listing(sftp: Any, c: str = current) -> list[Any]:
-                return list(_page(sftp.listdir_iter(self.full(c), read_aheads=self.page_size)))
+            folder = self.raw(current)
 
-            try:
-                entries = self.conn.call(f"list {self.full(current)}", listing)
-            except UnicodeDecodeError as exc:
-                # paramiko reads names as UTF-8 only, and stops the whole listing at one that
-                # is not (a Latin-1 or EBCDIC name of a legacy system); its read-ahead
-                # requests are left unanswered: the next call starts a new session
-                self.conn.close()
-                name = exc.object.decode("utf-8", "backslashreplace") if isinstance(exc.object, bytes) else "?"
-                raise RemoteError(
-                    f"cannot list {self.full(current)}: the file name {name!r} is not UTF-8, and the SFTP "
-                    "client reads names only as UTF-8, so no file of this directory is taken",
-                    where=self.label, hint="rename the file on the server to a UTF-8 name (e.g. with convmv) "
-                    "or move it out of the directory",
-                ) from None
-            for attrs in entries:
-                rel = posixpath.join(current, attrs.filename) if current else attrs.filename
+            def listing(sftp: Any, folder: bytes = folder) -> list[tuple[bytes, Any]]:
+                from .listing import listdir_bytes  # paramiko: imported when a connection is made
+
+                return listdir_bytes(sftp, folder, self.page_size)
+
+            entries = self.conn.call(f"list {self.shown(current)}", listing)
+            for raw, attrs in entries:
+                name = self._name(current, raw, listed)
+                if name is None:
+                    continue
+                rel = posixpath.join(current, name) if current else name
                 mode = attrs.st_mode or 0
                 if stat_module.S_ISDIR(mode):
                     if recursive and rel not in skip:
                         stack.append(rel)
                 elif stat_module.S_ISREG(mode):
                     yield FileInfo(rel, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
+        self._reported &= listed  # a name reported again only once it was gone for a listing
+
+    def _name(self, directory: str, raw: bytes, listed: set[tuple[str, bytes]]) -> str | None:
+        """The name ``raw`` as text (:func:`decode_name`); one that is not valid in
+        ``filename_encoding`` is reported once, in one line, while it stays in the directory;
+        one that cannot be given back exactly is also left alone."""
+        name = decode_name(raw, self.encoding)
+        if name is not None and path_text(name) == name:
+            return name
+        key = (directory, raw)
+        listed.add(key)
+        if key not in self._reported:
+            self._reported.add(key)
+            where = f"{self.label}/{self.shown(directory)}" if directory else self.label
+            if name is None:
+                self.conn.log.warning(
+                    "%s: the file name %r in %s cannot be read in %s and given back to the server "
+                    "as it is: left alone (rename it on the server, or set filename_encoding)",
+                    self.adapter, raw, where, self.encoding)
+            else:
+                self.conn.log.warning(
+                    "%s: the file name %r in %s is not %s: taken as '%s' (its other bytes as \\xNN) "
+                    "(set filename_encoding to the server's, e.g. \"cp1252\", to read it as text)",
+                    self.adapter, raw, where, self.encoding, _printable(path_text(name)))
+        return name
 
     def stat(self, path: str) -> FileInfo | None:
         def do(sftp):
             try:
-                return sftp.stat(self.full(path))
+                return sftp.stat(self.raw(path))
             except FileNotFoundError:
                 return None
             except OSError as exc:
@@ -83,56 +128,58 @@ class SftpFS(FileSystem):
                     return None
                 raise
 
-        attrs = self.conn.call(f"stat {path}", do)
+        attrs = self.conn.call(f"stat {self.shown(path)}", do)
         if attrs is None or not stat_module.S_ISREG(attrs.st_mode or 0):
             return None
         return FileInfo(path, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
 
     def open_read(self, path: str, offset: int = 0) -> BinaryIO:
-        f = self.conn.call(f"open {path}", lambda sftp: sftp.open(self.full(path), "rb"))
+        f = self.conn.call(f"open {self.shown(path)}", lambda sftp: sftp.open(self.raw(path), "rb"))
         if offset:
             f.seek(offset)
         return f
 
     def open_write(self, path: str, *, append: bool = False) -> BinaryIO:
-        f = self.conn.call(f"create {path}", lambda sftp: sftp.open(self.full(path), "ab" if append else "wbx"))
+        f = self.conn.call(f"create {self.shown(path)}", lambda sftp: sftp.open(self.raw(path), "ab" if append else "wbx"))
         f.set_pipelined(True)
         return cast(BinaryIO, _Upload(self, path, f))  # writes and close go through the connection
 
     def flush(self, handle: BinaryIO) -> None:
-        self.conn.call(f"write {getattr(handle, 'path', '')}", lambda sftp: handle.flush())
+        self.conn.call(f"write {self.shown(getattr(handle, 'path', ''))}", lambda sftp: handle.flush())
 
     def replace(self, src: str, dst: str) -> None:
-        self.conn.call(f"rename {src} to {dst}", lambda sftp: sftp.posix_rename(self.full(src), self.full(dst)))
+        self.conn.call(f"rename {self.shown(src)} to {self.shown(dst)}",
+                       lambda sftp: sftp.posix_rename(self.raw(src), self.raw(dst)))
 
     def rename_noreplace(self, src: str, dst: str) -> bool:
         # SFTP v3 RENAME (OpenSSH: link + unlink) fails when the target exists
         def do(sftp):
             try:
-                sftp.rename(self.full(src), self.full(dst))
+                sftp.rename(self.raw(src), self.raw(dst))
                 return True
             except OSError:
-                if self.stat(dst) is not None or _exists(sftp, self.full(dst)):
+                if self.stat(dst) is not None or _exists(sftp, self.raw(dst)):
                     return False
                 raise
 
-        return self.conn.call(f"rename {src} to {dst}", do)
+        return self.conn.call(f"rename {self.shown(src)} to {self.shown(dst)}", do)
 
     def remove(self, path: str) -> None:
         def do(sftp):
             with contextlib.suppress(FileNotFoundError):
-                sftp.remove(self.full(path))
+                sftp.remove(self.raw(path))
 
-        self.conn.call(f"remove {path}", do)
+        self.conn.call(f"remove {self.shown(path)}", do)
 
     def makedirs(self, path: str, mode: int | None = None) -> None:
         if not path:
             return
 
         def do(sftp):
-            current = self.root
+            rel = ""
             for part in safe_relative(path, where=self.label).split("/"):
-                current = posixpath.join(current, part)
+                rel = posixpath.join(rel, part)
+                current = self.raw(rel)
                 if not _exists(sftp, current):
                     try:
                         if mode is None:
@@ -143,13 +190,13 @@ class SftpFS(FileSystem):
                         if not _exists(sftp, current):  # created meanwhile by another client: fine
                             raise
 
-        self.conn.call(f"mkdir {path}", do)
+        self.conn.call(f"mkdir {self.shown(path)}", do)
 
     def chmod(self, path: str, mode: int) -> None:
-        self.conn.call(f"chmod {path}", lambda sftp: sftp.chmod(self.full(path), mode))
+        self.conn.call(f"chmod {self.shown(path)}", lambda sftp: sftp.chmod(self.raw(path), mode))
 
     def truncate(self, path: str, size: int) -> None:
-        self.conn.call(f"truncate {path}", lambda sftp: sftp.truncate(self.full(path), size))
+        self.conn.call(f"truncate {self.shown(path)}", lambda sftp: sftp.truncate(self.raw(path), size))
 
 
 class _Upload:
@@ -160,13 +207,13 @@ class _Upload:
         self.fs, self.path, self.handle = fs, path, handle
 
     def write(self, data: bytes) -> int:
-        return self.fs.conn.call(f"write {self.path}", lambda sftp: self.handle.write(data))
+        return self.fs.conn.call(f"write {self.fs.shown(self.path)}", lambda sftp: self.handle.write(data))
 
     def flush(self) -> None:
         self.handle.flush()
 
     def close(self) -> None:
-        self.fs.conn.call(f"close {self.path}", lambda sftp: self.handle.close())
+        self.fs.conn.call(f"close {self.fs.shown(self.path)}", lambda sftp: self.handle.close())
 
     def __enter__(self) -> _Upload:
         return self
@@ -179,11 +226,42 @@ class _Upload:
                 self.handle.close()
 
 
-def _page(it: Iterator) -> Iterator:
-    yield from it
+def decode_name(raw: bytes, encoding: str) -> str | None:
+    """A name the server listed, as text: decoded in ``encoding`` with the bytes not valid in
+    it as surrogate escapes (``b"M\\xdcLLER"`` in UTF-8: ``"M\\udcdcLLER"``, as Python lists a
+    local directory), so that ``name.encode(encoding, "surrogateescape")`` gives ``raw`` back.
+    A codec with two byte sequences for one character (cp932) may not give it back: then its
+    ASCII as text and every other byte escaped; None when even that does not."""
+    for codec in (encoding, "ascii"):
+        name = raw.decode(codec, "surrogateescape")
+        try:
+            if name.encode(encoding, "surrogateescape") == raw:
+                return name
+        except UnicodeEncodeError:
+            pass
+    return None
 
 
-def _exists(sftp, path: str) -> bool:
+def check_encoding(encoding: str, *, where: str) -> str:
+    """``encoding`` if Python knows it and it keeps ASCII as it is (``/`` and ``.`` are bytes
+    of ASCII in SFTP paths); else an :class:`AdapterConfigError`."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise AdapterConfigError(f"unknown encoding {encoding!r}", where=where,
+                                 hint='e.g. "utf-8", "cp1252", "latin-1", "cp932"') from None
+    if bytes(range(128)).decode(encoding, "replace") != "".join(map(chr, range(128))):
+        raise AdapterConfigError(f"encoding {encoding!r} does not keep ASCII as it is, as SFTP paths need",
+                                 where=where, hint='e.g. "utf-8", "cp1252", "latin-1", "cp932"')
+    return encoding
+
+
+def _printable(text: str) -> str:
+    """``text`` on one line: characters that are not printable as escapes."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _exists(sftp, path: bytes) -> bool:
     try:
         sftp.stat(path)
         return True
@@ -204,7 +282,8 @@ class Staging:
         self.resumed_bytes = 0
 
     def _name(self, info: FileInfo) -> str:
-        return hashlib.sha256(f"{self.fs.label}|{info.path}|{info.size}|{info.mtime_ns}".encode()).hexdigest()[:32]
+        key = f"{self.fs.label}|{info.path}|{info.size}|{info.mtime_ns}".encode("utf-8", "surrogateescape")
+        return hashlib.sha256(key).hexdigest()[:32]
 
     def fetch(self, info: FileInfo) -> Path:
         done = self.directory / self._name(info)
@@ -218,7 +297,7 @@ class Staging:
         self.resumed_bytes += offset
         with open(part, "ab") as local:
             if offset < info.size:
-                self.fs.conn.call(f"download {info.path}", lambda sftp: self._copy(sftp, info, offset, local))
+                self.fs.conn.call(f"download {self.fs.shown(info.path)}", lambda sftp: self._copy(sftp, info, offset, local))
             local.flush()
             if self.durable:
                 os.fsync(local.fileno())
@@ -226,14 +305,14 @@ class Staging:
         if size != info.size:
             part.unlink()
             raise RemoteError(
-                f"{info.path} changed while it was downloaded ({size} bytes instead of {info.size})",
+                f"{self.fs.shown(info.path)} changed while it was downloaded ({size} bytes instead of {info.size})",
                 where=self.fs.label, hint="it is taken again once it is stable",
             )
         os.replace(part, done)
         return done
 
     def _copy(self, sftp, info: FileInfo, offset: int, local: BinaryIO) -> None:
-        with sftp.open(self.fs.full(info.path), "rb") as remote:
+        with sftp.open(self.fs.raw(info.path), "rb") as remote:
             position = offset
             while position < info.size:
                 end = min(info.size, position + REQUEST * WINDOW)

@@ -316,3 +316,25 @@ def test_files_with_names_of_any_bytes_are_taken_and_archived_under_their_own_na
         assert a.pipeline.poll().taken == 0  # recorded: not taken again
     finally:
         a.stop()
+
+
+def test_a_file_whose_name_is_not_utf8_and_whose_content_is_bad_goes_to_the_error_directory(bus: Bus, tmp_path: Path) -> None:
+    """The reason quotes the name: the seen-state and the .reason file hold it as text (\\xNN);
+    the file and its .reason are in error/ under its own bytes (the reason once failed to be
+    recorded and the file was retried at every poll)."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    name = "Übersicht.dat".encode("latin-1")
+    with open(os.path.join(os.fsencode(drop), name), "wb") as f:
+        f.write(b"\xdcbersicht\n")
+    a = started(make(bus, drop, payload="lines", encoding="utf-8"))
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.failed, result.errors) == (0, 1, 0)
+        error = os.path.join(os.fsencode(drop), b"error")
+        assert sorted(os.listdir(error)) == [name, name + b".reason"]
+        with open(os.path.join(error, name + b".reason"), encoding="utf-8") as f:
+            assert f"file: {drop}/\\xdcbersicht.dat\n" in f.read()
+        assert a.pipeline.poll().taken == 0
+    finally:
+        a.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import stat
 import threading
@@ -15,6 +16,7 @@ import pytest
 from coupler.adapters.common.errors import RemoteError
 from coupler.adapters.sftp import SftpAdapter
 from coupler.canonical import Envelope, FormatIndicator
+from coupler.canonical.errors import CouplerError
 
 from ..filebus import Bus, adapter
 from .sshd import PASSPHRASE, Sshd
@@ -193,24 +195,131 @@ def test_server_killed_mid_transfer_delivers_once_and_never_a_partial_file(bus: 
         server.stop()
 
 
-def test_a_file_name_that_is_not_utf8_is_named_in_one_line_and_renaming_it_lets_the_directory_go_on(
-        bus: Bus, sshd: Sshd, remote: Path) -> None:
-    """paramiko reads SFTP names as UTF-8 only and stops the listing at a Latin-1 one: the
-    poll fails with one line naming the file and what to do, and once it is renamed the
-    directory is taken on a new session (the broken listing's read-aheads left behind)."""
-    latin1 = os.path.join(os.fsencode(remote), "Übersicht.dat".encode("latin-1"))
-    with open(latin1, "wb") as f:
-        f.write(b"latin")
-    (remote / "good.dat").write_bytes(b"good")
-    a = inbound(bus, sshd, remote, archive_dir="done")
+def write_raw(directory: Path, name: bytes, data: bytes) -> bytes:
+    """A file named by bytes (a name that need not be UTF-8), beside the sshd's other files."""
+    path = os.path.join(os.fsencode(directory), name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        with pytest.raises(RemoteError) as refused:
-            a.pipeline.poll()
-        message = str(refused.value)
-        assert "\n" not in message and "'\\\\xdcbersicht.dat' is not UTF-8" in message and "rename the file" in message
-        assert bus.drain() == []
-        os.rename(latin1, remote / "Uebersicht.dat")
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return path
+
+
+def reports(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+
+MUELLER = "RECHNUNG_MÜLLER.DAT".encode("cp1252")  # b"RECHNUNG_M\xdcLLER.DAT": not UTF-8
+
+
+def test_a_file_whose_name_is_not_utf8_is_taken_beside_the_others_and_reported_once(
+        bus: Bus, sshd: Sshd, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """paramiko reads SFTP names only as UTF-8 and raises at a cp1252 one, which stopped the
+    whole directory; the adapter lists names as bytes: the good files and the cp1252 one are
+    taken, the latter named with its other bytes as \\xNN and archived under its own bytes;
+    the name is reported once, in one line, not at every poll."""
+    write_raw(remote, MUELLER, b"mueller")
+    (remote / "good1.dat").write_bytes(b"good1")
+    (remote / "good2.dat").write_bytes(b"good2")
+    folder = os.path.join(os.fsencode(remote), b"ABLAGE_\xc4")  # a cp1252 "Ä": not UTF-8 either
+    os.mkdir(folder)
+    write_raw(Path(os.fsdecode(folder)), b"inner.dat", b"inner")
+    caplog.set_level(logging.WARNING)
+    a = inbound(bus, sshd, remote, after="keep", recursive=True)
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.failed, result.errors) == (4, 0, 0)
+        got = {m.properties["file.path"]: m.body for m in bus.drain()}
+        assert got == {"RECHNUNG_M\\xdcLLER.DAT": b"mueller", "good1.dat": b"good1", "good2.dat": b"good2",
+                       "ABLAGE_\\xc4/inner.dat": b"inner"}
+        assert a.pipeline.poll().taken == 0 and a.pipeline.poll().taken == 0  # recorded, kept, listed again
+        [line] = reports(caplog, "RECHNUNG")
+        assert "\n" not in line and "b'RECHNUNG_M\\xdcLLER.DAT'" in line and str(remote) in line
+        assert "is not utf-8" in line and "filename_encoding" in line
+        assert len(reports(caplog, "ABLAGE_")) == 1
+    finally:
+        a.stop()
+
+
+def test_filename_encoding_reads_the_names_as_text_and_the_file_is_moved_under_its_own_bytes(
+        bus: Bus, sshd: Sshd, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_raw(remote, MUELLER, b"mueller")
+    (remote / "good.dat").write_bytes(b"good")
+    caplog.set_level(logging.WARNING)
+    a = inbound(bus, sshd, remote, filename_encoding="cp1252", archive_dir="Ablage-Müller")
+    try:
         assert a.pipeline.poll().done == 2
-        assert sorted(m.properties["file.name"] for m in bus.drain()) == ["Uebersicht.dat", "good.dat"]
+        names = sorted(m.properties["file.name"] for m in bus.drain())
+        assert names == ["RECHNUNG_MÜLLER.DAT", "good.dat"]
+        archive = os.path.join(os.fsencode(remote), "Ablage-Müller".encode("cp1252"))
+        assert sorted(os.listdir(archive)) == [MUELLER, b"good.dat"]
+        assert os.listdir(os.fsencode(remote)) == [os.path.basename(archive)]
+        assert reports(caplog, "RECHNUNG") == []  # valid cp1252: nothing to report
+    finally:
+        a.stop()
+
+
+def test_a_file_whose_name_is_not_utf8_fails_like_any_file_into_the_error_directory(
+        bus: Bus, sshd: Sshd, remote: Path) -> None:
+    """Its content is not the UTF-8 the site expects: it goes to error/ under its own bytes,
+    with a .reason file; the good file beside it is taken and deleted."""
+    write_raw(remote, MUELLER, b"M\xfcller\n")
+    (remote / "good.dat").write_bytes(b"good\n")
+    a = inbound(bus, sshd, remote, after="delete", payload="lines", encoding="utf-8")
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.failed) == (1, 1)
+        assert [m.body for m in bus.drain()] == [b"good"]
+        error = os.path.join(os.fsencode(remote), b"error")
+        assert sorted(os.listdir(error)) == [MUELLER, MUELLER + b".reason"]
+        reason = Path(os.path.join(error, MUELLER + b".reason").decode("utf-8", "surrogateescape")).read_text()
+        assert f"file: sftp://root@127.0.0.1:{sshd.port}{remote}/RECHNUNG_M\\xdcLLER.DAT\n" in reason
+        assert sorted(os.listdir(os.fsencode(remote))) == [b"error"]
+        assert a.pipeline.poll().taken == 0
+    finally:
+        a.stop()
+
+
+def test_names_are_given_back_to_the_server_byte_for_byte() -> None:
+    from coupler.adapters.sftp.remote import decode_name
+
+    for raw, encoding, text in [(MUELLER, "utf-8", "RECHNUNG_M\udcdcLLER.DAT"), (MUELLER, "cp1252", "RECHNUNG_MÜLLER.DAT"),
+                                (b"\x81x", "cp1252", "\udc81x"),  # not a cp1252 character
+                                ("≒.dat".encode("cp932"), "cp932", "≒.dat"),
+                                (b"\x87\x90.dat", "cp932", "\udc87\udc90.dat")]:  # NEC's ≒: encoded back as \x81\xe0
+        assert decode_name(raw, encoding) == text
+        assert text.encode(encoding, "surrogateescape") == raw
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("klingon", "unknown encoding 'klingon'"),
+    ("utf-16", "does not keep ASCII as it is"),
+])
+def test_filename_encoding_is_checked_at_load(bus: Bus, sshd: Sshd, remote: Path, value: str, message: str) -> None:
+    from coupler.bus.api import OptionsError
+
+    with pytest.raises((CouplerError, OptionsError), match=message) as refused:
+        adapter(SftpAdapter, "sftp-in", options(sshd, remote, filename_encoding=value), bus.context("sftp-in"),
+                direction="inbound")
+    assert "filename_encoding" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_outbound_names_are_written_in_filename_encoding_and_one_it_cannot_hold_is_refused(
+        bus: Bus, sshd: Sshd, remote: Path) -> None:
+    from coupler.bus.api import CommandFault
+
+    opts = options(sshd, remote, file_name="{prop.name}", filename_encoding="cp1252")
+    a = adapter(SftpAdapter, "sftp-out", opts, bus.context("sftp-out", channel="out"), direction="outbound")
+    a.start()
+    try:
+        fmt = FormatIndicator.parse("acme.Doc@1;text/plain")
+        a.deliver(Envelope(format=fmt, body=b"one", properties={"name": "Müller.txt"}))
+        assert os.listdir(os.fsencode(remote)) == ["Müller.txt".encode("cp1252")]
+        with pytest.raises(CommandFault) as refused:
+            a.deliver(Envelope(format=fmt, body=b"two", properties={"name": "Ωmega.txt"}))
+        message = str(refused.value)
+        assert "\n" not in message and "'Ωmega.txt' cannot be written in the server's file-name encoding cp1252" in message
+        assert os.listdir(os.fsencode(remote)) == ["Müller.txt".encode("cp1252")]  # no temporary left
     finally:
         a.stop()
