@@ -117,7 +117,8 @@ def read_connection_settings(opts: ConnectionOptions, adapter: str) -> Connectio
 def load_private_key(path: Path, passphrase: str | None) -> paramiko.PKey:
     """An RSA, ECDSA or Ed25519 private key (OpenSSH or PEM format), decrypted with ``passphrase``."""
     try:
-        return paramiko.PKey.from_path(path, password=passphrase.encode() if passphrase else None)
+        # positional: the parameter is `passphrase` in paramiko 3.4-4.x and `password` in 5.x
+        return paramiko.PKey.from_path(path, passphrase.encode() if passphrase else None)
     except FileNotFoundError as exc:
         raise AdapterConfigError(f"private key {path} does not exist", where="options.private_key") from exc
     except paramiko.PasswordRequiredException as exc:
