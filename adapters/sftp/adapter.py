@@ -26,7 +26,7 @@ class SftpOptions(FileAdapterOptions, ConnectionOptions):
                                    default=".")
     remote_output_directory: Str | None = option("The outbound directory when `direction = \"both\"`.",
                                                  default=None)
-    list_page_size: Int = option("Directory entries read per request.", default=100, ge=1)
+    list_page_size: Int = option("READDIR requests kept in flight while a directory is listed (each answer holds a page of names).", default=100, ge=1)
     filename_encoding: Str = option(
         "The encoding of the file names on the server (`cp1252`, `latin-1`, ...); bytes of a name "
         "not valid in it are kept as they are (`\\xNN` in messages).", default="utf-8")
