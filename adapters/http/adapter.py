@@ -46,6 +46,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .options import EndpointOptions, HttpOptions
@@ -212,7 +213,11 @@ class HttpAdapter(Adapter):
         for e in self.endpoints:
             app.router.add_post(e.path, self._handler(e))
         app.router.add_get("/openapi.json", self._openapi)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        # keepalive_timeout also bounds a new connection's wait for its headers (aiohttp arms it on
+        # connect, and AppRunner's own default is an hour)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
+                                     keepalive_timeout=s.keepalive_timeout,
+                                     logger=OneLineServerLog(self.log, f"adapters[{self.name}]"))
         await self._runner.setup()
         ssl_context = s.tls.server_context() if s.tls else None
         site = web.TCPSite(self._runner, s.host, s.port, ssl_context=ssl_context, backlog=512)
@@ -302,6 +307,11 @@ class HttpAdapter(Adapter):
         except TimeoutError:
             self.counts["refused"] += 1
             return _problem(408, f"the body did not arrive within {s.read_timeout:g} s", close=True)
+        except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
+            self.counts["refused"] += 1
+            self.log.info("%s: request to %s from %s dropped: the connection was lost in the middle of its body (%s)",
+                          self.name, endpoint.path, remote, exc)
+            return _problem(400, "the connection was lost in the middle of the body", close=True)
         from .validation import BodyError
 
         try:

@@ -80,6 +80,10 @@ class HttpOptions(OptionsModel):
                                          default=1024 * 1024)
     read_timeout: Positive = option("Server: seconds to receive a whole body, however slowly it comes (then 408).",
                                     default=30.0)
+    keepalive_timeout: Positive = option(
+        "Server: seconds a connection may stay open without a request in progress: a new one to send its "
+        "request line and headers, however slowly they come, a kept-alive one between requests (then closed; "
+        "aiohttp's `web.run_app` default).", default=75.0)
     rate_limit: Num | None = option("Server: requests per second allowed per client address (then 429).",
                                     default=None, gt=0)
     rate_burst: PositiveInt = option("Server: requests a client may send at once above the rate.", default=20)

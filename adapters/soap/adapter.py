@@ -90,6 +90,13 @@ class SoapOptions(OptionsModel):
     path: Str | None = option("Server: the URL path (default: `/SERVICE`).", default=None)
     max_request_bytes: Int = option("Server: larger request bodies are answered HTTP 413 unread.",
                                     default=1024 * 1024, ge=1)
+    read_timeout: Num = option(
+        "Server: seconds to receive a whole request body, however slowly it comes (then HTTP 408, the "
+        "connection closed).", default=30.0, gt=0)
+    keepalive_timeout: Num = option(
+        "Server: seconds a connection may stay open without a request in progress: a new one to send its "
+        "request line and headers, however slowly they come, a kept-alive one between requests (then closed; "
+        "aiohttp's `web.run_app` default).", default=75.0, gt=0)
     users: dict[str, Str] = option(
         "Server: user name -> password; every request must then carry a WS-Security UsernameToken of one "
         "of them.", default_factory=dict)
@@ -195,6 +202,8 @@ class SoapAdapter(Adapter):
         self.path = o.path or f"/{self.service.name}"
         self.endpoint = o.address
         self.max_request_bytes = o.max_request_bytes
+        self.read_timeout = o.read_timeout
+        self.keepalive_timeout = o.keepalive_timeout
         #: the operation documents from the adapter's channel call (default: their soap.operation)
         self.default_operation = o.operation or ""
         self.url: str | None = None

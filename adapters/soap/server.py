@@ -27,6 +27,7 @@ from coupler.bus.api import (
     request_command,
 )
 from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, unwrap, wrap
 from coupler.translators.soap.addressing import ANONYMOUS, NONE
@@ -119,7 +120,10 @@ class SoapServer:
         app = web.Application(client_max_size=self.a.max_request_bytes)
         app.router.add_get(self.a.path, self._get)
         app.router.add_post(self.a.path, self._post)
-        self._runner = web.AppRunner(app, access_log=None)
+        # keepalive_timeout also bounds a new connection's wait for its headers (aiohttp arms it on
+        # connect; AppRunner's own default is an hour)
+        self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=self.a.keepalive_timeout,
+                                     logger=OneLineServerLog(self.a.logger, f"adapters[{self.a.name}]"))
         await self._runner.setup()
         ssl_context = self.a.tls.server_context() if self.a.tls else None
         site = web.TCPSite(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context)
@@ -167,7 +171,9 @@ class SoapServer:
     async def _post(self, request: web.Request) -> web.Response:
         """One SOAP request. Whatever it raises is contained to it: it goes to the Invalid
         Message Channel with its cause, the caller gets a Receiver fault, the adapter goes on."""
-        body = await request.read()  # too large: aiohttp answers 413 (client_max_size)
+        body = await self._read(request)
+        if isinstance(body, web.Response):  # refused: too large, too slow, or the client went away
+            return body
         version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
         try:
             callback: list[tuple[str | None, str | None]] = []  # where the request asks its answer go
@@ -187,6 +193,33 @@ class SoapServer:
             await self._invalid(body, f"SOAP request from {request.remote} failed while being handled: {cause}")
             told = f"internal error ({type(exc).__name__}); the request is kept for the operator"
             return self._fault_response(version, SoapFault("Receiver", told))
+
+    async def _read(self, request: web.Request) -> bytes | web.Response:
+        """The request's body, or the answer refusing it: 413 for a body (or a declared
+        Content-Length) over ``max_request_bytes``, unread; 408 for one not received within
+        ``read_timeout``. Either closes the connection."""
+        limit, timeout = self.a.max_request_bytes, self.a.read_timeout
+        if request.content_length is not None and request.content_length > limit:
+            status, told = 413, f"the request body is larger than {limit} bytes (max_request_bytes)"
+        else:
+            try:
+                if request.content.is_eof():  # all of it came with the headers: no timer needed
+                    return await request.read()
+                return await asyncio.wait_for(request.read(), timeout)
+            except web.HTTPRequestEntityTooLarge:
+                status, told = 413, f"the request body is larger than {limit} bytes (max_request_bytes)"
+            except TimeoutError:
+                status, told = 408, f"the request body did not arrive within {timeout:g} s (read_timeout)"
+            except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
+                self.a.logger.info("SOAP request from %s dropped: the connection was lost in the middle of its "
+                                   "body (%s)", request.remote, exc)
+                response = web.Response(status=400, text="the connection was lost in the middle of the body\n")
+                response.force_close()
+                return response
+        self.a.logger.warning("SOAP request from %s refused: %s", request.remote, told)
+        response = web.Response(status=status, text=told + "\n")
+        response.force_close()  # the rest of the body is not read: the connection cannot be kept
+        return response
 
     async def _answer(self, request: web.Request, body: bytes, version: str,
                       callback: list[tuple[str | None, str | None]]) -> web.Response:

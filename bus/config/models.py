@@ -225,6 +225,9 @@ class ControlSection(Section):
         "Unix socket of the control endpoint (mode 0600), relative to the data directory.",
         default="control.sock",
     )
+    request_timeout: Num = doc(
+        "Seconds a connection to the control endpoint has to send its request line, however slowly it comes "
+        "(then it is answered with an error and closed).", default=30.0, gt=0)
 
 
 class MonitorSection(Section):
@@ -250,6 +253,10 @@ class HttpSection(Section):
     allow_plain_remote: Bool = doc(
         "Serve plain HTTP on a non-loopback address (refused otherwise: use TLS).", default=False
     )
+    keepalive_timeout: Num = doc(
+        "Seconds a connection may stay open without a request in progress: a new one to send its request "
+        "line and headers, however slowly they come, a kept-alive one between requests (then closed; "
+        "aiohttp's `web.run_app` default).", default=75.0, gt=0)
 
 
 class TracingSection(Section):

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from coupler.canonical.serverlog import quiet_accept_errors
 
 T = TypeVar("T")
 
@@ -17,6 +20,7 @@ class LoopThread:
     def __init__(self, name: str):
         self.name = name
         self.loop = asyncio.new_event_loop()
+        quiet_accept_errors(self.loop, logging.getLogger("coupler.loop"), name)
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._started = threading.Event()
 

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import secrets
@@ -37,6 +38,7 @@ from coupler.bus.config.loader import ConfigError
 from coupler.bus.runtime.console import api, pages
 from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
 
 if TYPE_CHECKING:
     from coupler.bus.config.loader import SiteConfig
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
     from coupler.bus.runtime.daemon import Daemon
 
 log = logging.getLogger("coupler.console")
+#: the largest body of a POST to the API (a test message's document included)
+MAX_BODY = 64 * 1024 * 1024
+#: seconds a POST's body may take to arrive, however slowly it comes (then 408)
+BODY_TIMEOUT = 30.0
 
 TOKEN_FILE = "console.token"
 URL_FILE = "console.url"
@@ -148,6 +154,7 @@ class ConsoleServer:
         self.rates = RateHistory()
         self.url: str | None = None
         self._loop = asyncio.new_event_loop()
+        quiet_accept_errors(self._loop, log, "console")
         self._thread = threading.Thread(target=self._loop.run_forever, name="console", daemon=True)
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
@@ -177,9 +184,10 @@ class ConsoleServer:
         return ctx
 
     async def _start(self) -> str:
-        app = web.Application(middlewares=[self._auth], client_max_size=64 * 1024 * 1024)
+        app = web.Application(middlewares=[self._auth], client_max_size=MAX_BODY)
         self._routes(app)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=self.site.http.keepalive_timeout,
+                                     logger=OneLineServerLog(log, "console"))
         await self._runner.setup()
         ctx = self._ssl()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
@@ -251,6 +259,10 @@ class ConsoleServer:
             return self._denied(request)
         if request.method == "POST" and request.content_type != "application/json":
             return web.json_response({"error": "POST a JSON body (Content-Type: application/json)"}, status=415)
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            too_large = web.json_response({"error": f"the request body is larger than {MAX_BODY} bytes"}, status=413)
+            too_large.force_close()  # the body is not read: the connection cannot be kept
+            return too_large
         try:
             return await handler(request)
         except ApiInputError as exc:
@@ -455,7 +467,13 @@ def store_text(site: SiteConfig) -> str:
 
 async def _json(request: web.Request) -> dict[str, Any]:
     try:
-        data = await request.json()
+        data = json.loads(await asyncio.wait_for(request.read(), BODY_TIMEOUT))
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(text=f"the request body did not arrive within {BODY_TIMEOUT:g} s\n") from None
+    except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
+        log.info("console: %s %s from %s dropped: the connection was lost in the middle of its body (%s)",
+                 request.method, request.path, request.remote, exc)
+        raise web.HTTPBadRequest(text="the connection was lost in the middle of the body\n") from None
     except ValueError as exc:
         raise CouplerError(f"the request body is not JSON: {exc}") from None
     if not isinstance(data, dict):

@@ -1,0 +1,95 @@
+"""What the daemon's network servers log when clients misbehave: the logger handed to aiohttp's
+HTTP servers (the http and SOAP adapters, the console), and the exception handler of the event
+loops they and the socket adapter run on (:func:`quiet_accept_errors`).
+
+aiohttp logs what it cannot hand to a handler - a malformed request (a bad request line, an
+overflowing chunk size), a connection lost in the middle of a body - with ``logger.exception``:
+an ERROR record with a traceback for what is an ordinary client's misbehaviour. Through
+:class:`OneLineServerLog` that is one WARNING line naming the place, the client and what was
+wrong (the traceback at DEBUG); anything else aiohttp reports is one ERROR line naming the
+exception and the code that raised it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import MutableMapping
+from typing import Any
+
+from .errors import describe_exception
+
+
+def client_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` is the client's doing: a malformed request (aiohttp's
+    HttpProcessingError subclasses carry a 4xx ``code``) or a connection lost or reset."""
+    if isinstance(exc, ConnectionError | asyncio.CancelledError | asyncio.IncompleteReadError | EOFError):
+        return True
+    code = getattr(exc, "code", None)
+    return isinstance(code, int) and 400 <= code < 500
+
+
+class OneLineServerLog(logging.LoggerAdapter):
+    """A server's log (``where``: the adapter or console it belongs to) without tracebacks."""
+
+    def __init__(self, logger: logging.Logger, where: str):
+        super().__init__(logger, {})
+        self.where = where
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        return msg, kwargs
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        exc_info = kwargs.pop("exc_info", None)
+        exc = sys.exc_info()[1] if exc_info is True else exc_info[1] if isinstance(exc_info, tuple) else exc_info
+        if not isinstance(exc, BaseException) or level < logging.ERROR:
+            self.logger.log(level, msg, *args, exc_info=exc_info, **kwargs)
+            return
+        text = str(msg) % args if args else str(msg)
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        if client_fault(exc):
+            self.logger.warning("%s: %s: %s: %s", self.where, text, type(exc).__name__, cause[:300],
+                                **kwargs)
+        else:
+            self.logger.error("%s: %s: %s", self.where, text, describe_exception(exc)[:500], **kwargs)
+        self.logger.debug("%s: the error above in full", self.where, exc_info=exc)
+
+
+#: how often the loss of accepting (no file descriptor left) is reported while it lasts
+ACCEPT_REPORT_SECONDS = 10.0
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, logger: logging.Logger, where: str) -> None:
+    """Report what asyncio's servers on ``loop`` cannot help in one line, not a traceback each.
+
+    When the process has no file descriptor left (``ulimit -n``), asyncio logs
+    "socket.accept() out of system resource" with a traceback for every connection waiting in
+    the listen queue and tries again a second later (thousands a second under a flood of
+    connections), and at shutdown each retry still pending logs a ValueError of the closed
+    socket. The first becomes one WARNING line every ``ACCEPT_REPORT_SECONDS`` saying what to
+    do, the second a DEBUG line; anything else goes to asyncio's default handler.
+    """
+    state = {"last": -ACCEPT_REPORT_SECONDS, "more": 0}
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        message = str(context.get("message", ""))
+        if isinstance(exc, OSError) and "out of system resource" in message:
+            now = time.monotonic()
+            if now - state["last"] < ACCEPT_REPORT_SECONDS:
+                state["more"] += 1
+                return
+            more = f"; {state['more']} more refusals since the last report" if state["more"] else ""
+            state["last"], state["more"] = now, 0
+            logger.warning("%s: cannot accept connections: %s (no file descriptor left); trying again every "
+                           "second%s. Raise the open-files limit (ulimit -n, systemd LimitNOFILE) or find the "
+                           "client holding so many connections", where, exc.strerror or exc, more)
+            return
+        if isinstance(exc, ValueError) and "_start_serving" in str(context.get("handle", "")):
+            logger.debug("%s: a retry to accept connections on a closed server: %s", where, exc)
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)

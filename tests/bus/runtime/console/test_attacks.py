@@ -1,0 +1,59 @@
+"""The console's HTTP server under attack (tests/adapters/hostile.py): silent and trickling
+clients are closed after ``[http] keepalive_timeout`` while others are served; API requests
+claiming 10**12 or 2**63 bytes, or a chunk of 2**63-1, are refused with 413 unread, the peak
+memory flat; 400 idle connections lock nobody out; resets in the middle of a request leave no
+traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from coupler.bus.config.loader import load_site
+from coupler.bus.runtime.console.server import read_token
+from tests.adapters import hostile
+from tests.bus.runtime.console.helpers import console_site
+from tests.bus.site_helpers import running_daemon
+
+
+@contextlib.contextmanager
+def _console(tmp_path: Path, keepalive: float | None = None) -> Iterator[tuple]:
+    site_file = console_site(tmp_path)
+    if keepalive is not None:
+        text = site_file.read_text()
+        site_file.write_text(text.replace("[http]\n", f"[http]\nkeepalive_timeout = {keepalive}\n", 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        parts = urlsplit(daemon.console_url)
+        token = read_token(load_site(site_file))
+        head = (b"POST /api/groups/complete HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer %s\r\n" % token.encode())
+        runner = daemon._console._runner
+
+        def serve() -> None:
+            with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+                assert r.status == 200
+
+        yield (parts.hostname, parts.port), head, serve, lambda: len(runner.server.connections)
+
+
+def test_silent_and_trickling_clients_are_closed_after_keepalive_timeout(tmp_path):
+    with _console(tmp_path, keepalive=1.0) as (address, head, serve, _):
+        hostile.slow_clients_are_closed(address, head, serve, 1.0)
+
+
+def test_huge_claimed_sizes_are_refused_unread(tmp_path):
+    with _console(tmp_path) as (address, head, serve, _):
+        hostile.huge_claims_are_refused(address, head, 64 << 20, serve)
+
+
+def test_400_idle_connections_do_not_lock_others_out(tmp_path):
+    with _console(tmp_path) as (address, _, serve, open_connections):
+        hostile.many_idle_connections_do_not_lock_out(address, serve, open_connections)
+
+
+def test_resets_in_the_middle_of_a_request_leave_no_traceback(tmp_path, caplog):
+    with _console(tmp_path) as (address, head, serve, open_connections):
+        hostile.resets_leave_no_traceback(address, head, serve, open_connections, caplog)
