@@ -22,6 +22,7 @@ import os
 import socket
 import socketserver
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -470,7 +471,18 @@ class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
     def handle(self) -> None:
-        line = self.rfile.readline(_MAX_LINE)
+        timeout = self.server.request_timeout
+        try:
+            line = self._read_line(timeout)
+        except TimeoutError:
+            log.warning("control: a connection sent no complete request within %g s; closed (control.request_timeout)",
+                        timeout)
+            self._answer({"ok": False, "error": f"no complete request line within {timeout:g} s; closed "
+                                                "(control.request_timeout)"})
+            return
+        except OSError as exc:  # the client went away (reset) before its request was read
+            log.info("control: a connection was lost before its request was read: %s", exc)
+            return
         try:
             request = _request(line)
             result = self.server.service.call(request["op"], **request.get("args") or {})
@@ -482,28 +494,58 @@ class _Handler(socketserver.StreamRequestHandler):
         except Exception as exc:  # the endpoint must keep serving
             log.exception("control request failed")
             answer = {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
+        self._answer(answer)
+
+    def _read_line(self, timeout: float) -> bytes:
+        """The request line (up to ``_MAX_LINE`` bytes), which must be complete within
+        ``timeout`` seconds of connecting however slowly its bytes come; TimeoutError if not."""
+        sock, deadline, line = self.connection, time.monotonic() + timeout, bytearray()
+        while len(line) < _MAX_LINE:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            sock.settimeout(remaining)
+            chunk = sock.recv(min(1 << 16, _MAX_LINE - len(line)))
+            if not chunk:
+                break
+            end = chunk.find(b"\n")
+            if end >= 0:
+                line += chunk[: end + 1]
+                break
+            line += chunk
+        return bytes(line)
+
+    def _answer(self, answer: dict[str, Any]) -> None:
+        """Write the answer line; a client that does not read it within the request timeout, or
+        that went away, is left (nothing else depends on it)."""
         with contextlib.suppress(OSError):
+            self.connection.settimeout(self.server.request_timeout)
             self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
+            self.wfile.flush()
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     allow_reuse_address = False
+    #: connections waiting to be accepted (socketserver's default, 5, refused a burst of clients
+    #: with EAGAIN)
+    request_queue_size = socket.SOMAXCONN
 
-    def __init__(self, path: str, service: ControlService):
+    def __init__(self, path: str, service: ControlService, request_timeout: float):
         self.service = service
+        self.request_timeout = request_timeout
         super().__init__(path, _Handler, bind_and_activate=False)
 
 
 class ControlServer:
     """The control endpoint of a daemon, serving in a thread of its own."""
 
-    def __init__(self, path: Path, service: ControlService):
+    def __init__(self, path: Path, service: ControlService, *, request_timeout: float = 30.0):
         self.path = path
         check_socket_path(path)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # a stale socket of a daemon that was killed (we hold the lock)
-        self._server = _Server(str(path), service)
+        self._server = _Server(str(path), service, request_timeout)
         try:
             self._server.server_bind()
             os.chmod(path, 0o600)  # before listen(): nobody can connect before this
@@ -539,13 +581,26 @@ class ControlClient:
         self.path = path
         self.timeout = timeout
 
+    def _connect(self, sock: socket.socket) -> None:
+        """Connect, waiting (up to the timeout) while the endpoint's queue of connections is full
+        (a Unix socket refuses with EAGAIN then, where TCP would wait)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                sock.connect(str(self.path))
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)  # a free place in the queue has no event to wait for
+
     def call(self, op: str, **args: Any) -> Any:
         check_socket_path(self.path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
             try:
-                sock.connect(str(self.path))
+                self._connect(sock)
             except (FileNotFoundError, ConnectionRefusedError) as exc:
                 raise ControlError(
                     f"no daemon answers on {self.path}",
@@ -558,6 +613,12 @@ class ControlClient:
                 line = f.readline(_MAX_LINE)
         except TimeoutError as exc:
             raise ControlError(f"the daemon did not answer {op!r} within {self.timeout:g} s", where=str(self.path)) from exc
+        except BlockingIOError as exc:
+            raise ControlError(f"the daemon's control endpoint stayed busy for {self.timeout:g} s (its queue of "
+                               "connections is full)", where=str(self.path), hint="try again") from exc
+        except OSError as exc:
+            raise ControlError(f"the connection to the daemon failed while asking {op!r}: {exc.strerror or exc}",
+                               where=str(self.path)) from exc
         finally:
             sock.close()
         if not line:

@@ -315,7 +315,8 @@ class Daemon:
         from coupler.bus.runtime.control import ControlServer, ControlService
 
         service = ControlService(self)
-        self._control = ControlServer(self.site.control_socket, service)
+        self._control = ControlServer(self.site.control_socket, service,
+                                      request_timeout=self.site.model.control.request_timeout)
         self._control.start()
         if self.site.http.listen:  # the console, API and /metrics (off unless set)
             from coupler.bus.runtime.console.server import ConsoleServer
