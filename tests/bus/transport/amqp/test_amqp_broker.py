@@ -224,38 +224,68 @@ def _full_after_one(t: AmqpTransport, length: int = 1) -> AmqpTransport:
 
 
 def test_a_batch_the_broker_takes_in_part_is_published_again_without_what_it_took(broker_names, caplog) -> None:
-    """A batch of 300 to a queue that holds 3: the broker confirms what it took (a quorum
-    queue's limit is approximate: about half of such a batch here) and nacks the rest; the
-    send publishes only the nacked messages again (what it confirmed is on the queue already:
-    publishing it again would deliver it twice), and each message arrives once as a consumer
-    makes room."""
+    """A batch of 300 to a topic with two subscriptions: every message is published twice in
+    it (a copy per subscription, interleaved, in chunks of 25 envelopes), and one queue is full
+    (it holds 3: proved by a publish the broker nacked) while the other has room. The broker
+    confirms the 300 copies it took and nacks the 300 for the full queue; the send publishes
+    only the nacked copies again (the confirmed ones are on their queue already: publishing
+    them again would deliver them twice), and each copy arrives once on each subscription as
+    a consumer makes room.
+
+    The full queue is filled first: a batch of 300 to an empty quorum queue of 3 is not taken
+    in part on every run (the queue takes what reached it before it applied its limit, the
+    whole batch on a loaded machine), and a batch the broker takes whole proves nothing."""
     caplog.set_level(logging.DEBUG, logger="coupler.bus.transport.amqp.link")
-    producer = _full_after_one(_transport(broker_names, reconnect_timeout=60), 3)
-    consumer = _full_after_one(_transport(broker_names), 3)
+    small = _full_after_one(_transport(broker_names), 3)  # declares (and consumes) the queue of 3
+    roomy = _transport(broker_names)  # declares (and consumes) the queue with room
+    impatient = _transport(broker_names, reconnect_timeout=0.5)
+    producer = _transport(broker_names, reconnect_timeout=60)
     bodies = [b"%d" % i for i in range(300)]
     errors: list[BaseException] = []
     try:
+        small.declare("news", kind="topic")
+        every = small.subscribe("news", "every")
+        events = roomy.subscribe("news", "events", selector="kind = 'event'")
+        fills = 0
+        with pytest.raises(BrokerRefusedError, match="publisher nack"):
+            for i in range(20):  # to "every" only; a quorum queue's limit is approximate
+                impatient.send("news", doc(b"fill %d" % i))
+                fills += 1
+        assert fills >= 3  # the queue of "every" is full: the broker refuses what comes to it
+
         def send() -> None:
             try:
-                producer.send("batch", [doc(b) for b in bodies])
+                producer.send("news", [doc(b, kind="event") for b in bodies])
             except BaseException as exc:  # noqa: BLE001 - reported by the test
                 errors.append(exc)
 
+        caplog.clear()
         sender = threading.Thread(target=send)
         sender.start()
-        wait_for(lambda: any("nacked" in r.getMessage() for r in caplog.records),
-                 "the broker to nack the part of the batch that does not fit", timeout=30)
+        nacked = wait_for(lambda: [r.getMessage() for r in caplog.records if "nacked" in r.getMessage()],
+                          "the broker to nack the copies for the full queue", timeout=30)
+        assert nacked[0].startswith("RabbitMQ nacked 300 message(s) of a batch")  # taken in part
         got: list[bytes] = []
         while sender.is_alive() or len(got) < len(bodies):
-            deliveries = consumer.receive_wait("batch", "c", max=50, wait=5)
-            consumer.ack(deliveries)
-            got += [d.envelope.body for d in deliveries]
-            assert len(got) == len(set(got)), "a message the broker had confirmed was delivered twice"
+            deliveries = small.receive_wait(every, "c", max=50, wait=5)
+            if not deliveries and not sender.is_alive():
+                break  # the send failed: reported below
+            small.ack(deliveries)
+            got += [d.envelope.body for d in deliveries if not d.envelope.body.startswith(b"fill")]
+            assert len(got) == len(set(got)), "a copy for the full queue was delivered twice"
         sender.join(timeout=30)
         assert errors == [] and sorted(got) == sorted(bodies)
-        assert consumer.receive_wait("batch", "c", max=5, wait=1.0) == []
+        assert small.receive_wait(every, "c", max=5, wait=1.0) == []
+        taken: list[bytes] = []
+        while len(taken) < len(bodies):
+            deliveries = roomy.receive_wait(events, "c", max=100, wait=5)
+            assert deliveries, f"only {len(taken)} of the copies the broker confirmed came"
+            roomy.ack(deliveries)
+            taken += [d.envelope.body for d in deliveries]
+        assert roomy.receive_wait(events, "c", max=5, wait=1.0) == []  # none twice
+        assert len(taken) == len(set(taken)) and sorted(taken) == sorted(bodies)
     finally:
-        for t in (producer, consumer):
+        for t in (producer, impatient, roomy, small):
             t.close()
 
 
