@@ -9,7 +9,9 @@ truncated file (``EOFError``).
 
 :func:`json_loads` is :func:`json.loads` for JSON from outside (a line of a file, a message
 body, a header a foreign client wrote): text nested deeper than Python's recursion limit
-(``[[[[...``) raises :class:`ValueError` like any other bad JSON, not ``RecursionError``.
+(``[[[[...``), or a number whose exponent no decimal holds (with ``parse_float=Decimal``),
+raises :class:`ValueError` like any other bad JSON, not ``RecursionError`` or
+``decimal.InvalidOperation``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def json_loads(text: str | bytes, **options: Any) -> Any:
         return json.loads(text, **options)
     except RecursionError:
         raise ValueError("JSON nested too deeply (arrays or objects inside each other thousands of times)") from None
+    except ArithmeticError:  # decimal.InvalidOperation of parse_float=Decimal: 1E99999999999999999999
+        raise ValueError("a number's exponent is beyond what a decimal holds") from None
 
 
 __all__ = ["CappedReads", "capped_reads", "json_loads"]
