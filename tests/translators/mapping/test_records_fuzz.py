@@ -222,6 +222,20 @@ def test_a_json_line_nested_deeply_is_reported_with_its_line_and_the_file_goes_o
                                                "or objects inside each other thousands of times)")]
 
 
+def test_a_whole_number_with_a_huge_exponent_is_refused_at_once(setting: dict[str, Any], tmp_path: Path) -> None:
+    """Found by the file test (COUPLER_FUZZ_SEED=4127027922, file 383: ``"quantity":1e999999999``):
+    ``int(Decimal("1E+999999999"))`` ran for ever in C (no timer could end it) building a number
+    of a billion digits before the range of an Avro int was checked. 1e400000 took 4.7 s of CPU."""
+    good = dumps(ACCOUNT).encode()
+    huge = good.replace(b'"quantity":2', b'"quantity":1e400000')
+    assert huge != good
+    start = time.process_time()
+    written, errors = _translate(setting, tmp_path, [huge, good], "huge")
+    assert time.process_time() - start < 1.0
+    assert written == 1
+    assert [n for n, _ in errors] == [1] and "lines[0].quantity: 1E+400000 has more than 4300 digits" in errors[0][1]
+
+
 def test_a_json_number_whose_exponent_no_decimal_holds_is_reported(setting: dict[str, Any], tmp_path: Path) -> None:
     """Found by the file test's 120 s run (COUPLER_FUZZ_SEED=4079408031, file 5667: a value
     replaced by -9999E99999999999999999999999999999999999, which JSON reads with
