@@ -16,6 +16,7 @@ printed and ``COUPLER_FUZZ_SEED=N`` replays a run."""
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import os
 import random
@@ -74,6 +75,9 @@ def bounded(label: str) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, hang)
     signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+    # the timer cannot end a hang in C (int() of a decimal of a billion digits): that one ends
+    # the run, with the Python stack of the case, after 6 timer periods
+    faulthandler.dump_traceback_later(6 * CASE_SECONDS, exit=True)
     tracemalloc.start()
     try:
         yield
@@ -81,6 +85,7 @@ def bounded(label: str) -> Iterator[None]:
         assert peak < 64 * MB, f"{label}: {peak / MB:.0f} MB allocated"
     finally:
         tracemalloc.stop()
+        faulthandler.cancel_dump_traceback_later()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
