@@ -31,6 +31,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.streams import json_loads
 
 from .options import DatabaseOptions
 
@@ -216,7 +217,7 @@ class DatabaseAdapter(Adapter):
         params: dict[str, Any] = {}
         if command.document is not None and command.document.body.strip():
             try:
-                params = json.loads(command.document.body)
+                params = json_loads(command.document.body)
             except (ValueError, UnicodeDecodeError) as exc:
                 raise CommandFault(f"the request document is not JSON: {exc}", code="invalid") from None
             if not isinstance(params, dict):

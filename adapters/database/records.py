@@ -22,6 +22,7 @@ from typing import Any
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.format import AVRO_BINARY, JSON
+from coupler.canonical.streams import json_loads
 
 
 class RowError(CouplerError):
@@ -127,7 +128,7 @@ def body_records(body: bytes, fmt: FormatIndicator, registry: Any) -> list[dict[
         raise RowError(f"a {fmt.content_type} body cannot be written to a table",
                        hint="map it to a canonical record first (site.toml `mapping`), JSON or Avro")
     try:
-        data = json.loads(body)
+        data = json_loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RowError(f"the body is not JSON: {exc}") from None
     records = data if isinstance(data, list) else [data]

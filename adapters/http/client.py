@@ -13,7 +13,6 @@ client-credentials tokens are fetched before the first call and again before the
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -27,6 +26,7 @@ from coupler.adapters.common.secrets import secret_file, secret_from_env
 from coupler.bus.api import CommandFault
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.streams import json_loads
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .options import HttpOptions, OAuth2Options
@@ -80,7 +80,7 @@ def render(template: str, envelope: Envelope, *, quote_values: bool) -> str:
         elif kind == "field" and name:
             if record is None:
                 try:
-                    record = json.loads(envelope.body)
+                    record = json_loads(envelope.body)
                 except (ValueError, UnicodeDecodeError):
                     raise CommandFault(f"{template!r} takes a field of the body, which is not JSON",
                                        code="invalid") from None

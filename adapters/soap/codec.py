@@ -22,6 +22,7 @@ from lxml import etree
 from coupler.bus.api import CommandFault, Document
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.streams import json_loads
 from coupler.translators.soap.wsdl import MessageInfo, Operation, Port, WsdlDescription
 from coupler.translators.xml.jsonio import dumps
 
@@ -223,7 +224,7 @@ def to_document(record: dict[str, Any], fmt: FormatIndicator) -> Document:
 
 def from_document(document: Document) -> dict[str, Any]:
     try:
-        record = json.loads(document.body)
+        record = json_loads(document.body)
     except ValueError as exc:
         raise CommandFault(f"document {document.format} is not JSON: {exc}", code="invalid") from None
     if not isinstance(record, dict):

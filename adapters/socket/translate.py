@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from coupler.bus.api import Document
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import TranslationError  # noqa: F401  (re-exported: payload translators raise it)
+from coupler.canonical.streams import json_loads
 
 from .hl7v2 import read_header
 
@@ -126,7 +127,7 @@ class CopybookTranslator:
 
     def encode(self, document: Document) -> bytes:
         try:
-            record = json.loads(document.body)
+            record = json_loads(document.body)
         except ValueError as exc:
             raise TranslationError(f"document {document.format} is not JSON: {exc}") from None
         return bytes(self.encoder.encode(record))

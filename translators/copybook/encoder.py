@@ -15,10 +15,11 @@ the records of a multi-segment file. With ``record_format=V`` each record gets i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
+
+from coupler.canonical.streams import json_loads
 
 from .avro import as_options, output_fields
 from .decoder import decode_context
@@ -227,9 +228,10 @@ def encode_json_lines(layout: Layout, lines: Iterable[str], options: Any = None)
         if not line.strip():
             continue
         try:
-            record = json.loads(line, parse_float=Decimal)
-        except json.JSONDecodeError as exc:
-            raise RecordEncodeError(f"line {number} is not JSON: {exc.msg}", where=f"line {number}") from exc
+            record = json_loads(line, parse_float=Decimal)
+        except ValueError as exc:  # bad, nested too deeply, or an exponent no decimal holds
+            raise RecordEncodeError(f"line {number} is not JSON: {getattr(exc, 'msg', exc)}",
+                                    where=f"line {number}") from None
         if not isinstance(record, dict):
             raise RecordEncodeError(f"line {number} is not a JSON object", where=f"line {number}")
         try:

@@ -45,6 +45,10 @@ Kind = Literal["string", "integer", "decimal", "float", "bytes"]
 
 # Exact decimal arithmetic for pictures of any length (the default context keeps 28 digits).
 _EXACT = Context(prec=100_000)
+#: more digits than any picture holds (COBOL's are 38 at most), refused before the value is
+#: scaled: a JSON number such as 1e999999999 overflows even _EXACT (decimal.Overflow), and
+#: 1e999999 would be made an integer of a million digits (half a minute of CPU)
+_MOST_DIGITS = 100
 
 
 class PictureError(CopybookError):
@@ -645,6 +649,8 @@ def unscaled(value: Any, ft: FieldType) -> int:
         raise FieldEncodeError(f"{value!r} is not a number (picture {ft.picture})") from None
     if not dec.is_finite():
         raise FieldEncodeError(f"{value!r} is not a finite number (picture {ft.picture})")
+    if dec and dec.adjusted() + ft.scale >= _MOST_DIGITS:
+        raise FieldEncodeError(f"a number of {dec.adjusted() + 1} digits does not fit picture {ft.picture}")
     scaled = dec.scaleb(ft.scale, _EXACT)
     n = int(scaled)
     if scaled != n:

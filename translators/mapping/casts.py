@@ -103,10 +103,18 @@ def _chain(first: Cast, second: Cast) -> Cast:
     return lambda v: second(first(v))
 
 
+#: the most digits of a whole number made from a decimal, as ``int("9" * 4301)`` refuses
+#: more: ``int(Decimal("1e999999999"))`` (a JSON number) would build a number of a billion
+#: digits, for minutes and gigabytes, before any range check could refuse it
+MAX_DIGITS = 4300
+
+
 def _integral(v: Any) -> int:
     if isinstance(v, Decimal):
         if v != v.to_integral_value():
             raise ValueError(f"{v} is not a whole number")
+        if v.is_finite() and v.adjusted() >= MAX_DIGITS:
+            raise ValueError(f"{v} has more than {MAX_DIGITS} digits")
         return int(v)
     return int(v)
 

@@ -17,6 +17,8 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from coupler.canonical.streams import json_loads
+
 from .avrotypes import AType, SchemaTypes
 from .casts import INTEGER, REAL, TEXT, make_cast
 
@@ -145,6 +147,7 @@ def dumps(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def loads(line: str) -> Any:
-    """One JSON line, numbers with a fraction read as exact decimals."""
-    return json.loads(line, parse_float=Decimal)
+def loads(line: str | bytes) -> Any:
+    """One JSON line, numbers with a fraction read as exact decimals; ValueError when it is not
+    JSON, nested too deeply included."""
+    return json_loads(line, parse_float=Decimal)

@@ -16,11 +16,11 @@ schema (decimals, dates, ... as :mod:`coupler.translators.mapping` expects them)
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.streams import json_loads
 
 from .avrotypes import SchemaTypes
 from .errors import TranslateError
@@ -81,8 +81,8 @@ class LegacyReader:
 
     def _json(self, body: bytes, label: str) -> dict[str, Any]:
         try:
-            record = json.loads(body)
-        except ValueError as exc:
+            record = json_loads(body)
+        except ValueError as exc:  # not JSON, not UTF-8, or nested too deeply
             raise TranslateError(f"{label} is not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise TranslateError(f"{label} is not a JSON object")

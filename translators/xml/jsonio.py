@@ -24,6 +24,8 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
 
+from coupler.canonical.streams import json_loads
+
 from .errors import XmlValidationError
 from .scalars import format_datetime, format_time
 
@@ -96,9 +98,9 @@ def read_jsonl(stream: IO[str], *, name: str = "<input>") -> Iterator[dict[str, 
         if not line.strip():
             continue
         try:
-            record = json.loads(line, parse_float=Decimal)
-        except json.JSONDecodeError as exc:
-            raise XmlValidationError(f"not JSON: {exc.msg}", source=name, line=number) from None
+            record = json_loads(line, parse_float=Decimal)
+        except ValueError as exc:  # bad, nested too deeply, or an exponent no decimal holds
+            raise XmlValidationError(f"not JSON: {getattr(exc, 'msg', exc)}", source=name, line=number) from None
         if not isinstance(record, dict):
             raise XmlValidationError("each line must be a JSON object", source=name, line=number)
         yield record

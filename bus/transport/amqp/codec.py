@@ -24,6 +24,7 @@ import pika
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import HistoryEntry, MessageKind, Sequence, utc_now
 from coupler.canonical.errors import EnvelopeError
+from coupler.canonical.streams import json_loads
 
 H_FORMAT = "coupler-format"
 H_VERSION = "coupler-version"
@@ -107,27 +108,60 @@ class Received:
     def attempts(self) -> int:
         """Deliveries made before this one: republished attempts plus broker requeues (the
         transport subtracts the requeues that were no attempt: :attr:`returned`)."""
-        return int(self.headers.get(H_ATTEMPTS) or 0) + self.returned
+        return self.republished + self.returned
+
+    @property
+    def republished(self) -> int:
+        """Attempts counted by the republishing transport (``coupler-attempts``; a value that is
+        no count reads as 0: :func:`from_amqp` refuses such a message)."""
+        return _count(self.headers.get(H_ATTEMPTS))
 
     @property
     def returned(self) -> int:
         """How often the broker returned this copy to its queue (``x-delivery-count``)."""
-        return int(self.headers.get("x-delivery-count") or 0)
+        return _count(self.headers.get("x-delivery-count"))
 
     @property
     def claim(self) -> str | None:
         """The reference of the claim-checked body, or None when the body is here."""
-        return _text(self.headers.get(H_CLAIM))
+        try:
+            return _text(self.headers.get(H_CLAIM))
+        except UnicodeDecodeError:  # refused by from_amqp
+            return None
 
     @property
     def enqueued_at(self) -> float:
         """When this message was sent to its channel (seconds): the time of its last send
-        hop, kept when it is redelivered."""
+        hop, kept when it is redelivered (0 when a foreign message's headers do not say)."""
         history = self.headers.get(H_HISTORY)
         if history:
-            with contextlib.suppress(ValueError, IndexError, TypeError):
-                return float(json.loads(_text(history) or "")[-1][2]) / 1000.0
-        return float(self.headers.get(H_TIMESTAMP) or 0) / 1000.0
+            with contextlib.suppress(ValueError, IndexError, TypeError, KeyError, OverflowError):
+                return float(json_loads(_text(history) or "")[-1][2]) / 1000.0
+        with contextlib.suppress(ValueError, TypeError, OverflowError):
+            return float(self.headers.get(H_TIMESTAMP) or 0) / 1000.0
+        return 0.0
+
+
+def _count(value: Any) -> int:
+    """A count header as a number (0 when absent or not a count)."""
+    return int(value) if _is_whole(value) and 0 <= value <= _INT_MAX else 0
+
+
+def _whole(headers: dict[str, Any], name: str, low: int, high: int) -> int | None:
+    """Header ``name`` as a whole number in ``low..high`` (None when absent); a foreign
+    client's text, float, table or out-of-range number is an :class:`EnvelopeError`."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    if not _is_whole(value) or not low <= value <= high:
+        raise EnvelopeError(f"AMQP message has a bad {name} header: {_shown(value)} is not a whole number "
+                            f"from {low} to {high}")
+    return int(value)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -156,20 +190,31 @@ def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:
     properties strings, the body bytes, the format a ``FormatIndicator`` checked once per
     name, version and content type)."""
     headers = dict(props.headers or {})
+    # the counts the transport reads from every message, raw ones too (Received.attempts)
+    _whole(headers, H_ATTEMPTS, 0, _INT_MAX)
+    _whole(headers, "x-delivery-count", 0, _INT_MAX)
     if headers.get(H_RAW):
         return Received(None, body, headers, props)
-    name = _text(headers.get(H_FORMAT))
+    try:
+        name = _text(headers.get(H_FORMAT))
+        _text(headers.get(H_CLAIM))  # text, read as Received.claim when the message is taken
+    except UnicodeDecodeError as exc:
+        raise EnvelopeError(f"AMQP message has a bad coupler header: {exc}") from None
     if not name:
         raise EnvelopeError("AMQP message without a coupler-format header: not a Coupler envelope")
+    version = _whole(headers, H_VERSION, 1, _INT_MAX) or 1
+    ts = _whole(headers, H_TIMESTAMP, _MIN_MS, _MAX_MS)
+    expires = _whole(headers, H_EXPIRES, _MIN_MS, _MAX_MS)
+    properties = headers.get(H_PROPERTIES) or {}
+    if not isinstance(properties, dict):
+        raise EnvelopeError(f"AMQP message has a bad {H_PROPERTIES} header: {_shown(properties)} is not a table")
     try:
         seq = headers.get(H_SEQUENCE)
         history = headers.get(H_HISTORY)
         kind = _text(props.type) or "document"
-        expires = headers.get(H_EXPIRES)
-        ts = headers.get(H_TIMESTAMP)
         env: Any = object.__new__(Envelope)
         env.__dict__.update(
-            format=_format(name, int(headers.get(H_VERSION) or 1), _text(props.content_type) or "avro/binary"),
+            format=_format(name, version, _text(props.content_type) or "avro/binary"),
             body=body,
             kind=_KINDS.get(kind) or MessageKind(kind),
             message_id=_text(props.message_id) or "",
@@ -177,15 +222,52 @@ def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:
             correlation_id=_text(props.correlation_id),
             return_address=_text(props.reply_to),
             expires_at=_at_ms(expires) if expires is not None else None,
-            sequence=Sequence(**json.loads(_text(seq) or "")) if seq else None,
-            history=[_entry(c, a, t) for c, a, t in json.loads(_text(history) or "[]")] if history else [],
+            sequence=_sequence(json_loads(_text(seq) or "")) if seq else None,
+            history=[_entry(c, a, t) for c, a, t in _history(json_loads(_text(history) or "[]"))] if history else [],
             attempt=0,
             origin=_text(props.app_id),
-            properties={str(k): _text(v) or "" for k, v in (headers.get(H_PROPERTIES) or {}).items()},
+            properties={str(k): _text(v) or "" for k, v in properties.items()},
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise EnvelopeError(f"AMQP message has a bad coupler header: {exc}") from exc
     return Received(env, body, headers, props)
+
+
+#: the bounds of what the envelope's Avro record holds: an ``int`` (versions, counts,
+#: sequence positions) and a timestamp in milliseconds that Python's datetime can hold
+_INT_MAX = 2**31 - 1
+_MIN_MS = -62135596800000  # 0001-01-01
+_MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999
+
+
+def _sequence(data: Any) -> Sequence:
+    """The Message Sequence of a ``coupler-sequence`` header (JSON), its types checked."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{H_SEQUENCE} is not a JSON object")
+    seq = Sequence(**data)
+    if (not isinstance(seq.id, str) or not _is_int(seq.position) or not (seq.size is None or _is_int(seq.size))
+            or not isinstance(seq.end, bool)):
+        raise ValueError(f"{H_SEQUENCE} needs a text id, whole position and size (0 to {_INT_MAX}) and a boolean end")
+    return seq
+
+
+def _history(data: Any) -> list[Any]:
+    """The ``[component, action, ms]`` entries of a ``coupler-history`` header (JSON), checked."""
+    if not isinstance(data, list) or not all(
+        isinstance(h, list) and len(h) == 3 and isinstance(h[0], str) and isinstance(h[1], str)
+        and _is_whole(h[2]) and _MIN_MS <= h[2] <= _MAX_MS for h in data
+    ):
+        raise ValueError(f"{H_HISTORY} is not a JSON array of [component, action, milliseconds]")
+    return data
+
+
+def _is_int(value: Any) -> bool:
+    return _is_whole(value) and 0 <= value <= _INT_MAX
+
+
+def _is_whole(value: Any) -> bool:
+    """An integer (pika reads a table's long long as its own subclass of int), not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @functools.lru_cache(maxsize=4096)

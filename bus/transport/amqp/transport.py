@@ -915,7 +915,7 @@ class AmqpTransport(Transport):
             tag, props, body = item
             env = rec.envelope
             assert env is not None
-            prior = int(rec.headers.get(H_ATTEMPTS) or 0) + max_(0, rec.returned - known.get(env.message_id, 0))
+            prior = rec.republished + max_(0, rec.returned - known.get(env.message_id, 0))
             if env.is_expired(now):
                 settle.append((tag, props, body, rec, "expired"))
                 continue
@@ -1427,7 +1427,7 @@ class AmqpTransport(Transport):
                 with contextlib.suppress(CouplerError):
                     rec = from_amqp(props, body)
                     if rec.envelope is not None:
-                        rec.envelope.attempt = int(rec.headers.get(H_ATTEMPTS) or 0)
+                        rec.envelope.attempt = rec.republished
                         if rec.claim:
                             rec.envelope.body = self.store.get_claim(rec.claim)
                         out.append(rec.envelope)

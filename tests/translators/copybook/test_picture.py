@@ -313,3 +313,19 @@ def test_encode_rejects_values_that_do_not_fit():
         field_type("9(3)").encode("abc")
     with pytest.raises(FieldEncodeError, match="holds text"):
         field_type("X(3)").encode(12)
+
+
+@pytest.mark.parametrize("picture,usage", [("S9(5)V99", "COMP-3"), ("9(5)", None), ("S9(9)", "COMP"), ("9(3)V9", None)])
+@pytest.mark.parametrize("value", [Decimal("1e999999999"), "1e999999999", Decimal("-1E+400000")])
+def test_a_number_with_a_huge_exponent_is_refused_at_once(picture: str, usage: str | None, value: object) -> None:
+    """Found while fuzzing the mapping translator (h92): a JSON number 1e999999999 given to a
+    copybook field raised decimal.Overflow (an internal error, not a CouplerError), and
+    -1E+400000 took 5 s of CPU to be made an integer before its digits were counted."""
+    import time
+
+    from coupler.canonical.errors import CouplerError
+
+    start = time.process_time()
+    with pytest.raises(CouplerError, match=r"^a number of \d+ digits does not fit picture"):
+        field_type(picture, usage).encode(value)
+    assert time.process_time() - start < 1.0
