@@ -6,17 +6,10 @@ before it reads: a ``MemoryError``, or gigabytes taken for a file of a few kilob
 :class:`CappedReads` hands such a reader the same file with every read capped at the bytes
 the file has left, so the claim ends in a short read, which the reader reports as a
 truncated file (``EOFError``).
-
-:func:`json_loads` is :func:`json.loads` for JSON from outside (a line of a file, a message
-body, a header a foreign client wrote): text nested deeper than Python's recursion limit
-(``[[[[...``), or a number whose exponent no decimal holds (with ``parse_float=Decimal``),
-raises :class:`ValueError` like any other bad JSON, not ``RecursionError`` or
-``decimal.InvalidOperation``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import IO, Any, cast
 
@@ -44,15 +37,4 @@ def capped_reads(f: IO[bytes]) -> IO[bytes]:
     return cast(IO[bytes], CappedReads(f))
 
 
-def json_loads(text: str | bytes, **options: Any) -> Any:
-    """``json.loads(text, **options)``; JSON nested too deeply for the parser is a
-    :class:`ValueError` (what callers already catch for bad JSON), not a ``RecursionError``."""
-    try:
-        return json.loads(text, **options)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply (arrays or objects inside each other thousands of times)") from None
-    except ArithmeticError:  # decimal.InvalidOperation of parse_float=Decimal: 1E99999999999999999999
-        raise ValueError("a number's exponent is beyond what a decimal holds") from None
-
-
-__all__ = ["CappedReads", "capped_reads", "json_loads"]
+__all__ = ["CappedReads", "capped_reads"]

@@ -31,7 +31,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 from .options import DatabaseOptions
 

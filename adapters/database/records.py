@@ -22,7 +22,7 @@ from typing import Any
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.format import AVRO_BINARY, JSON
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 
 class RowError(CouplerError):

@@ -26,7 +26,7 @@ from coupler.adapters.common.secrets import secret_file, secret_from_env
 from coupler.bus.api import CommandFault
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
 from .options import HttpOptions, OAuth2Options

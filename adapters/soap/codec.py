@@ -22,7 +22,7 @@ from lxml import etree
 from coupler.bus.api import CommandFault, Document
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 from coupler.translators.soap.wsdl import MessageInfo, Operation, Port, WsdlDescription
 from coupler.translators.xml.jsonio import dumps
 

@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from coupler.bus.api import Document
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import TranslationError  # noqa: F401  (re-exported: payload translators raise it)
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 from .hl7v2 import read_header
 

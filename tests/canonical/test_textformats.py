@@ -30,12 +30,12 @@ def test_bad_json_names_line_and_column() -> None:
 
 
 @pytest.mark.parametrize(("load", "text", "nested"), [
-    (load_toml, "x = " + "[" * 5000 + "]" * 5000, "arrays or inline tables"),
-    (load_json, "[" * 200_000 + "]" * 200_000, "arrays or objects")])
+    (load_toml, "x = " + "[" * 5000 + "]" * 5000, "TOML nested too deeply (arrays or inline tables inside each other hundreds of times)"),
+    (load_json, "[" * 200_000 + "]" * 200_000, "JSON nested too deeply (arrays or objects inside each other thousands of times)")])
 def test_nesting_that_ends_the_stack_is_a_one_line_refusal(load, text: str, nested: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TextFormatError) as err:
         load(text)
-    assert err.value.reason == f"cannot be read: {nested} nested hundreds of levels deep"
+    assert err.value.reason == nested
     assert err.value.at("f") == "f"
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 from .avro import as_options, output_fields
 from .decoder import decode_context

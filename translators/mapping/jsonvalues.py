@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 from .avrotypes import AType, SchemaTypes
 from .casts import INTEGER, REAL, TEXT, make_cast

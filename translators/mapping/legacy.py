@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 from .avrotypes import SchemaTypes
 from .errors import TranslateError

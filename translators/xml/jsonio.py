@@ -24,7 +24,7 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
 
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 from .errors import XmlValidationError
 from .scalars import format_datetime, format_time

@@ -24,7 +24,7 @@ import pika
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import HistoryEntry, MessageKind, Sequence, utc_now
 from coupler.canonical.errors import EnvelopeError
-from coupler.canonical.streams import json_loads
+from coupler.canonical.textformats import json_loads
 
 H_FORMAT = "coupler-format"
 H_VERSION = "coupler-version"

@@ -144,7 +144,7 @@ def test_arrays_nested_too_deep_for_toml_are_refused_in_one_line(tmp_path: Path,
     path.write_text(f'[site]\nname = "x"\nextra = {value}\n')
     with pytest.raises(ConfigError) as info:
         load_site(path)
-    assert str(info.value) == f"{path}: cannot be read: arrays or inline tables nested hundreds of levels deep"
+    assert str(info.value) == f"{path}: TOML nested too deeply (arrays or inline tables inside each other hundreds of times)"
 
 
 def test_missing_site_file_says_what_to_do(tmp_path: Path) -> None:

@@ -164,13 +164,13 @@ def test_declaration_errors_name_the_key(family_dir: Path, change: dict, message
 
 
 @pytest.mark.parametrize(("name", "text", "nested"), [
-    ("deep.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n", "arrays or inline tables"),
-    ("deep.json", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "arrays or objects")])
+    ("deep.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n", "TOML nested too deeply"),
+    ("deep.json", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested too deeply")])
 def test_a_declaration_nested_too_deep_is_refused_in_one_line(tmp_path: Path, name: str, text: str, nested: str) -> None:
     """Neither tomllib nor json has a nesting limit of its own: a RecursionError before."""
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(FamilyError, match=f"cannot be read: {nested} nested hundreds of levels deep") as err:
+    with pytest.raises(FamilyError, match=nested) as err:
         LayoutFamily.load(path)
     assert err.value.where == str(path) and "\n" not in str(err.value)
 

@@ -198,7 +198,7 @@ def test_arrays_nested_too_deep_for_toml_are_refused_in_one_line(tmp_path: Path,
     """tomllib reads nested arrays by recursion, with no limit of its own (a RecursionError before)."""
     path = tmp_path / "deep.toml"
     path.write_text("x = " + "[" * 2000 + "]" * 2000 + "\n")
-    err = fails(path, registry, "cannot be read: arrays or inline tables nested hundreds of levels deep")
+    err = fails(path, registry, r"TOML nested too deeply \(arrays or inline tables")
     assert err.where == str(path)
 
 
