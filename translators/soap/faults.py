@@ -10,6 +10,7 @@ from lxml import etree
 
 from coupler.canonical.envelope import Envelope, MessageKind
 from coupler.canonical.format import FormatIndicator
+from coupler.canonical.textformats import json_loads
 
 SOAP11 = "http://schemas.xmlsoap.org/soap/envelope/"
 SOAP12 = "http://www.w3.org/2003/05/soap-envelope"
@@ -90,9 +91,16 @@ class SoapFault:
     def from_reply(cls, reply: Envelope) -> SoapFault:
         """The fault for an error reply (a Coupler error reply becomes a Receiver fault)."""
         if reply.format.name == FAULT_FORMAT.split("@")[0]:
-            data = json.loads(reply.body)
-            return cls(data["code"], data["reason"], data.get("actor"), data.get("detail"), data.get("subcode"))
-        return cls("Receiver", reply.properties.get("error_message") or reply.body.decode("utf-8", "replace"))
+            try:
+                data = json_loads(reply.body)
+            except (ValueError, UnicodeDecodeError):
+                data = None
+            if isinstance(data, dict) and isinstance(data.get("code"), str) and isinstance(data.get("reason"), str):
+                fields = [data.get(k) for k in ("actor", "detail", "subcode")]
+                return cls(data["code"], data["reason"], *(f if isinstance(f, str) else None for f in fields))
+            # a reply that says it is a fault but is not one a SOAP adapter wrote: a Receiver
+            # fault with what it holds, not an exception in the adapter answering the client
+        return cls("Receiver", reply.properties.get("error_message") or reply.body.decode("utf-8", "replace")[:2000])
 
 
 def is_error_reply(envelope: Envelope) -> bool:

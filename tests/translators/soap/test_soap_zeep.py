@@ -94,6 +94,23 @@ def test_faults_both_ways(client: zeep.Client, port: str, version: str) -> None:
     assert "PO-404</os:orderId>" in back.detail
 
 
+@pytest.mark.parametrize("body", [b"{not json", b"\xff\xfe", b"[" * 100_000, b'{"code": 1, "reason": "x"}', b'"a string"',
+                                  b'{"code": "Sender", "reason": "bad", "detail": {"x": 1}}'])
+def test_a_reply_that_says_it_is_a_fault_but_is_not_one_is_a_receiver_fault(client: zeep.Client, body: bytes) -> None:
+    """An error reply in the fault format that no SOAP adapter wrote (another adapter's, a
+    route's) is still answered as a fault a client reads, not an exception in the adapter."""
+    request = Envelope(format="acme.GetOrder@1", body=b"<x/>", kind=MessageKind.COMMAND)
+    reply = SoapFault("Sender", "x").to_reply(request).replace(body=body)
+    fault = SoapFault.from_reply(reply)
+    if body.startswith(b'{"code": "Sender"'):
+        assert (fault.code, fault.reason, fault.detail) == ("Sender", "bad", None)  # a detail that is not XML text dropped
+    else:
+        assert fault.code == "Receiver" and len(fault.reason) <= 2000
+    binding = _port(client, "OrderPort11")._binding
+    with pytest.raises(Fault):
+        binding.process_reply(client, binding.get("GetOrder"), _reply(wrap(fault=fault, version="1.1"), "1.1", 500))
+
+
 def test_ws_addressing_maps_to_envelope_headers(client: zeep.Client) -> None:
     from zeep.wsa import WsAddressingPlugin
 
