@@ -22,6 +22,7 @@ from tests.adapters.daemon_bus import DaemonBus
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
 
 from .conftest import DATA, ORDER
+from .test_crash import SITE
 from .test_hostile import address
 
 HEAD = b"POST /orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -59,24 +60,6 @@ def test_resets_in_the_middle_of_a_request_leave_no_traceback(server: Callable[.
                                                               caplog: pytest.LogCaptureFixture) -> None:
     a = server()
     hostile.resets_leave_no_traceback(address(a), HEAD, _serve(a), _open(a), caplog)
-
-
-SITE = """
-[site]
-data_dir = "data"
-
-[[adapters]]
-name = "api"
-type = "http"
-direction = "inbound"
-channel = "orders"
-[adapters.options]
-mode = "server"
-port = {port}
-[adapters.options.endpoints.orders]
-format = "acme.Order@1"
-schema_file = "order.avsc"
-"""
 
 
 def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_path: Path) -> None:

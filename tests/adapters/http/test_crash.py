@@ -31,6 +31,7 @@ from tests.chaos import chaos_seed, crash_size
 TOTAL, KILLS = crash_size((600, 6), (2_000, 20))
 DATA = Path(__file__).parent / "data"
 
+#: an inbound http server on {port} (also the daemon test_attacks.py runs out of file descriptors)
 SITE = """
 [site]
 data_dir = "data"
