@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
-import json
 import logging
 import os
 import secrets
@@ -39,6 +38,7 @@ from coupler.bus.runtime.console import api, pages
 from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
+from coupler.canonical.textformats import json_loads
 
 if TYPE_CHECKING:
     from coupler.bus.config.loader import SiteConfig
@@ -467,7 +467,7 @@ def store_text(site: SiteConfig) -> str:
 
 async def _json(request: web.Request) -> dict[str, Any]:
     try:
-        data = json.loads(await asyncio.wait_for(request.read(), BODY_TIMEOUT))
+        data = json_loads(await asyncio.wait_for(request.read(), BODY_TIMEOUT))
     except TimeoutError:
         raise web.HTTPRequestTimeout(text=f"the request body did not arrive within {BODY_TIMEOUT:g} s\n") from None
     except ConnectionError as exc:  # the client went away (or reset) in the middle of its body

@@ -7,6 +7,7 @@ traceback."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,3 +58,17 @@ def test_400_idle_connections_do_not_lock_others_out(tmp_path):
 def test_resets_in_the_middle_of_a_request_leave_no_traceback(tmp_path, caplog):
     with _console(tmp_path) as (address, head, serve, open_connections):
         hostile.resets_leave_no_traceback(address, head, serve, open_connections, caplog)
+
+
+def test_a_body_nested_too_deeply_is_refused_in_one_line(tmp_path):
+    """JSON nested past the parser's recursion limit is bad JSON (400), not an internal error."""
+    with _console(tmp_path) as (address, head, serve, _):
+        body = b"[" * 100_000 + b"]" * 100_000
+        with socket.create_connection(address, timeout=30) as c:
+            c.sendall(head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+            answer = b""
+            while chunk := c.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+        assert b"not JSON" in answer and b"nested too deeply" in answer, answer[-300:]
+        serve()
