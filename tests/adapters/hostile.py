@@ -87,6 +87,30 @@ def slow_clients_are_closed(address: Address, partial: bytes, serve: Callable[[]
         trickle.close()
 
 
+def trickle(sock: socket.socket, data: bytes, limit: float = 30.0) -> bytes:
+    """Send ``data`` one byte every 0.1 s until the server answers, closes, or ``limit`` seconds
+    pass: what it answered meanwhile (b"" if nothing yet: the caller reads what is left)."""
+    started = time.monotonic()
+    for byte in data:
+        try:
+            sock.sendall(bytes([byte]))
+        except OSError:
+            break
+        sock.setblocking(False)
+        try:
+            answer = sock.recv(4096)
+            if answer:
+                return answer
+        except BlockingIOError:
+            pass
+        finally:
+            sock.setblocking(True)
+        if time.monotonic() - started > limit:
+            break
+        time.sleep(0.1)  # the pace of the slow sender, not a wait for a condition
+    return b""
+
+
 def ask(address: Address, data: bytes, limit: float = 10.0) -> bytes:
     """Send ``data``, return the head of the server's answer (or what it sent before closing);
     AssertionError if none comes within ``limit`` seconds. (The server may go on reading, and

@@ -50,22 +50,7 @@ def test_a_body_trickling_in_is_answered_408_after_read_timeout(soap_server, bus
     with socket.create_connection(_address(adapter), timeout=10) as s:
         started = time.monotonic()
         s.sendall(_head(adapter) + b"Content-Length: %d\r\n\r\n" % len(QUOTE))
-        answer = b""
-        for byte in QUOTE[:-1]:
-            try:
-                s.sendall(bytes([byte]))
-            except OSError:
-                break
-            s.setblocking(False)
-            try:
-                answer = s.recv(4096)
-            except BlockingIOError:
-                pass
-            finally:
-                s.setblocking(True)
-            if answer or time.monotonic() - started > 30:
-                break
-            time.sleep(0.1)  # the pace of the slow sender, not a wait for a condition
+        answer = hostile.trickle(s, QUOTE[:-1])
         if not answer:  # closed while we were sending: what it said is still to be read
             answer = hostile.answer_head(s, 30)
         elapsed = time.monotonic() - started

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from coupler.bus.runtime.control import ControlClient
+from tests.adapters import hostile
 from tests.adapters.hostile import closed_after
 from tests.bus.site_helpers import running_daemon, wait_for, write_site
 
@@ -38,22 +39,7 @@ def test_silent_and_trickling_clients_are_closed_after_request_timeout(tmp_path,
             request = b'{"op": "status", "args": {}}\n'
             trickle.sendall(request[:1])
             assert ControlClient(path).call("status")["state"] == "running"  # while both hold theirs
-            answer = b""
-            for byte in request[1:-1] * 100:
-                try:
-                    trickle.sendall(bytes([byte]))
-                except OSError:
-                    break
-                trickle.setblocking(False)
-                try:
-                    answer = trickle.recv(4096)
-                except BlockingIOError:
-                    pass
-                finally:
-                    trickle.setblocking(True)
-                if answer or time.monotonic() - opened > 30:
-                    break
-                time.sleep(0.1)  # the pace of the slow sender, not a wait for a condition
+            answer = hostile.trickle(trickle, request[1:-1] * 100)
             if not answer:  # closed while we were sending: what it said is still to be read
                 _, answer = closed_after(trickle, 30)
             trickled = time.monotonic() - opened
