@@ -75,6 +75,20 @@ def output_fields(layout: Layout, options: Any = None) -> list[OutputNode]:
     return top
 
 
+def outputs_by_node(outputs: list[OutputNode]) -> dict[int, OutputNode]:
+    """Every output node under ``outputs``, by the ``id`` of the layout node it shows."""
+    found: dict[int, OutputNode] = {}
+
+    def index(outs: list[OutputNode]) -> None:
+        for out in outs:
+            found[id(out.node)] = out
+            if out.children:
+                index(out.children)
+
+    index(outputs)
+    return found
+
+
 def field_avro_type(fld: Field, *, strict_integral_precision: bool = False) -> Any:
     """The Avro type (without the null branch) of one elementary field."""
     ft = fld.field_type

@@ -34,9 +34,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from .avro import as_options, option, output_fields, segment_levels
+from .avro import as_options, option, output_fields, outputs_by_node, segment_levels
 from .errors import CopybookError, RecordDecodeError
-from .layout import Field, Group, Layout, Node, OutputNode
+from .layout import Field, Group, Layout, Node
 
 
 def _flag(options: Any, key: str, default: bool) -> bool:
@@ -177,16 +177,7 @@ class RecordDecoder:
         self.segment_map = _segment_map(options)
         self._seg_ids: list[str | None] = [None] * len(self.levels)
         self._seg_counters = [0] * len(self.levels)
-        # which output names belong to which layout node
-        self._out_by_node: dict[int, OutputNode] = {}
-
-        def index(outs: list[OutputNode]) -> None:
-            for out in outs:
-                self._out_by_node[id(out.node)] = out
-                if out.children:
-                    index(out.children)
-
-        index(self.outputs)
+        self._out_by_node = outputs_by_node(self.outputs)  # which output names belong to which layout node
         self._wanted = self._wanted_nodes()
         self._plans: dict[int, list[tuple[Any, ...]]] = {}
         targets = {n.occurs.depending_on.upper() for n in layout.walk() if n.occurs and n.occurs.depending_on}

@@ -21,10 +21,10 @@ from typing import Any
 
 from coupler.canonical.textformats import json_loads
 
-from .avro import as_options, output_fields
+from .avro import as_options, output_fields, outputs_by_node
 from .decoder import decode_context
 from .errors import CopybookError, RecordEncodeError
-from .layout import Field, Group, Layout, Node, OutputNode
+from .layout import Field, Group, Layout, Node
 
 #: a REDEFINES block none of whose branches is written (the segment maps none of them)
 _NOTHING = Group(name="", identifier="", level=0, path=())
@@ -39,15 +39,7 @@ class RecordEncoder:
         self.ctx = decode_context(self.options)
         self.outputs = output_fields(layout, self.options)
         self.variable_occurs = bool(self.options.variable_size_occurs)
-        self._out_by_node: dict[int, OutputNode] = {}
-
-        def index(outs: list[OutputNode]) -> None:
-            for out in outs:
-                self._out_by_node[id(out.node)] = out
-                if out.children:
-                    index(out.children)
-
-        index(self.outputs)
+        self._out_by_node = outputs_by_node(self.outputs)  # which output names belong to which layout node
         from .decoder import _segment_map
 
         self.segment_map = _segment_map(self.options)
