@@ -46,6 +46,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.httpserver import BodyRefused, read_body, refuse_declared
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
@@ -288,30 +289,19 @@ class HttpAdapter(Adapter):
                              self.name, endpoint.path, remote, s.auth)  # never the credentials themselves
             scheme = "Bearer" if s.auth == "bearer" else "Basic"
             return _problem(401, "authentication required", {"WWW-Authenticate": f'{scheme} realm="coupler"'})
-        if request.content_length is not None and request.content_length > s.max_body_bytes:
-            self.counts["refused"] += 1
-            return _problem(413, f"the body is larger than {s.max_body_bytes} bytes", close=True)
         try:
+            refuse_declared(request, s.max_body_bytes, "max_body_bytes")
             kind = endpoint.validator.content_type(request.headers.get("Content-Type", ""))
+            body = await read_body(request, s.max_body_bytes, s.read_timeout, limit_name="max_body_bytes",
+                                   timeout_name="read_timeout")
         except CouplerError as exc:
             self.counts["refused"] += 1
             return _problem(getattr(exc, "status", 415), exc.message, close=True)
-        try:
-            if request.content.is_eof():  # all of it arrived with the headers: no timer needed
-                body = await request.read()
-            else:
-                body = await asyncio.wait_for(request.read(), s.read_timeout)
-        except web.HTTPRequestEntityTooLarge:
+        except BodyRefused as exc:
             self.counts["refused"] += 1
-            return _problem(413, f"the body is larger than {s.max_body_bytes} bytes", close=True)
-        except TimeoutError:
-            self.counts["refused"] += 1
-            return _problem(408, f"the body did not arrive within {s.read_timeout:g} s", close=True)
-        except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
-            self.counts["refused"] += 1
-            self.log.info("%s: request to %s from %s dropped: the connection was lost in the middle of its body (%s)",
-                          self.name, endpoint.path, remote, exc)
-            return _problem(400, "the connection was lost in the middle of the body", close=True)
+            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+                self.log.info("%s: request to %s from %s dropped: %s", self.name, endpoint.path, remote, exc.reason)
+            return _problem(exc.status, exc.reason, close=True)
         from .validation import BodyError
 
         try:

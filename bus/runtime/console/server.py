@@ -37,6 +37,7 @@ from coupler.bus.config.loader import ConfigError
 from coupler.bus.runtime.console import api, pages
 from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.httpserver import BodyRefused, read_body, refuse_declared
 from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
 from coupler.canonical.textformats import json_loads
 
@@ -259,12 +260,15 @@ class ConsoleServer:
             return self._denied(request)
         if request.method == "POST" and request.content_type != "application/json":
             return web.json_response({"error": "POST a JSON body (Content-Type: application/json)"}, status=415)
-        if request.content_length is not None and request.content_length > MAX_BODY:
-            too_large = web.json_response({"error": f"the request body is larger than {MAX_BODY} bytes"}, status=413)
-            too_large.force_close()  # the body is not read: the connection cannot be kept
-            return too_large
         try:
+            refuse_declared(request, MAX_BODY)
             return await handler(request)
+        except BodyRefused as exc:
+            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+                log.info("console: %s %s from %s dropped: %s", request.method, request.path, request.remote, exc.reason)
+            refused = web.json_response({"error": exc.reason}, status=exc.status)
+            refused.force_close()  # the rest of the body is not read: the connection cannot be kept
+            return refused
         except ApiInputError as exc:
             if request.path.startswith("/api/"):
                 return web.json_response({"error": str(exc), "problems": exc.problems}, status=400)
@@ -467,13 +471,7 @@ def store_text(site: SiteConfig) -> str:
 
 async def _json(request: web.Request) -> dict[str, Any]:
     try:
-        data = json_loads(await asyncio.wait_for(request.read(), BODY_TIMEOUT))
-    except TimeoutError:
-        raise web.HTTPRequestTimeout(text=f"the request body did not arrive within {BODY_TIMEOUT:g} s\n") from None
-    except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
-        log.info("console: %s %s from %s dropped: the connection was lost in the middle of its body (%s)",
-                 request.method, request.path, request.remote, exc)
-        raise web.HTTPBadRequest(text="the connection was lost in the middle of the body\n") from None
+        data = json_loads(await read_body(request, MAX_BODY, BODY_TIMEOUT))
     except ValueError as exc:
         raise CouplerError(f"the request body is not JSON: {exc}") from None
     if not isinstance(data, dict):
