@@ -257,6 +257,9 @@ class HttpSection(Section):
         "Seconds a connection may stay open without a request in progress: a new one to send its request "
         "line and headers, however slowly they come, a kept-alive one between requests (then closed; "
         "aiohttp's `web.run_app` default).", default=75.0, gt=0)
+    max_body_bytes: Int = doc(
+        "Largest body of a POST to the API, bytes; a larger one is answered 413 unread. The default holds "
+        "the largest test message (10,000,000 characters, as JSON escapes them).", default=64 * 1024 * 1024, ge=1)
 
 
 class TracingSection(Section):

@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     from coupler.bus.runtime.daemon import Daemon
 
 log = logging.getLogger("coupler.console")
-#: the largest body of a POST to the API (a test message's document included)
-MAX_BODY = 64 * 1024 * 1024
 #: seconds a POST's body may take to arrive, however slowly it comes (then 408)
 BODY_TIMEOUT = 30.0
 
@@ -185,7 +183,7 @@ class ConsoleServer:
         return ctx
 
     async def _start(self) -> str:
-        app = web.Application(middlewares=[self._auth], client_max_size=MAX_BODY)
+        app = web.Application(middlewares=[self._auth], client_max_size=self.site.http.max_body_bytes)
         self._routes(app)
         self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=self.site.http.keepalive_timeout,
                                      logger=OneLineServerLog(log, "console"))
@@ -261,7 +259,7 @@ class ConsoleServer:
         if request.method == "POST" and request.content_type != "application/json":
             return web.json_response({"error": "POST a JSON body (Content-Type: application/json)"}, status=415)
         try:
-            refuse_declared(request, MAX_BODY)
+            refuse_declared(request, self.site.http.max_body_bytes, "http.max_body_bytes")
             return await handler(request)
         except BodyRefused as exc:
             if exc.status == 400:  # the client went away (or reset) in the middle of its body
@@ -293,6 +291,16 @@ class ConsoleServer:
         if request.path.startswith("/api/"):
             return web.json_response({"error": "a valid token is required (Authorization: Bearer TOKEN)"}, status=401)
         return web.Response(text=pages.login_page(self.site.name), content_type="text/html", status=401)
+
+    async def _json(self, request: web.Request) -> dict[str, Any]:
+        try:
+            data = json_loads(await read_body(request, self.site.http.max_body_bytes, BODY_TIMEOUT,
+                                              limit_name="http.max_body_bytes"))
+        except ValueError as exc:
+            raise CouplerError(f"the request body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise CouplerError("the request body must be a JSON object")
+        return data
 
     # -- routes ------------------------------------------------------------------------------
 
@@ -370,12 +378,12 @@ class ConsoleServer:
 
     async def api_dlq_replay(self, request: web.Request) -> web.Response:
         dl_id = api.dead_letter_id(request.match_info["id"])
-        data = api.parse(api.ReplayBody, await _json(request), "body")
+        data = api.parse(api.ReplayBody, await self._json(request), "body")
         result = await self._call("dlq.replay", id=dl_id, channel=api.none_if_empty(data.channel), body=data.body)
         return web.json_response(result)
 
     async def api_dlq_purge(self, request: web.Request) -> web.Response:
-        data = api.parse(api.PurgeBody, await _json(request), "body")
+        data = api.parse(api.PurgeBody, await self._json(request), "body")
         return web.json_response(await self._call("dlq.purge", queue=api.none_if_empty(data.queue),
                                                   kind=api.none_if_empty(data.kind)))
 
@@ -385,7 +393,7 @@ class ConsoleServer:
 
     async def api_group(self, request: web.Request) -> web.Response:
         """Complete an aggregation group now, or discard it (the Open groups page's buttons)."""
-        data = api.parse(api.GroupBody, await _json(request), "body")
+        data = api.parse(api.GroupBody, await self._json(request), "body")
         return web.json_response(await self._call(f"group.{request.match_info['action']}", route=data.route,
                                                   step=data.step, key=data.key))
 
@@ -403,7 +411,7 @@ class ConsoleServer:
         from coupler.canonical import Envelope
 
         route = api.route_name(request.match_info["route"])
-        data = api.parse(api.TestMessageBody, await _json(request), "body")
+        data = api.parse(api.TestMessageBody, await self._json(request), "body")
         try:
             message = Envelope(format=data.format, body=data.body.encode(), origin="console-test",
                                properties=dict(data.properties))
@@ -467,16 +475,6 @@ def store_text(site: SiteConfig) -> str:
     if store.type == "amqp":
         return "RabbitMQ, with its state in PostgreSQL (several daemons may share it)"
     return f"{store.type} transport"
-
-
-async def _json(request: web.Request) -> dict[str, Any]:
-    try:
-        data = json_loads(await read_body(request, MAX_BODY, BODY_TIMEOUT))
-    except ValueError as exc:
-        raise CouplerError(f"the request body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise CouplerError("the request body must be a JSON object")
-    return data
 
 
 def _status(exc: CouplerError) -> int:
