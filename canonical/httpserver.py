@@ -1,6 +1,7 @@
 """What the daemon's HTTP servers (the http and SOAP adapters, the operator console) hold every
 client to, written once: a request body read within its size and its time
-(:func:`read_body`). Each server answers a refusal in its own format (problem+json, a SOAP
+(:func:`read_body`), and the number of connections open at once (:class:`ConnectionLimit`,
+:func:`listen`). Each server answers a refusal in its own format (problem+json, a SOAP
 server's text, the console's JSON) and names its own options; what they log about clients
 that misbehave otherwise is :mod:`.serverlog`.
 
@@ -11,10 +12,21 @@ the canonical package at start, and most never serve HTTP.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .serverlog import Throttled
 
 if TYPE_CHECKING:
+    import ssl
+
     from aiohttp import web
+
+#: connections one HTTP server holds at once unless configured (``max_connections``)
+DEFAULT_MAX_CONNECTIONS = 1024
+#: seconds a TLS client has to finish its handshake (asyncio's default, made explicit: a
+#: connection in its handshake counts against ``max_connections`` at most this long)
+TLS_HANDSHAKE_SECONDS = 60.0
 
 
 class BodyRefused(Exception):  # noqa: N818 - an answer, not an error of the server
@@ -60,4 +72,130 @@ async def read_body(request: web.BaseRequest, limit: int, timeout: float, *, lim
         raise BodyRefused(400, f"the connection was lost in the middle of the body ({exc})") from None
 
 
-__all__ = ["BodyRefused", "read_body", "refuse_declared"]
+class _Refused(asyncio.Protocol):
+    """A connection over the limit: answered 503 at once and closed, its request unread."""
+
+    def __init__(self, answer: bytes):
+        self.answer = answer
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        transport.write(self.answer)
+        transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        pass
+
+
+class _Counted(asyncio.Protocol):
+    """One connection of the server, counted from its acceptance until it is lost; everything
+    else is its protocol's (aiohttp's RequestHandler)."""
+
+    __slots__ = ("inner", "limit", "made", "lost", "expiry")
+
+    def __init__(self, inner: asyncio.Protocol, limit: ConnectionLimit):
+        self.inner, self.limit = inner, limit
+        self.made = self.lost = False
+        self.expiry: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.made = True
+        if self.expiry is not None:
+            self.expiry.cancel()
+        if self.lost:  # let go as a handshake that never ended, and ended after all: it counts again
+            self.lost = False
+            self.limit.open += 1
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.limit._release(self)
+        self.inner.connection_lost(exc)
+
+
+class ConnectionLimit:
+    """The protocol factory of a server holding at most ``maximum`` connections: beyond, a new
+    connection is answered ``503 Service Unavailable`` and closed at once, so the clients
+    already connected go on being served and the process keeps its file descriptors. One
+    WARNING line says so (then at most one every ``Throttled.seconds`` while it lasts, with the
+    count refused meanwhile).
+
+    ``factory`` is the server's own protocol factory (aiohttp's ``web.Server``, which the
+    documented low-level API hands to ``loop.create_server``). A connection counts from the
+    moment it is accepted: a TLS one during its handshake too (asyncio tells the protocol of a
+    failed handshake nothing, so one that never finishes stops counting after
+    ``TLS_HANDSHAKE_SECONDS``, when asyncio has given up on it)."""
+
+    def __init__(self, factory: Any, maximum: int, logger: logging.Logger | logging.LoggerAdapter[Any],
+                 where: str, option: str = "max_connections", *, tls: bool = False):
+        self.factory = factory
+        self.tls = tls
+        self.maximum = maximum
+        self.logger, self.where, self.option = logger, where, option
+        self.open = 0
+        self.refused = 0
+        self._report = Throttled()
+        reason = f"{maximum} connections already open ({option}); try again later\n".encode()
+        self._answer = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(reason)) + reason
+
+    def __call__(self) -> asyncio.BaseProtocol:
+        if self.open >= self.maximum:
+            self.refused += 1
+            more = self._report.due()
+            if more is not None:
+                since = f"; {more} more refused since the last report" if more else ""
+                self.logger.warning("%s: a new connection refused (503): %d connections are open, the most "
+                                    "%s allows%s. Raise %s if the clients are legitimate", self.where, self.open,
+                                    self.option, since, self.option)
+            return _Refused(self._answer)
+        counted = _Counted(self.factory(), self)
+        self.open += 1
+        if self.tls:  # a plain connection is made in the loop's next turn; a TLS one after its handshake
+            counted.expiry = asyncio.get_running_loop().call_later(TLS_HANDSHAKE_SECONDS + 1, self._expire, counted)
+        return counted
+
+    def _expire(self, counted: _Counted) -> None:
+        if not counted.made:  # a TLS handshake that failed or never ended: asyncio has closed it
+            self._release(counted)
+
+    def _release(self, counted: _Counted) -> None:
+        if not counted.lost:
+            counted.lost = True
+            self.open -= 1
+            if counted.expiry is not None:
+                counted.expiry.cancel()
+
+
+async def listen(runner: web.BaseRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
+                 max_connections: int, logger: logging.Logger | logging.LoggerAdapter[Any], where: str,
+                 backlog: int = 128, option: str = "max_connections") -> asyncio.Server:
+    """Serve ``runner`` (set up) on ``host``:``port`` with at most ``max_connections`` at once
+    (:class:`ConnectionLimit`). OSError if the address cannot be listened on. Close the server
+    returned before ``runner.cleanup()``."""
+    assert runner.server is not None, "runner.setup() first"
+    limit = ConnectionLimit(runner.server, max_connections, logger, where, option, tls=ssl_context is not None)
+    return await asyncio.get_running_loop().create_server(
+        limit, host, port, ssl=ssl_context, backlog=backlog,
+        ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if ssl_context else None)
+
+
+def bound_address(server: asyncio.Server) -> tuple[str, int]:
+    """The host and port ``server`` listens on (the port chosen when 0 was asked)."""
+    host, port = server.sockets[0].getsockname()[:2]
+    return host, port
+
+
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "read_body",
+           "refuse_declared"]

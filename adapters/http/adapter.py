@@ -46,7 +46,13 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.httpserver import BodyRefused, read_body, refuse_declared
+from coupler.canonical.httpserver import (
+    BodyRefused,
+    bound_address,
+    listen,
+    read_body,
+    refuse_declared,
+)
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
@@ -116,6 +122,7 @@ class HttpAdapter(Adapter):
         self.endpoints: list[Endpoint] = []
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._publisher: BatchPublisher | None = None
         self._in_flight: asyncio.Semaphore | None = None
@@ -200,6 +207,8 @@ class HttpAdapter(Adapter):
         if loop is None:
             return
         try:
+            if self._listener is not None:
+                self._listener.close()
             if self._runner is not None:
                 loop.run(self._runner.cleanup(), timeout=15)
         finally:
@@ -221,15 +230,14 @@ class HttpAdapter(Adapter):
                                      logger=OneLineServerLog(self.log, f"adapters[{self.name}]"))
         await self._runner.setup()
         ssl_context = s.tls.server_context() if s.tls else None
-        site = web.TCPSite(self._runner, s.host, s.port, ssl_context=ssl_context, backlog=512)
         try:
-            await site.start()
+            self._listener = await listen(self._runner, s.host, s.port, ssl_context=ssl_context,
+                                          max_connections=s.max_connections, logger=self.log,
+                                          where=f"adapters[{self.name}]", backlog=512)
         except OSError as exc:
             raise CouplerError(f"cannot listen on {s.host}:{s.port}: {exc.strerror or exc}",
                                where=f"{self.where}.port") from None
-        server = site._server
-        assert server is not None
-        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        host, port = bound_address(self._listener)
         return f"{'https' if ssl_context else 'http'}://{host}:{port}"
 
     # -- server ---------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from coupler.bus.api import (
     request_command,
 )
 from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.httpserver import BodyRefused, read_body
+from coupler.canonical.httpserver import BodyRefused, bound_address, listen, read_body
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, unwrap, wrap
@@ -101,6 +101,7 @@ class SoapServer:
     def __init__(self, adapter: SoapAdapter):
         self.a = adapter
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._nonces = _NonceMemory()
 
@@ -111,6 +112,8 @@ class SoapServer:
 
     def stop(self, loop: LoopThread) -> None:
         try:
+            if self._listener is not None:
+                self._listener.close()
             if self._runner is not None:
                 loop.run(self._runner.cleanup(), timeout=15)
         finally:
@@ -127,14 +130,13 @@ class SoapServer:
                                      logger=OneLineServerLog(self.a.logger, f"adapters[{self.a.name}]"))
         await self._runner.setup()
         ssl_context = self.a.tls.server_context() if self.a.tls else None
-        site = web.TCPSite(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context)
         try:
-            await site.start()
+            self._listener = await listen(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context,
+                                          max_connections=self.a.max_connections, logger=self.a.logger,
+                                          where=f"adapters[{self.a.name}]")
         except OSError as exc:
             raise CouplerError(f"cannot listen on {self.a.host}:{self.a.listen_port}: {exc.strerror or exc}") from exc
-        server = site._server
-        assert server is not None
-        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        host, port = bound_address(self._listener)
         return self.a.endpoint or f"{'https' if ssl_context else 'http'}://{host}:{port}{self.a.path}"
 
     async def _get(self, request: web.Request) -> web.Response:

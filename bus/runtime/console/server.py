@@ -37,7 +37,13 @@ from coupler.bus.config.loader import ConfigError
 from coupler.bus.runtime.console import api, pages
 from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.httpserver import BodyRefused, read_body, refuse_declared
+from coupler.canonical.httpserver import (
+    BodyRefused,
+    bound_address,
+    listen,
+    read_body,
+    refuse_declared,
+)
 from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
 from coupler.canonical.textformats import json_loads
 
@@ -156,6 +162,7 @@ class ConsoleServer:
         quiet_accept_errors(self._loop, log, "console")
         self._thread = threading.Thread(target=self._loop.run_forever, name="console", daemon=True)
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self._sampler: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -189,14 +196,13 @@ class ConsoleServer:
                                      logger=OneLineServerLog(log, "console"))
         await self._runner.setup()
         ctx = self._ssl()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
         try:
-            await site.start()
+            self._listener = await listen(self._runner, self.host, self.port, ssl_context=ctx,
+                                          max_connections=self.site.http.max_connections, logger=log,
+                                          where="console", option="http.max_connections")
         except OSError as exc:
             raise CouplerError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}", where=f"{self.site.path}: http.listen") from exc
-        server = site._server
-        assert server is not None
-        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        host, port = bound_address(self._listener)
         self._sampler = asyncio.get_running_loop().create_task(self._sample())
         shown = f"[{host}]" if ":" in host else host
         return f"{'https' if ctx else 'http'}://{shown}:{port}"
@@ -205,6 +211,8 @@ class ConsoleServer:
         async def stop() -> None:
             if self._sampler is not None:
                 self._sampler.cancel()
+            if self._listener is not None:
+                self._listener.close()
             if self._runner is not None:
                 await self._runner.cleanup()
 

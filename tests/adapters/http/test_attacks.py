@@ -5,6 +5,7 @@ idle connections lock nobody out; resets in the middle of a request leave no tra
 
 from __future__ import annotations
 
+import json
 import resource
 import shutil
 import socket
@@ -106,3 +107,11 @@ def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_p
     reports = [line for line in text.splitlines() if "cannot accept connections" in line]
     assert 1 <= len(reports) <= 3, reports
     assert "ulimit -n" in reports[0]
+
+
+def test_connections_over_max_connections_are_refused_at_once(server: Callable[..., HttpAdapter],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    a = server(max_connections=20, keepalive_timeout=60.0)
+    body = json.dumps(ORDER).encode()
+    request = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    hostile.connections_over_the_limit_are_refused(address(a), request, _serve(a), _open(a), 20, caplog)

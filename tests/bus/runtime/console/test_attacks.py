@@ -106,3 +106,19 @@ def test_the_body_limit_is_the_sites_http_max_body_bytes(tmp_path):
         small = b'{"route": "r", "step": "s", "key": "k"}'
         within = _answer(address, head + b"Content-Length: %d\r\n\r\n" % len(small) + small)
         assert within.startswith(b"HTTP/1.1 404") and b"has no stateful step" in within, within[-300:]
+
+
+def test_connections_over_max_connections_are_refused_at_once(tmp_path, caplog):
+    site_file = console_site(tmp_path)
+    site_file.write_text(site_file.read_text().replace("[http]\n", "[http]\nmax_connections = 20\n", 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        parts = urlsplit(daemon.console_url)
+        runner = daemon._console._runner
+
+        def serve() -> None:
+            with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+                assert r.status == 200
+
+        hostile.connections_over_the_limit_are_refused(
+            (parts.hostname, parts.port), b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", serve,
+            lambda: len(runner.server.connections), 20, caplog)
