@@ -12,7 +12,9 @@ the canonical package at start, and most never serve HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from .serverlog import Throttled
@@ -91,12 +93,13 @@ class _Counted(asyncio.Protocol):
     """One connection of the server, counted from its acceptance until it is lost; everything
     else is its protocol's (aiohttp's RequestHandler)."""
 
-    __slots__ = ("inner", "limit", "made", "lost", "expiry")
+    __slots__ = ("inner", "limit", "made", "lost", "expiry", "loop", "__weakref__")
 
     def __init__(self, inner: asyncio.Protocol, limit: ConnectionLimit):
         self.inner, self.limit = inner, limit
         self.made = self.lost = False
         self.expiry: asyncio.TimerHandle | None = None
+        self.loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.made = True
@@ -123,6 +126,13 @@ class _Counted(asyncio.Protocol):
         self.limit._release(self)
         self.inner.connection_lost(exc)
 
+    def __del__(self) -> None:
+        # asyncio drops the protocol of a TLS connection whose handshake failed (a client
+        # speaking plain HTTP to it) without a call: it is let go here, on the server's loop
+        if not self.lost and not self.made:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing counts any more
+                self.loop.call_soon_threadsafe(self.limit._release, self)
+
 
 class ConnectionLimit:
     """The protocol factory of a server holding at most ``maximum`` connections: beyond, a new
@@ -133,9 +143,10 @@ class ConnectionLimit:
 
     ``factory`` is the server's own protocol factory (aiohttp's ``web.Server``, which the
     documented low-level API hands to ``loop.create_server``). A connection counts from the
-    moment it is accepted: a TLS one during its handshake too (asyncio tells the protocol of a
-    failed handshake nothing, so one that never finishes stops counting after
-    ``TLS_HANDSHAKE_SECONDS``, when asyncio has given up on it)."""
+    moment it is accepted, a TLS one during its handshake too. asyncio tells the protocol of a
+    failed handshake nothing: such a connection stops counting when asyncio drops its protocol
+    (at once in CPython, or at the next garbage collection when an exception's traceback holds
+    it), at the latest after ``TLS_HANDSHAKE_SECONDS``, when asyncio has given up on it."""
 
     def __init__(self, factory: Any, maximum: int, logger: logging.Logger | logging.LoggerAdapter[Any],
                  where: str, option: str = "max_connections", *, tls: bool = False):
@@ -163,11 +174,12 @@ class ConnectionLimit:
         counted = _Counted(self.factory(), self)
         self.open += 1
         if self.tls:  # a plain connection is made in the loop's next turn; a TLS one after its handshake
-            counted.expiry = asyncio.get_running_loop().call_later(TLS_HANDSHAKE_SECONDS + 1, self._expire, counted)
+            counted.expiry = counted.loop.call_later(TLS_HANDSHAKE_SECONDS + 1, self._expire, weakref.ref(counted))
         return counted
 
-    def _expire(self, counted: _Counted) -> None:
-        if not counted.made:  # a TLS handshake that failed or never ended: asyncio has closed it
+    def _expire(self, ref: weakref.ref[_Counted]) -> None:
+        counted = ref()
+        if counted is not None and not counted.made:  # a handshake that never ended: asyncio has closed it
             self._release(counted)
 
     def _release(self, counted: _Counted) -> None:

@@ -115,3 +115,32 @@ def test_connections_over_max_connections_are_refused_at_once(server: Callable[.
     body = json.dumps(ORDER).encode()
     request = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
     hostile.connections_over_the_limit_are_refused(address(a), request, _serve(a), _open(a), 20, caplog)
+
+
+def test_with_tls_handshakes_count_and_failed_ones_are_let_go(server: Callable[..., HttpAdapter],
+                                                              tmp_path: Path) -> None:
+    """A TLS server: connections that never begin their handshake count against max_connections
+    (a client is answered 503 once its own handshake is done); clients speaking plain HTTP to
+    it, whose handshakes fail at once, do not go on counting (they made it refuse everyone)."""
+    import ssl
+
+    from tests.adapters.pki import make_pki
+
+    pki = make_pki(tmp_path)
+    a = server(tls=dict(zip(("cert", "key"), pki["server"], strict=True)), max_connections=5)
+    ctx = ssl.create_default_context(cafile=pki["ca"])
+
+    def status() -> int:
+        return httpx.post(f"{a.url}/orders", json=ORDER, verify=ctx, timeout=10).status_code
+
+    assert status() == 202
+    for _ in range(20):  # plain HTTP to the TLS port: the handshake fails, the server closes
+        hostile.ask(address(a), HEAD + b"Content-Length: 2\r\n\r\n{}")
+    wait_for(lambda: status() == 202, "a TLS client to be served after 20 failed handshakes", timeout=10)
+    held = [socket.create_connection(address(a), timeout=10) for _ in range(5)]  # no handshake
+    try:
+        assert status() == 503
+    finally:
+        for s in held:
+            s.close()
+    wait_for(lambda: status() == 202, "a TLS client to be served once the silent ones closed", timeout=10)
