@@ -177,6 +177,10 @@ class ConnectionLimit:
             counted.expiry = counted.loop.call_later(TLS_HANDSHAKE_SECONDS + 1, self._expire, weakref.ref(counted))
         return counted
 
+    def health(self) -> dict[str, int]:
+        """The connections open, the most allowed, and how many were refused."""
+        return {"open": self.open, "max": self.maximum, "refused": self.refused}
+
     def _expire(self, ref: weakref.ref[_Counted]) -> None:
         counted = ref()
         if counted is not None and not counted.made:  # a handshake that never ended: asyncio has closed it
@@ -192,15 +196,20 @@ class ConnectionLimit:
 
 async def listen(runner: web.BaseRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
                  max_connections: int, logger: logging.Logger | logging.LoggerAdapter[Any], where: str,
-                 backlog: int = 128, option: str = "max_connections") -> asyncio.Server:
-    """Serve ``runner`` (set up) on ``host``:``port`` with at most ``max_connections`` at once
-    (:class:`ConnectionLimit`). OSError if the address cannot be listened on. Close the server
-    returned before ``runner.cleanup()``."""
+                 backlog: int = 128, option: str = "max_connections") -> tuple[asyncio.Server, ConnectionLimit]:
+    """Serve ``runner`` (set up) on ``host``:``port`` with at most ``max_connections`` at once;
+    the listening server (close it before ``runner.cleanup()``) and its :class:`ConnectionLimit`
+    (``open``, ``refused``: the server's health). OSError if the address cannot be listened on.
+
+    aiohttp's sites (``web.TCPSite``) hand the runner's ``web.Server`` to
+    ``loop.create_server`` as it is and have no place for a limit; ``web.Server`` is the
+    documented protocol factory, so this hands it on through the limit instead."""
     assert runner.server is not None, "runner.setup() first"
     limit = ConnectionLimit(runner.server, max_connections, logger, where, option, tls=ssl_context is not None)
-    return await asyncio.get_running_loop().create_server(
+    server = await asyncio.get_running_loop().create_server(
         limit, host, port, ssl=ssl_context, backlog=backlog,
         ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if ssl_context else None)
+    return server, limit
 
 
 def bound_address(server: asyncio.Server) -> tuple[str, int]:

@@ -48,6 +48,7 @@ from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.httpserver import (
     BodyRefused,
+    ConnectionLimit,
     bound_address,
     listen,
     read_body,
@@ -123,6 +124,7 @@ class HttpAdapter(Adapter):
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
+        self.connections: ConnectionLimit | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._publisher: BatchPublisher | None = None
         self._in_flight: asyncio.Semaphore | None = None
@@ -231,7 +233,7 @@ class HttpAdapter(Adapter):
         await self._runner.setup()
         ssl_context = s.tls.server_context() if s.tls else None
         try:
-            self._listener = await listen(self._runner, s.host, s.port, ssl_context=ssl_context,
+            self._listener, self.connections = await listen(self._runner, s.host, s.port, ssl_context=ssl_context,
                                           max_connections=s.max_connections, logger=self.log,
                                           where=f"adapters[{self.name}]", backlog=512)
         except OSError as exc:
@@ -446,6 +448,8 @@ class HttpAdapter(Adapter):
     def health(self) -> dict[str, Any]:
         health = super().health()
         health["http"] = dict(self.counts)
+        if self.connections is not None:
+            health["connections"] = self.connections.health()
         if self.caller is not None:
             health["http"].update(calls=self.caller.calls, retried=self.caller.retried, refused=self.caller.refused)
         return health

@@ -296,6 +296,12 @@ class SoapAdapter(Adapter):
             raise CommandFault(f"SOAP adapter {self.name!r} is a server; it cannot call operations", code="unsupported")
         return self.client
 
+    def health(self) -> dict[str, Any]:
+        health = super().health()
+        if self.server is not None and self.server.connections is not None:
+            health["connections"] = self.server.connections.health()
+        return health
+
     def describe(self) -> dict[str, Any]:
         data = super().describe()
         data.update(

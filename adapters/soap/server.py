@@ -27,7 +27,13 @@ from coupler.bus.api import (
     request_command,
 )
 from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.httpserver import BodyRefused, bound_address, listen, read_body
+from coupler.canonical.httpserver import (
+    BodyRefused,
+    ConnectionLimit,
+    bound_address,
+    listen,
+    read_body,
+)
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, unwrap, wrap
@@ -102,6 +108,7 @@ class SoapServer:
         self.a = adapter
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
+        self.connections: ConnectionLimit | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._nonces = _NonceMemory()
 
@@ -131,7 +138,7 @@ class SoapServer:
         await self._runner.setup()
         ssl_context = self.a.tls.server_context() if self.a.tls else None
         try:
-            self._listener = await listen(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context,
+            self._listener, self.connections = await listen(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context,
                                           max_connections=self.a.max_connections, logger=self.a.logger,
                                           where=f"adapters[{self.a.name}]")
         except OSError as exc:

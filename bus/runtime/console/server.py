@@ -39,6 +39,7 @@ from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.httpserver import (
     BodyRefused,
+    ConnectionLimit,
     bound_address,
     listen,
     read_body,
@@ -163,6 +164,7 @@ class ConsoleServer:
         self._thread = threading.Thread(target=self._loop.run_forever, name="console", daemon=True)
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
+        self.connections: ConnectionLimit | None = None
         self._sampler: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -197,7 +199,7 @@ class ConsoleServer:
         await self._runner.setup()
         ctx = self._ssl()
         try:
-            self._listener = await listen(self._runner, self.host, self.port, ssl_context=ctx,
+            self._listener, self.connections = await listen(self._runner, self.host, self.port, ssl_context=ctx,
                                           max_connections=self.site.http.max_connections, logger=log,
                                           where="console", option="http.max_connections")
         except OSError as exc:

@@ -115,6 +115,8 @@ def test_connections_over_max_connections_are_refused_at_once(server: Callable[.
     body = json.dumps(ORDER).encode()
     request = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
     hostile.connections_over_the_limit_are_refused(address(a), request, _serve(a), _open(a), 20, caplog)
+    health = a.health()["connections"]
+    assert health["max"] == 20 and health["refused"] == 20, health
 
 
 def test_with_tls_handshakes_count_and_failed_ones_are_let_go(server: Callable[..., HttpAdapter],

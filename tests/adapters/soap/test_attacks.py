@@ -82,3 +82,5 @@ def test_connections_over_max_connections_are_refused_at_once(soap_server, caplo
     request = _head(adapter) + b"Content-Length: %d\r\n\r\n" % len(QUOTE) + QUOTE
     hostile.connections_over_the_limit_are_refused(_address(adapter), request, _serve(adapter), _open(adapter), 20,
                                                    caplog)
+    health = adapter.health()["connections"]
+    assert health["max"] == 20 and health["refused"] == 20, health
