@@ -57,8 +57,28 @@ class OneLineServerLog(logging.LoggerAdapter):
         self.logger.debug("%s: the error above in full", self.where, exc_info=exc)
 
 
-#: how often the loss of accepting (no file descriptor left) is reported while it lasts
+#: how often a server's lasting refusals (no file descriptor left, too many connections) are
+#: reported while they last
 ACCEPT_REPORT_SECONDS = 10.0
+
+
+class Throttled:
+    """When to report something that happens many times a second while it lasts: the first
+    time, then at most once every ``seconds``."""
+
+    def __init__(self, seconds: float = ACCEPT_REPORT_SECONDS):
+        self.seconds = seconds
+        self.last = -seconds
+        self.more = 0
+
+    def due(self) -> int | None:
+        """None if this time goes unreported; else how many went unreported since the last report."""
+        now = time.monotonic()
+        if now - self.last < self.seconds:
+            self.more += 1
+            return None
+        more, self.last, self.more = self.more, now, 0
+        return more
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop, logger: logging.Logger, where: str) -> None:
@@ -71,21 +91,19 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop, logger: logging.Logger,
     socket. The first becomes one WARNING line every ``ACCEPT_REPORT_SECONDS`` saying what to
     do, the second a DEBUG line; anything else goes to asyncio's default handler.
     """
-    state = {"last": -ACCEPT_REPORT_SECONDS, "more": 0}
+    report = Throttled()
 
     def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         message = str(context.get("message", ""))
         if isinstance(exc, OSError) and "out of system resource" in message:
-            now = time.monotonic()
-            if now - state["last"] < ACCEPT_REPORT_SECONDS:
-                state["more"] += 1
+            more = report.due()
+            if more is None:
                 return
-            more = f"; {state['more']} more refusals since the last report" if state["more"] else ""
-            state["last"], state["more"] = now, 0
+            since = f"; {more} more refusals since the last report" if more else ""
             logger.warning("%s: cannot accept connections: %s (no file descriptor left); trying again every "
                            "second%s. Raise the open-files limit (ulimit -n, systemd LimitNOFILE) or find the "
-                           "client holding so many connections", where, exc.strerror or exc, more)
+                           "client holding so many connections", where, exc.strerror or exc, since)
             return
         if isinstance(exc, ValueError) and "_start_serving" in str(context.get("handle", "")):
             logger.debug("%s: a retry to accept connections on a closed server: %s", where, exc)

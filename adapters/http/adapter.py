@@ -46,6 +46,14 @@ from coupler.bus.api import (
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.httpserver import (
+    BodyRefused,
+    ConnectionLimit,
+    bound_address,
+    listen,
+    read_body,
+    refuse_declared,
+)
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
@@ -115,6 +123,8 @@ class HttpAdapter(Adapter):
         self.endpoints: list[Endpoint] = []
         self._loop: LoopThread | None = None
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self.connections: ConnectionLimit | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._publisher: BatchPublisher | None = None
         self._in_flight: asyncio.Semaphore | None = None
@@ -199,6 +209,8 @@ class HttpAdapter(Adapter):
         if loop is None:
             return
         try:
+            if self._listener is not None:
+                self._listener.close()
             if self._runner is not None:
                 loop.run(self._runner.cleanup(), timeout=15)
         finally:
@@ -220,15 +232,14 @@ class HttpAdapter(Adapter):
                                      logger=OneLineServerLog(self.log, f"adapters[{self.name}]"))
         await self._runner.setup()
         ssl_context = s.tls.server_context() if s.tls else None
-        site = web.TCPSite(self._runner, s.host, s.port, ssl_context=ssl_context, backlog=512)
         try:
-            await site.start()
+            self._listener, self.connections = await listen(self._runner, s.host, s.port, ssl_context=ssl_context,
+                                          max_connections=s.max_connections, logger=self.log,
+                                          where=f"adapters[{self.name}]", backlog=512)
         except OSError as exc:
             raise CouplerError(f"cannot listen on {s.host}:{s.port}: {exc.strerror or exc}",
                                where=f"{self.where}.port") from None
-        server = site._server
-        assert server is not None
-        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        host, port = bound_address(self._listener)
         return f"{'https' if ssl_context else 'http'}://{host}:{port}"
 
     # -- server ---------------------------------------------------------------------------------
@@ -288,30 +299,19 @@ class HttpAdapter(Adapter):
                              self.name, endpoint.path, remote, s.auth)  # never the credentials themselves
             scheme = "Bearer" if s.auth == "bearer" else "Basic"
             return _problem(401, "authentication required", {"WWW-Authenticate": f'{scheme} realm="coupler"'})
-        if request.content_length is not None and request.content_length > s.max_body_bytes:
-            self.counts["refused"] += 1
-            return _problem(413, f"the body is larger than {s.max_body_bytes} bytes", close=True)
         try:
+            refuse_declared(request, s.max_body_bytes, "max_body_bytes")
             kind = endpoint.validator.content_type(request.headers.get("Content-Type", ""))
+            body = await read_body(request, s.max_body_bytes, s.read_timeout, limit_name="max_body_bytes",
+                                   timeout_name="read_timeout")
         except CouplerError as exc:
             self.counts["refused"] += 1
             return _problem(getattr(exc, "status", 415), exc.message, close=True)
-        try:
-            if request.content.is_eof():  # all of it arrived with the headers: no timer needed
-                body = await request.read()
-            else:
-                body = await asyncio.wait_for(request.read(), s.read_timeout)
-        except web.HTTPRequestEntityTooLarge:
+        except BodyRefused as exc:
             self.counts["refused"] += 1
-            return _problem(413, f"the body is larger than {s.max_body_bytes} bytes", close=True)
-        except TimeoutError:
-            self.counts["refused"] += 1
-            return _problem(408, f"the body did not arrive within {s.read_timeout:g} s", close=True)
-        except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
-            self.counts["refused"] += 1
-            self.log.info("%s: request to %s from %s dropped: the connection was lost in the middle of its body (%s)",
-                          self.name, endpoint.path, remote, exc)
-            return _problem(400, "the connection was lost in the middle of the body", close=True)
+            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+                self.log.info("%s: request to %s from %s dropped: %s", self.name, endpoint.path, remote, exc.reason)
+            return _problem(exc.status, exc.reason, close=True)
         from .validation import BodyError
 
         try:
@@ -448,6 +448,8 @@ class HttpAdapter(Adapter):
     def health(self) -> dict[str, Any]:
         health = super().health()
         health["http"] = dict(self.counts)
+        if self.connections is not None:
+            health["connections"] = self.connections.health()
         if self.caller is not None:
             health["http"].update(calls=self.caller.calls, retried=self.caller.retried, refused=self.caller.refused)
         return health

@@ -8,6 +8,7 @@ from pydantic import Field, Strict, ValidationInfo, field_validator
 
 from coupler.adapters.common.tls import TLSOptions
 from coupler.bus.api import Int, Num, OptionsModel, Str, option
+from coupler.canonical.httpserver import DEFAULT_MAX_CONNECTIONS
 
 Positive = Annotated[float, Strict(), Field(gt=0)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
@@ -84,6 +85,9 @@ class HttpOptions(OptionsModel):
         "Server: seconds a connection may stay open without a request in progress: a new one to send its "
         "request line and headers, however slowly they come, a kept-alive one between requests (then closed; "
         "aiohttp's `web.run_app` default).", default=75.0)
+    max_connections: PositiveInt = option(
+        "Server: connections open at once; a new one beyond is answered 503 and closed at once, so the "
+        "clients connected go on being served (one WARNING line every 10 s while it lasts).", default=DEFAULT_MAX_CONNECTIONS)
     rate_limit: Num | None = option("Server: requests per second allowed per client address (then 429).",
                                     default=None, gt=0)
     rate_burst: PositiveInt = option("Server: requests a client may send at once above the rate.", default=20)

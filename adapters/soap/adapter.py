@@ -49,6 +49,7 @@ from coupler.bus.api import (
 )
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.httpserver import DEFAULT_MAX_CONNECTIONS
 from coupler.translators.soap import read_wsdl
 from coupler.translators.soap.wsdl import Port
 from coupler.translators.soap.wssecurity import (
@@ -97,6 +98,9 @@ class SoapOptions(OptionsModel):
         "Server: seconds a connection may stay open without a request in progress: a new one to send its "
         "request line and headers, however slowly they come, a kept-alive one between requests (then closed; "
         "aiohttp's `web.run_app` default).", default=75.0, gt=0)
+    max_connections: Int = option(
+        "Server: connections open at once; a new one beyond is answered 503 and closed at once, so the "
+        "clients connected go on being served (one WARNING line every 10 s while it lasts).", default=DEFAULT_MAX_CONNECTIONS, ge=1)
     users: dict[str, Str] = option(
         "Server: user name -> password; every request must then carry a WS-Security UsernameToken of one "
         "of them.", default_factory=dict)
@@ -204,6 +208,7 @@ class SoapAdapter(Adapter):
         self.max_request_bytes = o.max_request_bytes
         self.read_timeout = o.read_timeout
         self.keepalive_timeout = o.keepalive_timeout
+        self.max_connections = o.max_connections
         #: the operation documents from the adapter's channel call (default: their soap.operation)
         self.default_operation = o.operation or ""
         self.url: str | None = None
@@ -290,6 +295,12 @@ class SoapAdapter(Adapter):
         if self.client is None or self._loop is None:
             raise CommandFault(f"SOAP adapter {self.name!r} is a server; it cannot call operations", code="unsupported")
         return self.client
+
+    def health(self) -> dict[str, Any]:
+        health = super().health()
+        if self.server is not None and self.server.connections is not None:
+            health["connections"] = self.server.connections.health()
+        return health
 
     def describe(self) -> dict[str, Any]:
         data = super().describe()

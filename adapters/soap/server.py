@@ -27,6 +27,13 @@ from coupler.bus.api import (
     request_command,
 )
 from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.httpserver import (
+    BodyRefused,
+    ConnectionLimit,
+    bound_address,
+    listen,
+    read_body,
+)
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, unwrap, wrap
@@ -100,6 +107,8 @@ class SoapServer:
     def __init__(self, adapter: SoapAdapter):
         self.a = adapter
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self.connections: ConnectionLimit | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._nonces = _NonceMemory()
 
@@ -110,6 +119,8 @@ class SoapServer:
 
     def stop(self, loop: LoopThread) -> None:
         try:
+            if self._listener is not None:
+                self._listener.close()
             if self._runner is not None:
                 loop.run(self._runner.cleanup(), timeout=15)
         finally:
@@ -126,14 +137,13 @@ class SoapServer:
                                      logger=OneLineServerLog(self.a.logger, f"adapters[{self.a.name}]"))
         await self._runner.setup()
         ssl_context = self.a.tls.server_context() if self.a.tls else None
-        site = web.TCPSite(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context)
         try:
-            await site.start()
+            self._listener, self.connections = await listen(self._runner, self.a.host, self.a.listen_port, ssl_context=ssl_context,
+                                          max_connections=self.a.max_connections, logger=self.a.logger,
+                                          where=f"adapters[{self.a.name}]")
         except OSError as exc:
             raise CouplerError(f"cannot listen on {self.a.host}:{self.a.listen_port}: {exc.strerror or exc}") from exc
-        server = site._server
-        assert server is not None
-        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        host, port = bound_address(self._listener)
         return self.a.endpoint or f"{'https' if ssl_context else 'http'}://{host}:{port}{self.a.path}"
 
     async def _get(self, request: web.Request) -> web.Response:
@@ -198,28 +208,17 @@ class SoapServer:
         """The request's body, or the answer refusing it: 413 for a body (or a declared
         Content-Length) over ``max_request_bytes``, unread; 408 for one not received within
         ``read_timeout``. Either closes the connection."""
-        limit, timeout = self.a.max_request_bytes, self.a.read_timeout
-        if request.content_length is not None and request.content_length > limit:
-            status, told = 413, f"the request body is larger than {limit} bytes (max_request_bytes)"
-        else:
-            try:
-                if request.content.is_eof():  # all of it came with the headers: no timer needed
-                    return await request.read()
-                return await asyncio.wait_for(request.read(), timeout)
-            except web.HTTPRequestEntityTooLarge:
-                status, told = 413, f"the request body is larger than {limit} bytes (max_request_bytes)"
-            except TimeoutError:
-                status, told = 408, f"the request body did not arrive within {timeout:g} s (read_timeout)"
-            except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
-                self.a.logger.info("SOAP request from %s dropped: the connection was lost in the middle of its "
-                                   "body (%s)", request.remote, exc)
-                response = web.Response(status=400, text="the connection was lost in the middle of the body\n")
-                response.force_close()
-                return response
-        self.a.logger.warning("SOAP request from %s refused: %s", request.remote, told)
-        response = web.Response(status=status, text=told + "\n")
-        response.force_close()  # the rest of the body is not read: the connection cannot be kept
-        return response
+        try:
+            return await read_body(request, self.a.max_request_bytes, self.a.read_timeout,
+                                   limit_name="max_request_bytes", timeout_name="read_timeout")
+        except BodyRefused as exc:
+            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+                self.a.logger.info("SOAP request from %s dropped: %s", request.remote, exc.reason)
+            else:
+                self.a.logger.warning("SOAP request from %s refused: %s", request.remote, exc.reason)
+            response = web.Response(status=exc.status, text=exc.reason + "\n")
+            response.force_close()  # the rest of the body is not read: the connection cannot be kept
+            return response
 
     async def _answer(self, request: web.Request, body: bytes, version: str,
                       callback: list[tuple[str | None, str | None]]) -> web.Response:

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from coupler.bus.cli.site import add_site_argument
 from coupler.bus.config.loader import load_site, site_path
+from coupler.bus.runtime import control
 from coupler.bus.runtime.control import decode_envelope, encode_envelope, site_service
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.claimcheck import (
@@ -272,6 +273,8 @@ def run_put(args: argparse.Namespace) -> int:
         main = threading.current_thread() is threading.main_thread()  # signals reach the main thread only
         previous = {sig: signal.signal(sig, put.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
         batch: list[str] = []
+        batch_bytes = 0
+        max_batch_bytes = min(control.PUT_BATCH_BYTES, control.MAX_REQUEST_BYTES // 2)
         claimed: list[tuple[Path, str]] = []
         try:
             threshold = site.store.claim_check_bytes
@@ -287,12 +290,17 @@ def run_put(args: argparse.Namespace) -> int:
                     properties |= {CLAIM_PROPERTY: str(body.path), CLAIM_SIZE_PROPERTY: str(body.size)}
                 data = body if isinstance(body, bytes) else b""
                 env = Envelope(format=fmt, body=data, properties=properties, origin="cli", **headers)
+                encoded = encode_envelope(env)
+                if batch and batch_bytes + len(encoded) > max_batch_bytes:  # the request would be too large
+                    put.commit(batch, claimed)
+                    batch, claimed, batch_bytes = [], [], 0
                 if isinstance(body, _Claimed):
                     claimed.append((body.path, env.message_id))
-                batch.append(encode_envelope(env))
+                batch.append(encoded)
+                batch_bytes += len(encoded)
                 if len(batch) >= _PUT_BATCH or claimed:
                     put.commit(batch, claimed)
-                    batch, claimed = [], []
+                    batch, claimed, batch_bytes = [], [], 0
                     if len(put.ids) + put.skipped >= _PUT_BATCH:
                         print(f"committed {put.summary()}", file=sys.stderr, flush=True)
             if batch:

@@ -25,6 +25,7 @@ from coupler.bus.model.names import CHANNEL_NAME_RULE, is_channel_name
 from coupler.bus.model.selectors import field_list
 from coupler.canonical.errors import CouplerError, FormatIndicatorError
 from coupler.canonical.format import FormatIndicator
+from coupler.canonical.httpserver import DEFAULT_MAX_CONNECTIONS
 from coupler.canonical.options import Bool, Int, Num, OptionsModel, Str, option
 
 # -- value types ---------------------------------------------------------------------------
@@ -257,6 +258,13 @@ class HttpSection(Section):
         "Seconds a connection may stay open without a request in progress: a new one to send its request "
         "line and headers, however slowly they come, a kept-alive one between requests (then closed; "
         "aiohttp's `web.run_app` default).", default=75.0, gt=0)
+    max_body_bytes: Int = doc(
+        "Largest body of a POST to the API, bytes; a larger one is answered 413 unread. The default holds "
+        "the largest test message (10,000,000 characters, as JSON escapes them).", default=64 * 1024 * 1024, ge=1)
+    max_connections: Int = doc(
+        "Connections open at once; a new one beyond is answered 503 and closed at once, so the clients "
+        "connected go on being served (one WARNING line every 10 s while it lasts).",
+        default=DEFAULT_MAX_CONNECTIONS, ge=1)
 
 
 class TracingSection(Section):

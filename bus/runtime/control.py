@@ -46,7 +46,22 @@ log = logging.getLogger("coupler.control")
 #: Linux limit of a Unix socket path (sun_path) including the terminating NUL
 _MAX_SOCKET_PATH = 107
 CONTROL_REPLY_CHANNEL = "coupler.replies.control"
-_MAX_LINE = 256 * 1024 * 1024
+#: the longest request line the endpoint takes (and the longest answer ``ControlClient`` reads).
+#: Requests carry whole documents: ``coupler send send FILE`` and ``ctl test --file`` a file
+#: (base64 in JSON, a third larger), ``channel put`` batches of bodies up to ``[store]
+#: claim_check_bytes`` each (cut at PUT_BATCH_BYTES). So it stays this large; only the site's
+#: user can connect (the socket is 0600), and a request over it is refused in one line, by the
+#: client before it sends and by the endpoint once that many bytes have come.
+MAX_REQUEST_BYTES = 256 * 1024 * 1024
+#: ``channel put`` ends a batch before its envelopes pass this many bytes (or half the limit)
+PUT_BATCH_BYTES = 64 * 1024 * 1024
+
+
+def too_large(size: int | None = None) -> str:
+    """What a request over MAX_REQUEST_BYTES is told, in one line."""
+    told = f"{size} bytes, " if size is not None else ""
+    return (f"the control request is {told}larger than {MAX_REQUEST_BYTES} bytes, the most the control endpoint "
+            "takes; send a document that large through an adapter (a file drop) instead")
 
 
 #: the "consumer" whose idempotency records say which message ids ``channel put`` put on a
@@ -467,6 +482,10 @@ def _request(line: bytes) -> dict[str, Any]:
     return request
 
 
+class _TooLarge(Exception):  # noqa: N818 - a request line over MAX_REQUEST_BYTES
+    pass
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
@@ -474,6 +493,10 @@ class _Handler(socketserver.StreamRequestHandler):
         timeout = self.server.request_timeout
         try:
             line = self._read_line(timeout)
+        except _TooLarge:
+            log.warning("control: a request refused: %s", too_large())
+            self._answer({"ok": False, "error": too_large()})
+            return
         except TimeoutError:
             log.warning("control: a connection sent no complete request within %g s; closed (control.request_timeout)",
                         timeout)
@@ -497,15 +520,16 @@ class _Handler(socketserver.StreamRequestHandler):
         self._answer(answer)
 
     def _read_line(self, timeout: float) -> bytes:
-        """The request line (up to ``_MAX_LINE`` bytes), which must be complete within
-        ``timeout`` seconds of connecting however slowly its bytes come; TimeoutError if not."""
+        """The request line (up to ``MAX_REQUEST_BYTES`` bytes, else _TooLarge), which must be
+        complete within ``timeout`` seconds of connecting however slowly its bytes come;
+        TimeoutError if not."""
         sock, deadline, line = self.connection, time.monotonic() + timeout, bytearray()
-        while len(line) < _MAX_LINE:
+        while len(line) < MAX_REQUEST_BYTES:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
             sock.settimeout(remaining)
-            chunk = sock.recv(min(1 << 16, _MAX_LINE - len(line)))
+            chunk = sock.recv(min(1 << 16, MAX_REQUEST_BYTES - len(line)))
             if not chunk:
                 break
             end = chunk.find(b"\n")
@@ -513,6 +537,8 @@ class _Handler(socketserver.StreamRequestHandler):
                 line += chunk[: end + 1]
                 break
             line += chunk
+        else:
+            raise _TooLarge
         return bytes(line)
 
     def _answer(self, answer: dict[str, Any]) -> None:
@@ -596,6 +622,9 @@ class ControlClient:
 
     def call(self, op: str, **args: Any) -> Any:
         check_socket_path(self.path)
+        request = json.dumps({"op": op, "args": args}).encode("utf-8") + b"\n"
+        if len(request) > MAX_REQUEST_BYTES:
+            raise ControlError(too_large(len(request)), where=str(self.path))
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
@@ -608,9 +637,12 @@ class ControlClient:
                 ) from exc
             except PermissionError as exc:
                 raise ControlError(f"not allowed to use the control socket {self.path}", hint="run as the site's owner") from exc
-            sock.sendall(json.dumps({"op": op, "args": args}).encode("utf-8") + b"\n")
+            try:
+                sock.sendall(request)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused and closed while it was sent: what the endpoint said is read below
             with sock.makefile("rb") as f:
-                line = f.readline(_MAX_LINE)
+                line = f.readline(MAX_REQUEST_BYTES)
         except TimeoutError as exc:
             raise ControlError(f"the daemon did not answer {op!r} within {self.timeout:g} s", where=str(self.path)) from exc
         except BlockingIOError as exc:

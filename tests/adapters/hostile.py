@@ -1,6 +1,7 @@
 """Attacks on an HTTP server of the daemon (the http and SOAP adapters, the console), shared by
 their tests: slow and silent clients, bodies claiming huge sizes, hundreds of idle
-connections, clients that reset the connection in the middle of a request. Each checks that
+connections, more connections than the server's ``max_connections``, clients that reset the
+connection in the middle of a request. Each checks that
 the server goes on serving (``serve``: one ordinary request, asserting its answer)."""
 
 from __future__ import annotations
@@ -226,3 +227,44 @@ def resets_leave_no_traceback(address: Address, head: bytes, serve: Callable[[],
     assert not errors, [f"{r.name}: {r.getMessage()}" for r in errors]
     shown = [r for r in caplog.records if r.exc_info and r.levelno >= logging.INFO]
     assert not shown, [f"{r.name}: {r.getMessage()}" for r in shown]
+
+
+def connections_over_the_limit_are_refused(address: Address, request: bytes, serve: Callable[[], None],
+                                           open_connections: Callable[[], int], maximum: int,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """``maximum`` idle connections held (the server's ``max_connections``): each new one is
+    answered 503 and closed at once, with one WARNING line for all of them (not one each); a
+    held connection still gets its ``request`` answered; once some close, new clients are
+    served again."""
+    caplog.set_level(logging.INFO)
+    held = []
+    try:
+        for _ in range(maximum):
+            held.append(socket.create_connection(address, timeout=10))
+        wait_for(lambda: open_connections() >= maximum, f"the server to hold {maximum} connections", timeout=30)
+        refusals = 20
+        slowest = 0.0
+        for _ in range(refusals):
+            with socket.create_connection(address, timeout=10) as extra:
+                took, answer = closed_after(extra, 5)
+            slowest = max(slowest, took)
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+            assert b"max_connections" in answer, answer
+        print(f"{refusals} connections over the limit of {maximum} refused, the slowest in {slowest:.3f} s")
+        assert open_connections() == maximum
+        held[0].sendall(request)  # a connection held all along is served as ever
+        answer = answer_head(held[0])
+        assert answer.startswith(b"HTTP/1.1 2"), answer[:200]
+        for s in held[: maximum // 2]:
+            s.close()
+        del held[: maximum // 2]
+        wait_for(lambda: open_connections() <= maximum - maximum // 2, "the server to let connections go",
+                 timeout=30)
+        serve()
+    finally:
+        for s in held:
+            s.close()
+    reports = [r for r in caplog.records if "max_connections" in r.getMessage()]
+    assert 1 <= len(reports) <= 2, [r.getMessage() for r in reports]  # a second one if 10 s went by
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in reports)
+    assert f"{maximum} connections are open" in reports[0].getMessage(), reports[0].getMessage()

@@ -37,6 +37,14 @@ from coupler.bus.config.loader import ConfigError
 from coupler.bus.runtime.console import api, pages
 from coupler.bus.runtime.console.api import ApiInputError
 from coupler.canonical.errors import CouplerError
+from coupler.canonical.httpserver import (
+    BodyRefused,
+    ConnectionLimit,
+    bound_address,
+    listen,
+    read_body,
+    refuse_declared,
+)
 from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
 from coupler.canonical.textformats import json_loads
 
@@ -47,8 +55,6 @@ if TYPE_CHECKING:
     from coupler.bus.runtime.daemon import Daemon
 
 log = logging.getLogger("coupler.console")
-#: the largest body of a POST to the API (a test message's document included)
-MAX_BODY = 64 * 1024 * 1024
 #: seconds a POST's body may take to arrive, however slowly it comes (then 408)
 BODY_TIMEOUT = 30.0
 
@@ -157,6 +163,8 @@ class ConsoleServer:
         quiet_accept_errors(self._loop, log, "console")
         self._thread = threading.Thread(target=self._loop.run_forever, name="console", daemon=True)
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self.connections: ConnectionLimit | None = None
         self._sampler: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -184,20 +192,19 @@ class ConsoleServer:
         return ctx
 
     async def _start(self) -> str:
-        app = web.Application(middlewares=[self._auth], client_max_size=MAX_BODY)
+        app = web.Application(middlewares=[self._auth], client_max_size=self.site.http.max_body_bytes)
         self._routes(app)
         self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=self.site.http.keepalive_timeout,
                                      logger=OneLineServerLog(log, "console"))
         await self._runner.setup()
         ctx = self._ssl()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
         try:
-            await site.start()
+            self._listener, self.connections = await listen(self._runner, self.host, self.port, ssl_context=ctx,
+                                          max_connections=self.site.http.max_connections, logger=log,
+                                          where="console", option="http.max_connections")
         except OSError as exc:
             raise CouplerError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}", where=f"{self.site.path}: http.listen") from exc
-        server = site._server
-        assert server is not None
-        host, port = server.sockets[0].getsockname()[:2]  # type: ignore[attr-defined]
+        host, port = bound_address(self._listener)
         self._sampler = asyncio.get_running_loop().create_task(self._sample())
         shown = f"[{host}]" if ":" in host else host
         return f"{'https' if ctx else 'http'}://{shown}:{port}"
@@ -206,6 +213,8 @@ class ConsoleServer:
         async def stop() -> None:
             if self._sampler is not None:
                 self._sampler.cancel()
+            if self._listener is not None:
+                self._listener.close()
             if self._runner is not None:
                 await self._runner.cleanup()
 
@@ -259,12 +268,15 @@ class ConsoleServer:
             return self._denied(request)
         if request.method == "POST" and request.content_type != "application/json":
             return web.json_response({"error": "POST a JSON body (Content-Type: application/json)"}, status=415)
-        if request.content_length is not None and request.content_length > MAX_BODY:
-            too_large = web.json_response({"error": f"the request body is larger than {MAX_BODY} bytes"}, status=413)
-            too_large.force_close()  # the body is not read: the connection cannot be kept
-            return too_large
         try:
+            refuse_declared(request, self.site.http.max_body_bytes, "http.max_body_bytes")
             return await handler(request)
+        except BodyRefused as exc:
+            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+                log.info("console: %s %s from %s dropped: %s", request.method, request.path, request.remote, exc.reason)
+            refused = web.json_response({"error": exc.reason}, status=exc.status)
+            refused.force_close()  # the rest of the body is not read: the connection cannot be kept
+            return refused
         except ApiInputError as exc:
             if request.path.startswith("/api/"):
                 return web.json_response({"error": str(exc), "problems": exc.problems}, status=400)
@@ -289,6 +301,16 @@ class ConsoleServer:
         if request.path.startswith("/api/"):
             return web.json_response({"error": "a valid token is required (Authorization: Bearer TOKEN)"}, status=401)
         return web.Response(text=pages.login_page(self.site.name), content_type="text/html", status=401)
+
+    async def _json(self, request: web.Request) -> dict[str, Any]:
+        try:
+            data = json_loads(await read_body(request, self.site.http.max_body_bytes, BODY_TIMEOUT,
+                                              limit_name="http.max_body_bytes"))
+        except ValueError as exc:
+            raise CouplerError(f"the request body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise CouplerError("the request body must be a JSON object")
+        return data
 
     # -- routes ------------------------------------------------------------------------------
 
@@ -366,12 +388,12 @@ class ConsoleServer:
 
     async def api_dlq_replay(self, request: web.Request) -> web.Response:
         dl_id = api.dead_letter_id(request.match_info["id"])
-        data = api.parse(api.ReplayBody, await _json(request), "body")
+        data = api.parse(api.ReplayBody, await self._json(request), "body")
         result = await self._call("dlq.replay", id=dl_id, channel=api.none_if_empty(data.channel), body=data.body)
         return web.json_response(result)
 
     async def api_dlq_purge(self, request: web.Request) -> web.Response:
-        data = api.parse(api.PurgeBody, await _json(request), "body")
+        data = api.parse(api.PurgeBody, await self._json(request), "body")
         return web.json_response(await self._call("dlq.purge", queue=api.none_if_empty(data.queue),
                                                   kind=api.none_if_empty(data.kind)))
 
@@ -381,7 +403,7 @@ class ConsoleServer:
 
     async def api_group(self, request: web.Request) -> web.Response:
         """Complete an aggregation group now, or discard it (the Open groups page's buttons)."""
-        data = api.parse(api.GroupBody, await _json(request), "body")
+        data = api.parse(api.GroupBody, await self._json(request), "body")
         return web.json_response(await self._call(f"group.{request.match_info['action']}", route=data.route,
                                                   step=data.step, key=data.key))
 
@@ -399,7 +421,7 @@ class ConsoleServer:
         from coupler.canonical import Envelope
 
         route = api.route_name(request.match_info["route"])
-        data = api.parse(api.TestMessageBody, await _json(request), "body")
+        data = api.parse(api.TestMessageBody, await self._json(request), "body")
         try:
             message = Envelope(format=data.format, body=data.body.encode(), origin="console-test",
                                properties=dict(data.properties))
@@ -463,22 +485,6 @@ def store_text(site: SiteConfig) -> str:
     if store.type == "amqp":
         return "RabbitMQ, with its state in PostgreSQL (several daemons may share it)"
     return f"{store.type} transport"
-
-
-async def _json(request: web.Request) -> dict[str, Any]:
-    try:
-        data = json_loads(await asyncio.wait_for(request.read(), BODY_TIMEOUT))
-    except TimeoutError:
-        raise web.HTTPRequestTimeout(text=f"the request body did not arrive within {BODY_TIMEOUT:g} s\n") from None
-    except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
-        log.info("console: %s %s from %s dropped: the connection was lost in the middle of its body (%s)",
-                 request.method, request.path, request.remote, exc)
-        raise web.HTTPBadRequest(text="the connection was lost in the middle of the body\n") from None
-    except ValueError as exc:
-        raise CouplerError(f"the request body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise CouplerError("the request body must be a JSON object")
-    return data
 
 
 def _status(exc: CouplerError) -> int:

@@ -5,6 +5,7 @@ idle connections lock nobody out; resets in the middle of a request leave no tra
 
 from __future__ import annotations
 
+import json
 import resource
 import shutil
 import socket
@@ -106,3 +107,99 @@ def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_p
     reports = [line for line in text.splitlines() if "cannot accept connections" in line]
     assert 1 <= len(reports) <= 3, reports
     assert "ulimit -n" in reports[0]
+
+
+def test_connections_over_max_connections_are_refused_at_once(server: Callable[..., HttpAdapter],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    a = server(max_connections=20, keepalive_timeout=60.0)
+    body = json.dumps(ORDER).encode()
+    request = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    hostile.connections_over_the_limit_are_refused(address(a), request, _serve(a), _open(a), 20, caplog)
+    health = a.health()["connections"]
+    assert health["max"] == 20 and health["refused"] == 20, health
+
+
+def test_with_tls_handshakes_count_and_failed_ones_are_let_go(server: Callable[..., HttpAdapter],
+                                                              tmp_path: Path) -> None:
+    """A TLS server: connections that never begin their handshake count against max_connections
+    (a client is answered 503 once its own handshake is done); clients speaking plain HTTP to
+    it, whose handshakes fail at once, do not go on counting (they made it refuse everyone)."""
+    import ssl
+
+    from tests.adapters.pki import make_pki
+
+    pki = make_pki(tmp_path)
+    a = server(tls=dict(zip(("cert", "key"), pki["server"], strict=True)), max_connections=5)
+    ctx = ssl.create_default_context(cafile=pki["ca"])
+
+    def status() -> int:
+        return httpx.post(f"{a.url}/orders", json=ORDER, verify=ctx, timeout=10).status_code
+
+    assert status() == 202
+    for _ in range(20):  # plain HTTP to the TLS port: the handshake fails, the server closes
+        hostile.ask(address(a), HEAD + b"Content-Length: 2\r\n\r\n{}")
+    wait_for(lambda: status() == 202, "a TLS client to be served after 20 failed handshakes", timeout=10)
+    held = [socket.create_connection(address(a), timeout=10) for _ in range(5)]  # no handshake
+    try:
+        assert status() == 503
+    finally:
+        for s in held:
+            s.close()
+    wait_for(lambda: status() == 202, "a TLS client to be served once the silent ones closed", timeout=10)
+
+
+def test_max_connections_below_the_open_files_limit_keeps_the_daemon_accepting(tmp_path: Path) -> None:
+    """The daemon of the test above (256 open files) with ``max_connections = 150``: of 400
+    connections opened one after another, 150 are held and the rest answered 503 at once; it
+    never runs out of file descriptors (no "cannot accept connections"), a held connection is
+    served, and once they close new clients are. (A burst arriving at once is accepted before it
+    is counted, up to the listen backlog: docs/operations.md.)"""
+    shutil.copy(DATA / "order.avsc", tmp_path / "order.avsc")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "site.toml").write_text(SITE.format(port=port).replace('mode = "server"\n',
+                                                                       'mode = "server"\nmax_connections = 150\n'))
+    url = f"http://127.0.0.1:{port}/orders"
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    def served() -> bool:
+        try:
+            return httpx.post(url, json=ORDER, timeout=5).status_code == 202
+        except httpx.HTTPError:
+            return False
+
+    log_path = tmp_path / "daemon.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(tmp_path / "site.toml")],
+                                cwd=REPO, env=coupler_env(), stdout=subprocess.DEVNULL, stderr=log, preexec_fn=few_files)
+    held: list[socket.socket] = []
+    try:
+        wait_for(served, "the daemon to serve", timeout=60)
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(150)]
+        refused = 0
+        for _ in range(250):  # one after another, as a client opening idle connections in a loop
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                _, answer = hostile.closed_after(s, 5)
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+            refused += 1
+        assert len(held) == 150 and refused == 250, (len(held), refused)
+        body = json.dumps(ORDER).encode()
+        held[0].sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert hostile.answer_head(held[0]).startswith(b"HTTP/1.1 202")
+        for s in held:
+            s.close()
+        held.clear()
+        wait_for(served, "the daemon to serve new clients once the connections closed")
+    finally:
+        for s in held:
+            s.close()
+        proc.terminate()
+        proc.wait(timeout=60)
+    text = log_path.read_text()
+    assert "Traceback" not in text, text[text.index("Traceback") - 300:][:1500]
+    assert "cannot accept connections" not in text
+    reports = [line for line in text.splitlines() if "max_connections" in line]
+    assert 1 <= len(reports) <= 2, reports

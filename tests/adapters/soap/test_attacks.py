@@ -75,3 +75,12 @@ def test_resets_in_the_middle_of_a_request_leave_no_traceback(soap_server, bus, 
     adapter = soap_server()
     hostile.resets_leave_no_traceback(_address(adapter), _head(adapter), _serve(adapter), _open(adapter), caplog)
     assert bus.transport.dead_letters(kind="invalid") == []
+
+
+def test_connections_over_max_connections_are_refused_at_once(soap_server, caplog):
+    adapter = soap_server(max_connections=20, keepalive_timeout=60.0)
+    request = _head(adapter) + b"Content-Length: %d\r\n\r\n" % len(QUOTE) + QUOTE
+    hostile.connections_over_the_limit_are_refused(_address(adapter), request, _serve(adapter), _open(adapter), 20,
+                                                   caplog)
+    health = adapter.health()["connections"]
+    assert health["max"] == 20 and health["refused"] == 20, health

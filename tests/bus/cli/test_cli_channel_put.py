@@ -138,3 +138,24 @@ def test_sigkill_half_way_the_progress_printed_is_committed(tmp_path: Path) -> N
     proc.wait(30)
     proc.stdin.close()
     assert len(on_channel(site, "orders")) == 500
+
+
+def test_a_put_of_many_large_bodies_is_sent_in_requests_the_daemon_takes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bodies just under ``claim_check_bytes`` (1 MiB here), 40 at once, through a running
+    daemon: the batches end before the control endpoint's request limit (500 of them made one
+    request of 700 MiB, beyond its 256 MiB; a 4 MiB limit stands in for it here)."""
+    from coupler.bus.runtime import control
+
+    monkeypatch.setattr(control, "MAX_REQUEST_BYTES", 4 << 20)
+    site = write_site(tmp_path, "[store]\nclaim_check_bytes = 1048576\n")
+    files = []
+    for i in range(40):
+        f = tmp_path / f"body-{i}.bin"
+        f.write_bytes(bytes([i]) * 1_000_000)
+        files.append(str(f))
+    with running_daemon(site):
+        rc, out, err = run(capsys, "channel", "put", "--site", str(site), "big", *files)
+        assert rc == 0, err
+        assert out.strip() == "put 40 message(s) on big", out
+    assert len(on_channel(site, "big")) == 40

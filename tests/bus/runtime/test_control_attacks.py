@@ -123,3 +123,34 @@ def test_a_full_accept_queue_is_one_line_for_the_client(tmp_path):
         for s in queued:
             s.close()
         listener.close()
+
+
+def test_a_request_over_the_limit_is_refused_in_one_line(tmp_path, monkeypatch, caplog):
+    """A request line longer than the endpoint takes is answered with one line naming the limit
+    (it was cut there and answered as JSON that does not parse), and ``coupler ctl`` refuses to
+    send one in one line, before connecting."""
+    import pytest
+
+    from coupler.bus.runtime import control
+
+    monkeypatch.setattr(control, "MAX_REQUEST_BYTES", 1 << 20)
+    with running_daemon(_site(tmp_path)) as d:
+        path = d.site.control_socket
+        s = _connect(path)
+        try:
+            try:
+                s.sendall(b'{"op": "status", "args": {"x": "' + b"y" * (2 << 20))
+            except OSError:
+                pass  # refused and closed while we were sending: what it said is still to be read
+            _, answer = closed_after(s, 30)
+        finally:
+            s.close()
+        refusal = json.loads(answer)
+        assert refusal["ok"] is False and "larger than 1048576 bytes" in refusal["error"], refusal
+        assert "\n" not in refusal["error"]
+        with pytest.raises(control.ControlError, match="larger than 1048576 bytes") as refused:
+            ControlClient(path).call("status", x="y" * (2 << 20))
+        assert "\n" not in str(refused.value)
+        assert ControlClient(path).call("status")["state"] == "running"
+    warnings = [r for r in caplog.records if "larger than 1048576 bytes" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING

@@ -72,3 +72,53 @@ def test_a_body_nested_too_deeply_is_refused_in_one_line(tmp_path):
         assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
         assert b"not JSON" in answer and b"nested too deeply" in answer, answer[-300:]
         serve()
+
+
+def _answer(address: tuple, data: bytes) -> bytes:
+    """The whole answer to ``data`` (the server closes the connection after it)."""
+    with socket.create_connection(address, timeout=30) as c:
+        c.sendall(data)
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := c.recv(65536):
+                answer += chunk
+    return answer
+
+
+def test_the_body_limit_is_the_sites_http_max_body_bytes(tmp_path):
+    """``[http] max_body_bytes``: a POST body over it is answered 413 in JSON naming the option,
+    at once on its declared length and once that many bytes of a chunked body have come; a body
+    within it is read."""
+    site_file = console_site(tmp_path)
+    site_file.write_text(site_file.read_text().replace("[http]\n", "[http]\nmax_body_bytes = 1000\n", 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        parts = urlsplit(daemon.console_url)
+        address = (parts.hostname, parts.port)
+        head = (b"POST /api/groups/complete HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer %s\r\nConnection: close\r\n" % read_token(load_site(site_file)).encode())
+        big = b'{"route": "r", "step": "s", "key": "%s"}' % (b"k" * 2000)
+        declared = _answer(address, head + b"Content-Length: %d\r\n\r\n" % len(big) + big)
+        assert declared.startswith(b"HTTP/1.1 413"), declared[:200]
+        assert b"larger than 1000 bytes (http.max_body_bytes)" in declared, declared[-300:]
+        chunked = _answer(address, head + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(big), big))
+        assert chunked.startswith(b"HTTP/1.1 413"), chunked[:200]
+        assert b"larger than 1000 bytes (http.max_body_bytes)" in chunked, chunked[-300:]
+        small = b'{"route": "r", "step": "s", "key": "k"}'
+        within = _answer(address, head + b"Content-Length: %d\r\n\r\n" % len(small) + small)
+        assert within.startswith(b"HTTP/1.1 404") and b"has no stateful step" in within, within[-300:]
+
+
+def test_connections_over_max_connections_are_refused_at_once(tmp_path, caplog):
+    site_file = console_site(tmp_path)
+    site_file.write_text(site_file.read_text().replace("[http]\n", "[http]\nmax_connections = 20\n", 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        parts = urlsplit(daemon.console_url)
+        runner = daemon._console._runner
+
+        def serve() -> None:
+            with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+                assert r.status == 200
+
+        hostile.connections_over_the_limit_are_refused(
+            (parts.hostname, parts.port), b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", serve,
+            lambda: len(runner.server.connections), 20, caplog)
