@@ -86,3 +86,11 @@ def test_the_metrics_table_lists_every_metric_the_daemon_exports() -> None:
     listed = set(re.findall(r"^\| `(coupler_[a-z_]+)` \|", table, re.M))
     assert not set(metric_names()) - listed, f"docs/operations.md#metrics lacks {sorted(set(metric_names()) - listed)}"
     assert not listed - set(metric_names()), f"docs/operations.md#metrics lists unknown {sorted(listed - set(metric_names()))}"
+
+
+def test_the_cli_reference_expands_help_placeholders_and_says_each_default_once() -> None:
+    text = (REPO / "docs" / "cli-reference.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert not [r for r in rows if "%(" in r], "argparse placeholders left unexpanded"
+    assert not [r for r in rows if r.count("default") > 1 and "(default: `" in r], "a default said twice"
+    assert "(default: ``)" not in text
