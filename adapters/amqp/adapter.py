@@ -81,7 +81,10 @@ class AmqpOptions(OptionsModel):
     payload: Literal["body", "envelope"] = option(
         "`body`: the message body with its properties mapped (other applications); `envelope`: the whole "
         "Coupler envelope (a site-to-site bridge).", default="body")
-    confirm_timeout: Num = option("Outbound: seconds to wait for the broker's confirm.", default=30.0, gt=0)
+    confirm_timeout: Num = option(
+        "Outbound: seconds a publish waits for its confirm while the broker holds the connection blocked "
+        "(a memory or disk alarm); then the connection is closed and the delivery fails, to be retried.",
+        default=30.0, gt=0)
     heartbeat: Num = option("Seconds between AMQP heartbeats.", default=30.0, gt=0)
 
 
