@@ -75,3 +75,22 @@ def test_the_out_count_of_an_adapter_is_defined_as_the_code_counts_it() -> None:
     assert "*out* what it passed on: the messages it put on the bus (published documents and replies) and the documents it delivered to its legacy system" in cli
     ops = (REPO / "docs" / "operations.md").read_text()
     assert "| `coupler_adapter_units_out_total` | counter | `adapter` | messages put on the bus, documents delivered |" in ops
+
+
+def test_the_metrics_table_lists_every_metric_the_daemon_exports() -> None:
+    """docs/operations.md's metrics table names every family of ``metric_names()``."""
+    from coupler.bus.runtime.console.metrics import metric_names
+
+    ops = (REPO / "docs" / "operations.md").read_text()
+    table = ops.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(coupler_[a-z_]+)` \|", table, re.M))
+    assert not set(metric_names()) - listed, f"docs/operations.md#metrics lacks {sorted(set(metric_names()) - listed)}"
+    assert not listed - set(metric_names()), f"docs/operations.md#metrics lists unknown {sorted(listed - set(metric_names()))}"
+
+
+def test_the_cli_reference_expands_help_placeholders_and_says_each_default_once() -> None:
+    text = (REPO / "docs" / "cli-reference.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert not [r for r in rows if "%(" in r], "argparse placeholders left unexpanded"
+    assert not [r for r in rows if r.count("default") > 1 and "(default: `" in r], "a default said twice"
+    assert "(default: ``)" not in text

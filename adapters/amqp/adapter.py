@@ -28,6 +28,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import Field, Strict
 
@@ -81,7 +82,10 @@ class AmqpOptions(OptionsModel):
     payload: Literal["body", "envelope"] = option(
         "`body`: the message body with its properties mapped (other applications); `envelope`: the whole "
         "Coupler envelope (a site-to-site bridge).", default="body")
-    confirm_timeout: Num = option("Outbound: seconds to wait for the broker's confirm.", default=30.0, gt=0)
+    confirm_timeout: Num = option(
+        "Outbound: seconds a publish waits for its confirm while the broker holds the connection blocked "
+        "(a memory or disk alarm); then the connection is closed and the delivery fails, to be retried.",
+        default=30.0, gt=0)
     heartbeat: Num = option("Seconds between AMQP heartbeats.", default=30.0, gt=0)
 
 
@@ -174,14 +178,22 @@ class AmqpAdapter(Adapter):
 
     def _parameters(self) -> Any:
         s = self.settings
+        parts = urlsplit(s.url)
+        url, user = s.url, None
+        if parts.username is not None and parts.password is None:  # `amqp://USER@HOST/...`, as documented:
+            user = unquote(parts.username)  # pika cannot read a user without a password, so it reads the rest
+            url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+            if not (s.password_env or s.password_file):
+                raise CouplerError(f"the URL names the user {user!r} but no password", where=f"{self.where}.url",
+                                   hint="set password_env or password_file")
         try:
-            params = pika.URLParameters(s.url)
+            params = pika.URLParameters(url)
         except Exception as exc:  # noqa: BLE001 - pika raises several kinds for a bad URL
             raise CouplerError(f"bad broker URL: {exc}", where=f"{self.where}.url") from None
         if s.password_env or s.password_file:
             password = (secret_from_env(s.password_env, f"{self.where}.password_env") if s.password_env
                         else secret_file(s.password_file or "", f"{self.where}.password_file"))
-            params.credentials = pika.PlainCredentials(params.credentials.username, password)
+            params.credentials = pika.PlainCredentials(user or params.credentials.username, password)
         params.heartbeat = int(s.heartbeat)
         params.blocked_connection_timeout = s.confirm_timeout
         params.connection_attempts = 1

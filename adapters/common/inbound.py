@@ -117,7 +117,7 @@ class InboundOptions(OptionsModel):
     error_dir: Str = option("Where files that cannot be read go, relative to the directory.", default="error")
     validate_first: Bool = option("Check the whole file before publishing any record of it.", default=True)
     claim_check_bytes: Int = option("Whole files larger than this go by Claim Check.", default=8 << 20, ge=1)
-    batch_threshold_bytes: Int | None = option("Files this large are staged for batch in `batch_dir`.",
+    batch_threshold_bytes: Int | None = option("Files larger than this are staged for batch in `batch_dir`.",
                                                default=None, ge=1)
     batch_dir: Str | None = option("Where files are staged for batch (relative to site.toml).", default=None)
     batch_format: Str = option("Format of the staged-file event.", default="coupler.batch.StagedFile@1")

@@ -43,8 +43,8 @@ class SocketOptions(OptionsModel):
     length_bytes: Int = option("framing `length`: size of the length prefix (1, 2 or 4).", default=4)
     byteorder: Literal["big", "little"] = option("framing `length`: byte order of the prefix.", default="big")
     length_includes_header: Bool = option("framing `length`: the prefix counts itself.", default=False)
-    delimiter: Str = option("framing `delimiter`: the delimiter (`LF`, `CRLF`, `NUL` or hex such as `0x1c`).",
-                            default="LF")
+    delimiter: Str = option("framing `delimiter`: the delimiter: `LF`, `CRLF`, `CR`, `NUL`, bytes in hex "
+                            "such as `hex:1c`, or any other text as it is (UTF-8).", default="LF")
     frame_length: PositiveInt | None = option("framing `fixed`: the length of every frame.", default=None)
     max_frame_bytes: PositiveInt = option(
         "Largest frame payload; a longer one (or a longer claimed length) closes the connection before "

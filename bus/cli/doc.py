@@ -40,10 +40,14 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
                 names += f" `{action.metavar or action.dest.upper()}`"
         else:
             names = f"`{action.metavar or action.dest}`"
-        text = (action.help or "").replace("|", "\\|").replace("\n", " ")
+        text = action.help or ""
+        if "%(" in text:  # as `--help` shows it: %(default)s and the like expanded
+            text = parser._get_formatter()._expand_help(action)
+        text = text.replace("|", "\\|").replace("\n", " ")
         if action.choices and not isinstance(action.choices, dict):
             text += f" (one of: {', '.join(map(str, action.choices))})"
-        if action.default not in (None, False, [], argparse.SUPPRESS) and action.option_strings:
+        if (action.default not in (None, False, [], "", argparse.SUPPRESS) and action.option_strings
+                and "default" not in text):  # said once: the help text may say it already
             text += f" (default: `{action.default}`)"
         rows.append(f"| {names} | {text.strip()} |")
     return rows

@@ -440,10 +440,15 @@ class Demo:
             time.sleep(0.3)
         raise DemoError(f"timed out after {timeout:.0f} s")
 
+    def extract_written(self) -> str:
+        """How much of the nightly extract the life system has written so far."""
+        from examples.legacy.life_batch_system import partial_extract
+
+        return _mb(self.extract_tmp, partial_extract(self.extract_tmp))
+
     def nightly_batch(self) -> None:
         proc = dict(self.procs)["life-extract"]
-        t0 = time.monotonic()
-        with self.activity("the mainframe writes the extract", lambda: _mb(self.extract_tmp)):
+        with self.activity("the mainframe writes the extract", self.extract_written):
             rc = proc.wait(600)
         if rc != 0:
             raise DemoError(f"the extract job failed: {(self.logs / 'life-extract.log').read_text()[-800:]}")
@@ -451,6 +456,7 @@ class Demo:
         nightly = self.out / "life" / "dropbox" / "nightly" / self.extract_name
         os.replace(self.extract_tmp, nightly)  # the mainframe puts the finished extract in the drop box
         size = nightly.stat().st_size
+        t0 = time.monotonic()  # the drop box transfer: from the drop box to the batch area
         batch_dir = self.out / "life" / "batch"
 
         def staged_file() -> Path | None:

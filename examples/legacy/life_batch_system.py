@@ -170,11 +170,16 @@ _NAMES = ("SMITH", "JOHNSON", "WILLIAMS", "BROWN", "JONES", "GARCIA", "MILLER", 
 _FIRST = ("ANN", "JOHN", "MARIA", "DAVID", "LINDA", "JAMES", "SUSAN", "ROBERT", "KAREN", "MICHAEL")
 
 
+def partial_extract(path: Path) -> Path:
+    """Where the extract bound for ``path`` is written until it is whole (then renamed)."""
+    return path.with_name(f".{path.name}.tmp")
+
+
 def write_extract(path: Path, size_bytes: int, seed: int = 2025) -> int:
     """The nightly LIFE-POLICY-MASTER extract of at least ``size_bytes``; returns its record count."""
     count = max(1, -(-size_bytes // MASTER_LENGTH))
     rng = random.Random(seed)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = partial_extract(path)
     with open(tmp, "wb") as out:
         chunk: list[bytes] = []
         for n in range(count):

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from examples.demo.demo import Demo
 from tests.bus.site_helpers import REPO, wait_for, write_site
 
@@ -59,3 +61,23 @@ def test_a_long_step_shows_elapsed_time_on_a_terminal_and_progress_lines_when_pi
     shown = terminal.getvalue()
     assert "Spark ingests the extract" in shown and "12.0 MB" in shown and " s " in shown  # the live line, updated
     assert re.search(r"  Spark ingests the extract: \d+\.\d s$", shown.rstrip().splitlines()[-1])  # then closed
+
+
+def test_the_extract_progress_counts_the_bytes_written_so_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the life system writes the nightly extract (under a hidden name, renamed at the
+    end), the demo's progress line shows the megabytes written so far, not 0.0 MB."""
+    from examples.legacy import life_batch_system
+
+    demo = Demo(tmp_path, 1, out_stream=io.StringIO())
+    demo.extract_tmp = tmp_path / "life" / "LIFE.MASTER.EXTRACT.dat"
+    demo.extract_tmp.parent.mkdir(parents=True)
+    seen: list[str] = []
+    rename = os.replace
+
+    def before_rename(src: object, dst: object) -> None:  # the extract is whole, not yet renamed
+        seen.append(demo.extract_written())
+        rename(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(life_batch_system.os, "replace", before_rename)
+    life_batch_system.write_extract(demo.extract_tmp, 2_000_000)
+    assert seen == [f"{demo.extract_tmp.stat().st_size / 1e6:.1f} MB"]

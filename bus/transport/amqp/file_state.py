@@ -37,13 +37,16 @@ _KEY = "adapter = %s AND path = %s AND size = %s AND mtime_ns = %s AND checksum 
 class PgFileState:
     """The seen-state of adapter ``adapter`` in ``store``, claims made as ``owner``."""
 
-    def __init__(self, store: PgStore, adapter: str, owner: str, *, lease_seconds: float = 300.0):
+    def __init__(self, store: PgStore, adapter: str, owner: str, *, lease_seconds: float = 300.0,
+                 lease_key: str = "store.amqp.file_lease_seconds"):
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
         self.store = store
         self.adapter = adapter
         self.owner = owner
         self.lease_seconds = lease_seconds
+        #: the site's key setting ``lease_seconds`` (named when a claim is lost)
+        self.lease_key = lease_key
         self._t = f"{store.schema}.files"
 
     def __repr__(self) -> str:
@@ -101,8 +104,8 @@ class PgFileState:
             raise FileClaimLost(
                 f"adapter {self.adapter}: {key} is no longer claimed by {self.owner}",
                 where=f"PostgreSQL {self._t}",
-                hint="another daemon took the file over after this one made no progress for "
-                "store.amqp.file_lease_seconds; it finishes the file",
+                hint=f"another daemon took the file over after this one made no progress for "
+                f"{self.lease_key}; it finishes the file",
             )
 
     def counts(self) -> dict[str, int]:

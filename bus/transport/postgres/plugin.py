@@ -13,7 +13,7 @@ from pydantic import ConfigDict
 
 from coupler.bus.plugins.hookspecs import TransportType, hookimpl
 from coupler.bus.transport.base import Transport
-from coupler.canonical.options import Bool, OptionsModel, Str, option
+from coupler.canonical.options import Bool, Num, OptionsModel, Str, option
 
 if TYPE_CHECKING:
     from coupler.bus.config.loader import SiteConfig
@@ -40,6 +40,12 @@ class PostgresOptions(OptionsModel):
         "a daemon) may lose the last fraction of a second of sends and acknowledgements.",
         default=True,
     )
+    file_lease_seconds: Num = option(
+        "How long a daemon's claim on a file it polls (file drop, SFTP) lasts without progress before "
+        "another daemon may take the file over (a daemon that died in the middle of it).",
+        default=300.0,
+        ge=1,
+    )
 
 
 def open_postgres(site: SiteConfig, options: PostgresOptions) -> Transport:
@@ -48,6 +54,7 @@ def open_postgres(site: SiteConfig, options: PostgresOptions) -> Transport:
 
     return PostgresTransport(
         options.dsn, schema=options.postgres_schema, synchronous_commit=options.synchronous_commit,
+        file_lease_seconds=options.file_lease_seconds,
         **site.store.transport_settings(),
     ).open()
 

@@ -117,9 +117,11 @@ class PostgresTransport(StorageTransport):
     ``synchronous_commit`` False lets PostgreSQL confirm commits before its WAL is flushed
     (a server crash may lose the last fraction of a second; a process crash never does)."""
 
-    def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = True, **options: Any):
+    def __init__(self, dsn: str, *, schema: str = "coupler", synchronous_commit: bool = True,
+                 file_lease_seconds: float = 300.0, **options: Any):
         super().__init__(**options)
         self.dsn = dsn
+        self.file_lease_seconds = file_lease_seconds
         # checks the schema name; its connections (one a thread) are this transport's too
         self.store = PgStore(_generic_plans(dsn), schema=schema, synchronous_commit=synchronous_commit,
                              keys=("store.postgres.dsn", "store.postgres.postgres_schema"))
@@ -324,7 +326,8 @@ class PostgresTransport(StorageTransport):
     # -- what only PostgreSQL gives ---------------------------------------------------------
 
     def file_state(self, adapter: str, owner: str) -> PgFileState:
-        return PgFileState(self.store, adapter, owner)
+        return PgFileState(self.store, adapter, owner, lease_seconds=self.file_lease_seconds,
+                           lease_key="store.postgres.file_lease_seconds")
 
     def exports_shared_figures(self) -> bool:
         return self.store.hold_lock("metrics")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import pytest
 
@@ -112,3 +114,23 @@ def test_an_unroutable_document_is_not_acknowledged(bus: EmbeddedBus, broker: Br
 def test_a_missing_queue_fails_the_start_with_its_name(bus: EmbeddedBus, broker: Broker) -> None:
     with pytest.raises(CouplerError, match="queue 'test.h28.absent' cannot be used"):
         consumer(bus, "test.h28.absent")
+
+
+def test_the_password_comes_from_password_env_with_the_user_alone_in_the_url(
+        bus: EmbeddedBus, broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented form: `url = "amqp://USER@HOST:5672/VHOST"`, never a password there, and
+    `password_env` (pika alone cannot read a URL with a user and no password)."""
+    parts = urlsplit(AMQP_URL)
+    assert parts.password is not None, "COUPLER_TEST_AMQP_URL names a password"
+    monkeypatch.setenv("H98_TEST_MQ_PASSWORD", unquote(parts.password))
+    url = urlunsplit(parts._replace(netloc=f"{parts.username}@{parts.hostname}:{parts.port or 5672}"))
+    q = f"h98_test.{uuid.uuid4().hex[:10]}"
+    broker.channel.queue_declare(q, durable=True)
+    broker.queues.append(q)
+    broker.publish(q, b"hello", message_id="m-1")
+    consumer(bus, q, url=url, password_env="H98_TEST_MQ_PASSWORD")
+    wait_for(lambda: [e.body for e in bus.published("orders")] == [b"hello"] or None, "the message on the bus")
+
+    monkeypatch.delenv("H98_TEST_MQ_PASSWORD")
+    with pytest.raises(CouplerError, match=rf"names the user '{parts.username}' but no password.*password_env"):
+        consumer(bus, q, url=url)

@@ -48,3 +48,21 @@ def test_a_site_opens_the_postgres_transport_its_table_describes(tmp_path: Path)
         t.ack(got)
     finally:
         t.destroy()
+
+
+def test_the_file_lease_of_a_postgres_site_is_its_option(tmp_path: Path) -> None:
+    """Several daemons polling one directory share the file seen-state on this transport too:
+    how long a dead daemon's claim on a file lasts is `[store.postgres] file_lease_seconds`
+    (docs/operations.md, "Several daemons"), and a lost claim names that key."""
+    servers_or_fail()
+    schema = "h98_" + unique_names()["postgres_schema"]
+    path = _site(tmp_path, f'[store.postgres]\ndsn = "{PG_DSN}"\npostgres_schema = "{schema}"\n'
+                           "file_lease_seconds = 42\n")
+    pm = plugin_manager()
+    t = open_transport(load_site(path, pm=pm), pm)
+    try:
+        state = t.file_state("drop", "host-a:/data")
+        assert state.lease_seconds == 42
+        assert "store.postgres.file_lease_seconds" in state.lease_key
+    finally:
+        t.destroy()
