@@ -610,7 +610,8 @@ class Link:
         for w in set(waiting.values()):
             w.fail(exc)
 
-    def send(self, chunks: Iterable[tuple[list[tuple[str, str, bytes, pika.BasicProperties]], bool]]) -> None:
+    def send(self, chunks: Iterable[tuple[list[tuple[str, str, bytes, pika.BasicProperties]], bool]], *,
+             reconnect: bool = True) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
         when the broker has confirmed every message (persisted, routed to its queues).
 
@@ -624,7 +625,9 @@ class Link:
         elected yet, a queue full with ``x-overflow reject-publish``), the messages it nacked
         (not those it confirmed) are published again after a pause growing from 50 ms to 1 s,
         as RabbitMQ's confirms documentation lets a publisher do, until the same timeout; then
-        :class:`BrokerRefusedError`.
+        :class:`BrokerRefusedError`. ``reconnect`` False: a broken connection fails the send
+        at once (the caller's deliveries went back to their queues with it: a transaction's
+        commit fails then, and its inputs come again).
         """
         pending = iter(chunks)
         if self.in_io_thread:
@@ -664,6 +667,8 @@ class Link:
                 )
             if window.error is None and not window.nacked:
                 break
+            if window.error is not None and not reconnect:
+                raise self._connection_error(window.error)
             if time.monotonic() >= deadline or self._stopping.is_set():
                 if window.error is not None:
                     raise self._connection_error(window.error)
