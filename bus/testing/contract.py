@@ -132,6 +132,19 @@ def test_acknowledging_a_batch_with_a_lost_lease_acknowledges_none_of_it(transpo
     assert transport.stats("q")[0].depth == 0
 
 
+def test_acknowledging_a_batch_of_two_channels_with_a_lost_lease_acknowledges_none_of_it(transport: Transport) -> None:
+    transport.send("q1", doc(b"kept"))
+    transport.send("q2", doc(b"lost"))
+    [kept] = transport.receive("q1", "slow")
+    [lost] = transport.receive("q2", "slow", lease_seconds=0.2)
+    [taken] = transport.receive_wait("q2", "other", wait=5)  # the lease of "lost" ran out
+    with pytest.raises(LeaseLostError):
+        transport.ack([kept, lost])
+    transport.ack(kept)  # still held: the failed batch settled nothing, on no channel
+    transport.ack(taken)
+    assert [s.depth for s in transport.stats("q1") + transport.stats("q2")] == [0, 0]
+
+
 def test_nack_redelivers_then_dead_letters_with_error_component_attempts(transport: Transport) -> None:
     transport.send("q", doc(b"poison", properties={"k": "v"}))
     outcomes = []

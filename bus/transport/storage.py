@@ -234,8 +234,8 @@ class StorageTx(abc.ABC):
     #: True when :meth:`take` journals the receipts itself (given ``consumer``)
     journals_receipts: bool = False
     #: set by the transport when this transaction is one standalone receive or acknowledgement
-    #: (no claim-checked bodies): a store may run its first statement as a transaction of its
-    #: own (whatever follows, rare, dead-lettering what was leased, in the next one)
+    #: (of one channel, no claim-checked bodies): a store may run its first statement as a
+    #: transaction of its own (whatever follows, rare, dead-lettering what was leased, in the next one)
     alone: bool = False
 
     def take(self, channel: str, *, now: float, limit: int, token: int, until: float,
@@ -367,7 +367,9 @@ class StorageTransport(Transport):
 
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
         ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
-        with self.transaction(alone=not any(d.claim for d in ds)) as tx:
+        # alone: one statement, a transaction of its own -- for one channel's (a statement each
+        # would commit one channel's acknowledgements before the next channel's could fail)
+        with self.transaction(alone=len({d.channel for d in ds}) == 1 and not any(d.claim for d in ds)) as tx:
             tx.ack(ds)
 
     def remember(self, scope: str, key: str, ttl: float) -> bool:
