@@ -373,8 +373,9 @@ class PgTx(StorageTx):
         self.pending: list[_Pending] = []
 
     def x(self, sql: str, params: Any = None, *, literal: bool = False, **options: Any) -> psycopg.Cursor[Any]:
-        """Run a statement of this transaction, after the writes kept so far (with them: one
-        round trip, pipeline mode). The first one goes out with its ``BEGIN`` too, or alone in a
+        """Run a statement of this transaction, after what is kept so far (the writes, the
+        acknowledgements of :meth:`settle_checked`; with them: one round trip, pipeline mode).
+        The first one goes out with its ``BEGIN`` too, or alone in a
         transaction of its own when this transaction is :attr:`alone`. ``literal``: values
         inlined, planned for them (a journal query's time range), not generically."""
         run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
