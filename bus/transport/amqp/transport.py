@@ -693,14 +693,15 @@ class AmqpTransport(Transport):
         return messages, expired
 
     def _send_confirmed(
-        self, sends: list[tuple[str, list[Envelope], str]], journal: _Journal, *, reconnect: bool = True,
+        self, sends: list[tuple[str, list[Envelope], str]], journal: _Journal, *, generation: int | None = None,
     ) -> None:
         """Publish the ``(channel, envelopes, component)`` of ``sends`` and return when the
         broker confirmed them all (pipelined with the other publishes of this process; what it
         nacks published again after a growing pause: :meth:`Link.send`). A large batch is
         encoded and published in chunks of ``_PUBLISH_CHUNK``: the broker stores the first
-        chunks while the next are encoded. ``reconnect``: publish them again on a new
-        connection when the connection breaks before every confirm is in (else fail)."""
+        chunks while the next are encoded. ``generation``: publish them on that channel only
+        (that of deliveries being settled with them), failing when the connection breaks;
+        None: again on a new connection when it breaks before every confirm is in."""
         if self._link is None:
             raise TransportError("the AMQP transport is not open", hint="call open() first")
         expired: list[tuple[str, Envelope]] = []
@@ -714,7 +715,7 @@ class AmqpTransport(Transport):
                     expired.extend((channel, env) for env in late)
                     yield messages, n == last_send and i + _PUBLISH_CHUNK >= len(envs)
 
-        self._link.send(chunks(), reconnect=reconnect)
+        self._link.send(chunks(), generation=generation)
         if expired:
             self._call(lambda link: [
                 self._dead(link, channel, env, env.body, {}, "dead", "expired",
@@ -1785,11 +1786,12 @@ class _AmqpTx(TransactionOps):
         settled = [*self.acks, *(n[0] for n in self.nacks), *(i[5] for i in self.invalids if i[5])]
 
         def outputs() -> None:
+            generation = t._generation()
             for d in settled:  # a lease lost during the transaction: nothing happens
                 t._lease(None, d, "settle")
             if self.sends:  # what the broker nacks published again, as a plain send does; a
                 # connection lost fails the commit when it takes the inputs' leases with it
-                t._send_confirmed(self.sends, journal, reconnect=not settled)
+                t._send_confirmed(self.sends, journal, generation=generation if settled else None)
             if self.invalids or self.nacks:
                 t._call(settle, retry=False)
 
