@@ -441,7 +441,9 @@ class TransactionOps(abc.ABC):
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
         """Settle deliveries: the messages are done and removed from their channel.
 
-        Raises :class:`LeaseLostError` when a lease was taken over by another consumer.
+        Raises :class:`LeaseLostError` when a lease was taken over by another consumer; inside
+        a transaction a store may raise it when the transaction ends (the RabbitMQ store, and
+        the PostgreSQL one, which checks it with the commit), and nothing of it commits.
         """
 
     @abc.abstractmethod
