@@ -442,8 +442,9 @@ class TransactionOps(abc.ABC):
         """Settle deliveries: the messages are done and removed from their channel.
 
         Raises :class:`LeaseLostError` when a lease was taken over by another consumer; inside
-        a transaction a store may raise it when the transaction ends (the RabbitMQ store, and
-        the PostgreSQL one, which checks it with the commit), and nothing of it commits.
+        a transaction a store may raise it later, at an operation after it or when the
+        transaction ends (the RabbitMQ store; the PostgreSQL one, which sends the check with
+        the next statement or the commit), and nothing of the transaction commits.
         """
 
     @abc.abstractmethod
