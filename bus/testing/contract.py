@@ -132,6 +132,19 @@ def test_acknowledging_a_batch_with_a_lost_lease_acknowledges_none_of_it(transpo
     assert transport.stats("q")[0].depth == 0
 
 
+def test_acknowledging_a_batch_of_two_channels_with_a_lost_lease_acknowledges_none_of_it(transport: Transport) -> None:
+    transport.send("q1", doc(b"kept"))
+    transport.send("q2", doc(b"lost"))
+    [kept] = transport.receive("q1", "slow")
+    [lost] = transport.receive("q2", "slow", lease_seconds=0.2)
+    [taken] = transport.receive_wait("q2", "other", wait=5)  # the lease of "lost" ran out
+    with pytest.raises(LeaseLostError):
+        transport.ack([kept, lost])
+    transport.ack(kept)  # still held: the failed batch settled nothing, on no channel
+    transport.ack(taken)
+    assert [s.depth for s in transport.stats("q1") + transport.stats("q2")] == [0, 0]
+
+
 def test_nack_redelivers_then_dead_letters_with_error_component_attempts(transport: Transport) -> None:
     transport.send("q", doc(b"poison", properties={"k": "v"}))
     outcomes = []
@@ -289,6 +302,31 @@ def test_transaction_rolls_back_everything_on_error(transport: Transport) -> Non
         raise RuntimeError("crash before commit")
     assert bodies(transport.receive("in", "c")) == [b"1"]  # visible again at once
     assert transport.receive("out", "c") == []
+
+
+def test_transaction_acknowledging_a_lost_lease_commits_nothing(transport: Transport) -> None:
+    """A transaction that acknowledges a message whose lease was lost fails with
+    LeaseLostError (at the acknowledgement, at a later operation or at the commit: a store may
+    check it with the commit) and nothing of it commits: its sends, its keys, its other
+    acknowledgements."""
+    transport.send("in", [doc(b"kept"), doc(b"lost")])
+    [kept] = transport.receive("in", "slow")
+    [lost] = transport.receive("in", "slow", lease_seconds=0.2)
+    [taken] = transport.receive_wait("in", "other", wait=5)  # the lease of "lost" ran out
+    for first in (True, False):
+        with pytest.raises(LeaseLostError), transport.transaction() as tx:
+            if first:
+                tx.ack(lost)
+            tx.send("out", doc(b"should vanish"))
+            tx.mark_seen("slow", ["key:1"])
+            tx.ack(kept)
+            if not first:
+                tx.ack(lost)
+            transport.send("elsewhere", doc(b"in the transaction too"))
+    assert transport.receive("out", "c") == [] and transport.receive("elsewhere", "c") == []
+    assert transport.seen("slow", ["key:1"]) == set()
+    transport.ack([kept, taken])  # both still held: the failed transactions settled nothing
+    assert transport.stats("in")[0].depth == 0
 
 
 def test_publish_subscribe_durable_subscriptions(transport: Transport) -> None:

@@ -365,8 +365,42 @@ class JournalQuery:
         return self.since is None or entry.at >= self.since
 
 
-#: guards the process-local claims of :meth:`Transport.claim` (the default implementation)
-_local_claims_lock = threading.Lock()
+class LocalClaims:
+    """The claims with a lease that :meth:`Transport.claim`'s default keeps in this process:
+    ``(scope, key)`` -> until when (epoch seconds), under a lock of their own (claims may come
+    from any thread). A claim whose ``until`` has passed claims nothing; the expired ones are
+    dropped once there are more than :attr:`PRUNE_AT` (deliveries that never gave theirs up)."""
+
+    PRUNE_AT = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until: dict[tuple[str, str], float] = {}
+
+    def claim(self, scope: str, keys: Iterable[str], until: float, now: float) -> bool:
+        """Claim every one of ``keys`` in ``scope`` until ``until``, all or none: False
+        (nothing claimed) when one of them has a claim that is still live at ``now``."""
+        wanted = [(scope, k) for k in set(keys)]
+        with self._lock:
+            claims = self._until
+            if any(claims.get(k, 0.0) > now for k in wanted):
+                return False
+            claims.update((k, until) for k in wanted)
+            if len(claims) > self.PRUNE_AT:
+                for k in [k for k, u in claims.items() if u <= now]:
+                    del claims[k]
+        return True
+
+    def unclaim(self, scope: str, keys: Iterable[str]) -> None:
+        """End the claims of ``keys`` in ``scope`` (those not claimed: nothing)."""
+        with self._lock:
+            for k in keys:
+                self._until.pop((scope, k), None)
+
+
+#: makes the :class:`LocalClaims` of a transport whose class's ``__init__`` did not
+#: (one that does not call ``Transport.__init__``), once
+_local_claims_made = threading.Lock()
 
 
 class TransactionOps(abc.ABC):
@@ -407,7 +441,10 @@ class TransactionOps(abc.ABC):
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
         """Settle deliveries: the messages are done and removed from their channel.
 
-        Raises :class:`LeaseLostError` when a lease was taken over by another consumer.
+        Raises :class:`LeaseLostError` when a lease was taken over by another consumer; inside
+        a transaction a store may raise it later, at an operation after it or when the
+        transaction ends (the RabbitMQ store; the PostgreSQL one, which sends the check with
+        the next statement or the commit), and nothing of the transaction commits.
         """
 
     @abc.abstractmethod
@@ -503,6 +540,22 @@ class Transport(TransactionOps):
     Methods of :class:`TransactionOps` called on the transport itself run in a transaction
     of their own (or join the transaction open in the calling thread).
     """
+
+    #: the claims of :meth:`claim`'s default, kept in this process (made by ``__init__``, or
+    #: by the first claim when a subclass's ``__init__`` does not call it)
+    _local_claims: LocalClaims | None = None
+
+    def __init__(self) -> None:
+        self._local_claims = LocalClaims()
+
+    def _process_claims(self) -> LocalClaims:
+        claims = self._local_claims
+        if claims is None:
+            with _local_claims_made:  # two threads' first claims at once: one LocalClaims
+                claims = self._local_claims
+                if claims is None:
+                    claims = self._local_claims = LocalClaims()
+        return claims
 
     def keep_policy(
         self,
@@ -734,27 +787,15 @@ class Transport(TransactionOps):
         a process that dies holding one blocks nobody for longer than that.
 
         Nothing is durable here: a claim lost in a crash is a claim that expired. This default
-        keeps the claims in this process, which is right for a store that one daemon uses
+        keeps the claims in this process (:class:`LocalClaims`), which is right for a store that one daemon uses
         (the embedded SQLite store: one daemon per data directory); the stores several daemons
         share keep them in the store (the storage transports, the broker's PostgreSQL)."""
-        keys = sorted(set(keys))
         now = getattr(self, "clock", time.time)()  # keep_policy's clock (a transport that kept none: time)
-        with _local_claims_lock:
-            claims = self.__dict__.setdefault("_local_claims", {})
-            if any(claims.get((scope, k), 0.0) > now for k in keys):
-                return False
-            claims.update(((scope, k), until) for k in keys)
-            if len(claims) > 4096:  # expired ones of deliveries that never gave theirs up
-                for k in [k for k, u in claims.items() if u <= now]:
-                    del claims[k]
-        return True
+        return self._process_claims().claim(scope, keys, until, now)
 
     def unclaim(self, scope: str, keys: Iterable[str]) -> None:
         """Give up the claims of ``keys`` in ``scope`` (see :meth:`claim`)."""
-        with _local_claims_lock:
-            claims = self.__dict__.get("_local_claims", {})
-            for k in keys:
-                claims.pop((scope, k), None)
+        self._process_claims().unclaim(scope, keys)
 
     def claim_fresh(self, consumer: str, keys: Iterable[str], until: float) -> ClaimOutcome:
         """:meth:`claim` of ``keys`` in scope ``consumer`` until ``until``, then :meth:`seen`

@@ -57,7 +57,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -234,8 +234,8 @@ class StorageTx(abc.ABC):
     #: True when :meth:`take` journals the receipts itself (given ``consumer``)
     journals_receipts: bool = False
     #: set by the transport when this transaction is one standalone receive or acknowledgement
-    #: (no claim-checked bodies): a store may run its first statement as a transaction of its
-    #: own (whatever follows, rare, dead-lettering what was leased, in the next one)
+    #: (of one channel, no claim-checked bodies): a store may run its first statement as a
+    #: transaction of its own (whatever follows, rare, dead-lettering what was leased, in the next one)
     alone: bool = False
 
     def take(self, channel: str, *, now: float, limit: int, token: int, until: float,
@@ -257,6 +257,18 @@ class StorageTx(abc.ABC):
         if len(held) == len(tags):
             self.append(rows)
         return held
+
+    def settle_checked(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow],
+                       lost: Callable[[int | None], BaseException]) -> None:
+        """:meth:`settle`, all or nothing, raising ``lost(tag)`` (a message not held) when not
+        every message is still held under its token. A store may instead send it with the
+        statement after it or with the ``COMMIT``, in one round trip: when a message is not
+        held then, that statement or the commit raises ``lost(None)`` (it cannot tell which)
+        and nothing of the transaction commits."""
+        held = self.settle(channel, tags, rows)
+        if len(held) != len(tags):
+            kept = {m.tag for m in held}
+            raise lost(next(tag for tag, _token in tags if tag not in kept))
 
     def claim_fresh(self, claim_scope: str, seen_scope: str, keys: list[str], until: float) -> ClaimOutcome:
         """Claim ``keys`` (sorted, distinct) under ``claim_scope`` until ``until``, all or
@@ -367,7 +379,9 @@ class StorageTransport(Transport):
 
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
         ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
-        with self.transaction(alone=not any(d.claim for d in ds)) as tx:
+        # alone: one statement, a transaction of its own -- for one channel's (a statement each
+        # would commit one channel's acknowledgements before the next channel's could fail)
+        with self.transaction(alone=len({d.channel for d in ds}) == 1 and not any(d.claim for d in ds)) as tx:
             tx.ack(ds)
 
     def remember(self, scope: str, key: str, ttl: float) -> bool:
@@ -721,6 +735,22 @@ class StorageTransaction(TransactionOps):
             hint="settle within lease_seconds or use a longer lease",
         )
 
+    def _lost_of(self, group: list[Delivery], what: str) -> Callable[[int | None], LeaseLostError]:
+        """The error of :meth:`StorageTx.settle_checked` for deliveries ``group`` of one channel:
+        of the one with tag ``tag``, or (None) of one of them, not known which."""
+
+        def lost(tag: int | None) -> LeaseLostError:
+            if tag is not None or len(group) == 1:
+                return self._lost(next(d for d in group if tag is None or d.tag == tag), what)
+            ids = ", ".join(d.message_id for d in group[:3]) + (", ..." if len(group) > 3 else "")
+            return LeaseLostError(
+                f"cannot {what} {len(group)} messages on {group[0].channel} ({ids}): the lease of one of "
+                "them expired and another consumer took it, or it was already settled",
+                hint="settle within lease_seconds or use a longer lease",
+            )
+
+        return lost
+
     def ack(self, deliveries: Delivery | Iterable[Delivery]) -> None:
         ds = [deliveries] if isinstance(deliveries, Delivery) else list(deliveries)
         by_channel: dict[str, list[Delivery]] = {}
@@ -728,11 +758,15 @@ class StorageTransaction(TransactionOps):
             by_channel.setdefault(d.channel, []).append(d)
         for channel, group in by_channel.items():
             rows = [JournalRow(self.now, channel, d.message_id, policy.ACKED, d.ack_detail) for d in group]
-            held = self.stx.settle(channel, [(d.tag, d.token) for d in group], rows)
-            if len(held) != len(group):
-                raise self._lost(next(d for d in group if d.tag not in {m.tag for m in held}), "acknowledge")
+            tags: list[tuple[int, int | None]] = [(d.tag, d.token) for d in group]
+            if not any(d.claim for d in group):  # nothing to read back: checked with the commit, maybe
+                self.stx.settle_checked(channel, tags, rows, self._lost_of(group, "acknowledge"))
+            else:
+                held = self.stx.settle(channel, tags, rows)
+                if len(held) != len(group):
+                    raise self._lost(next(d for d in group if d.tag not in {m.tag for m in held}), "acknowledge")
+                self.release_claims([m.claim for m in held if m.claim])
             self.count(channel, "acked", len(group))
-            self.release_claims([m.claim for m in held if m.claim])
 
     def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
              delay: float | None = None, dead: bool = False) -> Literal["retry", "dead"]:

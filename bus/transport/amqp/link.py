@@ -610,7 +610,8 @@ class Link:
         for w in set(waiting.values()):
             w.fail(exc)
 
-    def send(self, chunks: Iterable[tuple[list[tuple[str, str, bytes, pika.BasicProperties]], bool]]) -> None:
+    def send(self, chunks: Iterable[tuple[list[tuple[str, str, bytes, pika.BasicProperties]], bool]], *,
+             generation: int | None = None) -> None:
         """Publish ``(exchange, routing_key, body, properties)`` from any thread and return
         when the broker has confirmed every message (persisted, routed to its queues).
 
@@ -624,7 +625,10 @@ class Link:
         elected yet, a queue full with ``x-overflow reject-publish``), the messages it nacked
         (not those it confirmed) are published again after a pause growing from 50 ms to 1 s,
         as RabbitMQ's confirms documentation lets a publisher do, until the same timeout; then
-        :class:`BrokerRefusedError`.
+        :class:`BrokerRefusedError`. ``generation``: the channel the caller's deliveries came
+        on; the batch is published on that channel only, and a broken connection fails the
+        send at once (the deliveries went back to their queues with it: a transaction's
+        commit fails then, and its inputs come again).
         """
         pending = iter(chunks)
         if self.in_io_thread:
@@ -640,7 +644,8 @@ class Link:
                         window: _Window = window) -> bool:
                 """Publish one chunk; False when the connection broke (the window failed)."""
                 try:
-                    self.call(partial(Link._publish_window, messages=chunk, window=window, last=last), retry=False)
+                    self.call(partial(Link._publish_window, messages=chunk, window=window, last=last,
+                                      generation=generation), retry=False)
                 except BrokerRefusedError:
                     raise
                 except TransportError as exc:
@@ -664,6 +669,8 @@ class Link:
                 )
             if window.error is None and not window.nacked:
                 break
+            if window.error is not None and generation is not None:
+                raise self._connection_error(window.error)
             if time.monotonic() >= deadline or self._stopping.is_set():
                 if window.error is not None:
                     raise self._connection_error(window.error)
@@ -682,9 +689,12 @@ class Link:
 
     def _publish_window(
         self, messages: list[tuple[str, str, bytes, pika.BasicProperties]], window: _Window, last: bool = False,
+        generation: int | None = None,
     ) -> None:
         """Publish a chunk of ``window`` (``last``: its last chunk, after which it is done
-        when its confirms are in)."""
+        when its confirms are in) on the channel of ``generation`` (None: the current one)."""
+        if generation is not None and generation != self.generation:
+            raise TransportError("the channel of the deliveries being settled was lost (reconnected since)")
         impl = self.ch._impl
         first = self._seq + 1
         for t in range(first, first + len(messages)):

@@ -344,12 +344,8 @@ class AmqpTransport(Transport):
             journal = _Journal()
             sends = [send for _key, entry in entries for send in _outbox_sends(entry)]
 
-            def publish(link: Link) -> None:
-                for channel, envs, component in sends:
-                    self._send(link, channel, envs, component, journal)
-
             if sends:
-                self._call(publish)
+                self._send_confirmed(sends, journal)
                 n = sum(len(envs) for _c, envs, _comp in sends)
             self._record(journal)
         if n:
@@ -498,7 +494,7 @@ class AmqpTransport(Transport):
         if not envs:
             return []
         journal = _Journal()
-        self._send_confirmed(channel, envs, component, journal)
+        self._send_confirmed([(channel, envs, component)], journal)
         self._record(journal)
         return [e.message_id for e in envs]
 
@@ -697,41 +693,35 @@ class AmqpTransport(Transport):
         return messages, expired
 
     def _send_confirmed(
-        self, channel: str, envs: list[Envelope], component: str, journal: _Journal, *, attempts: int = 0,
+        self, sends: list[tuple[str, list[Envelope], str]], journal: _Journal, *, generation: int | None = None,
     ) -> None:
-        """Publish ``envs`` to ``channel`` and return when the broker confirmed them all
-        (pipelined with the other publishes of this process). A large batch is encoded and
-        published in chunks of ``_PUBLISH_CHUNK``: the broker stores the first chunks while
-        the next are encoded."""
+        """Publish the ``(channel, envelopes, component)`` of ``sends`` and return when the
+        broker confirmed them all (pipelined with the other publishes of this process; what it
+        nacks published again after a growing pause: :meth:`Link.send`). A large batch is
+        encoded and published in chunks of ``_PUBLISH_CHUNK``: the broker stores the first
+        chunks while the next are encoded. ``generation``: publish them on that channel only
+        (that of deliveries being settled with them), failing when the connection breaks;
+        None: again on a new connection when it breaks before every confirm is in."""
         if self._link is None:
             raise TransportError("the AMQP transport is not open", hint="call open() first")
-        expired: list[Envelope] = []
+        expired: list[tuple[str, Envelope]] = []
+        last_send = len(sends) - 1
 
         def chunks() -> Iterator[tuple[list[tuple[str, str, bytes, Any]], bool]]:
-            for i in range(0, len(envs), _PUBLISH_CHUNK):
-                messages, late = self._channel_messages(channel, envs[i:i + _PUBLISH_CHUNK], component, journal,
-                                                        attempts=attempts)
-                expired.extend(late)
-                yield messages, i + _PUBLISH_CHUNK >= len(envs)
+            for n, (channel, envs, component) in enumerate(sends):
+                for i in range(0, len(envs), _PUBLISH_CHUNK):
+                    messages, late = self._channel_messages(channel, envs[i:i + _PUBLISH_CHUNK], component,
+                                                            journal)
+                    expired.extend((channel, env) for env in late)
+                    yield messages, n == last_send and i + _PUBLISH_CHUNK >= len(envs)
 
-        self._link.send(chunks())
+        self._link.send(chunks(), generation=generation)
         if expired:
             self._call(lambda link: [
                 self._dead(link, channel, env, env.body, {}, "dead", "expired",
-                           "message expired before it was sent", "transport", attempts, journal)
-                for env in expired
+                           "message expired before it was sent", "transport", 0, journal)
+                for channel, env in expired
             ])
-
-    def _send(
-        self, link: Link, channel: str, envs: list[Envelope], component: str, journal: _Journal,
-        *, attempts: int = 0,
-    ) -> None:
-        """:meth:`_send_confirmed` holding the connection (waits for the confirms there)."""
-        messages, expired = self._channel_messages(channel, envs, component, journal, attempts=attempts)
-        link.publish(messages)
-        for env in expired:
-            self._dead(link, channel, env, env.body, {}, "dead", "expired",
-                       "message expired before it was sent", "transport", attempts, journal)
 
     def _subscriber_queues(self, topic: str, keys: list[str]) -> dict[str, int]:
         """The queues a message published to ``topic`` with routing ``keys`` lands in."""
@@ -1795,11 +1785,17 @@ class _AmqpTx(TransactionOps):
         journal = _Journal()
         settled = [*self.acks, *(n[0] for n in self.nacks), *(i[5] for i in self.invalids if i[5])]
 
-        def outputs(link: Link) -> None:
+        def outputs() -> None:
+            generation = t._generation()
             for d in settled:  # a lease lost during the transaction: nothing happens
-                t._lease(link, d, "settle")
-            for target, envs, component in self.sends:
-                t._send(link, target, envs, component, journal)
+                t._lease(None, d, "settle")
+            if self.sends:  # what the broker nacks published again, as a plain send does; a
+                # connection lost fails the commit when it takes the inputs' leases with it
+                t._send_confirmed(self.sends, journal, generation=generation if settled else None)
+            if self.invalids or self.nacks:
+                t._call(settle, retry=False)
+
+        def settle(link: Link) -> None:
             for dead_id, env, reason, component, channel, delivery in self.invalids:
                 t._invalid(link, dead_id, env, reason, component, channel, delivery, journal)
             for d, text, component, decision in self.nacks:
@@ -1815,7 +1811,7 @@ class _AmqpTx(TransactionOps):
                     outbox = self.state.outbox(_outbox_entry(self.sends))
                 self.state.commit()
                 self.state = None
-            t._call(outputs, retry=False)
+            outputs()
             if self.keys is not None:  # after the broker confirmed what they were checked for
                 self.keys.commit()
                 self.keys = None

@@ -32,7 +32,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -91,6 +91,11 @@ _JOURNAL = (("at", "float8"), ("channel", "text"), ("message_id", "text"), ("eve
             ("trace_id", "text"), ("keys", "text"))
 _MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts, token, claim"
 _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
+
+
+#: a statement to send before the next: its SQL, parameters, whether they go in binary, and the
+#: error it raises when it is a checked acknowledgement (see PgTx.settle_checked)
+_Pending = tuple[str, list[Any], bool, "Callable[[int | None], BaseException] | None"]
 
 
 def _generic_plans(dsn: str) -> str:
@@ -341,7 +346,11 @@ class PgTx(StorageTx):
     one statement (data-modifying CTEs) with the next statement or the ``COMMIT``; a
     transaction that is only such writes (a send) is that one statement, a transaction of
     its own, with no ``BEGIN`` or ``COMMIT``. So is a standalone receive (:attr:`alone`:
-    lease and journal in one statement) or acknowledgement (delete and journal)."""
+    lease and journal in one statement) or acknowledgement (delete and journal). An
+    acknowledgement inside a transaction waits too (:meth:`settle_checked`): it goes out with
+    the next statement or the ``COMMIT``, and fails the transaction when a lease was lost, so
+    an acknowledging transaction (a handled message's outputs, keys and acknowledgement) is
+    one round trip: ``BEGIN``, its statements and ``COMMIT`` in one pipeline."""
 
     journals_receipts = True
 
@@ -361,40 +370,84 @@ class PgTx(StorageTx):
         #: and their parameters), and the keys they write
         self.records: list[tuple[str, list[Any]]] = []
         self.recorded: set[tuple[str, str]] = set()
+        #: statements not sent yet, in their order, before the writes kept: the checked
+        #: acknowledgements of :meth:`settle_checked` (with the error a failure raises) and
+        #: the writes kept before each
+        self.pending: list[_Pending] = []
 
     def x(self, sql: str, params: Any = None, *, literal: bool = False, **options: Any) -> psycopg.Cursor[Any]:
-        """Run a statement of this transaction, after the writes kept so far (with them: one
-        round trip, pipeline mode). The first one goes out with its ``BEGIN`` too, or alone in a
+        """Run a statement of this transaction, after what is kept so far (the writes, the
+        acknowledgements of :meth:`settle_checked`; with them: one round trip, pipeline mode).
+        The first one goes out with its ``BEGIN`` too, or alone in a
         transaction of its own when this transaction is :attr:`alone`. ``literal``: values
         inlined, planned for them (a journal query's time range), not generically."""
         run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
-        writes = self._writes()
-        if self.alone and not self.begun and not writes:
+        pending = self._pending()
+        if self.alone and not self.begun and not pending:
             self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
             return run(sql, params, **options)
         begin, self.begun = not self.begun, True
-        with self.c.pipeline() if begin or writes else contextlib.nullcontext():
-            if begin:
-                self.c.execute("BEGIN")
-            if writes:
-                self.c.execute(*writes[:2], binary=writes[2])
+        with self._sending(pending, begin=begin):
             return run(sql, params, **options)
 
     def commit(self) -> None:
-        """Send the writes kept and commit; nothing at all for a transaction that did nothing."""
+        """Send what is kept and commit; nothing at all for a transaction that did nothing."""
+        pending = self._pending()
+        if not self.begun and len(pending) == 1 and pending[0][3] is None:
+            statement, args, binary, _lost = pending[0]  # writes only: a transaction of its own
+            self.c.execute(statement, args, binary=binary)
+            return
+        if not (self.begun or pending):
+            return
+        begin, self.begun = not self.begun, True  # a checked acknowledgement may fail it: BEGIN
+        with self._sending(pending, begin=begin):
+            self.c.execute("COMMIT")
+
+    def _pending(self) -> list[_Pending]:
+        """The statements to send before the next (emptied): those of :attr:`pending`, then
+        the writes kept."""
+        self._seal()
+        pending, self.pending = self.pending, []
+        return pending
+
+    def _seal(self) -> None:
+        """The writes kept so far, as one statement of :attr:`pending` (what follows keeps its order)."""
         writes = self._writes()
-        if self.begun:
-            with self.c.pipeline() if writes else contextlib.nullcontext():
-                if writes:
-                    self.c.execute(*writes[:2], binary=writes[2])
-                self.c.execute("COMMIT")
-        elif writes:  # one statement: a transaction of its own
-            self.c.execute(*writes[:2], binary=writes[2])
+        if writes is not None:
+            self.pending.append((*writes, None))
+
+    @contextlib.contextmanager
+    def _sending(self, pending: list[_Pending], *, begin: bool) -> Iterator[None]:
+        """``BEGIN`` (``begin``), ``pending`` and the statement(s) of the block in one pipeline
+        (one round trip; none when there is nothing before the block's). A checked
+        acknowledgement that found a message no longer held (its statement divides by zero)
+        raises its error; PostgreSQL runs none of the statements after it."""
+        if not (begin or pending):
+            yield
+            return
+        checks: list[tuple[psycopg.Cursor[Any], Callable[[int | None], BaseException]]] = []
+        try:
+            with self.c.pipeline():
+                if begin:
+                    self.c.execute("BEGIN")
+                for statement, args, binary, lost in pending:
+                    cursor = self.c.execute(statement, args, binary=binary)
+                    if lost is not None:
+                        checks.append((cursor, lost))
+                yield
+        except psycopg.errors.DivisionByZero:
+            failed = next((lost for cursor, lost in checks if cursor.pgresult is None), None)
+            if failed is None:
+                raise
+            raise failed(None) from None
+
+    def _has_writes(self) -> bool:
+        return bool(self.puts or self.journal_rows or self.notify or self.records)
 
     def _writes(self) -> tuple[str, list[Any], bool] | None:
         """The writes kept (emptied): one statement, its parameters and whether they go in
         binary (arrays); None when there are none."""
-        if not (self.puts or self.journal_rows or self.notify or self.records):
+        if not self._has_writes():
             return None
         parts: list[str] = []
         params: list[Any] = []
@@ -521,12 +574,35 @@ class PgTx(StorageTx):
         table = self._table(channel)
         if table is None or not tags:
             return []
-        if len({(r.at, r.event) for r in rows}) != 1 or any(r.trace_id or r.keys for r in rows):
+        if not _one_acknowledgement(rows):
             return super().settle(channel, tags, rows)
+        sql, params = self._settle(table, channel, tags, rows, "SELECT tag, message_id, claim FROM h")
+        held = self.x(sql, params, binary=True).fetchall()
+        return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
+
+    def settle_checked(self, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow],
+                       lost: Callable[[int | None], BaseException]) -> None:
+        # in a transaction (not a standalone acknowledgement, one statement already): the
+        # statement of settle() answering 1, or dividing by zero when a message is not held
+        # (nothing deleted, the transaction failed), kept in :attr:`pending` for the next
+        # statement or the COMMIT: no round trip of its own
+        table = self._table(channel)
+        if (table is None or not tags or not _one_acknowledgement(rows)
+                or (self.alone and not self.begun and not self.pending and not self._has_writes())):
+            super().settle_checked(channel, tags, rows, lost)
+            return
+        sql, params = self._settle(table, channel, tags, rows, "SELECT 1 / (SELECT ok FROM ok)::int")
+        self._seal()  # the writes kept before it go before it
+        self.pending.append((sql, list(params), True, lost))
+
+    def _settle(self, table: str, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow],
+                answer: str) -> tuple[str, tuple[Any, ...]]:
+        """The statement of an acknowledgement (see :meth:`settle`), ending with ``answer``
+        (of CTEs ``h``: the rows held, ``ok``: whether that is all of them)."""
         tag_array = _array([t for t, _ in tags])
         details = [r.detail for r in rows]  # one for all (their consumer) or one each
         same = details.count(details[0]) == len(details)
-        held = self.x(
+        return (
             "WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY "
             "AS u(tag, token, detail, n)), "
             f"l AS (SELECT tag, message_id, claim, token FROM {table} WHERE tag = ANY(%s::bigint[]) FOR UPDATE), "
@@ -536,12 +612,10 @@ class PgTx(StorageTx):
             f"d AS (DELETE FROM {table} WHERE tag = ANY(%s::bigint[]) AND (SELECT ok FROM ok)), "
             f"j AS (INSERT INTO {self.s}.journal (at, channel, message_id, event, detail) "
             "SELECT %s, %s, h.message_id, %s, coalesce(h.detail, %s) FROM h WHERE (SELECT ok FROM ok) ORDER BY h.n) "
-            "SELECT tag, message_id, claim FROM h",
+            + answer,
             (tag_array, _array([k for _, k in tags]), None if same else _array(details), tag_array, len(tags),
              tag_array, rows[0].at, channel, rows[0].event, details[0] if same else None),
-            binary=True,
-        ).fetchall()
-        return [Stored(channel, message_id, b"", 0.0, 0.0, claim=claim, tag=tag) for tag, message_id, claim in held]
+        )
 
     def remove(self, channel: str, tags: list[tuple[int, int | None]]) -> list[Stored]:
         table = self._table(channel)
@@ -650,6 +724,12 @@ class PgTx(StorageTx):
         row = self.x(f"WITH gone AS (DELETE FROM {self.s}.journal WHERE at < %s RETURNING 1) "
                              "SELECT count(*) FROM gone", (journal_before,), literal=True).fetchone()
         return int(row[0]) if row else 0
+
+
+def _one_acknowledgement(rows: list[JournalRow]) -> bool:
+    """Whether the journal rows of an acknowledgement are one statement's: the same time and
+    event, no trace ids or keys."""
+    return len({(r.at, r.event) for r in rows}) == 1 and not any(r.trace_id or r.keys for r in rows)
 
 
 def _array(values: list[Any]) -> str:

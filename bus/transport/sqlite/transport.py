@@ -148,6 +148,7 @@ class SqliteTransport(Transport):
         checkpoint_interval: float = 1.0,
         **settings: Any,
     ):
+        super().__init__()
         self.data_dir = Path(data_dir)
         self.synchronous = str(synchronous).upper()
         if self.synchronous not in _SYNCHRONOUS:

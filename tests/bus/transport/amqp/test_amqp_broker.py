@@ -336,6 +336,84 @@ def test_a_publish_the_broker_nacks_is_published_again_until_the_queue_takes_it(
             t.close()
 
 
+def test_outputs_of_a_transaction_the_broker_nacks_are_published_again_until_the_queue_takes_them(
+        broker_names, caplog) -> None:
+    """A unit of work's outputs are published when its transaction ends; when the broker nacks
+    them (their queue is full), the commit publishes again what it nacked -- not what it
+    confirmed -- after a growing pause, as a plain send does, instead of failing the unit
+    (which put the outputs the broker had taken on their queue a second time when it ran
+    again); then the input is acknowledged. Each output arrives once, in order."""
+    caplog.set_level(logging.DEBUG, logger="coupler.bus.transport.amqp.link")
+    worker = _full_after_one(_transport(broker_names, reconnect_timeout=30))
+    impatient = _full_after_one(_transport(broker_names, reconnect_timeout=0.5))
+    consumer = _full_after_one(_transport(broker_names))
+    accepted: list[bytes] = []
+    errors: list[BaseException] = []
+    try:
+        impatient.send("in", doc(b"input"))
+        with pytest.raises(BrokerRefusedError, match="publisher nack"):
+            for i in range(10):  # a quorum queue's limit is approximate: it may take one more
+                impatient.send("out", doc(b"%d" % i))
+                accepted.append(b"%d" % i)
+        assert 1 <= len(accepted) <= 2
+        [d] = wait_for(lambda: worker.receive("in", "w"), "the input")
+
+        def unit() -> None:
+            try:
+                with worker.transaction() as tx:
+                    tx.send("out", [doc(b"a"), doc(b"b")], component="step")
+                    tx.ack(d)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+
+        caplog.clear()
+        committing = threading.Thread(target=unit)
+        committing.start()
+        wait_for(lambda: errors or any("nacked" in r.getMessage() for r in caplog.records),
+                 "the broker to nack the outputs for the full queue", timeout=30)
+        assert errors == [] and committing.is_alive()  # still trying: not failed at the first nack
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(accepted) + 2:
+            assert time.monotonic() < deadline and not errors, f"only {got} came; {errors}"
+            taken = consumer.receive_wait("out", "c", max=1, wait=1)
+            consumer.ack(taken)  # room for the next
+            got += [x.envelope.body for x in taken]
+        committing.join(timeout=30)
+        assert not committing.is_alive() and errors == []
+        assert got == [*accepted, b"a", b"b"]  # each once: the confirmed one was not published again
+        assert consumer.receive_wait("out", "c", max=5, wait=1.0) == []
+        assert consumer.receive_wait("in", "c", max=5, wait=1.0) == []  # the input was acknowledged
+    finally:
+        for t in (worker, impatient, consumer):
+            t.close()
+
+
+def test_outputs_of_a_transaction_the_broker_keeps_refusing_fail_it_in_one_line(broker_names) -> None:
+    """When the broker refuses a transaction's outputs for the whole reconnect timeout, the
+    commit fails with the plain send's one-line error and the input received in it goes
+    back to its queue."""
+    worker = _full_after_one(_transport(broker_names, reconnect_timeout=0.5))
+    other = _full_after_one(_transport(broker_names))
+    try:
+        worker.send("in", doc(b"input"))
+        with pytest.raises(BrokerRefusedError, match="publisher nack"):
+            for i in range(10):
+                worker.send("out", doc(b"%d" % i))
+        with pytest.raises(BrokerRefusedError) as refused:
+            with worker.transaction() as tx:
+                [d] = wait_for(lambda: tx.receive("in", "w"), "the input")
+                tx.send("out", doc(b"a"), component="step")
+                tx.ack(d)
+        assert str(refused.value).splitlines()[0].startswith(
+            "RabbitMQ refused 1 message(s) (publisher nack) for 0.5 s")
+        [again] = other.receive_wait("in", "c", wait=10)  # rolled back: the input is there again
+        assert again.envelope.body == b"input"
+    finally:
+        worker.close()
+        other.close()
+
+
 def test_lost_connections_during_traffic_reconnect_and_lose_nothing(broker_names) -> None:
     """The connections of a producer and of a consumer break under traffic (client side: the
     shared broker is not restarted); the threads using them find out, the link's thread
