@@ -1,0 +1,175 @@
+"""The SOAP adapter's server under damaged requests: real requests of the policy WSDL (SOAP
+1.1 and 1.2, document/literal and one-way, WS-Addressing and WS-Security headers) mutated
+(bytes flipped, cut, repeated, inserted; Body removed or doubled; huge headers; XML bombs,
+external entities, deep nesting; declared encodings the bytes are not in), sent with the
+right or a wrong SOAPAction and Content-Type.
+
+Each request is answered, in one line, with a response, a 202, or a SOAP fault: Sender
+(Client) for what the client got wrong, never a Receiver fault for an internal error and
+never a traceback; every request refused as unreadable is in the Invalid Message Channel;
+the server goes on serving (a good request is answered after the run). Bounded by
+``COUPLER_FUZZ_SECONDS`` (3 s by default); the seed is printed and ``COUPLER_FUZZ_SEED=N``
+replays a run."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import requests
+from lxml import etree
+
+from tests.fuzzing import SEED, bounded, cases
+
+SOAP11 = "http://schemas.xmlsoap.org/soap/envelope/"
+SOAP12 = "http://www.w3.org/2003/05/soap-envelope"
+WSA = "http://www.w3.org/2005/08/addressing"
+WSSE = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
+ACTIONS = ["urn:acme:policy:GetQuote", "urn:acme:policy:NotifyClaim", "urn:acme:calc:Add", "", "urn:nope", "urn:acme:policy:GetQuote urn:x"]
+
+#: (version, body element, SOAPAction)
+REQUESTS = [
+    ("1.1", '<p:GetQuote xmlns:p="urn:acme:policy"><p:policyId>P-1</p:policyId><p:driverAge>40</p:driverAge></p:GetQuote>',
+     "urn:acme:policy:GetQuote"),
+    ("1.2", '<p:GetQuote xmlns:p="urn:acme:policy"><p:policyId>P-2</p:policyId><p:driverAge>17</p:driverAge></p:GetQuote>',
+     "urn:acme:policy:GetQuote"),
+    ("1.1", '<p:NotifyClaim xmlns:p="urn:acme:policy"><p:policyId>P-3</p:policyId><p:amount>12.50</p:amount></p:NotifyClaim>',
+     "urn:acme:policy:NotifyClaim"),
+    ("1.2", '<p:GetQuote xmlns:p="urn:acme:policy"><p:policyId>BAD</p:policyId><p:driverAge>30</p:driverAge></p:GetQuote>',
+     "urn:acme:policy:GetQuote"),
+]
+HEADERS = [
+    "",
+    f'<wsa:MessageID xmlns:wsa="{WSA}">urn:uuid:12345678-1234-1234-1234-123456789012</wsa:MessageID>'
+    f'<wsa:Action xmlns:wsa="{WSA}">urn:acme:policy:GetQuote</wsa:Action>',
+    f'<wsa:ReplyTo xmlns:wsa="{WSA}"><wsa:Address>http://127.0.0.1:1/evil</wsa:Address></wsa:ReplyTo>',
+    f'<wsse:Security xmlns:wsse="{WSSE}"><wsse:UsernameToken><wsse:Username>u</wsse:Username>'
+    '<wsse:Password>p</wsse:Password><wsse:Nonce>!!not base64</wsse:Nonce></wsse:UsernameToken></wsse:Security>',
+]
+DAMAGE = [b"<", b">", b"&", b"&#0;", b"]]>", b"\x00", b"\xff\xfe", b'"', b"</e:Body>", b"<e:Body>",
+          b"<!DOCTYPE e [<!ENTITY a 'b'>]>", b"<!DOCTYPE e SYSTEM 'file:///etc/passwd'>",
+          b"<?xml version='1.0' encoding='UTF-16'?>", b"<?xml version='1.0' encoding='cp500'?>",
+          b"<x>" * 300 + b"</x>" * 300, b"xmlns:e='urn:other'", b"&#xD800;", b"<e:Fault/>"]
+
+
+def envelope(version: str, body: str, header: str = "", bodies: int = 1) -> bytes:
+    ns = SOAP11 if version == "1.1" else SOAP12
+    head = f"<e:Header>{header}</e:Header>" if header else ""
+    return (f'<?xml version="1.0" encoding="UTF-8"?><e:Envelope xmlns:e="{ns}">{head}'
+            + f"<e:Body>{body}</e:Body>" * bodies + "</e:Envelope>").encode()
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.randrange(1, 4)):
+        op = rng.randrange(6)
+        at = rng.randrange(len(out) + 1)
+        if op == 0 and out:
+            out[min(at, len(out) - 1)] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            del out[at:]
+        elif op == 2:
+            out[at:at] = out[at : at + rng.randrange(1, 60)] * rng.randrange(1, 20)
+        elif op == 3:
+            out[at:at] = rng.choice(DAMAGE)
+        elif op == 4:
+            out = bytearray(out.decode("latin-1").encode(rng.choice(["utf-16", "utf-32", "utf-8"])))
+        else:
+            del out[at : at + rng.randrange(1, 20)]
+    return bytes(out)
+
+
+def _request(rng: random.Random) -> tuple[bytes, str, str]:
+    """A request's body, Content-Type and SOAPAction."""
+    version, body, action = rng.choice(REQUESTS)
+    shape = rng.randrange(12)
+    if shape == 0:
+        data = rng.randbytes(rng.randrange(0, 300))
+    elif shape == 1:  # no Body, two Bodies, a huge header, nested deep
+        data = rng.choice([envelope(version, "").replace(b"<e:Body></e:Body>", b""), envelope(version, body, bodies=2),
+                           envelope(version, body, header="<h>x</h>" * rng.choice([100, 20_000])),
+                           envelope(version, "<d>" * 100_000 + "</d>" * 100_000),
+                           envelope(version, body, header=rng.choice(HEADERS) * rng.randrange(2, 4))])
+    elif shape == 2:  # a bomb in front of a real request
+        data = (b'<?xml version="1.0"?><!DOCTYPE e:Envelope [<!ENTITY a "aaaaaaaaaa">'
+                + b"".join(b'<!ENTITY a%d "%s">' % (n, b"&a;" * 10 if n == 1 else b"&a%d;" % (n - 1) * 10) for n in range(1, 9))
+                + b"]>" + envelope(version, body.replace("P-1", "&a8;"))[38:])
+    else:
+        data = envelope(version, body, header=rng.choice(HEADERS))
+        if shape > 4:
+            data = _mutate(rng, data)
+    if rng.random() < 0.3:
+        version = "1.2" if version == "1.1" else "1.1"  # the other version's Content-Type
+    if rng.random() < 0.3:
+        action = rng.choice(ACTIONS)
+    content_type = "text/xml; charset=utf-8" if version == "1.1" else f'application/soap+xml; charset=utf-8; action="{action}"'
+    return data, rng.choice([content_type, content_type, "text/plain", "application/soap+xml; charset=latin-1"]), action
+
+
+#: the reasons of Sender faults whose request is kept in the Invalid Message Channel
+INVALID = ("not a SOAP envelope", "no operation of this service takes", ": invalid request")
+
+
+def answer(url: str, data: bytes, content_type: str, action: str, label: str) -> tuple[int, str]:
+    """POST one request; its status and the fault's code ('' for none), checked."""
+    headers = {"Content-Type": content_type, "SOAPAction": f'"{action}"'}
+    try:
+        r = requests.post(url, data=data, headers=headers, timeout=30)
+    except requests.exceptions.InvalidHeader:  # requests refuses a header it cannot send: no request
+        return 0, ""
+    assert b"Traceback" not in r.content, f"{label}: {r.content[:400]!r}"
+    assert r.status_code in (200, 202, 400, 500), f"{label}: HTTP {r.status_code} {r.content[:300]!r}"
+    if r.status_code in (200, 202):
+        return r.status_code, ""
+    root = etree.fromstring(r.content)
+    fault = root.find(f".//{{{SOAP11}}}Fault")
+    if fault is not None:
+        code, reason = fault.findtext("faultcode") or "", fault.findtext("faultstring") or ""
+    else:
+        fault = root.find(f".//{{{SOAP12}}}Fault")
+        assert fault is not None, f"{label}: HTTP {r.status_code} without a fault: {r.content[:300]!r}"
+        code = fault.findtext(f"{{{SOAP12}}}Code/{{{SOAP12}}}Value") or ""
+        reason = fault.findtext(f"{{{SOAP12}}}Reason/{{{SOAP12}}}Text") or ""
+    assert "\n" not in reason.strip(), f"{label}: {reason!r}"
+    assert "internal error" not in reason, f"{label}: {code} {reason}"
+    if code.endswith(("Server", "Receiver")):  # only the service behind the bus refusing (policy BAD)
+        assert "policy BAD does not exist" in reason or "the bus failed" in reason, f"{label}: {code} {reason}"
+    return r.status_code, reason
+
+
+@pytest.fixture(autouse=True)
+def _seed_with_every_report() -> None:
+    print(f"COUPLER_FUZZ_SEED={SEED}")
+
+
+def _good(adapter: Any) -> None:
+    data = envelope(*REQUESTS[0][:2])
+    r = requests.post(adapter.url, data=data, headers={"Content-Type": "text/xml", "SOAPAction": '"urn:acme:policy:GetQuote"'},
+                      timeout=30)
+    assert r.status_code == 200 and b"premium" in r.content, r.content[:300]
+
+
+def test_damaged_requests_are_answered_with_a_sender_fault_and_kept_and_the_server_goes_on(soap_server: Any,
+                                                                                         bus: Any) -> None:
+    adapter = soap_server()
+    rng = random.Random(SEED)
+    kept = 0
+    statuses: dict[int, int] = {}
+    count = 0
+    for count in cases(least=30):
+        data, content_type, action = _request(rng)
+        label = f"request {count} ({content_type}, {action!r}, {data[:120]!r}; COUPLER_FUZZ_SEED={SEED})"
+        with bounded(label, seconds=20):
+            status, reason = answer(adapter.url, data, content_type, action, label)
+        statuses[status] = statuses.get(status, 0) + 1
+        if status in (400, 500) and reason.startswith(INVALID[0]) or any(r in reason for r in INVALID[1:]):
+            kept += 1
+        if count % 50 == 0:
+            _good(adapter)
+    _good(adapter)
+    invalid = bus.transport.dead_letters(kind="invalid", limit=10**6)
+    assert len(invalid) == kept, f"{kept} requests refused as unreadable, {len(invalid)} in the Invalid Message Channel"
+    assert all(d.component == "adapter:policy-in" and d.reason and "\n" not in d.reason for d in invalid)
+    assert adapter.health()["status"] == "ok"
+    print(f"{count + 1} requests: {statuses}, {kept} kept as invalid")
