@@ -133,6 +133,9 @@ class RowEncoder:
         if self.avro:
             if not single:
                 raise RowError("Avro bodies carry one row each (rows_per_message = 1)")
+            for name, value in rows[0].items():
+                if isinstance(value, Unloaded):  # its reason, not the schema's "not a string"
+                    json_value(value, name)
             try:
                 return bytes(self.registry.encode(dict(rows[0]), self.format))
             except CouplerError as exc:

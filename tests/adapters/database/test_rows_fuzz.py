@@ -179,3 +179,38 @@ def test_a_watermark_of_infinity_is_kept_and_the_rows_after_it_come_next(bus: Em
     assert (details["messages"], details["invalid"]) == ("0", "1"), details
     assert fetch(a)["messages"] == "0"
     assert [json.loads(d.envelope.body)["id"] for d in bus.invalid() if d.envelope is not None] == ["3", "2", "5"]
+
+
+def test_rows_an_avro_format_does_not_expect_are_invalid_with_their_cause(bus: EmbeddedBus, postgres: Database) -> None:
+    """``format = "acme.Customer@1;avro/binary"``: NULL where the schema has no null, a value of
+    another type, a JSON address of the wrong shape or nested thousands deep, an extra column."""
+    postgres.sql("CREATE TABLE cust (customer_id text PRIMARY KEY, name text, email text, address jsonb, "
+                 "processed_at timestamptz)")
+    address = '\'{"street": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}\''
+    rows = {
+        "c1": {"name": "'Ada'", "email": "NULL", "address": address},  # good
+        "c2": {"name": "NULL", "email": "NULL", "address": address},  # NULL where a string is expected
+        "c3": {"name": "'Bob'", "email": "NULL", "address": "NULL"},  # the record missing
+        "c4": {"name": "'Cy'", "email": "NULL", "address": "'[1, 2]'"},  # an array for a record
+        "c5": {"name": "'Di'", "email": "NULL", "address": "(repeat('[', 3000) || repeat(']', 3000))::jsonb"},
+        "c6": {"name": "'Ed'", "email": "'e@x'", "address": '\'{"street": 1, "city": "x", "postal_code": "y"}\''},
+        "c7": {"name": "repeat('x', 1000000)", "email": "NULL", "address": address},  # good: 1 MB of name
+    }
+    with postgres.connect() as conn:
+        for key, values in rows.items():
+            conn.execute(f"INSERT INTO cust (customer_id, {', '.join(values)}) "  # type: ignore[arg-type]
+                         f"VALUES ('{key}', {', '.join(values.values())})")
+        conn.commit()
+    a = bus.adapter(DatabaseAdapter, "cust-in", postgres.options(poll={"table": "cust", "autopoll": False,
+                                                                         "status_column": "processed_at",
+                                                                         "columns": ["customer_id", "name", "email",
+                                                                                     "address"]}),
+                    direction="inbound", channel="cust", format="acme.Customer@1;avro/binary")
+    details = fetch(a)
+    assert (details["messages"], details["invalid"]) == ("2", "5"), details
+    assert len(bus.published("cust")) == 2
+    reasons = {json.loads(d.envelope.body)["customer_id"]: d.reason for d in bus.invalid() if d.envelope is not None}
+    assert sorted(reasons) == ["c2", "c3", "c4", "c5", "c6"]
+    assert all("\n" not in r and "cannot be converted to acme.Customer@1" in r for r in reasons.values()), reasons
+    assert "column address" in reasons["c5"] and "cannot be read" in reasons["c5"]
+    assert postgres.sql("SELECT count(*) FROM cust WHERE processed_at IS NULL") == [(0,)]
