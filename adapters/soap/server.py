@@ -156,10 +156,12 @@ class SoapServer:
 
     def _xsd(self, name: str) -> web.Response:
         """A schema the WSDL imports, from beside the WSDL (only files it names)."""
+        known = {e.get("schemaLocation") for e in parse_document(self.a.wsdl_path).iter(f"{{{XS}}}import", f"{{{XS}}}include")}
+        if name not in known:  # first: a name the WSDL does not give (a NUL in it) is never a path
+            return web.Response(status=404, text="no such schema\n")
         base = self.a.wsdl_path.parent.resolve()
         target = (base / name).resolve()
-        known = {e.get("schemaLocation") for e in parse_document(self.a.wsdl_path).iter(f"{{{XS}}}import", f"{{{XS}}}include")}
-        if name not in known or base not in target.parents or not target.is_file():
+        if base not in target.parents or not target.is_file():
             return web.Response(status=404, text="no such schema\n")
         tree = parse_document(target)
         for elem in tree.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
