@@ -45,7 +45,7 @@ from coupler.bus.api import (
     site_registry,
 )
 from coupler.canonical import Envelope, FormatIndicator
-from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.errors import CouplerError, describe_exception, one_line
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 
@@ -307,6 +307,11 @@ class HttpAdapter(Adapter):
         except TimeoutError:
             self.counts["refused"] += 1
             return _problem(408, f"the body did not arrive within {s.read_timeout:g} s", close=True)
+        except web.RequestPayloadError as exc:  # a body not in its Content-Encoding (not gzip, say)
+            self.counts["refused"] += 1
+            told = f"the body cannot be read as {request.headers.get('Content-Encoding', '')[:40]}: {one_line(exc)}"
+            self.log.info("%s: request to %s from %s refused: %s", self.name, endpoint.path, remote, told)
+            return _problem(400, told, close=True)
         except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
             self.counts["refused"] += 1
             self.log.info("%s: request to %s from %s dropped: the connection was lost in the middle of its body (%s)",

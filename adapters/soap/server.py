@@ -26,7 +26,7 @@ from coupler.bus.api import (
     LoopThread,
     request_command,
 )
-from coupler.canonical.errors import CouplerError, describe_exception
+from coupler.canonical.errors import CouplerError, describe_exception, one_line
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, unwrap, wrap
@@ -212,6 +212,15 @@ class SoapServer:
                 status, told = 413, f"the request body is larger than {limit} bytes (max_request_bytes)"
             except TimeoutError:
                 status, told = 408, f"the request body did not arrive within {timeout:g} s (read_timeout)"
+            except web.RequestPayloadError as exc:  # a body not in its Content-Encoding (not gzip, say)
+                encoding = request.headers.get("Content-Encoding", "")[:40]
+                told = f"the request body cannot be read as {encoding}: {one_line(exc)}"
+                self.a.logger.warning("SOAP request from %s refused: %s", request.remote, told)
+                await self._invalid(b"", f"SOAP request from {request.remote}: {told}")
+                version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
+                response = self._fault_response(version, SoapFault("Sender", told))
+                response.force_close()  # the rest of the body is not read: the connection cannot be kept
+                return response
             except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
                 self.a.logger.info("SOAP request from %s dropped: the connection was lost in the middle of its "
                                    "body (%s)", request.remote, exc)

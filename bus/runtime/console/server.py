@@ -36,7 +36,7 @@ from aiohttp import web
 from coupler.bus.config.loader import ConfigError
 from coupler.bus.runtime.console import api, pages
 from coupler.bus.runtime.console.api import ApiInputError
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, one_line
 from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
 from coupler.canonical.textformats import json_loads
 
@@ -470,6 +470,9 @@ async def _json(request: web.Request) -> dict[str, Any]:
         data = json_loads(await asyncio.wait_for(request.read(), BODY_TIMEOUT))
     except TimeoutError:
         raise web.HTTPRequestTimeout(text=f"the request body did not arrive within {BODY_TIMEOUT:g} s\n") from None
+    except web.RequestPayloadError as exc:  # a body not in its Content-Encoding (not gzip, say)
+        encoding = request.headers.get("Content-Encoding", "")[:40]
+        raise CouplerError(f"the request body cannot be read as {encoding}: {one_line(exc)}") from None
     except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
         log.info("console: %s %s from %s dropped: the connection was lost in the middle of its body (%s)",
                  request.method, request.path, request.remote, exc)

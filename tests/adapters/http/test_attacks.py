@@ -106,3 +106,25 @@ def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_p
     reports = [line for line in text.splitlines() if "cannot accept connections" in line]
     assert 1 <= len(reports) <= 3, reports
     assert "ulimit -n" in reports[0]
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_body_that_is_not_in_its_content_encoding_is_a_400_in_one_line(server: Callable[..., HttpAdapter],
+                                                                         encoding: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by probing the SOAP server's headers (the same read): ``Content-Encoding: gzip``
+    on a body that is not gzip made aiohttp raise RequestPayloadError out of the body's read,
+    answered 500 "Internal Server Error" with an unhandled exception logged."""
+    import gzip
+    import json
+
+    a = server()
+    headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+    r = httpx.post(f"{a.url}/orders", content=json.dumps(ORDER).encode(), headers=headers, timeout=10)
+    assert r.status_code == 400, (r.status_code, r.text[:200])
+    assert r.json()["detail"].startswith(f"the body cannot be read as {encoding}") and "\n" not in r.json()["detail"]
+    if encoding == "gzip":  # a gzip body is read as usual
+        good = httpx.post(f"{a.url}/orders", content=gzip.compress(json.dumps(ORDER).encode()), headers=headers,
+                          timeout=10)
+        assert good.status_code == 202, good.text[:200]
+    _serve(a)()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]

@@ -104,16 +104,25 @@ def _request(rng: random.Random) -> tuple[bytes, str, str]:
     if rng.random() < 0.3:
         action = rng.choice(ACTIONS)
     content_type = "text/xml; charset=utf-8" if version == "1.1" else f'application/soap+xml; charset=utf-8; action="{action}"'
+    if rng.random() < 0.05:  # a Content-Encoding the body is (gzip) or is not in
+        import gzip
+
+        content_type += "\n" + rng.choice(["gzip", "deflate", "identity"])
+        data = gzip.compress(data) if rng.random() < 0.5 else data
     return data, rng.choice([content_type, content_type, "text/plain", "application/soap+xml; charset=latin-1"]), action
 
 
 #: the reasons of Sender faults whose request is kept in the Invalid Message Channel
-INVALID = ("not a SOAP envelope", "no operation of this service takes", ": invalid request")
+INVALID = ("not a SOAP envelope", "the request body cannot be read", "no operation of this service takes",
+           ": invalid request")
 
 
 def answer(url: str, data: bytes, content_type: str, action: str, label: str) -> tuple[int, str]:
     """POST one request; its status and the fault's code ('' for none), checked."""
+    content_type, _, encoding = content_type.partition("\n")
     headers = {"Content-Type": content_type, "SOAPAction": f'"{action}"'}
+    if encoding:
+        headers["Content-Encoding"] = encoding
     try:
         r = requests.post(url, data=data, headers=headers, timeout=30)
     except requests.exceptions.InvalidHeader:  # requests refuses a header it cannot send: no request
@@ -163,7 +172,7 @@ def test_damaged_requests_are_answered_with_a_sender_fault_and_kept_and_the_serv
         with bounded(label, seconds=20):
             status, reason = answer(adapter.url, data, content_type, action, label)
         statuses[status] = statuses.get(status, 0) + 1
-        if status in (400, 500) and reason.startswith(INVALID[0]) or any(r in reason for r in INVALID[1:]):
+        if status in (400, 500) and reason.startswith(INVALID[:2]) or any(r in reason for r in INVALID[2:]):
             kept += 1
         if count % 50 == 0:
             _good(adapter)
@@ -202,3 +211,28 @@ def test_random_schema_and_wsdl_queries_are_answered_200_or_404(soap_server: Any
         if r.status_code == 200:
             assert etree.fromstring(r.content).tag.endswith("schema"), label
     _good(adapter)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_body_that_is_not_in_its_content_encoding_is_a_sender_fault_kept_as_invalid(soap_server: Any, bus: Any,
+                                                                                      encoding: str, caplog: Any) -> None:
+    """Found by probing the server's headers: a request declaring ``Content-Encoding: gzip``
+    whose body is not gzip made aiohttp raise RequestPayloadError out of the body's read: an
+    HTTP 500 "Internal Server Error" and an unhandled exception logged."""
+    import gzip
+
+    adapter = soap_server()
+    label = f"Content-Encoding {encoding}"
+    headers = {"Content-Type": "text/xml", "Content-Encoding": encoding}
+    r = requests.post(adapter.url, data=envelope(*REQUESTS[0][:2]), headers=headers, timeout=30)
+    assert r.status_code == 500 and b"faultcode" in r.content, f"{label}: HTTP {r.status_code} {r.content[:200]!r}"
+    fault = etree.fromstring(r.content).find(f".//{{{SOAP11}}}Fault")
+    assert fault.findtext("faultcode").endswith("Client"), r.content
+    assert fault.findtext("faultstring").startswith(f"the request body cannot be read as {encoding}")
+    (kept,) = bus.transport.dead_letters(kind="invalid")
+    assert f"cannot be read as {encoding}" in kept.reason and "\n" not in kept.reason
+    if encoding == "gzip":  # a body that is gzip is read as usual
+        good = requests.post(adapter.url, data=gzip.compress(envelope(*REQUESTS[0][:2])), headers=headers, timeout=30)
+        assert good.status_code == 200 and b"premium" in good.content
+    _good(adapter)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]
