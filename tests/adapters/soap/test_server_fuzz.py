@@ -47,6 +47,30 @@ HEADERS = [
     f'<wsse:Security xmlns:wsse="{WSSE}"><wsse:UsernameToken><wsse:Username>u</wsse:Username>'
     '<wsse:Password>p</wsse:Password><wsse:Nonce>!!not base64</wsse:Nonce></wsse:UsernameToken></wsse:Security>',
 ]
+WSU = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd"
+TOKEN = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0"
+USERS = {"agent": "s3cret"}
+
+
+def security(user: str = "agent", password: str = "s3cret", kind: str = "PasswordText", nonce: str | None = None,
+             created: str | None = None) -> str:
+    """A WS-Security UsernameToken header, any of whose parts may be hostile."""
+    parts = f"<wsse:Username>{user}</wsse:Username><wsse:Password Type=\"{TOKEN}#{kind}\">{password}</wsse:Password>"
+    if nonce is not None:
+        parts += f'<wsse:Nonce EncodingType="{TOKEN.replace("username-token-profile", "soap-message-security")}#Base64Binary">{nonce}</wsse:Nonce>'
+    if created is not None:
+        parts += f'<wsu:Created xmlns:wsu="{WSU}">{created}</wsu:Created>'
+    return f'<wsse:Security xmlns:wsse="{WSSE}"><wsse:UsernameToken>{parts}</wsse:UsernameToken></wsse:Security>'
+
+
+def _hostile_security(rng: random.Random) -> str:
+    values = ["", "!!", "A" * 10_000, "é", "AAAA", "=", "9999-99-99T99:99:99Z", "2026-02-30T00:00:00Z",
+              "99999999999-01-01T00:00:00Z", "2026-11-27T00:00:00+25:00", "0001-01-01T00:00:00Z", "now", "&#0;"]
+    return security(rng.choice(["agent", "agent", "", "nobody", "a" * 5000]), rng.choice(["s3cret", "wrong", *values]),
+                    rng.choice(["PasswordText", "PasswordDigest", "Nope", ""]),
+                    rng.choice([None, *values]), rng.choice([None, *values])) * rng.choice([1, 1, 2])
+
+
 DAMAGE = [b"<", b">", b"&", b"&#0;", b"]]>", b"\x00", b"\xff\xfe", b'"', b"</e:Body>", b"<e:Body>",
           b"<!DOCTYPE e [<!ENTITY a 'b'>]>", b"<!DOCTYPE e SYSTEM 'file:///etc/passwd'>",
           b"<?xml version='1.0' encoding='UTF-16'?>", b"<?xml version='1.0' encoding='cp500'?>",
@@ -80,9 +104,11 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(out)
 
 
-def _request(rng: random.Random) -> tuple[bytes, str, str]:
-    """A request's body, Content-Type and SOAPAction."""
+def _request(rng: random.Random, secured: bool = False) -> tuple[bytes, str, str]:
+    """A request's body, Content-Type and SOAPAction (``secured``: the server wants a
+    UsernameToken, which most requests carry, right or hostile)."""
     version, body, action = rng.choice(REQUESTS)
+    headers = HEADERS if not secured else [security() + h for h in HEADERS] + [_hostile_security(rng)]
     shape = rng.randrange(12)
     if shape == 0:
         data = rng.randbytes(rng.randrange(0, 300))
@@ -90,13 +116,13 @@ def _request(rng: random.Random) -> tuple[bytes, str, str]:
         data = rng.choice([envelope(version, "").replace(b"<e:Body></e:Body>", b""), envelope(version, body, bodies=2),
                            envelope(version, body, header="<h>x</h>" * rng.choice([100, 20_000])),
                            envelope(version, "<d>" * 100_000 + "</d>" * 100_000),
-                           envelope(version, body, header=rng.choice(HEADERS) * rng.randrange(2, 4))])
+                           envelope(version, body, header=rng.choice(headers) * rng.randrange(2, 4))])
     elif shape == 2:  # a bomb in front of a real request
         data = (b'<?xml version="1.0"?><!DOCTYPE e:Envelope [<!ENTITY a "aaaaaaaaaa">'
                 + b"".join(b'<!ENTITY a%d "%s">' % (n, b"&a;" * 10 if n == 1 else b"&a%d;" % (n - 1) * 10) for n in range(1, 9))
                 + b"]>" + envelope(version, body.replace("P-1", "&a8;"))[38:])
     else:
-        data = envelope(version, body, header=rng.choice(HEADERS))
+        data = envelope(version, body, header=rng.choice(headers))
         if shape > 4:
             data = _mutate(rng, data)
     if rng.random() < 0.3:
@@ -152,22 +178,23 @@ def _seed_with_every_report() -> None:
     print(f"COUPLER_FUZZ_SEED={SEED}")
 
 
-def _good(adapter: Any) -> None:
-    data = envelope(*REQUESTS[0][:2])
+def _good(adapter: Any, secured: bool = False) -> None:
+    data = envelope(*REQUESTS[0][:2], header=security() if secured else "")
     r = requests.post(adapter.url, data=data, headers={"Content-Type": "text/xml", "SOAPAction": '"urn:acme:policy:GetQuote"'},
                       timeout=30)
     assert r.status_code == 200 and b"premium" in r.content, r.content[:300]
 
 
+@pytest.mark.parametrize("secured", [False, True], ids=["open", "ws-security"])
 def test_damaged_requests_are_answered_with_a_sender_fault_and_kept_and_the_server_goes_on(soap_server: Any,
-                                                                                         bus: Any) -> None:
-    adapter = soap_server()
+                                                                                         bus: Any, secured: bool) -> None:
+    adapter = soap_server(users=USERS, allow_password_text_over_http=True) if secured else soap_server()
     rng = random.Random(SEED)
     kept = 0
     statuses: dict[int, int] = {}
     count = 0
     for count in cases(least=30):
-        data, content_type, action = _request(rng)
+        data, content_type, action = _request(rng, secured)
         label = f"request {count} ({content_type}, {action!r}, {data[:120]!r}; COUPLER_FUZZ_SEED={SEED})"
         with bounded(label, seconds=20):
             status, reason = answer(adapter.url, data, content_type, action, label)
@@ -175,8 +202,8 @@ def test_damaged_requests_are_answered_with_a_sender_fault_and_kept_and_the_serv
         if status in (400, 500) and reason.startswith(INVALID[:2]) or any(r in reason for r in INVALID[2:]):
             kept += 1
         if count % 50 == 0:
-            _good(adapter)
-    _good(adapter)
+            _good(adapter, secured)
+    _good(adapter, secured)
     invalid = bus.transport.dead_letters(kind="invalid", limit=10**6)
     assert len(invalid) == kept, f"{kept} requests refused as unreadable, {len(invalid)} in the Invalid Message Channel"
     assert all(d.component == "adapter:policy-in" and d.reason and "\n" not in d.reason for d in invalid)
