@@ -39,6 +39,10 @@ REQUESTS = [
     ("1.2", '<p:GetQuote xmlns:p="urn:acme:policy"><p:policyId>BAD</p:policyId><p:driverAge>30</p:driverAge></p:GetQuote>',
      "urn:acme:policy:GetQuote"),
 ]
+#: the rpc/literal service of the same WSDL (its parts are xs:int)
+CALC = [("1.1", '<c:Add xmlns:c="urn:acme:calc"><a>1</a><b>2</b></c:Add>', "urn:acme:calc:Add"),
+        ("1.1", '<c:Add xmlns:c="urn:acme:calc"><a>2147483647</a><b>-2147483648</b></c:Add>', "urn:acme:calc:Add"),
+        ("1.1", '<c:Add xmlns:c="urn:acme:calc"><b>2</b><a>99999999999999999999</a></c:Add>', "urn:acme:calc:Add")]
 HEADERS = [
     "",
     f'<wsa:MessageID xmlns:wsa="{WSA}">urn:uuid:12345678-1234-1234-1234-123456789012</wsa:MessageID>'
@@ -104,10 +108,10 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(out)
 
 
-def _request(rng: random.Random, secured: bool = False) -> tuple[bytes, str, str]:
+def _request(rng: random.Random, secured: bool = False, rpc: bool = False) -> tuple[bytes, str, str]:
     """A request's body, Content-Type and SOAPAction (``secured``: the server wants a
-    UsernameToken, which most requests carry, right or hostile)."""
-    version, body, action = rng.choice(REQUESTS)
+    UsernameToken, which most requests carry, right or hostile; ``rpc``: the Add operation)."""
+    version, body, action = rng.choice(CALC if rpc else REQUESTS)
     headers = HEADERS if not secured else [security() + h for h in HEADERS] + [_hostile_security(rng)]
     shape = rng.randrange(12)
     if shape == 0:
@@ -178,23 +182,27 @@ def _seed_with_every_report() -> None:
     print(f"COUPLER_FUZZ_SEED={SEED}")
 
 
-def _good(adapter: Any, secured: bool = False) -> None:
-    data = envelope(*REQUESTS[0][:2], header=security() if secured else "")
-    r = requests.post(adapter.url, data=data, headers={"Content-Type": "text/xml", "SOAPAction": '"urn:acme:policy:GetQuote"'},
-                      timeout=30)
-    assert r.status_code == 200 and b"premium" in r.content, r.content[:300]
+def _good(adapter: Any, secured: bool = False, rpc: bool = False) -> None:
+    version, body, action = (CALC if rpc else REQUESTS)[0]
+    data = envelope(version, body, header=security() if secured else "")
+    r = requests.post(adapter.url, data=data, headers={"Content-Type": "text/xml", "SOAPAction": f'"{action}"'}, timeout=30)
+    assert r.status_code == 200 and (b"<sum>3</sum>" if rpc else b"premium") in r.content, r.content[:300]
 
 
-@pytest.mark.parametrize("secured", [False, True], ids=["open", "ws-security"])
+@pytest.mark.parametrize("kind", ["open", "ws-security", "rpc"])
 def test_damaged_requests_are_answered_with_a_sender_fault_and_kept_and_the_server_goes_on(soap_server: Any,
-                                                                                         bus: Any, secured: bool) -> None:
-    adapter = soap_server(users=USERS, allow_password_text_over_http=True) if secured else soap_server()
+                                                                                         bus: Any, kind: str) -> None:
+    secured, rpc = kind == "ws-security", kind == "rpc"
+    if secured:
+        adapter = soap_server(users=USERS, allow_password_text_over_http=True)
+    else:
+        adapter = soap_server(service="CalcService") if rpc else soap_server()
     rng = random.Random(SEED)
     kept = 0
     statuses: dict[int, int] = {}
     count = 0
     for count in cases(least=30):
-        data, content_type, action = _request(rng, secured)
+        data, content_type, action = _request(rng, secured, rpc)
         label = f"request {count} ({content_type}, {action!r}, {data[:120]!r}; COUPLER_FUZZ_SEED={SEED})"
         with bounded(label, seconds=20):
             status, reason = answer(adapter.url, data, content_type, action, label)
@@ -202,8 +210,8 @@ def test_damaged_requests_are_answered_with_a_sender_fault_and_kept_and_the_serv
         if status in (400, 500) and reason.startswith(INVALID[:2]) or any(r in reason for r in INVALID[2:]):
             kept += 1
         if count % 50 == 0:
-            _good(adapter, secured)
-    _good(adapter, secured)
+            _good(adapter, secured, rpc)
+    _good(adapter, secured, rpc)
     invalid = bus.transport.dead_letters(kind="invalid", limit=10**6)
     assert len(invalid) == kept, f"{kept} requests refused as unreadable, {len(invalid)} in the Invalid Message Channel"
     assert all(d.component == "adapter:policy-in" and d.reason and "\n" not in d.reason for d in invalid)
