@@ -205,7 +205,7 @@ def _interval_days(data: Any) -> str | None:
 def _unloaded(data: Any, type_name: str, exc: BaseException) -> Unloaded:
     text = bytes(data).decode("utf-8", "replace") if not isinstance(data, str) else data
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-    return Unloaded(text[:200], f"{type_name} value out of what Python holds ({reason})")
+    return Unloaded(text, f"{type_name} value out of what Python holds ({reason})")
 
 
 @contextlib.contextmanager

@@ -124,6 +124,10 @@ def test_each_value_the_driver_cannot_load_is_one_invalid_row_and_the_poll_goes_
                                                                         "status_column": "processed_at"}),
                     direction="inbound", channel="odd")
     published = check_poll(bus, a, postgres, {k for k, _ in rows}, bad, "the table of every value")
+    deep = next(k for k, c in bad.items() if c == "doc")  # its dead letter keeps the whole value, to be corrected
+    kept = next(json.loads(d.envelope.body) for d in bus.invalid() if d.envelope is not None
+                and json.loads(d.envelope.body)["id"] == str(deep))
+    assert kept["doc"] == "[" * 3000 + "]" * 3000
     assert any(r["addr"] == "10.0.0.1" for r in published.values())  # an inet column is text, not an invalid row
     assert any(r["iv"] == (2_000_000 * 365 + 11 * 30) * 86400 for r in published.values())
     assert a.poller is not None  # the tolerant loaders were for that batch: the driver's own are back
