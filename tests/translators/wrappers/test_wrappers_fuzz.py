@@ -226,11 +226,49 @@ def test_a_length_prefix_claiming_4_gb_is_refused_before_anything_is_allocated(c
             chains[name].unwrap(data)
 
 
-def test_soap_fault_and_addressing_survive_damage(chains: dict[str, WrapperChain]) -> None:
-    """Mutations of a fault with WS-Addressing headers (a partner's reply to the bus)."""
-    rng = random.Random(SEED + 1)
-    wire = wrap(fault=SoapFault("Sender", "bad amount"), version="1.1",
+#: what a fault's detail may hold that XML escapes (text with ``&`` and ``<``, CDATA)
+ESCAPED = [b"&amp;", b"&lt;", b"&gt;", b"&#38;", b"&#x3C;", b"<![CDATA[<x>&]]>", b"a &amp; b", b"]]&gt;", b"&quot;"]
+
+
+def _fault_wire(rng: random.Random, version: str) -> bytes:
+    detail = rng.choice(["<p:why xmlns:p='urn:p'>amount</p:why>", "<a/><b>x</b>", None])
+    wire = wrap(fault=SoapFault("Sender", "bad amount", detail=detail), version=version,
                 addressing=Addressing(relates_to="urn:uuid:12345678-1234-1234-1234-123456789012", reply_to="replies.x"))
+    tag = b"detail>" if version == "1.1" else b"Detail>"
+    if detail is None:  # an empty detail element, to put text in
+        close = b"</soapenv:Fault>" if version == "1.1" else b"</soap12:Fault>"
+        wire = wire.replace(close, (b"<detail></detail>" if version == "1.1" else b"<soap12:Detail></soap12:Detail>") + close)
+    at = wire.index(tag) + len(tag)
+    return wire[:at] + b"".join(rng.choice(ESCAPED) for _ in range(rng.randrange(1, 3))) + wire[at:]
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+@pytest.mark.parametrize("text", ESCAPED)
+def test_a_fault_whose_detail_holds_escaped_text_unwraps(chains: dict[str, WrapperChain], version: str, text: bytes) -> None:
+    """Found by probing after the run above: a partner's fault whose detail holds text XML
+    escapes (``a &amp; b``) made the SOAP wrapper raise lxml's XMLSyntaxError: the detail was
+    kept as its text unescaped, then parsed again as XML."""
+    wire = wrap(fault=SoapFault("Sender", "bad amount", detail="<x/>"), version=version)
+    tag = b"detail>" if version == "1.1" else b"Detail>"
+    at = wire.index(tag) + len(tag)
+    payload, headers = chains[f"soap {version}"].unwrap(wire[:at] + text + wire[at:])
+    assert headers.properties["soap_fault"] == "Sender"
+    from lxml import etree
+
+    fault = etree.fromstring(payload)
+    detail = next(e for e in fault.iter() if isinstance(e.tag, str) and etree.QName(e).localname.lower() == "detail")
+    assert (detail.text or "") == etree.fromstring(b"<d>" + text + b"</d>").text  # the same text, read back
+    assert [etree.QName(c).localname for c in detail] == ["x"]
+
+
+def test_soap_fault_and_addressing_survive_damage(chains: dict[str, WrapperChain]) -> None:
+    """Mutations of a fault with WS-Addressing headers (a partner's reply to the bus), its
+    detail holding text XML escapes."""
+    rng = random.Random(SEED + 1)
+    count = 0
     for count in cases(least=50, budget=BUDGET / 3):
-        data = _mutated(rng, wire)
-        unwrap_once(chains["soap 1.1"], data, f"fault {count} ({data[:80]!r}; COUPLER_FUZZ_SEED={SEED})")
+        version = rng.choice(["1.1", "1.2"])
+        wire = _fault_wire(rng, version)
+        data = _mutated(rng, wire) if rng.random() < 0.7 else wire
+        unwrap_once(chains[f"soap {version}"], data, f"fault {count} ({data[:80]!r}; COUPLER_FUZZ_SEED={SEED})")
+    print(f"{count + 1} faults")
