@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from coupler.translators.framing import LengthPrefixed
 from coupler.translators.soap import Addressing, SoapFault, wrap
 from coupler.translators.wrappers import Headers, WrapperChain, WrapperError, build_chain
+from coupler.translators.wrappers.framing import FramingWrapper
 from tests.fuzzing import BUDGET, MB, SEED, bounded, cases
 
 DATA = Path(__file__).parent / "data"
@@ -272,3 +274,26 @@ def test_soap_fault_and_addressing_survive_damage(chains: dict[str, WrapperChain
         data = _mutated(rng, wire) if rng.random() < 0.7 else wire
         unwrap_once(chains[f"soap {version}"], data, f"fault {count} ({data[:80]!r}; COUPLER_FUZZ_SEED={SEED})")
     print(f"{count + 1} faults")
+
+
+def test_a_wrapper_raising_anything_else_is_a_one_line_wrapper_error_naming_it() -> None:
+    """What a wrapper (a plugin's, or a bug of a built-in one such as the fault detail above)
+    raises besides a WrapperError leaves the chain as a WrapperError naming the wrapper and
+    the code that raised: only CouplerErrors escape a parser."""
+
+    class Broken:
+        kind = "broken"
+
+        def wrap(self, payload: bytes, headers: Headers) -> bytes:
+            return {}[payload]  # type: ignore[no-any-return]  # KeyError
+
+        def unwrap(self, data: bytes) -> tuple[bytes, Headers]:
+            return data[:1].decode("utf-32"), Headers()  # type: ignore[return-value]  # UnicodeDecodeError
+
+    chain = WrapperChain([FramingWrapper(LengthPrefixed(size=1)), Broken()])
+    with pytest.raises(WrapperError, match=r"^wrapper 2 \(broken\): KeyError: .*raised at test_wrappers_fuzz.py"):
+        chain.wrap(b"x")
+    unbroken = WrapperChain([Broken(), FramingWrapper(LengthPrefixed(size=1))])
+    with pytest.raises(WrapperError, match=r"^wrapper 1 \(broken\): ") as caught:
+        unbroken.unwrap(b"\x02ab")
+    assert "\n" not in str(caught.value)
