@@ -11,6 +11,7 @@ from coupler.adapters.soap import SoapAdapter
 from coupler.bus.api import CommandFault, Document
 from coupler.bus.model.commands import command_envelope, parse_reply
 from coupler.canonical import FormatIndicator
+from tests.adapters import hostile
 
 from .conftest import WSDL
 
@@ -83,34 +84,8 @@ def test_username_token_sent_by_the_outbound_adapter(bus, soap_server):
 
 @pytest.fixture
 def hostile_partner():
-    """A SOAP partner answering every call with what the test sets: (headers, body chunks)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    answer: dict = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            for name, value in answer["headers"].items():
-                self.send_header(name, value)
-            self.end_headers()
-            try:
-                for chunk in answer["body"]():
-                    self.wfile.write(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the adapter stopped reading: what is tested
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/policy", answer
-    server.shutdown()
-    server.server_close()
+    with hostile.hostile_partner() as (url, answer):
+        yield url + "/policy", answer
 
 
 def test_a_response_larger_than_max_response_bytes_fails_the_call_unread(bus, hostile_partner):
