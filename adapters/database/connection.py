@@ -107,9 +107,38 @@ def fetch_rows(conn: sa.Connection, statement: Any) -> tuple[list[str], Sequence
     except (sa.exc.DataError, RecursionError) as exc:
         if not _load_error(exc):
             raise
+    except sa.exc.DBAPIError:
+        raise
+    except (ValueError, TypeError, ArithmeticError):  # SQLAlchemy's conversion of a value (SQLite: any text)
+        return _fetch_unconverted(conn, statement)
     with _tolerant_loaders(conn):
         found = conn.execute(statement)
         return list(found.keys()), found.all()
+
+
+def _fetch_unconverted(conn: sa.Connection, statement: Any) -> tuple[list[str], list[Any]]:
+    """The rows of ``statement`` converted value by value as SQLAlchemy's column types would
+    (SQLite keeps any text in a ``timestamp``, ``date`` or ``numeric`` column, which its
+    conversion refuses): a value that does not convert is an :class:`~.records.Unloaded`."""
+    found = conn.execute(statement)
+    names = list(found.keys())
+    columns = list(statement.selected_columns)
+    convert = [c.type.dialect_impl(conn.dialect).result_processor(conn.dialect, None) for c in columns]
+    kinds = [str(c.type) for c in columns]
+    rows = []
+    for raw in found.cursor.fetchall():  # the driver's values, before SQLAlchemy's conversion
+        row = []
+        for value, fn, kind in zip(raw, convert, kinds, strict=True):
+            if fn is None or value is None:
+                row.append(value)
+                continue
+            try:
+                row.append(fn(value))
+            except Exception as exc:  # noqa: BLE001 - the value, not the poll
+                row.append(_unloaded(value, kind.lower(), exc))
+        rows.append(tuple(row))
+    found.close()
+    return names, rows
 
 
 def _load_error(exc: BaseException) -> bool:
@@ -203,7 +232,10 @@ def _interval_days(data: Any) -> str | None:
 
 
 def _unloaded(data: Any, type_name: str, exc: BaseException) -> Unloaded:
-    text = bytes(data).decode("utf-8", "replace") if not isinstance(data, str) else data
+    if isinstance(data, bytes | bytearray | memoryview):
+        text = bytes(data).decode("utf-8", "replace")
+    else:
+        text = str(data)
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
     return Unloaded(text, f"{type_name} value out of what Python holds ({reason})")
 

@@ -218,3 +218,24 @@ def test_rows_an_avro_format_does_not_expect_are_invalid_with_their_cause(bus: E
     assert all("\n" not in r and "cannot be converted to acme.Customer@1" in r for r in reasons.values()), reasons
     assert "column address" in reasons["c5"] and "cannot be read" in reasons["c5"]
     assert postgres.sql("SELECT count(*) FROM cust WHERE processed_at IS NULL") == [(0,)]
+
+
+def test_an_sqlite_column_holding_text_its_type_cannot_read_is_one_invalid_row(bus: EmbeddedBus, sqlite: Database) -> None:
+    """SQLite keeps any text in a column declared ``timestamp``, ``date`` or ``numeric``:
+    SQLAlchemy's conversion of such a value (``Invalid isoformat string: 'infinity'``) raised
+    a ValueError out of the fetch, and every poll of the table failed for good."""
+    sqlite.sql("CREATE TABLE odd (id integer PRIMARY KEY, ts timestamp, d date, n numeric, processed_at timestamp)")
+    sqlite.sql("INSERT INTO odd (id, ts, d) VALUES (1, '2026-01-01 00:00:00', '2026-01-02'), (2, 'infinity', NULL), "
+               "(3, '2026-01-01 10:00:00', 'garbage'), (4, NULL, '2026-13-45'), (5, NULL, NULL)")
+    a = bus.adapter(DatabaseAdapter, "odd-in", sqlite.options(poll={"table": "odd", "autopoll": False,
+                                                                      "status_column": "processed_at"}),
+                    direction="inbound", channel="odd")
+    details = fetch(a)
+    assert (details["messages"], details["invalid"]) == ("2", "3"), details
+    assert [json.loads(m.body)["id"] for m in bus.published("odd")] == [1, 5]
+    reasons = {json.loads(d.envelope.body)["id"]: d.reason for d in bus.invalid() if d.envelope is not None}
+    assert sorted(reasons) == ["2", "3", "4"]
+    assert "column ts: 'infinity' cannot be read" in reasons["2"] and "column d: 'garbage'" in reasons["3"], reasons
+    assert json.loads(next(d.envelope.body for d in bus.invalid() if d.envelope is not None
+                           and json.loads(d.envelope.body)["id"] == "2"))["ts"] == "infinity"  # kept as it is
+    assert sqlite.sql("SELECT count(*) FROM odd WHERE processed_at IS NULL") == [(0,)]
