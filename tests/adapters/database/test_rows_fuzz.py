@@ -239,3 +239,41 @@ def test_an_sqlite_column_holding_text_its_type_cannot_read_is_one_invalid_row(b
     assert json.loads(next(d.envelope.body for d in bus.invalid() if d.envelope is not None
                            and json.loads(d.envelope.body)["id"] == "2"))["ts"] == "infinity"  # kept as it is
     assert sqlite.sql("SELECT count(*) FROM odd WHERE processed_at IS NULL") == [(0,)]
+
+
+#: texts SQLite keeps in any column, whatever its declared type
+SQLITE_TEXTS = ["'2026-11-27 10:00:00'", "'2026-11-27'", "'10:00:00'", "'infinity'", "'-infinity'", "'garbage'", "''",
+                "'2026-13-45'", "'24:00:00'", "'0000-00-00 00:00:00'", "'9999-12-31 23:59:59.999999'", "'12.50'",
+                "'NaN'", "'1e999'", "'-0'", "'abc'", "NULL", "1", "1.5", "9e999", "-9e999", "x'00ff'", "x''",
+                "'" + "9" * 500 + "'", "'\u00e9\u20ac'", "'[1, 2'", "'{\"a\": 1}'"]
+
+
+def test_random_sqlite_values_are_published_or_invalid_and_the_poll_goes_on(bus: EmbeddedBus, sqlite: Database) -> None:
+    """Each row either a message or one invalid row naming a column, whatever text SQLite
+    holds in a typed column; the poll goes on (every row marked)."""
+    sqlite.sql("CREATE TABLE odd (id integer PRIMARY KEY, ts timestamp, d date, t time, n numeric, f real, "
+               "b blob, i integer, processed_at timestamp)")
+    a = bus.adapter(DatabaseAdapter, "odd-in", sqlite.options(poll={"table": "odd", "autopoll": False,
+                                                                      "status_column": "processed_at"}),
+                    direction="inbound", channel="odd")
+    rng = random.Random(SEED)
+    key = count = 0
+    for count in cases(least=3):
+        keys = []
+        for _ in range(rng.randrange(1, 7)):
+            key += 1
+            keys.append(key)
+            columns = rng.sample(["ts", "d", "t", "n", "f", "b", "i"], rng.randrange(1, 4))
+            sqlite.sql(f"INSERT INTO odd (id, {', '.join(columns)}) "
+                       f"VALUES ({key}, {', '.join(rng.choice(SQLITE_TEXTS) for _ in columns)})")
+        label = f"poll {count} (rows {keys}; COUPLER_FUZZ_SEED={SEED})"
+        before = len(bus.invalid())
+        with bounded(label, seconds=60):
+            details = fetch(a)
+        published = [json.loads(m.body)["id"] for m in bus.published("odd")]
+        invalid = bus.invalid()[before:]
+        bad = [int(json.loads(d.envelope.body)["id"]) for d in invalid if d.envelope is not None]
+        assert sorted(published + bad) == keys, f"{label}: {details}, published {published}, invalid {bad}"
+        assert all("cannot be converted" in d.reason and "\n" not in d.reason for d in invalid), label
+        assert sqlite.sql("SELECT count(*) FROM odd WHERE processed_at IS NULL") == [(0,)], label
+    print(f"{count + 1} polls, {key} rows")
