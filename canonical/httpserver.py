@@ -17,6 +17,7 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from .errors import one_line
 from .serverlog import Throttled
 
 if TYPE_CHECKING:
@@ -33,13 +34,15 @@ TLS_HANDSHAKE_SECONDS = 60.0
 
 class BodyRefused(Exception):  # noqa: N818 - an answer, not an error of the server
     """A request body that is not taken: ``status`` 413 (over the limit), 408 (not arrived in
-    time) or 400 (the connection was lost in the middle of it), and ``reason``, one line. The
-    connection cannot be kept after it (the rest of the body is not read)."""
+    time) or 400 (the connection was lost in the middle of it, or the body is not in its
+    ``Content-Encoding``), ``reason``, one line, and ``kind``: ``size``, ``time``, ``lost`` or
+    ``encoding``. The connection cannot be kept after it (the rest of the body is not read)."""
 
-    def __init__(self, status: int, reason: str):
+    def __init__(self, status: int, reason: str, kind: str):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.kind = kind
 
 
 def _named(text: str, option: str | None) -> str:
@@ -50,7 +53,7 @@ def refuse_declared(request: web.BaseRequest, limit: int, limit_name: str | None
     """BodyRefused (413) when the request's ``Content-Length`` says more than ``limit`` bytes:
     answered at once, nothing of the body read (a claim of 10**12 bytes is never waited for)."""
     if request.content_length is not None and request.content_length > limit:
-        raise BodyRefused(413, _named(f"the request body is larger than {limit} bytes", limit_name))
+        raise BodyRefused(413, _named(f"the request body is larger than {limit} bytes", limit_name), "size")
 
 
 async def read_body(request: web.BaseRequest, limit: int, timeout: float, *, limit_name: str | None = None,
@@ -67,11 +70,15 @@ async def read_body(request: web.BaseRequest, limit: int, timeout: float, *, lim
             return await request.read()
         return await asyncio.wait_for(request.read(), timeout)
     except web.HTTPRequestEntityTooLarge:
-        raise BodyRefused(413, _named(f"the request body is larger than {limit} bytes", limit_name)) from None
+        raise BodyRefused(413, _named(f"the request body is larger than {limit} bytes", limit_name), "size") from None
     except TimeoutError:
-        raise BodyRefused(408, _named(f"the request body did not arrive within {timeout:g} s", timeout_name)) from None
+        raise BodyRefused(408, _named(f"the request body did not arrive within {timeout:g} s", timeout_name),
+                          "time") from None
+    except web.RequestPayloadError as exc:  # a body not in its Content-Encoding (not gzip, say)
+        encoding = request.headers.get("Content-Encoding", "")[:40]
+        raise BodyRefused(400, f"the request body cannot be read as {encoding}: {one_line(exc)}", "encoding") from None
     except ConnectionError as exc:  # the client went away (or reset) in the middle of its body
-        raise BodyRefused(400, f"the connection was lost in the middle of the body ({exc})") from None
+        raise BodyRefused(400, f"the connection was lost in the middle of the body ({exc})", "lost") from None
 
 
 class _Refused(asyncio.Protocol):

@@ -24,11 +24,19 @@ from .errors import describe_exception
 
 def client_fault(exc: BaseException) -> bool:
     """Whether ``exc`` is the client's doing: a malformed request (aiohttp's
-    HttpProcessingError subclasses carry a 4xx ``code``) or a connection lost or reset."""
-    if isinstance(exc, ConnectionError | asyncio.CancelledError | asyncio.IncompleteReadError | EOFError):
-        return True
-    code = getattr(exc, "code", None)
-    return isinstance(code, int) and 400 <= code < 500
+    HttpProcessingError subclasses carry a 4xx ``code``; its RequestPayloadError, a body not
+    in its Content-Encoding, has such an error as its cause) or a connection lost or reset."""
+    seen: BaseException | None = exc
+    for _ in range(4):  # the exception and its causes
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionError | asyncio.CancelledError | asyncio.IncompleteReadError | EOFError):
+            return True
+        code = getattr(seen, "code", None)
+        if isinstance(code, int) and 400 <= code < 500:
+            return True
+        seen = seen.__cause__
+    return False
 
 
 class OneLineServerLog(logging.LoggerAdapter):

@@ -50,9 +50,9 @@ from coupler.canonical.envelope import name_id
 from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.tracecontext import BUSINESS_KEY, TRACEPARENT, header_for_key
 
-from .connection import DatabaseError, describe_error, reflect, release
+from .connection import DatabaseError, describe_error, fetch_rows, reflect, release
 from .options import PollOptions
-from .records import RowEncoder
+from .records import RowEncoder, Unloaded
 
 _NAMESPACE = uuid.UUID("0d6a7c55-3c1b-4f0e-8c8e-5b1d2a9e7f28")
 _NAMESPACE_BYTES = _NAMESPACE.bytes
@@ -222,11 +222,9 @@ class RowPoller:
     def _poll_in(self, conn: sa.Connection, last: list[Any] | None, limit: int | None, result: PollResult) -> int:
         """One batch in the transaction begun on ``conn``: the rows read, published and marked
         (or the watermark saved); how many."""
-        found = conn.execute(self.select(last, limit))
-        names = list(found.keys())
+        names, values = fetch_rows(conn, self.select(last, limit))
         # the watermark's columns come last (``_wm_0``...): kept apart from the record
         width = sum(1 for n in names if n.startswith("_wm_"))
-        values = found.all()
         if width:
             names = names[:-width]
             rows = [dict(zip(names, r[:-width], strict=True)) for r in values]
@@ -337,9 +335,8 @@ class RowPoller:
         q = self.select(None)
         if after is not None:
             q = q.where(self.key[0] > after[0] if len(self.key) == 1 else sa.tuple_(*self.key) > sa.tuple_(*after))
-        found = conn.execute(q)
-        names = list(found.keys())
-        return [dict(zip(names, r, strict=True)) for r in found.all()]
+        names, values = fetch_rows(conn, q)
+        return [dict(zip(names, r, strict=True)) for r in values]
 
     def _count(self, part: PollResult, result: PollResult) -> None:
         for name in ("listed", "done", "messages", "invalid"):
@@ -558,7 +555,7 @@ _WATERMARK_TYPES = (int, float, str, decimal.Decimal, dt.date, dt.time, uuid.UUI
 
 _TAGGED: dict[str, Callable[[str], Any]] = {
     "datetime": dt.datetime.fromisoformat, "date": dt.date.fromisoformat, "time": dt.time.fromisoformat,
-    "decimal": decimal.Decimal, "uuid": uuid.UUID,
+    "decimal": decimal.Decimal, "uuid": uuid.UUID, "text": str,
 }
 
 
@@ -570,6 +567,8 @@ def _tag(value: Any) -> Any:
             return {"t": name, "v": value.isoformat() if hasattr(value, "isoformat") else str(value)}
     if isinstance(value, bytes):
         raise DatabaseError("a binary column cannot be a watermark")
+    if isinstance(value, Unloaded):  # ``infinity``: compared again as the database's own text
+        return {"t": "text", "v": value.text}
     return value
 
 

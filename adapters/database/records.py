@@ -2,9 +2,10 @@
 
 A row becomes a JSON object keyed by column name: numbers stay numbers, ``NUMERIC`` /
 ``DECIMAL`` become strings of their exact digits (never rounded through a binary float),
-dates and times ISO 8601 text, binary columns base64, UUIDs text. A float that is NaN or
-infinite has no JSON form: the row cannot be converted and goes to the Invalid Message
-Channel. With a declared Avro format (``format = "acme.Order@1"``, content type
+dates and times ISO 8601 text, binary columns base64, UUIDs and network addresses text. A
+float that is NaN or infinite has no JSON form, nor a value the driver could not load into
+Python (:class:`Unloaded`: a timestamp of ``infinity`` or of 294276 AD, a date BC, JSON nested
+thousands deep): the row cannot be converted and goes to the Invalid Message Channel. With a declared Avro format (``format = "acme.Order@1"``, content type
 ``avro/binary``) the row is encoded with the registry's schema instead and validated by it.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import ipaddress
 import json
 import math
 import uuid
@@ -27,6 +29,31 @@ from coupler.canonical.textformats import json_loads
 
 class RowError(CouplerError):
     """A row (or a record) that cannot be converted."""
+
+
+class Unloaded:
+    """A column value the database driver could not load into Python (a timestamp of
+    ``infinity``, a date before year 1, JSON nested deeper than Python parses), kept as its
+    text with the driver's reason: the row that holds it cannot be converted, and goes to the
+    Invalid Message Channel instead of failing the poll of every row with it
+    (:func:`~.connection.make_engine` registers the loaders that make these)."""
+
+    __slots__ = ("text", "reason")
+
+    def __init__(self, text: str, reason: str):
+        self.text = text
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Unloaded({self.text!r}, {self.reason!r})"
+
+
+#: values written as their text: UUIDs, network addresses (inet, cidr)
+_AS_TEXT = (uuid.UUID, ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Interface, ipaddress.IPv6Interface,
+              ipaddress.IPv4Network, ipaddress.IPv6Network)
 
 
 def json_value(value: Any, column: str) -> Any:
@@ -46,8 +73,10 @@ def json_value(value: Any, column: str) -> Any:
         return value.total_seconds()
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, uuid.UUID):
+    if isinstance(value, _AS_TEXT):
         return str(value)
+    if isinstance(value, Unloaded):
+        raise RowError(f"column {column}: {value.text[:80]!r} cannot be read: {value.reason}")
     if isinstance(value, list | tuple):
         return [json_value(v, column) for v in value]
     if isinstance(value, dict):
@@ -104,6 +133,9 @@ class RowEncoder:
         if self.avro:
             if not single:
                 raise RowError("Avro bodies carry one row each (rows_per_message = 1)")
+            for name, value in rows[0].items():
+                if isinstance(value, Unloaded):  # its reason, not the schema's "not a string"
+                    json_value(value, name)
             try:
                 return bytes(self.registry.encode(dict(rows[0]), self.format))
             except CouplerError as exc:

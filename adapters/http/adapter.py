@@ -309,7 +309,7 @@ class HttpAdapter(Adapter):
             return _problem(getattr(exc, "status", 415), exc.message, close=True)
         except BodyRefused as exc:
             self.counts["refused"] += 1
-            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+            if exc.kind in ("lost", "encoding"):  # the client went away in the middle, or sent a bad body
                 self.log.info("%s: request to %s from %s dropped: %s", self.name, endpoint.path, remote, exc.reason)
             return _problem(exc.status, exc.reason, close=True)
         from .validation import BodyError

@@ -183,6 +183,32 @@ class Caller:
             headers["Authorization"] = f"Bearer {self.bearer}"
         return headers
 
+    def _request(self, url: str, shown: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        """One call; its answer read no further than ``max_response_bytes`` (httpx read a
+        partner's answer of any size whole into memory), decoded from its Content-Encoding."""
+        limit = self.o.max_response_bytes
+        too_large = CommandFault(f"{self.o.method} {shown}: the answer is larger than {limit} bytes "
+                                 "(max_response_bytes)", code="failed",
+                                 hint="raise max_response_bytes if the partner answers that much")
+        with self.client.stream(self.o.method, url, content=body, headers=headers, auth=self.auth) as streamed:
+            declared = streamed.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise too_large
+            data = bytearray()
+            try:
+                for chunk in streamed.iter_bytes():
+                    data += chunk
+                    if len(data) > limit:
+                        raise too_large
+            except httpx.DecodingError as exc:  # an answer not in its Content-Encoding (not gzip, say)
+                encoding = streamed.headers.get("Content-Encoding", "")[:40]
+                raise CommandFault(f"{self.o.method} {shown}: the answer cannot be read as {encoding}: "
+                                   f"{' '.join(str(exc).split())[:200]}", code="failed") from None
+        # decoded already: the new response must not decode it again
+        kept = [(k, v) for k, v in streamed.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(streamed.status_code, headers=kept, content=bytes(data), request=streamed.request)
+
     def call(self, envelope: Envelope) -> httpx.Response:
         """The partner's 2xx answer to ``envelope`` (retried as the module says)."""
         url = render(self.o.url or "", envelope, quote_values=True)
@@ -195,8 +221,7 @@ class Caller:
             self.calls += 1
             wait: float | None = None
             try:
-                answer = self.client.request(self.o.method, url, content=envelope.body, headers=headers,
-                                             auth=self.auth)
+                answer = self._request(url, shown, envelope.body, headers)
             except httpx.TransportError as exc:
                 problem = f"{self.o.method} {shown}: {type(exc).__name__}: {exc}"
             else:

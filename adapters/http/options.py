@@ -100,6 +100,9 @@ class HttpOptions(OptionsModel):
     method: Literal["POST", "PUT", "PATCH", "DELETE"] = option("Client: the HTTP method.", default="POST")
     headers: dict[str, Str] = option("Client: extra headers, templates as `url`.", default_factory=dict)
     timeout: Positive = option("Client: seconds per call.", default=30.0)
+    max_response_bytes: Int = option(
+        "Client: a larger answer fails the call (fault `failed`, delivered again later), read no further than this.",
+        default=16 * 1024 * 1024, ge=1)
     retries: Int = option("Client: attempts after a 5xx, 408, 425, 429 or a connection error.", default=4, ge=0)
     backoff: Positive = option("Client: seconds before the first retry, doubled after each.", default=0.5)
     max_backoff: Positive = option("Client: the longest wait between retries.", default=30.0)

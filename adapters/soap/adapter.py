@@ -91,6 +91,9 @@ class SoapOptions(OptionsModel):
     path: Str | None = option("Server: the URL path (default: `/SERVICE`).", default=None)
     max_request_bytes: Int = option("Server: larger request bodies are answered HTTP 413 unread.",
                                     default=1024 * 1024, ge=1)
+    max_response_bytes: Int = option(
+        "Client: a larger response fails the call (code `failed`), read no further than this.",
+        default=16 * 1024 * 1024, ge=1)
     read_timeout: Num = option(
         "Server: seconds to receive a whole request body, however slowly it comes (then HTTP 408, the "
         "connection closed).", default=30.0, gt=0)
@@ -206,6 +209,7 @@ class SoapAdapter(Adapter):
         self.path = o.path or f"/{self.service.name}"
         self.endpoint = o.address
         self.max_request_bytes = o.max_request_bytes
+        self.max_response_bytes = o.max_response_bytes
         self.read_timeout = o.read_timeout
         self.keepalive_timeout = o.keepalive_timeout
         self.max_connections = o.max_connections

@@ -131,6 +131,27 @@ class SoapClient:
             raise CommandFault(f"{self.a.url} answered HTTP {status}", code="failed")
         return message.body
 
+    async def _read(self, response: Any) -> bytes:
+        """The response's body, read no further than ``max_response_bytes`` (a partner's answer
+        of any size was read whole into memory)."""
+        limit = self.a.max_response_bytes
+        too_large = CommandFault(f"the response of {self.a.url} is larger than {limit} bytes (max_response_bytes)",
+                                 code="failed", hint="raise max_response_bytes if the service answers that much")
+        if response.content_length is not None and response.content_length > limit:
+            raise too_large
+        body = bytearray()
+        try:
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                body += chunk
+                if len(body) > limit:
+                    raise too_large
+        except aiohttp.ClientPayloadError as exc:  # a body not in its Content-Encoding (not gzip, say)
+            encoding = response.headers.get("Content-Encoding", "")[:40]
+            how = f"cannot be read as {encoding}" if encoding else "cannot be read"  # or was cut short
+            raise CommandFault(f"the response of {self.a.url} {how}: {' '.join(str(exc).split())[:200]}",
+                               code="failed") from None
+        return bytes(body)
+
     async def _post_with_retries(self, payload: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
         if self._session is None:
             self._session = aiohttp.ClientSession()
@@ -141,7 +162,7 @@ class SoapClient:
                     self.a.url or "", data=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout),
                     ssl=self._client_ssl if self._client_ssl is not None else True,
                 ) as response:
-                    return response.status, await response.read()
+                    return response.status, await self._read(response)
             except TimeoutError:
                 raise CommandFault(f"no answer from {self.a.url} within {timeout:g} s", code="timeout") from None
             except aiohttp.ClientConnectionError as exc:  # transport errors only are retried

@@ -166,10 +166,12 @@ class SoapServer:
 
     def _xsd(self, name: str) -> web.Response:
         """A schema the WSDL imports, from beside the WSDL (only files it names)."""
+        known = {e.get("schemaLocation") for e in parse_document(self.a.wsdl_path).iter(f"{{{XS}}}import", f"{{{XS}}}include")}
+        if name not in known:  # first: a name the WSDL does not give (a NUL in it) is never a path
+            return web.Response(status=404, text="no such schema\n")
         base = self.a.wsdl_path.parent.resolve()
         target = (base / name).resolve()
-        known = {e.get("schemaLocation") for e in parse_document(self.a.wsdl_path).iter(f"{{{XS}}}import", f"{{{XS}}}include")}
-        if name not in known or base not in target.parents or not target.is_file():
+        if base not in target.parents or not target.is_file():
             return web.Response(status=404, text="no such schema\n")
         tree = parse_document(target)
         for elem in tree.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
@@ -212,11 +214,16 @@ class SoapServer:
             return await read_body(request, self.a.max_request_bytes, self.a.read_timeout,
                                    limit_name="max_request_bytes", timeout_name="read_timeout")
         except BodyRefused as exc:
-            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+            if exc.kind == "lost":  # the client went away (or reset) in the middle of its body
                 self.a.logger.info("SOAP request from %s dropped: %s", request.remote, exc.reason)
             else:
                 self.a.logger.warning("SOAP request from %s refused: %s", request.remote, exc.reason)
-            response = web.Response(status=exc.status, text=exc.reason + "\n")
+            if exc.kind == "encoding":  # a body not in its Content-Encoding (not gzip, say): kept as invalid
+                await self._invalid(b"", f"SOAP request from {request.remote}: {exc.reason}")
+                version = "1.2" if request.content_type == "application/soap+xml" else "1.1"
+                response = self._fault_response(version, SoapFault("Sender", exc.reason))
+            else:
+                response = web.Response(status=exc.status, text=exc.reason + "\n")
             response.force_close()  # the rest of the body is not read: the connection cannot be kept
             return response
 

@@ -17,8 +17,6 @@ at the start; ``COUPLER_FUZZ_SEED=N`` replays a run).
 from __future__ import annotations
 
 import io
-import os
-import random
 import shutil
 import time
 from functools import cache
@@ -34,6 +32,7 @@ from coupler.canonical.errors import CouplerError
 from coupler.translators.soap import unwrap, wrap
 from coupler.translators.soap.wsdl import read_wsdl
 from coupler.translators.xml import XsdModel
+from tests.fuzzing import SEED
 
 XML_CORPUS = Path(__file__).parent / "xml" / "corpus"
 WSDL_CORPUS = Path(__file__).parent / "soap" / "corpus"
@@ -66,7 +65,6 @@ SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
                                            HealthCheck.function_scoped_fixture])
 
 #: the randomised runs: fewer examples each, from a seed of this run
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
 RANDOMISED = settings(SETTINGS, max_examples=30, derandomize=False, database=None)
 
 HOSTILE_TEXT = st.sampled_from([

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from xml.sax.saxutils import escape
 
 from lxml import etree
 
@@ -124,8 +125,11 @@ def _append_detail(holder: Any, detail: str) -> None:
 
 
 def _inner(elem: Any) -> str | None:
+    """The content of a detail element as an XML fragment (its text escaped, as its children's
+    tails are: it is parsed again by :func:`_append_detail`; ``a &amp; b`` kept as its text
+    failed that parse)."""
     if elem is None:
         return None
-    parts = [elem.text or ""] + [etree.tostring(c, encoding="unicode") for c in elem]
+    parts = [escape(elem.text or "")] + [etree.tostring(c, encoding="unicode") for c in elem]
     text = "".join(parts).strip()
     return text or None

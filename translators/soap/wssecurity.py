@@ -92,10 +92,12 @@ class UsernameToken:
 
     def verify(self, password: str) -> bool:
         """Whether the token carries ``password`` (compared in constant time)."""
+        # bytes: compare_digest refuses str holding a non-ASCII character (TypeError)
         if self.digest:
             expected = password_digest(password, self.nonce, self.created)
-            return hmac.compare_digest(expected, (self.password_value or "").strip())
-        return self.password is not None and hmac.compare_digest(self.password, password)
+            return hmac.compare_digest(expected.encode(), (self.password_value or "").strip().encode("utf-8", "replace"))
+        return self.password is not None and hmac.compare_digest(self.password.encode("utf-8", "replace"),
+                                                                 password.encode("utf-8", "replace"))
 
 
 class SecurityError(CouplerError):
@@ -117,11 +119,11 @@ def parse_created(text: str) -> datetime:
     if m is None:
         raise SecurityError(f"Created {text[:40]!r} is not an xs:dateTime", where="wsu:Created")
     year, month, day, hour, minute, second, fraction, zone = m.groups()
-    tz = UTC
-    if zone and zone != "Z":
-        sign = -1 if zone[0] == "-" else 1
-        tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
     try:
+        tz = UTC
+        if zone and zone != "Z":  # a zone of 24 hours or more: ValueError
+            sign = -1 if zone[0] == "-" else 1
+            tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
         return datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second),
             int((fraction or "0").ljust(6, "0")[:6]), tzinfo=tz,

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coupler.canonical.errors import CouplerError, describe_exception
+
 from .base import Headers, Wrapper, WrapperError
 
 Factory = Callable[[dict[str, Any], Path], Wrapper]
@@ -39,8 +41,8 @@ class WrapperChain:
         for n, wrapper in enumerate(self.wrappers):
             try:
                 data = wrapper.wrap(data, headers)
-            except WrapperError as exc:
-                raise WrapperError(exc.message, where=f"wrapper {n + 1} ({_name(wrapper)})" + (f", {exc.where}" if exc.where else ""), hint=exc.hint) from None
+            except Exception as exc:  # noqa: BLE001 - only a WrapperError leaves a chain
+                raise _located(exc, n, wrapper) from None
         return data
 
     def unwrap(self, data: bytes) -> tuple[bytes, Headers]:
@@ -49,8 +51,8 @@ class WrapperChain:
             wrapper = self.wrappers[n]
             try:
                 data, found = wrapper.unwrap(data)
-            except WrapperError as exc:
-                raise WrapperError(exc.message, where=f"wrapper {n + 1} ({_name(wrapper)})" + (f", {exc.where}" if exc.where else ""), hint=exc.hint) from None
+            except Exception as exc:  # noqa: BLE001 - only a WrapperError leaves a chain
+                raise _located(exc, n, wrapper) from None
             headers = headers.merge(found)
         return data, headers
 
@@ -99,6 +101,15 @@ def build_chain(entries: Iterable[Mapping[str, Any]], *, base_dir: Path | str = 
         except WrapperError as exc:
             raise WrapperError(exc.message, where=f"{where}[{n}].options" + (f".{exc.where}" if exc.where else ""), hint=exc.hint) from None
     return WrapperChain(wrappers)
+
+
+def _located(exc: Exception, n: int, wrapper: Any) -> WrapperError:
+    """``exc`` raised by wrapper ``n`` (from 0) as a one-line WrapperError naming the wrapper;
+    what is not a CouplerError (a bug of the wrapper, a plugin's) names the code that raised it."""
+    where = f"wrapper {n + 1} ({_name(wrapper)})"
+    if isinstance(exc, CouplerError):
+        return WrapperError(exc.message, where=where + (f", {exc.where}" if exc.where else ""), hint=exc.hint)
+    return WrapperError(describe_exception(exc), where=where)
 
 
 def _name(wrapper: Any) -> str:

@@ -272,7 +272,7 @@ class ConsoleServer:
             refuse_declared(request, self.site.http.max_body_bytes, "http.max_body_bytes")
             return await handler(request)
         except BodyRefused as exc:
-            if exc.status == 400:  # the client went away (or reset) in the middle of its body
+            if exc.kind == "lost":  # the client went away (or reset) in the middle of its body
                 log.info("console: %s %s from %s dropped: %s", request.method, request.path, request.remote, exc.reason)
             refused = web.json_response({"error": exc.reason}, status=exc.status)
             refused.force_close()  # the rest of the body is not read: the connection cannot be kept

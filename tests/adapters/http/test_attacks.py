@@ -203,3 +203,25 @@ def test_max_connections_below_the_open_files_limit_keeps_the_daemon_accepting(t
     assert "cannot accept connections" not in text
     reports = [line for line in text.splitlines() if "max_connections" in line]
     assert 1 <= len(reports) <= 2, reports
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_body_that_is_not_in_its_content_encoding_is_a_400_in_one_line(server: Callable[..., HttpAdapter],
+                                                                         encoding: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by probing the SOAP server's headers (the same read): ``Content-Encoding: gzip``
+    on a body that is not gzip made aiohttp raise RequestPayloadError out of the body's read,
+    answered 500 "Internal Server Error" with an unhandled exception logged."""
+    import gzip
+    import json
+
+    a = server()
+    headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+    r = httpx.post(f"{a.url}/orders", content=json.dumps(ORDER).encode(), headers=headers, timeout=10)
+    assert r.status_code == 400, (r.status_code, r.text[:200])
+    assert r.json()["detail"].startswith(f"the request body cannot be read as {encoding}") and "\n" not in r.json()["detail"]
+    if encoding == "gzip":  # a gzip body is read as usual
+        good = httpx.post(f"{a.url}/orders", content=gzip.compress(json.dumps(ORDER).encode()), headers=headers,
+                          timeout=10)
+        assert good.status_code == 202, good.text[:200]
+    _serve(a)()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]

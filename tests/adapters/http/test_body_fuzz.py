@@ -7,17 +7,15 @@ would answer 500. Bounded by time; the seed is printed and ``COUPLER_FUZZ_SEED=N
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 
 from coupler.adapters.http.validation import BodyError, BodyValidator
 from coupler.canonical import FormatIndicator
+from tests.fuzzing import BUDGET, SEED, bounded
 
 from .conftest import DATA, ORDER
 
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
-BUDGET = float(os.environ.get("COUPLER_FUZZ_SECONDS", "3"))
 XML = b"<order><orderNo>A-1</orderNo><customer>Ada</customer><quantity>3</quantity></order>"
 #: what the fuzzing found, checked first on every run
 REGRESSIONS = [
@@ -81,7 +79,8 @@ def test_random_bodies_are_accepted_or_refused_with_a_4xx_in_one_line() -> None:
         place = f"case {count}, {kind} {body[:100]!r} (COUPLER_FUZZ_SEED={SEED})"
         started = time.process_time()
         try:
-            validator.check(body, kind)
+            with bounded(place):
+                validator.check(body, kind)
         except BodyError as exc:
             refused += 1
             assert 400 <= exc.status < 500 and "\n" not in str(exc), f"{place}: {exc}"

@@ -181,3 +181,46 @@ def test_shown_urls_have_no_credentials_or_secret_query_values(url: str, shown: 
     from coupler.adapters.http.client import shown_url
 
     assert shown_url(url) == shown
+
+
+@pytest.fixture
+def hostile_partner() -> Iterator[tuple[str, dict[str, Any]]]:
+    from tests.adapters import hostile
+
+    with hostile.hostile_partner() as served:
+        yield served
+
+
+def test_a_response_larger_than_max_response_bytes_fails_the_call_unread(
+        embedded: EmbeddedBus, hostile_partner: tuple[str, dict[str, Any]]) -> None:
+    """A partner answering 1 GB (streamed, no Content-Length) or claiming 10**12 bytes: the call
+    fails naming the limit, having read no further (httpx read the whole answer into memory)."""
+    import resource
+
+    url, answer = hostile_partner
+    a = embedded.adapter(HttpAdapter, "orders-out", {"mode": "client", "url": url + "/orders", "backoff": 0.01,
+                                                     "retries": 0, "max_response_bytes": 1 << 20},
+                         direction="outbound", channel="orders")
+    answer["headers"] = {"Content-Type": "application/json"}
+    answer["body"] = lambda: (b" " * (1 << 20) for _ in range(1024))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(CommandFault, match=r"larger than 1048576 bytes \(max_response_bytes\)") as err:
+        embedded.deliver(a, message())
+    assert err.value.code == "failed"
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KB: far from 1 GB
+    answer["headers"] = {"Content-Type": "application/json", "Content-Length": str(10**12)}
+    answer["body"] = lambda: iter([b"{}"])
+    with pytest.raises(CommandFault, match=r"larger than 1048576 bytes"):
+        embedded.deliver(a, message())
+
+
+def test_a_response_not_in_its_content_encoding_fails_the_call_in_one_line(
+        embedded: EmbeddedBus, hostile_partner: tuple[str, dict[str, Any]]) -> None:
+    url, answer = hostile_partner
+    a = embedded.adapter(HttpAdapter, "orders-out", {"mode": "client", "url": url + "/orders", "retries": 0},
+                         direction="outbound", channel="orders")
+    answer["headers"] = {"Content-Type": "application/json", "Content-Encoding": "gzip", "Content-Length": "20"}
+    answer["body"] = lambda: iter([b"not gzip at all!!!!!"])
+    with pytest.raises(CouplerError, match=r"cannot be read as gzip") as err:
+        embedded.deliver(a, message())
+    assert "\n" not in str(err.value)

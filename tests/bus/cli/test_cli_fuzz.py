@@ -27,8 +27,8 @@ import pytest
 
 from coupler.bus.cli.main import COMMAND_MODULES, build_parser, main
 from tests.bus.site_helpers import REPO
+from tests.fuzzing import SEED
 
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
 COPYBOOK = REPO / "examples" / "legacy" / "copybooks" / "life-master.cpy"
 WSDL = REPO / "examples" / "legacy" / "auto_policy.wsdl"
 

@@ -7,7 +7,6 @@ the seed is printed and ``COUPLER_FUZZ_SEED=N`` replays it."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import string
@@ -18,9 +17,8 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.plugins.manager import plugin_manager
 from coupler.canonical.errors import CouplerError
 from tests.bus.site_helpers import REPO
+from tests.fuzzing import BUDGET, SEED, bounded
 
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
-BUDGET = float(os.environ.get("COUPLER_FUZZ_SECONDS", "3"))
 #: the demo's site as ``make demo`` renders it (its ``${...}`` filled in)
 TEMPLATE = string.Template((REPO / "examples" / "demo" / "site.toml").read_text(encoding="utf-8"))
 VALUES = ['""', "0", "-1", "1e309", "nan", "true", "[]", "{}", "[1, [2]]", '"x"', '"' + "y" * 5000 + '"',
@@ -74,7 +72,8 @@ def test_edited_site_files_load_or_say_what_is_wrong(tmp_path: Path) -> None:
         path.write_text(text, encoding="utf-8")
         count += 1
         try:
-            load_site(path, pm=pm)
+            with bounded(f"edit {count} (COUPLER_FUZZ_SEED={SEED})"):
+                load_site(path, pm=pm)
         except CouplerError as exc:
             refused += 1
             assert str(exc).strip() and "Traceback" not in str(exc), f"edit {count} (COUPLER_FUZZ_SEED={SEED}): {exc}"

@@ -9,20 +9,17 @@ refuses is a ``BadRecord`` naming its record number (from 1) and a byte offset i
 file. Through ``iter_records`` with tiny read chunks: every record is the file's bytes at its
 offset, offsets increase, and the frames never run past the file. Each case is bounded in
 memory (tracemalloc's peak, against the file's size: nothing is allocated from a claimed
-length) and in time (an interval timer ends a case that hangs). The random run lasts about
-3 s from a seed printed at the start; ``COUPLER_FUZZ_SEED=N`` replays it.
+length) and in time (an interval timer ends a case that hangs). The random run lasts
+``COUPLER_FUZZ_SECONDS`` (3 s by default) from a seed printed at the start;
+``COUPLER_FUZZ_SEED=N`` replays it. The bounds are ``tests/fuzzing.py``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import os
 import random
-import signal
-import time
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +36,8 @@ from coupler.translators.copybook.framing import CHUNK, FramedRecord, TruncatedR
 from coupler.translators.copybook.layout import build_layout
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.copybook.parser import parse_copybook
-
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
-#: seconds of the whole random run, and the most one case may take before it counts as a hang
-RUN_SECONDS = 3.0
-CASE_SECONDS = 5.0
-MB = 1024 * 1024
+from tests import fuzzing
+from tests.fuzzing import MB, SEED, cases
 
 
 def _copybook(*fields: str) -> str:
@@ -148,34 +141,10 @@ def _mutated(rng: random.Random, data: bytes, length_bytes: Callable[[int], byte
 # -- the checks of one case ----------------------------------------------------------------------
 
 
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def bounded(case: str, size: int) -> Iterator[None]:
-    """The case ends within CASE_SECONDS and allocates at most a few times the file's size
-    (plus the reader's chunk): what a claimed length says is never allocated."""
-
-    def hung(signum: int, frame: Any) -> None:
-        raise Hang(f"{case}: no end after {CASE_SECONDS} s (COUPLER_FUZZ_SEED={SEED} replays it)")
-
-    # pytest-timeout's own alarm (the test's timeout), if set, goes on after the case
-    previous = signal.signal(signal.SIGALRM, hung)
-    outer, interval = signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
-    started = time.monotonic()
-    tracemalloc.start()
-    try:
-        yield
-        peak = tracemalloc.get_traced_memory()[1]
-        limit = 8 * size + 2 * CHUNK + 4 * MB
-        assert peak < limit, f"{case}: {peak} bytes allocated for a file of {size} (COUPLER_FUZZ_SEED={SEED})"
-    finally:
-        tracemalloc.stop()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001), interval)
+def bounded(case: str, size: int) -> contextlib.AbstractContextManager[None]:
+    """The case ends within 5 s and allocates at most a few times the file's size (plus the
+    reader's chunk): what a claimed length says is never allocated (:func:`tests.fuzzing.bounded`)."""
+    return fuzzing.bounded(case, memory=8 * size + 2 * CHUNK + 4 * MB)
 
 
 def _decode(layout: Any, options: dict[str, str], data: bytes, path: Path, policy: str, case: str) -> None:
@@ -244,17 +213,16 @@ def test_length_field_and_descriptor_framing_survive_random_and_mutated_files(tm
     for name, options in RDW_FORMATS.items():
         targets.append((f"record_format {name}", rdw_layout, options, lambda r, n=name: _rdw_file(r, n), None))
 
-    cases = 0
-    deadline = time.monotonic() + RUN_SECONDS
-    while time.monotonic() < deadline or cases < 2 * len(targets):
-        label, layout, options, make, extra = targets[cases % len(targets)]
+    count = 0
+    for count in cases(least=2 * len(targets)):
+        label, layout, options, make, extra = targets[count % len(targets)]
         kind = rng.randrange(4)
         if kind == 0:
             data = rng.randbytes(rng.randrange(0, 200))
         else:
             data = _mutated(rng, make(rng), extra[0] if extra else None)
         options = {**options, **rng.choice(VARIED)}
-        case = f"case {cases} ({label}, {options}, {len(data)} bytes: {data[:48].hex()}...)"
+        case = f"case {count} ({label}, {options}, {len(data)} bytes: {data[:48].hex()}...)"
         policy = rng.choice(["lenient", "strict"])
         _decode(layout, options, data, tmp_path / "fuzz.bin", policy, case)
         parsed = CopybookOptions.from_mapping(options)
@@ -262,8 +230,7 @@ def test_length_field_and_descriptor_framing_survive_random_and_mutated_files(tm
             _frames(parsed, data, case, **extra[1])
         else:
             _frames(parsed, data, case, record_size=layout.size)
-        cases += 1
-    print(f"{cases} cases in {RUN_SECONDS} s")
+    print(f"{count + 1} cases in {fuzzing.BUDGET} s")
 
 
 @pytest.mark.parametrize("claim", [2**31, 10**9, 10**17 - 1])

@@ -5,13 +5,13 @@ repeat counts), COPY and REPLACE statements, level numbers out of place. Parsing
 building its layout, its Avro schema and a decoder (which then decodes random bytes) either
 works or raises :class:`CouplerError` in one line: nothing else escapes (which ``coupler
 copybook ...`` would show as an internal error). Each case is bounded in time (an interval
-timer) and memory (tracemalloc's peak: nothing is allocated from a claimed size). Bounded by
+timer) and memory (tracemalloc's peak: nothing is allocated from a claimed size), by
+``tests/fuzzing.py``. Bounded by
 ``COUPLER_FUZZ_SECONDS`` (3 s by default); the seed is printed and ``COUPLER_FUZZ_SEED=N``
 replays a run."""
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from pathlib import Path
@@ -23,11 +23,9 @@ from coupler.translators.copybook.avro import avro_schema
 from coupler.translators.copybook.decoder import RecordDecoder, parse_options
 from coupler.translators.copybook.layout import build_layout
 from coupler.translators.copybook.parser import parse_copybook
-from tests.translators.mapping.test_records_fuzz import bounded
+from tests.fuzzing import BUDGET, MB, SEED, bounded
 
 REPO = Path(__file__).resolve().parents[3]
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
-BUDGET = float(os.environ.get("COUPLER_FUZZ_SECONDS", "3"))
 FILES = sorted((Path(__file__).parent / "data").rglob("*.cpy")) + sorted((REPO / "examples").rglob("*.cpy"))
 CLAUSES = ["PIC X(999999999)", "PIC 9(999999999)", "PIC S9(18)V9(18)", "PIC X(2147483648)", "OCCURS 999999999 TIMES",
            "OCCURS 1 TO 999999999 DEPENDING ON A", "OCCURS 0 TIMES", "PIC 9(10000)", "PIC X(0)", "PIC 9(40) COMP-3",
@@ -76,7 +74,7 @@ def test_edited_copybooks_parse_or_say_what_is_wrong_in_one_line() -> None:
         label = f"copybook {count} from {source.name} (COUPLER_FUZZ_SEED={SEED})"
         data = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 200)))
         try:
-            with bounded(label):
+            with bounded(label, memory=64 * MB, watchdog=True):
                 try:
                     layout = build_layout(parse_copybook(text, file=source.name, copy_paths=[source.parent]))
                     avro_schema(layout, parse_options({}))

@@ -10,20 +10,15 @@ wrong types), keys dropped, bytes flipped, inserted and cut, lines run together.
 either gives a canonical record or raises :class:`CouplerError` in one line; one line of a
 file is either written or reported with its line or record number, and the file goes on.
 Nothing else escapes; each case is bounded in time (an interval timer) and memory
-(tracemalloc's peak). Bounded by ``COUPLER_FUZZ_SECONDS`` (3 s by default); the seed is
+(tracemalloc's peak), by ``tests/fuzzing.py``. Bounded by ``COUPLER_FUZZ_SECONDS`` (3 s by default); the seed is
 printed and ``COUPLER_FUZZ_SEED=N`` replays a run."""
 
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import json
-import os
 import random
-import signal
 import time
-import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +35,11 @@ from coupler.translators.mapping.formats import parse_spec, record_format
 from coupler.translators.mapping.jsonvalues import dumps
 from coupler.translators.mapping.legacy import LegacyReader
 from coupler.translators.mapping.translate import plan
+from tests import fuzzing
+from tests.fuzzing import BUDGET, MB, SEED
 from tests.translators.mapping.test_legacy_reader import ACCOUNT
 
 DATA = Path(__file__).parent / "data"
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
-BUDGET = float(os.environ.get("COUPLER_FUZZ_SECONDS", "3"))
-CASE_SECONDS = 5.0
-MB = 1024 * 1024
 #: JSON values put where the record has one (text of JSON: numbers JSON reads as it will)
 HOSTILE = ["1e999999999", "-1e-999999999", "1E+30", "9" * 5000, "-" + "9" * 40, "0.000000000000000000001",
            "1e18", "-0", "NaN", "Infinity", "true", "null", "[]", "{}", '""', '"' + "x" * 100_000 + '"',
@@ -65,29 +58,11 @@ def setting() -> dict[str, Any]:
             "json": dumps(legacy), "record": bytes(encoder.encode(legacy))}
 
 
-@contextlib.contextmanager
-def bounded(label: str) -> Iterator[None]:
-    """One case: at most CASE_SECONDS and 64 MB more than its input (nothing allocated from
-    a claimed size or depth)."""
-
-    def hang(_signum: int, _frame: Any) -> None:
-        raise TimeoutError(f"{label}: more than {CASE_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
-    # the timer cannot end a hang in C (int() of a decimal of a billion digits): that one ends
-    # the run, with the Python stack of the case, after 6 timer periods
-    faulthandler.dump_traceback_later(6 * CASE_SECONDS, exit=True)
-    tracemalloc.start()
-    try:
-        yield
-        peak = tracemalloc.get_traced_memory()[1]
-        assert peak < 64 * MB, f"{label}: {peak / MB:.0f} MB allocated"
-    finally:
-        tracemalloc.stop()
-        faulthandler.cancel_dump_traceback_later()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def bounded(label: str) -> contextlib.AbstractContextManager[None]:
+    """One case: at most 5 s and 64 MB more than its input (nothing allocated from a claimed
+    size or depth); a hang in C (int() of a decimal of a billion digits) ends the run, with the
+    Python stack of the case, after 6 periods (:func:`tests.fuzzing.bounded`)."""
+    return fuzzing.bounded(label, memory=64 * MB, watchdog=True)
 
 
 def damaged_json(rng: random.Random, text: str) -> str:

@@ -83,3 +83,29 @@ def test_any_created_text_is_refused_or_accepted_never_a_crash(created: str, dig
         check_token(token, USERS, TokenPolicy(), secure=secure, now=NOW)
     except CouplerError:
         pass
+
+
+@pytest.mark.parametrize("sent", ["s3cr\u00e9t", "\u00e9", "\u20ac" * 100])
+@pytest.mark.parametrize("digest", [False, True])
+def test_a_password_of_non_ascii_characters_is_refused_not_a_crash(sent: str, digest: bool) -> None:
+    """Found by fuzzing the SOAP server with WS-Security (tests/adapters/soap/test_server_fuzz.py):
+    ``hmac.compare_digest`` of two str raises TypeError when either holds a non-ASCII
+    character, so a PasswordText (or a digest's text) of one was a Receiver fault "internal
+    error" instead of "authentication failed"."""
+    token = UsernameToken("agent", sent, digest=False, created=NOW.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    if digest:
+        token.digest, token.password, token.nonce, token.password_value = True, None, b"0123456789abcdef", sent
+    with pytest.raises(SecurityError, match="wrong user name or password"):
+        check_token(token, USERS, TokenPolicy(allow_password_text_over_http=True), secure=False, now=NOW)
+    right = UsernameToken("agent", "p\u00e4ss", digest=False, created=NOW.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    check_token(right, {"agent": "p\u00e4ss"}.get, TokenPolicy(), secure=True, now=NOW)
+
+
+@pytest.mark.parametrize("created", ["2026-11-23T12:00:00+25:00", "2026-11-23T12:00:00-24:00",
+                                     "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_created_whose_zone_or_instant_no_datetime_holds_is_refused(created: str) -> None:
+    """A zone of 24 hours or more, or an instant before year 1 or after 9999 once in UTC: a
+    SecurityError (ValueError and OverflowError escaped parse_created and check_token)."""
+    token = UsernameToken("agent", "s3cret", digest=False, created=created)
+    with pytest.raises(SecurityError):
+        check_token(token, USERS, TokenPolicy(), secure=True, now=NOW)

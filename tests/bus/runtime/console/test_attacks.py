@@ -122,3 +122,20 @@ def test_connections_over_max_connections_are_refused_at_once(tmp_path, caplog):
         hostile.connections_over_the_limit_are_refused(
             (parts.hostname, parts.port), b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", serve,
             lambda: len(runner.server.connections), 20, caplog)
+
+
+def test_a_body_that_is_not_in_its_content_encoding_is_refused_in_one_line(tmp_path, caplog):
+    """``Content-Encoding: gzip`` on a body that is not gzip (aiohttp's RequestPayloadError out
+    of the body's read) is a 400 naming the encoding, not an internal error."""
+    with _console(tmp_path) as (address, head, serve, _):
+        body = b'{"group": "x"}'
+        with socket.create_connection(address, timeout=30) as c:
+            c.sendall(head + b"Content-Encoding: gzip\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+                      + body)
+            answer = b""
+            while chunk := c.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+        assert b"cannot be read as gzip" in answer, answer[-300:]
+        serve()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]

@@ -14,7 +14,6 @@ Bounded by time (``COUPLER_FUZZ_SECONDS``, 3 s by default); the seed is printed 
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 import time
@@ -44,9 +43,8 @@ from coupler.bus.transport.amqp.codec import (
 from coupler.canonical import Envelope, MessageKind
 from coupler.canonical.envelope import HistoryEntry, Sequence
 from coupler.canonical.errors import CouplerError
+from tests.fuzzing import BUDGET, SEED, bounded
 
-SEED = int(os.environ.get("COUPLER_FUZZ_SEED", random.randrange(2**32)))
-BUDGET = float(os.environ.get("COUPLER_FUZZ_SECONDS", "3"))
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 #: Coupler messages as a Coupler node writes them (every optional header present in one)
@@ -157,7 +155,8 @@ def test_foreign_amqp_messages_are_read_or_refused_in_one_line() -> None:
         props, body = _props(rng)
         count += 1
         try:
-            seen[_read(props, body)] += 1
+            with bounded(f"message {count} (COUPLER_FUZZ_SEED={SEED})"):
+                seen[_read(props, body)] += 1
         except Exception as exc:  # noqa: BLE001 - the finding, reported with the message that caused it
             pytest.fail(f"message {count} (COUPLER_FUZZ_SEED={SEED}): {type(exc).__name__}: {str(exc)[:200]}; "
                         f"headers {str(props.headers)[:300]}, properties {str(props)[:300]}")
