@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,3 +123,29 @@ def test_connections_over_max_connections_are_refused_at_once(tmp_path, caplog):
         hostile.connections_over_the_limit_are_refused(
             (parts.hostname, parts.port), b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", serve,
             lambda: len(runner.server.connections), 20, caplog)
+
+
+def test_the_body_timeout_is_the_sites_http_read_timeout(tmp_path):
+    """``[http] read_timeout``: a POST body trickled slower than it is answered 408 in JSON naming
+    the option, after about that long (it was a fixed 30 s); the console goes on serving."""
+    site_file = console_site(tmp_path)
+    site_file.write_text(site_file.read_text().replace("[http]\n", "[http]\nread_timeout = 1\n", 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        parts = urlsplit(daemon.console_url)
+        address = (parts.hostname, parts.port)
+        head = (b"POST /api/groups/complete HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer %s\r\n" % read_token(load_site(site_file)).encode())
+        body = b'{"route": "r", "step": "s", "key": "%s"}' % (b"k" * 200)
+        with socket.create_connection(address, timeout=30) as c:
+            c.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body))
+            started = time.monotonic()
+            answer = hostile.trickle(c, body, limit=20)  # one byte every 0.1 s: 24 s for all of it
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := c.recv(65536):
+                    answer += chunk
+            took = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"did not arrive within 1 s (http.read_timeout)" in answer, answer[-300:]
+        assert took < 10, took
+        with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+            assert r.status == 200
