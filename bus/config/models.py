@@ -261,6 +261,9 @@ class HttpSection(Section):
     max_body_bytes: Int = doc(
         "Largest body of a POST to the API, bytes; a larger one is answered 413 unread. The default holds "
         "the largest test message (10,000,000 characters, as JSON escapes them).", default=64 * 1024 * 1024, ge=1)
+    read_timeout: Num = doc(
+        "Seconds a POST's body has to arrive, however slowly it comes (then 408 and the connection "
+        "closed).", default=30.0, gt=0)
     max_connections: Int = doc(
         "Connections open at once; a new one beyond is answered 503 and closed at once, so the clients "
         "connected go on being served (one WARNING line every 10 s while it lasts).",
