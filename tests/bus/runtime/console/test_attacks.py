@@ -7,12 +7,15 @@ traceback."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.console.server import read_token
@@ -123,6 +126,15 @@ def test_connections_over_max_connections_are_refused_at_once(tmp_path, caplog):
         hostile.connections_over_the_limit_are_refused(
             (parts.hostname, parts.port), b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", serve,
             lambda: len(runner.server.connections), 20, caplog)
+        # the console's own connections, as an adapter's health shows its server's: /healthz and /metrics
+        with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+            health = json.loads(r.read())["connections"]
+        assert health["max"] == 20 and health["refused"] == 20 and 1 <= health["open"] <= 20, health
+        with urllib.request.urlopen(daemon.console_url + "/metrics", timeout=10) as r:
+            samples = {s.name: s.value for f in text_string_to_metric_families(r.read().decode()) for s in f.samples}
+        assert samples["coupler_console_connections_max"] == 20, samples
+        assert samples["coupler_console_connections_refused_total"] == 20, samples
+        assert 1 <= samples["coupler_console_connections"] <= 20, samples
 
 
 def test_the_body_timeout_is_the_sites_http_read_timeout(tmp_path):
