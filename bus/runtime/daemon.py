@@ -329,6 +329,13 @@ class Daemon:
         """The URL the console is served at (None when ``[http] listen`` is not set)."""
         return self._console.url if self._console is not None else None
 
+    @property
+    def console_connections(self) -> dict[str, int] | None:
+        """The console's connections: ``open``, ``max`` (``[http] max_connections``) and
+        ``refused`` (None when it serves none)."""
+        console = self._console
+        return console.connections.health() if console is not None and console.connections is not None else None
+
     def status(self) -> dict[str, Any]:
         assert self.transport is not None
         self.monitor.check_stuck()

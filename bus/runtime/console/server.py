@@ -347,6 +347,8 @@ class ConsoleServer:
         status = "ok" if ok else "degraded" if not failed and not d.stopping.is_set() else "failing"
         body = {"status": status, "site": self.site.name, "failed_adapters": failed,
                 "degraded_adapters": degraded, "stopping": d.stopping.is_set()}
+        if self.connections is not None:  # the console's own, as an adapter's health shows its server's
+            body["connections"] = self.connections.health()
         return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(self, request: web.Request) -> web.Response:
