@@ -123,6 +123,13 @@ class SiteSection(Section):
         default=60.0,
         ge=0,
     )
+    raise_open_files_limit: Bool = doc(
+        "At start, raise the daemon's soft open-files limit (`ulimit -n`, often 1024) to its hard limit, as "
+        "the JVM does on Linux (`-XX:+MaxFDLimit`): every connection a server holds is a file descriptor. "
+        "`false` keeps the limit the daemon was started with. The limit in effect is logged at start, with "
+        "a WARNING when the HTTP servers' `max_connections` and listen backlogs do not fit under it.",
+        default=True,
+    )
 
 
 # -- [store] -------------------------------------------------------------------------------

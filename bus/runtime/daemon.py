@@ -26,6 +26,9 @@ Every message a worker handles is timed (:class:`~coupler.bus.runtime.console.me
 and its W3C trace context is the thread's current one while it is handled
 (:mod:`coupler.canonical.tracecontext`), so what the handler sends joins its trace.
 
+At start the soft open-files limit is raised to the hard one and checked against what the HTTP
+servers may hold (bus/runtime/openfiles.py).
+
 SIGTERM and SIGINT drain (bus/runtime/supervision.py): every inbound side stops first, the
 messages in flight are finished within ``[site] drain_timeout_seconds``, the adapters are
 stopped and the process exits 0; work still running then is named, abandoned (delivered again
@@ -57,6 +60,7 @@ from coupler.bus.plugins.manager import (
     broken_plugins,
     site_plugin_manager,
 )
+from coupler.bus.runtime import openfiles
 from coupler.bus.runtime.adapters import AdapterRuntime, RunningAdapter
 from coupler.bus.runtime.console.metrics import Observer
 from coupler.bus.runtime.consumers import ConsumerPatterns
@@ -75,6 +79,7 @@ from coupler.bus.transport.base import Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
 from coupler.canonical import Envelope
+from coupler.canonical.httpserver import listening
 
 log = logging.getLogger("coupler.daemon")
 
@@ -159,6 +164,8 @@ class Daemon:
 
     def start(self) -> None:
         classes = self.adapter_runtime.classes()  # every adapter type is known before anything starts
+        # every connection a server holds is a file descriptor: the soft limit up to the hard one
+        open_files = openfiles.raise_limit(self.site.model.site.raise_open_files_limit, self.site.name)
         self._private_data_dir()
         self._lock.acquire()
         try:
@@ -176,6 +183,7 @@ class Daemon:
             self.shutdown()
             raise
         self.started_at = time.time()
+        openfiles.check(open_files, listening(), self.site.name)  # the servers listen now
         failed = self.failed_adapters()
         if failed:
             log.warning(

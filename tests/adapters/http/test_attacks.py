@@ -75,7 +75,7 @@ def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_p
     url = f"http://127.0.0.1:{port}/orders"
 
     def few_files() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))  # hard too: the daemon raises its soft limit to it
 
     def served() -> bool:
         try:
@@ -163,7 +163,7 @@ def test_max_connections_below_the_open_files_limit_keeps_the_daemon_accepting(t
     url = f"http://127.0.0.1:{port}/orders"
 
     def few_files() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))  # hard too: the daemon raises its soft limit to it
 
     def served() -> bool:
         try:
@@ -201,5 +201,7 @@ def test_max_connections_below_the_open_files_limit_keeps_the_daemon_accepting(t
     text = log_path.read_text()
     assert "Traceback" not in text, text[text.index("Traceback") - 300:][:1500]
     assert "cannot accept connections" not in text
-    reports = [line for line in text.splitlines() if "max_connections" in line]
+    reports = [line for line in text.splitlines() if "a new connection refused" in line]
     assert 1 <= len(reports) <= 2, reports
+    # and it said at start that a burst could still run it out (150 + the backlog of 512 + 256 > 256)
+    assert len([line for line in text.splitlines() if "open files: the limit 256 is below" in line]) == 1, text

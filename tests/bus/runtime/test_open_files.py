@@ -68,5 +68,5 @@ def test_max_connections_over_the_hard_limit_are_a_warning_naming_the_options(tm
     line = warnings[0]
     assert "open files: the limit 1024 is below" in line, line
     assert "console http.max_connections = 2000 (+ listen backlog 128)" in line, line
-    assert "= 2384" in line and "ulimit -n" in line and "LimitNOFILE" in line, line
+    assert "= 2384" in line and "ulimit -n 2384" in line and "LimitNOFILE=2384" in line, line
     assert "Traceback" not in text
