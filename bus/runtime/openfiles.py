@@ -44,8 +44,11 @@ def raise_limit(enabled: bool, site: str) -> int:
     (INFO, once) and return it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = _nr_open() if hard == resource.RLIM_INFINITY else hard
-    if soft == hard or soft == target or target is None:
+    if soft == hard or soft == target:
         log.info("open files: limit %s (the hard limit)", _shown(soft), extra={"site": site})
+        return soft
+    if target is None:  # unlimited, and no /proc to say how far the kernel goes
+        log.info("open files: limit %s (not raised: the hard limit is unlimited)", _shown(soft), extra={"site": site})
         return soft
     if not enabled:
         log.info("open files: limit %s (kept: [site] raise_open_files_limit = false; the hard limit is %s)",
