@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from coupler.adapters.http import HttpAdapter
+from coupler.canonical.httpserver import listening
 from tests.adapters import hostile
 from tests.adapters.daemon_bus import DaemonBus
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
@@ -117,6 +118,8 @@ def test_connections_over_max_connections_are_refused_at_once(server: Callable[.
     hostile.connections_over_the_limit_are_refused(address(a), request, _serve(a), _open(a), 20, caplog)
     health = a.health()["connections"]
     assert health["max"] == 20 and health["refused"] == 20, health
+    # what the daemon sums against its open-files limit at start (bus/runtime/openfiles.py)
+    assert a.connections in listening() and a.connections.backlog == 512
 
 
 def test_with_tls_handshakes_count_and_failed_ones_are_let_go(server: Callable[..., HttpAdapter],
