@@ -164,10 +164,10 @@ class Daemon:
 
     def start(self) -> None:
         classes = self.adapter_runtime.classes()  # every adapter type is known before anything starts
-        # every connection a server holds is a file descriptor: the soft limit up to the hard one
-        open_files = openfiles.raise_limit(self.site.model.site.raise_open_files_limit, self.site.name)
         self._private_data_dir()
         self._lock.acquire()
+        # the daemon runs: every connection a server holds is a file descriptor, so the soft limit goes up to the hard one
+        open_files = openfiles.raise_limit(self.site.model.site.raise_open_files_limit, self.site.name)
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatypes(classes)
