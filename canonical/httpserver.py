@@ -1,7 +1,8 @@
 """What the daemon's HTTP servers (the http and SOAP adapters, the operator console) hold every
 client to, written once: a request body read within its size and its time
 (:func:`read_body`), and the number of connections open at once (:class:`ConnectionLimit`,
-:func:`listen`). Each server answers a refusal in its own format (problem+json, a SOAP
+:func:`listen`; :func:`listening` the servers of the process, which the daemon checks against
+its open-files limit). Each server answers a refusal in its own format (problem+json, a SOAP
 server's text, the console's JSON) and names its own options; what they log about clients
 that misbehave otherwise is :mod:`.serverlog`.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -156,10 +158,13 @@ class ConnectionLimit:
     it), at the latest after ``TLS_HANDSHAKE_SECONDS``, when asyncio has given up on it."""
 
     def __init__(self, factory: Any, maximum: int, logger: logging.Logger | logging.LoggerAdapter[Any],
-                 where: str, option: str = "max_connections", *, tls: bool = False):
+                 where: str, option: str = "max_connections", *, tls: bool = False, backlog: int = 0):
         self.factory = factory
         self.tls = tls
         self.maximum = maximum
+        #: the listen backlog: as many connections again may be accepted in a burst before the
+        #: first of them is counted (asyncio accepts up to that many at once)
+        self.backlog = backlog
         self.logger, self.where, self.option = logger, where, option
         self.open = 0
         self.refused = 0
@@ -212,11 +217,26 @@ async def listen(runner: web.BaseRunner, host: str, port: int, *, ssl_context: s
     ``loop.create_server`` as it is and have no place for a limit; ``web.Server`` is the
     documented protocol factory, so this hands it on through the limit instead."""
     assert runner.server is not None, "runner.setup() first"
-    limit = ConnectionLimit(runner.server, max_connections, logger, where, option, tls=ssl_context is not None)
+    limit = ConnectionLimit(runner.server, max_connections, logger, where, option, tls=ssl_context is not None,
+                            backlog=backlog)
     server = await asyncio.get_running_loop().create_server(
         limit, host, port, ssl=ssl_context, backlog=backlog,
         ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if ssl_context else None)
+    with _LISTENING_LOCK:
+        _LISTENING[server] = limit
     return server, limit
+
+
+#: the servers :func:`listen` made in this process, and their limits (forgotten with the server)
+_LISTENING: weakref.WeakKeyDictionary[asyncio.Server, ConnectionLimit] = weakref.WeakKeyDictionary()
+_LISTENING_LOCK = threading.Lock()
+
+
+def listening() -> list[ConnectionLimit]:
+    """The limits of the HTTP servers listening in this process now (the daemon checks their
+    ``max_connections`` and backlogs against its open-files limit at start)."""
+    with _LISTENING_LOCK:
+        return [limit for server, limit in list(_LISTENING.items()) if server.is_serving()]
 
 
 def bound_address(server: asyncio.Server) -> tuple[str, int]:
@@ -225,5 +245,5 @@ def bound_address(server: asyncio.Server) -> tuple[str, int]:
     return host, port
 
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "read_body",
-           "refuse_declared"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "listening",
+           "read_body", "refuse_declared"]

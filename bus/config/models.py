@@ -123,6 +123,13 @@ class SiteSection(Section):
         default=60.0,
         ge=0,
     )
+    raise_open_files_limit: Bool = doc(
+        "At start, raise the daemon's soft open-files limit (`ulimit -n`, often 1024) to its hard limit, as "
+        "the JVM does on Linux (`-XX:+MaxFDLimit`): every connection a server holds is a file descriptor. "
+        "`false` keeps the limit the daemon was started with. The limit in effect is logged at start, with "
+        "a WARNING when the HTTP servers' `max_connections` and listen backlogs do not fit under it.",
+        default=True,
+    )
 
 
 # -- [store] -------------------------------------------------------------------------------
@@ -261,6 +268,9 @@ class HttpSection(Section):
     max_body_bytes: Int = doc(
         "Largest body of a POST to the API, bytes; a larger one is answered 413 unread. The default holds "
         "the largest test message (10,000,000 characters, as JSON escapes them).", default=64 * 1024 * 1024, ge=1)
+    read_timeout: Num = doc(
+        "Seconds a POST's body has to arrive, however slowly it comes (then 408 and the connection "
+        "closed).", default=30.0, gt=0)
     max_connections: Int = doc(
         "Connections open at once; a new one beyond is answered 503 and closed at once, so the clients "
         "connected go on being served (one WARNING line every 10 s while it lasts).",

@@ -26,6 +26,9 @@ Every message a worker handles is timed (:class:`~coupler.bus.runtime.console.me
 and its W3C trace context is the thread's current one while it is handled
 (:mod:`coupler.canonical.tracecontext`), so what the handler sends joins its trace.
 
+At start the soft open-files limit is raised to the hard one and checked against what the HTTP
+servers may hold (bus/runtime/openfiles.py).
+
 SIGTERM and SIGINT drain (bus/runtime/supervision.py): every inbound side stops first, the
 messages in flight are finished within ``[site] drain_timeout_seconds``, the adapters are
 stopped and the process exits 0; work still running then is named, abandoned (delivered again
@@ -57,6 +60,7 @@ from coupler.bus.plugins.manager import (
     broken_plugins,
     site_plugin_manager,
 )
+from coupler.bus.runtime import openfiles
 from coupler.bus.runtime.adapters import AdapterRuntime, RunningAdapter
 from coupler.bus.runtime.console.metrics import Observer
 from coupler.bus.runtime.consumers import ConsumerPatterns
@@ -75,6 +79,7 @@ from coupler.bus.transport.base import Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
 from coupler.canonical import Envelope
+from coupler.canonical.httpserver import listening
 
 log = logging.getLogger("coupler.daemon")
 
@@ -161,6 +166,8 @@ class Daemon:
         classes = self.adapter_runtime.classes()  # every adapter type is known before anything starts
         self._private_data_dir()
         self._lock.acquire()
+        # the daemon runs: every connection a server holds is a file descriptor, so the soft limit goes up to the hard one
+        open_files = openfiles.raise_limit(self.site.model.site.raise_open_files_limit, self.site.name)
         try:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatypes(classes)
@@ -176,6 +183,7 @@ class Daemon:
             self.shutdown()
             raise
         self.started_at = time.time()
+        openfiles.check(open_files, listening(), self.site.name)  # the servers listen now
         failed = self.failed_adapters()
         if failed:
             log.warning(
@@ -328,6 +336,13 @@ class Daemon:
     def console_url(self) -> str | None:
         """The URL the console is served at (None when ``[http] listen`` is not set)."""
         return self._console.url if self._console is not None else None
+
+    @property
+    def console_connections(self) -> dict[str, int] | None:
+        """The console's connections: ``open``, ``max`` (``[http] max_connections``) and
+        ``refused`` (None when it serves none)."""
+        console = self._console
+        return console.connections.health() if console is not None and console.connections is not None else None
 
     def status(self) -> dict[str, Any]:
         assert self.transport is not None

@@ -107,6 +107,7 @@ class _DaemonCollector(Collector):
         uptime = GaugeMetricFamily("coupler_uptime_seconds", "Seconds since the daemon started.")
         uptime.add_metric([], time.time() - (d.started_at or time.time()))
         yield uptime
+        yield from self._console(d)
         yield from self._adapters(d)
         yield from self._steps(d)
         yield from self._batch(d)
@@ -122,6 +123,20 @@ class _DaemonCollector(Collector):
         alerts = GaugeMetricFamily("coupler_alerts", "Alerts the daemon raises now (stuck channels, failing adapters, batch jobs).")
         alerts.add_metric([], float(len(d.alerts)))
         yield alerts
+
+    def _console(self, d: Daemon) -> Iterator[Any]:
+        connections = d.console_connections
+        if connections is None:  # no console (the figures are scraped through it)
+            return
+        open_ = GaugeMetricFamily("coupler_console_connections", "Connections open to the console's HTTP server.")
+        open_.add_metric([], float(connections["open"]))
+        most = GaugeMetricFamily("coupler_console_connections_max", "Connections the console holds at once "
+                                 "([http] max_connections); a new one beyond is answered 503.")
+        most.add_metric([], float(connections["max"]))
+        refused = CounterMetricFamily("coupler_console_connections_refused", "Connections the console answered 503 "
+                                      "and closed because max_connections were open.")
+        refused.add_metric([], float(connections["refused"]))
+        yield from (open_, most, refused)
 
     def _adapters(self, d: Daemon) -> Iterator[Any]:
         up = GaugeMetricFamily("coupler_adapter_up", "1 when the adapter runs (paused included), 0 when it failed or stopped.", labels=["adapter", "type", "direction"])
@@ -218,6 +233,7 @@ def metric_names() -> list[str]:
     """Every metric family name (the docs list them; a test checks they are all exported)."""
     names = [
         "coupler_up", "coupler_uptime_seconds", "coupler_alerts",
+        "coupler_console_connections", "coupler_console_connections_max", "coupler_console_connections_refused_total",
         "coupler_adapter_up", "coupler_adapter_paused", "coupler_adapter_units_in_total",
         "coupler_adapter_units_out_total", "coupler_adapter_units_failed_total",
         "coupler_adapter_delivery_seconds", "coupler_adapter_command_seconds", "coupler_route_seconds",

@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from coupler.bus.runtime.daemon import Daemon
 
 log = logging.getLogger("coupler.console")
-#: seconds a POST's body may take to arrive, however slowly it comes (then 408)
-BODY_TIMEOUT = 30.0
 
 TOKEN_FILE = "console.token"
 URL_FILE = "console.url"
@@ -304,8 +302,8 @@ class ConsoleServer:
 
     async def _json(self, request: web.Request) -> dict[str, Any]:
         try:
-            data = json_loads(await read_body(request, self.site.http.max_body_bytes, BODY_TIMEOUT,
-                                              limit_name="http.max_body_bytes"))
+            data = json_loads(await read_body(request, self.site.http.max_body_bytes, self.site.http.read_timeout,
+                                              limit_name="http.max_body_bytes", timeout_name="http.read_timeout"))
         except ValueError as exc:
             raise CouplerError(f"the request body is not JSON: {exc}") from None
         if not isinstance(data, dict):
@@ -349,6 +347,8 @@ class ConsoleServer:
         status = "ok" if ok else "degraded" if not failed and not d.stopping.is_set() else "failing"
         body = {"status": status, "site": self.site.name, "failed_adapters": failed,
                 "degraded_adapters": degraded, "stopping": d.stopping.is_set()}
+        if self.connections is not None:  # the console's own, as an adapter's health shows its server's
+            body["connections"] = self.connections.health()
         return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(self, request: web.Request) -> web.Response:

@@ -57,6 +57,20 @@ CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.St
 CHANNEL_ERRORS = (px.AMQPChannelError, px.ChannelWrongStateError)
 
 
+def _readable(socks: list[Any], timeout: float) -> list[Any]:
+    """Those of ``socks`` with something to read (or closed, or failed) within ``timeout``
+    seconds. poll(2), not select(2): select refuses a descriptor of 1024 or more, which a
+    daemon whose open-files limit was raised at start hands out once it holds that many
+    (bus/runtime/openfiles.py). ValueError or OSError for a socket already closed."""
+    poller = select.poll()
+    by_fd = {}
+    for sock in socks:
+        fd = sock.fileno()
+        by_fd[fd] = sock
+        poller.register(fd, select.POLLIN)
+    return [by_fd[fd] for fd, _events in poller.poll(timeout * 1000)]
+
+
 class BrokerRefusedError(TransportError):
     """The broker refused an operation (nacked a publish, closed the channel)."""
 
@@ -435,7 +449,7 @@ class Link:
                 readable: list[Any] = []
                 due = max(0.0, self._deferred_due - time.monotonic())
                 with contextlib.suppress(OSError, ValueError):
-                    readable, _w, _x = select.select([sock, pair[0]], [], [], min(left, 0.5, due))
+                    readable = _readable([sock, pair[0]], min(left, 0.5, due))
                     if pair[0] in readable:
                         with contextlib.suppress(OSError):
                             pair[0].recv(4096)
@@ -475,7 +489,7 @@ class Link:
                           self._deferred_due - time.monotonic())
             readable: list[Any] = []
             with contextlib.suppress(OSError, ValueError):
-                readable, _w, _x = select.select(rlist, [], [], max(0.0, timeout))
+                readable = _readable(rlist, max(0.0, timeout))
                 if self._wake_r in readable:
                     with contextlib.suppress(OSError):
                         self._wake_r.recv(4096)

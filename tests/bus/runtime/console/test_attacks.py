@@ -7,11 +7,15 @@ traceback."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.console.server import read_token
@@ -122,6 +126,41 @@ def test_connections_over_max_connections_are_refused_at_once(tmp_path, caplog):
         hostile.connections_over_the_limit_are_refused(
             (parts.hostname, parts.port), b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", serve,
             lambda: len(runner.server.connections), 20, caplog)
+        # the console's own connections, as an adapter's health shows its server's: /healthz and /metrics
+        with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+            health = json.loads(r.read())["connections"]
+        assert health["max"] == 20 and health["refused"] == 20 and 1 <= health["open"] <= 20, health
+        with urllib.request.urlopen(daemon.console_url + "/metrics", timeout=10) as r:
+            samples = {s.name: s.value for f in text_string_to_metric_families(r.read().decode()) for s in f.samples}
+        assert samples["coupler_console_connections_max"] == 20, samples
+        assert samples["coupler_console_connections_refused_total"] == 20, samples
+        assert 1 <= samples["coupler_console_connections"] <= 20, samples
+
+
+def test_the_body_timeout_is_the_sites_http_read_timeout(tmp_path):
+    """``[http] read_timeout``: a POST body trickled slower than it is answered 408 in JSON naming
+    the option, after about that long (it was a fixed 30 s); the console goes on serving."""
+    site_file = console_site(tmp_path)
+    site_file.write_text(site_file.read_text().replace("[http]\n", "[http]\nread_timeout = 1\n", 1))
+    with running_daemon(site_file, plugins=None) as daemon:
+        parts = urlsplit(daemon.console_url)
+        address = (parts.hostname, parts.port)
+        head = (b"POST /api/groups/complete HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer %s\r\n" % read_token(load_site(site_file)).encode())
+        body = b'{"route": "r", "step": "s", "key": "%s"}' % (b"k" * 200)
+        with socket.create_connection(address, timeout=30) as c:
+            c.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body))
+            started = time.monotonic()
+            answer = hostile.trickle(c, body, limit=20)  # one byte every 0.1 s: 24 s for all of it
+            took = time.monotonic() - started
+            with contextlib.suppress(ConnectionResetError):  # the rest (aiohttp lingers before closing)
+                while b"http.read_timeout" not in answer and (chunk := c.recv(65536)):
+                    answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"did not arrive within 1 s (http.read_timeout)" in answer, answer[-300:]
+        assert took < 10, took
+        with urllib.request.urlopen(daemon.console_url + "/healthz", timeout=10) as r:
+            assert r.status == 200
 
 
 def test_a_body_that_is_not_in_its_content_encoding_is_refused_in_one_line(tmp_path, caplog):

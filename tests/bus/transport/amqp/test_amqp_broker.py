@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -573,3 +574,34 @@ def test_statistics_never_count_as_deliveries_of_a_waiting_message(broker_names)
         t.ack(d)
     finally:
         t.close()
+
+
+def test_a_connection_on_a_descriptor_above_1023_works_and_idles(broker_names) -> None:
+    """The daemon raises its open-files limit at start (bus/runtime/openfiles.py), so its broker
+    connection may get a descriptor of 1024 or more, which select(2) refuses: on one, the link
+    sends, receives and waits for the broker without spinning (it raised ValueError in select,
+    swallowed, and its thread looped at full speed)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        pytest.fail(f"the test needs a hard open-files limit of 1400 or more (ulimit -Hn: {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        t = _transport(broker_names)
+        try:
+            link = t._link
+            assert link is not None and link._socket().fileno() >= 1024, link._socket()
+            t.send("high", [doc(b"1")])
+            got = t.receive_wait("high", "c", max=1, wait=10)
+            assert [d.envelope.body for d in got] == [b"1"]
+            t.ack(got)
+            started = time.process_time()
+            threading.Event().wait(2.0)  # a measuring window (the link idles), not a wait for a condition
+            busy = time.process_time() - started
+            assert busy < 0.5, f"the idle link used {busy:.2f} s of CPU in 2 s"
+        finally:
+            t.close()
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
