@@ -75,6 +75,15 @@ from coupler.bus.model.files import (
     FileState,
     path_text,
 )
+from coupler.bus.model.httpserver import (
+    DEFAULT_MAX_CONNECTIONS,
+    BodyRefused,
+    ConnectionLimit,
+    bound_address,
+    listen,
+    read_body,
+    refuse_declared,
+)
 from coupler.bus.model.loop import LoopThread
 from coupler.bus.model.polling import Polled, Poller
 from coupler.bus.model.requests import (
@@ -120,6 +129,10 @@ __all__ = [
     "hookimpl", "parse_reply", "record_of", "resolve_path", "resolve_path_options", "site_registry",
     # the helpers of request-reply adapters: an event loop on a thread, asking the bus
     "DEFAULT_COMMAND_CHANNEL", "Answer", "LoopThread", "request_channel", "request_command",
+    # what the HTTP servers hold every client to: a body read within its size and time, a
+    # connection limit
+    "DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "read_body",
+    "refuse_declared",
     # the adapter contract's halves and the polling helper of inbound sources
     "InboundAdapter", "OutboundAdapter", "PollOutcome", "Polled", "Poller",
     # route pipelines: step types (coupler_step_types) and their outcomes

@@ -35,25 +35,23 @@ from coupler.adapters.common.secrets import secret_file, secret_from_env
 from coupler.bus.api import (
     Adapter,
     AdapterContext,
+    BodyRefused,
     Command,
     CommandFault,
+    ConnectionLimit,
     Document,
     InvalidMessage,
     LoopThread,
     Reply,
+    bound_address,
+    listen,
+    read_body,
+    refuse_declared,
     request_command,
     site_registry,
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.httpserver import (
-    BodyRefused,
-    ConnectionLimit,
-    bound_address,
-    listen,
-    read_body,
-    refuse_declared,
-)
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 

@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, Strict, ValidationInfo, field_validator
 
 from coupler.adapters.common.tls import TLSOptions
-from coupler.bus.api import Int, Num, OptionsModel, Str, option
-from coupler.canonical.httpserver import DEFAULT_MAX_CONNECTIONS
+from coupler.bus.api import DEFAULT_MAX_CONNECTIONS, Int, Num, OptionsModel, Str, option
 
 Positive = Annotated[float, Strict(), Field(gt=0)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]

@@ -34,6 +34,7 @@ from pydantic import ValidationInfo, field_validator
 from coupler.adapters.common.lazy import lazy_module
 from coupler.adapters.common.tls import TLSOptions
 from coupler.bus.api import (
+    DEFAULT_MAX_CONNECTIONS,
     Adapter,
     AdapterContext,
     Bool,
@@ -49,7 +50,6 @@ from coupler.bus.api import (
 )
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
-from coupler.canonical.httpserver import DEFAULT_MAX_CONNECTIONS
 from coupler.translators.soap import read_wsdl
 from coupler.translators.soap.wsdl import Port
 from coupler.translators.soap.wssecurity import (

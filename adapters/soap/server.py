@@ -21,19 +21,17 @@ from lxml import etree
 
 from coupler.adapters.common.lazy import lazy_module
 from coupler.bus.api import (
+    BodyRefused,
     CommandFault,
+    ConnectionLimit,
     Document,
     LoopThread,
-    request_command,
-)
-from coupler.canonical.errors import CouplerError, describe_exception
-from coupler.canonical.httpserver import (
-    BodyRefused,
-    ConnectionLimit,
     bound_address,
     listen,
     read_body,
+    request_command,
 )
+from coupler.canonical.errors import CouplerError, describe_exception
 from coupler.canonical.serverlog import OneLineServerLog
 from coupler.canonical.tracecontext import TRACEPARENT, TraceContext
 from coupler.translators.soap import Addressing, SoapFault, UsernameToken, unwrap, wrap

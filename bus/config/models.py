@@ -21,11 +21,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, PrivateAttr, StrictStr
 
 from coupler.bus.model.commands import COMMON_COMMANDS
+from coupler.bus.model.httpserver import DEFAULT_MAX_CONNECTIONS
 from coupler.bus.model.names import CHANNEL_NAME_RULE, is_channel_name
 from coupler.bus.model.selectors import field_list
 from coupler.canonical.errors import CouplerError, FormatIndicatorError
 from coupler.canonical.format import FormatIndicator
-from coupler.canonical.httpserver import DEFAULT_MAX_CONNECTIONS
 from coupler.canonical.options import Bool, Int, Num, OptionsModel, Str, option
 
 # -- value types ---------------------------------------------------------------------------

@@ -55,6 +55,7 @@ from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.commands import (
     COMMON_COMMANDS,
 )
+from coupler.bus.model.httpserver import listening
 from coupler.bus.model.selectors import BodyReader
 from coupler.bus.plugins.manager import (
     broken_plugins,
@@ -79,7 +80,6 @@ from coupler.bus.transport.base import Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
 from coupler.canonical import Envelope
-from coupler.canonical.httpserver import listening
 
 log = logging.getLogger("coupler.daemon")
 

@@ -8,7 +8,7 @@ set it) to the hard one, as the JVM does on Linux by default (``-XX:+MaxFDLimit`
 listen, it checks that what they may hold fits under that limit: each HTTP server's
 ``max_connections``, and its listen backlog, as many again, which a burst of connections
 arriving at once fills before the first of them is counted and the ones over the limit
-refused (:mod:`coupler.canonical.httpserver`), plus :data:`OTHER_FILES`. Else one WARNING line
+refused (:mod:`coupler.bus.model.httpserver`), plus :data:`OTHER_FILES`. Else one WARNING line
 names the options and the limit to change.
 
 (Above 1023, a descriptor cannot be waited for with select(2): the daemon's own code uses
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import resource
 
-from coupler.canonical.httpserver import ConnectionLimit
+from coupler.bus.model.httpserver import ConnectionLimit
 
 log = logging.getLogger("coupler.daemon")
 

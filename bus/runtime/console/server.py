@@ -34,10 +34,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from coupler.bus.config.loader import ConfigError
-from coupler.bus.runtime.console import api, pages
-from coupler.bus.runtime.console.api import ApiInputError
-from coupler.canonical.errors import CouplerError
-from coupler.canonical.httpserver import (
+from coupler.bus.model.httpserver import (
     BodyRefused,
     ConnectionLimit,
     bound_address,
@@ -45,6 +42,9 @@ from coupler.canonical.httpserver import (
     read_body,
     refuse_declared,
 )
+from coupler.bus.runtime.console import api, pages
+from coupler.bus.runtime.console.api import ApiInputError
+from coupler.canonical.errors import CouplerError
 from coupler.canonical.serverlog import OneLineServerLog, quiet_accept_errors
 from coupler.canonical.textformats import json_loads
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from coupler.adapters.http import HttpAdapter
-from coupler.canonical.httpserver import listening
+from coupler.bus.model.httpserver import listening
 from tests.adapters import hostile
 from tests.adapters.daemon_bus import DaemonBus
 from tests.bus.site_helpers import REPO, coupler_env, wait_for
@@ -143,7 +143,9 @@ def test_with_tls_handshakes_count_and_failed_ones_are_let_go(server: Callable[.
         hostile.ask(address(a), HEAD + b"Content-Length: 2\r\n\r\n{}")
     wait_for(lambda: status() == 202, "a TLS client to be served after 20 failed handshakes", timeout=10)
     held = [socket.create_connection(address(a), timeout=10) for _ in range(5)]  # no handshake
-    try:
+    try:  # accepted by the kernel at once, counted once the server's loop has taken them
+        wait_for(lambda: a.health()["connections"]["open"] >= 5, "the server to count the 5 silent connections",
+                 timeout=30)
         assert status() == 503
     finally:
         for s in held:

@@ -80,7 +80,7 @@ def test_a_put_that_failed_records_no_ids(two_daemons: tuple[str, list[Any], str
         raise RuntimeError("the store refused the message")
 
     with monkeypatch.context() as m:
-        m.setattr(*((AmqpTransport, "_send") if store == "amqp" else (storage.StorageTransaction, "send")), refused)
+        m.setattr(*((AmqpTransport, "_send_confirmed") if store == "amqp" else (storage.StorageTransaction, "send")), refused)
         with pytest.raises(RuntimeError):
             StoreService(transports[0]).call("channel.put", channel="q", envelopes=batch, skip_put=True)
     result = StoreService(transports[1]).call("channel.put", channel="q", envelopes=batch, skip_put=True)

@@ -4,10 +4,10 @@ client to, written once: a request body read within its size and its time
 :func:`listen`; :func:`listening` the servers of the process, which the daemon checks against
 its open-files limit). Each server answers a refusal in its own format (problem+json, a SOAP
 server's text, the console's JSON) and names its own options; what they log about clients
-that misbehave otherwise is :mod:`.serverlog`.
+that misbehave otherwise is :mod:`coupler.canonical.serverlog`.
 
-aiohttp is imported only when a server runs: the daemon and every ``coupler`` command import
-the canonical package at start, and most never serve HTTP.
+aiohttp is imported only when a server runs: the daemon and every adapter import
+``coupler.bus.api`` (which exports these) at start, and most never serve HTTP.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .errors import one_line
-from .serverlog import Throttled
+from coupler.canonical.errors import one_line
+from coupler.canonical.serverlog import Throttled
 
 if TYPE_CHECKING:
     import ssl
