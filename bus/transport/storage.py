@@ -402,6 +402,8 @@ class StorageTransport(Transport):
             finally:
                 self._local.tx = None
         self.committed(tx)
+        for said in tx.said:
+            said()
 
     def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
                 selector: Selector | str | None = None) -> list[Delivery]:
@@ -617,6 +619,8 @@ class StorageTransaction(TransactionOps):
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     #: channels that got messages (woken up after the commit)
     sent_to: set[str] = field(default_factory=set)
+    #: what is logged once the transaction has committed
+    said: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.now = self.t.clock()
@@ -809,7 +813,7 @@ class StorageTransaction(TransactionOps):
                                   delivery.attempt)
             self.stx.bury_checked(delivery.tag, delivery.token, letter, lost)
             self.count(delivery.channel, "failed")
-            self._record_dead(letter)
+            self._record_dead(letter, later=self.said)  # its warning once it is there
             return "dead"
         m = Stored(delivery.channel, delivery.message_id, b"", 0, 0, attempts=delivery.attempt,
                    token=delivery.token, tag=delivery.tag)
@@ -842,9 +846,9 @@ class StorageTransaction(TransactionOps):
                                          invalid=self.t.invalid_default)
         return Buried(kind, queue, channel, message_id, reason, error, component, attempts, self.now, **data)
 
-    def _record_dead(self, dead: Buried) -> None:
+    def _record_dead(self, dead: Buried, later: list[Callable[[], None]] | None = None) -> None:
         policy.record_dead(self, dead.channel, dead.message_id, queue=dead.queue, kind=dead.kind, reason=dead.reason,
-                           error=dead.error, component=dead.component, attempts=dead.attempts)
+                           error=dead.error, component=dead.component, attempts=dead.attempts, later=later)
 
     def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
                 channel: str | None = None, delivery: Delivery | None = None) -> int:

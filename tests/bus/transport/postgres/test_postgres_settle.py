@@ -16,6 +16,7 @@ import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.testing.contract import BIG, doc, stored_claims
+from coupler.bus.transport.base import LeaseLostError
 from coupler.bus.transport.postgres.transport import PostgresTransport
 from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
 
@@ -118,3 +119,22 @@ def test_two_transactions_releasing_one_body_at_once_each_take_one_reference_off
     assert d.body == BIG
     t.ack(c)
     assert stored_claims(t) == []
+
+
+def test_a_dead_letter_is_logged_once_it_is_there(transport: PostgresTransport,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The lease of a nack is checked with the commit: a nack of a lost lease logs no dead
+    letter (there is none); one that commits logs it."""
+    t = transport
+    t.send("q", doc(b"lost"))
+    [lost] = t.receive("q", "slow", lease_seconds=0.2)
+    [taken] = t.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    with caplog.at_level("WARNING", logger="coupler.bus.transport"):
+        with pytest.raises(LeaseLostError):
+            t.nack(lost, "refused", "c", dead=True)
+        assert t.dead_letters() == []
+        assert [r for r in caplog.records if "-> dead-letters" in r.getMessage()] == []
+        t.nack(taken, "refused", "c", dead=True)
+        [said] = [r.getMessage() for r in caplog.records if "-> dead-letters" in r.getMessage()]
+    assert said.startswith(f"message {taken.message_id} on q -> dead-letters: rejected: refused (component c")
+    assert len(t.dead_letters()) == 1
