@@ -16,7 +16,8 @@ Every message is received first (``max=100``, a long lease); only the settling i
 timed. Two passes a case, each in a fresh process: counts through the protocol proxy of
 ``outbound_idempotent.py`` (a statement: ``Query`` or ``Execute``, ``BEGIN``/``COMMIT``
 included; a round trip: ``Query`` or ``Sync``), then wall and CPU without it. With
-``--baseline-ref REF`` each case runs on REF's code too, alternating, ``--repeat`` times.
+``--baseline-ref REF`` each case runs on REF's code too, alternating (old first, then new
+first), ``--repeat`` times.
 
 Usage: .venv/bin/python benchmarks/pg_settle.py [--baseline-ref REF] [--cases a,b] [--count 1000]
        [--count-statements 200] [--repeat 1]
@@ -149,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, code in codes.items():
                 rows[name] = run_case(code, case, args.count_statements, counting=True)
                 rows[name]["wall"], rows[name]["cpu"], rows[name]["loads"] = [], [], []
-            for _ in range(args.repeat):
-                for name, code in codes.items():
+            for i in range(args.repeat):  # the order alternates too: the second of a pair may fare better
+                for name, code in list(codes.items())[::1 if i % 2 == 0 else -1]:
                     timed = run_case(code, case, args.count, counting=False)
                     rows[name]["wall"].append(timed["wall_us"])
                     rows[name]["cpu"].append(timed["cpu_us"])
