@@ -631,26 +631,27 @@ class PgTx(StorageTx):
 
     def release(self, claims: dict[str, int]) -> None:
         # nobody waits for its answer: kept for the next statement or the COMMIT, two
-        # statements. The first takes the references off (an UPDATE: it waits for another
-        # transaction holding a count, then counts from what that one committed, and holds the
-        # counts until this one ends); the second, seeing the first's counts, deletes those at
-        # zero and the bodies no count refers to any more
+        # statements. The first locks the counts (FOR UPDATE: it waits for another transaction
+        # holding one, and holds them until this one ends); the second, whose snapshot comes
+        # after the lock and so sees every count as committed, writes each count less its
+        # references, or deletes it and its body when none is left (no count: the body too)
         if not claims:
             return
         refs = sorted(claims)
         table = f"{self.s}.state"
+        keys = _array([f"{c} refs" for c in refs])
+        self._keep(f"SELECT 1 FROM {table} WHERE scope = %s AND key = ANY(%s::text[]) ORDER BY key FOR UPDATE",
+                   [CLAIMS, keys], None)
         self._keep(
-            f"UPDATE {table} s SET value = convert_to((convert_from(s.value, 'UTF8')::bigint - u.n)::text, 'UTF8') "
-            "FROM unnest(%s::text[], %s::bigint[]) AS u(key, n) WHERE s.scope = %s AND s.key = u.key",
-            [_array([f"{c} refs" for c in refs]), _array([claims[c] for c in refs]), CLAIMS], None)
-        # a count at zero or below, "0" or "-n": compared as bytes, never converted (a
-        # condition PostgreSQL may test on a body's row first)
-        spent = "({v} = '0'::bytea OR substring({v} from 1 for 1) = '-'::bytea)"
-        self._keep(
-            f"WITH z AS (DELETE FROM {table} WHERE scope = %s AND key = ANY(%s::text[]) AND {spent.format(v='value')}) "
-            f"DELETE FROM {table} b WHERE b.scope = %s AND b.key = ANY(%s::text[]) AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} r WHERE r.scope = %s AND r.key = b.key || ' refs' AND NOT {spent.format(v='r.value')})",
-            [CLAIMS, _array([f"{c} refs" for c in refs]), CLAIMS, _array(refs), CLAIMS], None)
+            "WITH u AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS u(claim, key, n)), "
+            # the conversion only of the counts' rows (a body's is no number)
+            "c AS (SELECT u.claim, u.key, convert_from(r.value, 'UTF8')::bigint - u.n AS left "
+            f"FROM u LEFT JOIN {table} r ON r.scope = %s AND r.key = u.key), "
+            f"w AS (UPDATE {table} s SET value = convert_to(c.left::text, 'UTF8') FROM c "
+            "WHERE s.scope = %s AND s.key = c.key AND c.left > 0) "
+            f"DELETE FROM {table} s USING c WHERE s.scope = %s AND s.key IN (c.key, c.claim) "
+            "AND (c.left IS NULL OR c.left <= 0)",
+            [_array(refs), keys, _array([claims[c] for c in refs]), CLAIMS, CLAIMS, CLAIMS], None)
 
     def _keep(self, sql: str, params: list[Any], lost: Callable[[int | None], BaseException] | None) -> None:
         """Keep statement ``sql`` for the next statement or the ``COMMIT``, after the writes
