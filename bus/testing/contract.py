@@ -329,6 +329,27 @@ def test_transaction_acknowledging_a_lost_lease_commits_nothing(transport: Trans
     assert transport.stats("in")[0].depth == 0
 
 
+def test_transaction_nacking_a_lost_lease_commits_nothing(transport: Transport) -> None:
+    """A transaction that nacks a message whose lease was lost (back to its channel, or to
+    the dead letters) fails with LeaseLostError (at the nack, at a later operation or at the
+    commit) and nothing of it commits: no dead letter, no failure counted, its sends and its
+    other acknowledgements undone."""
+    transport.send("in", [doc(b"kept"), doc(b"lost")])
+    [kept] = transport.receive("in", "slow")
+    [lost] = transport.receive("in", "slow", lease_seconds=0.2)
+    [taken] = transport.receive_wait("in", "other", wait=5)  # the lease of "lost" ran out
+    for dead in (False, True):
+        with pytest.raises(LeaseLostError), transport.transaction() as tx:
+            tx.send("out", doc(b"should vanish"))
+            tx.nack(lost, "failed", "c", dead=dead, delay=0)
+            tx.ack(kept)
+    assert transport.receive("out", "c") == []
+    assert transport.dead_letters() == []
+    assert transport.stats("in")[0].failed == 0
+    transport.ack([kept, taken])  # both still held: the failed transactions settled nothing
+    assert transport.stats("in")[0].depth == 0
+
+
 def test_publish_subscribe_durable_subscriptions(transport: Transport) -> None:
     transport.declare("events", kind="topic")
     billing = transport.subscribe("events", "billing")
@@ -495,6 +516,36 @@ def test_claim_check_body_survives_redelivery_and_replay(transport: Transport) -
     assert back.envelope.body == BIG and back.attempt == 1
     assert len(stored_claims(transport)) == 1
     transport.ack(back)
+    assert stored_claims(transport) == []
+
+
+def test_claim_check_body_stays_when_its_acknowledgement_does_not_commit(transport: Transport) -> None:
+    """Claim-checked bodies acknowledged in a transaction that does not commit (an error in
+    it, or a lost lease of another message it acknowledges) are still there, whole, for the
+    messages that refer to them."""
+    transport.send("q", [doc(BIG), doc(BIG[::-1])])
+    [held] = transport.receive("q", "c")
+    [lost] = transport.receive("q", "c", lease_seconds=0.2)
+    [taken] = transport.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    with pytest.raises(RuntimeError), transport.transaction() as tx:
+        tx.ack(held)
+        raise RuntimeError("crash before commit")
+    for first in (True, False):
+        with pytest.raises(LeaseLostError), transport.transaction() as tx:
+            if first:
+                tx.ack(lost)
+            tx.ack(held)
+            if not first:
+                tx.ack(lost)
+    assert len(stored_claims(transport)) == 2
+    for d in (held, taken):  # both still held: back to the queue, read again
+        transport.nack(d, "again", "c", delay=0)
+    again: list[Any] = []
+    deadline = time.monotonic() + 10
+    while len(again) < 2 and time.monotonic() < deadline:
+        again += transport.receive_wait("q", "c", max=2, wait=1)
+    assert sorted(bodies(again)) == sorted([BIG, BIG[::-1]])
+    transport.ack(again)
     assert stored_claims(transport) == []
 
 

@@ -462,6 +462,10 @@ class TransactionOps(abc.ABC):
         The message is dead-lettered when ``dead`` is true or when the channel's backoff
         policy has no attempt left; otherwise it becomes visible again after ``delay`` or the
         policy's delay for ``delivery.attempt``.
+
+        Raises :class:`LeaseLostError` when the lease was taken over by another consumer; as
+        for :meth:`ack`, inside a transaction a store may raise it later (the PostgreSQL one),
+        and nothing of the transaction commits.
         """
 
     @abc.abstractmethod

@@ -23,8 +23,10 @@ transaction, the AMQP transport's journal batch).
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -133,8 +135,11 @@ def record_dead(
     error: str,
     component: str,
     attempts: int,
+    later: list[Callable[[], None]] | None = None,
 ) -> None:
-    """Count, journal and log a message moved to dead-letter queue ``queue``."""
+    """Count, journal and log a message moved to dead-letter queue ``queue``; ``later``: the
+    warning is appended to it instead (said once the move has committed, by a store that
+    checks the lease only then)."""
     counter = EXPIRED if reason == REASON_EXPIRED else kind
     if channel:
         recorder.count(channel, counter)
@@ -142,10 +147,12 @@ def record_dead(
     why = reason if not error or error == reason else f"{reason}: {error}"
     recorder.journal(channel, message_id, DEAD_LETTERED if counter == "dead" else counter,
                      f"{queue}: {why} ({component})")
-    log.warning(
-        "message %s on %s -> %s: %s (component %s, attempts %d)",
-        message_id, channel, queue, why, component, attempts,
-    )
+    said = functools.partial(log.warning, "message %s on %s -> %s: %s (component %s, attempts %d)",
+                             message_id, channel, queue, why, component, attempts)
+    if later is None:
+        said()
+    else:
+        later.append(said)
 
 
 def record_nacked(recorder: Recorder, delivery: Delivery, component: str, error: str, wait: float) -> None:

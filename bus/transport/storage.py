@@ -270,6 +270,37 @@ class StorageTx(abc.ABC):
             kept = {m.tag for m in held}
             raise lost(next(tag for tag, _token in tags if tag not in kept))
 
+    def requeue_checked(self, message: Stored, *, visible_at: float, attempts: int,
+                        lost: Callable[[int | None], BaseException]) -> None:
+        """Give a leased ``message`` back to its channel: no lease, visible at ``visible_at``,
+        ``attempts`` made; ``lost(tag)`` raised when its lease token is no longer
+        ``message.token``. A store may send it later, as :meth:`settle_checked`."""
+        if not self.update(message, token=None, visible_at=visible_at, attempts=attempts):
+            raise lost(message.tag)
+
+    def bury_checked(self, tag: int, token: int | None, dead: Buried,
+                     lost: Callable[[int | None], BaseException]) -> None:
+        """Move the message ``(tag, token)`` of channel ``dead.channel`` to the dead letters
+        as ``dead``, with the message's own id, attempts, blob and claim as stored; ``lost(tag)``
+        raised when it is no longer held under ``token``. A store may send it later, as
+        :meth:`settle_checked`."""
+        assert dead.channel is not None  # a message of a channel
+        gone = self.remove(dead.channel, [(tag, token)])
+        if not gone:
+            raise lost(tag)
+        m = gone[0]
+        self.bury(replace(dead, message_id=m.message_id, attempts=m.attempts, blob=m.blob, claim=m.claim))
+
+    def release(self, claims: dict[str, int]) -> None:
+        """``n`` references fewer to each claim-checked body ``{claim: n}`` (in the state,
+        scope ``claim``: the body under ``claim``, its count under ``"<claim> refs"``, locked
+        until the commit); a body no longer referred to is deleted with its count. A store may
+        send it with the statement after it or the ``COMMIT`` (nobody waits for its answer)."""
+        for claim, n in sorted(claims.items()):  # in one order: two transactions never deadlock
+            key = f"{claim} refs"
+            left = int(self.state(CLAIMS, [key], lock=True).get(key, b"0")) - n
+            self.put_state(CLAIMS, {key: str(left).encode()} if left > 0 else {key: None, claim: None})
+
     def claim_fresh(self, claim_scope: str, seen_scope: str, keys: list[str], until: float) -> ClaimOutcome:
         """Claim ``keys`` (sorted, distinct) under ``claim_scope`` until ``until``, all or
         none, then look for them under ``seen_scope``, in this transaction (see
@@ -371,6 +402,8 @@ class StorageTransport(Transport):
             finally:
                 self._local.tx = None
         self.committed(tx)
+        for said in tx.said:
+            said()
 
     def receive(self, channel: str, consumer: str, *, max: int = 1, lease_seconds: float | None = None,
                 selector: Selector | str | None = None) -> list[Delivery]:
@@ -586,6 +619,8 @@ class StorageTransaction(TransactionOps):
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     #: channels that got messages (woken up after the commit)
     sent_to: set[str] = field(default_factory=set)
+    #: what is logged once the transaction has committed
+    said: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.now = self.t.clock()
@@ -759,13 +794,10 @@ class StorageTransaction(TransactionOps):
         for channel, group in by_channel.items():
             rows = [JournalRow(self.now, channel, d.message_id, policy.ACKED, d.ack_detail) for d in group]
             tags: list[tuple[int, int | None]] = [(d.tag, d.token) for d in group]
-            if not any(d.claim for d in group):  # nothing to read back: checked with the commit, maybe
-                self.stx.settle_checked(channel, tags, rows, self._lost_of(group, "acknowledge"))
-            else:
-                held = self.stx.settle(channel, tags, rows)
-                if len(held) != len(group):
-                    raise self._lost(next(d for d in group if d.tag not in {m.tag for m in held}), "acknowledge")
-                self.release_claims([m.claim for m in held if m.claim])
+            # checked with the commit, maybe; the claims released after it are the deliveries'
+            # (a message held under its lease token is the one received, its claim unchanged)
+            self.stx.settle_checked(channel, tags, rows, self._lost_of(group, "acknowledge"))
+            self.release_claims([d.claim for d in group if d.claim])
             self.count(channel, "acked", len(group))
 
     def nack(self, delivery: Delivery, error: str | BaseException, component: str, *,
@@ -773,17 +805,19 @@ class StorageTransaction(TransactionOps):
         text = error_text(error)
         backoff = policy.backoff_for(self.t.channel_config(delivery.channel), self.t.backoff)
         decision = policy.nack_decision(backoff, delivery.attempt, dead=dead, delay=delay, rng=self.t._rng)
+        lost = self._lost_of([delivery], "reject")  # checked with the commit, maybe
         if decision.outcome == "dead":
-            gone = self.stx.remove(delivery.channel, [(delivery.tag, delivery.token)])
-            if not gone:
-                raise self._lost(delivery, "reject")
+            # the dead letter is the stored message's (its id, attempts, blob and claim, the
+            # delivery's while its lease is held)
+            letter = self._buried(delivery.channel, delivery.message_id, "dead", decision.reason, text, component,
+                                  delivery.attempt)
+            self.stx.bury_checked(delivery.tag, delivery.token, letter, lost)
             self.count(delivery.channel, "failed")
-            self.bury(gone[0], "dead", decision.reason, text, component, removed=True)
+            self._record_dead(letter, later=self.said)  # its warning once it is there
             return "dead"
         m = Stored(delivery.channel, delivery.message_id, b"", 0, 0, attempts=delivery.attempt,
                    token=delivery.token, tag=delivery.tag)
-        if not self.stx.update(m, token=None, visible_at=self.now + decision.wait, attempts=delivery.attempt):
-            raise self._lost(delivery, "reject")
+        self.stx.requeue_checked(m, visible_at=self.now + decision.wait, attempts=delivery.attempt, lost=lost)
         self.count(delivery.channel, "failed")
         policy.record_nacked(self, delivery, component, text, decision.wait)
         self.sent_to.add(delivery.channel)
@@ -799,14 +833,22 @@ class StorageTransaction(TransactionOps):
 
     def _bury(self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str, error: str,
               component: str, attempts: int, **data: Any) -> int:
+        dead = self._buried(channel, message_id, kind, reason, error, component, attempts, **data)
+        id_ = self.stx.bury(dead)
+        self._record_dead(dead)
+        return id_
+
+    def _buried(self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str, error: str,
+                component: str, attempts: int, **data: Any) -> Buried:
+        """The dead letter of a message of ``channel``, in its dead-letter queue."""
         cfg = self.t.channel_config(channel) if channel else ChannelConfig()
         queue = policy.dead_letter_queue(cfg, kind, dead_letter=self.t.dead_letter_default,
                                          invalid=self.t.invalid_default)
-        id_ = self.stx.bury(Buried(kind, queue, channel, message_id, reason, error, component, attempts,
-                                   self.now, **data))
-        policy.record_dead(self, channel, message_id, queue=queue, kind=kind, reason=reason, error=error,
-                           component=component, attempts=attempts)
-        return id_
+        return Buried(kind, queue, channel, message_id, reason, error, component, attempts, self.now, **data)
+
+    def _record_dead(self, dead: Buried, later: list[Callable[[], None]] | None = None) -> None:
+        policy.record_dead(self, dead.channel, dead.message_id, queue=dead.queue, kind=dead.kind, reason=dead.reason,
+                           error=dead.error, component=dead.component, attempts=dead.attempts, later=later)
 
     def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
                 channel: str | None = None, delivery: Delivery | None = None) -> int:
@@ -838,10 +880,8 @@ class StorageTransaction(TransactionOps):
 
     def release_claims(self, claims: list[str]) -> None:
         """One message copy or dead letter fewer refers to each of ``claims``."""
-        for claim, n in Counter(claims).items():
-            key = f"{claim} refs"
-            left = int(self.stx.state(CLAIMS, [key], lock=True).get(key, b"0")) - n
-            self.stx.put_state(CLAIMS, {key: str(left).encode()} if left > 0 else {key: None, claim: None})
+        if claims:
+            self.stx.release(dict(Counter(claims)))
 
     # -- idempotency -----------------------------------------------------------------------
 

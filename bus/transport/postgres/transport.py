@@ -55,6 +55,7 @@ from coupler.bus.transport.base import (
     TransportError,
 )
 from coupler.bus.transport.storage import (
+    CLAIMS,
     Buried,
     JournalRow,
     StorageTransaction,
@@ -350,7 +351,10 @@ class PgTx(StorageTx):
     acknowledgement inside a transaction waits too (:meth:`settle_checked`): it goes out with
     the next statement or the ``COMMIT``, and fails the transaction when a lease was lost, so
     an acknowledging transaction (a handled message's outputs, keys and acknowledgement) is
-    one round trip: ``BEGIN``, its statements and ``COMMIT`` in one pipeline."""
+    one round trip: ``BEGIN``, its statements and ``COMMIT`` in one pipeline. So are a nack
+    (:meth:`requeue_checked`, :meth:`bury_checked`: the dead letter made from the row deleted,
+    in the statement) and the release of claim-checked bodies after an acknowledgement
+    (:meth:`release`: the deliveries know their claims; nothing is read back)."""
 
     journals_receipts = True
 
@@ -594,6 +598,66 @@ class PgTx(StorageTx):
         sql, params = self._settle(table, channel, tags, rows, "SELECT 1 / (SELECT ok FROM ok)::int")
         self._seal()  # the writes kept before it go before it
         self.pending.append((sql, list(params), True, lost))
+
+    def requeue_checked(self, message: Stored, *, visible_at: float, attempts: int,
+                        lost: Callable[[int | None], BaseException]) -> None:
+        # the update of update(), answering 1 or dividing by zero when the lease was lost,
+        # kept for the next statement or the COMMIT (see settle_checked)
+        table = self._table(message.channel)
+        if table is None:
+            raise lost(message.tag)
+        self._keep(
+            f"WITH u AS (UPDATE {table} SET token = NULL, visible_at = %s, attempts = %s "
+            "WHERE tag = %s AND token IS NOT DISTINCT FROM %s RETURNING 1) SELECT 1 / (SELECT count(*) FROM u)",
+            [visible_at, attempts, message.tag, message.token], lost)
+
+    def bury_checked(self, tag: int, token: int | None, dead: Buried,
+                     lost: Callable[[int | None], BaseException]) -> None:
+        # the message deleted and its dead letter inserted from the row deleted (its id,
+        # attempts, blob and claim: as bury() of what remove() returned), in one statement
+        # answering 1 or dividing by zero when the lease was lost; kept (see settle_checked)
+        assert dead.channel is not None  # a message of a channel
+        table = self._table(dead.channel)
+        if table is None:
+            raise lost(tag)
+        self._keep(
+            f"WITH g AS (DELETE FROM {table} WHERE tag = %s AND (%s::bigint IS NULL OR token = %s) "
+            "RETURNING message_id, blob, attempts, claim), "
+            f"b AS (INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
+            "SELECT %s, %s, %s, g.message_id, %s, %s, %s, g.attempts, %s, g.blob, %s::bytea, g.claim FROM g) "
+            "SELECT 1 / (SELECT count(*) FROM g)",
+            [tag, token, token, dead.kind, dead.queue, dead.channel, dead.reason, dead.error, dead.component,
+             dead.dead_at, dead.raw], lost)
+
+    def release(self, claims: dict[str, int]) -> None:
+        # nobody waits for its answer: kept for the next statement or the COMMIT, two
+        # statements. The first locks the counts (FOR UPDATE: it waits for another transaction
+        # holding one, and holds them until this one ends); the second, whose snapshot comes
+        # after the lock and so sees every count as committed, writes each count less its
+        # references, or deletes it and its body when none is left (no count: the body too)
+        if not claims:
+            return
+        refs = sorted(claims)
+        table = f"{self.s}.state"
+        keys = _array([f"{c} refs" for c in refs])
+        self._keep(f"SELECT 1 FROM {table} WHERE scope = %s AND key = ANY(%s::text[]) ORDER BY key FOR UPDATE",
+                   [CLAIMS, keys], None)
+        self._keep(
+            "WITH u AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS u(claim, key, n)), "
+            # the conversion only of the counts' rows (a body's is no number)
+            "c AS (SELECT u.claim, u.key, convert_from(r.value, 'UTF8')::bigint - u.n AS left "
+            f"FROM u LEFT JOIN {table} r ON r.scope = %s AND r.key = u.key), "
+            f"w AS (UPDATE {table} s SET value = convert_to(c.left::text, 'UTF8') FROM c "
+            "WHERE s.scope = %s AND s.key = c.key AND c.left > 0) "
+            f"DELETE FROM {table} s USING c WHERE s.scope = %s AND s.key IN (c.key, c.claim) "
+            "AND (c.left IS NULL OR c.left <= 0)",
+            [_array(refs), keys, _array([claims[c] for c in refs]), CLAIMS, CLAIMS, CLAIMS], None)
+
+    def _keep(self, sql: str, params: list[Any], lost: Callable[[int | None], BaseException] | None) -> None:
+        """Keep statement ``sql`` for the next statement or the ``COMMIT``, after the writes
+        kept before it; ``lost``: it is checked (a division by zero raises ``lost(None)``)."""
+        self._seal()
+        self.pending.append((sql, params, False, lost))
 
     def _settle(self, table: str, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow],
                 answer: str) -> tuple[str, tuple[Any, ...]]:

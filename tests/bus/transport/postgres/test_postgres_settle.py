@@ -1,0 +1,140 @@
+"""The postgres transport settles a received message in one round trip to PostgreSQL: an
+acknowledgement of a claim-checked body (its reference count released in the same pipeline),
+a nack back to the queue and a nack to the dead letters (``BEGIN``, the checked statement,
+the journal and ``COMMIT`` in one pipeline); and two transactions releasing references to one
+claim-checked body at once each take one off, the body going with the last."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+
+from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.testing.contract import BIG, doc, stored_claims
+from coupler.bus.transport.base import LeaseLostError
+from coupler.bus.transport.postgres.transport import PostgresTransport
+from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
+
+
+@pytest.fixture
+def transport() -> Iterator[PostgresTransport]:
+    servers_or_fail()
+    t = PostgresTransport(PG_DSN, schema=unique_names()["postgres_schema"], claim_threshold=4096,
+                          backoff=BackoffPolicy(initial_delay=0.05, max_attempts=3, jitter=0)).open()
+    try:
+        yield t
+    finally:
+        t.destroy()
+
+
+def _round_trips(t: PostgresTransport, action: Callable[[], object]) -> int:
+    """The round trips of ``action`` on this thread's connection: runs of frontend messages in
+    a libpq trace (the channel configurations just read, the counts just flushed: neither of
+    the once-a-second reads or writes falls in it)."""
+    t._configs = None
+    t.channel_config("q")
+    t._write_counts(force=True)
+    conn = t._conn()
+    with tempfile.TemporaryFile("w+") as trace:
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            action()
+        finally:
+            conn.pgconn.untrace()
+        trace.seek(0)
+        text = trace.read()
+    sides = [line.split("\t", 1)[0] for line in text.splitlines() if line[:2] in ("F\t", "B\t")]
+    return sum(1 for i, side in enumerate(sides) if side == "F" and (i == 0 or sides[i - 1] == "B"))
+
+
+def test_acknowledging_a_claim_checked_body_is_one_round_trip(transport: PostgresTransport) -> None:
+    t = transport
+    t.send("q", [doc(BIG), doc(BIG)])
+    t.send("out", doc(b"first"))  # its table made
+    first, second = t.receive("q", "c", max=2)
+    assert _round_trips(t, lambda: t.ack(first)) == 1
+    assert len(stored_claims(t)) == 1  # the other's body
+
+    def in_a_transaction() -> None:
+        with t.transaction() as tx:
+            tx.send("out", doc(b"done"))
+            tx.ack(second)
+
+    assert _round_trips(t, in_a_transaction) == 1
+    assert stored_claims(t) == []
+    assert t.stats("q")[0].depth == 0 and t.stats("out")[0].depth == 2
+
+
+def test_a_nack_is_one_round_trip_to_the_queue_or_the_dead_letters(transport: PostgresTransport) -> None:
+    t = transport
+    t.send("q", [doc(b"retried"), doc(BIG)])
+    retried, refused = t.receive("q", "c", max=2)
+    assert _round_trips(t, lambda: t.nack(retried, "later", "c")) == 1
+    assert _round_trips(t, lambda: t.nack(refused, "refused", "c", dead=True)) == 1
+    [again] = t.receive_wait("q", "c", wait=5)
+    assert again.envelope.body == b"retried" and again.attempt == 2
+    [dead] = t.dead_letters()
+    assert dead.envelope is not None and dead.envelope.body == BIG and dead.envelope.message_id == refused.message_id
+    assert (dead.reason, dead.error, dead.component, dead.attempts) == ("rejected", "refused", "c", 1)
+    assert len(stored_claims(t)) == 1  # the dead letter's
+    assert t.stats("q")[0].failed == 2
+
+
+def test_two_transactions_releasing_one_body_at_once_each_take_one_reference_off(
+        transport: PostgresTransport) -> None:
+    t = transport
+    t.declare("t", kind="topic")
+    queues = [t.subscribe("t", name) for name in ("a", "b", "c")]
+    t.send("t", doc(BIG))
+    a, b, c = (t.receive_wait(queue, "c", wait=5)[0] for queue in queues)
+    failed: list[BaseException] = []
+
+    def acknowledge_b() -> None:
+        try:
+            t.ack(b)
+        except BaseException as exc:  # said by the assertion below
+            failed.append(exc)
+
+    other = threading.Thread(target=acknowledge_b)
+    with psycopg.connect(PG_DSN, autocommit=True) as watch, t.transaction() as tx:
+        tx.ack(a)
+        tx.seen("c", ["k"])  # a statement: the acknowledgement and its release go before it
+        other.start()  # its release waits for this transaction's on the body's reference count
+        deadline = time.monotonic() + 10
+        while not watch.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                (f"%{t.schema}.state%",)).fetchone():
+            assert time.monotonic() < deadline, "the other acknowledgement never waited for this one"
+            time.sleep(0.02)
+    other.join(10)
+    assert not other.is_alive() and failed == []
+    assert len(stored_claims(t)) == 1  # c's copy still refers to it: both references taken off, not one
+    [d] = t.peek(queues[2])
+    assert d.body == BIG
+    t.ack(c)
+    assert stored_claims(t) == []
+
+
+def test_a_dead_letter_is_logged_once_it_is_there(transport: PostgresTransport,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The lease of a nack is checked with the commit: a nack of a lost lease logs no dead
+    letter (there is none); one that commits logs it."""
+    t = transport
+    t.send("q", doc(b"lost"))
+    [lost] = t.receive("q", "slow", lease_seconds=0.2)
+    [taken] = t.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    with caplog.at_level("WARNING", logger="coupler.bus.transport"):
+        with pytest.raises(LeaseLostError):
+            t.nack(lost, "refused", "c", dead=True)
+        assert t.dead_letters() == []
+        assert [r for r in caplog.records if "-> dead-letters" in r.getMessage()] == []
+        t.nack(taken, "refused", "c", dead=True)
+        [said] = [r.getMessage() for r in caplog.records if "-> dead-letters" in r.getMessage()]
+    assert said.startswith(f"message {taken.message_id} on q -> dead-letters: rejected: refused (component c")
+    assert len(t.dead_letters()) == 1
