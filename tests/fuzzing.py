@@ -63,9 +63,12 @@ def deadline(label: str, seconds: float = CASE_SECONDS) -> Iterator[None]:
     previous = signal.getsignal(signal.SIGALRM)
     outer, interval = signal.getitimer(signal.ITIMER_REAL)
     outer_end = started + outer if outer else None
+    outer_fired = False  # the test's own time-out came during the case: not armed again after it
 
     def fired(signum: int, frame: Any) -> None:
+        nonlocal outer_fired
         if outer_end is not None and time.monotonic() >= outer_end - 0.001 and callable(previous):
+            outer_fired = True
             signal.signal(signal.SIGALRM, previous)  # the test's own time-out: its handler decides
             previous(signum, frame)
             return
@@ -78,7 +81,7 @@ def deadline(label: str, seconds: float = CASE_SECONDS) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer_end is not None:
+        if outer_end is not None and not outer_fired:
             signal.setitimer(signal.ITIMER_REAL, max(outer_end - time.monotonic(), 0.001), interval)
 
 

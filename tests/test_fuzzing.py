@@ -67,6 +67,7 @@ def test_the_tests_time_out_during_a_case_is_the_tests(outer_timer: list[int]) -
     with pytest.raises(OuterTimeout), bounded("a long case", seconds=10):
         _spin(10)
     assert outer_timer == [signal.SIGALRM]
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # it came once: not armed again to come twice
 
 
 def test_memory_over_the_bound_fails_the_case() -> None:
