@@ -90,7 +90,7 @@ def trickled_head(c: Connection) -> None:
 
 
 def trickled_body(c: Connection) -> None:
-    c.send(head("201 Created", "Content-Length: 100000"))
+    c.send(head("201 Created", "Content-Length: 1000"))
     while True:
         c.send(b"{")
         c.pause(0.05)
@@ -126,7 +126,7 @@ def test_an_answer_trickled_a_byte_at_a_time_ends_at_the_timeout(embedded: Embed
     a = client(embedded, hostile)
     started = time.monotonic()
     with bounded("trickle", seconds=10):
-        assert "timeout" in one_line_failure(lambda: embedded.deliver(a, Envelope(format=FMT, body=b"{}")))
+        assert "timeout" in one_line_failure(lambda: request(a))  # a body the bus needs: read to its end
     assert time.monotonic() - started < TIMEOUT + 2
 
 
@@ -183,7 +183,7 @@ HEADERS = ["Content-Type: text/html", "Content-Type: application/json; charset=u
            "Content-Encoding: x-unknown", "Transfer-Encoding: chunked", "Transfer-Encoding: gzip, chunked",
            f"Content-Length: {2**63}", "Content-Length: -1", "Content-Length: 10, 20", "Content-Length: 0x10",
            "Retry-After: 0", "Retry-After: \u00b2", "Retry-After: 99999999999999999999999",
-           "Retry-After: Wed, 21 Oct 2015 07:28:00 GMT", "Location: javascript:alert(1)",
+           "Retry-After: Wed, 21 Oct 2015 07:28:00 GMT", "Location: javascript:alert(1)", "Location: http://[::1",
            "X-Big: " + "x" * 100_000, "Connection: close", "Connection: keep-alive", "\xff\xfe: \x00",
            "Set-Cookie: a=" + "b" * 4000, "Content-Length: 5"]
 BODIES = [b"", b"{}", b"{", b"<html><body>500</body></html>", b"\xff\xfe\x00{", b"[" * 50_000,
@@ -242,3 +242,14 @@ def test_random_hostile_answers_end_in_a_reply_or_one_line_within_the_timeout(
                 assert "\n" not in str(exc) and "\r" not in str(exc), str(exc)
                 failed += 1
     print(f"{count + 1} answers, {failed} failed in one line")
+
+
+@pytest.mark.parametrize("location", ["javascript:alert(1)", "http://[::1"])
+def test_a_redirect_to_a_location_that_is_no_url_is_a_failed_call(embedded: EmbeddedBus, hostile: HostilePartner,
+                                                                  location: str) -> None:
+    hostile.answer = lambda c: c.send(head("301 Moved", "Content-Length: 0", f"Location: {location}"))
+    a = client(embedded, hostile)
+    text = one_line_failure(lambda: embedded.deliver(a, Envelope(format=FMT, body=b"{}")))
+    assert "InvalidURL" in text or "location header" in text
+    hostile.answer = lambda c: c.send(head("201 Created", "Content-Length: 0"))
+    embedded.deliver(a, Envelope(format=FMT, body=b"{}"))  # the adapter goes on
