@@ -24,10 +24,10 @@ from coupler.bus.api import Command, Document, command_envelope
 from coupler.bus.testing import EmbeddedBus
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from tests.adapters.hostile_partner import Connection, HostilePartner, gzip_bomb
 from tests.fuzzing import MB, SEED, bounded, cases
 
 from .conftest import ORDER
-from .hostile_partner import Connection, HostilePartner, gzip_bomb
 
 FMT = FormatIndicator("acme.Order", 1, "application/json")
 TIMEOUT = 1.0
