@@ -423,24 +423,24 @@ class HttpAdapter(Adapter):
         query values: :func:`shown_url`) is the trace's ``delivered`` hop."""
         from .client import shown_url
 
-        answer = self._require_client().call(envelope)
+        answer, _ = self._require_client().call(envelope, body=False)
         return shown_url(str(answer.url))
 
     def on_send(self, command: Command) -> Reply:
         if command.document is None:
             raise CommandFault("send without a document", code="invalid")
         envelope = command.document.to_envelope(origin=command.envelope.origin)
-        answer = self._require_client().call(envelope.replace(message_id=command.envelope.message_id))
+        answer, _ = self._require_client().call(envelope.replace(message_id=command.envelope.message_id), body=False)
         return Reply(details={"status": "delivered", "http.status": str(answer.status_code)})
 
     def on_request(self, command: Command) -> Reply:
         if command.document is None:
             raise CommandFault("a request command needs a document", code="invalid")
         envelope = command.document.to_envelope(origin=command.envelope.origin)
-        answer = self._require_client().call(envelope.replace(message_id=command.envelope.message_id))
+        answer, body = self._require_client().call(envelope.replace(message_id=command.envelope.message_id))
         ct = answer.headers.get("Content-Type", "application/octet-stream").split(";")[0].strip()
         fmt = FormatIndicator(f"http.{self.name.replace('-', '_')}Response", 1, ct if "/" in ct else "application/octet-stream")
-        return Reply(documents=[Document(fmt, answer.content, {"http.status": str(answer.status_code)})],
+        return Reply(documents=[Document(fmt, body, {"http.status": str(answer.status_code)})],
                      details={"status": "answered", "http.status": str(answer.status_code)})
 
     def health(self) -> dict[str, Any]:

@@ -9,21 +9,31 @@ letters with the status and the start of the response (fault ``unsupported``, wh
 daemon dead-letters without retrying). OAuth2
 client-credentials tokens are fetched before the first call and again before they expire
 (or when a call is answered 401).
+
+A partner's answer is read within bounds: the whole call (connection, request, the answer's
+head and body however slowly they come) takes at most ``timeout`` seconds; a 2xx body the
+bus needs (a ``request`` command's reply) at most ``max_response_bytes`` after decoding
+(``gzip`` and ``deflate`` are asked for and inflated no further than that; another
+``Content-Encoding`` is refused); a refusal's body is read for its first bytes only, shown on
+one line; a one-way delivery does not read the body of a 2xx at all.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import threading
 import time
+import zlib
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 import httpx
 
 from coupler.adapters.common.secrets import secret_file, secret_from_env
-from coupler.bus.api import CommandFault
+from coupler.bus.api import CommandFault, LoopThread
 from coupler.canonical import Envelope
 from coupler.canonical.errors import CouplerError
 from coupler.canonical.textformats import json_loads
@@ -33,10 +43,77 @@ from .options import HttpOptions, OAuth2Options
 
 _FIELD = re.compile(r"\{([a-z_]+)(?:\.([^{}]+))?\}")
 RETRIED = (408, 425, 429)
+#: what is asked for and inflated (within the limit); any other Content-Encoding is refused
+ACCEPT_ENCODING = "gzip, deflate"
+#: the bytes of a refusal's body read for the error (and of it, the characters shown)
+EXCERPT_BYTES, EXCERPT_CHARS = 4096, 500
+#: a token endpoint's answer is read up to this (a JWT is a few kilobytes)
+TOKEN_BYTES = 64 * 1024
+_RETRY_AFTER = re.compile(r"[0-9]{1,9}")
 
 
 class CallError(CouplerError):
     """A call that failed after its retries (the bus redelivers the message later)."""
+
+
+class AnswerRefused(CouplerError):
+    """An answer whose body is larger than allowed or cannot be decoded."""
+
+
+def one_line(text: str, chars: int = EXCERPT_CHARS) -> str:
+    """``text`` with every run of white space (line breaks included) one space, cut at ``chars``."""
+    return " ".join(text[: chars * 4].split())[:chars]
+
+
+class _Inflater:
+    """A ``gzip`` or ``deflate`` body inflated a chunk at a time, never past the room left."""
+
+    def __init__(self, encoding: str):
+        self.gzip = encoding in ("gzip", "x-gzip")
+        self.d = zlib.decompressobj(31 if self.gzip else 15)
+        self.started = False
+
+    def __call__(self, data: bytes, room: int) -> bytes:
+        if not self.started and not self.gzip:  # deflate: zlib-wrapped, or raw as some servers send it
+            self.started = True
+            try:
+                return self.d.decompress(data, room)
+            except zlib.error:
+                self.d = zlib.decompressobj(-15)
+        self.started = True
+        return self.d.decompress(data, room)
+
+
+async def read_bounded(answer: httpx.Response, limit: int, *, strict: bool, what: str) -> bytes:
+    """The body of ``answer`` (a stream), decoded, at most ``limit`` bytes. ``strict``: a
+    larger one (claimed or sent) or one that cannot be decoded raises :class:`AnswerRefused`;
+    else it is cut at ``limit``."""
+    encodings = [e.strip().lower() for e in answer.headers.get("Content-Encoding", "").split(",") if e.strip()]
+    encodings = [e for e in encodings if e != "identity"]
+    if len(encodings) > 1 or (encodings and encodings[0] not in ("gzip", "x-gzip", "deflate")):
+        raise AnswerRefused(f"{what} has Content-Encoding {one_line(', '.join(encodings), 80)}, which was not "
+                            f"asked for (Accept-Encoding: {ACCEPT_ENCODING})")
+    inflate: Callable[[bytes, int], bytes] | None = _Inflater(encodings[0]) if encodings else None
+    declared = answer.headers.get("Content-Length", "").strip()
+    if strict and inflate is None and declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise AnswerRefused(f"{what} claims {declared} bytes, more than max_response_bytes = {limit}")
+    body = bytearray()
+    raw_seen = False
+    async for raw in answer.aiter_raw():
+        raw_seen = raw_seen or bool(raw)
+        if inflate is not None:
+            try:
+                raw = inflate(raw, limit - len(body) + 1)
+            except zlib.error as exc:
+                raise AnswerRefused(f"{what}: its {encodings[0]} body cannot be inflated: {exc}") from None
+        body += raw
+        if len(body) > limit:
+            if strict:
+                raise AnswerRefused(f"{what} is larger than max_response_bytes = {limit}")
+            return bytes(body[:limit])
+    if strict and isinstance(inflate, _Inflater) and raw_seen and not inflate.d.eof:
+        raise AnswerRefused(f"{what}: its {encodings[0]} body ends before its compressed stream does")
+    return bytes(body)
 
 
 #: query parameters whose values are redacted where a URL is shown (trace, errors, logs)
@@ -99,9 +176,9 @@ def render(template: str, envelope: Envelope, *, quote_values: bool) -> str:
 class OAuth2Token:
     """Client-credentials tokens: fetched when needed, refreshed 30 s before they expire."""
 
-    def __init__(self, opts: OAuth2Options, client: httpx.Client, where: str):
+    def __init__(self, opts: OAuth2Options, caller: Caller, where: str):
         self.o = opts
-        self.client = client
+        self.caller = caller
         self.where = where
         self._token: str | None = None
         self._expires = 0.0
@@ -120,21 +197,30 @@ class OAuth2Token:
                 data = {"grant_type": "client_credentials"}
                 if self.o.scope:
                     data["scope"] = self.o.scope
+                url = shown_url(self.o.token_url)
                 try:
-                    answer = self.client.post(self.o.token_url, data=data, auth=(self.o.client_id, self._secret()))
-                except httpx.HTTPError as exc:
-                    raise CallError(f"the token endpoint {self.o.token_url} cannot be reached: {exc}",
+                    answer, body = self.caller.exchange("POST", self.o.token_url, limit=TOKEN_BYTES, strict=True,
+                                                        what=f"the answer of the token endpoint {url}", data=data,
+                                                        auth=(self.o.client_id, self._secret()))
+                except (httpx.HTTPError, AnswerRefused) as exc:
+                    raise CallError(f"the token endpoint {url} cannot be used: {one_line(str(exc), 300)}",
                                     where=f"{self.where}.token_url") from None
                 if answer.status_code != 200:
-                    raise CallError(f"the token endpoint {self.o.token_url} answered {answer.status_code}",
+                    raise CallError(f"the token endpoint {url} answered {answer.status_code}",
                                     where=f"{self.where}.token_url", hint="check client_id and the secret")
                 try:
-                    grant = answer.json()
-                    self._token = str(grant["access_token"])
-                except (ValueError, KeyError, TypeError):
-                    raise CallError(f"the token endpoint {self.o.token_url} answered no access_token",
-                                    where=f"{self.where}.token_url") from None
-                self._expires = time.monotonic() + float(grant.get("expires_in", 3600))
+                    grant = json_loads(body)
+                except (ValueError, UnicodeDecodeError, RecursionError):
+                    grant = None
+                token = grant.get("access_token") if isinstance(grant, dict) else None
+                if not isinstance(token, str) or not token:
+                    raise CallError(f"the token endpoint {url} answered no access_token", where=f"{self.where}.token_url")
+                expires_in = grant.get("expires_in", 3600) if isinstance(grant, dict) else None
+                if isinstance(expires_in, bool) or not isinstance(expires_in, int | float) or expires_in != expires_in:
+                    raise CallError(f"the token endpoint {url} answered an expires_in that is not a number "
+                                    f"({one_line(repr(expires_in), 40)})", where=f"{self.where}.token_url")
+                self._token = token
+                self._expires = time.monotonic() + min(float(expires_in), 10.0 * 365 * 86400)
                 self.fetched += 1
             return self._token
 
@@ -149,8 +235,12 @@ class Caller:
         self.stopping = stopping
         self.where = f"adapters[{name}].options"
         verify: Any = opts.tls.client_context() if opts.tls is not None else True
-        self.client = httpx.Client(timeout=opts.timeout, verify=verify, follow_redirects=False)
-        self.token: OAuth2Token | None = (OAuth2Token(opts.oauth2, self.client, f"{self.where}.oauth2")
+        # calls run on a loop of their own: a whole call is bounded by asyncio's timeout (httpx's
+        # timeouts are per read: an answer trickled a byte at a time would never end)
+        self.client = httpx.AsyncClient(timeout=opts.timeout, verify=verify, follow_redirects=False,
+                                        headers={"Accept-Encoding": ACCEPT_ENCODING})
+        self.loop = LoopThread(f"http-{name}-client").start()
+        self.token: OAuth2Token | None = (OAuth2Token(opts.oauth2, self, f"{self.where}.oauth2")
                                           if opts.oauth2 is not None else None)
         self.auth: Any = None
         if opts.auth == "basic":
@@ -166,7 +256,33 @@ class Caller:
         self.refused = 0
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.loop.run(self.client.aclose(), timeout=15)
+        finally:
+            self.loop.stop()
+
+    def exchange(self, method: str, url: str, *, limit: int | None, strict: bool, what: str,
+                 **request: Any) -> tuple[httpx.Response, bytes]:
+        """One HTTP exchange within ``timeout`` seconds in all: the answer and its body (see
+        :func:`read_bounded`; ``limit`` None: the body of a 2xx is not read). Raises
+        ``httpx.TransportError`` (``httpx.ReadTimeout`` at the timeout) or :class:`AnswerRefused`."""
+        return self.loop.run(self._exchange(method, url, limit, strict, what, request))
+
+    async def _exchange(self, method: str, url: str, limit: int | None, strict: bool, what: str,
+                        request: dict[str, Any]) -> tuple[httpx.Response, bytes]:
+        try:
+            async with asyncio.timeout(self.o.timeout):
+                async with self.client.stream(method, url, **request) as answer:
+                    if answer.is_success:
+                        body = b"" if limit is None else await read_bounded(answer, limit, strict=strict, what=what)
+                    else:  # a refusal or a failure: its first bytes, for the error
+                        try:
+                            body = await read_bounded(answer, EXCERPT_BYTES, strict=False, what=what)
+                        except AnswerRefused as exc:
+                            body = f"({exc.message})".encode()
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no whole answer within timeout = {self.o.timeout:g} s") from None
+        return answer, body
 
     def headers(self, envelope: Envelope) -> dict[str, str]:
         headers = {k: render(v, envelope, quote_values=False) for k, v in self.o.headers.items()}
@@ -183,34 +299,9 @@ class Caller:
             headers["Authorization"] = f"Bearer {self.bearer}"
         return headers
 
-    def _request(self, url: str, shown: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
-        """One call; its answer read no further than ``max_response_bytes`` (httpx read a
-        partner's answer of any size whole into memory), decoded from its Content-Encoding."""
-        limit = self.o.max_response_bytes
-        too_large = CommandFault(f"{self.o.method} {shown}: the answer is larger than {limit} bytes "
-                                 "(max_response_bytes)", code="failed",
-                                 hint="raise max_response_bytes if the partner answers that much")
-        with self.client.stream(self.o.method, url, content=body, headers=headers, auth=self.auth) as streamed:
-            declared = streamed.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > limit:
-                raise too_large
-            data = bytearray()
-            try:
-                for chunk in streamed.iter_bytes():
-                    data += chunk
-                    if len(data) > limit:
-                        raise too_large
-            except httpx.DecodingError as exc:  # an answer not in its Content-Encoding (not gzip, say)
-                encoding = streamed.headers.get("Content-Encoding", "")[:40]
-                raise CommandFault(f"{self.o.method} {shown}: the answer cannot be read as {encoding}: "
-                                   f"{' '.join(str(exc).split())[:200]}", code="failed") from None
-        # decoded already: the new response must not decode it again
-        kept = [(k, v) for k, v in streamed.headers.multi_items()
-                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-        return httpx.Response(streamed.status_code, headers=kept, content=bytes(data), request=streamed.request)
-
-    def call(self, envelope: Envelope) -> httpx.Response:
-        """The partner's 2xx answer to ``envelope`` (retried as the module says)."""
+    def call(self, envelope: Envelope, *, body: bool = True) -> tuple[httpx.Response, bytes]:
+        """The partner's 2xx answer to ``envelope`` and its body (retried as the module says;
+        ``body`` False: the body is not read)."""
         url = render(self.o.url or "", envelope, quote_values=True)
         shown = shown_url(url)  # what errors and logs say: no credentials
         headers = self.headers(envelope)
@@ -221,27 +312,33 @@ class Caller:
             self.calls += 1
             wait: float | None = None
             try:
-                answer = self._request(url, shown, envelope.body, headers)
-            except httpx.TransportError as exc:
-                problem = f"{self.o.method} {shown}: {type(exc).__name__}: {exc}"
+                answer, content = self.exchange(self.o.method, url, limit=self.o.max_response_bytes if body else None,
+                                                strict=True, what=f"the answer of {self.o.method} {shown}",
+                                                content=envelope.body, headers=headers, auth=self.auth)
+            except AnswerRefused as exc:  # a 2xx: the partner did it, its answer cannot be used
+                raise CommandFault(exc.message, code="failed",
+                                   hint="raise max_response_bytes if the answer is right") from None
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL: a redirect's Location, too
+                problem = f"{self.o.method} {shown}: {type(exc).__name__}: {one_line(str(exc), 300)}"
             else:
                 if answer.is_success:
-                    return answer
+                    return answer, content
                 if answer.status_code == 401 and self.token is not None and not renewed:
                     self.token.get(renew=True)  # expired early or revoked: one fresh token
                     renewed = True
                     continue
-                excerpt = answer.text[:500]
+                excerpt = one_line(content.decode(answer.encoding or "utf-8", "replace"))
                 if 400 <= answer.status_code < 500 and answer.status_code not in RETRIED:
                     self.refused += 1  # the partner will not take it however often it comes:
                     # straight to the dead letters (fault `unsupported`), with its answer
                     raise CommandFault(f"{self.o.method} {shown} answered {answer.status_code} "
-                                       f"{answer.reason_phrase}: {excerpt}", code="unsupported",
+                                       f"{one_line(answer.reason_phrase, 80)}: {excerpt}", code="unsupported",
                                        hint="fix the message or the partner's side, then replay it "
                                             "(coupler ctl dlq)")
-                problem = f"{self.o.method} {shown} answered {answer.status_code} {answer.reason_phrase}: {excerpt}"
-                retry_after = answer.headers.get("Retry-After", "")
-                if retry_after.isdigit():
+                problem = (f"{self.o.method} {shown} answered {answer.status_code} "
+                           f"{one_line(answer.reason_phrase, 80)}: {excerpt}")
+                retry_after = answer.headers.get("Retry-After", "").strip()
+                if _RETRY_AFTER.fullmatch(retry_after):  # seconds (an HTTP date: the backoff)
                     wait = min(float(retry_after), self.o.max_backoff)
             if attempt >= self.o.retries:
                 raise CallError(f"{problem} (after {attempt + 1} attempts; the bus tries again later)")

@@ -98,11 +98,12 @@ class HttpOptions(OptionsModel):
         "`{field.NAME}` (a field of a JSON body), URL-quoted.", default=None, validate_default=True)
     method: Literal["POST", "PUT", "PATCH", "DELETE"] = option("Client: the HTTP method.", default="POST")
     headers: dict[str, Str] = option("Client: extra headers, templates as `url`.", default_factory=dict)
-    timeout: Positive = option("Client: seconds per call.", default=30.0)
-    max_response_bytes: Int = option(
-        "Client: a larger answer fails the call (fault `failed`, delivered again later), read no further than this.",
-        default=16 * 1024 * 1024, ge=1)
+    timeout: Positive = option("Client: seconds per call in all (connecting, sending, the whole answer however "
+                                        "slowly it comes).", default=30.0)
     retries: Int = option("Client: attempts after a 5xx, 408, 425, 429 or a connection error.", default=4, ge=0)
+    max_response_bytes: PositiveInt = option(
+        "Client: the largest answer body read (a `request` command's reply, after gzip/deflate are inflated); "
+        "a larger one fails the call without being read whole.", default=10 * 1024 * 1024)
     backoff: Positive = option("Client: seconds before the first retry, doubled after each.", default=0.5)
     max_backoff: Positive = option("Client: the longest wait between retries.", default=30.0)
     username: Str | None = option("Client, basic: the user.", default=None)

@@ -91,9 +91,6 @@ class SoapOptions(OptionsModel):
     path: Str | None = option("Server: the URL path (default: `/SERVICE`).", default=None)
     max_request_bytes: Int = option("Server: larger request bodies are answered HTTP 413 unread.",
                                     default=1024 * 1024, ge=1)
-    max_response_bytes: Int = option(
-        "Client: a larger response fails the call (code `failed`), read no further than this.",
-        default=16 * 1024 * 1024, ge=1)
     read_timeout: Num = option(
         "Server: seconds to receive a whole request body, however slowly it comes (then HTTP 408, the "
         "connection closed).", default=30.0, gt=0)
@@ -121,8 +118,12 @@ class SoapOptions(OptionsModel):
     operation: Str | None = option(
         "Client: the operation documents from the adapter's channel call (default: their `soap.operation` "
         "property, or the only operation).", default=None)
-    timeout: Num = option("Client: seconds per call.", default=30.0, gt=0)
+    timeout: Num = option("Client: seconds per call in all (the whole answer, however slowly it comes).",
+                          default=30.0, gt=0)
     retries: Int = option("Client: attempts after a transport error (never after a SOAP fault).", default=2, ge=0)
+    max_response_bytes: Int = option(
+        "Client: the largest answer read (after gzip/deflate are inflated); a larger one, or a Content-Length "
+        "claiming more, fails the call without being read whole.", default=10 * 1024 * 1024, gt=0)
     username: Str | None = option("Client: the WS-Security UsernameToken user.", default=None)
     password: Str | None = option("Client: its password.", default=None)
     password_digest: Bool = option("Client: send PasswordDigest instead of PasswordText.", default=False)
@@ -185,6 +186,7 @@ class SoapAdapter(Adapter):
         self.target = o.target
         self.timeout = o.timeout
         self.retries = o.retries
+        self.max_response_bytes = o.max_response_bytes
         self.command_channel = o.command_channel
         self.users: dict[str, str] = dict(o.users)
         self.username = o.username

@@ -121,41 +121,25 @@ class SoapClient:
         try:
             message = unwrap(body, name=f"response of {op.name}")
         except CouplerError as exc:
-            raise CommandFault(f"{self.a.url} answered HTTP {status} without a SOAP envelope: {exc}", code="failed") from None
+            raise CommandFault(f"{self.a.url} answered HTTP {status} without a SOAP envelope: {_one_line(str(exc))}",
+                               code="failed") from None
+        if message.version != self.a.version:  # as zeep: a 1.1 request is not answered by a 1.2 envelope
+            raise CommandFault(f"{self.a.url} answered HTTP {status} with a SOAP {message.version} envelope to a "
+                               f"SOAP {self.a.version} request", code="failed", hint="check soap_version")
         if message.fault is not None:
             f = message.fault
             code = "invalid" if f.code == "Sender" else "failed"
             detail = f" (detail: {f.detail})" if f.detail else ""
-            raise CommandFault(f"SOAP fault {f.code}: {f.reason}{detail}", code=code)
+            raise CommandFault(_one_line(f"SOAP fault {f.code}: {f.reason}{detail}"), code=code)
         if status >= 300:
             raise CommandFault(f"{self.a.url} answered HTTP {status}", code="failed")
         return message.body
-
-    async def _read(self, response: Any) -> bytes:
-        """The response's body, read no further than ``max_response_bytes`` (a partner's answer
-        of any size was read whole into memory)."""
-        limit = self.a.max_response_bytes
-        too_large = CommandFault(f"the response of {self.a.url} is larger than {limit} bytes (max_response_bytes)",
-                                 code="failed", hint="raise max_response_bytes if the service answers that much")
-        if response.content_length is not None and response.content_length > limit:
-            raise too_large
-        body = bytearray()
-        try:
-            async for chunk in response.content.iter_chunked(64 * 1024):
-                body += chunk
-                if len(body) > limit:
-                    raise too_large
-        except aiohttp.ClientPayloadError as exc:  # a body not in its Content-Encoding (not gzip, say)
-            encoding = response.headers.get("Content-Encoding", "")[:40]
-            how = f"cannot be read as {encoding}" if encoding else "cannot be read"  # or was cut short
-            raise CommandFault(f"the response of {self.a.url} {how}: {' '.join(str(exc).split())[:200]}",
-                               code="failed") from None
-        return bytes(body)
 
     async def _post_with_retries(self, payload: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
         if self._session is None:
             self._session = aiohttp.ClientSession()
         last: Exception | None = None
+        headers = {**headers, "Accept-Encoding": "gzip, deflate"}  # aiohttp inflates these a step at a time
         for attempt in range(self.a.retries + 1):
             try:
                 async with self._session.post(
@@ -165,9 +149,54 @@ class SoapClient:
                     return response.status, await self._read(response)
             except TimeoutError:
                 raise CommandFault(f"no answer from {self.a.url} within {timeout:g} s", code="timeout") from None
-            except aiohttp.ClientConnectionError as exc:  # transport errors only are retried
-                last = exc
-                self.a.logger.info("calling %s failed (attempt %d): %s", self.a.url, attempt + 1, exc)
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:  # transport errors only
+                last = exc  # are retried (a body cut short included)
+                self.a.logger.info("calling %s failed (attempt %d): %s", self.a.url, attempt + 1, _one_line(str(exc)))
                 if attempt < self.a.retries:
                     await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
-        raise CommandFault(f"cannot reach {self.a.url}: {last}", code="failed", hint="is the SOAP service running?")
+            except aiohttp.ClientError as exc:  # an answer that cannot be read (an encoding not asked for...)
+                raise CommandFault(f"{self.a.url} answered what cannot be read: {type(exc).__name__}: "
+                                   f"{_one_line(str(exc))}", code="failed") from None
+        raise CommandFault(f"cannot reach {self.a.url}: {_one_line(str(last))}", code="failed",
+                           hint="is the SOAP service running?")
+
+    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
+        """The answer's body, decoded, of at most ``max_response_bytes`` (a claim of more is
+        refused unread; a body without end, or a gzip bomb, is cut there)."""
+        limit = self.a.max_response_bytes
+        if response.content_length is not None and response.content_length > limit and "Content-Encoding" not in response.headers:
+            raise CommandFault(f"{self.a.url} answered HTTP {response.status} claiming {response.content_length} "
+                               f"bytes, more than max_response_bytes = {limit}", code="failed")
+        body = bytearray()
+        try:
+            async for chunk in response.content.iter_any():
+                body += chunk
+                if len(body) > limit:
+                    raise CommandFault(f"{self.a.url} answered HTTP {response.status} with more than "
+                                       f"max_response_bytes = {limit}", code="failed",
+                                       hint="raise max_response_bytes if the answer is right")
+        except aiohttp.ClientPayloadError as exc:
+            if not _undecodable(exc):
+                raise  # cut short: a transport error, called again
+            encoding = response.headers.get("Content-Encoding", "")[:40]  # not gzip, say: calling again is no use
+            raise CommandFault(f"the response of {self.a.url} cannot be read as {encoding}: {_one_line(str(exc), 200)}",
+                               code="failed") from None
+        return bytes(body)
+
+
+def _undecodable(exc: BaseException) -> bool:
+    """Whether aiohttp's ``exc`` (a ClientPayloadError) is a body not in its Content-Encoding,
+    rather than one cut short."""
+    from aiohttp.http_exceptions import ContentEncodingError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ContentEncodingError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _one_line(text: str, chars: int = 1000) -> str:
+    """``text`` (a fault's reason and detail, a parser's error) with its line breaks as spaces."""
+    return " ".join(text[: chars * 4].split())[:chars]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coupler.canonical.errors import UsageError, one_line
-from coupler.canonical.streams import capped_reads
+from coupler.canonical.streams import avro_container
 
 #: the first bytes of an Avro object container file (Avro specification, "Object Container Files")
 AVRO_MAGIC = b"Obj\x01"
@@ -70,17 +70,17 @@ def _decoded(stream: Any, name: str, expected: str) -> Iterator[str]:
 
 def avro_records(path: Path) -> Iterator[dict[str, Any]]:
     """The records of an Avro object container file (as ``--to avro`` writes them)."""
-    import fastavro
     from fastavro.schema import SchemaParseException
 
     try:
         with open(path, "rb") as f:
-            for number, record in enumerate(fastavro.reader(capped_reads(f)), 1):
+            for number, record in enumerate(avro_container(f)[1], 1):
                 if not isinstance(record, dict):
                     raise UsageError(f"record {number} is not a record (an Avro {type(record).__name__})", where=str(path))
                 yield record
     except (ValueError, EOFError, OSError) as exc:  # a damaged or truncated container
-        raise UsageError(f"not a readable Avro container file: {exc}", where=str(path)) from None
+        raise UsageError(f"not a readable Avro container file: {one_line(exc) or type(exc).__name__}",
+                         where=str(path)) from None
     except (KeyError, IndexError, SchemaParseException) as exc:  # fastavro's, on a damaged header or block
         raise UsageError(f"not a readable Avro container file: {type(exc).__name__}: {one_line(exc)}",
                          where=str(path)) from None

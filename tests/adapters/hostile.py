@@ -2,19 +2,15 @@
 their tests: slow and silent clients, bodies claiming huge sizes, hundreds of idle
 connections, more connections than the server's ``max_connections``, clients that reset the
 connection in the middle of a request. Each checks that the server goes on serving (``serve``:
-one ordinary request, asserting its answer). And a partner answering the outbound adapters'
-calls with what a test chooses (:func:`hostile_partner`)."""
+one ordinary request, asserting its answer)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import struct
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -272,38 +268,3 @@ def connections_over_the_limit_are_refused(address: Address, request: bytes, ser
     assert 1 <= len(reports) <= 2, [r.getMessage() for r in reports]  # a second one if 10 s went by
     assert all(r.levelno == logging.WARNING and r.exc_info is None for r in reports)
     assert f"{maximum} connections are open" in reports[0].getMessage(), reports[0].getMessage()
-
-
-@contextlib.contextmanager
-def hostile_partner() -> Iterator[tuple[str, dict[str, Any]]]:
-    """A partner's HTTP server (outbound adapters' tests) answering every POST with what the
-    test puts in the dict it yields: ``headers`` (a dict) and ``body`` (a function giving the
-    chunks, so that 1 GB is streamed, not held); its base URL first."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    answer: dict[str, Any] = {"headers": {}, "body": lambda: iter([b""])}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            for name, value in answer["headers"].items():
-                self.send_header(name, value)
-            self.end_headers()
-            try:
-                for chunk in answer["body"]():
-                    self.wfile.write(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the adapter stopped reading: what is tested
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", answer
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from coupler.canonical.errors import CouplerError, one_line
-from coupler.canonical.streams import capped_reads
+from coupler.canonical.streams import avro_container
 
 from .errors import TranslateError
 
@@ -259,15 +259,16 @@ class AvroFormat(RecordFormat):
             self._stream = stream
             try:
                 # lengths the file claims are read up to its end at most (a damaged one: EOFError)
-                reader = fastavro.reader(capped_reads(stream), reader_schema=self.version.parsed)
+                reader, records = avro_container(stream, reader_schema=self.version.parsed)
                 written = reader.metadata.get(FORMAT_METADATA)
                 if written and written.split("@")[0] != self.version.subject:
                     raise TranslateError(f"the file holds {written}, not {self.version.subject}", where=str(path))
-                yield from cast(Iterator[dict[str, Any]], reader)
+                yield from cast(Iterator[dict[str, Any]], records)
             except TranslateError:
                 raise
             except (ValueError, EOFError, fastavro.read.SchemaResolutionError) as exc:
-                raise TranslateError(f"cannot read it as {self.spec.ref}: {exc}", where=str(path)) from None
+                raise TranslateError(f"cannot read it as {self.spec.ref}: {one_line(exc) or type(exc).__name__}",
+                                     where=str(path)) from None
             except (KeyError, IndexError, SchemaParseException) as exc:  # fastavro's, on a damaged header or block
                 raise TranslateError(f"cannot read it as {self.spec.ref}: {type(exc).__name__}: {one_line(exc)}",
                                      where=str(path)) from None

@@ -112,8 +112,13 @@ def _unwrap(data: bytes | Any, name: str) -> SoapMessage:
     body = root.find(f"{{{ns}}}Body")
     if body is None:
         raise SoapError("the envelope has no Body", where=name)
+    for part in ("Header", "Body"):  # one of each: a second one is another message smuggled in
+        if len(root.findall(f"{{{ns}}}{part}")) > 1:
+            raise SoapError(f"the envelope has more than one {part}", where=name)
     children = [c for c in body if isinstance(c.tag, str)]
     fault = None
+    if len(children) > 1 and any(c.tag == f"{{{ns}}}Fault" for c in children):  # is it a fault or an answer?
+        raise SoapError("the Body holds a Fault beside other elements (a Fault is the Body's only child)", where=name)
     if len(children) == 1 and children[0].tag == f"{{{ns}}}Fault":
         fault = SoapFault.from_element(children[0])
         children = []

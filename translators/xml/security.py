@@ -121,6 +121,14 @@ def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None 
             raise XsdError(_first_line(str(exc)).rstrip(":").rstrip(), where=str(path)) from exc
         except OSError as exc:
             raise XsdError(f"cannot read the schema: {exc}", where=str(path)) from exc
+        except RecursionError:  # xmlschema checks nested declarations recursively (a few hundred deep)
+            raise XsdError("the schema nests its declarations too deeply to be loaded", where=str(path),
+                           hint="declare the inner types as named global types") from None
+        except Exception as exc:  # noqa: BLE001 - xmlschema tripping on a construct it did not foresee
+            _raise_blocked(caught, path)
+            _raise_not_a_schema(path)
+            raise XsdError(f"xmlschema cannot load it: {type(exc).__name__}: {one_line(_first_line(str(exc)))[:200]}",
+                           where=str(path), hint="check the schema against the XSD specification") from None
     _raise_blocked(caught, path)
     if lax is not None:
         for component in schema.maps.iter_schemas():
@@ -186,7 +194,7 @@ def _raise_not_a_schema(path: Path) -> None:
     except (etree.XMLSyntaxError, OSError, StopIteration):
         return
     if root.tag != "{http://www.w3.org/2001/XMLSchema}schema":
-        name = etree.QName(root).localname
+        name = str(root.tag).rpartition("}")[2]  # not QName: a prefix bound nowhere leaves "xs:s", no QName
         raise XsdError(
             f"not an XSD: its root element is <{name}>, not <xs:schema>",
             where=str(path),
