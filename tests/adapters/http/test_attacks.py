@@ -5,13 +5,14 @@ idle connections lock nobody out; resets in the middle of a request leave no tra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -64,19 +65,21 @@ def test_resets_in_the_middle_of_a_request_leave_no_traceback(server: Callable[.
     hostile.resets_leave_no_traceback(address(a), HEAD, _serve(a), _open(a), caplog)
 
 
-def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_path: Path) -> None:
-    """400 connections to a daemon allowed 256 open files: it cannot accept more for a while,
-    says so in one WARNING line (asyncio logged a traceback for every connection waiting,
-    tens of thousands in a few seconds, and again at shutdown), and serves again once they close."""
+@contextlib.contextmanager
+def _daemon_with_256_files(tmp_path: Path, server_options: str = "") -> Iterator[tuple[int, Path, Callable[[], bool]]]:
+    """The http site of the crash tests in a daemon allowed 256 open files (soft and hard: the
+    daemon raises its soft limit to the hard one), serving; its port, its log (stderr) and a
+    check that it serves an order. Stopped at the end."""
     shutil.copy(DATA / "order.avsc", tmp_path / "order.avsc")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    (tmp_path / "site.toml").write_text(SITE.format(port=port))
+    (tmp_path / "site.toml").write_text(SITE.format(port=port).replace('mode = "server"\n',
+                                                                       f'mode = "server"\n{server_options}', 1))
     url = f"http://127.0.0.1:{port}/orders"
 
     def few_files() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))  # hard too: the daemon raises its soft limit to it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
     def served() -> bool:
         try:
@@ -88,21 +91,31 @@ def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_p
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(tmp_path / "site.toml")],
                                 cwd=REPO, env=coupler_env(), stdout=subprocess.DEVNULL, stderr=log, preexec_fn=few_files)
-    held: list[socket.socket] = []
     try:
         wait_for(served, "the daemon to serve", timeout=60)
-        for _ in range(400):
-            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
-        wait_for(lambda: "cannot accept connections" in log_path.read_text(), "the daemon to run out of files")
-        for s in held:
-            s.close()
-        held.clear()
-        wait_for(served, "the daemon to serve again once the connections closed")
+        yield port, log_path, served
     finally:
-        for s in held:
-            s.close()
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_a_daemon_out_of_file_descriptors_says_so_in_one_line_and_recovers(tmp_path: Path) -> None:
+    """400 connections to a daemon allowed 256 open files: it cannot accept more for a while,
+    says so in one WARNING line (asyncio logged a traceback for every connection waiting,
+    tens of thousands in a few seconds, and again at shutdown), and serves again once they close."""
+    held: list[socket.socket] = []
+    with _daemon_with_256_files(tmp_path) as (port, log_path, served):
+        try:
+            for _ in range(400):
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            wait_for(lambda: "cannot accept connections" in log_path.read_text(), "the daemon to run out of files")
+            for s in held:
+                s.close()
+            held.clear()
+            wait_for(served, "the daemon to serve again once the connections closed")
+        finally:
+            for s in held:
+                s.close()
     text = log_path.read_text()
     assert "Traceback" not in text, text[text.index("Traceback") - 300:][:1500]
     reports = [line for line in text.splitlines() if "cannot accept connections" in line]
@@ -151,50 +164,27 @@ def test_max_connections_below_the_open_files_limit_keeps_the_daemon_accepting(t
     never runs out of file descriptors (no "cannot accept connections"), a held connection is
     served, and once they close new clients are. (A burst arriving at once is accepted before it
     is counted, up to the listen backlog: docs/operations.md.)"""
-    shutil.copy(DATA / "order.avsc", tmp_path / "order.avsc")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    (tmp_path / "site.toml").write_text(SITE.format(port=port).replace('mode = "server"\n',
-                                                                       'mode = "server"\nmax_connections = 150\n'))
-    url = f"http://127.0.0.1:{port}/orders"
-
-    def few_files() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))  # hard too: the daemon raises its soft limit to it
-
-    def served() -> bool:
-        try:
-            return httpx.post(url, json=ORDER, timeout=5).status_code == 202
-        except httpx.HTTPError:
-            return False
-
-    log_path = tmp_path / "daemon.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(tmp_path / "site.toml")],
-                                cwd=REPO, env=coupler_env(), stdout=subprocess.DEVNULL, stderr=log, preexec_fn=few_files)
     held: list[socket.socket] = []
-    try:
-        wait_for(served, "the daemon to serve", timeout=60)
-        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(150)]
-        refused = 0
-        for _ in range(250):  # one after another, as a client opening idle connections in a loop
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-                _, answer = hostile.closed_after(s, 5)
-            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
-            refused += 1
-        assert len(held) == 150 and refused == 250, (len(held), refused)
-        body = json.dumps(ORDER).encode()
-        held[0].sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        assert hostile.answer_head(held[0]).startswith(b"HTTP/1.1 202")
-        for s in held:
-            s.close()
-        held.clear()
-        wait_for(served, "the daemon to serve new clients once the connections closed")
-    finally:
-        for s in held:
-            s.close()
-        proc.terminate()
-        proc.wait(timeout=60)
+    with _daemon_with_256_files(tmp_path, "max_connections = 150\n") as (port, log_path, served):
+        try:
+            held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(150)]
+            refused = 0
+            for _ in range(250):  # one after another, as a client opening idle connections in a loop
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                    _, answer = hostile.closed_after(s, 5)
+                assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+                refused += 1
+            assert len(held) == 150 and refused == 250, (len(held), refused)
+            body = json.dumps(ORDER).encode()
+            held[0].sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            assert hostile.answer_head(held[0]).startswith(b"HTTP/1.1 202")
+            for s in held:
+                s.close()
+            held.clear()
+            wait_for(served, "the daemon to serve new clients once the connections closed")
+        finally:
+            for s in held:
+                s.close()
     text = log_path.read_text()
     assert "Traceback" not in text, text[text.index("Traceback") - 300:][:1500]
     assert "cannot accept connections" not in text
