@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
 from coupler.adapters.database import DatabaseAdapter
 from coupler.bus.api import Command, command_envelope
 from coupler.bus.testing import EmbeddedBus
-from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail
 from tests.fuzzing import SEED, bounded, cases
 
 from .conftest import Database
@@ -50,24 +46,6 @@ VALUES: dict[str, tuple[list[str], list[str]]] = {
     "addr": (["'10.0.0.1'", "'::1'", "'192.168.0.0/16'", "NULL"], []),
     "arr": (["ARRAY[1, NULL, 3]", "'{{1,2},{3,4}}'", "'{}'", "NULL"], []),
 }
-
-
-@pytest.fixture
-def postgres() -> Iterator[Database]:
-    servers_or_fail()
-    schema = f"h96_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-
-    def connect() -> psycopg.Connection[Any]:
-        return psycopg.connect(PG_DSN, options=f"-c search_path={schema}")
-
-    url = PG_DSN.replace("postgresql://", "postgresql+psycopg://", 1)
-    try:
-        yield Database("postgresql", url, schema, connect)
-    finally:
-        with psycopg.connect(PG_DSN, autocommit=True) as admin:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def fetch(adapter: DatabaseAdapter) -> dict[str, str]:
