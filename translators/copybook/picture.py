@@ -1128,6 +1128,8 @@ def _ibm_float(v: float, size: int, usage: str) -> bytes:
         frac >>= 4
         exp16 += 1
     biased = exp16 + 64
+    if biased == 128 and abs(v) <= 16.0**63:  # 16**63: the double the largest IBM double decodes to
+        biased, frac = 127, (1 << fbits) - 1  # (1 - 16**-14) * 16**63, that largest value again
     if not 0 <= biased <= 127:
         raise FieldEncodeError(f"{v} is out of the range of an IBM {usage} float")
     return ((sign << (bits - 1)) | (biased << fbits) | frac).to_bytes(size, "big")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from coupler.translators.copybook.picture import (
     DecodeContext,
     FieldDecodeError,
+    FieldEncodeError,
     FieldType,
     field_type,
 )
@@ -173,3 +174,19 @@ def test_random_bytes_give_a_value_or_a_field_decode_error(data):
         return
     if value is not None:
         assert isinstance(value, (int, Decimal))
+
+
+@pytest.mark.parametrize("sign", [0, 1])
+def test_the_largest_ibm_doubles_encode_again(sign):
+    """The largest COMP-2 values, (1 - 16**-14) * 16**63 and those just below, decode to the
+    double 16**63 (53 bits cannot tell them apart); encoding it gives the largest again, as
+    for every other value the nearest IBM one, not 'out of the range' (found by the property
+    test above: 0x7FFFFFFFFFFFFFFC). Twice as large stays out of the range."""
+    ft = field_type(None, "COMP-2")
+    for frac in ((1 << 56) - 1, (1 << 56) - 4):
+        raw = ((sign << 63) | (127 << 56) | frac).to_bytes(8, "big")
+        value = ft.decode(raw)
+        assert abs(value) == 16.0**63
+        assert ft.encode(value) == ((sign << 63) | (127 << 56) | ((1 << 56) - 1)).to_bytes(8, "big")
+    with pytest.raises(FieldEncodeError, match="out of the range of an IBM COMP-2 float"):
+        ft.encode(-(2.0**253) if sign else 2.0**253)
