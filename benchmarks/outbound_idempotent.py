@@ -238,18 +238,23 @@ def _case(code: str | None, stack: str, keyed: bool, count: int, counting: bool,
         tmp.cleanup()
 
 
-def run_case(code: str | None, stack: str, keyed: bool, count: int, counting: bool) -> dict[str, Any]:
+def in_child(target: Any, args: tuple[Any, ...], label: str) -> dict[str, Any]:
+    """``target(*args, queue)`` in a fresh (spawned) process: the dict it puts on the queue."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    p = ctx.Process(target=_case, args=(code, stack, keyed, count, counting, out))
+    p = ctx.Process(target=target, args=(*args, out))
     p.start()
     try:
         result = out.get(timeout=1800)
     finally:
         p.join(120)
     if p.exitcode != 0:
-        raise RuntimeError(f"{stack} ({'keyed' if keyed else 'plain'}) exited with {p.exitcode}")
+        raise RuntimeError(f"{label} exited with {p.exitcode}")
     return dict(result)
+
+
+def run_case(code: str | None, stack: str, keyed: bool, count: int, counting: bool) -> dict[str, Any]:
+    return in_child(_case, (code, stack, keyed, count, counting), f"{stack} ({'keyed' if keyed else 'plain'})")
 
 
 def reachable(port: int) -> bool:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import multiprocessing as mp
 import os
 import platform
 import statistics
@@ -43,7 +42,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from outbound_idempotent import PG_DSN, PgCounter, _through, reachable  # noqa: E402
+from outbound_idempotent import PG_DSN, PgCounter, _through, in_child, reachable  # noqa: E402
 
 CASES = ("ack-claim", "ack-claim-tx", "ack-tx", "nack-retry", "nack-dead", "nack-dead-claim")
 QUEUE = "bench.settle"
@@ -111,17 +110,7 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
 
 
 def run_case(code: str | None, case: str, count: int, counting: bool) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    p = ctx.Process(target=_case, args=(code, case, count, counting, out))
-    p.start()
-    try:
-        result = out.get(timeout=1800)
-    finally:
-        p.join(120)
-    if p.exitcode != 0:
-        raise RuntimeError(f"{case} exited with {p.exitcode}")
-    return dict(result)
+    return in_child(_case, (code, case, count, counting), case)
 
 
 def main(argv: list[str] | None = None) -> int:
