@@ -352,6 +352,7 @@ class SocketAdapter(Adapter):
             data["connections"] = {
                 "open": server.active,
                 "max": self.settings.max_connections,
+                "in_frame": server.in_frame,
                 "evicted": server.evicted,
                 "refused": server.refused,
             }

@@ -153,6 +153,12 @@ class FrameServer:
     def active(self) -> int:
         return len(self.table)
 
+    @property
+    def in_frame(self) -> int:
+        """Open connections in the middle of a frame (bytes of it received, or it being handled):
+        the ones a newcomer may not take the slot of."""
+        return sum(1 for s in self.table.slots if s.sending)
+
     async def start(self, host: str, port: int) -> tuple[str, int]:
         try:
             tls = {"ssl_handshake_timeout": self._first_byte_timeout} if self.ssl_context else {}

@@ -8,6 +8,7 @@ import pytest
 from coupler.adapters.socket import SocketAdapter
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.translators.framing import LengthPrefixed
+from tests.bus.site_helpers import wait_for
 
 
 def _server(bus, name="sock-in", channel="inbox", **options):
@@ -128,6 +129,9 @@ def test_max_connections(bus, caplog):
         first.sendall(b"a\n")
         second.sendall(b"b")  # in the middle of its frame
         assert len(bus.received("inbox", wait=5)) == 1
+        # the first frame has been handled, the second connection's frame has begun
+        wait_for(lambda: adapter.health()["connections"]["in_frame"] == 1, "one connection in a frame")
+        assert adapter.health()["connections"]["open"] == 2
         # the table is full: a third connection takes the slot of the one waiting between frames
         with _connect(adapter) as third:
             third.sendall(b"c\n")
