@@ -5,9 +5,9 @@ here run side by side, so the test pays for one start)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import os
-import time
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.control import ControlClient
 from coupler.bus.runtime.daemon import Daemon
 from coupler.canonical.registry import SchemaRegistry
+from tests.bus import site_helpers
 
 from .test_batch_ingest import COPYBOOK, RECORD, write_cards
 
@@ -79,14 +80,7 @@ def completed(daemon: Daemon, channel: str) -> list[dict[str, Any]]:
     ]
 
 
-def wait_for(predicate: Any, what: str, timeout: float = 180.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = functools.partial(site_helpers.wait_for, timeout=180.0)
 
 
 def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: Path) -> None:

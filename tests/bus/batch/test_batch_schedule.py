@@ -4,9 +4,9 @@ are in tests/spark/test_batch_daemon.py."""
 
 from __future__ import annotations
 
+import functools
 import io
 import os
-import time
 from contextlib import redirect_stdout
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from coupler.bus.cli.main import main
 from coupler.bus.config.loader import ConfigError, load_site, parse_site
 from coupler.bus.runtime.control import ControlClient
 from coupler.bus.runtime.daemon import Daemon
+from tests.bus import site_helpers
 
 ADAPTER = """
 [site]
@@ -57,14 +58,7 @@ def stage(tmp_path: Path, name: str, size: int = 200) -> Path:
     return staged / name
 
 
-def wait_for(predicate: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = functools.partial(site_helpers.wait_for, timeout=60.0)
 
 
 # -- configuration -------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from coupler.bus.config.loader import load_site
 from coupler.bus.runtime.control import ControlClient
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical import Envelope, FormatIndicator
-from tests.bus.site_helpers import coupler_env, start_daemon_process, write_site
+from tests.bus.site_helpers import coupler_env, start_daemon_process, wait_for, write_site
 
 SITE = """
 [[adapters]]
@@ -30,14 +29,6 @@ delay = 1.5
 """
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -54,7 +45,7 @@ def test_signal_drains_in_flight_work_and_exits_0(tmp_path: Path, sig: signal.Si
         def in_flight() -> bool:
             return any(c["channel"] == "to-slow" and c["in_flight"] == 1 for c in client.call("channels"))
 
-        wait_for(in_flight)
+        wait_for(in_flight, "a message in flight")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
