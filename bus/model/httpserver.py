@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 #: connections one HTTP server holds at once unless configured (``max_connections``)
 DEFAULT_MAX_CONNECTIONS = 1024
+#: a server's listen backlog unless it says (the http adapter's is 512)
+DEFAULT_BACKLOG = 128
 #: seconds a TLS client has to finish its handshake (asyncio's default, made explicit: a
 #: connection in its handshake counts against ``max_connections`` at most this long)
 TLS_HANDSHAKE_SECONDS = 60.0
@@ -262,7 +264,7 @@ class ConnectionLimit:
 
 async def listen(runner: web.BaseRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
                  max_connections: int, logger: logging.Logger | logging.LoggerAdapter[Any], where: str,
-                 backlog: int = 128, option: str = "max_connections") -> tuple[asyncio.Server, ConnectionLimit]:
+                 backlog: int = DEFAULT_BACKLOG, option: str = "max_connections") -> tuple[asyncio.Server, ConnectionLimit]:
     """Serve ``runner`` (set up) on ``host``:``port`` with at most ``max_connections`` at once;
     the listening server (close it before ``runner.cleanup()``) and its :class:`ConnectionLimit`
     (``open``, ``refused``: the server's health). OSError if the address cannot be listened on.
@@ -299,5 +301,5 @@ def bound_address(server: asyncio.Server) -> tuple[str, int]:
     return host, port
 
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "listening",
+__all__ = ["DEFAULT_BACKLOG", "DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "listening",
            "read_body", "refuse_declared"]

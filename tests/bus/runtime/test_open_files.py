@@ -111,7 +111,7 @@ schema_file = "{REPO / 'tests/adapters/http/data/order.avsc'}"
     assert "console http.max_connections = 2000 (+ listen backlog 128)" in line, line
     needed = 300 + 512 + 2000 + 128 + 256
     assert f"= {needed};" in line and f"ulimit -n {needed} " in line and f"LimitNOFILE={needed}" in line, line
-    assert "running: 2 adapter(s) started" in done.stdout, done.stdout
+    assert "running: 3 adapter(s) started" in done.stdout, done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
     done = _check(site_file, 512, 4096)  # the daemon would raise 512 to 4096: they fit
