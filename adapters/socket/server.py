@@ -269,7 +269,7 @@ class FrameServer:
                     raise TimeoutError
                 data = await asyncio.wait_for(reader.read(min(CHUNK, decoder.room())), timeout)
             except TimeoutError:
-                limit = limits.read_timeout if partial else timeout
+                limit = limits.read_timeout if partial else self._first_byte_timeout if first else timeout
                 self.logger.warning(
                     "closing connection from %s: %s (%g s)", peer, what, limit, extra={"peer": peer}
                 )

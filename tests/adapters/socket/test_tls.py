@@ -96,3 +96,21 @@ def test_tls_connections_count_from_their_acceptance(bus, upper, pki):
         for s in silent:
             s.close()
     wait_for(lambda: server.health()["connections"]["open"] == 0, "the connections to stop counting", timeout=10)
+
+
+def test_a_tls_handshake_must_finish_within_first_byte_timeout(bus, upper, pki, caplog):
+    from tests.adapters.hostile import closed_after
+    from tests.bus.site_helpers import wait_for
+
+    server = SocketAdapter(
+        "tls-slow", {"mode": "server", "host": "127.0.0.1", "port": 0, "framing": "delimiter",
+                     "exchange": "request-reply", "target": "uppercase", "first_byte_timeout": 1.0,
+                     "tls": {"cert": pki["server"][0], "key": pki["server"][1]}},
+        bus.context("tls-slow"),
+    )
+    bus.add(server)
+    with socket.create_connection(("127.0.0.1", server.address[1]), timeout=10) as silent:  # no handshake
+        elapsed, answer = closed_after(silent, 10)
+    assert answer == b"" and 0.8 <= elapsed < 5, (elapsed, answer)
+    wait_for(lambda: any("first byte timeout (1 s; its TLS handshake did not finish)" in r.getMessage()
+                         for r in caplog.records), "the warning naming first_byte_timeout", timeout=5)
