@@ -161,10 +161,11 @@ class FrameServer:
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         try:
-            tls = {"ssl_handshake_timeout": self._first_byte_timeout} if self.ssl_context else {}
+            # without ssl=: TLS is started on each connection in its slot (_serve), so that a
+            # connection counts during its handshake as a silent plain one does
             self._server = await asyncio.start_server(
-                self._accept, host, port, ssl=self.ssl_context, limit=CHUNK, reuse_address=True,
-                backlog=max(128, self.limits.max_connections), **tls,
+                self._accept, host, port, limit=CHUNK, reuse_address=True,
+                backlog=max(128, self.limits.max_connections),
             )
         except OSError as exc:
             raise CouplerError(
@@ -185,6 +186,10 @@ class FrameServer:
                 await asyncio.wait_for(self._server.wait_closed(), 5)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.ssl_context is not None:  # nothing read before start_tls has the transport (_serve):
+            transport = writer.transport  # a ClientHello read meanwhile would go to the stream
+            assert isinstance(transport, asyncio.Transport)
+            transport.pause_reading()
         address, peer = _peer(writer)
         task = asyncio.current_task()
         slot = Slot(address, peer, task)
@@ -229,11 +234,31 @@ class FrameServer:
             self.table.leave(slot)
             self._tasks.discard(task)
             writer.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 2)
+            # a connection whose TLS handshake did not finish: the stream is told nothing more
+            if self.ssl_context is None or writer.get_extra_info("sslcontext") is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.wait_closed(), 2)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slot: Slot) -> str:
         peer, limits = slot.peer, self.limits
+        connected = slot.waiting_since
+        if self.ssl_context is not None:
+            # the handshake within first_byte_timeout, the connection holding its slot meanwhile
+            # (waiting: a newcomer may take it); listening with TLS, asyncio would hand over a
+            # connection only once its handshake was done, and silent ones would take no slot
+            try:
+                await asyncio.wait_for(writer.start_tls(self.ssl_context,
+                                                        ssl_handshake_timeout=self._first_byte_timeout + 1),
+                                       self._first_byte_timeout)
+            except TimeoutError:
+                self.logger.warning("closing connection from %s: first byte timeout (%g s; its TLS handshake did "
+                                    "not finish)", peer, self._first_byte_timeout, extra={"peer": peer})
+                return "TLS handshake timeout"
+            except (ssl.SSLError, ConnectionError) as exc:  # a client speaking plain text, or not trusting us
+                reason = str(exc) or f"{type(exc).__name__}: the client closed the connection"
+                self.logger.info("connection from %s closed: its TLS handshake failed: %s", peer, reason,
+                                 extra={"peer": peer})
+                return f"TLS handshake failed: {reason}"
         decoder = self.framing.decoder()
         first = True  # nothing received yet on this connection
         frame_deadline = 0.0  # when the frame in progress must be complete
@@ -241,8 +266,8 @@ class FrameServer:
             partial = decoder.buffered > 0
             if partial:
                 timeout, what = frame_deadline - time.monotonic(), "read timeout inside a frame"
-            elif first:
-                timeout, what = self._first_byte_timeout, "first byte timeout"
+            elif first:  # counted from connecting, a TLS handshake included
+                timeout, what = self._first_byte_timeout - (time.monotonic() - connected), "first byte timeout"
             else:
                 timeout, what = limits.idle_timeout, "idle timeout"
             try:
@@ -250,7 +275,7 @@ class FrameServer:
                     raise TimeoutError
                 data = await asyncio.wait_for(reader.read(min(CHUNK, decoder.room())), timeout)
             except TimeoutError:
-                limit = limits.read_timeout if partial else timeout
+                limit = limits.read_timeout if partial else self._first_byte_timeout if first else timeout
                 self.logger.warning(
                     "closing connection from %s: %s (%g s)", peer, what, limit, extra={"peer": peer}
                 )

@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--check", action="store_true",
         help="report whether the site runs with every adapter started: asks the running daemon, else starts "
-             "the adapters paused and stops them; exit 0 when all run, 3 when the site is degraded",
+             "the adapters paused and stops them (and then warns, as the daemon would, when its open-files limit "
+             "is below what the HTTP servers may hold); exit 0 when all run, 3 when the site is degraded",
     )
     p.set_defaults(func=run_daemon)
 
@@ -100,8 +101,10 @@ def check_site(site: SiteConfig, daemon: Daemon) -> int:
     count = sum(1 for ad in site.adapters if ad.enabled)
     if not failed:
         print(f"site {site.name}: running: {count} adapter(s) started ({how})")
-        return 0
-    print(f"site {site.name}: degraded: {len(failed)} of {count} adapter(s) do not run ({how})")
-    for name, why in failed.items():
-        print(f"ALERT adapter {name}: {why}")
-    return DEGRADED_EXIT
+    else:
+        print(f"site {site.name}: degraded: {len(failed)} of {count} adapter(s) do not run ({how})")
+        for name, why in failed.items():
+            print(f"ALERT adapter {name}: {why}")
+    if daemon.open_files_warning is not None:  # a paused start-up's (a running daemon logged it at start)
+        print(f"WARNING {daemon.open_files_warning}")
+    return DEGRADED_EXIT if failed else 0

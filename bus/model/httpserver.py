@@ -13,7 +13,6 @@ aiohttp is imported only when a server runs: the daemon and every adapter import
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import weakref
@@ -29,6 +28,8 @@ if TYPE_CHECKING:
 
 #: connections one HTTP server holds at once unless configured (``max_connections``)
 DEFAULT_MAX_CONNECTIONS = 1024
+#: a server's listen backlog unless it says (the http adapter's is 512)
+DEFAULT_BACKLOG = 128
 #: seconds a TLS client has to finish its handshake (asyncio's default, made explicit: a
 #: connection in its handshake counts against ``max_connections`` at most this long)
 TLS_HANDSHAKE_SECONDS = 60.0
@@ -100,29 +101,39 @@ class _Refused(asyncio.Protocol):
 
 class _Counted(asyncio.Protocol):
     """One connection of the server, counted from its acceptance until it is lost; everything
-    else is its protocol's (aiohttp's RequestHandler)."""
+    else is its protocol's (aiohttp's RequestHandler). On a TLS server it is the protocol of the
+    TLS transport (:class:`_Handshake` starts it): what arrives with the end of the handshake,
+    before the RequestHandler has that transport, is handed on after it."""
 
-    __slots__ = ("inner", "limit", "made", "lost", "expiry", "loop", "__weakref__")
+    __slots__ = ("inner", "limit", "lost", "early")
 
     def __init__(self, inner: asyncio.Protocol, limit: ConnectionLimit):
         self.inner, self.limit = inner, limit
-        self.made = self.lost = False
-        self.expiry: asyncio.TimerHandle | None = None
-        self.loop = asyncio.get_running_loop()
+        self.lost = False
+        #: data (``None``: the end of it) received before ``connection_made``: a TLS transport
+        #: hands on what came with the handshake's last message at once, before ``start_tls``
+        #: has returned it
+        self.early: list[bytes | None] | None = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.made = True
-        if self.expiry is not None:
-            self.expiry.cancel()
-        if self.lost:  # let go as a handshake that never ended, and ended after all: it counts again
-            self.lost = False
-            self.limit.open += 1
         self.inner.connection_made(transport)
+        early, self.early = self.early, None
+        for data in early or ():
+            if data is None:
+                self.inner.eof_received()  # the TLS transport shuts down after it whatever it answers
+            else:
+                self.inner.data_received(data)
 
     def data_received(self, data: bytes) -> None:
-        self.inner.data_received(data)
+        if self.early is not None:
+            self.early.append(data)
+        else:
+            self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
+        if self.early is not None:
+            self.early.append(None)
+            return None
         return self.inner.eof_received()
 
     def pause_writing(self) -> None:
@@ -133,14 +144,30 @@ class _Counted(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.limit._release(self)
-        self.inner.connection_lost(exc)
+        if self.early is None:  # else the RequestHandler never had the connection: nothing to tell it
+            self.inner.connection_lost(exc)
 
-    def __del__(self) -> None:
-        # asyncio drops the protocol of a TLS connection whose handshake failed (a client
-        # speaking plain HTTP to it) without a call: it is let go here, on the server's loop
-        if not self.lost and not self.made:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nothing counts any more
-                self.loop.call_soon_threadsafe(self.limit._release, self)
+
+class _Handshake(asyncio.Protocol):
+    """The plain TCP connection of a TLS server until its handshake begins: ``app`` (a
+    :class:`_Counted`, or a :class:`_Refused` that does not count) is given the TLS transport
+    once the handshake is done; a counted connection whose handshake fails, times out or never
+    begins stops counting then, not when asyncio's objects for it are collected."""
+
+    def __init__(self, limit: ConnectionLimit, app: _Counted | _Refused):
+        self.limit, self.app = limit, app
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()  # nothing is read before start_tls has the transport
+        self.limit._start_tls(transport, self.app)
+
+    def data_received(self, data: bytes) -> None:
+        pass  # never: reading is paused until start_tls resumes it on its own protocol
+
+    def connection_lost(self, exc: Exception | None) -> None:  # before start_tls had it
+        if isinstance(self.app, _Counted):
+            self.limit._release(self.app)
 
 
 class ConnectionLimit:
@@ -152,15 +179,18 @@ class ConnectionLimit:
 
     ``factory`` is the server's own protocol factory (aiohttp's ``web.Server``, which the
     documented low-level API hands to ``loop.create_server``). A connection counts from the
-    moment it is accepted, a TLS one during its handshake too. asyncio tells the protocol of a
-    failed handshake nothing: such a connection stops counting when asyncio drops its protocol
-    (at once in CPython, or at the next garbage collection when an exception's traceback holds
-    it), at the latest after ``TLS_HANDSHAKE_SECONDS``, when asyncio has given up on it."""
+    moment it is accepted until it is lost. With ``ssl_context``, the server listens without TLS
+    and this starts TLS on each connection (``loop.start_tls``, at most
+    ``TLS_HANDSHAKE_SECONDS``): one whose handshake fails or times out stops counting at once.
+    (Listening with TLS, asyncio tells nothing of a failed handshake: its connection would go on
+    counting until asyncio's objects for it were collected, and an exception's traceback holds
+    them in a cycle, CPython gh-109534, so until a garbage collection.)"""
 
     def __init__(self, factory: Any, maximum: int, logger: logging.Logger | logging.LoggerAdapter[Any],
-                 where: str, option: str = "max_connections", *, tls: bool = False, backlog: int = 0):
+                 where: str, option: str = "max_connections", *, ssl_context: ssl.SSLContext | None = None,
+                 backlog: int = 0):
         self.factory = factory
-        self.tls = tls
+        self.ssl_context = ssl_context
         self.maximum = maximum
         #: the listen backlog: as many connections again may be accepted in a burst before the
         #: first of them is counted (asyncio accepts up to that many at once)
@@ -168,12 +198,18 @@ class ConnectionLimit:
         self.logger, self.where, self.option = logger, where, option
         self.open = 0
         self.refused = 0
+        self._handshakes: set[asyncio.Task[asyncio.Transport | None]] = set()
         self._report = Throttled()
         reason = f"{maximum} connections already open ({option}); try again later\n".encode()
         self._answer = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
                         b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(reason)) + reason
 
+    @property
+    def tls(self) -> bool:
+        return self.ssl_context is not None
+
     def __call__(self) -> asyncio.BaseProtocol:
+        app: _Counted | _Refused
         if self.open >= self.maximum:
             self.refused += 1
             more = self._report.due()
@@ -182,33 +218,53 @@ class ConnectionLimit:
                 self.logger.warning("%s: a new connection refused (503): %d connections are open, the most "
                                     "%s allows%s. Raise %s if the clients are legitimate", self.where, self.open,
                                     self.option, since, self.option)
-            return _Refused(self._answer)
-        counted = _Counted(self.factory(), self)
-        self.open += 1
-        if self.tls:  # a plain connection is made in the loop's next turn; a TLS one after its handshake
-            counted.expiry = counted.loop.call_later(TLS_HANDSHAKE_SECONDS + 1, self._expire, weakref.ref(counted))
-        return counted
+            app = _Refused(self._answer)  # over TLS: answered once its handshake is done
+        else:
+            app = _Counted(self.factory(), self)
+            self.open += 1
+        return _Handshake(self, app) if self.tls else app
 
     def health(self) -> dict[str, int]:
         """The connections open, the most allowed, and how many were refused."""
         return {"open": self.open, "max": self.maximum, "refused": self.refused}
 
-    def _expire(self, ref: weakref.ref[_Counted]) -> None:
-        counted = ref()
-        if counted is not None and not counted.made:  # a handshake that never ended: asyncio has closed it
-            self._release(counted)
+    def close(self) -> None:
+        """Abort the connections still in their TLS handshake (the server is closing; the
+        others are aiohttp's to close)."""
+        for task in list(self._handshakes):
+            task.cancel()
+
+    def _start_tls(self, transport: asyncio.Transport, app: _Counted | _Refused) -> None:
+        """Start TLS on ``transport`` (accepted without it); :meth:`_handshake_done` then."""
+        assert self.ssl_context is not None
+        task = asyncio.get_running_loop().create_task(asyncio.get_running_loop().start_tls(
+            transport, app, self.ssl_context, server_side=True, ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS))
+        self._handshakes.add(task)
+        task.add_done_callback(lambda done: self._handshake_done(transport, app, done))
+
+    def _handshake_done(self, transport: asyncio.Transport, app: _Counted | _Refused,
+                        task: asyncio.Task[asyncio.Transport | None]) -> None:
+        """``app`` made with the TLS transport; or, the handshake failed (a client speaking plain
+        HTTP), timed out or was cancelled, or the connection was lost right after it, the
+        connection closed and, counted, no longer counting: now, not at a garbage collection."""
+        self._handshakes.discard(task)
+        tls = None if task.cancelled() or task.exception() is not None else task.result()
+        if tls is None or tls.is_closing():
+            transport.close()  # start_tls has closed it if it began
+            if isinstance(app, _Counted):
+                self._release(app)
+            return
+        app.connection_made(tls)
 
     def _release(self, counted: _Counted) -> None:
         if not counted.lost:
             counted.lost = True
             self.open -= 1
-            if counted.expiry is not None:
-                counted.expiry.cancel()
 
 
 async def listen(runner: web.BaseRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
                  max_connections: int, logger: logging.Logger | logging.LoggerAdapter[Any], where: str,
-                 backlog: int = 128, option: str = "max_connections") -> tuple[asyncio.Server, ConnectionLimit]:
+                 backlog: int = DEFAULT_BACKLOG, option: str = "max_connections") -> tuple[asyncio.Server, ConnectionLimit]:
     """Serve ``runner`` (set up) on ``host``:``port`` with at most ``max_connections`` at once;
     the listening server (close it before ``runner.cleanup()``) and its :class:`ConnectionLimit`
     (``open``, ``refused``: the server's health). OSError if the address cannot be listened on.
@@ -217,11 +273,11 @@ async def listen(runner: web.BaseRunner, host: str, port: int, *, ssl_context: s
     ``loop.create_server`` as it is and have no place for a limit; ``web.Server`` is the
     documented protocol factory, so this hands it on through the limit instead."""
     assert runner.server is not None, "runner.setup() first"
-    limit = ConnectionLimit(runner.server, max_connections, logger, where, option, tls=ssl_context is not None,
+    limit = ConnectionLimit(runner.server, max_connections, logger, where, option, ssl_context=ssl_context,
                             backlog=backlog)
-    server = await asyncio.get_running_loop().create_server(
-        limit, host, port, ssl=ssl_context, backlog=backlog,
-        ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if ssl_context else None)
+    # without ssl=: the limit starts TLS on each connection itself, so that it knows when a
+    # handshake fails (ConnectionLimit)
+    server = await asyncio.get_running_loop().create_server(limit, host, port, backlog=backlog)
     with _LISTENING_LOCK:
         _LISTENING[server] = limit
     return server, limit
@@ -245,5 +301,5 @@ def bound_address(server: asyncio.Server) -> tuple[str, int]:
     return host, port
 
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "listening",
+__all__ = ["DEFAULT_BACKLOG", "DEFAULT_MAX_CONNECTIONS", "BodyRefused", "ConnectionLimit", "bound_address", "listen", "listening",
            "read_body", "refuse_declared"]

@@ -55,7 +55,7 @@ from coupler.bus.model.adapter import Adapter
 from coupler.bus.model.commands import (
     COMMON_COMMANDS,
 )
-from coupler.bus.model.httpserver import listening
+from coupler.bus.model.httpserver import DEFAULT_BACKLOG, ConnectionLimit, listening
 from coupler.bus.model.selectors import BodyReader
 from coupler.bus.plugins.manager import (
     broken_plugins,
@@ -109,6 +109,8 @@ class Daemon:
         self.switches = Switches()
         self.started_at: float | None = None
         self.alerts: dict[str, str] = {}
+        #: ``--check``: what the daemon would warn of at start about its open-files limit
+        self.open_files_warning: str | None = None
         self.transport: Transport | None = None
         self._lock = DaemonLock(site.lock_path)
         self._threads: list[threading.Thread] = []
@@ -251,9 +253,19 @@ class Daemon:
             self._check_datatypes(classes)
             self.pipelines.build()
             self.adapter_runtime.start_all(classes, paused=True)
+            self.open_files_warning = self._open_files_shortfall()
             return self.failed_adapters()
         finally:
             self.shutdown()
+
+    def _open_files_shortfall(self) -> str | None:
+        """What the daemon would warn of at start about its open-files limit (``--check``: the
+        adapters' servers listen, paused; the console, not started, by its options)."""
+        servers: list[ConnectionLimit | openfiles.Held] = list(listening())
+        if self.site.http.listen:
+            servers.append(openfiles.Held("console", "http.max_connections", self.site.http.max_connections,
+                                          DEFAULT_BACKLOG))
+        return openfiles.shortfall(openfiles.expected_limit(self.site.model.site.raise_open_files_limit), servers)
 
     # -- adapters (bus/runtime/adapters.py) ----------------------------------------------------
 

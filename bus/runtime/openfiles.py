@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import resource
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from coupler.bus.model.httpserver import ConnectionLimit
 
@@ -37,6 +39,14 @@ def _nr_open() -> int | None:
             return int(f.read())
     except (OSError, ValueError):
         return None
+
+
+def expected_limit(enabled: bool) -> int:
+    """The soft open-files limit the daemon would run with (:func:`raise_limit` with
+    ``enabled``), this process's left as it is: what ``coupler daemon --check`` checks."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = _nr_open() if hard == resource.RLIM_INFINITY else hard
+    return target if enabled and target is not None else soft
 
 
 def raise_limit(enabled: bool, site: str) -> int:
@@ -65,26 +75,44 @@ def raise_limit(enabled: bool, site: str) -> int:
     return target
 
 
-def check(limit: int, servers: list[ConnectionLimit], site: str) -> bool:
-    """Whether what ``servers`` may hold at once, backlogs included, and :data:`OTHER_FILES`
-    fit under ``limit``; else one WARNING line naming the options to change and ``ulimit -n``."""
+@dataclass(frozen=True)
+class Held:
+    """What a server not listening yet would hold (the console, which ``coupler daemon --check``
+    does not start), as its :class:`ConnectionLimit` says it."""
+
+    where: str
+    option: str
+    maximum: int
+    backlog: int
+
+
+def shortfall(limit: int, servers: Sequence[ConnectionLimit | Held]) -> str | None:
+    """None when what ``servers`` may hold at once, backlogs included, and :data:`OTHER_FILES`
+    fit under ``limit``; else one line naming the options to change and ``ulimit -n``."""
     if limit == resource.RLIM_INFINITY or not servers:
-        return True
+        return None
     needed = sum(s.maximum + s.backlog for s in servers) + OTHER_FILES
     if needed <= limit:
-        return True
+        return None
     held = ", ".join(f"{s.where} {s.option} = {s.maximum} (+ listen backlog {s.backlog})"
                      for s in sorted(servers, key=lambda s: s.where))
-    log.warning("open files: the limit %d is below what the HTTP servers may hold in a burst of connections: %s, "
-                "and %d for the store and the adapters' files = %d; past the limit no server accepts connections "
-                "until some close. Lower those max_connections or raise the limit to %d or more (ulimit -n %d before "
-                "starting the daemon, systemd LimitNOFILE=%d)", limit, held, OTHER_FILES, needed, needed, needed, needed,
-                extra={"site": site})
-    return False
+    return (f"open files: the limit {limit} is below what the HTTP servers may hold in a burst of connections: "
+            f"{held}, and {OTHER_FILES} for the store and the adapters' files = {needed}; past the limit no server "
+            f"accepts connections until some close. Lower those max_connections or raise the limit to {needed} or "
+            f"more (ulimit -n {needed} before starting the daemon, systemd LimitNOFILE={needed})")
+
+
+def check(limit: int, servers: Sequence[ConnectionLimit | Held], site: str) -> bool:
+    """Whether what ``servers`` may hold at once fits under ``limit`` (:func:`shortfall`); else
+    one WARNING line saying so."""
+    message = shortfall(limit, servers)
+    if message is not None:
+        log.warning("%s", message, extra={"site": site})
+    return message is None
 
 
 def _shown(value: int) -> str:
     return "unlimited" if value == resource.RLIM_INFINITY else str(value)
 
 
-__all__ = ["OTHER_FILES", "check", "raise_limit"]
+__all__ = ["OTHER_FILES", "Held", "check", "expected_limit", "raise_limit", "shortfall"]

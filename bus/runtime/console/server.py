@@ -213,6 +213,8 @@ class ConsoleServer:
                 self._sampler.cancel()
             if self._listener is not None:
                 self._listener.close()
+            if self.connections is not None:
+                self.connections.close()  # those still in their TLS handshake
             if self._runner is not None:
                 await self._runner.cleanup()
 

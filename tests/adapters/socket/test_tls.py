@@ -59,3 +59,58 @@ def test_tls_with_client_authentication(bus, upper, pki):
 
     with pytest.raises(CommandFault, match="CERTIFICATE_VERIFY_FAILED"):
         untrusting.handle(parse_command(command_envelope("request", "plain-out", document=Document(fmt, b"x"))))
+
+
+def test_tls_connections_count_from_their_acceptance(bus, upper, pki):
+    """Connections that never begin their TLS handshake take slots as silent plain ones do: one
+    address holds at most max_connections_per_peer, the longest waiting closed for a newcomer,
+    and a TLS client is served among them; a client speaking plain text to the TLS port is
+    closed at once and stops counting."""
+    from tests.adapters.hostile import closed_after
+    from tests.bus.site_helpers import wait_for
+
+    server = SocketAdapter(
+        "tls-slots", {"mode": "server", "host": "127.0.0.1", "port": 0, "framing": "delimiter",
+                      "exchange": "request-reply", "target": "uppercase", "max_connections_per_peer": 3,
+                      "first_byte_timeout": 30.0, "tls": {"cert": pki["server"][0], "key": pki["server"][1]}},
+        bus.context("tls-slots"),
+    )
+    bus.add(server)
+    address = ("127.0.0.1", server.address[1])
+    silent = [socket.create_connection(address, timeout=10) for _ in range(10)]  # no handshake
+    try:
+        wait_for(lambda: server.health()["connections"]["evicted"] >= 7, "7 silent connections closed for newer ones",
+                 timeout=10)
+        assert server.health()["connections"]["open"] == 3
+        for s in silent[:7]:  # the oldest made room
+            closed_after(s, 5)
+        ctx = ssl.create_default_context(cafile=pki["ca"])
+        with socket.create_connection(address, timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"hello\n")
+            assert tls.recv(100) == b"HELLO\n"
+        with socket.create_connection(address, timeout=10) as plain:
+            plain.sendall(b"hello\n")  # no handshake: closed at once
+            closed_after(plain, 5)
+    finally:
+        for s in silent:
+            s.close()
+    wait_for(lambda: server.health()["connections"]["open"] == 0, "the connections to stop counting", timeout=10)
+
+
+def test_a_tls_handshake_must_finish_within_first_byte_timeout(bus, upper, pki, caplog):
+    from tests.adapters.hostile import closed_after
+    from tests.bus.site_helpers import wait_for
+
+    server = SocketAdapter(
+        "tls-slow", {"mode": "server", "host": "127.0.0.1", "port": 0, "framing": "delimiter",
+                     "exchange": "request-reply", "target": "uppercase", "first_byte_timeout": 1.0,
+                     "tls": {"cert": pki["server"][0], "key": pki["server"][1]}},
+        bus.context("tls-slow"),
+    )
+    bus.add(server)
+    with socket.create_connection(("127.0.0.1", server.address[1]), timeout=10) as silent:  # no handshake
+        elapsed, answer = closed_after(silent, 10)
+    assert answer == b"" and 0.8 <= elapsed < 5, (elapsed, answer)
+    wait_for(lambda: any("first byte timeout (1 s; its TLS handshake did not finish)" in r.getMessage()
+                         for r in caplog.records), "the warning naming first_byte_timeout", timeout=5)

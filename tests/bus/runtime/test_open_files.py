@@ -70,3 +70,53 @@ def test_max_connections_over_the_hard_limit_are_a_warning_naming_the_options(tm
     assert "console http.max_connections = 2000 (+ listen backlog 128)" in line, line
     assert "= 2384" in line and "ulimit -n 2384" in line and "LimitNOFILE=2384" in line, line
     assert "Traceback" not in text
+
+
+def _check(site_file: Path, soft: int, hard: int) -> subprocess.CompletedProcess[str]:
+    """``coupler daemon --check`` of the site with the open-files limits ``soft``/``hard``."""
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    return subprocess.run([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", str(site_file), "--check"],
+                          cwd=REPO, env=coupler_env(), capture_output=True, text=True, timeout=120, preexec_fn=limited)
+
+
+def test_daemon_check_says_the_warning_the_daemon_would_log(tmp_path: Path) -> None:
+    """``coupler daemon --check`` (no daemon running: the adapters start paused, the console does
+    not) prints the daemon's open-files warning, one line, with the limit it would run with."""
+    _, ours = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert ours == resource.RLIM_INFINITY or ours >= 4096, "the test needs a hard open-files limit of 4096 (ulimit -Hn)"
+    site_file = console_site(tmp_path, extra=f"""
+[[adapters]]
+name = "api"
+type = "http"
+direction = "inbound"
+channel = "orders"
+[adapters.options]
+mode = "server"
+port = 0
+max_connections = 300
+[adapters.options.endpoints.orders]
+format = "acme.Order@1"
+schema_file = "{REPO / 'tests/adapters/http/data/order.avsc'}"
+""")
+    site_file.write_text(site_file.read_text().replace("[http]\n", "[http]\nmax_connections = 2000\n", 1))
+    done = _check(site_file, 512, 1024)  # the daemon would raise 512 to 1024: still below
+    assert done.returncode == 0, done.stdout + done.stderr
+    warnings = _lines(done.stdout, "WARNING")
+    assert len(warnings) == 1, done.stdout
+    line = warnings[0]
+    assert line.startswith("WARNING open files: the limit 1024 is below"), line
+    assert "adapters[api] max_connections = 300 (+ listen backlog 512)" in line, line
+    assert "console http.max_connections = 2000 (+ listen backlog 128)" in line, line
+    needed = 300 + 512 + 2000 + 128 + 256
+    assert f"= {needed};" in line and f"ulimit -n {needed} " in line and f"LimitNOFILE={needed}" in line, line
+    assert "running: 3 adapter(s) started" in done.stdout, done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+    done = _check(site_file, 512, 4096)  # the daemon would raise 512 to 4096: they fit
+    assert done.returncode == 0 and "WARNING" not in done.stdout, done.stdout + done.stderr
+
+    site_file.write_text(site_file.read_text().replace("[site]\n", "[site]\nraise_open_files_limit = false\n", 1))
+    done = _check(site_file, 512, 4096)  # kept at 512
+    assert _lines(done.stdout, "WARNING open files: the limit 512 is below"), done.stdout + done.stderr
