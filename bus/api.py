@@ -138,6 +138,8 @@ __all__ = [
     # route pipelines: step types (coupler_step_types) and their outcomes
     "Continue", "DeadLetter", "Deliver", "Discard", "Invalid", "Outcome", "Retry", "Step", "StepContext",
     "StepError", "StepSetup", "try_step",
+    # AMQP bridges: a message whose content header pika cannot decode, delivered with its cause
+    "tolerate_undecodable_amqp_headers", "undecodable_amqp_header",
 ]
 
 
@@ -155,6 +157,27 @@ def site_registry(context: Any = None) -> Any:
 
         registry = SchemaRegistry.default()
     return registry
+
+
+def tolerate_undecodable_amqp_headers(connection: Any) -> Any:
+    """Make the pika ``BlockingConnection`` ``connection`` deliver a message whose content
+    header (properties, headers table) pika cannot decode, instead of dropping the connection
+    (the message would come back first on every new one: a poison message). Its properties are
+    those pika can read, and :func:`undecodable_amqp_header` gives the cause: file the message
+    in the Invalid Message Channel with it and acknowledge it. Returns ``connection``."""
+    # imported here: pika is imported only by a site that uses AMQP
+    from coupler.bus.transport.amqp.frames import tolerate_undecodable_headers
+
+    return tolerate_undecodable_headers(connection)
+
+
+def undecodable_amqp_header(properties: Any) -> str | None:
+    """The cause (one line, naming the header) when ``properties`` are those of a delivery
+    whose content header pika could not decode (:func:`tolerate_undecodable_amqp_headers`),
+    else None."""
+    from coupler.bus.transport.amqp.frames import undecodable
+
+    return undecodable(properties)
 
 
 def record_of(envelope: Envelope, context: Any = None) -> dict[str, Any]:

@@ -6,8 +6,10 @@ another application fills, or publishes to an exchange another application reads
 
 Inbound (``queue``): each broker message is published on the adapter's channel and
 acknowledged to the broker **only after the bus accepted it** (durable); a message the bus
-refuses as untranslatable is in the Invalid Message Channel and acknowledged; when the bus
-cannot take it (its store failing, a stop) it is rejected back to the queue and read again.
+refuses as untranslatable, or whose content header pika cannot decode (a header timestamp
+beyond the calendar: the connection reads it with the cause instead of dropping), is in the
+Invalid Message Channel and acknowledged; when the bus cannot take it (its store failing, a
+stop) it is rejected back to the queue and read again.
 Outbound (``exchange`` and ``routing_key``): each document is published persistent,
 ``mandatory``, with publisher confirms: ``deliver`` returns only when the broker confirmed it;
 an unroutable or refused message raises, and the bus redelivers it.
@@ -45,6 +47,8 @@ from coupler.bus.api import (
     Reply,
     Str,
     option,
+    tolerate_undecodable_amqp_headers,
+    undecodable_amqp_header,
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
@@ -94,6 +98,14 @@ def _envelope_id(value: str | None, queue: str) -> str | None:
     if not value:
         return None
     return value if _UUID.match(value) else str(uuid.uuid5(_NAMESPACE, f"{queue}|{value}"))
+
+
+def _delivery(method: Any, props: Any) -> str:
+    """A delivery in words: its message id (when it has one), delivery tag, exchange and key."""
+    shown = [repr(props.message_id)[:80]] if props.message_id else []
+    shown.append(f"(delivery tag {method.delivery_tag}, exchange {method.exchange!r}, "
+                 f"routing key {str(method.routing_key)[:80]!r})")
+    return " ".join(shown)
 
 
 def to_envelope(body: bytes, props: Any, method: Any, fmt: FormatIndicator | None, queue: str) -> Envelope:
@@ -204,7 +216,8 @@ class AmqpAdapter(Adapter):
 
     def _connect(self) -> Any:
         try:
-            return pika.BlockingConnection(self._parameters())
+            # a message whose content header pika cannot decode comes with its cause (see _take)
+            return tolerate_undecodable_amqp_headers(pika.BlockingConnection(self._parameters()))
         except pika.exceptions.AMQPError as exc:
             raise CouplerError(f"cannot connect to {self._shown()}: {type(exc).__name__} {exc}",
                                where=f"{self.where}.url") from None
@@ -293,6 +306,10 @@ class AmqpAdapter(Adapter):
         """Publish one broker message; True when it may be acknowledged (durable on the bus, or
         in the Invalid Message Channel), False when it must go back to the queue."""
         assert self.context is not None and self.settings.queue is not None
+        cause = undecodable_amqp_header(props)
+        if cause is not None:  # pika could not decode its content header: the consumer goes on
+            return self._invalid(body, f"message {_delivery(method, props)} from queue {self.settings.queue} "
+                                       f"cannot be read: {cause} (correct it in the sending application)")
         try:
             if self.settings.payload == "envelope":
                 envelope = Envelope.from_bytes(body)

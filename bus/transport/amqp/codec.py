@@ -21,6 +21,7 @@ from typing import Any
 
 import pika
 
+from coupler.bus.transport.amqp.frames import undecodable
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.envelope import HistoryEntry, MessageKind, Sequence, utc_now
 from coupler.canonical.errors import EnvelopeError
@@ -189,6 +190,10 @@ def from_amqp(props: pika.BasicProperties, body: bytes) -> Received:
     construction here (timestamps whole milliseconds in UTC, the kind a ``MessageKind``,
     properties strings, the body bytes, the format a ``FormatIndicator`` checked once per
     name, version and content type)."""
+    cause = undecodable(props)
+    if cause is not None:  # delivered by the link's frame decoder instead of breaking the connection
+        which = f" {_shown(props.message_id)}" if props.message_id else ""
+        raise EnvelopeError(f"AMQP message{which}: {cause}")
     headers = dict(props.headers or {})
     # the counts the transport reads from every message, raw ones too (Received.attempts)
     _whole(headers, H_ATTEMPTS, 0, _INT_MAX)

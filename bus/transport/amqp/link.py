@@ -43,6 +43,7 @@ import pika.exceptions as px
 from pika.adapters.blocking_connection import _IoloopTimerContext
 from pika.adapters.utils.io_services_utils import _AsyncPlaintextTransport as _PLAINTEXT
 
+from coupler.bus.transport.amqp.frames import tolerate_undecodable_headers
 from coupler.bus.transport.base import TransportError
 
 log = logging.getLogger(__name__)
@@ -527,7 +528,9 @@ class Link:
     # -- connection ------------------------------------------------------------------------
 
     def _connect(self) -> None:
-        self.conn = pika.BlockingConnection(self.params)
+        # a message whose content header pika cannot decode is delivered with the cause
+        # (codec.from_amqp refuses it: the transport files it as invalid), not a lost connection
+        self.conn = tolerate_undecodable_headers(pika.BlockingConnection(self.params))
         self._open_channel()
         self._down_since = None
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pika.data
 import pytest
 
 AMQP_URL = os.environ.get("COUPLER_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
@@ -67,6 +68,25 @@ def site_store() -> Iterator[str]:
         yield store_table(names)
     finally:
         destroy(names)
+
+
+class Raw(bytes):
+    """A field value of an AMQP table written as these bytes (its type octet first): what
+    another application's client may write and pika cannot read (see :func:`write_raw_values`)."""
+
+
+def write_raw_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make pika, as the other application, write :class:`Raw` field values as they are (its
+    encoder writes only what it can decode)."""
+    encode = pika.data.encode_value
+
+    def encode_value(pieces: list[bytes], value: Any) -> int:
+        if isinstance(value, Raw):
+            pieces.append(bytes(value))
+            return len(value)
+        return encode(pieces, value)
+
+    monkeypatch.setattr(pika.data, "encode_value", encode_value)
 
 
 def amqp_transport(data_dir: Path, **options: Any) -> Any:
