@@ -16,7 +16,7 @@ import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.testing.contract import BIG, doc, stored_claims
-from coupler.bus.transport.base import LeaseLostError
+from coupler.bus.transport.base import Delivery, LeaseLostError
 from coupler.bus.transport.postgres.transport import PostgresTransport
 from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
 
@@ -149,10 +149,10 @@ def test_moving_a_delivery_to_the_invalid_channel_is_one_round_trip(transport: P
     small, big = t.receive("q", "translator", max=2)
     ids = []
     for d in (small, big):
-        trips: list[int] = []
-        trips.append(_round_trips(t, lambda d=d: ids.append(  # type: ignore[misc]
-            t.invalid(d.envelope, "field 'amount': not a number", "translator", channel="q", delivery=d))))
-        assert trips == [1]
+        def move(d: Delivery = d) -> None:
+            ids.append(t.invalid(d.envelope, "field 'amount': not a number", "translator", channel="q", delivery=d))
+
+        assert _round_trips(t, move) == 1
     raw: list[int] = []
     assert _round_trips(t, lambda: raw.append(t.invalid(b"\x00raw", "cannot decode", "socket-in", channel="q"))) == 1
     assert t.stats("q")[0].depth == 0 and t.stats("q")[0].invalid == 3
