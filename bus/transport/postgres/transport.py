@@ -363,7 +363,10 @@ class PgTx(StorageTx):
     one round trip: ``BEGIN``, its statements and ``COMMIT`` in one pipeline. So are a nack
     (:meth:`requeue_checked`, :meth:`bury_checked`: the dead letter made from the row deleted,
     in the statement) and the release of claim-checked bodies after an acknowledgement
-    (:meth:`release`: the deliveries know their claims; nothing is read back)."""
+    (:meth:`release`: the deliveries know their claims; nothing is read back), and so is a
+    dead letter (:meth:`bury_later`, and :meth:`bury_checked`: a delivery moved to the
+    Invalid Message Channel): its id is read from the statement's answer once it is sent, and
+    asked for before that (inside a transaction) it sends what is kept then."""
 
     journals_receipts = True
 

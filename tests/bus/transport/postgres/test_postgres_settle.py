@@ -186,3 +186,32 @@ def test_an_invalid_message_is_logged_once_it_is_there(transport: PostgresTransp
         [said] = [r.getMessage() for r in caplog.records if "-> invalid" in r.getMessage()]
     assert said.startswith(f"message {taken.message_id} on q -> invalid: bad (component c")
     assert len(t.dead_letters(kind="invalid")) == 1 and t.stats("q")[0].invalid == 1
+
+
+def test_a_dead_letter_id_asked_for_inside_a_transaction_is_sent_for(transport: PostgresTransport) -> None:
+    """Inside a transaction the id of ``invalid(...)`` is wanted before the ``COMMIT``: what is
+    kept goes out then (the move, checked), the rest with the ``COMMIT``; a rollback undoes it."""
+    t = transport
+    t.send("q", [doc(b"one"), doc(b"two")])
+    t.send("out", doc(b"first"))  # its table made
+    first, second = t.receive("q", "c", max=2)
+    ids: list[int] = []
+
+    def in_a_transaction(d: Delivery, fail: bool) -> None:
+        with t.transaction() as tx:
+            tx.send("out", doc(b"fault"))
+            ids.append(tx.invalid(d.envelope, "refused", "c", channel="q", delivery=d))
+            ids.append(t.invalid(b"\x00raw", "cannot decode", "c", channel="q"))  # the thread's transaction
+            if fail:
+                raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        in_a_transaction(first, fail=True)
+    assert t.dead_letters(kind="invalid") == [] and t.stats("out")[0].depth == 1
+    assert len(ids) == 2
+    assert _round_trips(t, lambda: in_a_transaction(second, fail=False)) == 3  # one an id asked for, the COMMIT
+    assert sorted(x.id for x in t.dead_letters(kind="invalid")) == sorted(ids[2:])
+    assert t.dead_letter(ids[2]).envelope.body == b"two"  # type: ignore[union-attr]
+    assert t.dead_letter(ids[3]).raw == b"\x00raw"
+    assert t.stats("out")[0].depth == 2
+    t.ack(first)  # the rollback gave it back, still leased
