@@ -10,7 +10,15 @@ Cases (each settles COUNT received messages one at a time, each in a transaction
 * ``ack-tx`` (unchanged control): the same with a small body;
 * ``nack-retry``: ``transport.nack(d, error, component)``: back to the queue after its backoff;
 * ``nack-dead``: ``transport.nack(d, error, component, dead=True)``: to the dead letters;
-* ``nack-dead-claim``: the same, its body claim-checked.
+* ``nack-dead-claim``: the same, its body claim-checked;
+* ``invalid``: ``transport.invalid(d.envelope, reason, component, channel=..., delivery=d)``: to
+  the Invalid Message Channel, the delivery settled with it;
+* ``invalid-claim``: the same, its body claim-checked;
+* ``invalid-tx``: ``with transport.transaction() as tx: tx.send(out, small); tx.invalid(...,
+  delivery=d)``, as the dispatcher refusing a command does;
+* ``invalid-raw``: ``transport.invalid(bytes, reason, component, channel=...)`` (no delivery: a
+  polling adapter's unreadable input), the messages received all the same;
+* ``ack-batch``: ``transport.ack(ds)`` of 10 deliveries at once (per message: a tenth of it).
 
 Every message is received first (``max=100``, a long lease); only the settling is counted and
 timed. Two passes a case, each in a fresh process: counts through the protocol proxy of
@@ -44,7 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from outbound_idempotent import PG_DSN, PgCounter, _through, in_child, reachable  # noqa: E402
 
-CASES = ("ack-claim", "ack-claim-tx", "ack-tx", "nack-retry", "nack-dead", "nack-dead-claim")
+CASES = ("ack-claim", "ack-claim-tx", "ack-tx", "nack-retry", "nack-dead", "nack-dead-claim", "invalid",
+         "invalid-claim", "invalid-tx", "invalid-raw", "ack-batch")
 QUEUE = "bench.settle"
 
 
@@ -83,6 +92,10 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
         time.sleep(0.3)  # what opening and sending left to the background threads
         before = counter.counts() if counter else (0, 0)
         start, cpu = time.monotonic(), time.process_time()
+        if case == "ack-batch":
+            for i in range(0, count, 10):
+                t.ack(deliveries[i:i + 10])
+            deliveries = []
         for d in deliveries:
             if case == "ack-claim":
                 t.ack(d)
@@ -90,6 +103,14 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
                 with t.transaction() as tx:
                     tx.send("bench.out", Envelope(format="bench.Order@1", body=b"done"))
                     tx.ack(d)
+            elif case in ("invalid", "invalid-claim"):
+                t.invalid(d.envelope, "field 'amount': not a number", "bench", channel=QUEUE, delivery=d)
+            elif case == "invalid-tx":
+                with t.transaction() as tx:
+                    tx.send("bench.out", Envelope(format="bench.Order@1", body=b"fault"))
+                    tx.invalid(d.envelope, "refused", "bench", channel=QUEUE, delivery=d)
+            elif case == "invalid-raw":
+                t.invalid(b"\x00unreadable", "cannot decode", "bench", channel=QUEUE)
             elif case == "nack-retry":
                 assert t.nack(d, "later", "bench", delay=3600) == "retry"
             else:

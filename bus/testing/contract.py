@@ -350,6 +350,34 @@ def test_transaction_nacking_a_lost_lease_commits_nothing(transport: Transport) 
     assert transport.stats("in")[0].depth == 0
 
 
+def test_moving_a_lost_lease_to_the_invalid_channel_commits_nothing(transport: Transport) -> None:
+    """``invalid(..., delivery=d)`` of a message whose lease was lost fails with
+    LeaseLostError (at the call, at a later operation or at the commit: a store may check it
+    with the commit) and nothing of it commits: no dead letter, no count, no journal entry;
+    in a transaction, its sends and other acknowledgements undone."""
+    transport.send("in", [doc(b"kept"), doc(b"lost")])
+    [kept] = transport.receive("in", "slow")
+    [lost] = transport.receive("in", "slow", lease_seconds=0.2)
+    [taken] = transport.receive_wait("in", "other", wait=5)  # the lease of "lost" ran out
+    with pytest.raises(LeaseLostError):
+        transport.invalid(lost.envelope, "bad", "c", channel="in", delivery=lost)
+    for first in (True, False):
+        with pytest.raises(LeaseLostError), transport.transaction() as tx:
+            if first:
+                tx.invalid(lost.envelope, "bad", "c", channel="in", delivery=lost)
+            tx.send("out", doc(b"should vanish"))
+            tx.ack(kept)
+            if not first:
+                tx.invalid(lost.envelope, "bad", "c", channel="in", delivery=lost)
+    assert transport.dead_letters() == [] and transport.dead_letters(kind="invalid") == []
+    assert transport.receive("out", "c") == []
+    assert transport.stats("in")[0].invalid == 0
+    events = [e.event for e in transport.journal(message_ids=[lost.message_id])]
+    assert "invalid" not in events, events
+    transport.ack([kept, taken])  # both still held: the failed calls settled nothing
+    assert transport.stats("in")[0].depth == 0
+
+
 def test_publish_subscribe_durable_subscriptions(transport: Transport) -> None:
     transport.declare("events", kind="topic")
     billing = transport.subscribe("events", "billing")

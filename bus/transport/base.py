@@ -480,8 +480,11 @@ class TransactionOps(abc.ABC):
     ) -> int:
         """Put a message on the Invalid Message Channel (of ``channel``, or site-wide).
 
-        When ``delivery`` is given it is settled at the same time (it does not come back).
-        ``envelope`` may be raw bytes that could not be decoded. Returns the dead letter id.
+        When ``delivery`` is given it is settled at the same time (it does not come back);
+        :class:`LeaseLostError` when its lease was taken over by another consumer, and, as for
+        :meth:`nack`, nothing of the transaction commits (a store may check it with the
+        commit). ``envelope`` may be raw bytes that could not be decoded. Returns the dead
+        letter id.
         """
 
     @abc.abstractmethod

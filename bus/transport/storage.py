@@ -181,6 +181,13 @@ class StorageTx(abc.ABC):
     def bury(self, dead: Buried) -> int:
         """Add a dead letter; returns its (site-wide) id."""
 
+    def bury_later(self, dead: Buried) -> Callable[[], int]:
+        """:meth:`bury`, returning a function that answers the dead letter's id. A store may
+        send it with the statement after it or with the ``COMMIT`` (nobody waits for it) and
+        answer once it is sent; the function called before that sends it then."""
+        id_ = self.bury(dead)
+        return lambda: id_
+
     @abc.abstractmethod
     def buried(
         self, *, id: int | None = None, queue: str | None = None, kind: DeadKind | None = None, limit: int = 100,
@@ -279,17 +286,19 @@ class StorageTx(abc.ABC):
             raise lost(message.tag)
 
     def bury_checked(self, tag: int, token: int | None, dead: Buried,
-                     lost: Callable[[int | None], BaseException]) -> None:
+                     lost: Callable[[int | None], BaseException]) -> Callable[[], int]:
         """Move the message ``(tag, token)`` of channel ``dead.channel`` to the dead letters
         as ``dead``, with the message's own id, attempts, blob and claim as stored; ``lost(tag)``
-        raised when it is no longer held under ``token``. A store may send it later, as
-        :meth:`settle_checked`."""
+        raised when it is no longer held under ``token``. Returns a function answering the
+        dead letter's id. A store may send it later, as :meth:`settle_checked`, and answer
+        the id then (as :meth:`bury_later`)."""
         assert dead.channel is not None  # a message of a channel
         gone = self.remove(dead.channel, [(tag, token)])
         if not gone:
             raise lost(tag)
         m = gone[0]
-        self.bury(replace(dead, message_id=m.message_id, attempts=m.attempts, blob=m.blob, claim=m.claim))
+        id_ = self.bury(replace(dead, message_id=m.message_id, attempts=m.attempts, blob=m.blob, claim=m.claim))
+        return lambda: id_
 
     def release(self, claims: dict[str, int]) -> None:
         """``n`` references fewer to each claim-checked body ``{claim: n}`` (in the state,
@@ -601,6 +610,14 @@ class StorageTransport(Transport):
     def identities(self) -> IdentityRepository:
         return self._identities
 
+    def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
+                channel: str | None = None, delivery: Delivery | None = None) -> int:
+        # the dead letter's id asked for once committed: a store may send the move, its journal
+        # and the COMMIT at once (StorageTransaction.invalid_later)
+        with self.transaction() as tx:
+            answer = tx.invalid_later(envelope, reason, component, channel=channel, delivery=delivery)
+        return answer()
+
     def claim_refs(self) -> list[str]:
         """The claim-checked bodies stored now (their references)."""
         with self.transaction() as tx:
@@ -823,20 +840,22 @@ class StorageTransaction(TransactionOps):
         self.sent_to.add(delivery.channel)
         return "retry"
 
-    def bury(self, m: Stored, kind: DeadKind, reason: str, error: str, component: str, *,
-             removed: bool = False) -> int:
-        """Move message ``m`` to its dead-letter queue (``removed``: already deleted)."""
-        if not removed and not self.stx.remove(m.channel, [(m.tag, m.token)]):
-            return 0
-        return self._bury(m.channel, m.message_id, kind, reason, error, component, m.attempts,
-                          blob=m.blob, claim=m.claim)
+    def bury(self, m: Stored, kind: DeadKind, reason: str, error: str, component: str) -> bool:
+        """Move message ``m`` to its dead-letter queue (the dead letter's insert may go with the
+        next statement or the ``COMMIT``); False when it was no longer there as ``m``."""
+        if not self.stx.remove(m.channel, [(m.tag, m.token)]):
+            return False
+        self._bury(m.channel, m.message_id, kind, reason, error, component, m.attempts, blob=m.blob, claim=m.claim)
+        return True
 
     def _bury(self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str, error: str,
-              component: str, attempts: int, **data: Any) -> int:
+              component: str, attempts: int, *, later: list[Callable[[], None]] | None = None,
+              **data: Any) -> Callable[[], int]:
+        """Add a dead letter; returns the function answering its id (see StorageTx.bury_later)."""
         dead = self._buried(channel, message_id, kind, reason, error, component, attempts, **data)
-        id_ = self.stx.bury(dead)
-        self._record_dead(dead)
-        return id_
+        answer = self.stx.bury_later(dead)
+        self._record_dead(dead, later=later)
+        return answer
 
     def _buried(self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str, error: str,
                 component: str, attempts: int, **data: Any) -> Buried:
@@ -852,15 +871,29 @@ class StorageTransaction(TransactionOps):
 
     def invalid(self, envelope: Envelope | bytes, reason: str, component: str, *,
                 channel: str | None = None, delivery: Delivery | None = None) -> int:
+        return self.invalid_later(envelope, reason, component, channel=channel, delivery=delivery)()
+
+    def invalid_later(self, envelope: Envelope | bytes, reason: str, component: str, *,
+                      channel: str | None = None, delivery: Delivery | None = None) -> Callable[[], int]:
+        """:meth:`invalid`, returning a function that answers the dead letter's id: a store may
+        send the move with the next statement or the ``COMMIT`` (and the function, called
+        before that, sends it). A delivery's lease is checked then: a lost one raises
+        LeaseLostError there, and nothing of the transaction commits. The warning is logged
+        once the transaction has committed."""
         if delivery is not None:
-            gone = self.stx.remove(delivery.channel, [(delivery.tag, delivery.token)])
-            if not gone:
-                raise self._lost(delivery, "move to the invalid channel")
-            return self.bury(gone[0], "invalid", reason, reason, component, removed=True)
+            # the dead letter is the stored message's (its id, attempts, blob and claim, the
+            # delivery's while its lease is held), made from the row deleted, as a nack's
+            letter = self._buried(delivery.channel, delivery.message_id, "invalid", reason, reason, component,
+                                  delivery.attempt)
+            answer = self.stx.bury_checked(delivery.tag, delivery.token, letter,
+                                           self._lost_of([delivery], "move to the invalid channel"))
+            self._record_dead(letter, later=self.said)
+            return answer
         if isinstance(envelope, Envelope):
             return self._bury(channel, envelope.message_id, "invalid", reason, reason, component,
-                              envelope.attempt, blob=envelope.to_bytes())
-        return self._bury(channel, None, "invalid", reason, reason, component, 0, raw=bytes(envelope))
+                              envelope.attempt, later=self.said, blob=envelope.to_bytes())
+        return self._bury(channel, None, "invalid", reason, reason, component, 0, later=self.said,
+                          raw=bytes(envelope))
 
     def dead_letter(self, b: Buried) -> DeadLetter:
         env = None

@@ -94,9 +94,18 @@ _MESSAGE = "tag, message_id, blob, enqueued_at, visible_at, expires_at, attempts
 _DEAD = "kind, queue, channel, message_id, reason, error, component, attempts, dead_at, blob, raw, claim, id"
 
 
-#: a statement to send before the next: its SQL, parameters, whether they go in binary, and the
-#: error it raises when it is a checked acknowledgement (see PgTx.settle_checked)
-_Pending = tuple[str, list[Any], bool, "Callable[[int | None], BaseException] | None"]
+class _Answer:
+    """Where a kept statement whose answer is wanted (a dead letter's id) puts its cursor once sent."""
+
+    __slots__ = ("cursor",)
+
+    def __init__(self) -> None:
+        self.cursor: psycopg.Cursor[Any] | None = None
+
+
+#: a statement to send before the next: its SQL, parameters, whether they go in binary, the
+#: error it raises when it is checked (see PgTx.settle_checked), and where its answer goes
+_Pending = tuple[str, list[Any], bool, "Callable[[int | None], BaseException] | None", "_Answer | None"]
 
 
 def _generic_plans(dsn: str) -> str:
@@ -354,7 +363,10 @@ class PgTx(StorageTx):
     one round trip: ``BEGIN``, its statements and ``COMMIT`` in one pipeline. So are a nack
     (:meth:`requeue_checked`, :meth:`bury_checked`: the dead letter made from the row deleted,
     in the statement) and the release of claim-checked bodies after an acknowledgement
-    (:meth:`release`: the deliveries know their claims; nothing is read back)."""
+    (:meth:`release`: the deliveries know their claims; nothing is read back), and so is a
+    dead letter (:meth:`bury_later`, and :meth:`bury_checked`: a delivery moved to the
+    Invalid Message Channel): its id is read from the statement's answer once it is sent, and
+    asked for before that (inside a transaction) it sends what is kept then."""
 
     journals_receipts = True
 
@@ -397,8 +409,8 @@ class PgTx(StorageTx):
     def commit(self) -> None:
         """Send what is kept and commit; nothing at all for a transaction that did nothing."""
         pending = self._pending()
-        if not self.begun and len(pending) == 1 and pending[0][3] is None:
-            statement, args, binary, _lost = pending[0]  # writes only: a transaction of its own
+        if not self.begun and len(pending) == 1 and pending[0][3] is None and pending[0][4] is None:
+            statement, args, binary, _lost, _answer = pending[0]  # writes only: a transaction of its own
             self.c.execute(statement, args, binary=binary)
             return
         if not (self.begun or pending):
@@ -406,6 +418,32 @@ class PgTx(StorageTx):
         begin, self.begun = not self.begun, True  # a checked acknowledgement may fail it: BEGIN
         with self._sending(pending, begin=begin):
             self.c.execute("COMMIT")
+
+    def _send_kept(self) -> None:
+        """Send what is kept now (with its ``BEGIN`` when it is the first): one round trip."""
+        pending = self._pending()
+        if pending:
+            begin, self.begun = not self.begun, True
+            with self._sending(pending, begin=begin):
+                pass
+
+    def _answer_of(self, answer: _Answer, column: int) -> Callable[[], int]:
+        """A function answering column ``column`` of the first row of a kept statement that
+        returns ``answer`` (a dead letter's id): read once sent (with the next statement or the
+        ``COMMIT``); asked for before that, what is kept is sent then."""
+        got: list[int] = []
+
+        def value() -> int:
+            if not got:
+                if answer.cursor is None:  # still kept: asked for within the transaction
+                    self._send_kept()
+                assert answer.cursor is not None  # sent, and it did not fail (that raised)
+                row = answer.cursor.fetchone()
+                assert row is not None  # the statement's one row
+                got.append(int(row[column]))
+            return got[0]
+
+        return value
 
     def _pending(self) -> list[_Pending]:
         """The statements to send before the next (emptied): those of :attr:`pending`, then
@@ -418,7 +456,7 @@ class PgTx(StorageTx):
         """The writes kept so far, as one statement of :attr:`pending` (what follows keeps its order)."""
         writes = self._writes()
         if writes is not None:
-            self.pending.append((*writes, None))
+            self.pending.append((*writes, None, None))
 
     @contextlib.contextmanager
     def _sending(self, pending: list[_Pending], *, begin: bool) -> Iterator[None]:
@@ -434,10 +472,12 @@ class PgTx(StorageTx):
             with self.c.pipeline():
                 if begin:
                     self.c.execute("BEGIN")
-                for statement, args, binary, lost in pending:
+                for statement, args, binary, lost, answer in pending:
                     cursor = self.c.execute(statement, args, binary=binary)
                     if lost is not None:
                         checks.append((cursor, lost))
+                    if answer is not None:
+                        answer.cursor = cursor
                 yield
         except psycopg.errors.DivisionByZero:
             failed = next((lost for cursor, lost in checks if cursor.pgresult is None), None)
@@ -597,7 +637,7 @@ class PgTx(StorageTx):
             return
         sql, params = self._settle(table, channel, tags, rows, "SELECT 1 / (SELECT ok FROM ok)::int")
         self._seal()  # the writes kept before it go before it
-        self.pending.append((sql, list(params), True, lost))
+        self.pending.append((sql, list(params), True, lost, None))
 
     def requeue_checked(self, message: Stored, *, visible_at: float, attempts: int,
                         lost: Callable[[int | None], BaseException]) -> None:
@@ -612,22 +652,36 @@ class PgTx(StorageTx):
             [visible_at, attempts, message.tag, message.token], lost)
 
     def bury_checked(self, tag: int, token: int | None, dead: Buried,
-                     lost: Callable[[int | None], BaseException]) -> None:
+                     lost: Callable[[int | None], BaseException]) -> Callable[[], int]:
         # the message deleted and its dead letter inserted from the row deleted (its id,
         # attempts, blob and claim: as bury() of what remove() returned), in one statement
-        # answering 1 or dividing by zero when the lease was lost; kept (see settle_checked)
+        # answering 1 and the dead letter's id, or dividing by zero when the lease was lost;
+        # kept (see settle_checked), the id read once sent
         assert dead.channel is not None  # a message of a channel
         table = self._table(dead.channel)
         if table is None:
             raise lost(tag)
+        answer = _Answer()
         self._keep(
             f"WITH g AS (DELETE FROM {table} WHERE tag = %s AND (%s::bigint IS NULL OR token = %s) "
             "RETURNING message_id, blob, attempts, claim), "
             f"b AS (INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
-            "SELECT %s, %s, %s, g.message_id, %s, %s, %s, g.attempts, %s, g.blob, %s::bytea, g.claim FROM g) "
-            "SELECT 1 / (SELECT count(*) FROM g)",
+            "SELECT %s, %s, %s, g.message_id, %s, %s, %s, g.attempts, %s, g.blob, %s::bytea, g.claim FROM g "
+            "RETURNING id) "
+            "SELECT 1 / (SELECT count(*) FROM g), (SELECT id FROM b)",
             [tag, token, token, dead.kind, dead.queue, dead.channel, dead.reason, dead.error, dead.component,
-             dead.dead_at, dead.raw], lost)
+             dead.dead_at, dead.raw], lost, answer)
+        return self._answer_of(answer, 1)
+
+    def bury_later(self, dead: Buried) -> Callable[[], int]:
+        # the insert of bury(), kept for the next statement or the COMMIT, its id read then
+        answer = _Answer()
+        self._keep(
+            f"INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            [dead.kind, dead.queue, dead.channel, dead.message_id, dead.reason, dead.error, dead.component,
+             dead.attempts, dead.dead_at, dead.blob, dead.raw, dead.claim], None, answer)
+        return self._answer_of(answer, 0)
 
     def release(self, claims: dict[str, int]) -> None:
         # nobody waits for its answer: kept for the next statement or the COMMIT, two
@@ -653,11 +707,13 @@ class PgTx(StorageTx):
             "AND (c.left IS NULL OR c.left <= 0)",
             [_array(refs), keys, _array([claims[c] for c in refs]), CLAIMS, CLAIMS, CLAIMS], None)
 
-    def _keep(self, sql: str, params: list[Any], lost: Callable[[int | None], BaseException] | None) -> None:
+    def _keep(self, sql: str, params: list[Any], lost: Callable[[int | None], BaseException] | None,
+              answer: _Answer | None = None) -> None:
         """Keep statement ``sql`` for the next statement or the ``COMMIT``, after the writes
-        kept before it; ``lost``: it is checked (a division by zero raises ``lost(None)``)."""
+        kept before it; ``lost``: it is checked (a division by zero raises ``lost(None)``);
+        ``answer``: its cursor is put there once sent."""
         self._seal()
-        self.pending.append((sql, params, False, lost))
+        self.pending.append((sql, params, False, lost, answer))
 
     def _settle(self, table: str, channel: str, tags: list[tuple[int, int | None]], rows: list[JournalRow],
                 answer: str) -> tuple[str, tuple[Any, ...]]:

@@ -16,7 +16,7 @@ import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.testing.contract import BIG, doc, stored_claims
-from coupler.bus.transport.base import LeaseLostError
+from coupler.bus.transport.base import Delivery, LeaseLostError
 from coupler.bus.transport.postgres.transport import PostgresTransport
 from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
 
@@ -138,3 +138,80 @@ def test_a_dead_letter_is_logged_once_it_is_there(transport: PostgresTransport,
         [said] = [r.getMessage() for r in caplog.records if "-> dead-letters" in r.getMessage()]
     assert said.startswith(f"message {taken.message_id} on q -> dead-letters: rejected: refused (component c")
     assert len(t.dead_letters()) == 1
+
+
+def test_moving_a_delivery_to_the_invalid_channel_is_one_round_trip(transport: PostgresTransport) -> None:
+    """``invalid(..., delivery=d)``: the message deleted and its dead letter made from the row
+    deleted (its id, attempts, blob, claim) in one checked statement, sent with the journal
+    and the ``COMMIT``; the dead letter's id read once committed. So is a raw one."""
+    t = transport
+    t.send("q", [doc(b"garbage"), doc(BIG)])
+    small, big = t.receive("q", "translator", max=2)
+    ids = []
+    for d in (small, big):
+        def move(d: Delivery = d) -> None:
+            ids.append(t.invalid(d.envelope, "field 'amount': not a number", "translator", channel="q", delivery=d))
+
+        assert _round_trips(t, move) == 1
+    raw: list[int] = []
+    assert _round_trips(t, lambda: raw.append(t.invalid(b"\x00raw", "cannot decode", "socket-in", channel="q"))) == 1
+    assert t.stats("q")[0].depth == 0 and t.stats("q")[0].invalid == 3
+    letters = {letter.id: letter for letter in t.dead_letters(kind="invalid")}
+    assert sorted(letters) == sorted([*ids, *raw])
+    for id_, d, body in zip(ids, (small, big), (b"garbage", BIG), strict=True):
+        letter = t.dead_letter(id_)
+        assert letter.envelope is not None and letter.envelope.body == body
+        assert letter.envelope.message_id == d.message_id
+        assert (letter.queue, letter.channel, letter.reason, letter.error, letter.component, letter.attempts) == (
+            "invalid", "q", "field 'amount': not a number", "field 'amount': not a number", "translator", 1)
+    assert t.dead_letter(raw[0]).raw == b"\x00raw"
+    assert len(stored_claims(t)) == 1  # the dead letter's
+    assert [e.event for e in t.journal(message_ids=[small.message_id])] == ["sent", "received", "invalid"]
+
+
+def test_an_invalid_message_is_logged_once_it_is_there(transport: PostgresTransport,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The lease of a delivery moved to the Invalid Message Channel is checked with the
+    commit: a lost one raises, makes no dead letter and logs none; one that commits logs it."""
+    t = transport
+    t.send("q", doc(b"lost"))
+    [lost] = t.receive("q", "slow", lease_seconds=0.2)
+    [taken] = t.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    with caplog.at_level("WARNING", logger="coupler.bus.transport"):
+        with pytest.raises(LeaseLostError):
+            t.invalid(lost.envelope, "bad", "c", channel="q", delivery=lost)
+        assert t.dead_letters(kind="invalid") == []
+        assert [r for r in caplog.records if "-> invalid" in r.getMessage()] == []
+        t.invalid(taken.envelope, "bad", "c", channel="q", delivery=taken)
+        [said] = [r.getMessage() for r in caplog.records if "-> invalid" in r.getMessage()]
+    assert said.startswith(f"message {taken.message_id} on q -> invalid: bad (component c")
+    assert len(t.dead_letters(kind="invalid")) == 1 and t.stats("q")[0].invalid == 1
+
+
+def test_a_dead_letter_id_asked_for_inside_a_transaction_is_sent_for(transport: PostgresTransport) -> None:
+    """Inside a transaction the id of ``invalid(...)`` is wanted before the ``COMMIT``: what is
+    kept goes out then (the move, checked), the rest with the ``COMMIT``; a rollback undoes it."""
+    t = transport
+    t.send("q", [doc(b"one"), doc(b"two")])
+    t.send("out", doc(b"first"))  # its table made
+    first, second = t.receive("q", "c", max=2)
+    ids: list[int] = []
+
+    def in_a_transaction(d: Delivery, fail: bool) -> None:
+        with t.transaction() as tx:
+            tx.send("out", doc(b"fault"))
+            ids.append(tx.invalid(d.envelope, "refused", "c", channel="q", delivery=d))
+            ids.append(t.invalid(b"\x00raw", "cannot decode", "c", channel="q"))  # the thread's transaction
+            if fail:
+                raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        in_a_transaction(first, fail=True)
+    assert t.dead_letters(kind="invalid") == [] and t.stats("out")[0].depth == 1
+    assert len(ids) == 2
+    assert _round_trips(t, lambda: in_a_transaction(second, fail=False)) == 3  # one an id asked for, the COMMIT
+    assert sorted(x.id for x in t.dead_letters(kind="invalid")) == sorted(ids[2:])
+    assert t.dead_letter(ids[2]).envelope.body == b"two"  # type: ignore[union-attr]
+    assert t.dead_letter(ids[3]).raw == b"\x00raw"
+    assert t.stats("out")[0].depth == 2
+    t.ack(first)  # the rollback gave it back, still leased
