@@ -79,6 +79,10 @@ class SoapOptions(OptionsModel):
     catalog: Str | None = option(
         "An OASIS XML catalog mapping the http(s) locations the WSDL imports to local files (relative to "
         "site.toml); nothing is fetched over the network.", default=None)
+    schema_roots: list[Str] = option(
+        "Directories (relative to site.toml) the WSDL's imports and includes may read besides the WSDL's own "
+        "directory, e.g. the root of a schema distribution the WSDL names with `../`; a location elsewhere is "
+        "refused, not opened.", default_factory=list)
     service: Str | None = option("The WSDL service (default: the first with SOAP ports).", default=None)
     port: Str | None = option("The WSDL port (default: the service's SOAP 1.1 and 1.2 ports).", default=None)
     soap_version: Literal["1.1", "1.2"] | None = option(
@@ -154,7 +158,7 @@ class SoapAdapter(Adapter):
     type_name: ClassVar[str] = "soap"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
-    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "catalog", "tls.cert", "tls.key", "tls.ca")
+    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "catalog", "schema_roots", "tls.cert", "tls.key", "tls.ca")
     options_model = SoapOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
@@ -163,7 +167,7 @@ class SoapAdapter(Adapter):
         self.settings = o
         self.mode = o.mode
         self.wsdl_path = Path(o.wsdl)
-        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog)
+        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog, schema_roots=o.schema_roots)
         self.schemas = Schemas(self.description)
         where = f"adapters[{name}].options"
         # a WSDL without services (WS-Notification style): its bindings, at options.address

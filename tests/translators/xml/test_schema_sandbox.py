@@ -23,7 +23,8 @@ def _schema(path: Path, body: str = "", *, tns: str = "urn:h105:main", element: 
     path.write_text(
         f'<?xml version="1.0"?>\n<xs:schema xmlns:xs="{XS}" targetNamespace="{tns}" xmlns="{tns}"\n'
         f'           elementFormDefault="qualified">\n{body}'
-        f'  <xs:element name="{element}" type="xs:string"/>\n</xs:schema>\n')
+        f'  <xs:element name="{element}"><xs:complexType><xs:sequence>\n'
+        f'    <xs:element name="v" type="xs:string"/></xs:sequence></xs:complexType></xs:element>\n</xs:schema>\n')
     return path
 
 
