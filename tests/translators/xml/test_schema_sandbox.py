@@ -133,3 +133,55 @@ def test_a_wsdls_schemas_read_under_the_wsdls_directory_only(tree: Path) -> None
         read_wsdl(through)
     assert str(info.value).startswith(f"{tree / 'partner' / 'main.xsd'}:4: ")
     assert "{urn:h105:main}other" in read_wsdl(through, schema_roots=[tree / "outside"]).schemas[0].maps.elements
+
+
+# -- very wide content models: xmlschema checks them in quadratic time; over the bound, refused --
+
+def _wide(path: Path, count: int, *, name: str = "wide") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = "\n".join(f'      <xs:element name="f{n}" type="xs:string" minOccurs="0"/>' for n in range(count))
+    path.write_text(f'<?xml version="1.0"?>\n<xs:schema xmlns:xs="{XS}">\n  <xs:complexType name="{name}">\n'
+                    f'    <xs:sequence>\n{fields}\n    </xs:sequence>\n  </xs:complexType>\n'
+                    f'  <xs:element name="doc" type="{name}"/>\n</xs:schema>\n')
+    return path
+
+
+def test_a_content_model_wider_than_the_default_bound_is_refused_at_once_naming_the_line_and_the_option(
+        tmp_path: Path) -> None:
+    import time
+
+    wide = _wide(tmp_path / "wide.xsd", 5001)
+    started = time.monotonic()
+    with pytest.raises(XsdError) as info:
+        load_schema(wide)
+    assert time.monotonic() - started < 10  # xmlschema would check it for a minute and more
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(f"{wide}:3: ")
+    assert "'wide'" in text and "5001 particles" in text and "5000" in text
+    assert "max_model_particles" in text and "--max-model-particles" in text
+
+
+def test_the_bound_is_configurable_and_names_the_included_file(tmp_path: Path) -> None:
+    wide = _wide(tmp_path / "wide.xsd", 60)
+    with pytest.raises(XsdError, match="60 particles, more than 50"):
+        load_schema(wide, max_model_particles=50)
+    assert "doc" in load_schema(wide, max_model_particles=60).elements
+    assert "doc" in XsdModel.load(wide, max_model_particles=0).schema.elements
+    main_xsd = tmp_path / "main.xsd"
+    main_xsd.write_text(f'<xs:schema xmlns:xs="{XS}">\n  <xs:include schemaLocation="wide.xsd"/>\n</xs:schema>\n')
+    with pytest.raises(XsdError) as info:
+        load_schema(main_xsd, max_model_particles=50)
+    assert str(info.value).startswith(f"{wide}:3: ")
+
+
+def test_the_cli_and_wsdls_take_the_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wide = _wide(tmp_path / "wide.xsd", 60)
+    assert main(["xsd", "schema", str(wide), "--max-model-particles", "50"]) != 0
+    assert "--max-model-particles" in capsys.readouterr().err
+    assert main(["xsd", "schema", str(wide), "--max-model-particles", "60"]) == 0
+    fields = "".join(f'<xs:element name="f{n}" type="xs:string"/>' for n in range(60))
+    wsdl = _wsdl(tmp_path / "wide.wsdl", types=f'      <xs:complexType name="t"><xs:sequence>{fields}</xs:sequence></xs:complexType>\n')
+    with pytest.raises(XsdError) as info:
+        read_wsdl(wsdl, max_model_particles=50)
+    assert str(info.value).startswith(f"{wsdl}:7: ")
+    assert read_wsdl(wsdl, max_model_particles=60).schemas
