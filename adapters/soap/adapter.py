@@ -55,6 +55,7 @@ from coupler.translators.soap.wsdl import Port
 from coupler.translators.soap.wssecurity import (
     TokenPolicy,
 )
+from coupler.translators.xml.security import MAX_MODEL_PARTICLES
 
 from .client import SoapClient
 from .codec import BoundOperation, Schemas, bind_port
@@ -83,6 +84,10 @@ class SoapOptions(OptionsModel):
         "Directories (relative to site.toml) the WSDL's imports and includes may read besides the WSDL's own "
         "directory, e.g. the root of a schema distribution the WSDL names with `../`; a location elsewhere is "
         "refused, not opened.", default_factory=list)
+    max_model_particles: Int = option(
+        "The most particles (elements, wildcards) one content model of the WSDL's schemas may have; a wider one "
+        "is refused (0: no limit): xmlschema checks a content model in time quadratic in its particles "
+        "(4,000: 38 s, 8,000: 8 minutes).", default=MAX_MODEL_PARTICLES, ge=0)
     service: Str | None = option("The WSDL service (default: the first with SOAP ports).", default=None)
     port: Str | None = option("The WSDL port (default: the service's SOAP 1.1 and 1.2 ports).", default=None)
     soap_version: Literal["1.1", "1.2"] | None = option(
@@ -167,7 +172,8 @@ class SoapAdapter(Adapter):
         self.settings = o
         self.mode = o.mode
         self.wsdl_path = Path(o.wsdl)
-        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog, schema_roots=o.schema_roots)
+        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog, schema_roots=o.schema_roots,
+                                     max_model_particles=o.max_model_particles)
         self.schemas = Schemas(self.description)
         where = f"adapters[{name}].options"
         # a WSDL without services (WS-Notification style): its bindings, at options.address

@@ -39,7 +39,9 @@ from coupler.canonical.errors import CouplerError
 from coupler.translators.xml.catalog import XmlCatalog
 from coupler.translators.xml.errors import XsdError
 from coupler.translators.xml.security import (
+    MAX_MODEL_PARTICLES,
     SchemaSandbox,
+    check_model_size,
     element_line,
     load_sandboxed,
     parse_document,
@@ -199,17 +201,19 @@ def _short(qname: str) -> str:
 
 
 def read_wsdl(path: str | Path, *, catalog: str | Path | XmlCatalog | None = None,
-              schema_roots: Iterable[str | Path] | None = None) -> WsdlDescription:
+              schema_roots: Iterable[str | Path] | None = None,
+              max_model_particles: int = MAX_MODEL_PARTICLES) -> WsdlDescription:
     """Read a WSDL 1.1 file (and the WSDLs and XSDs it imports, from local files only; remote
     locations through the OASIS XML ``catalog``, when given). Local files are read under the
     WSDL's directory and the directories ``schema_roots`` only (and where the catalog maps a
-    location): anything else named by an import or include is refused, not opened."""
+    location): anything else named by an import or include is refused, not opened. A schema
+    content model of more than ``max_model_particles`` particles is refused (0: no limit)."""
     path = Path(path)
     if not path.is_file():
         raise WsdlError(f"WSDL file not found: {path}")
     if catalog is not None and not isinstance(catalog, XmlCatalog):
         catalog = XmlCatalog(catalog)
-    reader = _Reader(path, catalog, schema_roots)
+    reader = _Reader(path, catalog, schema_roots, max_model_particles)
     try:
         return reader.read()
     except CouplerError:
@@ -224,10 +228,10 @@ def read_wsdl(path: str | Path, *, catalog: str | Path | XmlCatalog | None = Non
 
 class _Reader:
     def __init__(self, path: Path, catalog: XmlCatalog | None = None,
-                 schema_roots: Iterable[str | Path] | None = None):
+                 schema_roots: Iterable[str | Path] | None = None, max_model_particles: int = MAX_MODEL_PARTICLES):
         self.path = path
         self.catalog = catalog
-        self.sandbox = SchemaSandbox([path.parent, *(schema_roots or [])], catalog)
+        self.sandbox = SchemaSandbox([path.parent, *(schema_roots or [])], catalog, max_particles=max_model_particles)
         self.messages: dict[str, Any] = {}
         self.port_types: dict[str, Any] = {}
         self.bindings: dict[str, Any] = {}
@@ -334,6 +338,7 @@ class _Reader:
         sources: list[bytes] = []
         lines: dict[str, int] = {}  # schemaLocation -> its line in the WSDL
         for schema_elem in schema_elems:
+            check_model_size(schema_elem, str(base), self.sandbox.max_particles)
             for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
                 location = imp.get("schemaLocation")
                 if location:

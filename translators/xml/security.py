@@ -20,8 +20,8 @@ import urllib.request
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.error import URLError
 from typing import IO, TYPE_CHECKING, Any
+from urllib.error import URLError
 
 from lxml import etree
 
@@ -105,6 +105,13 @@ def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None =
     return tree
 
 
+#: the most element and wildcard particles one content model may have: xmlschema checks a
+#: content model (Unique Particle Attribution, Element Declarations Consistent) pair by pair,
+#: in time quadratic in its particles, or worse: one xs:sequence of 4,000 elements loads in
+#: 38 s, of 8,000 in 8 minutes (docs/performance.md, "Very wide XSDs")
+MAX_MODEL_PARTICLES = 5000
+_XS = "{http://www.w3.org/2001/XMLSchema}"
+
 #: what to do when a schema names a file outside its directories (the end of the refusal)
 SANDBOX_HINT = ("if you trust it, add its directory to the schema roots: schema_roots in the adapter's "
                 "options, --schema-root on the command line")
@@ -118,7 +125,8 @@ class SchemaSandbox:
     on the path as the system resolves it, so that no ``..``, symbolic link or ``file:``
     spelling reads beyond the roots."""
 
-    def __init__(self, roots: Iterable[str | Path], catalog: Any = None):
+    def __init__(self, roots: Iterable[str | Path], catalog: Any = None, *,
+                 max_particles: int = MAX_MODEL_PARTICLES):
         self.roots = [Path(root).resolve() for root in roots]
         if catalog is not None:  # the site's own mapping: where it maps to is trusted
             self.roots += [root.resolve() for root in catalog.directories() if root.resolve() not in self.roots]
@@ -128,6 +136,8 @@ class SchemaSandbox:
         self.opened: list[Path] = []  # the schema files read, in order (to find who named a refused one)
         self.refused: list[Path] = []
         self.handlers: list[_SandboxedFiles] = []
+        self.max_particles = max_particles
+        self.too_wide: XsdError | None = None  # a schema file whose content model is over the bound
 
     def inside(self, path: str | Path) -> bool:
         real = Path(os.path.realpath(path))
@@ -182,6 +192,8 @@ class SchemaSandbox:
         """The refusal of the first file opening refused, at the ``schemaLocation`` that named it
         (``FILE:LINE``, found in the schema files read; ``lines``: an inline schema's lines,
         location -> line of its WSDL)."""
+        if self.too_wide is not None:
+            raise self.too_wide
         if not self.refused:
             return
         target = self.refused[0]
@@ -217,7 +229,50 @@ class _SandboxedFiles(urllib.request.FileHandler):
             self.sandbox.refused.append(path)
             raise URLError(f"{path} is outside the directories the schema may read")
         self.sandbox.opened.append(path)
+        if self.sandbox.max_particles and path.is_file():
+            try:
+                check_model_size(etree.parse(str(path), safe_parser()).getroot(), str(path),
+                                 self.sandbox.max_particles)
+            except XsdError as exc:
+                self.sandbox.too_wide = self.sandbox.too_wide or exc
+                raise URLError(str(exc)) from None
+            except etree.XMLSyntaxError:
+                pass  # xmlschema says what is wrong with it
         return super().file_open(req)
+
+
+def widest_model(root: Any) -> tuple[Any, int]:
+    """The ``xs:complexType`` (or named ``xs:group``) of a schema document with the most element
+    and wildcard particles in its content model (nested groups counted in; the types of
+    local elements are models of their own), and that number."""
+    counts: dict[Any, int] = {}
+    for particle in root.iter(f"{_XS}element", f"{_XS}any"):
+        parent = particle.getparent()
+        while parent is not None and not (parent.tag == f"{_XS}complexType"
+                                          or parent.tag == f"{_XS}group" and parent.get("name")):
+            parent = parent.getparent()
+        if parent is not None:
+            counts[parent] = counts.get(parent, 0) + 1
+    return max(counts.items(), key=lambda item: item[1], default=(None, 0))
+
+
+def check_model_size(root: Any, source: str, limit: int, line_offset: int = 0) -> None:
+    """Refuse a schema document one of whose content models has more than ``limit`` particles
+    (:data:`MAX_MODEL_PARTICLES`): xmlschema would take minutes to check it."""
+    if not limit:
+        return
+    model, count = widest_model(root)
+    if count <= limit:
+        return
+    name = model.get("name") or next((a.get("name") for a in model.iterancestors(f"{_XS}element") if a.get("name")), None)
+    kind = "xs:group" if model.tag == f"{_XS}group" else "xs:complexType"
+    what = f"{kind} {name!r}" if name else kind
+    raise XsdError(
+        f"the content model of {what} has {count} particles, more than {limit}: xmlschema checks a content "
+        "model pair by pair (Unique Particle Attribution), minutes at this size",
+        where=f"{source}:{(model.sourceline or 1) + line_offset}",
+        hint=f"to load it anyway, raise the limit above {count}: max_model_particles in the adapter's options, "
+             "--max-model-particles on the command line (0: no limit)")
 
 
 _INCLUSIONS = tuple(f"{{http://www.w3.org/2001/XMLSchema}}{kind}" for kind in ("include", "import", "redefine", "override"))
@@ -249,15 +304,18 @@ def _naming(target: Path, files: list[Path], sandbox: SchemaSandbox) -> tuple[st
 
 
 def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None = None,
-                roots: Iterable[str | Path] | None = None) -> xmlschema.XMLSchema:
+                roots: Iterable[str | Path] | None = None,
+                max_model_particles: int = MAX_MODEL_PARTICLES) -> xmlschema.XMLSchema:
     """Load an XSD, resolving imports and includes relative to it (or through ``catalog``, an
     :class:`~coupler.translators.xml.catalog.XmlCatalog`), never over the network, reading
     local files under the schema's directory and the directories ``roots`` only
     (:class:`SchemaSandbox`). With ``lax`` (a list), errors in the schema's own constructs (an
     attribute XSD does not allow where a toolkit wrote it) do not stop the load: each is
-    appended to ``lax`` as one line ``FILE[:LINE]: message``, as zeep and .NET read such schemas."""
+    appended to ``lax`` as one line ``FILE[:LINE]: message``, as zeep and .NET read such schemas.
+    A content model of more than ``max_model_particles`` particles is refused (0: no limit; see
+    :data:`MAX_MODEL_PARTICLES`)."""
     path = Path(path)
-    sandbox = SchemaSandbox([path.parent, *(roots or [])], catalog)
+    sandbox = SchemaSandbox([path.parent, *(roots or [])], catalog, max_particles=max_model_particles)
     try:
         return load_sandboxed(path, sandbox, lax=lax)
     finally:

@@ -17,7 +17,7 @@ import xmlschema
 from .decoder import Decoder
 from .encoder import Encoder
 from .model import SchemaModel
-from .security import load_schema
+from .security import MAX_MODEL_PARTICLES, load_schema
 
 
 class XsdModel(SchemaModel):
@@ -30,10 +30,13 @@ class XsdModel(SchemaModel):
 
     @classmethod
     def load(cls, path: str | Path, *, keep_simple_xsi_types: bool = False,
-             schema_roots: Iterable[str | Path] | None = None) -> XsdModel:
+             schema_roots: Iterable[str | Path] | None = None,
+             max_model_particles: int = MAX_MODEL_PARTICLES) -> XsdModel:
         """The schema at ``path``; its includes and imports may read files under its directory
-        and the directories ``schema_roots`` (:class:`~coupler.translators.xml.security.SchemaSandbox`)."""
-        return cls(load_schema(path, roots=schema_roots), str(path), keep_simple_xsi_types=keep_simple_xsi_types)
+        and the directories ``schema_roots`` (:class:`~coupler.translators.xml.security.SchemaSandbox`);
+        a content model of more than ``max_model_particles`` particles is refused (0: no limit)."""
+        schema = load_schema(path, roots=schema_roots, max_model_particles=max_model_particles)
+        return cls(schema, str(path), keep_simple_xsi_types=keep_simple_xsi_types)
 
     def decoder(self, name: str | None = None) -> Decoder:
         key = self.element(name).name

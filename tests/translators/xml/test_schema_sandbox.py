@@ -185,3 +185,18 @@ def test_the_cli_and_wsdls_take_the_bound(tmp_path: Path, capsys: pytest.Capture
         read_wsdl(wsdl, max_model_particles=50)
     assert str(info.value).startswith(f"{wsdl}:7: ")
     assert read_wsdl(wsdl, max_model_particles=60).schemas
+
+
+def test_the_soap_adapter_takes_schema_roots_and_the_bound() -> None:
+    """Oracle's CCMS WSDL imports ``../../../BusinessObjects/...``: refused until the
+    distribution's root is a schema root."""
+    from coupler.adapters.soap import SoapAdapter
+
+    schema = Path(__file__).parents[1] / "soap" / "corpus" / "oracle" / "ccms" / "Schema"
+    wsdl = schema / "BusinessServices" / "CCMS" / "ClientManagement" / "ClientServices.wsdl"
+    options = {"mode": "client", "wsdl": str(wsdl), "address": "http://127.0.0.1:9/ccms"}
+    with pytest.raises(XsdError, match="outside the directories"):
+        SoapAdapter("ccms", options)
+    assert SoapAdapter("ccms", {**options, "schema_roots": [str(schema)]}).description.schemas
+    with pytest.raises(XsdError, match="more than 5"):
+        SoapAdapter("ccms", {**options, "schema_roots": [str(schema)], "max_model_particles": 5})
