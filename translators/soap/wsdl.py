@@ -44,6 +44,7 @@ from coupler.translators.xml.security import (
     check_model_size,
     element_line,
     load_sandboxed,
+    own_directories,
     parse_document,
     safe_parser,
     schema_error_line,
@@ -231,7 +232,7 @@ class _Reader:
                  schema_roots: Iterable[str | Path] | None = None, max_model_particles: int = MAX_MODEL_PARTICLES):
         self.path = path
         self.catalog = catalog
-        self.sandbox = SchemaSandbox([path.parent, *(schema_roots or [])], catalog, max_particles=max_model_particles)
+        self.sandbox = SchemaSandbox([*own_directories(path), *(schema_roots or [])], catalog, max_particles=max_model_particles)
         self.messages: dict[str, Any] = {}
         self.port_types: dict[str, Any] = {}
         self.bindings: dict[str, Any] = {}

@@ -315,11 +315,16 @@ def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None 
     A content model of more than ``max_model_particles`` particles is refused (0: no limit; see
     :data:`MAX_MODEL_PARTICLES`)."""
     path = Path(path)
-    sandbox = SchemaSandbox([path.parent, *(roots or [])], catalog, max_particles=max_model_particles)
+    sandbox = SchemaSandbox([*own_directories(path), *(roots or [])], catalog, max_particles=max_model_particles)
     try:
         return load_sandboxed(path, sandbox, lax=lax)
     finally:
         sandbox.close()
+
+
+def own_directories(path: Path) -> list[Path]:
+    """The directory of the schema (or WSDL) given, and that of the file it links to."""
+    return list(dict.fromkeys([path.parent.resolve(), Path(os.path.realpath(path)).parent]))
 
 
 def load_sandboxed(path: Path, sandbox: SchemaSandbox, *, lax: list[str] | None = None) -> xmlschema.XMLSchema:

@@ -89,6 +89,10 @@ def test_a_symbolic_link_out_of_the_directory_is_refused(tree: Path) -> None:
     (tree / "partner" / "link.xsd").symlink_to(tree / "outside" / "other.xsd")
     with pytest.raises(XsdError, match="outside the directories"):
         load_schema(_including(tree, "link.xsd"))
+    # the schema given may itself be a link: its own directory is the linked file's too
+    (tree / "links").mkdir()
+    (tree / "links" / "given.xsd").symlink_to(tree / "partner" / "sub" / "types.xsd")
+    assert "{urn:h105:main}typed" in load_schema(tree / "links" / "given.xsd").maps.elements
 
 
 def test_the_cli_takes_schema_roots(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
