@@ -55,6 +55,7 @@ from coupler.translators.soap.wsdl import Port
 from coupler.translators.soap.wssecurity import (
     TokenPolicy,
 )
+from coupler.translators.xml.security import MAX_MODEL_PARTICLES
 
 from .client import SoapClient
 from .codec import BoundOperation, Schemas, bind_port
@@ -79,6 +80,14 @@ class SoapOptions(OptionsModel):
     catalog: Str | None = option(
         "An OASIS XML catalog mapping the http(s) locations the WSDL imports to local files (relative to "
         "site.toml); nothing is fetched over the network.", default=None)
+    schema_roots: list[Str] = option(
+        "Directories (relative to site.toml) the WSDL's imports and includes may read besides the WSDL's own "
+        "directory, e.g. the root of a schema distribution the WSDL names with `../`; a location elsewhere is "
+        "refused, not opened.", default_factory=list)
+    max_model_particles: Int = option(
+        "The most particles (elements, wildcards) one content model of the WSDL's schemas may have; a wider one "
+        "is refused (0: no limit): xmlschema checks a content model in time quadratic in its particles "
+        "(4,000: 38 s, 8,000: 8 minutes).", default=MAX_MODEL_PARTICLES, ge=0)
     service: Str | None = option("The WSDL service (default: the first with SOAP ports).", default=None)
     port: Str | None = option("The WSDL port (default: the service's SOAP 1.1 and 1.2 ports).", default=None)
     soap_version: Literal["1.1", "1.2"] | None = option(
@@ -154,7 +163,7 @@ class SoapAdapter(Adapter):
     type_name: ClassVar[str] = "soap"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
-    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "catalog", "tls.cert", "tls.key", "tls.ca")
+    path_options: ClassVar[tuple[str, ...]] = ("wsdl", "catalog", "schema_roots", "tls.cert", "tls.key", "tls.ca")
     options_model = SoapOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
@@ -163,7 +172,8 @@ class SoapAdapter(Adapter):
         self.settings = o
         self.mode = o.mode
         self.wsdl_path = Path(o.wsdl)
-        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog)
+        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog, schema_roots=o.schema_roots,
+                                     max_model_particles=o.max_model_particles)
         self.schemas = Schemas(self.description)
         where = f"adapters[{name}].options"
         # a WSDL without services (WS-Notification style): its bindings, at options.address

@@ -22,12 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output (the default: JSON)")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
+    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
+                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
+                        "xmlschema checks one in time quadratic in its particles")
+    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
+                   help="a directory the schema's includes and imports may also read (repeatable; "
+                        "by default only the schema's own directory)")
     p.set_defaults(func=run_schema)
 
     xml = sub.add_parser("xml", help="XML documents <-> records")
     xml_sub = xml.add_subparsers(dest="xml_command", metavar="COMMAND", required=True)
     p = xml_sub.add_parser("decode", help="XML documents -> records (JSON lines or an Avro file)")
-    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from beside it)")
+    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from its directory, and --schema-root)")
     p.add_argument("xml", type=Path, nargs="+", help="XML documents")
     p.add_argument("--element", help="the root element (default: each document's root)")
     p.add_argument("--record-path", help="stream one record per repeated element, e.g. orders/order")
@@ -37,16 +43,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
+    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
+                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
+                        "xmlschema checks one in time quadratic in its particles")
+    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
+                   help="a directory the schema's includes and imports may also read (repeatable; "
+                        "by default only the schema's own directory)")
     p.set_defaults(func=run_decode)
 
     p = xml_sub.add_parser("encode", help="records (JSON lines or an Avro container file) -> an XML document that validates")
-    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from beside it)")
+    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from its directory, and --schema-root)")
     p.add_argument("input", type=Path, help="JSON lines, one record per line ('-' for standard input), or an Avro container file as `xml decode --to avro` writes it")
     p.add_argument("--output", type=Path, required=True, help="the XML file to write")
     p.add_argument("--element", help="the root element (required when the XSD declares several)")
     p.add_argument("--record-path", help="write each record as this repeated element, e.g. orders/order")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
+    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
+                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
+                        "xmlschema checks one in time quadratic in its particles")
+    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
+                   help="a directory the schema's includes and imports may also read (repeatable; "
+                        "by default only the schema's own directory)")
     p.set_defaults(func=run_encode)
 
     wsdl = sub.add_parser("wsdl", help="WSDL 1.1 service descriptions")
@@ -56,13 +74,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--catalog", type=Path,
                    help="an OASIS XML catalog mapping the http(s) locations the WSDL imports to local files")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
+                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
+                        "xmlschema checks one in time quadratic in its particles")
+    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
+                   help="a directory the WSDL's includes and imports may also read (repeatable; "
+                        "by default only the WSDL's own directory)")
     p.set_defaults(func=run_describe)
+
+
+def _limit(args: argparse.Namespace) -> dict[str, int]:
+    """``max_model_particles`` when ``--max-model-particles`` is given."""
+    return {} if args.max_model_particles is None else {"max_model_particles": args.max_model_particles}
 
 
 def run_schema(args: argparse.Namespace) -> int:
     from coupler.translators.xml import XsdModel
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+                          **_limit(args))
     print(json.dumps(model.avro_schema(args.element), indent=2))
     return 0
 
@@ -86,7 +116,8 @@ def _decoded(args: argparse.Namespace, read: _Read | None = None,
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.security import parse_document
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+                          **_limit(args))
     read = read or _Read()
     if args.record_path:
         decoder = model.decoder(args.element or args.record_path.strip("/").split("/")[0])
@@ -164,7 +195,8 @@ def _record_schema(args: argparse.Namespace) -> Any:
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.model import Poly, value_avro
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+                          **_limit(args))
     steps = [p for p in args.record_path.strip("/").split("/") if p]
     value: Any = model.root_value(args.element or steps[0])
     for step in steps[1:]:
@@ -181,7 +213,8 @@ def run_encode(args: argparse.Namespace) -> int:
     from coupler.translators.xml import XmlValidationError, XsdModel
     from coupler.translators.xml.jsonio import read_jsonl
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types)
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+                          **_limit(args))
     element = args.element or (args.record_path.strip("/").split("/")[0] if args.record_path else None)
     encoder = model.encoder(element)
     expected = "JSON lines or an Avro container file as `xml decode --to avro` writes it"
@@ -209,7 +242,8 @@ def run_encode(args: argparse.Namespace) -> int:
 def run_describe(args: argparse.Namespace) -> int:
     from coupler.translators.soap.wsdl import read_wsdl
 
-    description = read_wsdl(args.wsdl, catalog=args.catalog)
+    description = read_wsdl(args.wsdl, catalog=args.catalog, schema_roots=args.schema_root,
+                          **_limit(args))
     for warning in description.warnings:
         print(f"coupler: warning: {warning}", file=sys.stderr)
     if args.json:

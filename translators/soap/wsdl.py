@@ -27,6 +27,7 @@ import dataclasses
 import io
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,12 @@ from coupler.canonical.errors import CouplerError
 from coupler.translators.xml.catalog import XmlCatalog
 from coupler.translators.xml.errors import XsdError
 from coupler.translators.xml.security import (
+    MAX_MODEL_PARTICLES,
+    SchemaSandbox,
+    check_model_size,
     element_line,
-    load_schema,
+    load_sandboxed,
+    own_directories,
     parse_document,
     safe_parser,
     schema_error_line,
@@ -196,15 +201,20 @@ def _short(qname: str) -> str:
     return qname.rsplit("}", 1)[-1]
 
 
-def read_wsdl(path: str | Path, *, catalog: str | Path | XmlCatalog | None = None) -> WsdlDescription:
+def read_wsdl(path: str | Path, *, catalog: str | Path | XmlCatalog | None = None,
+              schema_roots: Iterable[str | Path] | None = None,
+              max_model_particles: int = MAX_MODEL_PARTICLES) -> WsdlDescription:
     """Read a WSDL 1.1 file (and the WSDLs and XSDs it imports, from local files only; remote
-    locations through the OASIS XML ``catalog``, when given)."""
+    locations through the OASIS XML ``catalog``, when given). Local files are read under the
+    WSDL's directory and the directories ``schema_roots`` only (and where the catalog maps a
+    location): anything else named by an import or include is refused, not opened. A schema
+    content model of more than ``max_model_particles`` particles is refused (0: no limit)."""
     path = Path(path)
     if not path.is_file():
         raise WsdlError(f"WSDL file not found: {path}")
     if catalog is not None and not isinstance(catalog, XmlCatalog):
         catalog = XmlCatalog(catalog)
-    reader = _Reader(path, catalog)
+    reader = _Reader(path, catalog, schema_roots, max_model_particles)
     try:
         return reader.read()
     except CouplerError:
@@ -213,12 +223,16 @@ def read_wsdl(path: str | Path, *, catalog: str | Path | XmlCatalog | None = Non
         text = (str(exc).strip().splitlines() or [""])[0][:200]
         raise WsdlError(f"cannot read the WSDL: {type(exc).__name__}: {text}", where=str(path),
                         hint="check that it is a WSDL 1.1 document") from None
+    finally:
+        reader.sandbox.close()
 
 
 class _Reader:
-    def __init__(self, path: Path, catalog: XmlCatalog | None = None):
+    def __init__(self, path: Path, catalog: XmlCatalog | None = None,
+                 schema_roots: Iterable[str | Path] | None = None, max_model_particles: int = MAX_MODEL_PARTICLES):
         self.path = path
         self.catalog = catalog
+        self.sandbox = SchemaSandbox([*own_directories(path), *(schema_roots or [])], catalog, max_particles=max_model_particles)
         self.messages: dict[str, Any] = {}
         self.port_types: dict[str, Any] = {}
         self.bindings: dict[str, Any] = {}
@@ -304,14 +318,16 @@ class _Reader:
             if not mapped.is_file():
                 raise WsdlError(f"{what} {location!r}: the catalog maps it to {mapped}, which does not exist",
                                 where=where)
+            self.sandbox.add_mapped(mapped)
             return mapped.resolve()
         target = (base.parent / location.removeprefix("file://")).resolve()
+        self.sandbox.check(target, location, where, what)  # before "not found": outside says nothing of it
         if not target.is_file():
             raise WsdlError(f"{what} {location!r}: file not found ({target})", where=where)
         return target
 
     def _schema_file(self, path: Path) -> Any:
-        return load_schema(path, catalog=self.catalog, lax=self.warnings)
+        return load_sandboxed(path, self.sandbox, lax=self.warnings)
 
     def _inline_schemas(self, schema_elems: list[Any], base: Path) -> Any:
         """The schemas of one ``wsdl:types``, loaded together as one xmlschema schema; a
@@ -321,25 +337,27 @@ class _Reader:
 
         targets = {s.get("targetNamespace") or "" for s in schema_elems}
         sources: list[bytes] = []
+        lines: dict[str, int] = {}  # schemaLocation -> its line in the WSDL
         for schema_elem in schema_elems:
+            check_model_size(schema_elem, str(base), self.sandbox.max_particles)
             for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
                 location = imp.get("schemaLocation")
                 if location:
                     self._local(location, base, "xs:import" if imp.tag.endswith("import") else "xs:include", imp)
+                    lines.setdefault(location, imp.sourceline)
             implied = self._implied_imports(schema_elem, targets, base)
             sources.append(_standalone(schema_elem, implied))
-        options: dict[str, Any] = {"base_url": str(base.parent), "allow": "local", "defuse": "always",
-                                   "validation": "lax"}
-        if self.catalog is not None:
-            options["uri_mapper"] = self.catalog.uri_mapper
+        options: dict[str, Any] = {"base_url": str(base.parent), **self.sandbox.options(), "validation": "lax"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 streams: list[Any] = [io.BytesIO(data) for data in sources]
                 schema = xmlschema.XMLSchema(streams if len(streams) > 1 else streams[0], **options)
             except (xmlschema.XMLSchemaException, ValueError, KeyError, TypeError) as exc:
+                self.sandbox.raise_refused(base, lines)
                 line = schema_elems[0].sourceline
                 raise WsdlError(f"schema in wsdl:types: {str(exc).strip().splitlines()[0]}", where=f"{base}:{line}") from None
+        self.sandbox.raise_refused(base, lines)
         self._lax_warnings(schema, sources, schema_elems, base)
         return schema
 

@@ -100,6 +100,24 @@ class XmlCatalog:
                 return found
         return None
 
+    def directories(self) -> list[Path]:
+        """The local directories the catalog maps locations into (of its chained catalogs too):
+        the folders of its entries' files and its rewrite prefixes. A schema loaded through the
+        catalog may read files there (its mapped schemas include their siblings by relative
+        locations)."""
+        found: list[Path] = []
+        targets = [*self.exact.values(), *(target for _, target in self.suffixes)]
+        for url in targets:
+            if url.startswith("file:"):
+                found.append(_local_path(url).parent)
+        for _, prefix in self.prefixes:
+            if prefix.startswith("file:"):
+                path = _local_path(prefix)
+                found.append(path if prefix.endswith("/") else path.parent)
+        for nxt in self.next:
+            found += nxt.directories()
+        return list(dict.fromkeys(found))
+
     def uri_mapper(self, location: str) -> str:
         """For xmlschema's ``uri_mapper``: the local file's URL, else the location unchanged.
         xmlschema writes a location with a scheme and a path but no authority (Oracle MDS's

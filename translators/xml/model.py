@@ -81,6 +81,25 @@ class Record:
         return {f.name for f in self.fields}
 
 
+class _FieldIndex:
+    """The field names of a record and its element fields by Clark name (the first of each),
+    kept while its content model is walked; fields are added to the record through it."""
+
+    def __init__(self, record: Record):
+        self.record = record
+        self.names = record.field_names()
+        self.elements: dict[str | None, Field] = {}
+        for f in record.fields:
+            if f.kind == "element":
+                self.elements.setdefault(f.qname, f)
+
+    def add(self, f: Field) -> None:
+        self.record.fields.append(f)
+        self.names.add(f.name)
+        if f.kind == "element":
+            self.elements.setdefault(f.qname, f)
+
+
 @dataclass(eq=False)
 class Poly:
     """An element whose type may be replaced by a derived type through ``xsi:type``."""
@@ -274,9 +293,14 @@ class SchemaModel:
                 return
         raise XsdError(f"cannot find a unique Avro name for {base}", where=self.source)
 
-    def _walk(self, record: Record, group: XsdGroup, min_f: int, max_f: int | None) -> int:
+    def _walk(self, record: Record, group: XsdGroup, min_f: int, max_f: int | None,
+              index: _FieldIndex | None = None) -> int:
         """Add the fields of ``group``; returns how many element particles it holds, and marks
-        the record as keeping its children's order where the group lets that order vary."""
+        the record as keeping its children's order where the group lets that order vary.
+        ``index``: the record's field names and element fields, kept as they are added (a
+        search of the fields per particle made a sequence of 4,000 elements quadratic)."""
+        if index is None:
+            index = _FieldIndex(record)
         gmin = group.min_occurs * min_f
         gmax = None if group.max_occurs is None or max_f is None else group.max_occurs * max_f
         own_max = group.max_occurs
@@ -284,12 +308,12 @@ class SchemaModel:
         particles = 0
         for item in group:
             if isinstance(item, XsdGroup):
-                particles += self._walk(record, item, 0 if choice else gmin, gmax)
+                particles += self._walk(record, item, 0 if choice else gmin, gmax, index)
             elif isinstance(item, XsdAnyElement):
                 emin, emax = _occurs(item, 0 if choice else gmin, gmax)
-                name = self._unique(record, "any")
-                record.fields.append(Field(name, "any", None, None, repeated=emax is None or emax > 1,
-                                           optional=emin == 0, min_occurs=emin, wildcard=item))
+                name = self._unique(record, "any", index.names)
+                index.add(Field(name, "any", None, None, repeated=emax is None or emax > 1,
+                                optional=emin == 0, min_occurs=emin, wildcard=item))
                 particles += 1
             elif isinstance(item, XsdElement):
                 emin, emax = _occurs(item, 0 if choice else gmin, gmax)
@@ -299,7 +323,7 @@ class SchemaModel:
                     if emax is None or emax > 1:
                         record.order_field = ""  # repeated members of a substitution group mix
                 for member in members:
-                    self._element_field(record, member, emin, emax)
+                    self._element_field(record, member, emin, emax, index)
                 particles += len(members)
         if particles > 1 and (own_max is None or own_max > 1 or group.model == "all"):
             record.order_field = ""  # named when the record is complete (see record())
@@ -319,22 +343,23 @@ class SchemaModel:
             pending.extend(sorted(groups.get(member.name, ()), key=lambda e: e.name))
         return sorted(members, key=lambda e: (e is not elem, e.name))
 
-    def _element_field(self, record: Record, elem: XsdElement, emin: int, emax: int | None) -> None:
+    def _element_field(self, record: Record, elem: XsdElement, emin: int, emax: int | None,
+                       index: _FieldIndex) -> None:
         qname = elem.name
-        for existing in record.fields:
-            if existing.kind == "element" and existing.qname == qname:
-                existing.repeated = True  # the same element twice in the model: one array
-                record.order_field = ""  # ... whose items the document places apart
-                existing.optional = False
-                existing.min_occurs = min(existing.min_occurs, emin)
-                return
-        name = self._unique(record, avro_name(elem.local_name))
+        existing = index.elements.get(qname)
+        if existing is not None:
+            existing.repeated = True  # the same element twice in the model: one array
+            record.order_field = ""  # ... whose items the document places apart
+            existing.optional = False
+            existing.min_occurs = min(existing.min_occurs, emin)
+            return
+        name = self._unique(record, avro_name(elem.local_name), index.names)
         default = elem.default if elem.default is not None else elem.fixed
         f = Field(name, "element", qname, None, nillable=bool(elem.nillable), min_occurs=emin,
                   default=None if default is None else str(default))
         f.repeated = emax is None or emax > 1
         f.optional = not f.repeated and (emin == 0 or f.nillable)
-        record.fields.append(f)
+        index.add(f)
         f.value = self.element_value(elem, record)
 
     def _attributes(self, record: Record, xsd_type: XsdComplexType) -> None:
@@ -356,8 +381,10 @@ class SchemaModel:
             record.fields.insert(position, Field(name, "anyattr", None, None, wildcard=wildcard))
 
     @staticmethod
-    def _unique(record: Record, name: str) -> str:
-        taken = record.field_names()
+    def _unique(record: Record, name: str, taken: set[str] | None = None) -> str:
+        """``name``, or ``name_2``, ``name_3``... the first no field of ``record`` has (``taken``:
+        the names of its fields, when the caller keeps them)."""
+        taken = record.field_names() if taken is None else taken
         if name not in taken:
             return name
         n = 2

@@ -5,13 +5,23 @@ disabled; a document whose DTD declares entities (the vehicle of XXE, billion la
 quadratic blow-up) or references an external DTD is refused outright. Schemas are loaded by
 xmlschema with ``allow="local"`` (imports and includes are resolved relative to the schema
 file) and ``defuse="always"``; an import that would need the network is an error naming it.
+
+A schema reads local files under its own directory only (:class:`SchemaSandbox`; for a WSDL,
+the WSDL's directory), plus the directories a site adds (``schema_roots``, ``--schema-root``)
+and the files an XML catalog maps locations to: an ``xs:include`` of ``/etc/passwd`` or
+``../../../etc/shadow`` in a partner's schema is refused before the file is opened, in one line
+naming the schema file and line, the location and what to do.
 """
 
 from __future__ import annotations
 
+import os
+import urllib.request
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+from urllib.error import URLError
 
 from lxml import etree
 
@@ -95,20 +105,236 @@ def parse_document(source: str | Path | bytes | IO[bytes], *, name: str | None =
     return tree
 
 
-def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None = None) -> xmlschema.XMLSchema:
+#: the most element and wildcard particles one content model may have: xmlschema checks a
+#: content model (Unique Particle Attribution, Element Declarations Consistent) pair by pair,
+#: in time quadratic in its particles, or worse: one xs:sequence of 4,000 elements loads in
+#: 38 s, of 8,000 in 8 minutes (docs/performance.md, "Very wide XSDs")
+MAX_MODEL_PARTICLES = 5000
+_XS = "{http://www.w3.org/2001/XMLSchema}"
+
+#: what to do when a schema names a file outside its directories (the end of the refusal)
+SANDBOX_HINT = ("if you trust it, add its directory to the schema roots: schema_roots in the adapter's "
+                "options, --schema-root on the command line")
+
+
+class SchemaSandbox:
+    """The local files the loading of one schema (or WSDL) may read: regular files under its
+    ``roots`` (symbolic links resolved) and the directories ``catalog`` maps locations into
+    (the site's own mapping). xmlschema's ``allow="sandbox"`` takes one directory and compares URL
+    strings; this is checked where xmlschema opens a file (its public ``opener`` argument),
+    on the path as the system resolves it, so that no ``..``, symbolic link or ``file:``
+    spelling reads beyond the roots."""
+
+    def __init__(self, roots: Iterable[str | Path], catalog: Any = None, *,
+                 max_particles: int = MAX_MODEL_PARTICLES):
+        self.roots = [Path(root).resolve() for root in roots]
+        if catalog is not None:  # the site's own mapping: where it maps to is trusted
+            self.roots += [root.resolve() for root in catalog.directories() if root.resolve() not in self.roots]
+        self.library = _bundled_schemas()  # xmlschema's copies of the W3C schemas (xml.xsd, xmldsig...)
+        self.catalog = catalog
+        self.mapped: set[Path] = set()  # catalog targets: allowed wherever they are
+        self.opened: list[Path] = []  # the schema files read, in order (to find who named a refused one)
+        self.refused: list[Path] = []
+        self.handlers: list[_SandboxedFiles] = []
+        self.max_particles = max_particles
+        self.too_wide: XsdError | None = None  # a schema file whose content model is over the bound
+
+    def inside(self, path: str | Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return real in self.mapped or any(real.is_relative_to(root) for root in [*self.roots, self.library])
+
+    def allows(self, path: str | Path) -> bool:
+        """Inside, and a regular file (or none: then "not found"), never a device or a FIFO."""
+        return self.inside(path) and (not os.path.exists(path) or os.path.isfile(path))
+
+    def check(self, target: Path, location: str, where: str, what: str) -> None:
+        """Refuse ``target`` (named ``location`` by a ``what`` at ``where``) when outside."""
+        if not self.allows(target):
+            raise XsdError(self.refusal(what, location, target), where=where, hint=SANDBOX_HINT)
+
+    def refusal(self, what: str, location: str, target: Path) -> str:
+        roots = ", ".join(str(root) for root in self.roots)
+        return (f"{what} {location!r} reads {os.path.realpath(target)}, outside the directories the schema may "
+                f"read ({roots}); it was not opened")
+
+    def add_mapped(self, target: Path) -> None:
+        self.mapped.add(Path(os.path.realpath(target)))
+
+    def uri_mapper(self, location: str) -> str:
+        """For xmlschema's ``uri_mapper``: the catalog's mapping, its target then allowed."""
+        if self.catalog is None:
+            return location
+        mapped: str = self.catalog.uri_mapper(location)
+        if mapped != location and mapped.startswith("file:"):
+            self.add_mapped(Path(url_to_path(mapped)))
+        return mapped
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """For xmlschema's ``opener``: opens ``file:`` URLs inside the sandbox, nothing else,
+        until :meth:`close`."""
+        opener = urllib.request.OpenerDirector()
+        handler = _SandboxedFiles(self)
+        self.handlers.append(handler)
+        opener.add_handler(handler)
+        opener.add_handler(urllib.request.UnknownHandler())
+        return opener
+
+    def close(self) -> None:
+        """The schemas are loaded: xmlschema keeps the opener for the documents it is then given
+        by path (``schema.validate(path)``), which the user chose, not the schema."""
+        for handler in self.handlers:
+            handler.active = False
+
+    def options(self) -> dict[str, Any]:
+        return {"allow": "local", "defuse": "always", "uri_mapper": self.uri_mapper, "opener": self.opener()}
+
+    def raise_refused(self, top: Path, lines: dict[str, int] | None = None) -> None:
+        """The refusal of the first file opening refused, at the ``schemaLocation`` that named it
+        (``FILE:LINE``, found in the schema files read; ``lines``: an inline schema's lines,
+        location -> line of its WSDL)."""
+        if self.too_wide is not None:
+            raise self.too_wide
+        if not self.refused:
+            return
+        target = self.refused[0]
+        more = len(dict.fromkeys(self.refused)) - 1
+        what, location, where = "schemaLocation", str(target), str(top)
+        found = _naming(target, [top, *self.opened], self)
+        if found is not None:
+            what, location, where = found
+        elif lines:
+            for candidate, line in lines.items():
+                if _same_file(target, top.parent / candidate.removeprefix("file://")):
+                    what, location, where = "schemaLocation", candidate, f"{top}:{line}"
+        message = self.refusal(what, location, target) + (f" (and {more} more)" if more else "")
+        raise XsdError(message, where=where, hint=SANDBOX_HINT)
+
+
+def _bundled_schemas() -> Path:
+    from xmlschema.locations import SCHEMAS_DIR
+
+    return Path(SCHEMAS_DIR).resolve()
+
+
+class _SandboxedFiles(urllib.request.FileHandler):
+    def __init__(self, sandbox: SchemaSandbox):
+        self.sandbox = sandbox
+        self.active = True
+
+    def file_open(self, req: urllib.request.Request) -> Any:
+        if not self.active:
+            return super().file_open(req)
+        path = Path(urllib.request.url2pathname(req.selector))
+        if not self.sandbox.allows(path):
+            self.sandbox.refused.append(path)
+            raise URLError(f"{path} is outside the directories the schema may read")
+        self.sandbox.opened.append(path)
+        if self.sandbox.max_particles and path.is_file():
+            try:
+                check_model_size(etree.parse(str(path), safe_parser()).getroot(), str(path),
+                                 self.sandbox.max_particles)
+            except XsdError as exc:
+                self.sandbox.too_wide = self.sandbox.too_wide or exc
+                raise URLError(str(exc)) from None
+            except etree.XMLSyntaxError:
+                pass  # xmlschema says what is wrong with it
+        return super().file_open(req)
+
+
+def widest_model(root: Any) -> tuple[Any, int]:
+    """The ``xs:complexType`` (or named ``xs:group``) of a schema document with the most element
+    and wildcard particles in its content model (nested groups counted in; the types of
+    local elements are models of their own), and that number."""
+    counts: dict[Any, int] = {}
+    for particle in root.iter(f"{_XS}element", f"{_XS}any"):
+        parent = particle.getparent()
+        while parent is not None and not (parent.tag == f"{_XS}complexType"
+                                          or parent.tag == f"{_XS}group" and parent.get("name")):
+            parent = parent.getparent()
+        if parent is not None:
+            counts[parent] = counts.get(parent, 0) + 1
+    return max(counts.items(), key=lambda item: item[1], default=(None, 0))
+
+
+def check_model_size(root: Any, source: str, limit: int, line_offset: int = 0) -> None:
+    """Refuse a schema document one of whose content models has more than ``limit`` particles
+    (:data:`MAX_MODEL_PARTICLES`): xmlschema would take minutes to check it."""
+    if not limit:
+        return
+    model, count = widest_model(root)
+    if count <= limit:
+        return
+    name = model.get("name") or next((a.get("name") for a in model.iterancestors(f"{_XS}element") if a.get("name")), None)
+    kind = "xs:group" if model.tag == f"{_XS}group" else "xs:complexType"
+    what = f"{kind} {name!r}" if name else kind
+    raise XsdError(
+        f"the content model of {what} has {count} particles, more than {limit}: xmlschema checks a content "
+        "model pair by pair (Unique Particle Attribution), minutes at this size",
+        where=f"{source}:{(model.sourceline or 1) + line_offset}",
+        hint=f"to load it anyway, raise the limit above {count}: max_model_particles in the adapter's options, "
+             "--max-model-particles on the command line (0: no limit)")
+
+
+_INCLUSIONS = tuple(f"{{http://www.w3.org/2001/XMLSchema}}{kind}" for kind in ("include", "import", "redefine", "override"))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _naming(target: Path, files: list[Path], sandbox: SchemaSandbox) -> tuple[str, str, str] | None:
+    """(what, location, FILE:LINE) of the first inclusion among ``files`` that names ``target``."""
+    for file in dict.fromkeys(files):
+        try:
+            root = etree.parse(str(file), safe_parser()).getroot()
+        except (etree.XMLSyntaxError, OSError):
+            continue
+        for elem in root.iter(*_INCLUSIONS):
+            location = (elem.get("schemaLocation") or "").strip()
+            if not location:
+                continue
+            resolved = sandbox.uri_mapper(location)
+            if resolved.startswith("file:"):
+                candidate = Path(url_to_path(resolved))
+            else:
+                candidate = file.parent / resolved
+            if _same_file(candidate, target):
+                return f"xs:{str(elem.tag).rpartition('}')[2]}", location, f"{file}:{elem.sourceline}"
+    return None
+
+
+def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None = None,
+                roots: Iterable[str | Path] | None = None,
+                max_model_particles: int = MAX_MODEL_PARTICLES) -> xmlschema.XMLSchema:
     """Load an XSD, resolving imports and includes relative to it (or through ``catalog``, an
-    :class:`~coupler.translators.xml.catalog.XmlCatalog`), never over the network. With
-    ``lax`` (a list), errors in the schema's own constructs (an attribute XSD does not allow
-    where a toolkit wrote it) do not stop the load: each is appended to ``lax`` as one line
-    ``FILE[:LINE]: message``, as zeep and .NET read such schemas."""
+    :class:`~coupler.translators.xml.catalog.XmlCatalog`), never over the network, reading
+    local files under the schema's directory and the directories ``roots`` only
+    (:class:`SchemaSandbox`). With ``lax`` (a list), errors in the schema's own constructs (an
+    attribute XSD does not allow where a toolkit wrote it) do not stop the load: each is
+    appended to ``lax`` as one line ``FILE[:LINE]: message``, as zeep and .NET read such schemas.
+    A content model of more than ``max_model_particles`` particles is refused (0: no limit; see
+    :data:`MAX_MODEL_PARTICLES`)."""
+    path = Path(path)
+    sandbox = SchemaSandbox([*own_directories(path), *(roots or [])], catalog, max_particles=max_model_particles)
+    try:
+        return load_sandboxed(path, sandbox, lax=lax)
+    finally:
+        sandbox.close()
+
+
+def own_directories(path: Path) -> list[Path]:
+    """The directory of the schema (or WSDL) given, and that of the file it links to."""
+    return list(dict.fromkeys([path.parent.resolve(), Path(os.path.realpath(path)).parent]))
+
+
+def load_sandboxed(path: Path, sandbox: SchemaSandbox, *, lax: list[str] | None = None) -> xmlschema.XMLSchema:
+    """:func:`load_schema` with the sandbox given (a WSDL's, shared by the schemas it imports)."""
     import xmlschema  # here: every coupler command imports this module, few load a schema
 
-    path = Path(path)
     if not path.is_file():
         raise XsdError(f"schema file not found: {path}", hint="check the path")
-    options: dict[str, Any] = {"allow": "local", "defuse": "always"}
-    if catalog is not None:
-        options["uri_mapper"] = catalog.uri_mapper
+    sandbox.check(path, str(path), str(path), "the schema")
+    options = sandbox.options()
     if lax is not None:
         options["validation"] = "lax"
     with warnings.catch_warnings(record=True) as caught:
@@ -116,19 +342,23 @@ def load_schema(path: str | Path, *, catalog: Any = None, lax: list[str] | None 
         try:
             schema = xmlschema.XMLSchema(str(path), **options)
         except xmlschema.XMLSchemaException as exc:
+            sandbox.raise_refused(path)
             _raise_blocked(caught, path)
             _raise_not_a_schema(path)
             raise XsdError(_first_line(str(exc)).rstrip(":").rstrip(), where=str(path)) from exc
         except OSError as exc:
+            sandbox.raise_refused(path)
             raise XsdError(f"cannot read the schema: {exc}", where=str(path)) from exc
         except RecursionError:  # xmlschema checks nested declarations recursively (a few hundred deep)
             raise XsdError("the schema nests its declarations too deeply to be loaded", where=str(path),
                            hint="declare the inner types as named global types") from None
         except Exception as exc:  # noqa: BLE001 - xmlschema tripping on a construct it did not foresee
+            sandbox.raise_refused(path)
             _raise_blocked(caught, path)
             _raise_not_a_schema(path)
             raise XsdError(f"xmlschema cannot load it: {type(exc).__name__}: {one_line(_first_line(str(exc)))[:200]}",
                            where=str(path), hint="check the schema against the XSD specification") from None
+    sandbox.raise_refused(path)
     _raise_blocked(caught, path)
     if lax is not None:
         for component in schema.maps.iter_schemas():

@@ -9,6 +9,7 @@ imports neither, so the three modules form no import cycle.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import xmlschema
@@ -16,7 +17,7 @@ import xmlschema
 from .decoder import Decoder
 from .encoder import Encoder
 from .model import SchemaModel
-from .security import load_schema
+from .security import MAX_MODEL_PARTICLES, load_schema
 
 
 class XsdModel(SchemaModel):
@@ -28,8 +29,14 @@ class XsdModel(SchemaModel):
         self._encoders: dict[str, Encoder] = {}
 
     @classmethod
-    def load(cls, path: str | Path, *, keep_simple_xsi_types: bool = False) -> XsdModel:
-        return cls(load_schema(path), str(path), keep_simple_xsi_types=keep_simple_xsi_types)
+    def load(cls, path: str | Path, *, keep_simple_xsi_types: bool = False,
+             schema_roots: Iterable[str | Path] | None = None,
+             max_model_particles: int = MAX_MODEL_PARTICLES) -> XsdModel:
+        """The schema at ``path``; its includes and imports may read files under its directory
+        and the directories ``schema_roots`` (:class:`~coupler.translators.xml.security.SchemaSandbox`);
+        a content model of more than ``max_model_particles`` particles is refused (0: no limit)."""
+        schema = load_schema(path, roots=schema_roots, max_model_particles=max_model_particles)
+        return cls(schema, str(path), keep_simple_xsi_types=keep_simple_xsi_types)
 
     def decoder(self, name: str | None = None) -> Decoder:
         key = self.element(name).name

@@ -127,7 +127,9 @@ PAIRS = [(xsd, doc) for xsd, docs in VALID.items() for doc in docs]
 
 @cache
 def model(xsd: str) -> XsdModel:
-    return XsdModel.load(CORPUS / xsd)
+    """The schema, its includes read under its distribution's folder (UBL's maindoc imports
+    ``../common``, HL7 CDA's ``../../processable``): the schema root a site gives for them."""
+    return XsdModel.load(CORPUS / xsd, schema_roots=[CORPUS / xsd.split("/")[0]])
 
 
 @cache
