@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from . import kernels
 from .avro import field_avro_type, output_fields
-from .kernels import FusedColumn, FusedKernel, FusedResult, arrow_type, decode_column
+from .kernels import FusedColumn, FusedKernel, FusedResult, arrow_type, decode_column, decode_live
 from .layout import Field, Layout, OutputNode, check_bounds
 from .options import CopybookOptions
 from .picture import DecodeContext
@@ -187,21 +187,23 @@ class BatchDecoder:
         return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
 
     def _column(self, out: OutputNode, rows: np.ndarray | _Rows, base: int, bad: list[BadField],
-                pre: dict[int, FusedResult]) -> pa.Array:
+                pre: dict[int, FusedResult], live: np.ndarray | None = None) -> pa.Array:
         """The array of ``out`` for every row; ``rows`` hold bytes from record offset ``base``.
 
-        Bad fields are reported with ``record`` = the index of the row they come from.
+        Bad fields are reported with ``record`` = the index of the row they come from. Rows
+        not ``live`` (elements beyond an OCCURS DEPENDING ON count, whose values are dropped)
+        are never given to a field's codec: their bytes are whatever the record holds there.
         """
         node = out.node
         start = node.offset - base
         if not node.occurs:
-            return self._element(out, rows, start, base, bad, pre)
+            return self._element(out, rows, start, base, bad, pre, live)
         count, size, n = node.occurs.max, node.size, len(rows)
         # the elements' bytes, one row each: a copy that only NumPy kernels and bad values need
         items = _Rows(n * count, lambda: _arr(rows)[:, start : start + count * size].reshape(n * count, size))
         item_bad: list[BadField] = []
-        values = self._element(out, items, 0, node.offset, item_bad, pre)
         lengths: np.ndarray | None = None  # None: every array full (no DEPENDING ON)
+        keep: np.ndarray | None = None  # the elements the records hold (None: all of them)
         if node.occurs.depending_on:
             wanted = self._counter(node.occurs.depending_on, _arr(rows), base)
             for r in np.flatnonzero((wanted < node.occurs.min) | (wanted > count)).tolist():
@@ -211,7 +213,10 @@ class BatchDecoder:
             lengths = np.clip(wanted, 0, count)  # as the per-record decoder: out of range is bad, not clipped to min
             if (lengths != count).any():
                 keep = (np.arange(count)[None, :] < lengths[:, None]).reshape(-1)
-                values = values.filter(pa.array(keep))
+        item_live = keep if live is None else np.repeat(live, count) if keep is None else keep & np.repeat(live, count)
+        values = self._element(out, items, 0, node.offset, item_bad, pre, item_live)
+        if keep is not None:
+            values = values.filter(pa.array(keep))
         cut = len(node.dotted_path)
         for b in item_bad:  # only the items the record holds count; report them on their record
             parent, k = divmod(b.record, count)
@@ -230,7 +235,7 @@ class BatchDecoder:
         return pa.ListArray.from_arrays(_int32_array(offsets), values)
 
     def _element(self, out: OutputNode, rows: np.ndarray | _Rows, start: int, base: int,
-                 bad: list[BadField], pre: dict[int, FusedResult]) -> pa.Array:
+                 bad: list[BadField], pre: dict[int, FusedResult], live: np.ndarray | None = None) -> pa.Array:
         node = out.node
         if out.children is None:
             assert isinstance(node, Field)
@@ -240,13 +245,15 @@ class BatchDecoder:
             typ = self._arrow_type(out, element=True)
             block = _arr(rows)[:, start : start + node.size]
             if fused is not None:
-                arr, errors = fused.finish(node.field_type, block, self.ctx, typ)
+                arr, errors = fused.finish(node.field_type, block, self.ctx, typ, live)
+            elif live is not None and not live.all():
+                arr, errors = decode_live(node.field_type, block, self.ctx, typ, live)
             else:
                 arr, errors = decode_column(node.field_type, block, self.ctx, typ)
             for i, exc in errors.items():
                 bad.append(BadField(i, node.dotted_path, base + start, block[i].tobytes(), exc.reason))
             return arr
-        children = [self._column(c, rows, base, bad, pre) for c in out.children]
+        children = [self._column(c, rows, base, bad, pre, live) for c in out.children]
         fields = self._struct_fields.get(id(out))
         if fields is None:  # the same for every batch: made once (its Avro types are looked up)
             fields = self._struct_fields[id(out)] = [self._arrow_field(c) for c in out.children]
@@ -258,6 +265,8 @@ class BatchDecoder:
         block = rows[:, node.offset - base : node.offset - base + node.size]
         typ = arrow_type(node.field_type, field_avro_type(node))
         arr, _ = decode_column(node.field_type, block, self.ctx, typ)
+        if pa.types.is_integer(arr.type) and not arr.null_count:  # no pyarrow.compute (start-up)
+            return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
         return np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
     # -- files ------------------------------------------------------------------------------
