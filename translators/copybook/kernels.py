@@ -93,13 +93,23 @@ def _kernel_for(ft: FieldType, ctx: DecodeContext, typ: pa.DataType) -> Any:
 # --- assembling arrays ------------------------------------------------------------------
 
 
+#: flagged rows from which :func:`_fallback` decodes each distinct value once, not each row
+#: (below, one call a row is cheaper than grouping and importing ``pyarrow.compute``)
+GROUP_AT = 64
+
+
 def _fallback(
     ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType,
     rows: np.ndarray, fast: pa.Array | None,
 ) -> tuple[pa.Array, Bad]:
-    """Decode ``rows`` (a boolean mask) with the field's own codec; the others from ``fast``."""
-    bad: Bad = {}
+    """Decode ``rows`` (a boolean mask) with the field's own codec; the others from ``fast``.
+
+    Many flagged rows are mostly the same few byte strings (a number left blank, LOW-VALUES,
+    one bad sign in a whole column): each distinct one is decoded once, then spread."""
     idx = np.flatnonzero(rows)
+    if len(idx) >= GROUP_AT:
+        return _fallback_grouped(ft, block, ctx, typ, idx, fast)
+    bad: Bad = {}
     values: list[Any] = fast.to_pylist() if fast is not None else [None] * len(block)
     for i in idx.tolist():
         try:
@@ -108,6 +118,35 @@ def _fallback(
             values[i] = None
             bad[i] = exc
     return pa.array(values, type=typ), bad
+
+
+def _fallback_grouped(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType,
+                      idx: np.ndarray, fast: pa.Array | None) -> tuple[pa.Array, Bad]:
+    import pyarrow.compute as pc
+
+    flagged = np.ascontiguousarray(block[idx])
+    keys = flagged.view(np.dtype((np.void, flagged.shape[1]))).ravel()  # one key a row: its bytes
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    values: list[Any] = []
+    errors: dict[int, FieldDecodeError] = {}
+    for k, j in enumerate(first.tolist()):
+        try:
+            values.append(ft.decode(flagged[j].tobytes(), ctx))
+        except FieldDecodeError as exc:
+            values.append(None)
+            errors[k] = exc
+    inverse = inverse.ravel()
+    decoded = pa.array(values, type=typ).take(pa.array(inverse))
+    bad: Bad = {}
+    if errors:
+        for at in np.flatnonzero(np.isin(inverse, np.fromiter(errors, dtype=np.int64))).tolist():
+            bad[int(idx[at])] = errors[int(inverse[at])]
+    if fast is None and len(idx) == len(block):
+        return decoded, bad
+    mask = np.zeros(len(block), dtype=bool)
+    mask[idx] = True
+    base = fast if fast is not None else pa.nulls(len(block), type=typ)
+    return pc.replace_with_mask(base, pa.array(mask), decoded), bad
 
 
 def _finish(ft: FieldType, block: np.ndarray, ctx: DecodeContext, typ: pa.DataType,

@@ -77,11 +77,24 @@ def check(ft, rows: list[bytes], ctx) -> None:
     assert set(bad) == want_bad
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["row-by-row", "grouped"])
 @pytest.mark.parametrize("ctx", CONTEXTS, ids=["default", "none-nonull", "left-cp1141", "right-common"])
 @pytest.mark.parametrize("pic, usage, extra", FIELDS, ids=[f"{p}-{u}-{len(e)}" for p, u, e in FIELDS])
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
-def test_kernel_equals_codec(pic: str, usage: str, extra: dict, ctx: DecodeContext, data: st.DataObject) -> None:
+def test_kernel_equals_codec(pic: str, usage: str, extra: dict, ctx: DecodeContext, grouped: bool,
+                             data: st.DataObject) -> None:
+    """``grouped``: the values the kernel leaves to the codec decoded once each distinct value
+    (kernels.GROUP_AT, from 64 such rows), not row by row."""
+    from coupler.translators.copybook import kernels
+
+    with pytest.MonkeyPatch.context() as mp:
+        if grouped:
+            mp.setattr(kernels, "GROUP_AT", 1)
+        _kernel_equals_codec(pic, usage, extra, ctx, data)
+
+
+def _kernel_equals_codec(pic: str, usage: str, extra: dict, ctx: DecodeContext, data: st.DataObject) -> None:
     ft = field_type(pic, usage, **extra)
     if ft.kind in ("integer", "decimal"):
         limit = ft.max_abs_unscaled - 1
@@ -93,7 +106,7 @@ def test_kernel_equals_codec(pic: str, usage: str, extra: dict, ctx: DecodeConte
         valid = [ft.encode(t, ctx) for t in text]
     noise = data.draw(st.lists(st.binary(min_size=ft.size, max_size=ft.size), max_size=20))
     special = [bytes(ft.size), b"\x40" * ft.size, b"\xff" * ft.size, b"\x9a" + bytes(ft.size - 1)]
-    check(ft, valid + noise + special, ctx)
+    check(ft, valid + noise + special + noise + special, ctx)  # bad values again: decoded once, reported on each row
 
 
 COPYBOOK_WITH_ODO = """\
