@@ -248,12 +248,11 @@ def _xsd_distribution(directory: Path) -> Path:
 
 
 def test_an_endpoints_xsd_reads_the_site_folder_and_schema_roots(
-        server: Callable[..., HttpAdapter], bus: DaemonBus, tmp_path_factory: pytest.TempPathFactory) -> None:
+        server: Callable[..., HttpAdapter], bus: DaemonBus, tmp_path_factory: pytest.TempPathFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
     """In a site (the bus's folder) an endpoint's XSD in xsd/main/ including ../common/ loads;
     kept elsewhere, it is refused until ``schema_roots`` names the distribution; a system file
     stays refused."""
-    from coupler.translators.xml.errors import XsdError
-
     assert bus.daemon.site is not None
     in_site = _xsd_distribution(bus.daemon.site.path.parent / "h107_dist")
     elsewhere = _xsd_distribution(tmp_path_factory.mktemp("h107_elsewhere"))
@@ -265,10 +264,16 @@ def test_an_endpoints_xsd_reads_the_site_folder_and_schema_roots(
     ok = httpx.post(f"{adapter.url}/o", content=b"<order>A-1</order>", headers={"Content-Type": "application/xml"})
     bad = httpx.post(f"{adapter.url}/o", content=b"<order>a1</order>", headers={"Content-Type": "application/xml"})
     assert (ok.status_code, bad.status_code) == (202, 422), (ok.text, bad.text)
-    with pytest.raises(XsdError, match="outside the directories"):
-        server("h107-elsewhere", endpoints=endpoints(elsewhere))
+
+    def refused(name: str, xsd: Path) -> str:  # the adapter fails to start (the site degraded), one line logged
+        caplog.clear()
+        assert getattr(server(name, endpoints=endpoints(xsd)), "url", None) is None
+        (line,) = [r.getMessage() for r in caplog.records if "outside the directories" in r.getMessage()]
+        assert "\n" not in line and "Traceback" not in line
+        return line
+
+    assert "schema_roots" in refused("h107-elsewhere", elsewhere)
     assert server("h107-rooted", endpoints=endpoints(elsewhere), schema_roots=[str(elsewhere.parents[1])]).url
     (in_site.parent / "passwd.xsd").write_text(
         '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:include schemaLocation="/etc/passwd"/></xs:schema>')
-    with pytest.raises(XsdError, match="outside the directories"):
-        server("h107-passwd", endpoints=endpoints(in_site.parent / "passwd.xsd"))
+    assert "/etc/passwd" in refused("h107-passwd", in_site.parent / "passwd.xsd")
