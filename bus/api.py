@@ -37,6 +37,7 @@ daemon resolves them before the adapter is created; other paths can be resolved 
 
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from coupler.bus.messaging.idempotency import IdempotentReceiver
@@ -127,6 +128,7 @@ __all__ = [
     "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState", "path_text",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "record_of", "resolve_path", "resolve_path_options", "site_registry",
+    "site_schema_roots",
     # the helpers of request-reply adapters: an event loop on a thread, asking the bus
     "DEFAULT_COMMAND_CHANNEL", "Answer", "LoopThread", "request_channel", "request_command",
     # what the HTTP servers hold every client to: a body read within its size and time, a
@@ -157,6 +159,17 @@ def site_registry(context: Any = None) -> Any:
 
         registry = SchemaRegistry.default()
     return registry
+
+
+def site_schema_roots(context: Any = None) -> list[Path]:
+    """The directories an XSD or WSDL named by the site's configuration may read besides its own
+    (``schema_roots`` of :func:`coupler.translators.xml.load_schema` and ``read_wsdl``): the
+    site's folder (the directory of site.toml) and its ``[schemas] paths``, when ``context`` is
+    the adapter's context; none for an adapter used without a daemon (only what its options add)."""
+    if context is None:
+        return []
+    site_dir = getattr(context, "site_dir", None)
+    return [Path(d) for d in [*([site_dir] if site_dir is not None else []), *getattr(context, "schema_dirs", ())]]
 
 
 def tolerate_undecodable_amqp_headers(connection: Any) -> Any:

@@ -49,6 +49,7 @@ from coupler.bus.api import (
     refuse_declared,
     request_command,
     site_registry,
+    site_schema_roots,
 )
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, describe_exception
@@ -107,8 +108,8 @@ class HttpAdapter(Adapter):
     type_name: ClassVar[str] = "http"
     commands: ClassVar[tuple[str, ...]] = ("send", "request", "ping", "describe")
     directions: ClassVar[tuple[str, ...]] = ("inbound", "outbound")
-    path_options: ClassVar[tuple[str, ...]] = ("tokens_file", "users_file", "tls.cert", "tls.key", "tls.ca",
-                                               "oauth2.client_secret_file")
+    path_options: ClassVar[tuple[str, ...]] = ("tokens_file", "users_file", "schema_roots", "tls.cert", "tls.key",
+                                               "tls.ca", "oauth2.client_secret_file")
     options_model = HttpOptions
 
     def __init__(self, name: str, options: dict[str, Any], context: AdapterContext | None = None):
@@ -169,8 +170,9 @@ class HttpAdapter(Adapter):
             if e.exchange == "one-way" and not (e.channel or self.channel):
                 raise CouplerError("a one-way endpoint needs a channel", where=f"{where}.channel",
                                    hint="set channel of the endpoint or of the adapter")
-            self.endpoints.append(Endpoint(name, e, BodyValidator(fmt, list(e.content_types), schema_file, xsd, where,
-                                                                      site_registry(self.context)), fmt))
+            validator = BodyValidator(fmt, list(e.content_types), schema_file, xsd, where, site_registry(self.context),
+                                      schema_roots=[*site_schema_roots(self.context), *s.schema_roots])
+            self.endpoints.append(Endpoint(name, e, validator, fmt))
         self._load_credentials()
         self._executor = ThreadPoolExecutor(s.max_in_flight, thread_name_prefix=f"http-{self.name}-bus")
         from .batching import BatchPublisher

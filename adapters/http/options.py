@@ -68,6 +68,10 @@ class HttpOptions(OptionsModel):
     port: Int = option("Server: the TCP port (0: any free one).", default=0, ge=0, le=65535)
     endpoints: dict[str, EndpointOptions] = option("Server: the resources, by name (see `endpoints.NAME.*`).",
                                                    default_factory=dict)
+    schema_roots: list[Str] = option(
+        "Server: directories (relative to site.toml) the endpoints' XSDs may include and import from besides "
+        "their own directory, the site's folder (the directory of site.toml) and its `[schemas] paths`; a "
+        "location elsewhere is refused, not opened.", default_factory=list)
     auth: Literal["none", "bearer", "basic"] = option(
         "Server: how callers authenticate (mutual TLS: `tls.client_auth`); client: what it sends.", default="none")
     tokens_env: Str | None = option("bearer: the environment variable holding the token(s), comma-separated.",

@@ -8,6 +8,7 @@ hardened parser (no DTDs, no entities, no network) and checked against the endpo
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,9 @@ class BodyValidator:
     """Checks the bodies of one endpoint."""
 
     def __init__(self, fmt: FormatIndicator, kinds: list[str], schema_file: str | None, xsd: str | None,
-                 where: str, registry: Any):
-        """``registry``: the site's, for the format's schema when no ``schema_file`` is given."""
+                 where: str, registry: Any, *, schema_roots: Sequence[str | Path] = ()):
+        """``registry``: the site's, for the format's schema when no ``schema_file`` is given;
+        ``schema_roots``: directories the XSD's includes and imports may read besides its own."""
         self.format = fmt
         self.kinds = kinds
         self.avro: Any = None
@@ -58,7 +60,7 @@ class BodyValidator:
         if xsd is not None:
             from coupler.translators.xml.security import load_schema
 
-            self.xsd = load_schema(xsd)
+            self.xsd = load_schema(xsd, roots=schema_roots)
 
     def content_type(self, header: str) -> str:
         """The accepted body kind (``json`` or ``xml``) of a Content-Type; 415 otherwise."""

@@ -47,6 +47,7 @@ from coupler.bus.api import (
     Reply,
     Str,
     option,
+    site_schema_roots,
 )
 from coupler.canonical import FormatIndicator
 from coupler.canonical.errors import CouplerError
@@ -82,8 +83,9 @@ class SoapOptions(OptionsModel):
         "site.toml); nothing is fetched over the network.", default=None)
     schema_roots: list[Str] = option(
         "Directories (relative to site.toml) the WSDL's imports and includes may read besides the WSDL's own "
-        "directory, e.g. the root of a schema distribution the WSDL names with `../`; a location elsewhere is "
-        "refused, not opened.", default_factory=list)
+        "directory, the site's folder (the directory of site.toml) and its `[schemas] paths`, e.g. the root of a "
+        "schema distribution kept elsewhere that the WSDL names with `../`; a location elsewhere is refused, not "
+        "opened.", default_factory=list)
     max_model_particles: Int = option(
         "The most particles (elements, wildcards) one content model of the WSDL's schemas may have; a wider one "
         "is refused (0: no limit): xmlschema checks a content model in time quadratic in its particles "
@@ -172,7 +174,9 @@ class SoapAdapter(Adapter):
         self.settings = o
         self.mode = o.mode
         self.wsdl_path = Path(o.wsdl)
-        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog, schema_roots=o.schema_roots,
+        # a site's folder and schema directories are roots too (a distribution's wsdl/ imports ../xsd/)
+        roots: list[str | Path] = [*site_schema_roots(context), *o.schema_roots]
+        self.description = read_wsdl(self.wsdl_path, catalog=o.catalog, schema_roots=roots,
                                      max_model_particles=o.max_model_particles)
         self.schemas = Schemas(self.description)
         where = f"adapters[{name}].options"

@@ -118,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"input file {args.input} does not exist")
     check_max_errors(args.max_errors)
     options = _options(args.option)
-    source_spec = parse_spec(args.from_spec, options=options)
-    sink_spec = parse_spec(args.to_spec, options=options)
+    roots = [Path.cwd()]  # an XSD's includes may read under the current directory (as `coupler xsd`)
+    source_spec = parse_spec(args.from_spec, options=options, schema_roots=roots)
+    sink_spec = parse_spec(args.to_spec, options=options, schema_roots=roots)
     if options and "copybook" not in (source_spec.kind, sink_spec.kind):
         raise UsageError("-o options are copybook options, but neither --from nor --to is a copybook")
     pm = site_plugin_manager()
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     policy = "strict" if args.strict else "lenient"
     source = record_format(source_spec, registry=registry, policy=policy)
     sink = record_format(sink_spec, registry=registry, policy=policy)
-    mappings = [load_mapping(m, registry=registry, functions=functions) for m in args.maps]
+    mappings = [load_mapping(m, registry=registry, functions=functions, schema_roots=roots) for m in args.maps]
     if len(mappings) > 2:
         raise UsageError("at most two mappings: one from the input's legacy format, one to the output's")
     translation = plan(source, sink, mappings, registry=registry)

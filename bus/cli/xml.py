@@ -26,14 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
                         "xmlschema checks one in time quadratic in its particles")
     p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the schema's includes and imports may also read (repeatable; "
-                        "by default only the schema's own directory)")
+                   help="a directory the schema's includes and imports may also read (repeatable), besides "
+                        "the schema's own directory and the current directory")
     p.set_defaults(func=run_schema)
 
     xml = sub.add_parser("xml", help="XML documents <-> records")
     xml_sub = xml.add_subparsers(dest="xml_command", metavar="COMMAND", required=True)
     p = xml_sub.add_parser("decode", help="XML documents -> records (JSON lines or an Avro file)")
-    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from its directory, and --schema-root)")
+    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read under its directory, the current directory and --schema-root)")
     p.add_argument("xml", type=Path, nargs="+", help="XML documents")
     p.add_argument("--element", help="the root element (default: each document's root)")
     p.add_argument("--record-path", help="stream one record per repeated element, e.g. orders/order")
@@ -47,12 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
                         "xmlschema checks one in time quadratic in its particles")
     p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the schema's includes and imports may also read (repeatable; "
-                        "by default only the schema's own directory)")
+                   help="a directory the schema's includes and imports may also read (repeatable), besides "
+                        "the schema's own directory and the current directory")
     p.set_defaults(func=run_decode)
 
     p = xml_sub.add_parser("encode", help="records (JSON lines or an Avro container file) -> an XML document that validates")
-    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read from its directory, and --schema-root)")
+    p.add_argument("xsd", type=Path, help="the XSD file (its imports and includes are read under its directory, the current directory and --schema-root)")
     p.add_argument("input", type=Path, help="JSON lines, one record per line ('-' for standard input), or an Avro container file as `xml decode --to avro` writes it")
     p.add_argument("--output", type=Path, required=True, help="the XML file to write")
     p.add_argument("--element", help="the root element (required when the XSD declares several)")
@@ -63,8 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
                         "xmlschema checks one in time quadratic in its particles")
     p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the schema's includes and imports may also read (repeatable; "
-                        "by default only the schema's own directory)")
+                   help="a directory the schema's includes and imports may also read (repeatable), besides "
+                        "the schema's own directory and the current directory")
     p.set_defaults(func=run_encode)
 
     wsdl = sub.add_parser("wsdl", help="WSDL 1.1 service descriptions")
@@ -78,9 +78,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
                         "xmlschema checks one in time quadratic in its particles")
     p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the WSDL's includes and imports may also read (repeatable; "
-                        "by default only the WSDL's own directory)")
+                   help="a directory the WSDL's includes and imports may also read (repeatable), besides "
+                        "the WSDL's own directory and the current directory")
     p.set_defaults(func=run_describe)
+
+
+def _roots(args: argparse.Namespace) -> list[Path]:
+    """The directories a schema's includes and imports may read besides its own: the current
+    directory (a user working in a schema distribution's folder names its schemas from there, and
+    they import ``../common/``) and ``--schema-root``."""
+    return [Path.cwd(), *args.schema_root]
 
 
 def _limit(args: argparse.Namespace) -> dict[str, int]:
@@ -91,7 +98,7 @@ def _limit(args: argparse.Namespace) -> dict[str, int]:
 def run_schema(args: argparse.Namespace) -> int:
     from coupler.translators.xml import XsdModel
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
                           **_limit(args))
     print(json.dumps(model.avro_schema(args.element), indent=2))
     return 0
@@ -116,7 +123,7 @@ def _decoded(args: argparse.Namespace, read: _Read | None = None,
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.security import parse_document
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
                           **_limit(args))
     read = read or _Read()
     if args.record_path:
@@ -195,7 +202,7 @@ def _record_schema(args: argparse.Namespace) -> Any:
     from coupler.translators.xml import XsdModel
     from coupler.translators.xml.model import Poly, value_avro
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
                           **_limit(args))
     steps = [p for p in args.record_path.strip("/").split("/") if p]
     value: Any = model.root_value(args.element or steps[0])
@@ -213,7 +220,7 @@ def run_encode(args: argparse.Namespace) -> int:
     from coupler.translators.xml import XmlValidationError, XsdModel
     from coupler.translators.xml.jsonio import read_jsonl
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=args.schema_root,
+    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
                           **_limit(args))
     element = args.element or (args.record_path.strip("/").split("/")[0] if args.record_path else None)
     encoder = model.encoder(element)
@@ -242,7 +249,7 @@ def run_encode(args: argparse.Namespace) -> int:
 def run_describe(args: argparse.Namespace) -> int:
     from coupler.translators.soap.wsdl import read_wsdl
 
-    description = read_wsdl(args.wsdl, catalog=args.catalog, schema_roots=args.schema_root,
+    description = read_wsdl(args.wsdl, catalog=args.catalog, schema_roots=_roots(args),
                           **_limit(args))
     for warning in description.warnings:
         print(f"coupler: warning: {warning}", file=sys.stderr)

@@ -139,6 +139,7 @@ class AdapterRuntime:
             inbound=inbound,
             registry=self.d.registry,
             channel_ttls=self.d.channel_ttls,
+            schema_dirs=self.d.site.schema_paths,
         )
         self.d.statistics.add(ad.name, ad.type)
         try:
@@ -166,7 +167,7 @@ class AdapterRuntime:
             name=name, config=dict(config or {}), data_dir=data_dir, transport=self.d.transport,
             statistics=self.d.statistics, channel=channel, paused=threading.Event(), stopping=self.d.stopping,
             reply_timeout=self.d.site.reply_timeout, command_channel=self.d.site.command_channel,
-            site_dir=self.d.site.path.parent, registry=self.d.registry,
+            site_dir=self.d.site.path.parent, registry=self.d.registry, schema_dirs=self.d.site.schema_paths,
         )
 
     def attach(self, adapter: Adapter, context: BusContext, *, direction: Literal["inbound", "outbound", "both"] = "both",
@@ -224,7 +225,8 @@ class AdapterRuntime:
 
         try:
             return InboundTranslation.for_adapter(
-                ad, self.d.registry() if ad.mapping else None, self.d.site.path.parent, mapping_functions(self.d.pm)
+                ad, self.d.registry() if ad.mapping else None, self.d.site.path.parent, mapping_functions(self.d.pm),
+                schema_dirs=self.d.site.schema_paths,
             )
         except ConfigError as exc:
             raise self.d.site.config_error(exc.problems, hint=exc.hint) from None
@@ -237,7 +239,8 @@ class AdapterRuntime:
         ad = ra.config
         try:
             ra.translation = OutboundTranslation.for_adapter(
-                ad, self.d.registry(), self.d.site.path.parent, translator_types(self.d.pm)
+                ad, self.d.registry(), self.d.site.path.parent, translator_types(self.d.pm),
+                schema_dirs=self.d.site.schema_paths,
             )
             chain = wrapper_chain(ad, self.d.site.path.parent)
         except ConfigError as exc:

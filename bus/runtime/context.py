@@ -144,11 +144,15 @@ class BusContext:
         inbound: Callable[[Envelope], Envelope] | None = None,
         registry: Callable[[], Any] | None = None,
         channel_ttls: dict[str, float] | None = None,
+        schema_dirs: Sequence[Path] = (),
     ):
         self.name = name
         self._registry = registry
         #: the directory of site.toml (default: the working directory, for embedding)
         self.site_dir = (site_dir or Path.cwd()).resolve()
+        #: the site's ``[schemas] paths`` (absolute): with :attr:`site_dir`, directories the XSDs and
+        #: WSDLs its options name may read (see :func:`coupler.bus.api.site_schema_roots`)
+        self.schema_dirs = [Path(d).resolve() for d in schema_dirs]
         self.command_channel = command_channel
         self.config = config
         self.data_dir = data_dir

@@ -248,7 +248,8 @@ class StoreService:
         from coupler.bus.runtime.stages import InboundTranslation
 
         try:
-            return InboundTranslation.for_adapter(config, self.registry(), site.path.parent, mapping_functions(site_plugin_manager()))
+            return InboundTranslation.for_adapter(config, self.registry(), site.path.parent,
+                                                  mapping_functions(site_plugin_manager()), schema_dirs=site.schema_paths)
         except ConfigError as exc:
             raise ControlError(f"adapter {adapter}: {'; '.join(str(p) for p in exc.problems)}", where=str(site.path)) from None
 

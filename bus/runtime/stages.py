@@ -26,6 +26,7 @@ the Invalid Message Channel for a channel message).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,11 @@ class InboundTranslation:
 
     @classmethod
     def for_adapter(cls, config: AdapterConfig, registry: Any, site_dir: Path,
-                    functions: dict[str, Any] | None = None) -> InboundTranslation | None:
+                    functions: dict[str, Any] | None = None,
+                    schema_dirs: Sequence[Path] = ()) -> InboundTranslation | None:
         """The stage of one inbound adapter, or None when its entry declares neither
-        ``wrappers`` nor ``mapping``."""
+        ``wrappers`` nor ``mapping``. The XSD of an ``xml:`` legacy spec may read files under
+        its directory, ``site_dir`` and the site's ``schema_dirs`` (``[schemas] paths``)."""
         chain = wrapper_chain(config, site_dir)
         mapping = None
         publishes = FormatIndicator.parse(config.format) if config.format else None
@@ -90,7 +93,8 @@ class InboundTranslation:
             from coupler.translators.mapping import load_mapping
 
             try:
-                mapping = load_mapping(_site_path(site_dir, config.mapping), registry=registry, functions=functions)
+                mapping = load_mapping(_site_path(site_dir, config.mapping), registry=registry, functions=functions,
+                                       schema_roots=[site_dir, *schema_dirs])
                 mapping.direction("to_canonical")
             except CouplerError as exc:
                 raise ConfigError([f"{config.key_path}.mapping: {exc}"]) from None

@@ -33,7 +33,7 @@ reason). Documents of other entities pass through untouched.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +69,12 @@ class OutboundTranslation:
 
     @classmethod
     def for_adapter(cls, config: AdapterConfig, registry: Any, site_dir: Path,
-                    translators: Mapping[str, Any]) -> OutboundTranslation | None:
+                    translators: Mapping[str, Any], schema_dirs: Sequence[Path] = ()) -> OutboundTranslation | None:
         """The stage of one adapter, or None when its entry asks for no translation.
 
         ``translators`` are the translator types of the installed plugins (``{name: type}``).
+        The XSD of an ``xml:`` legacy spec may read files under its directory, ``site_dir``
+        and the site's ``schema_dirs`` (``[schemas] paths``).
         """
         if config.translator is not None and config.translator not in translators and config.mapping is not None:
             raise ConfigError(
@@ -87,7 +89,7 @@ class OutboundTranslation:
             path = Path(config.mapping).expanduser()
             path = path if path.is_absolute() else site_dir / path
             try:
-                mapping = load_mapping(path, registry=registry)
+                mapping = load_mapping(path, registry=registry, schema_roots=[site_dir, *schema_dirs])
                 mapping.direction("to_legacy")
             except CouplerError as exc:
                 raise ConfigError([f"{config.key_path}.mapping: {exc}"]) from exc

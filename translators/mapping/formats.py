@@ -49,10 +49,14 @@ class Spec:
     record_path: str | None = None
     ref: str | None = None
     options: dict[str, str] = field(default_factory=dict, hash=False)
+    #: xml: directories the XSD's includes and imports may read besides its own (a site's folder)
+    schema_roots: tuple[Path, ...] = field(default=(), hash=False)
 
 
-def parse_spec(text: str, *, base_dir: Path | None = None, options: dict[str, str] | None = None) -> Spec:
-    """``copybook:F.cpy``, ``xml:F.xsd#el@root/rec``, ``avro:NAME@V`` or ``jsonl``."""
+def parse_spec(text: str, *, base_dir: Path | None = None, options: dict[str, str] | None = None,
+               schema_roots: Iterable[str | Path] = ()) -> Spec:
+    """``copybook:F.cpy``, ``xml:F.xsd#el@root/rec``, ``avro:NAME@V`` or ``jsonl``; an XSD's
+    includes and imports may read files under its directory and ``schema_roots``."""
     raw = (text or "").strip()
     kind, _, rest = raw.partition(":")
     kind = kind.lower()
@@ -83,7 +87,7 @@ def parse_spec(text: str, *, base_dir: Path | None = None, options: dict[str, st
         raise TranslateError(f"{raw!r} is not xml:FILE.xsd[#ELEMENT][@ROOT/RECORD]")
     path = m.group("path")
     return Spec("xml", raw, path=base / m.group("file"), element=m.group("element"),
-                record_path=path.strip("/") if path else None)
+                record_path=path.strip("/") if path else None, schema_roots=tuple(Path(r) for r in schema_roots))
 
 
 _EXAMPLES = {"copybook": "copybook:customer.cpy", "avro": "avro:acme.Customer@2", "xml": "xml:orders.xsd@orders/order"}
@@ -179,7 +183,7 @@ class XmlFormat(RecordFormat):
 
         assert spec.path is not None
         self.spec = spec
-        self.model = XsdModel.load(spec.path)
+        self.model = XsdModel.load(spec.path, schema_roots=spec.schema_roots)
         self._stream: Any = None
         if spec.record_path:
             steps = [s for s in spec.record_path.split("/") if s]

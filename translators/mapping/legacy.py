@@ -43,7 +43,7 @@ class LegacyReader:
         if not text:
             return
         spec = parse_spec(text, base_dir=Path(mapping.file).parent,
-                          options={k: str(v) for k, v in mapping.legacy_options.items()})
+                          options={k: str(v) for k, v in mapping.legacy_options.items()}, schema_roots=mapping.schema_roots)
         self.kind = spec.kind
         assert spec.path is not None or spec.kind in ("avro", "jsonl")
         path = spec.path or Path()
@@ -58,14 +58,14 @@ class LegacyReader:
             from coupler.translators.xml import XsdModel
 
             steps = [s for s in spec.record_path.split("/") if s]
-            record_decoder = XsdModel.load(path).decoder(steps[0])
+            record_decoder = XsdModel.load(path, schema_roots=spec.schema_roots).decoder(steps[0])
             tags, convert = record_decoder.resolve_path(spec.record_path)[-1]
             self._decode = lambda body, label: self._element(tags, lambda e: record_decoder.convert(e, convert, source=label),
                                                              body, label)
         elif spec.kind == "xml":
             from coupler.translators.xml import XsdModel
 
-            xml_decoder = XsdModel.load(path).decoder(spec.element)
+            xml_decoder = XsdModel.load(path, schema_roots=spec.schema_roots).decoder(spec.element)
             self._decode = lambda body, label: xml_decoder.decode_document(io.BytesIO(body), name=label)
 
     def decode(self, body: bytes, content_type: str, *, label: str = "<message>", record: int = 0,

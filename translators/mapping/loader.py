@@ -11,7 +11,7 @@ mismatch is a :class:`MappingError` naming the file and the line of the offendin
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +43,16 @@ def load_mapping(
     legacy_schema: Any = None,
     canonical_schema: Any = None,
     functions: MappingABC[str, Callable[..., Any]] | None = None,
+    schema_roots: Iterable[str | Path] = (),
 ) -> Mapping:
     """Load and check the mapping file at ``path``.
 
     ``legacy_schema`` / ``canonical_schema`` (Avro JSON) override the file's ``legacy`` spec
     and ``canonical`` reference; ``registry`` (a :class:`SchemaRegistry`, default: the
     built-in and plugin schemas) resolves ``canonical``; ``functions`` are the custom
-    transforms rules may name (``coupler.bus.plugins.manager.mapping_functions``).
+    transforms rules may name (``coupler.bus.plugins.manager.mapping_functions``);
+    ``schema_roots`` are directories the XSD of an ``xml:`` legacy spec may include and import
+    from besides its own (a site passes its folder and ``[schemas] paths``).
     """
     p = Path(path)
     try:
@@ -58,7 +61,7 @@ def load_mapping(
         raise MappingError(f"cannot read the mapping file: {exc.strerror or exc}", where=str(p)) from None
     return parse_mapping(
         text, file=str(p), base_dir=p.parent, registry=registry, legacy_schema=legacy_schema,
-        canonical_schema=canonical_schema, functions=functions,
+        canonical_schema=canonical_schema, functions=functions, schema_roots=schema_roots,
     )
 
 
@@ -71,6 +74,7 @@ def parse_mapping(
     legacy_schema: Any = None,
     canonical_schema: Any = None,
     functions: MappingABC[str, Callable[..., Any]] | None = None,
+    schema_roots: Iterable[str | Path] = (),
 ) -> Mapping:
     """Like :func:`load_mapping`, from the text of a mapping file."""
     try:
@@ -78,7 +82,7 @@ def parse_mapping(
     except TextFormatError as exc:
         raise MappingError(exc.reason, where=exc.at(file)) from None
     index = key_lines(text, file)
-    loader = _Loader(file, index, base_dir or Path("."), dict(functions or {}))
+    loader = _Loader(file, index, base_dir or Path("."), dict(functions or {}), tuple(Path(r) for r in schema_roots))
     return loader.load(data, registry, legacy_schema, canonical_schema)
 
 
@@ -97,8 +101,10 @@ class _Side:
 
 
 class _Loader:
-    def __init__(self, file: str, index: LineIndex, base_dir: Path, functions: dict[str, Callable[..., Any]]):
+    def __init__(self, file: str, index: LineIndex, base_dir: Path, functions: dict[str, Callable[..., Any]],
+                 schema_roots: tuple[Path, ...] = ()):
         self.file = file
+        self.schema_roots = schema_roots
         self.index = index
         self.base_dir = base_dir
         self.functions = functions
@@ -126,7 +132,7 @@ class _Loader:
         mapping = self.mapping = Mapping(
             self.file, legacy_schema, canonical_schema, legacy_spec=legacy_spec,
             canonical_ref=canonical_ref, legacy_options={k: str(v) for k, v in options.items()},
-            description=data.get("description"),
+            description=data.get("description"), schema_roots=self.schema_roots,
         )
         for side, types in (("legacy", mapping.legacy_types), ("canonical", mapping.canonical_types)):
             if types.root.kind != "record":
@@ -156,7 +162,8 @@ class _Loader:
         from .formats import parse_spec, record_format
 
         try:
-            parsed = parse_spec(spec, base_dir=self.base_dir, options={k: str(v) for k, v in options.items()})
+            parsed = parse_spec(spec, base_dir=self.base_dir, options={k: str(v) for k, v in options.items()},
+                                schema_roots=self.schema_roots)
             fmt = record_format(parsed, registry=registry)
             schema = fmt.schema
         except MappingError as exc:

@@ -10,8 +10,9 @@ mapping file and the line of each rule in the way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .avrotypes import AType, SchemaTypes, Step, path_text
@@ -120,8 +121,11 @@ class Mapping:
         canonical_ref: str | None = None,
         legacy_options: dict[str, Any] | None = None,
         description: str | None = None,
+        schema_roots: Iterable[str | Path] = (),
     ):
         self.file = file
+        #: directories the XSD of an ``xml:`` legacy spec may read besides its own (a site's folder)
+        self.schema_roots = tuple(Path(r) for r in schema_roots)
         self.legacy_schema = legacy_schema
         self.canonical_schema = canonical_schema
         self.legacy_spec = legacy_spec

@@ -47,7 +47,8 @@ def _spec(mapping: Any, kind: str) -> Any:
         raise CouplerError(f"translator {kind!r} needs the mapping's legacy side (legacy = \"{kind}:FILE\")",
                            hint='use translator = "json"')
     spec = parse_spec(text, base_dir=Path(mapping.file).parent,
-                      options={k: str(v) for k, v in mapping.legacy_options.items()})
+                      options={k: str(v) for k, v in mapping.legacy_options.items()},
+                      schema_roots=getattr(mapping, "schema_roots", ()))
     if spec.kind != kind:
         raise CouplerError(f"translator {kind!r} cannot write the mapping's legacy side {text!r}",
                            hint=f"use translator = {spec.kind!r} or \"json\"")
@@ -69,7 +70,7 @@ def _xml(mapping: Any) -> RecordWriter:
     from coupler.translators.xml import XsdModel
 
     spec = _spec(mapping, "xml")
-    encoder = XsdModel.load(spec.path).encoder(spec.element)
+    encoder = XsdModel.load(spec.path, schema_roots=spec.schema_roots).encoder(spec.element)
     return lambda record: encoder.encode(record, label="record")
 
 

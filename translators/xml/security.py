@@ -7,8 +7,10 @@ xmlschema with ``allow="local"`` (imports and includes are resolved relative to 
 file) and ``defuse="always"``; an import that would need the network is an error naming it.
 
 A schema reads local files under its own directory only (:class:`SchemaSandbox`; for a WSDL,
-the WSDL's directory), plus the directories a site adds (``schema_roots``, ``--schema-root``)
-and the files an XML catalog maps locations to: an ``xs:include`` of ``/etc/passwd`` or
+the WSDL's directory), plus the roots its caller gives (``roots``/``schema_roots``: the command
+line gives the current directory and ``--schema-root``; a site its folder, its ``[schemas]
+paths`` and the adapter's ``schema_roots``) and the files an XML catalog maps locations to,
+regular files only: an ``xs:include`` of ``/etc/passwd`` or
 ``../../../etc/shadow`` in a partner's schema is refused before the file is opened, in one line
 naming the schema file and line, the location and what to do.
 """

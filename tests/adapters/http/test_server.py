@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -229,3 +231,49 @@ def test_concurrent_requests_are_stored_together_each_with_its_own_outcome(
     stored = bus.received("orders", max=100)
     assert {m.message_id for m in stored} == ids and len(stored) == 39
     assert sum(sizes) == 40 and len(sizes) < 40, sizes  # some requests shared a commit
+
+
+def _xsd_distribution(directory: Path) -> Path:
+    """xsd/main/order.xsd including ../common/types.xsd (a distribution's usual layout)."""
+    xs = "http://www.w3.org/2001/XMLSchema"
+    (directory / "xsd" / "common").mkdir(parents=True)
+    (directory / "xsd" / "main").mkdir()
+    (directory / "xsd" / "common" / "types.xsd").write_text(
+        f'<xs:schema xmlns:xs="{xs}"><xs:simpleType name="code"><xs:restriction base="xs:string">'
+        f'<xs:pattern value="[A-Z]-[0-9]+"/></xs:restriction></xs:simpleType></xs:schema>')
+    main = directory / "xsd" / "main" / "order.xsd"
+    main.write_text(f'<xs:schema xmlns:xs="{xs}"><xs:include schemaLocation="../common/types.xsd"/>'
+                    f'<xs:element name="order" type="code"/></xs:schema>')
+    return main
+
+
+def test_an_endpoints_xsd_reads_the_site_folder_and_schema_roots(
+        server: Callable[..., HttpAdapter], bus: DaemonBus, tmp_path_factory: pytest.TempPathFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """In a site (the bus's folder) an endpoint's XSD in xsd/main/ including ../common/ loads;
+    kept elsewhere, it is refused until ``schema_roots`` names the distribution; a system file
+    stays refused."""
+    assert bus.daemon.site is not None
+    in_site = _xsd_distribution(bus.daemon.site.path.parent / "h107_dist")
+    elsewhere = _xsd_distribution(tmp_path_factory.mktemp("h107_elsewhere"))
+
+    def endpoints(xsd: Path) -> dict[str, Any]:
+        return {"o": {"format": "acme.Order@1", "content_types": ["xml"], "xsd": str(xsd)}}
+
+    adapter = server("h107-in-site", endpoints=endpoints(in_site))
+    ok = httpx.post(f"{adapter.url}/o", content=b"<order>A-1</order>", headers={"Content-Type": "application/xml"})
+    bad = httpx.post(f"{adapter.url}/o", content=b"<order>a1</order>", headers={"Content-Type": "application/xml"})
+    assert (ok.status_code, bad.status_code) == (202, 422), (ok.text, bad.text)
+
+    def refused(name: str, xsd: Path) -> str:  # the adapter fails to start (the site degraded), one line logged
+        caplog.clear()
+        assert getattr(server(name, endpoints=endpoints(xsd)), "url", None) is None
+        (line,) = [r.getMessage() for r in caplog.records if "outside the directories" in r.getMessage()]
+        assert "\n" not in line and "Traceback" not in line
+        return line
+
+    assert "schema_roots" in refused("h107-elsewhere", elsewhere)
+    assert server("h107-rooted", endpoints=endpoints(elsewhere), schema_roots=[str(elsewhere.parents[1])]).url
+    (in_site.parent / "passwd.xsd").write_text(
+        '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:include schemaLocation="/etc/passwd"/></xs:schema>')
+    assert "/etc/passwd" in refused("h107-passwd", in_site.parent / "passwd.xsd")

@@ -88,3 +88,31 @@ def test_an_xml_record_no_converter_can_read_is_a_located_coupler_error(registry
     dates[0].text = "99999999999999999999-01-31"  # a year Python's date cannot hold
     with pytest.raises(CouplerError, match=r"message 9:\d+ /account/\w+: '99999999999999999999-01-31' is not a valid xs:date"):
         LegacyReader(mapping).decode(etree.tostring(element), "application/xml", label="message 9")
+
+
+def test_the_xsd_of_an_xml_spec_reads_the_sites_folder_in_a_site(registry: SchemaRegistry, tmp_path: Path) -> None:
+    """mappings/xsd/accounts.xsd includes ../../common/accounts.xsd: refused alone (outside its
+    directory), read in a site, whose folder is a schema root (the bus's inbound and outbound
+    translation stages)."""
+    from coupler.bus.config.loader import AdapterConfig
+    from coupler.bus.runtime.stages import InboundTranslation
+    from coupler.bus.runtime.translation import OutboundTranslation
+    from coupler.translators.mapping.writers import BUILTIN_TRANSLATORS
+
+    site = tmp_path / "h107_site"
+    (site / "common").mkdir(parents=True)
+    (site / "common" / "accounts.xsd").write_text((DATA / "accounts.xsd").read_text())
+    (site / "mappings" / "xsd").mkdir(parents=True)
+    (site / "mappings" / "xsd" / "accounts.xsd").write_text(
+        '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">\n'
+        '  <xs:include schemaLocation="../../common/accounts.xsd"/>\n</xs:schema>\n')
+    text = (DATA / "account-xml.toml").read_text().replace('"xml:accounts.xsd@', '"xml:xsd/accounts.xsd@')
+    (site / "mappings" / "account.toml").write_text(text)
+    with pytest.raises(CouplerError, match="outside the directories"):
+        load_mapping(site / "mappings" / "account.toml", registry=registry)
+    mapping = load_mapping(site / "mappings" / "account.toml", registry=registry, schema_roots=[site])
+    assert LegacyReader(mapping).kind == "xml"
+    config = AdapterConfig.model_validate({"name": "feed", "type": "filedrop", "mapping": "mappings/account.toml"})
+    stage = InboundTranslation.for_adapter(config, registry, site)
+    assert stage is not None and stage.reader.kind == "xml"
+    assert OutboundTranslation.for_adapter(config, registry, site, BUILTIN_TRANSLATORS) is not None

@@ -5,6 +5,7 @@ before the file is opened."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,50 @@ def test_the_soap_adapter_takes_schema_roots_and_the_bound() -> None:
     assert SoapAdapter("ccms", {**options, "schema_roots": [str(schema)]}).description.schemas
     with pytest.raises(XsdError, match="more than 5"):
         SoapAdapter("ccms", {**options, "schema_roots": [str(schema)], "max_model_particles": 5})
+
+
+# -- the default roots: the current directory on the command line, the site's folder in a site --
+
+def _ubl_like(tree: Path) -> Path:
+    """maindoc/Invoice.xsd imports ../common/Components.xsd, as UBL 2.1 lays them out."""
+    _schema(tree / "ubl" / "common" / "Components.xsd", tns="urn:h107:common", element="amount")
+    return _schema(tree / "ubl" / "maindoc" / "Invoice.xsd",
+                   '  <xs:import namespace="urn:h107:common" schemaLocation="../common/Components.xsd"/>\n',
+                   tns="urn:h107:invoice", element="invoice")
+
+
+def test_the_cli_run_from_a_parent_directory_reads_its_siblings_without_schema_root(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    invoice = _ubl_like(tree)
+    monkeypatch.chdir(tree)
+    assert main(["xsd", "schema", "ubl/maindoc/Invoice.xsd", "--element", "invoice"]) == 0, capsys.readouterr().err
+    assert main(["xsd", "schema", str(invoice), "--element", "invoice"]) == 0  # the path given absolute, same
+    capsys.readouterr()
+    # from the schema's own directory the parent is not a root: refused, naming --schema-root
+    monkeypatch.chdir(tree / "ubl" / "maindoc")
+    assert main(["xsd", "schema", "Invoice.xsd", "--element", "invoice"]) != 0
+    err = capsys.readouterr().err
+    assert "outside the directories" in err and "--schema-root" in err and "Traceback" not in err
+    assert main(["xsd", "schema", "Invoice.xsd", "--element", "invoice", "--schema-root", str(tree / "ubl")]) == 0
+
+
+def test_the_cli_run_from_a_parent_directory_still_refuses_system_files(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    main_xsd = _including(tree, "/etc/passwd")
+    fifo = tree / "partner" / "fifo.xsd"
+    os.mkfifo(fifo)
+    monkeypatch.chdir(tree)
+    for xsd in (main_xsd, _schema(tree / "partner" / "piped.xsd", '  <xs:include schemaLocation="fifo.xsd"/>\n')):
+        assert main(["xsd", "schema", str(xsd.relative_to(tree))]) != 0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "outside the directories" in err and "Traceback" not in err
+        assert f"{xsd.relative_to(tree)}:4: " in err
+
+
+def test_the_wsdl_cli_run_from_a_parent_directory_reads_its_siblings(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _ubl_like(tree)
+    wsdl = _wsdl(tree / "ubl" / "wsdl" / "service.wsdl",
+                 types='      <xs:import namespace="urn:h107:invoice" schemaLocation="../maindoc/Invoice.xsd"/>\n')
+    monkeypatch.chdir(tree)
+    assert main(["wsdl", "describe", str(wsdl.relative_to(tree))]) == 0, capsys.readouterr().err
