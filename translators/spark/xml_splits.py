@@ -213,17 +213,19 @@ class _SplitStream(io.RawIOBase):
 
 
 @lru_cache(maxsize=4)
-def _model(xsd: str) -> Any:
+def _model(xsd: str, roots: tuple[str, ...]) -> Any:
+    """The schema's model; it may read local files under its own directory and ``roots``
+    (the driver's working directory, as on the command line)."""
     from coupler.translators.xml import XsdModel
 
-    return XsdModel.load(xsd)
+    return XsdModel.load(xsd, schema_roots=roots)
 
 
 @lru_cache(maxsize=8)
-def _decoder(xsd: str, element: str) -> Any:
+def _decoder(xsd: str, element: str, roots: tuple[str, ...]) -> Any:
     """The compiled decoder of a global element, built once per process (a worker reads many
     splits with it, as ``xml decode`` reads many files with one)."""
-    return _model(xsd).decoder(element)
+    return _model(xsd, roots).decoder(element)
 
 
 @lru_cache(maxsize=8)
@@ -246,7 +248,7 @@ def record_avro_schema(xsd: str, element: str, record_path: str) -> Any:
     ``element`` when the document is the record."""
     from coupler.translators.xml.model import Poly, value_avro
 
-    model = _model(xsd)
+    model = _model(xsd, (os.getcwd(),))
     if not record_path:
         return model.avro_schema(_local(element))
     steps = record_path.split("/")
@@ -366,6 +368,7 @@ class XmlSplitTask:
     def __init__(self, xsd: str, element: str, committer: OutputCommitter, kind: str,
                  schema: dict[str, Any], indicator: str | None, codec: str = "deflate"):
         self.xsd = xsd
+        self.roots = (os.getcwd(),)  # the driver's, where the job was started (the schema roots)
         self.element = element
         self.committer = committer
         self.kind = kind
@@ -378,9 +381,9 @@ class XmlSplitTask:
         those the decoder encodes itself come as their Avro bytes (``EncodedRecord``)."""
         label = split.path if not split.head and not split.tail else f"{split.path} (bytes {split.start}-{split.end})"
         if not split.record_path:
-            yield _decoder(self.xsd, _local(self.element)).decode_document(split.path)
+            yield _decoder(self.xsd, _local(self.element), self.roots).decode_document(split.path)
             return
-        decoder = _decoder(self.xsd, split.record_path.split("/")[0])
+        decoder = _decoder(self.xsd, split.record_path.split("/")[0], self.roots)
         stream = _SplitStream(split)
         try:
             yield from decoder.iter_records(io.BufferedReader(stream, 1 << 20), split.record_path, name=label,

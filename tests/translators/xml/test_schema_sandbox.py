@@ -252,3 +252,21 @@ def test_the_wsdl_cli_run_from_a_parent_directory_reads_its_siblings(
                  types='      <xs:import namespace="urn:h107:invoice" schemaLocation="../maindoc/Invoice.xsd"/>\n')
     monkeypatch.chdir(tree)
     assert main(["wsdl", "describe", str(wsdl.relative_to(tree))]) == 0, capsys.readouterr().err
+
+
+def test_the_spark_xml_source_reads_siblings_under_the_drivers_directory(
+        tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Spark XML job started from the distribution's folder, as the command line: the
+    driver's working directory is a root, carried to the tasks (they may run elsewhere)."""
+    from coupler.translators.spark import xml_splits
+
+    invoice = _ubl_like(tree)
+    monkeypatch.chdir(tree / "ubl" / "maindoc")
+    with pytest.raises(XsdError, match="outside the directories"):
+        xml_splits.record_avro_schema(str(invoice), "invoice", "")
+    monkeypatch.chdir(tree)
+    assert xml_splits.record_avro_schema(str(invoice), "invoice", "")["type"] == "record"
+    task = xml_splits.XmlSplitTask(str(invoice), "invoice", None, "avro", {}, None)  # type: ignore[arg-type]
+    monkeypatch.chdir(tree / "ubl" / "maindoc")
+    assert task.roots == (str(tree),)
+    assert xml_splits._decoder(task.xsd, "invoice", task.roots) is not None
