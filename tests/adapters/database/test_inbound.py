@@ -336,6 +336,8 @@ def test_a_connection_not_given_back_after_its_batch_committed_is_reported_and_t
     assert report.exc_info is None and "\n" not in report.getMessage()  # one line, no traceback
     assert "adapters[orders-in].options.poll" in report.getMessage()
     assert "committed" in report.getMessage()  # the batch is done: not a failed poll
+    # a batch's rows are counted by the poll thread once its commit (on db-commit) has returned
+    wait_for(lambda: a.describe()["inbound"]["rows"] >= 7, "the rows of every batch counted")
     assert (a.describe()["inbound"]["rows"], a.describe()["inbound"]["messages"]) == (7, 7)  # counted once
 
 

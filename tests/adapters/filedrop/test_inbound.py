@@ -13,6 +13,7 @@ from coupler.adapters.common.errors import AdapterConfigError
 from coupler.adapters.filedrop import FileDropAdapter
 from coupler.bus.api import OptionsError
 from coupler.canonical import FormatIndicator
+from tests.bus.site_helpers import wait_for
 
 from ..filebus import Bus, adapter
 
@@ -237,8 +238,10 @@ def test_poller_thread_takes_files_and_stops(bus: Bus, tmp_path: Path) -> None:
             msgs = bus.drain()
             time.sleep(0.05)
         assert [m.body for m in msgs] == [b"threaded"]
-        described = a.describe()
-        assert described["files"] == {"DONE": 1} and described["health"]["poll"]["polls"] >= 1
+        # the message is on the bus before the file is archived and marked DONE, and before the
+        # poll that took it is counted: wait for those
+        described = wait_for(lambda: (d := a.describe())["files"] == {"DONE": 1} and d["health"]["poll"]["polls"] >= 1
+                             and d, "the file DONE and its poll counted", timeout=10)
         assert described["health"]["status"] == "ok" and not described["health"]["poll"]["poll_overdue"]
     finally:
         a.stop()

@@ -126,7 +126,9 @@ def test_connections_in_the_middle_of_a_frame_keep_their_slots(bus, caplog):
     try:
         for i, s in enumerate(senders):
             s.sendall(b"\x0b" + f"MSH|^~\\&|A|B|C|D|20260101||ADT^A01|P{i}|P|2.5\r".encode())  # frame not finished
-        _wait_for(lambda: _connections(adapter)["open"] == 3, "three connections")
+        # open counts a connection from its accept, before its first bytes are read: wait until each is in its frame
+        _wait_for(lambda: _connections(adapter)["in_frame"] == 3, "three connections in the middle of a frame")
+        assert _connections(adapter)["open"] == 3
         # every slot is held by a peer that is sending: a newcomer is refused, not them
         with socket.create_connection(adapter.address, timeout=10, source_address=("127.0.2.9", 0)) as late:
             assert late.recv(10) == b""

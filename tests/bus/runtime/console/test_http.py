@@ -77,9 +77,14 @@ def test_metrics_token_health_and_trace(tmp_path):
         def moved():
             after = _samples(url)
             key = (("channel", "orders"),)
-            return after if after.get(("coupler_channel_messages_acknowledged_total", key), 0) >= 3 else None
+            # an acknowledgement commits before the adapter counts the message and its delivery time is recorded
+            figures = [("coupler_channel_messages_acknowledged_total", key),
+                       ("coupler_adapter_units_out_total", (("adapter", "drop-in"),)),
+                       ("coupler_adapter_units_out_total", (("adapter", "drop-out"),)),
+                       ("coupler_adapter_delivery_seconds_count", (("adapter", "drop-out"),))]
+            return after if all(after.get(f, 0) >= 3 for f in figures) else None
 
-        after = wait_for(moved, "the acknowledged counter of orders at 3")
+        after = wait_for(moved, "the acknowledged counter of orders, the adapters' units and deliveries at 3")
         key = (("channel", "orders"),)
         assert after[("coupler_channel_messages_sent_total", key)] - before.get(("coupler_channel_messages_sent_total", key), 0) == 3
         assert after[("coupler_adapter_units_out_total", (("adapter", "drop-in"),))] == 3
