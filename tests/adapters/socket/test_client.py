@@ -111,7 +111,7 @@ def test_reply_timeout_is_a_timeout_fault_and_the_connection_is_renewed(bus, ser
                     continue  # the first connection never answers
                 sock.sendall(FRAMING.encode(frame.upper()))
 
-    adapter = _client(bus, serve(slow_first), response_timeout=0.3)
+    adapter = _client(bus, serve(slow_first), response_timeout=1.0)
     with pytest.raises(CommandFault, match="no reply from 127.0.0.1") as info:
         _request(adapter, b"lost")
     assert info.value.code == "timeout"

@@ -107,7 +107,7 @@ def test_oversized_frame_closes_the_connection_with_a_logged_reason(bus, caplog)
 
 
 def test_idle_and_read_timeouts_close_connections(bus, caplog):
-    adapter = _server(bus, framing="delimiter", idle_timeout=0.3, read_timeout=0.3)
+    adapter = _server(bus, framing="delimiter", idle_timeout=1.0, read_timeout=1.0)
     with _connect(adapter) as s:
         assert s.recv(10) == b""  # nothing sent: first byte timeout (at most the idle timeout)
     with _connect(adapter) as s:

@@ -149,7 +149,7 @@ def test_connections_in_the_middle_of_a_frame_keep_their_slots(bus, caplog):
 
 
 def test_first_byte_timeout_closes_silent_connections_but_not_persistent_senders(bus, caplog):
-    adapter = _server(bus, first_byte_timeout=0.3, idle_timeout=60)
+    adapter = _server(bus, first_byte_timeout=1.0, idle_timeout=60)
     with MLLPClient(*adapter.address) as persistent:
         persistent.socket.settimeout(10)
         assert "MSA|AA" in str(persistent.send_message(ADT))
