@@ -22,12 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output (the default: JSON)")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
-    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
-                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
-                        "xmlschema checks one in time quadratic in its particles")
-    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the schema's includes and imports may also read (repeatable), besides "
-                        "the schema's own directory and the current directory")
+    _schema_loading(p)
     p.set_defaults(func=run_schema)
 
     xml = sub.add_parser("xml", help="XML documents <-> records")
@@ -43,12 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
-    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
-                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
-                        "xmlschema checks one in time quadratic in its particles")
-    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the schema's includes and imports may also read (repeatable), besides "
-                        "the schema's own directory and the current directory")
+    _schema_loading(p)
     p.set_defaults(func=run_decode)
 
     p = xml_sub.add_parser("encode", help="records (JSON lines or an Avro container file) -> an XML document that validates")
@@ -59,12 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--record-path", help="write each record as this repeated element, e.g. orders/order")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
-    p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
-                   help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
-                        "xmlschema checks one in time quadratic in its particles")
-    p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the schema's includes and imports may also read (repeatable), besides "
-                        "the schema's own directory and the current directory")
+    _schema_loading(p)
     p.set_defaults(func=run_encode)
 
     wsdl = sub.add_parser("wsdl", help="WSDL 1.1 service descriptions")
@@ -74,13 +59,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--catalog", type=Path,
                    help="an OASIS XML catalog mapping the http(s) locations the WSDL imports to local files")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _schema_loading(p, "WSDL")
+    p.set_defaults(func=run_describe)
+
+
+def _schema_loading(p: argparse.ArgumentParser, what: str = "schema") -> None:
+    """The options of every command that loads an XSD or a WSDL: its bound and its roots."""
     p.add_argument("--max-model-particles", type=int, default=None, metavar="N",
                    help="refuse a schema content model of more particles than this (default 5000; 0: no limit): "
                         "xmlschema checks one in time quadratic in its particles")
     p.add_argument("--schema-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory the WSDL's includes and imports may also read (repeatable), besides "
-                        "the WSDL's own directory and the current directory")
-    p.set_defaults(func=run_describe)
+                   help=f"a directory the {what}'s includes and imports may also read (repeatable), besides "
+                        f"the {what}'s own directory and the current directory")
 
 
 def _roots(args: argparse.Namespace) -> list[Path]:
