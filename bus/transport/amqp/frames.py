@@ -96,17 +96,8 @@ def tolerate_undecodable_headers(connection: Any) -> Any:
                     "will drop the connection (a poison message)", getattr(pika, "__version__", "?"))
         return connection
 
-    decode = pika.frame.decode_frame
-
-    def read_frame() -> tuple[int, Any]:  # decode_frame, one call less per frame
-        data = impl._frame_buffer
-        try:
-            return decode(data)
-        except Exception as exc:  # noqa: BLE001 - as decode_frame
-            frame = _undecodable_header(data, exc)
-            if frame is None:
-                raise
-            return frame
+    def read_frame() -> tuple[int, Any]:
+        return decode_frame(impl._frame_buffer)
 
     impl._read_frame = read_frame
     return connection
