@@ -70,6 +70,7 @@ class _WarmWorker:
     def __init__(self, source: str, schema: str):
         self.source = source
         self.schema = schema
+        self.roots = (os.getcwd(),)  # the driver's, as XmlSplitTask keeps them (its schema roots)
 
     def __call__(self, _: object) -> list[int]:
         import coupler.translators.copybook.arrow_parquet  # noqa: F401
@@ -79,7 +80,7 @@ class _WarmWorker:
         if self.source == "xml":
             from coupler.translators.spark.xml_splits import _model
 
-            _model(self.schema)
+            _model(self.schema, self.roots)
         time.sleep(0.5)
         return [os.getpid()]
 

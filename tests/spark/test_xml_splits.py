@@ -178,3 +178,20 @@ def test_a_split_claimed_by_an_attempt_whose_result_was_lost_is_run_again(spark:
             ids += [r["id"] for r in fastavro.reader(fh)]
     expected = [r["id"] for r in _decoded(splits)]
     assert ids == expected and len(set(ids)) == 300
+
+
+def test_the_spark_benchmark_warms_the_model_its_split_tasks_use(monkeypatch: Any) -> None:
+    """``benchmarks/spark_ingest.py`` loads each task slot's schema model before it times a
+    job; the key must be the split task's (schema, roots), or the timed job loads it again
+    (and a changed signature must fail here, not in a user's benchmark run)."""
+    import os
+
+    import spark_ingest
+
+    from coupler.translators.spark.xml_splits import _model
+
+    monkeypatch.setattr(spark_ingest.time, "sleep", lambda _s: None)
+    assert spark_ingest._WarmWorker("xml", XSD)(None) == [os.getpid()]
+    before = _model.cache_info().hits
+    _model(XSD, (os.getcwd(),))
+    assert _model.cache_info().hits == before + 1
