@@ -1,8 +1,12 @@
 """A client sending faster than the bus answers is throttled, over plain TCP and over TLS: the
-server stops reading while a frame waits for the bus (TCP flow control pushes back on the
-sender; under TLS asyncio's SSL transport pauses the raw socket once its own buffer is full),
-so its memory stays bounded whatever the client offers, and every frame is handled, in order,
-once the bus catches up."""
+server stops reading while a frame waits for the bus, so TCP flow control pushes back on the
+sender, its memory stays bounded whatever the client offers, and every frame is handled, in
+order, once the bus catches up.
+
+Under TLS the stream's pause reaches the raw socket beneath asyncio's SSL transport (after
+``start_tls`` the StreamReader still pauses the socket's transport, and the SSL protocol resumes
+only what it paused itself): with the StreamReader's limit lifted in server.py both cases take
+all 48 MiB."""
 
 from __future__ import annotations
 
