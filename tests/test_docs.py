@@ -94,3 +94,41 @@ def test_the_cli_reference_expands_help_placeholders_and_says_each_default_once(
     assert not [r for r in rows if "%(" in r], "argparse placeholders left unexpanded"
     assert not [r for r in rows if r.count("default") > 1 and "(default: `" in r], "a default said twice"
     assert "(default: ``)" not in text
+
+
+def _python_blocks(doc: str, after: str) -> list[str]:
+    """The ```python blocks of ``doc`` after the text ``after``, up to its next heading."""
+    text = (REPO / doc).read_text().split(after, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_copybook_guides_python_examples_run_on_a_file_with_a_truncated_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/copybook.md's two Python examples, as written, on CUST.cpy (with a COPY from
+    copylib/) and CUST.DAT: two RDW records and a truncated last one, which decode_files gives
+    as a BadRecord in every mode."""
+    import struct
+
+    (tmp_path / "copylib").mkdir()
+    (tmp_path / "copylib" / "ADDR.cpy").write_text("           10  STREET        PIC X(10).\n")
+    (tmp_path / "CUST.cpy").write_text(
+        "       01  CUST.\n"
+        "           05  CUST-ID       PIC 9(4).\n"
+        "           05  BAL           PIC S9(5)V99 COMP-3.\n"
+        "           05  ADDR.\n"
+        "           COPY ADDR.\n")
+    record = "0042".encode("cp037") + bytes.fromhex("0012345C") + "MAIN ST".ljust(10).encode("cp037")
+    rdw = struct.pack("<HH", 0, len(record))  # Cobrix's default: little-endian, the length after the RDW
+    (tmp_path / "CUST.DAT").write_bytes(rdw + record + rdw + record + rdw + record[:5])
+    (tmp_path / "CUSTF.DAT").write_bytes(record * 3)
+    monkeypatch.chdir(tmp_path)
+
+    decode, batches = _python_blocks("docs/copybook.md", "2 for a usage error.")
+    names: dict = {}
+    exec(decode, names)
+    lines = capsys.readouterr().out.splitlines()
+    good = '{"CUST_ID":42,"BAL":123.45,"ADDR":{"STREET":"MAIN ST"}}'
+    assert lines[:2] == [good, good]
+    assert len(lines) == 3 and "CUST.DAT: record 3" in lines[2], lines
+
+    exec(batches, {**names, "options": {}, "paths": ["CUSTF.DAT"]})
