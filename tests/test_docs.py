@@ -131,4 +131,7 @@ def test_the_copybook_guides_python_examples_run_on_a_file_with_a_truncated_reco
     assert lines[:2] == [good, good]
     assert len(lines) == 3 and "CUST.DAT: record 3" in lines[2], lines
 
-    exec(batches, {**names, "options": {}, "paths": ["CUSTF.DAT"]})
+    batch = {**names, "options": {}, "paths": ["CUSTF.DAT"]}
+    exec(batches, batch)
+    assert batch["batch_supported"](names["layout"], {}, ["CUSTF.DAT"])  # the block's loop ran
+    assert batch["json_lines"](batch["fb"].batch) == [good] * 3
