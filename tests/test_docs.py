@@ -135,3 +135,13 @@ def test_the_copybook_guides_python_examples_run_on_a_file_with_a_truncated_reco
     exec(batches, batch)
     assert batch["batch_supported"](names["layout"], {}, ["CUSTF.DAT"])  # the block's loop ran
     assert batch["json_lines"](batch["fb"].batch) == [good] * 3
+
+
+def test_the_metrics_table_names_every_outcome_a_step_counts() -> None:
+    """``coupler_route_step_messages_total``'s ``outcome`` label: each ``Discard(counter=...)``
+    of the built-in steps (and the default ``discarded``) is named in the metrics table."""
+    sources = " ".join(p.read_text() for p in (REPO / "bus" / "runtime" / "steps").rglob("*.py"))
+    outcomes = {"discarded", *re.findall(r'Discard\(.*counter="(\w+)"', sources)}
+    ops = (REPO / "docs" / "operations.md").read_text()
+    row = next(line for line in ops.splitlines() if line.startswith("| `coupler_route_step_messages_total` |"))
+    assert not [o for o in sorted(outcomes) if f"`{o}`" not in row], row
