@@ -145,3 +145,45 @@ def test_the_metrics_table_names_every_outcome_a_step_counts() -> None:
     ops = (REPO / "docs" / "operations.md").read_text()
     row = next(line for line in ops.splitlines() if line.startswith("| `coupler_route_step_messages_total` |"))
     assert not [o for o in sorted(outcomes) if f"`{o}`" not in row], row
+
+
+def _toml_blocks() -> list[tuple[str, str]]:
+    """Every ```toml block of the README and docs/, as ``(doc:line, text)``."""
+    blocks = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for m in re.finditer(r"```toml\n(.*?)```", text, re.S):
+            blocks.append((f"{doc.relative_to(REPO)}:{text[:m.start()].count(chr(10)) + 1}", m.group(1)))
+    return blocks
+
+
+#: adapter types of the plugin guide's own examples (installed by their tests, not here)
+PLUGIN_EXAMPLE_TYPES = ('type = "acme-notes"', 'type = "hello"')
+
+
+def test_every_toml_snippet_parses_and_every_adapter_snippet_loads_as_a_site(tmp_path: Path) -> None:
+    """A user pastes a snippet into site.toml: it is TOML (no key given twice), and one declaring
+    ``[[adapters]]`` is a site the installed plugins accept (types, options, routes), with a
+    ``[site]`` table added when it has none."""
+    import tomllib
+
+    from coupler.bus.config.loader import load_site
+    from coupler.bus.plugins.manager import plugin_manager
+
+    pm = plugin_manager()
+    problems = []
+    for where, text in _toml_blocks():
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if "[[adapters]]" not in text or any(t in text for t in PLUGIN_EXAMPLE_TYPES):
+            continue
+        site = tmp_path / f"{where.replace('/', '_').replace(':', '_')}.toml"
+        site.write_text(text if "[site]" in text else f'[site]\nname = "snippet"\n\n{text}')
+        try:
+            load_site(site, pm=pm)
+        except Exception as exc:  # noqa: BLE001 -- every problem, named by its snippet
+            problems.append(f"{where}: {exc}")
+    assert not problems, "\n".join(problems)
