@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,23 @@ def test_every_toml_snippet_parses_and_every_adapter_snippet_loads_as_a_site(tmp
         except Exception as exc:  # noqa: BLE001 -- every problem, named by its snippet
             problems.append(f"{where}: {exc}")
     assert not problems, "\n".join(problems)
+
+
+def test_the_expression_guides_conditions_parse_and_a_bare_name_is_refused_as_it_says(tmp_path: Path) -> None:
+    """docs/expressions.md: its example conditions are valid in a site, and its error for
+    ``status = 'ACTIVE'`` is the one ``coupler daemon --check`` prints (line 12 of a site)."""
+    from coupler.bus.model.selectors import Selector
+
+    guide = (REPO / "docs" / "expressions.md").read_text()
+    conditions = re.findall(r'^(?:# )?when = "(.*)"$', guide.split("```toml\n", 1)[1].split("```", 1)[0], re.M)
+    assert len(conditions) == 4
+    for condition in conditions:
+        Selector.parse(condition, bare_properties=False)
+
+    said = guide.split("with the fix in one line:\n\n```\n", 1)[1].split("\n```", 1)[0]
+    site = tmp_path / "site.toml"
+    site.write_text('[site]\nname = "x"\n\n\n\n\n[[routes]]\nname = "orders"\nfrom = "in"\n'
+                    "[[routes.rules]]\nto = [\"out\"]\nwhen = \"status = 'ACTIVE'\"\n")
+    proc = subprocess.run([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", "site.toml", "--check"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr.strip()) == (1, said)
