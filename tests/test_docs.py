@@ -209,3 +209,64 @@ def test_the_expression_guides_conditions_parse_and_a_bare_name_is_refused_as_it
     proc = subprocess.run([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", "site.toml", "--check"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr.strip()) == (1, said)
+
+
+def _fenced_blocks(text: str) -> list[tuple[int, str, str]]:
+    """``(line of its first text line, language, text)`` of each fenced block of a Markdown text
+    (indented fences of list items included)."""
+    blocks, opened, lines = [], None, text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        fence = re.match(r"\s*```(\w*)\s*$", line)
+        if fence and opened is None:
+            opened = (number + 1, fence.group(1))
+        elif fence and opened is not None:
+            blocks.append((opened[0], opened[1], "\n".join(lines[opened[0] - 1:number - 1]) + "\n"))
+            opened = None
+    return blocks
+
+
+def _documented_command_lines() -> list[tuple[str, str]]:
+    """``(doc:line, command)`` for each ``coupler ...`` command of a shell block of the README
+    and docs/ (continuations joined; a pipeline, ``&&`` or ``&`` split; comments and
+    redirections dropped); the CLI reference is checked against its generator instead."""
+    found = []
+    for doc in DOCS:
+        if doc.name == "cli-reference.md":
+            continue
+        for first, language, block in _fenced_blocks(doc.read_text()):
+            if language not in ("sh", "bash", ""):
+                continue
+            for i, line in enumerate(block.replace("\\\n", " ").splitlines()):
+                line = re.split(r"\s+#", line.strip().removeprefix("$ "))[0]
+                for part in re.split(r"\s(?:&&|\||;)\s|\s&$", line):
+                    part = re.split(r"\s[<>]\s?", part.strip())[0]
+                    if part.startswith("coupler "):
+                        found.append((f"{doc.relative_to(REPO)}:{first + i}", part))
+    return found
+
+
+def test_every_documented_command_line_parses() -> None:
+    """Each ``coupler`` command a doc shows names commands and options that exist, with values
+    of the right type (a synopsis's ``[--optional]`` parts are dropped, an upper-case
+    placeholder such as ``ID`` stands for 1)."""
+    import contextlib
+    import io
+    import shlex
+
+    from coupler.bus.cli.main import build_parser
+
+    parser = build_parser()
+    commands = _documented_command_lines()
+    assert len(commands) > 30
+    problems = []
+    for where, command in commands:
+        command = re.sub(r"\s\[[^\]]*\]", "", command).replace("...", "")
+        argv = ["1" if re.fullmatch(r"[A-Z]+", a) else a for a in shlex.split(command)[1:]]
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                parser.parse_args(argv)
+        except SystemExit as exc:
+            if exc.code:
+                problems.append(f"{where}: {command}: {err.getvalue().strip()}")
+    assert not problems, "\n".join(problems)
