@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,177 @@ def test_the_cli_reference_expands_help_placeholders_and_says_each_default_once(
     assert not [r for r in rows if "%(" in r], "argparse placeholders left unexpanded"
     assert not [r for r in rows if r.count("default") > 1 and "(default: `" in r], "a default said twice"
     assert "(default: ``)" not in text
+
+
+def _python_blocks(doc: str, after: str) -> list[str]:
+    """The ```python blocks of ``doc`` after the text ``after``, up to its next heading."""
+    text = (REPO / doc).read_text().split(after, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_copybook_guides_python_examples_run_on_a_file_with_a_truncated_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/copybook.md's two Python examples, as written, on CUST.cpy (with a COPY from
+    copylib/) and CUST.DAT: two RDW records and a truncated last one, which decode_files gives
+    as a BadRecord in every mode."""
+    import struct
+
+    (tmp_path / "copylib").mkdir()
+    (tmp_path / "copylib" / "ADDR.cpy").write_text("           10  STREET        PIC X(10).\n")
+    (tmp_path / "CUST.cpy").write_text(
+        "       01  CUST.\n"
+        "           05  CUST-ID       PIC 9(4).\n"
+        "           05  BAL           PIC S9(5)V99 COMP-3.\n"
+        "           05  ADDR.\n"
+        "           COPY ADDR.\n")
+    record = "0042".encode("cp037") + bytes.fromhex("0012345C") + "MAIN ST".ljust(10).encode("cp037")
+    rdw = struct.pack("<HH", 0, len(record))  # Cobrix's default: little-endian, the length after the RDW
+    (tmp_path / "CUST.DAT").write_bytes(rdw + record + rdw + record + rdw + record[:5])
+    (tmp_path / "CUSTF.DAT").write_bytes(record * 3)
+    monkeypatch.chdir(tmp_path)
+
+    decode, batches = _python_blocks("docs/copybook.md", "2 for a usage error.")
+    names: dict = {}
+    exec(decode, names)
+    lines = capsys.readouterr().out.splitlines()
+    good = '{"CUST_ID":42,"BAL":123.45,"ADDR":{"STREET":"MAIN ST"}}'
+    assert lines[:2] == [good, good]
+    assert len(lines) == 3 and "CUST.DAT: record 3" in lines[2], lines
+
+    batch = {**names, "options": {}, "paths": ["CUSTF.DAT"]}
+    exec(batches, batch)
+    assert batch["batch_supported"](names["layout"], {}, ["CUSTF.DAT"])  # the block's loop ran
+    assert batch["json_lines"](batch["fb"].batch) == [good] * 3
+
+
+def test_the_metrics_table_names_every_outcome_a_step_counts() -> None:
+    """``coupler_route_step_messages_total``'s ``outcome`` label: each ``Discard(counter=...)``
+    of the built-in steps (and the default ``discarded``) is named in the metrics table."""
+    sources = " ".join(p.read_text() for p in (REPO / "bus" / "runtime" / "steps").rglob("*.py"))
+    outcomes = {"discarded", *re.findall(r'Discard\(.*counter="(\w+)"', sources)}
+    ops = (REPO / "docs" / "operations.md").read_text()
+    row = next(line for line in ops.splitlines() if line.startswith("| `coupler_route_step_messages_total` |"))
+    assert not [o for o in sorted(outcomes) if f"`{o}`" not in row], row
+
+
+def _toml_blocks() -> list[tuple[str, str]]:
+    """Every ```toml block of the README and docs/, as ``(doc:line, text)``."""
+    blocks = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for m in re.finditer(r"```toml\n(.*?)```", text, re.S):
+            blocks.append((f"{doc.relative_to(REPO)}:{text[:m.start()].count(chr(10)) + 1}", m.group(1)))
+    return blocks
+
+
+#: adapter types of the plugin guide's own examples (installed by their tests, not here)
+PLUGIN_EXAMPLE_TYPES = ('type = "acme-notes"', 'type = "hello"')
+
+
+def test_every_toml_snippet_parses_and_every_adapter_snippet_loads_as_a_site(tmp_path: Path) -> None:
+    """A user pastes a snippet into site.toml: it is TOML (no key given twice), and one declaring
+    ``[[adapters]]`` is a site the installed plugins accept (types, options, routes), with a
+    ``[site]`` table added when it has none."""
+    import tomllib
+
+    from coupler.bus.config.loader import load_site
+    from coupler.bus.plugins.manager import plugin_manager
+
+    pm = plugin_manager()
+    problems = []
+    for where, text in _toml_blocks():
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if "[[adapters]]" not in text or any(t in text for t in PLUGIN_EXAMPLE_TYPES):
+            continue
+        site = tmp_path / f"{where.replace('/', '_').replace(':', '_')}.toml"
+        site.write_text(text if "[site]" in text else f'[site]\nname = "snippet"\n\n{text}')
+        try:
+            load_site(site, pm=pm)
+        except Exception as exc:  # noqa: BLE001 -- every problem, named by its snippet
+            problems.append(f"{where}: {exc}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_expression_guides_conditions_parse_and_a_bare_name_is_refused_as_it_says(tmp_path: Path) -> None:
+    """docs/expressions.md: its example conditions are valid in a site, and its error for
+    ``status = 'ACTIVE'`` is the one ``coupler daemon --check`` prints (line 12 of a site)."""
+    from coupler.bus.model.selectors import Selector
+
+    guide = (REPO / "docs" / "expressions.md").read_text()
+    conditions = re.findall(r'^(?:# )?when = "(.*)"$', guide.split("```toml\n", 1)[1].split("```", 1)[0], re.M)
+    assert len(conditions) == 4
+    for condition in conditions:
+        Selector.parse(condition, bare_properties=False)
+
+    said = guide.split("with the fix in one line:\n\n```\n", 1)[1].split("\n```", 1)[0]
+    site = tmp_path / "site.toml"
+    site.write_text('[site]\nname = "x"\n\n\n\n\n[[routes]]\nname = "orders"\nfrom = "in"\n'
+                    "[[routes.rules]]\nto = [\"out\"]\nwhen = \"status = 'ACTIVE'\"\n")
+    proc = subprocess.run([sys.executable, "-m", "coupler.bus.cli", "daemon", "--site", "site.toml", "--check"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr.strip()) == (1, said)
+
+
+def _fenced_blocks(text: str) -> list[tuple[int, str, str]]:
+    """``(line of its first text line, language, text)`` of each fenced block of a Markdown text
+    (indented fences of list items included)."""
+    blocks, opened, lines = [], None, text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        fence = re.match(r"\s*```(\w*)\s*$", line)
+        if fence and opened is None:
+            opened = (number + 1, fence.group(1))
+        elif fence and opened is not None:
+            blocks.append((opened[0], opened[1], "\n".join(lines[opened[0] - 1:number - 1]) + "\n"))
+            opened = None
+    return blocks
+
+
+def _documented_command_lines() -> list[tuple[str, str]]:
+    """``(doc:line, command)`` for each ``coupler ...`` command of a shell block of the README
+    and docs/ (continuations joined; a pipeline, ``&&`` or ``&`` split; comments and
+    redirections dropped); the CLI reference is checked against its generator instead."""
+    found = []
+    for doc in DOCS:
+        if doc.name == "cli-reference.md":
+            continue
+        for first, language, block in _fenced_blocks(doc.read_text()):
+            if language not in ("sh", "bash", ""):
+                continue
+            for i, line in enumerate(block.replace("\\\n", " ").splitlines()):
+                line = re.split(r"\s+#", line.strip().removeprefix("$ "))[0]
+                for part in re.split(r"\s(?:&&|\||;)\s|\s&$", line):
+                    part = re.split(r"\s[<>]\s?", part.strip())[0]
+                    if part.startswith("coupler "):
+                        found.append((f"{doc.relative_to(REPO)}:{first + i}", part))
+    return found
+
+
+def test_every_documented_command_line_parses() -> None:
+    """Each ``coupler`` command a doc shows names commands and options that exist, with values
+    of the right type (a synopsis's ``[--optional]`` parts are dropped, an upper-case
+    placeholder such as ``ID`` stands for 1)."""
+    import contextlib
+    import io
+    import shlex
+
+    from coupler.bus.cli.main import build_parser
+
+    parser = build_parser()
+    commands = _documented_command_lines()
+    assert len(commands) > 30
+    problems = []
+    for where, command in commands:
+        command = re.sub(r"\s\[[^\]]*\]", "", command).replace("...", "")
+        argv = ["1" if re.fullmatch(r"[A-Z]+", a) else a for a in shlex.split(command)[1:]]
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                parser.parse_args(argv)
+        except SystemExit as exc:
+            if exc.code:
+                problems.append(f"{where}: {command}: {err.getvalue().strip()}")
+    assert not problems, "\n".join(problems)

@@ -161,7 +161,8 @@ class _DaemonCollector(Collector):
         dropped = CounterMetricFamily(
             "coupler_route_step_messages",
             "Messages a route step dropped on purpose, by outcome: `discarded` (Message Filter), `expired` "
-            "(Message Expiration).", labels=["route", "step", "outcome"])
+            "(Message Expiration), `late` (an aggregate's discard_late), `duplicate` (a process instance "
+            "running already).", labels=["route", "step", "outcome"])
         for name, pipeline in d.pipelines.items():
             for (step, outcome), count in sorted(pipeline.counts.items()):
                 dropped.add_metric([name, step, outcome], float(count))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -33,6 +34,8 @@ def test_a_new_plugin_passes_its_own_tests_installs_and_delivers_in_a_daemon(tmp
     assert made.returncode == 0, made.stderr
     pkg = tmp_path / "pkg"
     assert (pkg / "coupler_acme_notes" / "adapter.py").is_file()
+    # docs/plugins.md's EmbeddedBus example "runs as it is in the generated package's tests/"
+    (pkg / "tests" / "test_guide_example.py").write_text(_guide_block("Here with the scaffold's adapter"))
 
     # its own tests, as its author runs them
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=pkg,
@@ -46,6 +49,7 @@ def test_a_new_plugin_passes_its_own_tests_installs_and_delivers_in_a_daemon(tmp
     env = install_into(tmp_path / "env", pkg)
     listed = coupler(env, "plugins")
     assert "acme-notes" in listed.stdout, listed.stdout + listed.stderr
+    _the_guide_reports_bad_options_as_the_daemon_does(tmp_path / "guide", env)
     site = write_site(tmp_path / "site", SITE)
     out = tmp_path / "site" / "out"
     daemon = start_daemon_process(site, env=env)
@@ -75,6 +79,34 @@ def test_a_new_plugin_passes_its_own_tests_installs_and_delivers_in_a_daemon(tmp
         daemon.terminate()
         _, err = daemon.communicate(timeout=60)
     assert daemon.returncode == 0, err
+
+
+def _guide_block(after: str) -> str:
+    """The first fenced block of docs/plugins.md after the text ``after``."""
+    guide = (REPO / "docs" / "plugins.md").read_text()
+    block = re.search(r"```[a-z]*\n(.*?)```", guide.split(after, 1)[1], re.S)
+    assert block, after
+    return block.group(1)
+
+
+def _the_guide_reports_bad_options_as_the_daemon_does(folder: Path, env: dict[str, str]) -> None:
+    """docs/plugins.md's error for misspelt options, as its recipe says: the scaffold's
+    ``[[adapters]]`` entry appended after a blank line to ``coupler init``'s site.toml, with
+    ``options = { directry = "out", file_mode = "rw" }``."""
+    folder.mkdir()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "coupler.bus.cli", *args], env=env, cwd=folder,
+                              capture_output=True, text=True, timeout=120)
+
+    assert cli("init", "mysite").returncode == 0
+    entry = _guide_block("A site then uses it like any adapter type:")
+    entry = re.sub(r"^options = .*$", 'options = { directry = "out", file_mode = "rw" }', entry, flags=re.M)
+    site = folder / "mysite" / "site.toml"
+    site.write_text(site.read_text() + "\n" + entry)
+    daemon = cli("daemon", "--site", "mysite/site.toml")
+    assert daemon.returncode == 1
+    assert daemon.stderr.strip() == _guide_block("against its type's model before anything starts").strip()
 
 
 def test_plugin_new_refuses_a_bad_name_and_a_directory_in_use(tmp_path: Path) -> None:
