@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -18,6 +19,7 @@ from coupler.bus.model.backoff import BackoffPolicy
 from coupler.bus.testing.contract import BIG, doc, stored_claims
 from coupler.bus.transport.base import Delivery, LeaseLostError
 from coupler.bus.transport.postgres.transport import PostgresTransport
+from coupler.bus.transport.storage import Buried, JournalRow, Stored
 from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
 
 
@@ -215,3 +217,70 @@ def test_a_dead_letter_id_asked_for_inside_a_transaction_is_sent_for(transport: 
     assert t.dead_letter(ids[3]).raw == b"\x00raw"
     assert t.stats("out")[0].depth == 2
     t.ack(first)  # the rollback gave it back, still leased
+
+
+def test_a_receive_dead_lettering_an_expired_message_is_two_round_trips(transport: PostgresTransport) -> None:
+    """A standalone receive meeting an expired message: the lease (one statement, its own
+    transaction), then the move of the expired one -- the row deleted under the lease just
+    granted, its dead letter and its journal entry made from the row deleted -- as one
+    statement of its own; no ``BEGIN``/``COMMIT`` round trips."""
+    t = transport
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    t.send("q", [doc(b"stale", expires_at=past), doc(BIG, expires_at=past), doc(b"fresh")])
+    got: list[Delivery] = []
+    assert _round_trips(t, lambda: got.extend(t.receive("q", "c", max=10))) == 3  # the lease, a move each
+    assert [d.envelope.body for d in got] == [b"fresh"]
+    dead = t.dead_letters()
+    assert sorted((d.reason, d.envelope.body) for d in dead if d.envelope) == [  # type: ignore[type-var]
+        ("expired", BIG), ("expired", b"stale")]
+    assert len(stored_claims(t)) == 1  # the dead letter's
+    stats = t.stats("q")[0]
+    assert (stats.depth, stats.expired) == (1, 2)
+    for letter in dead:
+        assert letter.envelope is not None
+        assert [e.event for e in t.journal(message_ids=[letter.envelope.message_id])] == ["sent", "expired"]
+    t.send("q", doc(b"late", expires_at=past))
+    assert _round_trips(t, lambda: t.receive("q", "c")) == 2
+    assert t.stats("q")[0].expired == 3
+
+
+def test_a_move_of_a_message_no_longer_held_does_nothing(transport: PostgresTransport) -> None:
+    """``PgTx.bury_held`` of a row gone (purged, or its lease taken over) makes no dead letter
+    and no journal entry, and says so."""
+    t = transport
+    t.send("q", doc(b"gone"))
+    [d] = t.receive("q", "c")
+    t.purge("q")
+    dead = Buried("dead", "dead-letters", "q", d.message_id, "expired", "expired", "transport", 1, time.time())
+    with t.begin() as stx:
+        held = stx.bury_held(Stored("q", d.message_id, b"", 0, 0, token=d.token, tag=d.tag), dead,
+                             [JournalRow(time.time(), "q", d.message_id, "expired", "dead-letters: expired")])
+    assert held is False
+    assert t.dead_letters() == []
+    assert [e.event for e in t.journal(message_ids=[d.message_id])] == ["sent", "received"]
+
+
+def test_a_move_to_the_invalid_channel_whose_id_is_not_asked_for_goes_with_the_commit(
+        transport: PostgresTransport) -> None:
+    """``tx.invalid_later(...)`` inside a transaction (the dispatcher refusing a command: a
+    fault sent, the command moved): ``BEGIN``, the send, the checked move and ``COMMIT`` in one
+    pipeline; the id read afterwards. ``tx.invalid(...)`` asks for it before the ``COMMIT``: 2."""
+    t = transport
+    t.send("q", [doc(b"one"), doc(b"two")])
+    t.send("out", doc(b"first"))  # its table made
+    first, second = t.receive("q", "c", max=2)
+    answers: list[Callable[[], int]] = []
+
+    def refuse(d: Delivery, later: bool) -> None:
+        with t.transaction() as tx:
+            tx.send("out", doc(b"fault"))
+            if later:
+                answers.append(tx.invalid_later(d.envelope, "refused", "c", channel="q", delivery=d))
+            else:
+                tx.invalid(d.envelope, "refused", "c", channel="q", delivery=d)
+
+    assert _round_trips(t, lambda: refuse(first, later=True)) == 1
+    assert _round_trips(t, lambda: refuse(second, later=False)) == 2
+    letter = t.dead_letter(answers[0]())
+    assert letter.envelope is not None and letter.envelope.body == b"one" and letter.queue == "invalid"
+    assert t.stats("q")[0].depth == 0 and t.stats("out")[0].depth == 3
