@@ -245,19 +245,28 @@ def test_a_receive_dead_lettering_an_expired_message_is_two_round_trips(transpor
 
 
 def test_a_move_of_a_message_no_longer_held_does_nothing(transport: PostgresTransport) -> None:
-    """``PgTx.bury_held`` of a row gone (purged, or its lease taken over) makes no dead letter
-    and no journal entry, and says so."""
+    """``PgTx.bury_held`` of a row whose lease another consumer took over, or of a row gone
+    (purged), makes no dead letter and no journal entry, and says so; the other's row stays."""
     t = transport
+
+    def move(d: Delivery) -> bool:
+        dead = Buried("dead", "dead-letters", "q", d.message_id, "expired", "expired", "transport", 1, time.time())
+        with t.begin() as stx:
+            return stx.bury_held(Stored("q", d.message_id, b"", 0, 0, token=d.token, tag=d.tag), dead,
+                                 [JournalRow(time.time(), "q", d.message_id, "expired", "dead-letters: expired")])
+
+    t.send("q", doc(b"taken"))
+    [lost] = t.receive("q", "slow", lease_seconds=0.2)
+    [taken] = t.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    assert move(lost) is False
+    t.ack(taken)  # still there, still the other's
     t.send("q", doc(b"gone"))
-    [d] = t.receive("q", "c")
+    [gone] = t.receive("q", "c")
     t.purge("q")
-    dead = Buried("dead", "dead-letters", "q", d.message_id, "expired", "expired", "transport", 1, time.time())
-    with t.begin() as stx:
-        held = stx.bury_held(Stored("q", d.message_id, b"", 0, 0, token=d.token, tag=d.tag), dead,
-                             [JournalRow(time.time(), "q", d.message_id, "expired", "dead-letters: expired")])
-    assert held is False
+    assert move(gone) is False
     assert t.dead_letters() == []
-    assert [e.event for e in t.journal(message_ids=[d.message_id])] == ["sent", "received"]
+    for d in (lost, gone):
+        assert "expired" not in [e.event for e in t.journal(message_ids=[d.message_id])]
 
 
 def test_a_move_to_the_invalid_channel_whose_id_is_not_asked_for_goes_with_the_commit(
