@@ -11,11 +11,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import psycopg
 import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.runtime.handlers import Handlers
 from coupler.bus.testing.contract import BIG, doc, stored_claims
 from coupler.bus.transport.base import Delivery, LeaseLostError
 from coupler.bus.transport.postgres.transport import PostgresTransport
@@ -293,3 +295,19 @@ def test_a_move_to_the_invalid_channel_whose_id_is_not_asked_for_goes_with_the_c
     letter = t.dead_letter(answers[0]())
     assert letter.envelope is not None and letter.envelope.body == b"one" and letter.queue == "invalid"
     assert t.stats("q")[0].depth == 0 and t.stats("out")[0].depth == 3
+
+
+def test_the_dispatcher_refusing_a_command_is_one_round_trip(transport: PostgresTransport) -> None:
+    """A command that is not one (its fault sent to its return address, the command moved to
+    the Invalid Message Channel) is one transaction of one round trip: the dispatcher does
+    not ask for the dead letter's id."""
+    t = transport
+    t.send("commands", doc(b"not a command", return_address="replies"))
+    t.send("replies", doc(b"first"))  # its table made
+    [d] = t.receive("commands", "dispatcher")
+    handlers = Handlers(SimpleNamespace(transport=t))  # type: ignore[arg-type]  # only its transport is used
+    assert _round_trips(t, lambda: handlers.dispatch(d)) == 1
+    [letter] = t.dead_letters(kind="invalid")
+    assert letter.envelope is not None and letter.envelope.message_id == d.message_id
+    assert letter.component == "dispatcher" and t.stats("commands")[0].depth == 0
+    assert t.stats("replies")[0].depth == 2
