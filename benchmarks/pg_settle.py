@@ -16,12 +16,16 @@ Cases (each settles COUNT received messages one at a time, each in a transaction
 * ``invalid-claim``: the same, its body claim-checked;
 * ``invalid-tx``: ``with transport.transaction() as tx: tx.send(out, small); tx.invalid(...,
   delivery=d)``, as the dispatcher refusing a command does;
+* ``invalid-tx-later``: the same with ``tx.invalid_later(...)`` (the id not asked for inside the
+  transaction, as the dispatcher now does);
 * ``invalid-raw``: ``transport.invalid(bytes, reason, component, channel=...)`` (no delivery: a
   polling adapter's unreadable input), the messages received all the same;
-* ``ack-batch``: ``transport.ack(ds)`` of 10 deliveries at once (per message: a tenth of it).
+* ``ack-batch``: ``transport.ack(ds)`` of 10 deliveries at once (per message: a tenth of it);
+* ``receive-expired``: ``transport.receive(queue, consumer)`` meeting one expired message (sent
+  with ``expires_at`` in the past), which it dead-letters: the receive is what is counted.
 
-Every message is received first (``max=100``, a long lease); only the settling is counted and
-timed. Two passes a case, each in a fresh process: counts through the protocol proxy of
+Every message (but ``receive-expired``'s) is received first (``max=100``, a long lease); only
+the settling is counted and timed. Two passes a case, each in a fresh process: counts through the protocol proxy of
 ``outbound_idempotent.py`` (a statement: ``Query`` or ``Execute``, ``BEGIN``/``COMMIT``
 included; a round trip: ``Query`` or ``Sync``), then wall and CPU without it. With
 ``--baseline-ref REF`` each case runs on REF's code too, alternating (old first, then new
@@ -44,6 +48,7 @@ import statistics
 import sys
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from outbound_idempotent import PG_DSN, PgCounter, _through, in_child, reachable  # noqa: E402
 
 CASES = ("ack-claim", "ack-claim-tx", "ack-tx", "nack-retry", "nack-dead", "nack-dead-claim", "invalid",
-         "invalid-claim", "invalid-tx", "invalid-raw", "ack-batch")
+         "invalid-claim", "invalid-tx", "invalid-tx-later", "invalid-raw", "ack-batch", "receive-expired")
 QUEUE = "bench.settle"
 
 
@@ -82,11 +87,13 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
     try:
         big = "claim" in case
         body = bytes(range(256)) * 40 if big else b"x" * 1024
+        expires = datetime.now(UTC) - timedelta(seconds=1) if case == "receive-expired" else None
         for i in range(0, count, 100):
-            t.send(QUEUE, [Envelope(format="bench.Order@1", body=body) for _ in range(min(100, count - i))])
+            t.send(QUEUE, [Envelope(format="bench.Order@1", body=body, expires_at=expires)
+                           for _ in range(min(100, count - i))])
         t.send("bench.out", Envelope(format="bench.Order@1", body=b"warm"))  # its table exists
         deliveries = []
-        while len(deliveries) < count:
+        while len(deliveries) < count and expires is None:
             deliveries += t.receive(QUEUE, "bench", max=100, lease_seconds=3600)
         load = os.getloadavg()[0]
         time.sleep(0.3)  # what opening and sending left to the background threads
@@ -96,6 +103,9 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
             for i in range(0, count, 10):
                 t.ack(deliveries[i:i + 10])
             deliveries = []
+        if case == "receive-expired":
+            for _ in range(count):
+                assert t.receive(QUEUE, "bench") == []
         for d in deliveries:
             if case == "ack-claim":
                 t.ack(d)
@@ -109,6 +119,10 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
                 with t.transaction() as tx:
                     tx.send("bench.out", Envelope(format="bench.Order@1", body=b"fault"))
                     tx.invalid(d.envelope, "refused", "bench", channel=QUEUE, delivery=d)
+            elif case == "invalid-tx-later":
+                with t.transaction() as tx:
+                    tx.send("bench.out", Envelope(format="bench.Order@1", body=b"fault"))
+                    tx.invalid_later(d.envelope, "refused", "bench", channel=QUEUE, delivery=d)
             elif case == "invalid-raw":
                 t.invalid(b"\x00unreadable", "cannot decode", "bench", channel=QUEUE)
             elif case == "nack-retry":

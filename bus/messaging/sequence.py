@@ -148,7 +148,8 @@ class SequenceAssembler:
         holding = self.holding_channel(seq.id)
         with self.transport.transaction() as tx:
             if seq.position < 0 or (seq.size is not None and seq.position >= seq.size):
-                tx.invalid(
+                # (here and below) the dead letters' ids not wanted: the moves go with the commit
+                tx.invalid_later(
                     env, f"sequence {seq.id}: position {seq.position} outside 0..{(seq.size or 0) - 1}",
                     self.consumer, delivery=delivery,
                 )
@@ -170,7 +171,7 @@ class SequenceAssembler:
                 whole = join(list(unique.values()))
             except SequenceError as exc:
                 for part in unique.values():
-                    tx.invalid(part, exc.message, self.consumer, channel=delivery.channel)
+                    tx.invalid_later(part, exc.message, self.consumer, channel=delivery.channel)
                 return None
             whole.record_hop(self.consumer, f"reassemble {expected} parts")
             if self.forward is not None:
@@ -218,6 +219,6 @@ class SequenceAssembler:
                     f"{self.timeout:g} s"
                 )
                 for d in parts:
-                    tx.invalid(d.envelope, reason, self.consumer, channel=self.channel, delivery=d)
+                    tx.invalid_later(d.envelope, reason, self.consumer, channel=self.channel, delivery=d)
             expired.append(seq_id)
         return expired

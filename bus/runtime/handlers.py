@@ -84,7 +84,8 @@ class Handlers:
             with self.d.transport.transaction() as tx:
                 if env.return_address:
                     tx.send(env.return_address, fault_envelope(env, code, reason), component="dispatcher")
-                tx.invalid(env, reason, "dispatcher", channel=d.channel, delivery=d)
+                # the id not wanted: the move may go with the commit (one round trip, PostgreSQL)
+                tx.invalid_later(env, reason, "dispatcher", channel=d.channel, delivery=d)
             return
         if not env.return_address:
             self.d.transport.nack(d, f"{code}: {reason} (and no return address to reply to)", "dispatcher", dead=True)

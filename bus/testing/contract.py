@@ -361,14 +361,15 @@ def test_moving_a_lost_lease_to_the_invalid_channel_commits_nothing(transport: T
     [taken] = transport.receive_wait("in", "other", wait=5)  # the lease of "lost" ran out
     with pytest.raises(LeaseLostError):
         transport.invalid(lost.envelope, "bad", "c", channel="in", delivery=lost)
-    for first in (True, False):
+    for first, later in ((True, False), (False, False), (True, True), (False, True)):
         with pytest.raises(LeaseLostError), transport.transaction() as tx:
+            move = tx.invalid_later if later else tx.invalid  # later: the id not asked for
             if first:
-                tx.invalid(lost.envelope, "bad", "c", channel="in", delivery=lost)
+                move(lost.envelope, "bad", "c", channel="in", delivery=lost)
             tx.send("out", doc(b"should vanish"))
             tx.ack(kept)
             if not first:
-                tx.invalid(lost.envelope, "bad", "c", channel="in", delivery=lost)
+                move(lost.envelope, "bad", "c", channel="in", delivery=lost)
     assert transport.dead_letters() == [] and transport.dead_letters(kind="invalid") == []
     assert transport.receive("out", "c") == []
     assert transport.stats("in")[0].invalid == 0
@@ -376,6 +377,21 @@ def test_moving_a_lost_lease_to_the_invalid_channel_commits_nothing(transport: T
     assert "invalid" not in events, events
     transport.ack([kept, taken])  # both still held: the failed calls settled nothing
     assert transport.stats("in")[0].depth == 0
+
+
+def test_a_dead_letter_id_answered_after_the_commit(transport: Transport) -> None:
+    """``tx.invalid_later(...)``: the function it returns answers, once the transaction has
+    committed, the id of the dead letter made (a delivery's, settled with it, and raw bytes)."""
+    transport.send("in", doc(b"refused"))
+    [d] = transport.receive("in", "c")
+    with transport.transaction() as tx:
+        tx.send("out", doc(b"fault"))
+        moved = tx.invalid_later(d.envelope, "refused", "c", channel="in", delivery=d)
+        raw = tx.invalid_later(b"\x00raw", "cannot decode", "c", channel="in")
+    letter = transport.dead_letter(moved())
+    assert letter.envelope is not None and letter.envelope.body == b"refused" and letter.reason == "refused"
+    assert transport.dead_letter(raw()).raw == b"\x00raw"
+    assert transport.receive("in", "c") == [] and bodies(transport.receive("out", "c")) == [b"fault"]
 
 
 def test_publish_subscribe_durable_subscriptions(transport: Transport) -> None:

@@ -487,6 +487,23 @@ class TransactionOps(abc.ABC):
         letter id.
         """
 
+    def invalid_later(
+        self,
+        envelope: Envelope | bytes,
+        reason: str,
+        component: str,
+        *,
+        channel: str | None = None,
+        delivery: Delivery | None = None,
+    ) -> Callable[[], int]:
+        """:meth:`invalid`, returning a function that answers the dead letter's id: for a
+        caller inside a transaction that does not need the id before the transaction ends (a
+        store may then send the move with the commit: the PostgreSQL one saves a round trip).
+        Call the function after the transaction has committed (called inside it, it may send
+        what the store kept); after a rollback there is no dead letter and no id."""
+        id_ = self.invalid(envelope, reason, component, channel=channel, delivery=delivery)
+        return lambda: id_
+
     @abc.abstractmethod
     def seen(self, consumer: str, keys: Iterable[str]) -> set[str]:
         """Of ``keys``, those ``consumer`` already recorded as processed (Idempotent Receiver)."""

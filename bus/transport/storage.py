@@ -300,6 +300,16 @@ class StorageTx(abc.ABC):
         id_ = self.bury(replace(dead, message_id=m.message_id, attempts=m.attempts, blob=m.blob, claim=m.claim))
         return lambda: id_
 
+    def bury_held(self, m: Stored, dead: Buried, rows: list[JournalRow]) -> bool:
+        """Move message ``m`` of ``m.channel`` to the dead letters as ``dead`` and append
+        ``rows`` (its journal entries), all or nothing: only when it is still held under
+        ``m.token``; returns whether it was. A store may do it in one statement."""
+        if not self.remove(m.channel, [(m.tag, m.token)]):
+            return False
+        self.bury_later(dead)
+        self.append(rows)
+        return True
+
     def release(self, claims: dict[str, int]) -> None:
         """``n`` references fewer to each claim-checked body ``{claim: n}`` (in the state,
         scope ``claim``: the body under ``claim``, its count under ``"<claim> refs"``, locked
@@ -843,9 +853,20 @@ class StorageTransaction(TransactionOps):
     def bury(self, m: Stored, kind: DeadKind, reason: str, error: str, component: str) -> bool:
         """Move message ``m`` to its dead-letter queue (the dead letter's insert may go with the
         next statement or the ``COMMIT``); False when it was no longer there as ``m``."""
-        if not self.stx.remove(m.channel, [(m.tag, m.token)]):
+        # its journal entry goes with the move (a store may send them as one statement); its
+        # count and warning once it is known to be there
+        dead = self._buried(m.channel, m.message_id, kind, reason, error, component, m.attempts, blob=m.blob,
+                            claim=m.claim)
+        recorded = _Recorded(self.now)
+        said: list[Callable[[], None]] = []
+        policy.record_dead(recorded, dead.channel, dead.message_id, queue=dead.queue, kind=dead.kind,
+                           reason=dead.reason, error=dead.error, component=dead.component, attempts=dead.attempts,
+                           later=said)
+        if not self.stx.bury_held(m, dead, recorded.rows):
             return False
-        self._bury(m.channel, m.message_id, kind, reason, error, component, m.attempts, blob=m.blob, claim=m.claim)
+        self.counts.update(recorded.counts)
+        for say in said:
+            say()
         return True
 
     def _bury(self, channel: str | None, message_id: str | None, kind: DeadKind, reason: str, error: str,
@@ -937,6 +958,21 @@ class StorageTransaction(TransactionOps):
         # in one order, so two transactions of several keys (two batches) never deadlock
         return self.stx.put_state(f"seen:{consumer}", dict.fromkeys(sorted(set(keys)), b""),
                                   expires_at=self.now + self.t.idempotency_retention, only_new=True)
+
+
+class _Recorded:
+    """The journal rows and counts of one operation, kept apart (a :class:`policy.Recorder`)."""
+
+    def __init__(self, now: float):
+        self.now = now
+        self.rows: list[JournalRow] = []
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def journal(self, channel: str | None, message_id: str | None, event: str, detail: str | None = None) -> None:
+        self.rows.append(JournalRow(self.now, channel, message_id, event, detail))
+
+    def count(self, channel: str, counter: str, n: int = 1) -> None:
+        self.counts[(channel, counter)] += n
 
 
 class _Claimed(Exception):

@@ -289,7 +289,7 @@ class Enricher(Step):
             tx.send(self.options.failed_to, message.replace(properties={**message.properties, "enrich.failed": cause}),
                     component=where)
         else:
-            tx.invalid(message, f"{self.label}: {cause}", where)
+            tx.invalid_later(message, f"{self.label}: {cause}", where)  # the id not wanted: sent with the commit
 
     def waiting(self, tx: TransactionOps) -> list[dict[str, Any]]:
         """The messages waiting for an answer: request id, attempt, age (console)."""

@@ -212,7 +212,7 @@ class ProcessManager(Step):
             tx.send(self.options.failed_to, message.replace(properties={**message.properties, "process.failed": text}),
                     component=where)
         else:
-            tx.invalid(message, f"{self.label}: {text}", where)
+            tx.invalid_later(message, f"{self.label}: {text}", where)  # the id not wanted: sent with the commit
 
     def open_groups(self, tx: TransactionOps) -> list[dict[str, Any]]:
         """Every instance (running, finished, failed): key, stage, status, age (console)."""

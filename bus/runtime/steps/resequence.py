@@ -219,7 +219,7 @@ class Resequencer(Step):
             gap = Envelope(format=GAP_FORMAT, correlation_id=stream, body=json.dumps(
                 {"route": self.setup.route, "step": self.setup.name, "stream": stream,
                  "missing_from": missing[0], "missing_to": missing[1]}).encode())
-            tx.invalid(gap, f"{self.label}: stream {stream}: numbers {missing[0]}..{missing[1]} missing for "
+            tx.invalid_later(gap, f"{self.label}: stream {stream}: numbers {missing[0]}..{missing[1]} missing for "
                             f"{self.options.gap_timeout_seconds:g} s; went on from {head['held'][0]}",
                        f"route:{self.setup.route}")
             self.gaps += missing[1] - missing[0] + 1

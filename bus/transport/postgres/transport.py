@@ -366,7 +366,10 @@ class PgTx(StorageTx):
     (:meth:`release`: the deliveries know their claims; nothing is read back), and so is a
     dead letter (:meth:`bury_later`, and :meth:`bury_checked`: a delivery moved to the
     Invalid Message Channel): its id is read from the statement's answer once it is sent, and
-    asked for before that (inside a transaction) it sends what is kept then."""
+    asked for before that (inside a transaction) it sends what is kept then (a caller not
+    needing it before the commit calls ``invalid_later``). A message a receive dead-letters
+    (expired, out of attempts) goes with its journal entry in one statement
+    (:meth:`bury_held`), after a standalone receive's lease a transaction of its own."""
 
     journals_receipts = True
 
@@ -382,6 +385,8 @@ class PgTx(StorageTx):
         self.journal_rows: list[JournalRow] = []
         self.puts: dict[str, list[tuple[Any, ...]]] = {}
         self.begun = False
+        #: a statement of it ran alone (:attr:`alone`), committed
+        self.ran_alone = False
         #: the writes of :meth:`record_claimed` not sent yet (statements of the keyed state
         #: and their parameters), and the keys they write
         self.records: list[tuple[str, list[Any]]] = []
@@ -400,7 +405,8 @@ class PgTx(StorageTx):
         run = psycopg.ClientCursor(self.c).execute if literal else self.c.execute
         pending = self._pending()
         if self.alone and not self.begun and not pending:
-            self.alone = False  # what follows (dead-lettering, rare) is a transaction of its own
+            # what follows (dead-lettering, rare) is a transaction of its own
+            self.alone, self.ran_alone = False, True
             return run(sql, params, **options)
         begin, self.begun = not self.begun, True
         with self._sending(pending, begin=begin):
@@ -672,6 +678,32 @@ class PgTx(StorageTx):
             [tag, token, token, dead.kind, dead.queue, dead.channel, dead.reason, dead.error, dead.component,
              dead.dead_at, dead.raw], lost, answer)
         return self._answer_of(answer, 1)
+
+    def bury_held(self, m: Stored, dead: Buried, rows: list[JournalRow]) -> bool:
+        # one statement: the row deleted under its token, its dead letter (its message id, blob
+        # and claim from the row deleted; the attempts as read) and the journal rows made from
+        # it -- nothing when it is gone -- answering whether it was there. After a standalone
+        # receive's lease (a transaction of its own) it is one too: no BEGIN and COMMIT
+        table = self._table(m.channel)
+        if table is None:
+            return False
+        journal = " UNION ALL ".join(["SELECT %s::float8, %s::text, %s::text, %s::text, %s::text, %s::text, "
+                                      "%s::text FROM g"] * len(rows))
+        sql = (f"WITH g AS (DELETE FROM {table} WHERE tag = %s AND (%s::bigint IS NULL OR token = %s) "
+               "RETURNING message_id, blob, claim), "
+               f"b AS (INSERT INTO {self.s}.dead_letters ({_DEAD.removesuffix(', id')}) "
+               "SELECT %s, %s, %s, g.message_id, %s, %s, %s, %s, %s, g.blob, %s::bytea, g.claim FROM g)"
+               + (f", j AS (INSERT INTO {self.s}.journal ({', '.join(n for n, _ in _JOURNAL)}) {journal})"
+                  if rows else "")
+               + " SELECT count(*) FROM g")
+        params = [m.tag, m.token, m.token, dead.kind, dead.queue, dead.channel, dead.reason, dead.error,
+                  dead.component, dead.attempts, dead.dead_at, dead.raw, *(v for r in rows for v in r)]
+        if self.ran_alone and not self.begun and not self.pending and not self._has_writes():
+            row = self.c.execute(sql, params).fetchone()  # nothing of this transaction is open
+        else:
+            row = self.x(sql, params).fetchone()
+        assert row is not None  # an aggregate
+        return bool(row[0])
 
     def bury_later(self, dead: Buried) -> Callable[[], int]:
         # the insert of bury(), kept for the next statement or the COMMIT, its id read then

@@ -10,14 +10,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import psycopg
 import pytest
 
 from coupler.bus.model.backoff import BackoffPolicy
+from coupler.bus.runtime.handlers import Handlers
 from coupler.bus.testing.contract import BIG, doc, stored_claims
 from coupler.bus.transport.base import Delivery, LeaseLostError
 from coupler.bus.transport.postgres.transport import PostgresTransport
+from coupler.bus.transport.storage import Buried, JournalRow, Stored
 from tests.bus.transport.amqp.broker import PG_DSN, servers_or_fail, unique_names
 
 
@@ -215,3 +219,95 @@ def test_a_dead_letter_id_asked_for_inside_a_transaction_is_sent_for(transport: 
     assert t.dead_letter(ids[3]).raw == b"\x00raw"
     assert t.stats("out")[0].depth == 2
     t.ack(first)  # the rollback gave it back, still leased
+
+
+def test_a_receive_dead_lettering_an_expired_message_is_two_round_trips(transport: PostgresTransport) -> None:
+    """A standalone receive meeting an expired message: the lease (one statement, its own
+    transaction), then the move of the expired one -- the row deleted under the lease just
+    granted, its dead letter and its journal entry made from the row deleted -- as one
+    statement of its own; no ``BEGIN``/``COMMIT`` round trips."""
+    t = transport
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    t.send("q", [doc(b"stale", expires_at=past), doc(BIG, expires_at=past), doc(b"fresh")])
+    got: list[Delivery] = []
+    assert _round_trips(t, lambda: got.extend(t.receive("q", "c", max=10))) == 3  # the lease, a move each
+    assert [d.envelope.body for d in got] == [b"fresh"]
+    dead = t.dead_letters()
+    assert sorted((d.reason, d.envelope.body) for d in dead if d.envelope) == [  # type: ignore[type-var]
+        ("expired", BIG), ("expired", b"stale")]
+    assert len(stored_claims(t)) == 1  # the dead letter's
+    stats = t.stats("q")[0]
+    assert (stats.depth, stats.expired) == (1, 2)
+    for letter in dead:
+        assert letter.envelope is not None
+        assert [e.event for e in t.journal(message_ids=[letter.envelope.message_id])] == ["sent", "expired"]
+    t.send("q", doc(b"late", expires_at=past))
+    assert _round_trips(t, lambda: t.receive("q", "c")) == 2
+    assert t.stats("q")[0].expired == 3
+
+
+def test_a_move_of_a_message_no_longer_held_does_nothing(transport: PostgresTransport) -> None:
+    """``PgTx.bury_held`` of a row whose lease another consumer took over, or of a row gone
+    (purged), makes no dead letter and no journal entry, and says so; the other's row stays."""
+    t = transport
+
+    def move(d: Delivery) -> bool:
+        dead = Buried("dead", "dead-letters", "q", d.message_id, "expired", "expired", "transport", 1, time.time())
+        with t.begin() as stx:
+            return stx.bury_held(Stored("q", d.message_id, b"", 0, 0, token=d.token, tag=d.tag), dead,
+                                 [JournalRow(time.time(), "q", d.message_id, "expired", "dead-letters: expired")])
+
+    t.send("q", doc(b"taken"))
+    [lost] = t.receive("q", "slow", lease_seconds=0.2)
+    [taken] = t.receive_wait("q", "other", wait=5)  # the lease of "lost" ran out
+    assert move(lost) is False
+    t.ack(taken)  # still there, still the other's
+    t.send("q", doc(b"gone"))
+    [gone] = t.receive("q", "c")
+    t.purge("q")
+    assert move(gone) is False
+    assert t.dead_letters() == []
+    for d in (lost, gone):
+        assert "expired" not in [e.event for e in t.journal(message_ids=[d.message_id])]
+
+
+def test_a_move_to_the_invalid_channel_whose_id_is_not_asked_for_goes_with_the_commit(
+        transport: PostgresTransport) -> None:
+    """``tx.invalid_later(...)`` inside a transaction (the dispatcher refusing a command: a
+    fault sent, the command moved): ``BEGIN``, the send, the checked move and ``COMMIT`` in one
+    pipeline; the id read afterwards. ``tx.invalid(...)`` asks for it before the ``COMMIT``: 2."""
+    t = transport
+    t.send("q", [doc(b"one"), doc(b"two")])
+    t.send("out", doc(b"first"))  # its table made
+    first, second = t.receive("q", "c", max=2)
+    answers: list[Callable[[], int]] = []
+
+    def refuse(d: Delivery, later: bool) -> None:
+        with t.transaction() as tx:
+            tx.send("out", doc(b"fault"))
+            if later:
+                answers.append(tx.invalid_later(d.envelope, "refused", "c", channel="q", delivery=d))
+            else:
+                tx.invalid(d.envelope, "refused", "c", channel="q", delivery=d)
+
+    assert _round_trips(t, lambda: refuse(first, later=True)) == 1
+    assert _round_trips(t, lambda: refuse(second, later=False)) == 2
+    letter = t.dead_letter(answers[0]())
+    assert letter.envelope is not None and letter.envelope.body == b"one" and letter.queue == "invalid"
+    assert t.stats("q")[0].depth == 0 and t.stats("out")[0].depth == 3
+
+
+def test_the_dispatcher_refusing_a_command_is_one_round_trip(transport: PostgresTransport) -> None:
+    """A command that is not one (its fault sent to its return address, the command moved to
+    the Invalid Message Channel) is one transaction of one round trip: the dispatcher does
+    not ask for the dead letter's id."""
+    t = transport
+    t.send("commands", doc(b"not a command", return_address="replies"))
+    t.send("replies", doc(b"first"))  # its table made
+    [d] = t.receive("commands", "dispatcher")
+    handlers = Handlers(SimpleNamespace(transport=t))  # type: ignore[arg-type]  # only its transport is used
+    assert _round_trips(t, lambda: handlers.dispatch(d)) == 1
+    [letter] = t.dead_letters(kind="invalid")
+    assert letter.envelope is not None and letter.envelope.message_id == d.message_id
+    assert letter.component == "dispatcher" and t.stats("commands")[0].depth == 0
+    assert t.stats("replies")[0].depth == 2
