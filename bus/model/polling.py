@@ -91,9 +91,11 @@ class Poller:
         except Exception as exc:  # noqa: BLE001 - a failing poll must not end the thread
             self.errors += 1
             self.last_error = str(exc)
-            # a CouplerError says what and where on its line (a database away, a table gone):
-            # a traceback only for what nobody foresaw
-            self.log.warning("%s: poll failed: %s", self.name, exc, exc_info=not isinstance(exc, OSError | CouplerError))
+            # a CouplerError says what and where on its line (a database away, a table gone);
+            # what nobody foresaw names its type too, its traceback only at DEBUG (one line each)
+            cause = exc if isinstance(exc, OSError | CouplerError) else f"{type(exc).__name__}: {exc}"
+            self.log.warning("%s: poll failed: %s", self.name, cause)
+            self.log.debug("%s: the error above in full", self.name, exc_info=True)
             self.current_interval = min(self.current_interval * self.idle_backoff, self.max_interval)
             return self.current_interval
         finally:

@@ -115,7 +115,8 @@ class Supervisor:
         on = f" on message {message}" if message else ""
         log.error("worker %s%s died%s: %s (death %d); restarting it in %g s", worker,
                   f" of adapter {adapter}" if adapter else "", on, cause, deaths, backoff,
-                  extra={"worker": worker, "adapter": adapter, "message_id": message}, exc_info=exc)
+                  extra={"worker": worker, "adapter": adapter, "message_id": message})
+        log.debug("worker %s: the error above in full", worker, exc_info=exc)
         if running is not None and self.d.transport is not None:
             try:
                 outcome = self.d.transport.nack(running.delivery, f"the worker died: {cause}", worker)

@@ -80,7 +80,7 @@ def completed(daemon: Daemon, channel: str) -> list[dict[str, Any]]:
     ]
 
 
-wait_for = functools.partial(site_helpers.wait_for, timeout=180.0)
+wait_for = functools.partial(site_helpers.wait_for, timeout=600.0)  # a JVM started under load: only a guard against a hang
 
 
 def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: Path) -> None:

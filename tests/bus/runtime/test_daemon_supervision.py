@@ -90,6 +90,7 @@ options = {{ directory = "{out}" }}
     assert daemon.returncode == 0, err
     assert "worker deliver:legacy of adapter legacy died on message" in err
     assert "SystemExit: 3" in err and "KeyboardInterrupt" in err
+    assert "Traceback" not in err  # one line each; the traceback is logged at DEBUG
 
 
 def _console_url(site: Path) -> str:
@@ -180,3 +181,5 @@ def test_the_monitor_thread_is_supervised_too(tmp_path: Path, caplog) -> None:  
         daemon.monitor.check_stuck = broken_once  # type: ignore[method-assign]
         wait_for(lambda: len(calls) >= 3, "the monitor to run again after it died", timeout=60)
     assert "worker monitor died: RuntimeError: a bug in the monitor (death 1)" in caplog.text
+    [died] = [r for r in caplog.records if "worker monitor died" in r.getMessage()]
+    assert died.exc_info is None and "Traceback" not in caplog.text  # one line; in full only at DEBUG
