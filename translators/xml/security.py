@@ -115,8 +115,8 @@ MAX_MODEL_PARTICLES = 5000
 _XS = "{http://www.w3.org/2001/XMLSchema}"
 
 #: what to do when a schema names a file outside its directories (the end of the refusal)
-SANDBOX_HINT = ("if you trust it, add its directory to the schema roots: schema_roots in the adapter's "
-                "options, --schema-root on the command line")
+SANDBOX_HINT = ("if you trust it, add its directory to the schema roots: [schemas] paths in site.toml (or "
+                "schema_roots in the SOAP and http adapters' options), --schema-root on the command line")
 
 
 class SchemaSandbox:

@@ -69,7 +69,7 @@ channel = "h109.in"
 directory = "drop"
 [[adapters.wrappers]]
 type = "xml"
-options = { xsd = "envelope/message.xsd", payload = "Data", correlation_id = "Header.CorrelationId" }
+options = { xsd = "envelope/message.xsd", element = "Message", payload = "Data", correlation_id = "Header.CorrelationId" }
 
 [[adapters]]
 name = "h109-out"
@@ -80,7 +80,7 @@ channel = "h109.out"
 directory = "out"
 [[adapters.wrappers]]
 type = "xml"
-options = { xsd = "envelope/message.xsd", payload = "Data", correlation_id = "Header.CorrelationId" }
+options = { xsd = "envelope/message.xsd", element = "Message", payload = "Data", correlation_id = "Header.CorrelationId" }
 """
 
 TRANSFORMS = """
