@@ -40,6 +40,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from coupler.bus.config.loader import site_schema_roots as _site_schema_roots
 from coupler.bus.messaging.idempotency import IdempotentReceiver
 from coupler.bus.model.adapter import (
     HEALTH_STATES,
@@ -165,11 +166,13 @@ def site_schema_roots(context: Any = None) -> list[Path]:
     """The directories an XSD or WSDL named by the site's configuration may read besides its own
     (``schema_roots`` of :func:`coupler.translators.xml.load_schema` and ``read_wsdl``): the
     site's folder (the directory of site.toml) and its ``[schemas] paths``, when ``context`` is
-    the adapter's context; none for an adapter used without a daemon (only what its options add)."""
-    if context is None:
-        return []
+    the adapter's context (:func:`coupler.bus.config.loader.site_schema_roots`, as for the
+    site's wrappers and mappings); none for an adapter used without a daemon (only what its
+    options add)."""
     site_dir = getattr(context, "site_dir", None)
-    return [Path(d) for d in [*([site_dir] if site_dir is not None else []), *getattr(context, "schema_dirs", ())]]
+    if site_dir is None:
+        return []
+    return _site_schema_roots(site_dir, getattr(context, "schema_dirs", ()))
 
 
 def tolerate_undecodable_amqp_headers(connection: Any) -> Any:

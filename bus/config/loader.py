@@ -154,6 +154,12 @@ class SiteConfig:
         return self.model.tracing
 
     @property
+    def schema_roots(self) -> list[Path]:
+        """The directories the XSDs and WSDLs this site names may read besides their own
+        (:func:`site_schema_roots`)."""
+        return site_schema_roots(self.path.parent, self.schema_paths)
+
+    @property
     def lock_path(self) -> Path:
         return self.data_dir / "daemon.lock"
 
@@ -188,6 +194,15 @@ class SiteConfig:
             loc = _parse_key_path(path, self.raw) if sep else ()
             located.append(Problem(path, message, loc, _line_of(self.lines, loc)) if sep else Problem("", text))
         return ConfigError(located, where=str(self.path), hint=hint)
+
+
+def site_schema_roots(site_dir: Path, schema_dirs: Sequence[Path] = ()) -> list[Path]:
+    """The directories every XSD or WSDL a site names (an adapter's WSDL or endpoint XSD, an XML
+    envelope wrapper, the ``xml:`` spec of an adapter's or a transform step's mapping, a body
+    shown by the console) may read besides its own directory: the site's folder ``site_dir``
+    (the directory of site.toml) and its ``[schemas] paths`` ``schema_dirs``. The one
+    definition: the adapters reach it through ``coupler.bus.api.site_schema_roots``."""
+    return list(dict.fromkeys([Path(site_dir), *(Path(d) for d in schema_dirs)]))
 
 
 # -- loading -------------------------------------------------------------------------------

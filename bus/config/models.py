@@ -214,7 +214,10 @@ class StoreSection(Section):
 class SchemasSection(Section):
     """Canonical schemas of this site, in addition to the built-in ones and those of plugins."""
 
-    paths: list[Str] = doc("Directories of `<name>/v<N>.avsc` files, relative to site.toml.", default_factory=list)
+    paths: list[Str] = doc("Directories of `<name>/v<N>.avsc` files, relative to site.toml. With the site's "
+                           "folder, also the directories every XSD and WSDL the site names (adapters' WSDLs and "
+                           "XSDs, `xml` envelope wrappers, mappings of adapters and transform steps) may "
+                           "include and import from besides its own.", default_factory=list)
 
 
 class CommandsSection(Section):

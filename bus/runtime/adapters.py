@@ -242,7 +242,7 @@ class AdapterRuntime:
                 ad, self.d.registry(), self.d.site.path.parent, translator_types(self.d.pm),
                 schema_dirs=self.d.site.schema_paths,
             )
-            chain = wrapper_chain(ad, self.d.site.path.parent)
+            chain = wrapper_chain(ad, self.d.site.path.parent, self.d.site.schema_paths)
         except ConfigError as exc:
             raise self.d.site.config_error(exc.problems, hint=exc.hint) from None
         ra.wrapping = OutboundWrapping(ad.name, chain) if chain is not None else None

@@ -191,7 +191,7 @@ def _copybook_for(envelope: Envelope, site: SiteConfig) -> tuple[Path, dict[str,
 
             mapping_file = _site_path(site, ad.mapping)
             mapping = load_mapping(mapping_file, registry=_registry(site),
-                                   schema_roots=[site.path.parent, *site.schema_paths])
+                                   schema_roots=site.schema_roots)
             if mapping.legacy_spec and mapping.legacy_spec.startswith("copybook:"):
                 spec = parse_spec(mapping.legacy_spec, base_dir=mapping_file.parent, options=mapping.legacy_options)
                 if spec.path is not None:

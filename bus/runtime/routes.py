@@ -35,7 +35,8 @@ class RoutePipelines(dict[str, Pipeline]):
         for route, config in zip(d.router.routes, d.site.routes, strict=True):
             try:
                 self[route.name] = build_pipeline(
-                    config, route, types, site_dir=d.site.path.parent, registry=d.registry, transport=d.transport,
+                    config, route, types, site_dir=d.site.path.parent, schema_dirs=d.site.schema_paths,
+                    registry=d.registry, transport=d.transport,
                     switches=d.switches, plugins=d.pm, channel_ttls=d.channel_ttls, adapter_channels=adapter_channels,
                 )
             except ConfigError as exc:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.config.loader import AdapterConfig, ConfigError
+from coupler.bus.config.loader import AdapterConfig, ConfigError, site_schema_roots
 from coupler.bus.model.commands import CommandFault, Document
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, UnitError
@@ -45,14 +45,17 @@ def _site_path(site_dir: Path, path: str) -> Path:
     return p if p.is_absolute() else site_dir / p
 
 
-def wrapper_chain(config: AdapterConfig, site_dir: Path) -> Any:
-    """The adapter's wrapper chain (None without ``wrappers``); options' files relative to site.toml."""
+def wrapper_chain(config: AdapterConfig, site_dir: Path, schema_dirs: Sequence[Path] = ()) -> Any:
+    """The adapter's wrapper chain (None without ``wrappers``); options' files relative to site.toml,
+    an envelope's XSD reading the site's schema roots (:func:`site_schema_roots`: ``site_dir``
+    and ``schema_dirs``, the ``[schemas] paths``)."""
     if not config.wrappers:
         return None
     from coupler.translators.wrappers import build_chain
 
     try:
-        return build_chain([w.model_dump() for w in config.wrappers], base_dir=site_dir, where=f"{config.key_path}.wrappers")
+        return build_chain([w.model_dump() for w in config.wrappers], base_dir=site_dir, where=f"{config.key_path}.wrappers",
+                           schema_roots=site_schema_roots(site_dir, schema_dirs))
     except CouplerError as exc:  # its where names the key path (adapters[0].wrappers[1].options.size)
         raise ConfigError([f"{exc.where or config.key_path + '.wrappers'}: {exc.message}"], hint=exc.hint) from None
 
@@ -85,8 +88,9 @@ class InboundTranslation:
                     schema_dirs: Sequence[Path] = ()) -> InboundTranslation | None:
         """The stage of one inbound adapter, or None when its entry declares neither
         ``wrappers`` nor ``mapping``. The XSD of an ``xml:`` legacy spec may read files under
-        its directory, ``site_dir`` and the site's ``schema_dirs`` (``[schemas] paths``)."""
-        chain = wrapper_chain(config, site_dir)
+        its directory and the site's schema roots (:func:`site_schema_roots`: ``site_dir`` and
+        ``schema_dirs``, the ``[schemas] paths``), as an envelope wrapper's XSD does."""
+        chain = wrapper_chain(config, site_dir, schema_dirs)
         mapping = None
         publishes = FormatIndicator.parse(config.format) if config.format else None
         if config.mapping:
@@ -94,7 +98,7 @@ class InboundTranslation:
 
             try:
                 mapping = load_mapping(_site_path(site_dir, config.mapping), registry=registry, functions=functions,
-                                       schema_roots=[site_dir, *schema_dirs])
+                                       schema_roots=site_schema_roots(site_dir, schema_dirs))
                 mapping.direction("to_canonical")
             except CouplerError as exc:
                 raise ConfigError([f"{config.key_path}.mapping: {exc}"]) from None

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.config.loader import AdapterConfig, ConfigError
+from coupler.bus.config.loader import AdapterConfig, ConfigError, site_schema_roots
 from coupler.bus.model.commands import CommandFault, Document
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError, UnitError
@@ -73,8 +73,9 @@ class OutboundTranslation:
         """The stage of one adapter, or None when its entry asks for no translation.
 
         ``translators`` are the translator types of the installed plugins (``{name: type}``).
-        The XSD of an ``xml:`` legacy spec may read files under its directory, ``site_dir``
-        and the site's ``schema_dirs`` (``[schemas] paths``).
+        The XSD of an ``xml:`` legacy spec may read files under its directory and the site's
+        schema roots (:func:`site_schema_roots`: ``site_dir`` and ``schema_dirs``, the
+        ``[schemas] paths``).
         """
         if config.translator is not None and config.translator not in translators and config.mapping is not None:
             raise ConfigError(
@@ -89,7 +90,7 @@ class OutboundTranslation:
             path = Path(config.mapping).expanduser()
             path = path if path.is_absolute() else site_dir / path
             try:
-                mapping = load_mapping(path, registry=registry, schema_roots=[site_dir, *schema_dirs])
+                mapping = load_mapping(path, registry=registry, schema_roots=site_schema_roots(site_dir, schema_dirs))
                 mapping.direction("to_legacy")
             except CouplerError as exc:
                 raise ConfigError([f"{config.key_path}.mapping: {exc}"]) from exc

@@ -41,7 +41,6 @@ from coupler.translators.xml.errors import XsdError
 from coupler.translators.xml.security import (
     MAX_MODEL_PARTICLES,
     SchemaSandbox,
-    check_model_size,
     element_line,
     load_sandboxed,
     own_directories,
@@ -339,7 +338,7 @@ class _Reader:
         sources: list[bytes] = []
         lines: dict[str, int] = {}  # schemaLocation -> its line in the WSDL
         for schema_elem in schema_elems:
-            check_model_size(schema_elem, str(base), self.sandbox.max_particles)
+            self.sandbox.check_document(schema_elem, str(base))
             for imp in schema_elem.iter(f"{{{XS}}}import", f"{{{XS}}}include"):
                 location = imp.get("schemaLocation")
                 if location:
@@ -352,7 +351,10 @@ class _Reader:
             warnings.simplefilter("ignore")
             try:
                 streams: list[Any] = [io.BytesIO(data) for data in sources]
-                schema = xmlschema.XMLSchema(streams if len(streams) > 1 else streams[0], **options)
+                # built once every document is read and no content model is over the bound
+                schema = xmlschema.XMLSchema(streams if len(streams) > 1 else streams[0], build=False, **options)
+                self.sandbox.check_models()
+                schema.build()
             except (xmlschema.XMLSchemaException, ValueError, KeyError, TypeError) as exc:
                 self.sandbox.raise_refused(base, lines)
                 line = schema_elems[0].sourceline

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +61,16 @@ class WrapperChain:
         return len(self.wrappers)
 
 
-def builtin_types() -> dict[str, Factory]:
-    """The wrapper types Coupler provides, by the name ``type = "..."`` uses."""
+def builtin_types(schema_roots: Sequence[Path] = ()) -> dict[str, Factory]:
+    """The wrapper types Coupler provides, by the name ``type = "..."`` uses; an ``xml``
+    envelope's XSD may read files under its directory and ``schema_roots``."""
     from .record import CopybookHeader
     from .soap import SoapWrapper
     from .xml import XmlWrapper
 
     types: dict[str, Factory] = {
         "copybook": CopybookHeader.from_options,
-        "xml": XmlWrapper.from_options,
+        "xml": partial(XmlWrapper.from_options, schema_roots=tuple(schema_roots)),
         "soap": SoapWrapper.from_options,
     }
     for kind in ("length", "delimited", "mllp", "stx_etx"):
@@ -83,10 +85,13 @@ def _framing(kind: str) -> Factory:
 
 
 def build_chain(entries: Iterable[Mapping[str, Any]], *, base_dir: Path | str = ".",
-                types: Mapping[str, Factory] | None = None, where: str = "wrappers") -> WrapperChain:
+                types: Mapping[str, Factory] | None = None, where: str = "wrappers",
+                schema_roots: Sequence[Path] = ()) -> WrapperChain:
     """The chain of ``entries`` (``[{"type": ..., "options": {...}}]`` as in site.toml);
-    relative files in options are resolved against ``base_dir``."""
-    known = dict(builtin_types())
+    relative files in options are resolved against ``base_dir``; an envelope's XSD may read
+    files under its own directory and ``schema_roots`` (in a site: its folder and
+    ``[schemas] paths``)."""
+    known = dict(builtin_types(schema_roots))
     known.update(types or {})
     wrappers = []
     for n, entry in enumerate(entries):

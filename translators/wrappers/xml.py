@@ -17,6 +17,7 @@ The payload field may be ``xs:base64Binary``/``xs:hexBinary`` (any bytes), ``xs:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +53,12 @@ class XmlWrapper:
     return_addresses: tuple[str, ...] = ()
 
     def __init__(self, xsd: Path, payload: str, *, element: str | None = None,
-                 headers: dict[str, str] | None = None, constants: dict[str, Any] | None = None):
+                 headers: dict[str, str] | None = None, constants: dict[str, Any] | None = None,
+                 schema_roots: Sequence[str | Path] = ()):
         from coupler.translators.xml import XsdModel
 
         try:
-            model = XsdModel.load(xsd)
+            model = XsdModel.load(xsd, schema_roots=schema_roots)
             self.encoder = model.encoder(element)
             self.decoder = model.decoder(element)
             self.types = SchemaTypes(model.avro_schema(element))
@@ -82,12 +84,15 @@ class XmlWrapper:
                 raise WrapperError(f"constant {value!r} does not fit {path}: {exc}", where=f"constants.{path}") from None
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], base_dir: Path) -> XmlWrapper:
+    def from_options(cls, options: dict[str, Any], base_dir: Path,
+                     schema_roots: Sequence[str | Path] = ()) -> XmlWrapper:
+        """The wrapper of site.toml's ``options``; the XSD (relative to ``base_dir``) may read
+        files under its own directory and ``schema_roots`` (a site's folder and ``[schemas] paths``)."""
         opts = wrapper_options(XmlWrapperOptions, options)
         headers = opts.header_paths()
         headers.update(opts.properties)
         wrapper = cls(base_dir / opts.xsd, opts.payload, element=opts.element, headers=headers,
-                      constants=dict(opts.constants))
+                      constants=dict(opts.constants), schema_roots=schema_roots)
         wrapper.return_addresses = tuple(opts.return_addresses)
         return wrapper
 

@@ -115,8 +115,8 @@ MAX_MODEL_PARTICLES = 5000
 _XS = "{http://www.w3.org/2001/XMLSchema}"
 
 #: what to do when a schema names a file outside its directories (the end of the refusal)
-SANDBOX_HINT = ("if you trust it, add its directory to the schema roots: schema_roots in the adapter's "
-                "options, --schema-root on the command line")
+SANDBOX_HINT = ("if you trust it, add its directory to the schema roots: [schemas] paths in site.toml (or "
+                "schema_roots in the SOAP and http adapters' options), --schema-root on the command line")
 
 
 class SchemaSandbox:
@@ -140,6 +140,25 @@ class SchemaSandbox:
         self.handlers: list[_SandboxedFiles] = []
         self.max_particles = max_particles
         self.too_wide: XsdError | None = None  # a schema file whose content model is over the bound
+        self.sizes = ModelSizes()  # the content models of the schema documents read, for the bound
+        self.sources: dict[Any, str] = {}  # their roots -> the file (or WSDL) each is read from
+
+    def check_document(self, root: Any, source: str) -> None:
+        """Refuse the schema document ``root`` (read from ``source``) when one of its content
+        models is over the bound, counting the groups and types of the documents read before."""
+        if self.max_particles:
+            self.sources[root] = source
+            check_model_size(root, source, self.max_particles, sizes=self.sizes)
+
+    def check_models(self) -> None:
+        """Every schema document read: a content model over the bound through a group or type
+        of a document read after its own (an include at the end of the schema) is refused
+        here, before xmlschema builds and checks the models (:meth:`xmlschema.XMLSchema.build`)."""
+        if self.max_particles:
+            model, count = self.sizes.widest()
+            if model is not None:
+                refuse_wide(model, count, self.sources.get(model.getroottree().getroot(), "<schema>"),
+                            self.max_particles)
 
     def inside(self, path: str | Path) -> bool:
         real = Path(os.path.realpath(path))
@@ -186,6 +205,8 @@ class SchemaSandbox:
         by path (``schema.validate(path)``), which the user chose, not the schema."""
         for handler in self.handlers:
             handler.active = False
+        self.sizes = ModelSizes()  # xmlschema keeps the opener, and so the sandbox: not the documents
+        self.sources.clear()
 
     def options(self) -> dict[str, Any]:
         return {"allow": "local", "defuse": "always", "uri_mapper": self.uri_mapper, "opener": self.opener()}
@@ -233,8 +254,7 @@ class _SandboxedFiles(urllib.request.FileHandler):
         self.sandbox.opened.append(path)
         if self.sandbox.max_particles and path.is_file():
             try:
-                check_model_size(etree.parse(str(path), safe_parser()).getroot(), str(path),
-                                 self.sandbox.max_particles)
+                self.sandbox.check_document(etree.parse(str(path), safe_parser()).getroot(), str(path))
             except XsdError as exc:
                 self.sandbox.too_wide = self.sandbox.too_wide or exc
                 raise URLError(str(exc)) from None
@@ -243,28 +263,108 @@ class _SandboxedFiles(urllib.request.FileHandler):
         return super().file_open(req)
 
 
+_GROUP, _COMPLEX, _EXTENSION = f"{_XS}group", f"{_XS}complexType", f"{_XS}extension"
+_PARTICLES = (f"{_XS}element", f"{_XS}any")
+_NOT_MODEL = (f"{_XS}annotation", f"{_XS}attribute", f"{_XS}attributeGroup", f"{_XS}anyAttribute",
+              f"{_XS}assert", f"{_XS}openContent")
+
+
+class ModelSizes:
+    """The element and wildcard particles of the content models of schema documents (lxml
+    roots), with those reached through ``xs:group ref`` and a ``complexContent`` extension's
+    base counted in, as xmlschema expands them before checking a model. Each global group and
+    type is counted once (memoised): groups referring twice to the one below, 40 deep, are
+    2**40 particles, counted in 40 steps. A reference to a component not (yet) read counts 0."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], Any] = {}
+        self.types: dict[tuple[str, str], Any] = {}
+        self.roots: list[Any] = []
+        self.memo: dict[Any, int] = {}
+
+    def add(self, root: Any) -> None:
+        """A schema document's global groups and complex types (its target namespace's)."""
+        tns = root.get("targetNamespace") or ""
+        for child in root:
+            name = child.get("name") if isinstance(child.tag, str) else None
+            if name and child.tag == _GROUP:
+                self.groups.setdefault((tns, name), child)
+            elif name and child.tag == _COMPLEX:
+                self.types.setdefault((tns, name), child)
+        self.roots.append(root)
+        self.memo.clear()  # a reference counted 0 before may name a component of this one
+
+    def _global(self, table: dict[tuple[str, str], Any], elem: Any, qname: str) -> Any:
+        prefix, _, local = qname.strip().rpartition(":")
+        namespace = elem.nsmap.get(prefix or None) or ""
+        found = table.get((namespace, local))
+        return found if found is not None else table.get(("", local))  # ("", ...): a chameleon include
+
+    def size(self, model: Any) -> int:
+        """The particles of ``model`` (an ``xs:complexType`` or named ``xs:group``)."""
+        if model in self.memo:
+            return self.memo[model]
+        self.memo[model] = 0  # a circular definition (xmlschema refuses it) adds nothing
+        count = 0
+        stack = list(model)
+        while stack:
+            elem = stack.pop()
+            tag = elem.tag
+            if not isinstance(tag, str) or tag in _NOT_MODEL:
+                continue
+            if tag in _PARTICLES:
+                count += 1  # a local element's own type is a model of its own
+                continue
+            if tag == _GROUP and elem.get("ref"):
+                group = self._global(self.groups, elem, elem.get("ref"))
+                count += self.size(group) if group is not None else 0
+                continue
+            if tag == _EXTENSION and elem.get("base") and elem.getparent().tag == f"{_XS}complexContent":
+                base = self._global(self.types, elem, elem.get("base"))
+                count += self.size(base) if base is not None and base is not model else 0
+            stack.extend(elem)
+        self.memo[model] = count
+        return count
+
+    def widest(self, roots: Iterable[Any] | None = None) -> tuple[Any, int]:
+        """The widest model of ``roots`` (default: every document added), and its particles."""
+        widest: tuple[Any, int] = (None, 0)
+        for root in self.roots if roots is None else roots:
+            for model in root.iter(_COMPLEX, _GROUP):
+                if model.tag == _GROUP and not model.get("name"):
+                    continue
+                count = self.size(model)
+                if count > widest[1]:
+                    widest = (model, count)
+        return widest
+
+
 def widest_model(root: Any) -> tuple[Any, int]:
     """The ``xs:complexType`` (or named ``xs:group``) of a schema document with the most element
-    and wildcard particles in its content model (nested groups counted in; the types of
-    local elements are models of their own), and that number."""
-    counts: dict[Any, int] = {}
-    for particle in root.iter(f"{_XS}element", f"{_XS}any"):
-        parent = particle.getparent()
-        while parent is not None and not (parent.tag == f"{_XS}complexType"
-                                          or parent.tag == f"{_XS}group" and parent.get("name")):
-            parent = parent.getparent()
-        if parent is not None:
-            counts[parent] = counts.get(parent, 0) + 1
-    return max(counts.items(), key=lambda item: item[1], default=(None, 0))
+    and wildcard particles in its content model (nested groups, groups it refers to and the
+    bases it extends counted in: :class:`ModelSizes`; the types of local elements are models of
+    their own), and that number."""
+    sizes = ModelSizes()
+    sizes.add(root)
+    return sizes.widest()
 
 
-def check_model_size(root: Any, source: str, limit: int, line_offset: int = 0) -> None:
+def check_model_size(root: Any, source: str, limit: int, line_offset: int = 0,
+                     sizes: ModelSizes | None = None) -> None:
     """Refuse a schema document one of whose content models has more than ``limit`` particles
-    (:data:`MAX_MODEL_PARTICLES`): xmlschema would take minutes to check it."""
+    (:data:`MAX_MODEL_PARTICLES`): xmlschema would take minutes to check it. ``sizes``: the
+    documents read with it, whose groups and types it may refer to (``root`` is added)."""
     if not limit:
         return
-    model, count = widest_model(root)
-    if count <= limit:
+    sizes = sizes if sizes is not None else ModelSizes()
+    sizes.add(root)
+    model, count = sizes.widest([root])
+    refuse_wide(model, count, source, limit, line_offset)
+
+
+def refuse_wide(model: Any, count: int, source: str, limit: int, line_offset: int = 0) -> None:
+    """The refusal of ``model`` (of the document ``source``) when its ``count`` is over ``limit``."""
+    if not limit or count <= limit:
         return
     name = model.get("name") or next((a.get("name") for a in model.iterancestors(f"{_XS}element") if a.get("name")), None)
     kind = "xs:group" if model.tag == f"{_XS}group" else "xs:complexType"
@@ -342,7 +442,12 @@ def load_sandboxed(path: Path, sandbox: SchemaSandbox, *, lax: list[str] | None 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            schema = xmlschema.XMLSchema(str(path), **options)
+            # built once every document is read and no content model is over the bound
+            schema = xmlschema.XMLSchema(str(path), build=False, **options)
+            sandbox.check_models()
+            schema.build()
+        except XsdError:
+            raise
         except xmlschema.XMLSchemaException as exc:
             sandbox.raise_refused(path)
             _raise_blocked(caught, path)

@@ -69,6 +69,9 @@ class StepSetup:
     plugins: Any = None
     #: outbound adapter name -> the channel it delivers (a Dynamic Router by identity)
     adapter_channels: dict[str, str] = field(default_factory=dict)
+    #: the site's ``[schemas] paths`` (absolute): with :attr:`site_dir`, the directories the XSD of
+    #: a step's mapping may read (``coupler.bus.config.loader.site_schema_roots``)
+    schema_dirs: tuple[Path, ...] = ()
 
     def site_path(self, path: str) -> Path:
         """A file named in the step's keys: relative to site.toml."""

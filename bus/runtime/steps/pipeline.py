@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -355,6 +355,7 @@ def build_pipeline(
     types: dict[str, type[Step]],
     *,
     site_dir: Path,
+    schema_dirs: Sequence[Path] = (),
     registry: Callable[[], Any],
     transport: Transport | None,
     switches: Switches,
@@ -373,7 +374,7 @@ def build_pipeline(
                             f"(installed: {', '.join(sorted(types))})")
             continue
         setup = StepSetup(route.name, i, where, site_dir, registry, transport, switches, sc.name or f"{sc.type}-{i}", plugins,
-                          dict(adapter_channels or {}))
+                          dict(adapter_channels or {}), tuple(schema_dirs))
         try:
             options = cls.options_model.model_validate(sc.options)
             steps.append(cls(options, setup))

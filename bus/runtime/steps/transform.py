@@ -115,7 +115,8 @@ def _compile(case: TransformCase, setup: StepSetup, prefix: str) -> Callable[[En
             from coupler.bus.runtime.stages import InboundTranslation
 
             functions = mapping_functions(setup.plugins) if setup.plugins is not None else None
-            inbound = InboundTranslation.for_adapter(config, setup.registry(), setup.site_dir, functions)
+            inbound = InboundTranslation.for_adapter(config, setup.registry(), setup.site_dir, functions,
+                                                     schema_dirs=setup.schema_dirs)
             assert inbound is not None
             return _guarded(inbound)
         from coupler.bus.plugins.manager import translator_types
@@ -123,7 +124,8 @@ def _compile(case: TransformCase, setup: StepSetup, prefix: str) -> Callable[[En
         from coupler.translators.mapping.writers import BUILTIN_TRANSLATORS
 
         translators = translator_types(setup.plugins) if setup.plugins is not None else dict(BUILTIN_TRANSLATORS)
-        outbound = OutboundTranslation.for_adapter(config, setup.registry(), setup.site_dir, translators)
+        outbound = OutboundTranslation.for_adapter(config, setup.registry(), setup.site_dir, translators,
+                                                   schema_dirs=setup.schema_dirs)
         assert outbound is not None
         return _guarded(outbound.envelope)
     except ConfigError as exc:  # its problems name adapters[NAME]: they are this step's keys
