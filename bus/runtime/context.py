@@ -341,9 +341,11 @@ class BusContext:
         payload = message if isinstance(message, Envelope) else bytes(message)
         recorded_by = f"invalid:{self.component}"
         with self._transport.transaction() as tx:
-            # checked and recorded at once: a concurrent call with the key waits for this one
+            # checked and recorded at once: a concurrent call with the key waits for this one;
+            # the dead letter's id is read after the commit (a store may send the move with it)
             new = tx.mark_new(recorded_by, [key])
-            dead_id = tx.invalid(payload, reason, self.component, channel=self.channel) if new else None
+            dead_id_of = tx.invalid_later(payload, reason, self.component, channel=self.channel) if new else None
+        dead_id = dead_id_of() if dead_id_of is not None else None
         if dead_id is None:
             self.logger.info("adapter %s: already in the Invalid Message Channel, not again: %s", self.name, reason,
                              extra={"adapter": self.name})

@@ -43,9 +43,9 @@ def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
     # transaction, until the other has checked too or waits for it: the two checks overlap
     first: list[str] = []
     other_checked = threading.Event()
-    make_dead_letter = tx_class.invalid
+    make_dead_letter = tx_class.invalid_later  # what invalid_once calls, inside its transaction
 
-    def invalid(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def invalid_later(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         me = threading.current_thread().name
         if not first:
             first.append(me)
@@ -56,7 +56,7 @@ def test_two_daemons_refusing_one_unit_at_once_make_one_dead_letter(
             other_checked.set()
         return make_dead_letter(self, *args, **kwargs)
 
-    monkeypatch.setattr(tx_class, "invalid", invalid)
+    monkeypatch.setattr(tx_class, "invalid_later", invalid_later)
     results: dict[str, int | None] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(2)
@@ -93,7 +93,7 @@ def test_a_key_whose_dead_letter_failed_is_not_recorded(
         raise TransportError("the broker refused the dead letter")
 
     with monkeypatch.context() as m:
-        m.setattr(*((AmqpTransport, "_invalid") if store == "amqp" else (storage.StorageTransaction, "invalid")),
+        m.setattr(*((AmqpTransport, "_invalid") if store == "amqp" else (storage.StorageTransaction, "invalid_later")),
                   broker_gone)
         with pytest.raises(TransportError):
             ctx.invalid_once(bad, "not JSON", "m-1:k")
