@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from coupler.bus.batch.jobs import BatchError, BatchResult, Spec, translate
+from coupler.bus.batch.jobs import BatchError, BatchResult, Spec, check_specs, translate
 from coupler.bus.config.loader import SiteConfig, load_site
 from coupler.bus.transport.private import private_dir
 from coupler.canonical.envelope import Envelope, MessageKind
@@ -256,6 +256,10 @@ def ingest(
         ledger_dir = root / batch_id
         out = output.rstrip("/") + f"/{batch_id}" if output else str(ledger_dir / "data")
         started = time.time()
+        schema_dirs = [*map(str, site.schema_paths), *(schema_dirs or [])]
+        schema_roots = [str(r) for r in site.schema_roots]
+        # what the job loads, before Spark's JVM starts: a schema it may not read is one line at once
+        check_specs(src, dst, options=options, mapping=mapping, schema_dirs=schema_dirs, schema_roots=schema_roots)
         if spark is None:
             if session is None:
                 from coupler.bus.batch.jobs import spark_session
@@ -266,7 +270,7 @@ def ingest(
         result = translate(
             spark, src, dst, [str(f) for f in files], out, options=options, mapping=mapping,
             errors_output=str(ledger_dir / "errors"),
-            schema_dirs=[*map(str, site.schema_paths), *(schema_dirs or [])],
+            schema_dirs=schema_dirs, schema_roots=schema_roots,
         )
         result.batch_id = batch_id
         result.started_at = started

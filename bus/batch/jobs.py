@@ -347,39 +347,42 @@ class MapRows:
     Rows travel as Python objects (``rdd.mapPartitions``), which needs no pandas, unlike
     ``mapInArrow``."""
 
-    def __init__(self, path: str, direction: str, schema_dirs: Sequence[str] = ()):
+    def __init__(self, path: str, direction: str, schema_dirs: Sequence[str] = (), schema_roots: Sequence[str] = ()):
         self.path = path
         self.direction = direction
         self.schema_dirs = list(schema_dirs)
+        self.schema_roots = list(schema_roots)
 
     def __call__(self, rows: Any) -> Any:
         from coupler.canonical.registry import SchemaRegistry
         from coupler.translators.mapping import load_mapping
 
         registry = SchemaRegistry.default(self.schema_dirs)
-        mapped = load_mapping(self.path, registry=registry).direction(self.direction)
+        mapped = load_mapping(self.path, registry=registry, schema_roots=self.schema_roots).direction(self.direction)
         for row in rows:
             yield mapped.apply(row.asDict(recursive=True))
 
 
-def _mapping_direction(mapping: str, src: Spec, schema_dirs: Sequence[str]) -> tuple[str, Any]:
+def _mapping_direction(mapping: str, src: Spec, schema_dirs: Sequence[str],
+                       schema_roots: Sequence[str] = ()) -> tuple[str, Any]:
     from coupler.canonical.registry import SchemaRegistry
     from coupler.translators.mapping import load_mapping
 
     direction = "to_canonical" if src.kind in ("copybook", "xml") else "to_legacy"
-    loaded = load_mapping(mapping, registry=SchemaRegistry.default(list(schema_dirs)))
+    loaded = load_mapping(mapping, registry=SchemaRegistry.default(list(schema_dirs)), schema_roots=schema_roots)
     return direction, loaded
 
 
-def _apply_mapping(df: Any, mapping: str | None, src: Spec, schema_dirs: Sequence[str] = ()) -> Any:
+def _apply_mapping(df: Any, mapping: str | None, src: Spec, schema_dirs: Sequence[str] = (),
+                   schema_roots: Sequence[str] = ()) -> Any:
     """``df`` through the field mapping ``mapping`` (legacy -> canonical, or back)."""
     if not mapping:
         return df
     from coupler.translators.spark.types import arrow_schema, spark_schema
 
-    direction, loaded = _mapping_direction(mapping, src, schema_dirs)
+    direction, loaded = _mapping_direction(mapping, src, schema_dirs, schema_roots)
     target = spark_schema(arrow_schema(loaded.direction(direction).target_schema))
-    rows = df.rdd.mapPartitions(MapRows(str(Path(mapping).resolve()), direction, schema_dirs))
+    rows = df.rdd.mapPartitions(MapRows(str(Path(mapping).resolve()), direction, schema_dirs, schema_roots))
     return df.sparkSession.createDataFrame(rows, target)
 
 
@@ -391,21 +394,42 @@ def check_job(
     options: Mapping[str, str] | None = None,
     mapping: str | None = None,
     schema_dirs: Sequence[str] = (),
+    schema_roots: Sequence[str] = (),
 ) -> None:
     """What can be checked before Spark starts (seconds of JVM start-up and its banner): the
-    inputs exist, the copybook parses and its reader options are known and valid, the
-    mapping loads, the canonical schema of an ``avro:`` spec is registered."""
-    from coupler.canonical.registry import SchemaRegistry
-
+    inputs exist, and what :func:`check_specs` checks."""
     if not inputs:
         raise BatchError("no input files", hint="name the files to translate")
     for p in inputs:
         if "://" not in p and not Path(p).exists():
             raise BatchError(f"input {p} does not exist", where=p, hint="check the path (globs are expanded by your shell)")
+    check_specs(src, dst, options=options, mapping=mapping, schema_dirs=schema_dirs, schema_roots=schema_roots)
+
+
+def check_specs(
+    src: Spec,
+    dst: Spec,
+    *,
+    options: Mapping[str, str] | None = None,
+    mapping: str | None = None,
+    schema_dirs: Sequence[str] = (),
+    schema_roots: Sequence[str] = (),
+) -> None:
+    """What a job loads before its records, loaded as its run loads it (no Spark): the
+    mapping (its ``xml:`` XSD reading its directory and ``schema_roots``), the XSD of an
+    ``xml:`` source (its directory and :func:`xml_source_roots`, as :func:`translate`), the copybook and its reader options, the canonical schema of an
+    ``avro:`` spec. ``schema_roots``: a site's (``SiteConfig.schema_roots``); none on the
+    command line."""
+    from coupler.canonical.registry import SchemaRegistry
+
     loaded_options = dict(options or {})
     if mapping:
-        _direction, loaded = _mapping_direction(mapping, src, schema_dirs)
+        _direction, loaded = _mapping_direction(mapping, src, schema_dirs, schema_roots)
         loaded_options = {**{k: str(v) for k, v in loaded.legacy_options.items()}, **loaded_options}
+    if src.kind == "xml":
+        from coupler.translators.xml import XsdModel
+
+        XsdModel.load(str(src.path), schema_roots=xml_source_roots(schema_roots))
     if src.kind == "copybook":
         from coupler.translators.copybook.options import CopybookOptions
         from coupler.translators.copybook.parser import parse_file
@@ -432,6 +456,7 @@ def translate(
     mapping: str | None = None,
     errors_output: str | None = None,
     schema_dirs: Sequence[str] = (),
+    schema_roots: Sequence[str] = (),
 ) -> BatchResult:
     """Read ``inputs`` as ``from_spec``, write them to ``output`` as ``to_spec``.
 
@@ -440,7 +465,10 @@ def translate(
     as a whole; Coupler's own writers publish it atomically. ``mapping`` (a mapping TOML
     file) maps every record, legacy -> canonical (or back for canonical input); its
     ``legacy_options`` are the default reader options. ``schema_dirs`` add schema folders
-    to the registry (canonical entities of ``avro:`` specs and mappings).
+    to the registry (canonical entities of ``avro:`` specs and mappings); ``schema_roots``
+    are the directories the XSDs of the mapping and of an ``xml:`` source may read besides
+    their own (a site's ``SiteConfig.schema_roots``; without them the XML source reads the
+    working directory: :func:`xml_source_roots`).
     """
     src = from_spec if isinstance(from_spec, Spec) else Spec.parse(from_spec, where="--from")
     dst = to_spec if isinstance(to_spec, Spec) else Spec.parse(to_spec, where="--to")
@@ -449,7 +477,7 @@ def translate(
     started = time.time()
     schema_dirs = [str(Path(d).resolve()) for d in schema_dirs]
     if mapping and src.kind == "copybook":
-        _direction, loaded = _mapping_direction(mapping, src, schema_dirs)
+        _direction, loaded = _mapping_direction(mapping, src, schema_dirs, schema_roots)
         options = {**{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in loaded.legacy_options.items()}, **dict(options or {})}
     write_options = dict(write_options or {})
     if schema_dirs and dst.kind == "avro":
@@ -466,7 +494,7 @@ def translate(
         return _finish_result(result, errors_path, inputs, started)
     if runs_as_split_tasks(src, dst, output, options=options, mapping=mapping):
         done = _translate_xml_direct(spark, src, dst, inputs, output, write_options,
-                                     (options or {}).get("input_split_size_mb"))
+                                     (options or {}).get("input_split_size_mb"), schema_roots)
         if done is not None:  # None: records Parquet cannot hold, read by Spark's XML reader below
             result.records, result.partitions = done
             return _finish_result(result, errors_path, inputs, started)
@@ -474,11 +502,18 @@ def translate(
         df = read_input(spark, src, inputs, dict(options or {}), errors_path=errors_path)
         if src.kind == "copybook" and "_corrupt_record" in df.columns:
             df = df.drop("_corrupt_record")
-        df = _apply_mapping(df, mapping, src, schema_dirs)
+        df = _apply_mapping(df, mapping, src, schema_dirs, schema_roots)
         log.info("batch translate %s -> %s: %d inputs", src, dst, len(inputs))
         write_output(df, dst, output, write_options)
     result.records = count_output(spark, dst, output)
     return _finish_result(result, errors_path, inputs, started)
+
+
+def xml_source_roots(schema_roots: Sequence[str] = ()) -> tuple[str, ...]:
+    """The directories the XSD of an ``xml:`` source may read besides its own: a site's
+    ``schema_roots`` (``SiteConfig.schema_roots``), else the working directory (the command
+    line's)."""
+    return tuple(map(str, schema_roots)) if schema_roots else (os.getcwd(),)
 
 
 def runs_as_split_tasks(
@@ -519,7 +554,7 @@ def _translate_direct(
 
 def _translate_xml_direct(
     spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str, write_options: dict[str, str],
-    split_mb: str | None,
+    split_mb: str | None, schema_roots: Sequence[str] = (),
 ) -> tuple[int, int] | None:
     """XML files to Parquet or canonical Avro split by split of whole records, decoded
     by Coupler's XML translator (no DataFrame rows); the records written and the splits, or
@@ -539,7 +574,8 @@ def _translate_xml_direct(
             split_bytes = int(float(split_mb) * 1024 * 1024) if split_mb else None
             manifest = translate_xml_splits(spark, str(src.path), _xml_row_tag(src), paths, output, kind=dst.kind,
                                             avro_schema=avro, indicator=indicator, split_bytes=split_bytes,
-                                            codec=str(write_options.get("codec", "deflate")))
+                                            codec=str(write_options.get("codec", "deflate")),
+                                            schema_roots=xml_source_roots(schema_roots))
     except SchemaMappingError as exc:
         log.info("%s: %s; reading with Spark's XML reader", src, exc.message)
         return None

@@ -130,6 +130,54 @@ def ingest_command(site: SiteConfig, job: BatchJobConfig) -> list[str]:
     return cmd
 
 
+def _site_spec(site: SiteConfig, text: str) -> str:
+    """``text`` (a SPEC) with a relative file made relative to site.toml, as the job's run (in
+    the site's folder) reads it."""
+    kind, sep, rest = text.partition(":")
+    if not sep or kind.strip().lower() not in ("copybook", "xml") or Path(rest).is_absolute():
+        return text
+    return f"{kind}:{site.path.parent / rest}"
+
+
+def check_jobs(site: SiteConfig) -> None:
+    """``coupler daemon --check`` of the ``[[batch]]`` jobs, without Spark: each job's source
+    stages for batch, and what its run loads before the records loads
+    (:func:`coupler.bus.batch.jobs.check_specs`: the mapping, the XSD of an ``xml:`` source,
+    the copybook), the XSDs reading the site's schema roots (``SiteConfig.schema_roots``)
+    as in the run (``coupler batch ingest``). Raises :class:`ConfigError` naming each job's key."""
+    from coupler.bus.batch.ingest import _adapter, batch_dir_of
+    from coupler.bus.batch.jobs import Spec, check_specs
+
+    problems = []
+    for cfg in site.batch:
+        key = "source"
+        try:
+            batch_dir_of(site, cfg.source)
+            key = "from"
+            from_spec = cfg.from_spec
+            if from_spec is None:
+                copybook = _adapter(site, cfg.source).options.get("copybook")
+                from_spec = f"copybook:{copybook}" if copybook else None
+            if from_spec is None:
+                problems.append(f"{cfg.key_path}.from: adapter {cfg.source!r} has no copybook; "
+                                "say what the staged files are (a SPEC such as xml:FILE.xsd#ELEMENT)")
+                continue
+            src = Spec.parse(_site_spec(site, from_spec), where=f"{cfg.key_path}.from")
+            key = "to"
+            dst = Spec.parse(cfg.to_spec, where=f"{cfg.key_path}.to")
+            options = {k: _option_text(v) for k, v in cfg.options.items()}
+            dirs, roots = [str(p) for p in site.schema_paths], [str(r) for r in site.schema_roots]
+            key = "from"
+            check_specs(src, dst, options=options, schema_dirs=dirs, schema_roots=roots)
+            if cfg.mapping:
+                key = "mapping"  # and the reader options it adds
+                check_specs(src, dst, options=options, mapping=str(cfg.mapping), schema_dirs=dirs, schema_roots=roots)
+        except CouplerError as exc:
+            problems.append(f"{cfg.key_path}.{key}: {exc}")
+    if problems:
+        raise site.config_error(problems)
+
+
 def recorded_runs(site: SiteConfig) -> list[dict[str, Any]]:
     """The jobs of ``site`` with their last recorded run, as ``ctl status`` shows them when
     no daemon runs."""

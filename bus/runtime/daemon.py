@@ -252,6 +252,7 @@ class Daemon:
             self.transport = open_transport(self.site, self.pm)
             self._check_datatypes(classes)
             self.pipelines.build()
+            self._check_batch()
             self.adapter_runtime.start_all(classes, paused=True)
             self.open_files_warning = self._open_files_shortfall()
             return self.failed_adapters()
@@ -315,6 +316,15 @@ class Daemon:
         return self.pipelines.test_message(route, envelope)
 
     # -- batch jobs --------------------------------------------------------------------------
+
+    def _check_batch(self) -> None:
+        """``--check`` of the ``[[batch]]`` jobs: what each run loads before Spark starts
+        (bus/batch/schedule.py ``check_jobs``)."""
+        if not self.site.batch:
+            return
+        from coupler.bus.batch.schedule import check_jobs
+
+        check_jobs(self.site)
 
     def _start_batch(self) -> None:
         """``[[batch]]``: ``coupler batch ingest`` in child processes, on schedule or when

@@ -243,12 +243,13 @@ def _writer_schemas(schema_json: str) -> tuple[Any, Any, Converter]:
     return fastavro.parse_schema(schema), columns, fix
 
 
-def record_avro_schema(xsd: str, element: str, record_path: str) -> Any:
+def record_avro_schema(xsd: str, element: str, record_path: str, roots: Sequence[str] | None = None) -> Any:
     """The Avro schema of the records: the value of ``record_path``'s last step, or of
-    ``element`` when the document is the record."""
+    ``element`` when the document is the record. ``roots``: the directories the XSD may
+    read besides its own (default: the working directory)."""
     from coupler.translators.xml.model import Poly, value_avro
 
-    model = _model(xsd, (os.getcwd(),))
+    model = _model(xsd, tuple(roots) if roots is not None else (os.getcwd(),))
     if not record_path:
         return model.avro_schema(_local(element))
     steps = record_path.split("/")
@@ -366,9 +367,11 @@ class XmlSplitTask:
     """What a task runs for each split it claims: decode the split's records, write one file (picklable)."""
 
     def __init__(self, xsd: str, element: str, committer: OutputCommitter, kind: str,
-                 schema: dict[str, Any], indicator: str | None, codec: str = "deflate"):
+                 schema: dict[str, Any], indicator: str | None, codec: str = "deflate",
+                 roots: Sequence[str] | None = None):
         self.xsd = xsd
-        self.roots = (os.getcwd(),)  # the driver's, where the job was started (the schema roots)
+        # the schema roots: the driver's working directory, where the job was started, unless given
+        self.roots = tuple(roots) if roots is not None else (os.getcwd(),)
         self.element = element
         self.committer = committer
         self.kind = kind
@@ -438,18 +441,19 @@ class XmlSplitTask:
 def translate_xml_splits(
     spark: Any, xsd: str, element: str, paths: Sequence[str], output: str, *,
     kind: str = "parquet", avro_schema: dict[str, Any] | None = None, indicator: str | None = None,
-    split_bytes: int | None = None, codec: str = "deflate",
+    split_bytes: int | None = None, codec: str = "deflate", schema_roots: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Translate the XML files ``paths`` (records: ``element``) to ``output``; the commit
     manifest. ``split_bytes``: the split size (default :data:`XML_SPLIT_BYTES`, 16 MB; the last wave smaller);
-    ``codec``: the Avro codec. Raises :class:`~.types.SchemaMappingError` before the job
+    ``codec``: the Avro codec; ``schema_roots``: the directories the XSD may read besides its own
+    (default: the working directory). Raises :class:`~.types.SchemaMappingError` before the job
     when the records cannot be Parquet columns (a type that contains itself)."""
     slots = spark.sparkContext.defaultParallelism
     splits = plan_xml_splits(paths, element, split_bytes=max(1, split_bytes or XML_SPLIT_BYTES), slots=slots)
     record_path = next((s.record_path for s in splits if s.record_path), "")
-    schema = avro_schema or record_avro_schema(xsd, element, record_path)
+    schema = avro_schema or record_avro_schema(xsd, element, record_path, schema_roots)
     if kind == "parquet":
         arrow_schema(columnar_schema(schema)[0])
     committer = OutputCommitter(output, "overwrite", {"parquet": "parquet", "avro": "avro"}[kind])
     committer.check_target()
-    return run_split_job(spark, splits, XmlSplitTask(xsd, element, committer, kind, schema, indicator, codec), committer)
+    return run_split_job(spark, splits, XmlSplitTask(xsd, element, committer, kind, schema, indicator, codec, schema_roots), committer)

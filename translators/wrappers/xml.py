@@ -59,6 +59,14 @@ class XmlWrapper:
 
         try:
             model = XsdModel.load(xsd, schema_roots=schema_roots)
+            names = model.global_elements() if element is None else []
+        except CouplerError as exc:
+            raise WrapperError(f"envelope XSD: {exc}", where="xsd") from None
+        if len(names) > 1:  # the option to set, not the command line's --element
+            raise WrapperError(f"envelope XSD {xsd} declares several global elements ({', '.join(names)})",
+                               where="element", hint=f"name the envelope's root element in the wrapper's options: "
+                                                     f"element = \"{names[0]}\" (one of {', '.join(names)})")
+        try:
             self.encoder = model.encoder(element)
             self.decoder = model.decoder(element)
             self.types = SchemaTypes(model.avro_schema(element))

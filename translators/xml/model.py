@@ -184,10 +184,19 @@ class SchemaModel:
 
     # -- global elements -------------------------------------------------------------------
 
+    def global_elements(self) -> list[str]:
+        """The local names of the schema's global elements (XML Schema's own left out), sorted:
+        what :meth:`element` chooses from."""
+        return sorted(e.local_name for e in self._global_elements())
+
+    def _global_elements(self) -> list[XsdElement]:
+        elements = self.schema.maps.elements
+        return [e for e in elements.values() if e.schema.target_namespace != XS and not _is_builtin_schema(e)]
+
     def element(self, name: str | None = None) -> XsdElement:
         """The global element ``name`` (local name, ``prefix:local`` or ``{ns}local``)."""
         elements = self.schema.maps.elements
-        candidates = [e for e in elements.values() if e.schema.target_namespace != XS and not _is_builtin_schema(e)]
+        candidates = self._global_elements()
         if name is None:
             if len(candidates) == 1:
                 return candidates[0]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from coupler.bus.config.loader import ConfigError
+from coupler.canonical.errors import CouplerError
 from tests.bus.site_helpers import make_daemon, write_site
 
 XS = "http://www.w3.org/2001/XMLSchema"
@@ -134,3 +135,88 @@ def test_a_schema_directory_that_is_no_root_stays_refused_in_one_line(tmp_path: 
     assert "\n" not in text and "outside the directories" in text and "it was not opened" in text
     assert str((tmp_path / "h109_shared").resolve()) in text  # the file it would read
     assert "[schemas] paths" in text  # how to add a root in a site
+
+
+BATCH = """
+[[adapters]]
+name = "h114-in"
+type = "filedrop"
+direction = "inbound"
+channel = "h114.in"
+[adapters.options]
+directory = "drop"
+batch_threshold_bytes = 100
+batch_dir = "staged"
+
+[[batch]]
+source = "h114-in"
+on_staged = true
+"""
+BATCH_MAPPING = 'from = "jsonl"\nmapping = "mappings/account.toml"\n'
+BATCH_SOURCE = 'from = "xml:mappings/xsd/accounts.xsd#accounts"\n'
+BATCH_BOTH = BATCH_SOURCE + 'mapping = "mappings/account.toml"\n'
+
+
+@pytest.mark.parametrize("job", [BATCH_MAPPING, BATCH_SOURCE, BATCH_BOTH],
+                         ids=["mapping", "xml-source", "both"])
+def test_a_batch_jobs_mapping_and_xml_source_read_the_sites_schema_directories(tmp_path: Path, job: str) -> None:
+    # `coupler daemon --check` loads what the job names as its run does (without Spark)
+    site = _site(tmp_path, ["../h109_avro", "../h109_shared"], BATCH + job)
+    assert make_daemon(site, plugins=None).check() == {}
+
+
+@pytest.mark.parametrize(("job", "key"), [(BATCH_MAPPING, "mapping"), (BATCH_SOURCE, "from")],
+                         ids=["mapping", "xml-source"])
+def test_a_batch_jobs_schema_directory_that_is_no_root_is_refused_in_one_line(tmp_path: Path, job: str, key: str) -> None:
+    site = _site(tmp_path, ["../h109_avro"], BATCH + job)
+    with pytest.raises(ConfigError) as info:
+        make_daemon(site, plugins=None).check()
+    text = str(info.value)
+    assert "\n" not in text and "outside the directories" in text and "it was not opened" in text
+    assert f"batch[h114-in].{key}" in text  # the job's key in site.toml
+    assert str((tmp_path / "h109_shared").resolve()) in text  # the file it would read
+    assert "[schemas] paths" in text  # how to add a root in a site
+
+
+def test_an_envelope_xsd_of_several_elements_names_the_wrappers_element_option(tmp_path: Path) -> None:
+    # in a site the fix is the wrapper's `element` option (the command line's --element is no help)
+    site = _site(tmp_path, ["../h109_avro", "../h109_shared"], WRAPPERS.replace('element = "Message", ', "", 1))
+    (site.parent / "envelope" / "message.xsd").write_text(
+        (site.parent / "envelope" / "message.xsd").read_text().replace(
+            "</xs:schema>", '  <xs:element name="Ack" type="xs:string"/>\n</xs:schema>'))
+    with pytest.raises(ConfigError) as info:
+        make_daemon(site, plugins=None).check()
+    text = str(info.value)
+    assert "\n" not in text and "several global elements (Ack, Header, Message)" in text
+    assert "adapters[h109-in].wrappers[0].options.element" in text  # the key to set
+    assert 'element = "Ack"' in text and "--element" not in text
+
+
+class _SparkStarted(Exception):
+    """Raised where ingestion would start Spark's JVM: what the job loads was loaded."""
+
+
+def _no_spark() -> None:
+    raise _SparkStarted
+
+
+@pytest.mark.parametrize(("paths", "refused"), [(["../h109_avro", "../h109_shared"], False), (["../h109_avro"], True)],
+                         ids=["roots", "no-root"])
+def test_a_batch_runs_mapping_and_xml_source_read_the_sites_schema_roots(tmp_path: Path, paths: list[str], refused: bool) -> None:
+    # the run itself (`coupler batch ingest`, as the daemon starts it) loads them before Spark starts
+    from coupler.bus.batch.ingest import ingest
+
+    site = _site(tmp_path, paths, BATCH + BATCH_BOTH)
+    (site.parent / "staged").mkdir()
+    (site.parent / "staged" / "a.xml").write_text("<accounts/>")
+    run = {"from_spec": f"xml:{site.parent / 'mappings/xsd/accounts.xsd'}#accounts",
+           "mapping": str(site.parent / "mappings/account.toml"), "session": _no_spark}
+    if not refused:
+        with pytest.raises(_SparkStarted):
+            ingest(site, "h114-in", **run)
+        return
+    with pytest.raises(CouplerError) as info:
+        ingest(site, "h114-in", **run)
+    text = str(info.value)
+    assert "\n" not in text and "outside the directories" in text and "[schemas] paths" in text
+    assert str((tmp_path / "h109_shared").resolve()) in text
