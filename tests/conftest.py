@@ -24,17 +24,21 @@ def cobrix_corpus() -> Path:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Under pytest-xdist (``make test`` runs two workers), every Spark test goes to one
-    worker, so the suite starts one Spark session (a JVM) and not one per worker; the demo's
-    tests too, so that the demo (a module fixture) runs once. Marked as each item is
-    collected: pytest-xdist reads the groups in its own ``pytest_collection_modifyitems``,
-    which runs before a conftest's. A Spark test has twice the usual time-out:
-    pytest-timeout interrupting a call into the JVM leaves the shared session unusable for
-    every Spark test after it (seen at load 20)."""
+    """Under pytest-xdist (``make test`` runs two workers), every test that uses a Spark
+    session in its own process (the ``spark`` fixture, or marked ``spark_in_process``) goes
+    to one worker, so the suite starts one Spark session (a JVM) and not one per worker; the
+    demo's tests too, so that the demo (a module fixture) runs once. The other tests of
+    ``tests/spark`` (splits planned in Python, ``spark-submit`` and the sessions started in a
+    child process) are shared out like any test, so the Spark worker is not the run's tail.
+    Marked as each item is collected: pytest-xdist reads the groups in its own
+    ``pytest_collection_modifyitems``, which runs before a conftest's. A test of
+    ``tests/spark`` has twice the usual time-out: pytest-timeout interrupting a call into the
+    JVM leaves the shared session unusable for every Spark test after it (seen at load 20)."""
     path = Path(str(item.path))
     xdist = item.config.pluginmanager.hasplugin("xdist")
     if SPARK in path.parents:
-        if xdist:
+        in_session = "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("spark_in_process")
+        if xdist and in_session:
             item.add_marker(pytest.mark.xdist_group("spark"))
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(600))
@@ -49,8 +53,8 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     tests lost their group (pytest 9.2 with pytest-xdist 3.8 ignores the node ids xdist
     rewrites, pytest-dev/pytest-xdist#1386): each worker would start a JVM and the demo would
     run twice, silently, a third of ``make test``'s time on a slow machine."""
-    lost = [i for i in ids if i.startswith("tests/spark/") and "@" not in i]
-    if lost:
-        pytest.exit(f"pytest-xdist's --dist loadgroup does not group {lost[0]} (and {len(lost) - 1} more): this "
+    spark = [i for i in ids if i.startswith("tests/spark/")]
+    if spark and not any(i.endswith("@spark") for i in spark):  # the Spark session's tests lost their group
+        pytest.exit(f"pytest-xdist's --dist loadgroup does not group {spark[0]} (nor any Spark test): this "
                     "pytest and pytest-xdist do not work together; install the versions pyproject.toml asks for "
                     "(make venv)", returncode=4)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from coupler.bus.batch.ingest import EVENT_FORMAT
 from coupler.bus.cli.main import main
@@ -83,6 +84,7 @@ def completed(daemon: Daemon, channel: str) -> list[dict[str, Any]]:
 wait_for = functools.partial(site_helpers.wait_for, timeout=600.0)  # a JVM started under load: only a guard against a hang
 
 
+@pytest.mark.spark_in_process  # the daemon's batch job starts Spark in this process (tests/conftest.py)
 def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: Path) -> None:
     (tmp_path / "card.cpy").write_text(COPYBOOK)
     site_file = tmp_path / "site.toml"
