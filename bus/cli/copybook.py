@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from coupler.bus.cli import startup
 from coupler.bus.cli.limits import (
     add_max_errors_option,
     check_max_errors,
@@ -181,12 +182,16 @@ def run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+@startup.ends_startup
 def run_decode(args: argparse.Namespace) -> int:
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.batch_files import batch_supported
 
     layout = _layout(args)
     options = _options(args)
+    if args.to == "parquet":  # imported within the start-up (startup.py); it imports nothing more
+        from coupler.translators.copybook import arrow_parquet  # noqa: F401
+    startup.done()
     if args.to != "jsonl" and not args.output:
         raise UsageError(f"--to {args.to} needs --output FILE")
     if args.parts:

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from coupler.bus.cli import startup
 from coupler.bus.cli.examples import attach
 from coupler.canonical.errors import CouplerError, UnknownSchemaError
 
@@ -131,7 +132,16 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # the collector paused during the start-up, and what the start-up made frozen when this is
+    # the command's own process (no argv given: the script, `python -m`); see startup.py
+    startup.begin(freeze=argv is None)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        startup.done()
+
+
+def _main(argv: list[str]) -> int:
     # NumPy's OpenBLAS starts a thread per core at import, which then spins: ~0.1 s of CPU
     # per process on two cores (a third of `copybook decode`'s start-up,
     # docs/performance.md). Coupler does no linear algebra; a user's own setting wins, and
@@ -149,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not getattr(args.func, "ends_startup", False):
+        startup.done()
     try:
         return int(args.func(args) or 0)
     except CouplerError as exc:

@@ -13,13 +13,14 @@ core (or I/O to wait for); on one core it costs about what it saves.
 
 from __future__ import annotations
 
+import errno
+import os
 import queue
 import threading
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 #: rows per row group: 65,536 of the 207-byte benchmark record are 13.5 MB of input, ~23 MB
 #: of Arrow data; the background writer holds two (one encoding, one gathering), which keeps
@@ -45,8 +46,9 @@ class ParquetBatchWriter:
         # whole `copybook decode --to parquet` process, docs/performance.md); a data page may
         # pass its 1 MB target by one such round
         stats: bool | list[str] = _outside_lists(schema) if statistics == "outside-lists" else bool(statistics)
-        self._writer = pq.ParquetWriter(str(path), schema, compression=compression, use_dictionary=use_dictionary,
-                                        write_statistics=stats, write_batch_size=WRITE_BATCH_SIZE)
+        self._writer, self._sink = _parquet_writer(str(path), schema, compression=compression,
+                                                   use_dictionary=use_dictionary, write_statistics=stats,
+                                                   write_batch_size=WRITE_BATCH_SIZE)
         self._pending: list[pa.RecordBatch] = []
         self._rows = 0
         self.row_group_rows = row_group_rows
@@ -101,7 +103,10 @@ class ParquetBatchWriter:
                 self._queue.put(None)
                 self._thread.join()
                 self._thread = None
-            self._writer.close()
+            try:
+                self._writer.close()
+            finally:
+                self._sink.close()
         self._check()
 
     def __enter__(self) -> ParquetBatchWriter:
@@ -109,6 +114,37 @@ class ParquetBatchWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _parquet_writer(path: str, schema: pa.Schema, **options: Any) -> tuple[Any, Any]:
+    """(writer, file): the writer ``pyarrow.parquet.ParquetWriter(path, schema, **options)``
+    makes for a local path, and the file it writes to (closed after the writer).
+
+    Not through ``pyarrow.parquet``: importing it imports ``pyarrow.fs`` (the S3, GCS and HDFS
+    file systems, ``ssl``), about 6 % of the start-up of ``coupler copybook decode``
+    (docs/performance.md), for a local file. ``pyarrow._parquet.ParquetWriter`` is the
+    internal writer ``pyarrow.parquet.ParquetWriter`` wraps; the arguments below are those it
+    passes for a local path and no ``flavor`` (pyarrow 26, ``parquet/core.py``).
+    tests/translators/copybook/test_arrow_parquet.py checks that both write the same bytes
+    and raise the same errors, so that a pyarrow upgrade that changes them shows there.
+    """
+    from pyarrow._parquet import ParquetWriter  # internal: see above
+
+    if os.path.isdir(path):  # LocalFileSystem's error (pa.OSFile's own check says it otherwise)
+        raise IsADirectoryError(
+            errno.EISDIR, f"Failed to open local file '{path}'. Detail: [errno {errno.EISDIR}] Is a directory",
+        )
+    sink = pa.OSFile(path, "wb")
+    try:
+        writer = ParquetWriter(
+            sink, schema, version="2.6", writer_engine_version="V2", data_page_version="1.0",
+            use_deprecated_int96_timestamps=False, use_compliant_nested_type=True, store_schema=True,
+            **options,
+        )
+    except BaseException:
+        sink.close()
+        raise
+    return writer, sink
 
 
 def _outside_lists(schema: pa.Schema) -> list[str]:

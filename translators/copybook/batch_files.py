@@ -21,10 +21,9 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +37,9 @@ from .framing import TruncatedRecord, looks_like_bdw
 from .kernels import arrow_type, decode_column
 from .layout import Field, Layout, Node, depending_on_counter
 from .options import CopybookOptions
+
+if TYPE_CHECKING:  # concurrent.futures is imported with --jobs 2 or more only (start-up)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["FileBatch", "batch_supported", "decode_file_batches", "split_records"]
 
@@ -160,7 +162,11 @@ def decode_file_batches(
         raise ValueError("the vectorised decoder cannot decode this layout with these options")
     size, inner = _framing(layout, options)
     decoders = _Decoders(layout, inner, options, policy)
-    pool = ThreadPoolExecutor(min(jobs, _READ_AHEAD), thread_name_prefix="copybook-decode") if jobs > 1 else None
+    pool = None
+    if jobs > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(min(jobs, _READ_AHEAD), thread_name_prefix="copybook-decode")
     try:
         for file_id, path in enumerate(paths):
             name = str(path)

@@ -32,11 +32,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .avro import as_options, option, output_fields, outputs_by_node, segment_levels
 from .errors import CopybookError, RecordDecodeError
 from .layout import Field, Group, Layout, Node
+
+if TYPE_CHECKING:  # imported with segment-children only (start-up)
+    from .hierarchy import Hierarchy
 
 
 def _flag(options: Any, key: str, default: bool) -> bool:
@@ -187,10 +190,13 @@ class RecordDecoder:
         self._occurs_maps = occurs_maps(layout, options)
         self._min_sizes: dict[int, int] = {}
         check_record_length(layout, options)
-        from .hierarchy import Hierarchy
+        #: hierarchical records (``segment-children``): the segment tree, else None (the
+        #: module imported only then: start-up of ``coupler copybook decode``)
+        self.hierarchy: Hierarchy | None = None
+        if getattr(options, "segment_children", ()):
+            from .hierarchy import Hierarchy
 
-        #: hierarchical records (``segment-children``): the segment tree, else None
-        self.hierarchy = Hierarchy.resolve(layout, options)
+            self.hierarchy = Hierarchy.resolve(layout, options)
         #: the (segment id, payload) records of the group being decoded, the index of the
         #: record whose group is being decoded and the segment ids from it up to the root
         self._group: list[tuple[str | None, bytes]] | None = None

@@ -47,3 +47,61 @@ def test_a_failure_of_the_writer_thread_is_raised_in_the_caller(tmp_path: Path) 
         for batch in batches:  # the failure is raised at the next row group, or at close
             writer.write_batch(batch)
         writer.close()
+
+
+def test_the_file_is_byte_for_byte_what_pyarrow_parquet_writes(tmp_path: Path) -> None:
+    """The writer is made without ``pyarrow.parquet`` (start-up); the file is the same as
+    ``pyarrow.parquet.ParquetWriter`` writes with the same options (OCCURS lists, groups,
+    decimals, text; statistics outside the lists), so that a pyarrow upgrade that changes
+    what that writer passes shows here."""
+    from coupler.translators.copybook import arrow_parquet
+
+    schema, batches = _batches()
+    ours = tmp_path / "ours.parquet"
+    with ParquetBatchWriter(ours, schema, row_group_rows=4000) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    theirs = tmp_path / "theirs.parquet"
+    with pq.ParquetWriter(str(theirs), schema, compression="snappy", use_dictionary=False,
+                          write_statistics=arrow_parquet._outside_lists(schema),
+                          write_batch_size=arrow_parquet.WRITE_BATCH_SIZE) as writer:
+        table = pa.Table.from_batches(batches)
+        for start in range(0, table.num_rows, 4000):
+            part = table.slice(start, 4000)
+            writer.write_table(part, row_group_size=part.num_rows)
+    assert ours.read_bytes() == theirs.read_bytes()
+
+
+@pytest.mark.parametrize("where", ["missing-dir/out.parquet", "."])
+def test_a_file_that_cannot_be_opened_raises_what_pyarrow_parquet_raises(tmp_path: Path, where: str) -> None:
+    schema, _ = _batches()
+    path = str(tmp_path / where)
+    with pytest.raises(OSError) as theirs:
+        pq.ParquetWriter(path, schema)
+    with pytest.raises(OSError) as ours:
+        ParquetBatchWriter(path, schema)
+    assert (type(ours.value), str(ours.value), ours.value.errno, ours.value.filename) == (
+        type(theirs.value), str(theirs.value), theirs.value.errno, theirs.value.filename)
+
+
+def test_decoding_to_parquet_does_not_import_pyarrow_parquet(tmp_path: Path) -> None:
+    """``pyarrow.parquet`` imports ``pyarrow.fs`` (S3, GCS, HDFS, ``ssl``): 6 % of the
+    start-up of ``coupler copybook decode --to parquet`` (docs/performance.md)."""
+    import subprocess
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import datagen
+
+    copybook = datagen.write_copybook(tmp_path / "txn.cpy")
+    data = datagen.write_fixed_file(tmp_path / "tiny.dat", 10)
+    code = ("import contextlib, io, sys\n"
+            "from coupler.bus.cli.main import main\n"
+            f"argv = ['copybook', 'decode', {str(copybook)!r}, {str(data)!r}, '--to', 'parquet',\n"
+            f"        '--output', {str(tmp_path / 'out.parquet')!r}]\n"
+            "with contextlib.redirect_stderr(io.StringIO()):\n"
+            "    assert main(argv) == 0\n"
+            "print(' '.join(m for m in ('pyarrow.parquet', 'pyarrow.fs', 'ssl') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 10

@@ -1,0 +1,59 @@
+"""The start-up of a ``coupler`` process and Python's cyclic garbage collector.
+
+A command's start-up imports its modules (NumPy and pyarrow for ``copybook decode``) and
+builds its parser: a few hundred thousand objects that live as long as the process, and no
+garbage. The collector would walk them in dozens of collections while they are made, and
+walk them all again at the interpreter's exit: 0.10-0.13 s of CPU at the exit alone for
+``coupler copybook decode`` on a slow host, a quarter of its start-up (docs/performance.md).
+
+:func:`begin` pauses the collector; :func:`done` starts it again when the start-up is over
+and, when the command owns its process (the ``coupler`` script, ``python -m
+coupler.bus.cli``), first moves what the start-up made out of the collector's view
+(``gc.freeze``): the objects stay, are freed by reference counting as ever, and are no longer
+walked by later collections nor at the exit. A garbage cycle made during the start-up, if
+any, stays in memory (bounded: the start-up runs once). Called in a process that goes on
+after the command (tests, a program calling ``main([...])``), nothing is frozen.
+
+``main`` calls :func:`done` before a command runs, unless the command's function is marked
+with :func:`ends_startup`: such a command calls :func:`done` itself once it has imported
+what it needs (``copybook decode`` imports its decoder and writers first); ``main`` calls it
+again when the command returns (it does nothing the second time).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+_paused = False
+_freeze = False
+
+
+def begin(*, freeze: bool) -> None:
+    """Pause the collector for the start-up (if it runs); ``freeze``: this process is the
+    command's own (see the module's documentation)."""
+    global _paused, _freeze
+    if gc.isenabled():
+        gc.disable()
+        _paused, _freeze = True, freeze
+
+
+def done() -> None:
+    """The start-up is over: the collector runs again (what the start-up made frozen first, in
+    a process of the command's own). Does nothing when :func:`begin` paused nothing or
+    :func:`done` already ran."""
+    global _paused, _freeze
+    if _paused:
+        if _freeze:
+            gc.freeze()
+        _paused = _freeze = False
+        gc.enable()
+
+
+def ends_startup(func: _F) -> _F:
+    """Mark a command's function that calls :func:`done` itself, after its own imports."""
+    func.ends_startup = True  # type: ignore[attr-defined]
+    return func

@@ -1,0 +1,90 @@
+"""The start-up of a ``coupler`` process and the garbage collector (bus/cli/startup.py): the
+collector pauses while a command imports and builds its parser; in the command's own
+process what the start-up made is frozen once the command has imported what it needs (the
+collector then does not walk it again, nor at the exit: a quarter of ``copybook decode``'s
+start-up, docs/performance.md); a program calling ``main([...])`` keeps its collector as it
+was."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coupler.bus.cli.main import main
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _data(tmp_path: Path) -> tuple[Path, Path]:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import datagen
+
+    return datagen.write_copybook(tmp_path / "txn.cpy"), datagen.write_fixed_file(tmp_path / "tiny.dat", 10)
+
+
+def _own_process(tmp_path: Path, args: list[str]) -> list[str]:
+    """What the command's own process saw: at gc.freeze, the modules loaded; at the end,
+    whether the collector runs and anything is frozen."""
+    code = (
+        "import gc, sys\n"
+        "seen = []\n"
+        "freeze = gc.freeze\n"
+        "def spy():\n"
+        "    seen.append(' '.join(m for m in ('pyarrow', 'coupler.translators.copybook.batch_files',\n"
+        "                                     'coupler.translators.copybook.arrow_parquet') if m in sys.modules))\n"
+        "    freeze()\n"
+        "gc.freeze = spy\n"
+        f"sys.argv = ['coupler', *{args!r}]\n"
+        "from coupler.bus.cli.main import main\n"
+        "try:\n"
+        "    code = main()\n"
+        "except SystemExit as stop:\n"
+        "    code = stop.code\n"
+        "print(*(f'@@{v}' for v in (code, gc.isenabled(), gc.get_freeze_count() > 0, *seen)), sep='\\n')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return [line[2:] for line in done.stdout.splitlines() if line.startswith("@@")]
+
+
+def test_copybook_decode_freezes_its_start_up_after_importing_the_decoder_and_writer(tmp_path: Path) -> None:
+    copybook, data = _data(tmp_path)
+    out = _own_process(tmp_path, ["copybook", "decode", str(copybook), str(data), "--to", "parquet",
+                                  "--output", str(tmp_path / "out.parquet")])
+    assert out == ["0", "True", "True",
+                   "pyarrow coupler.translators.copybook.batch_files coupler.translators.copybook.arrow_parquet"]
+
+
+def test_another_command_freezes_its_start_up_before_it_runs(tmp_path: Path) -> None:
+    copybook, _ = _data(tmp_path)
+    out = _own_process(tmp_path, ["copybook", "layout", str(copybook)])
+    assert out[:3] == ["0", "True", "True"] and len(out) == 4
+
+
+def test_help_and_usage_errors_leave_the_collector_running(tmp_path: Path) -> None:
+    assert _own_process(tmp_path, ["copybook", "decode", "--help"])[:3] == ["0", "True", "True"]
+    assert _own_process(tmp_path, ["copybook", "decode"])[:2] == ["2", "True"]
+
+
+@pytest.mark.parametrize("args", [["copybook", "layout"], ["copybook", "decode", "--help"], []])
+def test_main_called_in_a_program_leaves_its_collector_as_it_was(tmp_path: Path, args: list[str]) -> None:
+    copybook, _ = _data(tmp_path)
+    if args[:2] == ["copybook", "layout"]:
+        args = [*args, str(copybook)]
+    frozen = gc.get_freeze_count()
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                    contextlib.suppress(SystemExit):
+                main(args)
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+    assert gc.get_freeze_count() == frozen
