@@ -128,7 +128,10 @@ def _parquet_writer(path: str, schema: pa.Schema, **options: Any) -> tuple[Any, 
     tests/translators/copybook/test_arrow_parquet.py checks that both write the same bytes
     and raise the same errors, so that a pyarrow upgrade that changes them shows there.
     """
-    from pyarrow._parquet import ParquetWriter  # internal: see above
+    try:
+        from pyarrow._parquet import ParquetWriter  # internal: see above
+    except ImportError:  # another pyarrow (pyproject admits >= 15): the public writer
+        return _public_parquet_writer(path, schema, **options)
 
     if os.path.isdir(path):  # LocalFileSystem's error (pa.OSFile's own check says it otherwise)
         raise IsADirectoryError(
@@ -141,10 +144,28 @@ def _parquet_writer(path: str, schema: pa.Schema, **options: Any) -> tuple[Any, 
             use_deprecated_int96_timestamps=False, use_compliant_nested_type=True, store_schema=True,
             **options,
         )
+    except TypeError:  # another pyarrow's internal arguments: the public writer, as before
+        sink.close()
+        return _public_parquet_writer(path, schema, **options)
     except BaseException:
         sink.close()
         raise
     return writer, sink
+
+
+class _NoSink:
+    """The file of a public ``pyarrow.parquet.ParquetWriter``: it closes its own."""
+
+    def close(self) -> None:
+        pass
+
+
+def _public_parquet_writer(path: str, schema: pa.Schema, **options: Any) -> tuple[Any, Any]:
+    """(writer, file) through the public ``pyarrow.parquet.ParquetWriter`` (the same file;
+    what a pyarrow whose internal writer takes other arguments is given)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetWriter(path, schema, **options), _NoSink()
 
 
 def _outside_lists(schema: pa.Schema) -> list[str]:

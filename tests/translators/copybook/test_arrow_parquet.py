@@ -72,6 +72,29 @@ def test_the_file_is_byte_for_byte_what_pyarrow_parquet_writes(tmp_path: Path) -
     assert ours.read_bytes() == theirs.read_bytes()
 
 
+def test_a_pyarrow_whose_internal_writer_takes_other_arguments_gets_the_public_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyproject admits any pyarrow from 15: when the internal writer refuses the arguments
+    (another version's signature), the file is written by ``pyarrow.parquet`` all the same."""
+    import pyarrow._parquet as internal
+
+    real, calls = internal.ParquetWriter, []
+
+    def other_signature(*args: object, **kwargs: object) -> object:  # refuses Coupler's call only
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise TypeError("__cinit__() got an unexpected keyword argument 'store_schema'")
+        return real(*args, **kwargs)  # pyarrow.parquet's own call, after
+
+    monkeypatch.setattr(internal, "ParquetWriter", other_signature)
+    schema, batches = _batches()
+    with ParquetBatchWriter(tmp_path / "out.parquet", schema, row_group_rows=4000) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    assert pq.read_table(tmp_path / "out.parquet").equals(pa.Table.from_batches(batches))
+    assert len(calls) == 2  # refused, then made by pyarrow.parquet
+
+
 @pytest.mark.parametrize("where", ["missing-dir/out.parquet", "."])
 def test_a_file_that_cannot_be_opened_raises_what_pyarrow_parquet_raises(tmp_path: Path, where: str) -> None:
     schema, _ = _batches()
