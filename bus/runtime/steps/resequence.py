@@ -219,9 +219,9 @@ class Resequencer(Step):
             gap = Envelope(format=GAP_FORMAT, correlation_id=stream, body=json.dumps(
                 {"route": self.setup.route, "step": self.setup.name, "stream": stream,
                  "missing_from": missing[0], "missing_to": missing[1]}).encode())
-            tx.invalid_later(gap, f"{self.label}: stream {stream}: numbers {missing[0]}..{missing[1]} missing for "
-                            f"{self.options.gap_timeout_seconds:g} s; went on from {head['held'][0]}",
-                       f"route:{self.setup.route}")
+            reason = (f"{self.label}: stream {stream}: numbers {missing[0]}..{missing[1]} missing for "
+                      f"{self.options.gap_timeout_seconds:g} s; went on from {head['held'][0]}")
+            tx.invalid_later(gap, reason, f"route:{self.setup.route}")  # the id not wanted: sent with the commit
             self.gaps += missing[1] - missing[0] + 1
             head["next"] = head["held"][0]
             out.extend(self._release(tx, stream, head))
