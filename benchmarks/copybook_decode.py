@@ -385,6 +385,14 @@ def main() -> int:
     add("reference: one bytes.translate pass over the file (a 256-byte table lookup per byte)", full,
         0, translate, translate, "the machine's state: what one core moves through a table now")
     translate_cpu = full.stat().st_size / MB / translate
+    # what pyarrow's Parquet encoding of the decoded batches costs alone (the CLI's writer and
+    # settings, batches streamed as the CLI does): with the kernel and the start-up, the least
+    # a whole process on one core can take (printed as the bound below)
+    from copybook_profile import stages
+
+    writer_cpu = [v for k, v in stages(layout, full, True).items() if k.startswith("Parquet")][0]
+    add("Parquet encoding alone, in process (the CLI's ParquetBatchWriter on the decoded batches)", full,
+        rows, writer_cpu, writer_cpu, "snappy, no dictionary, statistics outside lists; the best of 2")
 
     text_cpy, text_data = text_file(args.dir, args.records)
     whole_process(copybook, sample, args.dir, 1)  # warm-up: bytecode written, files in the page cache
@@ -482,6 +490,11 @@ def main() -> int:
         print(f"- --jobs 2 --parts / one core, the work after start-up ({startup_wall:.2f} s wall, empty file): "
               f"{(t1 - startup_wall) / (t2 - startup_wall):.2f}× (derived: (T1 - S) / (T2 - S)); "
               f"the bound with that start-up and perfect scaling: {t1 / (startup_wall + (t1 - startup_wall) / 2):.2f}×")
+    floor = startup_cpu + size_mb / kernel_cpu + writer_cpu
+    print(f"- the bound on one core this run sets: start-up {startup_cpu:.2f} s + kernel {size_mb / kernel_cpu:.2f} s "
+          f"+ Parquet encoding alone {writer_cpu:.2f} s (CPU) = {floor:.2f} s, **{size_mb / floor:.0f} MB/s** for the "
+          f"whole process with nothing else (reading, writing the file, the Python between); measured "
+          f"{main_cpu:.1f} MB/s CPU")
     for label, (rate, _, _) in whole.items():
         if "baseline" in label:
             print(f"- this code / {label}: {main_wall / rate:.2f}× (wall)")

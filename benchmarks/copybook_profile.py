@@ -6,7 +6,9 @@ For the 207-byte benchmark record (``datagen.py``) and the mostly-PIC X record o
 ``copybook_decode.py``, decodes the file in batches as ``copybook decode`` does and
 reports the CPU time of each field kind (text by code page, zoned, packed, binary), of
 assembling the Arrow batch (lists, structs) and of Parquet encoding, for each kernel the
-process has (the NumPy kernels, and the compiled one when it is built). One core (pinned).
+process has (the NumPy kernels, and the compiled one when it is built), and where the
+Parquet encoding goes (top-level columns against the OCCURS group, compression, statistics).
+One core (pinned).
 
 ``--text-paths`` compares only the compiled kernel's text paths on this CPU (portable C, AVX2,
 AVX-512 VBMI), by text field size.
@@ -138,6 +140,43 @@ def stages(layout, path: Path, compiled: bool) -> dict[str, float]:
                 best["parquet"]}
 
 
+def parquet_parts(layout, path: Path) -> list[tuple[str, dict[str, float], float]]:
+    """Where Parquet encoding goes: the CLI's writer (``ParquetBatchWriter``: snappy, no
+    dictionary, statistics outside lists) on the decoded batches held in memory, given the
+    whole table, its top-level columns only and each OCCURS group (list) column only, each
+    also without compression and without statistics: (columns, {variant: CPU s}, output MB),
+    the best of three passes each, the variants taking turns."""
+    import pyarrow as pa
+
+    dec = BatchDecoder(layout)
+    batches = [d.batch for d in dec.iter_file(path)]
+    schema = batches[0].schema
+    lists = [f.name for f in schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)]
+    parts = [("the whole record", [f.name for f in schema])]
+    parts.append(("top-level columns only (not in OCCURS)", [f.name for f in schema if f.name not in lists]))
+    parts += [(f"OCCURS group {name} only (a list of structs)", [name]) for name in lists]
+    variants = {"snappy, statistics outside lists (the CLI's)": {},
+                "no compression": {"compression": "none"}, "no statistics": {"statistics": False}}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "out.parquet"
+        for label, names in parts:
+            chosen = [b.select(names) for b in batches]
+            spent: dict[str, float] = {}
+            size = 0.0
+            for _ in range(3):  # the variants taking turns (a shared machine's noise spread over all)
+                for variant, kwargs in variants.items():
+                    t = time.process_time()
+                    with ParquetBatchWriter(target, chosen[0].schema, **kwargs) as writer:
+                        for b in chosen:
+                            writer.write_batch(b)
+                    spent[variant] = min(spent.get(variant, float("inf")), time.process_time() - t)
+                    if not kwargs:
+                        size = target.stat().st_size / MB
+            out.append((label, spent, size))
+    return out
+
+
 def text_paths_by_size(records: int) -> None:
     """The compiled kernel's text paths this CPU has (portable, avx2, avx512) on records of one
     text field size each (about 200 bytes of PIC X(n) fields, names padded with spaces), taking
@@ -212,6 +251,14 @@ def main() -> int:
     for compiled in variants:
         for name, cpu in stages(layout, path, compiled).items():
             print(f"| {name} | {'compiled (C)' if compiled else 'NumPy'} | {cpu:.3f} | {size / MB / cpu:.0f} |")
+    print()
+    parts = parquet_parts(layout, path)
+    settings = list(parts[0][1])
+    print("| Parquet encoding of | " + " | ".join(f"{v}: CPU s (MB/s of the file)" for v in settings) + " | output MB |")
+    print("|---|" + "---:|" * (len(settings) + 1))
+    for label, spent, out_mb in parts:
+        print(f"| {label} | " + " | ".join(f"{spent[v]:.3f} ({size / MB / spent[v]:.0f})" for v in settings)
+              + f" | {out_mb:.1f} |")
     return 0
 
 
