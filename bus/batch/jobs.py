@@ -476,6 +476,13 @@ def translate(
         raise BatchError("no input files", hint="name the files to translate")
     started = time.time()
     schema_dirs = [str(Path(d).resolve()) for d in schema_dirs]
+    # Spark's Python workers (and its own writers) take a relative path from the JVM's working
+    # directory, the one the session started in: a program that changed its own since (or runs
+    # `coupler` in a session it has) would read and write elsewhere. Local paths are made whole.
+    given_output = output
+    inputs, output = [_whole_path(p) for p in inputs], _whole_path(output)
+    mapping = mapping and _whole_path(mapping)
+    errors_output = errors_output and _whole_path(errors_output)
     if mapping and src.kind == "copybook":
         _direction, loaded = _mapping_direction(mapping, src, schema_dirs, schema_roots)
         options = {**{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in loaded.legacy_options.items()}, **dict(options or {})}
@@ -486,7 +493,7 @@ def translate(
     if errors_path and "://" not in errors_path:
         shutil.rmtree(errors_path, ignore_errors=True)
     result = BatchResult(
-        inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=output, started_at=started,
+        inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=given_output, started_at=started,
     )
     if runs_as_split_tasks(src, dst, output, options=options, mapping=mapping) and src.kind == "copybook":
         result.records, result.partitions = _translate_direct(
@@ -581,6 +588,11 @@ def _translate_xml_direct(
         return None
     log.info("batch translate %s -> %s: %d splits, %d records", src, dst, manifest["partitions"], manifest["records"])
     return int(manifest["records"]), int(manifest["partitions"])
+
+
+def _whole_path(path: str) -> str:
+    """``path`` from this process's working directory, unless it is a URL (``hdfs://...``)."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def _finish_result(result: BatchResult, errors_path: str | None, inputs: Sequence[str], started: float) -> BatchResult:

@@ -32,10 +32,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "xsd schema": [("the Avro schema of an XSD's root element", "coupler xsd schema invoice.xsd --element Invoice --json")],
     "xml decode": [
         ("XML documents to JSON lines", "coupler xml decode invoice.xsd inv-1.xml inv-2.xml --output invoices.jsonl"),
-        ("one record per repeated element, as Avro", "coupler xml decode orders.xsd orders.xml --record-path /Orders/Order --to avro --output orders.avro"),
+        ("one record per repeated element, as Avro", "coupler xml decode orders.xsd orders.xml --record-path /orders/order --to avro --output orders.avro"),
     ],
     "xml encode": [("JSON lines back to XML", "coupler xml encode invoice.xsd invoices.jsonl --output out.xml"),
-                   ("the Avro file of `xml decode --to avro` back to XML", "coupler xml encode orders.xsd orders.avro --record-path /Orders/Order --output orders.xml")],
+                   ("the Avro file of `xml decode --to avro` back to XML", "coupler xml encode orders.xsd orders.avro --record-path /orders/order --output orders.xml")],
     "wsdl describe": [("services, ports and operations of a WSDL", "coupler wsdl describe checkVatService.wsdl")],
     "init": [("a new site in ./mysite", "coupler init mysite --name acme-claims")],
     "daemon": [("run a site (Ctrl-C or `coupler ctl stop` ends it)", "coupler daemon --site mysite/site.toml --log-format json"),

@@ -151,3 +151,72 @@ def test_xml_records_named_by_the_xsd_element_are_read_with_sparks_xml_reader(sp
     rows = [json.loads(line) for f in out.glob("part-*.json") for line in f.read_text().splitlines()]
     assert result.records == len(rows) == 3
     assert sorted(r["_id"] for r in rows) == ["B-1", "B-2", "PO-1001"]
+
+
+def _doc_examples() -> list[str]:
+    """The ``coupler batch translate`` lines of docs/batch.md's block of examples (continuations
+    joined, comments dropped)."""
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "batch.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", text.split("options. Examples:", 1)[1], re.S)
+    assert block, "docs/batch.md: no block of examples"
+    lines = block.group(1).replace("\\\n", " ").splitlines()
+    return [" ".join(line.split()) for line in lines if line.startswith("coupler batch translate")]
+
+
+def test_the_batch_guides_examples_run_as_written(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/batch.md's three ``coupler batch translate`` examples, as written (the shell's
+    quotes and globs applied), on the files they name: EBCDIC files with big-endian RDWs and
+    cards.cpy, the mapping guide's account files, and the XML orders fixture; each prints the
+    summary the page describes and commits its output (``_SUCCESS`` with the record count)."""
+    import glob
+    import re
+    import shlex
+
+    import pyarrow.parquet as pq
+
+    cards = ["4000123412341234", "5500000000000004", "4111111111111111"]
+    (tmp_path / "cards.cpy").write_text("       01  CARD.\n           05  CARD-NO     PIC X(16).\n"
+                                        "           05  CARD-LIMIT  PIC 9(5).\n")
+    (tmp_path / "in").mkdir()
+    for name, rows in (("a.dat", cards[:2]), ("b.dat", cards[2:])):
+        records = [f"{number}{1000 * (i + 1):05d}".encode("cp037") for i, number in enumerate(rows)]
+        (tmp_path / "in" / name).write_bytes(b"".join(len(r).to_bytes(2, "big") + b"\0\0" + r for r in records))
+    _accounts(tmp_path, 12)
+    (tmp_path / "account-copybook.toml").write_text(re.search(
+        r"```toml\n(# account-copybook.toml.*?)```",
+        (Path(__file__).resolve().parents[2] / "docs" / "mappings.md").read_text(), re.S).group(1))
+    orders = Path(__file__).resolve().parents[1] / "translators" / "xml" / "data" / "orders"
+    for xsd in orders.glob("*.xsd"):
+        shutil.copy(xsd, tmp_path / xsd.name)
+    (tmp_path / "orders").mkdir()
+    shutil.copy(orders / "orders-batch.xml", tmp_path / "orders" / "batch.xml")
+    shutil.copy(orders / "order-1.xml", tmp_path / "orders" / "order-1.xml")
+    monkeypatch.chdir(tmp_path)
+
+    examples = _doc_examples()
+    assert len(examples) == 3, examples
+    summaries = []
+    for example in examples:
+        argv = [g for a in shlex.split(example)[1:] for g in (sorted(glob.glob(a)) if "*" in a else [a])]
+        assert cli.main(argv) == 0, example
+        summaries.append(capsys.readouterr().err.strip().splitlines()[-1])
+
+    # EBCDIC RDW files to Parquet
+    assert summaries[0].startswith("2 input(s), 3 records, 0 errors -> out/cards in "), summaries[0]
+    table = pq.read_table(sorted(glob.glob("out/cards/part-*.parquet")))
+    assert sorted(zip(table.column("CARD_NO").to_pylist(), table.column("CARD_LIMIT").to_pylist(), strict=True)) == [
+        ("4000123412341234", 1000), ("4111111111111111", 1000), ("5500000000000004", 2000)]
+    # canonical Avro through the mapping guide's mapping
+    assert summaries[1].startswith("1 input(s), 12 records, 0 errors -> out/accounts in "), summaries[1]
+    got = [r for f in sorted(glob.glob("out/accounts/part-*.avro")) for r in fastavro.reader(open(f, "rb"))]
+    assert len(got) == 12 and got[4]["name"] == "ANN4 SMITH" and got[4]["branch"]["city"] == "LYON"
+    # XML with Spark's reader to JSON lines
+    assert summaries[2].startswith("2 input(s), 3 records, 0 errors -> out/orders in "), summaries[2]
+    rows = [json.loads(line) for f in glob.glob("out/orders/part-*.json") for line in Path(f).read_text().splitlines()]
+    assert sorted(r["_id"] for r in rows) == ["B-1", "B-2", "PO-1001"]
+    for out, records in (("out/cards", 3), ("out/accounts", 12)):
+        assert json.loads(Path(out, "_SUCCESS").read_text())["records"] == records

@@ -237,6 +237,11 @@ def test_a_file_whose_name_is_not_utf8_is_taken_beside_the_others_and_reported_o
         [line] = reports(caplog, "RECHNUNG")
         assert "\n" not in line and "b'RECHNUNG_M\\xdcLLER.DAT'" in line and str(remote) in line
         assert "is not utf-8" in line and "filename_encoding" in line
+        # the line docs/adapters/sftp.md shows, on this server's address and folder
+        page = (Path(__file__).resolve().parents[3] / "docs" / "adapters" / "sftp.md").read_text()
+        said = page.split("not at every poll:\n\n```\n", 1)[1].split("\n```", 1)[0]
+        assert line == said.replace("sftp://coupler@mainframe.example:22/outbox",
+                                    f"sftp://root@127.0.0.1:{sshd.port}{remote}"), (line, said)
         assert len(reports(caplog, "ABLAGE_")) == 1
     finally:
         a.stop()

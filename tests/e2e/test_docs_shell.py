@@ -1,0 +1,187 @@
+"""The shell examples of docs/mappings.md, docs/xsd-to-avro.md and docs/batch.md (those that
+need no JVM) run as written, in ``bash``, on the files they name (the repository's fixtures,
+copied into a temporary folder under those names), and print what the page says.
+
+batch.md's ``coupler batch translate`` examples run on Spark: tests/spark/test_batch_translate.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.bus.site_helpers import REPO, start_daemon_process, wait_for
+from tests.e2e.test_site_shell import BIN, sh
+
+pytestmark = pytest.mark.slow
+
+MAPPING_DATA = REPO / "tests" / "translators" / "mapping" / "data"
+ORDERS = REPO / "tests" / "translators" / "xml" / "data" / "orders"
+
+#: three ACCOUNT-REC records of account.cpy (ASCII display numbers, a COMP-3 balance), as
+#: tests/bus/cli/test_cli_translate.py has them
+ACCOUNTS = [
+    b"000042John      Smith       A20240131" + bytes.fromhex("00000123450d")
+    + b"B01 Leeds     AB1   0030001250X     0010000099   ",
+    b"000107Cher                  I19991231" + bytes.fromhex("00000000000c")
+    + b"Z9  York      P-77  0990099999QQ    0000000000   ",
+    b"999999Ada       Lovelace    C18151210" + bytes.fromhex("09999999999c")
+    + b"LDN1London    ENGINE0010000001      0000000000   ",
+]
+
+
+def doc(name: str) -> str:
+    return (REPO / "docs" / name).read_text()
+
+
+def block_after(text: str, after: str, language: str = "") -> str:
+    """The first fenced block of ``language`` after the text ``after``."""
+    found = re.search(rf"```{language}\n(.*?)```", text.split(after, 1)[1], re.S)
+    assert found, f"no ```{language} block after {after!r}"
+    return found.group(1)
+
+
+def commands(block: str) -> list[str]:
+    """The command lines of a shell block: continuations joined, comments and blank lines dropped."""
+    lines = [line for line in block.replace("\\\n", " ").splitlines() if line.strip() and not line.startswith("#")]
+    return [" ".join(line.split()) for line in lines]
+
+
+def account_files(folder: Path) -> None:
+    """What the mapping guide names: account.cpy, accounts.xsd, account-xml.toml and schemas/
+    (the fixtures), and account-copybook.toml as the guide writes it."""
+    for name in ("account.cpy", "accounts.xsd", "account-xml.toml"):
+        shutil.copy(MAPPING_DATA / name, folder / name)
+    shutil.copytree(MAPPING_DATA / "schemas", folder / "schemas")
+    (folder / "account-copybook.toml").write_text(block_after(doc("mappings.md"), "## A mapping file", "toml"))
+
+
+def test_the_mapping_guides_copybook_to_xml_command_runs_and_its_reverse_gives_the_same_bytes(tmp_path: Path) -> None:
+    """docs/mappings.md: its mapping file as written, the copybook -> XML command as written,
+    "the reverse command gives back the same bytes", and the summary line it quotes."""
+    account_files(tmp_path)
+    (tmp_path / "accounts.dat").write_bytes(b"".join(ACCOUNTS))
+    (command,) = commands(block_after(doc("mappings.md"), "so copybook → XML takes two:"))
+    done = sh(command, tmp_path)
+    assert done.stdout == ""
+    assert done.stderr.startswith("3 records read, 3 written, 0 rejected, 0 bad fields ("), done.stderr
+    xml = (tmp_path / "accounts.xml").read_text()
+    assert xml.count("<account ") == 3 and "<fullName>Ada Lovelace</fullName>" in xml and "<state>Closed</state>" in xml
+
+    spec = dict(re.findall(r"--(from|to) (\S+)", command))
+    reverse = (command.replace(f"--from {spec['from']}", "--from @FROM").replace(f"--to {spec['to']}", f"--from {spec['to']}")
+               .replace("--from @FROM", f"--to {spec['from']}").replace("accounts.dat --output accounts.xml",
+                                                                      "accounts.xml --output accounts-again.dat"))
+    assert reverse != command and "accounts-again.dat" in reverse
+    sh(reverse, tmp_path)
+    assert (tmp_path / "accounts-again.dat").read_bytes() == (tmp_path / "accounts.dat").read_bytes()
+
+    # a record that fails (a status not in the lookup table) is reported and skipped: exit status 0
+    bad = ACCOUNTS[2][:28] + b"X" + ACCOUNTS[2][29:]  # STATUS-CODE
+    (tmp_path / "accounts.dat").write_bytes(ACCOUNTS[0] + bad + ACCOUNTS[1])
+    done = sh(command, tmp_path)
+    said = re.search(r"\(`(\d+ records read, .*?) \(\.\.\.\)`", " ".join(doc("mappings.md").split()))
+    assert said and said.group(1) == "3 records read, 2 written, 1 rejected, 0 bad fields"
+    assert f"\n{said.group(1)} (" in f"\n{done.stderr}" and "record 2" in done.stderr, done.stderr
+
+
+def test_the_mapping_guides_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/mappings.md's "In Python" example, as written, in the folder of the mapping file,
+    with ``record`` a decoded ACCOUNT-REC record."""
+    from coupler.translators.copybook import decoder, layout, parser
+    from coupler.translators.copybook.options import CopybookOptions
+
+    account_files(tmp_path)
+    (tmp_path / "accounts.dat").write_bytes(ACCOUNTS[0])
+    monkeypatch.chdir(tmp_path)
+    lay = layout.build_layout(parser.parse_file("account.cpy"))
+    (record,) = decoder.decode_files(lay, ["accounts.dat"], CopybookOptions.from_mapping({"encoding": "ascii"}))
+    names = {"record": record}
+    exec(block_after(doc("mappings.md"), "### In Python", "python"), names)
+    assert names["account"]["name"] == "John Smith" and names["account"]["status"] == "ACTIVE"
+    assert names["record_again"] == record
+
+
+def test_the_xsd_guides_decode_to_avro_and_encode_back_commands_run(tmp_path: Path) -> None:
+    """docs/xsd-to-avro.md: ``xsd schema`` of its first line, and ``xml decode --to avro`` then
+    ``xml encode`` of the Avro file, as written, on the orders fixture (orders.xsd, which
+    imports and includes two more; orders.xml a document of two orders): the XML written back
+    holds the same records."""
+    for xsd in ORDERS.glob("*.xsd"):
+        shutil.copy(xsd, tmp_path / xsd.name)
+    shutil.copy(ORDERS / "orders-batch.xml", tmp_path / "orders.xml")
+    text = doc("xsd-to-avro.md")
+
+    first = re.match(r"`(coupler xsd schema [^`]+)`", text.split("\n", 2)[2])
+    assert first, "docs/xsd-to-avro.md: no command on its first line"
+    schema = json.loads(sh(first.group(1), tmp_path).stdout)
+    assert (schema["type"], schema["name"]) == ("record", "Order")
+
+    decode, encode = commands(block_after(text, "with the same `--element` and `--record-path`:"))
+    assert sh(decode, tmp_path).stdout == "" and (tmp_path / "orders.avro").read_bytes()[:4] == b"Obj\x01"
+    sh(encode, tmp_path)
+    path = re.search(r"--record-path (\S+)", decode)
+    assert path
+
+    def records(xml: str) -> list[dict]:
+        out = sh(f"coupler xml decode orders.xsd {xml} --record-path {path.group(1)}", tmp_path).stdout
+        return [json.loads(line) for line in out.splitlines()]
+
+    assert len(records("orders.xml")) == 2 and records("orders-again.xml") == records("orders.xml")
+
+
+def batch_site(folder: Path) -> None:
+    """A site whose file drop ``cards-in`` stages files for batch, with batch.md's [[batch]]
+    entry as written, and the copybook it names."""
+    (folder / "cards.cpy").write_text("       01  CARD.\n           05  CARD-NO  PIC X(16).\n"
+                                      "           05  CARD-LIMIT  PIC 9(4).\n")
+    entry = block_after(doc("batch.md"), "## The daemon runs ingestion", "toml")
+    (folder / "site.toml").write_text(
+        '[site]\nname = "cards"\n\n[[adapters]]\nname = "cards-in"\ntype = "filedrop"\ndirection = "inbound"\n'
+        'channel = "cards"\n[adapters.options]\ndirectory = "drop"\nbatch_threshold_bytes = 1000\n'
+        'batch_dir = "staged"\ncopybook = "cards.cpy"\nrecord_length = 20\n\n' + entry)
+    (folder / "drop").mkdir()
+    (folder / "staged").mkdir()
+
+
+def test_batch_ingest_with_nothing_staged_starts_no_jvm_and_the_status_shows_the_documented_job(tmp_path: Path) -> None:
+    """docs/batch.md: ``coupler batch ingest`` of its synopsis with nothing staged "returns
+    without starting a JVM (`nothing staged for batch`)" (no Java on the PATH: had Spark
+    started, it would fail), and ``coupler ctl status`` of a running daemon lists the
+    [[batch]] entry of the page in the table the page shows."""
+    batch_site(tmp_path)
+    text = doc("batch.md")
+    synopsis = commands(block_after(text, "## `coupler batch ingest`"))[0]
+    command = re.sub(r"\s\[.*$", "", synopsis).replace("SITE.toml", "site.toml").replace("ADAPTER", "cards-in")
+    done = sh(f"JAVA_HOME={tmp_path / 'no-java'} PATH={BIN} {command}",
+              tmp_path)
+    said = re.search(r"without starting a JVM \(`([^`]+)`\)", " ".join(text.split()))
+    assert said and done.stderr == f"{said.group(1)}\n" and done.stdout == ""
+
+    table = block_after(text, "the trigger, exit code, batches, inputs and event ids:").splitlines()
+    daemon = start_daemon_process(tmp_path / "site.toml", env=None)
+    try:
+        def batch_rows() -> list[str] | None:
+            out = sh("coupler ctl --site site.toml status", tmp_path).stdout
+            rows = out.split("\nBATCH ", 1)[1].split("\n\n", 1)[0].splitlines() if "\nBATCH " in out else []
+            return [f"BATCH {rows[0]}", *rows[1:]] if rows else None
+
+        header, row = wait_for(batch_rows, "the status's BATCH table")
+        assert header.split() == table[0].split()
+        # the page's row, of a job that has not run yet: its source, state and triggers, and the
+        # next run in the page's form (the ERROR column is empty)
+        said_row = re.split(r"\s{2,}", table[1].strip())
+        got = re.split(r"\s{2,}", row.strip())
+        assert got[:3] == said_row[:3] and len(got) == len(said_row) == 9, (got, said_row)
+        instant = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
+        assert re.fullmatch(instant, got[-1]) and re.fullmatch(instant, said_row[-1]), (got, said_row)
+        assert sh("coupler ctl --site site.toml stop", tmp_path).stdout.startswith("daemon stopped")
+        daemon.communicate(timeout=60)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.communicate()
