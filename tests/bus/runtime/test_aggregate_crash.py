@@ -92,16 +92,18 @@ def test_every_record_in_exactly_one_batch_despite_sigkills(store: str, how: str
     inbound, split = HOW[how]
     sites = [write_site(tmp_path / h, SITE.format(host=h, store=store, drop=drop, inbound=inbound, split=split))
              for h in hosts]
-    for f in range(FILES):
-        lines = [json.dumps({"n": f * RECORDS + i, "group": f"g{(f * RECORDS + i) % GROUPS}"}) for i in range(RECORDS)]
-        tmp = drop / f".f{f:04d}.tmp"
-        tmp.write_text("\n".join(lines) + "\n")
-        tmp.rename(drop / f"f{f:04d}.jsonl")
+
+    def drop_files(files: range) -> None:
+        for f in files:
+            lines = [json.dumps({"n": f * RECORDS + i, "group": f"g{(f * RECORDS + i) % GROUPS}"}) for i in range(RECORDS)]
+            tmp = drop / f".f{f:04d}.tmp"
+            tmp.write_text("\n".join(lines) + "\n")
+            tmp.rename(drop / f"f{f:04d}.jsonl")
 
     copies: Counter[str] = Counter()
     bodies: dict[str, bytes] = {}
     reasons: Counter[str] = Counter()
-    kills = 0
+    kills = busy = 0
     daemons = [start_daemon_process(s) for s in sites]
     try:
         with open_transport(load_site(sites[0])) as t:
@@ -119,9 +121,17 @@ def test_every_record_in_exactly_one_batch_despite_sigkills(store: str, how: str
                 return sum(len(b.splitlines()) for b in bodies.values())
 
             while kills < KILLS:
-                deadline = time.monotonic() + rng.uniform(0.2, 2.5)
+                # a wave of files, then a kill at a random moment of its handling: half the
+                # files first (groups fill to 100 before the time-out), then the rest a few
+                # at a time (the whole set dropped at once was batched within a second or
+                # two, and every later kill hit an idle daemon)
+                wave = range(FILES * (KILLS + kills) // (2 * KILLS) if kills else 0,
+                             FILES * (KILLS + kills + 1) // (2 * KILLS))
+                drop_files(wave)
+                deadline = time.monotonic() + rng.uniform(0.05, 0.8)
                 while time.monotonic() < deadline:
                     collect(0.1)
+                busy += records() < wave.stop * RECORDS  # killed with a record not yet out in a batch
                 victim = rng.randrange(len(daemons))
                 _kill(daemons[victim])
                 kills += 1
@@ -142,12 +152,13 @@ def test_every_record_in_exactly_one_batch_despite_sigkills(store: str, how: str
     duplicate_copies = sum(c - 1 for c in copies.values())
     summary = (f"{how}, seed {seed}: {total} records from {FILES} files, {kills} SIGKILLs, {len(bodies)} batches "
                f"({dict(reasons)}), {duplicate_copies} duplicate copies of a batch, {len(lost)} records lost, "
-               f"{len(twice)} in two batches")
+               f"{len(twice)} in two batches; {busy} kills with work left")
     print(summary)
     log.warning(summary)
     assert dead == [], [(d.kind, d.reason, d.error, d.component) for d in dead]
     assert not lost and not twice, summary
     assert all(len(b.splitlines()) <= 100 for b in bodies.values())
     assert set(reasons) <= {"size", "timeout"} and reasons["timeout"] >= 1, summary
+    assert kills == KILLS and busy >= KILLS - KILLS // 6, f"only {busy} of the kills hit the daemon at work; {summary}"
     if not store:  # on SQLite the batch commits with the acknowledgements: never a second copy
         assert duplicate_copies == 0, summary
