@@ -84,18 +84,26 @@ def _members(fields: list[pa.Field], columns: list[pa.Array], n: int) -> pa.Arra
     parts = []
     for f, col in zip(fields, columns, strict=True):
         text = _text(col)
-        parts.append(_wrap("," + _json_str(f.name) + ":", text, "").fill_null(""))
+        parts.append(_wrap("," + _json_str(f.name) + ":", text, "").fill_null(_str("")))
     if not parts:
         return pa.array([""] * n, pa.string())
     # each member carries its leading comma; the first one is cut off after joining. (A join
     # with null_handling="skip" drops the rows whose members are all null: Arrow 26.)
-    joined = parts[0] if len(parts) == 1 else _pc().binary_join_element_wise(*parts, "")
+    joined = parts[0] if len(parts) == 1 else _pc().binary_join_element_wise(*parts, _str(""))
     return _pc().utf8_slice_codeunits(joined, 1)
 
 
 def _wrap(left: str, text: pa.Array, right: str) -> pa.Array:
     """``left + text + right`` per value (null stays null)."""
-    return _pc().binary_join_element_wise(left, text, right, "")
+    return _pc().binary_join_element_wise(_str(left), text, _str(right), _str(""))
+
+
+def _str(text: str) -> pa.Scalar:
+    """``text`` as an Arrow string scalar. A compute function given a plain ``str`` converts it
+    itself, and pyarrow's conversion of a Python object tries ``import dateutil`` each time
+    (python-dateutil is not a dependency: a failed import per call, 12-250 µs, most of a small
+    batch's JSON text)."""
+    return pa.scalar(text, pa.string())
 
 
 def _python(arr: pa.Array, fmt: Callable[[Any], str]) -> pa.Array:
@@ -117,19 +125,19 @@ def _text(arr: pa.Array) -> pa.Array:
     typ = arr.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         quoted = _wrap('"', arr, '"')
-        return _patch(quoted, arr, _pc().match_substring_regex(arr, _NEEDS_ESCAPE), _json_str)
+        return _patch(quoted, arr, _pc().match_substring_regex(arr, pattern=_NEEDS_ESCAPE), _json_str)
     if pa.types.is_integer(typ):
         return arr.cast(pa.string())
     if pa.types.is_decimal(typ):
         text = arr.cast(pa.string())
         # Arrow prints small magnitudes in scientific notation (1E-10); Python as 0.0000000001
-        return _patch(text, arr, _pc().match_substring(text, "E"), lambda d: format(Decimal(d), "f"))
+        return _patch(text, arr, _pc().match_substring(text, pattern="E"), lambda d: format(Decimal(d), "f"))
     if pa.types.is_float32(typ):
         return _python(arr, lambda v: java_float_text(v, single=True))
     if pa.types.is_floating(typ):
         return _python(arr, java_float_text)
     if pa.types.is_boolean(typ):
-        return _pc().if_else(arr, "true", "false")
+        return _pc().if_else(arr, _str("true"), _str("false"))
     if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ):
         return _python(arr, lambda b: _json_str(b.hex().upper()))
     if pa.types.is_struct(typ):
@@ -139,9 +147,9 @@ def _text(arr: pa.Array) -> pa.Array:
         text = _wrap("{", body, "}")
         return _pc().if_else(arr.is_valid(), text, pa.scalar(None, pa.string())) if arr.null_count else text
     if pa.types.is_list(typ) or pa.types.is_large_list(typ):
-        items = _text(arr.values).fill_null("null")
+        items = _text(arr.values).fill_null(_str("null"))
         lists = type(arr).from_arrays(arr.offsets, items)
-        text = _wrap("[", _pc().binary_join(lists, ","), "]")
+        text = _wrap("[", _pc().binary_join(lists, _str(",")), "]")
         return _pc().if_else(arr.is_valid(), text, pa.scalar(None, pa.string())) if arr.null_count else text
     if pa.types.is_null(typ):
         return pa.nulls(len(arr), pa.string())
