@@ -269,6 +269,17 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
 _FLOAT_CHARS = "+-.0123456789eE"
 
 
+def _text_checks(scalar: Scalar) -> tuple[bool, Callable[[str, Any], None] | None]:
+    """Whether a straight-to-Avro reading may serve ``scalar`` (its facets read the text
+    alone), and the check of those facets (None: none)."""
+    if not scalar.check_facets or scalar.xsd_type is None:
+        return True, None
+    from .facets import compile_checks
+
+    check = compile_checks(scalar.xsd_type)
+    return check is None or getattr(check, "text_only", False), check
+
+
 def decimal_avro_bytes(scalar: Scalar) -> Callable[[str], bytes | None] | None:
     """For a decimal type whose facets read the text alone: a function giving the Avro
     ``decimal`` bytes (big-endian two's complement of the unscaled value, as
@@ -277,31 +288,106 @@ def decimal_avro_bytes(scalar: Scalar) -> Callable[[str], bytes | None] | None:
     ``Decimal``), after the facet checks; None for any other text (then ``decode`` and the
     encoder). Those texts are the common case of ``_decimal``'s decode, which gives
     ``Decimal(text)``, whose unscaled value is that ``int``. None when the type has facets
-    that read the value (bounds, enumerations)."""
+    that read the value (bounds, enumerations).
+
+    Per text: a slice test for the point and one ``isdigit`` over the digits; a single
+    ``xs:pattern`` is matched here (its compiled ``match``, no call of the check around it),
+    and the bytes come from ``int.to_bytes`` unsigned with one byte more than the value's
+    bits need (the top bit clear: the two's complement of a non-negative value)."""
     if scalar.kind != "decimal":
         return None
-    check = None
-    if scalar.check_facets and scalar.xsd_type is not None:
-        from .facets import compile_checks
-
-        check = compile_checks(scalar.xsd_type)
-        if check is not None and not getattr(check, "text_only", False):
-            return None
+    usable, check = _text_checks(scalar)
+    if not usable:
+        return None
+    match = getattr(check, "pattern_match", None)  # a single xs:pattern: matched inline
     scale = scalar.scale or 0
     total_digits = (scalar.precision or 38) - scale
+    longest = total_digits + (1 if scale else 0)  # the point
+    point = -scale - 1
 
     def avro_bytes(text: str) -> bytes | None:
-        plain = text.replace(".", "", 1)
-        dot = text.find(".")
-        if (0 if dot < 0 else len(text) - dot - 1) != scale or len(plain) > total_digits or not (
-                plain.isdigit() and plain.isascii()):
+        if scale:
+            if not (scale < len(text) <= longest and text[point] == "."):
+                return None
+            plain = text[:point] + text[point + 1:]
+        elif len(text) <= longest:
+            plain = text
+        else:
             return None
-        if check is not None:
+        if not (plain.isdigit() and plain.isascii()):
+            return None
+        if match is not None:
+            if not match(text):
+                check(text, None)  # type: ignore[misc]  # raises: the pattern's own message
+        elif check is not None:
             check(text, None)
         unscaled = int(plain)
-        return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+        return unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big")
 
     return avro_bytes
+
+
+_DAYS_SHIFT = date(1970, 1, 1).toordinal()
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: the xs:dateTime texts in UTC of the form ``datetime.fromisoformat`` reads (``_DATETIME_ISO`` with its Z)
+_DATETIME_ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z\Z", re.ASCII)
+
+
+def date_avro_days(scalar: Scalar) -> Callable[[str], int | None] | None:
+    """For an ``xs:date`` type whose facets read the text alone: a function giving the Avro
+    ``date`` (days since 1970-01-01) straight from a text of the common form
+    (``YYYY-MM-DD``, read by ``date.fromisoformat`` as ``parse_date`` reads it), after the
+    facet checks, with no ``date`` object given on to the encoder; None for any other text
+    (then ``decode`` and the encoder). None when the type has facets that read the value."""
+    if scalar.kind != "date":
+        return None
+    usable, check = _text_checks(scalar)
+    if not usable:
+        return None
+    iso = _DATE_ISO.match
+    from_iso = date.fromisoformat
+
+    def avro_days(text: str) -> int | None:
+        if len(text) != 10 or not iso(text):
+            return None
+        try:
+            days = from_iso(text).toordinal() - _DAYS_SHIFT
+        except ValueError:
+            return None  # year 0, month 13...: decode says it
+        if check is not None:
+            check(text, None)
+        return days
+
+    return avro_days
+
+
+def datetime_avro_micros(scalar: Scalar) -> Callable[[str], int | None] | None:
+    """For an ``xs:dateTime`` type whose facets read the text alone: a function giving the
+    Avro ``timestamp-micros`` straight from a UTC text of the common form
+    (``YYYY-MM-DDThh:mm:ss[.ffffff]Z``, read by ``datetime.fromisoformat`` as
+    ``parse_datetime`` reads it), as the encoder computes it for a datetime with a zone;
+    None for any other text (no zone: local time, which the encoder computes; an offset...).
+    None when the type has facets that read the value."""
+    if scalar.kind != "datetime":
+        return None
+    usable, check = _text_checks(scalar)
+    if not usable:
+        return None
+    iso = _DATETIME_ISO_UTC.match
+    from_iso = datetime.fromisoformat
+
+    def avro_micros(text: str) -> int | None:
+        if not iso(text):
+            return None
+        try:
+            delta = from_iso(text) - _EPOCH
+        except ValueError:
+            return None  # hour 24, day 31 of April...: decode says it
+        if check is not None:
+            check(text, None)
+        return (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
+
+    return avro_micros
 
 
 def _float(text: str) -> float:

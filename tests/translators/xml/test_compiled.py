@@ -583,6 +583,17 @@ def test_elements_after_a_comment_as_the_interpreted_converter_reads_them(old: b
                                                          b".0525", b"0", b"-0.0525", b"", b" 0.0525", b"0.0525\n",
                                                          b"99999.0000")]
      + [b'<total currency="GBP">10.00</total><discountRate xsi:nil="true"/>']),
+    # xs:date straight to its Avro days, xs:dateTime in UTC to its microseconds (no date or datetime)
+    (b"<orderDate>2024-01-01</orderDate>", [b"<orderDate>%s</orderDate>" % t for t in (
+        b"2024-01-01", b"1970-01-01", b"1969-12-31", b"0001-01-01", b"9999-12-31", b"2024-02-29", b"2023-02-29",
+        b"2024-13-01", b"0000-01-01", b"20240101", b"2024-W01-1", b" 2024-01-01 ", b"2024-01-01\n", b"2024-01-01Z",
+        b"2024-01-01+01:00", b"2024-1-01", b"", "\uff12024-01-01".encode(), b"2024-01-01<!-- c -->")]),
+    (b"<createdAt>2024-01-01T00:00:00Z</createdAt>", [b"<createdAt>%s</createdAt>" % t for t in (
+        b"2024-01-01T00:00:00Z", b"1970-01-01T00:00:00Z", b"1969-12-31T23:59:59.999999Z", b"0001-01-01T00:00:00Z",
+        b"9999-12-31T23:59:59.999999Z", b"2024-01-01T00:00:00.5Z", b"2024-01-01T00:00:00.1234567Z",
+        b"2024-01-01T00:00:00", b"2024-01-01T00:00:00+01:00", b"2024-01-01T00:00:00+00:00", b"2024-01-01T24:00:00Z",
+        b"2024-02-30T00:00:00Z", b"2024-01-01 00:00:00Z", b"2024-01-01T00:00Z", b" 2024-01-01T00:00:00Z", b"",
+        b"2024-01-01T00:00:00z", "\uff12024-01-01T00:00:00Z".encode())]),
 ])
 def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, texts: list[bytes]) -> None:
     """The generated converters decode the common texts of a few simple types inline (no
@@ -605,6 +616,32 @@ def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, t
             out = bytearray()
             encode(record, out)
             assert got == (out if type(got) is EncodedRecord else record), new
+
+
+def test_dates_and_timestamps_go_straight_to_their_avro_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Straight to Avro, an order's xs:date and UTC xs:dateTime of the common form are read into
+    their Avro days and microseconds, no date or datetime made and given to the encoder (its
+    conversions of those refuse here: an order written through them would come as a dict);
+    the bytes are those of the dict's encoding."""
+    from coupler.translators.xml import avro as avro_module
+
+    def refused(value: Any) -> int:
+        raise avro_module._Fallback("a date or datetime given to the encoder")
+
+    schema, records = _orders_schema()
+    monkeypatch.setitem(avro_module.NAMESPACE, "DAYS", refused)
+    monkeypatch.setitem(avro_module.NAMESPACE, "TSMICROS", refused)
+    monkeypatch.setattr(avro_module, "_date_days", refused)
+    monkeypatch.setattr(avro_module, "_timestamp_micros", refused)
+    decoder = XsdModel.load(DATA / "orders/orders.xsd").decoder("orders")
+    encoded = list(decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order", avro_schema=schema))
+    monkeypatch.undo()
+    encode = compile_encoder(schema)
+    assert len(encoded) == len(records) > 1
+    for got, record in zip(encoded, records, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
 
 
 @pytest.mark.parametrize(("old", "new"), [
