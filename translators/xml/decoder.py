@@ -561,6 +561,7 @@ class Decoder:
         label = name or (str(source) if isinstance(source, str | Path) else "<input>")
         steps = self.resolve_path(record_path)
         ancestors = [tags for tags, _ in steps[:-1]]
+        upwards = ancestors[::-1]  # checked from the record's parent up, for every record
         last_tags, convert = steps[-1]
         record_type = getattr(convert, "record", None)
         if avro_schema is not None and self.generated is not None and isinstance(record_type, Record):
@@ -577,9 +578,9 @@ class Decoder:
                 if not checked:
                     check_docinfo(elem.getroottree(), label)
                     checked = True
-                parent = elem.getparent()
+                parent = holder = elem.getparent()
                 matched = True
-                for tags in reversed(ancestors):
+                for tags in upwards:
                     if parent is None or parent.tag not in tags:
                         matched = False
                         break
@@ -596,9 +597,8 @@ class Decoder:
                 except Exception as exc:  # noqa: BLE001 - any other failure is a located error
                     raise _numbered(_unexpected(exc, elem, label), ancestors, index) from None
                 elem.clear(keep_tail=False)
-                grand = elem.getparent()
                 while elem.getprevious() is not None:
-                    del grand[0]
+                    del holder[0]
                 yield record
             if not checked and context.root is not None:
                 check_docinfo(context.root.getroottree(), label)
