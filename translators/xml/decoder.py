@@ -696,7 +696,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "FOUND": _FOUND,
+            "END": _END, "FOUND": _FOUND, "NIL_KEYS": [XSI_NIL],
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -1177,9 +1177,15 @@ class GeneratedConverters:
         symbols = getattr(decode, "enum_symbols", None)  # the bare enumeration check (scalars.py)
         float_chars = getattr(decode, "float_chars", None)  # a float without facets
         collapse = decode is collapse_text  # a string type whose whitespace collapses, nothing to check
-        if not digits and symbols is None and float_chars is None and not collapse:
+        pattern = getattr(decode, "pattern_match", None)  # a string type of one xs:pattern, nothing else
+        if not digits and symbols is None and float_chars is None and not collapse and pattern is None:
             return f"{name}({text})"
         var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
+        if pattern is not None:
+            match = self._constant(pattern, "m")
+            if getattr(decode, "collapse", False):  # printable, no space: nothing to collapse
+                return f"({var} if {first} and {var}.isprintable() and ' ' not in {var} and {match}({var}) else {name}({var}))"
+            return f"({var} if {match}({first}) else {name}({var}))"
         if symbols is not None:
             return f"({var} if {first} in {self._constant(symbols, 's')} else {name}({var}))"
         if float_chars is not None:
@@ -1208,7 +1214,11 @@ class GeneratedConverters:
                              f"{fast}(t := child.text or '') or {encode}({decode}(t)))")
                 return lines
             if record.simple_types_field is None:
-                value = f"({full}(child) if child.keys() or len(child) else {text})"
+                if f.nillable:  # xsi:nil="true" alone: None, as the element's converter gives it, without it
+                    full = f"(None if child.get(XSI_NIL) in NIL and child.keys() == NIL_KEYS else {full}(child))"
+                else:
+                    full = f"{full}(child)"
+                value = f"({full} if child.keys() or len(child) else {text})"
             else:  # an xsi:type to keep, as RecordDecoder keeps it: under the field's name (its
                 # index too when repeated), also when it names the declared type. Not left to the
                 # interpreted converter: it came after the children before it were converted, and

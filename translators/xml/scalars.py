@@ -522,12 +522,19 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
                 return _collapse
         return lambda text: base(normalise(text))
 
+    # a string of one xs:pattern and no other facet: the text itself when it matches, which
+    # the generated converters test inline (decoder.py, _inline: the pattern's match, no call
+    # of this decoder and its check)
+    pattern_match = getattr(check, "pattern_match", None) if base is str else None
+
     if normalise is None:
         def decode_checked(text: str) -> Any:
             value = base(text)
             check(text, value)
             return value
 
+        if pattern_match is not None:
+            decode_checked.pattern_match = pattern_match  # type: ignore[attr-defined]
         return decode_checked
 
     if normalise is _collapse:
@@ -538,6 +545,9 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             check(text, value)
             return value
 
+        if pattern_match is not None:  # inline only for a text with nothing to collapse
+            decode_collapsed.pattern_match = pattern_match  # type: ignore[attr-defined]
+            decode_collapsed.collapse = True  # type: ignore[attr-defined]
         return decode_collapsed
 
     def decode(text: str) -> Any:
