@@ -258,8 +258,10 @@ class _Generator:
             raw = self.var("b")
             return [f"{pad}{raw} = {value}.encode()", *self.length(raw, pad), f"{pad}out += {raw}"]
         if kind == "bytes":
+            size = self.var("n")
             return [f"{pad}if type({value}) is not bytes: raise Fallback('not bytes')",
-                    f"{pad}out += L(len({value}))", f"{pad}out += {value}"]
+                    f"{pad}{size} = len({value})", f"{pad}out += T[{size} + {_SMALL}] if {size} < {_SMALL} else L({size})",
+                    f"{pad}out += {value}"]
         if kind == "enum":
             table = self.constant({s: _long(i) for i, s in enumerate(schema["symbols"])}, "enum")
             return [f"{pad}out += {table}[{value}]"]

@@ -561,6 +561,7 @@ class Decoder:
         label = name or (str(source) if isinstance(source, str | Path) else "<input>")
         steps = self.resolve_path(record_path)
         ancestors = [tags for tags, _ in steps[:-1]]
+        upwards = ancestors[::-1]  # checked from the record's parent up, for every record
         last_tags, convert = steps[-1]
         record_type = getattr(convert, "record", None)
         if avro_schema is not None and self.generated is not None and isinstance(record_type, Record):
@@ -577,9 +578,9 @@ class Decoder:
                 if not checked:
                     check_docinfo(elem.getroottree(), label)
                     checked = True
-                parent = elem.getparent()
+                parent = holder = elem.getparent()
                 matched = True
-                for tags in reversed(ancestors):
+                for tags in upwards:
                     if parent is None or parent.tag not in tags:
                         matched = False
                         break
@@ -596,9 +597,8 @@ class Decoder:
                 except Exception as exc:  # noqa: BLE001 - any other failure is a located error
                     raise _numbered(_unexpected(exc, elem, label), ancestors, index) from None
                 elem.clear(keep_tail=False)
-                grand = elem.getparent()
                 while elem.getprevious() is not None:
-                    del grand[0]
+                    del holder[0]
                 yield record
             if not checked and context.root is not None:
                 check_docinfo(context.root.getroottree(), label)
@@ -696,7 +696,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "FOUND": _FOUND,
+            "END": _END, "FOUND": _FOUND, "NIL_KEYS": [XSI_NIL],
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -705,8 +705,9 @@ class GeneratedConverters:
         self._fused: dict[Any, str] = {}
         self._pending: list[str] = []
         self._avro_done = 0
-        #: the decimal fields read straight into their Avro bytes (see _decimal_avro)
-        self._decimal_fields: set[tuple[int, int]] = set()  # (id of the record, id of the field)
+        #: the decimal, date and dateTime fields read straight into their Avro value (see
+        #: _decimal_avro): (id of the record, id of the field) -> the Avro type written
+        self._decimal_fields: dict[tuple[int, int], str] = {}
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
         #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
@@ -931,26 +932,44 @@ class GeneratedConverters:
         return name
 
     def _decimal_avro(self, f: Field, record: Record, fused: Any) -> tuple[str, str] | None:
-        """Straight to Avro, a single decimal element or simple content read into its Avro
-        ``decimal`` bytes, no ``Decimal`` in between: (the function giving them from a text of
-        the common form, ``scalars.decimal_avro_bytes``; the encoder of a decoded value, for
-        any other text or an element with attributes), whose names the converter calls; the
-        field is then written as ``bytes`` (the same encoding: its length, then the bytes).
-        A value either refuses (a text the decoder refuses, a value beyond the precision)
-        raises, and the record is converted by the dict converter, as before. None for any
-        other field, or where a kept ``xsi:type`` leaves the element to the interpreted one."""
-        if fused is None or not isinstance(f.value, Scalar) or f.value.kind != "decimal" or f.repeated:
+        """Straight to Avro, a single decimal, ``xs:date`` or ``xs:dateTime`` element or simple
+        content read into its Avro value, no ``Decimal``, ``date`` or ``datetime`` in between:
+        (the function giving it from a text of the common form, ``scalars.decimal_avro_bytes``,
+        ``date_avro_days``, ``datetime_avro_micros``; the encoder of a decoded value, for any
+        other text or an element with attributes), whose names the converter calls; the
+        field is then written as ``bytes``, ``int`` or ``long`` (the same encoding as the
+        logical type's). A value either refuses (a text the decoder refuses, a decimal beyond
+        the precision) raises, and the record is converted by the dict converter, as before.
+        None for any other field, or where a kept ``xsi:type`` leaves the element to the
+        interpreted one."""
+        if fused is None or not isinstance(f.value, Scalar) or f.repeated:
+            return None
+        kind = f.value.kind
+        if kind not in ("decimal", "date", "datetime"):
             return None
         if f.kind not in ("element", "text") or (f.kind == "element" and record.simple_types_field is not None):
             return None
-        from .avro import _decimal_bytes
-        from .scalars import decimal_avro_bytes
+        from .avro import _date_days, _decimal_bytes, _timestamp_micros
+        from .scalars import date_avro_days, datetime_avro_micros, decimal_avro_bytes
 
-        fast = decimal_avro_bytes(f.value)
+        avro_type = field_avro(f, set())["type"]
+        logical = (avro_type[1] if isinstance(avro_type, list) and len(avro_type) == 2 and avro_type[0] == "null"
+                   else avro_type)
+        encode: Callable[[Any], Any]
+        fast: Callable[[str], Any] | None
+        if kind == "decimal":
+            fast = decimal_avro_bytes(f.value)
+            encode = _decimal_bytes(f.value.scale or 0, f.value.precision or 38)
+            written = "bytes"
+        elif kind == "date" and isinstance(logical, dict) and logical.get("logicalType") == "date":
+            fast, encode, written = date_avro_days(f.value), _date_days, "int"
+        elif kind == "datetime" and isinstance(logical, dict) and logical.get("logicalType") == "timestamp-micros":
+            fast, encode, written = datetime_avro_micros(f.value), _timestamp_micros, "long"
+        else:
+            return None
         if fast is None:
             return None
-        encode = _decimal_bytes(f.value.scale or 0, f.value.precision or 38)
-        self._decimal_fields.add((id(record), id(f)))
+        self._decimal_fields[(id(record), id(f))] = written
         return (self._constant(fast, "dx"),
                 self._constant(lambda value: None if value is None else encode(value), "de"))
 
@@ -961,12 +980,13 @@ class GeneratedConverters:
         into its Avro bytes: ``bytes``)."""
         from .avro import ENCODED
 
-        if (id(record), id(f)) in self._decimal_fields:
+        written = self._decimal_fields.get((id(record), id(f)))
+        if written is not None:
             kind = field_avro(f, set())["type"]
-            if isinstance(kind, dict) and kind.get("logicalType") == "decimal":
-                return "bytes"
+            if isinstance(kind, dict) and kind.get("logicalType") is not None:
+                return written
             if isinstance(kind, list) and kind[0] == "null" and len(kind) == 2:
-                return ["null", "bytes"]
+                return ["null", written]
 
         if self._fusable(f, fused):
             if isinstance(f.value, Poly):  # the union's index is written with the record
@@ -1157,9 +1177,15 @@ class GeneratedConverters:
         symbols = getattr(decode, "enum_symbols", None)  # the bare enumeration check (scalars.py)
         float_chars = getattr(decode, "float_chars", None)  # a float without facets
         collapse = decode is collapse_text  # a string type whose whitespace collapses, nothing to check
-        if not digits and symbols is None and float_chars is None and not collapse:
+        pattern = getattr(decode, "pattern_match", None)  # a string type of one xs:pattern, nothing else
+        if not digits and symbols is None and float_chars is None and not collapse and pattern is None:
             return f"{name}({text})"
         var, first = (text, text) if text.isidentifier() else ("t", f"(t := {text})")
+        if pattern is not None:
+            match = self._constant(pattern, "m")
+            if getattr(decode, "collapse", False):  # printable, no space: nothing to collapse
+                return f"({var} if {first} and {var}.isprintable() and ' ' not in {var} and {match}({var}) else {name}({var}))"
+            return f"({var} if {match}({first}) else {name}({var}))"
         if symbols is not None:
             return f"({var} if {first} in {self._constant(symbols, 's')} else {name}({var}))"
         if float_chars is not None:
@@ -1188,7 +1214,11 @@ class GeneratedConverters:
                              f"{fast}(t := child.text or '') or {encode}({decode}(t)))")
                 return lines
             if record.simple_types_field is None:
-                value = f"({full}(child) if child.keys() or len(child) else {text})"
+                if f.nillable:  # xsi:nil="true" alone: None, as the element's converter gives it, without it
+                    full = f"(None if child.get(XSI_NIL) in NIL and child.keys() == NIL_KEYS else {full}(child))"
+                else:
+                    full = f"{full}(child)"
+                value = f"({full} if child.keys() or len(child) else {text})"
             else:  # an xsi:type to keep, as RecordDecoder keeps it: under the field's name (its
                 # index too when repeated), also when it names the declared type. Not left to the
                 # interpreted converter: it came after the children before it were converted, and

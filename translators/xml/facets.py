@@ -85,6 +85,7 @@ def _patterns(patterns: list[Any], sources: list[str]) -> Check:
                 refuse(text)
 
         check_one.text_only = True  # type: ignore[attr-defined]
+        check_one.pattern_match = match  # type: ignore[attr-defined]  # for a caller matching inline (scalars.decimal_avro_bytes)
         return check_one
 
     def check(text: str, value: Any) -> None:

@@ -269,6 +269,17 @@ def _decimal(scalar: Scalar) -> Callable[[str], Any]:
 _FLOAT_CHARS = "+-.0123456789eE"
 
 
+def _text_checks(scalar: Scalar) -> tuple[bool, Callable[[str, Any], None] | None]:
+    """Whether a straight-to-Avro reading may serve ``scalar`` (its facets read the text
+    alone), and the check of those facets (None: none)."""
+    if not scalar.check_facets or scalar.xsd_type is None:
+        return True, None
+    from .facets import compile_checks
+
+    check = compile_checks(scalar.xsd_type)
+    return check is None or getattr(check, "text_only", False), check
+
+
 def decimal_avro_bytes(scalar: Scalar) -> Callable[[str], bytes | None] | None:
     """For a decimal type whose facets read the text alone: a function giving the Avro
     ``decimal`` bytes (big-endian two's complement of the unscaled value, as
@@ -277,31 +288,108 @@ def decimal_avro_bytes(scalar: Scalar) -> Callable[[str], bytes | None] | None:
     ``Decimal``), after the facet checks; None for any other text (then ``decode`` and the
     encoder). Those texts are the common case of ``_decimal``'s decode, which gives
     ``Decimal(text)``, whose unscaled value is that ``int``. None when the type has facets
-    that read the value (bounds, enumerations)."""
+    that read the value (bounds, enumerations).
+
+    Per text: a test of the point's place and one ``isdigit`` over the digits; a single
+    ``xs:pattern`` is matched here (its compiled ``match``, no call of the check around it),
+    and the bytes come from ``int.to_bytes`` unsigned with one byte more than the value's
+    bits need (the top bit clear: the two's complement of a non-negative value)."""
     if scalar.kind != "decimal":
         return None
-    check = None
-    if scalar.check_facets and scalar.xsd_type is not None:
-        from .facets import compile_checks
-
-        check = compile_checks(scalar.xsd_type)
-        if check is not None and not getattr(check, "text_only", False):
-            return None
+    usable, check = _text_checks(scalar)
+    if not usable:
+        return None
+    match = getattr(check, "pattern_match", None)  # a single xs:pattern: matched inline
     scale = scalar.scale or 0
     total_digits = (scalar.precision or 38) - scale
+    longest = total_digits + (1 if scale else 0)  # the point
+    point = -scale - 1
 
     def avro_bytes(text: str) -> bytes | None:
-        plain = text.replace(".", "", 1)
-        dot = text.find(".")
-        if (0 if dot < 0 else len(text) - dot - 1) != scale or len(plain) > total_digits or not (
-                plain.isdigit() and plain.isascii()):
+        if scale:
+            if not (scale < len(text) <= longest and text[point] == "."):
+                return None
+            plain = text.replace(".", "", 1)  # the point's, or another one: then no digits alone
+        elif len(text) <= longest:
+            plain = text
+        else:
             return None
-        if check is not None:
+        if not (plain.isdigit() and plain.isascii()):
+            return None
+        if match is not None:
+            if not match(text):
+                check(text, None)  # type: ignore[misc]  # raises: the pattern's own message
+        elif check is not None:
             check(text, None)
         unscaled = int(plain)
-        return unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+        return unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big")
 
     return avro_bytes
+
+
+_DAYS_SHIFT = date(1970, 1, 1).toordinal()
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def date_avro_days(scalar: Scalar) -> Callable[[str], int | None] | None:
+    """For an ``xs:date`` type whose facets read the text alone: a function giving the Avro
+    ``date`` (days since 1970-01-01) straight from a text of the common form
+    (``YYYY-MM-DD``, read by ``date.fromisoformat`` as ``parse_date`` reads it), after the
+    facet checks, with no ``date`` object given on to the encoder; None for any other text
+    (then ``decode`` and the encoder). None when the type has facets that read the value."""
+    if scalar.kind != "date":
+        return None
+    usable, check = _text_checks(scalar)
+    if not usable:
+        return None
+    from_iso = date.fromisoformat
+
+    def avro_days(text: str) -> int | None:
+        # the form of _DATE_ISO, told by its separators (date.fromisoformat refuses anything
+        # but ASCII digits around them: tests/translators/xml/test_xml_scalar_fast_paths.py),
+        # a third of the regular expression's time
+        if len(text) != 10 or text[4] != "-" or text[7] != "-" or not text.isascii():
+            return None
+        try:
+            days = from_iso(text).toordinal() - _DAYS_SHIFT
+        except ValueError:
+            return None  # year 0, month 13...: decode says it
+        if check is not None:
+            check(text, None)
+        return days
+
+    return avro_days
+
+
+def datetime_avro_micros(scalar: Scalar) -> Callable[[str], int | None] | None:
+    """For an ``xs:dateTime`` type whose facets read the text alone: a function giving the
+    Avro ``timestamp-micros`` straight from a UTC text of the common form
+    (``YYYY-MM-DDThh:mm:ss[.ffffff]Z``, read by ``datetime.fromisoformat`` as
+    ``parse_datetime`` reads it), as the encoder computes it for a datetime with a zone;
+    None for any other text (no zone: local time, which the encoder computes; an offset...).
+    None when the type has facets that read the value."""
+    if scalar.kind != "datetime":
+        return None
+    usable, check = _text_checks(scalar)
+    if not usable:
+        return None
+    from_iso = datetime.fromisoformat
+
+    def avro_micros(text: str) -> int | None:
+        # the form of _DATETIME_ISO ending in Z, told by its length and separators (as avro_days)
+        size = len(text)
+        if not ((size == 20 or 22 <= size <= 27 and text[19] == ".") and text[-1] == "Z" and text[10] == "T"
+                and text[4] == text[7] == "-" and text[13] == text[16] == ":" and text.isascii()):
+            return None
+        try:
+            delta = from_iso(text) - _EPOCH
+        except ValueError:
+            return None  # hour 24, day 31 of April...: decode says it
+        if check is not None:
+            check(text, None)
+        return (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
+
+    return avro_micros
 
 
 def _float(text: str) -> float:
@@ -434,12 +522,19 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
                 return _collapse
         return lambda text: base(normalise(text))
 
+    # a string of one xs:pattern and no other facet: the text itself when it matches, which
+    # the generated converters test inline (decoder.py, _inline: the pattern's match, no call
+    # of this decoder and its check)
+    pattern_match = getattr(check, "pattern_match", None) if base is str else None
+
     if normalise is None:
         def decode_checked(text: str) -> Any:
             value = base(text)
             check(text, value)
             return value
 
+        if pattern_match is not None:
+            decode_checked.pattern_match = pattern_match  # type: ignore[attr-defined]
         return decode_checked
 
     if normalise is _collapse:
@@ -450,6 +545,9 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
             check(text, value)
             return value
 
+        if pattern_match is not None:  # inline only for a text with nothing to collapse
+            decode_collapsed.pattern_match = pattern_match  # type: ignore[attr-defined]
+            decode_collapsed.collapse = True  # type: ignore[attr-defined]
         return decode_collapsed
 
     def decode(text: str) -> Any:

@@ -583,6 +583,28 @@ def test_elements_after_a_comment_as_the_interpreted_converter_reads_them(old: b
                                                          b".0525", b"0", b"-0.0525", b"", b" 0.0525", b"0.0525\n",
                                                          b"99999.0000")]
      + [b'<total currency="GBP">10.00</total><discountRate xsi:nil="true"/>']),
+    # a nillable xs:string: xsi:nil="true" alone read inline, anything else by the element's converter
+    # a string of one xs:pattern (c:CountryCode, [A-Z]{2}): matched inline
+    (b"<c:country>FR</c:country>", [b"<c:country>%s</c:country>" % t for t in (
+        b"FR", b"fr", b"F", b"FRA", b" FR", b"FR ", b"FR\n", b"", b"F R", "F\u00c9".encode(), "\uff26\uff32".encode(),
+        b"FR<!-- c -->", b"<!-- c -->FR")]),
+    (b'<approvedBy xsi:nil="true"/>', [b"<approvedBy %s" % t for t in (
+        b'xsi:nil="true"/>', b'xsi:nil="1"/>', b'xsi:nil="false"/>', b'xsi:nil="0">Ann</approvedBy>',
+        b'xsi:nil=" true"/>', b'xsi:nil="TRUE"/>', b'xsi:nil="true">Ann</approvedBy>', b'xsi:nil="true"><x/></approvedBy>',
+        b'xsi:nil="true" kind="x"/>', b'kind="x" xsi:nil="true"/>', b'xsi:nil="true" xsi:type="xs:string"/>',
+        b'xsi:nil="false"><x/></approvedBy>', b'xsi:type="xs:string">Ann</approvedBy>', b'>Ann</approvedBy>',
+        b'/>')]),
+    # xs:date straight to its Avro days, xs:dateTime in UTC to its microseconds (no date or datetime)
+    (b"<orderDate>2024-01-01</orderDate>", [b"<orderDate>%s</orderDate>" % t for t in (
+        b"2024-01-01", b"1970-01-01", b"1969-12-31", b"0001-01-01", b"9999-12-31", b"2024-02-29", b"2023-02-29",
+        b"2024-13-01", b"0000-01-01", b"20240101", b"2024-W01-1", b" 2024-01-01 ", b"2024-01-01\n", b"2024-01-01Z",
+        b"2024-01-01+01:00", b"2024-1-01", b"", "\uff12024-01-01".encode(), b"2024-01-01<!-- c -->")]),
+    (b"<createdAt>2024-01-01T00:00:00Z</createdAt>", [b"<createdAt>%s</createdAt>" % t for t in (
+        b"2024-01-01T00:00:00Z", b"1970-01-01T00:00:00Z", b"1969-12-31T23:59:59.999999Z", b"0001-01-01T00:00:00Z",
+        b"9999-12-31T23:59:59.999999Z", b"2024-01-01T00:00:00.5Z", b"2024-01-01T00:00:00.1234567Z",
+        b"2024-01-01T00:00:00", b"2024-01-01T00:00:00+01:00", b"2024-01-01T00:00:00+00:00", b"2024-01-01T24:00:00Z",
+        b"2024-02-30T00:00:00Z", b"2024-01-01 00:00:00Z", b"2024-01-01T00:00Z", b" 2024-01-01T00:00:00Z", b"",
+        b"2024-01-01T00:00:00z", "\uff12024-01-01T00:00:00Z".encode())]),
 ])
 def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, texts: list[bytes]) -> None:
     """The generated converters decode the common texts of a few simple types inline (no
@@ -605,6 +627,82 @@ def test_scalars_decoded_inline_are_the_decoders_values_and_errors(old: bytes, t
             out = bytearray()
             encode(record, out)
             assert got == (out if type(got) is EncodedRecord else record), new
+
+
+@pytest.mark.parametrize("text", ["AB", "ab", "A", "ABC", " AB", "AB ", " AB\n", "A B", "", "A\tB", "\u00c9A", "AB\x85"])
+def test_strings_of_one_pattern_matched_inline_as_their_decoders_read_them(tmp_path: Path, text: str) -> None:
+    """A string type of one xs:pattern and no other facet is matched inline by the generated
+    converters (whitespace preserved: the text as it is; collapsed: a printable text without a
+    space); each text gives what the interpreted converter gives, value or error."""
+    xsd = tmp_path / "p.xsd"
+    xsd.write_text("""<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <xs:simpleType name="Code"><xs:restriction base="xs:string"><xs:pattern value="[A-Z]{2}"/></xs:restriction></xs:simpleType>
+  <xs:simpleType name="Token"><xs:restriction base="xs:token"><xs:pattern value="[A-Z]{2}( [A-Z])?"/></xs:restriction></xs:simpleType>
+  <xs:element name="r"><xs:complexType><xs:sequence>
+    <xs:element name="code" type="Code"/><xs:element name="token" type="Token"/>
+  </xs:sequence><xs:attribute name="a" type="Code"/></xs:complexType></xs:element>
+</xs:schema>""")
+    m = XsdModel.load(xsd)
+    generated, interpreted = _both(m, "r")
+    escaped = text.replace("\x85", "&#133;")
+    for doc in (f"<r><code>{escaped}</code><token>AB</token></r>", f"<r><code>AB</code><token>{escaped}</token></r>",
+                f'<r a="{escaped}"><code>AB</code><token>AB</token></r>'):
+        data = doc.encode()
+        assert _outcome(generated, data, "p.xml") == _outcome(interpreted, data, "p.xml"), doc
+    source = "\n".join(generated.generated.sources.values())
+    assert source.count(".isprintable() and ' ' not in") >= 1 and "(t := child.text or '')) else" in source
+
+
+def test_a_nil_simple_element_is_read_without_its_elements_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``<approvedBy xsi:nil="true"/>`` (a nillable xs:string, in every order of the benchmark)
+    is None in the generated converters themselves, by the dicts and straight to Avro: the
+    element's converter (the interpreted checks of its attributes, a microsecond) is not called."""
+    calls: list[str] = []
+    original = decoder_module.Decoder.element_converter
+
+    def counted(self: Any, f: Any) -> Any:
+        convert = original(self, f)
+
+        def call(child: Any) -> Any:
+            calls.append(f.name)
+            return convert(child)
+
+        return call
+
+    monkeypatch.setattr(decoder_module.Decoder, "element_converter", counted)
+    schema, records = _orders_schema()
+    assert [r["approvedBy"] for r in records].count(None) >= 2
+    calls.clear()
+    for avro_schema in (None, schema):
+        decoder = XsdModel.load(DATA / "orders/orders.xsd").decoder("orders")
+        got = list(decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order", avro_schema=avro_schema))
+        assert len(got) == len(records) and "approvedBy" not in calls
+
+
+def test_dates_and_timestamps_go_straight_to_their_avro_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Straight to Avro, an order's xs:date and UTC xs:dateTime of the common form are read into
+    their Avro days and microseconds, no date or datetime made and given to the encoder (its
+    conversions of those refuse here: an order written through them would come as a dict);
+    the bytes are those of the dict's encoding."""
+    from coupler.translators.xml import avro as avro_module
+
+    def refused(value: Any) -> int:
+        raise avro_module._Fallback("a date or datetime given to the encoder")
+
+    schema, records = _orders_schema()
+    monkeypatch.setitem(avro_module.NAMESPACE, "DAYS", refused)
+    monkeypatch.setitem(avro_module.NAMESPACE, "TSMICROS", refused)
+    monkeypatch.setattr(avro_module, "_date_days", refused)
+    monkeypatch.setattr(avro_module, "_timestamp_micros", refused)
+    decoder = XsdModel.load(DATA / "orders/orders.xsd").decoder("orders")
+    encoded = list(decoder.iter_records(DATA / "orders/orders-batch.xml", "orders/order", avro_schema=schema))
+    monkeypatch.undo()
+    encode = compile_encoder(schema)
+    assert len(encoded) == len(records) > 1
+    for got, record in zip(encoded, records, strict=True):
+        out = bytearray()
+        encode(record, out)
+        assert type(got) is EncodedRecord and got == out
 
 
 @pytest.mark.parametrize(("old", "new"), [

@@ -80,3 +80,55 @@ def test_a_simple_typed_element_with_an_attribute_or_a_child_is_still_refused(tm
         assert "/orders/order[1]/line/quantity" in str(caught.value)
     path.write_text(head + order.replace("<quantity>2</quantity>", "<quantity>2<!-- n --></quantity>") + "</orders>")
     assert next(decoder.iter_records(path, "orders/order"))["line"][0]["quantity"] == 2
+
+
+def _edits(base: str) -> list[str]:
+    """``base`` with each character replaced by, or preceded by, every ASCII character and a
+    few other digits, and each character dropped."""
+    chars = [chr(c) for c in range(128)] + ["\u0660", "\u0661", "\u0966", "\uff11", "\U0001d7cf", "\u00b2"]
+    texts = [base]
+    for i in range(len(base) + 1):
+        texts.append(base[:i] + base[i + 1:])
+        for c in chars:
+            texts += [base[:i] + c + base[i + 1:], base[:i] + c + base[i:]]
+    return texts
+
+
+def test_dates_and_utc_timestamps_read_straight_to_avro_as_the_decoder_and_encoder_read_them() -> None:
+    """``date_avro_days`` and ``datetime_avro_micros`` (``xml decode --to avro``: no date or
+    datetime made) tell the common form by its length and separators and leave the rest to
+    ``date.fromisoformat``: every text one edit away from a valid one gives either None (the
+    general path decides) or exactly the Avro value of what the decoder gives, and every text
+    of the common form that the decoder reads gives its value."""
+    from coupler.translators.xml.avro import _date_days, _timestamp_micros
+    from coupler.translators.xml.scalars import (
+        _DATE_ISO,
+        _DATETIME_ISO,
+        date_avro_days,
+        datetime_avro_micros,
+        parse_date,
+        parse_datetime,
+    )
+
+    days = date_avro_days(Scalar("date", builtin="date", white_space="collapse"))
+    micros = datetime_avro_micros(Scalar("datetime", builtin="dateTime", white_space="collapse"))
+    assert days is not None and micros is not None
+    cases = [(days, parse_date, _date_days, _DATE_ISO, "", ["2024-03-15", "1970-01-01", "2024-02-29", "0001-01-01"]),
+             (micros, parse_datetime, _timestamp_micros, _DATETIME_ISO, "Z",
+              ["2024-03-15T09:30:12Z", "2024-03-15T09:30:12.250Z", "1969-12-31T23:59:59.999999Z", "2024-03-15T09:30:12.1Z"])]
+    for fast, parse, encode, common, zone, bases in cases:
+        taken = 0
+        for base in bases:
+            for text in _edits(base):
+                got = fast(text)
+                try:
+                    value = parse(text)
+                except ValueError:
+                    value = None
+                if got is None:
+                    # the general path's texts of the common form are read here too
+                    assert value is None or not common.match(text) or not text.endswith(zone), text
+                    continue
+                taken += 1
+                assert value is not None and got == encode(value), text
+        assert taken > len(bases)
