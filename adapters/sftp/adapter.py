@@ -102,13 +102,16 @@ class SftpAdapter(FileAdapterBase):
 
     def health(self) -> dict[str, Any]:
         """The poll's health and the connection's: ``down`` while the server cannot be reached
-        (the last attempt failed or the connection was lost and not re-opened yet)."""
+        (the last attempt failed or the connection was lost and not re-opened yet), with the
+        time left before the next attempt while the adapter backs off."""
         health = super().health()
         if self.conn is not None:
             conn = self.conn.health()
             health["connection"] = conn
             if not conn["connected"] and conn["last_connect_error"]:
-                health["problems"].append(f"disconnected from {self.settings.label}: {conn['last_connect_error']}")
+                wait = conn["next_attempt_in"]
+                retry = f"; next attempt in {wait:.1f} s" if wait else ""
+                health["problems"].append(f"disconnected from {self.settings.label}: {conn['last_connect_error']}{retry}")
                 health["status"] = "down"
         return health
 

@@ -201,10 +201,10 @@ class SftpConnection:
             try:
                 sftp = self._open()
             except HostKeyError as exc:
-                self._failed(exc)
+                self._failed(str(exc))
                 raise
             except RemoteError as exc:
-                self._failed(exc)
+                self._failed(str(exc))
                 raise
             self._delay = 0.0
             self.connects += 1
@@ -213,9 +213,9 @@ class SftpConnection:
             self.log.info("connected to %s", self.s.label)
             return sftp
 
-    def _failed(self, exc: Exception) -> None:
+    def _failed(self, error: str) -> None:
         self.failures += 1
-        self.last_error = str(exc)
+        self.last_error = error  # never empty: health reports ``down`` while it is set
         self._delay = min(max(self._delay * 2, self.s.reconnect_delay), self.s.reconnect_max_delay)
         self._next_attempt = time.monotonic() + self._delay
 
@@ -229,13 +229,14 @@ class SftpConnection:
                 alive = self._transport is not None and self._transport.is_active()
                 if alive and not isinstance(exc, TimeoutError | ConnectionError | EOFError | paramiko.SSHException):
                     raise  # an SFTP status (no such file, permission denied): the connection is fine
-                self._lost(exc, what)
-                raise RemoteError(f"{what}: connection lost: {exc or type(exc).__name__}", where=self.s.label) from exc
+                lost = f"{what}: connection lost: {str(exc) or type(exc).__name__}"  # EOFError() says nothing
+                self._lost(lost)
+                raise RemoteError(lost, where=self.s.label) from exc
 
-    def _lost(self, exc: BaseException, what: str) -> None:
-        self.log.warning("%s: %s: connection lost: %s", self.s.label, what, exc)
+    def _lost(self, error: str) -> None:
+        self.log.warning("%s: %s", self.s.label, error)
         self.close()
-        self._failed(exc if isinstance(exc, Exception) else Exception(str(exc)))
+        self._failed(error)
 
     def close(self) -> None:
         with self._lock:
@@ -249,10 +250,15 @@ class SftpConnection:
             self.connected_since = None
 
     def health(self) -> dict[str, Any]:
+        """The counters, and ``next_attempt_in``: the seconds before the connection may be
+        tried again after a failure (0 when the next operation connects at once, ``None``
+        while connected). Read without the lock: a hung operation does not hold it up."""
+        connected = self._transport is not None and self._transport.is_active()
         return {
-            "connected": self._transport is not None and self._transport.is_active(),
+            "connected": connected,
             "connects": self.connects,
             "connect_failures": self.failures,
             "last_connect_error": self.last_error,
             "reconnect_delay": self._delay,
+            "next_attempt_in": None if connected else round(max(0.0, self._next_attempt - time.monotonic()), 3),
         }

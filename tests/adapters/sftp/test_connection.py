@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import shutil
 import tempfile
@@ -11,9 +12,13 @@ from pathlib import Path
 import pytest
 
 from coupler.adapters.common.errors import AdapterConfigError, HostKeyError, RemoteError
+from coupler.adapters.sftp import SftpAdapter
 from coupler.adapters.sftp.connection import ConnectionSettings, SftpConnection
+from coupler.bus.api import CommandFault
 
-from .sshd import PASSPHRASE, Sshd, create_password_user, keygen, remove_password_user
+from ..filebus import Bus, adapter
+from .sshd import PASSPHRASE, Sshd, create_password_user, free_port, keygen, remove_password_user
+from .test_transfer import options
 
 
 def settings(sshd: Sshd, **overrides) -> ConnectionSettings:
@@ -99,8 +104,6 @@ def test_password_authentication(sshd: Sshd, tmp_path: Path) -> None:
 
 
 def test_unreachable_server_and_reconnect_backoff(tmp_path: Path) -> None:
-    from .sshd import free_port
-
     known = tmp_path / "kh"
     known.write_text("")
     conn = SftpConnection(ConnectionSettings(
@@ -112,3 +115,35 @@ def test_unreachable_server_and_reconnect_backoff(tmp_path: Path) -> None:
     with pytest.raises(RemoteError, match="next reconnection attempt in"):
         conn.sftp()  # within the backoff delay: no new attempt
     assert conn.health()["connect_failures"] == 1
+    assert 25 < conn.health()["next_attempt_in"] <= 30
+
+
+def test_health_shows_when_the_next_connection_attempt_is_due(bus: Bus, sshd: Sshd, tmp_path: Path) -> None:
+    """``ctl status`` and the console show the problem line; ``--json`` the seconds as a number."""
+    port = free_port()
+    a = adapter(SftpAdapter, "sftp-out", options(sshd, tmp_path, port=port, reconnect_delay=30),
+                bus.context("sftp-out", channel="out"), direction="outbound")
+    assert a.health()["status"] == "ok"  # not tried yet
+    with pytest.raises(CommandFault, match="cannot connect"):
+        a.check()
+    health = a.health()
+    assert health["status"] == "down" and 25 < health["connection"]["next_attempt_in"] <= 30
+    [problem] = health["problems"]
+    assert problem.startswith(f"disconnected from sftp://root@127.0.0.1:{port}: ") and "cannot connect" in problem
+    assert re.search(r"; next attempt in (2[5-9]|30)\.\d s$", problem), problem
+    assert "\n" not in problem
+
+
+def test_a_connection_lost_with_an_empty_error_still_shows_down(sshd: Sshd) -> None:
+    """paramiko raises ``EOFError()`` (no text) when the server goes away under a read: the
+    health still names the loss, so the adapter shows ``down`` and not ``ok``."""
+    conn = SftpConnection(settings(sshd, reconnect_delay=30))
+
+    def gone(sftp: object) -> None:
+        raise EOFError()
+
+    with pytest.raises(RemoteError, match="read x: connection lost: EOFError"):
+        conn.call("read x", gone)
+    health = conn.health()
+    assert health["connected"] is False and health["last_connect_error"] == "read x: connection lost: EOFError"
+    assert 25 < health["next_attempt_in"] <= 30

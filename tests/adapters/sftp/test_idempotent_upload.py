@@ -14,6 +14,7 @@ from coupler.adapters.common.outbound import adapter_tag
 from coupler.adapters.sftp import SftpAdapter
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from tests.bus.site_helpers import wait_for
 
 from ..filebus import Bus, adapter
 from .sshd import Sshd
@@ -57,8 +58,10 @@ def test_sshd_killed_mid_upload_then_redelivered_leaves_one_file_and_no_part(bus
         (part,) = remote.iterdir()  # the interrupted temporary, named after the adapter and message
         assert part.name == f".blob.bin.{adapter_tag('sftp-out')}-{message.message_id}.part"
         assert 0 < part.stat().st_size < len(data)
+        health = a.health()  # down, and when it tries again (0: at the next operation)
+        assert health["status"] == "down" and health["connection"]["next_attempt_in"] is not None, health
         server.start()
-        time.sleep(0.2)  # past the reconnect delay
+        wait_for(lambda: a.health()["connection"]["next_attempt_in"] == 0, "the reconnect delay to pass")
         # the redelivery finishes the upload; where it went is what the trace shows
         assert a.deliver(message) == f"sftp://root@127.0.0.1:{server.port}{remote}/blob.bin"
         assert remote_files(remote) == ["blob.bin"]

@@ -17,6 +17,7 @@ from coupler.adapters.common.errors import RemoteError
 from coupler.adapters.sftp import SftpAdapter
 from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
+from tests.bus.site_helpers import wait_for
 
 from ..filebus import Bus, adapter
 from .sshd import PASSPHRASE, Sshd
@@ -180,8 +181,10 @@ def test_server_killed_mid_transfer_delivers_once_and_never_a_partial_file(bus: 
         assert bus.drain() == []  # nothing published from a partial download
         partial = list(staging.glob("*.part"))[0].stat().st_size
         assert 0 < partial < len(data)
+        health = a.health()  # down, and when it tries again (0: at the next operation)
+        assert health["status"] == "down" and health["connection"]["next_attempt_in"] is not None, health
         server.start()
-        time.sleep(0.2)  # past the reconnect delay
+        wait_for(lambda: a.health()["connection"]["next_attempt_in"] == 0, "the reconnect delay to pass")
         result = a.pipeline.poll()
         assert result.done == 1
         assert a.pipeline.local.resumed_bytes >= partial  # resumed, not downloaded again
