@@ -79,9 +79,10 @@ def test_remote_readiness_waits_for_a_stable_file(bus: Bus, sshd: Sshd, remote: 
         with open(remote / "growing.dat", "ab") as f:
             f.write(b"2")
         os.utime(remote / "growing.dat", (time.time() + 5, time.time() + 5))  # mtime moves on
+        changed = time.monotonic()  # the poll below sees the change: its clock starts after this
         assert a.pipeline.poll().taken == 0  # changed: the clock restarts
-        time.sleep(1.6)
-        assert a.pipeline.poll().done == 1
+        wait_for(lambda: a.pipeline.poll().done == 1, "the file to be taken once stable", timeout=10)
+        assert time.monotonic() - changed >= 1.5  # not before it stayed unchanged for stable_seconds
         assert [m.body for m in bus.drain()] == [b"12"]
     finally:
         a.stop()
