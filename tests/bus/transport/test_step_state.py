@@ -4,6 +4,7 @@ second daemon until the commit."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -66,18 +67,44 @@ def test_state_commits_with_the_transaction_or_not_at_all_and_expires(transports
     assert left() == {"EU": b"1", "US": b"2"}
 
 
+def waiting_for(a: Any, scope: str, key: str) -> bool:
+    """Another daemon's transaction waits for the one ``a`` holds, on the lock of ``key``: on
+    SQLite a writer queued on the store's writer ``flock`` (a ``->`` line of /proc/locks),
+    on the broker transport a PostgreSQL backend waiting for the key's advisory lock (named
+    as :class:`~coupler.bus.transport.amqp.store.StateTx` names it)."""
+    if isinstance(a, SqliteTransport):
+        inode = f":{os.stat(str(a.path) + '-writer').st_ino} "
+        with open("/proc/locks") as locks:
+            return any(" -> " in line and inode in line for line in locks)
+    import psycopg
+
+    from tests.bus.transport.amqp.broker import PG_DSN
+
+    name = f"{a.store.schema}\x1fstep:{scope}\x1f{key}"
+    with psycopg.connect(PG_DSN, autocommit=True) as c:
+        row = c.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1"
+                        " AND ((classid::int8 << 32) | objid::int8) = hashtextextended(%s, 0)", (name,)).fetchone()
+    return bool(row and row[0])
+
+
 def test_a_locked_key_waits_for_the_other_daemons_commit(transports: tuple[Any, Any]) -> None:
     a, b = transports
     order: list[str] = []
     locked = threading.Event()
+    errors: list[BaseException] = []
 
     def first() -> None:
-        with a.transaction() as tx:
-            assert tx.get_state("r/agg/groups", ["new-group"], lock=True) == {}  # no row yet: locked all the same
+        try:
+            with a.transaction() as tx:
+                assert tx.get_state("r/agg/groups", ["new-group"], lock=True) == {}  # no row yet: locked all the same
+                locked.set()
+                # held until the second daemon is seen waiting for it
+                wait_for(lambda: waiting_for(a, "r/agg/groups", "new-group"), "the second daemon to wait on the lock")
+                tx.put_state("r/agg/groups", {"new-group": b"1"})
+                order.append("first committed")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            errors.append(exc)
             locked.set()
-            time.sleep(0.3)
-            tx.put_state("r/agg/groups", {"new-group": b"1"})
-            order.append("first committed")
 
     thread = threading.Thread(target=first)
     thread.start()
@@ -86,6 +113,7 @@ def test_a_locked_key_waits_for_the_other_daemons_commit(transports: tuple[Any, 
         got = tx.get_state("r/agg/groups", ["new-group"], lock=True)
         order.append("second read")
     thread.join()
+    assert not errors, errors
     assert got == {"new-group": b"1"} and order == ["first committed", "second read"]
 
 
