@@ -313,7 +313,7 @@ class Envelope:
             record: Any = fastavro.schemaless_reader(stream, envelope_schema(), None)
         except (EOFError, ValueError, UnicodeDecodeError, IndexError, OverflowError) as exc:
             raise EnvelopeError(
-                f"not a valid envelope: {exc or type(exc).__name__}", where=f"byte {stream.tell()}"
+                f"not a valid envelope: {str(exc) or type(exc).__name__}", where=f"byte {stream.tell()}"
             ) from exc
         if stream.tell() != len(data):
             raise EnvelopeError(

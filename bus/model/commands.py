@@ -131,7 +131,7 @@ def _decode(kind: str, body: bytes) -> dict[str, Any]:
     try:
         record: Any = fastavro.schemaless_reader(stream, _schema(kind), None)
     except (EOFError, ValueError, UnicodeDecodeError, IndexError, OverflowError, TypeError) as exc:
-        raise CommandFault(f"body is not a valid {kind} record: {exc or type(exc).__name__}", code="invalid") from exc
+        raise CommandFault(f"body is not a valid {kind} record: {str(exc) or type(exc).__name__}", code="invalid") from exc
     if stream.tell() != len(body):
         raise CommandFault(f"{len(body) - stream.tell()} trailing bytes after the {kind} record", code="invalid")
     return record

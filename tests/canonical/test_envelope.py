@@ -173,3 +173,12 @@ def test_name_id_is_the_rfc4122_uuid5() -> None:
     namespace = uuid.UUID("0d6a7c55-3c1b-4f0e-8c8e-5b1d2a9e7f28")
     for name in ("", "orders-in|public.orders|1", "ü|ß|€", "x" * 500):
         assert name_id(namespace.bytes, name) == str(uuid.uuid5(namespace, name))
+
+
+def test_a_truncated_envelope_names_why_even_when_the_reader_says_nothing():
+    # fastavro raises a bare EOFError() when the bytes end inside a field: the line must not
+    # end in "not a valid envelope: " with nothing after it
+    whole = Envelope(format="acme.Customer@1", body=b"x").to_bytes()
+    with pytest.raises(EnvelopeError) as caught:
+        Envelope.from_bytes(whole[:1])
+    assert str(caught.value).endswith("not a valid envelope: EOFError"), str(caught.value)

@@ -102,3 +102,12 @@ def test_base_adapter_serves_ping_and_describe_and_refuses_the_rest() -> None:
     with pytest.raises(CommandFault) as info:
         adapter.handle(Command("fetch", "plain", ping.envelope))
     assert info.value.code == "unsupported"
+
+
+def test_a_truncated_command_body_names_why_even_when_the_reader_says_nothing():
+    env = command_envelope("fetch", "files", return_address="r")
+    cut = env.replace(body=b"")
+    with pytest.raises(CommandFault) as caught:
+        parse_command(cut)
+    assert not str(caught.value).rstrip().endswith(":"), str(caught.value)
+    assert "EOFError" in str(caught.value) or "Expected" in str(caught.value), str(caught.value)
