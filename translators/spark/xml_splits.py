@@ -55,7 +55,7 @@ BATCH_ROWS = 8192
 XML_SPLIT_BYTES = 16 * 1024 * 1024
 #: the smallest split of the last wave: 128 KB of 16 MB, about 8 ms of a core's work (XML
 #: decodes ~18 MB/s per core; a split's own cost is ~1.6 ms of CPU). 53 MB on two slots: 10
-#: splits, the last two 0.15 MB; with a sixteenth, before, 7, the last 1.3 MB (~70 ms: the
+#: splits, the last two 0.15 MB; with a sixteenth, before, 7, the last two 1.2 MB (~65 ms: the
 #: slots ended up to that far apart)
 XML_TAIL_DIVISOR = 128
 _WINDOW = 1 << 20  # bytes searched for a boundary per step
