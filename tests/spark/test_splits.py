@@ -152,7 +152,7 @@ def test_a_corrupt_rdw_in_a_split_file_becomes_a_bad_record_after_the_good_ones(
 @pytest.mark.parametrize("records, reclen, slots", [(4_830_917, 207, 2), (1_000_003, 100, 4), (10, 207, 2), (999, 2202, 3)])
 def test_the_last_wave_of_splits_is_small(tmp_path: Path, records: int, reclen: int, slots: int) -> None:
     """Whole records per split, covering the file; full-size splits first, then smaller ones
-    (what is left divided by the slots, down to a sixteenth; the remainder joins the last
+    (what is left divided by the slots, down to a sixty-fourth; the remainder joins the last
     one), so that no core idles long while another runs a last big split."""
     data = tmp_path / "f.dat"
     with open(data, "wb") as fh:
@@ -174,6 +174,21 @@ def test_the_last_wave_of_splits_is_small(tmp_path: Path, records: int, reclen: 
         assert len(splits) >= min(records, 2 * slots)
     one = plan_splits([str(data)], Framing("fixed", record_length=reclen), split_bytes=split_bytes, slots=1)
     assert all(s.length == one[0].length for s in one[:-1])  # one slot: equal splits
+
+
+def test_the_last_splits_of_a_large_job_are_about_ten_milliseconds_of_a_cores_work(tmp_path: Path) -> None:
+    """The last split is what one slot may still run while the other has nothing left: 1 GB
+    of 207-byte records on two slots (the default 128 MB splits) ends in splits of 2-4 MB
+    (~10-20 ms of a core's copybook decoding), not 12 MB; every byte in exactly one split."""
+    data = tmp_path / "f.dat"
+    records = 4_830_917
+    with open(data, "wb") as fh:
+        fh.truncate(records * 207)
+    splits = plan_splits([str(data)], Framing("fixed", record_length=207), slots=2)
+    assert splits[0].start == 0 and splits[-1].end == records * 207
+    assert all(a.end == b.start for a, b in zip(splits, splits[1:], strict=False))
+    assert max(s.length for s in splits[-2:]) <= 4 * 1024 * 1024
+    assert len(splits) <= 14  # each split is a file of its own
 
 
 def test_a_split_of_hierarchical_records_starts_at_a_root_record(tmp_path) -> None:

@@ -51,9 +51,13 @@ from .types import SchemaMappingError, arrow_schema
 BATCH_ROWS = 8192
 #: default bytes per split: an eighth of a copybook file's (``splits.DEFAULT_SPLIT_BYTES``),
 #: for XML decodes some 15 times fewer bytes per second than copybook records, and the last
-#: splits (down to 1 MB) take a fraction of a second, not half of one (53 MB on two slots:
-#: 7 splits, the last 1.2 MB; with 128 MB splits 5, the last 3.3 MB)
+#: splits take a fraction of a second, not half of one
 XML_SPLIT_BYTES = 16 * 1024 * 1024
+#: the smallest split of the last wave: 128 KB of 16 MB, about 8 ms of a core's work (XML
+#: decodes ~18 MB/s per core; a split's own cost is ~1.6 ms of CPU). 53 MB on two slots: 10
+#: splits, the last two 0.15 MB; with a sixteenth, before, 7, the last two 1.2 MB (~65 ms: the
+#: slots ended up to that far apart)
+XML_TAIL_DIVISOR = 128
 _WINDOW = 1 << 20  # bytes searched for a boundary per step
 
 
@@ -135,7 +139,7 @@ def plan_xml_splits(
     """The splits of every file (see the module's description), file by file."""
     out: list[XmlSplit] = []
     sizes = [os.path.getsize(p) for p in paths]
-    floor = tail_floor(sum(sizes), split_bytes, slots)
+    floor = tail_floor(sum(sizes), split_bytes, slots, XML_TAIL_DIVISOR)
     for file_id, (path, size) in enumerate(zip(paths, sizes, strict=True)):
         with open(path, "rb") as fh:
             bom = fh.read(2)

