@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from coupler.bus.batch.ingest import EVENT_FORMAT, ingest
+from coupler.bus.batch.jobs import LEAN_JVM_OPTIONS
 from coupler.bus.config.loader import load_site
 from coupler.bus.transport.factory import open_transport
 from coupler.canonical.registry import SchemaRegistry
@@ -111,13 +112,15 @@ def test_ingest_translates_archives_after_success_and_publishes_batch_completed(
 def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_once(spark: Any, tmp_path: Path) -> None:
     site = make_site(tmp_path)
     staged = tmp_path / "staged" / "big.dat"
-    # 20 MB in five 4 MB splits on two cores: the kill lands when the first task writes, with
-    # three splits still to run (60 MB proved no more and made the rerun three times as long)
-    records = 200_000
+    # 10 MB in five 2 MB splits on two cores: the kill lands when the first task writes, with
+    # three splits still to run (60 MB, then 20 MB in 4 MB splits, proved no more and made the
+    # rerun six and two times as long); the killed job's JVM is lean (C1 only: it lives seconds)
+    records = 100_000
     write_cards(staged, 0, records)
     proc = subprocess.Popen(
         [sys.executable, "-m", "coupler.bus.cli.main", "batch", "ingest", "--site", str(site), "--source", "cards-in",
-         "--master", "local[2]", "-o", "input_split_size_mb=4", "-o", "generate_record_id=true"],
+         "--master", "local[2]", "-o", "input_split_size_mb=2", "-o", "generate_record_id=true",
+         "--conf", f"spark.driver.defaultJavaOptions={LEAN_JVM_OPTIONS}"],
         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True,
     )
@@ -141,7 +144,7 @@ def test_a_killed_ingest_leaves_inputs_staged_and_the_rerun_writes_everything_on
     assert not list(batch_root.glob("*/data")) and not list(batch_root.glob("*/batch.json"))  # nothing published
     assert events(site) == []
 
-    (result,) = ingest(site, "cards-in", spark=spark, options={"input_split_size_mb": "4", "generate_record_id": "true"})
+    (result,) = ingest(site, "cards-in", spark=spark, options={"input_split_size_mb": "2", "generate_record_id": "true"})
     df = spark.read.parquet(result.output)
     assert df.count() == records == result.records
     assert df.select("Record_Id").distinct().count() == records

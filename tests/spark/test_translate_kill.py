@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from coupler.bus.batch.jobs import LEAN_JVM_OPTIONS
 from coupler.bus.cli import main as cli
 
 from .test_batch_translate import _accounts
@@ -36,7 +37,8 @@ def args(cpy: Path, data: Path, out: Path) -> list[str]:
 def translate(cpy: Path, data: Path, out: Path) -> subprocess.Popen[bytes]:
     """``coupler batch translate`` in a process of its own (to be killed)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "coupler.bus.cli.main", *args(cpy, data, out), "--master", "local[2]"],
+        [sys.executable, "-m", "coupler.bus.cli.main", *args(cpy, data, out), "--master", "local[2]",
+         "--conf", f"spark.driver.defaultJavaOptions={LEAN_JVM_OPTIONS}"],  # a JVM living seconds: C1 only
         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True,
     )
