@@ -17,8 +17,6 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from coupler.bus.batch.ingest import EVENT_FORMAT
 from coupler.bus.batch.jobs import LEAN_JVM_OPTIONS
 from coupler.bus.cli.main import main
@@ -95,7 +93,6 @@ def batch_row(site: Any, source: str) -> dict[str, Any]:
     return next(r for r in ControlClient(site.control_socket).call("status")["batch"] if r["source"] == source)
 
 
-@pytest.mark.spark_in_process  # the daemon's batch job starts Spark in this process (tests/conftest.py)
 def test_the_daemon_ingests_staged_files_by_itself_and_on_a_schedule(tmp_path: Path) -> None:
     (tmp_path / "card.cpy").write_text(COPYBOOK)
     site_file = tmp_path / "site.toml"
