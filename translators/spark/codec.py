@@ -20,7 +20,7 @@ import io
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ import pyarrow as pa
 from coupler.canonical.errors import CouplerError
 from coupler.translators.copybook.batch import DEFAULT_BATCH_RECORDS
 
-from .splits import FileSplit, Framing
+from .splits import FileSplit, Framing, plan_splits
 from .types import arrow_schema
 
 log = logging.getLogger(__name__)
@@ -211,6 +211,24 @@ class CopybookCodec:
         mb = self.options.get("input_split_size_mb")
         size = int(float(mb) * 1024 * 1024) if mb else DEFAULT_SPLIT_BYTES
         return max(size, 1), self.parsed_options.input_split_records
+
+    def plan(self, paths: Sequence[str], *, slots: int = 1) -> list[tuple[FileSplit, Framing]]:
+        """The splits of ``paths`` with their framing, as every reader of copybook files
+        plans them (the ``copybook`` data source and ``batch translate``'s split job): sized
+        by :meth:`split_size`, and for hierarchical records starting only at a root record
+        (:meth:`group_starts`), so that no split cuts children from their parent. ``slots``:
+        the job's task slots (smaller last splits, :func:`.splits.guided_split_bytes`)."""
+        split_bytes, split_records = self.split_size()
+        starts_group, head = self.group_starts()
+        sizes = [os.path.getsize(path) for path in paths]
+        out: list[tuple[FileSplit, Framing]] = []
+        for file_id, path in enumerate(paths):
+            framing = self.framing(path)
+            for s in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records,
+                                 starts_group=starts_group, group_head=head, slots=slots,
+                                 later_bytes=sum(sizes[file_id + 1 :])):
+                out.append((FileSplit(s.path, file_id, s.start, s.end, s.first_record, s.index), framing))
+        return out
 
     # -- decoding ------------------------------------------------------------------------
 

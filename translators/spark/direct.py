@@ -23,7 +23,7 @@ from typing import Any
 
 from .codec import CopybookCodec
 from .commit import CommitError, OutputCommitter, TaskFile
-from .splits import FileSplit, Framing, plan_splits
+from .splits import FileSplit, Framing
 
 log = logging.getLogger(__name__)
 
@@ -95,17 +95,10 @@ def translate_splits(
     ext = {"parquet": "parquet", "avro": "avro"}[kind]
     committer = OutputCommitter(output, "overwrite", ext)
     committer.check_target()
-    split_bytes, split_records = codec.split_size()
-    framings = [codec.framing(path) for path in paths]
-    sizes = [os.path.getsize(path) for path in paths]
     # the last wave of tasks in smaller splits, so that the slots finish together; not when
     # the user set the split size
     slots = 1 if codec.options.get("input_split_size_mb") else spark.sparkContext.defaultParallelism
-    work: list[tuple[FileSplit, Framing]] = []
-    for file_id, (path, framing) in enumerate(zip(paths, framings, strict=True)):
-        for s in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records,
-                             slots=slots, later_bytes=sum(sizes[file_id + 1 :])):
-            work.append((FileSplit(s.path, file_id, s.start, s.end, s.first_record, s.index), framing))
+    work = codec.plan(paths, slots=slots)
     return run_split_job(spark, work, _SplitTask(codec, committer, kind, avro_schema, indicator), committer)
 
 

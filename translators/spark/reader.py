@@ -41,7 +41,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .codec import CopybookCodec, CopybookSourceError
-from .splits import FileSplit, Framing, plan_splits
+from .splits import FileSplit, Framing
 from .types import spark_schema
 
 
@@ -110,15 +110,7 @@ class CopybookReader(DataSourceReader):
         self.paths = paths
 
     def partitions(self) -> list[SplitPartition]:
-        split_bytes, split_records = self.codec.split_size()
-        parts: list[SplitPartition] = []
-        for file_id, path in enumerate(self.paths):
-            framing = self.codec.framing(path)
-            starts_group, head = self.codec.group_starts()
-            for split in plan_splits([path], framing, split_bytes=split_bytes, split_records=split_records,
-                                     starts_group=starts_group, group_head=head):
-                parts.append(SplitPartition(FileSplit(split.path, file_id, split.start, split.end, split.first_record, split.index), framing))
-        return parts
+        return [SplitPartition(split, framing) for split, framing in self.codec.plan(self.paths)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SplitPartition)
