@@ -51,12 +51,13 @@ def _items(layout: Layout) -> list[tuple[Node, list[Node], Node]]:
     return out
 
 
-def program(copybook: Path, layout: Layout) -> str:
-    """A COBOL program printing ``path|offset|length`` for every named item of ``copybook``."""
+def program(copybook: Path, layout: Layout, program_id: str = "ORACLE", tag: str = "", last: str = "STOP RUN.") -> str:
+    """A COBOL program printing ``path|offset|length`` for every named item of ``copybook``
+    (each line after ``tag``; ``last``: the statement that ends it)."""
     wrapped = any(r.level not in (1, 77) for r in layout.records)
     lines = [
         "       IDENTIFICATION DIVISION.",
-        "       PROGRAM-ID. ORACLE.",
+        f"       PROGRAM-ID. {program_id}.",
         "       DATA DIVISION.",
         "       WORKING-STORAGE SECTION.",
         "       01 ORA-P0 USAGE POINTER.",
@@ -86,9 +87,9 @@ def program(copybook: Path, layout: Layout) -> str:
             f"           SET ORA-P1 TO ADDRESS OF {_ref(node, parents)}",
             "           COMPUTE ORA-OFF = ORA-N1 - ORA-N0",
             f"           MOVE LENGTH OF {_ref(node, parents)} TO ORA-LEN",
-            f"           DISPLAY '{path}|' ORA-OFF '|' ORA-LEN",
+            f"           DISPLAY '{tag}{path}|' ORA-OFF '|' ORA-LEN",
         ]
-    lines.append("           STOP RUN.")
+    lines.append(f"           {last}")
     out = []
     for line in lines:  # continuation-free: split long statements at spaces before column 72
         while len(line) > 72:
@@ -123,6 +124,38 @@ def compiler_layout(copybook: Path, layout: Layout, workdir: Path, flags: tuple[
     return result
 
 
+def compiler_layouts(cases: list[tuple[Path, Layout]], workdir: Path) -> list[dict[str, tuple[int, int]]]:
+    """:func:`compiler_layout` of many copybooks from one compilation: each copybook's program
+    is a subprogram of one source (its own WORKING-STORAGE, called in turn by a main program),
+    so cobc and the C compiler start once, not once per copybook (99 compilations took 29 s
+    here, the one 8.5 s, with the same output). A copybook cobc refuses fails them all, with
+    cobc's message naming the line of ``oracles.cbl``."""
+    ids = [f"ORA{k:04d}" for k in range(len(cases))]
+    main = ["       IDENTIFICATION DIVISION.", "       PROGRAM-ID. ORAMAIN.", "       PROCEDURE DIVISION.",
+            *[f"           CALL '{i}'" for i in ids], "           STOP RUN.", "       END PROGRAM ORAMAIN."]
+    parts = ["\n".join(main) + "\n"]
+    for k, (copybook, layout) in enumerate(cases):
+        parts.append(program(copybook, layout, ids[k], f"{k}|", "GOBACK.") + f"       END PROGRAM {ids[k]}.\n")
+    source = workdir / "oracles.cbl"
+    source.write_text("".join(parts))
+    exe = workdir / "oracles"
+    includes = [arg for parent in sorted({str(c.parent) for c, _ in cases}) for arg in ("-I", parent)]
+    done = subprocess.run(  # -fstatic-call: the CALLs are C calls within the one executable
+        [cobc(), "-x", "-fstatic-call", *COBC_FLAGS, *includes, "-o", str(exe), str(source)],
+        capture_output=True, text=True, timeout=600,
+    )
+    if done.returncode:
+        raise AssertionError(f"cobc failed on {source}:\n{done.stderr}\n{done.stdout}")
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, cwd=workdir)
+    assert run.returncode == 0, run.stderr
+    items = [_items(layout) for _, layout in cases]
+    results: list[dict[str, tuple[int, int]]] = [{} for _ in cases]
+    for line in run.stdout.splitlines():
+        k, number, off, length = line.rsplit("|", 3)
+        results[int(k)][items[int(k)][int(number)][0].dotted_path] = (int(off), int(length))
+    return results
+
+
 def coupler_layout(rows: list[dict]) -> dict[str, tuple[int, int]]:
     """The same view from ``coupler copybook layout --json`` rows: 0-based start, and the
     bytes of one occurrence (``size``), for every named item (not FILLER, not level 66)."""
@@ -132,4 +165,4 @@ def coupler_layout(rows: list[dict]) -> dict[str, tuple[int, int]]:
     }
 
 
-__all__ = ["COBC_FLAGS", "cobc", "compiler_layout", "coupler_layout", "program", "Field"]
+__all__ = ["COBC_FLAGS", "cobc", "compiler_layout", "compiler_layouts", "coupler_layout", "program", "Field"]

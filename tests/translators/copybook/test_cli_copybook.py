@@ -15,6 +15,22 @@ T21 = CORPUS / "15_test21_ascii_nested_odo"
 T1 = CORPUS / "01_test1_fixed_comp3_odo"
 T21_OPTS = ["-o", "record_format=F", "-o", "encoding=ascii", "-o", "variable_size_occurs=true",
             "-o", "schema_retention_policy=keep_original"]
+#: records a chunk in the --jobs and --parts tests (the CLI's is 16,384): many chunks from a
+#: small file, so the threads interleave chunks without decoding megabytes
+CHUNK = 1_000
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The CLI decodes its files in chunks of ``CHUNK`` records (it imports
+    ``decode_file_batches`` when it decodes, so it takes this one)."""
+    import functools
+
+    from coupler.translators.copybook import batch_files
+
+    monkeypatch.setattr(batch_files, "decode_file_batches",
+                        functools.partial(batch_files.decode_file_batches, batch_records=CHUNK))
+    return CHUNK
 
 
 def test_layout_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,7 +199,7 @@ def test_bad_fields_in_an_occurs_name_their_subscripts(tmp_path: Path, capsys, m
 
 
 @pytest.mark.parametrize("to", ["jsonl", "parquet", "avro"])
-def test_jobs_give_the_same_output_errors_and_order(tmp_path: Path, capsys, to: str) -> None:
+def test_jobs_give_the_same_output_errors_and_order(tmp_path: Path, capsys, to: str, small_chunks: int) -> None:
     """``--jobs 2`` and ``--jobs 3`` decode chunks on two and three threads: the output file
     (for Parquet, one file written by one writer), the order of its records, the errors file
     and the counts are those of ``--jobs 1`` (bad fields scattered over many chunks, a
@@ -195,7 +211,7 @@ def test_jobs_give_the_same_output_errors_and_order(tmp_path: Path, capsys, to: 
     import datagen
 
     copybook = datagen.write_copybook(tmp_path / "txn.cpy")
-    clean = datagen.write_fixed_file(tmp_path / "clean.dat", 40_000)
+    clean = datagen.write_fixed_file(tmp_path / "clean.dat", 8_000)
     data = bytearray(clean.read_bytes())
     rng = random.Random(7)
     for _ in range(200):
@@ -221,13 +237,14 @@ def test_jobs_give_the_same_output_errors_and_order(tmp_path: Path, capsys, to: 
         outputs[jobs] = (records, errors.read_text(), summary.split(" in ")[0])
     assert outputs[1] == outputs[2] == outputs[3]
     _, errors_text, counts = outputs[1]
-    assert counts.startswith("40000 records, 1 rejected,")  # the truncated record
+    assert counts.startswith("8000 records, 1 rejected,")  # the truncated record
     assert errors_text.count('"kind": "field"') >= 50  # bad fields in many chunks, in file order
     records = [json.loads(line)["record"] for line in errors_text.splitlines()]
     assert records == sorted(records)
+    assert {r // small_chunks for r in records} == set(range(9))  # each of the 8 chunks, and record 8000
 
 
-def test_parts_hold_the_records_of_one_file_in_order(tmp_path: Path, capsys) -> None:
+def test_parts_hold_the_records_of_one_file_in_order(tmp_path: Path, capsys, small_chunks: int) -> None:
     """``--parts --jobs 3``: a directory of part files written by three threads; read in name
     order they are the one file of ``--jobs 1``, with the same errors file and counts (bad
     fields in every part, a truncated last record, two data files)."""
@@ -240,13 +257,13 @@ def test_parts_hold_the_records_of_one_file_in_order(tmp_path: Path, capsys) -> 
     import datagen
 
     copybook = datagen.write_copybook(tmp_path / "txn.cpy")
-    data = bytearray(datagen.write_fixed_file(tmp_path / "clean.dat", 30_000).read_bytes())
+    data = bytearray(datagen.write_fixed_file(tmp_path / "clean.dat", 6_000).read_bytes())
     rng = random.Random(11)
     for _ in range(150):
         data[rng.randrange(len(data))] = rng.randrange(256)
     first, second = tmp_path / "a.dat", tmp_path / "b.dat"
-    first.write_bytes(bytes(data[: 207 * 20_000]))
-    second.write_bytes(bytes(data[207 * 20_000 :]) + b"\xf1\xf2")
+    first.write_bytes(bytes(data[: 207 * 4_000]))  # a part holds several chunks
+    second.write_bytes(bytes(data[207 * 4_000 :]) + b"\xf1\xf2")
     common = ["copybook", "decode", str(copybook), str(first), str(second), "--to", "parquet"]
     one, parts = tmp_path / "one.parquet", tmp_path / "parts"
     assert main([*common, "--output", str(one), "--errors", str(tmp_path / "e1"), "--jobs", "1"]) == 0
@@ -258,7 +275,7 @@ def test_parts_hold_the_records_of_one_file_in_order(tmp_path: Path, capsys) -> 
     rows = [r for name in names for r in pq.read_table(parts / name).to_pylist()]
     assert rows == pq.read_table(one).to_pylist()
     assert (tmp_path / "e3").read_text() == (tmp_path / "e1").read_text()
-    assert summary_parts == summary_one and summary_one.startswith("30000 records, 1 rejected,")
+    assert summary_parts == summary_one and summary_one.startswith("6000 records, 1 rejected,")
     # the directory must be new or empty; --parts is for Parquet
     assert main([*common, "--output", str(parts), "--parts"]) == 2
     assert "must be a new or empty directory" in capsys.readouterr().err

@@ -390,10 +390,13 @@ def test_outputs_of_a_transaction_the_broker_nacks_are_published_again_until_the
             t.close()
 
 
-def test_outputs_of_a_transaction_the_broker_keeps_refusing_fail_it_in_one_line(broker_names) -> None:
+def test_outputs_of_a_transaction_the_broker_keeps_refusing_fail_it_in_one_line(broker_names, monkeypatch) -> None:
     """When the broker refuses a transaction's outputs for the whole reconnect timeout, the
     commit fails with the plain send's one-line error and the input received in it goes
-    back to its queue."""
+    back to its queue (the worker's consumer, idle, returns it: after 1 s here, not 5)."""
+    from coupler.bus.transport.amqp import transport as amqp_transport
+
+    monkeypatch.setattr(amqp_transport, "_IDLE_SECONDS", 1.0)
     worker = _full_after_one(_transport(broker_names, reconnect_timeout=0.5))
     other = _full_after_one(_transport(broker_names))
     try:
