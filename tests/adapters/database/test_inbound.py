@@ -370,6 +370,12 @@ def test_one_by_one_when_the_context_cannot_publish_a_batch(bus: EmbeddedBus, db
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3]
 
 
+def wait_listening(postgres: Database, channel: str) -> None:
+    """Until the adapter's connection LISTENs on ``channel`` (a NOTIFY before it is lost)."""
+    wait_for(lambda: postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
+                                  (f'LISTEN "{channel}"',)) == [(1,)], "the adapter listening")
+
+
 def test_listen_notify_wakes_the_poll(bus: EmbeddedBus, postgres: Database) -> None:
     make_orders(postgres, 1)
     channel = f"{postgres.schema}_orders"
@@ -380,8 +386,7 @@ def test_listen_notify_wakes_the_poll(bus: EmbeddedBus, postgres: Database) -> N
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 1, "the first row")
     # a NOTIFY before the adapter's LISTEN is lost (the row still comes, from the poll LISTEN
     # wakes): wait until its connection listens, not for a poll
-    wait_for(lambda: postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
-                                  (f'LISTEN "{channel}"',)) == [(1,)], "the adapter listening")
+    wait_listening(postgres, channel)
     make_orders(postgres, 1, first=2)
     postgres.sql(f"NOTIFY {channel}")  # the interval (300 s) is far beyond the wait below
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 2, "the notified row", timeout=60)
@@ -405,8 +410,7 @@ def test_the_guides_notify_trigger_wakes_the_poll(bus: EmbeddedBus, postgres: Da
         "listen": channel}), direction="inbound", channel="orders")
     got: list[Any] = []
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 1, "the first row")
-    wait_for(lambda: postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
-                                  (f'LISTEN "{channel}"',)) == [(1,)], "the adapter listening")
+    wait_listening(postgres, channel)
     make_orders(postgres, 2, first=2)  # the trigger notifies at each INSERT statement
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 3, "the rows the trigger announced", timeout=60)
     assert [json.loads(m.body)["id"] for m in got] == [1, 2, 3]
