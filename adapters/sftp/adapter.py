@@ -111,7 +111,9 @@ class SftpAdapter(FileAdapterBase):
             if not conn["connected"] and conn["last_connect_error"]:
                 wait = conn["next_attempt_in"]
                 retry = f"; next attempt in {wait:.1f} s" if wait else ""
-                health["problems"].append(f"disconnected from {self.settings.label}: {conn['last_connect_error']}{retry}")
+                label = self.settings.label
+                error = conn["last_connect_error"].removeprefix(f"{label}: ")  # a connect error names it already
+                health["problems"].append(f"disconnected from {label}: {error}{retry}")
                 health["status"] = "down"
         return health
 

@@ -129,7 +129,8 @@ def test_health_shows_when_the_next_connection_attempt_is_due(bus: Bus, sshd: Ss
     health = a.health()
     assert health["status"] == "down" and 25 < health["connection"]["next_attempt_in"] <= 30
     [problem] = health["problems"]
-    assert problem.startswith(f"disconnected from sftp://root@127.0.0.1:{port}: ") and "cannot connect" in problem
+    assert problem.startswith(f"disconnected from sftp://root@127.0.0.1:{port}: cannot connect"), problem
+    assert problem.count("sftp://") == 1, problem  # the server named once
     assert re.search(r"; next attempt in (2[5-9]|30)\.\d s$", problem), problem
     assert "\n" not in problem
 
