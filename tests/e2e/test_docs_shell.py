@@ -22,16 +22,8 @@ pytestmark = pytest.mark.slow
 MAPPING_DATA = REPO / "tests" / "translators" / "mapping" / "data"
 ORDERS = REPO / "tests" / "translators" / "xml" / "data" / "orders"
 
-#: three ACCOUNT-REC records of account.cpy (ASCII display numbers, a COMP-3 balance), as
-#: tests/bus/cli/test_cli_translate.py has them
-ACCOUNTS = [
-    b"000042John      Smith       A20240131" + bytes.fromhex("00000123450d")
-    + b"B01 Leeds     AB1   0030001250X     0010000099   ",
-    b"000107Cher                  I19991231" + bytes.fromhex("00000000000c")
-    + b"Z9  York      P-77  0990099999QQ    0000000000   ",
-    b"999999Ada       Lovelace    C18151210" + bytes.fromhex("09999999999c")
-    + b"LDN1London    ENGINE0010000001      0000000000   ",
-]
+#: the three ACCOUNT-REC records of account.cpy that tests/bus/cli/test_cli_translate.py reads
+ACCOUNTS = [(MAPPING_DATA / "accounts.dat").read_bytes()[i:i + 92] for i in range(0, 276, 92)]
 
 
 def doc(name: str) -> str:

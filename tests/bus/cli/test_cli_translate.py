@@ -20,15 +20,9 @@ XML = f"xml:{DATA / 'accounts.xsd'}@accounts/account"
 MAPS = ["--map", str(DATA / "account-copybook.toml"), "--map", str(DATA / "account-xml.toml")]
 COMMON = ["-o", "encoding=ascii", "--schemas", str(DATA / "schemas")]
 
-#: three 92-byte ACCOUNT-REC records (ASCII display numbers, COMP-3 balance)
-RECORDS = [
-    b"000042John      Smith       A20240131" + bytes.fromhex("00000123450d")
-    + b"B01 Leeds     AB1   0030001250X     0010000099   ",
-    b"000107Cher                  I19991231" + bytes.fromhex("00000000000c")
-    + b"Z9  York      P-77  0990099999QQ    0000000000   ",
-    b"999999Ada       Lovelace    C18151210" + bytes.fromhex("09999999999c")
-    + b"LDN1London    ENGINE0010000001      0000000000   ",
-]
+#: three 92-byte ACCOUNT-REC records of account.cpy (ASCII display numbers, COMP-3 balance:
+#: John Smith, Cher, Ada Lovelace)
+RECORDS = [(DATA / "accounts.dat").read_bytes()[i:i + 92] for i in range(0, 276, 92)]
 
 
 def coupler(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
