@@ -17,6 +17,7 @@ from coupler.canonical.registry import SchemaRegistry
 from coupler.translators.copybook import decoder, encoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.mapping import load_mapping
+from tests.spark.hierarchy_case import FAMILIES, OPTIONS, write_hierarchy
 
 MAPPING_DATA = Path(__file__).resolve().parents[1] / "translators" / "mapping" / "data"
 
@@ -227,20 +228,10 @@ def test_a_hierarchical_file_read_in_many_splits_keeps_every_child_with_its_pare
     """``batch translate`` end to end on a ``segment-children`` file whose splits are two records
     each: a split starts only at a root record, so no child is cut from its parent (before
     f437b5b the split job started splits at children and dropped them without a word)."""
-    cpy = tmp_path / "h.cpy"
-    cpy.write_text(
-        "       01 R.\n          05 T PIC X.\n          05 P.\n             10 PN PIC X(3).\n"
-        "          05 C REDEFINES P.\n             10 CN PIC 9(3).\n"
-    )
-    records = [b"PAAA", b"C001", b"C002", b"C003", b"PBBB", b"C004", b"PCCC", b"C005", b"C006", b"C007", b"C008"]
-    data = tmp_path / "h.dat"
-    data.write_bytes(b"".join(len(r).to_bytes(2, "big") + b"\0\0" + r for r in records))  # big-endian RDWs
-    options = {"record_format": "V", "encoding": "ascii", "segment_field": "T",
-               "redefine_segment_id_map:1": "P => P", "redefine_segment_id_map:2": "C => C",
-               "segment_children:1": "P => C", "is_rdw_big_endian": "true", "input_split_records": "2"}
+    cpy, data = write_hierarchy(tmp_path)
+    options = {**OPTIONS, "input_split_records": "2"}
     out = tmp_path / "out"
     result = translate(spark, f"copybook:{cpy}", "parquet", [str(data)], str(out), options=options)  # split tasks
     rows = [r for f in sorted(out.glob("part-*.parquet")) for r in pq.read_table(f).to_pylist()]
     assert result.records == 3 and result.errors == 0
-    assert [(r["P"]["PN"], [c["CN"] for c in r["P"]["C"]]) for r in rows] == [
-        ("AAA", [1, 2, 3]), ("BBB", [4]), ("CCC", [5, 6, 7, 8])], rows
+    assert [(r["P"]["PN"], [c["CN"] for c in r["P"]["C"]]) for r in rows] == FAMILIES, rows

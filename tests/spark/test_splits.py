@@ -12,6 +12,7 @@ import pytest
 from coupler.translators.copybook import decoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.spark.splits import Framing, SplitError, plan_splits, sparse_index
+from tests.spark.hierarchy_case import OPTIONS, RECORDS, write_hierarchy
 
 COPYBOOK = """\
        01  REC.
@@ -271,17 +272,8 @@ def test_batch_translate_splits_of_hierarchical_records_start_at_a_root_record(
     from coupler.translators.spark import direct
     from coupler.translators.spark.codec import CopybookCodec
 
-    cpy = tmp_path / "h.cpy"
-    cpy.write_text(
-        "       01 R.\n          05 T PIC X.\n          05 P.\n             10 PN PIC X(3).\n"
-        "          05 C REDEFINES P.\n             10 CN PIC 9(3).\n"
-    )
-    records = [b"PAAA", b"C001", b"C002", b"C003", b"PBBB", b"C004", b"PCCC", b"C005", b"C006", b"C007", b"C008"]
-    data = tmp_path / "h.dat"
-    data.write_bytes(b"".join(_rdw(len(r), False) + r for r in records))
-    options = {"record_format": "V", "encoding": "ascii", "segment_field": "T", "generate_record_id": "true",
-               "redefine_segment_id_map:1": "P => P", "redefine_segment_id_map:2": "C => C",
-               "segment_children:1": "P => C", **split_option}
+    cpy, data = write_hierarchy(tmp_path)
+    options = {**OPTIONS, "generate_record_id": "true", **split_option}
     codec = CopybookCodec(str(cpy), options)
     expected = list(codec.decode_file_sequentially(str(data)))
     assert [len(r["P"]["C"]) for r in expected] == [3, 1, 4]
@@ -291,6 +283,6 @@ def test_batch_translate_splits_of_hierarchical_records_start_at_a_root_record(
     spark = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=2))
     direct.translate_splits(spark, codec, [str(data)], str(tmp_path / "out"))
     assert len(planned) > 1  # the file is read in several splits
-    assert all(records[s.first_record][:1] == b"P" for s, _ in planned)  # none starts at a child
+    assert all(RECORDS[s.first_record][:1] == b"P" for s, _ in planned)  # none starts at a child
     got = [row for split, framing in planned for batch in codec.read_split(split, framing) for row in batch.to_pylist()]
     assert got == expected
