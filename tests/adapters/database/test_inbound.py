@@ -370,23 +370,26 @@ def test_one_by_one_when_the_context_cannot_publish_a_batch(bus: EmbeddedBus, db
     assert [json.loads(m.body)["id"] for m in bus.published("orders")] == [1, 2, 3]
 
 
-def wait_listening(postgres: Database, channel: str) -> None:
-    """Until the adapter's connection LISTENs on ``channel`` (a NOTIFY before it is lost)."""
-    wait_for(lambda: postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
-                                  (f'LISTEN "{channel}"',)) == [(1,)], "the adapter listening")
-
-
-def test_listen_notify_wakes_the_poll(bus: EmbeddedBus, postgres: Database) -> None:
-    make_orders(postgres, 1)
-    channel = f"{postgres.schema}_orders"
+def listening_adapter(bus: EmbeddedBus, postgres: Database, channel: str) -> tuple[DatabaseAdapter, list[Any]]:
+    """An inbound adapter on ``orders`` polling every 300 s and listening on ``channel``, once
+    it has published the first row and its connection LISTENs (a NOTIFY before that is lost);
+    the rows published so far."""
     a = bus.adapter(DatabaseAdapter, "orders-in", postgres.options(poll={
         "table": "orders", "status_column": "processed_at", "interval": 300, "max_interval": 300,
         "listen": channel}), direction="inbound", channel="orders")
     got: list[Any] = []
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 1, "the first row")
+    wait_for(lambda: postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
+                                  (f'LISTEN "{channel}"',)) == [(1,)], "the adapter listening")
+    return a, got
+
+
+def test_listen_notify_wakes_the_poll(bus: EmbeddedBus, postgres: Database) -> None:
+    make_orders(postgres, 1)
+    channel = f"{postgres.schema}_orders"
     # a NOTIFY before the adapter's LISTEN is lost (the row still comes, from the poll LISTEN
     # wakes): wait until its connection listens, not for a poll
-    wait_listening(postgres, channel)
+    a, got = listening_adapter(bus, postgres, channel)
     make_orders(postgres, 1, first=2)
     postgres.sql(f"NOTIFY {channel}")  # the interval (300 s) is far beyond the wait below
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 2, "the notified row", timeout=60)
@@ -405,12 +408,7 @@ def test_the_guides_notify_trigger_wakes_the_poll(bus: EmbeddedBus, postgres: Da
     channel = f"{postgres.schema}_new"
     make_orders(postgres, 1)
     postgres.sql(sql.replace("sales.orders", f"{postgres.schema}.orders").replace("'orders_new'", f"'{channel}'"))
-    a = bus.adapter(DatabaseAdapter, "orders-in", postgres.options(poll={
-        "table": "orders", "status_column": "processed_at", "interval": 300, "max_interval": 300,
-        "listen": channel}), direction="inbound", channel="orders")
-    got: list[Any] = []
-    wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 1, "the first row")
-    wait_listening(postgres, channel)
+    a, got = listening_adapter(bus, postgres, channel)
     make_orders(postgres, 2, first=2)  # the trigger notifies at each INSERT statement
     wait_for(lambda: got.extend(bus.published("orders")) or len(got) >= 3, "the rows the trigger announced", timeout=60)
     assert [json.loads(m.body)["id"] for m in got] == [1, 2, 3]
