@@ -706,8 +706,8 @@ class GeneratedConverters:
         self._pending: list[str] = []
         self._avro_done = 0
         #: the decimal, date and dateTime fields read straight into their Avro value (see
-        #: _decimal_avro): (id of the record, id of the field) -> the Avro type written
-        self._decimal_fields: dict[tuple[int, int], str] = {}
+        #: _straight_avro): (id of the record, id of the field) -> the Avro type written
+        self._straight_fields: dict[tuple[int, int], str] = {}
         self._count = 0
         self.sources: dict[str, str] = {}  # function name -> its source (for reading and debugging)
         #: functions are made on first use, possibly by several threads (SOAP adapters): one at a time
@@ -931,7 +931,7 @@ class GeneratedConverters:
                                                 linear=self._linear_ok(record), fused=fused))
         return name
 
-    def _decimal_avro(self, f: Field, record: Record, fused: Any) -> tuple[str, str] | None:
+    def _straight_avro(self, f: Field, record: Record, fused: Any) -> tuple[str, str] | None:
         """Straight to Avro, a single decimal, ``xs:date`` or ``xs:dateTime`` element or simple
         content read into its Avro value, no ``Decimal``, ``date`` or ``datetime`` in between:
         (the function giving it from a text of the common form, ``scalars.decimal_avro_bytes``,
@@ -969,18 +969,18 @@ class GeneratedConverters:
             return None
         if fast is None:
             return None
-        self._decimal_fields[(id(record), id(f))] = written
+        self._straight_fields[(id(record), id(f))] = written
         return (self._constant(fast, "dx"),
                 self._constant(lambda value: None if value is None else encode(value), "de"))
 
     def _field_type(self, f: Field, fused: Any, record: Record) -> Any:
         """The Avro type of field ``f`` as the encoder generator takes it (a nested record
         converted straight to Avro: its element, which its function appends to the parent's
-        ``out`` when the parent writes the field, with no buffer of its own; a decimal read
-        into its Avro bytes: ``bytes``)."""
+        ``out`` when the parent writes the field, with no buffer of its own; a decimal, date or
+        dateTime read into its Avro value: ``bytes``, ``int`` or ``long``)."""
         from .avro import ENCODED
 
-        written = self._decimal_fields.get((id(record), id(f)))
+        written = self._straight_fields.get((id(record), id(f)))
         if written is not None:
             kind = field_avro(f, set())["type"]
             if isinstance(kind, dict) and kind.get("logicalType") is not None:
@@ -1036,11 +1036,11 @@ class GeneratedConverters:
         body.append("        else: raise Delegate")
         if text is not None:
             decode = self._constant(fields[text].value.decode, 't')
-            decimal = self._decimal_avro(fields[text], record, fused)
-            if decimal is None:
+            straight = self._straight_avro(fields[text], record, fused)
+            if straight is None:
                 body.append(f"f{text} = {decode}(elem.text or '')")
-            else:  # straight to its Avro bytes (see _decimal_avro)
-                body.append(f"f{text} = {decimal[0]}(t := elem.text or '') or {decimal[1]}({decode}(t))")
+            else:  # straight to its Avro value (see _straight_avro)
+                body.append(f"f{text} = {straight[0]}(t := elem.text or '') or {straight[1]}({decode}(t))")
             body.append("if len(elem): raise Delegate")
         elif linear:
             body += ["text = elem.text", "if text and not text.isspace(): raise Delegate"]
@@ -1206,9 +1206,9 @@ class GeneratedConverters:
             direct = f.value.decode if f.default is None else _with_default(f.value.decode, f.default)
             full = self._constant(self.decoder.element_converter(f), "c")
             text = "(child.text or '')" if direct is str else self._inline(f.value, direct, "child.text or ''", "d")
-            decimal = self._decimal_avro(f, record, fused)
-            if decimal is not None:  # straight to its Avro bytes (see _decimal_avro)
-                fast, encode = decimal
+            straight = self._straight_avro(f, record, fused)
+            if straight is not None:  # straight to its Avro value (see _straight_avro)
+                fast, encode = straight
                 decode = self._constant(direct, "d")
                 lines.append(f"{pad}f{i} = ({encode}({full}(child)) if child.keys() or len(child) else "
                              f"{fast}(t := child.text or '') or {encode}({decode}(t)))")
