@@ -10,6 +10,10 @@ process has (the NumPy kernels, and the compiled one when it is built), and wher
 Parquet encoding goes (top-level columns against the OCCURS group, compression, statistics).
 One core (pinned).
 
+``--writers`` compares only Parquet writers on the same decoded batches: the CLI's (pyarrow)
+against polars and DuckDB where they are installed (``pip install polars duckdb``; not
+dependencies of Coupler), each on one thread, snappy, 65,536-row groups.
+
 ``--text-paths`` compares only the compiled kernel's text paths on this CPU (portable C, AVX2,
 AVX-512 VBMI), by text field size.
 """
@@ -177,6 +181,58 @@ def parquet_parts(layout, path: Path) -> list[tuple[str, dict[str, float], float
     return out
 
 
+def other_writers(layout, path: Path) -> list[tuple[str, float, float]]:
+    """The CLI's Parquet writer against the other standard writers on the same decoded batches
+    (snappy, 65,536-row groups, one thread each): (writer, CPU s, output MB), the best of three,
+    the writers taking turns. polars is timed twice: from its own frame (made beforehand) and
+    with the Arrow → polars conversion included (what a CLI would pay)."""
+    import pyarrow as pa
+
+    dec = BatchDecoder(layout)
+    batches = [d.batch for d in dec.iter_file(path)]
+    table = pa.Table.from_batches(batches)
+    writers: dict[str, object] = {}
+
+    def ours(target: Path) -> None:
+        with ParquetBatchWriter(target, batches[0].schema) as writer:
+            for b in batches:
+                writer.write_batch(b)
+
+    writers["pyarrow (the CLI's ParquetBatchWriter)"] = ours
+    try:
+        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+        import polars as pl
+
+        frame = pl.from_arrow(table)
+        writers[f"polars {pl.__version__}, from its frame"] = lambda target: frame.write_parquet(
+            target, compression="snappy", statistics=False, row_group_size=65_536)
+        writers[f"polars {pl.__version__}, Arrow table converted first"] = lambda target: pl.from_arrow(
+            table).write_parquet(target, compression="snappy", statistics=False, row_group_size=65_536)
+    except ImportError:
+        print("polars not installed (pip install polars): not compared")
+    try:
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("SET threads = 1")
+        con.register("batches", table)
+        writers[f"DuckDB {duckdb.__version__}"] = lambda target: con.execute(
+            f"COPY batches TO '{target}' (FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE 65536)")
+    except ImportError:
+        print("duckdb not installed (pip install duckdb): not compared")
+    spent: dict[str, float] = {}
+    sizes: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "out.parquet"
+        for _ in range(3):
+            for name, write in writers.items():
+                t = time.process_time()
+                write(target)  # type: ignore[operator]
+                spent[name] = min(spent.get(name, float("inf")), time.process_time() - t)
+                sizes[name] = target.stat().st_size / MB
+    return [(name, spent[name], sizes[name]) for name in writers]
+
+
 def text_paths_by_size(records: int) -> None:
     """The compiled kernel's text paths this CPU has (portable, avx2, avx512) on records of one
     text field size each (about 200 bytes of PIC X(n) fields, names padded with spaces), taking
@@ -218,6 +274,8 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "coupler-bench")
     parser.add_argument("--text-paths", action="store_true",
                         help="only the compiled kernel's text paths side by side, by field size")
+    parser.add_argument("--writers", action="store_true",
+                        help="only Parquet writers side by side on the same batches (pyarrow, polars, DuckDB)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -232,6 +290,14 @@ def main() -> int:
     path = datagen.write_fixed_file(args.dir / f"txn-{args.records}.dat", args.records)
     layout = build_layout(parse_copybook(datagen.COPYBOOK))
     size = path.stat().st_size
+    if args.writers:
+        print(f"load average {os.getloadavg()[0]:.2f}; {args.records:,} records, {size / MB:.0f} MB, one core\n")
+        print("| Parquet writer | CPU s | MB/s of the file | × the CLI's | output MB |")
+        print("|---|---:|---:|---:|---:|")
+        rows = other_writers(layout, path)
+        for name, cpu, out_mb in rows:
+            print(f"| {name} | {cpu:.3f} | {size / MB / cpu:.0f} | {rows[0][1] / cpu:.2f} | {out_mb:.1f} |")
+        return 0
     print(f"load average {os.getloadavg()[0]:.2f}; {args.records:,} records, {size / MB:.0f} MB, one core\n")
     print("| field kind | kernel | bytes of the file | CPU s | MB/s of its own bytes | share of kernel time |")
     print("|---|---|---:|---:|---:|---:|")
