@@ -8,7 +8,9 @@ Whole-process runs (a new process each, file in -> Parquet out, start-up include
 measured with wall-clock and CPU time (the child's user + system time, from ``wait4``) and
 peak RSS, on the 207-byte record, on a 207-byte record that is mostly PIC X, on an empty
 file (the fixed start-up cost) and on a fifth of the file (peak RSS at two sizes); the best
-of ``--repeat`` runs is shown (the machine may be shared). The child runs with bytecode
+of ``--repeat`` runs is shown (the machine may be shared), the runs taken round by round (every
+kind once a round, so that the rows compared are measured side by side), each into an output
+that does not exist yet. The child runs with bytecode
 written (``PYTHONDONTWRITEBYTECODE`` unset) after a warm-up run, as an installed package runs.
 
 The file has ``--records`` fixed-length EBCDIC records of 207 bytes (PIC X, zoned
@@ -16,6 +18,9 @@ S9(7)V99, COMP-3 S9(9)V99, COMP S9(9), an OCCURS 5 group; see ``datagen.py``). S
 decoders run on the first ``--sample`` records. Peers are optional: install them with
 ``pip install '.[bench]'`` (``make bench`` does); a missing peer is reported, not fatal.
 Results are printed as a Markdown table for ``docs/performance.md``.
+
+``--one-vs-parts`` runs only ``--jobs 1`` into one output file and with ``--parts``,
+alternating ``--repeat`` times each: the medians of their CPU times and the ratio.
 
 ``--jobs 2,4 --baseline-ref REF`` runs only the one-output-file ``--jobs N`` whole
 processes, this code's and REF's alternating, and prints their wall, CPU and peak RSS.
@@ -250,8 +255,15 @@ def whole_process(copybook: Path, data: Path, workdir: Path, repeat: int, *, job
         env.update(BENCH_CODE=str(code), BENCH_DIR=str(Path(__file__).resolve().parent))
     runs = []
     for _ in range(repeat):
+        # the previous run's output removed here, outside the measured process, for both kinds:
+        # a child that opened an existing file would truncate it (its page cache freed) and, on
+        # ext4, start writing the new file back at close (auto_da_alloc), which a run into a new
+        # directory of parts does not pay (about 0.01 s of CPU for the 239 MB output,
+        # measured apart; docs/performance.md, h125)
         if parts:
             shutil.rmtree(out, ignore_errors=True)
+        else:
+            out.unlink(missing_ok=True)
         runs.append(run_child(cmd, env=env, cores=jobs))
     files = sorted(out.iterdir()) if parts else [out]
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files) if data.stat().st_size else 0
@@ -325,6 +337,53 @@ def one_file_jobs(copybook: Path, data: Path, warm: Path, workdir: Path, repeat:
                   f"peak RSS {r0:.0f} against {r1:.0f} MB")
 
 
+def on_disk(*paths: Path) -> None:
+    """Write ``paths`` (data files just generated) to the disk now, not while whole processes
+    are timed: the system writes dirty pages back 30 s after they were written, by default.
+    ``fsync`` of these files only, not ``sync`` (other users' files on a shared machine)."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def one_vs_parts(copybook: Path, data: Path, warm: Path, workdir: Path, rounds: int) -> None:
+    """``--one-vs-parts``: only the whole processes ``copybook decode --jobs 1 --to parquet``
+    into one output file and ``--jobs 1 --parts`` into a directory of part files (here one:
+    the same records through the same writer), on one core, alternating run by run, ``rounds``
+    times each: every run's wall and CPU time, the best, the median and their ratio. A gap
+    between the two rows of the main table, each the best of a few runs taken at another time,
+    is either here again (side by side, many rounds) or it was the machine."""
+    whole_process(copybook, warm, workdir, 1)  # warm-up: bytecode written, files in the page cache
+    kinds = {"one output file": False, "--parts": True}
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
+    load_before = os.getloadavg()
+    for n in range(rounds):
+        for name, parts in kinds.items():
+            wall, cpu, rss, _ = whole_process(copybook, data, workdir, 1, parts=parts)
+            runs[name].append((wall, cpu))
+            print(f"  round {n + 1}, {name}: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss:.0f} MB, "
+                  f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    load_after = os.getloadavg()
+    size = data.stat().st_size / MB
+    print(f"\ncopybook decode --jobs 1 --to parquet on one core, one output file against --parts: {data.name} "
+          f"({size:.0f} MB), {rounds} alternating runs each, load average {load_before[0]:.2f} before, "
+          f"{load_after[0]:.2f} after\n")
+    print("| output | CPU s best | CPU s median | CPU s worst | MB/s (CPU, median) | wall s median |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, rs in runs.items():
+        cpus = [c for _, c in rs]
+        print(f"| {name} | {min(cpus):.2f} | {statistics.median(cpus):.2f} | {max(cpus):.2f} | "
+              f"{size / statistics.median(cpus):.1f} | {statistics.median(w for w, _ in rs):.2f} |")
+    one, parts_ = ([c for _, c in runs[k]] for k in kinds)
+    paired = sorted(a / b for a, b in zip(one, parts_, strict=True))
+    print(f"\n- one output file / --parts, CPU time: medians {statistics.median(one) / statistics.median(parts_):.3f}×, "
+          f"bests {min(one) / min(parts_):.3f}×; run by run (each pair side by side) {paired[0]:.2f}-{paired[-1]:.2f}×, "
+          f"median {statistics.median(paired):.3f}×")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -335,6 +394,9 @@ def main() -> int:
     parser.add_argument("--kernel-rounds", type=int, default=3,
                         help="with --baseline-ref: alternating runs of each commit's kernel (best and median shown)")
     parser.add_argument("--no-peers", action="store_true", help="skip the per-record decoder, cobolio and Cobrix")
+    parser.add_argument("--one-vs-parts", action="store_true",
+                        help="only `copybook decode --jobs 1` into one file and with --parts, alternating --repeat "
+                        "times each on one core: CPU time of every run, medians and their ratio")
     parser.add_argument("--jobs", help="N[,M...]: only the one-output-file runs of `copybook decode --jobs N`, "
                         "this code beside --baseline-ref's, alternating (wall, CPU, peak RSS)")
     args = parser.parse_args()
@@ -355,6 +417,10 @@ def main() -> int:
         fifth.write_bytes(src.read(args.records // 5 * datagen.RECORD_SIZE))
     empty = args.dir / "empty.dat"
     empty.write_bytes(b"")
+    on_disk(full, sample, fifth)
+    if args.one_vs_parts:
+        one_vs_parts(copybook, full, sample, args.dir, args.repeat)
+        return 0
     if args.jobs:
         one_file_jobs(copybook, full, sample, args.dir, args.repeat, [int(n) for n in args.jobs.split(",")], args.baseline_ref)
         return 0
@@ -395,6 +461,7 @@ def main() -> int:
         rows, writer_cpu, writer_cpu, "snappy, no dictionary, statistics outside lists; the best of 2")
 
     text_cpy, text_data = text_file(args.dir, args.records)
+    on_disk(text_data)
     whole_process(copybook, sample, args.dir, 1)  # warm-up: bytecode written, files in the page cache
     startup_wall, startup_cpu, startup_rss, _ = whole_process(copybook, empty, args.dir, args.repeat)
     whole: dict[str, tuple[float, float, float]] = {}
@@ -420,11 +487,21 @@ def main() -> int:
         kernels_side_by_side(full, old, baseline.describe(args.baseline_ref), add, args.kernel_rounds)
     else:
         stack = contextlib.ExitStack()
+    # round by round, every kind once a round (not each kind's runs in a row): a change in the
+    # machine's load, or the system writing back what the runs before wrote, falls on every row
+    # alike, and rows compared below (one output file against --parts) are measured side by side
+    samples: dict[str, list[tuple[float, float, float]]] = {}
+    written: dict[str, int] = {}
     with stack:
-        for label, cpy, data, how in runs:
-            wall, cpu, rss, out_rows = whole_process(cpy, data, args.dir, args.repeat, **how)
+        for _ in range(args.repeat):
+            for label, cpy, data, how in runs:
+                wall, cpu, rss, written[label] = whole_process(cpy, data, args.dir, 1, **how)
+                samples.setdefault(label, []).append((wall, cpu, rss))
+        for label, _, data, _ in runs:
+            wall, cpu, rss = (min(r[0] for r in samples[label]), min(r[1] for r in samples[label]),
+                              max(r[2] for r in samples[label]))
             whole[label] = (data.stat().st_size / MB / wall, data.stat().st_size / MB / cpu, rss)
-            add(f"whole process `copybook decode --to parquet` ({label})", data, out_rows, wall, cpu,
+            add(f"whole process `copybook decode --to parquet` ({label})", data, written[label], wall, cpu,
                 f"peak RSS {rss:.0f} MB; start-up, framing and Parquet writing included")
     jar = None if args.no_peers else ztract_jar()
     if not args.no_peers:
@@ -453,7 +530,7 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"\ncopybook decode: {args.records:,} × {datagen.RECORD_SIZE} B records "
           f"({full.stat().st_size / MB:.0f} MB), one core ({os.cpu_count()} on the machine), "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; whole-process runs: best of {args.repeat}; "
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; whole-process runs: best of {args.repeat}, taken round by round (every kind once a round); "
           f"the compiled kernel's text path: {text_path()}; {memory_note()}\n")
     print("| run | file | records | MB/s (wall) | MB/s (CPU) | kernel is × faster (CPU) | note |")
     print("|---|---|---:|---:|---:|---:|---|")
@@ -479,6 +556,12 @@ def main() -> int:
           f"(kernel {kernel_cpu:.0f} MB/s, translate {translate_cpu:.0f} MB/s; target kernel ≥ 1000 MB/s: "
           f"{'met' if kernel_cpu >= 1000 else 'not met'} on this run)")
     print(f"- --jobs 2 on two cores / one core (whole process, wall), one output file: {jobs2_wall / main_wall:.2f}×")
+    one_cpu = [r[1] for r in samples["207-byte record"]]
+    parts1_cpus = [r[1] for r in samples["207-byte record, --jobs 1 --parts"]]
+    print(f"- one output file / --jobs 1 --parts on one core (the same records through the same writer), CPU time: "
+          f"{statistics.median(one_cpu) / statistics.median(parts1_cpus):.3f}× (medians of {args.repeat} alternating "
+          f"runs; one file {min(one_cpu):.2f}-{max(one_cpu):.2f} s, parts {min(parts1_cpus):.2f}-{max(parts1_cpus):.2f} s;"
+          f" `--one-vs-parts` runs only these two, more rounds)")
     print(f"- **--jobs 2 --parts on two cores / --jobs 1 on one core (whole process, wall): "
           f"{parts2_wall / main_wall:.2f}×** (target ≥ 1.8×); / --jobs 1 --parts: {parts2_wall / parts1_wall:.2f}×; "
           f"mostly PIC X: {text_parts2_wall / text_wall:.2f}×")
