@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -72,6 +73,12 @@ def _start_worker(spec: DecoderSpec, model: Any = None) -> None:
                               **dict(spec.limits))
     _worker["decoder"] = model.decoder(spec.element)
     _worker["spec"] = spec
+
+
+def _worker_start(spec: DecoderSpec) -> None:
+    """The pool's initializer: ^C is the parent's to handle (it stops the workers), then the decoder."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _start_worker(spec)
 
 
 def _context() -> Any:
@@ -132,9 +139,11 @@ class ParallelDecode:
         steps = [s for s in spec.record_path.strip("/").split("/") if s]
         element = steps[-1]
         if len(steps) == 2:
-            self.splits = plan_xml_splits([str(p) for p in self.paths], element, split_bytes=split_bytes, slots=jobs)
+            # absolute: a fork server's workers keep the directory it started in
+            self.splits = plan_xml_splits([os.path.abspath(p) for p in self.paths], element,
+                                          split_bytes=split_bytes, slots=jobs)
         else:  # a record deeper than the root's children: a file is one split
-            self.splits = [XmlSplit(str(p), i, 0, p.stat().st_size, 0, "") for i, p in enumerate(self.paths)]
+            self.splits = [XmlSplit(os.path.abspath(p), i, 0, p.stat().st_size, 0, "") for i, p in enumerate(self.paths)]
 
     def worth_it(self) -> bool:
         """Whether there are several splits for several workers."""
@@ -147,7 +156,7 @@ class ParallelDecode:
             _start_worker(self.spec, self.model)  # the workers are copies of this process
         else:  # imported once by the fork server, not by every worker it starts
             context.set_forkserver_preload([__name__, f"{__package__}.decoder", f"{__package__}.avro"])
-        pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_start_worker, initargs=(self.spec,))
+        pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_worker_start, initargs=(self.spec,))
         pending: deque[tuple[XmlSplit, Future[Any]]] = deque()
         todo = iter(self.splits)
         written = [0] * len(self.paths)  # records written of each file
@@ -178,7 +187,7 @@ class ParallelDecode:
                     raise DecodeWorkerError(
                         "a worker process decoding this part of the file ended without an answer"
                         f" ({exc.__class__.__name__}); the output holds the records before it",
-                        where=f"{split.path} (bytes {split.start}-{split.end})",
+                        where=f"{self.paths[split.file_id]} (bytes {split.start}-{split.end})",
                         hint="run again; --jobs 1 decodes in this process",
                     ) from None
                 except Exception:  # noqa: BLE001 - confirmed (and raised) by the one-process decode below
