@@ -210,26 +210,31 @@ def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -
                 print(run_worker(code, xml, profile)["profile"].strip())
 
 
+#: the command line's ``main`` in a process that then prints its own CPU seconds (not its workers')
+_OWN_CPU = ("import os, sys\nfrom coupler.bus.cli.main import main\ncode = main(sys.argv[1:])\n"
+            "t = os.times()\nprint(t.user + t.system)\nsys.exit(code)")
+
+
 def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
     """The command line's whole process, ``coupler xml decode --record-path orders/order --to avro``,
     with ``--jobs 1`` and ``--jobs 2`` alternately (``pairs`` times) on the same file: wall
     seconds and CPU seconds (the command's and its worker processes', ``RUSAGE_CHILDREN``);
     the two files' bytes are checked to be the same but for their random sync marker."""
-    runs: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
     outputs = {}
     load = os.getloadavg()
     for _ in range(pairs):
         for jobs in (1, 2):
             out = tmp / f"cli-jobs{jobs}.avro"
-            command = [sys.executable, "-m", "coupler.bus.cli", "xml", "decode", str(XSD), str(xml), "--record-path",
+            command = [sys.executable, "-c", _OWN_CPU, "xml", "decode", str(XSD), str(xml), "--record-path",
                        RECORD_PATH, "--to", "avro", "--output", str(out), "--jobs", str(jobs), "--no-progress"]
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            subprocess.run(command, check=True)
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
             wall = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            runs[jobs].append((wall, cpu))
+            runs[jobs].append((wall, cpu, float(done.stdout)))
             data = out.read_bytes()
             outputs[jobs] = data.replace(data[-16:], b"")  # the sync marker: the file's last 16 bytes
             with out.open("rb") as fh:
@@ -237,14 +242,19 @@ def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
     assert outputs[1] == outputs[2], "--jobs 2 wrote other bytes than --jobs 1"
     size = xml.stat().st_size / 1e6
     lines = []
-    med = {}
+    med: dict[int, float] = {}
+    med_cpu: dict[int, float] = {}
     for jobs in (1, 2):
-        wall = statistics.median(w for w, _ in runs[jobs])
-        cpu = statistics.median(c for _, c in runs[jobs])
+        wall = statistics.median(w for w, _, _ in runs[jobs])
+        cpu = statistics.median(c for _, c, _ in runs[jobs])
+        own = statistics.median(o for _, _, o in runs[jobs])
         med[jobs] = wall
         lines.append(f"CLI xml decode --to avro --jobs {jobs} (whole process, median of {pairs}): "
                      f"{size / wall:6.2f} MB/s wall, {wall:.2f} s wall, {cpu:.2f} s CPU (command and workers), "
-                     f"{size / cpu:6.2f} MB/s CPU")
+                     f"{size / cpu:6.2f} MB/s CPU; the command's own {own:.2f} s CPU"
+                     + (f"; on 2 idle cores at most {med_cpu[1] / max(cpu / 2, own):.2f}x --jobs 1's CPU time"
+                        " (all the CPU on 2 cores, or the command's own part)" if jobs > 1 else ""))
+        med_cpu[jobs] = cpu
     after = os.getloadavg()
     lines.append(f"CLI --jobs 2 / --jobs 1: {med[1] / med[2]:.2f}x (wall); the same bytes but the sync marker; "
                  f"load average {load[0]:.2f} before, {after[0]:.2f} after, on {len(os.sched_getaffinity(0))} cores")

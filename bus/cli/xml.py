@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, metavar="N",
                    help="with --record-path ROOT/ELEMENT: decode N parts of the files at once, in N worker processes"
                         " (default: the cores this process may use); a file is cut at record boundaries as Spark's"
-                        " xml source cuts it (a UTF-8 file larger than a part whose records are the root's children;"
+                        " xml source cuts it (a file larger than a part, not UTF-16, whose records are the root's children;"
                         " other files are each one part), and the records, their order, the Avro file's blocks and"
-                        " the errors are the same whatever N is")
+                        " the errors are the same whatever N is; without --record-path, one process")
     p.add_argument("--split-size-mb", type=float, metavar="MB",
                    help="with --jobs: the size of a file's parts (default 16, as Spark's xml source's"
                         " input_split_size_mb; the last parts smaller, so that the workers finish together)")

@@ -42,6 +42,10 @@ class DecodeWorkerError(CouplerError):
     """A worker process decoding part of a file ended without an answer."""
 
 
+class SplitFailed(Exception):
+    """A worker's error for a split (its text only): the parent decodes the file again to raise it."""
+
+
 @dataclass(frozen=True)
 class DecoderSpec:
     """What a worker needs to build the decoder (picklable): the XSD and how it is loaded,
@@ -111,6 +115,9 @@ def _decode_split(split: XmlSplit) -> tuple[Any, Any, int]:
             return data, ends, len(ends)
         lines = [dumps(record, decimal_numbers=True) + "\n" for record in records]
         return "".join(lines), None, len(lines)
+    except Exception as exc:  # noqa: BLE001 - the parent finds the error again itself
+        # as a plain exception: one the parent could not unpickle would break the pool
+        raise SplitFailed(f"{type(exc).__name__}: {exc}") from None
     finally:
         stream.close()
 
