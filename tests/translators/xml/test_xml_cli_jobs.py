@@ -171,6 +171,20 @@ def test_a_killed_worker_ends_the_command_with_one_line_without_hanging(tmp_path
     assert not _children(proc.pid)
 
 
+def test_the_progress_bar_follows_the_parts_written(tmp_path: Path) -> None:
+    from tests.terminal import coupler_on_a_terminal
+
+    data = _orders(tmp_path / "orders.xml", 300)
+    args = ["xml", "decode", str(ORDERS_XSD), str(data), "--record-path", "orders/order", "--output",
+            str(tmp_path / "out.jsonl"), "--jobs", "2", "--split-size-mb", "0.03125"]
+    run = coupler_on_a_terminal(args)
+    assert run.returncode == 0, run.shown
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 300
+    assert "100.0% 300 records" in run.shown and "[" + "#" * 30 + "]" in run.shown, run.shown
+    quiet = coupler_on_a_terminal([*args, "--no-progress"])
+    assert quiet.returncode == 0 and "records" not in quiet.shown
+
+
 def test_jobs_must_be_one_or_more(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _decode(capsys, ORDERS_XSD, _orders(tmp_path / "o.xml", 3), "--record-path", "orders/order",
                         "--jobs", "0")
