@@ -211,8 +211,9 @@ def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -
 
 
 #: the command line's ``main`` in a process that then prints its own CPU seconds (not its workers')
-_OWN_CPU = ("import os, sys\nfrom coupler.bus.cli.main import main\ncode = main(sys.argv[1:])\n"
-            "t = os.times()\nprint(t.user + t.system)\nsys.exit(code)")
+_OWN_CPU = ("import os, resource, sys\nfrom coupler.bus.cli.main import main\ncode = main(sys.argv[1:])\n"
+            "t = os.times()\nprint(t.user + t.system, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\nsys.exit(code)")
 
 
 def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
@@ -221,6 +222,7 @@ def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
     seconds and CPU seconds (the command's and its worker processes', ``RUSAGE_CHILDREN``);
     the two files' bytes are checked to be the same but for their random sync marker."""
     runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
+    rss: dict[int, tuple[int, int]] = {}  # peak RSS MB of the command, of its largest worker
     outputs = {}
     load = os.getloadavg()
     for _ in range(pairs):
@@ -234,7 +236,9 @@ def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
             wall = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            runs[jobs].append((wall, cpu, float(done.stdout)))
+            own_cpu, own_rss, worker_rss = done.stdout.split()
+            runs[jobs].append((wall, cpu, float(own_cpu)))
+            rss[jobs] = max(rss.get(jobs, (0, 0)), (int(own_rss) // 1024, int(worker_rss) // 1024))
             data = out.read_bytes()
             outputs[jobs] = data.replace(data[-16:], b"")  # the sync marker: the file's last 16 bytes
             with out.open("rb") as fh:
@@ -251,7 +255,8 @@ def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
         med[jobs] = wall
         lines.append(f"CLI xml decode --to avro --jobs {jobs} (whole process, median of {pairs}): "
                      f"{size / wall:6.2f} MB/s wall, {wall:.2f} s wall, {cpu:.2f} s CPU (command and workers), "
-                     f"{size / cpu:6.2f} MB/s CPU; the command's own {own:.2f} s CPU"
+                     f"{size / cpu:6.2f} MB/s CPU; the command's own {own:.2f} s CPU; peak RSS {rss[jobs][0]} MB"
+                     + (f", a worker's {rss[jobs][1]} MB" if jobs > 1 else "")
                      + (f"; on 2 idle cores at most {med_cpu[1] / max(cpu / 2, own):.2f}x --jobs 1's CPU time"
                         " (all the CPU on 2 cores, or the command's own part)" if jobs > 1 else ""))
         med_cpu[jobs] = cpu
