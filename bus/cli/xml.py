@@ -231,6 +231,7 @@ def _run_parallel(args: argparse.Namespace, parallel: Any, record_schema: Any, s
                                                avro_schema=parallel.spec.avro_schema)
             yield from itertools.islice(records, skip, None)
 
+    sys.stdout.flush()  # nothing buffered for the workers to inherit (they are forked at the first part)
     progress: Any = None
     position = [0, 0]  # bytes and records finished
     if show_progress:
