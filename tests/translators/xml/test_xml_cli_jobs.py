@@ -134,6 +134,31 @@ def test_a_bad_record_in_a_later_part_gives_the_error_of_one_process(
         assert _without_sync(out2) == _without_sync(out1)
 
 
+def test_a_part_cut_in_a_comment_that_looks_like_a_boundary_is_decoded_again_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The planner takes ``</order> <order`` in a comment for a boundary (xml/splits.py says
+    so): the parts cut there are not well-formed, the command decodes that file again itself,
+    and goes on with the next file in parts."""
+    body = [order(n) for n in range(300)]
+    for n in range(5, 300, 10):
+        body[n] = body[n].replace("<status>", '<!-- </order> <order id="not-a-record"> --><status>', 1)
+    tricky = tmp_path / "tricky.xml"
+    tricky.write_text(HEAD + "".join(body) + TAIL, encoding="utf-8")
+    plain = _orders(tmp_path / "plain.xml", 200)
+    splits = plan_xml_splits([str(tricky)], "order", split_bytes=16 * 1024, slots=2)
+    raw = tricky.read_bytes()
+    assert any(raw[s.start - 14 : s.start].startswith(b"<!-- </order>") for s in splits)  # cut in a comment
+    out = {}
+    for jobs in ("1", "2"):
+        out[jobs] = tmp_path / f"jobs{jobs}.jsonl"
+        code, err = _decode(capsys, ORDERS_XSD, tricky, plain, "--record-path", "orders/order",
+                            "--output", out[jobs], "--jobs", jobs, "--split-size-mb", "0.015625")
+        assert (code, err) == (0, "")
+    assert out["2"].read_bytes() == out["1"].read_bytes()
+    assert len(out["1"].read_text().splitlines()) == 500
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
