@@ -10,7 +10,10 @@ own writer, and a bare lxml ``iterparse`` pass that only visits every element (i
 floor; the ratio XML -> Avro / lxml is printed in CPU and wall time with the load average), and
 for context lxml without element proxies (libxml2 alone, parser targets: per end tag, and with
 start, data and end and each element's text joined, what a target-driven decoder pays at least).
-Reports MB/s, the ratios, and peak RSS growth over the run.
+Reports MB/s, the ratios, and peak RSS growth over the run. Then the command line's whole
+process, ``coupler xml decode --record-path orders/order --to avro`` on the same file, with
+``--jobs 1`` and ``--jobs 2`` alternately (``--cli-pairs``, default 2): wall and CPU seconds
+(the command's and its workers'), the speed-up, the load average.
 
     .venv/bin/python benchmarks/xml_translate.py [--mb 200] [--baseline-mb 10]
 
@@ -207,6 +210,62 @@ def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -
                 print(run_worker(code, xml, profile)["profile"].strip())
 
 
+#: the command line's ``main`` in a process that then prints its own CPU seconds (not its workers')
+_OWN_CPU = ("import os, resource, sys\nfrom coupler.bus.cli.main import main\ncode = main(sys.argv[1:])\n"
+            "t = os.times()\nprint(t.user + t.system, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\nsys.exit(code)")
+
+
+def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
+    """The command line's whole process, ``coupler xml decode --record-path orders/order --to avro``,
+    with ``--jobs 1`` and ``--jobs 2`` alternately (``pairs`` times) on the same file: wall
+    seconds and CPU seconds (the command's and its worker processes', ``RUSAGE_CHILDREN``);
+    the two files' bytes are checked to be the same but for their random sync marker."""
+    runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
+    rss: dict[int, tuple[int, int]] = {}  # peak RSS MB of the command, of its largest worker
+    outputs = {}
+    load = os.getloadavg()
+    for _ in range(pairs):
+        for jobs in (1, 2):
+            out = tmp / f"cli-jobs{jobs}.avro"
+            command = [sys.executable, "-c", _OWN_CPU, "xml", "decode", str(XSD), str(xml), "--record-path",
+                       RECORD_PATH, "--to", "avro", "--output", str(out), "--jobs", str(jobs), "--no-progress"]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            own_cpu, own_rss, worker_rss = done.stdout.split()
+            runs[jobs].append((wall, cpu, float(own_cpu)))
+            rss[jobs] = max(rss.get(jobs, (0, 0)), (int(own_rss) // 1024, int(worker_rss) // 1024))
+            data = out.read_bytes()
+            outputs[jobs] = data.replace(data[-16:], b"")  # the sync marker: the file's last 16 bytes
+            with out.open("rb") as fh:
+                assert sum(b.num_records for b in fastavro.block_reader(fh)) == records
+    assert outputs[1] == outputs[2], "--jobs 2 wrote other bytes than --jobs 1"
+    size = xml.stat().st_size / 1e6
+    lines = []
+    med: dict[int, float] = {}
+    med_cpu: dict[int, float] = {}
+    for jobs in (1, 2):
+        wall = statistics.median(w for w, _, _ in runs[jobs])
+        cpu = statistics.median(c for _, c, _ in runs[jobs])
+        own = statistics.median(o for _, _, o in runs[jobs])
+        med[jobs] = wall
+        lines.append(f"CLI xml decode --to avro --jobs {jobs} (whole process, median of {pairs}): "
+                     f"{size / wall:6.2f} MB/s wall, {wall:.2f} s wall, {cpu:.2f} s CPU (command and workers), "
+                     f"{size / cpu:6.2f} MB/s CPU; the command's own {own:.2f} s CPU; peak RSS {rss[jobs][0]} MB"
+                     + (f", a worker's {rss[jobs][1]} MB" if jobs > 1 else "")
+                     + (f"; on 2 idle cores at most {med_cpu[1] / max(cpu / 2, own):.2f}x --jobs 1's CPU time"
+                        " (all the CPU on 2 cores, or the command's own part)" if jobs > 1 else ""))
+        med_cpu[jobs] = cpu
+    after = os.getloadavg()
+    lines.append(f"CLI --jobs 2 / --jobs 1: {med[1] / med[2]:.2f}x (wall); the same bytes but the sync marker; "
+                 f"load average {load[0]:.2f} before, {after[0]:.2f} after, on {len(os.sched_getaffinity(0))} cores")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=200)
@@ -218,6 +277,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions in each process of --baseline-ref")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="with --baseline-ref: then cProfile each code once, top N functions")
+    parser.add_argument("--cli-pairs", type=int, default=2, metavar="N",
+                        help="the CLI's whole process with --jobs 1 then --jobs 2, N times (0: not measured)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -328,6 +389,7 @@ def main() -> None:
         with avro.open("wb") as out:
             fastavro.writer(out, parsed, decoder.iter_records(big, "orders/order"))
         fastavro_s, fastavro_cpu = time.perf_counter() - start, time.process_time() - cpu
+        cli_lines = cli_jobs(big, Path(tmp), args.cli_pairs, records) if args.cli_pairs else []
 
     print(f"input: {size:.1f} MB, {records} records; baseline slice {small_size:.1f} MB")
     print(f"xmlschema to_dict (baseline, slice):    {base_rate:6.2f} MB/s")
@@ -347,6 +409,8 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}; {memory_note()}")
     print(f"peak RSS: {rss_before:.0f} MB before, {rss_small:.0f} MB after the {small_size:.0f} MB slice, "
           f"{rss_after:.0f} MB after the {size:.0f} MB file")
+    for line in cli_lines:
+        print(line)
 
 
 if __name__ == "__main__":

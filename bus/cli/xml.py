@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument("--keep-xsi-types", action="store_true",
                    help="keep the xsi:type written on simple-typed elements (records get an xsi_types field)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="with --record-path ROOT/ELEMENT: decode N parts of the files at once, in N worker processes"
+                        " (default: the cores this process may use); a file is cut at record boundaries as Spark's"
+                        " xml source cuts it (a file larger than a part, not UTF-16, whose records are the root's children;"
+                        " other files are each one part), and the records, their order, the Avro file's blocks and"
+                        " the errors are the same whatever N is; without --record-path, one process")
+    p.add_argument("--split-size-mb", type=float, metavar="MB",
+                   help="with --jobs: the size of a file's parts (default 16, as Spark's xml source's"
+                        " input_split_size_mb; the last parts smaller, so that the workers finish together)")
     _schema_loading(p)
     p.set_defaults(func=run_decode)
 
@@ -107,14 +118,13 @@ class _Read:
 
 
 def _decoded(args: argparse.Namespace, read: _Read | None = None,
-             avro_schema: Any = None) -> tuple[Any, Iterator[dict[str, Any]]]:
+             avro_schema: Any = None, model: Any = None) -> tuple[Any, Iterator[dict[str, Any]]]:
     """The Avro schema and the records; with ``avro_schema`` (the records' own, for an Avro
-    file) a record may come already encoded (``Decoder.iter_records``)."""
-    from coupler.translators.xml import XsdModel
+    file) a record may come already encoded (``Decoder.iter_records``). ``model``: the
+    schema's model when the caller loaded it."""
     from coupler.translators.xml.security import parse_document
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
-                          **_limit(args))
+    model = model or _load_model(args)
     read = read or _Read()
     if args.record_path:
         decoder = model.decoder(args.element or args.record_path.strip("/").split("/")[0])
@@ -147,19 +157,30 @@ def run_decode(args: argparse.Namespace) -> int:
     for path in args.xml:
         if not path.is_file():
             raise UsageError(f"input file {path} does not exist")
+    jobs = args.jobs if args.jobs is not None else _cores()
+    if jobs < 1:
+        raise UsageError(f"--jobs must be 1 or more, not {jobs}")
+    if args.split_size_mb is not None and args.split_size_mb <= 0:
+        raise UsageError(f"--split-size-mb must be more than 0, not {args.split_size_mb}")
+    if args.to == "avro" and args.output is None:
+        raise UsageError("--to avro needs --output FILE")
     read = _Read()
-    record_schema = _record_schema(args) if args.record_path else None
-    avro_schema, records = _decoded(args, read, record_schema if args.to == "avro" else None)
+    model = _load_model(args) if args.record_path else None
+    record_schema = _record_schema(args, model) if args.record_path else None
+    # a progress bar on a terminal (not when the records themselves go to it); nothing when piped
+    show_progress = not args.no_progress and sys.stderr.isatty() and (args.output is not None or not sys.stdout.isatty())
+    if args.record_path and jobs > 1:
+        parallel = _parallel(args, jobs, record_schema, model)
+        if parallel.worth_it():
+            return _run_parallel(args, parallel, record_schema, show_progress)
+    avro_schema, records = _decoded(args, read, record_schema if args.to == "avro" else None, model)
     if record_schema is not None:
         avro_schema = record_schema
-    # a progress bar on a terminal (not when the records themselves go to it); nothing when piped
-    if not args.no_progress and sys.stderr.isatty() and (args.output is not None or not sys.stdout.isatty()):
+    if show_progress:
         records = _with_progress(records, sum(p.stat().st_size for p in args.xml), read)
     if args.to == "avro":
         from coupler.translators.xml.avro import write_container
 
-        if args.output is None:
-            raise UsageError("--to avro needs --output FILE")
         with open(args.output, "wb") as avro_out:
             write_container(avro_out, avro_schema, records)
         return 0
@@ -171,6 +192,80 @@ def run_decode(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     return 0
+
+
+def _cores() -> int:
+    """The cores this process may run on (``taskset`` and cgroups' CPU sets count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _parallel(args: argparse.Namespace, jobs: int, record_schema: Any, model: Any) -> Any:
+    """The files' splits for ``jobs`` worker processes (:mod:`coupler.translators.xml.parallel`)."""
+    from coupler.translators.xml.parallel import DecoderSpec, ParallelDecode
+    from coupler.translators.xml.splits import XML_SPLIT_BYTES
+
+    spec = DecoderSpec(
+        # absolute: the workers are started by a fork server that keeps the directory it started in
+        xsd=os.path.abspath(args.xsd), roots=tuple(os.path.abspath(r) for r in _roots(args)),
+        keep_xsi_types=args.keep_xsi_types, limits=tuple(_limit(args).items()),
+        element=args.element or args.record_path.strip("/").split("/")[0], record_path=args.record_path,
+        avro_schema=record_schema if args.to == "avro" else None,
+    )
+    split_bytes = XML_SPLIT_BYTES if args.split_size_mb is None else max(1, int(args.split_size_mb * 1024 * 1024))
+    return ParallelDecode(spec, args.xml, jobs, split_bytes=split_bytes, model=model)
+
+
+def _run_parallel(args: argparse.Namespace, parallel: Any, record_schema: Any, show_progress: bool) -> int:
+    """``xml decode --record-path --jobs N``: the splits decoded by the workers, written in order;
+    a file a worker could not decode is decoded again here (its records after those written),
+    so that the records written and the error raised are those of one process."""
+    from coupler.translators.xml.jsonio import dumps
+
+    def serial(path: Path, skip: int) -> Iterator[Any]:
+        decoder = parallel.model.decoder(parallel.spec.element)
+        with open(path, "rb") as fh:
+            records = decoder.iter_records(fh, args.record_path, name=str(path),
+                                               avro_schema=parallel.spec.avro_schema)
+            yield from itertools.islice(records, skip, None)
+
+    sys.stdout.flush()  # nothing buffered for the workers to inherit (they are forked at the first part)
+    progress: Any = None
+    position = [0, 0]  # bytes and records finished
+    if show_progress:
+        from coupler.bus.cli.translate import Progress
+
+        progress = Progress(sys.stderr, sum(p.stat().st_size for p in args.xml), lambda: position[0])
+
+    def done(nbytes: int, records: int) -> None:
+        position[0] += nbytes
+        position[1] += records
+        if progress is not None:
+            progress.tick(position[1])
+
+    try:
+        if args.to == "avro":
+            from coupler.translators.xml.avro import ContainerWriter
+
+            with open(args.output, "wb") as avro_out:
+                writer = ContainerWriter(avro_out, record_schema)
+                # on an error the last block is not written, as by the one-process writer
+                parallel.run(lambda result: writer.write_encoded(result[0], result[1]), serial, writer.write, done)
+                writer.close()
+            return 0
+        out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+        try:
+            parallel.run(lambda result: out.write(result[0]), serial,
+                         lambda record: out.write(dumps(record, decimal_numbers=True) + "\n"), done)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        return 0
+    finally:
+        if progress is not None:
+            progress.close(position[1])
 
 
 def _with_progress(records: Iterator[dict[str, Any]], total: int, read: _Read) -> Iterator[dict[str, Any]]:
@@ -187,13 +282,18 @@ def _with_progress(records: Iterator[dict[str, Any]], total: int, read: _Read) -
         progress.close(count)
 
 
-def _record_schema(args: argparse.Namespace) -> Any:
-    """The Avro schema of the records at --record-path (the repeated element's value)."""
+def _load_model(args: argparse.Namespace) -> Any:
     from coupler.translators.xml import XsdModel
+
+    return XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
+                         **_limit(args))
+
+
+def _record_schema(args: argparse.Namespace, model: Any = None) -> Any:
+    """The Avro schema of the records at --record-path (the repeated element's value)."""
     from coupler.translators.xml.model import Poly, value_avro
 
-    model = XsdModel.load(args.xsd, keep_simple_xsi_types=args.keep_xsi_types, schema_roots=_roots(args),
-                          **_limit(args))
+    model = model or _load_model(args)
     steps = [p for p in args.record_path.strip("/").split("/") if p]
     value: Any = model.root_value(args.element or steps[0])
     for step in steps[1:]:

@@ -23,7 +23,9 @@ import os
 import struct
 import time as _time
 import zlib
-from collections.abc import Callable, Iterable
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
@@ -354,50 +356,103 @@ def write_container(
     """Write ``records`` as an Avro object container file (``codec`` null or deflate, the
     file's ``metadata`` besides the schema and codec); returns how many. A record the
     generated encoder does not handle goes through fastavro."""
-    if codec not in CODECS:
-        raise ValueError(f"codec {codec!r}: null or deflate")
-    encode = compile_encoder(schema)
-    parsed = fastavro.parse_schema(schema)
-    sync = os.urandom(16)
-    header = bytearray(b"Obj\x01")
-    meta = {**{k: v.encode() for k, v in (metadata or {}).items()},
-            "avro.codec": codec.encode(), "avro.schema": json.dumps(schema).encode()}
-    header += _long(len(meta))
-    for key, value in meta.items():
-        header += _long(len(key)) + key.encode() + _long(len(value)) + value
-    header += b"\x00" + sync
-    out.write(header)
-    block = bytearray()
-    count = total = 0
-
-    def flush() -> None:
-        data = bytes(block) if codec == "null" else _deflate(block)
-        out.write(_long(count) + _long(len(data)))
-        out.write(data)
-        out.write(sync)
-
+    writer = ContainerWriter(out, schema, codec=codec, metadata=metadata)
     for record in records:
-        if type(record) is EncodedRecord:  # encoded by the XML decoder for this schema
-            block += record
-        else:
-            mark = len(block)
-            try:
-                encode(record, block)
-            except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
-                del block[mark:]
-                buffer = io.BytesIO()
-                fastavro.schemaless_writer(buffer, parsed, record)
-                block += buffer.getvalue()
-        count += 1
-        if len(block) >= _BLOCK_BYTES:
-            flush()
-            total += count
-            block.clear()
-            count = 0
-    if count:
-        flush()
-        total += count
-    return total
+        writer.write(record)
+    return writer.close()
+
+
+class ContainerWriter:
+    """An Avro object container file written record by record (:meth:`write`) or from records
+    encoded elsewhere (:meth:`write_encoded`: another process's, ``xml decode --jobs``), cut
+    into blocks of at least 64 KB after the same records whichever way they came: the file
+    of the same records is the same bytes but for its random sync marker."""
+
+    def __init__(self, out: IO[bytes], schema: Any, *, codec: str = "null",
+                 metadata: dict[str, str] | None = None) -> None:
+        if codec not in CODECS:
+            raise ValueError(f"codec {codec!r}: null or deflate")
+        self.out, self.codec = out, codec
+        self.encode = compile_encoder(schema)
+        self.parsed = fastavro.parse_schema(schema)
+        self.sync = os.urandom(16)
+        header = bytearray(b"Obj\x01")
+        meta = {**{k: v.encode() for k, v in (metadata or {}).items()},
+                "avro.codec": codec.encode(), "avro.schema": json.dumps(schema).encode()}
+        header += _long(len(meta))
+        for key, value in meta.items():
+            header += _long(len(key)) + key.encode() + _long(len(value)) + value
+        header += b"\x00" + self.sync
+        out.write(header)
+        self.block = bytearray()
+        self.count = self.total = 0
+
+    def _flush(self) -> None:
+        data = bytes(self.block) if self.codec == "null" else _deflate(self.block)
+        self.out.write(_long(self.count) + _long(len(data)))
+        self.out.write(data)
+        self.out.write(self.sync)
+        self.total += self.count
+        self.block.clear()
+        self.count = 0
+
+    def write(self, record: Any) -> None:
+        """Append one record (a dict, or an :class:`EncodedRecord` of this schema)."""
+        append_encoded(self.block, record, self.encode, self.parsed)
+        self.count += 1
+        if len(self.block) >= _BLOCK_BYTES:
+            self._flush()
+
+    def write_encoded(self, data: bytes | bytearray | memoryview, ends: Sequence[int]) -> None:
+        """Append records encoded back to back in ``data`` (:func:`encode_records`), record
+        ``i`` ending at ``ends[i]``; the blocks end after the records :meth:`write` would end them."""
+        pos, i, n = 0, 0, len(ends)
+        while i < n:
+            # the first record whose end brings the block to _BLOCK_BYTES ends the block
+            j = bisect_left(ends, pos + _BLOCK_BYTES - len(self.block), i)
+            if j >= n:
+                self.block += data[pos:]
+                self.count += n - i
+                return
+            self.block += data[pos:ends[j]]
+            self.count += j - i + 1
+            self._flush()
+            pos, i = ends[j], j + 1
+
+    def close(self) -> int:
+        """Write the last block; how many records the file holds."""
+        if self.count:
+            self._flush()
+        return self.total
+
+
+def append_encoded(block: bytearray, record: Any, encode: Callable[[Any, bytearray], Any], parsed: Any) -> None:
+    """Append ``record``'s Avro encoding to ``block``: an :class:`EncodedRecord` as it is, a
+    dict by ``encode`` (:func:`compile_encoder`), or by fastavro, which writes what the
+    generated code does not handle or raises its own error."""
+    if type(record) is EncodedRecord:  # encoded by the XML decoder for this schema
+        block += record
+        return
+    mark = len(block)
+    try:
+        encode(record, block)
+    except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
+        del block[mark:]
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, parsed, record)
+        block += buffer.getvalue()
+
+
+def encode_records(schema: Any, records: Iterable[Any]) -> tuple[bytearray, array]:
+    """``records`` encoded back to back for ``schema`` and the offset where each ends, for
+    :meth:`ContainerWriter.write_encoded` (a worker process encodes, its parent writes the file)."""
+    encode, parsed = compile_encoder(schema), fastavro.parse_schema(schema)
+    data = bytearray()
+    ends = array("q")
+    for record in records:
+        append_encoded(data, record, encode, parsed)
+        ends.append(len(data))
+    return data, ends
 
 
 def _deflate(data: bytearray) -> bytes:
