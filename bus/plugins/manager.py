@@ -26,7 +26,7 @@ from typing import Any
 import pluggy
 
 from coupler.bus.plugins import hookspecs
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, describe_exception
 
 #: the hooks returning ``{type name: thing}`` that ``coupler plugins`` lists, by ``PluginInfo`` field
 _TYPE_HOOKS = {
@@ -328,6 +328,11 @@ def extra_plugins(spec: str | None = None) -> tuple[Any, ...]:
             raise CouplerError(
                 f"cannot load plugin {item!r}: {exc}", where=f"${EXTRA_PLUGINS_ENV}",
                 hint="use module or module:attribute, importable from the Python path",
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - any failure of a third party's import
+            raise CouplerError(
+                f"cannot load plugin {item!r}: its import failed: {describe_exception(exc)}",
+                where=f"${EXTRA_PLUGINS_ENV}", hint="fix the module or remove it from the variable",
             ) from exc
         plugins.append(obj)
     return tuple(plugins)
