@@ -146,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _flush_stdout()
     except BrokenPipeError:  # `coupler ... | head`: the reader has what it wanted
         return 0
+    except KeyboardInterrupt:  # Ctrl-C, from the start-up on: the output files were removed as it stopped
+        print("coupler: interrupted", file=sys.stderr)
+        return 130
     except _StdoutFailed as exc:
         print(f"coupler: error: {exc}", file=sys.stderr)
         return 1
@@ -209,9 +212,6 @@ def _main(argv: list[str]) -> int:
             _where_schemas_come_from(exc, args)
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:  # Ctrl-C: the command's output files were removed as it stopped
-        print("coupler: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # `coupler ... | head`: main() points standard output at os.devnull
         raise
     except OSError as exc:  # a file a command writes or reads that the command did not check

@@ -177,6 +177,27 @@ def test_ctrl_c_in_a_decode_removes_the_partial_output(inputs: Path, tmp_path: P
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_while_the_command_starts(tmp_path: Path) -> None:
+    """Ctrl-C while ``coupler --help`` loads the plugins (one that takes its time to import):
+    the same line and status as in the middle of a command, not a KeyboardInterrupt traceback."""
+    started = tmp_path / "importing"
+    (tmp_path / "h127_slow_plugin.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n")
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    env["COUPLER_EXTRA_PLUGINS"] = "h127_slow_plugin"
+    proc = subprocess.Popen([sys.executable, "-m", "coupler.bus.cli", "--help"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stdout, stderr) == (130, "", "coupler: interrupted\n")
+
+
 def _closed_pipe() -> int:
     """The write end of a pipe whose reader has gone."""
     read, write = os.pipe()
