@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import re
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,11 +116,11 @@ class ReportFile:
 def output_directory(path: Path | str, *, option: str = "--output") -> Iterator[Path]:
     """A new or empty directory ``path`` for the files of one output (created, with its
     parents, when missing). On a failure the files written in it are removed, and the
-    directory when this call created it: a half-written set of files is never left."""
+    directories this call created: a half-written set of files is never left."""
     target = Path(path)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"{option} {target} must be a new or empty directory")
-    created = not target.exists()
+    made = [p for p in (target, *target.parents) if not p.exists()]  # the directories this creates
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -127,12 +128,15 @@ def output_directory(path: Path | str, *, option: str = "--output") -> Iterator[
     try:
         yield target
     except BaseException as exc:
-        for written in target.iterdir():  # it was empty: everything in it is this output's
-            with contextlib.suppress(OSError):
-                written.unlink()
-        if created:
-            with contextlib.suppress(OSError):
-                target.rmdir()
+        if made:
+            shutil.rmtree(made[-1], ignore_errors=True)
+        else:
+            for written in target.iterdir():  # it was empty: everything in it is this output's
+                if written.is_dir() and not written.is_symlink():
+                    shutil.rmtree(written, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        written.unlink()
         if isinstance(exc, OSError) and _about_output(exc, target):
             raise _write_error(target, exc, option) from None
         raise

@@ -116,6 +116,26 @@ def test_a_full_output_is_one_line_and_leaves_no_partial_file(argv: tuple[str, .
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no out.part
 
 
+@pytest.mark.parametrize("argv", [("init", "{dir}"), ("plugin", "new", "demo", "--directory", "{dir}")],
+                         ids=["init", "plugin new"])
+def test_a_site_or_package_that_cannot_be_written_leaves_nothing(argv: tuple[str, ...], tmp_path: Path) -> None:
+    """Else a second run, once space is freed, finds the half-written site.toml (``already
+    exists``) or a non-empty package directory."""
+    target = tmp_path / "new" / "thing"
+    run = _coupler(*(a.format(dir=target) for a in argv), cwd=tmp_path, preexec=_file_size_limit_of(100))
+    assert run.returncode == 1
+    assert run.stderr.startswith("coupler: error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.endswith(": File too large; nothing was kept\n"), run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _file_size_limit_of(limit: int) -> Callable[[], None]:
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return limited
+
+
 def test_a_full_errors_file_is_named(inputs: Path, tmp_path: Path) -> None:
     """The --errors file is written as the decoder reads: its failure is not taken for a
     failure to read the data file."""
