@@ -269,3 +269,14 @@ def test_an_output_that_is_a_named_pipe_is_written_not_replaced(inputs: Path, tm
         assert os.read(reader, 1000) == b"000001A                   000002B                   "
     finally:
         os.close(reader)
+
+
+def test_an_output_that_is_the_input_is_not_emptied_before_it_is_read(inputs: Path, tmp_path: Path) -> None:
+    """``translate X --output X``: the input was truncated by opening the output, the run
+    read 0 records and left an empty file."""
+    path = tmp_path / "records.jsonl"
+    path.write_text((inputs / "mid.jsonl").read_text())
+    run = _coupler("translate", "--from", "jsonl", "--to", "jsonl", path, "--output", path, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "5000 records read, 5000 written" in run.stderr
+    assert path.read_text() == (inputs / "mid.jsonl").read_text().replace(", ", ",").replace(": ", ":")
