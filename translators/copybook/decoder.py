@@ -38,6 +38,10 @@ from .avro import as_options, option, output_fields, outputs_by_node, segment_le
 from .errors import CopybookError, RecordDecodeError
 from .layout import Field, Group, Layout, Node
 
+#: the most digits an Arrow decimal (decimal256), and so a Parquet file written through Arrow,
+#: holds; a field with more is decoded by the per-record decoder, into JSON lines or Avro
+ARROW_MAX_DIGITS = 76
+
 if TYPE_CHECKING:  # imported with segment-children only (start-up)
     from .hierarchy import Hierarchy
 
@@ -915,18 +919,21 @@ def write_parquet(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], 
 def _arrow_schema(schema: dict[str, Any]) -> Any:
     import pyarrow as pa
 
-    def conv(t: Any) -> Any:
+    def conv(t: Any, name: str) -> Any:
         if isinstance(t, list):
-            return conv(next(x for x in t if x != "null"))
+            return conv(next(x for x in t if x != "null"), name)
         if isinstance(t, dict):
             if t.get("logicalType") == "decimal":
                 p = int(t["precision"])
+                if p > ARROW_MAX_DIGITS:
+                    raise CopybookError(f"{p} digits, more than the {ARROW_MAX_DIGITS} a Parquet decimal holds",
+                                        where=name, hint="decode it --to jsonl or --to avro")
                 return pa.decimal128(p, int(t["scale"])) if p <= 38 else pa.decimal256(p, int(t["scale"]))
             if t["type"] == "record":
-                return pa.struct([pa.field(f["name"], conv(f["type"])) for f in t["fields"]])
+                return pa.struct([pa.field(f["name"], conv(f["type"], f"{name}.{f['name']}")) for f in t["fields"]])
             if t["type"] == "array":
-                return pa.list_(conv(t["items"]))
-            return conv(t["type"])
+                return pa.list_(conv(t["items"], name))
+            return conv(t["type"], name)
         return {
             "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
             "double": pa.float64(), "bytes": pa.binary(), "boolean": pa.bool_(),
@@ -934,6 +941,6 @@ def _arrow_schema(schema: dict[str, Any]) -> Any:
 
     # a field without a null branch (File_Id, Record_Id...) is not nullable, as in the batch decoder
     return pa.schema([
-        pa.field(f["name"], conv(f["type"]), nullable=isinstance(f["type"], list) and "null" in f["type"])
+        pa.field(f["name"], conv(f["type"], f["name"]), nullable=isinstance(f["type"], list) and "null" in f["type"])
         for f in schema["fields"]
     ])
