@@ -857,8 +857,10 @@ def write_avro(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], pat
 
 def _decimal_fixer(schema: dict[str, Any]) -> Any:
     """A function making the integers of ``decimal`` fields Decimals (integers of more than
-    18 digits decode to ``int``; fastavro writes the decimal type from Decimals only), or
-    None when the schema has no such field."""
+    18 digits decode to ``int``; fastavro writes the decimal type from Decimals only) and the
+    null elements of an OCCURS group (every field of the element null) records of nulls (the
+    schema's items are records, not ``["null", record]``; the vectorised writer does the
+    same), or None when the schema has no such field."""
 
     def plan(t: Any) -> Any:
         if isinstance(t, list):
@@ -871,8 +873,10 @@ def _decimal_fixer(schema: dict[str, Any]) -> Any:
                 inner = {k: v for k, v in inner.items() if v is not None}
                 return inner or None
             if t.get("type") == "array":
-                item = plan(t["items"])
-                return ("array", item) if item is not None else None
+                items = t["items"]
+                records = isinstance(items, dict) and items.get("type") == "record"
+                item = plan(items)
+                return ("array", item, records) if item is not None or records else None
         return None
 
     def apply(value: Any, p: Any) -> Any:
@@ -881,7 +885,8 @@ def _decimal_fixer(schema: dict[str, Any]) -> Any:
         if p == "decimal":
             return Decimal(value) if isinstance(value, int) else value
         if isinstance(p, tuple):
-            return [apply(v, p[1]) for v in value]
+            _, item, records = p
+            return [{} if v is None and records else v if item is None else apply(v, item) for v in value]
         out = dict(value)
         for key, sub in p.items():
             if key in out:
