@@ -5,8 +5,8 @@ to ``OUT`` once everything is written; on any failure (a full disk, a record rej
 ``--strict``, ``--max-errors`` exceeded, Ctrl-C) the temporary file is removed and ``OUT`` is
 left as it was: never a truncated file under the name a user asked for. An output that is
 not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written in place (a
-rename would replace the device or pipe itself); a symbolic link's target is replaced, the
-link stays.
+rename would replace the device or pipe itself), as is a file one may write in a directory
+one may not; a symbolic link's target is replaced, the link stays.
 
 An error writing the output becomes one :class:`CouplerError` naming ``OUT`` (not its
 temporary name) and what to do, as every other error of a command.
@@ -54,7 +54,10 @@ def output_file(path: Path | str, *, option: str = "--output") -> Iterator[Path]
         raise _write_error(target, exc, option) from None
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"{option} {target} is a directory", hint=f"give {option} a file name")
-    if mode is not None and not stat.S_ISREG(mode):  # a device or a pipe: written in place
+    final = Path(os.path.realpath(target))  # a symbolic link: its target is replaced
+    if mode is not None and (not stat.S_ISREG(mode)  # a device or a pipe: written in place, as is
+                             or not os.access(final.parent, os.W_OK | os.X_OK) and os.access(final, os.W_OK)):
+        # a file one may write in a directory one may not (no room for OUT.part)
         try:
             yield target
         except OSError as exc:
@@ -62,7 +65,6 @@ def output_file(path: Path | str, *, option: str = "--output") -> Iterator[Path]
                 raise
             raise _write_error(target, exc, option, in_place=True) from None
         return
-    final = Path(os.path.realpath(target))  # a symbolic link: its target is replaced
     partial = final.with_name(final.name + PART_SUFFIX)
     try:
         yield partial
