@@ -139,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the collector paused during the start-up, and what the start-up made frozen when this is
     # the command's own process (no argv given: the script, `python -m`); see startup.py
     startup.begin(freeze=argv is None)
+    if argv is None:  # the command's own process: its standard error
+        _name_bytes_on_stderr()
     try:
         try:
             return _main(list(sys.argv[1:] if argv is None else argv))
@@ -154,6 +156,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         startup.done()
+
+
+def _name_bytes_on_stderr() -> None:
+    r"""A file name that is not UTF-8 (``bad\xff.dat``) reaches the messages as Python holds it
+    (the byte as a lone surrogate, U+DCFF), which standard error showed as ``bad\udcff.dat``:
+    shown as the byte it is, ``bad\xff.dat``, instead."""
+    import codecs
+
+    def escaped_bytes(exc: UnicodeError) -> tuple[str, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        text = exc.object[exc.start:exc.end]
+        return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else f"\\u{ord(c):04x}"
+                       for c in text), exc.end
+
+    codecs.register_error("coupler.escaped_bytes", escaped_bytes)
+    reconfigure = getattr(sys.stderr, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="coupler.escaped_bytes")
 
 
 class _StdoutFailed(Exception):

@@ -280,3 +280,12 @@ def test_an_output_that_is_the_input_is_not_emptied_before_it_is_read(inputs: Pa
     assert run.returncode == 0, run.stderr
     assert "5000 records read, 5000 written" in run.stderr
     assert path.read_text() == (inputs / "mid.jsonl").read_text().replace(", ", ",").replace(": ", ":")
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_with_its_bytes(inputs: Path) -> None:
+    """``nope\\xff.dat`` (a Latin-1 name on a UTF-8 system): shown so, not as Python holds the
+    byte (``nope\\udcff.dat``)."""
+    name = os.fsdecode(b"nope\xff.dat")
+    run = _coupler("copybook", "decode", "rec.cpy", name, *ASCII, cwd=inputs)
+    assert run.returncode == 1
+    assert run.stderr == "coupler: error: nope\\xff.dat: cannot read nope\\xff.dat: No such file or directory\n"
