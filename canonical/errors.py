@@ -32,6 +32,11 @@ class CouplerError(Exception):
         self.hint = f"{self.hint}; {more}" if self.hint else more
         self.args = (self._render(),)
 
+    def relocate(self, where: str) -> None:
+        """Name ``where`` as the place instead (a caller that knows the name a user gave it)."""
+        self.where = where
+        self.args = (self._render(),)
+
     def _render(self) -> str:
         text = f"{self.where}: {self.message}" if self.where else self.message
         if self.hint:

@@ -18,7 +18,16 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictStr, ValidationError
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+)
 from pydantic.fields import FieldInfo
 
 from coupler.canonical.errors import OptionsError, Problem
@@ -40,7 +49,9 @@ __all__ = [
 
 Str = StrictStr
 Int = Annotated[int, Strict()]
-Num = Annotated[float, Strict()]  # strict still takes an integer for a number
+#: strict still takes an integer for a number; TOML's inf and nan are refused (a lease, a delay,
+#: a timeout of inf never ends; nan compares false with every bound)
+Num = Annotated[float, Strict(), AllowInfNan(False)]
 Bool = StrictBool
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -133,6 +144,8 @@ def _message(err: Any, model: type[BaseModel], loc: tuple[str | int, ...]) -> st
         bound = ctx.get("le", ctx.get("lt"))
         word = "more than the maximum" if kind == "less_than_equal" else "not less than"
         return f"{value} is {word} {bound:g}"
+    if kind == "finite_number":
+        return f"{value} is not a finite number"
     if kind in ("value_error", "assertion_error"):
         return str(ctx.get("error", err["msg"]))
     if kind.endswith("_type") or kind in ("model_attributes_type", "is_instance_of"):

@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -184,6 +184,7 @@ def run_schema(args: argparse.Namespace) -> int:
 
 @startup.ends_startup
 def run_decode(args: argparse.Namespace) -> int:
+    from coupler.bus.cli.outputs import ReportFile
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.batch_files import batch_supported
 
@@ -201,16 +202,17 @@ def run_decode(args: argparse.Namespace) -> int:
     vectorised = not args.per_record and batch_supported(layout, options, paths)
     check_max_errors(args.max_errors)
     progress = _Progress(_total_size(paths), sys.stderr) if sys.stderr.isatty() else None
-    errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
+    errors_out = ReportFile(args.errors) if args.errors else None
     sink = _ErrorSink(errors_out, args.max_errors, progress)
     stats = decoder.DecodeStats(on_bad_field=sink.field)
     started = time.perf_counter()
     stopped = False
     try:
-        if vectorised:
-            _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
-        else:
-            _decode_records(args, layout, options, paths, policy, stats, sink, progress)
+        with _published(args) as output:  # a failure or Ctrl-C leaves no partial output
+            if vectorised:
+                _decode_batches(args, output, layout, options, paths, policy, stats, sink, progress)
+            else:
+                _decode_records(args, output, layout, options, paths, policy, stats, sink, progress)
     except _TooManyErrors:
         stopped = True
     finally:
@@ -289,11 +291,23 @@ def _check_parts_dir(args: argparse.Namespace) -> None:
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--output {out} must be a new or empty directory with --parts")
-    out.mkdir(parents=True, exist_ok=True)
 
 
-def _part_path(args: argparse.Namespace, number: int) -> Path:
-    return Path(args.output) / f"part-{number:05d}.parquet"
+@contextlib.contextmanager
+def _published(args: argparse.Namespace) -> Iterator[Path | None]:
+    """Where the decoded records are written: the --output file (published when every record
+    is written), the --parts directory, or None for standard output."""
+    from coupler.bus.cli.outputs import output_directory, output_file
+
+    if not args.output:
+        yield None
+        return
+    with (output_directory if args.parts else output_file)(args.output) as output:
+        yield output
+
+
+def _part_path(directory: Path, number: int) -> Path:
+    return directory / f"part-{number:05d}.parquet"
 
 
 def _cores() -> int:
@@ -316,7 +330,7 @@ def _total_size(paths: list[Path]) -> int:
     return total
 
 
-def _decode_records(args, layout, options, paths, policy, stats, sink, progress) -> None:
+def _decode_records(args, output, layout, options, paths, policy, stats, sink, progress) -> None:
     """The per-record decoder (every layout and record format)."""
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.avro import avro_schema
@@ -326,10 +340,10 @@ def _decode_records(args, layout, options, paths, policy, stats, sink, progress)
         records = progress.follow(records, stats)
     if args.to == "parquet" and args.parts:
         good = _only_good(records, sink)
-        decoder.write_parquet(good, avro_schema(layout, options), _part_path(args, 0))
+        decoder.write_parquet(good, avro_schema(layout, options), _part_path(output, 0))
         return
     if args.to == "jsonl":
-        out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+        out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
         try:
             for rec in records:
                 if isinstance(rec, decoder.BadRecord):
@@ -344,12 +358,12 @@ def _decode_records(args, layout, options, paths, policy, stats, sink, progress)
     good = _only_good(records, sink)
     schema = avro_schema(layout, options)
     if args.to == "avro":
-        decoder.write_avro(good, schema, Path(args.output))
+        decoder.write_avro(good, schema, output)
     else:
-        decoder.write_parquet(good, schema, Path(args.output))
+        decoder.write_parquet(good, schema, output)
 
 
-def _decode_batches(args, layout, options, paths, policy, stats, sink, progress) -> None:
+def _decode_batches(args, output, layout, options, paths, policy, stats, sink, progress) -> None:
     """The vectorised decoder: Arrow batches written as JSON lines, Avro or Parquet."""
     from coupler.translators.copybook.arrow_json import json_lines
     from coupler.translators.copybook.batch_files import decode_file_batches
@@ -358,7 +372,7 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
     if jobs < 1:
         raise UsageError(f"--jobs must be 1 or more, not {jobs}")
     if args.parts:
-        _decode_parts(args, layout, options, paths, policy, stats, sink, progress, jobs)
+        _decode_parts(args, output, layout, options, paths, policy, stats, sink, progress, jobs)
         return
     batches = decode_file_batches(layout, paths, options, stats=stats, policy=policy, jobs=jobs)
 
@@ -371,7 +385,7 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
             yield fb.batch
 
     if args.to == "jsonl":
-        out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+        out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
         try:
             for batch in reported():
                 lines = json_lines(batch)
@@ -390,20 +404,20 @@ def _decode_batches(args, layout, options, paths, policy, stats, sink, progress)
         # over the cores); with a second core, row groups are encoded on a thread of their own
         # while the next batches decode; on one core a thread only adds CPU time
         # (docs/performance.md)
-        with ParquetBatchWriter(args.output, schema, background=_cores() > 1) as writer:
+        with ParquetBatchWriter(output, schema, background=_cores() > 1) as writer:
             for batch in reported():
                 writer.write_batch(batch)
     else:
         from coupler.translators.copybook.arrow_avro import AvroBatchWriter
         from coupler.translators.copybook.avro import avro_schema
 
-        with open(args.output, "wb") as out:
+        with open(output, "wb") as out:
             avro_writer = AvroBatchWriter(out, avro_schema(layout, options))
             for batch in reported():
                 avro_writer.write_batch(batch)
 
 
-def _decode_parts(args, layout, options, paths, policy, stats, sink, progress, jobs: int) -> None:
+def _decode_parts(args, output, layout, options, paths, policy, stats, sink, progress, jobs: int) -> None:
     """Ordered Parquet part files, one per range of records, decoded and written by ``jobs``
     threads at once (the compiled kernel and Parquet encoding release the GIL): each thread
     has its own decoder and writer, so encoding, the larger part of the work, is parallel too.
@@ -424,7 +438,7 @@ def _decode_parts(args, layout, options, paths, policy, stats, sink, progress, j
     def part(number: int, path: Path, first: int, count: int) -> tuple[decoder.DecodeStats, list[tuple[str, Any]]]:
         events: list[tuple[str, Any]] = []  # bad fields as found, rejected records after their batch
         own = decoder.DecodeStats(on_bad_field=lambda e: events.append(("field", e)))
-        with ParquetBatchWriter(_part_path(args, number), schema) as writer:
+        with ParquetBatchWriter(_part_path(output, number), schema) as writer:
             for fb in decode_file_batches(layout, [path], options, stats=own, policy=policy,
                                           records=(first, count)):
                 events.extend(("record", bad) for bad in fb.bad)
@@ -526,6 +540,7 @@ def _report(bad: Any, errors_out: Any) -> None:
 
 
 def run_family(args: argparse.Namespace) -> int:
+    from coupler.bus.cli.outputs import ReportFile, output_file
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.family import FieldSelector, LayoutFamily
 
@@ -555,19 +570,19 @@ def run_family(args: argparse.Namespace) -> int:
     stats = decoder.DecodeStats()
     started = time.perf_counter()
     versions: dict[str, int] = {}
-    errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    errors_out = ReportFile(args.errors) if args.errors else None
     try:
-        for rec in family.decode_files(args.data, stats=stats, policy="strict" if args.strict else "lenient"):
-            if isinstance(rec, decoder.BadRecord):
-                _report(rec, errors_out)
-                continue
-            ref = rec.format.ref
-            versions[ref] = versions.get(ref, 0) + 1
-            out.write(f'{{"format":{json.dumps(ref)},"record":{decoder.to_json(rec.record)}}}\n')
+        with contextlib.ExitStack() as stack:  # the --output file published when every record is written
+            out = (stack.enter_context(open(stack.enter_context(output_file(args.output)), "w", encoding="utf-8"))
+                   if args.output else sys.stdout)
+            for rec in family.decode_files(args.data, stats=stats, policy="strict" if args.strict else "lenient"):
+                if isinstance(rec, decoder.BadRecord):
+                    _report(rec, errors_out)
+                    continue
+                ref = rec.format.ref
+                versions[ref] = versions.get(ref, 0) + 1
+                out.write(f'{{"format":{json.dumps(ref)},"record":{decoder.to_json(rec.record)}}}\n')
     finally:
-        if out is not sys.stdout:
-            out.close()
         if errors_out:
             errors_out.close()
     elapsed = max(time.perf_counter() - started, 1e-9)
@@ -582,20 +597,16 @@ def run_family(args: argparse.Namespace) -> int:
 
 def run_encode(args: argparse.Namespace) -> int:
     from coupler.bus.cli.inputs import text_lines
+    from coupler.bus.cli.outputs import output_file
     from coupler.translators.copybook import encoder
 
     layout = _layout(args)
     options = _options(args)
     count = 0
-    partial = f"{args.output}.part"  # renamed when every record is written: no half file on an error
-    try:
-        with text_lines(args.input, "JSON lines, one record per line") as src, open(partial, "wb") as out:
-            for data in encoder.encode_json_lines(layout, src, options):
-                out.write(data)
-                count += 1
-        os.replace(partial, args.output)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)
+    with (text_lines(args.input, "JSON lines, one record per line") as src, output_file(args.output) as partial,
+          open(partial, "wb") as out):  # published when every record is written: no half file on an error
+        for data in encoder.encode_json_lines(layout, src, options):
+            out.write(data)
+            count += 1
     print(f"{count} records written to {args.output}", file=sys.stderr)
     return 0

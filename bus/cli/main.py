@@ -17,6 +17,7 @@ not import the daemon's configuration models, the console or the transports. ``c
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -30,6 +31,9 @@ from coupler.canonical.errors import CouplerError, UnknownSchemaError
 
 if TYPE_CHECKING:  # imported when plugins are loaded (not on a built-in command's path)
     import pluggy
+
+#: failures of a write that say where it went is full or refuses it (no file is named)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 
 #: the modules that each add a command group (in the order ``coupler --help`` lists them)
 COMMAND_MODULES: tuple[str, ...] = (
@@ -135,10 +139,69 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the collector paused during the start-up, and what the start-up made frozen when this is
     # the command's own process (no argv given: the script, `python -m`); see startup.py
     startup.begin(freeze=argv is None)
+    if argv is None:  # the command's own process: its standard error
+        _name_bytes_on_stderr()
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        finally:  # what is left of the output, here rather than at the interpreter's exit
+            _flush_stdout()
+    except BrokenPipeError:  # `coupler ... | head`: the reader has what it wanted
+        return 0
+    except KeyboardInterrupt:  # Ctrl-C, from the start-up on: the output files were removed as it stopped
+        print("coupler: interrupted", file=sys.stderr)
+        return 130
+    except _StdoutFailed as exc:
+        print(f"coupler: error: {exc}", file=sys.stderr)
+        return 1
     finally:
         startup.done()
+
+
+def _name_bytes_on_stderr() -> None:
+    r"""A file name that is not UTF-8 (``bad\xff.dat``) reaches the messages as Python holds it
+    (the byte as a lone surrogate, U+DCFF), which standard error showed as ``bad\udcff.dat``:
+    shown as the byte it is, ``bad\xff.dat``, instead."""
+    import codecs
+
+    def escaped_bytes(exc: UnicodeError) -> tuple[str, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        text = exc.object[exc.start:exc.end]
+        return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else f"\\u{ord(c):04x}"
+                       for c in text), exc.end
+
+    codecs.register_error("coupler.escaped_bytes", escaped_bytes)
+    reconfigure = getattr(sys.stderr, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="coupler.escaped_bytes")
+
+
+class _StdoutFailed(Exception):
+    """Standard output could not be written (a full disk it is redirected to)."""
+
+
+def _flush_stdout() -> None:
+    """Flush standard output. When its reader has gone (a broken pipe) or it cannot be written,
+    point it at ``os.devnull``: the interpreter's own flush at exit then has nothing to fail on
+    (else it prints ``Exception ignored ... BrokenPipeError`` and exits with status 120)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        raise
+    except OSError as exc:
+        _discard_stdout()
+        raise _StdoutFailed(f"cannot write standard output: {exc.strerror or exc}") from None
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's capture): nothing to flush
+        pass
 
 
 def _main(argv: list[str]) -> int:
@@ -170,13 +233,17 @@ def _main(argv: list[str]) -> int:
             _where_schemas_come_from(exc, args)
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # `coupler ... | head`
-        return 0
+    except BrokenPipeError:  # `coupler ... | head`: main() points standard output at os.devnull
+        raise
     except OSError as exc:  # a file a command writes or reads that the command did not check
         if args.debug:
             raise
+        if exc.filename is None and exc.errno in _WRITE_ERRNOS:  # a write, of no named file: standard output
+            # (every --output goes through coupler.bus.cli.outputs, which names its file, as does
+            # and its --errors file (ReportFile), which names its file
+            print(f"coupler: error: cannot write standard output: {exc.strerror}", file=sys.stderr)
+            _discard_stdout()  # the rest of its buffer would fail again at exit
+            return 1
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"coupler: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -97,13 +97,17 @@ def run_new(args: argparse.Namespace) -> int:
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise CouplerError(f"{root} already exists and is not an empty directory",
                            hint="name a new directory with --directory")
-    try:
-        for relative, text in files.items():
-            path = root / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CouplerError(f"cannot write the plugin package: {exc.strerror}", where=str(exc.filename or root)) from None
+    from coupler.bus.cli.outputs import output_directory
+
+    with output_directory(root, option="--directory"):  # a failure (a full disk) leaves no half package
+        try:
+            for relative, text in files.items():
+                path = root / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CouplerError(f"cannot write the plugin package: {exc.strerror}; nothing was kept",
+                               where=str(exc.filename or root)) from None
     values = names(args.name)
     print(f"wrote {root}/ ({args.kind} type {args.name!r}, package {values['package']}):")
     for relative in files:

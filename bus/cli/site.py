@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,13 +56,25 @@ def run_init(args: argparse.Namespace) -> int:
     if site_file.exists() and not args.force:
         raise CouplerError(f"{site_file} already exists", hint="use --force to overwrite it")
     name = args.name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", root.resolve().name) or "coupler-site"
+    made = [p for p in (root, *root.parents) if not p.exists()]  # the directories this creates
+    had_site = site_file.exists()
+    partial = site_file.with_name(site_file.name + ".part")  # an earlier site.toml stays whole if this fails
     try:
         root.mkdir(parents=True, exist_ok=True)
-        site_file.write_text(render_template(name), encoding="utf-8")
+        partial.write_text(render_template(name), encoding="utf-8")
+        os.replace(partial, site_file)
         site = load_site(site_file)  # what we wrote must load
         private_dir(site.data_dir)
-    except OSError as exc:
-        raise CouplerError(f"cannot create the site: {exc.strerror}", where=str(exc.filename or root)) from exc
+    except BaseException as exc:  # a full disk, Ctrl-C: no half site (a re-run would find its site.toml)
+        partial.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(made[-1], ignore_errors=True)
+        elif not had_site:
+            site_file.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise CouplerError(f"cannot create the site: {exc.strerror}; nothing was kept",
+                               where=str(exc.filename or root)) from exc
+        raise
     print(f"created site {name!r}: {site_file}")
     print(f"  data directory: {site.data_dir}")
     print(f"next: coupler daemon --site {site_file}")

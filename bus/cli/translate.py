@@ -108,6 +108,7 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from coupler.bus.cli.outputs import ReportFile, output_file
     from coupler.bus.plugins.manager import mapping_functions, site_plugin_manager
     from coupler.canonical.registry import SchemaRegistry
     from coupler.translators.mapping import load_mapping
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("at most two mappings: one from the input's legacy format, one to the output's")
     translation = plan(source, sink, mappings, registry=registry)
 
-    errors_out = open(args.errors, "w", encoding="utf-8") if args.errors else None  # noqa: SIM115
+    errors_out = ReportFile(args.errors) if args.errors else None
     printed = 0
     counted = 0
     last_where: str | None = None
@@ -189,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     stopped = False
     try:
-        summary = translation.run(args.input, args.output, report, progress.tick if progress else None)
+        with output_file(args.output) as output:  # published when every record is written
+            summary = translation.run(args.input, output, report, progress.tick if progress else None)
     except _TooManyErrors:
         stopped = True
         summary = translation.summary

@@ -152,6 +152,7 @@ def _decoded(args: argparse.Namespace, read: _Read | None = None,
 
 
 def run_decode(args: argparse.Namespace) -> int:
+    from coupler.bus.cli.outputs import output_file
     from coupler.translators.xml.jsonio import dumps
 
     for path in args.xml:
@@ -181,16 +182,14 @@ def run_decode(args: argparse.Namespace) -> int:
     if args.to == "avro":
         from coupler.translators.xml.avro import write_container
 
-        with open(args.output, "wb") as avro_out:
+        with output_file(args.output) as partial, open(partial, "wb") as avro_out:
             write_container(avro_out, avro_schema, records)
         return 0
-    out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
+    with contextlib.ExitStack() as stack:  # the --output file published when every record is written
+        out: TextIO = (stack.enter_context(open(stack.enter_context(output_file(args.output)), "w", encoding="utf-8"))
+                       if args.output else sys.stdout)
         for record in records:
             out.write(dumps(record, decimal_numbers=True) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
     return 0
 
 
@@ -222,6 +221,7 @@ def _run_parallel(args: argparse.Namespace, parallel: Any, record_schema: Any, s
     """``xml decode --record-path --jobs N``: the splits decoded by the workers, written in order;
     a file a worker could not decode is decoded again here (its records after those written),
     so that the records written and the error raised are those of one process."""
+    from coupler.bus.cli.outputs import output_file
     from coupler.translators.xml.jsonio import dumps
 
     def serial(path: Path, skip: int) -> Iterator[Any]:
@@ -249,19 +249,18 @@ def _run_parallel(args: argparse.Namespace, parallel: Any, record_schema: Any, s
         if args.to == "avro":
             from coupler.translators.xml.avro import ContainerWriter
 
-            with open(args.output, "wb") as avro_out:
+            with output_file(args.output) as partial, open(partial, "wb") as avro_out:
                 writer = ContainerWriter(avro_out, record_schema)
                 # on an error the last block is not written, as by the one-process writer
                 parallel.run(lambda result: writer.write_encoded(result[0], result[1]), serial, writer.write, done)
                 writer.close()
             return 0
-        out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-        try:
+        with contextlib.ExitStack() as stack:  # the --output file published when every record is written
+            out: TextIO = (stack.enter_context(open(stack.enter_context(output_file(args.output)), "w",
+                                                    encoding="utf-8"))
+                           if args.output else sys.stdout)
             parallel.run(lambda result: out.write(result[0]), serial,
                          lambda record: out.write(dumps(record, decimal_numbers=True) + "\n"), done)
-        finally:
-            if out is not sys.stdout:
-                out.close()
         return 0
     finally:
         if progress is not None:
@@ -307,6 +306,7 @@ def _record_schema(args: argparse.Namespace, model: Any = None) -> Any:
 
 def run_encode(args: argparse.Namespace) -> int:
     from coupler.bus.cli.inputs import avro_records, is_avro_container, text_lines
+    from coupler.bus.cli.outputs import output_file
     from coupler.translators.xml import XmlValidationError, XsdModel
     from coupler.translators.xml.jsonio import read_jsonl
 
@@ -321,8 +321,9 @@ def run_encode(args: argparse.Namespace) -> int:
         else:
             lines: Any = stack.enter_context(text_lines(args.input, expected))  # read_jsonl iterates lines
             records = read_jsonl(lines, name=str(args.input))
+        output = stack.enter_context(output_file(args.output))  # published once every record is written
         if args.record_path:
-            encoder.write_stream(records, args.output, args.record_path)
+            encoder.write_stream(records, output, args.record_path)
             return 0
         first = next(records, None)
         if first is None:
@@ -332,7 +333,7 @@ def run_encode(args: argparse.Namespace) -> int:
                 f"{args.input} holds several records but an XML document has one root",
                 hint="use --record-path ROOT/ELEMENT to write them as repeated elements",
             )
-        args.output.write_bytes(encoder.encode(first, label=f"{args.input}:1"))
+        output.write_bytes(encoder.encode(first, label=f"{args.input}:1"))
     return 0
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import pluggy
 
 from coupler.bus.plugins import hookspecs
-from coupler.canonical.errors import CouplerError
+from coupler.canonical.errors import CouplerError, describe_exception
 
 #: the hooks returning ``{type name: thing}`` that ``coupler plugins`` lists, by ``PluginInfo`` field
 _TYPE_HOOKS = {
@@ -95,7 +95,7 @@ def _load_entry_points(pm: pluggy.PluginManager, group: str) -> None:
     every ``batch translate`` to ``avro:`` (the registry loads the plugins' schemas)."""
     try:
         pm.load_setuptools_entrypoints(group)
-    except Exception:  # noqa: BLE001 - one plugin's import failed: recorded by the loop below
+    except (Exception, SystemExit):  # noqa: BLE001 - one plugin's import failed: recorded by the loop below
         pass
     else:
         for name in [n for n in _BROKEN if pm.get_plugin(n) is not None]:
@@ -106,7 +106,7 @@ def _load_entry_points(pm: pluggy.PluginManager, group: str) -> None:
             continue
         try:
             pm.load_setuptools_entrypoints(group, name=ep.name)
-        except Exception as exc:  # noqa: BLE001 - any failure of a third party's import
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of a third party's import (sys.exit() too)
             dist = getattr(ep, "dist", None)
             _record_broken(BrokenPlugin(
                 ep.name, ep.value, dist.metadata["name"] if dist is not None else None,
@@ -328,6 +328,11 @@ def extra_plugins(spec: str | None = None) -> tuple[Any, ...]:
             raise CouplerError(
                 f"cannot load plugin {item!r}: {exc}", where=f"${EXTRA_PLUGINS_ENV}",
                 hint="use module or module:attribute, importable from the Python path",
+            ) from exc
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of a third party's import (sys.exit() too)
+            raise CouplerError(
+                f"cannot load plugin {item!r}: its import failed: {describe_exception(exc)}",
+                where=f"${EXTRA_PLUGINS_ENV}", hint="fix the module or remove it from the variable",
             ) from exc
         plugins.append(obj)
     return tuple(plugins)

@@ -80,6 +80,7 @@ from coupler.bus.transport.base import Transport
 from coupler.bus.transport.factory import open_transport
 from coupler.bus.transport.private import private_dir, tighten
 from coupler.canonical import Envelope
+from coupler.canonical.errors import CouplerError
 
 log = logging.getLogger("coupler.daemon")
 
@@ -204,7 +205,11 @@ class Daemon:
         left readable by others (with a warning naming what was loose)."""
         data_dir = self.site.data_dir
         if not data_dir.is_dir():
-            private_dir(data_dir)
+            try:
+                private_dir(data_dir)
+            except OSError as exc:  # the words of the embedded store's, which creates it too
+                raise CouplerError(f"cannot create the data directory: {exc.strerror or exc}", where=str(data_dir),
+                                   hint=f"create it, or name another in [site] data_dir of {self.site.path}") from exc
             return
         try:
             loose = tighten(data_dir)

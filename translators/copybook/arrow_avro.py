@@ -125,7 +125,7 @@ def _encode(arr: pa.Array, avro_type: Any) -> pa.Array:
     return _concat(_VALUE_BRANCH, body).fill_null(_NULL_BRANCH)
 
 
-def _encode_value(arr: pa.Array, avro_type: Any) -> pa.Array:
+def _encode_value(arr: pa.Array, avro_type: Any, *, null_record_as_nulls: bool = False) -> pa.Array:
     if isinstance(avro_type, dict):
         kind = avro_type.get("type")
         if avro_type.get("logicalType") == "decimal":
@@ -134,10 +134,19 @@ def _encode_value(arr: pa.Array, avro_type: Any) -> pa.Array:
             if arr.offset:
                 arr = pa.concat_arrays([arr])
             names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
-            parts = [_encode(arr.field(names.index(f["name"])), f["type"]) for f in avro_type["fields"]]
-            return _mask(_concat(*parts) if parts else pa.array([b""] * len(arr), pa.binary()), arr)
+            # flatten(): the fields are null where the record is (a field array alone holds any value there)
+            columns = arr.flatten()
+            parts = [_encode(columns[names.index(f["name"])], f["type"]) for f in avro_type["fields"]]
+            body = _concat(*parts) if parts else pa.array([b""] * len(arr), pa.binary())
+            return body if null_record_as_nulls else _mask(body, arr)
         if kind == "array":
-            items = _encode(arr.values, avro_type["items"])
+            # an OCCURS element whose every field is null is null in the rows; the schema's items
+            # are records, not ["null", record]: written as the record of nulls (the per-record
+            # writer does the same), rather than making the whole array null
+            items_type = avro_type["items"]
+            items = (_encode_value(arr.values, items_type, null_record_as_nulls=True)
+                     if isinstance(items_type, dict) and items_type.get("type") == "record"
+                     else _encode(arr.values, items_type))
             offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
             counts = offsets[1:] - offsets[:-1]
             joined = pc.binary_join(pa.ListArray.from_arrays(arr.offsets, items), _EMPTY)

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from . import kernels
 from .avro import field_avro_type, output_fields
+from .decoder import ARROW_MAX_DIGITS
 from .kernels import FusedColumn, FusedKernel, FusedResult, arrow_type, decode_column, decode_live
 from .layout import Field, Layout, OutputNode, check_bounds
 from .options import CopybookOptions
@@ -136,6 +137,10 @@ class BatchDecoder:
                 counter = layout.find(node.occurs.depending_on)
                 if any(a.occurs for a in _ancestors(layout, counter)) or counter.occurs:
                     return f"DEPENDING ON counter {counter.identifier} inside an OCCURS"
+        for f in layout.fields():
+            avro_type = field_avro_type(f, strict_integral_precision=options.strict_integral_precision)
+            if isinstance(avro_type, dict) and int(avro_type.get("precision", 0)) > ARROW_MAX_DIGITS:
+                return f"{f.identifier} has {avro_type['precision']} digits, more than an Arrow decimal holds"
         return None
 
     @classmethod

@@ -38,6 +38,10 @@ from .avro import as_options, option, output_fields, outputs_by_node, segment_le
 from .errors import CopybookError, RecordDecodeError
 from .layout import Field, Group, Layout, Node
 
+#: the most digits an Arrow decimal (decimal256), and so a Parquet file written through Arrow,
+#: holds; a field with more is decoded by the per-record decoder, into JSON lines or Avro
+ARROW_MAX_DIGITS = 76
+
 if TYPE_CHECKING:  # imported with segment-children only (start-up)
     from .hierarchy import Hierarchy
 
@@ -853,8 +857,10 @@ def write_avro(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], pat
 
 def _decimal_fixer(schema: dict[str, Any]) -> Any:
     """A function making the integers of ``decimal`` fields Decimals (integers of more than
-    18 digits decode to ``int``; fastavro writes the decimal type from Decimals only), or
-    None when the schema has no such field."""
+    18 digits decode to ``int``; fastavro writes the decimal type from Decimals only) and the
+    null elements of an OCCURS group (every field of the element null) records of nulls (the
+    schema's items are records, not ``["null", record]``; the vectorised writer does the
+    same), or None when the schema has no such field."""
 
     def plan(t: Any) -> Any:
         if isinstance(t, list):
@@ -867,8 +873,10 @@ def _decimal_fixer(schema: dict[str, Any]) -> Any:
                 inner = {k: v for k, v in inner.items() if v is not None}
                 return inner or None
             if t.get("type") == "array":
-                item = plan(t["items"])
-                return ("array", item) if item is not None else None
+                items = t["items"]
+                records = isinstance(items, dict) and items.get("type") == "record"
+                item = plan(items)
+                return ("array", item, records) if item is not None or records else None
         return None
 
     def apply(value: Any, p: Any) -> Any:
@@ -877,7 +885,8 @@ def _decimal_fixer(schema: dict[str, Any]) -> Any:
         if p == "decimal":
             return Decimal(value) if isinstance(value, int) else value
         if isinstance(p, tuple):
-            return [apply(v, p[1]) for v in value]
+            _, item, records = p
+            return [{} if v is None and records else v if item is None else apply(v, item) for v in value]
         out = dict(value)
         for key, sub in p.items():
             if key in out:
@@ -915,18 +924,21 @@ def write_parquet(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], 
 def _arrow_schema(schema: dict[str, Any]) -> Any:
     import pyarrow as pa
 
-    def conv(t: Any) -> Any:
+    def conv(t: Any, name: str) -> Any:
         if isinstance(t, list):
-            return conv(next(x for x in t if x != "null"))
+            return conv(next(x for x in t if x != "null"), name)
         if isinstance(t, dict):
             if t.get("logicalType") == "decimal":
                 p = int(t["precision"])
+                if p > ARROW_MAX_DIGITS:
+                    raise CopybookError(f"{p} digits, more than the {ARROW_MAX_DIGITS} a Parquet decimal holds",
+                                        where=name, hint="decode it --to jsonl or --to avro")
                 return pa.decimal128(p, int(t["scale"])) if p <= 38 else pa.decimal256(p, int(t["scale"]))
             if t["type"] == "record":
-                return pa.struct([pa.field(f["name"], conv(f["type"])) for f in t["fields"]])
+                return pa.struct([pa.field(f["name"], conv(f["type"], f"{name}.{f['name']}")) for f in t["fields"]])
             if t["type"] == "array":
-                return pa.list_(conv(t["items"]))
-            return conv(t["type"])
+                return pa.list_(conv(t["items"], name))
+            return conv(t["type"], name)
         return {
             "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
             "double": pa.float64(), "bytes": pa.binary(), "boolean": pa.bool_(),
@@ -934,6 +946,6 @@ def _arrow_schema(schema: dict[str, Any]) -> Any:
 
     # a field without a null branch (File_Id, Record_Id...) is not nullable, as in the batch decoder
     return pa.schema([
-        pa.field(f["name"], conv(f["type"]), nullable=isinstance(f["type"], list) and "null" in f["type"])
+        pa.field(f["name"], conv(f["type"], f["name"]), nullable=isinstance(f["type"], list) and "null" in f["type"])
         for f in schema["fields"]
     ])

@@ -270,7 +270,14 @@ class AvroFormat(RecordFormat):
                 yield from cast(Iterator[dict[str, Any]], records)
             except TranslateError:
                 raise
-            except (ValueError, EOFError, fastavro.read.SchemaResolutionError) as exc:
+            except fastavro.read.SchemaResolutionError as exc:
+                # fastavro's message prints both schemas whole (kilobytes): the file's name and fields instead
+                reason = one_line(exc)
+                if reason.startswith("Schema mismatch"):
+                    reason = f"the file's records are {_written_schema(path)}"
+                raise TranslateError(f"cannot read it as {self.spec.ref}: {reason}", where=str(path),
+                                     hint="name the schema it was written with: --from avro:NAME@V") from None
+            except (ValueError, EOFError) as exc:
                 raise TranslateError(f"cannot read it as {self.spec.ref}: {one_line(exc) or type(exc).__name__}",
                                      where=str(path)) from None
             except (KeyError, IndexError, SchemaParseException) as exc:  # fastavro's, on a damaged header or block
@@ -350,3 +357,19 @@ class JsonlFormat(RecordFormat):
 
 def _local(name: str) -> str:
     return name.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
+
+
+def _written_schema(path: Path) -> str:
+    """``NAME (fields a, b, c)`` of the records of the Avro container file ``path``."""
+    import fastavro
+
+    try:
+        with open(path, "rb") as stream:
+            schema = fastavro.reader(stream).writer_schema
+    except Exception:  # noqa: BLE001 - a description for a message: the header was read before
+        return "of another schema"
+    if isinstance(schema, dict) and schema.get("type") == "record":
+        names = [f.get("name") for f in schema.get("fields", [])]
+        shown = ", ".join(map(str, names[:8])) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        return f"{schema.get('name')} (fields {shown})"
+    return f"of type {schema.get('type') if isinstance(schema, dict) else schema}"

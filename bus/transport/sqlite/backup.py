@@ -10,6 +10,7 @@ the backup is private: directories 0700, files 0600.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sqlite3
@@ -21,6 +22,11 @@ from coupler.bus.transport.private import FILE_MODE, private_dir, private_file
 from coupler.canonical.errors import CouplerError
 
 SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal", ".sock", ".lock")
+
+
+#: SQLite's (extended) result codes of a failure to write the backup's database: a full disk,
+#: a failed write (a file size limit gives this one)
+_WRITE_FAILURES = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_FSYNC}
 
 
 class BackupError(CouplerError):
@@ -59,8 +65,23 @@ def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
         raise BackupError(f"data directory {source} does not exist", where=f"{site.path}: data_dir")
     if destination.exists() and any(destination.iterdir()):
         raise BackupError(f"{destination} is not empty", hint="back up into a new directory")
-    report = BackupReport(destination)
+    created = not destination.exists()
     private_dir(destination)  # a backup holds every message, as the data directory does
+    try:
+        return _copy(source, destination)
+    except BaseException:  # a full disk, Ctrl-C: no half backup that looks like one
+        for child in list(destination.iterdir()):  # it was empty: all of it is this backup's
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+        if created:
+            destination.rmdir()
+        raise
+
+
+def _copy(source: Path, destination: Path) -> BackupReport:
+    report = BackupReport(destination)
     # databases first: claim-check files a backed-up message refers to are then still there
     others: list[Path] = []
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
@@ -84,6 +105,9 @@ def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
         except FileNotFoundError:
             report.vanished.append(str(rel))
         except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) in _WRITE_FAILURES:  # the backup's side (the source is read-only)
+                raise BackupError(f"cannot write the backup of {rel}: {exc}; nothing was kept", where=str(destination),
+                                  hint="free space on its file system (or raise `ulimit -f`) or back up elsewhere") from exc
             raise BackupError(f"cannot back up database: {exc}", where=str(path)) from exc
     for path in others:
         rel = path.relative_to(source)
@@ -95,4 +119,8 @@ def backup_site(site: SiteConfig, destination: Path) -> BackupReport:
             report.files.append(str(rel))
         except FileNotFoundError:
             report.vanished.append(str(rel))
+        except OSError as exc:
+            raise BackupError(f"cannot write the backup of {rel}: {exc.strerror or exc}; nothing was kept",
+                              where=str(destination), hint="free space on its file system or back up elsewhere"
+                              if exc.errno in (errno.ENOSPC, errno.EDQUOT) else None) from exc
     return report

@@ -51,3 +51,35 @@ def test_backup_refuses_a_non_empty_destination(tmp_path: Path, capsys: pytest.C
     rc, _, err = cli(capsys, "store", "backup", "--site", str(site), str(tmp_path / "dest"))
     assert rc == 1 and "is not empty" in err
     assert (tmp_path / "dest" / "x").read_text() == "keep me"
+
+
+def test_a_backup_that_cannot_be_written_names_the_destination_and_leaves_nothing(tmp_path: Path,
+                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The backup's disk is full (a file size limit stands for it: the same failed write):
+    the error names the destination, not the database read, and no half backup is left."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    from tests.bus.site_helpers import coupler_env
+
+    site = write_site(tmp_path / "site", "")
+    assert cli(capsys, "channel", "put", "--site", str(site), "q", str(site))[0] == 0
+    database = tmp_path / "site" / "data" / "coupler.db"
+    limit = 40 * 1024  # above SQLite's 32 KiB shared-memory file of the source, below its database
+    assert database.stat().st_size > limit
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    backup = tmp_path / "backup"
+    run = subprocess.run([sys.executable, "-m", "coupler.bus.cli", "store", "backup", "--site", str(site), str(backup)],
+                         env=coupler_env(), capture_output=True, text=True, preexec_fn=limited, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr == (
+        f"coupler: error: {backup}: cannot write the backup of coupler.db: disk I/O error; nothing was kept"
+        " (free space on its file system (or raise `ulimit -f`) or back up elsewhere)\n"
+    )
+    assert not backup.exists()

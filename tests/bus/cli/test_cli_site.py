@@ -33,6 +33,24 @@ def test_init_refuses_to_overwrite_a_site(tmp_path: Path, capsys: pytest.Capture
     assert main(["init", str(tmp_path), "--force"]) == 0
 
 
+def test_a_data_directory_that_cannot_be_created_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    """``data_dir`` names a file: ``coupler daemon`` says which directory it could not create
+    and where it is configured, in the words of every other command that opens the store."""
+    import subprocess
+    import sys
+
+    from tests.bus.site_helpers import coupler_env
+
+    (tmp_path / "taken").write_text("a file, not a directory\n")
+    site = tmp_path / "site.toml"
+    site.write_text('[site]\nname = "x"\ndata_dir = "taken"\n')
+    run = subprocess.run([sys.executable, "-m", "coupler.bus.cli", "daemon", "--check", "--site", str(site)],
+                         env=coupler_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr == (f"coupler: error: {tmp_path / 'taken'}: cannot create the data directory: File exists"
+                          f" (create it, or name another in [site] data_dir of {site})\n")
+
+
 def test_template_has_a_commented_example_of_every_section() -> None:
     text = render_template("x")
     for section in SITE_SCHEMA.fields:

@@ -298,3 +298,16 @@ def test_summaries_count_bad_fields_as_copybook_decode_does(tmp_path: Path, data
     assert "3 records read, 3 written, 0 rejected, 2 bad fields" in translate.stderr
     summary = json.loads(translate.stdout)
     assert (summary["read"], summary["written"], summary["errors"], summary["bad_fields"]) == (3, 3, 0, 2)
+
+
+def test_an_avro_file_of_another_schema_is_named_in_a_short_line(tmp_path: Path) -> None:
+    """fastavro's schema mismatch prints both schemas whole (2.5 kB for acme.Customer): the
+    line names the file's record and fields instead."""
+    other = tmp_path / "orders.avro"
+    schema = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "int"}, {"name": "item", "type": "string"}]}
+    with other.open("wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), [{"id": 1, "item": "bolt"}])
+    out = coupler("translate", "--from", "avro:acme.Customer@1", "--to", "jsonl", str(other), "--output", str(tmp_path / "o"))
+    assert out.returncode == 1
+    assert out.stderr == (f"coupler: error: {other}: cannot read it as acme.Customer@1: the file's records are Order"
+                          " (fields id, item) (name the schema it was written with: --from avro:NAME@V)\n")

@@ -89,6 +89,9 @@ def test_full_site_is_typed(tmp_path: Path) -> None:
         ('[store]\nsynchronous = "OFF"\n', "store.synchronous: 'OFF' is not one of FULL, NORMAL"),
         ("[store]\nlease_seconds = \"10\"\n", "store.lease_seconds: expected a number, got a string ('10')"),
         ("[store]\nlease_seconds = -1\n", "store.lease_seconds: -1 is less than the minimum"),
+        # TOML's inf and nan: a lease that never ends, a bound nan is never below
+        ("[store]\nlease_seconds = inf\n", "store.lease_seconds: inf is not a finite number"),
+        ("[site]\ndrain_timeout_seconds = nan\n", "site.drain_timeout_seconds: nan is not a finite number"),
         ("[store.redelivery]\nmax_attempts = 1.5\n", "store.redelivery.max_attempts: expected an integer"),
         ("[stor]\n", "stor: unknown key (did you mean 'store'?)"),
         ('[[adapters]]\nname = "a"\n', "adapters[a].type: required key is missing"),

@@ -102,3 +102,25 @@ def test_extra_plugins_are_described() -> None:
     pm = plugin_manager(entry_points=False, extra=(_One(),), core=False)
     [info] = describe_plugins(pm)
     assert info.adapter_types == ["dup"] and info.distribution is None
+
+
+@pytest.mark.parametrize(("code", "raised"), [('raise RuntimeError("no licence key")', "RuntimeError: no licence key"),
+                                              ("import sys; sys.exit(3)", "SystemExit: 3")],
+                         ids=["RuntimeError", "sys.exit"])
+def test_an_extra_plugin_that_raises_on_import_is_one_line_naming_it(
+        code: str, raised: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``$COUPLER_EXTRA_PLUGINS`` naming a module that raises while it is imported (not an
+    ImportError; sys.exit() too, which ended `coupler` with the plugin's status and no word):
+    the variable, the module and the line that raised; not coupler's internal error."""
+    from coupler.bus.cli.main import main
+
+    (tmp_path / "h127_boom_plugin.py").write_text(code + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("COUPLER_EXTRA_PLUGINS", "h127_boom_plugin")
+    monkeypatch.delitem(sys.modules, "h127_boom_plugin", raising=False)
+    assert main(["plugins"]) == 1
+    assert capsys.readouterr().err == (
+        f"coupler: error: $COUPLER_EXTRA_PLUGINS: cannot load plugin 'h127_boom_plugin': its import failed:"
+        f" {raised} (raised at h127_boom_plugin.py:1 in <module>)"
+        " (fix the module or remove it from the variable)\n"
+    )

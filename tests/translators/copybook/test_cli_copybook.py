@@ -59,6 +59,45 @@ def test_decode_jsonl_matches_the_corpus(capsys: pytest.CaptureFixture[str]) -> 
     assert "5 records, 0 rejected" in err
 
 
+@pytest.mark.parametrize("mode", [[], ["--per-record"]])
+def test_an_occurs_element_of_bad_fields_in_avro(tmp_path: Path, capsys, mode) -> None:
+    """An OCCURS element whose every field is bad is null in the rows; the Avro schema's items
+    are records: it is written as a record of nulls and the other elements are kept (the
+    vectorised writer made the whole array null, the per-record one stopped with an internal error)."""
+    cpy = tmp_path / "occ.cpy"
+    cpy.write_text("       01  REC.\n           05  A  PIC 9(3).\n           05  B OCCURS 2 TIMES.\n"
+                   "              10  C  PIC 9(3).\n")
+    data = tmp_path / "occ.dat"
+    data.write_bytes(b"123ABC456" + b"123456789")
+    out = tmp_path / "occ.avro"
+    assert main(["copybook", "decode", str(cpy), str(data), "-o", "encoding=ascii", "--to", "avro",
+                 "--output", str(out), *mode]) == 0
+    assert "2 records, 0 rejected, 1 bad fields" in capsys.readouterr().err
+    with out.open("rb") as f:
+        assert list(fastavro.reader(f)) == [{"A": 123, "B": [{"C": None}, {"C": 456}]},
+                                            {"A": 123, "B": [{"C": 456}, {"C": 789}]}]
+
+
+def test_a_number_wider_than_an_arrow_decimal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PIC 9(77): more digits than an Arrow decimal (76) holds. JSON lines come from the
+    per-record decoder (the vectorised one builds Arrow columns); a Parquet output is refused
+    in one line naming the field, not an internal error."""
+    cpy = tmp_path / "wide.cpy"
+    cpy.write_text("       01  REC.\n           05  ID    PIC 9(2).\n           05  BIG   PIC 9(77).\n")
+    data = tmp_path / "wide.dat"
+    data.write_bytes(b"07" + b"1" * 77)
+    assert main(["copybook", "decode", str(cpy), str(data), "-o", "encoding=ascii"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"ID": 7, "BIG": int("1" * 77)}
+    assert "per-record decoder" in err
+    parquet = tmp_path / "wide.parquet"
+    assert main(["copybook", "decode", str(cpy), str(data), "-o", "encoding=ascii", "--to", "parquet",
+                 "--output", str(parquet)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "coupler: error: BIG: 77 digits, more than the 76 a Parquet decimal holds (decode it --to jsonl or --to avro)")
+    assert not parquet.exists()
+
+
 def test_decode_to_avro_and_encode_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     avro_file = tmp_path / "out.avro"
     code = main(["copybook", "decode", str(T1 / "test1_copybook.cob"), str(T1 / "test1_data" / "example.bin"),
