@@ -1,8 +1,10 @@
-"""The shell examples of docs/mappings.md, docs/xsd-to-avro.md and docs/batch.md (those that
-need no JVM) run as written, in ``bash``, on the files they name (the repository's fixtures,
-copied into a temporary folder under those names), and print what the page says.
+"""The shell examples of docs/mappings.md, docs/xsd-to-avro.md, docs/batch.md (those that
+need no JVM), docs/cli.md's ``coupler translate`` and the README's schema commands run as
+written, in ``bash``, on the files they name (the repository's fixtures, copied into a
+temporary folder under those names), and print what the page says.
 
-batch.md's ``coupler batch translate`` examples run on Spark: tests/spark/test_batch_translate.py.
+batch.md's ``coupler batch translate`` examples and its Python examples run on Spark:
+tests/spark/test_batch_translate.py; its cluster example: tests/spark/test_submit.py.
 """
 
 from __future__ import annotations
@@ -177,3 +179,56 @@ def test_batch_ingest_with_nothing_staged_starts_no_jvm_and_the_status_shows_the
         if daemon.poll() is None:
             daemon.kill()
             daemon.communicate()
+
+
+def test_the_cli_guides_translate_examples_run_as_written(tmp_path: Path) -> None:
+    """docs/cli.md's two ``coupler translate`` commands, as written, on the mapping guide's
+    files: copybook records to XML through both mappings, then that XML to canonical Avro;
+    each prints the summary the page describes and the Avro holds the three accounts."""
+    import fastavro
+
+    account_files(tmp_path)
+    (tmp_path / "accounts.dat").write_bytes(b"".join(ACCOUNTS))
+    text = doc("cli.md")
+    to_xml, to_avro = commands(block_after(text, "[every decode path](#decoding-records-numbering-and-exit-status).", "sh"))
+    said = re.search(r"The summary \(`(N records read, M written, K rejected, B bad fields)`", " ".join(text.split()))
+    assert said
+    summary = re.compile(re.sub(r"\b[NMKB]\b", r"(\\d+)", said.group(1)) + r" \(")
+    for command in (to_xml, to_avro):
+        done = sh(command, tmp_path)
+        counts = summary.match(done.stderr)
+        assert done.stdout == "" and counts and counts.groups() == ("3", "3", "0", "0"), done.stderr
+    assert (tmp_path / "accounts.xml").read_text().count("<account ") == 3
+    with open(tmp_path / "accounts.avro", "rb") as fh:
+        reader = fastavro.reader(fh)
+        accounts = list(reader)
+    assert [a["name"] for a in accounts] == ["John Smith", "Cher", "Ada Lovelace"], accounts
+    assert accounts[0]["status"] == "ACTIVE"
+
+
+def test_the_readmes_schema_commands_run_as_written(tmp_path: Path) -> None:
+    """The README's ``coupler schema`` and ``coupler plugins`` lines, as written (the demo's
+    ``ctl status`` line runs in tests/e2e/test_demo.py), with ``new.avsc`` a third version of
+    acme.Customer that adds an optional field and ``customer.json`` a version-2 record: the
+    list names both versions, the check says compatible, the conversion drops what version 1
+    lacks, and the plugins list the built-in types."""
+    readme = (REPO / "README.md").read_text()
+    lines = [c for c in commands(block_after(readme, "the `coupler` command is in `.venv/bin/`:", "sh"))
+             if c.startswith(("coupler schema", "coupler plugins"))]
+    assert [c.split(" #")[0].split()[:3] for c in lines] == [
+        ["coupler", "schema", "list"], ["coupler", "schema", "show"], ["coupler", "schema", "check"],
+        ["coupler", "schema", "convert"], ["coupler", "plugins"]], lines
+    v2 = json.loads((REPO / "schemas" / "acme" / "customer" / "v2.avsc").read_text())
+    v2["fields"].append({"name": "loyalty_tier", "type": ["null", "string"], "default": None})
+    (tmp_path / "new.avsc").write_text(json.dumps(v2))
+    address = {"street": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
+    (tmp_path / "customer.json").write_text(json.dumps(
+        {"customer_id": "C-100234", "name": "Ada", "email": None, "address": address, "phone": "555-0100", "segment": "BUSINESS"}))
+
+    listed, shown, checked, converted, plugins = (sh(c, tmp_path) for c in lines)
+    assert re.search(r"^acme\.Customer\s+versions 1, 2$", listed.stdout, re.M), listed.stdout
+    schema = json.loads(shown.stdout)
+    assert (schema["namespace"], schema["name"]) == ("acme", "AddressChange")
+    assert checked.stdout.strip() == "compatible (full) with acme.Customer versions 1, 2"
+    assert json.loads(converted.stdout) == {"customer_id": "C-100234", "name": "Ada", "email": None, "address": address}
+    assert "adapter types: filedrop" in plugins.stdout and "translator types: copybook, xml, json" in plugins.stdout
