@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -304,3 +305,22 @@ def test_the_copybook_guides_layout_family_example_runs_as_written(tmp_path: Pat
     assert (str(item.format), item.file, item.number, item.offset) == ("branch.Customer@1", "CUST.DAT", int(said.group(1)) + 1, 4 + 63 + 4)
     assert names["record_v2"] == {"REC_VERSION": "01", "CUST_ID": 42, "NAME": "ANN SMITH", "EMAIL": None,
                                   "BALANCE": Decimal("-12.50")}
+
+
+def test_the_stateful_patterns_aggregation_strategy_example_runs() -> None:
+    """docs/stateful-patterns.md's third-party aggregation strategy, as written: its hook
+    returns ``total``, which sums the ``amount`` of a completed group's JSON members into the
+    format it names."""
+    from coupler.bus.runtime.steps.aggregate import Group
+    from coupler.canonical import Envelope, FormatIndicator
+
+    text = (REPO / "docs" / "stateful-patterns.md").read_text()
+    (example,) = re.findall(r"```python\n(.*?)```", text.split("through the hook `coupler_aggregation_strategies`:", 1)[1].split("\n## ", 1)[0], re.S)
+    names: dict = {}
+    exec(example, names)
+    strategy = names["coupler_aggregation_strategies"]()["total"]
+    order = FormatIndicator.parse("acme.Order@1;application/json")
+    group = Group(key="EU", members=[Envelope(format=order, body=b'{"amount": 10}'), Envelope(format=order, body=b'{"amount": 32}')],
+                  reason="size", options=None, registry=lambda: None)  # type: ignore[arg-type]  # JSON members need neither
+    body, fmt = strategy(group)
+    assert json.loads(body) == {"key": "EU", "total": 42} and str(fmt) == "acme.Total@1;application/json"

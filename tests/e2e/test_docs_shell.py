@@ -232,3 +232,25 @@ def test_the_readmes_schema_commands_run_as_written(tmp_path: Path) -> None:
     assert checked.stdout.strip() == "compatible (full) with acme.Customer versions 1, 2"
     assert json.loads(converted.stdout) == {"customer_id": "C-100234", "name": "Ada", "email": None, "address": address}
     assert "adapter types: filedrop" in plugins.stdout and "translator types: copybook, xml, json" in plugins.stdout
+
+
+def test_the_plugin_guides_first_plugin_runs_as_a_plugin(tmp_path: Path) -> None:
+    """docs/plugins.md's first example, as written, in a module named by
+    ``COUPLER_EXTRA_PLUGINS``: ``coupler hello NAME`` greets, ``coupler plugins`` lists its
+    transport, translator and command, and a site whose ``[store] type`` is ``mirror`` keeps its
+    messages in ``DATA_DIR/mirror.db``."""
+    (tmp_path / "coupler_doc_plugin.py").write_text(block_after(doc("plugins.md"), "(`tests/bus/plugins/test_plugin_hooks.py` runs it):", "python"))
+    env = f"PYTHONPATH={tmp_path} COUPLER_EXTRA_PLUGINS=coupler_doc_plugin"
+    assert sh(f"{env} coupler hello Ada", tmp_path).stdout == "hello, Ada!\n"
+    listed = sh(f"{env} coupler plugins", tmp_path).stdout.split("coupler_doc_plugin ", 1)[1].split("\n\n")[0]
+    for line in ("transport types: mirror", "translator types: shout", "cli commands: hello"):
+        assert line in listed, listed
+    sh("coupler init acme", tmp_path)
+    site = tmp_path / "acme" / "site.toml"
+    text = site.read_text()
+    assert text.count('\ntype = "sqlite"') == 1
+    site.write_text(text.replace('\ntype = "sqlite"', '\ntype = "mirror"'))
+    assert sh(f"printf 'one\\ntwo\\n' | {env} coupler channel put --site acme/site.toml inbox --lines", tmp_path).stdout == (
+        "put 2 message(s) on inbox\n")
+    assert sh(f"{env} coupler channel get --site acme/site.toml inbox --max 5", tmp_path).stdout == "one\ntwo\n"
+    assert (tmp_path / "acme" / "data" / "mirror.db").exists() and not (tmp_path / "acme" / "data" / "coupler.db").exists()
