@@ -1,7 +1,8 @@
 """The shell examples of docs/mappings.md, docs/xsd-to-avro.md, docs/batch.md (those that
-need no JVM), docs/cli.md's ``coupler translate`` and the README's schema commands run as
-written, in ``bash``, on the files they name (the repository's fixtures, copied into a
-temporary folder under those names), and print what the page says.
+need no JVM), docs/cli.md (``channel put``, ``translate``), docs/plugins.md's first plugin and
+the README's schema commands run as written, in ``bash``, on the files they name (the
+repository's fixtures, copied into a temporary folder under those names), and print what the
+page says.
 
 batch.md's ``coupler batch translate`` examples and its Python examples run on Spark:
 tests/spark/test_batch_translate.py; its cluster example: tests/spark/test_submit.py.
@@ -254,3 +255,28 @@ def test_the_plugin_guides_first_plugin_runs_as_a_plugin(tmp_path: Path) -> None
         "put 2 message(s) on inbox\n")
     assert sh(f"{env} coupler channel get --site acme/site.toml inbox --max 5", tmp_path).stdout == "one\ntwo\n"
     assert (tmp_path / "acme" / "data" / "mirror.db").exists() and not (tmp_path / "acme" / "data" / "coupler.db").exists()
+
+
+def test_the_cli_guides_channel_put_examples_run_as_written(tmp_path: Path) -> None:
+    """docs/cli.md's ``channel put`` examples, as written, on the site ``coupler init acme``
+    makes (no daemon: on the store directly), with the files they name: each puts what it says,
+    and the ``--id-from`` command run again puts nothing twice, in the summary's documented form."""
+    text = doc("cli.md")
+    puts = commands(block_after(text, "bodies (default `coupler.Bytes@1;application/octet-stream`), `-p` adds message properties.", "sh"))
+    (again,) = commands(block_after(text, "A message without the field, or not JSON, is an error naming its line.", "sh"))
+    assert len(puts) == 3, puts
+    sh("coupler init acme", tmp_path)
+    address = {"street": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
+    (tmp_path / "address.json").write_text(json.dumps(address))
+    (tmp_path / "order.json").write_text(json.dumps({"order": {"id": "O-0"}, "amount": 3}))
+    (tmp_path / "orders.jsonl").write_text("".join(json.dumps({"order": {"id": f"O-{i}"}}) + "\n" for i in (1, 2)))
+
+    said = [sh(c, tmp_path).stdout for c in puts]
+    assert said == ["put 2 message(s) on inbox\n", "put 1 message(s) on addresses\n", "put 1 message(s) on orders\n"]
+    assert sh(again, tmp_path).stdout == "put 2 message(s) on orders\n"
+    form = re.search(r"the summary says how many: `put (\d+) message\(s\) on orders \((\d+) put before, skipped\)`",
+                     " ".join(text.split()))
+    assert form and sh(again, tmp_path).stdout == "put 0 message(s) on orders (2 put before, skipped)\n"
+    got = [json.loads(line) for line in sh("coupler channel get --site acme/site.toml orders --max 10 --json", tmp_path).stdout.splitlines()]
+    assert [g["format"] for g in got] == ["acme.Order@1;application/json"] + ["coupler.Bytes@1;application/octet-stream"] * 2
+    assert json.loads(sh("coupler channel get --site acme/site.toml addresses --json", tmp_path).stdout)["body"] == json.dumps(address)
