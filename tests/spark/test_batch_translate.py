@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,28 @@ def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path
     assert "unknown format 'cobol:x'" in capsys.readouterr().err
     with pytest.raises(BatchError, match="does not exist"):
         Spec.parse("copybook:/nonexistent.cpy")
+
+
+def test_spark_that_cannot_start_is_one_line_naming_the_cause_not_an_internal_error(tmp_path: Path) -> None:
+    """A SparkContext that does not start (here a file to ship that does not exist, as with
+    ``spark-submit --py-files`` of a wheel name ``make wheel`` did not build, which the cluster
+    example of docs/batch.md named before) is one line naming the master and Java's cause (it
+    was "internal error: Py4JJavaError: ... report it", over several lines)."""
+    import subprocess
+    import sys
+
+    write_cards(tmp_path)
+    missing = tmp_path / "dist" / "coupler-0.1.0-py3-none-any.whl"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "coupler"), "batch", "translate", "--master", "local[1]",
+         "--conf", f"spark.files={missing}", "--from", "copybook:cards.cpy", "--to", "parquet",
+         "-o", "record_format=V", "-o", "is_rdw_big_endian=true", "in/a.dat", "--output", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"coupler: error: --master local[1]: Spark did not start: FileNotFoundException: File "
+                           f"file:{missing} does not exist (check --master, --conf and spark-submit's options; "
+                           "--verbose shows Spark's log)\n"), done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_xml_records_named_by_the_xsd_element_are_read_with_sparks_xml_reader(spark: Any, tmp_path: Path) -> None:
