@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench wheel system-deps services venv clean
+.PHONY: demo test lint bench wheel pyfiles system-deps services venv clean
 
 # the virtual environment, reinstalled only when the packaging files change
 # (system-deps first: the C compiler builds the fused copybook kernel at install)
@@ -79,9 +79,22 @@ bench: $(STAMP) system-deps
 	$(PY) -m pip install -q -e '.[bench]'
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+# the wheel (for this Python and platform: it holds the compiled copybook kernel) in $(DIST)
+DIST ?= dist
+VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 wheel: $(STAMP)
-	$(PY) -m pip wheel -q --no-deps -w dist .
-	@ls dist/*.whl
+	$(PY) -m pip wheel -q --no-deps -w $(DIST) .
+	@ls $(DIST)/coupler-$(VERSION)-*.whl
+
+# Coupler's code as a zip for `spark-submit --py-files` (docs/batch.md): the executors import it
+# from the zip, and Python finds the namespace package `coupler` in a zip only when the zip lists
+# its folders, which a wheel does not (the compiled kernel cannot load from a zip: NumPy's decode)
+pyfiles: wheel
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(PY) -m pip install -q --no-deps --no-compile --target "$$tmp" "$$(ls -t $(DIST)/coupler-$(VERSION)-*.whl | head -1)" && \
+	  rm -f $(DIST)/coupler-$(VERSION).zip && \
+	  (cd "$$tmp" && $(abspath $(PY)) -m zipfile -c $(abspath $(DIST))/coupler-$(VERSION).zip coupler)
+	@ls $(DIST)/coupler-$(VERSION).zip
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -282,6 +282,19 @@ def spark_error(exc: BaseException, where: str) -> BatchError:
     return BatchError(f"Spark job failed: {message}", where=where, hint="run with --debug for Spark's log")
 
 
+_JAVA_ERROR_LINE = re.compile(r"^(?::\s*)?(?:[\w$]+\.)*(\w+(?:Error|Exception)): (.+)$")
+
+
+def spark_start_error(exc: BaseException, master: str) -> BatchError:
+    """Spark that did not start (a ``--py-files``/``spark.files`` file missing, a port taken)
+    as one line: the first Java or Python exception of its message."""
+    text = str(exc)
+    found = [m for line in text.splitlines() if (m := _JAVA_ERROR_LINE.match(line.strip()))]
+    message = f"{found[0].group(1)}: {found[0].group(2)}" if found else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return BatchError(f"Spark did not start: {message}", where=f"--master {master}",
+                      hint="check --master, --conf and spark-submit's options; --verbose shows Spark's log")
+
+
 @contextlib.contextmanager
 def spark_errors(src: Spec, dst: Spec) -> Iterator[None]:
     """Around a Spark job of ``src -> dst``: an exception from PySpark or py4j becomes one

@@ -107,15 +107,20 @@ def _session(args: argparse.Namespace, name: str, *, lean_jvm: bool = False) -> 
     as split tasks (``jobs.runs_as_split_tasks``)."""
     from pyspark.sql import SparkSession
 
-    from coupler.bus.batch.jobs import spark_session
+    from coupler.bus.batch.jobs import spark_session, spark_start_error
 
     conf = _pairs(args.conf, "--conf")
     if sys.stderr.isatty() and not args.json:
         conf.setdefault("spark.ui.showConsoleProgress", "true")
     existing = SparkSession.getActiveSession()
-    with _jvm_output(show_all=args.verbose):
-        spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf,
-                              lean_jvm=lean_jvm)
+    try:
+        with _jvm_output(show_all=args.verbose):
+            spark = spark_session(None if args.master == "submit" else args.master, app_name=name, conf=conf,
+                                  lean_jvm=lean_jvm)
+    except Exception as exc:  # a SparkContext that could not start: one line, not an "internal error"
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise spark_start_error(exc, args.master) from exc
+        raise
     try:
         yield spark
     finally:

@@ -127,3 +127,31 @@ def test_the_nightly_extract_went_through_spark_into_parquet(demo: tuple[Path, s
     assert (row["LM_POLICY_ID"], row["LM_STATE"], row["LM_STATUS"]) == ("L-50000010", "CA", "A")
     assert row["LM_BENEFICIARY_COUNT"] == 2
     assert [b["LM_BEN_SHARE"] for b in row["LM_BENEFICIARY"]] == [50, 50]  # OCCURS DEPENDING ON: 2 of 3
+
+
+def test_the_readmes_demo_commands_are_the_demos_and_run_on_its_site(demo: tuple[Path, str, dict]) -> None:
+    """The README's two commands of the demo's site, as written, with its ``var/demo`` the demo's
+    output folder: ``coupler send`` is the command the demo printed and ran (which adds
+    ``--json``), and ``coupler ctl status`` shows the stopped site: its adapters and channels,
+    with the counters of the run."""
+    import re
+    import shlex
+
+    from tests.e2e.test_docs_shell import block_after, commands
+    from tests.e2e.test_site_shell import sh
+
+    out, stdout, _ = demo
+    readme = (REPO / "README.md").read_text()
+    (send,) = commands(block_after(readme, "issues the change as the common command `send` of `acme.AddressChange@2`:", "sh"))
+    ran = re.search(r"^\$ (coupler send .*)$", stdout, re.M)
+    assert ran, stdout[-3000:]
+    assert shlex.split(send.replace("var/demo", str(out))) + ["--json"] == shlex.split(ran.group(1))
+
+    (status,) = [c for c in commands(block_after(readme, "the `coupler` command is in `.venv/bin/`:", "sh"))
+                 if c.startswith("coupler ctl")]
+    done = sh(status.replace("var/demo", str(out)), REPO)
+    assert done.stdout.startswith("site acme-insurance: stopped (no daemon runs)\n"), done.stdout
+    adapters = re.findall(r"^(\S+)\s+\S+\s+stopped\s", done.stdout.split("\nCHANNEL ", 1)[0], re.M)
+    assert {"auto-tcp", "health-soap", "home-drop", "life-sftp-out"} <= set(adapters), done.stdout
+    # the one command the agent sent: in 1, out 1, nothing left, failed or dead
+    assert re.search(r"^coupler\.commands\s+queue\s+0\s+0\s+-\s+1\s+1\s+0\s+0$", done.stdout, re.M), done.stdout

@@ -1,8 +1,11 @@
-"""The shell examples of docs/mappings.md, docs/xsd-to-avro.md and docs/batch.md (those that
-need no JVM) run as written, in ``bash``, on the files they name (the repository's fixtures,
-copied into a temporary folder under those names), and print what the page says.
+"""The shell examples of docs/mappings.md, docs/xsd-to-avro.md, docs/batch.md (those that
+need no JVM), docs/cli.md (``channel put``, ``translate``), docs/plugins.md's first plugin and
+the README's schema commands run as written, in ``bash``, on the files they name (the
+repository's fixtures, copied into a temporary folder under those names), and print what the
+page says.
 
-batch.md's ``coupler batch translate`` examples run on Spark: tests/spark/test_batch_translate.py.
+batch.md's ``coupler batch translate`` examples and its Python examples run on Spark:
+tests/spark/test_batch_translate.py; its cluster example: tests/spark/test_submit.py.
 """
 
 from __future__ import annotations
@@ -177,3 +180,103 @@ def test_batch_ingest_with_nothing_staged_starts_no_jvm_and_the_status_shows_the
         if daemon.poll() is None:
             daemon.kill()
             daemon.communicate()
+
+
+def test_the_cli_guides_translate_examples_run_as_written(tmp_path: Path) -> None:
+    """docs/cli.md's two ``coupler translate`` commands, as written, on the mapping guide's
+    files: copybook records to XML through both mappings, then that XML to canonical Avro;
+    each prints the summary the page describes and the Avro holds the three accounts."""
+    import fastavro
+
+    account_files(tmp_path)
+    (tmp_path / "accounts.dat").write_bytes(b"".join(ACCOUNTS))
+    text = doc("cli.md")
+    to_xml, to_avro = commands(block_after(text, "[every decode path](#decoding-records-numbering-and-exit-status).", "sh"))
+    said = re.search(r"The summary \(`(N records read, M written, K rejected, B bad fields)`", " ".join(text.split()))
+    assert said
+    summary = re.compile(re.sub(r"\b[NMKB]\b", r"(\\d+)", said.group(1)) + r" \(")
+    for command in (to_xml, to_avro):
+        done = sh(command, tmp_path)
+        counts = summary.match(done.stderr)
+        assert done.stdout == "" and counts and counts.groups() == ("3", "3", "0", "0"), done.stderr
+    assert (tmp_path / "accounts.xml").read_text().count("<account ") == 3
+    with open(tmp_path / "accounts.avro", "rb") as fh:
+        reader = fastavro.reader(fh)
+        accounts = list(reader)
+    assert [a["name"] for a in accounts] == ["John Smith", "Cher", "Ada Lovelace"], accounts
+    assert accounts[0]["status"] == "ACTIVE"
+
+
+def test_the_readmes_schema_commands_run_as_written(tmp_path: Path) -> None:
+    """The README's ``coupler schema`` and ``coupler plugins`` lines, as written (the demo's
+    ``ctl status`` line runs in tests/e2e/test_demo.py), with ``new.avsc`` a third version of
+    acme.Customer that adds an optional field and ``customer.json`` a version-2 record: the
+    list names both versions, the check says compatible, the conversion drops what version 1
+    lacks, and the plugins list the built-in types."""
+    readme = (REPO / "README.md").read_text()
+    lines = [c for c in commands(block_after(readme, "the `coupler` command is in `.venv/bin/`:", "sh"))
+             if c.startswith(("coupler schema", "coupler plugins"))]
+    assert [c.split(" #")[0].split()[:3] for c in lines] == [
+        ["coupler", "schema", "list"], ["coupler", "schema", "show"], ["coupler", "schema", "check"],
+        ["coupler", "schema", "convert"], ["coupler", "plugins"]], lines
+    v2 = json.loads((REPO / "schemas" / "acme" / "customer" / "v2.avsc").read_text())
+    v2["fields"].append({"name": "loyalty_tier", "type": ["null", "string"], "default": None})
+    (tmp_path / "new.avsc").write_text(json.dumps(v2))
+    address = {"street": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
+    (tmp_path / "customer.json").write_text(json.dumps(
+        {"customer_id": "C-100234", "name": "Ada", "email": None, "address": address, "phone": "555-0100", "segment": "BUSINESS"}))
+
+    listed, shown, checked, converted, plugins = (sh(c, tmp_path) for c in lines)
+    assert re.search(r"^acme\.Customer\s+versions 1, 2$", listed.stdout, re.M), listed.stdout
+    schema = json.loads(shown.stdout)
+    assert (schema["namespace"], schema["name"]) == ("acme", "AddressChange")
+    assert checked.stdout.strip() == "compatible (full) with acme.Customer versions 1, 2"
+    assert json.loads(converted.stdout) == {"customer_id": "C-100234", "name": "Ada", "email": None, "address": address}
+    assert "adapter types: filedrop" in plugins.stdout and "translator types: copybook, xml, json" in plugins.stdout
+
+
+def test_the_plugin_guides_first_plugin_runs_as_a_plugin(tmp_path: Path) -> None:
+    """docs/plugins.md's first example, as written, in a module named by
+    ``COUPLER_EXTRA_PLUGINS``: ``coupler hello NAME`` greets, ``coupler plugins`` lists its
+    transport, translator and command, and a site whose ``[store] type`` is ``mirror`` keeps its
+    messages in ``DATA_DIR/mirror.db``."""
+    (tmp_path / "coupler_doc_plugin.py").write_text(block_after(doc("plugins.md"), "(`tests/bus/plugins/test_plugin_hooks.py` runs it):", "python"))
+    env = f"PYTHONPATH={tmp_path} COUPLER_EXTRA_PLUGINS=coupler_doc_plugin"
+    assert sh(f"{env} coupler hello Ada", tmp_path).stdout == "hello, Ada!\n"
+    listed = sh(f"{env} coupler plugins", tmp_path).stdout.split("coupler_doc_plugin ", 1)[1].split("\n\n")[0]
+    for line in ("transport types: mirror", "translator types: shout", "cli commands: hello"):
+        assert line in listed, listed
+    sh("coupler init acme", tmp_path)
+    site = tmp_path / "acme" / "site.toml"
+    text = site.read_text()
+    assert text.count('\ntype = "sqlite"') == 1
+    site.write_text(text.replace('\ntype = "sqlite"', '\ntype = "mirror"'))
+    assert sh(f"printf 'one\\ntwo\\n' | {env} coupler channel put --site acme/site.toml inbox --lines", tmp_path).stdout == (
+        "put 2 message(s) on inbox\n")
+    assert sh(f"{env} coupler channel get --site acme/site.toml inbox --max 5", tmp_path).stdout == "one\ntwo\n"
+    assert (tmp_path / "acme" / "data" / "mirror.db").exists() and not (tmp_path / "acme" / "data" / "coupler.db").exists()
+
+
+def test_the_cli_guides_channel_put_examples_run_as_written(tmp_path: Path) -> None:
+    """docs/cli.md's ``channel put`` examples, as written, on the site ``coupler init acme``
+    makes (no daemon: on the store directly), with the files they name: each puts what it says,
+    and the ``--id-from`` command run again puts nothing twice, in the summary's documented form."""
+    text = doc("cli.md")
+    puts = commands(block_after(text, "bodies (default `coupler.Bytes@1;application/octet-stream`), `-p` adds message properties.", "sh"))
+    (again,) = commands(block_after(text, "A message without the field, or not JSON, is an error naming its line.", "sh"))
+    assert len(puts) == 3, puts
+    sh("coupler init acme", tmp_path)
+    address = {"street": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}
+    (tmp_path / "address.json").write_text(json.dumps(address))
+    (tmp_path / "order.json").write_text(json.dumps({"order": {"id": "O-0"}, "amount": 3}))
+    (tmp_path / "orders.jsonl").write_text("".join(json.dumps({"order": {"id": f"O-{i}"}}) + "\n" for i in (1, 2)))
+
+    said = [sh(c, tmp_path).stdout for c in puts]
+    assert said == ["put 2 message(s) on inbox\n", "put 1 message(s) on addresses\n", "put 1 message(s) on orders\n"]
+    assert sh(again, tmp_path).stdout == "put 2 message(s) on orders\n"
+    form = re.search(r"the summary says how many: `put (\d+) message\(s\) on orders \((\d+) put before, skipped\)`",
+                     " ".join(text.split()))
+    assert form and sh(again, tmp_path).stdout == "put 0 message(s) on orders (2 put before, skipped)\n"
+    got = [json.loads(line) for line in sh("coupler channel get --site acme/site.toml orders --max 10 --json", tmp_path).stdout.splitlines()]
+    assert [g["format"] for g in got] == ["acme.Order@1;application/json"] + ["coupler.Bytes@1;application/octet-stream"] * 2
+    assert json.loads(sh("coupler channel get --site acme/site.toml addresses --json", tmp_path).stdout)["body"] == json.dumps(address)

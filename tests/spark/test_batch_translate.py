@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from coupler.canonical.registry import SchemaRegistry
 from coupler.translators.copybook import decoder, encoder, layout, parser
 from coupler.translators.copybook.options import CopybookOptions
 from coupler.translators.mapping import load_mapping
+from tests.spark.cards_case import all_cards, write_cards
 from tests.spark.hierarchy_case import FAMILIES, OPTIONS, write_hierarchy
 
 MAPPING_DATA = Path(__file__).resolve().parents[1] / "translators" / "mapping" / "data"
@@ -145,6 +147,28 @@ def test_cli_rejects_a_bad_spec_and_an_unknown_option_in_one_line(tmp_path: Path
         Spec.parse("copybook:/nonexistent.cpy")
 
 
+def test_spark_that_cannot_start_is_one_line_naming_the_cause_not_an_internal_error(tmp_path: Path) -> None:
+    """A SparkContext that does not start (here a file to ship that does not exist, as with
+    ``spark-submit --py-files`` of a wheel name ``make wheel`` did not build, which the cluster
+    example of docs/batch.md named before) is one line naming the master and Java's cause (it
+    was "internal error: Py4JJavaError: ... report it", over several lines)."""
+    import subprocess
+    import sys
+
+    write_cards(tmp_path)
+    missing = tmp_path / "dist" / "coupler-0.1.0-py3-none-any.whl"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "coupler"), "batch", "translate", "--master", "local[1]",
+         "--conf", f"spark.files={missing}", "--from", "copybook:cards.cpy", "--to", "parquet",
+         "-o", "record_format=V", "-o", "is_rdw_big_endian=true", "in/a.dat", "--output", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"coupler: error: --master local[1]: Spark did not start: FileNotFoundException: File "
+                           f"file:{missing} does not exist (check --master, --conf and spark-submit's options; "
+                           "--verbose shows Spark's log)\n"), done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_xml_records_named_by_the_xsd_element_are_read_with_sparks_xml_reader(spark: Any, tmp_path: Path) -> None:
     orders = Path(__file__).resolve().parents[1] / "translators" / "xml" / "data" / "orders"
     out = tmp_path / "orders"
@@ -180,13 +204,7 @@ def test_the_batch_guides_examples_run_as_written(
 
     import pyarrow.parquet as pq
 
-    cards = ["4000123412341234", "5500000000000004", "4111111111111111"]
-    (tmp_path / "cards.cpy").write_text("       01  CARD.\n           05  CARD-NO     PIC X(16).\n"
-                                        "           05  CARD-LIMIT  PIC 9(5).\n")
-    (tmp_path / "in").mkdir()
-    for name, rows in (("a.dat", cards[:2]), ("b.dat", cards[2:])):
-        records = [f"{number}{1000 * (i + 1):05d}".encode("cp037") for i, number in enumerate(rows)]
-        (tmp_path / "in" / name).write_bytes(b"".join(len(r).to_bytes(2, "big") + b"\0\0" + r for r in records))
+    write_cards(tmp_path)
     _accounts(tmp_path, 12)
     (tmp_path / "account-copybook.toml").write_text(re.search(
         r"```toml\n(# account-copybook.toml.*?)```",
@@ -210,8 +228,7 @@ def test_the_batch_guides_examples_run_as_written(
     # EBCDIC RDW files to Parquet
     assert summaries[0].startswith("2 input(s), 3 records, 0 errors -> out/cards in "), summaries[0]
     table = pq.read_table(sorted(glob.glob("out/cards/part-*.parquet")))
-    assert sorted(zip(table.column("CARD_NO").to_pylist(), table.column("CARD_LIMIT").to_pylist(), strict=True)) == [
-        ("4000123412341234", 1000), ("4111111111111111", 1000), ("5500000000000004", 2000)]
+    assert sorted(zip(table.column("CARD_NO").to_pylist(), table.column("CARD_LIMIT").to_pylist(), strict=True)) == all_cards()
     # canonical Avro through the mapping guide's mapping
     assert summaries[1].startswith("1 input(s), 12 records, 0 errors -> out/accounts in "), summaries[1]
     got = [r for f in sorted(glob.glob("out/accounts/part-*.avro")) for r in fastavro.reader(open(f, "rb"))]
@@ -222,6 +239,54 @@ def test_the_batch_guides_examples_run_as_written(
     assert sorted(r["_id"] for r in rows) == ["B-1", "B-2", "PO-1001"]
     for out, records in (("out/cards", 3), ("out/accounts", 12)):
         assert json.loads(Path(out, "_SUCCESS").read_text())["records"] == records
+
+
+#: acme.Customer@2 records as JSON lines: every field but ``phone`` (nullable, left out: null)
+CUSTOMERS = [
+    {"customer_id": "C-100234", "name": "Ada Lovelace", "email": "ada@example.com", "segment": "BUSINESS",
+     "address": {"street": "1 Main St", "city": "Springfield", "postal_code": "12345", "country": "US"}},
+    {"customer_id": "C-100235", "name": "Grace Hopper", "email": None, "segment": "RETAIL",
+     "address": {"street": "2 Elm St", "city": "Arlington", "postal_code": "22201", "country": "US"}},
+]
+
+
+def test_the_batch_guides_python_examples_run_as_written(spark: Any, tmp_path: Path) -> None:
+    """docs/batch.md's two Python examples, as written, one after the other, with the page's
+    ``/data`` ("stands for your own folder") a folder holding the files they name: the
+    ``copybook`` source reads the three cards of in/a.dat and in/b.dat, ``canonical-avro``
+    commits JSON lines of customers as acme.Customer@2 records and ``coupler-parquet`` the
+    cards. (Before, the second example wrote the cards as acme.Customer@2 and failed: "no
+    value and no default for customer_id".)"""
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "batch.md").read_text()
+    assert "`/data`, which stands for your own folder" in " ".join(text.split())
+    section = text.split("## Reading copybook files in Spark", 1)[1].split("## `coupler batch translate`", 1)[0]
+    read, write = re.findall(r"```python\n(.*?)```", section, re.S)
+    write_cards(tmp_path)
+    (tmp_path / "customers.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CUSTOMERS))
+
+    names: dict[str, Any] = {}
+    for example in (read, write):
+        assert "/data/" in example
+        exec(example.replace("/data/", f"{tmp_path}/"), names)
+    assert names["spark"] is spark  # spark_session() joins the running session
+    rows = names["df"].collect()
+    assert sorted((r.CARD_NO, r.CARD_LIMIT) for r in rows) == all_cards()
+    assert [r._corrupt_record for r in rows] == [None] * 3
+
+    out = tmp_path / "out" / "customers"
+    files = sorted(out.glob("part-*.avro"))
+    got = []
+    for f in files:
+        with open(f, "rb") as fh:
+            reader = fastavro.reader(fh)
+            assert reader.metadata["coupler.format"] == "acme.Customer@2"
+            got.extend(reader)
+    assert sorted(got, key=lambda r: r["customer_id"]) == [{**c, "phone": None} for c in CUSTOMERS]
+    assert json.loads((out / "_SUCCESS").read_text())["records"] == 2
+    cards = pq.read_table(sorted((tmp_path / "out" / "cards").glob("part-*.parquet")))
+    assert sorted(zip(cards.column("CARD_NO").to_pylist(), cards.column("CARD_LIMIT").to_pylist(), strict=True)) == all_cards()
 
 
 def test_a_hierarchical_file_read_in_many_splits_keeps_every_child_with_its_parent(spark: Any, tmp_path: Path) -> None:
