@@ -24,12 +24,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from coupler.translators.xml.errors import XmlValidationError
 from coupler.translators.xml.splits import (  # noqa: F401 - the planner, also known by this module's names
     XML_SPLIT_BYTES,
     XML_TAIL_DIVISOR,
     XmlSplit,
     XmlSplitError,
     _local,
+    plan_xml_job,
     plan_xml_splits,
 )
 from coupler.translators.xml.splits import (
@@ -193,6 +195,39 @@ def columnar_schema(avro: dict[str, Any]) -> tuple[dict[str, Any], Converter]:
     return new, conv
 
 
+def _newlines(path: str, end: int) -> int:
+    """How many line ends the file has before byte ``end`` (counted when an error is reported)."""
+    count = 0
+    with open(path, "rb") as fh:
+        while end > 0:
+            chunk = fh.read(min(end, 1 << 24))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            end -= len(chunk)
+    return count
+
+
+def _in_file(exc: XmlValidationError, split: XmlSplit) -> XmlValidationError:
+    """A split's error with the file's own line number (the split is read after the file's
+    head: its lines were counted from there), and, for a document that is not well-formed
+    there, what it means when the whole file is: the planner took a ``</rec> <rec`` inside a
+    record for a boundary (an element of the record's own name nested in it, which no byte
+    search can tell)."""
+    line = exc.line
+    if line is not None:
+        head_lines = _newlines(split.path, split.head) if split.head else 0
+        if line > head_lines:
+            line = line - head_lines + _newlines(split.path, split.start)
+    message, hint = exc.message, exc.hint
+    if message.startswith("not well-formed XML"):
+        record = split.record_path.rsplit("/", 1)[-1]
+        message += f" (in the split of bytes {split.start}-{split.end})"
+        hint = (f"if the file is well-formed, an element <{record}> nested in a record was taken for a record"
+                f" boundary: translate this file with a split size larger than the file")
+    return XmlValidationError(message, path=exc.path, line=line, source=exc.source, hint=hint)
+
+
 class XmlSplitTask:
     """What a task runs for each split it claims: decode the split's records, write one file (picklable)."""
 
@@ -221,6 +256,10 @@ class XmlSplitTask:
         try:
             yield from decoder.iter_records(io.BufferedReader(stream, 1 << 20), split.record_path, name=label,
                                             avro_schema=avro_schema)
+        except XmlValidationError as exc:
+            if not split.head and not split.tail:
+                raise
+            raise _in_file(exc, split) from None
         finally:
             stream.close()
 
@@ -279,7 +318,9 @@ def translate_xml_splits(
     (default: the working directory). Raises :class:`~.types.SchemaMappingError` before the job
     when the records cannot be Parquet columns (a type that contains itself)."""
     slots = spark.sparkContext.defaultParallelism
-    splits = plan_xml_splits(paths, element, split_bytes=max(1, split_bytes or XML_SPLIT_BYTES), slots=slots)
+    roots = tuple(schema_roots) if schema_roots is not None else (os.getcwd(),)
+    splits = plan_xml_job(_model(xsd, roots), paths, element, split_bytes=max(1, split_bytes or XML_SPLIT_BYTES),
+                          slots=slots)
     record_path = next((s.record_path for s in splits if s.record_path), "")
     schema = avro_schema or record_avro_schema(xsd, element, record_path, schema_roots)
     if kind == "parquet":

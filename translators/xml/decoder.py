@@ -337,6 +337,24 @@ class RecordDecoder:
         return index
 
 
+def nilled(elem: Any, source: str | None) -> bool:
+    """Whether an element of a nillable declaration is nil: its ``xsi:nil`` is true (an
+    ``xs:boolean``: ``true`` or ``1``, whitespace around allowed). A nil element has no
+    content (XSD 1.1 Part 1, 3.3.4.3, rule 3.2.3: ``<v xsi:nil="true">12</v>`` was None, its
+    12 dropped), and an ``xsi:nil`` that is no boolean is an error, as xmlschema says."""
+    value = elem.get(XSI_NIL)
+    if value is None:
+        return False
+    value = value.strip(" \t\n\r")
+    if value in ("false", "0"):
+        return False
+    if value not in _NIL:
+        raise _fail(f"xsi:nil {value!r} is not a boolean (true, false, 1, 0)", elem, source)
+    if elem.text or any(isinstance(c.tag, str) or c.tail for c in elem):
+        raise _fail("xsi:nil is true but the element is not empty", elem, source)
+    return True
+
+
 def _with_default(decode: Callable[[str], Any], default: str) -> Callable[[str], Any]:
     """A simple type's decode where an empty element takes the declaration's default (or fixed) value."""
     return lambda text: decode(text or default)
@@ -451,7 +469,7 @@ class Decoder:
                         if not key.startswith(_IGNORED_ATTRIBUTE_NS):
                             raise _fail(f"unexpected attribute {local_name(key)!r} in a simple-typed element",
                                         child, source())
-                if nillable and child.get(XSI_NIL) in ("true", "1"):
+                if nillable and keys and nilled(child, source()):
                     return None
                 if len(child) and any(isinstance(c.tag, str) for c in child):
                     raise _fail("element content is not allowed in a simple-typed element", child, source())
@@ -466,7 +484,7 @@ class Decoder:
             return inner
 
         def convert_nillable(child: Any) -> Any:
-            if child.get(XSI_NIL) in ("true", "1"):
+            if nilled(child, source()):
                 return None
             return inner(child)
 
@@ -696,7 +714,7 @@ class GeneratedConverters:
         self.namespace: dict[str, Any] = {
             "M": _MISSING, "Delegate": _Delegate, "XSI_TYPE": XSI_TYPE, "XSI_NIL": XSI_NIL, "NIL": _NIL,
             "XSI_NS": _IGNORED_ATTRIBUTE_NS, "expanded_type_name": expanded_type_name, "D": decoder,
-            "END": _END, "FOUND": _FOUND, "NIL_KEYS": [XSI_NIL],
+            "END": _END, "FOUND": _FOUND, "NIL_KEYS": [XSI_NIL], "NILLED": nilled,
         }
         self._names: dict[int, str] = {}
         #: straight to Avro: the encoder generator, the functions made (record id -> name), the
@@ -726,7 +744,8 @@ class GeneratedConverters:
         inner = self.value_converter(f.value)
         if not f.nillable:
             return inner
-        return lambda elem: None if elem.get(XSI_NIL) in _NIL else inner(elem)
+        decoder = self.decoder
+        return lambda elem: None if nilled(elem, decoder.source_name) else inner(elem)
 
     def _lazy_converter(self, f: Field) -> Callable[[Any], Any]:
         """A field's converter that finds the generated function when called (recursive types)."""
@@ -736,7 +755,8 @@ class GeneratedConverters:
             name = self._value_expression(f.value)
         namespace = self.namespace
         if f.nillable:
-            return lambda elem: None if elem.get(XSI_NIL) in _NIL else namespace[name](elem)
+            decoder = self.decoder
+            return lambda elem: None if nilled(elem, decoder.source_name) else namespace[name](elem)
         return lambda elem: namespace[name](elem)
 
     def _constant(self, value: Any, prefix: str) -> str:
@@ -1215,7 +1235,8 @@ class GeneratedConverters:
                 return lines
             if record.simple_types_field is None:
                 if f.nillable:  # xsi:nil="true" alone: None, as the element's converter gives it, without it
-                    full = f"(None if child.get(XSI_NIL) in NIL and child.keys() == NIL_KEYS else {full}(child))"
+                    full = (f"(None if child.get(XSI_NIL) in NIL and child.keys() == NIL_KEYS and not child.text"
+                            f" and not len(child) else {full}(child))")
                 else:
                     full = f"{full}(child)"
                 value = f"({full} if child.keys() or len(child) else {text})"
@@ -1234,7 +1255,7 @@ class GeneratedConverters:
                 value = f"{self._value_expression(f.value)}(child)"
             else:  # the element itself: converted when its parent writes it (see _field_type)
                 value = "child"
-            value = f"(None if child.get(XSI_NIL) in NIL else {value})" if f.nillable else value
+            value = f"(None if NILLED(child, D.source_name) else {value})" if f.nillable else value
         lines.append(f"{pad}f{i}.append({value})" if f.repeated else f"{pad}f{i} = {value}")
         return lines
 

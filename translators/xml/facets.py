@@ -8,6 +8,8 @@ to xmlschema's own validation of the value.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
 from xmlschema.validators import XsdAtomicBuiltin
@@ -23,11 +25,20 @@ _HANDLED = {f"{XS}{n}" for n in (
 Check = Callable[[str, Any], None]
 
 
-def compile_checks(xsd_type: Any) -> Check | None:
-    """One function checking text (normalised) and its decoded value against every facet."""
+def compile_checks(xsd_type: Any, *, digits: bool = True,
+                   parse: Callable[[str], Any] | None = None) -> Check | None:
+    """One function checking text (normalised) and its decoded value against every facet.
+
+    ``digits``: check ``totalDigits`` and ``fractionDigits`` (False where the decoder counts
+    them itself: a decimal with both, ``scalars._decimal``); ``parse``: the decoder's own
+    reading of a bound's or enumeration value's text, for the values (dates, times) that
+    xmlschema holds in types of its own, which do not compare with Python's ``date`` and
+    ``time`` (a date's maxInclusive was never checked, and a date's enumeration refused every
+    value)."""
     checks: list[Check] = []
     fallback = False
     current = xsd_type
+    seen: set[str] = set()  # a restriction's facet, not its base's (the nearer is the narrower)
     while current is not None and not isinstance(current, XsdAtomicBuiltin):
         facets = getattr(current, "facets", None) or {}
         for name, facet in facets.items():
@@ -38,11 +49,14 @@ def compile_checks(xsd_type: Any) -> Check | None:
             elif name in (f"{XS}length", f"{XS}minLength", f"{XS}maxLength"):
                 checks.append(_length(name[len(XS):], int(facet.value)))
             elif name in (f"{XS}minInclusive", f"{XS}maxInclusive", f"{XS}minExclusive", f"{XS}maxExclusive"):
-                checks.append(_bound(name[len(XS):], facet.value))
+                checks.append(_bound(name[len(XS):], _own_value(facet.value, parse)))
+            elif name in (f"{XS}totalDigits", f"{XS}fractionDigits") and digits and name not in seen:
+                checks.append(_digits(name[len(XS):], int(facet.value)))
+            seen.add(name)
         current = getattr(current, "base_type", None)
     enumeration = getattr(xsd_type, "enumeration", None)
     if enumeration:
-        allowed = set(enumeration)
+        allowed = {_own_value(v, parse) for v in enumeration}
         shown = ", ".join(str(v) for v in enumeration[:10])
 
         def enum_check(text: str, value: Any) -> None:
@@ -98,6 +112,43 @@ def _patterns(patterns: list[Any], sources: list[str]) -> Check:
     return check
 
 
+def _own_value(value: Any, parse: Callable[[str], Any] | None) -> Any:
+    """A facet's value as the decoder gives values: xmlschema's dates and times (elementpath's
+    types, not Python's) read again from their text by ``parse``; any other value as it is."""
+    if parse is None or isinstance(value, str | int | float | Decimal):
+        return value
+    try:
+        return parse(str(value))
+    except ValueError:
+        return value  # a value the decoder cannot hold (year 0): compared as it is
+
+
+def decimal_digits(value: Decimal) -> tuple[int, int]:
+    """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
+    leading zeros of the integer part and trailing zeros of the fraction do not count)."""
+    integer, _, fraction = format(value.copy_abs(), "f").partition(".")
+    integer, fraction = integer.lstrip("0"), fraction.rstrip("0")
+    return len(integer) + len(fraction), len(fraction)
+
+
+def _digits(kind: str, limit: int) -> Check:
+    """``totalDigits`` / ``fractionDigits`` of an integer or of a decimal kept as its text, as
+    XSD counts them in the value space (leading and trailing zeros do not count)."""
+    def check(text: str, value: Any) -> None:
+        try:
+            number = Decimal(text.strip())
+        except ArithmeticError:
+            return  # not a number: the decoder refuses it
+        total, fraction = decimal_digits(number)
+        if kind == "totalDigits" and total > limit:
+            raise ValueError(f"{text} has more than {limit} digits (totalDigits {limit})")
+        if kind == "fractionDigits" and fraction > limit:
+            raise ValueError(f"{text} has more than {limit} fraction digits (fractionDigits {limit})")
+
+    check.text_only = True  # type: ignore[attr-defined]
+    return check
+
+
 def _length(kind: str, limit: int) -> Check:
     def check(text: str, value: Any) -> None:
         size = len(value) if isinstance(value, str | bytes | list) else len(text)
@@ -110,15 +161,38 @@ def _length(kind: str, limit: int) -> Check:
     return check
 
 
+#: a dateTime without a zone is some time in -14:00..+14:00 (XSD 1.1 Part 2, D.2.3)
+_ZONES = (timezone(timedelta(hours=14)), timezone(timedelta(hours=-14)))
+_DAY = date(1972, 12, 31)
+
+
 def _bound(kind: str, limit: Any) -> Check:
+    compare = {
+        "minInclusive": lambda v, lim: v >= lim, "maxInclusive": lambda v, lim: v <= lim,
+        "minExclusive": lambda v, lim: v > lim, "maxExclusive": lambda v, lim: v < lim,
+    }[kind]
+
     def check(text: str, value: Any) -> None:
         try:
-            ok = {
-                "minInclusive": lambda: value >= limit, "maxInclusive": lambda: value <= limit,
-                "minExclusive": lambda: value > limit, "maxExclusive": lambda: value < limit,
-            }[kind]()
+            ok = compare(value, limit)
         except TypeError:
-            ok = True  # value and bound of different Python types (e.g. aware vs naive): xmlschema decides in document mode
+            # one with a zone, one without: the facet holds when it holds whatever the missing
+            # zone (XSD's partial order: an indeterminate comparison does not satisfy it); times
+            # compared as dateTimes of one day (XSD 1.1 Part 2, 3.3.8)
+            mine, bound = value, limit
+            if isinstance(mine, str) and isinstance(bound, Decimal | int):  # a decimal kept as its text
+                ok = compare(Decimal(mine.strip()), bound)
+                if not ok:
+                    raise ValueError(f"{text} violates {kind} {limit}") from None
+                return
+            if isinstance(mine, time) and isinstance(bound, time):
+                mine, bound = datetime.combine(_DAY, mine), datetime.combine(_DAY, bound)
+            if not (isinstance(mine, datetime) and isinstance(bound, datetime)):
+                raise ValueError(f"{text} cannot be compared with {kind} {limit}") from None
+            if mine.tzinfo is None:
+                ok = all(compare(mine.replace(tzinfo=zone), bound) for zone in _ZONES)
+            else:
+                ok = all(compare(mine, bound.replace(tzinfo=zone)) for zone in _ZONES)
         if not ok:
             raise ValueError(f"{text} violates {kind} {limit}")
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from coupler.canonical.errors import CouplerError
 
-from .splits import XML_SPLIT_BYTES, XmlSplit, plan_xml_splits
+from .splits import XML_SPLIT_BYTES, XmlSplit, plan_xml_job, plan_xml_splits
 
 
 class DecodeWorkerError(CouplerError):
@@ -148,8 +148,9 @@ class ParallelDecode:
         element = steps[-1]
         if len(steps) == 2:
             # absolute: a fork server's workers keep the directory it started in
-            self.splits = plan_xml_splits([os.path.abspath(p) for p in self.paths], element,
-                                          split_bytes=split_bytes, slots=jobs)
+            absolute = [os.path.abspath(p) for p in self.paths]
+            self.splits = (plan_xml_splits(absolute, element, split_bytes=split_bytes, slots=jobs) if model is None
+                           else plan_xml_job(model, absolute, element, split_bytes=split_bytes, slots=jobs))
         else:  # a record deeper than the root's children: a file is one split
             self.splits = [XmlSplit(os.path.abspath(p), i, 0, p.stat().st_size, 0, "") for i, p in enumerate(self.paths)]
 

@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
+from .facets import decimal_digits
+
 XS = "http://www.w3.org/2001/XMLSchema"
 
 #: XSD built-in type (local name) -> scalar kind
@@ -54,6 +56,18 @@ class BeyondAvroType(ValueError):
 
     hint = ("the XSD allows this value, but the Avro long cannot hold it; to carry it, declare the element"
             " or attribute as xs:decimal or xs:string in a copy of the schema")
+
+
+class BeyondDateRange(ValueError):
+    """A date or dateTime the XSD allows whose year is outside 0001..9999 (year 0 and
+    negative years are XSD 1.1's, later ones XSD's too), which Python's date cannot hold."""
+
+    hint = ("the XSD allows this year, but the translator holds dates in years 0001..9999; to carry it, declare"
+            " the element or attribute as xs:string in a copy of the schema")
+
+
+def _beyond_years(text: str, year: str) -> BeyondDateRange:
+    return BeyondDateRange(f"{text!r}: the year {int(year)} is outside 0001..9999, the years the translator's dates hold")
 
 
 AVRO_TYPES: dict[str, Any] = {
@@ -95,11 +109,15 @@ class Scalar:
 
 # -- decoding -------------------------------------------------------------------------------
 
-_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
-_INTEGER = re.compile(r"^[+-]?\d+$")
-_DATE = re.compile(r"^(-?\d{4,})-(\d\d)-(\d\d)(Z|[+-]\d\d:\d\d)?$")
-_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$")
-_DATETIME = re.compile(r"^(-?\d{4,}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$")
+# ASCII digits only (re.ASCII): the XSD's lexical forms are [0-9], and int(), Decimal() and
+# date() read other scripts' digits ('\u0662\u0660\u0662\u0660-01-01' was the date 2020-01-01). A year of more
+# than four digits has no leading zero (XSD 1.1 Part 2, 3.3.7.2: '00012-01-01' is no date)
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$", re.ASCII)
+_INTEGER = re.compile(r"^[+-]?\d+$", re.ASCII)
+_YEAR = r"-?(?:[1-9]\d{4,}|\d{4})"
+_DATE = re.compile(rf"^({_YEAR})-(\d\d)-(\d\d)(Z|[+-]\d\d:\d\d)?$", re.ASCII)
+_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$", re.ASCII)
+_DATETIME = re.compile(rf"^({_YEAR}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$", re.ASCII)
 #: the common forms that ``date.fromisoformat`` / ``datetime.fromisoformat`` read to the same
 #: value as the parsers below (a four-digit year, at most microseconds, UTC or no zone; an
 #: offset is left to them: they keep its text as the zone's name), several times faster
@@ -130,6 +148,12 @@ def _tz(text: str | None) -> timezone | None:
     return zone
 
 
+def _midnight_24(hours: str, minutes: str, seconds: str, fraction: str | None) -> bool:
+    """Whether a time of day is the lexical ``24:00:00`` (any zero fraction), which XSD allows
+    for the end of a day: the value ``00:00:00`` (of the next day, for a dateTime)."""
+    return hours == "24" and minutes == seconds == "00" and not (fraction or ".").strip(".0")
+
+
 def _invalid(kind: str, text: str, exc: Exception) -> ValueError:
     return ValueError(f"{text!r} is not a valid xs:{kind} ({exc})")
 
@@ -143,7 +167,10 @@ def parse_date(text: str) -> date:
     m = _DATE.match(text)
     if not m:
         raise ValueError(f"{text!r} is not an xs:date (YYYY-MM-DD)")
+    if not 1 <= int(m[1]) <= 9999:
+        raise _beyond_years(text, m[1])
     try:
+        _tz(m[4])  # the zone is not kept (an Avro date has none), but checked: +14:01 is none
         return date(int(m[1]), int(m[2]), int(m[3]))
     except (ValueError, OverflowError) as exc:  # year 0 or beyond 9999, month 13...
         raise _invalid("date", text, exc) from None
@@ -156,6 +183,8 @@ def parse_time(text: str) -> time:
         raise ValueError(f"{text!r} is not an xs:time (hh:mm:ss)")
     micros = int((m[4] or ".0")[1:7].ljust(6, "0"))
     try:
+        if _midnight_24(m[1], m[2], m[3], m[4]):  # 24:00:00 is 00:00:00 (XSD 1.1 Part 2, 3.3.8)
+            return time(0, 0, 0, 0, _tz(m[5]))
         return time(int(m[1]), int(m[2]), int(m[3]), micros, _tz(m[5]))
     except (ValueError, OverflowError) as exc:  # hour 24, minute 60...
         raise _invalid("time", text, exc) from None
@@ -171,15 +200,23 @@ def parse_datetime(text: str) -> datetime:
     m = _DATETIME.match(text)
     if not m:
         raise ValueError(f"{text!r} is not an xs:dateTime (YYYY-MM-DDThh:mm:ss)")
-    if m[1].startswith("-"):
-        raise ValueError(f"{text!r}: years before 0001 are not supported")
     y, mo, d = m[1].rsplit("-", 2)
+    if not 1 <= int(y) <= 9999:
+        raise _beyond_years(text, y)
     hh, mm, ss = m[2].split(":")
     micros = int((m[3] or ".0")[1:7].ljust(6, "0"))
     try:
-        return datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4]))
+        if _midnight_24(hh, mm, ss, m[3]):  # 24:00:00 is 00:00:00 of the next day (XSD 1.1 Part 2, 3.3.7)
+            day = datetime(int(y), int(mo), int(d), 0, 0, 0, 0, _tz(m[4]))
+            if (day.year, day.month, day.day) != (9999, 12, 31):
+                return day + timedelta(days=1)
+            year_after = True
+        else:
+            return datetime(int(y), int(mo), int(d), int(hh), int(mm), int(ss), micros, _tz(m[4]))
     except (ValueError, OverflowError) as exc:
         raise _invalid("dateTime", text, exc) from None
+    assert year_after
+    raise _beyond_years(text, "10000")
 
 
 def _integer(name: str) -> Callable[[str], int]:
@@ -210,14 +247,6 @@ def plain_int_digits(scalar: Scalar) -> tuple[int, int]:
         return 0, 0
     low, high = INTEGER_BOUNDS.get(scalar.builtin, (None, None))
     return (len(str(high)), low) if low is not None and high is not None and high > 0 else (0, 0)
-
-
-def decimal_digits(value: Decimal) -> tuple[int, int]:
-    """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
-    leading zeros of the integer part and trailing zeros of the fraction do not count)."""
-    integer, _, fraction = format(value.copy_abs(), "f").partition(".")
-    integer, fraction = integer.lstrip("0"), fraction.rstrip("0")
-    return len(integer) + len(fraction), len(fraction)
 
 
 def _decimal(scalar: Scalar) -> Callable[[str], Any]:
@@ -274,9 +303,7 @@ def _text_checks(scalar: Scalar) -> tuple[bool, Callable[[str, Any], None] | Non
     alone), and the check of those facets (None: none)."""
     if not scalar.check_facets or scalar.xsd_type is None:
         return True, None
-    from .facets import compile_checks
-
-    check = compile_checks(scalar.xsd_type)
+    check = _facet_checks(scalar)
     return check is None or getattr(check, "text_only", False), check
 
 
@@ -422,11 +449,20 @@ def _hex(text: str) -> bytes:
         raise ValueError(f"{text[:40]!r} is not xs:hexBinary") from None
 
 
+#: XML's whitespace (#x20, #x9, #xA, #xD), the whitespace facets' (str.split() splits at more:
+#: a no-break space or U+2003 is data, 'NEW\u00a0' no 'NEW' and '12\u00a0' no integer)
+_XML_SPACE = re.compile(r"[ \t\n\r]+")
+
+
+def _collapsed(text: str) -> str:
+    return _XML_SPACE.sub(" ", text).strip(" ")
+
+
 def _collapse(text: str) -> str:
     """``whiteSpace collapse``: runs of whitespace as one space, none around."""
-    if text.isprintable() and " " not in text:  # str.split() splits at no other printable character
+    if text.isprintable() and " " not in text:  # no tab, newline or carriage return either
         return text
-    return " ".join(text.split())
+    return _collapsed(text)
 
 
 #: the decode of a string type whose whitespace collapses, with nothing else to check (the
@@ -453,9 +489,21 @@ def _raw_first(base: Callable[[str], Any]) -> Callable[[str], Any]:
         try:
             return base(text)
         except ValueError:  # maybe whitespace around the value: the collapsed text decides
-            return base(" ".join(text.split()))
+            return base(_collapsed(text))
 
     return decode
+
+
+#: how a facet's value of a kind is read (xmlschema holds dates and times in its own types)
+_FACET_PARSERS: dict[str, Callable[[str], Any]] = {"date": parse_date, "time": parse_time, "datetime": parse_datetime}
+
+
+def _facet_checks(scalar: Scalar) -> Callable[[str, Any], None] | None:
+    """The check of ``scalar``'s facets (``facets.compile_checks``); a decimal kind counts its
+    digits itself (``_decimal``)."""
+    from .facets import compile_checks
+
+    return compile_checks(scalar.xsd_type, digits=scalar.kind != "decimal", parse=_FACET_PARSERS.get(scalar.kind))
 
 
 def _decoder(scalar: Scalar) -> Callable[[str], Any]:
@@ -464,7 +512,9 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
     if kind == "list":
         item = scalar.item
         assert item is not None
-        base = lambda text: [item.decode(part) for part in text.split()]  # noqa: E731
+        def base(text: str) -> list[Any]:
+            items = _collapsed(text)
+            return [item.decode(part) for part in items.split(" ")] if items else []
     elif kind in ("int", "long"):
         base = _integer(scalar.builtin)
     elif kind == "decimal":
@@ -504,9 +554,7 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
     normalise = _normaliser(scalar.white_space)
     check = None
     if scalar.check_facets and scalar.xsd_type is not None:
-        from .facets import compile_checks
-
-        check = compile_checks(scalar.xsd_type)
+        check = _facet_checks(scalar)
 
     # one closure per combination: this runs for every simple value of every record
     if check is None:
@@ -540,7 +588,7 @@ def _decoder(scalar: Scalar) -> Callable[[str], Any]:
     if normalise is _collapse:
         def decode_collapsed(text: str) -> Any:
             if not text.isprintable() or " " in text:  # _collapse inline: one call less per value
-                text = " ".join(text.split())
+                text = _collapsed(text)
             value = base(text)
             check(text, value)
             return value

@@ -16,8 +16,13 @@ record path ``ROOT/element``):
 * a record element deeper than the root's children, a UTF-16 file, or a file no larger
   than a split is one split.
 
-A comment or CDATA section that itself contains ``</element> <element`` could be taken
-for a boundary; data files of repeated records do not hold such text.
+A ``</element> <element`` inside a comment, a CDATA section or a processing instruction is
+no boundary: a candidate is checked backwards from it (the last opener of each since the
+previous boundary must be closed before it), and the head ends at the first record's start
+tag only when it parses as the root's start. One inside a record (an element of the record's
+own name nested in it) cannot be told without parsing: a schema whose record type can hold an
+element of its name is read whole (:func:`plan_xml_job`), and a split that turns out not to be
+whole records fails with a one-line error saying so.
 """
 
 from __future__ import annotations
@@ -99,28 +104,109 @@ def _document_shape(path: str, element: str) -> tuple[str, str, str, int] | None
         return None  # the task reports the document's error where it is
     if depth != 2 or root_raw is None or root_local is None:
         return None
-    first = _find(path, re.compile(rb"<" + re.escape(raw.encode()) + rb"[\s/>]"), 0)
+    first = _first_record(path, raw, root_raw)
     if first is None:
         return None
     return root_local, root_raw, raw, first
 
 
-def _find(path: str, pattern: re.Pattern[bytes], start: int, group: int = 0) -> int | None:
-    """The offset of the first match of ``pattern`` at or after ``start`` (``group``'s start)."""
+def _first_record(path: str, raw: str, root_raw: str) -> int | None:
+    """The offset of the first record's start tag: the first ``<raw`` whose bytes before it
+    (the head every split is read after) are a well-formed start of the document, the root
+    open and nothing else (a ``<rec`` in a comment of the prologue, a CDATA section or a
+    header element before the first record is not it: the head stopped there made every
+    split but the first unreadable). None when none of the first 100 is."""
+    from lxml import etree
+
+    start_tag = re.compile(rb"<" + re.escape(raw.encode()) + rb"[\s/>]")
+    end = f"</{root_raw}>".encode()
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        pos = start
-        while pos < len(mm):
-            m = pattern.search(mm, pos, min(len(mm), pos + _WINDOW + 4096))
-            if m:
-                return m.start(group)
-            pos += _WINDOW
+        pos = 0
+        for _ in range(100):
+            found = _search(mm, start_tag, pos)
+            if found is None:
+                return None
+            try:
+                etree.fromstring(mm[:found] + end, parser)
+            except etree.XMLSyntaxError:
+                pos = found + 1
+                continue
+            return found
     return None
 
 
+def _search(mm: mmap.mmap, pattern: re.Pattern[bytes], start: int, group: int = 0) -> int | None:
+    """The offset of the first match of ``pattern`` at or after ``start`` (``group``'s start)."""
+    pos = start
+    while pos < len(mm):
+        m = pattern.search(mm, pos, min(len(mm), pos + _WINDOW + 4096))
+        if m:
+            return m.start(group)
+        pos += _WINDOW
+    return None
+
+
+def _last_opener(mm: mmap.mmap, mark: bytes, clean: int, at: int, kinds: tuple[bytes, ...]) -> list[int]:
+    """The offset of the last ``<`` + ``mark`` + each of ``kinds`` in ``clean..at`` (-1: none):
+    searched backwards for the single byte ``mark`` (``!`` or ``?``, rare in data: memrchr, a
+    few milliseconds for 100 MB, where a search for ``<!--`` takes ten times as long); after
+    a few marks (a file with a comment in every record), the kinds not met yet are searched
+    for whole from there (no Python step per record)."""
+    found = [-1] * len(kinds)
+    left = len(kinds)
+    pos = at
+    for _ in range(8):
+        k = mm.rfind(mark, clean + 1, pos)
+        if k < 0:
+            return found
+        pos = k
+        if mm[k - 1] != 0x3C:  # no "<" before it
+            continue
+        for i, kind in enumerate(kinds):
+            if found[i] < 0 and mm[k + 1 : k + 1 + len(kind)] == kind:
+                found[i] = k - 1
+                left -= 1
+        if not left:
+            return found
+    for i, kind in enumerate(kinds):
+        if found[i] < 0:
+            found[i] = mm.rfind(b"<" + mark + kind, clean, pos)
+    return found
+
+
+def _in_markup(mm: mmap.mmap, clean: int, at: int) -> bool:
+    """Whether offset ``at`` may be inside a comment, a CDATA section or a processing
+    instruction, ``clean`` being an earlier offset that is not (the previous boundary): the
+    last opener of each since ``clean`` has no closer after it. A comment holds no ``-->``, a
+    CDATA section no ``]]>`` and an instruction no ``?>`` before its end, so an offset inside
+    one is always found; an opener inside another's text (``<!--`` in CDATA) can only make a
+    true boundary refused (the planner then takes the next). The openers are searched
+    backwards from ``at``, the closers only after an opener found."""
+    comment, cdata = _last_opener(mm, b"!", clean, at, (b"--", b"[CDATA["))
+    (instruction,) = _last_opener(mm, b"?", clean, at, (b"",))
+    for last, size, closer in ((comment, 4, b"-->"), (cdata, 9, b"]]>"), (instruction, 2, b"?>")):
+        if last >= 0 and mm.rfind(closer, last + size, at) < 0:
+            return True
+    return False
+
+
+def _find_boundary(mm: mmap.mmap, boundary: re.Pattern[bytes], clean: int, target: int) -> int | None:
+    """The first record boundary at or after ``target`` that is not inside a comment, CDATA
+    section or processing instruction (``clean``: the previous boundary)."""
+    pos = target
+    while True:
+        found = _search(mm, boundary, pos, 1)
+        if found is None or not _in_markup(mm, clean, found):
+            return found
+        pos = found + 1
+
+
 def plan_xml_splits(
-    paths: Sequence[str], element: str, *, split_bytes: int = XML_SPLIT_BYTES, slots: int = 1,
+    paths: Sequence[str], element: str, *, split_bytes: int = XML_SPLIT_BYTES, slots: int = 1, whole: bool = False,
 ) -> list[XmlSplit]:
-    """The splits of every file (see the module's description), file by file."""
+    """The splits of every file (see the module's description), file by file; ``whole``: one
+    split per file (records that may hold an element of their own name)."""
     out: list[XmlSplit] = []
     sizes = [os.path.getsize(p) for p in paths]
     floor = tail_floor(sum(sizes), split_bytes, slots, XML_TAIL_DIVISOR)
@@ -137,21 +223,61 @@ def plan_xml_splits(
         later = sum(sizes[file_id + 1 :])
         bounds = [0]
         pos = first
-        while True:
-            target = pos + guided_split_bytes(size - pos + later, split_bytes, slots, floor)
-            if target >= size:
-                break
-            found = _find(path, boundary, target, 1)
-            if found is None:
-                break
-            bounds.append(found)
-            pos = found
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            while not whole:
+                target = pos + guided_split_bytes(size - pos + later, split_bytes, slots, floor)
+                if target >= size:
+                    break
+                found = _find_boundary(mm, boundary, pos, target)
+                if found is None:
+                    break
+                bounds.append(found)
+                pos = found
         tail = f"</{root_raw}>".encode()
         for i, start in enumerate(bounds):
             last = i == len(bounds) - 1
             out.append(XmlSplit(path, file_id, start, size if last else bounds[i + 1], i, record_path,
                                 head=first if i else 0, tail=b"" if last else tail))
     return out
+
+
+def nests_own_name(model: Any, record_path: str) -> bool:
+    """Whether a record at ``record_path`` of ``model`` (an :class:`~coupler.translators.xml.XsdModel`)
+    may hold, at any depth, an element of its own local name (``<order><sub><order>``): then
+    ``</order> <order`` may be inside a record."""
+    from coupler.translators.xml.model import Poly, Record
+
+    steps = record_path.split("/")
+    values: list[Any] = [model.root_value(steps[0])]
+    for step in steps[1:]:
+        records = [r for v in values for r in (v.branches if isinstance(v, Poly) else [v]) if isinstance(r, Record)]
+        values = [f.value for r in records for f in r.fields if f.kind == "element" and _local(f.qname or "") == step]
+    name = steps[-1]
+    seen: set[int] = set()
+    while values:
+        value = values.pop()
+        for record in value.branches if isinstance(value, Poly) else [value]:
+            if not isinstance(record, Record) or id(record) in seen:
+                continue
+            seen.add(id(record))
+            for f in record.fields:
+                if f.kind == "element" and _local(f.qname or "") == name:
+                    return True
+                if f.kind == "element":
+                    values.append(f.value)
+    return False
+
+
+def plan_xml_job(model: Any, paths: Sequence[str], element: str, *, split_bytes: int = XML_SPLIT_BYTES,
+                 slots: int = 1) -> list[XmlSplit]:
+    """The splits of a job (:func:`plan_xml_splits`); each file whole when the XSD (``model``)
+    lets a record hold an element of its own name, whose ``</rec> <rec`` a byte search would
+    take for a boundary (its records still stream in constant memory)."""
+    splits = plan_xml_splits(paths, element, split_bytes=split_bytes, slots=slots)
+    record_path = next((s.record_path for s in splits if s.record_path), "")
+    if len(splits) > len(paths) and record_path and nests_own_name(model, record_path):
+        return plan_xml_splits(paths, element, slots=slots, whole=True)
+    return splits
 
 
 class SplitStream(io.RawIOBase):

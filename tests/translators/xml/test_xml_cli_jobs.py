@@ -132,29 +132,53 @@ def test_a_bad_record_in_a_later_part_gives_the_error_of_one_process(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["orders.xml"]
 
 
-def test_a_part_cut_in_a_comment_that_looks_like_a_boundary_is_decoded_again_whole(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
-) -> None:
-    """The planner takes ``</order> <order`` in a comment for a boundary (xml/splits.py says
-    so): the parts cut there are not well-formed, the command decodes that file again itself,
-    and goes on with the next file in parts."""
+def _tricky_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A file whose records hold ``</order> <order`` in a comment, and a plain one."""
     body = [order(n) for n in range(300)]
     for n in range(5, 300, 10):
         body[n] = body[n].replace("<status>", '<!-- </order> <order id="not-a-record"> --><status>', 1)
     tricky = tmp_path / "tricky.xml"
     tricky.write_text(HEAD + "".join(body) + TAIL, encoding="utf-8")
-    plain = _orders(tmp_path / "plain.xml", 200)
-    splits = plan_xml_splits([str(tricky)], "order", split_bytes=16 * 1024, slots=2)
-    raw = tricky.read_bytes()
-    assert any(raw[s.start - 14 : s.start].startswith(b"<!-- </order>") for s in splits)  # cut in a comment
+    return tricky, _orders(tmp_path / "plain.xml", 200)
+
+
+def _same_output_with_two_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str], *files: Path) -> None:
     out = {}
     for jobs in ("1", "2"):
         out[jobs] = tmp_path / f"jobs{jobs}.jsonl"
-        code, err = _decode(capsys, ORDERS_XSD, tricky, plain, "--record-path", "orders/order",
+        code, err = _decode(capsys, ORDERS_XSD, *files, "--record-path", "orders/order",
                             "--output", out[jobs], "--jobs", jobs, "--split-size-mb", "0.015625")
         assert (code, err) == (0, "")
     assert out["2"].read_bytes() == out["1"].read_bytes()
     assert len(out["1"].read_text().splitlines()) == 500
+
+
+def test_a_boundary_in_a_comment_is_not_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``</order> <order`` in a comment is no record boundary (xml/splits.py): the file is still
+    cut, never there, and its records are those of one process."""
+    tricky, plain = _tricky_files(tmp_path)
+    splits = plan_xml_splits([str(tricky)], "order", split_bytes=16 * 1024, slots=2)
+    raw = tricky.read_bytes()
+    assert len(splits) > 3
+    assert not any(b"<!-- </order>" in raw[s.start - 40 : s.start] for s in splits)
+    _same_output_with_two_jobs(tmp_path, capsys, tricky, plain)
+
+
+def test_a_part_cut_where_no_byte_search_can_tell_is_decoded_again_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cut the planner cannot know is wrong (an element of the record's name nested in a
+    record through ``xs:any``; here the comment check switched off to make one): the parts cut
+    there are not well-formed, the command decodes that file again itself, and goes on with
+    the next file in parts."""
+    from coupler.translators.xml import splits as planner
+
+    monkeypatch.setattr(planner, "_in_markup", lambda *a: False)
+    tricky, plain = _tricky_files(tmp_path)
+    raw = tricky.read_bytes()
+    cut = plan_xml_splits([str(tricky)], "order", split_bytes=16 * 1024, slots=2)
+    assert any(raw[s.start - 14 : s.start].startswith(b"<!-- </order>") for s in cut)  # cut in a comment
+    _same_output_with_two_jobs(tmp_path, capsys, tricky, plain)
 
 
 def _children(pid: int) -> list[int]:

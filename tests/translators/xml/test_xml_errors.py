@@ -29,9 +29,9 @@ def _damaged(tmp_path: Path, old: str, new: str) -> Path:
 
 @pytest.mark.parametrize(("old", "new", "path", "what"), [
     ("2025-08-19T08:32:02+00:00", "99999999999999999999-08-19T08:32:02+00:00", "/Document/CstmrCdtTrfInitn/GrpHdr/CreDtTm",
-     "is not a valid xs:dateTime"),
+     "is outside 0001..9999"),  # an XSD year, beyond what the translator's dates hold
     ("<ReqdExctnDt>2025-08-19", "<ReqdExctnDt>99999999999999999999-08-19", "/Document/CstmrCdtTrfInitn/PmtInf/ReqdExctnDt",
-     "is not a valid xs:date"),
+     "is outside 0001..9999"),
     ("<NbOfTxs>1</NbOfTxs>", "<NbOfTxs>" + "9" * 40 + "</NbOfTxs>", "/Document/CstmrCdtTrfInitn/GrpHdr/NbOfTxs",
      "does not match the pattern"),
     ("<InitgPty>", '<InitgPty xsi:type="Unknown">', "/Document/CstmrCdtTrfInitn/GrpHdr/InitgPty",
@@ -55,7 +55,8 @@ def test_a_stream_names_the_record(tmp_path: Path, capsys: pytest.CaptureFixture
     damaged = _damaged(tmp_path, "<ReqdExctnDt>2025-08-19", "<ReqdExctnDt>99999999999999999999-08-19")
     assert main(["xml", "decode", str(XSD), str(damaged), "--record-path", "Document/CstmrCdtTrfInitn/PmtInf"]) == 1
     err = capsys.readouterr().err.strip()
-    assert "/Document/CstmrCdtTrfInitn/PmtInf[1]/ReqdExctnDt: '99999999999999999999-08-19' is not a valid xs:date" in err
+    assert ("/Document/CstmrCdtTrfInitn/PmtInf[1]/ReqdExctnDt: '99999999999999999999-08-19': the year"
+            " 99999999999999999999 is outside 0001..9999") in err
     assert "\n" not in err
 
 
