@@ -417,8 +417,6 @@ class XmlSplitTask:
                     writer.write_batch(pa.RecordBatch.from_pylist(rows, schema=schema))
                     count += len(rows)
         else:
-            import fastavro
-
             from coupler.translators.xml.avro import CODECS, write_container
 
             straight = self.codec in CODECS  # the encoder generated from the schema, as `xml decode --to avro`
@@ -434,6 +432,8 @@ class XmlSplitTask:
                 if straight:
                     write_container(fh, self.schema, counted(), codec=self.codec, metadata=metadata)
                 else:
+                    import fastavro
+
                     parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
                     fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
         if not count:

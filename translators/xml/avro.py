@@ -28,8 +28,6 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
 
-import fastavro
-
 #: zig-zag varints of -_SMALL .. _SMALL - 1, taken from a table
 _SMALL = 8192
 _BLOCK_BYTES = 64 * 1024
@@ -69,7 +67,20 @@ def _too_long(n: int) -> int:
     raise _Fallback(f"{n} does not fit an Avro long")
 
 
-_TABLE = tuple(_varint(n) for n in range(-_SMALL, _SMALL))
+
+
+def _small_table() -> tuple[bytes, ...]:
+    """The zig-zag varints of -_SMALL .. _SMALL - 1 (what ``_varint`` gives each), built
+    without calling it 16,384 times: the varint of every zig-zag value z < 2 * _SMALL (one
+    byte below 128, two above), then the negative numbers (z = 2|n| - 1, from the largest
+    down) and the others (z = 2n). A third of the CPU of importing this module before, which
+    every Spark worker paid in its first XML split (issue 32)."""
+    by_z = [bytes((z,)) for z in range(0x80)]
+    by_z += [bytes((low | 0x80, high)) for high in range(1, 2 * _SMALL >> 7) for low in range(0x80)]
+    return (*by_z[-1:0:-2], *by_z[0::2])
+
+
+_TABLE = _small_table()
 
 
 def _long(n: int) -> bytes:
@@ -356,8 +367,13 @@ def write_container(
     generated encoder does not handle goes through fastavro."""
     if codec not in CODECS:
         raise ValueError(f"codec {codec!r}: null or deflate")
-    encode = compile_encoder(schema)
-    parsed = fastavro.parse_schema(schema)
+    # the generated encoder and fastavro's parsed schema (which also checks the schema) only
+    # once a record comes that the XML decoder did not encode itself: a record it encoded
+    # proves the schema is the record's own. Not built, nor fastavro imported, otherwise (5 ms
+    # and 10 ms of CPU that every Spark worker paid in its first XML split: issue 32)
+    encode: Callable[[Any, bytearray], None] | None = None
+    parsed: Any = None
+    proven = False
     sync = os.urandom(16)
     header = bytearray(b"Obj\x01")
     meta = {**{k: v.encode() for k, v in (metadata or {}).items()},
@@ -379,12 +395,18 @@ def write_container(
     for record in records:
         if type(record) is EncodedRecord:  # encoded by the XML decoder for this schema
             block += record
+            proven = True
         else:
+            if encode is None:
+                encode, parsed = compile_encoder(schema), _parsed(schema)
+                proven = True
             mark = len(block)
             try:
                 encode(record, block)
             except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
                 del block[mark:]
+                import fastavro
+
                 buffer = io.BytesIO()
                 fastavro.schemaless_writer(buffer, parsed, record)
                 block += buffer.getvalue()
@@ -397,7 +419,17 @@ def write_container(
     if count:
         flush()
         total += count
+    if not proven:
+        _parsed(schema)  # no record: the schema checked as before
     return total
+
+
+def _parsed(schema: Any) -> Any:
+    """fastavro's parsed ``schema`` (its errors for a schema that is not one), fastavro
+    imported only when needed."""
+    import fastavro
+
+    return fastavro.parse_schema(schema)
 
 
 def _deflate(data: bytearray) -> bytes:
