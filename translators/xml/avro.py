@@ -28,6 +28,8 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
 
+from .codecache import compiled
+
 #: zig-zag varints of -_SMALL .. _SMALL - 1, taken from a table
 _SMALL = 8192
 _BLOCK_BYTES = 64 * 1024
@@ -346,7 +348,7 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     entry = generator.record_function(root)
     namespace: dict[str, Any] = {**NAMESPACE, **generator.constants}
     source = "\n\n".join(generator.sources)
-    exec(compile(source, f"<avro encoder {root['__full']}>", "exec"), namespace)  # noqa: S102 - generated above
+    exec(compiled(source, f"<avro encoder {root['__full']}>"), namespace)  # noqa: S102 - generated above
     function: Any = namespace[entry]
     function.source = source  # for reading and debugging
     if len(_CACHE) < 64:
