@@ -38,14 +38,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import pyarrow as pa
-
 from coupler.canonical.errors import CouplerError
 
 from .commit import OutputCommitter
 from .direct import run_split_job
 from .splits import guided_split_bytes, tail_floor
-from .types import SchemaMappingError, arrow_schema
+
+# pyarrow (with NumPy) and .types, which imports it, are imported where Parquet is written:
+# a worker running XML splits to Avro does without them (~0.2 s of CPU of each worker's
+# first split in a session, issue 32)
 
 #: rows per Arrow batch handed to the Parquet writer
 BATCH_ROWS = 8192
@@ -238,6 +239,8 @@ def _writer_schemas(schema_json: str) -> tuple[Any, Any, Converter]:
     (its JSON text), built once per process rather than once per split."""
     import fastavro
 
+    from .types import SchemaMappingError, arrow_schema
+
     schema = json.loads(schema_json)
     try:
         shape, fix = columnar_schema(schema)
@@ -277,6 +280,8 @@ def columnar_schema(avro: dict[str, Any]) -> tuple[dict[str, Any], Converter]:
     the same with ``member0``, ``member1``...); and the function that puts a decoded record
     (its alternative named by ``-type``, as fastavro reads it) in that shape, or None when
     the schema has no such union. Only the fields on the way to a union are visited per record."""
+    from .types import SchemaMappingError
+
     names: dict[str, tuple[Any, Converter]] = {}
     open_records: set[str] = set()
 
@@ -402,6 +407,8 @@ class XmlSplitTask:
         path, final = self.committer.task_path(index)
         count = 0
         if self.kind == "parquet":
+            import pyarrow as pa
+
             from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
 
             _parsed, schema, fix = _writer_schemas(json.dumps(self.schema, sort_keys=True))
@@ -457,6 +464,8 @@ def translate_xml_splits(
     record_path = next((s.record_path for s in splits if s.record_path), "")
     schema = avro_schema or record_avro_schema(xsd, element, record_path, schema_roots)
     if kind == "parquet":
+        from .types import arrow_schema
+
         arrow_schema(columnar_schema(schema)[0])
     committer = OutputCommitter(output, "overwrite", {"parquet": "parquet", "avro": "avro"}[kind])
     committer.check_target()
