@@ -231,3 +231,32 @@ def test_the_spark_benchmark_warms_the_model_its_split_tasks_use(monkeypatch: An
     before = _model.cache_info().hits
     _model(XSD, (os.getcwd(),))
     assert _model.cache_info().hits == before + 1
+
+
+def test_a_worker_running_xml_splits_to_avro_imports_neither_pyarrow_nor_numpy(tmp_path: Path) -> None:
+    """What a Spark worker imports to run XML splits to Avro (the task unpickled, a split
+    decoded and written): the XML translator, not pyarrow, NumPy or the copybook codec, which
+    cost each worker ~0.2 s of CPU in a session's first job (issue 32); the file is written."""
+    import pickle
+    import subprocess
+
+    from coupler.translators.spark.commit import OutputCommitter
+    from coupler.translators.spark.xml_splits import record_avro_schema
+
+    data = _orders_file(tmp_path / "orders.xml", 50)
+    split = plan_xml_splits([str(data)], "order", split_bytes=4_000, slots=2)[1]
+    committer = OutputCommitter(str(tmp_path / "out"), "overwrite", "avro")
+    committer.check_target()
+    task = XmlSplitTask(XSD, "order", committer, "avro", record_avro_schema(XSD, "order", "orders/order"), None, "null")
+    (tmp_path / "task.pickle").write_bytes(pickle.dumps((task, split)))
+    script = f"""
+import pickle, sys
+task, split = pickle.loads(open({str(tmp_path / "task.pickle")!r}, "rb").read())
+message = task(0, split)
+print(message["records"], sorted(m for m in ("pyarrow", "numpy", "coupler.translators.spark.codec") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-1500:]
+    records, imported = done.stdout.strip().split(" ", 1)
+    assert int(records) > 0
+    assert imported == "[]"

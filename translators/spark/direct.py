@@ -19,11 +19,13 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .codec import CopybookCodec
 from .commit import CommitError, OutputCommitter, TaskFile
 from .splits import FileSplit, Framing
+
+if TYPE_CHECKING:  # not imported in a worker that runs XML splits: pyarrow, NumPy, the copybook codec
+    from .codec import CopybookCodec
 
 log = logging.getLogger(__name__)
 

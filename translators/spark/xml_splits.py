@@ -22,8 +22,6 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-import pyarrow as pa
-
 from coupler.translators.xml.errors import XmlValidationError
 from coupler.translators.xml.splits import (  # noqa: F401 - the planner, also known by this module's names
     XML_SPLIT_BYTES,
@@ -40,7 +38,10 @@ from coupler.translators.xml.splits import (
 
 from .commit import OutputCommitter
 from .direct import run_split_job
-from .types import SchemaMappingError, arrow_schema
+
+# pyarrow (with NumPy) and .types, which imports it, are imported where Parquet is written:
+# a worker running XML splits to Avro does without them (~0.2 s of CPU of each worker's
+# first split in a session, issue 32)
 
 #: rows per Arrow batch handed to the Parquet writer
 BATCH_ROWS = 8192
@@ -65,6 +66,8 @@ def _writer_schemas(schema_json: str) -> tuple[Any, Any, Converter]:
     """The parsed Avro schema, the Arrow schema and the row converter of a record schema
     (its JSON text), built once per process rather than once per split."""
     import fastavro
+
+    from .types import SchemaMappingError, arrow_schema
 
     schema = json.loads(schema_json)
     try:
@@ -105,6 +108,8 @@ def columnar_schema(avro: dict[str, Any]) -> tuple[dict[str, Any], Converter]:
     the same with ``member0``, ``member1``...); and the function that puts a decoded record
     (its alternative named by ``-type``, as fastavro reads it) in that shape, or None when
     the schema has no such union. Only the fields on the way to a union are visited per record."""
+    from .types import SchemaMappingError
+
     names: dict[str, tuple[Any, Converter]] = {}
     open_records: set[str] = set()
 
@@ -267,6 +272,8 @@ class XmlSplitTask:
         path, final = self.committer.task_path(index)
         count = 0
         if self.kind == "parquet":
+            import pyarrow as pa
+
             from coupler.translators.copybook.arrow_parquet import ParquetBatchWriter
 
             _parsed, schema, fix = _writer_schemas(json.dumps(self.schema, sort_keys=True))
@@ -282,8 +289,6 @@ class XmlSplitTask:
                     writer.write_batch(pa.RecordBatch.from_pylist(rows, schema=schema))
                     count += len(rows)
         else:
-            import fastavro
-
             from coupler.translators.xml.avro import CODECS, write_container
 
             straight = self.codec in CODECS  # the encoder generated from the schema, as `xml decode --to avro`
@@ -299,6 +304,8 @@ class XmlSplitTask:
                 if straight:
                     write_container(fh, self.schema, counted(), codec=self.codec, metadata=metadata)
                 else:
+                    import fastavro
+
                     parsed = _writer_schemas(json.dumps(self.schema, sort_keys=True))[0]
                     fastavro.writer(fh, parsed, counted(), codec=self.codec, metadata=metadata)
         if not count:
@@ -324,6 +331,8 @@ def translate_xml_splits(
     record_path = next((s.record_path for s in splits if s.record_path), "")
     schema = avro_schema or record_avro_schema(xsd, element, record_path, schema_roots)
     if kind == "parquet":
+        from .types import arrow_schema
+
         arrow_schema(columnar_schema(schema)[0])
     committer = OutputCommitter(output, "overwrite", {"parquet": "parquet", "avro": "avro"}[kind])
     committer.check_target()

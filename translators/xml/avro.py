@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import IO, Any
 
-import fastavro
+from .codecache import compiled
 
 #: zig-zag varints of -_SMALL .. _SMALL - 1, taken from a table
 _SMALL = 8192
@@ -71,7 +71,20 @@ def _too_long(n: int) -> int:
     raise _Fallback(f"{n} does not fit an Avro long")
 
 
-_TABLE = tuple(_varint(n) for n in range(-_SMALL, _SMALL))
+
+
+def _small_table() -> tuple[bytes, ...]:
+    """The zig-zag varints of -_SMALL .. _SMALL - 1 (what ``_varint`` gives each), built
+    without calling it 16,384 times: the varint of every zig-zag value z < 2 * _SMALL (one
+    byte below 128, two above), then the negative numbers (z = 2|n| - 1, from the largest
+    down) and the others (z = 2n). A third of the CPU of importing this module before, which
+    every Spark worker paid in its first XML split (issue 32)."""
+    by_z = [bytes((z,)) for z in range(0x80)]
+    by_z += [bytes((low | 0x80, high)) for high in range(1, 2 * _SMALL >> 7) for low in range(0x80)]
+    return (*by_z[-1:0:-2], *by_z[0::2])
+
+
+_TABLE = _small_table()
 
 
 def _long(n: int) -> bytes:
@@ -337,7 +350,7 @@ def compile_encoder(schema: Any) -> Callable[[Any, bytearray], None]:
     entry = generator.record_function(root)
     namespace: dict[str, Any] = {**NAMESPACE, **generator.constants}
     source = "\n\n".join(generator.sources)
-    exec(compile(source, f"<avro encoder {root['__full']}>", "exec"), namespace)  # noqa: S102 - generated above
+    exec(compiled(source, f"<avro encoder {root['__full']}>"), namespace)  # noqa: S102 - generated above
     function: Any = namespace[entry]
     function.source = source  # for reading and debugging
     if len(_CACHE) < 64:
@@ -366,15 +379,22 @@ class ContainerWriter:
     """An Avro object container file written record by record (:meth:`write`) or from records
     encoded elsewhere (:meth:`write_encoded`: another process's, ``xml decode --jobs``), cut
     into blocks of at least 64 KB after the same records whichever way they came: the file
-    of the same records is the same bytes but for its random sync marker."""
+    of the same records is the same bytes but for its random sync marker.
+
+    The generated encoder and fastavro's parsed schema (which also checks the schema) are
+    built only once a record comes that the XML decoder did not encode itself: a record it
+    encoded proves the schema is the record's own. Not built, nor fastavro imported,
+    otherwise (5 ms and 10 ms of CPU that every Spark worker paid in its first XML split:
+    issue 32); a file of no record has its schema checked when it is closed."""
 
     def __init__(self, out: IO[bytes], schema: Any, *, codec: str = "null",
                  metadata: dict[str, str] | None = None) -> None:
         if codec not in CODECS:
             raise ValueError(f"codec {codec!r}: null or deflate")
-        self.out, self.codec = out, codec
-        self.encode = compile_encoder(schema)
-        self.parsed = fastavro.parse_schema(schema)
+        self.out, self.codec, self.schema = out, codec, schema
+        self.encode: Callable[[Any, bytearray], Any] | None = None
+        self.parsed: Any = None
+        self.proven = False
         self.sync = os.urandom(16)
         header = bytearray(b"Obj\x01")
         meta = {**{k: v.encode() for k, v in (metadata or {}).items()},
@@ -398,7 +418,14 @@ class ContainerWriter:
 
     def write(self, record: Any) -> None:
         """Append one record (a dict, or an :class:`EncodedRecord` of this schema)."""
-        append_encoded(self.block, record, self.encode, self.parsed)
+        if type(record) is EncodedRecord:  # encoded by the XML decoder for this schema
+            self.block += record
+            self.proven = True
+        else:
+            if self.encode is None:
+                self.encode, self.parsed = compile_encoder(self.schema), _parsed(self.schema)
+                self.proven = True
+            append_encoded(self.block, record, self.encode, self.parsed)
         self.count += 1
         if len(self.block) >= _BLOCK_BYTES:
             self._flush()
@@ -407,6 +434,8 @@ class ContainerWriter:
         """Append records encoded back to back in ``data`` (:func:`encode_records`), record
         ``i`` ending at ``ends[i]``; the blocks end after the records :meth:`write` would end them."""
         pos, i, n = 0, 0, len(ends)
+        if n:
+            self.proven = True  # encoded for this schema by :func:`encode_records`
         while i < n:
             # the first record whose end brings the block to _BLOCK_BYTES ends the block
             j = bisect_left(ends, pos + _BLOCK_BYTES - len(self.block), i)
@@ -423,6 +452,8 @@ class ContainerWriter:
         """Write the last block; how many records the file holds."""
         if self.count:
             self._flush()
+        if not self.proven:
+            _parsed(self.schema)  # no record: the schema checked as before
         return self.total
 
 
@@ -438,6 +469,8 @@ def append_encoded(block: bytearray, record: Any, encode: Callable[[Any, bytearr
         encode(record, block)
     except Exception:  # noqa: BLE001 - the oracle writes it, or raises its own error
         del block[mark:]
+        import fastavro
+
         buffer = io.BytesIO()
         fastavro.schemaless_writer(buffer, parsed, record)
         block += buffer.getvalue()
@@ -445,14 +478,29 @@ def append_encoded(block: bytearray, record: Any, encode: Callable[[Any, bytearr
 
 def encode_records(schema: Any, records: Iterable[Any]) -> tuple[bytearray, array]:
     """``records`` encoded back to back for ``schema`` and the offset where each ends, for
-    :meth:`ContainerWriter.write_encoded` (a worker process encodes, its parent writes the file)."""
-    encode, parsed = compile_encoder(schema), fastavro.parse_schema(schema)
+    :meth:`ContainerWriter.write_encoded` (a worker process encodes, its parent writes the file);
+    the generated encoder built only for a record the XML decoder did not encode itself."""
+    encode: Callable[[Any, bytearray], Any] | None = None
+    parsed: Any = None
     data = bytearray()
     ends = array("q")
     for record in records:
-        append_encoded(data, record, encode, parsed)
+        if type(record) is EncodedRecord:
+            data += record
+        else:
+            if encode is None:
+                encode, parsed = compile_encoder(schema), _parsed(schema)
+            append_encoded(data, record, encode, parsed)
         ends.append(len(data))
     return data, ends
+
+
+def _parsed(schema: Any) -> Any:
+    """fastavro's parsed ``schema`` (its errors for a schema that is not one), fastavro
+    imported only when needed."""
+    import fastavro
+
+    return fastavro.parse_schema(schema)
 
 
 def _deflate(data: bytearray) -> bytes:

@@ -25,6 +25,7 @@ from xmlschema import XMLSchemaValidationError
 
 from coupler.canonical.errors import CouplerError
 
+from .codecache import compiled
 from .errors import XmlValidationError, XsdError
 from .model import XSI, Field, Poly, Record, field_avro, value_avro
 from .naming import local_name
@@ -825,7 +826,7 @@ class GeneratedConverters:
             self.namespace[name] = hybrid
             return hybrid
         source = self._source(record, self.decoder.record_decoder(record), name)
-        code = compile(source, f"<record converter {record.fullname}>", "exec")
+        code = compiled(source, f"<record converter {record.fullname}>")
         exec(code, self.namespace)  # noqa: S102 - generated from the schema model above
         self.sources[name] = source
         function = self.namespace[name]
@@ -883,7 +884,7 @@ class GeneratedConverters:
                 pending.append(f"def {top}(elem):\n    out = ENCODED()\n    try:\n        {name}(elem, out)\n"
                                f"    except Exception:\n        return {dicts}(elem)\n    return out\n")
                 self.namespace.update(fused.constants)
-                code = compile("\n\n".join(pending), f"<avro converter {record.fullname}>", "exec")
+                code = compiled("\n\n".join(pending), f"<avro converter {record.fullname}>")
                 exec(code, self.namespace)  # noqa: S102 - generated from the schema model
                 self.sources[top] = "\n\n".join(pending)
                 self._pending, self._avro_done = [], len(fused.sources)
