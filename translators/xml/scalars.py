@@ -16,8 +16,6 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from .facets import decimal_digits
-
 XS = "http://www.w3.org/2001/XMLSchema"
 
 #: XSD built-in type (local name) -> scalar kind
@@ -66,8 +64,17 @@ class BeyondDateRange(ValueError):
             " the element or attribute as xs:string in a copy of the schema")
 
 
-def _beyond_years(text: str, year: str) -> BeyondDateRange:
-    return BeyondDateRange(f"{text!r}: the year {int(year)} is outside 0001..9999, the years the translator's dates hold")
+def decimal_digits(value: Decimal) -> tuple[int, int]:
+    """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
+    leading zeros of the integer part and trailing zeros of the fraction do not count)."""
+    integer, _, fraction = format(value.copy_abs(), "f").partition(".")
+    integer, fraction = integer.lstrip("0"), fraction.rstrip("0")
+    return len(integer) + len(fraction), len(fraction)
+
+
+def _beyond_years(kind: str, text: str, year: str) -> BeyondDateRange:
+    return BeyondDateRange(f"{text!r}: an xs:{kind} whose year {int(year)} is outside 0001..9999, the years the"
+                           " translator's dates hold")
 
 
 AVRO_TYPES: dict[str, Any] = {
@@ -168,7 +175,7 @@ def parse_date(text: str) -> date:
     if not m:
         raise ValueError(f"{text!r} is not an xs:date (YYYY-MM-DD)")
     if not 1 <= int(m[1]) <= 9999:
-        raise _beyond_years(text, m[1])
+        raise _beyond_years("date", text, m[1])
     try:
         _tz(m[4])  # the zone is not kept (an Avro date has none), but checked: +14:01 is none
         return date(int(m[1]), int(m[2]), int(m[3]))
@@ -202,7 +209,7 @@ def parse_datetime(text: str) -> datetime:
         raise ValueError(f"{text!r} is not an xs:dateTime (YYYY-MM-DDThh:mm:ss)")
     y, mo, d = m[1].rsplit("-", 2)
     if not 1 <= int(y) <= 9999:
-        raise _beyond_years(text, y)
+        raise _beyond_years("dateTime", text, y)
     hh, mm, ss = m[2].split(":")
     micros = int((m[3] or ".0")[1:7].ljust(6, "0"))
     try:
@@ -216,7 +223,7 @@ def parse_datetime(text: str) -> datetime:
     except (ValueError, OverflowError) as exc:
         raise _invalid("dateTime", text, exc) from None
     assert year_after
-    raise _beyond_years(text, "10000")
+    raise _beyond_years("dateTime", text, "10000")
 
 
 def _integer(name: str) -> Callable[[str], int]:

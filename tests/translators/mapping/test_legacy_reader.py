@@ -86,7 +86,7 @@ def test_an_xml_record_no_converter_can_read_is_a_located_coupler_error(registry
     (element,) = etree.parse(str(feed)).getroot()
     dates = [e for e in element.iter() if isinstance(e.tag, str) and e.text == "2024-01-31"]
     dates[0].text = "99999999999999999999-01-31"  # a year Python's date cannot hold
-    with pytest.raises(CouplerError, match=r"message 9:\d+ /account/\w+: '99999999999999999999-01-31': the year \d+ is outside 0001..9999"):
+    with pytest.raises(CouplerError, match=r"message 9:\d+ /account/\w+: '99999999999999999999-01-31': an xs:date whose year \d+ is outside 0001..9999"):
         LegacyReader(mapping).decode(etree.tostring(element), "application/xml", label="message 9")
 
 

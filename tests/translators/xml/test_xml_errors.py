@@ -55,7 +55,7 @@ def test_a_stream_names_the_record(tmp_path: Path, capsys: pytest.CaptureFixture
     damaged = _damaged(tmp_path, "<ReqdExctnDt>2025-08-19", "<ReqdExctnDt>99999999999999999999-08-19")
     assert main(["xml", "decode", str(XSD), str(damaged), "--record-path", "Document/CstmrCdtTrfInitn/PmtInf"]) == 1
     err = capsys.readouterr().err.strip()
-    assert ("/Document/CstmrCdtTrfInitn/PmtInf[1]/ReqdExctnDt: '99999999999999999999-08-19': the year"
+    assert ("/Document/CstmrCdtTrfInitn/PmtInf[1]/ReqdExctnDt: '99999999999999999999-08-19': an xs:date whose year"
             " 99999999999999999999 is outside 0001..9999") in err
     assert "\n" not in err
 
