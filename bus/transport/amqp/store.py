@@ -34,6 +34,7 @@ always committed with ``synchronous_commit = on``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -203,19 +204,53 @@ class PgStore:
         return self
 
     def _create(self) -> None:
+        self.ensure_ddl("store", _ddl(self.schema))
         with self.conn() as c:
-            # two daemons starting at once would race on CREATE ... IF NOT EXISTS
-            c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",))
-            for statement in _ddl(self.schema):
-                c.execute(statement)
-            # a schema written before the file adapters' delivered ids moved to ``seen``
-            if c.execute("SELECT to_regclass(%s)", (f"{self.schema}.files_delivered",)).fetchone()[0]:
-                c.execute(
-                    f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) "
-                    f"SELECT 'files:' || adapter, 'id:' || message_id, at FROM {self.schema}.files_delivered "
-                    "ON CONFLICT DO NOTHING"
-                )
-                c.execute(f"DROP TABLE {self.schema}.files_delivered")
+            # a schema written before the file adapters' delivered ids moved to ``seen`` (looked
+            # for at every start: a daemon of before may still have written it)
+            if c.execute("SELECT to_regclass(%s)", (f"{self.schema}.files_delivered",), prepare=False).fetchone()[0]:
+                c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",), prepare=False)
+                if c.execute("SELECT to_regclass(%s)", (f"{self.schema}.files_delivered",),
+                             prepare=False).fetchone()[0]:
+                    c.execute(
+                        f"INSERT INTO {self.schema}.seen (consumer, key, seen_at) "
+                        f"SELECT 'files:' || adapter, 'id:' || message_id, at FROM {self.schema}.files_delivered "
+                        "ON CONFLICT DO NOTHING", prepare=False,
+                    )
+                    c.execute(f"DROP TABLE {self.schema}.files_delivered", prepare=False)
+
+    def ensure_ddl(self, name: str, statements: list[str]) -> None:
+        """Run ``statements`` (``CREATE ... IF NOT EXISTS``, ``ALTER ... IF NOT EXISTS``) in one
+        transaction under the schema's DDL advisory lock (two daemons starting at once would race
+        on them), unless this very list was applied to the schema before (``ddl_applied`` holds
+        its digest). So a daemon starting beside running ones takes no table lock: ``ALTER TABLE``
+        and ``CREATE INDEX`` lock their table even when there is nothing to do, and one waiting
+        for a running daemon's transaction that waits for a table it already locked is a
+        deadlock. PostgreSQL ending one (a schema being created while an older daemon works) is
+        tried again, up to four times. Not prepared: setup statements are no hot path, and
+        counted among a connection's statements they would shift which ones psycopg prepares."""
+        marker = f"{name}:" + hashlib.sha256("\x1f".join(statements).encode()).hexdigest()
+        applied = f"{self.schema}.ddl_applied"
+        for attempt in range(5):
+            try:
+                with self.conn() as c:
+                    if c.execute("SELECT to_regclass(%s)", (applied,), prepare=False).fetchone()[0] and c.execute(
+                            f"SELECT 1 FROM {applied} WHERE digest = %s", (marker,), prepare=False).fetchone():
+                        return
+                    c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{self.schema}",),
+                              prepare=False)
+                    for statement in statements:
+                        c.execute(statement, prepare=False)
+                    c.execute(f"CREATE TABLE IF NOT EXISTS {applied} (digest TEXT PRIMARY KEY, "
+                              "applied_at DOUBLE PRECISION NOT NULL)", prepare=False)
+                    c.execute(f"INSERT INTO {applied} (digest, applied_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                              (marker, time.time()), prepare=False)
+                return
+            except PgStoreError as exc:
+                if attempt == 4 or not isinstance(exc.__cause__, psycopg.errors.DeadlockDetected):
+                    raise
+                log.info("schema %s: creating its tables met a deadlock with another process; trying again",
+                         self.schema)
 
     def hold_lock(self, name: str) -> bool:
         """Whether this process holds the site-wide lock ``name`` (a PostgreSQL session

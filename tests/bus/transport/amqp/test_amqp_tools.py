@@ -120,7 +120,8 @@ def test_the_journal_is_indexed_for_its_lookups_and_a_store_of_before_is_migrate
     assert "USING hash (message_id)" in now["journal_message_hash"]
     assert "USING brin (at)" in now["journal_at_brin"]
     assert "journal_message" not in now and "journal_at" not in now
-    with t.store.conn() as c:  # the indexes of before
+    with t.store.conn() as c:  # the indexes of before, in a store of before (no record of its DDL)
+        c.execute(f"DROP TABLE {schema}.ddl_applied")
         c.execute(f"CREATE INDEX journal_message ON {schema}.journal (message_id)")
         c.execute(f"CREATE INDEX journal_at ON {schema}.journal (at)")
     t.close()

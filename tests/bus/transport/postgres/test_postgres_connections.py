@@ -217,3 +217,41 @@ def test_a_listener_that_loses_its_connection_says_so_once_and_when_it_is_back(
     [back] = [r for r in mine if r.levelno == logging.INFO and "again" in r.getMessage()]
     assert back.getMessage() == f"store.postgres.dsn: listening for wake-ups on PostgreSQL at {place} again"
     assert mine.index(warning) < mine.index(back)
+
+
+def test_opening_beside_a_running_daemon_waits_for_none_of_its_transactions(admin: psycopg.Connection) -> None:
+    """A daemon starting while another of the site works: its tables exist, so its open runs no
+    ``ALTER TABLE`` or ``CREATE INDEX`` (which lock a table even with nothing to do). Before,
+    the open waited for every transaction holding a row lock on the journal, and a running
+    daemon's transaction then waiting for a table the open had locked was a deadlock
+    (``store.amqp.postgres: PostgreSQL: deadlock detected`` at a daemon's start)."""
+    import threading
+
+    schema = unique_names()["postgres_schema"]
+    first = PostgresTransport(PG_DSN, schema=schema).open()
+    try:
+        with psycopg.connect(PG_DSN) as running:  # a running daemon's transaction, left open
+            running.execute(f"LOCK TABLE {schema}.journal, {schema}.seen IN ROW EXCLUSIVE MODE")
+            second = PostgresTransport(PG_DSN, schema=schema)
+            opened = threading.Event()
+            failed: list[BaseException] = []
+
+            def start() -> None:
+                try:
+                    second.open()
+                    opened.set()
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    failed.append(exc)
+
+            thread = threading.Thread(target=start, daemon=True)
+            thread.start()
+            try:
+                assert wait_for(lambda: opened.is_set() or bool(failed), "the second transport opened", timeout=20)
+                assert not failed and opened.is_set()
+            finally:
+                running.rollback()  # an open still waiting goes on
+                thread.join(timeout=30)
+            second.close()
+    finally:
+        first.close()
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
