@@ -12,10 +12,6 @@ from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
-from xmlschema.validators import XsdAtomicBuiltin
-
-from .scalars import decimal_digits
-
 XS = "{http://www.w3.org/2001/XMLSchema}"
 _HANDLED = {f"{XS}{n}" for n in (
     "pattern", "length", "minLength", "maxLength", "minInclusive", "maxInclusive", "minExclusive",
@@ -37,6 +33,10 @@ def compile_checks(xsd_type: Any, *, digits: bool = True,
     xmlschema holds in types of its own, which do not compare with Python's ``date`` and
     ``time`` (a date's maxInclusive was never checked, and a date's enumeration refused every
     value)."""
+    from xmlschema.validators import (
+        XsdAtomicBuiltin,  # here: importing this module loads no xmlschema
+    )
+
     checks: list[Check] = []
     fallback = False
     current = xsd_type
@@ -123,6 +123,14 @@ def _own_value(value: Any, parse: Callable[[str], Any] | None) -> Any:
         return parse(str(value))
     except ValueError:
         return value  # a value the decoder cannot hold (year 0): compared as it is
+
+
+def decimal_digits(value: Decimal) -> tuple[int, int]:
+    """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
+    leading zeros of the integer part and trailing zeros of the fraction do not count)."""
+    integer, _, fraction = format(value.copy_abs(), "f").partition(".")
+    integer, fraction = integer.lstrip("0"), fraction.rstrip("0")
+    return len(integer) + len(fraction), len(fraction)
 
 
 def _digits(kind: str, limit: int) -> Check:

@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
+from .facets import decimal_digits
+
 XS = "http://www.w3.org/2001/XMLSchema"
 
 #: XSD built-in type (local name) -> scalar kind
@@ -62,14 +64,6 @@ class BeyondDateRange(ValueError):
 
     hint = ("the XSD allows this year, but the translator holds dates in years 0001..9999; to carry it, declare"
             " the element or attribute as xs:string in a copy of the schema")
-
-
-def decimal_digits(value: Decimal) -> tuple[int, int]:
-    """(totalDigits, fractionDigits) of a decimal as XSD counts them (in the value space:
-    leading zeros of the integer part and trailing zeros of the fraction do not count)."""
-    integer, _, fraction = format(value.copy_abs(), "f").partition(".")
-    integer, fraction = integer.lstrip("0"), fraction.rstrip("0")
-    return len(integer) + len(fraction), len(fraction)
 
 
 def _beyond_years(kind: str, text: str, year: str) -> BeyondDateRange:
