@@ -540,7 +540,7 @@ def _report(bad: Any, errors_out: Any) -> None:
 
 
 def run_family(args: argparse.Namespace) -> int:
-    from coupler.bus.cli.outputs import ReportFile, output_file
+    from coupler.bus.cli.outputs import ReportFile, text_output
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.family import FieldSelector, LayoutFamily
 
@@ -573,8 +573,7 @@ def run_family(args: argparse.Namespace) -> int:
     errors_out = ReportFile(args.errors) if args.errors else None
     try:
         with contextlib.ExitStack() as stack:  # the --output file published when every record is written
-            out = (stack.enter_context(open(stack.enter_context(output_file(args.output)), "w", encoding="utf-8"))
-                   if args.output else sys.stdout)
+            out = text_output(stack, args.output)
             for rec in family.decode_files(args.data, stats=stats, policy="strict" if args.strict else "lenient"):
                 if isinstance(rec, decoder.BadRecord):
                     _report(rec, errors_out)

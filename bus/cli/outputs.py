@@ -20,8 +20,10 @@ import os
 import re
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from coupler.canonical.errors import CouplerError, UsageError
 
@@ -82,6 +84,14 @@ def output_file(path: Path | str, *, option: str = "--output") -> Iterator[Path]
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
+
+
+def text_output(stack: contextlib.ExitStack[bool | None], path: Path | str | None) -> TextIO:
+    """Standard output (no ``path``), or the ``--output`` file ``path`` opened for text and
+    published when ``stack`` closes without an exception (:func:`output_file`)."""
+    if not path:
+        return sys.stdout
+    return stack.enter_context(open(stack.enter_context(output_file(path)), "w", encoding="utf-8"))
 
 
 class ReportFile:

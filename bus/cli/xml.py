@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from coupler.canonical.errors import UsageError
 
@@ -152,7 +152,7 @@ def _decoded(args: argparse.Namespace, read: _Read | None = None,
 
 
 def run_decode(args: argparse.Namespace) -> int:
-    from coupler.bus.cli.outputs import output_file
+    from coupler.bus.cli.outputs import output_file, text_output
     from coupler.translators.xml.jsonio import dumps
 
     for path in args.xml:
@@ -186,8 +186,7 @@ def run_decode(args: argparse.Namespace) -> int:
             write_container(avro_out, avro_schema, records)
         return 0
     with contextlib.ExitStack() as stack:  # the --output file published when every record is written
-        out: TextIO = (stack.enter_context(open(stack.enter_context(output_file(args.output)), "w", encoding="utf-8"))
-                       if args.output else sys.stdout)
+        out = text_output(stack, args.output)
         for record in records:
             out.write(dumps(record, decimal_numbers=True) + "\n")
     return 0
@@ -221,7 +220,7 @@ def _run_parallel(args: argparse.Namespace, parallel: Any, record_schema: Any, s
     """``xml decode --record-path --jobs N``: the splits decoded by the workers, written in order;
     a file a worker could not decode is decoded again here (its records after those written),
     so that the records written and the error raised are those of one process."""
-    from coupler.bus.cli.outputs import output_file
+    from coupler.bus.cli.outputs import output_file, text_output
     from coupler.translators.xml.jsonio import dumps
 
     def serial(path: Path, skip: int) -> Iterator[Any]:
@@ -256,9 +255,7 @@ def _run_parallel(args: argparse.Namespace, parallel: Any, record_schema: Any, s
                 writer.close()
             return 0
         with contextlib.ExitStack() as stack:  # the --output file published when every record is written
-            out: TextIO = (stack.enter_context(open(stack.enter_context(output_file(args.output)), "w",
-                                                    encoding="utf-8"))
-                           if args.output else sys.stdout)
+            out = text_output(stack, args.output)
             parallel.run(lambda result: out.write(result[0]), serial,
                          lambda record: out.write(dumps(record, decimal_numbers=True) + "\n"), done)
         return 0

@@ -197,7 +197,7 @@ class ParallelDecode:
                 except BrokenProcessPool as exc:
                     raise DecodeWorkerError(
                         "a worker process decoding this part of the file ended without an answer"
-                        f" ({exc.__class__.__name__}); the output holds the records before it",
+                        f" ({exc.__class__.__name__}); no --output was written",
                         where=f"{self.paths[split.file_id]} (bytes {split.start}-{split.end})",
                         hint="run again; --jobs 1 decodes in this process",
                     ) from None
