@@ -165,8 +165,8 @@ class PostgresTransport(StorageTransport):
             return self
         try:
             self.store.open()
-            with self.begin() as tx:
-                tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
+            # as the store's: none of it when this list of statements was applied before
+            self.store.ensure_ddl("postgres", [st for st in _OWN_DDL.format(s=self.schema).split(";") if st.strip()])
         except BaseException:
             self.store.close()  # what it connected: a caller trying again does not pile them up
             raise
