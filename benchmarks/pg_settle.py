@@ -22,9 +22,17 @@ Cases (each settles COUNT received messages one at a time, each in a transaction
   polling adapter's unreadable input), the messages received all the same;
 * ``ack-batch``: ``transport.ack(ds)`` of 10 deliveries at once (per message: a tenth of it);
 * ``receive-expired``: ``transport.receive(queue, consumer)`` meeting one expired message (sent
-  with ``expires_at`` in the past), which it dead-letters: the receive is what is counted.
+  with ``expires_at`` in the past), which it dead-letters: the receive is what is counted;
+* ``ack-lost-tx``: ``ack-tx`` of a delivery whose lease was lost (it ran out, another consumer
+  took the message): the transaction fails with ``LeaseLostError`` (its pipeline fails on
+  purpose), committing nothing; the cost of that failure;
+* ``ack-lost-mix``: such a failed ``ack-lost-tx``, then ``ack-tx`` of the same message by the
+  consumer that took it, a pair a message (a lease lost every other transaction: their worst
+  case). ``broken``: how many of the ``ack-tx`` failed (a code whose failed pipelines leave
+  psycopg's prepared statements wrong: ``prepared statement "_pg3_N" does not exist``).
 
-Every message (but ``receive-expired``'s) is received first (``max=100``, a long lease); only
+Every message (but ``receive-expired``'s) is received first (``max=100``, a long lease; the
+``ack-lost`` cases' with a lease of 3 s, then by another consumer once it ran out); only
 the settling is counted and timed. Two passes a case, each in a fresh process: counts through the protocol proxy of
 ``outbound_idempotent.py`` (a statement: ``Query`` or ``Execute``, ``BEGIN``/``COMMIT``
 included; a round trip: ``Query`` or ``Sync``), then wall and CPU without it. With
@@ -58,7 +66,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from outbound_idempotent import PG_DSN, PgCounter, _through, in_child, reachable  # noqa: E402
 
 CASES = ("ack-claim", "ack-claim-tx", "ack-tx", "nack-retry", "nack-dead", "nack-dead-claim", "invalid",
-         "invalid-claim", "invalid-tx", "invalid-tx-later", "invalid-raw", "ack-batch", "receive-expired")
+         "invalid-claim", "invalid-tx", "invalid-tx-later", "invalid-raw", "ack-batch", "receive-expired",
+         "ack-lost-tx", "ack-lost-mix")
+#: the lease of the ``ack-lost`` cases' first receive: they all end before the messages are taken again
+LOST_LEASE = 3.0
 QUEUE = "bench.settle"
 
 
@@ -70,6 +81,7 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
     import logging
 
     logging.disable(logging.WARNING)  # a dead letter's warning each: not what is measured
+    from coupler.bus.transport.base import LeaseLostError, TransportError
     from coupler.bus.transport.postgres.transport import PostgresTransport
     from coupler.canonical import Envelope
 
@@ -93,8 +105,19 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
                            for _ in range(min(100, count - i))])
         t.send("bench.out", Envelope(format="bench.Order@1", body=b"warm"))  # its table exists
         deliveries = []
+        lost = case.startswith("ack-lost")
+        leased = time.monotonic()
         while len(deliveries) < count and expires is None:
-            deliveries += t.receive(QUEUE, "bench", max=100, lease_seconds=3600)
+            deliveries += t.receive(QUEUE, "bench", max=100, lease_seconds=LOST_LEASE if lost else 3600)
+        taken = []
+        if lost:
+            assert time.monotonic() - leased < LOST_LEASE, "the first receives outlasted their leases"
+            time.sleep(max(0.0, leased + LOST_LEASE + 0.2 - time.monotonic()))
+            while len(taken) < count:
+                taken += t.receive(QUEUE, "other", max=100, lease_seconds=3600)
+            order = {d.message_id: i for i, d in enumerate(deliveries)}
+            taken = sorted(taken, key=lambda d: order[d.message_id])
+        broken = 0
         load = os.getloadavg()[0]
         time.sleep(0.3)  # what opening and sending left to the background threads
         before = counter.counts() if counter else (0, 0)
@@ -106,8 +129,23 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
         if case == "receive-expired":
             for _ in range(count):
                 assert t.receive(QUEUE, "bench") == []
-        for d in deliveries:
-            if case == "ack-claim":
+        for i, d in enumerate(deliveries):
+            if lost:
+                try:
+                    with t.transaction() as tx:
+                        tx.send("bench.out", Envelope(format="bench.Order@1", body=b"done"))
+                        tx.ack(d)
+                    raise AssertionError("an acknowledgement of a lost lease committed")
+                except LeaseLostError:
+                    pass
+                if case == "ack-lost-mix":
+                    try:
+                        with t.transaction() as tx:
+                            tx.send("bench.out", Envelope(format="bench.Order@1", body=b"done"))
+                            tx.ack(taken[i])
+                    except TransportError:
+                        broken += 1
+            elif case == "ack-claim":
                 t.ack(d)
             elif case in ("ack-claim-tx", "ack-tx"):
                 with t.transaction() as tx:
@@ -131,7 +169,7 @@ def _case(code: str | None, case: str, count: int, counting: bool, out: Any) -> 
                 assert t.nack(d, "refused", "bench", dead=True) == "dead"
         seconds, cpu = time.monotonic() - start, time.process_time() - cpu
         after = counter.counts() if counter else (0, 0)
-        result: dict[str, Any] = {"load": round(load, 2)}
+        result: dict[str, Any] = {"load": round(load, 2), "broken": broken}
         if counting:
             result["statements"] = round((after[0] - before[0]) / count, 2)
             result["round_trips"] = round((after[1] - before[1]) / count, 2)
@@ -180,10 +218,11 @@ def main(argv: list[str] | None = None) -> int:
                     rows[name]["wall"].append(timed["wall_us"])
                     rows[name]["cpu"].append(timed["cpu_us"])
                     rows[name]["loads"].append(timed["load"])
+                    rows[name]["broken"] = rows[name]["broken"] + timed["broken"]
             for name, row in rows.items():
                 print(f"{case:16} {name:18} {row['statements']:9} {row['round_trips']:7} "
                       f"{statistics.median(row['wall']):12} {statistics.median(row['cpu']):11} "
-                      f"{max(row['loads']):5}", flush=True)
+                      f"{max(row['loads']):5}" + (f"  broken {row['broken']}" if row["broken"] else ""), flush=True)
             if len(rows) == 2:
                 a, b = rows.values()
                 pairs = list(zip(a["wall"], b["wall"], strict=True))

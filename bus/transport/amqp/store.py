@@ -366,21 +366,42 @@ class PgStore:
     def pipelined(self, *, durable: bool = False) -> Iterator[Any]:
         """:meth:`conn` in one round trip: the transaction's ``BEGIN``, the statements of the
         block and its ``COMMIT`` go out together when the block ends (pipeline mode); their
-        results are read after it. A statement that fails rolls it all back."""
+        results are read after it. A statement that fails rolls it all back (:meth:`pipeline`)."""
         conn = self._connection()
-        with self.reporting(conn):
-            try:
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    if durable and not self.synchronous_commit:
-                        conn.execute("SET LOCAL synchronous_commit = on")
-                    yield conn
-                    conn.execute("COMMIT")
-            except BaseException:
-                if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                raise
+        with self.reporting(conn), self.pipeline(conn):
+            conn.execute("BEGIN")
+            if durable and not self.synchronous_commit:
+                conn.execute("SET LOCAL synchronous_commit = on")
+            yield conn
+            conn.execute("COMMIT")
+
+    @staticmethod
+    @contextlib.contextmanager
+    def pipeline(conn: Any) -> Iterator[None]:
+        """``conn.pipeline()`` in a transaction begun with ``BEGIN`` (in it or before it). When it
+        fails, the transaction is rolled back with ``conn.rollback()``, which also makes psycopg
+        forget the statements it prepared on ``conn`` and deallocate them (``DEALLOCATE ALL``);
+        should that fail, ``conn`` is closed (the next use connects again).
+
+        psycopg prepares a statement at its sixth execution on a connection
+        (``prepare_threshold``); in a pipeline it records the statement as prepared when it
+        queues its ``Parse``, and checks that only for a statement it had not counted before. When
+        a statement before it in the pipeline failed (an acknowledgement whose lease was lost
+        divides by zero on purpose), PostgreSQL skipped that ``Parse``, and every later execution
+        of the statement on ``conn`` failed: ``prepared statement "_pg3_N" does not exist`` (the
+        ``COMMIT``: every transaction). A ``ROLLBACK`` statement does not mend it: psycopg
+        forgets its prepared statements after one only the first time it runs on a connection."""
+        try:
+            with conn.pipeline():
+                yield
+        except BaseException:
+            if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                try:
+                    conn.rollback()
+                except psycopg.Error:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+            raise
 
     @contextlib.contextmanager
     def reporting(self, conn: Any) -> Iterator[None]:

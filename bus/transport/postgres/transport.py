@@ -165,8 +165,8 @@ class PostgresTransport(StorageTransport):
             return self
         try:
             self.store.open()
-            with self.begin() as tx:
-                tx.ddl(f"coupler-ddl-{self.schema}", _OWN_DDL.format(s=self.schema))
+            # as the store's: none of it when this list of statements was applied before
+            self.store.ensure_ddl("postgres", [st for st in _OWN_DDL.format(s=self.schema).split(";") if st.strip()])
         except BaseException:
             self.store.close()  # what it connected: a caller trying again does not pile them up
             raise
@@ -222,8 +222,8 @@ class PostgresTransport(StorageTransport):
             try:
                 yield tx
                 tx.commit()
-            except BaseException:
-                if tx.begun and not conn.closed:
+            except BaseException:  # a failed pipeline is rolled back already (PgStore.pipeline)
+                if tx.begun and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                 raise
@@ -469,13 +469,14 @@ class PgTx(StorageTx):
         """``BEGIN`` (``begin``), ``pending`` and the statement(s) of the block in one pipeline
         (one round trip; none when there is nothing before the block's). A checked
         acknowledgement that found a message no longer held (its statement divides by zero)
-        raises its error; PostgreSQL runs none of the statements after it."""
+        raises its error; PostgreSQL runs none of the statements after it, and the transaction
+        is rolled back at once, psycopg's prepared statements with it (:meth:`PgStore.pipeline`)."""
         if not (begin or pending):
             yield
             return
         checks: list[tuple[psycopg.Cursor[Any], Callable[[int | None], BaseException]]] = []
         try:
-            with self.c.pipeline():
+            with self.t.store.pipeline(self.c):  # rolled back when it fails: see PgStore.pipeline
                 if begin:
                     self.c.execute("BEGIN")
                 for statement, args, binary, lost, answer in pending:

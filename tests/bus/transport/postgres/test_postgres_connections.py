@@ -224,14 +224,18 @@ def test_opening_beside_a_running_daemon_waits_for_none_of_its_transactions(admi
     ``ALTER TABLE`` or ``CREATE INDEX`` (which lock a table even with nothing to do). Before,
     the open waited for every transaction holding a row lock on the journal, and a running
     daemon's transaction then waiting for a table the open had locked was a deadlock
-    (``store.amqp.postgres: PostgreSQL: deadlock detected`` at a daemon's start)."""
+    (``store.amqp.postgres: PostgreSQL: deadlock detected`` at a daemon's start). Nor does it
+    wait for the schema's DDL lock, held by another daemon creating what is missing: the
+    transport's own tables are looked for as the shared store's are (``ddl_applied``)."""
     import threading
 
     schema = unique_names()["postgres_schema"]
     first = PostgresTransport(PG_DSN, schema=schema).open()
     try:
         with psycopg.connect(PG_DSN) as running:  # a running daemon's transaction, left open
-            running.execute(f"LOCK TABLE {schema}.journal, {schema}.seen IN ROW EXCLUSIVE MODE")
+            running.execute(f"LOCK TABLE {schema}.journal, {schema}.seen, {schema}.queues, {schema}.dead_letters "
+                            "IN ROW EXCLUSIVE MODE")
+            running.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"coupler-ddl-{schema}",))
             second = PostgresTransport(PG_DSN, schema=schema)
             opened = threading.Event()
             failed: list[BaseException] = []
