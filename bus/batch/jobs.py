@@ -475,7 +475,9 @@ def translate(
 
     Bad records (copybook input) go to ``errors_output`` (default ``OUTPUT.errors``) as JSON
     lines with file, record, byte offset, field, raw bytes and reason. The output is replaced
-    as a whole; Coupler's own writers publish it atomically. ``mapping`` (a mapping TOML
+    as a whole; Coupler's own writers publish it atomically. A job that fails (or is
+    interrupted) publishes nothing: the old output is left as it was, and ``errors_output``,
+    emptied as the job started, is removed. ``mapping`` (a mapping TOML
     file) maps every record, legacy -> canonical (or back for canonical input); its
     ``legacy_options`` are the default reader options. ``schema_dirs`` add schema folders
     to the registry (canonical entities of ``avro:`` specs and mappings); ``schema_roots``
@@ -508,6 +510,22 @@ def translate(
     result = BatchResult(
         inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=given_output, started_at=started,
     )
+    try:
+        return _run_translate(spark, src, dst, inputs, output, result, options=options, write_options=write_options,
+                              mapping=mapping, errors_path=errors_path, schema_dirs=schema_dirs,
+                              schema_roots=schema_roots, started=started)
+    except BaseException:  # a failed job (a full disk), SIGTERM, Ctrl-C: no output was published, nor its reports
+        if errors_path and "://" not in errors_path:
+            shutil.rmtree(errors_path, ignore_errors=True)
+        raise
+
+
+def _run_translate(
+    spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str, result: BatchResult, *,
+    options: Mapping[str, str] | None, write_options: dict[str, str], mapping: str | None, errors_path: str | None,
+    schema_dirs: Sequence[str], schema_roots: Sequence[str], started: float,
+) -> BatchResult:
+    """The job of :func:`translate`, its output and reports published when it succeeds."""
     if runs_as_split_tasks(src, dst, output, options=options, mapping=mapping) and src.kind == "copybook":
         result.records, result.partitions = _translate_direct(
             spark, src, dst, inputs, output, dict(options or {}), write_options, errors_path)
