@@ -2,8 +2,9 @@
 
 A command writes its output under a temporary name beside it (``OUT.part``) and renames it
 to ``OUT`` once everything is written; on any failure (a full disk, a record rejected under
-``--strict``, ``--max-errors`` exceeded, Ctrl-C) the temporary file is removed and ``OUT`` is
-left as it was: never a truncated file under the name a user asked for. An output that is
+``--strict``, ``--max-errors`` exceeded, Ctrl-C, SIGTERM: ``main.Terminated``) the temporary
+file is removed and ``OUT`` is left as it was: never a truncated file under the name a user
+asked for. An output that is
 not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written in place (a
 rename would replace the device or pipe itself), as is a file one may write in a directory
 one may not; a symbolic link's target is replaced, the link stays.
