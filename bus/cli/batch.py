@@ -186,7 +186,14 @@ def _summary(results: list[Any], as_json: bool) -> None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from coupler.bus.batch.jobs import Spec, check_job, runs_as_split_tasks, translate
+    from coupler.bus.batch.jobs import (
+        Spec,
+        check_job,
+        discard_unpublished,
+        errors_folder,
+        runs_as_split_tasks,
+        translate,
+    )
     from coupler.bus.cli.outputs import output_folder_error, refused_write
 
     src = Spec.parse(args.from_spec, where="--from")
@@ -204,10 +211,12 @@ def run_translate(args: argparse.Namespace) -> int:
                 spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
                 mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,
             )
-    except CouplerError as exc:  # a full disk, in a Spark task: the output it could not write, not the job
-        code = refused_write(exc)
+    except BaseException as exc:
+        discard_unpublished(args.output, errors_folder(src, args.output, args.errors))  # Spark stopped: no task writes
+        code = refused_write(exc) if isinstance(exc, CouplerError) else None
         if code is None:
             raise
+        # a full disk, in a Spark task: the output it could not write, not the job
         raise output_folder_error(args.output, code) from None
     _summary([result], args.json)
     if args.strict and result.errors:
