@@ -475,7 +475,9 @@ def translate(
 
     Bad records (copybook input) go to ``errors_output`` (default ``OUTPUT.errors``) as JSON
     lines with file, record, byte offset, field, raw bytes and reason. The output is replaced
-    as a whole; Coupler's own writers publish it atomically. ``mapping`` (a mapping TOML
+    as a whole; Coupler's own writers publish it atomically. A job that fails (or is
+    interrupted) publishes nothing: the old output is left as it was, and ``errors_output``,
+    emptied as the job started, is removed. ``mapping`` (a mapping TOML
     file) maps every record, legacy -> canonical (or back for canonical input); its
     ``legacy_options`` are the default reader options. ``schema_dirs`` add schema folders
     to the registry (canonical entities of ``avro:`` specs and mappings); ``schema_roots``
@@ -502,12 +504,53 @@ def translate(
     write_options = dict(write_options or {})
     if schema_dirs and dst.kind == "avro":
         write_options.setdefault("schema_dirs", os.pathsep.join(schema_dirs))
-    errors_path = errors_output or (output.rstrip("/") + ".errors" if src.kind == "copybook" else None)
-    if errors_path and "://" not in errors_path:
-        shutil.rmtree(errors_path, ignore_errors=True)
+    errors_path = errors_folder(src, output, errors_output)
+    discard_errors(errors_path)
     result = BatchResult(
         inputs=[str(p) for p in inputs], from_spec=str(src), to_spec=str(dst), output=given_output, started_at=started,
     )
+    try:
+        return _run_translate(spark, src, dst, inputs, output, result, options=options, write_options=write_options,
+                              mapping=mapping, errors_path=errors_path, schema_dirs=schema_dirs,
+                              schema_roots=schema_roots, started=started)
+    except BaseException:  # a failed job (a full disk), SIGTERM, Ctrl-C: no output was published, nor its reports
+        discard_unpublished(output, errors_path)
+        raise
+
+
+def errors_folder(src: Spec, output: str, errors_output: str | None = None) -> str | None:
+    """Where :func:`translate` puts the bad records of ``src`` (``errors_output``, else
+    ``OUTPUT.errors`` for copybook input; None: nowhere)."""
+    if errors_output:
+        return _whole_path(errors_output)
+    return _whole_path(output).rstrip("/") + ".errors" if src.kind == "copybook" else None
+
+
+def discard_errors(errors_path: str | None) -> None:
+    """Remove the errors folder of a job that starts (it is replaced whole)."""
+    if errors_path and "://" not in errors_path:
+        shutil.rmtree(errors_path, ignore_errors=True)
+
+
+def discard_unpublished(output: str, errors_path: str | None) -> None:
+    """Remove what a job on ``output`` that published nothing (it failed, or was stopped) left:
+    its errors folder (:func:`errors_folder`), and the staging folder beside the output (its
+    tasks' files, ``.NAME.staging``, as the next job on ``output`` would). :func:`translate`
+    calls it as the job fails; a caller that then stops the session calls it again once it
+    has (a task that Spark was still stopping may have written a file meanwhile)."""
+    from coupler.translators.spark.commit import OutputCommitter
+
+    discard_errors(errors_path)
+    if "://" not in output:
+        shutil.rmtree(OutputCommitter(_whole_path(output)).staging_root, ignore_errors=True)
+
+
+def _run_translate(
+    spark: Any, src: Spec, dst: Spec, inputs: Sequence[str], output: str, result: BatchResult, *,
+    options: Mapping[str, str] | None, write_options: dict[str, str], mapping: str | None, errors_path: str | None,
+    schema_dirs: Sequence[str], schema_roots: Sequence[str], started: float,
+) -> BatchResult:
+    """The job of :func:`translate`, its output and reports published when it succeeds."""
     if runs_as_split_tasks(src, dst, output, options=options, mapping=mapping) and src.kind == "copybook":
         result.records, result.partitions = _translate_direct(
             spark, src, dst, inputs, output, dict(options or {}), write_options, errors_path)

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,9 +124,15 @@ def _session(args: argparse.Namespace, name: str, *, lean_jvm: bool = False) -> 
         raise
     try:
         yield spark
-    finally:
-        if existing is None:
-            spark.stop()
+    except BaseException:
+        if existing is None:  # the error being raised says what happened, not a failure to stop
+            # (a JVM that SIGTERM to the process group ended cannot be stopped cleanly)
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                spark.stop()
+        raise
+    if existing is None:
+        spark.stop()
 
 
 @contextlib.contextmanager
@@ -179,7 +186,15 @@ def _summary(results: list[Any], as_json: bool) -> None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from coupler.bus.batch.jobs import Spec, check_job, runs_as_split_tasks, translate
+    from coupler.bus.batch.jobs import (
+        Spec,
+        check_job,
+        discard_unpublished,
+        errors_folder,
+        runs_as_split_tasks,
+        translate,
+    )
+    from coupler.bus.cli.outputs import output_folder_error, refused_write
 
     src = Spec.parse(args.from_spec, where="--from")
     dst = Spec.parse(args.to_spec, where="--to")
@@ -190,11 +205,19 @@ def run_translate(args: argparse.Namespace) -> int:
     write_options = _pairs(args.write_option, "-w")
     check_job(src, dst, args.inputs, options=options, mapping=args.mapping, schema_dirs=args.schemas)
     lean = runs_as_split_tasks(src, dst, args.output, options=options, mapping=args.mapping)
-    with _session(args, "coupler-batch-translate", lean_jvm=lean) as spark:
-        result = translate(
-            spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
-            mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,
-        )
+    try:
+        with _session(args, "coupler-batch-translate", lean_jvm=lean) as spark:
+            result = translate(
+                spark, src, dst, args.inputs, args.output, options=options, write_options=write_options,
+                mapping=args.mapping, errors_output=args.errors, schema_dirs=args.schemas,
+            )
+    except BaseException as exc:
+        discard_unpublished(args.output, errors_folder(src, args.output, args.errors))  # Spark stopped: no task writes
+        code = refused_write(exc) if isinstance(exc, CouplerError) else None
+        if code is None:
+            raise
+        # a full disk, in a Spark task: the output it could not write, not the job
+        raise output_folder_error(args.output, code) from None
     _summary([result], args.json)
     if args.strict and result.errors:
         print(f"coupler: error: {rejected_under_strict(result.errors, _first_error(result.errors_output))}",

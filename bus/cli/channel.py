@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from coupler.bus.cli.main import owns_signals
 from coupler.bus.cli.site import add_site_argument
 from coupler.bus.config.loader import load_site, site_path
 from coupler.bus.runtime import control
@@ -260,6 +261,7 @@ class _Put:
         return f"{len(self.ids)} message(s) on {self.args.channel}{skipped}"
 
 
+@owns_signals  # SIGTERM and SIGINT end it between two commits (_Put.on_signal)
 def run_put(args: argparse.Namespace) -> int:
     site = load_site(site_path(args.site))
     if args.ttl is not None and not args.ttl > 0:

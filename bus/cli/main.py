@@ -6,6 +6,14 @@ their commands through the hook ``coupler_cli_commands``, and turns a :class:`Co
 into one line on standard error and a non-zero exit code: 2 for a usage error, 1 for a
 failure. ``--debug`` shows the traceback as well.
 
+Ctrl-C stops a command where it is (``KeyboardInterrupt``): the files it was writing are
+removed as the stack unwinds (``bus/cli/outputs.py``), its workers stopped, and it exits with
+status 130. SIGTERM (``kill``, ``timeout``, systemd stopping a unit) does the same for a
+one-shot command, with status 143 (128 + 15, as shells and systemd expect of it): the
+command's handler raises :class:`Terminated`, a ``KeyboardInterrupt``, so that every path that
+cleans up after Ctrl-C cleans up after it. A command that handles SIGTERM itself (the daemon
+drains) is marked with :func:`owns_signals`.
+
 The plugins are loaded only when the command line names no built-in command (a plugin's
 command, ``coupler --help``), so that the built-in commands start without importing every
 installed plugin. Likewise a built-in command imports only its own module
@@ -17,13 +25,16 @@ not import the daemon's configuration models, the console or the transports. ``c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coupler.bus.cli import startup
 from coupler.bus.cli.examples import attach
@@ -70,6 +81,52 @@ COMMANDS: dict[str, str] = {
     "batch": "coupler.bus.cli.batch",
     "translate": "coupler.bus.cli.translate",
 }
+
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+class Terminated(KeyboardInterrupt):  # noqa: N818 - a signal, not an error
+    """SIGTERM reached a one-shot command: it stops as on Ctrl-C (a ``KeyboardInterrupt``, so
+    that what cleans up after Ctrl-C cleans up after it), and exits with status 143."""
+
+
+def owns_signals(func: _F) -> _F:
+    """Mark a command's function that handles SIGTERM itself (the daemon drains on it): the
+    command runs with SIGTERM as it finds it."""
+    func.owns_signals = True  # type: ignore[attr-defined]
+    return func
+
+
+class _StopOnSigterm:
+    """SIGTERM raises :class:`Terminated` in the command's main thread while the command runs;
+    a second one is ignored (the command is already stopping: its clean-up is not cut short).
+    A process forked from the command (``xml decode --jobs``' workers) inherits the handler:
+    there SIGTERM ends the process as by default (the command stops its workers with it)."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.previous: Any = None
+        self.received = False
+
+    def __enter__(self) -> None:
+        self.previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        signal.signal(signal.SIGTERM, self.previous)
+        if self.received and exc is not None and not isinstance(exc, Terminated):
+            # what failed as the command stopped: the workers SIGTERM reached as well (systemd
+            # signals every process of a unit), a Spark JVM gone before the session was stopped
+            raise Terminated from exc
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        if os.getpid() != self.owner:  # a forked worker: the default action, death by SIGTERM
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        signal.signal(signum, signal.SIG_IGN)
+        self.received = True
+        raise Terminated
 
 
 class _Version(argparse.Action):
@@ -148,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _flush_stdout()
     except BrokenPipeError:  # `coupler ... | head`: the reader has what it wanted
         return 0
+    except Terminated:  # SIGTERM: stopped as on Ctrl-C, with the status of a process SIGTERM ended
+        print("coupler: interrupted (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:  # Ctrl-C, from the start-up on: the output files were removed as it stopped
         print("coupler: interrupted", file=sys.stderr)
         return 130
@@ -218,14 +278,21 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
     args = parser.parse_args(argv)
+    ours = not logging.getLogger().handlers  # basicConfig adds a handler (not in a program that has its own)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if ours and not args.debug:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_not_the_interrupt)
     if not getattr(args.func, "ends_startup", False):
         startup.done()
     try:
-        return int(args.func(args) or 0)
+        with contextlib.ExitStack() as stack:
+            if not getattr(args.func, "owns_signals", False) and threading.current_thread() is threading.main_thread():
+                stack.enter_context(_StopOnSigterm())  # signals reach the main thread only
+            return int(args.func(args) or 0)
     except CouplerError as exc:
         if args.debug:
             raise
@@ -253,6 +320,20 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: internal error: {type(exc).__name__}: {exc} "
               "(run again with --debug for the traceback and report it)", file=sys.stderr)
         return 1
+
+
+def _not_the_interrupt(record: logging.LogRecord) -> bool:
+    """Leave out a library's log of the Ctrl-C or SIGTERM that stops the command, or of what
+    failed as it handled it (py4j logs ``KeyboardInterrupt while sending command.``, then a
+    failure to close its connection to a JVM that SIGTERM ended too, with their tracebacks, when
+    ``batch translate`` is interrupted): the command says it was interrupted, in one line."""
+    exc = record.exc_info[1] if record.exc_info else None
+    seen = 0
+    while exc is not None and seen < 20:  # the exception, and those it was raised while handling
+        if isinstance(exc, KeyboardInterrupt):
+            return False
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return True
 
 
 def _where_schemas_come_from(exc: UnknownSchemaError, args: argparse.Namespace) -> None:

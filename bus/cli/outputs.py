@@ -2,8 +2,9 @@
 
 A command writes its output under a temporary name beside it (``OUT.part``) and renames it
 to ``OUT`` once everything is written; on any failure (a full disk, a record rejected under
-``--strict``, ``--max-errors`` exceeded, Ctrl-C) the temporary file is removed and ``OUT`` is
-left as it was: never a truncated file under the name a user asked for. An output that is
+``--strict``, ``--max-errors`` exceeded, Ctrl-C, SIGTERM: ``main.Terminated``) the temporary
+file is removed and ``OUT`` is left as it was: never a truncated file under the name a user
+asked for. An output that is
 not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written in place (a
 rename would replace the device or pipe itself), as is a file one may write in a directory
 one may not; a symbolic link's target is replaced, the link stays.
@@ -172,12 +173,35 @@ def _errno(exc: OSError) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _write_error(target: Path, exc: OSError, option: str, *, in_place: bool = False) -> CouplerError:
+def refused_write(exc: BaseException) -> int | None:
+    """The ``errno`` of a write that a file system refused (full, over quota, a file too
+    large, read-only) when ``exc`` reports one, else None. Also when the write was another
+    process's and ``exc`` holds its error as text (a Spark task's: ``[errno 28] ...``, or a
+    JVM's ``java.io.IOException: No space left on device``)."""
+    if isinstance(exc, OSError):
+        code = _errno(exc)
+        return code if code in _WRITE_ERRNOS else None
+    text = str(exc)
+    found = re.search(r"\[errno (\d+)\]", text, re.IGNORECASE)
+    if found and int(found.group(1)) in _WRITE_ERRNOS:
+        return int(found.group(1))
+    return next((code for code in sorted(_WRITE_ERRNOS) if os.strerror(code) in text), None)
+
+
+def output_folder_error(target: Path | str, code: int, *, option: str = "--output") -> CouplerError:
+    """The one-line error of an output folder that could not be written (``code``: its
+    ``errno``, :func:`refused_write`) by a job that publishes it whole or not at all (``batch
+    translate``): it names the folder, not the job's staging files."""
+    return _write_error(Path(target), OSError(code, os.strerror(code)), option, what="folder")
+
+
+def _write_error(target: Path, exc: OSError, option: str, *, in_place: bool = False,
+                 what: str = "file") -> CouplerError:
     code = _errno(exc)
     reason = os.strerror(code) if code is not None else (exc.strerror or str(exc))
     hint = _HINTS.get(code, "choose another {option}") if code is not None else "choose another {option}"
     if code == errno.ENOENT and not target.parent.is_dir():
         reason = f"its directory {target.parent} does not exist"
     done = "" if in_place else "; nothing was written"
-    return CouplerError(f"cannot write the {option} file: {reason}{done}", where=str(target),
+    return CouplerError(f"cannot write the {option} {what}: {reason}{done}", where=str(target),
                         hint=hint.format(option=option))

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coupler.bus.cli.main import owns_signals
 from coupler.bus.config.doc import render_template
 from coupler.bus.config.loader import SiteConfig, load_site, site_path
 from coupler.bus.plugins.manager import site_plugin_manager
@@ -81,6 +82,7 @@ def run_init(args: argparse.Namespace) -> int:
     return 0
 
 
+@owns_signals  # SIGTERM drains (bus/runtime/daemon.py)
 def run_daemon(args: argparse.Namespace) -> int:
     from coupler.bus.runtime.daemon import Daemon
     from coupler.bus.runtime.logs import configure_logging

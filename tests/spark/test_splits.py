@@ -133,6 +133,38 @@ def test_one_variable_length_file_read_in_parallel_equals_the_sequential_decoder
     assert got == expected
 
 
+@pytest.mark.parametrize("kind", ["fixed (vectorised)", "rdw (per record)"])
+def test_a_bad_record_in_a_later_split_has_its_number_in_the_file(tmp_path: Path, kind: str) -> None:
+    """Each split is framed as a stream of its own: its bad record is still reported with its
+    number and byte offset in the file, not in the split (the splits read in a task here, no
+    Spark session needed)."""
+    from coupler.translators.spark.codec import CopybookCodec
+
+    cpy = tmp_path / "rec.cpy"
+    cpy.write_text(COPYBOOK)
+    data = tmp_path / "recs.dat"
+    if kind.startswith("rdw"):
+        offsets = [o + 4 for o in write_rdw_file(data, 400, big_endian=True)]  # the payloads'
+        options = {"record_format": "V", "is_rdw_big_endian": "true"}
+    else:
+        lay = layout.build_layout(parser.parse_file(cpy))
+        rng = random.Random(3)
+        data.write_bytes(b"".join(_payload(i, rng)[: lay.size].ljust(lay.size, b"\x40") for i in range(400)))
+        offsets = [i * lay.size for i in range(400)]
+        options = {}
+    raw = bytearray(data.read_bytes())
+    raw[offsets[250] + 6 : offsets[250] + 11] = b"\x00\x00\xab\x0c\x00"  # AMOUNT: not a packed decimal
+    data.write_bytes(bytes(raw))
+    codec = CopybookCodec(str(cpy), {**options, "policy": "strict", "input_split_records": "60"})
+    planned = codec.plan([str(data)])
+    bad = [(split, json.loads(row["_corrupt_record"])) for split, framing in planned
+           for batch in codec.read_split(split, framing) for row in batch.to_pylist() if row["_corrupt_record"]]
+    assert len(planned) == 7 and len(bad) == 1
+    split, report = bad[0]
+    assert split.first_record == 240 and split.start > 0  # the fifth split's
+    assert (report["record"], report["offset"], report["field"]) == (251, offsets[250] + 6, "REC.AMOUNT")
+
+
 def test_a_corrupt_rdw_in_a_split_file_becomes_a_bad_record_after_the_good_ones(spark: Any, tmp_path: Path) -> None:
     cpy = tmp_path / "rec.cpy"
     cpy.write_text(COPYBOOK)

@@ -71,6 +71,45 @@ def test_split_records_for_avro_come_encoded_as_their_dicts(tmp_path: Path) -> N
         assert type(got) is EncodedRecord and got == out
 
 
+def test_a_bad_record_in_a_later_split_is_placed_in_the_file(tmp_path: Path) -> None:
+    """A split after the first is read as a document of its own, its records counted from its
+    start: the error names the file's line and says what its record number counts (the
+    split's, with the byte the split starts at), never an XPath index (``order[10]``) that
+    would name the file's tenth record. In the first split the numbers are the file's."""
+    import re
+
+    import pytest
+
+    from coupler.translators.xml import XmlValidationError, XsdModel
+
+    data = _orders_file(tmp_path / "orders.xml", 300)
+    text = data.read_text()
+    for n in (250, 3):
+        at = text.index("<quantity>", text.index(f'id="PO-{n}"'))
+        text = text[:at] + "<quantity>two" + text[text.index("</quantity>", at):]
+    data.write_text(text)
+    whole = XsdModel.load(XSD).decoder("orders")
+    with pytest.raises(XmlValidationError) as in_file:
+        list(whole.iter_records(str(data), "orders/order"))
+    assert "/orders/order[4]/" in str(in_file.value)  # PO-3, the file's fourth record
+    splits = plan_xml_splits([str(data)], "order", split_bytes=20_000, slots=2)
+    task = XmlSplitTask(XSD, "order", None, "parquet", {}, None)  # type: ignore[arg-type]
+    with pytest.raises(XmlValidationError) as first:
+        list(task.records(splits[0]))
+    assert first.value.where == in_file.value.where  # the first split's numbers are the file's
+    bad = text.index("<quantity>two", text.index('id="PO-250"'))
+    later = next(s for s in splits if s.start <= bad < s.end)  # the split holding PO-250, the file's 251st
+    assert splits.index(later) > 1
+    with pytest.raises(XmlValidationError) as error:
+        list(task.records(later))
+    found = re.fullmatch(rf"{re.escape(str(data))}:(\d+) /orders/order/line\[1\]/quantity: 'two' is not an"
+                         rf" xs:positiveInteger \(record (\d+) of the split at byte {later.start}\)",
+                         f"{error.value.where}: {error.value.message}")
+    assert found, f"{error.value.where}: {error.value.message}"
+    assert int(found.group(1)) == text[:bad].count("\n") + 1  # the file's line
+    assert int(found.group(2)) == 251 - text[: later.start].count("<order ")  # counted from the split's start
+
+
 def test_a_document_that_is_one_record_is_one_split() -> None:
     splits = plan_xml_splits([str(ORDERS / "order-1.xml")], "order", split_bytes=10, slots=2)
     assert len(splits) == 1 and splits[0].record_path == ""

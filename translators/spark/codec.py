@@ -358,11 +358,11 @@ class CopybookCodec:
                 log.warning("%s: %d bad records dropped (no corrupt column, no errors_path)", split.path, len(bad))
             return
         folder = Path(self.errors_path)
-        folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"errors-{split.file_id:05d}-{split.index:05d}.jsonl"
-        if not bad:
+        if not bad:  # (the folder is not made for nothing: a job that stopped has removed it)
             target.unlink(missing_ok=True)
             return
+        folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{target.name}.tmp"
         tmp.write_text("".join(line + "\n" for line in bad), encoding="utf-8")
         os.replace(tmp, target)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -215,22 +216,32 @@ def _newlines(path: str, end: int) -> int:
 
 def _in_file(exc: XmlValidationError, split: XmlSplit) -> XmlValidationError:
     """A split's error with the file's own line number (the split is read after the file's
-    head: its lines were counted from there), and, for a document that is not well-formed
-    there, what it means when the whole file is: the planner took a ``</rec> <rec`` inside a
-    record for a boundary (an element of the record's own name nested in it, which no byte
-    search can tell)."""
+    head: its lines were counted from there); the record's number said to be the split's
+    (``/orders/order/quantity ... (record 7 of the split at byte 1048576)``: the records of
+    the splits before it are not counted, which only reading the file before it could do; an
+    XPath ``order[7]`` would say the file's seventh); and, for a document that is not
+    well-formed there, what it means when the whole file is: the planner took a ``</rec> <rec``
+    inside a record for a boundary (an element of the record's own name nested in it, which no
+    byte search can tell)."""
     line = exc.line
     if line is not None:
         head_lines = _newlines(split.path, split.head) if split.head else 0
         if line > head_lines:
             line = line - head_lines + _newlines(split.path, split.start)
-    message, hint = exc.message, exc.hint
+    message, hint, path = exc.message, exc.hint, exc.path
+    depth = len(split.record_path.split("/"))  # the record's step in /ROOT/RECORD[n]/...
+    steps = (path or "").split("/")
+    numbered = re.fullmatch(r"(.*)\[(\d+)\]", steps[depth]) if len(steps) > depth else None
+    if numbered and split.head:  # read after the file's head: numbered from its own start (the first split: the file's)
+        steps[depth] = numbered.group(1)
+        path = "/".join(steps)
+        message += f" (record {numbered.group(2)} of the split at byte {split.start})"
     if message.startswith("not well-formed XML"):
         record = split.record_path.rsplit("/", 1)[-1]
         message += f" (in the split of bytes {split.start}-{split.end})"
         hint = (f"if the file is well-formed, an element <{record}> nested in a record was taken for a record"
                 f" boundary: translate this file with a split size larger than the file")
-    return XmlValidationError(message, path=exc.path, line=line, source=exc.source, hint=hint)
+    return XmlValidationError(message, path=path, line=line, source=split.path, hint=hint)
 
 
 class XmlSplitTask:

@@ -7,6 +7,8 @@ buffered as on a terminal's pipe, no ``PYTHONUNBUFFERED``).
   status 1, no file under that name and no ``.part`` beside it, an older file of that name
   left as it was;
 * Ctrl-C in the middle of a decode - exit status 130, ``coupler: interrupted``, no output;
+* SIGTERM in the middle of a one-shot command (``kill``, ``timeout``, systemd), with its
+  workers too - as Ctrl-C, with exit status 143 and ``coupler: interrupted (SIGTERM)``;
 * a reader that goes away (``coupler ... | head -1``), a standard output on a full device -
   no ``BrokenPipeError`` or ``Exception ignored`` from the interpreter;
 * an ``--output`` that is a named pipe is written, not replaced by a regular file.
@@ -195,6 +197,63 @@ def test_ctrl_c_in_a_decode_removes_the_partial_output(inputs: Path, tmp_path: P
     assert proc.returncode == 130
     assert stderr == "coupler: interrupted\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def _big_inputs(root: Path) -> Path:
+    """Inputs that take seconds to decode (made once for the SIGTERM tests): 2,000,000
+    copybook records (52 MB), 300,000 XML orders (~17 MB)."""
+    if not (root / "huge.dat").exists():
+        with open(root / "huge.dat", "wb") as fh:
+            for _ in range(10):
+                fh.write((root / "big.dat").read_bytes())
+        orders = "".join(f"<order><id>{i}</id><item>bolt {i}</item></order>" for i in range(300_000))
+        (root / "many-orders.xml").write_text(f"<orders>{orders}</orders>")
+    return root
+
+
+#: one-shot commands that write --output, each with an input it takes seconds to go through
+TERMINATED: dict[str, tuple[str, ...]] = {
+    "copybook decode --per-record": ("copybook", "decode", "rec.cpy", "huge.dat", *ASCII, "--per-record"),
+    "copybook decode --jobs 2": ("copybook", "decode", "rec.cpy", "huge.dat", *ASCII, "--jobs", "2"),
+    "translate": ("translate", "--from", "copybook:rec.cpy", "--to", "jsonl", "huge.dat", *ASCII),
+    "xml decode": ("xml", "decode", "orders.xsd", "many-orders.xml", "--record-path", "orders/order", "--jobs", "1"),
+    "xml decode --jobs 2": ("xml", "decode", "orders.xsd", "many-orders.xml", "--record-path", "orders/order",
+                            "--jobs", "2", "--split-size-mb", "1"),
+}
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["to the command", "to its process group"])
+@pytest.mark.parametrize("argv", TERMINATED.values(), ids=TERMINATED.keys())
+def test_sigterm_stops_a_command_as_ctrl_c_does(argv: tuple[str, ...], group: bool, inputs: Path,
+                                                tmp_path: Path) -> None:
+    """``kill PID``, or systemd stopping a unit (SIGTERM to every process of it): the partial
+    output removed, an earlier output kept, the workers gone, one line, exit status 143."""
+    out = tmp_path / "out.jsonl"
+    out.write_text("the output of an earlier run\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coupler.bus.cli", *argv, "--output", str(out)], cwd=_big_inputs(inputs), env=_env(),
+        stderr=subprocess.PIPE, text=True, start_new_session=True,  # its own process group, its workers in it
+    )
+    partial = tmp_path / "out.jsonl.part"
+    deadline = time.monotonic() + 120
+    while not (partial.exists() and partial.stat().st_size > 0):  # its first records written
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.01)
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stderr) == (143, "coupler: interrupted (SIGTERM)\n")
+    assert out.read_text() == "the output of an earlier run\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # no out.jsonl.part
+    while True:  # no worker left running (they were in its process group)
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "a worker of the command is still running"
+        time.sleep(0.01)
 
 
 def test_ctrl_c_while_the_command_starts(tmp_path: Path) -> None:
