@@ -28,11 +28,19 @@ repetitions; the report gives every pair, the medians, and the ratio new/old of 
 (below 1.00: the current code is faster). ``--profile N`` then adds a cProfile of each.
 
     .venv/bin/python benchmarks/xml_translate.py --baseline-ref afe0c7b [--compare-mb 4] [--pairs 7] [--repeat 3]
+
+Peak RSS by file size (``--rss-mb``): the command line's whole process on files of each size
+made by the same generator, each ``--rss-to`` and ``--rss-jobs``, the command's own peak RSS
+(``VmHWM`` at its exit) and its largest worker's (polled), with CPU and wall seconds; with
+``--baseline-ref``, that commit's code and this one alternately (``--rss-pairs`` runs each).
+
+    .venv/bin/python benchmarks/xml_translate.py --rss-mb 20,100,200,400 [--rss-to avro,jsonl] [--rss-jobs 1,2] [--baseline-ref REF]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -41,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -210,35 +219,90 @@ def compare(ref: str, megabytes: float, pairs: int, repeat: int, profile: int) -
                 print(run_worker(code, xml, profile)["profile"].strip())
 
 
-#: the command line's ``main`` in a process that then prints its own CPU seconds (not its workers')
-_OWN_CPU = ("import os, resource, sys\nfrom coupler.bus.cli.main import main\ncode = main(sys.argv[1:])\n"
-            "t = os.times()\nprint(t.user + t.system, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\nsys.exit(code)")
+#: the command line's ``main`` in a process that writes its own CPU seconds and peak RSS
+#: (``VmHWM``: this process image only; ``ru_maxrss`` counts the RSS of the process it was
+#: started from: a child of this benchmark reported the benchmark's own peak, 262 MB for a
+#: command whose own was 44 MB) to the file named by $BENCH_OUT at exit; $BENCH_CODE: an
+#: older commit's code (``--baseline-ref``)
+_CLI = """\
+import atexit, os, sys
+if os.environ.get("BENCH_CODE"):
+    sys.path.insert(0, os.environ["BENCH_DIR"])
+    import baseline
+    baseline.use_code(baseline.Path(os.environ["BENCH_CODE"]))
+def _report():
+    t = os.times()
+    with open("/proc/self/status") as f, open(os.environ["BENCH_OUT"], "w") as out:
+        out.write(f"{t.user + t.system} {next(line for line in f if line.startswith('VmHWM')).split()[1]}")
+atexit.register(_report)  # not run by the workers, which end by os._exit
+from coupler.bus.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _worker_hwm(pid: int, peak: dict[int, int], done: threading.Event) -> None:
+    """Poll the peak RSS (``VmHWM``, kB) of ``pid``'s child processes (the workers, which
+    have no exit hook of ours) until ``done``."""
+    while not done.wait(0.05):
+        try:
+            children = [int(c) for task in os.listdir(f"/proc/{pid}/task")
+                        for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/status") as f:
+                    hwm = int(next(line for line in f if line.startswith("VmHWM")).split()[1])
+            except (OSError, StopIteration, ValueError):
+                continue
+            peak[child] = max(peak.get(child, 0), hwm)
+
+
+def run_cli(xml: Path, out: Path, jobs: int, to: str = "avro",
+            code: Path | None = None) -> tuple[float, float, float, float, float]:
+    """``coupler xml decode --record-path orders/order --to TO --jobs N`` in a new process:
+    wall seconds, CPU seconds (the command's and its workers', from ``wait4``), the
+    command's own CPU seconds, its own peak RSS and its largest worker's (MB, 0 without)."""
+    command = [sys.executable, "-c", _CLI, "xml", "decode", str(XSD), str(xml), "--record-path", RECORD_PATH,
+               "--to", to, "--output", str(out), "--jobs", str(jobs), "--no-progress"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if code is not None:
+        env.update(BENCH_CODE=str(code), BENCH_DIR=str(Path(__file__).resolve().parent))
+    with tempfile.NamedTemporaryFile("r") as report, tempfile.TemporaryFile() as err:
+        env["BENCH_OUT"] = report.name
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        workers: dict[int, int] = {}
+        done = threading.Event()
+        poller = threading.Thread(target=_worker_hwm, args=(proc.pid, workers, done), daemon=True)
+        poller.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        done.set()
+        poller.join()
+        if os.waitstatus_to_exitcode(status):
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(command)}: {err.read().decode(errors='replace')[-500:]}")
+        own_cpu, own_rss = report.read().split()
+    return (wall, usage.ru_utime + usage.ru_stime, float(own_cpu), int(own_rss) / 1024,
+            max(workers.values(), default=0) / 1024)
 
 
 def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
     """The command line's whole process, ``coupler xml decode --record-path orders/order --to avro``,
     with ``--jobs 1`` and ``--jobs 2`` alternately (``pairs`` times) on the same file: wall
-    seconds and CPU seconds (the command's and its worker processes', ``RUSAGE_CHILDREN``);
-    the two files' bytes are checked to be the same but for their random sync marker."""
+    seconds and CPU seconds (the command's and its worker processes'), peak RSS (each
+    process's own); the two files' bytes are checked to be the same but for their random sync marker."""
     runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
-    rss: dict[int, tuple[int, int]] = {}  # peak RSS MB of the command, of its largest worker
+    rss: dict[int, tuple[float, float]] = {}  # peak RSS MB of the command, of its largest worker
     outputs = {}
     load = os.getloadavg()
     for _ in range(pairs):
         for jobs in (1, 2):
             out = tmp / f"cli-jobs{jobs}.avro"
-            command = [sys.executable, "-c", _OWN_CPU, "xml", "decode", str(XSD), str(xml), "--record-path",
-                       RECORD_PATH, "--to", "avro", "--output", str(out), "--jobs", str(jobs), "--no-progress"]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            done = subprocess.run(command, check=True, capture_output=True, text=True)
-            wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            own_cpu, own_rss, worker_rss = done.stdout.split()
-            runs[jobs].append((wall, cpu, float(own_cpu)))
-            rss[jobs] = max(rss.get(jobs, (0, 0)), (int(own_rss) // 1024, int(worker_rss) // 1024))
+            wall, cpu, own_cpu, own_rss, worker_rss = run_cli(xml, out, jobs)
+            runs[jobs].append((wall, cpu, own_cpu))
+            rss[jobs] = max(rss.get(jobs, (0, 0)), (own_rss, worker_rss))
             data = out.read_bytes()
             outputs[jobs] = data.replace(data[-16:], b"")  # the sync marker: the file's last 16 bytes
             with out.open("rb") as fh:
@@ -255,8 +319,8 @@ def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
         med[jobs] = wall
         lines.append(f"CLI xml decode --to avro --jobs {jobs} (whole process, median of {pairs}): "
                      f"{size / wall:6.2f} MB/s wall, {wall:.2f} s wall, {cpu:.2f} s CPU (command and workers), "
-                     f"{size / cpu:6.2f} MB/s CPU; the command's own {own:.2f} s CPU; peak RSS {rss[jobs][0]} MB"
-                     + (f", a worker's {rss[jobs][1]} MB" if jobs > 1 else "")
+                     f"{size / cpu:6.2f} MB/s CPU; the command's own {own:.2f} s CPU; peak RSS {rss[jobs][0]:.0f} MB"
+                     + (f", a worker's {rss[jobs][1]:.0f} MB" if jobs > 1 else "")
                      + (f"; on 2 idle cores at most {med_cpu[1] / max(cpu / 2, own):.2f}x --jobs 1's CPU time"
                         " (all the CPU on 2 cores, or the command's own part)" if jobs > 1 else ""))
         med_cpu[jobs] = cpu
@@ -264,6 +328,51 @@ def cli_jobs(xml: Path, tmp: Path, pairs: int, records: int) -> list[str]:
     lines.append(f"CLI --jobs 2 / --jobs 1: {med[1] / med[2]:.2f}x (wall); the same bytes but the sync marker; "
                  f"load average {load[0]:.2f} before, {after[0]:.2f} after, on {len(os.sched_getaffinity(0))} cores")
     return lines
+
+
+def rss_by_size(sizes: list[float], tos: list[str], jobs_list: list[int], ref: str | None, pairs: int) -> None:
+    """Peak RSS of the command's whole process by file size (issue 32: under 300 MB for any
+    size): ``xml decode --record-path orders/order`` on files of ``sizes`` MB made by the
+    generator, each ``--to`` and ``--jobs`` given, the command's own peak and its largest
+    worker's; with ``ref``, that commit's code and this one alternately, ``pairs`` times each
+    (the highest peak and the median CPU and wall of the pairs)."""
+    load = os.getloadavg()
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        codes: list[tuple[str, Path | None]] = [("this", None)]
+        if ref:
+            old = stack.enter_context(baseline.checkout(ref))
+            codes = [(baseline.describe(ref), old), ("this", None)]
+        print(f"peak RSS by file size, the command's whole process (VmHWM of the command; of its largest worker, "
+              f"polled); {pairs} run(s) each, codes alternating; load average {load[0]:.2f} at start on "
+              f"{len(os.sched_getaffinity(0))} cores; this code: {baseline.head()}")
+        print()
+        warm = tmp / "warm.xml"  # each code's bytecode written before the runs measured
+        generate(warm, 0.2)
+        for _, code in codes:
+            run_cli(warm, tmp / "warm.avro", 2, "avro", code)
+        print("| file MB | --to | --jobs | code | command's peak RSS MB | a worker's MB | wall s | CPU s | MB/s CPU |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for megabytes in sizes:
+            xml = tmp / "orders.xml"
+            generate(xml, megabytes)
+            size = xml.stat().st_size / 1e6
+            for to in tos:
+                for jobs in jobs_list:
+                    runs: dict[str, list[tuple[float, float, float, float, float]]] = {name: [] for name, _ in codes}
+                    for _ in range(pairs):
+                        for name, code in codes:
+                            runs[name].append(run_cli(xml, tmp / f"out.{to}", jobs, to, code))
+                    for name, _ in codes:
+                        wall = statistics.median(r[0] for r in runs[name])
+                        cpu = statistics.median(r[1] for r in runs[name])
+                        own = max(r[3] for r in runs[name])
+                        worker = max(r[4] for r in runs[name])
+                        print(f"| {size:.0f} | {to} | {jobs} | {name} | {own:.0f} | {worker:.0f} | {wall:.1f} | "
+                              f"{cpu:.1f} | {size / cpu:.2f} |", flush=True)
+            xml.unlink()
+    after = os.getloadavg()
+    print(f"\nload average {after[0]:.2f} at end; {memory_note()}")
 
 
 def main() -> None:
@@ -279,11 +388,21 @@ def main() -> None:
                         help="with --baseline-ref: then cProfile each code once, top N functions")
     parser.add_argument("--cli-pairs", type=int, default=2, metavar="N",
                         help="the CLI's whole process with --jobs 1 then --jobs 2, N times (0: not measured)")
+    parser.add_argument("--rss-mb", metavar="MB,MB,...",
+                        help="instead: the command's peak RSS by file size (e.g. 20,100,200,400), this code's "
+                             "and --baseline-ref's alternately")
+    parser.add_argument("--rss-to", default="avro", help="with --rss-mb: the outputs, e.g. avro,jsonl")
+    parser.add_argument("--rss-jobs", default="1,2", help="with --rss-mb: the --jobs values")
+    parser.add_argument("--rss-pairs", type=int, default=1, help="with --rss-mb: runs of each code")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(worker(args.code, args.worker, args.profile, args.repeat)))
+        return
+    if args.rss_mb:
+        rss_by_size([float(m) for m in args.rss_mb.split(",")], args.rss_to.split(","),
+                    [int(j) for j in args.rss_jobs.split(",")], args.baseline_ref, args.rss_pairs)
         return
     if args.baseline_ref:
         compare(args.baseline_ref, args.compare_mb, args.pairs, args.repeat, args.profile)

@@ -122,6 +122,39 @@ def test_split_by_split_decoding_gives_the_records_of_the_whole_file(tmp_path: P
     assert max(split_counts) > 5  # the files were split
 
 
+def test_the_planners_searches_a_window_at_a_time_find_what_one_search_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The planner searches the mapped file a window at a time and gives each window's pages
+    back (its RSS does not grow with the file): windows of a few bytes find every match one
+    search over the range finds, and plan the documents as the 1 MB windows do."""
+    import mmap
+
+    from coupler.translators.xml import splits as planner
+
+    rng = random.Random(SEED)
+    raw_file, data = tmp_path / "bytes", tmp_path / "recs.xml"
+    for case in cases(least=40, budget=1.0):
+        raw = bytes(rng.choice(b"<!?-]>x ") for _ in range(rng.randint(1, 300)))
+        raw_file.write_bytes(raw)
+        document, _ = _document(rng)
+        data.write_bytes(document)
+        split_bytes = rng.choice([1, 40, 250])
+        label = f"case {case} (COUPLER_FUZZ_SEED={SEED})"
+        with bounded(label):
+            whole = plan_xml_splits([str(data)], f"{{{NS}}}rec", split_bytes=split_bytes, slots=2)
+            monkeypatch.setattr(planner, "_WINDOW", rng.randint(1, 40))
+            monkeypatch.setattr(planner, "_FOLIO", rng.choice([0, 4096]))
+            with raw_file.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                for _ in range(20):
+                    sub = rng.choice([b"!", b"?", b"<!--", b"-->", b"]]>", b"<?", b"x -"])
+                    start = rng.randint(0, len(raw))
+                    end = rng.randint(start, len(raw))
+                    assert planner._rfind(mm, sub, start, end) == raw.rfind(sub, start, end), (label, raw, sub)
+            assert plan_xml_splits([str(data)], f"{{{NS}}}rec", split_bytes=split_bytes, slots=2) == whole, label
+            monkeypatch.undo()
+
+
 @pytest.mark.parametrize(("document", "records"), [
     # a comment holding a boundary between two records
     (b'<list xmlns="urn:h126:recs"><rec><note>a</note><n>1</n></rec><!-- </rec> <rec> -->\n'

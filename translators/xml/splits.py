@@ -48,6 +48,8 @@ XML_SPLIT_BYTES = 16 * 1024 * 1024
 #: slots ended up to that far apart)
 XML_TAIL_DIVISOR = 128
 _WINDOW = 1 << 20  # bytes searched for a boundary per step
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)  # None: no madvise (Windows)
+_FOLIO = 2 << 20  # the largest folio of the page cache (a huge page)
 
 
 class XmlSplitError(CouplerError):
@@ -136,15 +138,50 @@ def _first_record(path: str, raw: str, root_raw: str) -> int | None:
     return None
 
 
+def _release(mm: mmap.mmap, start: int, end: int) -> None:
+    """Give back the pages of ``mm[start:end]`` and of the large folio either side: the process
+    no longer maps them (its RSS), the file's pages stay in the page cache and a later read
+    maps them again. A file page that a search has read counts in the process's RSS for as
+    long as the file is mapped: without this, the bytes searched (the whole file, from each
+    boundary's target back to the one before it) made the planner's peak RSS the file's size
+    plus the process's own. A read maps its page's whole folio (up to 2 MB of the page cache
+    on Linux 6.18's ext4), so pages beside the bytes read, hence the margin."""
+    if _DONTNEED is None:
+        return
+    first = max(0, start - _FOLIO)
+    first -= first % mmap.PAGESIZE
+    end = min(end + _FOLIO, len(mm))
+    if end > first:
+        mm.madvise(_DONTNEED, first, end - first)
+
+
 def _search(mm: mmap.mmap, pattern: re.Pattern[bytes], start: int, group: int = 0) -> int | None:
-    """The offset of the first match of ``pattern`` at or after ``start`` (``group``'s start)."""
+    """The offset of the first match of ``pattern`` at or after ``start`` (``group``'s start),
+    searched a window at a time, the pages of each window without one given back (:func:`_release`)."""
     pos = start
     while pos < len(mm):
-        m = pattern.search(mm, pos, min(len(mm), pos + _WINDOW + 4096))
+        stop = min(len(mm), pos + _WINDOW + 4096)
+        m = pattern.search(mm, pos, stop)
         if m:
             return m.start(group)
+        _release(mm, pos, stop)
         pos += _WINDOW
     return None
+
+
+def _rfind(mm: mmap.mmap, sub: bytes, start: int, end: int) -> int:
+    """``mm.rfind(sub, start, end)`` searched a window at a time from ``end`` back, the pages
+    of each window without it given back (:func:`_release`)."""
+    hi = end
+    while hi > start:
+        lo = max(start, hi - _WINDOW)
+        stop = min(end, hi + len(sub) - 1)  # a match starting before hi, ending after it
+        found = mm.rfind(sub, lo, stop)
+        if found >= 0:
+            return found
+        _release(mm, lo, stop)
+        hi = lo
+    return -1
 
 
 def _last_opener(mm: mmap.mmap, mark: bytes, clean: int, at: int, kinds: tuple[bytes, ...]) -> list[int]:
@@ -157,7 +194,7 @@ def _last_opener(mm: mmap.mmap, mark: bytes, clean: int, at: int, kinds: tuple[b
     left = len(kinds)
     pos = at
     for _ in range(8):
-        k = mm.rfind(mark, clean + 1, pos)
+        k = _rfind(mm, mark, clean + 1, pos)
         if k < 0:
             return found
         pos = k
@@ -171,7 +208,7 @@ def _last_opener(mm: mmap.mmap, mark: bytes, clean: int, at: int, kinds: tuple[b
             return found
     for i, kind in enumerate(kinds):
         if found[i] < 0:
-            found[i] = mm.rfind(b"<" + mark + kind, clean, pos)
+            found[i] = _rfind(mm, b"<" + mark + kind, clean, pos)
     return found
 
 
@@ -186,7 +223,7 @@ def _in_markup(mm: mmap.mmap, clean: int, at: int) -> bool:
     comment, cdata = _last_opener(mm, b"!", clean, at, (b"--", b"[CDATA["))
     (instruction,) = _last_opener(mm, b"?", clean, at, (b"",))
     for last, size, closer in ((comment, 4, b"-->"), (cdata, 9, b"]]>"), (instruction, 2, b"?>")):
-        if last >= 0 and mm.rfind(closer, last + size, at) < 0:
+        if last >= 0 and _rfind(mm, closer, last + size, at) < 0:
             return True
     return False
 
@@ -222,7 +259,7 @@ def plan_xml_splits(
         boundary = re.compile(rb"</" + re.escape(rec_raw.encode()) + rb"\s*>\s*(<" + re.escape(rec_raw.encode()) + rb"[\s/>])")
         later = sum(sizes[file_id + 1 :])
         bounds = [0]
-        pos = first
+        pos = released = first
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             while not whole:
                 target = pos + guided_split_bytes(size - pos + later, split_bytes, slots, floor)
@@ -232,6 +269,9 @@ def plan_xml_splits(
                 if found is None:
                     break
                 bounds.append(found)
+                if found - released >= _WINDOW:  # the windows where the searches stopped, the bytes read beside them
+                    _release(mm, released, found)
+                    released = found
                 pos = found
         tail = f"</{root_raw}>".encode()
         for i, start in enumerate(bounds):

@@ -219,6 +219,46 @@ def test_a_killed_worker_ends_the_command_with_one_line_without_hanging(tmp_path
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
 
 
+#: the command in a new process that prints its own peak RSS (``VmHWM``, kB: this process
+#: image only, where ``ru_maxrss`` also counts the process it was started from) as it exits
+_PEAK_RSS = """\
+import atexit, sys
+from coupler.bus.cli.main import main
+atexit.register(lambda: print(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _peak_rss_mb(tmp_path: Path, data: Path) -> float:
+    """The command's own peak RSS (MB) decoding ``data`` with two workers, 1 MB parts."""
+    out = tmp_path / f"{data.stem}.avro"
+    done = subprocess.run([sys.executable, "-c", _PEAK_RSS, "xml", "decode", str(ORDERS_XSD), str(data),
+                           "--record-path", "orders/order", "--to", "avro", "--output", str(out), "--jobs", "2",
+                           "--split-size-mb", "1", "--no-progress"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    with out.open("rb") as fh:  # every record written
+        assert sum(b.num_records for b in fastavro.block_reader(fh)) == int(data.stem.split("-")[1])
+    return int(done.stdout.split()[-1]) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from Linux's /proc")
+def test_the_commands_peak_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    # orders of ~64 KB each (a long description: little to decode, many bytes): 1,000 of
+    # them are a 64 MB file, 64 a 4 MB one. Planning the parts searches the whole file
+    # through a memory map, whose pages count in the RSS while mapped: the peak was the file's
+    # size above the small file's (+62 MB); the results waiting to be written are a few parts.
+    text = "x" * 64_000
+    for count in (64, 1000):
+        body = "".join(order(n).replace("<description>Item 1 ", f"<description>{text} Item 1 ", 1)
+                       for n in range(count))
+        (tmp_path / f"orders-{count}.xml").write_text(HEAD + body + TAIL, encoding="utf-8")
+    small = _peak_rss_mb(tmp_path, tmp_path / "orders-64.xml")
+    large = _peak_rss_mb(tmp_path, tmp_path / "orders-1000.xml")
+    assert (tmp_path / "orders-1000.xml").stat().st_size > 60e6
+    assert large - small < 24, f"peak RSS {large:.0f} MB for 64 MB, {small:.0f} MB for 4 MB"
+
+
 def test_the_progress_bar_follows_the_parts_written(tmp_path: Path) -> None:
     from tests.terminal import coupler_on_a_terminal
 
