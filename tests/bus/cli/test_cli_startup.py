@@ -88,3 +88,32 @@ def test_main_called_in_a_program_leaves_its_collector_as_it_was(tmp_path: Path,
         finally:
             gc.enable()
     assert gc.get_freeze_count() == frozen
+
+
+def _loaded_after(tmp_path: Path, args: list[str], modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a ``coupler`` process has imported once the command is done."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['coupler', *{args!r}]\n"
+        "from coupler.bus.cli.main import main\n"
+        "assert main() == 0\n"
+        f"print('@@' + ' '.join(m for m in {modules!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return [line[2:] for line in done.stdout.splitlines() if line.startswith("@@")][0].split()
+
+
+def test_a_small_decode_starts_no_threads_and_imports_no_error_helpers(tmp_path: Path) -> None:
+    """A file of one chunk decodes on the command's thread even with ``--jobs 2`` (no thread
+    pool, no ``concurrent.futures``); ``difflib`` is for a misspelt option only (start-up)."""
+    copybook, data = _data(tmp_path)
+    decode = ["copybook", "decode", str(copybook), str(data), "--to", "parquet", "--jobs", "2"]
+    lazy = ("concurrent.futures", "difflib")
+    assert _loaded_after(tmp_path, [*decode, "--output", str(tmp_path / "a.parquet")], lazy) == []
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import datagen
+
+    big = datagen.write_fixed_file(tmp_path / "big.dat", 16_385)  # two chunks of the CLI's 16,384 records
+    assert _loaded_after(tmp_path, ["copybook", "decode", str(copybook), str(big), "--to", "parquet", "--jobs", "2",
+                                    "--output", str(tmp_path / "b.parquet")], lazy) == ["concurrent.futures"]
