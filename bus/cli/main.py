@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -218,10 +217,8 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    if args.debug or not getattr(args.func, "logs_nothing", False) or "logging" in sys.modules:
+        _configure_logging(args.debug)
     if not getattr(args.func, "ends_startup", False):
         startup.done()
     try:
@@ -253,6 +250,16 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: internal error: {type(exc).__name__}: {exc} "
               "(run again with --debug for the traceback and report it)", file=sys.stderr)
         return 1
+
+
+def _configure_logging(debug: bool) -> None:
+    """Log records on standard error, ``LEVEL logger: message``; debug records with ``--debug``."""
+    import logging
+
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
 
 
 def _where_schemas_come_from(exc: UnknownSchemaError, args: argparse.Namespace) -> None:

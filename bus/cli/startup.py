@@ -57,3 +57,13 @@ def ends_startup(func: _F) -> _F:
     """Mark a command's function that calls :func:`done` itself, after its own imports."""
     func.ends_startup = True  # type: ignore[attr-defined]
     return func
+
+
+def logs_nothing(func: _F) -> _F:
+    """Mark a command's function whose modules never log (nor import :mod:`logging`): ``main``
+    then configures logging for it only with ``--debug`` or when :mod:`logging` is already
+    imported (a program calling ``main([...])``), so that its own process does not import
+    :mod:`logging` (2 % of ``copybook decode``'s start-up, docs/performance.md). A test keeps
+    the mark true: ``copybook decode`` imports no :mod:`logging`."""
+    func.logs_nothing = True  # type: ignore[attr-defined]
+    return func

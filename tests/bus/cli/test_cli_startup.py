@@ -117,3 +117,32 @@ def test_a_small_decode_starts_no_threads_and_imports_no_error_helpers(tmp_path:
     big = datagen.write_fixed_file(tmp_path / "big.dat", 16_385)  # two chunks of the CLI's 16,384 records
     assert _loaded_after(tmp_path, ["copybook", "decode", str(copybook), str(big), "--to", "parquet", "--jobs", "2",
                                     "--output", str(tmp_path / "b.parquet")], lazy) == ["concurrent.futures"]
+
+
+def test_copybook_decode_imports_no_logging_unless_debug(tmp_path: Path) -> None:
+    """``copybook decode`` is marked ``logs_nothing`` (startup.py): its process configures
+    logging only with --debug, so nothing it imports may log; a module on its path that
+    imports :mod:`logging` makes this fail (then drop the mark)."""
+    copybook, data = _data(tmp_path)
+    for to in ("parquet", "jsonl", "avro"):
+        decode = ["copybook", "decode", str(copybook), str(data), "--to", to, "--output", str(tmp_path / f"a.{to}")]
+        assert _loaded_after(tmp_path, decode, ("logging",)) == [], to
+        assert _loaded_after(tmp_path, ["--debug", *decode], ("logging",)) == ["logging"], to
+    assert _loaded_after(tmp_path, ["copybook", "layout", str(copybook)], ("logging",)) == ["logging"]
+
+
+def test_logging_is_configured_as_before_where_it_is_imported(tmp_path: Path) -> None:
+    """A program that imported logging before ``main([...])`` gets the same configuration
+    from every command, marked or not."""
+    copybook, data = _data(tmp_path)
+    code = (
+        "import logging, sys\n"
+        "from coupler.bus.cli.main import main\n"
+        f"assert main(['copybook', 'decode', {str(copybook)!r}, {str(data)!r}, '--to', 'parquet',\n"
+        f"             '--output', {str(tmp_path / 'a.parquet')!r}]) == 0\n"
+        "root = logging.getLogger()\n"
+        "print('@@', logging.getLevelName(root.level), [h.formatter._fmt for h in root.handlers])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "@@ WARNING ['%(levelname)s %(name)s: %(message)s']" in done.stdout
