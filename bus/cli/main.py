@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _name_bytes_on_stderr()
     try:
         try:
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            return _main(list(sys.argv[1:] if argv is None else argv), own_process=argv is None)
         finally:  # what is left of the output, here rather than at the interpreter's exit
             _flush_stdout()
     except BrokenPipeError:  # `coupler ... | head`: the reader has what it wanted
@@ -203,7 +203,7 @@ def _discard_stdout() -> None:
         pass
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], *, own_process: bool = False) -> int:
     # NumPy's OpenBLAS starts a thread per core at import, which then spins: ~0.1 s of CPU
     # per process on two cores (a third of `copybook decode`'s start-up,
     # docs/performance.md). Coupler does no linear algebra; a user's own setting wins, and
@@ -217,7 +217,8 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
     args = parser.parse_args(argv)
-    if args.debug or not getattr(args.func, "logs_nothing", False) or "logging" in sys.modules:
+    # (a command marked startup.logs_nothing, in its own process, leaves logging unimported)
+    if args.debug or not (own_process and getattr(args.func, "logs_nothing", False)) or "logging" in sys.modules:
         _configure_logging(args.debug)
     if not getattr(args.func, "ends_startup", False):
         startup.done()

@@ -131,15 +131,17 @@ def test_copybook_decode_imports_no_logging_unless_debug(tmp_path: Path) -> None
     assert _loaded_after(tmp_path, ["copybook", "layout", str(copybook)], ("logging",)) == ["logging"]
 
 
-def test_logging_is_configured_as_before_where_it_is_imported(tmp_path: Path) -> None:
-    """A program that imported logging before ``main([...])`` gets the same configuration
-    from every command, marked or not."""
+@pytest.mark.parametrize("imported_first", [True, False])
+def test_a_program_calling_main_has_its_logging_configured_as_before(tmp_path: Path, imported_first: bool) -> None:
+    """A program calling ``main([...])`` gets the same logging configuration from every
+    command, marked ``logs_nothing`` or not, whether it imported logging first or not."""
     copybook, data = _data(tmp_path)
     code = (
-        "import logging, sys\n"
-        "from coupler.bus.cli.main import main\n"
+        ("import logging\n" if imported_first else "")
+        + "from coupler.bus.cli.main import main\n"
         f"assert main(['copybook', 'decode', {str(copybook)!r}, {str(data)!r}, '--to', 'parquet',\n"
         f"             '--output', {str(tmp_path / 'a.parquet')!r}]) == 0\n"
+        "import logging\n"
         "root = logging.getLogger()\n"
         "print('@@', logging.getLevelName(root.level), [h.formatter._fmt for h in root.handlers])\n"
     )
