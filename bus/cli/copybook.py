@@ -183,6 +183,7 @@ def run_schema(args: argparse.Namespace) -> int:
 
 
 @startup.ends_startup
+@startup.logs_nothing
 def run_decode(args: argparse.Namespace) -> int:
     from coupler.bus.cli.outputs import ReportFile
     from coupler.translators.copybook import decoder

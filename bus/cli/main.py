@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import errno
 import importlib
-import logging
 import os
 import signal
 import sys
@@ -41,6 +40,8 @@ from coupler.bus.cli.examples import attach
 from coupler.canonical.errors import CouplerError, UnknownSchemaError
 
 if TYPE_CHECKING:  # imported when plugins are loaded (not on a built-in command's path)
+    import logging
+
     import pluggy
 
 #: failures of a write that say where it went is full or refuses it (no file is named)
@@ -200,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _name_bytes_on_stderr()
     try:
         try:
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            return _main(list(sys.argv[1:] if argv is None else argv), own_process=argv is None)
         finally:  # what is left of the output, here rather than at the interpreter's exit
             _flush_stdout()
     except BrokenPipeError:  # `coupler ... | head`: the reader has what it wanted
@@ -264,7 +265,7 @@ def _discard_stdout() -> None:
         pass
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], *, own_process: bool = False) -> int:
     # NumPy's OpenBLAS starts a thread per core at import, which then spins: ~0.1 s of CPU
     # per process on two cores (a third of `copybook decode`'s start-up,
     # docs/performance.md). Coupler does no linear algebra; a user's own setting wins, and
@@ -278,14 +279,9 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: {exc}", file=sys.stderr)
         return exc.exit_code
     args = parser.parse_args(argv)
-    ours = not logging.getLogger().handlers  # basicConfig adds a handler (not in a program that has its own)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    if ours and not args.debug:
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(_not_the_interrupt)
+    # (a command marked startup.logs_nothing, in its own process, leaves logging unimported)
+    if args.debug or not (own_process and getattr(args.func, "logs_nothing", False)) or "logging" in sys.modules:
+        _configure_logging(args.debug)
     if not getattr(args.func, "ends_startup", False):
         startup.done()
     try:
@@ -320,6 +316,22 @@ def _main(argv: list[str]) -> int:
         print(f"coupler: error: internal error: {type(exc).__name__}: {exc} "
               "(run again with --debug for the traceback and report it)", file=sys.stderr)
         return 1
+
+
+def _configure_logging(debug: bool) -> None:
+    """Log records on standard error, ``LEVEL logger: message``; debug records with ``--debug``.
+    Without ``--debug``, where the handler is ours (not a program's own), a library's log of the
+    interrupt that stops the command is left out (:func:`_not_the_interrupt`)."""
+    import logging
+
+    ours = not logging.getLogger().handlers  # basicConfig adds a handler (not in a program that has its own)
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if ours and not debug:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_not_the_interrupt)
 
 
 def _not_the_interrupt(record: logging.LogRecord) -> bool:

@@ -57,3 +57,14 @@ def ends_startup(func: _F) -> _F:
     """Mark a command's function that calls :func:`done` itself, after its own imports."""
     func.ends_startup = True  # type: ignore[attr-defined]
     return func
+
+
+def logs_nothing(func: _F) -> _F:
+    """Mark a command's function whose modules never log (nor import :mod:`logging`): in the
+    command's own process (the ``coupler`` script, ``python -m coupler.bus.cli``) ``main`` then
+    configures logging for it only with ``--debug`` or when :mod:`logging` is already imported,
+    so that the process does not import :mod:`logging` (2 % of ``copybook decode``'s start-up,
+    docs/performance.md); a program calling ``main([...])`` has its logging configured as by
+    every command. A test keeps the mark true: ``copybook decode`` imports no :mod:`logging`."""
+    func.logs_nothing = True  # type: ignore[attr-defined]
+    return func

@@ -38,7 +38,7 @@ from .kernels import arrow_type, decode_column
 from .layout import Field, Layout, Node, depending_on_counter
 from .options import CopybookOptions
 
-if TYPE_CHECKING:  # concurrent.futures is imported with --jobs 2 or more only (start-up)
+if TYPE_CHECKING:  # concurrent.futures: with --jobs 2 or more, for a file of 2 chunks or more (start-up)
     from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["FileBatch", "batch_supported", "decode_file_batches", "split_records"]
@@ -146,8 +146,10 @@ def decode_file_batches(
     ``jobs`` > 1 decodes chunks on threads (the compiled kernel and the file reads release
     the GIL) and yields them in file order, with the bad-field reports and counters in that
     order too: the output is the same whatever ``jobs`` is. ``min(jobs, 3)`` threads decode,
-    and 3 chunks (``_READ_AHEAD``) are read ahead of the caller, so memory stays flat: up to 3
-    chunks decode at once while the caller (the writer) takes the one before.
+    started for the first file of more than one chunk (a file of one chunk is decoded on the
+    calling thread, where a thread would only take it over), and 3 chunks (``_READ_AHEAD``)
+    are read ahead of the caller, so memory stays flat: up to 3 chunks decode at once while
+    the caller (the writer) takes the one before.
 
     ``records=(first, count)`` decodes only those whole records of each file (numbered from
     0, as in the reports), and its truncated last record only when the range reaches the end:
@@ -162,11 +164,7 @@ def decode_file_batches(
         raise ValueError("the vectorised decoder cannot decode this layout with these options")
     size, inner = _framing(layout, options)
     decoders = _Decoders(layout, inner, options, policy)
-    pool = None
-    if jobs > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(min(jobs, _READ_AHEAD), thread_name_prefix="copybook-decode")
+    pool: ThreadPoolExecutor | None = None
     try:
         for file_id, path in enumerate(paths):
             name = str(path)
@@ -176,7 +174,13 @@ def decode_file_batches(
                     whole = total // size
                     begin, end = (0, whole) if records is None else (records[0], min(records[0] + records[1], whole))
                     chunks = ((first, min(batch_records, end - first)) for first in range(begin, end, batch_records))
-                    if pool is None:
+                    if pool is None and jobs > 1 and end - begin > batch_records:
+                        # the threads are started for the first file of more than one chunk: a
+                        # file of one chunk decodes on this thread (a pool would only hand it over)
+                        from concurrent.futures import ThreadPoolExecutor
+
+                        pool = ThreadPoolExecutor(min(jobs, _READ_AHEAD), thread_name_prefix="copybook-decode")
+                    if pool is None or end - begin <= batch_records:
                         stream.seek(options.file_start_offset + begin * size)
                         # one buffer read into again for every chunk (a decoded batch keeps no
                         # reference to its input), not fresh bytes a chunk

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -289,6 +288,8 @@ def _known_names() -> list[str]:
 
 
 def _unknown(key: str) -> OptionsError:
+    import difflib  # for a misspelt option only (start-up)
+
     close = difflib.get_close_matches(_norm_key(key), _known_names(), n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(close)}?" if close else "see the option list in the docs"
     return OptionsError(f"unknown option {key!r}", where=f"option {key}", hint=hint)

@@ -88,3 +88,63 @@ def test_main_called_in_a_program_leaves_its_collector_as_it_was(tmp_path: Path,
         finally:
             gc.enable()
     assert gc.get_freeze_count() == frozen
+
+
+def _loaded_after(tmp_path: Path, args: list[str], modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a ``coupler`` process has imported once the command is done."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['coupler', *{args!r}]\n"
+        "from coupler.bus.cli.main import main\n"
+        "assert main() == 0\n"
+        f"print('@@' + ' '.join(m for m in {modules!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return [line[2:] for line in done.stdout.splitlines() if line.startswith("@@")][0].split()
+
+
+def test_a_small_decode_starts_no_threads_and_imports_no_error_helpers(tmp_path: Path) -> None:
+    """A file of one chunk decodes on the command's thread even with ``--jobs 2`` (no thread
+    pool, no ``concurrent.futures``); ``difflib`` is for a misspelt option only (start-up)."""
+    copybook, data = _data(tmp_path)
+    decode = ["copybook", "decode", str(copybook), str(data), "--to", "parquet", "--jobs", "2"]
+    lazy = ("concurrent.futures", "difflib")
+    assert _loaded_after(tmp_path, [*decode, "--output", str(tmp_path / "a.parquet")], lazy) == []
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import datagen
+
+    big = datagen.write_fixed_file(tmp_path / "big.dat", 16_385)  # two chunks of the CLI's 16,384 records
+    assert _loaded_after(tmp_path, ["copybook", "decode", str(copybook), str(big), "--to", "parquet", "--jobs", "2",
+                                    "--output", str(tmp_path / "b.parquet")], lazy) == ["concurrent.futures"]
+
+
+def test_copybook_decode_imports_no_logging_unless_debug(tmp_path: Path) -> None:
+    """``copybook decode`` is marked ``logs_nothing`` (startup.py): its process configures
+    logging only with --debug, so nothing it imports may log; a module on its path that
+    imports :mod:`logging` makes this fail (then drop the mark)."""
+    copybook, data = _data(tmp_path)
+    for to in ("parquet", "jsonl", "avro"):
+        decode = ["copybook", "decode", str(copybook), str(data), "--to", to, "--output", str(tmp_path / f"a.{to}")]
+        assert _loaded_after(tmp_path, decode, ("logging",)) == [], to
+        assert _loaded_after(tmp_path, ["--debug", *decode], ("logging",)) == ["logging"], to
+    assert _loaded_after(tmp_path, ["copybook", "layout", str(copybook)], ("logging",)) == ["logging"]
+
+
+@pytest.mark.parametrize("imported_first", [True, False])
+def test_a_program_calling_main_has_its_logging_configured_as_before(tmp_path: Path, imported_first: bool) -> None:
+    """A program calling ``main([...])`` gets the same logging configuration from every
+    command, marked ``logs_nothing`` or not, whether it imported logging first or not."""
+    copybook, data = _data(tmp_path)
+    code = (
+        ("import logging\n" if imported_first else "")
+        + "from coupler.bus.cli.main import main\n"
+        f"assert main(['copybook', 'decode', {str(copybook)!r}, {str(data)!r}, '--to', 'parquet',\n"
+        f"             '--output', {str(tmp_path / 'a.parquet')!r}]) == 0\n"
+        "import logging\n"
+        "root = logging.getLogger()\n"
+        "print('@@', logging.getLevelName(root.level), [h.formatter._fmt for h in root.handlers])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "@@ WARNING ['%(levelname)s %(name)s: %(message)s']" in done.stdout

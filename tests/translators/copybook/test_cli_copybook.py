@@ -322,6 +322,29 @@ def test_parts_hold_the_records_of_one_file_in_order(tmp_path: Path, capsys, sma
     assert "--parts writes Parquet part files" in capsys.readouterr().err
 
 
+def test_jobs_with_files_of_one_chunk_and_of_many(tmp_path: Path, capsys, small_chunks: int) -> None:
+    """``--jobs 2`` over a file of one chunk (decoded on the command's thread), one of many
+    (on the threads) and one of one chunk again: the output and the counts of ``--jobs 1``."""
+    import sys
+
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    import datagen
+
+    copybook = datagen.write_copybook(tmp_path / "txn.cpy")
+    files = [str(datagen.write_fixed_file(tmp_path / f"{name}.dat", n))
+             for name, n in (("one", 10), ("many", 3 * small_chunks + 7), ("again", small_chunks))]
+    outputs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"out{jobs}.parquet"
+        assert main(["copybook", "decode", str(copybook), *files, "--to", "parquet", "--output", str(out),
+                     "--jobs", str(jobs)]) == 0
+        outputs[jobs] = (pq.read_table(out).to_pylist(), capsys.readouterr().err.splitlines()[-1].split(" in ")[0])
+    assert outputs[1] == outputs[2]
+    assert outputs[1][1].startswith(f"{10 + 4 * small_chunks + 7} records, 0 rejected,")
+
+
 def test_jobs_must_be_positive(tmp_path: Path, capsys) -> None:
     copybook = tmp_path / "c.cpy"
     copybook.write_text("       01 R.\n          05 A PIC X(2).\n")
