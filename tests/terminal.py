@@ -1,11 +1,13 @@
 """Run a ``coupler`` command with one of its output streams on a pseudo-terminal, as a user
-at a terminal sees it (progress bars, colours), and read what it showed there."""
+at a terminal sees it (progress bars, colours), and read what it showed there; stop a
+command as ``kill`` or a service manager does (:func:`terminate`)."""
 
 from __future__ import annotations
 
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -52,3 +54,15 @@ def coupler_on_a_terminal(
     returncode = proc.wait(timeout=60)
     os.close(leader)
     return TerminalRun(returncode, shown.decode(errors="replace"), piped)
+
+
+def terminate(proc: subprocess.Popen[str], *, group: bool, timeout: float) -> None:
+    """SIGTERM to a running ``coupler`` command, as ``kill PID`` sends it (``group`` false) or
+    as systemd stopping a unit does (to every process of the command's process group: start it
+    with ``start_new_session=True``); it answers with one line and exit status 143."""
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=timeout)
+    assert (proc.returncode, stderr) == (143, "coupler: interrupted (SIGTERM)\n")

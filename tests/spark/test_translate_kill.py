@@ -20,6 +20,7 @@ import pytest
 
 from coupler.bus.batch.jobs import LEAN_JVM_OPTIONS
 from coupler.bus.cli import main as cli
+from tests.terminal import terminate
 
 from .test_batch_translate import _accounts
 
@@ -127,12 +128,7 @@ def test_sigterm_stops_a_translate_as_ctrl_c_does(tmp_path: Path, group: bool) -
     while not any(p.name.startswith("part-") for p in (tmp_path / ".out.staging").rglob("*")):  # a task writes
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()  # type: ignore[union-attr]
         time.sleep(0.05)
-    if group:
-        os.killpg(proc.pid, signal.SIGTERM)
-    else:
-        proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert (proc.returncode, stderr) == (143, "coupler: interrupted (SIGTERM)\n")
+    terminate(proc, group=group, timeout=120)
     assert [p.name for p in out.iterdir()] == ["part-00000.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "rec.cpy", "records.dat"]  # no staging, no errors
 

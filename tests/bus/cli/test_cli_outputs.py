@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from tests.bus.site_helpers import coupler_env
+from tests.terminal import terminate
 
 COPYBOOK = """       01  REC.
            05  ID    PIC 9(6).
@@ -239,12 +240,7 @@ def test_sigterm_stops_a_command_as_ctrl_c_does(argv: tuple[str, ...], group: bo
     while not (partial.exists() and partial.stat().st_size > 0):  # its first records written
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.01)
-    if group:
-        os.killpg(proc.pid, signal.SIGTERM)
-    else:
-        proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
-    assert (proc.returncode, stderr) == (143, "coupler: interrupted (SIGTERM)\n")
+    terminate(proc, group=group, timeout=60)
     assert out.read_text() == "the output of an earlier run\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # no out.jsonl.part
     while True:  # no worker left running (they were in its process group)
