@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from ..common.errors import AdapterConfigError, PayloadError, RemoteError
-from ..common.fs import FileInfo, FileSystem
+from ..common.errors import AdapterConfigError, FileChanged, PayloadError, RemoteError
+from ..common.fs import FileInfo, FileSystem, changed
 from ..common.jail import safe_relative
 from ..common.state import path_text
 from .connection import SftpConnection
@@ -295,12 +295,17 @@ class Staging:
             offset = 0
             part.unlink()
         self.resumed_bytes += offset
-        with open(part, "ab") as local:
-            if offset < info.size:
-                self.fs.conn.call(f"download {self.fs.shown(info.path)}", lambda sftp: self._copy(sftp, info, offset, local))
-            local.flush()
-            if self.durable:
-                os.fsync(local.fileno())
+        try:
+            with open(part, "ab") as local:
+                if offset < info.size:
+                    self.fs.conn.call(f"download {self.fs.shown(info.path)}",
+                                      lambda sftp: self._copy(sftp, info, offset, local))
+                local.flush()
+                if self.durable:
+                    os.fsync(local.fileno())
+        except FileChanged:  # cut short, grown or rewritten meanwhile: what came is not this file
+            part.unlink(missing_ok=True)
+            raise
         size = part.stat().st_size
         if size != info.size:
             part.unlink()
@@ -312,15 +317,21 @@ class Staging:
         return done
 
     def _copy(self, sftp, info: FileInfo, offset: int, local: BinaryIO) -> None:
-        with sftp.open(self.fs.raw(info.path), "rb") as remote:
-            position = offset
-            while position < info.size:
-                end = min(info.size, position + REQUEST * WINDOW)
-                chunks = [(o, min(REQUEST, end - o)) for o in range(position, end, REQUEST)]
-                for block in remote.readv(chunks):
-                    local.write(block)
-                    position += len(block)
-                local.flush()  # what arrived is kept for a resume
+        """Bytes ``offset`` to the listed size of ``info`` to ``local``; :class:`FileChanged`
+        when the file is no longer as listed (removed, cut short, grown or rewritten)."""
+        from .listing import ShortFile, download  # paramiko: imported when a connection is made
+
+        where = f"{self.fs.label}/{self.fs.shown(info.path)}"
+        try:
+            attrs = download(sftp, self.fs.raw(info.path), offset, info.size, local.write,
+                             request=REQUEST, window=WINDOW, flush=local.flush)  # what arrived is kept for a resume
+        except FileNotFoundError:
+            raise FileChanged(errno.ENOENT, "removed after it was listed", where) from None
+        except ShortFile as short:
+            raise changed(info, short.size, where) from None
+        now = FileInfo(info.path, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
+        if (now.size, now.mtime_ns) != (info.size, info.mtime_ns):
+            raise changed(info, now.size, where)
 
     def discard(self, info: FileInfo) -> None:
         done = self.directory / self._name(info)

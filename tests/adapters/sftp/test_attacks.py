@@ -1,0 +1,196 @@
+"""The SFTP inbound side against a real OpenSSH sshd whose files change under it and whose
+server stops answering: a file cut short, grown or removed between its listing and its
+download, a server frozen in the middle of a download. Each poll ends within its bound; no
+part of a file is ever published; the connection is dropped only when the server is at fault;
+the file is taken whole, once, when it is stable. (The server killed mid-transfer, names that
+are not UTF-8: test_transfer.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from coupler.adapters.common.errors import RemoteError
+from coupler.adapters.common.fs import FileInfo
+from coupler.adapters.sftp import SftpAdapter
+from tests.bus.site_helpers import wait_for
+
+from ..filebus import Bus
+from .sshd import Sshd, descendants
+from .test_transfer import inbound
+
+
+def before_first_download(a: SftpAdapter, action: Callable[[FileInfo], None]) -> None:
+    """Run ``action`` on the remote file between the poll's listing and its download, once
+    (the writer at work on the server)."""
+    original = a.pipeline.local.fetch
+    calls = []
+
+    def fetch(info: FileInfo) -> Path:
+        if not calls:
+            calls.append(info)
+            action(info)
+        return original(info)
+
+    a.pipeline.local.fetch = fetch
+
+
+def timed_poll(a: SftpAdapter):
+    started = time.monotonic()
+    result = a.pipeline.poll()
+    return result, time.monotonic() - started
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def connection_kept(a: SftpAdapter) -> None:
+    health = a.health()
+    assert health["status"] == "ok", health
+    assert (health["connection"]["connects"], health["connection"]["connect_failures"]) == (1, 0), health
+
+
+def test_a_file_cut_short_during_its_download_is_taken_again_without_dropping_the_connection(
+        bus: Bus, sshd: Sshd, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The download asked for the bytes the listing promised; past the file's new end the
+    server answers "end of file", which paramiko's readv waited on until ``read_timeout``:
+    then the connection was dropped as lost and the server shown ``down``. Now the poll ends
+    at once, nothing is published, the connection stays, and the next poll takes the file as
+    it is now."""
+    data = os.urandom(4 << 20)
+    (remote / "cut.dat").write_bytes(data)
+    caplog.set_level(logging.INFO)
+    a = inbound(bus, sshd, remote, read_timeout=10)
+    before_first_download(a, lambda info: os.truncate(remote / info.path, 1000))
+    try:
+        result, took = timed_poll(a)
+        assert (result.done, result.failed, result.errors, result.messages) == (0, 0, 0, 0), result
+        assert took < 5, f"the poll took {took:.1f} s (read_timeout 10 s)"
+        assert bus.drain() == []
+        connection_kept(a)
+        assert warnings_of(caplog) == []
+        assert list((a.data_dir / "staging").iterdir()) == []  # no part of the old content kept
+        assert any("cut.dat is taken again once stable: shrank while it was read (4194304 bytes listed, 1000 now)"
+                   in r.getMessage() for r in caplog.records)
+        assert a.pipeline.poll().done == 1
+        assert [m.body for m in bus.drain()] == [data[:1000]]
+        connection_kept(a)
+    finally:
+        a.stop()
+
+
+def test_a_file_growing_during_its_download_is_published_once_whole(bus: Bus, sshd: Sshd, remote: Path) -> None:
+    """The download read the size listed, published it, and only then saw the file had grown:
+    the first lines went out as a message of their own, then the whole file again as
+    another. Now the open file is checked after its last byte, before anything is published."""
+    (remote / "orders.txt").write_bytes(b"alpha\n")
+    a = inbound(bus, sshd, remote, payload="lines")
+
+    def append(info: FileInfo) -> None:
+        path = remote / info.path
+        with open(path, "ab") as f:
+            f.write(b"beta\n")
+        os.utime(path, (time.time() + 5, time.time() + 5))
+
+    before_first_download(a, append)
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.messages, result.errors) == (0, 0, 0), result
+        assert bus.drain() == []
+        assert list((a.data_dir / "staging").iterdir()) == []
+        result = a.pipeline.poll()
+        assert (result.done, result.messages) == (1, 2), result
+        assert [m.body for m in bus.drain()] == [b"alpha", b"beta"]
+        connection_kept(a)
+    finally:
+        a.stop()
+
+
+def test_a_file_removed_between_listing_and_download_is_no_error(
+        bus: Bus, sshd: Sshd, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Another client took the file first: "could not be taken (will retry): [Errno 2] No
+    such file" was a WARNING and an error of the poll; it is the race any shared directory
+    has, as the file drop adapter says."""
+    (remote / "gone.dat").write_bytes(b"x" * 1000)
+    (remote / "stays.dat").write_bytes(b"stays")
+    caplog.set_level(logging.INFO)
+    a = inbound(bus, sshd, remote)
+    before_first_download(a, lambda info: (remote / info.path).unlink())
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.errors) == (1, 0), result
+        assert [m.body for m in bus.drain()] == [b"stays"]
+        assert warnings_of(caplog) == []
+        assert any("gone.dat is taken again once stable: removed after it was listed" in r.getMessage()
+                   for r in caplog.records)
+        connection_kept(a)
+    finally:
+        a.stop()
+
+
+# paramiko's transport thread may see the frozen session's socket closed under it
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_server_frozen_in_the_middle_of_a_download_ends_the_poll_at_read_timeout(
+        bus: Bus, tmp_path: Path, remote: Path) -> None:
+    """SIGSTOP on the session serving the adapter while a 64 MiB file comes: the poll fails
+    with a one-line RemoteError after about ``read_timeout``, health is ``down``; once the
+    server goes on, the next poll resumes the download from its ``.part`` and publishes the
+    file once."""
+    server = Sshd(tmp_path / "sshd-freeze").start()
+    data = os.urandom(1 << 20) * 64
+    (remote / "frozen.bin").write_bytes(data)
+    a = inbound(bus, server, remote, claim_check_bytes=1 << 20, read_timeout=2)
+    staging = a.data_dir / "staging"
+    errors: list[BaseException] = []
+    stopped: list[int] = []
+    assert server.proc is not None
+    try:
+        def poll() -> None:
+            try:
+                a.pipeline.poll()
+            except BaseException as exc:  # noqa: BLE001 - the test inspects it
+                errors.append(exc)
+
+        t = threading.Thread(target=poll)
+        started = time.monotonic()
+        t.start()
+        wait_for(lambda: any(p.stat().st_size > 4 << 20 for p in staging.glob("*.part")) or not t.is_alive(),
+                 "the download to get going", timeout=30)
+        assert t.is_alive(), "the download ended before the server could be frozen"
+        stopped = descendants(server.proc.pid)  # the session processes, not the listener
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        t.join(30)
+        assert not t.is_alive(), "the poll did not end while the server was frozen"
+        took = time.monotonic() - frozen
+        assert took < 2 + 8, f"the poll ended {took:.1f} s after the freeze (read_timeout 2 s)"
+        assert len(errors) == 1 and isinstance(errors[0], RemoteError), errors
+        assert "\n" not in str(errors[0]) and "connection lost" in str(errors[0]), errors[0]
+        assert a.health()["status"] == "down"
+        assert bus.drain() == []
+        partial = max(p.stat().st_size for p in staging.glob("*.part"))
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: a.health()["connection"]["next_attempt_in"] == 0, "the reconnect delay to pass")
+        assert a.pipeline.poll().done == 1
+        assert a.pipeline.local.resumed_bytes >= partial
+        [msg] = bus.drain()
+        assert Path(msg.properties["coupler.claim-file"]).read_bytes() == data
+        assert time.monotonic() - started < 120
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        a.stop()
+        server.stop()
