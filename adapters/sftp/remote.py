@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, cast
 from ..common.errors import AdapterConfigError, FileChanged, PayloadError, RemoteError
 from ..common.fs import FileInfo, FileSystem, changed
 from ..common.jail import safe_relative
-from ..common.state import path_text
+from ..common.state import path_shown, path_text
 from .connection import SftpConnection
 
 #: SFTP read requests are at most 32 KiB; a window of 64 of them is in flight at a time
@@ -64,8 +64,9 @@ class SftpFS(FileSystem):
             ) from None
 
     def shown(self, rel: str) -> str:
-        """``rel`` in a message: its bytes that are not UTF-8 as ``\\xNN``."""
-        return path_text(rel)
+        """``rel`` in a message, on one line: its bytes that are not UTF-8 as ``\\xNN``, its
+        control characters as escapes (:func:`path_shown`)."""
+        return path_shown(rel)
 
     def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
         listed: set[tuple[str, bytes]] = set()
@@ -114,7 +115,7 @@ class SftpFS(FileSystem):
                 self.conn.log.warning(
                     "%s: the file name %r in %s is not %s: taken as '%s' (its other bytes as \\xNN) "
                     "(set filename_encoding to the server's, e.g. \"cp1252\", to read it as text)",
-                    self.adapter, raw, where, self.encoding, _printable(path_text(name)))
+                    self.adapter, raw, where, self.encoding, path_shown(name))
         return name
 
     def stat(self, path: str) -> FileInfo | None:
@@ -254,11 +255,6 @@ def check_encoding(encoding: str, *, where: str) -> str:
         raise AdapterConfigError(f"encoding {encoding!r} does not keep ASCII as it is, as SFTP paths need",
                                  where=where, hint='e.g. "utf-8", "cp1252", "latin-1", "cp932"')
     return encoding
-
-
-def _printable(text: str) -> str:
-    """``text`` on one line: characters that are not printable as escapes."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _exists(sftp, path: bytes) -> bool:

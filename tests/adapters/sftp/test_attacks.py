@@ -194,3 +194,32 @@ def test_a_server_frozen_in_the_middle_of_a_download_ends_the_poll_at_read_timeo
                 os.kill(pid, signal.SIGCONT)
         a.stop()
         server.stop()
+
+
+FORGED = "x.txt\n2026-01-01 00:00:00,000 ERROR coupler.daemon: forged line"
+
+
+def test_names_with_newlines_and_terminal_escapes_are_one_line_in_every_log_line_and_reason_file(
+        bus: Bus, sshd: Sshd, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A name holding a newline forged a log line of its own, and one holding an escape
+    sequence reached the operator's terminal; a failed one split the ``.reason`` file's
+    ``file:`` line. Every line now shows them as ``\\n`` and ``\\x1b``; the messages' ``file.path``
+    keeps the name as it is, and the files are archived and failed under their own names."""
+    (remote / FORGED).write_bytes(b"forged\n")
+    (remote / "red\x1b[31m.txt").write_bytes(b"\xff not utf-8\n")  # fails: it goes to error/
+    caplog.set_level(logging.INFO)
+    a = inbound(bus, sshd, remote, payload="lines", encoding="utf-8")
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.failed) == (1, 1), result
+        assert [(m.properties["file.path"], m.body) for m in bus.drain()] == [(FORGED, b"forged")]
+        assert (remote / "archive" / FORGED).exists() and (remote / "error" / "red\x1b[31m.txt").exists()
+        lines = [r.getMessage() for r in caplog.records if r.name.startswith("coupler")]
+        assert any("x.txt\\n2026-01-01" in line for line in lines), lines
+        assert any("red\\x1b[31m.txt" in line for line in lines), lines
+        for line in lines:
+            assert line.isprintable(), line
+        reason = (remote / "error" / "red\x1b[31m.txt.reason").read_text()
+        assert len(reason.splitlines()) == 6 and reason.splitlines()[0].endswith("/red\\x1b[31m.txt"), reason
+    finally:
+        a.stop()
