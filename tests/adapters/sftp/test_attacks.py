@@ -223,3 +223,55 @@ def test_names_with_newlines_and_terminal_escapes_are_one_line_in_every_log_line
         assert len(reason.splitlines()) == 6 and reason.splitlines()[0].endswith("/red\\x1b[31m.txt"), reason
     finally:
         a.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_an_append_cut_by_the_server_dying_is_undone_later_and_logged_without_a_traceback(
+        bus: Bus, tmp_path: Path, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``file_exists = "append"``, sshd killed in the middle of an append: the append cannot be
+    cut back while the server is gone, which was logged with a traceback; it is one WARNING
+    line now, and the redelivery cuts the fragment and appends the record once."""
+    from coupler.canonical import Envelope, FormatIndicator
+    from coupler.canonical.errors import CouplerError
+
+    from ..filebus import adapter
+    from .test_transfer import options
+
+    server = Sshd(tmp_path / "sshd-append").start()
+    (remote / "ledger.dat").write_bytes(b"HEAD\n")
+    record = os.urandom(1 << 20) * 48
+    message = Envelope(format=FormatIndicator.parse("acme.Blob@1;application/octet-stream"), body=record,
+                       properties={"name": "ledger.dat"})
+    a = adapter(SftpAdapter, "sftp-out", options(server, remote, file_name="{prop.name}", file_exists="append",
+                                                 read_timeout=5),
+                bus.context("sftp-out", channel="out"), direction="outbound")
+    a.start()
+    caplog.set_level(logging.INFO)
+    errors: list[BaseException] = []
+    try:
+        def deliver() -> None:
+            try:
+                a.deliver(message)
+            except BaseException as exc:  # noqa: BLE001 - the test inspects it
+                errors.append(exc)
+
+        t = threading.Thread(target=deliver)
+        t.start()
+        wait_for(lambda: (remote / "ledger.dat").stat().st_size > 4 << 20 or not t.is_alive(),
+                 "the append to get going", timeout=60)
+        assert t.is_alive(), "the append ended before the server could be killed"
+        server.kill()
+        t.join(60)
+        assert len(errors) == 1 and isinstance(errors[0], CouplerError), errors
+        assert 5 < (remote / "ledger.dat").stat().st_size < 5 + len(record)  # the fragment: cut later
+        logged = [r for r in caplog.records if r.name.startswith("coupler")]
+        assert [r for r in logged if r.exc_info] == [], [r.getMessage() for r in logged if r.exc_info]
+        [cut] = [r.getMessage() for r in logged if "cannot cut" in r.getMessage()]
+        assert "\n" not in cut and "ledger.dat" in cut, cut
+        server.start()
+        wait_for(lambda: a.health()["connection"]["next_attempt_in"] == 0, "the reconnect delay to pass")
+        a.deliver(message)
+        assert (remote / "ledger.dat").read_bytes() == b"HEAD\n" + record
+    finally:
+        a.stop()
+        server.stop()
