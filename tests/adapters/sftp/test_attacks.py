@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -275,3 +276,83 @@ def test_an_append_cut_by_the_server_dying_is_undone_later_and_logged_without_a_
     finally:
         a.stop()
         server.stop()
+
+
+def _silent(conn: socket.socket) -> None:
+    conn.recv(1)  # until the client gives up
+
+
+def _http(conn: socket.socket) -> None:  # the adapter pointed at a web server's port
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+    conn.recv(1)
+
+
+def _junk(conn: socket.socket) -> None:  # 64 MiB without a line end
+    with contextlib.suppress(OSError):
+        conn.sendall(b"\x07" * (64 << 20))
+
+
+def _banner_then(packet: bytes) -> Callable[[socket.socket], None]:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        conn.recv(65536)
+        with contextlib.suppress(OSError):
+            conn.sendall(packet)
+        conn.recv(1)
+
+    return serve
+
+
+@pytest.mark.parametrize("server", [
+    pytest.param(_silent, id="silent"),
+    pytest.param(_http, id="http"),
+    pytest.param(_junk, id="64MiB-junk"),
+    pytest.param(_banner_then(b"\x00\x00\xff\xff" + b"\x07" * 100_000), id="banner-then-garbage"),
+    pytest.param(_banner_then(b"\xff\xff\xff\xf0"), id="banner-then-4GiB-packet"),
+])
+def test_a_server_that_is_not_ssh_fails_the_connection_in_one_line_without_a_traceback(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, server: Callable[[socket.socket], None]) -> None:
+    """The host and port of something that is not an SSH server (a silent one, a web server,
+    junk, an SSH banner then garbage or a packet claiming 4 GiB): paramiko's transport thread
+    logged each attempt as ERROR lines with its traceback (the daemon lets paramiko's warnings
+    and errors through), and the error said "SSH handshake failed: No existing session" or
+    nothing after the colon. Now: one line, within ``connect_timeout``, no traceback."""
+    from coupler.adapters.sftp.connection import ConnectionSettings, SftpConnection
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    served: list[socket.socket] = []
+
+    def quietly(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            server(conn)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                served.append(conn)
+                threading.Thread(target=quietly, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    caplog.set_level(logging.INFO)
+    conn = SftpConnection(ConnectionSettings(host="127.0.0.1", port=listener.getsockname()[1], username="u",
+                                             password="p", known_hosts=known, connect_timeout=2, read_timeout=2))
+    started = time.monotonic()
+    try:
+        with pytest.raises(RemoteError) as refused:
+            conn.sftp()
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+        for c in served:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+            c.close()
+    message = str(refused.value)
+    assert "\n" not in message and not message.endswith(": "), message
+    assert "No existing session" not in message, message
+    assert took < 2 + 3, f"{took:.1f} s (connect_timeout 2 s)"
+    tracebacks = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR or "Traceback" in r.getMessage()]
+    assert tracebacks == [], tracebacks
