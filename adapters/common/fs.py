@@ -125,7 +125,7 @@ class LocalFS(FileSystem):
                                 stack.append(rel)
                             continue
                         if not entry.is_file(follow_symlinks=False):
-                            irregular[rel] = _kind(entry.stat(follow_symlinks=False).st_mode)
+                            irregular[rel] = kind_of(entry.stat(follow_symlinks=False).st_mode)
                             continue
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
@@ -214,7 +214,8 @@ class LocalFS(FileSystem):
             os.close(fd)
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What an entry that is not a regular file is, in a message (``a symbolic link``)."""
     if stat_module.S_ISLNK(mode):
         return "a symbolic link"
     if stat_module.S_ISFIFO(mode):

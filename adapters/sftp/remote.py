@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from ..common.errors import AdapterConfigError, FileChanged, PayloadError, RemoteError
-from ..common.fs import FileInfo, FileSystem, changed
+from ..common.fs import FileInfo, FileSystem, changed, kind_of
 from ..common.jail import safe_relative
 from ..common.state import path_shown, path_text
 from .connection import SftpConnection
@@ -42,8 +42,11 @@ class SftpFS(FileSystem):
         self.encoding = encoding
         self.adapter = adapter
         self.label = f"{conn.s.label}{self.root if self.root.startswith('/') else '/' + self.root}"
-        #: names not valid in the encoding that were reported (directory, name), while listed
+        #: names not valid in the encoding and sub-directories that cannot be listed that were
+        #: reported (directory, name; name b"" for a directory), while they stay
         self._reported: set[tuple[str, bytes]] = set()
+        #: entries of the last scan that are not regular files nor directories (path -> kind)
+        self.irregular: dict[str, str] = {}
 
     def full(self, rel: str) -> str:
         if rel in ("", "."):
@@ -70,6 +73,8 @@ class SftpFS(FileSystem):
 
     def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
         listed: set[tuple[str, bytes]] = set()
+        irregular: dict[str, str] = {}
+        self.irregular = irregular  # what this scan left alone: links, FIFOs, sockets, devices
         stack = [directory]
         while stack:
             current = stack.pop()
@@ -80,7 +85,16 @@ class SftpFS(FileSystem):
 
                 return listdir_bytes(sftp, folder, self.page_size)
 
-            entries = self.conn.call(f"list {self.shown(current)}", listing)
+            try:
+                entries = self.conn.call(f"list {self.shown(current)}", listing)
+            except (PermissionError, FileNotFoundError) as exc:
+                if not current:  # the directory polled: nothing can be taken
+                    raise RemoteError(
+                        f"cannot list {self.shown(self.root)}: {exc.strerror or exc}", where=self.label,
+                        hint=f"check remote_directory, and that {self.conn.s.username} may read and search it",
+                    ) from None
+                self._unlisted(current, exc, listed)  # a sub-directory: the others are taken
+                continue
             for raw, attrs in entries:
                 name = self._name(current, raw, listed)
                 if name is None:
@@ -92,7 +106,20 @@ class SftpFS(FileSystem):
                         stack.append(rel)
                 elif stat_module.S_ISREG(mode):
                     yield FileInfo(rel, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
+                else:  # reported by the pipeline, once, as the file drop adapter's are
+                    irregular[rel] = kind_of(mode)
         self._reported &= listed  # a name reported again only once it was gone for a listing
+
+    def _unlisted(self, directory: str, exc: OSError, listed: set[tuple[str, bytes]]) -> None:
+        """A sub-directory that cannot be listed (no permission, removed meanwhile): reported
+        once, in one line, while it stays so; its files are not taken."""
+        key = (directory, b"")
+        listed.add(key)
+        if key not in self._reported:
+            self._reported.add(key)
+            self.conn.log.warning("%s: cannot list %s/%s: %s: its files are left alone (give %s read and search "
+                                  "permission on it)", self.adapter, self.label, self.shown(directory),
+                                  exc.strerror or exc, self.conn.s.username)
 
     def _name(self, directory: str, raw: bytes, listed: set[tuple[str, bytes]]) -> str | None:
         """The name ``raw`` as text (:func:`decode_name`); one that is not valid in

@@ -356,3 +356,83 @@ def test_a_server_that_is_not_ssh_fails_the_connection_in_one_line_without_a_tra
     assert took < 2 + 3, f"{took:.1f} s (connect_timeout 2 s)"
     tracebacks = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR or "Traceback" in r.getMessage()]
     assert tracebacks == [], tracebacks
+
+
+@pytest.fixture
+def unprivileged(sshd: Sshd):
+    """A local user logging in with a password, and a home it owns (outside pytest's 0700 temp
+    root); skipped where users cannot be created (not root)."""
+    import secrets
+    import shutil
+    import tempfile
+
+    from .sshd import create_password_user, remove_password_user
+
+    password = secrets.token_urlsafe(12)
+    home = Path(tempfile.mkdtemp(prefix="coupler-sftp-home-"))
+    user = create_password_user(home, password)
+    if user is None:
+        pytest.skip("cannot create a local user (not root)")
+    try:
+        yield user, password, home
+    finally:
+        remove_password_user()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_what_the_login_may_not_read_is_reported_once_and_the_rest_is_taken(
+        bus: Bus, sshd: Sshd, unprivileged, caplog: pytest.LogCaptureFixture) -> None:
+    """A sub-directory the SFTP user may not list failed every poll with a bare "[Errno 13]
+    Permission denied" naming no place: no file of the directory was taken, ever. It is now
+    reported once, in one line naming it, and the readable files are taken; links and FIFOs
+    are reported once too (the file drop adapter's way), and a directory polled that cannot
+    be listed is a one-line error naming it."""
+    import shutil
+
+    from coupler.canonical import FormatIndicator
+
+    from ..filebus import adapter
+
+    user, password, home = unprivileged
+    inbox = home / "inbox"
+    inbox.mkdir()
+    shutil.chown(inbox, user)
+    (inbox / "ok.dat").write_bytes(b"ok")
+    locked = inbox / "locked"
+    locked.mkdir(mode=0o700)  # root's: the user may not list it
+    (locked / "inside.dat").write_bytes(b"inside")
+    os.symlink("ok.dat", inbox / "link.dat")
+    os.mkfifo(inbox / "pipe")
+    caplog.set_level(logging.INFO)
+
+    def make(directory: Path) -> SftpAdapter:
+        opts = {"host": "127.0.0.1", "port": sshd.port, "username": user, "password": password,
+                "known_hosts": str(sshd.known_hosts), "remote_directory": str(directory), "stable_seconds": 0,
+                "autopoll": False, "connect_timeout": 5, "read_timeout": 5, "recursive": True, "after": "keep"}
+        made = adapter(SftpAdapter, f"sftp-{directory.name}", opts, bus.context(f"sftp-{directory.name}"),
+                       format=FormatIndicator.parse("acme.File@1"), direction="inbound")
+        made.start()
+        return made
+
+    a = make(inbox)
+    try:
+        result = a.pipeline.poll()
+        assert (result.done, result.errors) == (1, 0), result
+        assert [m.body for m in bus.drain()] == [b"ok"]
+        assert a.pipeline.poll().taken == 0
+        warned = warnings_of(caplog)
+        [cannot] = [w for w in warned if "cannot list" in w]
+        assert f"/locked: Permission denied: its files are left alone (give {user} read and search" in cannot
+        assert len([w for w in warned if "'link.dat' is a symbolic link" in w]) == 1, warned
+        assert len([w for w in warned if "'pipe' is a FIFO" in w]) == 1, warned
+        assert all("\n" not in w for w in warned)
+    finally:
+        a.stop()
+    b = make(locked)
+    try:
+        with pytest.raises(RemoteError) as refused:
+            b.pipeline.poll()
+        message = str(refused.value)
+        assert f"cannot list {locked}: Permission denied" in message and "\n" not in message, message
+    finally:
+        b.stop()
