@@ -204,7 +204,7 @@ class FrameClient:
         if self.correlate is not None and reply:
             return await self._exchange_by_field(payload, timeout)
         idle = self._queue()
-        slot = await idle.get()
+        slot = await self._take_slot(idle, timeout)
         try:
             conn = await self._send(slot, payload)
             if not reply:
@@ -219,6 +219,22 @@ class FrameClient:
                 raise CommandFault(f"reading the reply from {self.address} failed: {exc}", code="failed") from None
         finally:
             idle.put_nowait(slot)
+
+    async def _take_slot(self, idle: asyncio.Queue[int], timeout: float) -> int:
+        """A free connection of the pool, waited for ``timeout`` seconds at most: a request
+        whose caller has given up is never written."""
+        getter = asyncio.ensure_future(idle.get())
+        try:
+            return await asyncio.wait_for(asyncio.shield(getter), timeout)
+        except TimeoutError:
+            if getter.done() and not getter.cancelled():  # taken just as the time ran out: given back
+                idle.put_nowait(getter.result())
+            else:
+                getter.cancel()
+            raise CommandFault(
+                f"all {self.size} connection(s) to {self.address} stayed busy for {timeout:g} s; not sent",
+                code="timeout", hint="the legacy server answers slowly: raise connections or response_timeout",
+            ) from None
 
     async def _exchange_by_field(self, payload: bytes, timeout: float) -> bytes:
         assert self.correlate is not None

@@ -187,3 +187,42 @@ def test_a_server_that_stops_reading_fails_the_send_at_write_timeout(bus, legacy
             pass
     except ConnectionResetError:
         pass
+
+
+def test_requests_queued_behind_a_server_that_never_answers_end_at_their_own_timeout(bus, legacy) -> None:
+    """One connection, a server that reads every request and answers none, 12 requests at
+    once with ``response_timeout = 1``: each waited for the connection without a bound, so the
+    last one ended after 12 s, and was still written to the server long after its caller had
+    given up. Now a request that gets no connection within its timeout fails with fault
+    ``timeout`` and is never written."""
+    read: list[bytes] = []
+
+    def never_answer(conn: socket.socket, index: int) -> None:
+        decoder = FRAMING.decoder()
+        conn.settimeout(60)
+        while data := conn.recv(65536):
+            read.extend(decoder.feed(data))
+
+    server = legacy(never_answer)
+    adapter = client(bus, server.port, response_timeout=1.0)
+    ended: dict[int, tuple[float, str]] = {}
+
+    def ask(i: int) -> None:
+        started = time.monotonic()
+        try:
+            request(adapter, b"ask-%d" % i)
+            code = "answered"
+        except CommandFault as fault:
+            code = fault.code
+        ended[i] = (time.monotonic() - started, code)
+
+    threads = [threading.Thread(target=ask, args=(i,), daemon=True) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(ended) == 12, f"{12 - len(ended)} requests still waiting after 30 s"
+    assert {code for _, code in ended.values()} == {"timeout"}, ended
+    slowest = max(took for took, _ in ended.values())
+    assert slowest < 5, f"the slowest request took {slowest:.1f} s (response_timeout 1 s)"
+    assert len(read) < 12, f"all {len(read)} requests were written, also those whose callers had given up"
