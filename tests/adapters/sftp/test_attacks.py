@@ -436,3 +436,62 @@ def test_what_the_login_may_not_read_is_reported_once_and_the_rest_is_taken(
         assert f"cannot list {locked}: Permission denied" in message and "\n" not in message, message
     finally:
         b.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_server_frozen_in_the_middle_of_an_upload_fails_the_delivery_at_read_timeout(
+        bus: Bus, tmp_path: Path, remote: Path) -> None:
+    """SIGSTOP on the session while a 48 MiB message is uploaded: the delivery fails in one line
+    after about ``read_timeout`` (the bus retries it); once the server goes on, the redelivery
+    leaves one whole file and no ``.part``."""
+    from coupler.canonical import Envelope, FormatIndicator
+    from coupler.canonical.errors import CouplerError
+
+    from ..filebus import adapter
+    from .test_transfer import options
+
+    server = Sshd(tmp_path / "sshd-freeze-up").start()
+    assert server.proc is not None
+    data = os.urandom(1 << 20) * 48
+    message = Envelope(format=FormatIndicator.parse("acme.Blob@1;application/octet-stream"), body=data,
+                       properties={"name": "blob.bin"})
+    a = adapter(SftpAdapter, "sftp-out", options(server, remote, file_name="{prop.name}", read_timeout=2),
+                bus.context("sftp-out", channel="out"), direction="outbound")
+    a.start()
+    errors: list[BaseException] = []
+    stopped: list[int] = []
+    try:
+        def deliver() -> None:
+            try:
+                a.deliver(message)
+            except BaseException as exc:  # noqa: BLE001 - the test inspects it
+                errors.append(exc)
+
+        t = threading.Thread(target=deliver)
+        t.start()
+        wait_for(lambda: any(p.stat().st_size > 4 << 20 for p in remote.glob(".*.part")) or not t.is_alive(),
+                 "the upload to get going", timeout=60)
+        assert t.is_alive(), "the upload ended before the server could be frozen"
+        stopped = descendants(server.proc.pid)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        t.join(30)
+        assert not t.is_alive(), "the delivery did not end while the server was frozen"
+        took = time.monotonic() - frozen
+        assert took < 2 + 8, f"the delivery ended {took:.1f} s after the freeze (read_timeout 2 s)"
+        assert len(errors) == 1 and isinstance(errors[0], CouplerError), errors
+        assert "\n" not in str(errors[0]), errors[0]
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: a.health()["connection"]["next_attempt_in"] == 0, "the reconnect delay to pass")
+        a.deliver(message)
+        assert sorted(p.name for p in remote.iterdir()) == ["blob.bin"]
+        assert (remote / "blob.bin").read_bytes() == data
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        a.stop()
+        server.stop()
