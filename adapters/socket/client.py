@@ -45,6 +45,8 @@ class Connection:
         self.lock = asyncio.Lock()
         self.closed = False
         self.reader_task: asyncio.Task[None] | None = None
+        #: correlation keys of the requests written on it still waiting for their reply
+        self.waiting: set[bytes] = set()
 
     async def read_frame(self) -> bytes:
         while not self.ready:
@@ -243,15 +245,26 @@ class FrameClient:
             raise CommandFault(f"a request with correlation key {key!r} is already waiting", code="invalid")
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[key] = future
+        conn: Connection | None = None
         try:
-            await self._send(next(self._next), payload)
+            conn = await self._send(next(self._next), payload)
+            conn.waiting.add(key)
+            if conn.closed:  # lost while the request was written
+                raise ConnectionResetError("the connection was lost")
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
             raise CommandFault(
                 f"no reply with correlation key {key!r} from {self.address} within {timeout:g} s", code="timeout"
             ) from None
+        except ConnectionError as exc:  # the connection the request went out on is gone: no reply comes
+            raise CommandFault(
+                f"no reply with correlation key {key!r} from {self.address}: {exc} after the request was written",
+                code="failed",
+            ) from None
         finally:
             self._pending.pop(key, None)
+            if conn is not None:
+                conn.waiting.discard(key)
 
     async def _read_replies(self, conn: Connection) -> None:
         try:
@@ -273,6 +286,10 @@ class FrameClient:
             self.logger.info("connection to %s lost: %s", self.address, exc)
             conn.closed = True
             conn.writer.close()
+            for key in conn.waiting:  # the requests written on it fail now, not at their timeout
+                future = self._pending.get(key)
+                if future is not None and not future.done():
+                    future.set_exception(ConnectionResetError(f"the connection was lost ({exc})"))
 
     async def probe(self) -> None:
         """Open (or reuse) the first connection: is the server reachable?"""

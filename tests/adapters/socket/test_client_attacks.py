@@ -226,3 +226,31 @@ def test_requests_queued_behind_a_server_that_never_answers_end_at_their_own_tim
     slowest = max(took for took, _ in ended.values())
     assert slowest < 5, f"the slowest request took {slowest:.1f} s (response_timeout 1 s)"
     assert len(read) < 12, f"all {len(read)} requests were written, also those whose callers had given up"
+
+
+def test_a_server_closing_the_connection_under_correlated_requests_fails_them_at_once(bus, legacy) -> None:
+    """``correlation = "field"``: the server reads the requests and closes the connection
+    without answering (it crashed). The requests waited for their whole ``response_timeout``
+    (20 s here); they fail at once now, with fault ``failed`` in one line, and the next request
+    goes out on a new connection."""
+
+    def crash_then_answer(conn: socket.socket, index: int) -> None:
+        if index == 0:
+            read_frame(conn)
+            conn.close()
+            return
+        while True:
+            frame = read_frame(conn)
+            conn.sendall(FRAMING.encode(frame[:4] + b"=" + frame[4:].upper()))
+
+    server = legacy(crash_then_answer)
+    adapter = client(bus, server.port, response_timeout=20.0, correlation="field", correlation_offset=0,
+                     correlation_length=4)
+    started = time.monotonic()
+    with pytest.raises(CommandFault) as lost:
+        request(adapter, b"0001first")
+    took = time.monotonic() - started
+    assert took < 5, f"the request failed after {took:.1f} s (response_timeout 20 s)"
+    message = str(lost.value)
+    assert lost.value.code == "failed" and "\n" not in message and "closed" in message, message
+    assert request(adapter, b"0002second") == b"0002=SECOND"
