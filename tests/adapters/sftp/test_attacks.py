@@ -164,7 +164,7 @@ def test_a_server_frozen_in_the_middle_of_a_download_ends_the_poll_at_read_timeo
         t = threading.Thread(target=poll)
         started = time.monotonic()
         t.start()
-        wait_for(lambda: any(p.stat().st_size > 4 << 20 for p in staging.glob("*.part")) or not t.is_alive(),
+        wait_for(lambda: any(p.stat().st_size > 1 << 20 for p in staging.glob("*.part")) or not t.is_alive(),
                  "the download to get going", timeout=30)
         assert t.is_alive(), "the download ended before the server could be frozen"
         stopped = descendants(server.proc.pid)  # the session processes, not the listener
@@ -258,7 +258,7 @@ def test_an_append_cut_by_the_server_dying_is_undone_later_and_logged_without_a_
 
         t = threading.Thread(target=deliver)
         t.start()
-        wait_for(lambda: (remote / "ledger.dat").stat().st_size > 4 << 20 or not t.is_alive(),
+        wait_for(lambda: (remote / "ledger.dat").stat().st_size > 1 << 20 or not t.is_alive(),
                  "the append to get going", timeout=60)
         assert t.is_alive(), "the append ended before the server could be killed"
         server.kill()
@@ -370,13 +370,13 @@ def unprivileged(sshd: Sshd):
 
     password = secrets.token_urlsafe(12)
     home = Path(tempfile.mkdtemp(prefix="coupler-sftp-home-"))
-    user = create_password_user(home, password)
+    user = create_password_user(home, password, name="coupler-sftp-attack")
     if user is None:
         pytest.skip("cannot create a local user (not root)")
     try:
         yield user, password, home
     finally:
-        remove_password_user()
+        remove_password_user(user)
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -469,7 +469,7 @@ def test_a_server_frozen_in_the_middle_of_an_upload_fails_the_delivery_at_read_t
 
         t = threading.Thread(target=deliver)
         t.start()
-        wait_for(lambda: any(p.stat().st_size > 4 << 20 for p in remote.glob(".*.part")) or not t.is_alive(),
+        wait_for(lambda: any(p.stat().st_size > 1 << 20 for p in remote.glob(".*.part")) or not t.is_alive(),
                  "the upload to get going", timeout=60)
         assert t.is_alive(), "the upload ended before the server could be frozen"
         stopped = descendants(server.proc.pid)
