@@ -13,10 +13,13 @@ import errno
 import hashlib
 import os
 import posixpath
+import shutil
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
+
+from coupler.canonical.errors import CouplerError
 
 from ..common.errors import AdapterConfigError, FileChanged, PayloadError, RemoteError
 from ..common.fs import FileInfo, FileSystem, changed, kind_of
@@ -27,6 +30,10 @@ from .connection import SftpConnection
 #: SFTP read requests are at most 32 KiB; a window of 64 of them is in flight at a time
 REQUEST = 32 * 1024
 WINDOW = 64
+#: the share of the local disk a download must leave free (the bus's store is usually on the
+#: same disk), at most STAGING_RESERVE_MAX bytes
+STAGING_RESERVE = 0.05
+STAGING_RESERVE_MAX = 1 << 30
 
 
 class SftpFS(FileSystem):
@@ -317,6 +324,8 @@ class Staging:
         if offset > info.size:
             offset = 0
             part.unlink()
+        if offset < info.size:
+            self._check_room(info, info.size - offset)
         self.resumed_bytes += offset
         try:
             with open(part, "ab") as local:
@@ -329,6 +338,10 @@ class Staging:
         except FileChanged:  # cut short, grown or rewritten meanwhile: what came is not this file
             part.unlink(missing_ok=True)
             raise
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:  # the disk filled meanwhile: a resume would keep it full
+                part.unlink(missing_ok=True)
+            raise
         size = part.stat().st_size
         if size != info.size:
             part.unlink()
@@ -338,6 +351,18 @@ class Staging:
             )
         os.replace(part, done)
         return done
+
+    def _check_room(self, info: FileInfo, need: int) -> None:
+        """Refuse a download that would leave less than :data:`STAGING_RESERVE` of the local
+        disk free (the bus's store is usually on it): the file stays on the server."""
+        usage = shutil.disk_usage(self.directory)
+        reserve = min(STAGING_RESERVE_MAX, int(usage.total * STAGING_RESERVE))
+        if usage.free - need < reserve:
+            raise CouplerError(
+                f"{self.fs.shown(info.path)} needs {need} bytes in {self.directory}, which has {usage.free} free; "
+                f"downloaded, it would leave less than {reserve} (5 % of the disk, at most 1 GiB): it stays on the "
+                f"server", where=self.fs.label, hint="free space on that local disk; the file is taken once it fits",
+            )
 
     def _copy(self, sftp, info: FileInfo, offset: int, local: BinaryIO) -> None:
         """Bytes ``offset`` to the listed size of ``info`` to ``local``; :class:`FileChanged`

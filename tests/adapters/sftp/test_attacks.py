@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -495,3 +496,45 @@ def test_a_server_frozen_in_the_middle_of_an_upload_fails_the_delivery_at_read_t
                 os.kill(pid, signal.SIGCONT)
         a.stop()
         server.stop()
+
+
+def test_a_file_larger_than_the_local_disk_is_left_on_the_server_and_the_disk_is_not_filled(
+        tmp_path: Path, sshd: Sshd, remote: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A remote file claiming 1 GiB (sparse: it costs the server nothing) and the site's data
+    directory on an 8 MiB disk: the download ran until the disk was full and kept its ``.part``
+    for a resume, so the disk stayed full (the bus's store beside it could not write) and the
+    small file next to it could not be taken either. Now the download is not begun when it
+    would leave less than 5 % of the disk free: one WARNING line naming the file and the
+    sizes; the small file is taken."""
+    from coupler.canonical import FormatIndicator
+
+    from ..filebus import Bus as FileBus
+    from ..filebus import adapter
+    from ..filedrop.test_disk_full import mount_tmpfs
+    from .test_transfer import options
+
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "8m")
+    try:
+        with open(remote / "a-huge.dat", "wb") as f:
+            f.truncate(1 << 30)
+        (remote / "b-small.dat").write_bytes(b"small")
+        small_bus = FileBus(disk / "site")
+        caplog.set_level(logging.INFO)
+        a = adapter(SftpAdapter, "sftp-in", options(sshd, remote), small_bus.context("sftp-in"),
+                    format=FormatIndicator.parse("acme.File@1"), direction="inbound")
+        a.start()
+        try:
+            result, took = timed_poll(a)
+            assert (result.done, result.errors) == (1, 1), result
+            assert [m.body for m in small_bus.drain()] == [b"small"]
+            free = os.statvfs(disk)
+            assert free.f_bavail * free.f_frsize > 4 << 20, "the disk was filled"
+            [line] = [w for w in warnings_of(caplog) if "a-huge.dat" in w]
+            assert "1073741824 bytes" in line and "free" in line and "\n" not in line, line
+            assert (remote / "a-huge.dat").exists()
+        finally:
+            a.stop()
+            small_bus.close()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
