@@ -245,6 +245,8 @@ class InboundPipeline:
         self.halt = threading.Event()
         #: entries reported as left alone (not regular files), so each is reported once
         self._irregular_reported: set[str] = set()
+        #: sub-directories reported as not listable, so each is reported once while it stays
+        self._unlisted_reported: set[str] = set()
 
     # -- the poll ---------------------------------------------------------------------------
 
@@ -510,10 +512,19 @@ class InboundPipeline:
             raise changed(info, current.size, info.path)
 
     def _report_irregular(self) -> None:
+        """Report, once while they stay, the entries the last listing left alone: those that are
+        not regular files, and sub-directories that could not be listed (their files are not
+        taken; the others are)."""
         irregular: dict[str, str] = getattr(self.fs, "irregular", {})
         for path in sorted(set(irregular) - self._irregular_reported):
             self.log.warning("%s: %r is %s: left alone (only regular files are taken)", self.name, path, irregular[path])
         self._irregular_reported = set(irregular)
+        unlisted: dict[str, str] = getattr(self.fs, "unlisted", {})
+        for path in sorted(set(unlisted) - self._unlisted_reported):
+            self.log.warning("%s: cannot list %s/%s: %s: its files are left alone (give %s read and search "
+                             "permission on it)", self.name, self.fs.label, path_shown(path), unlisted[path],
+                             getattr(self.fs, "reader", "the daemon's user"))
+        self._unlisted_reported = set(unlisted)
 
     def _send_many(self, envelopes: list[Envelope], info: FileInfo, result: PollResult | None) -> int:
         """Publish records of a file in one transaction of the store (one disk sync for the

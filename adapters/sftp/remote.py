@@ -49,11 +49,14 @@ class SftpFS(FileSystem):
         self.encoding = encoding
         self.adapter = adapter
         self.label = f"{conn.s.label}{self.root if self.root.startswith('/') else '/' + self.root}"
-        #: names not valid in the encoding and sub-directories that cannot be listed that were
-        #: reported (directory, name; name b"" for a directory), while they stay
+        #: names not valid in the encoding that were reported (directory, name), while listed
         self._reported: set[tuple[str, bytes]] = set()
-        #: entries of the last scan that are not regular files nor directories (path -> kind)
+        #: entries of the last scan that are not regular files nor directories (path -> kind),
+        #: and sub-directories it could not list (path -> why): the pipeline reports them once
         self.irregular: dict[str, str] = {}
+        self.unlisted: dict[str, str] = {}
+        #: who must be allowed to list them: the SSH login
+        self.reader = conn.s.username
 
     def full(self, rel: str) -> str:
         if rel in ("", "."):
@@ -82,6 +85,8 @@ class SftpFS(FileSystem):
         listed: set[tuple[str, bytes]] = set()
         irregular: dict[str, str] = {}
         self.irregular = irregular  # what this scan left alone: links, FIFOs, sockets, devices
+        unlisted: dict[str, str] = {}
+        self.unlisted = unlisted  # sub-directories this scan could not list, and why
         stack = [directory]
         while stack:
             current = stack.pop()
@@ -100,7 +105,7 @@ class SftpFS(FileSystem):
                         f"cannot list {self.shown(self.root)}: {exc.strerror or exc}", where=self.label,
                         hint=f"check remote_directory, and that {self.conn.s.username} may read and search it",
                     ) from None
-                self._unlisted(current, exc, listed)  # a sub-directory: the others are taken
+                unlisted[current] = exc.strerror or str(exc)  # a sub-directory: the others are taken
                 continue
             for raw, attrs in entries:
                 name = self._name(current, raw, listed)
@@ -116,17 +121,6 @@ class SftpFS(FileSystem):
                 else:  # reported by the pipeline, once, as the file drop adapter's are
                     irregular[rel] = kind_of(mode)
         self._reported &= listed  # a name reported again only once it was gone for a listing
-
-    def _unlisted(self, directory: str, exc: OSError, listed: set[tuple[str, bytes]]) -> None:
-        """A sub-directory that cannot be listed (no permission, removed meanwhile): reported
-        once, in one line, while it stays so; its files are not taken."""
-        key = (directory, b"")
-        listed.add(key)
-        if key not in self._reported:
-            self._reported.add(key)
-            self.conn.log.warning("%s: cannot list %s/%s: %s: its files are left alone (give %s read and search "
-                                  "permission on it)", self.adapter, self.label, self.shown(directory),
-                                  exc.strerror or exc, self.conn.s.username)
 
     def _name(self, directory: str, raw: bytes, listed: set[tuple[str, bytes]]) -> str | None:
         """The name ``raw`` as text (:func:`decode_name`); one that is not valid in
