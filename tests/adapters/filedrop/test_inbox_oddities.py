@@ -282,6 +282,14 @@ def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_i
             finally:
                 os._exit(code)
         os.close(write)
+        import select
+        import signal
+
+        if not select.select([read], [], [], 120)[0]:  # a lock another thread held at the fork
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read)
+            pytest.fail("the forked poll gave no answer within 120 s")
         with os.fdopen(read, "rb") as pipe:
             out = json.loads(pipe.read() or b"{}")
         os.waitpid(pid, 0)
