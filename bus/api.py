@@ -75,6 +75,7 @@ from coupler.bus.model.files import (
     FileKey,
     FileRecord,
     FileState,
+    path_shown,
     path_text,
 )
 from coupler.bus.model.httpserver import (
@@ -126,7 +127,7 @@ from coupler.canonical.options import (
 __all__ = [
     "COMMON_COMMANDS", "DONE", "FAILED", "FAULT_CODES", "FINAL_STATES", "HEALTH_STATES",
     "PROCESSING", "PUBLISHED", "STAGED", "Adapter", "AdapterContext", "Command",
-    "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState", "path_text",
+    "CommandFault", "Document", "FileClaimLost", "FileKey", "FileRecord", "FileState", "path_shown", "path_text",
     "IdempotentReceiver", "InvalidMessage", "OptionsError", "OptionsModel", "Bool", "Int", "Num", "Str", "option", "validate_options", "Reply", "ReplyInfo", "command_envelope", "embedded_file_state",
     "hookimpl", "parse_reply", "record_of", "resolve_path", "resolve_path_options", "site_registry",
     "site_schema_roots",

@@ -97,11 +97,23 @@ class LocalFS(FileSystem):
     """A local directory tree; symbolic links leading out of the root are refused."""
 
     def __init__(self, root: Path, *, durable: bool = True):
-        #: entries of the last scan that are not regular files (path -> kind), never read
+        #: entries of the last scan that are not regular files (path -> kind), never read, and
+        #: sub-directories it could not list (path -> why): the pipeline reports them once
         self.irregular: dict[str, str] = {}
+        self.unlisted: dict[str, str] = {}
         self.root = Path(root)
         self.label = str(self.root)
         self.durable = durable
+
+    @property
+    def reader(self) -> str:
+        """Who must be allowed to list the directories: the user the daemon runs as."""
+        import pwd
+
+        try:
+            return pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            return f"uid {os.geteuid()}"
 
     def path(self, rel: str) -> Path:
         return self.root if rel in ("", ".") else local_path(self.root, rel, where=self.label)
@@ -109,12 +121,19 @@ class LocalFS(FileSystem):
     def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
         irregular: dict[str, str] = {}
         self.irregular = irregular  # what the last scan left alone: FIFOs, links, sockets, devices
+        unlisted: dict[str, str] = {}
+        self.unlisted = unlisted  # sub-directories it could not list, and why
         stack = [directory]
         while stack:
             current = stack.pop()
             try:
                 it = os.scandir(self.path(current))
             except FileNotFoundError:
+                continue
+            except PermissionError as exc:
+                if not current:  # the directory polled: nothing can be taken
+                    raise
+                unlisted[current] = exc.strerror or str(exc)  # a sub-directory: the others are taken
                 continue
             with it:
                 for entry in it:
@@ -125,7 +144,7 @@ class LocalFS(FileSystem):
                                 stack.append(rel)
                             continue
                         if not entry.is_file(follow_symlinks=False):
-                            irregular[rel] = _kind(entry.stat(follow_symlinks=False).st_mode)
+                            irregular[rel] = kind_of(entry.stat(follow_symlinks=False).st_mode)
                             continue
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
@@ -214,7 +233,8 @@ class LocalFS(FileSystem):
             os.close(fd)
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What an entry that is not a regular file is, in a message (``a symbolic link``)."""
     if stat_module.S_ISLNK(mode):
         return "a symbolic link"
     if stat_module.S_ISFIFO(mode):

@@ -62,7 +62,17 @@ from .options import Strings
 from .payload import PayloadMode, PayloadSettings, Splitter, WholeSplitter, splitter_for
 from .readiness import Readiness, readiness_for
 from .selection import Order, Selection, order_files
-from .state import DONE, FAILED, PROCESSING, PUBLISHED, STAGED, FileKey, FileState, path_text
+from .state import (
+    DONE,
+    FAILED,
+    PROCESSING,
+    PUBLISHED,
+    STAGED,
+    FileKey,
+    FileState,
+    path_shown,
+    path_text,
+)
 from .writer import write_file
 
 _NAMESPACE = uuid.UUID("6f0c6c1e-3b5e-4bde-9a53-1c0c0de0f11e")
@@ -235,6 +245,8 @@ class InboundPipeline:
         self.halt = threading.Event()
         #: entries reported as left alone (not regular files), so each is reported once
         self._irregular_reported: set[str] = set()
+        #: sub-directories reported as not listable, so each is reported once while it stays
+        self._unlisted_reported: set[str] = set()
 
     # -- the poll ---------------------------------------------------------------------------
 
@@ -261,14 +273,14 @@ class InboundPipeline:
                 except (ConnectionError, EOFError, RemoteError):
                     raise  # the server is gone: the whole poll is retried after a backoff
                 except FileChanged as exc:  # a writer still at work: not ready yet, not an error
-                    self.log.info("%s: %s is taken again once stable: %s", self.name, path_text(info.path), exc.strerror)
+                    self.log.info("%s: %s is taken again once stable: %s", self.name, path_shown(info.path), exc.strerror)
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
-                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_text(info.path), exc)
+                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_shown(info.path), exc)
                 except Exception as exc:  # nor does a bug met while taking it
                     result.errors += 1
                     self.log.debug("%s: taking %s raised", self.name, info.path, exc_info=True)
-                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_text(info.path),
+                    self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_shown(info.path),
                                      UnitError.of(exc))
             for k in ("done", "failed", "staged", "messages", "invalid", "listed", "errors"):
                 setattr(self.totals, k, getattr(self.totals, k) + getattr(result, k))
@@ -318,7 +330,7 @@ class InboundPipeline:
                 return
             if self.s.validate_first and not isinstance(self.splitter, WholeSplitter) and record.published == 0:
                 with self._open(local, info) as f:
-                    for _ in self.splitter.split(f, f"{self.fs.label}/{path_text(info.path)}"):
+                    for _ in self.splitter.split(f, f"{self.fs.label}/{path_shown(info.path)}"):
                         pass
             result.messages += self._publish(info, key, local, record.published, result)
         except (OSError, EOFError, RemoteError, FileClaimLost, sqlite3.Error):
@@ -333,7 +345,7 @@ class InboundPipeline:
         except Exception as exc:  # anything else this file makes a splitter or translator raise
             self.log.debug("%s: %s raised", self.name, info.path, exc_info=True)
             self._unchanged(info)
-            self._fail(info, key, UnitError.of(exc, where=f"{self.fs.label}/{path_text(info.path)}"))
+            self._fail(info, key, UnitError.of(exc, where=f"{self.fs.label}/{path_shown(info.path)}"))
             result.failed += 1
             return
         self._unchanged(info)  # appended to after it was read: not moved away with the rest unread
@@ -347,7 +359,7 @@ class InboundPipeline:
     def _fail(self, info: FileInfo, key: FileKey, exc: CouplerError) -> None:
         """A file that cannot be published goes to the error directory with the reason."""
         reason = path_text(str(exc))  # it may quote the name: a store and a file hold UTF-8
-        self.log.warning("%s: %s goes to %s/: %s", self.name, path_text(info.path), self.s.error_dir, reason)
+        self.log.warning("%s: %s goes to %s/: %s", self.name, path_shown(info.path), self.s.error_dir, reason)
         self.state.set_state(key, FAILED, reason)
         self._after_failure(info, key, reason)
         self.local.discard(info)
@@ -409,7 +421,7 @@ class InboundPipeline:
         try:
             self.context.publish(envelope)
         except InvalidMessage as exc:
-            self.log.warning("%s: a message of %s is invalid: %s", self.name, path_text(info.path), exc)
+            self.log.warning("%s: a message of %s is invalid: %s", self.name, path_shown(info.path), exc)
             if result is not None:
                 result.invalid += 1
             return 0
@@ -453,7 +465,7 @@ class InboundPipeline:
         size = 0
         id_prefix = self._id_prefix(key)
         with self._open(local, info) as f:
-            it = self.splitter.records(f, f"{self.fs.label}/{path_text(info.path)}")
+            it = self.splitter.records(f, f"{self.fs.label}/{path_shown(info.path)}")
             current = next(it, None)
             index = 0
             while current is not None:
@@ -500,10 +512,19 @@ class InboundPipeline:
             raise changed(info, current.size, info.path)
 
     def _report_irregular(self) -> None:
+        """Report, once while they stay, the entries the last listing left alone: those that are
+        not regular files, and sub-directories that could not be listed (their files are not
+        taken; the others are)."""
         irregular: dict[str, str] = getattr(self.fs, "irregular", {})
         for path in sorted(set(irregular) - self._irregular_reported):
             self.log.warning("%s: %r is %s: left alone (only regular files are taken)", self.name, path, irregular[path])
         self._irregular_reported = set(irregular)
+        unlisted: dict[str, str] = getattr(self.fs, "unlisted", {})
+        for path in sorted(set(unlisted) - self._unlisted_reported):
+            self.log.warning("%s: cannot list %s/%s: %s: its files are left alone (give %s read and search "
+                             "permission on it)", self.name, self.fs.label, path_shown(path), unlisted[path],
+                             getattr(self.fs, "reader", "the daemon's user"))
+        self._unlisted_reported = set(unlisted)
 
     def _send_many(self, envelopes: list[Envelope], info: FileInfo, result: PollResult | None) -> int:
         """Publish records of a file in one transaction of the store (one disk sync for the
@@ -515,7 +536,7 @@ class InboundPipeline:
         refused = sum(1 for i in publish_many(envelopes) if i is None)
         if refused:
             self.log.warning("%s: %d messages of %s are invalid (see the Invalid Message Channel)",
-                             self.name, refused, path_text(info.path))
+                             self.name, refused, path_shown(info.path))
             if result is not None:
                 result.invalid += refused
         return len(envelopes) - refused
@@ -567,7 +588,7 @@ class InboundPipeline:
         if target is None:
             return
         text = (
-            f"file: {self.fs.label}/{path_text(info.path)}\nsize: {key.size}\nmtime_ns: {key.mtime_ns}\n"
+            f"file: {self.fs.label}/{path_shown(info.path)}\nsize: {key.size}\nmtime_ns: {key.mtime_ns}\n"
             f"failed_at: {datetime.now(UTC).isoformat()}\nadapter: {self.name}\nreason: {reason}\n"
         )
         write_file(self.fs, _fitting(target, self.s.selection.reason_suffix), [text.encode()], policy="unique")

@@ -30,6 +30,7 @@ from coupler.bus.api import (
     FileRecord,
     FileState,
     embedded_file_state,
+    path_shown,
     path_text,
 )
 
@@ -50,5 +51,5 @@ def open_file_state(name: str, context: AdapterContext | None, data_dir: Path) -
 
 __all__ = [
     "DONE", "FAILED", "FINAL_STATES", "PROCESSING", "PUBLISHED", "STAGED", "FileClaimLost", "FileKey",
-    "FileRecord", "FileState", "FileStateStore", "open_file_state", "path_text",
+    "FileRecord", "FileState", "FileStateStore", "open_file_state", "path_shown", "path_text",
 ]

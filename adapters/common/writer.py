@@ -29,9 +29,12 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import BinaryIO, Literal
 
+from coupler.canonical.errors import CouplerError, describe_exception
+
 from .errors import FileExistsPolicyError
 from .fs import FileSystem, directory_mode
 from .jail import safe_relative
+from .state import path_shown
 
 log = logging.getLogger("coupler.writer")
 
@@ -157,8 +160,11 @@ def append_file(
     except BaseException:
         try:
             fs.truncate(rel, start)
-        except Exception:  # the marker stays: the redelivery or the next start cuts it
-            log.exception("%s: cannot cut %s back to %d bytes after a failed append", fs.label, rel, start)
+        except Exception as cut:  # the marker stays: the redelivery or the next start cuts it
+            log.debug("%s: cutting %s back raised", fs.label, rel, exc_info=True)
+            log.warning("%s: cannot cut %s back to %d bytes after a failed append (%s); the redelivery or "
+                        "the next start cuts it", fs.label, path_shown(rel), start,
+                        cut if isinstance(cut, CouplerError) else describe_exception(cut))
         else:
             if marker is not None:
                 with contextlib.suppress(Exception):

@@ -31,6 +31,21 @@ from . import hostkeys
 
 T = TypeVar("T")
 
+#: the logger of the adapter's SSH transports. paramiko's transport thread logs a failed
+#: handshake or a lost connection as ERROR lines holding its traceback, which the daemon (it
+#: lets paramiko's warnings and errors through) showed at every attempt; the adapter reports
+#: each failure itself, in one line, so those lines are kept only when DEBUG is on.
+SSH_LOG = "paramiko.coupler"
+
+
+class _TracebacksAtDebug(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR or logging.getLogger(SSH_LOG).isEnabledFor(logging.DEBUG)
+
+
+for _name in (SSH_LOG, f"{SSH_LOG}.sftp"):  # the transport and its SFTP channel
+    logging.getLogger(_name).addFilter(_TracebacksAtDebug())
+
 
 @dataclass
 class ConnectionSettings:
@@ -153,6 +168,7 @@ class SftpConnection:
         except OSError as exc:
             raise RemoteError(f"cannot connect: {exc.strerror or exc}", where=s.label, hint="is the server up and the port right?") from exc
         transport = paramiko.Transport(sock)
+        transport.set_log_channel(SSH_LOG)
         try:
             transport.banner_timeout = s.connect_timeout
             transport.handshake_timeout = s.connect_timeout
@@ -162,6 +178,8 @@ class SftpConnection:
                 options = transport.get_security_options()
                 options.key_types = tuple(known_types) + tuple(t for t in options.key_types if t not in known_types)
             transport.start_client(timeout=s.connect_timeout)
+            if not (transport.is_active() and transport.initial_kex_done):  # it returns at its timeout too
+                raise paramiko.SSHException(f"the key exchange did not finish within {s.connect_timeout:g} s")
             hostkeys.verify(
                 transport.get_remote_server_key(), host=s.host, port=s.port, known_hosts=s.known_hosts,
                 pinned=s.host_key_fingerprint, trust_on_first_use=s.trust_on_first_use, log=self.log,
@@ -181,7 +199,13 @@ class SftpConnection:
             if isinstance(exc, HostKeyError | RemoteError):
                 raise
             if isinstance(exc, paramiko.SSHException | OSError | EOFError):
-                raise RemoteError(f"SSH handshake failed: {exc}", where=s.label) from exc
+                if not transport.remote_version:  # no "SSH-2.0-..." line came
+                    raise RemoteError(
+                        f"no SSH server answered within {s.connect_timeout:g} s (connect_timeout)", where=s.label,
+                        hint=f"is {s.port} the SSH port of {s.host}?",
+                    ) from exc
+                failure = transport.get_exception() or exc  # what the transport thread met, not its aftermath
+                raise RemoteError(f"SSH handshake failed: {str(failure) or type(failure).__name__}", where=s.label) from exc
             raise
         self._transport, self._sftp = transport, sftp
         return sftp

@@ -13,20 +13,27 @@ import errno
 import hashlib
 import os
 import posixpath
+import shutil
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from ..common.errors import AdapterConfigError, PayloadError, RemoteError
-from ..common.fs import FileInfo, FileSystem
+from coupler.canonical.errors import CouplerError
+
+from ..common.errors import AdapterConfigError, FileChanged, PayloadError, RemoteError
+from ..common.fs import FileInfo, FileSystem, changed, kind_of
 from ..common.jail import safe_relative
-from ..common.state import path_text
+from ..common.state import path_shown, path_text
 from .connection import SftpConnection
 
 #: SFTP read requests are at most 32 KiB; a window of 64 of them is in flight at a time
 REQUEST = 32 * 1024
 WINDOW = 64
+#: the share of the local disk a download must leave free (the bus's store is usually on the
+#: same disk), at most STAGING_RESERVE_MAX bytes
+STAGING_RESERVE = 0.05
+STAGING_RESERVE_MAX = 1 << 30
 
 
 class SftpFS(FileSystem):
@@ -44,6 +51,12 @@ class SftpFS(FileSystem):
         self.label = f"{conn.s.label}{self.root if self.root.startswith('/') else '/' + self.root}"
         #: names not valid in the encoding that were reported (directory, name), while listed
         self._reported: set[tuple[str, bytes]] = set()
+        #: entries of the last scan that are not regular files nor directories (path -> kind),
+        #: and sub-directories it could not list (path -> why): the pipeline reports them once
+        self.irregular: dict[str, str] = {}
+        self.unlisted: dict[str, str] = {}
+        #: who must be allowed to list them: the SSH login
+        self.reader = conn.s.username
 
     def full(self, rel: str) -> str:
         if rel in ("", "."):
@@ -64,11 +77,16 @@ class SftpFS(FileSystem):
             ) from None
 
     def shown(self, rel: str) -> str:
-        """``rel`` in a message: its bytes that are not UTF-8 as ``\\xNN``."""
-        return path_text(rel)
+        """``rel`` in a message, on one line: its bytes that are not UTF-8 as ``\\xNN``, its
+        control characters as escapes (:func:`path_shown`)."""
+        return path_shown(rel)
 
     def scan(self, directory: str, *, recursive: bool, skip: frozenset[str]) -> Iterator[FileInfo]:
         listed: set[tuple[str, bytes]] = set()
+        irregular: dict[str, str] = {}
+        self.irregular = irregular  # what this scan left alone: links, FIFOs, sockets, devices
+        unlisted: dict[str, str] = {}
+        self.unlisted = unlisted  # sub-directories this scan could not list, and why
         stack = [directory]
         while stack:
             current = stack.pop()
@@ -79,7 +97,16 @@ class SftpFS(FileSystem):
 
                 return listdir_bytes(sftp, folder, self.page_size)
 
-            entries = self.conn.call(f"list {self.shown(current)}", listing)
+            try:
+                entries = self.conn.call(f"list {self.shown(current)}", listing)
+            except (PermissionError, FileNotFoundError) as exc:
+                if not current:  # the directory polled: nothing can be taken
+                    raise RemoteError(
+                        f"cannot list {self.shown(self.root)}: {exc.strerror or exc}", where=self.label,
+                        hint=f"check remote_directory, and that {self.conn.s.username} may read and search it",
+                    ) from None
+                unlisted[current] = exc.strerror or str(exc)  # a sub-directory: the others are taken
+                continue
             for raw, attrs in entries:
                 name = self._name(current, raw, listed)
                 if name is None:
@@ -91,6 +118,8 @@ class SftpFS(FileSystem):
                         stack.append(rel)
                 elif stat_module.S_ISREG(mode):
                     yield FileInfo(rel, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
+                else:  # reported by the pipeline, once, as the file drop adapter's are
+                    irregular[rel] = kind_of(mode)
         self._reported &= listed  # a name reported again only once it was gone for a listing
 
     def _name(self, directory: str, raw: bytes, listed: set[tuple[str, bytes]]) -> str | None:
@@ -114,7 +143,7 @@ class SftpFS(FileSystem):
                 self.conn.log.warning(
                     "%s: the file name %r in %s is not %s: taken as '%s' (its other bytes as \\xNN) "
                     "(set filename_encoding to the server's, e.g. \"cp1252\", to read it as text)",
-                    self.adapter, raw, where, self.encoding, _printable(path_text(name)))
+                    self.adapter, raw, where, self.encoding, path_shown(name))
         return name
 
     def stat(self, path: str) -> FileInfo | None:
@@ -256,11 +285,6 @@ def check_encoding(encoding: str, *, where: str) -> str:
     return encoding
 
 
-def _printable(text: str) -> str:
-    """``text`` on one line: characters that are not printable as escapes."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
 def _exists(sftp, path: bytes) -> bool:
     try:
         sftp.stat(path)
@@ -294,13 +318,24 @@ class Staging:
         if offset > info.size:
             offset = 0
             part.unlink()
+        if offset < info.size:
+            self._check_room(info, info.size - offset)
         self.resumed_bytes += offset
-        with open(part, "ab") as local:
-            if offset < info.size:
-                self.fs.conn.call(f"download {self.fs.shown(info.path)}", lambda sftp: self._copy(sftp, info, offset, local))
-            local.flush()
-            if self.durable:
-                os.fsync(local.fileno())
+        try:
+            with open(part, "ab") as local:
+                if offset < info.size:
+                    self.fs.conn.call(f"download {self.fs.shown(info.path)}",
+                                      lambda sftp: self._copy(sftp, info, offset, local))
+                local.flush()
+                if self.durable:
+                    os.fsync(local.fileno())
+        except FileChanged:  # cut short, grown or rewritten meanwhile: what came is not this file
+            part.unlink(missing_ok=True)
+            raise
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:  # the disk filled meanwhile: a resume would keep it full
+                part.unlink(missing_ok=True)
+            raise
         size = part.stat().st_size
         if size != info.size:
             part.unlink()
@@ -311,16 +346,34 @@ class Staging:
         os.replace(part, done)
         return done
 
+    def _check_room(self, info: FileInfo, need: int) -> None:
+        """Refuse a download that would leave less than :data:`STAGING_RESERVE` of the local
+        disk free (the bus's store is usually on it): the file stays on the server."""
+        usage = shutil.disk_usage(self.directory)
+        reserve = min(STAGING_RESERVE_MAX, int(usage.total * STAGING_RESERVE))
+        if usage.free - need < reserve:
+            raise CouplerError(
+                f"{self.fs.shown(info.path)} needs {need} bytes in {self.directory}, which has {usage.free} free; "
+                f"downloaded, it would leave less than {reserve} (5 % of the disk, at most 1 GiB): it stays on the "
+                f"server", where=self.fs.label, hint="free space on that local disk; the file is taken once it fits",
+            )
+
     def _copy(self, sftp, info: FileInfo, offset: int, local: BinaryIO) -> None:
-        with sftp.open(self.fs.raw(info.path), "rb") as remote:
-            position = offset
-            while position < info.size:
-                end = min(info.size, position + REQUEST * WINDOW)
-                chunks = [(o, min(REQUEST, end - o)) for o in range(position, end, REQUEST)]
-                for block in remote.readv(chunks):
-                    local.write(block)
-                    position += len(block)
-                local.flush()  # what arrived is kept for a resume
+        """Bytes ``offset`` to the listed size of ``info`` to ``local``; :class:`FileChanged`
+        when the file is no longer as listed (removed, cut short, grown or rewritten)."""
+        from .listing import ShortFile, download  # paramiko: imported when a connection is made
+
+        where = f"{self.fs.label}/{self.fs.shown(info.path)}"
+        try:
+            attrs = download(sftp, self.fs.raw(info.path), offset, info.size, local.write,
+                             request=REQUEST, window=WINDOW, flush=local.flush)  # what arrived is kept for a resume
+        except FileNotFoundError:
+            raise FileChanged(errno.ENOENT, "removed after it was listed", where) from None
+        except ShortFile as short:
+            raise changed(info, short.size, where) from None
+        now = FileInfo(info.path, attrs.st_size or 0, int(attrs.st_mtime or 0) * 1_000_000_000)
+        if (now.size, now.mtime_ns) != (info.size, info.mtime_ns):
+            raise changed(info, now.size, where)
 
     def discard(self, info: FileInfo) -> None:
         done = self.directory / self._name(info)

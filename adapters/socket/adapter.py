@@ -121,6 +121,7 @@ class SocketAdapter(Adapter):
                 s.port,
                 size=s.connections,
                 connect_timeout=s.connect_timeout,
+                write_timeout=s.write_timeout,
                 retries=s.retries,
                 ssl_context=s.tls.client_context() if s.tls else None,
                 server_hostname=(s.tls.server_hostname or s.bind_host) if s.tls else None,

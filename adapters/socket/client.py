@@ -10,7 +10,11 @@ Replies are correlated in one of two ways:
     frame to the waiting request by a correlation field (a byte slice of the payload).
 
 Connections are opened lazily and again after a failure; connecting and writing are retried
-(transport errors only), a request is never sent twice once it has been written.
+(transport errors only), a request is never sent twice once it has been written. A pooled
+connection the server closed while it lay idle (a legacy server's idle timeout, or one that
+serves one request per connection) is replaced before a frame is written on it: written
+there, a one-way frame would be taken as delivered and never read. A write the server does
+not read within ``write_timeout`` fails with fault ``timeout`` and the connection is reset.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ class Connection:
         self.lock = asyncio.Lock()
         self.closed = False
         self.reader_task: asyncio.Task[None] | None = None
+        #: correlation keys of the requests written on it still waiting for their reply
+        self.waiting: set[bytes] = set()
 
     async def read_frame(self) -> bytes:
         while not self.ready:
@@ -50,15 +56,39 @@ class Connection:
             self.ready.extend(self.decoder.feed(data))
         return self.ready.popleft()
 
-    async def write(self, payload: bytes) -> None:
-        self.writer.write(self.framing.encode(payload))
-        await self.writer.drain()
+    def peer_closed(self) -> bool:
+        """Whether the server has closed (or reset) this connection: a frame written on it
+        now would never be read."""
+        return (self.closed or self.writer.is_closing() or self.reader.at_eof()
+                or self.reader.exception() is not None)
 
-    def close(self) -> None:
+    async def write(self, payload: bytes, timeout: float) -> None:
+        """Write one frame; :class:`WriteStalled` when the server has not taken it within
+        ``timeout`` seconds (it stopped reading)."""
+        self.writer.write(self.framing.encode(payload))
+        try:
+            await asyncio.wait_for(self.writer.drain(), timeout)
+        except TimeoutError:
+            raise WriteStalled(timeout) from None
+
+    def close(self, *, reset: bool = False) -> None:
+        """Close; ``reset``: at once, dropping what is still unwritten (a server that stopped
+        reading would hold a graceful close, and the socket, for ever)."""
         self.closed = True
         if self.reader_task is not None:
             self.reader_task.cancel()
-        self.writer.close()
+        if reset:
+            self.writer.transport.abort()
+        else:
+            self.writer.close()
+
+
+class WriteStalled(Exception):
+    """The server did not read a frame written to it within the write timeout."""
+
+    def __init__(self, timeout: float):
+        super().__init__(f"the server read nothing of the frame for {timeout:g} s")
+        self.timeout = timeout
 
 
 class FrameClient:
@@ -72,6 +102,7 @@ class FrameClient:
         *,
         size: int = 1,
         connect_timeout: float = 10.0,
+        write_timeout: float = 30.0,
         retries: int = 2,
         ssl_context: ssl.SSLContext | None = None,
         server_hostname: str | None = None,
@@ -82,6 +113,7 @@ class FrameClient:
         self.host, self.port = host, port
         self.size = size
         self.connect_timeout = connect_timeout
+        self.write_timeout = write_timeout
         self.retries = retries
         self.ssl_context = ssl_context
         self.server_hostname = server_hostname
@@ -106,12 +138,15 @@ class FrameClient:
 
     async def _connect(self, slot: int) -> Connection:
         conn = self._slots[slot]
-        if conn is not None and not conn.closed:
+        if conn is not None and not conn.peer_closed():
             return conn
         async with self._connecting.setdefault(slot, asyncio.Lock()):  # one connect per slot
             conn = self._slots[slot]
-            if conn is not None and not conn.closed:
+            if conn is not None and not conn.peer_closed():
                 return conn
+            if conn is not None:  # closed by the server while idle: replaced, not written to
+                self.logger.debug("connection to %s closed by the server; opening a new one", self.address)
+                conn.close()
             return await self._open(slot)
 
     async def _open(self, slot: int) -> Connection:
@@ -134,10 +169,10 @@ class FrameClient:
         self._slots[slot] = conn
         return conn
 
-    def _drop(self, slot: int) -> None:
+    def _drop(self, slot: int, *, reset: bool = False) -> None:
         conn = self._slots[slot]
         if conn is not None:
-            conn.close()
+            conn.close(reset=reset)
         self._slots[slot] = None
 
     async def _send(self, slot: int, payload: bytes) -> Connection:
@@ -146,8 +181,14 @@ class FrameClient:
         for attempt in range(self.retries + 1):
             try:
                 conn = await self._connect(slot)
-                await conn.write(payload)
+                await conn.write(payload, self.write_timeout)
                 return conn
+            except WriteStalled as exc:  # part of the frame may be out: never sent again
+                self._drop(slot, reset=True)
+                raise CommandFault(
+                    f"sending to {self.address} stalled: {exc} (write_timeout)", code="timeout",
+                    hint="is the legacy server reading? the delivery is retried",
+                ) from None
             except (OSError, ssl.SSLError) as exc:
                 last = exc
                 self._drop(slot)
@@ -165,7 +206,7 @@ class FrameClient:
         if self.correlate is not None and reply:
             return await self._exchange_by_field(payload, timeout)
         idle = self._queue()
-        slot = await idle.get()
+        slot = await self._take_slot(idle, timeout)
         try:
             conn = await self._send(slot, payload)
             if not reply:
@@ -181,6 +222,22 @@ class FrameClient:
         finally:
             idle.put_nowait(slot)
 
+    async def _take_slot(self, idle: asyncio.Queue[int], timeout: float) -> int:
+        """A free connection of the pool, waited for ``timeout`` seconds at most: a request
+        whose caller has given up is never written."""
+        getter = asyncio.ensure_future(idle.get())
+        try:
+            return await asyncio.wait_for(asyncio.shield(getter), timeout)
+        except TimeoutError:
+            if getter.done() and not getter.cancelled():  # taken just as the time ran out: given back
+                idle.put_nowait(getter.result())
+            else:
+                getter.cancel()
+            raise CommandFault(
+                f"all {self.size} connection(s) to {self.address} stayed busy for {timeout:g} s; not sent",
+                code="timeout", hint="the legacy server answers slowly: raise connections or response_timeout",
+            ) from None
+
     async def _exchange_by_field(self, payload: bytes, timeout: float) -> bytes:
         assert self.correlate is not None
         key = self.correlate(payload)
@@ -188,15 +245,26 @@ class FrameClient:
             raise CommandFault(f"a request with correlation key {key!r} is already waiting", code="invalid")
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[key] = future
+        conn: Connection | None = None
         try:
-            await self._send(next(self._next), payload)
+            conn = await self._send(next(self._next), payload)
+            conn.waiting.add(key)
+            if conn.closed:  # lost while the request was written
+                raise ConnectionResetError("the connection was lost")
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
             raise CommandFault(
                 f"no reply with correlation key {key!r} from {self.address} within {timeout:g} s", code="timeout"
             ) from None
+        except ConnectionError as exc:  # the connection the request went out on is gone: no reply comes
+            raise CommandFault(
+                f"no reply with correlation key {key!r} from {self.address}: {exc} after the request was written",
+                code="failed",
+            ) from None
         finally:
             self._pending.pop(key, None)
+            if conn is not None:
+                conn.waiting.discard(key)
 
     async def _read_replies(self, conn: Connection) -> None:
         try:
@@ -218,6 +286,10 @@ class FrameClient:
             self.logger.info("connection to %s lost: %s", self.address, exc)
             conn.closed = True
             conn.writer.close()
+            for key in conn.waiting:  # the requests written on it fail now, not at their timeout
+                future = self._pending.get(key)
+                if future is not None and not future.done():
+                    future.set_exception(ConnectionResetError(f"the connection was lost ({exc})"))
 
     async def probe(self) -> None:
         """Open (or reuse) the first connection: is the server reachable?"""

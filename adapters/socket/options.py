@@ -82,6 +82,9 @@ class SocketOptions(OptionsModel):
     # client mode
     connections: PositiveInt = option("Client: connections to the peer.", default=1)
     connect_timeout: Positive = option("Client: seconds to connect.", default=10.0)
+    write_timeout: Positive = option(
+        "Client: seconds the peer may take to read a frame written to it; a peer that stops reading "
+        "fails the send with fault `timeout` and its connection is reset.", default=30.0)
     response_timeout: Positive = option("Client, request-reply: seconds to wait for the peer's answer.",
                                         default=30.0)
     correlation: Literal["connection", "field"] = option(

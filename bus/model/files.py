@@ -26,6 +26,16 @@ def path_text(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def path_shown(path: str) -> str:
+    """:func:`path_text` on one line, as a log line, an error or a ``.reason`` file shows a
+    path: its control and other unprintable characters as escapes (a newline in a name as
+    ``\\n``, a terminal escape as ``\\x1b``), so that no name forges a line or reaches a terminal."""
+    text = path_text(path)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True)
 class FileKey:
     """A file as a polling adapter saw it: path (as :func:`path_text`), size, mtime and
@@ -41,7 +51,7 @@ class FileKey:
 
     def __str__(self) -> str:
         mtime = datetime.fromtimestamp(self.mtime_ns / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        text = f"{self.path} ({self.size} bytes, modified {mtime})"
+        text = f"{path_shown(self.path)} ({self.size} bytes, modified {mtime})"
         return text + (f" sha256 {self.checksum[:12]}" if self.checksum else "")
 
 

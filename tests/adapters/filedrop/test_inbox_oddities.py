@@ -229,3 +229,75 @@ def test_twenty_thousand_small_files_at_once(bus: Bus, tmp_path: Path) -> None:
         assert len(left) == n - 2 * share and left[0] == f"f{2 * share:05d}.txt"
     finally:
         a.stop()
+
+
+def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_is_taken(tmp_path: Path) -> None:
+    """``recursive = true`` and one sub-directory the daemon's user may not list: every poll
+    failed with "[Errno 13] Permission denied" and no file of the inbox was taken. Now it is
+    reported once, in one line, and the other files are taken. The poll runs in a child
+    process as ``nobody`` (root lists every directory)."""
+    import json
+    import pwd
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the poll as another user")
+    nobody = pwd.getpwnam("nobody")
+    top = Path(tempfile.mkdtemp(prefix="coupler-drop-perm-"))  # outside pytest's 0700 temp root
+    try:
+        top.chmod(0o755)
+        drop = top / "drop"
+        (drop / "locked").mkdir(parents=True)
+        (drop / "ok.xml").write_bytes(b"<ok/>")
+        (drop / "locked" / "inside.xml").write_bytes(b"<inside/>")
+        for path in (top, drop, drop / "ok.xml"):
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        (drop / "locked").chmod(0o700)  # root's
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: the poll as nobody, what it did as JSON on the pipe
+            code = 1
+            try:
+                os.close(read)
+                os.setgid(nobody.pw_gid)
+                os.setuid(nobody.pw_uid)
+                lines: list[str] = []
+
+                class Keep(logging.Handler):
+                    def emit(self, record: logging.LogRecord) -> None:
+                        if record.levelno >= logging.WARNING:
+                            lines.append(record.getMessage())
+
+                logging.getLogger("coupler").addHandler(Keep())
+                bus = Bus(top / "site")
+                a = started(make(bus, drop, recursive=True, after="keep"))
+                polls = [a.pipeline.poll().to_json() for _ in range(2)]
+                bodies = [m.body.decode() for m in bus.drain()]
+                a.stop()
+                os.write(write, json.dumps({"polls": polls, "bodies": bodies, "warnings": lines}).encode())
+                code = 0
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                os.write(write, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+            finally:
+                os._exit(code)
+        os.close(write)
+        import select
+        import signal
+
+        if not select.select([read], [], [], 120)[0]:  # a lock another thread held at the fork
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read)
+            pytest.fail("the forked poll gave no answer within 120 s")
+        with os.fdopen(read, "rb") as pipe:
+            out = json.loads(pipe.read() or b"{}")
+        os.waitpid(pid, 0)
+        assert "error" not in out, out
+        assert [(p["done"], p["errors"]) for p in out["polls"]] == [(1, 0), (0, 0)], out
+        assert out["bodies"] == ["<ok/>"]
+        [line] = [w for w in out["warnings"] if "cannot list" in w]
+        assert line == (f"drop: cannot list {drop}/locked: Permission denied: its files are left alone "
+                        "(give nobody read and search permission on it)"), line
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

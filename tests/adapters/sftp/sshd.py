@@ -125,21 +125,22 @@ class Sshd:
         self.proc = None
 
 
-def create_password_user(home: Path, password: str) -> str | None:
-    """A local user with ``password`` and home ``home``; None when users cannot be created."""
+def create_password_user(home: Path, password: str, name: str = PASSWORD_USER) -> str | None:
+    """A local user ``name`` with ``password`` and home ``home``; None when users cannot be
+    created. Each test that makes one names its own, so that two workers never share it."""
     if os.geteuid() != 0:
         return None
-    subprocess.run(["userdel", PASSWORD_USER], capture_output=True)
+    subprocess.run(["userdel", name], capture_output=True)
     made = subprocess.run(
-        ["useradd", "-M", "-d", str(home), "-s", "/bin/sh", PASSWORD_USER], capture_output=True
+        ["useradd", "-M", "-d", str(home), "-s", "/bin/sh", name], capture_output=True
     )
     if made.returncode != 0:
         return None
-    subprocess.run(["chpasswd"], input=f"{PASSWORD_USER}:{password}".encode(), check=True)
+    subprocess.run(["chpasswd"], input=f"{name}:{password}".encode(), check=True)
     home.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["chown", PASSWORD_USER, str(home)], check=True)
-    return PASSWORD_USER
+    subprocess.run(["chown", name, str(home)], check=True)
+    return name
 
 
-def remove_password_user() -> None:
-    subprocess.run(["userdel", PASSWORD_USER], capture_output=True)
+def remove_password_user(name: str = PASSWORD_USER) -> None:
+    subprocess.run(["userdel", name], capture_output=True)
