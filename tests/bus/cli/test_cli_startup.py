@@ -148,3 +148,14 @@ def test_a_program_calling_main_has_its_logging_configured_as_before(tmp_path: P
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "@@ WARNING ['%(levelname)s %(name)s: %(message)s']" in done.stdout
+
+
+def test_copybook_decode_imports_no_dataclasses(tmp_path: Path) -> None:
+    """The classes of the copybook parser, layout, options and decoder are plain classes
+    (canonical/plain.py): ``@dataclass`` compiled their methods from source text in every
+    process, ~9 % of ``copybook decode``'s start-up (docs/performance.md, h137). A module on
+    the decode's path that imports :mod:`dataclasses` (or builds a dataclass) fails this."""
+    copybook, data = _data(tmp_path)
+    for to in ("parquet", "jsonl", "avro"):
+        decode = ["copybook", "decode", str(copybook), str(data), "--to", to, "--output", str(tmp_path / f"a.{to}")]
+        assert _loaded_after(tmp_path, decode, ("dataclasses",)) == [], to
