@@ -26,9 +26,7 @@ gets the rest from here, generic and the same as a dataclass's:
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, ClassVar, TypeVar
-
-_P = TypeVar("_P", bound="Plain")
+from typing import Any, ClassVar, Self
 
 
 class _New:
@@ -97,6 +95,6 @@ class Plain:
     def __hash__(self) -> int:
         return hash(self._key(self))
 
-    def _replace(self: _P, **changes: Any) -> _P:
+    def _replace(self, **changes: Any) -> Self:
         """A new instance with ``changes`` (through ``__init__``, as ``dataclasses.replace``)."""
         return type(self)(**{**{name: getattr(self, name) for name in self._fields}, **changes})
