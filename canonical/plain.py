@@ -2,9 +2,9 @@
 
 ``@dataclass`` writes the ``__init__``, ``__repr__``, ``__eq__``, ``__hash__`` and (frozen)
 ``__setattr__`` / ``__delattr__`` of a class as source text and compiles it with ``exec``
-every time the module is imported: ~0.7 M instructions a method, 3 M a frozen class. The 25
-dataclasses of the copybook parser, layout and decoder made 11.5 % of the start-up of
-``coupler copybook decode`` (docs/performance.md, h135 and h137). A :class:`Plain` subclass
+every time the module is imported: 0.7-0.9 M instructions a method, 3-5 M a frozen class.
+The 25 dataclasses of the copybook parser, layout, options and decoder (110 methods) made
+~15 % of the instructions of ``coupler copybook decode``'s start-up (docs/performance.md, h137). A :class:`Plain` subclass
 writes its ``__init__`` by hand (compiled into the module's bytecode like any function) and
 gets the rest from here, generic and the same as a dataclass's:
 

@@ -86,7 +86,7 @@ def builds(command: str, name: str, names: Collection[str]) -> bool:
     """Whether ``command``'s subcommand ``name`` (one of ``names``, its subcommands) gets its
     arguments: not while ``main`` builds the parser of a command line that names ``command`` and
     another of ``names`` (``coupler copybook decode ...`` adds none to ``copybook layout``, whose
-    parser it never uses: 8 M instructions of the decode's start-up, docs/performance.md); always
+    parser it never uses: 2.4 M instructions of the decode's start-up, docs/performance.md); always
     otherwise (``coupler copybook --help``, the reference, :func:`~.main.build_parser` called by
     a program). The command, then the subcommand, are the command line's first words that are
     not options: the options before them (``--debug``, ``--version``, ``-h``) take no value."""

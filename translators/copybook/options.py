@@ -48,7 +48,7 @@ class CopybookOptions(Plain, frozen=True):
     spellings), unknown keys are errors, and all bad values are reported together. A frozen
     plain class (:mod:`coupler.canonical.plain`), neither a pydantic model nor a dataclass:
     `copybook decode` builds one on every start-up, and importing pydantic took about a third
-    of the 0.3 s start-up budget, compiling this dataclass's methods 0.5 % (docs/performance.md).
+    of the 0.3 s start-up budget, compiling the methods of this class as a dataclass 2 % (docs/performance.md).
     """
 
     copybook: str | None = None

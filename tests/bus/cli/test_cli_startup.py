@@ -154,7 +154,7 @@ def test_a_program_calling_main_has_its_logging_configured_as_before(tmp_path: P
 def test_copybook_decode_imports_no_dataclasses(tmp_path: Path) -> None:
     """The classes of the copybook parser, layout, options and decoder are plain classes
     (canonical/plain.py): ``@dataclass`` compiled their methods from source text in every
-    process, ~9 % of ``copybook decode``'s start-up (docs/performance.md, h137). A module on
+    process, ~15 % of ``copybook decode``'s instructions (docs/performance.md, h137). A module on
     the decode's path that imports :mod:`dataclasses` (or builds a dataclass) fails this."""
     copybook, data = _data(tmp_path)
     for to in ("parquet", "jsonl", "avro"):
@@ -165,7 +165,7 @@ def test_copybook_decode_imports_no_dataclasses(tmp_path: Path) -> None:
 def test_a_copybook_command_line_builds_the_arguments_of_its_subcommand_alone(
         capsys: pytest.CaptureFixture[str]) -> None:
     """``coupler copybook decode ...`` adds no arguments to the other subcommands' parsers
-    (startup.builds: 8 M instructions of the decode's start-up); each subcommand's help is the
+    (startup.builds: 2.4 M instructions of the decode's start-up); each subcommand's help is the
     one of the whole parser, and the whole parser (the reference, ``build_parser()``) has them all."""
     from coupler.bus.cli.main import _parser_for, build_parser
 
