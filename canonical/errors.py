@@ -9,7 +9,8 @@ CLI prints ``str(error)`` on one line and exits non-zero without a traceback.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from coupler.canonical.plain import Plain
 
 
 class CouplerError(Exception):
@@ -126,8 +127,7 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text} (raised at {name}:{frame.tb_lineno} in {code.co_name})"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Plain, frozen=True):
     """One thing wrong with a set of options: where (key path, and line when known) and what."""
 
     path: str
@@ -135,6 +135,9 @@ class Problem:
     #: the concrete location (keys and list indices), to find the line in the source file
     loc: tuple[str | int, ...] = ()
     line: int | None = None
+
+    def __init__(self, path: str, message: str, loc: tuple[str | int, ...] = (), line: int | None = None) -> None:
+        self.__dict__.update(path=path, message=message, loc=loc, line=line)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message

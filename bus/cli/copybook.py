@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -57,22 +56,28 @@ def _options_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: the subcommands of ``coupler copybook`` (a command line naming one builds its arguments alone)
+_SUBCOMMANDS = ("layout", "schema", "decode", "family", "encode")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("copybook", help="COBOL copybooks: layouts, Avro schemas, decode and encode records")
     csub = p.add_subparsers(dest="copybook_command", metavar="SUBCOMMAND", required=True)
 
     lay = csub.add_parser("layout", help="byte positions of every field")
-    _common(lay)
-    _options_arg(lay)
-    lay.add_argument("--json", action="store_true", help="machine-readable output")
+    if startup.builds("copybook", "layout", _SUBCOMMANDS):  # only the one the command line names
+        _common(lay)
+        _options_arg(lay)
+        lay.add_argument("--json", action="store_true", help="machine-readable output")
     lay.set_defaults(func=run_layout)
 
     sch = csub.add_parser("schema", help="the Avro schema of the decoded records")
-    _common(sch)
-    _options_arg(sch)
-    sch.add_argument("--name", help="name of the top-level record")
-    sch.add_argument("--namespace", help="Avro namespace")
-    sch.add_argument("--json", action="store_true", help="(the schema is always JSON)")
+    if startup.builds("copybook", "schema", _SUBCOMMANDS):
+        _common(sch)
+        _options_arg(sch)
+        sch.add_argument("--name", help="name of the top-level record")
+        sch.add_argument("--namespace", help="Avro namespace")
+        sch.add_argument("--json", action="store_true", help="(the schema is always JSON)")
     sch.set_defaults(func=run_schema)
 
     dec = csub.add_parser(
@@ -84,58 +89,61 @@ def register(sub: argparse._SubParsersAction) -> None:
         " when --max-errors was exceeded, or on any other failure (copybook, options, files);"
         " 2 for a usage error.",
     )
-    _common(dec)
-    dec.add_argument("data", nargs="+", help="data files")
-    _options_arg(dec)
-    dec.add_argument("--to", choices=("jsonl", "avro", "parquet"), default="jsonl", help="output format")
-    dec.add_argument("--output", help="output file (default: standard output for jsonl)")
-    dec.add_argument(
-        "--errors", metavar="FILE",
-        help="write one JSON line per rejected record and per bad field to FILE: file, record (from 1),"
-        " offset (file byte of the record, or of the field), field path (an OCCURS element with its subscript"
-        " from 1: REC.DET.CELL[2]), raw_hex, reason",
-    )
-    dec.add_argument(
-        "--strict", action="store_true",
-        help="a field that cannot be decoded rejects its record (default: the field becomes null);"
-        " exit status 1 when any record was rejected",
-    )
-    add_max_errors_option(dec)
-    dec.add_argument(
-        "--jobs", type=int, metavar="N",
-        help="decode N chunks of records at once (default: the cores this process may use); the output,"
-        " its order and the error reports are the same whatever N is (fixed-length records, vectorised"
-        " decoder; other files are decoded on one core)",
-    )
-    dec.add_argument(
-        "--parts", action="store_true",
-        help="with --to parquet: --output is a directory (new or empty) of ordered part files"
-        " part-00000.parquet, part-00001.parquet, ... (read in name order they hold the records in file order),"
-        " written by the --jobs threads in parallel; each part is a contiguous range of records (fixed-length"
-        " records, vectorised decoder; otherwise one part)",
-    )
-    dec.add_argument(
-        "--per-record", action="store_true",
-        help="use the per-record decoder even where the vectorised one applies (same output, slower)",
-    )
+    if startup.builds("copybook", "decode", _SUBCOMMANDS):
+        _common(dec)
+        dec.add_argument("data", nargs="+", help="data files")
+        _options_arg(dec)
+        dec.add_argument("--to", choices=("jsonl", "avro", "parquet"), default="jsonl", help="output format")
+        dec.add_argument("--output", help="output file (default: standard output for jsonl)")
+        dec.add_argument(
+            "--errors", metavar="FILE",
+            help="write one JSON line per rejected record and per bad field to FILE: file, record (from 1),"
+            " offset (file byte of the record, or of the field), field path (an OCCURS element with its subscript"
+            " from 1: REC.DET.CELL[2]), raw_hex, reason",
+        )
+        dec.add_argument(
+            "--strict", action="store_true",
+            help="a field that cannot be decoded rejects its record (default: the field becomes null);"
+            " exit status 1 when any record was rejected",
+        )
+        add_max_errors_option(dec)
+        dec.add_argument(
+            "--jobs", type=int, metavar="N",
+            help="decode N chunks of records at once (default: the cores this process may use); the output,"
+            " its order and the error reports are the same whatever N is (fixed-length records, vectorised"
+            " decoder; other files are decoded on one core)",
+        )
+        dec.add_argument(
+            "--parts", action="store_true",
+            help="with --to parquet: --output is a directory (new or empty) of ordered part files"
+            " part-00000.parquet, part-00001.parquet, ... (read in name order they hold the records in file order),"
+            " written by the --jobs threads in parallel; each part is a contiguous range of records (fixed-length"
+            " records, vectorised decoder; otherwise one part)",
+        )
+        dec.add_argument(
+            "--per-record", action="store_true",
+            help="use the per-record decoder even where the vectorised one applies (same output, slower)",
+        )
     dec.set_defaults(func=run_decode)
 
     fam = csub.add_parser(
         "family", help="a layout family (copybook versions of one record): describe it, or decode with it",
     )
-    fam.add_argument("family", help="the family declaration (TOML or JSON)")
-    fam.add_argument("data", nargs="*", help="data files to decode (none: describe the family)")
-    fam.add_argument("--output", help="output file for the JSON lines (default: standard output)")
-    fam.add_argument("--errors", help="write bad-record reports (JSON lines) to this file")
-    fam.add_argument("--strict", action="store_true", help="a field that cannot be decoded rejects its record")
-    fam.add_argument("--json", action="store_true", help="machine-readable description")
+    if startup.builds("copybook", "family", _SUBCOMMANDS):
+        fam.add_argument("family", help="the family declaration (TOML or JSON)")
+        fam.add_argument("data", nargs="*", help="data files to decode (none: describe the family)")
+        fam.add_argument("--output", help="output file for the JSON lines (default: standard output)")
+        fam.add_argument("--errors", help="write bad-record reports (JSON lines) to this file")
+        fam.add_argument("--strict", action="store_true", help="a field that cannot be decoded rejects its record")
+        fam.add_argument("--json", action="store_true", help="machine-readable description")
     fam.set_defaults(func=run_family)
 
     enc = csub.add_parser("encode", help="encode JSON lines into fixed-layout records")
-    _common(enc)
-    enc.add_argument("input", help="JSON lines file ('-' for standard input)")
-    enc.add_argument("--output", required=True, help="the data file to write")
-    _options_arg(enc)
+    if startup.builds("copybook", "encode", _SUBCOMMANDS):
+        _common(enc)
+        enc.add_argument("input", help="JSON lines file ('-' for standard input)")
+        enc.add_argument("--output", required=True, help="the data file to write")
+        _options_arg(enc)
     enc.set_defaults(func=run_encode)
 
 
@@ -165,6 +173,8 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def run_layout(args: argparse.Namespace) -> int:
+    import json
+
     layout = _layout(args)
     if args.json:
         print(json.dumps(layout.rows(), indent=2))
@@ -174,6 +184,8 @@ def run_layout(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
+    import json
+
     from coupler.translators.copybook.avro import avro_schema
 
     layout = _layout(args)
@@ -264,6 +276,8 @@ class _ErrorSink:
         if kind == "record" and self.first_rejected is None:
             self.first_rejected = self.last
         if self.out is not None:
+            import json  # a decode without --errors never needs it (start-up)
+
             self.out.write(json.dumps({"kind": kind, **error.to_dict()}) + "\n")
         elif self.count <= self.PRINTED:
             if self.progress:
@@ -535,12 +549,16 @@ def _only_good(records, sink):
 
 def _report(bad: Any, errors_out: Any) -> None:
     if errors_out is not None:
+        import json
+
         errors_out.write(json.dumps(bad.error.to_dict()) + "\n")
     else:
         print(f"coupler: bad record: {bad.error}", file=sys.stderr)
 
 
 def run_family(args: argparse.Namespace) -> int:
+    import json
+
     from coupler.bus.cli.outputs import ReportFile, text_output
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.family import FieldSelector, LayoutFamily

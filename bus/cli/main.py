@@ -170,8 +170,12 @@ def _command_token(argv: Sequence[str]) -> str | None:
 
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     command = _command_token(argv)
-    if command in COMMANDS:  # a built-in command: its module alone
-        return build_parser(modules=(COMMANDS[command],))
+    if command in COMMANDS:  # a built-in command: its module alone (and its subcommand alone: startup.builds)
+        startup.parsing(argv)
+        try:
+            return build_parser(modules=(COMMANDS[command],))
+        finally:
+            startup.parsing(None)
     from coupler.bus.plugins.manager import site_plugin_manager
 
     return build_parser(site_plugin_manager())  # a plugin's command, or the help listing them all

@@ -18,18 +18,24 @@ after the command (tests, a program calling ``main([...])``), nothing is frozen.
 with :func:`ends_startup`: such a command calls :func:`done` itself once it has imported
 what it needs (``copybook decode`` imports its decoder and writers first); ``main`` calls it
 again when the command returns (it does nothing the second time).
+
+:func:`builds` lets a command group leave out the arguments of the subcommands a command line
+does not name (``coupler copybook decode ...`` adds none to ``copybook layout``).
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
 _paused = False
 _freeze = False
+#: the words of the command line (less its options) while ``main`` builds the parser of the
+#: built-in command it names (:func:`parsing`); ``None``: every parser is built whole
+_words: tuple[str, ...] | None = None
 
 
 def begin(*, freeze: bool) -> None:
@@ -68,3 +74,21 @@ def logs_nothing(func: _F) -> _F:
     every command. A test keeps the mark true: ``copybook decode`` imports no :mod:`logging`."""
     func.logs_nothing = True  # type: ignore[attr-defined]
     return func
+
+
+def parsing(argv: Sequence[str] | None) -> None:
+    """``main`` builds the parser of a built-in command for ``argv`` (``None``: it is done)."""
+    global _words
+    _words = None if argv is None else tuple(arg for arg in argv if not arg.startswith("-"))
+
+
+def builds(command: str, name: str, names: Collection[str]) -> bool:
+    """Whether ``command``'s subcommand ``name`` (one of ``names``, its subcommands) gets its
+    arguments: not while ``main`` builds the parser of a command line that names ``command`` and
+    another of ``names`` (``coupler copybook decode ...`` adds none to ``copybook layout``, whose
+    parser it never uses: 2.4 M instructions of the decode's start-up, docs/performance.md); always
+    otherwise (``coupler copybook --help``, the reference, :func:`~.main.build_parser` called by
+    a program). The command, then the subcommand, are the command line's first words that are
+    not options: the options before them (``--debug``, ``--version``, ``-h``) take no value."""
+    words = _words
+    return words is None or len(words) < 2 or words[0] != command or words[1] not in names or words[1] == name

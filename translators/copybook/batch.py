@@ -16,12 +16,13 @@ which applies.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from coupler.canonical.plain import Plain
 
 from . import kernels
 from .avro import field_avro_type, output_fields
@@ -39,8 +40,7 @@ from .picture import DecodeContext
 DEFAULT_BATCH_RECORDS = 16_384
 
 
-@dataclass(frozen=True)
-class BadField:
+class BadField(Plain, frozen=True):
     """A field of one record that cannot be decoded (its value is null in the batch)."""
 
     record: int  # index of the record in the input, from 0
@@ -49,11 +49,17 @@ class BadField:
     raw: bytes
     reason: str
 
+    def __init__(self, record: int, path: str, offset: int, raw: bytes, reason: str) -> None:
+        self.__dict__.update(record=record, path=path, offset=offset, raw=raw, reason=reason)
 
-@dataclass
-class DecodedBatch:
+
+class DecodedBatch(Plain):
     batch: pa.RecordBatch
     bad: list[BadField]
+
+    def __init__(self, batch: pa.RecordBatch, bad: list[BadField]) -> None:
+        self.batch = batch
+        self.bad = bad
 
 
 def _as_options(options: CopybookOptions | Mapping[str, Any] | None) -> CopybookOptions:
@@ -188,7 +194,7 @@ class BatchDecoder:
             fields = [pa.field("File_Id", pa.int32(), False), pa.field("Record_Id", pa.int64(), False),
                       pa.field("Record_Byte_Length", pa.int32(), False), *fields]
             arrays = ids + arrays
-        bad = sorted((replace(b, record=b.record + first_record) for b in bad), key=lambda b: (b.record, b.offset))
+        bad = sorted((b._replace(record=b.record + first_record) for b in bad), key=lambda b: (b.record, b.offset))
         return DecodedBatch(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)), bad)
 
     def _column(self, out: OutputNode, rows: np.ndarray | _Rows, base: int, bad: list[BadField],
@@ -227,7 +233,7 @@ class BatchDecoder:
             parent, k = divmod(b.record, count)
             if lengths is None or k < lengths[parent]:  # named by the element's 1-based subscript, as the per-record decoder
                 path = f"{b.path[:cut]}[{k + 1}]{b.path[cut:]}"
-                bad.append(replace(b, record=parent, offset=b.offset + k * size, path=path))
+                bad.append(b._replace(record=parent, offset=b.offset + k * size, path=path))
         if lengths is None:  # the same offsets for every batch of n records: made once
             full = self._full_offsets.get((n, count))
             if full is None:

@@ -21,12 +21,13 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+
+from coupler.canonical.plain import NEW, Plain
 
 from .arrow_json import normalize_groups
 from .avro import as_options
@@ -44,15 +45,20 @@ if TYPE_CHECKING:  # concurrent.futures: with --jobs 2 or more, for a file of 2 
 __all__ = ["FileBatch", "batch_supported", "decode_file_batches", "split_records"]
 
 
-@dataclass
-class FileBatch:
+class FileBatch(Plain):
     """Decoded records of one chunk of one file: ``batch`` holds the good ones (in file
     order), ``bad`` the rejected and truncated ones."""
 
     file: str
     batch: pa.RecordBatch
-    bad: list[BadRecord] = field(default_factory=list)
+    bad: list[BadRecord]
     bytes: int = 0  # file bytes of the chunk's records
+
+    def __init__(self, file: str, batch: pa.RecordBatch, bad: list[BadRecord] = NEW, bytes: int = 0) -> None:
+        self.file = file
+        self.batch = batch
+        self.bad = [] if bad is NEW else bad
+        self.bytes = bytes
 
 
 def _framing(layout: Layout, options: CopybookOptions) -> tuple[int, CopybookOptions]:

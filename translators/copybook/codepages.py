@@ -24,11 +24,11 @@ from __future__ import annotations
 import codecs
 import re
 import sys
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from coupler.canonical.plain import Plain
 from coupler.translators.copybook.errors import CopybookError
 
 __all__ = [
@@ -85,15 +85,18 @@ _COMMON_BYTES: frozenset[int] = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class CodePage:
+class CodePage(Plain, frozen=True):
     """A single-byte code page: ``decode`` bytes to text and ``encode`` text to bytes."""
 
     name: str
     table: tuple[str, ...]
     pad: bytes = b"\x40"
-    _decode_map: dict[int, str] = field(init=False, repr=False, compare=False)
-    _encode_map: dict[int, int] = field(init=False, repr=False, compare=False)
+    _decode_map: dict[int, str]
+    _encode_map: dict[int, int]
+
+    def __init__(self, name: str, table: tuple[str, ...], pad: bytes = b"\x40") -> None:
+        self.__dict__.update(name=name, table=table, pad=pad)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if len(self.table) != 256:
@@ -253,12 +256,14 @@ def code_page(name: str) -> CodePage:
     return CodePage(key, tuple(_cobrix_adjusted(_ibm_table(key))))
 
 
-@dataclass(frozen=True)
-class AsciiCodec:
+class AsciiCodec(Plain, frozen=True):
     """Text codec of ASCII extracts: a Python character set (``utf-8`` by default)."""
 
     name: str
     pad: bytes = b" "
+
+    def __init__(self, name: str, pad: bytes = b" ") -> None:
+        self.__dict__.update(name=name, pad=pad)
 
     def decode(self, raw: bytes) -> str:
         return raw.decode(self.name, errors="replace")

@@ -24,15 +24,14 @@ helpers it uses: :func:`variable_size_records` (records cut by decoding, for
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from coupler.canonical.plain import NEW, Plain
 
 from .avro import as_options, option, output_fields, outputs_by_node, segment_levels
 from .errors import CopybookError, RecordDecodeError
@@ -89,15 +88,16 @@ class Float32(float):
     """A COMP-1 value: printed with the shortest digits of a 32-bit float (as Java does)."""
 
 
-@dataclass
-class BadRecord:
+class BadRecord(Plain):
     """A record rejected under the strict policy (or truncated), with the reason."""
 
     error: RecordDecodeError
 
+    def __init__(self, error: RecordDecodeError) -> None:
+        self.error = error
 
-@dataclass
-class DecodeStats:
+
+class DecodeStats(Plain, hidden=('on_bad_field',), uncompared=('offset', 'on_bad_field',)):
     """Counters of a decoding run."""
 
     records: int = 0
@@ -107,11 +107,24 @@ class DecodeStats:
     bytes: int = 0
     #: file byte offset of the record read last by ``decode_files`` (where a later stage's
     #: error about that record happened): a cursor, not a counter, so not compared
-    offset: int = field(default=0, compare=False)
-    bad_field_names: dict[str, int] = field(default_factory=dict)
+    offset: int = 0
+    bad_field_names: dict[str, int]
     #: called with a :class:`RecordDecodeError` for every field the lenient policy made null
     #: (record number, byte offset of the field in the file, field path, raw bytes, reason)
-    on_bad_field: Any = field(default=None, repr=False, compare=False)
+    on_bad_field: Any = None
+
+    def __init__(
+        self, records: int = 0, errors: int = 0, bad_fields: int = 0, filtered: int = 0, bytes: int = 0,
+        offset: int = 0, bad_field_names: dict[str, int] = NEW, on_bad_field: Any = None,
+    ) -> None:
+        self.records = records
+        self.errors = errors
+        self.bad_fields = bad_fields
+        self.filtered = filtered
+        self.bytes = bytes
+        self.offset = offset
+        self.bad_field_names = {} if bad_field_names is NEW else bad_field_names
+        self.on_bad_field = on_bad_field
 
 
 class _BadField(Exception):
@@ -544,7 +557,7 @@ class RecordDecoder:
             # decoded from the bytes there are, as Cobrix does; other fields are null
             if not raw or ft.kind != "string":
                 return None
-            ft = dataclasses.replace(ft, size=len(raw))
+            ft = ft._replace(size=len(raw))
         try:
             value = ft.decode(raw, self.ctx)
         except CopybookError as exc:
@@ -792,9 +805,24 @@ def to_json(record: Mapping[str, Any]) -> str:
 _UNICODE_ESCAPE = re.compile(r"(\\+)u00([0-9a-f]{2})")
 
 
+_dumps: Callable[[Any], str] | None = None
+
+
+def _json_text(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, :mod:`json` imported on first use: a decode to
+    Parquet or Avro never needs it (5 M instructions of the start-up, docs/performance.md)."""
+    global _dumps
+    if _dumps is None:
+        from functools import partial
+        from json import dumps
+
+        _dumps = partial(dumps, ensure_ascii=False)
+    return _dumps(value)
+
+
 def _json_str(text: str) -> str:
     """A JSON string as Spark/Jackson writes it (``\\u001A`` with upper-case hex)."""
-    out = json.dumps(text, ensure_ascii=False)
+    out = _json_text(text)
     if "\\u00" not in out:
         return out
     return _UNICODE_ESCAPE.sub(
@@ -833,7 +861,7 @@ def _dump(value: Any) -> str:
         return _json_str(value.hex().upper())
     if isinstance(value, str):
         return _json_str(value)
-    return json.dumps(value, ensure_ascii=False)
+    return _json_text(value)
 
 
 def write_avro(records: Iterable[Mapping[str, Any]], schema: dict[str, Any], path: Path) -> int:

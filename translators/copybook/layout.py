@@ -23,8 +23,9 @@ information as JSON-ready dicts.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+from coupler.canonical.plain import NEW, Plain
 
 from .errors import CopybookLayoutError
 from .parser import Condition, Copybook, Item
@@ -35,17 +36,18 @@ def identifier(name: str) -> str:
     return name.replace("-", "_").replace(":", "").replace("'", "")
 
 
-@dataclass(frozen=True)
-class Occurs:
+class Occurs(Plain, frozen=True):
     """An OCCURS clause: ``min``..``max`` times, ``depending_on`` the identifier of the counter."""
 
     min: int
     max: int
     depending_on: str | None = None
 
+    def __init__(self, min: int, max: int, depending_on: str | None = None) -> None:
+        self.__dict__.update(min=min, max=max, depending_on=depending_on)
 
-@dataclass(eq=False, kw_only=True)
-class Node:
+
+class Node(Plain, eq=False):
     """What groups and elementary fields share."""
 
     name: str
@@ -61,8 +63,30 @@ class Node:
     is_redefined: bool = False
     renames: bool = False  # a level-66 RENAMES item (a view of bytes other items own)
     is_filler: bool = False
-    conditions: list[Condition] = field(default_factory=list)
+    conditions: list[Condition]
     item: Item | None = None
+
+    def __init__(
+        self, *, name: str, identifier: str, level: int, path: tuple[str, ...], offset: int = 0, size: int = 0,
+        span: int = 0, slack: int = 0, occurs: Occurs | None = None, redefines: str | None = None,
+        is_redefined: bool = False, renames: bool = False, is_filler: bool = False,
+        conditions: list[Condition] = NEW, item: Item | None = None,
+    ) -> None:
+        self.name = name
+        self.identifier = identifier
+        self.level = level
+        self.path = path
+        self.offset = offset
+        self.size = size
+        self.span = span
+        self.slack = slack
+        self.occurs = occurs
+        self.redefines = redefines
+        self.is_redefined = is_redefined
+        self.renames = renames
+        self.is_filler = is_filler
+        self.conditions = [] if conditions is NEW else conditions
+        self.item = item
 
     @property
     def is_group(self) -> bool:
@@ -87,26 +111,75 @@ class Node:
         return self.item.where if self.item else "<copybook>"
 
 
-@dataclass(eq=False, kw_only=True)
-class Group(Node):
+class Group(Node, eq=False):
     """A group item: its subordinate nodes in order."""
 
-    children: list[Node] = field(default_factory=list)
+    children: list[Node]
     alignment: int = 1
+
+    def __init__(
+        self, *, name: str, identifier: str, level: int, path: tuple[str, ...], offset: int = 0, size: int = 0,
+        span: int = 0, slack: int = 0, occurs: Occurs | None = None, redefines: str | None = None,
+        is_redefined: bool = False, renames: bool = False, is_filler: bool = False,
+        conditions: list[Condition] = NEW, item: Item | None = None, children: list[Node] = NEW, alignment: int = 1,
+    ) -> None:
+        self.name = name
+        self.identifier = identifier
+        self.level = level
+        self.path = path
+        self.offset = offset
+        self.size = size
+        self.span = span
+        self.slack = slack
+        self.occurs = occurs
+        self.redefines = redefines
+        self.is_redefined = is_redefined
+        self.renames = renames
+        self.is_filler = is_filler
+        self.conditions = [] if conditions is NEW else conditions
+        self.item = item
+        self.children = [] if children is NEW else children
+        self.alignment = alignment
 
     @property
     def is_group(self) -> bool:
         return True
 
 
-@dataclass(eq=False, kw_only=True)
-class Field(Node):
+class Field(Node, eq=False):
     """An elementary item with the type that decodes and encodes its bytes."""
 
     field_type: Any = None  # picture.FieldType
     picture: str | None = None
     usage: str = "DISPLAY"
     is_dependee: bool = False  # the counter of an OCCURS DEPENDING ON
+
+    def __init__(
+        self, *, name: str, identifier: str, level: int, path: tuple[str, ...], offset: int = 0, size: int = 0,
+        span: int = 0, slack: int = 0, occurs: Occurs | None = None, redefines: str | None = None,
+        is_redefined: bool = False, renames: bool = False, is_filler: bool = False,
+        conditions: list[Condition] = NEW, item: Item | None = None, field_type: Any = None,
+        picture: str | None = None, usage: str = "DISPLAY", is_dependee: bool = False,
+    ) -> None:
+        self.name = name
+        self.identifier = identifier
+        self.level = level
+        self.path = path
+        self.offset = offset
+        self.size = size
+        self.span = span
+        self.slack = slack
+        self.occurs = occurs
+        self.redefines = redefines
+        self.is_redefined = is_redefined
+        self.renames = renames
+        self.is_filler = is_filler
+        self.conditions = [] if conditions is NEW else conditions
+        self.item = item
+        self.field_type = field_type
+        self.picture = picture
+        self.usage = usage
+        self.is_dependee = is_dependee
 
 
 FieldTypeFactory = Callable[[Item], Any]
@@ -129,14 +202,19 @@ def default_field_type(item: Item, **options: Any) -> Any:
     )
 
 
-@dataclass
-class Layout:
+class Layout(Plain):
     """The layout of a copybook: its records (top-level nodes) and the record size."""
 
     records: list[Node]
     size: int
     file: str = "<copybook>"
-    renames: list[Any] = field(default_factory=list)
+    renames: list[Any]
+
+    def __init__(self, records: list[Node], size: int, file: str = "<copybook>", renames: list[Any] = NEW) -> None:
+        self.records = records
+        self.size = size
+        self.file = file
+        self.renames = [] if renames is NEW else renames
 
     def walk(self) -> Iterator[Node]:
         """Every node, depth first, in copybook order."""
@@ -563,8 +641,7 @@ def depending_on_counter(layout: Layout, node: Node) -> Field:
 # the output view: which nodes become keys of decoded records, and under which names
 
 
-@dataclass(eq=False)
-class OutputNode:
+class OutputNode(Plain, eq=False):
     """A node as it appears in decoded records and in the Avro schema.
 
     ``name`` is the key (the Cobrix identifier, or ``FILLER_n`` / ``FILLER_Pn`` /
@@ -576,6 +653,14 @@ class OutputNode:
     children: list[OutputNode] | None = None
     #: a child segment of a hierarchical record: an array of the child's records
     segment_array: bool = False
+
+    def __init__(
+        self, name: str, node: Node, children: list[OutputNode] | None = None, segment_array: bool = False,
+    ) -> None:
+        self.name = name
+        self.node = node
+        self.children = children
+        self.segment_array = segment_array
 
     @property
     def is_group(self) -> bool:

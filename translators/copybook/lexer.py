@@ -34,8 +34,9 @@ separators and are dropped. Every token carries its file, line and column.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from coupler.canonical.plain import Plain
 
 from .errors import CopybookSyntaxError
 
@@ -50,8 +51,7 @@ _OPTIONS = re.compile(r"(\*CBL|\*CONTROL|CBL|PROCESS)(\s.*)?", re.IGNORECASE)
 _OPTIONS_FROM_COLUMN_1 = re.compile(r"\s*(CBL|PROCESS)(\s.*)?", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(Plain, frozen=True):
     """One token with its 1-based position in its file."""
 
     text: str
@@ -61,6 +61,9 @@ class Token:
     column: int
     prefix: str = ""  # literal prefix: "X" (hexadecimal), "N", "G", "Z" or ""
 
+    def __init__(self, text: str, kind: str, file: str, line: int, column: int, prefix: str = "") -> None:
+        self.__dict__.update(text=text, kind=kind, file=file, line=line, column=column, prefix=prefix)
+
     @property
     def upper(self) -> str:
         return self.text.upper()
@@ -69,12 +72,17 @@ class Token:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass
-class _Line:
+class _Line(Plain):
     number: int
     column: int  # 1-based column of text[0]
     text: str
     continuation: bool
+
+    def __init__(self, number: int, column: int, text: str, continuation: bool) -> None:
+        self.number = number
+        self.column = column
+        self.text = text
+        self.continuation = continuation
 
 
 def _expand_tabs(raw: str, tab_width: int) -> str:

@@ -13,14 +13,12 @@ names the option and the values it accepts.
 from __future__ import annotations
 
 import codecs
-import dataclasses
-import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from coupler.canonical.errors import OptionsError as CanonicalOptionsError
+from coupler.canonical.plain import Plain
 from coupler.translators.copybook.codepages import CodePageError, code_page_name
 from coupler.translators.copybook.errors import CopybookError
 from coupler.translators.copybook.picture import DecodeContext
@@ -43,14 +41,14 @@ _FILLER_NAMING = ("sequence_numbers", "previous_field_name")
 _DEBUG = ("none", "hex", "raw", "binary", "string")
 
 
-@dataclass(frozen=True)
-class CopybookOptions:
+class CopybookOptions(Plain, frozen=True):
     """Typed copybook options; build with :meth:`from_mapping` or :meth:`from_pairs`.
 
     Every value goes through the option's parser (strings or Python values, Cobrix's
     spellings), unknown keys are errors, and all bad values are reported together. A frozen
-    dataclass, not a pydantic model: `copybook decode` builds one on every start-up, and
-    importing pydantic took about a third of the 0.3 s start-up budget (docs/performance.md).
+    plain class (:mod:`coupler.canonical.plain`), neither a pydantic model nor a dataclass:
+    `copybook decode` builds one on every start-up, and importing pydantic took about a third
+    of the 0.3 s start-up budget, compiling the methods of this class as a dataclass 2 % (docs/performance.md).
     """
 
     copybook: str | None = None
@@ -101,6 +99,45 @@ class CopybookOptions:
     pointer_size: int = 4
     #: REDEFINES branches the encoder writes when present, before the first present one
     encode_branches: tuple[str, ...] = ()
+
+    def __init__(
+        self, copybook: str | None = None, record_format: str = "F", record_length: int | None = None,
+        encoding: str = "ebcdic", ebcdic_code_page: str = "cp037", ascii_charset: str | None = None,
+        is_rdw_big_endian: bool = False, rdw_adjustment: int = 0, is_rdw_part_of_record_length: bool = False,
+        record_length_field: str | None = None, file_start_offset: int = 0, file_end_offset: int = 0,
+        record_start_offset: int = 0, record_end_offset: int = 0, segment_field: str | None = None,
+        segment_filter: tuple[str, ...] = (), redefine_segment_id_map: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        segment_children: tuple[tuple[str, tuple[str, ...]], ...] = (), segment_id_levels: tuple[str, ...] = (),
+        segment_id_prefix: str = "", segment_id_root: str | None = None, string_trimming_policy: str = "both",
+        floating_point_format: str = "IBM", variable_size_occurs: bool = False,
+        occurs_mappings: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = (),
+        improved_null_detection: bool = True, schema_retention_policy: str = "collapse_root",
+        generate_record_id: bool = False, drop_group_fillers: bool = False, drop_value_fillers: bool = True,
+        filler_naming_policy: str = "sequence_numbers", strict_sign_overpunching: bool = True,
+        strict_integral_precision: bool = False, debug: str = "none", pedantic: bool = False,
+        input_split_records: int | None = None, trunc: str = "bin", ascii_sign_convention: str = "ibm",
+        pointer_size: int = 4, encode_branches: tuple[str, ...] = (),
+    ) -> None:
+        self.__dict__.update(
+            copybook=copybook, record_format=record_format, record_length=record_length, encoding=encoding,
+            ebcdic_code_page=ebcdic_code_page, ascii_charset=ascii_charset, is_rdw_big_endian=is_rdw_big_endian,
+            rdw_adjustment=rdw_adjustment, is_rdw_part_of_record_length=is_rdw_part_of_record_length,
+            record_length_field=record_length_field, file_start_offset=file_start_offset,
+            file_end_offset=file_end_offset, record_start_offset=record_start_offset,
+            record_end_offset=record_end_offset, segment_field=segment_field, segment_filter=segment_filter,
+            redefine_segment_id_map=redefine_segment_id_map, segment_children=segment_children,
+            segment_id_levels=segment_id_levels, segment_id_prefix=segment_id_prefix,
+            segment_id_root=segment_id_root, string_trimming_policy=string_trimming_policy,
+            floating_point_format=floating_point_format, variable_size_occurs=variable_size_occurs,
+            occurs_mappings=occurs_mappings, improved_null_detection=improved_null_detection,
+            schema_retention_policy=schema_retention_policy, generate_record_id=generate_record_id,
+            drop_group_fillers=drop_group_fillers, drop_value_fillers=drop_value_fillers,
+            filler_naming_policy=filler_naming_policy, strict_sign_overpunching=strict_sign_overpunching,
+            strict_integral_precision=strict_integral_precision, debug=debug, pedantic=pedantic,
+            input_split_records=input_split_records, trunc=trunc, ascii_sign_convention=ascii_sign_convention,
+            pointer_size=pointer_size, encode_branches=encode_branches,
+        )
+        self.__post_init__()
 
     # ------------------------------------------------------------------ construction
 
@@ -185,7 +222,7 @@ class CopybookOptions:
             )
             or (name == "segment_children" and any(k.startswith("segment_children") for k in given))
         }
-        return dataclasses.replace(self, **changes)
+        return self._replace(**changes)
 
     def __post_init__(self) -> None:
         """The checks across options (each value was checked by its parser)."""
@@ -214,7 +251,7 @@ class CopybookOptions:
 
     def replace(self, **changes: Any) -> CopybookOptions:
         """These options with ``changes`` (typed values, checked again)."""
-        return dataclasses.replace(self, **changes)
+        return self._replace(**changes)
 
     # ------------------------------------------------------------------ views
 
@@ -250,6 +287,8 @@ class CopybookOptions:
                 for i, (parent, kids) in enumerate(value):
                     out[f"segment-children:{i}"] = f"{parent} => {','.join(kids)}"
             elif name == "occurs_mappings":
+                import json  # this option alone needs it (start-up: docs/performance.md)
+
                 out[name] = json.dumps({n: dict(p) for n, p in value})
             elif name in ("segment_filter", "encode_branches"):
                 out[name] = ",".join(value)
@@ -412,6 +451,8 @@ def _segment_children(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
 
 
 def _occurs_mappings(key: str, value: Any) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    import json  # this option alone needs it (start-up: docs/performance.md)
+
     data = value
     if isinstance(value, str):
         try:
@@ -486,4 +527,4 @@ _PARSERS: dict[str, Any] = {
 }
 
 #: the options' names, in declaration order
-_FIELDS = tuple(f.name for f in dataclasses.fields(CopybookOptions))
+_FIELDS = CopybookOptions._fields

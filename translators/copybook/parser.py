@@ -14,13 +14,13 @@ token and what was expected.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
+
+from coupler.canonical.plain import NEW, Plain
 
 from .errors import CopybookSyntaxError
 from .lexer import SourceFormat, Token, tokenize
@@ -57,13 +57,15 @@ _MAX_OCCURS = 100_000_000
 COPY_EXTENSIONS = ("", ".cpy", ".cob", ".cbl", ".copy", ".CPY", ".COB", ".CBL", ".txt")
 
 
-@dataclass(frozen=True)
-class Literal:
+class Literal(Plain, frozen=True):
     """A literal in a VALUE clause: ``kind`` is string, number, hex, national or figurative."""
 
     text: str
     kind: str
     all: bool = False
+
+    def __init__(self, text: str, kind: str, all: bool = False) -> None:
+        self.__dict__.update(text=text, kind=kind, all=all)
 
     def render(self) -> str:
         prefix = "ALL " if self.all else ""
@@ -85,13 +87,15 @@ class Literal:
         return self.text
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(Plain, frozen=True):
     """A level-88 condition name: ``values`` holds single values and (low, high) ranges."""
 
     name: str
     values: tuple[Literal | tuple[Literal, Literal], ...]
     line: int = 0
+
+    def __init__(self, name: str, values: tuple[Literal | tuple[Literal, Literal], ...], line: int = 0) -> None:
+        self.__dict__.update(name=name, values=values, line=line)
 
     def describe(self) -> str:
         parts = [
@@ -101,8 +105,7 @@ class Condition:
         return f"88 {self.name} VALUE {' '.join(parts)}"
 
 
-@dataclass
-class Item:
+class Item(Plain):
     """One data description entry (levels 01-49 and 77) with its subordinate items."""
 
     level: int
@@ -123,13 +126,49 @@ class Item:
     occurs_min: int | None = None
     occurs_max: int | None = None
     depending_on: str | None = None
-    occurs_keys: list[tuple[str, str]] = field(default_factory=list)  # (ASCENDING|DESCENDING, name)
-    indexed_by: list[str] = field(default_factory=list)
+    occurs_keys: list[tuple[str, str]]  # (ASCENDING|DESCENDING, name)
+    indexed_by: list[str]
     value: tuple[Literal, ...] = ()
-    conditions: list[Condition] = field(default_factory=list)
-    children: list[Item] = field(default_factory=list)
+    conditions: list[Condition]
+    children: list[Item]
     external: bool = False
     is_global: bool = False
+
+    def __init__(
+        self, level: int, name: str, file: str = "<copybook>", line: int = 0, column: int = 0,
+        is_filler: bool = False, picture: str | None = None, usage: str | None = None,
+        usage_written: str | None = None, sign_position: typing.Literal["leading", "trailing"] | None = None,
+        sign_separate: bool = False, synchronized: bool = False, justified_right: bool = False,
+        blank_when_zero: bool = False, redefines: str | None = None, occurs_min: int | None = None,
+        occurs_max: int | None = None, depending_on: str | None = None, occurs_keys: list[tuple[str, str]] = NEW,
+        indexed_by: list[str] = NEW, value: tuple[Literal, ...] = (), conditions: list[Condition] = NEW,
+        children: list[Item] = NEW, external: bool = False, is_global: bool = False,
+    ) -> None:
+        self.level = level
+        self.name = name
+        self.file = file
+        self.line = line
+        self.column = column
+        self.is_filler = is_filler
+        self.picture = picture
+        self.usage = usage
+        self.usage_written = usage_written
+        self.sign_position = sign_position
+        self.sign_separate = sign_separate
+        self.synchronized = synchronized
+        self.justified_right = justified_right
+        self.blank_when_zero = blank_when_zero
+        self.redefines = redefines
+        self.occurs_min = occurs_min
+        self.occurs_max = occurs_max
+        self.depending_on = depending_on
+        self.occurs_keys = [] if occurs_keys is NEW else occurs_keys
+        self.indexed_by = [] if indexed_by is NEW else indexed_by
+        self.value = value
+        self.conditions = [] if conditions is NEW else conditions
+        self.children = [] if children is NEW else children
+        self.external = external
+        self.is_global = is_global
 
     @property
     def is_group(self) -> bool:
@@ -140,8 +179,7 @@ class Item:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
-class Renames:
+class Renames(Plain, frozen=True):
     """A level-66 RENAMES entry: another name for the bytes of ``start`` [THRU ``thru``]
     (it adds no storage; the layout makes it a field). ``record`` is the index of the
     top-level item it follows."""
@@ -154,18 +192,28 @@ class Renames:
     column: int = 0
     record: int = 0
 
+    def __init__(
+        self, name: str, start: str, thru: str | None, line: int = 0, file: str = "<copybook>", column: int = 0,
+        record: int = 0,
+    ) -> None:
+        self.__dict__.update(name=name, start=start, thru=thru, line=line, file=file, column=column, record=record)
+
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass
-class Copybook:
+class Copybook(Plain):
     """A parsed copybook: its top-level items and level-66 entries."""
 
     records: list[Item]
-    renames: list[Renames] = field(default_factory=list)
+    renames: list[Renames]
     file: str = "<copybook>"
+
+    def __init__(self, records: list[Item], renames: list[Renames] = NEW, file: str = "<copybook>") -> None:
+        self.records = records
+        self.renames = [] if renames is NEW else renames
+        self.file = file
 
 
 # ---------------------------------------------------------------------------------------
@@ -815,7 +863,7 @@ def _build_tree(entries: list[tuple[Token, object]], file: str) -> Copybook:
                     "level 66 RENAMES before any record", file=tok.file, line=tok.line,
                     column=tok.column, token=tok.text, expected="a record (01) before it",
                 )
-            renames.append(dataclasses.replace(entry, record=len(roots) - 1))
+            renames.append(entry._replace(record=len(roots) - 1))
             continue
         assert isinstance(entry, Item)
         if entry.level in (1, 77):

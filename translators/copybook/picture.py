@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass, field
 from decimal import Context, Decimal
 from functools import cached_property
 from typing import Any, Literal
 
+from coupler.canonical.plain import Plain
 from coupler.translators.copybook.codepages import AsciiCodec, CodePage, ascii_codec, code_page
 from coupler.translators.copybook.errors import CopybookError, RecordEncodeError
 
@@ -179,8 +179,7 @@ def expand_picture(picture: str, *, where: str | None = None) -> list[str]:
     return symbols
 
 
-@dataclass(frozen=True)
-class EditPosition:
+class EditPosition(Plain, frozen=True):
     """One character position of a numeric-edited picture.
 
     ``role``: ``digit`` (9), ``zero`` (Z), ``star`` (*), ``float`` (a digit position of a
@@ -194,13 +193,15 @@ class EditPosition:
     width: int = 1
     after_point: bool = False
 
+    def __init__(self, role: str, symbol: str, width: int = 1, after_point: bool = False) -> None:
+        self.__dict__.update(role=role, symbol=symbol, width=width, after_point=after_point)
+
 
 # --------------------------------------------------------------------------------------
 # decode context
 
 
-@dataclass(frozen=True)
-class DecodeContext:
+class DecodeContext(Plain, frozen=True):
     """What a codec needs to know beyond the field itself (built from the options)."""
 
     encoding: Literal["ebcdic", "ascii"] = "ebcdic"
@@ -219,6 +220,22 @@ class DecodeContext:
     #: how the encoder overpunches the sign of ASCII zoned decimals: ``ibm`` ({ A-I, } J-R)
     #: or ``gnucobol`` (GnuCOBOL and Micro Focus: positive plain digits, negative 0x70-0x79)
     ascii_sign_convention: Literal["ibm", "gnucobol"] = "ibm"
+
+    def __init__(
+        self, encoding: Literal["ebcdic", "ascii"] = "ebcdic", ebcdic_code_page: str = "cp037",
+        ascii_charset: str | None = None,
+        string_trimming_policy: Literal["both", "left", "right", "none", "keep_all"] = "both",
+        improved_null_detection: bool = True,
+        floating_point_format: Literal["IBM", "IBM_little_endian", "IEEE754", "IEEE754_little_endian"] = "IBM",
+        strict_sign_overpunching: bool = True, trunc: Literal["bin", "std"] = "bin",
+        ascii_sign_convention: Literal["ibm", "gnucobol"] = "ibm",
+    ) -> None:
+        self.__dict__.update(
+            encoding=encoding, ebcdic_code_page=ebcdic_code_page, ascii_charset=ascii_charset,
+            string_trimming_policy=string_trimming_policy, improved_null_detection=improved_null_detection,
+            floating_point_format=floating_point_format, strict_sign_overpunching=strict_sign_overpunching,
+            trunc=trunc, ascii_sign_convention=ascii_sign_convention,
+        )
 
     @cached_property
     def text_codec(self) -> CodePage | AsciiCodec:
@@ -254,8 +271,7 @@ DEFAULT_CONTEXT = DecodeContext()
 # field type
 
 
-@dataclass(frozen=True)
-class FieldType:
+class FieldType(Plain, frozen=True, hidden=('edit',)):
     """The type of one elementary item.
 
     ``size`` is in bytes; ``alignment`` the SYNCHRONIZED boundary; ``digits`` the digit
@@ -283,7 +299,22 @@ class FieldType:
     blank_when_zero: bool = False
     justified_right: bool = False
     synchronized: bool = False
-    edit: tuple[EditPosition, ...] = field(default=(), repr=False)
+    edit: tuple[EditPosition, ...] = ()
+
+    def __init__(
+        self, picture: str | None, usage: str, kind: Kind, category: str, size: int, alignment: int = 1,
+        digits: int = 0, scale: int = 0, precision: int = 0, signed: bool = False,
+        sign_position: Literal["leading", "trailing"] | None = None, sign_separate: bool = False,
+        explicit_point: bool = False, decimal_point_is_comma: bool = False, blank_when_zero: bool = False,
+        justified_right: bool = False, synchronized: bool = False, edit: tuple[EditPosition, ...] = (),
+    ) -> None:
+        self.__dict__.update(
+            picture=picture, usage=usage, kind=kind, category=category, size=size, alignment=alignment,
+            digits=digits, scale=scale, precision=precision, signed=signed, sign_position=sign_position,
+            sign_separate=sign_separate, explicit_point=explicit_point,
+            decimal_point_is_comma=decimal_point_is_comma, blank_when_zero=blank_when_zero,
+            justified_right=justified_right, synchronized=synchronized, edit=edit,
+        )
 
     @property
     def is_numeric(self) -> bool:

@@ -7,6 +7,7 @@ was."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import io
@@ -148,3 +149,44 @@ def test_a_program_calling_main_has_its_logging_configured_as_before(tmp_path: P
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "@@ WARNING ['%(levelname)s %(name)s: %(message)s']" in done.stdout
+
+
+def test_copybook_decode_imports_no_dataclasses(tmp_path: Path) -> None:
+    """The classes of the copybook parser, layout, options and decoder are plain classes
+    (canonical/plain.py): ``@dataclass`` compiled their methods from source text in every
+    process, ~15 % of ``copybook decode``'s instructions (docs/performance.md, h137). A module on
+    the decode's path that imports :mod:`dataclasses` (or builds a dataclass) fails this."""
+    copybook, data = _data(tmp_path)
+    for to in ("parquet", "jsonl", "avro"):
+        decode = ["copybook", "decode", str(copybook), str(data), "--to", to, "--output", str(tmp_path / f"a.{to}")]
+        assert _loaded_after(tmp_path, decode, ("dataclasses",)) == [], to
+
+
+def test_a_copybook_command_line_builds_the_arguments_of_its_subcommand_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``coupler copybook decode ...`` adds no arguments to the other subcommands' parsers
+    (startup.builds: 2.4 M instructions of the decode's start-up); each subcommand's help is the
+    one of the whole parser, and the whole parser (the reference, ``build_parser()``) has them all."""
+    from coupler.bus.cli.main import _parser_for, build_parser
+
+    def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        group = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        copybook = group.choices["copybook"]
+        return dict(next(a for a in copybook._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+    def options(parser: argparse.ArgumentParser) -> list[str]:
+        return [a.dest for a in parser._actions if a.dest != "help"]
+
+    whole = subparsers(build_parser())
+    names = ["layout", "schema", "decode", "family", "encode"]
+    assert sorted(whole) == sorted(names) and all(options(whole[name]) for name in names)
+    built = subparsers(_parser_for(["copybook", "decode", "a.cpy", "a.dat", "--to", "parquet"]))
+    assert [name for name in names if options(built[name])] == ["decode"]
+    assert options(built["decode"]) == options(whole["decode"])
+    assert all(options(p) for p in subparsers(_parser_for(["copybook"])).values())
+    for name in names:
+        for args in (["copybook", name, "--help"], ["--debug", "copybook", name, "-h"]):
+            with pytest.raises(SystemExit):
+                main(args)
+            shown = capsys.readouterr().out
+            assert shown == whole[name].format_help() and "--" in shown, args
