@@ -22,6 +22,10 @@ Results are printed as a Markdown table for ``docs/performance.md``.
 ``--one-vs-parts`` runs only ``--jobs 1`` into one output file and with ``--parts``,
 alternating ``--repeat`` times each: the medians of their CPU times and the ratio.
 
+``--parts-speedup [--baseline-ref REF]`` runs only ``--jobs 1`` into one file on one core and
+``--jobs 2 --parts`` on two cores, pair after pair: the speed-up (wall) and what the second
+thread costs (CPU), this code's pairs alternating with REF's.
+
 ``--jobs 2,4 --baseline-ref REF`` runs only the one-output-file ``--jobs N`` whole
 processes, this code's and REF's alternating, and prints their wall, CPU and peak RSS.
 """
@@ -384,6 +388,49 @@ def one_vs_parts(copybook: Path, data: Path, warm: Path, workdir: Path, rounds: 
           f"median {statistics.median(paired):.3f}×")
 
 
+def parts_speedup(copybook: Path, data: Path, warm: Path, workdir: Path, rounds: int,
+                  baseline_ref: str | None) -> None:
+    """``--parts-speedup``: issue 32's "--jobs 2 at 1.8x or more of one core": ``copybook decode
+    --jobs 1 --to parquet`` into one file on one core, then ``--jobs 2 --parts`` on two cores,
+    pair after pair, ``rounds`` pairs, this code's pairs alternating with ``baseline_ref``'s:
+    each pair's wall ratio (the speed-up) and CPU ratio (what the second thread costs on top),
+    their medians, the CPU and peak RSS. On a machine busier than its cores the wall ratio says
+    little (the two threads get no more CPU than one); the CPU ratio is what load moves least."""
+    import baseline
+
+    with contextlib.ExitStack() as stack:
+        codes: dict[str, Path | None] = {"this code": None}
+        if baseline_ref:
+            codes[f"commit {baseline.describe(baseline_ref)}"] = stack.enter_context(baseline.checkout_built(baseline_ref))
+        for code in codes.values():
+            whole_process(copybook, warm, workdir, 1, code=code)  # warm-up: bytecode written
+        pairs: dict[str, list[tuple[tuple[float, float, float, int], tuple[float, float, float, int]]]] = {
+            k: [] for k in codes}
+        load_before = os.getloadavg()
+        for n in range(rounds):
+            order = list(codes.items()) if n % 2 == 0 else list(reversed(codes.items()))
+            for name, code in order:
+                one = whole_process(copybook, data, workdir, 1, code=code)
+                two = whole_process(copybook, data, workdir, 1, jobs=2, code=code, parts=True)
+                pairs[name].append((one, two))
+                print(f"  pair {n + 1}, {name}: --jobs 1 {one[0]:.2f} s wall {one[1]:.2f} s CPU; --jobs 2 --parts "
+                      f"{two[0]:.2f} s wall {two[1]:.2f} s CPU, peak RSS {two[2]:.0f} MB; {one[0] / two[0]:.3f}x, "
+                      f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+        load_after = os.getloadavg()
+    size = data.stat().st_size / MB
+    print(f"\ncopybook decode --to parquet, --jobs 1 on one core against --jobs 2 --parts on two: {data.name} "
+          f"({size:.0f} MB), {rounds} pairs each, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after\n")
+    print("| code | --jobs 1 wall s | --jobs 1 CPU s | --jobs 2 --parts wall s | --jobs 2 --parts CPU s "
+          "| speed-up (wall, median of pairs) | CPU --jobs 2 / --jobs 1 (median of pairs) | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, ps in pairs.items():
+        med = statistics.median
+        print(f"| {name} | {med(a[0] for a, _ in ps):.2f} | {med(a[1] for a, _ in ps):.2f} | "
+              f"{med(b[0] for _, b in ps):.2f} | {med(b[1] for _, b in ps):.2f} | "
+              f"{med(a[0] / b[0] for a, b in ps):.3f}x | {med(b[1] / a[1] for a, b in ps):.3f} | "
+              f"{max(b[2] for _, b in ps):.0f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -397,6 +444,9 @@ def main() -> int:
     parser.add_argument("--one-vs-parts", action="store_true",
                         help="only `copybook decode --jobs 1` into one file and with --parts, alternating --repeat "
                         "times each on one core: CPU time of every run, medians and their ratio")
+    parser.add_argument("--parts-speedup", action="store_true",
+                        help="only --jobs 1 on one core against --jobs 2 --parts on two, pair after pair, "
+                        "this code beside --baseline-ref's (wall and CPU ratios)")
     parser.add_argument("--jobs", help="N[,M...]: only the one-output-file runs of `copybook decode --jobs N`, "
                         "this code beside --baseline-ref's, alternating (wall, CPU, peak RSS)")
     args = parser.parse_args()
@@ -420,6 +470,9 @@ def main() -> int:
     on_disk(full, sample, fifth)
     if args.one_vs_parts:
         one_vs_parts(copybook, full, sample, args.dir, args.repeat)
+        return 0
+    if args.parts_speedup:
+        parts_speedup(copybook, full, sample, args.dir, args.repeat, args.baseline_ref)
         return 0
     if args.jobs:
         one_file_jobs(copybook, full, sample, args.dir, args.repeat, [int(n) for n in args.jobs.split(",")], args.baseline_ref)

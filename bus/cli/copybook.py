@@ -197,6 +197,7 @@ def run_schema(args: argparse.Namespace) -> int:
 @startup.ends_startup
 @startup.logs_nothing
 def run_decode(args: argparse.Namespace) -> int:
+    startup.keep_freed_memory()  # before the decoder's imports load pyarrow
     from coupler.bus.cli.outputs import ReportFile
     from coupler.translators.copybook import decoder
     from coupler.translators.copybook.batch_files import batch_supported
