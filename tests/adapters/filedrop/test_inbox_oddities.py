@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -206,6 +207,53 @@ def test_a_file_removed_between_listing_and_reading(bus: Bus, tmp_path: Path) ->
         assert (result.done, result.failed, result.errors) == (1, 0, 0)
         assert [m.body for m in bus.drain()] == [b"<stays/>"]
         assert not (drop / "error").exists()
+    finally:
+        a.stop()
+
+
+@pytest.mark.parametrize("replacement", ["a file", "nothing", "a link out", "a link in"])
+def test_a_sub_directory_replaced_between_listing_and_descent_is_skipped(
+        bus: Bus, tmp_path: Path, replacement: str, caplog) -> None:
+    """``recursive = true``: a sub-directory listed as one and then, before the scan descends
+    into it, replaced by a file (NotADirectoryError failed the whole poll), removed, or
+    replaced by a symbolic link (out of the inbox: PathTraversalError failed the poll; into
+    it: its files were listed under a second name) is the listing race a file removed
+    between listing and reading is: skipped, no error, the other files taken."""
+    drop = tmp_path / "drop"
+    (drop / "sub").mkdir(parents=True)
+    (drop / "sub" / "inside.xml").write_bytes(b"<inside/>")
+    (drop / "other").mkdir()
+    (drop / "other" / "deep.xml").write_bytes(b"<deep/>")
+    (drop / "top.xml").write_bytes(b"<top/>")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.xml").write_bytes(b"<secret/>")
+    a = started(make(bus, drop, recursive=True, after="keep"))
+    fs = a.pipeline.fs
+    path = fs.path
+    replaced: list[str] = []
+
+    def replace_sub(rel: str) -> Path:  # the scan's step from listing "sub" to descending into it
+        if rel == "sub" and not replaced:
+            replaced.append(rel)
+            shutil.rmtree(drop / "sub")
+            if replacement == "a file":
+                (drop / "sub").write_bytes(b"<now a file/>")
+            elif replacement == "a link out":
+                os.symlink(outside, drop / "sub")
+            elif replacement == "a link in":
+                os.symlink("other", drop / "sub")
+        return path(rel)
+
+    fs.path = replace_sub
+    caplog.set_level(logging.WARNING)
+    try:
+        result = a.pipeline.poll()
+        assert replaced == ["sub"]
+        assert (result.errors, result.failed) == (0, 0), result
+        assert sorted(m.body for m in bus.drain()) == [b"<deep/>", b"<top/>"]
+        assert [r.getMessage() for r in caplog.records if "could not be taken" in r.getMessage()
+                or "Traceback" in r.getMessage()] == []
     finally:
         a.stop()
 
