@@ -335,6 +335,8 @@ class Staging:
         except OSError as exc:
             if exc.errno == errno.ENOSPC:  # the disk filled meanwhile: a resume would keep it full
                 part.unlink(missing_ok=True)
+            elif offset == 0 and part.exists() and part.stat().st_size == 0:  # refused at once (a
+                part.unlink()  # file the login may not read): no empty .part left at each poll
             raise
         size = part.stat().st_size
         if size != info.size:
