@@ -139,6 +139,44 @@ def test_a_file_removed_between_listing_and_download_is_no_error(
         a.stop()
 
 
+@pytest.mark.parametrize("replacement", ["a file", "nothing"])
+def test_a_sub_directory_replaced_between_listing_and_descent_is_skipped(
+        bus: Bus, sshd: Sshd, remote: Path, replacement: str, caplog: pytest.LogCaptureFixture) -> None:
+    """``recursive = true``: a sub-directory listed as one and then, before the scan lists it,
+    removed or replaced by a file is the listing race a file removed before its download is:
+    skipped for that poll without a warning, the other files taken (the file drop adapter's
+    way)."""
+    import shutil
+
+    (remote / "sub").mkdir()
+    (remote / "sub" / "inside.dat").write_bytes(b"inside")
+    (remote / "top.dat").write_bytes(b"top")
+    caplog.set_level(logging.INFO)
+    a = inbound(bus, sshd, remote, recursive=True, after="keep")
+    fs = a.pipeline.fs
+    raw = fs.raw
+    replaced: list[str] = []
+
+    def replace_sub(rel: str) -> bytes:  # the scan's step from listing "sub" to listing it
+        if rel == "sub" and not replaced:
+            replaced.append(rel)
+            shutil.rmtree(remote / "sub")
+            if replacement == "a file":
+                (remote / "sub").write_bytes(b"now a file")
+        return raw(rel)
+
+    fs.raw = replace_sub
+    try:
+        result = a.pipeline.poll()
+        assert replaced == ["sub"]
+        assert (result.done, result.errors) == (1, 0), result
+        assert [m.body for m in bus.drain()] == [b"top"]
+        assert warnings_of(caplog) == []
+        connection_kept(a)
+    finally:
+        a.stop()
+
+
 # paramiko's transport thread may see the frozen session's socket closed under it
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_server_frozen_in_the_middle_of_a_download_ends_the_poll_at_read_timeout(
