@@ -282,8 +282,9 @@ def test_twenty_thousand_small_files_at_once(bus: Bus, tmp_path: Path) -> None:
 def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_is_taken(tmp_path: Path) -> None:
     """``recursive = true`` and one sub-directory the daemon's user may not list: every poll
     failed with "[Errno 13] Permission denied" and no file of the inbox was taken. Now it is
-    reported once, in one line, and the other files are taken. The poll runs in a child
-    process as ``nobody`` (root lists every directory)."""
+    reported once, in one line, and the other files are taken. A file it may not read (a
+    WARNING "could not be taken (will retry)" at every poll) is reported once too. The poll
+    runs in a child process as ``nobody`` (root lists and reads everything)."""
     import json
     import pwd
     import shutil
@@ -302,6 +303,8 @@ def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_i
         for path in (top, drop, drop / "ok.xml"):
             os.chown(path, nobody.pw_uid, nobody.pw_gid)
         (drop / "locked").chmod(0o700)  # root's
+        (drop / "secret.xml").write_bytes(b"<secret/>")
+        (drop / "secret.xml").chmod(0o600)  # root's
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: the poll as nobody, what it did as JSON on the pipe
@@ -342,10 +345,13 @@ def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_i
             out = json.loads(pipe.read() or b"{}")
         os.waitpid(pid, 0)
         assert "error" not in out, out
-        assert [(p["done"], p["errors"]) for p in out["polls"]] == [(1, 0), (0, 0)], out
+        assert [(p["done"], p["errors"]) for p in out["polls"]] == [(1, 1), (0, 0)], out
         assert out["bodies"] == ["<ok/>"]
         [line] = [w for w in out["warnings"] if "cannot list" in w]
         assert line == (f"drop: cannot list {drop}/locked: Permission denied: its files are left alone "
                         "(give nobody read and search permission on it)"), line
+        [unreadable] = [w for w in out["warnings"] if "secret.xml" in w]
+        assert unreadable == (f"drop: cannot read {drop}/secret.xml: Permission denied: taken once it may be "
+                              "read, reported again if it changes (give nobody read permission on it)"), unreadable
     finally:
         shutil.rmtree(top, ignore_errors=True)
