@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import FileChanged
+from .errors import FileChanged, PathTraversalError
 from .jail import local_path
 
 
@@ -127,16 +127,20 @@ class LocalFS(FileSystem):
         while stack:
             current = stack.pop()
             try:
-                it = os.scandir(self.path(current))
+                it = self._listing(current)
             except FileNotFoundError:
                 continue
+            except (NotADirectoryError, PathTraversalError):
+                if not current:
+                    raise
+                continue  # listed as a directory, then replaced by a file or a link: a listing race
             except PermissionError as exc:
                 if not current:  # the directory polled: nothing can be taken
                     raise
                 unlisted[current] = exc.strerror or str(exc)  # a sub-directory: the others are taken
                 continue
-            with it:
-                for entry in it:
+            with it as entries:
+                for entry in entries:
                     rel = posixpath.join(current, entry.name) if current else entry.name
                     try:
                         if entry.is_dir(follow_symlinks=False):
@@ -150,6 +154,20 @@ class LocalFS(FileSystem):
                     except FileNotFoundError:
                         continue
                     yield FileInfo(rel, st.st_size, st.st_mtime_ns)
+
+    def _listing(self, rel: str) -> contextlib.AbstractContextManager[Iterator[os.DirEntry[str]]]:
+        """The entries of directory ``rel``; a sub-directory is opened without following a
+        symbolic link (one put in its place after it was listed: NotADirectoryError)."""
+        path = self.path(rel)
+        if not rel:
+            return os.scandir(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotADirectoryError(errno.ENOTDIR, "a symbolic link now", str(path)) from exc
+            raise
+        return _fd_listing(fd)
 
     def stat(self, path: str) -> FileInfo | None:
         try:
@@ -231,6 +249,16 @@ class LocalFS(FileSystem):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def _fd_listing(fd: int) -> Iterator[Iterator[os.DirEntry[str]]]:
+    """The entries of the open directory ``fd``, closed at the end (their ``stat`` uses it)."""
+    try:
+        with os.scandir(fd) as it:
+            yield it
+    finally:
+        os.close(fd)
 
 
 def kind_of(mode: int) -> str:

@@ -247,6 +247,9 @@ class InboundPipeline:
         self._irregular_reported: set[str] = set()
         #: sub-directories reported as not listable, so each is reported once while it stays
         self._unlisted_reported: set[str] = set()
+        #: files that could not be read for want of permission (path -> size and mtime listed):
+        #: reported once, and again only once they changed or were read
+        self._unreadable: dict[str, tuple[int, int]] = {}
 
     # -- the poll ---------------------------------------------------------------------------
 
@@ -270,10 +273,13 @@ class InboundPipeline:
                     break
                 try:
                     self._take(info, result)
+                    self._unreadable.pop(info.path, None)
                 except (ConnectionError, EOFError, RemoteError):
                     raise  # the server is gone: the whole poll is retried after a backoff
                 except FileChanged as exc:  # a writer still at work: not ready yet, not an error
                     self.log.info("%s: %s is taken again once stable: %s", self.name, path_shown(info.path), exc.strerror)
+                except PermissionError as exc:  # the daemon (the SSH login) may not read it
+                    self._report_unreadable(info, exc, result)
                 except (OSError, CouplerError) as exc:  # one bad file does not stop the others
                     result.errors += 1
                     self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_shown(info.path), exc)
@@ -282,6 +288,7 @@ class InboundPipeline:
                     self.log.debug("%s: taking %s raised", self.name, info.path, exc_info=True)
                     self.log.warning("%s: %s could not be taken (will retry): %s", self.name, path_shown(info.path),
                                      UnitError.of(exc))
+            self._unreadable = {p: v for p, v in self._unreadable.items() if p in present}
             for k in ("done", "failed", "staged", "messages", "invalid", "listed", "errors"):
                 setattr(self.totals, k, getattr(self.totals, k) + getattr(result, k))
             return result
@@ -525,6 +532,20 @@ class InboundPipeline:
                              "permission on it)", self.name, self.fs.label, path_shown(path), unlisted[path],
                              getattr(self.fs, "reader", "the daemon's user"))
         self._unlisted_reported = set(unlisted)
+
+    def _report_unreadable(self, info: FileInfo, exc: PermissionError, result: PollResult) -> None:
+        """A file the daemon may not read: one warning (and one error counted) while it stays as
+        it was listed; the polls after it try it again quietly (a changed file, or one read
+        since, is reported again)."""
+        listed = (info.size, info.mtime_ns)
+        if self._unreadable.get(info.path) == listed:
+            self.log.debug("%s: %s still cannot be read: %s", self.name, path_shown(info.path), exc)
+            return
+        self._unreadable[info.path] = listed
+        result.errors += 1
+        self.log.warning("%s: cannot read %s/%s: %s: taken once it may be read, reported again if it changes "
+                         "(give %s read permission on it)", self.name, self.fs.label, path_shown(info.path),
+                         exc.strerror or exc, getattr(self.fs, "reader", "the daemon's user"))
 
     def _send_many(self, envelopes: list[Envelope], info: FileInfo, result: PollResult | None) -> int:
         """Publish records of a file in one transaction of the store (one disk sync for the

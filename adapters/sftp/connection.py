@@ -8,6 +8,7 @@ failed attempt. Every SFTP request has ``read_timeout``, so no operation hangs f
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -284,5 +285,6 @@ class SftpConnection:
             "connect_failures": self.failures,
             "last_connect_error": self.last_error,
             "reconnect_delay": self._delay,
-            "next_attempt_in": None if connected else round(max(0.0, self._next_attempt - time.monotonic()), 3),
+            # rounded up: 0 only once an attempt is due (a caller waiting for 0 is not refused)
+            "next_attempt_in": None if connected else math.ceil(max(0.0, self._next_attempt - time.monotonic()) * 1000) / 1000,
         }

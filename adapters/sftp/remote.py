@@ -105,8 +105,9 @@ class SftpFS(FileSystem):
                         f"cannot list {self.shown(self.root)}: {exc.strerror or exc}", where=self.label,
                         hint=f"check remote_directory, and that {self.conn.s.username} may read and search it",
                     ) from None
-                unlisted[current] = exc.strerror or str(exc)  # a sub-directory: the others are taken
-                continue
+                if not isinstance(exc, FileNotFoundError):  # a sub-directory: the others are taken
+                    unlisted[current] = exc.strerror or str(exc)
+                continue  # removed or replaced by a file after it was listed: a listing race
             for raw, attrs in entries:
                 name = self._name(current, raw, listed)
                 if name is None:
@@ -335,6 +336,8 @@ class Staging:
         except OSError as exc:
             if exc.errno == errno.ENOSPC:  # the disk filled meanwhile: a resume would keep it full
                 part.unlink(missing_ok=True)
+            elif offset == 0 and part.exists() and part.stat().st_size == 0:  # refused at once (a
+                part.unlink()  # file the login may not read): no empty .part left at each poll
             raise
         size = part.stat().st_size
         if size != info.size:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import select
 import ssl
 from collections import deque
 from collections.abc import Callable
@@ -58,9 +59,10 @@ class Connection:
 
     def peer_closed(self) -> bool:
         """Whether the server has closed (or reset) this connection: a frame written on it
-        now would never be read."""
+        now would never be read. Asked of the kernel too: the event loop may not have handled
+        the end of stream yet (a busy loop, a send that follows the server's close at once)."""
         return (self.closed or self.writer.is_closing() or self.reader.at_eof()
-                or self.reader.exception() is not None)
+                or self.reader.exception() is not None or hung_up(self.writer))
 
     async def write(self, payload: bytes, timeout: float) -> None:
         """Write one frame; :class:`WriteStalled` when the server has not taken it within
@@ -81,6 +83,21 @@ class Connection:
             self.writer.transport.abort()
         else:
             self.writer.close()
+
+
+#: poll events of a socket whose peer has closed its side or reset it (POLLRDHUP: Linux)
+_HUNG_UP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR if hasattr(select, "poll") else 0
+
+
+def hung_up(writer: asyncio.StreamWriter) -> bool:
+    """Whether the kernel already holds the peer's end of stream or reset on ``writer``'s socket
+    (also under TLS, whose close_notify comes before it); False where it cannot tell."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or not _HUNG_UP:
+        return False
+    poller = select.poll()
+    poller.register(sock.fileno(), _HUNG_UP)
+    return any(events & _HUNG_UP for _, events in poller.poll(0))
 
 
 class WriteStalled(Exception):

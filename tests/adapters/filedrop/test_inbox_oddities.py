@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -210,6 +211,53 @@ def test_a_file_removed_between_listing_and_reading(bus: Bus, tmp_path: Path) ->
         a.stop()
 
 
+@pytest.mark.parametrize("replacement", ["a file", "nothing", "a link out", "a link in"])
+def test_a_sub_directory_replaced_between_listing_and_descent_is_skipped(
+        bus: Bus, tmp_path: Path, replacement: str, caplog) -> None:
+    """``recursive = true``: a sub-directory listed as one and then, before the scan descends
+    into it, replaced by a file (NotADirectoryError failed the whole poll), removed, or
+    replaced by a symbolic link (out of the inbox: PathTraversalError failed the poll; into
+    it: its files were listed under a second name) is the listing race a file removed
+    between listing and reading is: skipped, no error, the other files taken."""
+    drop = tmp_path / "drop"
+    (drop / "sub").mkdir(parents=True)
+    (drop / "sub" / "inside.xml").write_bytes(b"<inside/>")
+    (drop / "other").mkdir()
+    (drop / "other" / "deep.xml").write_bytes(b"<deep/>")
+    (drop / "top.xml").write_bytes(b"<top/>")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.xml").write_bytes(b"<secret/>")
+    a = started(make(bus, drop, recursive=True, after="keep"))
+    fs = a.pipeline.fs
+    path = fs.path
+    replaced: list[str] = []
+
+    def replace_sub(rel: str) -> Path:  # the scan's step from listing "sub" to descending into it
+        if rel == "sub" and not replaced:
+            replaced.append(rel)
+            shutil.rmtree(drop / "sub")
+            if replacement == "a file":
+                (drop / "sub").write_bytes(b"<now a file/>")
+            elif replacement == "a link out":
+                os.symlink(outside, drop / "sub")
+            elif replacement == "a link in":
+                os.symlink("other", drop / "sub")
+        return path(rel)
+
+    fs.path = replace_sub
+    caplog.set_level(logging.WARNING)
+    try:
+        result = a.pipeline.poll()
+        assert replaced == ["sub"]
+        assert (result.errors, result.failed) == (0, 0), result
+        assert sorted(m.body for m in bus.drain()) == [b"<deep/>", b"<top/>"]
+        assert [r.getMessage() for r in caplog.records if "could not be taken" in r.getMessage()
+                or "Traceback" in r.getMessage()] == []
+    finally:
+        a.stop()
+
+
 def test_twenty_thousand_small_files_at_once(bus: Bus, tmp_path: Path) -> None:
     """Each poll lists all 20,000, takes its share (max_files_per_poll) in name order, each once.
     (Taking all 20,000 here takes minutes: each file costs four durable seen-state writes.)"""
@@ -234,8 +282,9 @@ def test_twenty_thousand_small_files_at_once(bus: Bus, tmp_path: Path) -> None:
 def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_is_taken(tmp_path: Path) -> None:
     """``recursive = true`` and one sub-directory the daemon's user may not list: every poll
     failed with "[Errno 13] Permission denied" and no file of the inbox was taken. Now it is
-    reported once, in one line, and the other files are taken. The poll runs in a child
-    process as ``nobody`` (root lists every directory)."""
+    reported once, in one line, and the other files are taken. A file it may not read (a
+    WARNING "could not be taken (will retry)" at every poll) is reported once too. The poll
+    runs in a child process as ``nobody`` (root lists and reads everything)."""
     import json
     import pwd
     import shutil
@@ -254,6 +303,8 @@ def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_i
         for path in (top, drop, drop / "ok.xml"):
             os.chown(path, nobody.pw_uid, nobody.pw_gid)
         (drop / "locked").chmod(0o700)  # root's
+        (drop / "secret.xml").write_bytes(b"<secret/>")
+        (drop / "secret.xml").chmod(0o600)  # root's
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: the poll as nobody, what it did as JSON on the pipe
@@ -294,10 +345,13 @@ def test_a_sub_directory_the_daemon_may_not_list_is_reported_once_and_the_rest_i
             out = json.loads(pipe.read() or b"{}")
         os.waitpid(pid, 0)
         assert "error" not in out, out
-        assert [(p["done"], p["errors"]) for p in out["polls"]] == [(1, 0), (0, 0)], out
+        assert [(p["done"], p["errors"]) for p in out["polls"]] == [(1, 1), (0, 0)], out
         assert out["bodies"] == ["<ok/>"]
         [line] = [w for w in out["warnings"] if "cannot list" in w]
         assert line == (f"drop: cannot list {drop}/locked: Permission denied: its files are left alone "
                         "(give nobody read and search permission on it)"), line
+        [unreadable] = [w for w in out["warnings"] if "secret.xml" in w]
+        assert unreadable == (f"drop: cannot read {drop}/secret.xml: Permission denied: taken once it may be "
+                              "read, reported again if it changes (give nobody read permission on it)"), unreadable
     finally:
         shutil.rmtree(top, ignore_errors=True)

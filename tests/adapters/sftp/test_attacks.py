@@ -139,6 +139,44 @@ def test_a_file_removed_between_listing_and_download_is_no_error(
         a.stop()
 
 
+@pytest.mark.parametrize("replacement", ["a file", "nothing"])
+def test_a_sub_directory_replaced_between_listing_and_descent_is_skipped(
+        bus: Bus, sshd: Sshd, remote: Path, replacement: str, caplog: pytest.LogCaptureFixture) -> None:
+    """``recursive = true``: a sub-directory listed as one and then, before the scan lists it,
+    removed or replaced by a file is the listing race a file removed before its download is:
+    skipped for that poll without a warning, the other files taken (the file drop adapter's
+    way)."""
+    import shutil
+
+    (remote / "sub").mkdir()
+    (remote / "sub" / "inside.dat").write_bytes(b"inside")
+    (remote / "top.dat").write_bytes(b"top")
+    caplog.set_level(logging.INFO)
+    a = inbound(bus, sshd, remote, recursive=True, after="keep")
+    fs = a.pipeline.fs
+    raw = fs.raw
+    replaced: list[str] = []
+
+    def replace_sub(rel: str) -> bytes:  # the scan's step from listing "sub" to listing it
+        if rel == "sub" and not replaced:
+            replaced.append(rel)
+            shutil.rmtree(remote / "sub")
+            if replacement == "a file":
+                (remote / "sub").write_bytes(b"now a file")
+        return raw(rel)
+
+    fs.raw = replace_sub
+    try:
+        result = a.pipeline.poll()
+        assert replaced == ["sub"]
+        assert (result.done, result.errors) == (1, 0), result
+        assert [m.body for m in bus.drain()] == [b"top"]
+        assert warnings_of(caplog) == []
+        connection_kept(a)
+    finally:
+        a.stop()
+
+
 # paramiko's transport thread may see the frozen session's socket closed under it
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_server_frozen_in_the_middle_of_a_download_ends_the_poll_at_read_timeout(
@@ -437,6 +475,64 @@ def test_what_the_login_may_not_read_is_reported_once_and_the_rest_is_taken(
         assert f"cannot list {locked}: Permission denied" in message and "\n" not in message, message
     finally:
         b.stop()
+
+
+def test_a_file_the_login_may_not_read_is_reported_once_and_again_only_when_it_changes(
+        bus: Bus, sshd: Sshd, unprivileged, caplog: pytest.LogCaptureFixture) -> None:
+    """A file the SFTP user may not read was retried with a WARNING "could not be taken (will
+    retry): [Errno 13] Permission denied" at every poll. It is now reported once, in one line
+    naming it and the login, while it stays as listed; again once it changed; and taken once
+    it may be read. The other files are taken meanwhile."""
+    import shutil
+
+    from coupler.canonical import FormatIndicator
+
+    from ..filebus import adapter
+
+    user, password, home = unprivileged
+    inbox = home / "inbox"
+    inbox.mkdir()
+    shutil.chown(inbox, user)
+    (inbox / "ok.dat").write_bytes(b"ok")
+    secret = inbox / "secret.dat"
+    secret.write_bytes(b"secret")
+    secret.chmod(0o600)  # root's: the user may list it, not read it
+    caplog.set_level(logging.INFO)
+    opts = {"host": "127.0.0.1", "port": sshd.port, "username": user, "password": password,
+            "known_hosts": str(sshd.known_hosts), "remote_directory": str(inbox), "stable_seconds": 0,
+            "autopoll": False, "connect_timeout": 5, "read_timeout": 5, "after": "keep"}
+    a = adapter(SftpAdapter, "sftp-unreadable", opts, bus.context("sftp-unreadable"),
+                format=FormatIndicator.parse("acme.File@1"), direction="inbound")
+    a.start()
+
+    def reports() -> list[str]:
+        return [w for w in warnings_of(caplog) if "secret.dat" in w]
+
+    try:
+        first = a.pipeline.poll()
+        assert (first.done, first.errors) == (1, 1), first
+        assert [m.body for m in bus.drain()] == [b"ok"]
+        for _ in range(3):
+            again = a.pipeline.poll()
+            assert (again.taken, again.errors) == (0, 0), again
+        [report] = reports()
+        assert report == (f"sftp-unreadable: cannot read {a.pipeline.fs.label}/secret.dat: Permission denied: "
+                          f"taken once it may be read, reported again if it changes (give {user} read "
+                          "permission on it)"), report
+        secret.write_bytes(b"secret, longer")  # changed: reported again, once
+        os.utime(secret, (1_000_000_000, 1_000_000_000))
+        for _ in range(2):
+            a.pipeline.poll()
+        assert len(reports()) == 2, reports()
+        assert not list(a.pipeline.local.directory.glob("*.part")), "an empty .part left for the unreadable file"
+        secret.chmod(0o644)
+        taken = a.pipeline.poll()
+        assert (taken.done, taken.errors) == (1, 0), taken
+        assert [m.body for m in bus.drain()] == [b"secret, longer"]
+        assert len(reports()) == 2
+        connection_kept(a)
+    finally:
+        a.stop()
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")

@@ -118,6 +118,33 @@ def test_unreachable_server_and_reconnect_backoff(tmp_path: Path) -> None:
     assert 25 < conn.health()["next_attempt_in"] <= 30
 
 
+def test_health_shows_the_next_attempt_due_only_once_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``next_attempt_in`` was rounded to the millisecond: it read 0 while up to 0.5 ms of the
+    backoff remained, and a caller that waited for 0 (the attack tests do, then poll) was
+    refused "next reconnection attempt in 0.0 s". It is 0 now only when an attempt is due."""
+    from coupler.adapters.sftp import connection
+
+    known = tmp_path / "kh"
+    known.write_text("")
+    conn = SftpConnection(ConnectionSettings(
+        host="127.0.0.1", port=free_port(), username="root", password="x", known_hosts=known,
+        connect_timeout=2, reconnect_delay=30,
+    ))
+    now = [1000.0]
+    monkeypatch.setattr(connection.time, "monotonic", lambda: now[0])
+    with pytest.raises(RemoteError, match="cannot connect"):
+        conn.sftp()
+    now[0] = 1030 - 0.0004  # 0.4 ms of the backoff left
+    assert conn.health()["next_attempt_in"] > 0
+    with pytest.raises(RemoteError, match="next reconnection attempt in"):
+        conn.sftp()
+    now[0] = 1030
+    assert conn.health()["next_attempt_in"] == 0
+    with pytest.raises(RemoteError, match="cannot connect"):  # tried again
+        conn.sftp()
+    assert conn.health()["connect_failures"] == 2
+
+
 def test_health_shows_when_the_next_connection_attempt_is_due(bus: Bus, sshd: Sshd, tmp_path: Path) -> None:
     """``ctl status`` and the console show the problem line; ``--json`` the seconds as a number."""
     port = free_port()

@@ -7,6 +7,7 @@ test_client.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -254,3 +255,30 @@ def test_a_server_closing_the_connection_under_correlated_requests_fails_them_at
     message = str(lost.value)
     assert lost.value.code == "failed" and "\n" not in message and "closed" in message, message
     assert request(adapter, b"0002second") == b"0002=SECOND"
+
+
+def test_a_close_the_event_loop_has_not_handled_yet_is_seen_before_writing() -> None:
+    """The server closes an idle connection and the next send follows at once, before the
+    client's event loop has handled the end of stream (a busy loop; the race check's delay on
+    the loop's reads): the frame was written on the closed connection and lost, or the
+    request failed. The kernel is asked too now."""
+    from coupler.adapters.socket.client import Connection
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    async def check() -> tuple[bool, bool]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.getsockname()[1])
+        server_side, _ = listener.accept()  # queued by the kernel: does not block
+        conn = Connection(reader, writer, FRAMING)
+        try:
+            open_before = conn.peer_closed()
+            server_side.close()  # on loopback the end of stream is in the client's kernel now
+            return open_before, conn.peer_closed()  # no await between: the loop has not run
+        finally:
+            writer.close()
+
+    try:
+        open_before, closed_after = asyncio.run(check())
+    finally:
+        listener.close()
+    assert (open_before, closed_after) == (False, True)
