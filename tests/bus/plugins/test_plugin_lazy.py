@@ -118,3 +118,15 @@ def test_coupler_plugins_lists_a_plugin_whose_type_does_not_import_as_broken() -
         for b in broken_plugins():
             if "h141_no_such_module" in b.error:
                 manager._BROKEN.pop(b.entry_point)
+
+
+def test_a_site_naming_a_type_that_does_not_import_is_one_line_naming_its_place(tmp_path: Path) -> None:
+    site_file = write_site(tmp_path, '[[adapters]]\nname = "m"\ntype = "missing"\ndirection = "inbound"\n'
+                                     'channel = "c"\n')
+    pm = plugin_manager(entry_points=False, extra=(_ByReference(),), core=False)
+    with pytest.raises(ConfigError) as raised:
+        load_site(site_file, adapter_types=adapter_types(pm))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{site_file}:3: adapters[m].type: adapter type 'missing' of plugin ")
+    assert "cannot import 'h141_no_such_module:Adapter'" in message
