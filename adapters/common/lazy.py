@@ -13,6 +13,7 @@ each command about half a second of start-up. Use as::
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -34,3 +35,18 @@ class _LazyModule:
 def lazy_module(name: str) -> Any:
     """A stand-in for module ``name`` that imports it on the first attribute access."""
     return _LazyModule(name)
+
+
+def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for ``package``: ``exports`` maps a name to the
+    submodule defining it (``{"SftpAdapter": "adapter"}``), imported at the first
+    ``from package import SftpAdapter``, not with the package (an adapter plugin's package is
+    imported by every ``coupler`` command that loads the plugins; its adapter class is
+    contributed as ``"package.adapter:SftpAdapter"``, imported when a site names its type)."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
+
+    return __getattr__

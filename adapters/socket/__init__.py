@@ -7,14 +7,20 @@ Its framings (length prefix, delimiter, fixed length, STX/ETX, MLLP) are stream 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from coupler.adapters.common.lazy import lazy_exports
 from coupler.bus.api import hookimpl
 
-from .adapter import SocketAdapter
+if TYPE_CHECKING:
+    from .adapter import SocketAdapter
+
+# the adapter module is imported when a site names the type (or on `from ... import SocketAdapter`)
+__getattr__ = lazy_exports(__name__, {"SocketAdapter": "adapter"})
 
 __all__ = ["SocketAdapter"]
 
 
-
 @hookimpl
-def coupler_adapter_types() -> dict[str, type]:
-    return {"socket": SocketAdapter}
+def coupler_adapter_types() -> dict[str, type | str]:
+    return {"socket": f"{__name__}.adapter:SocketAdapter"}

@@ -329,9 +329,13 @@ def _check_adapter_types(
     for i, ad in enumerate(adapters):
         if not isinstance(ad, dict) or not isinstance(ad.get("type"), str):
             continue
-        cls = types.get(ad["type"])
+        loc: tuple[str | int, ...] = ("adapters", i, "type")
+        try:
+            cls = types.get(ad["type"])  # imports a type given by reference ("module:Class")
+        except plugin_types.PluginError as exc:
+            found.append(Problem(render(loc), f"{exc.message} ({exc.hint})" if exc.hint else exc.message, loc))
+            continue
         if cls is None:
-            loc: tuple[str | int, ...] = ("adapters", i, "type")
             found.append(Problem(render(loc), _unknown("adapter type", ad["type"], types), loc))
             continue
         model: type[BaseModel] | None = getattr(cls, "options_model", None)

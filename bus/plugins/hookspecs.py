@@ -45,10 +45,13 @@ class TransportType:
 
 
 @hookspec
-def coupler_adapter_types() -> dict[str, type]:
+def coupler_adapter_types() -> dict[str, type | str]:
     """Adapter types this plugin provides: ``{type name: Adapter subclass}``.
 
-    The type name is what a site's ``[[adapters]] type = "..."`` refers to.
+    The type name is what a site's ``[[adapters]] type = "..."`` refers to. The class may be
+    given as ``"module:Class"``: it is then imported only when a site names the type (or by
+    ``coupler plugins`` and the configuration reference), so a daemon whose site does not use
+    the type does not pay for importing it (see ``coupler.bus.plugins.manager.TypesByName``).
     """
 
 

@@ -19,6 +19,7 @@ import importlib
 import importlib.metadata
 import logging
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,24 +177,77 @@ def _per_plugin(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tupl
     return results
 
 
-def _merge(pm: pluggy.PluginManager, hook: str) -> dict[str, Any]:
+def _merge_owned(pm: pluggy.PluginManager, hook: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """``({name: value}, {name: plugin name})`` of ``hook`` over every plugin."""
     merged: dict[str, Any] = {}
     owners: dict[str, str] = {}
     for plugin, result in _per_plugin(pm, hook):
         for name, value in (result or {}).items():
-            if name in merged and merged[name] is not value:
+            if name in merged and merged[name] is not value and not (
+                isinstance(value, str) and value == merged[name]
+            ):
                 raise PluginError(
                     f"{hook}: {name!r} is contributed by both {owners[name]} and {_plugin_name(pm, plugin)}",
                     hint="uninstall one of the two plugins",
                 )
             merged[name] = value
             owners[name] = _plugin_name(pm, plugin)
-    return merged
+    return merged, owners
 
 
-def adapter_types(pm: pluggy.PluginManager) -> dict[str, type]:
-    """``{type name: Adapter class}`` of every plugin (``coupler_adapter_types``)."""
-    return _merge(pm, "coupler_adapter_types")
+def _merge(pm: pluggy.PluginManager, hook: str) -> dict[str, Any]:
+    return _merge_owned(pm, hook)[0]
+
+
+def _resolve_reference(ref: str, kind: str, name: str, owner: str) -> Any:
+    """The object ``"module:attribute"`` names (a type a plugin contributes by reference)."""
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of a plugin's import (sys.exit() too)
+        raise PluginError(
+            f"{kind} {name!r} of plugin {owner}: cannot import {ref!r}: {describe_exception(exc)}",
+            hint="reinstall the plugin or install what it needs (`coupler plugins` lists what is installed)",
+        ) from None
+    return obj
+
+
+class TypesByName(Mapping[str, Any]):
+    """``{type name: type}`` whose types a plugin may contribute by reference,
+    ``"module:attribute"``: such a type is imported when it is first looked up
+    (``types[name]``, ``types.get(name)``), not when the plugins are loaded, so a site that
+    does not name it does not import it. Its names (``in``, iteration) need no import."""
+
+    def __init__(self, types: dict[str, Any], owners: dict[str, str], kind: str):
+        self._types = types
+        self._owners = owners
+        self._kind = kind
+
+    def __getitem__(self, name: str) -> Any:
+        value = self._types[name]
+        if isinstance(value, str):
+            value = self._types[name] = _resolve_reference(value, self._kind, name, self._owners[name])
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def __repr__(self) -> str:
+        return f"TypesByName({self._types!r})"
+
+
+def adapter_types(pm: pluggy.PluginManager) -> TypesByName:
+    """``{type name: Adapter class}`` of every plugin (``coupler_adapter_types``); a class
+    contributed as ``"module:Class"`` is imported when it is looked up (:class:`TypesByName`)."""
+    return TypesByName(*_merge_owned(pm, "coupler_adapter_types"), kind="adapter type")
 
 
 def translator_types(pm: pluggy.PluginManager) -> dict[str, Any]:
@@ -279,6 +333,23 @@ class PluginInfo:
         }
 
 
+def _check_references(pm: pluggy.PluginManager, plugin: Any, types: dict[str, Any], dist: Any) -> None:
+    """Import the types ``plugin`` contributes by reference (``coupler plugins``): one that
+    fails to import makes the plugin broken, as an import failure of the plugin itself does."""
+    name = _plugin_name(pm, plugin)
+    for type_name, value in types.items():
+        if not isinstance(value, str):
+            continue
+        try:
+            _resolve_reference(value, "adapter type", type_name, name)
+        except PluginError as exc:
+            _record_broken(BrokenPlugin(
+                name, getattr(plugin, "__name__", repr(plugin)), dist.metadata["name"] if dist else None,
+                dist.version if dist else None, exc.message,
+            ))
+            return
+
+
 def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
     dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
     infos: dict[int, PluginInfo] = {}
@@ -295,6 +366,8 @@ def describe_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
     for attr, hook in hooks.items():
         for plugin, result in _per_plugin(pm, hook):
             getattr(infos[id(plugin)], attr).extend(str(x) for x in (result or ()))
+            if hook == "coupler_adapter_types":
+                _check_references(pm, plugin, result or {}, dists.get(id(plugin)))
     parser = argparse.ArgumentParser(prog="coupler", add_help=False)
     sub = parser.add_subparsers()
     for name, owner in add_cli_commands(pm, sub).items():

@@ -89,6 +89,8 @@ class AdapterRuntime:
         self.d = daemon
 
     def classes(self) -> dict[str, type[Adapter]]:
+        """``{type name: Adapter class}`` of the types the site's enabled adapters name: only
+        those are imported (a plugin may contribute a class as ``"module:Class"``)."""
         types = adapter_types(self.d.pm)
         problems = []
         for ad in self.d.site.adapters:
@@ -99,7 +101,7 @@ class AdapterRuntime:
                 )
         if problems:
             raise self.d.site.config_error(problems, hint="`coupler plugins` lists what is installed")
-        return types
+        return {ad.type: types[ad.type] for ad in self.d.site.adapters if ad.enabled}
 
     def start_all(self, classes: dict[str, type[Adapter]], *, paused: bool = False) -> None:
         """Create every enabled adapter and check it, then start them: a configuration error is
