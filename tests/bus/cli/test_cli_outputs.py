@@ -257,7 +257,9 @@ def test_ctrl_c_while_the_command_starts(tmp_path: Path) -> None:
     the same line and status as in the middle of a command, not a KeyboardInterrupt traceback."""
     started = tmp_path / "importing"
     (tmp_path / "h127_slow_plugin.py").write_text(
-        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n")
+        # short sleeps: a SIGINT that lands between the interpreter's check for signals and the
+        # start of one long sleep(60) does not interrupt it (seen once under load)
+        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\nfor _ in range(6000):\n    time.sleep(0.01)\n")
     env = _env()
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
     env["COUPLER_EXTRA_PLUGINS"] = "h127_slow_plugin"
