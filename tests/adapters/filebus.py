@@ -3,6 +3,7 @@ helper plugin authors use), with the defaults these suites rely on."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,3 +38,19 @@ def adapter(cls: type, name: str, options: dict[str, Any], context: BusContext, 
         targets=attrs.pop("targets", ()), identity=attrs.pop("identity", None),
         channel=context.channel, format=attrs.pop("format", None),
     )
+
+
+def deliver_in_thread(outbound: Any, message: Envelope) -> tuple[threading.Thread, list[BaseException]]:
+    """``outbound.deliver(message)`` started in a thread of its own (so that the test can freeze
+    or kill the server meanwhile), and the list its exception, if any, is put into."""
+    errors: list[BaseException] = []
+
+    def deliver() -> None:
+        try:
+            outbound.deliver(message)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            errors.append(exc)
+
+    t = threading.Thread(target=deliver)
+    t.start()
+    return t, errors

@@ -25,7 +25,7 @@ from coupler.adapters.common.fs import FileInfo
 from coupler.adapters.sftp import SftpAdapter
 from tests.bus.site_helpers import wait_for
 
-from ..filebus import Bus
+from ..filebus import Bus, deliver_in_thread
 from .sshd import Sshd, descendants
 from .test_transfer import inbound
 
@@ -287,16 +287,8 @@ def test_an_append_cut_by_the_server_dying_is_undone_later_and_logged_without_a_
                 bus.context("sftp-out", channel="out"), direction="outbound")
     a.start()
     caplog.set_level(logging.INFO)
-    errors: list[BaseException] = []
     try:
-        def deliver() -> None:
-            try:
-                a.deliver(message)
-            except BaseException as exc:  # noqa: BLE001 - the test inspects it
-                errors.append(exc)
-
-        t = threading.Thread(target=deliver)
-        t.start()
+        t, errors = deliver_in_thread(a, message)
         wait_for(lambda: (remote / "ledger.dat").stat().st_size > 1 << 20 or not t.is_alive(),
                  "the append to get going", timeout=60)
         assert t.is_alive(), "the append ended before the server could be killed"
@@ -555,17 +547,9 @@ def test_a_server_frozen_in_the_middle_of_an_upload_fails_the_delivery_at_read_t
     a = adapter(SftpAdapter, "sftp-out", options(server, remote, file_name="{prop.name}", read_timeout=2),
                 bus.context("sftp-out", channel="out"), direction="outbound")
     a.start()
-    errors: list[BaseException] = []
     stopped: list[int] = []
     try:
-        def deliver() -> None:
-            try:
-                a.deliver(message)
-            except BaseException as exc:  # noqa: BLE001 - the test inspects it
-                errors.append(exc)
-
-        t = threading.Thread(target=deliver)
-        t.start()
+        t, errors = deliver_in_thread(a, message)
         wait_for(lambda: any(p.stat().st_size > 1 << 20 for p in remote.glob(".*.part")) or not t.is_alive(),
                  "the upload to get going", timeout=60)
         assert t.is_alive(), "the upload ended before the server could be frozen"

@@ -4,7 +4,6 @@ file on the server, byte for byte, and no ``.part`` left."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from coupler.canonical import Envelope, FormatIndicator
 from coupler.canonical.errors import CouplerError
 from tests.bus.site_helpers import wait_for
 
-from ..filebus import Bus, adapter
+from ..filebus import Bus, adapter, deliver_in_thread
 from .sshd import Sshd
 from .test_transfer import options
 
@@ -34,16 +33,8 @@ def test_sshd_killed_mid_upload_then_redelivered_leaves_one_file_and_no_part(bus
     a = adapter(SftpAdapter, "sftp-out", options(server, remote, file_name="{prop.name}", read_timeout=5),
                 bus.context("sftp-out", channel="out"), direction="outbound")
     a.start()
-    errors: list[BaseException] = []
     try:
-        def deliver() -> None:
-            try:
-                a.deliver(message)
-            except BaseException as exc:  # noqa: BLE001 - the test inspects it
-                errors.append(exc)
-
-        t = threading.Thread(target=deliver)
-        t.start()
+        t, errors = deliver_in_thread(a, message)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             parts = [p for p in remote.iterdir() if p.name.endswith(".part")]
