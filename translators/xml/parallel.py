@@ -130,6 +130,15 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     processes = getattr(pool, "_processes", None) or {}
     for process in list(processes.values()):
         process.terminate()
+    # A worker ended while it wrote its split's result leaves part of a message in the result
+    # pipe, and the pool's thread that reads it waits for the rest for ever: ``shutdown`` and the
+    # interpreter's exit join that thread, so the command hung after SIGTERM (seen in a fresh
+    # clone: both `xml decode --jobs 2` cases of the SIGTERM test, the thread in
+    # ``Connection._recv``). With this process's own copy of the pipe's write end closed, the
+    # thread reads end of file once the workers are gone, and the pool ends as broken.
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 class ParallelDecode:

@@ -277,3 +277,40 @@ def test_jobs_must_be_one_or_more(tmp_path: Path, capsys: pytest.CaptureFixture[
     code, err = _decode(capsys, ORDERS_XSD, _orders(tmp_path / "o.xml", 3), "--record-path", "orders/order",
                         "--jobs", "0")
     assert code == 2 and "--jobs must be 1 or more" in err
+
+
+def _a_large_result(size: int) -> bytes:
+    return b"x" * size
+
+
+def _writing_a_pipe(pid: int) -> bool:
+    """Whether process ``pid`` waits inside a write to a pipe (its kernel wait channel)."""
+    with open(f"/proc/{pid}/wchan") as wchan:
+        return wchan.read().endswith("pipe_write")  # pipe_write, anon_pipe_write
+
+
+def test_workers_stopped_while_one_writes_its_result_do_not_hang_the_command() -> None:
+    """SIGTERM or an error stops the workers (``parallel._stop``): one ended in the middle of
+    writing its split's result left part of a message in the pool's result pipe, and the thread
+    reading it waited for the rest for ever, so ``shutdown`` (and the interpreter's exit) never
+    returned: the command hung after SIGTERM (a fresh clone, both `xml decode --jobs 2` cases)."""
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    for _ in range(20):  # until a worker is caught writing (a 256 MB result through a 64 kB pipe)
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+        future = pool.submit(_a_large_result, 256 << 20)
+        worker = next(iter(pool._processes))  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 30
+        while not future.done() and not _writing_a_pipe(worker) and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        caught = not future.done()
+        parallel._stop(pool)
+        ended = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True}, daemon=True)
+        ended.start()
+        ended.join(30)
+        assert not ended.is_alive(), "the pool's shutdown hung after its worker was stopped mid-write"
+        if caught:
+            return
+    pytest.fail("no worker was caught in the middle of writing its result in 20 tries")
