@@ -199,19 +199,25 @@ def _merge(pm: pluggy.PluginManager, hook: str) -> dict[str, Any]:
     return _merge_owned(pm, hook)[0]
 
 
+def _import_object(ref: str) -> Any:
+    """The object ``"module[:attribute.path]"`` names, imported (ImportError, AttributeError and
+    whatever the module's import raises, to the caller)."""
+    module_name, _, attr = ref.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _resolve_reference(ref: str, kind: str, name: str, owner: str) -> Any:
     """The object ``"module:attribute"`` names (a type a plugin contributes by reference)."""
-    module_name, _, attr = ref.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in filter(None, attr.split(".")):
-            obj = getattr(obj, part)
+        return _import_object(ref)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of a plugin's import (sys.exit() too)
         raise PluginError(
             f"{kind} {name!r} of plugin {owner}: cannot import {ref!r}: {describe_exception(exc)}",
             hint="reinstall the plugin or install what it needs (`coupler plugins` lists what is installed)",
         ) from None
-    return obj
 
 
 class TypesByName(Mapping[str, Any]):
@@ -392,11 +398,8 @@ def extra_plugins(spec: str | None = None) -> tuple[Any, ...]:
     spec = os.environ.get(EXTRA_PLUGINS_ENV, "") if spec is None else spec
     plugins = []
     for item in filter(None, (s.strip() for s in spec.split(","))):
-        module_name, _, attr = item.partition(":")
         try:
-            obj: Any = importlib.import_module(module_name)
-            for part in filter(None, attr.split(".")):
-                obj = getattr(obj, part)
+            obj = _import_object(item)
         except (ImportError, AttributeError) as exc:
             raise CouplerError(
                 f"cannot load plugin {item!r}: {exc}", where=f"${EXTRA_PLUGINS_ENV}",
